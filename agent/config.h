@@ -1,0 +1,85 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Configuration: an INI file (inih) over embedded defaults, then command-line
+ * flags over both. Sections: [agent], [http], [storage], [collector.NAME].
+ *
+ * Every key is declared in a table of struct cfg_key with its default and a
+ * help line; an undeclared key, a bad value or an unreadable file is an error
+ * naming file:line, and sysobsd exits with status 2.
+ *
+ * Values are kept as strings with the line they came from, so a collector can
+ * validate its own keys at init and still point at the offending line.
+ */
+#ifndef SYSOBS_CONFIG_H
+#define SYSOBS_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+struct cfg_key {
+	const char *key;
+	const char *def;	/* default as text; NULL = no default (empty) */
+	const char *help;
+};
+
+struct cfg_value {
+	char *key;
+	char *value;
+	int line;		/* 0 = default or command line */
+};
+
+struct cfg_section {
+	char *name;		/* "http", "collector.mptcp", ... */
+	const struct cfg_key *keys;	/* declared keys, {0}-terminated */
+	struct cfg_value *values;
+	size_t n_values;
+};
+
+struct config {
+	char *path;		/* file read, or NULL for embedded defaults */
+	struct cfg_section *sections;
+	size_t n_sections;
+	char err[512];		/* last error, "file:line: message" */
+};
+
+/* Declares a section and its keys; must be done before cfg_load(). */
+int cfg_declare(struct config *cfg, const char *section, const struct cfg_key *keys);
+/* Reads an INI file. Returns 0, or -errno / -EINVAL with cfg->err set. */
+int cfg_load(struct config *cfg, const char *path);
+/* Sets a value (command-line override). Same validation as the file. */
+int cfg_set(struct config *cfg, const char *section, const char *key, const char *value);
+void cfg_free(struct config *cfg);
+
+struct cfg_section *cfg_section(const struct config *cfg, const char *section);
+/* Value or declared default; NULL if the key is not declared. */
+const char *cfg_get(const struct cfg_section *sec, const char *key);
+/* Line the value came from (0 if default / flag). */
+int cfg_line(const struct cfg_section *sec, const char *key);
+
+/* Typed getters: parse, range-check, and on error format cfg->err as
+ * "file:line: [section] key: reason" and return -EINVAL. */
+int cfg_get_bool(struct config *cfg, const char *section, const char *key, bool *out);
+int cfg_get_u64(struct config *cfg, const char *section, const char *key, uint64_t min,
+		uint64_t max, uint64_t *out);
+/* Durations: "250ms", "15s", "5m", "24h", "7d"; plain number = seconds. */
+int cfg_get_duration_ms(struct config *cfg, const char *section, const char *key,
+			uint64_t min_ms, uint64_t max_ms, uint64_t *out);
+/* Sizes: "512", "64k", "10M", "1G" (powers of 1024). */
+int cfg_get_size(struct config *cfg, const char *section, const char *key, uint64_t min,
+		 uint64_t max, uint64_t *out);
+/* Formats cfg->err for a key with a reason of the caller's; returns -EINVAL. */
+int cfg_error(struct config *cfg, const char *section, const char *key, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+/* Pure parsers used by the getters (unit-tested). 0 or -EINVAL. */
+int cfg_parse_bool(const char *s, bool *out);
+int cfg_parse_u64(const char *s, uint64_t *out);
+int cfg_parse_duration_ms(const char *s, uint64_t *out);
+int cfg_parse_size(const char *s, uint64_t *out);
+
+/* Writes every declared section and key with default and help, INI-formatted. */
+void cfg_print_defaults(const struct config *cfg, FILE *out);
+
+#endif

@@ -1,0 +1,53 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * One logger for the whole agent. Every line carries a level and a component
+ * ("agent", "store", "http", or a collector name). Lines go to stderr, which
+ * systemd's journal or the terminal picks up.
+ *
+ * log_ratelimited() lets a hot failure path (disk full, ring buffer loss) log
+ * at most once per interval per call site and say how many were suppressed.
+ */
+#ifndef SYSOBS_LOG_H
+#define SYSOBS_LOG_H
+
+#include <stdarg.h>
+#include <stdint.h>
+
+enum log_level { LOG_LVL_ERR, LOG_LVL_WARN, LOG_LVL_INFO, LOG_LVL_DEBUG };
+
+void log_set_level(enum log_level lvl);
+enum log_level log_get_level(void);
+/* "error", "warn", "info", "debug" -> level; -EINVAL if unknown. */
+int log_level_parse(const char *s, enum log_level *out);
+
+void log_msg(enum log_level lvl, const char *component, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+void log_vmsg(enum log_level lvl, const char *component, const char *fmt, va_list ap);
+
+struct log_ratelimit {
+	int64_t next_ns;	/* monotonic time the next line may be printed */
+	uint64_t suppressed;	/* lines swallowed since the last one printed */
+};
+
+/* Logs at most once per interval_ms for this state; thread-safe enough for
+ * counters (a lost suppressed count is harmless). */
+void log_ratelimited(struct log_ratelimit *rl, unsigned interval_ms, enum log_level lvl,
+		     const char *component, const char *fmt, ...)
+	__attribute__((format(printf, 5, 6)));
+
+#define log_err(comp, ...)   log_msg(LOG_LVL_ERR, comp, __VA_ARGS__)
+#define log_warn(comp, ...)  log_msg(LOG_LVL_WARN, comp, __VA_ARGS__)
+#define log_info(comp, ...)  log_msg(LOG_LVL_INFO, comp, __VA_ARGS__)
+#define log_debug(comp, ...) log_msg(LOG_LVL_DEBUG, comp, __VA_ARGS__)
+
+/* Collector-flavoured variants: prefix the collector's own name. */
+#define clog_err(c, ...)   log_msg(LOG_LVL_ERR, (c)->ops->name, __VA_ARGS__)
+#define clog_warn(c, ...)  log_msg(LOG_LVL_WARN, (c)->ops->name, __VA_ARGS__)
+#define clog_info(c, ...)  log_msg(LOG_LVL_INFO, (c)->ops->name, __VA_ARGS__)
+#define clog_debug(c, ...) log_msg(LOG_LVL_DEBUG, (c)->ops->name, __VA_ARGS__)
+
+/* Monotonic and wall clocks in nanoseconds. */
+int64_t clock_mono_ns(void);
+int64_t clock_wall_ns(void);
+
+#endif

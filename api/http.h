@@ -1,0 +1,71 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * HTTP server on libmicrohttpd (internal thread pool). Routes are registered
+ * before http_start(); a route is a method, a path or path prefix, and a
+ * handler that fills a response. Collectors add their own /api/v1/<name>/...
+ * routes through their ops (see collector.h).
+ *
+ * Errors are always JSON: {"error":{"code":"bad_request","message":"..."}}.
+ */
+#ifndef SYSOBS_HTTP_H
+#define SYSOBS_HTTP_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct http_server;
+struct MHD_Connection;
+struct metrics;
+
+struct http_request {
+	const char *method;
+	const char *path;		/* without query string */
+	const char *subpath;		/* path after a prefix route's prefix */
+	struct MHD_Connection *conn;
+	const char *body;		/* POST body, NUL-terminated, or NULL */
+	size_t body_len;
+	const char *accept;		/* Accept header or NULL */
+};
+
+struct http_response {
+	int status;
+	const char *content_type;	/* static string */
+	char *body;			/* malloc'ed, freed by the server */
+	size_t len;
+};
+
+typedef void (*http_handler)(const struct http_request *req, struct http_response *res,
+			     void *arg);
+
+struct http_config {
+	const char *listen;		/* "127.0.0.1:9464", "[::1]:9464", ":9464" */
+	unsigned max_connections;
+	unsigned timeout_s;
+	unsigned threads;
+	bool admin;			/* allow state-changing POST endpoints */
+};
+
+struct http_server *http_new(const struct http_config *cfg, struct metrics *m);
+/* prefix=true: matches path == p or path starting with p + '/'. */
+int http_route(struct http_server *h, const char *method, const char *path, bool prefix,
+	       http_handler fn, void *arg);
+int http_start(struct http_server *h);	/* binds; -errno with a logged reason */
+uint16_t http_port(const struct http_server *h);	/* actual port (for :0) */
+void http_free(struct http_server *h);	/* stops and frees; accepts NULL */
+
+/* Query parameters. */
+const char *http_query(const struct http_request *req, const char *key);
+/* All values of a repeated key (e.g. match[]); returns the count, up to max. */
+size_t http_query_all(const struct http_request *req, const char *key, const char **vals,
+		      size_t max);
+
+/* Response helpers. */
+void http_reply_json(struct http_response *res, int status, json_t *j);	/* steals j */
+void http_reply_text(struct http_response *res, int status, const char *ctype, char *body,
+		     size_t len);	/* takes body */
+void http_reply_error(struct http_response *res, int status, const char *code, const char *fmt,
+		      ...) __attribute__((format(printf, 4, 5)));
+
+#endif

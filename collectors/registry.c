@@ -1,0 +1,10 @@
+/* SPDX-License-Identifier: MIT */
+/* The explicit list of collectors, in start order. */
+#include "collectors/collector.h"
+
+extern const struct collector_ops self_collector;
+
+const struct collector_ops *const collector_registry[] = {
+	&self_collector,
+	NULL,
+};
