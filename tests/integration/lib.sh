@@ -1,0 +1,120 @@
+# shellcheck shell=bash
+# Helpers for integration tests: start the real sysobsd on an ephemeral
+# loopback port with a temporary database, talk to it with curl, clean up.
+#
+#   source "$(dirname "$0")/lib.sh"
+#   need_root                       # or: need_cmd promtool
+#   start_agent --config "$T/x.ini" # extra sysobsd flags; sets PORT, AGENT_PID
+#   api GET /api/v1/collectors      # prints body, sets HTTP_CODE
+#   metric 'sysobs_up'              # value of one series from /metrics
+#   stop_agent                      # SIGTERM, waits, asserts exit 0
+#   pass "what was proven"
+#
+# Exit codes: 0 pass, 1 fail, 77 skip (ctest SKIP_RETURN_CODE).
+set -u
+set -o pipefail
+
+: "${SYSOBSD:?SYSOBSD must point at the sysobsd binary (ctest sets it)}"
+T=$(mktemp -d "${TMPDIR:-/tmp}/sysobs-it.XXXXXX")
+AGENT_PID=
+PORT=
+HTTP_CODE=
+_cleanup_fns=()
+
+on_exit() { _cleanup_fns+=("$1"); }
+_cleanup() {
+	local f
+	for ((i = ${#_cleanup_fns[@]} - 1; i >= 0; i--)); do
+		f=${_cleanup_fns[i]}
+		eval "$f" || true
+	done
+	if [ -n "$AGENT_PID" ] && kill -0 "$AGENT_PID" 2>/dev/null; then
+		kill -9 "$AGENT_PID" 2>/dev/null
+	fi
+	if [ "${KEEP_TMP:-0}" != 1 ]; then rm -rf "$T"; fi
+}
+trap _cleanup EXIT
+
+skip() { echo "SKIP: $*"; exit 77; }
+fail() {
+	echo "FAIL: $*" >&2
+	if [ -f "$T/agent.log" ]; then
+		echo "--- agent log (last 40 lines) ---" >&2
+		tail -n 40 "$T/agent.log" >&2
+	fi
+	exit 1
+}
+pass() { echo "PASS: $*"; }
+need_root() { [ "$(id -u)" = 0 ] || skip "needs root"; }
+need_cmd() { command -v "$1" >/dev/null 2>&1 || skip "needs $1"; }
+
+# assert_eq WHAT EXPECTED ACTUAL
+assert_eq() { [ "$2" = "$3" ] || fail "$1: expected '$2', got '$3'"; }
+# assert_ge WHAT MIN ACTUAL (integers)
+assert_ge() { [ "$3" -ge "$2" ] 2>/dev/null || fail "$1: expected >= $2, got '$3'"; }
+
+# Minimal config: temp database, every collector at its defaults.
+write_base_config() {
+	cat >"$T/sysobsd.ini" <<INI
+[http]
+listen = 127.0.0.1:0
+[storage]
+path = $T/sysobs.db
+batch_ms = 50
+INI
+}
+
+# start_agent [flags...]: runs sysobsd in the background, waits for its port.
+start_agent() {
+	[ -f "$T/sysobsd.ini" ] || write_base_config
+	rm -f "$T/port"
+	"$SYSOBSD" --config "$T/sysobsd.ini" --port-file "$T/port" "$@" >>"$T/agent.log" 2>&1 &
+	AGENT_PID=$!
+	for _ in $(seq 1 200); do
+		if [ -s "$T/port" ]; then
+			PORT=$(cat "$T/port")
+			return 0
+		fi
+		kill -0 "$AGENT_PID" 2>/dev/null || fail "sysobsd exited during start"
+		sleep 0.05
+	done
+	fail "sysobsd did not start listening within 10 s"
+}
+
+stop_agent() {
+	local rc
+	[ -n "$AGENT_PID" ] || return 0
+	kill -TERM "$AGENT_PID"
+	wait "$AGENT_PID"
+	rc=$?
+	AGENT_PID=
+	[ "$rc" = 0 ] || fail "sysobsd exited with $rc after SIGTERM"
+}
+
+# api METHOD PATH [curl args...]: body on stdout, status in HTTP_CODE.
+api() {
+	local method=$1 path=$2
+	shift 2
+	local out
+	out=$(curl -sS -g -X "$method" -w '\n%{http_code}' --max-time 10 "$@" \
+		"http://127.0.0.1:$PORT$path") || fail "curl $method $path failed"
+	HTTP_CODE=${out##*$'\n'}
+	printf '%s' "${out%$'\n'*}"
+}
+
+# metric 'name{labels}' -> the value (empty if absent). Exact series match.
+metric() {
+	curl -sS --max-time 10 "http://127.0.0.1:$PORT/metrics" |
+		awk -v s="$1" '$1 == s { print $2; found = 1 } END { if (!found) print "" }'
+}
+
+# wait_for TIMEOUT_S CMD...: retries CMD until it succeeds.
+wait_for() {
+	local t=$1
+	shift
+	local end=$((SECONDS + t))
+	until "$@"; do
+		[ $SECONDS -lt $end ] || return 1
+		sleep 0.1
+	done
+}
