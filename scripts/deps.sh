@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Installs every Debian package sysobs needs to build, run and test, and only
+# those that are missing. Needs root (or sudo) the first time.
+set -euo pipefail
+
+PKGS=(
+	# build
+	build-essential cmake pkg-config clang llvm
+	libsqlite3-dev libmicrohttpd-dev libjansson-dev libinih-dev libmnl-dev
+	libprotobuf-c-dev protobuf-c-compiler libcurl4-openssl-dev
+	libbpf-dev bpftool libelf-dev zlib1g-dev
+	# tests
+	libcmocka-dev curl jq sqlite3 iproute2 nftables prometheus procps
+	prometheus-alertmanager bpftrace libfuse3-dev fuse3
+)
+
+missing=()
+for p in "${PKGS[@]}"; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+SUDO=
+[ "$(id -u)" = 0 ] || SUDO=sudo
+echo "deps: installing ${missing[*]}" >&2
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+# --no-install-recommends keeps out services we do not want started.
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
