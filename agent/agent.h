@@ -27,4 +27,17 @@ struct agent {
 	const char *hostname;
 };
 
+
+/* Declares [agent], [http], [storage] and every collector's section. */
+int agent_config_declare(struct agent *a);
+/* After the config is loaded: opens storage, inits collectors, starts HTTP
+ * and collectors. Returns 0; 2 for a config/storage error (message logged);
+ * 1 for any other start failure. */
+int agent_start(struct agent *a, const char *port_file);
+/* Runs the event loop until SIGTERM/SIGINT. */
+int agent_run(struct agent *a);
+/* Stops collectors and HTTP, flushes and closes storage. Accepts a partly
+ * started agent. */
+void agent_stop(struct agent *a);
+
 #endif

@@ -1,0 +1,456 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * INI configuration over declared keys. inih does the parsing; we feed it
+ * through ini_parse_stream() with our own reader so every value remembers the
+ * line it came from, for errors that point at file:line.
+ */
+#include <errno.h>
+#include <ini.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "agent/config.h"
+
+struct parse_ctx {
+	struct config *cfg;
+	FILE *f;
+	int line;
+	int failed;
+};
+
+static size_t keys_count(const struct cfg_key *keys)
+{
+	size_t n = 0;
+
+	while (keys && keys[n].key)
+		n++;
+	return n;
+}
+
+int cfg_declare(struct config *cfg, const char *section, const struct cfg_key *keys)
+{
+	struct cfg_section *secs, *sec;
+	struct cfg_key *copy;
+	size_t n = keys_count(keys);
+
+	if (cfg_section(cfg, section))
+		return -EEXIST;
+	secs = realloc(cfg->sections, (cfg->n_sections + 1) * sizeof(*secs));
+	if (!secs)
+		return -ENOMEM;
+	cfg->sections = secs;
+	copy = calloc(n + 1, sizeof(*copy));
+	if (!copy)
+		return -ENOMEM;
+	memcpy(copy, keys, n * sizeof(*copy));
+	sec = &secs[cfg->n_sections];
+	memset(sec, 0, sizeof(*sec));
+	sec->name = strdup(section);
+	sec->keys = copy;
+	if (!sec->name) {
+		free(copy);
+		return -ENOMEM;
+	}
+	cfg->n_sections++;
+	return 0;
+}
+
+struct cfg_section *cfg_section(const struct config *cfg, const char *section)
+{
+	for (size_t i = 0; i < cfg->n_sections; i++)
+		if (!strcmp(cfg->sections[i].name, section))
+			return &cfg->sections[i];
+	return NULL;
+}
+
+static const struct cfg_key *section_key(const struct cfg_section *sec, const char *key)
+{
+	for (const struct cfg_key *k = sec->keys; k && k->key; k++)
+		if (!strcmp(k->key, key))
+			return k;
+	return NULL;
+}
+
+static struct cfg_value *section_value(const struct cfg_section *sec, const char *key)
+{
+	for (size_t i = 0; i < sec->n_values; i++)
+		if (!strcmp(sec->values[i].key, key))
+			return &sec->values[i];
+	return NULL;
+}
+
+const char *cfg_get(const struct cfg_section *sec, const char *key)
+{
+	const struct cfg_value *v;
+	const struct cfg_key *k;
+
+	if (!sec)
+		return NULL;
+	v = section_value(sec, key);
+	if (v)
+		return v->value;
+	k = section_key(sec, key);
+	if (!k)
+		return NULL;
+	return k->def ? k->def : "";
+}
+
+int cfg_line(const struct cfg_section *sec, const char *key)
+{
+	const struct cfg_value *v = sec ? section_value(sec, key) : NULL;
+
+	return v ? v->line : 0;
+}
+
+static int section_store(struct cfg_section *sec, const char *key, const char *value, int line)
+{
+	struct cfg_value *v = section_value(sec, key), *vals;
+	char *nv = strdup(value);
+
+	if (!nv)
+		return -ENOMEM;
+	if (v) {
+		/* A later line overrides an earlier one, as in most INI readers. */
+		free(v->value);
+		v->value = nv;
+		v->line = line;
+		return 0;
+	}
+	vals = realloc(sec->values, (sec->n_values + 1) * sizeof(*vals));
+	if (!vals) {
+		free(nv);
+		return -ENOMEM;
+	}
+	sec->values = vals;
+	v = &vals[sec->n_values];
+	v->key = strdup(key);
+	v->value = nv;
+	v->line = line;
+	if (!v->key) {
+		free(nv);
+		return -ENOMEM;
+	}
+	sec->n_values++;
+	return 0;
+}
+
+static void where(const struct config *cfg, int line, char *buf, size_t len)
+{
+	if (line > 0)
+		snprintf(buf, len, "%s:%d", cfg->path ? cfg->path : "config", line);
+	else
+		snprintf(buf, len, "%s", line == 0 ? "command line" : "config");
+}
+
+static void known_sections(const struct config *cfg, char *buf, size_t len)
+{
+	size_t off = 0;
+
+	buf[0] = '\0';
+	for (size_t i = 0; i < cfg->n_sections && off < len; i++)
+		off += snprintf(buf + off, len - off, "%s[%s]", i ? ", " : "",
+				cfg->sections[i].name);
+}
+
+static int set_at(struct config *cfg, const char *section, const char *key, const char *value,
+		  int line)
+{
+	struct cfg_section *sec = cfg_section(cfg, section);
+	char at[300], list[400];
+
+	where(cfg, line, at, sizeof(at));
+	if (!sec) {
+		known_sections(cfg, list, sizeof(list));
+		snprintf(cfg->err, sizeof(cfg->err), "%s: unknown section [%s] (known: %s)", at,
+			 section, list);
+		return -EINVAL;
+	}
+	if (!section_key(sec, key)) {
+		size_t off = 0;
+
+		list[0] = '\0';
+		for (const struct cfg_key *k = sec->keys; k && k->key && off < sizeof(list); k++)
+			off += snprintf(list + off, sizeof(list) - off, "%s%s",
+					k == sec->keys ? "" : ", ", k->key);
+		snprintf(cfg->err, sizeof(cfg->err), "%s: unknown key '%s' in [%s] (known: %s)", at,
+			 key, section, list);
+		return -EINVAL;
+	}
+	if (section_store(sec, key, value, line)) {
+		snprintf(cfg->err, sizeof(cfg->err), "%s: out of memory", at);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+int cfg_set(struct config *cfg, const char *section, const char *key, const char *value)
+{
+	return set_at(cfg, section, key, value, 0);
+}
+
+static int ini_handler(void *user, const char *section, const char *name, const char *value)
+{
+	struct parse_ctx *ctx = user;
+
+	if (ctx->failed)
+		return 0;
+	if (!name) /* a bare [section] line (INI_CALL_HANDLER_ON_NEW_SECTION) */
+		return 1;
+	if (!section[0]) {
+		snprintf(ctx->cfg->err, sizeof(ctx->cfg->err), "%s:%d: key '%s' outside a section",
+			 ctx->cfg->path, ctx->line, name);
+		ctx->failed = 1;
+		return 0;
+	}
+	if (set_at(ctx->cfg, section, name, value, ctx->line)) {
+		ctx->failed = 1;
+		return 0;
+	}
+	return 1;
+}
+
+/* ini_reader that counts lines, so the handler knows where a value is. */
+static char *line_reader(char *str, int num, void *stream)
+{
+	struct parse_ctx *ctx = stream;
+	char *s = fgets(str, num, ctx->f);
+
+	if (s)
+		ctx->line++;
+	return s;
+}
+
+int cfg_load(struct config *cfg, const char *path)
+{
+	struct parse_ctx ctx = { .cfg = cfg };
+	int rc;
+
+	free(cfg->path);
+	cfg->path = strdup(path);
+	ctx.f = fopen(path, "r");
+	if (!ctx.f) {
+		rc = -errno;
+		snprintf(cfg->err, sizeof(cfg->err), "%s: cannot read config: %s", path,
+			 strerror(errno));
+		return rc;
+	}
+	rc = ini_parse_stream(line_reader, &ctx, ini_handler, &ctx);
+	fclose(ctx.f);
+	if (ctx.failed)
+		return -EINVAL;
+	if (rc > 0) {
+		snprintf(cfg->err, sizeof(cfg->err),
+			 "%s:%d: syntax error (expected [section] or key = value)", path, rc);
+		return -EINVAL;
+	}
+	if (rc < 0) {
+		snprintf(cfg->err, sizeof(cfg->err), "%s: cannot parse config", path);
+		return -EIO;
+	}
+	return 0;
+}
+
+void cfg_free(struct config *cfg)
+{
+	for (size_t i = 0; i < cfg->n_sections; i++) {
+		struct cfg_section *sec = &cfg->sections[i];
+
+		for (size_t j = 0; j < sec->n_values; j++) {
+			free(sec->values[j].key);
+			free(sec->values[j].value);
+		}
+		free(sec->values);
+		free((void *)sec->keys);
+		free(sec->name);
+	}
+	free(cfg->sections);
+	free(cfg->path);
+	cfg->sections = NULL;
+	cfg->n_sections = 0;
+	cfg->path = NULL;
+}
+
+int cfg_error(struct config *cfg, const char *section, const char *key, const char *fmt, ...)
+{
+	const struct cfg_section *sec = cfg_section(cfg, section);
+	char at[300], msg[256];
+	va_list ap;
+
+	where(cfg, cfg_line(sec, key), at, sizeof(at));
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	snprintf(cfg->err, sizeof(cfg->err), "%s: [%s] %s = '%s': %s", at, section, key,
+		 sec ? cfg_get(sec, key) ? cfg_get(sec, key) : "" : "", msg);
+	return -EINVAL;
+}
+
+int cfg_parse_bool(const char *s, bool *out)
+{
+	static const char *const yes[] = { "true", "yes", "on", "1" };
+	static const char *const no[] = { "false", "no", "off", "0" };
+
+	for (size_t i = 0; i < 4; i++) {
+		if (!strcasecmp(s, yes[i])) {
+			*out = true;
+			return 0;
+		}
+		if (!strcasecmp(s, no[i])) {
+			*out = false;
+			return 0;
+		}
+	}
+	return -EINVAL;
+}
+
+/* Leading decimal digits into *out; returns the rest or NULL on overflow/none. */
+static const char *parse_digits(const char *s, uint64_t *out)
+{
+	uint64_t v = 0;
+	const char *p = s;
+
+	while (*p >= '0' && *p <= '9') {
+		if (v > (UINT64_MAX - (uint64_t)(*p - '0')) / 10)
+			return NULL;
+		v = v * 10 + (uint64_t)(*p - '0');
+		p++;
+	}
+	if (p == s)
+		return NULL;
+	*out = v;
+	return p;
+}
+
+int cfg_parse_u64(const char *s, uint64_t *out)
+{
+	const char *rest = parse_digits(s, out);
+
+	return rest && !*rest ? 0 : -EINVAL;
+}
+
+static int mul_checked(uint64_t v, uint64_t m, uint64_t *out)
+{
+	if (m && v > UINT64_MAX / m)
+		return -ERANGE;
+	*out = v * m;
+	return 0;
+}
+
+int cfg_parse_duration_ms(const char *s, uint64_t *out)
+{
+	static const struct {
+		const char *unit;
+		uint64_t ms;
+	} units[] = { { "ms", 1 },	   { "s", 1000 },      { "", 1000 },
+		      { "m", 60000 },	   { "h", 3600000 },   { "d", 86400000 },
+		      { "w", 604800000 } };
+	uint64_t v;
+	const char *rest = parse_digits(s, &v);
+
+	if (!rest)
+		return -EINVAL;
+	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++)
+		if (!strcmp(rest, units[i].unit))
+			return mul_checked(v, units[i].ms, out) ? -EINVAL : 0;
+	return -EINVAL;
+}
+
+int cfg_parse_size(const char *s, uint64_t *out)
+{
+	static const struct {
+		const char *unit;
+		unsigned shift;
+	} units[] = { { "", 0 },    { "b", 0 },	   { "k", 10 },	  { "kib", 10 }, { "m", 20 },
+		      { "mib", 20 }, { "g", 30 },  { "gib", 30 }, { "t", 40 },   { "tib", 40 } };
+	uint64_t v;
+	const char *rest = parse_digits(s, &v);
+
+	if (!rest)
+		return -EINVAL;
+	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++)
+		if (!strcasecmp(rest, units[i].unit))
+			return mul_checked(v, 1ull << units[i].shift, out) ? -EINVAL : 0;
+	return -EINVAL;
+}
+
+static const char *get_or_err(struct config *cfg, const char *section, const char *key)
+{
+	const char *v = cfg_get(cfg_section(cfg, section), key);
+
+	if (!v)
+		snprintf(cfg->err, sizeof(cfg->err), "internal: key [%s] %s not declared", section,
+			 key);
+	return v;
+}
+
+int cfg_get_bool(struct config *cfg, const char *section, const char *key, bool *out)
+{
+	const char *v = get_or_err(cfg, section, key);
+
+	if (!v)
+		return -EINVAL;
+	if (cfg_parse_bool(v, out))
+		return cfg_error(cfg, section, key, "expected true or false");
+	return 0;
+}
+
+static int check_range(struct config *cfg, const char *section, const char *key, uint64_t v,
+		       uint64_t min, uint64_t max, const char *unit)
+{
+	if (v < min || v > max)
+		return cfg_error(cfg, section, key, "out of range [%llu, %llu]%s",
+				 (unsigned long long)min, (unsigned long long)max, unit);
+	return 0;
+}
+
+int cfg_get_u64(struct config *cfg, const char *section, const char *key, uint64_t min,
+		uint64_t max, uint64_t *out)
+{
+	const char *v = get_or_err(cfg, section, key);
+
+	if (!v)
+		return -EINVAL;
+	if (cfg_parse_u64(v, out))
+		return cfg_error(cfg, section, key, "expected a non-negative integer");
+	return check_range(cfg, section, key, *out, min, max, "");
+}
+
+int cfg_get_duration_ms(struct config *cfg, const char *section, const char *key,
+			uint64_t min_ms, uint64_t max_ms, uint64_t *out)
+{
+	const char *v = get_or_err(cfg, section, key);
+
+	if (!v)
+		return -EINVAL;
+	if (cfg_parse_duration_ms(v, out))
+		return cfg_error(cfg, section, key,
+				 "expected a duration such as 250ms, 15s, 5m, 24h or 7d");
+	return check_range(cfg, section, key, *out, min_ms, max_ms, " ms");
+}
+
+int cfg_get_size(struct config *cfg, const char *section, const char *key, uint64_t min,
+		 uint64_t max, uint64_t *out)
+{
+	const char *v = get_or_err(cfg, section, key);
+
+	if (!v)
+		return -EINVAL;
+	if (cfg_parse_size(v, out))
+		return cfg_error(cfg, section, key, "expected a size such as 512k, 64M or 1G");
+	return check_range(cfg, section, key, *out, min, max, " bytes");
+}
+
+void cfg_print_defaults(const struct config *cfg, FILE *out)
+{
+	for (size_t i = 0; i < cfg->n_sections; i++) {
+		const struct cfg_section *sec = &cfg->sections[i];
+
+		fprintf(out, "%s[%s]\n", i ? "\n" : "", sec->name);
+		for (const struct cfg_key *k = sec->keys; k && k->key; k++)
+			fprintf(out, "# %s\n%s = %s\n", k->help ? k->help : "", k->key,
+				k->def ? k->def : "");
+	}
+}

@@ -1,0 +1,158 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * sysobsd: kernel observability agent. Flags override the config file, which
+ * overrides the embedded defaults. Exit status: 0 after SIGTERM/SIGINT,
+ * 2 for a bad command line, config or database, 1 for other start failures.
+ */
+#include <getopt.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "agent/agent.h"
+#include "agent/log.h"
+#include "collectors/collector.h"
+
+static void usage(FILE *out)
+{
+	fprintf(out,
+		"Usage: sysobsd [OPTION]...\n"
+		"Watch IFS core scans, cachefiles on-demand latency, MPTCP path-manager\n"
+		"events and packet-drop reasons; keep history in SQLite; serve it over HTTP.\n"
+		"\n"
+		"  -c, --config FILE       INI config file (default: embedded defaults)\n"
+		"  -l, --listen ADDR:PORT  HTTP address, e.g. 127.0.0.1:9559 ([http] listen)\n"
+		"  -d, --db FILE           SQLite database ([storage] path)\n"
+		"  -L, --log-level LEVEL   error, warn, info or debug ([agent] log_level)\n"
+		"      --sysfs-root DIR    sysfs root, e.g. the IFS fake ([agent] sysfs_root)\n"
+		"      --port-file FILE    write the bound HTTP port here once listening\n"
+		"      --print-config      print every config key with its default and exit\n"
+		"  -h, --help              this help\n"
+		"  -V, --version           version\n"
+		"\nCollectors:\n");
+	for (size_t i = 0; collector_registry[i]; i++)
+		fprintf(out, "  %-12s %s\n", collector_registry[i]->name,
+			collector_registry[i]->help ? collector_registry[i]->help : "");
+}
+
+enum { OPT_SYSFS_ROOT = 256, OPT_PORT_FILE, OPT_PRINT_CONFIG };
+
+int main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "config", required_argument, NULL, 'c' },
+		{ "listen", required_argument, NULL, 'l' },
+		{ "db", required_argument, NULL, 'd' },
+		{ "log-level", required_argument, NULL, 'L' },
+		{ "sysfs-root", required_argument, NULL, OPT_SYSFS_ROOT },
+		{ "port-file", required_argument, NULL, OPT_PORT_FILE },
+		{ "print-config", no_argument, NULL, OPT_PRINT_CONFIG },
+		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
+		{ 0 },
+	};
+	struct {
+		const char *section, *key, *value;
+	} overrides[8];
+	struct agent a = { 0 };
+	const char *config = NULL, *port_file = NULL;
+	enum log_level lvl;
+	size_t n_over = 0;
+	bool print_config = false;
+	sigset_t mask;
+	int opt, rc;
+
+	while ((opt = getopt_long(argc, argv, "c:l:d:L:hV", opts, NULL)) != -1) {
+		switch (opt) {
+		case 'c':
+			config = optarg;
+			break;
+		case 'l':
+			overrides[n_over++] = (typeof(overrides[0])){ "http", "listen", optarg };
+			break;
+		case 'd':
+			overrides[n_over++] = (typeof(overrides[0])){ "storage", "path", optarg };
+			break;
+		case 'L':
+			overrides[n_over++] = (typeof(overrides[0])){ "agent", "log_level", optarg };
+			break;
+		case OPT_SYSFS_ROOT:
+			overrides[n_over++] = (typeof(overrides[0])){ "agent", "sysfs_root", optarg };
+			break;
+		case OPT_PORT_FILE:
+			port_file = optarg;
+			break;
+		case OPT_PRINT_CONFIG:
+			print_config = true;
+			break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		case 'V':
+			printf("sysobsd %s\n", SYSOBS_VERSION);
+			return 0;
+		default:
+			usage(stderr);
+			return 2;
+		}
+		if (n_over == sizeof(overrides) / sizeof(overrides[0])) {
+			fprintf(stderr, "sysobsd: too many options\n");
+			return 2;
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "sysobsd: unexpected argument '%s'\n", argv[optind]);
+		usage(stderr);
+		return 2;
+	}
+
+	/* Signals are taken through a signalfd in the loop: block them before
+	 * any thread starts so every thread inherits the mask. */
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGTERM);
+	sigaddset(&mask, SIGINT);
+	sigaddset(&mask, SIGHUP);
+	pthread_sigmask(SIG_BLOCK, &mask, NULL);
+	signal(SIGPIPE, SIG_IGN);
+
+	if (agent_config_declare(&a)) {
+		fprintf(stderr, "sysobsd: cannot declare config\n");
+		return 1;
+	}
+	if (print_config) {
+		cfg_print_defaults(&a.cfg, stdout);
+		cfg_free(&a.cfg);
+		return 0;
+	}
+	if (config && cfg_load(&a.cfg, config)) {
+		fprintf(stderr, "sysobsd: %s\n", a.cfg.err);
+		cfg_free(&a.cfg);
+		return 2;
+	}
+	for (size_t i = 0; i < n_over; i++) {
+		if (cfg_set(&a.cfg, overrides[i].section, overrides[i].key, overrides[i].value)) {
+			fprintf(stderr, "sysobsd: %s\n", a.cfg.err);
+			cfg_free(&a.cfg);
+			return 2;
+		}
+	}
+	if (log_level_parse(cfg_get(cfg_section(&a.cfg, "agent"), "log_level"), &lvl)) {
+		cfg_error(&a.cfg, "agent", "log_level", "expected error, warn, info or debug");
+		fprintf(stderr, "sysobsd: %s\n", a.cfg.err);
+		cfg_free(&a.cfg);
+		return 2;
+	}
+	log_set_level(lvl);
+
+	log_info("agent", "sysobsd %s starting (config: %s)", SYSOBS_VERSION,
+		 config ? config : "embedded defaults");
+	rc = agent_start(&a, port_file);
+	if (rc == 0)
+		rc = agent_run(&a) ? 1 : 0;
+	agent_stop(&a);
+	if (rc == 0)
+		log_info("agent", "stopped");
+	return rc;
+}

@@ -1,0 +1,36 @@
+/* SPDX-License-Identifier: MIT */
+#include <stdarg.h>
+#include <stdio.h>
+
+#include "agent/agent.h"
+#include "collectors/collector.h"
+
+const char *collector_state_name(enum collector_state s)
+{
+	switch (s) {
+	case COLLECTOR_DISABLED:
+		return "disabled";
+	case COLLECTOR_UNAVAILABLE:
+		return "unavailable";
+	case COLLECTOR_RUNNING:
+		return "running";
+	case COLLECTOR_FAILED:
+		return "failed";
+	}
+	return "unknown";
+}
+
+int collector_unavailable(struct collector *c, int err, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(c->why, sizeof(c->why), fmt, ap);
+	va_end(ap);
+	return err;
+}
+
+const char *collector_cfg(const struct collector *c, const char *key)
+{
+	return cfg_get(cfg_section(&c->agent->cfg, c->section), key);
+}
