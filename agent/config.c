@@ -191,7 +191,7 @@ int cfg_set(struct config *cfg, const char *section, const char *key, const char
 	return set_at(cfg, section, key, value, 0);
 }
 
-static int ini_handler(void *user, const char *section, const char *name, const char *value)
+static int cfg_ini_handler(void *user, const char *section, const char *name, const char *value)
 {
 	struct parse_ctx *ctx = user;
 
@@ -237,7 +237,7 @@ int cfg_load(struct config *cfg, const char *path)
 			 strerror(errno));
 		return rc;
 	}
-	rc = ini_parse_stream(line_reader, &ctx, ini_handler, &ctx);
+	rc = ini_parse_stream(line_reader, &ctx, cfg_ini_handler, &ctx);
 	fclose(ctx.f);
 	if (ctx.failed)
 		return -EINVAL;

@@ -1,0 +1,253 @@
+/* SPDX-License-Identifier: MIT */
+/* Config: parsers, declared keys, file:line errors, overrides. */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "agent/config.h"
+
+static const struct cfg_key http_keys[] = {
+	{ "listen", "127.0.0.1:9559", "address" },
+	{ "threads", "2", "workers" },
+	{ "admin", "false", "admin" },
+	{ "timeout", "10s", "timeout" },
+	{ 0 },
+};
+
+static const struct cfg_key storage_keys[] = {
+	{ "max_size", "1G", "cap" },
+	{ 0 },
+};
+
+static char *write_tmp(const char *text)
+{
+	char *path = strdup("/tmp/sysobs-test-config.XXXXXX");
+	int fd = mkstemp(path);
+
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+	close(fd);
+	return path;
+}
+
+static void declare(struct config *cfg)
+{
+	memset(cfg, 0, sizeof(*cfg));
+	assert_int_equal(cfg_declare(cfg, "http", http_keys), 0);
+	assert_int_equal(cfg_declare(cfg, "storage", storage_keys), 0);
+}
+
+static void test_bool_parser_accepts_the_usual_spellings(void **state)
+{
+	bool b;
+
+	assert_int_equal(cfg_parse_bool("true", &b), 0);
+	assert_true(b);
+	assert_int_equal(cfg_parse_bool("Off", &b), 0);
+	assert_false(b);
+	assert_int_equal(cfg_parse_bool("1", &b), 0);
+	assert_true(b);
+	assert_int_equal(cfg_parse_bool("maybe", &b), -EINVAL);
+	assert_int_equal(cfg_parse_bool("", &b), -EINVAL);
+}
+
+static void test_u64_parser_rejects_junk_and_overflow(void **state)
+{
+	uint64_t v;
+
+	assert_int_equal(cfg_parse_u64("18446744073709551615", &v), 0);
+	assert_true(v == UINT64_MAX);
+	assert_int_equal(cfg_parse_u64("18446744073709551616", &v), -EINVAL);
+	assert_int_equal(cfg_parse_u64("-1", &v), -EINVAL);
+	assert_int_equal(cfg_parse_u64("12abc", &v), -EINVAL);
+	assert_int_equal(cfg_parse_u64("", &v), -EINVAL);
+}
+
+static void test_durations_have_units(void **state)
+{
+	uint64_t ms;
+
+	assert_int_equal(cfg_parse_duration_ms("250ms", &ms), 0);
+	assert_int_equal(ms, 250);
+	assert_int_equal(cfg_parse_duration_ms("15s", &ms), 0);
+	assert_int_equal(ms, 15000);
+	assert_int_equal(cfg_parse_duration_ms("15", &ms), 0);
+	assert_int_equal(ms, 15000);
+	assert_int_equal(cfg_parse_duration_ms("5m", &ms), 0);
+	assert_int_equal(ms, 300000);
+	assert_int_equal(cfg_parse_duration_ms("24h", &ms), 0);
+	assert_int_equal(ms, 86400000);
+	assert_int_equal(cfg_parse_duration_ms("7d", &ms), 0);
+	assert_int_equal(ms, 7 * 86400000ull);
+	assert_int_equal(cfg_parse_duration_ms("1.5s", &ms), -EINVAL);
+	assert_int_equal(cfg_parse_duration_ms("10 s", &ms), -EINVAL);
+	assert_int_equal(cfg_parse_duration_ms("99999999999999999999d", &ms), -EINVAL);
+}
+
+static void test_sizes_are_powers_of_1024(void **state)
+{
+	uint64_t b;
+
+	assert_int_equal(cfg_parse_size("512", &b), 0);
+	assert_int_equal(b, 512);
+	assert_int_equal(cfg_parse_size("64k", &b), 0);
+	assert_int_equal(b, 65536);
+	assert_int_equal(cfg_parse_size("10M", &b), 0);
+	assert_int_equal(b, 10 << 20);
+	assert_int_equal(cfg_parse_size("1GiB", &b), 0);
+	assert_int_equal(b, 1 << 30);
+	assert_int_equal(cfg_parse_size("1X", &b), -EINVAL);
+}
+
+static void test_defaults_apply_without_a_file(void **state)
+{
+	struct config cfg;
+	uint64_t threads;
+
+	declare(&cfg);
+	assert_string_equal(cfg_get(cfg_section(&cfg, "http"), "listen"), "127.0.0.1:9559");
+	assert_int_equal(cfg_get_u64(&cfg, "http", "threads", 1, 64, &threads), 0);
+	assert_int_equal(threads, 2);
+	assert_null(cfg_get(cfg_section(&cfg, "http"), "nope"));
+	cfg_free(&cfg);
+}
+
+static void test_file_values_override_defaults_and_keep_lines(void **state)
+{
+	char *path = write_tmp("; comment\n[http]\nlisten = 0.0.0.0:1\n\nthreads = 8\n");
+	struct config cfg;
+	uint64_t threads;
+
+	declare(&cfg);
+	assert_int_equal(cfg_load(&cfg, path), 0);
+	assert_string_equal(cfg_get(cfg_section(&cfg, "http"), "listen"), "0.0.0.0:1");
+	assert_int_equal(cfg_line(cfg_section(&cfg, "http"), "listen"), 3);
+	assert_int_equal(cfg_line(cfg_section(&cfg, "http"), "threads"), 5);
+	assert_int_equal(cfg_get_u64(&cfg, "http", "threads", 1, 64, &threads), 0);
+	assert_int_equal(threads, 8);
+	cfg_free(&cfg);
+	unlink(path);
+	free(path);
+}
+
+static void test_unknown_key_names_file_line_and_known_keys(void **state)
+{
+	char *path = write_tmp("[http]\nlisten = x\nthreds = 3\n");
+	struct config cfg;
+	char want[512];
+
+	declare(&cfg);
+	assert_int_equal(cfg_load(&cfg, path), -EINVAL);
+	snprintf(want, sizeof(want), "%s:3: unknown key 'threds' in [http]", path);
+	assert_non_null(strstr(cfg.err, want));
+	assert_non_null(strstr(cfg.err, "threads"));
+	cfg_free(&cfg);
+	unlink(path);
+	free(path);
+}
+
+static void test_unknown_section_is_an_error(void **state)
+{
+	char *path = write_tmp("[http]\nlisten = x\n[colector.ifs]\nenabled = 1\n");
+	struct config cfg;
+	char want[512];
+
+	declare(&cfg);
+	assert_int_equal(cfg_load(&cfg, path), -EINVAL);
+	snprintf(want, sizeof(want), "%s:4: unknown section [colector.ifs]", path);
+	assert_non_null(strstr(cfg.err, want));
+	cfg_free(&cfg);
+	unlink(path);
+	free(path);
+}
+
+static void test_syntax_error_names_the_line(void **state)
+{
+	char *path = write_tmp("[http]\nlisten = x\nthis line has no equals sign\n");
+	struct config cfg;
+	char want[512];
+
+	declare(&cfg);
+	assert_int_equal(cfg_load(&cfg, path), -EINVAL);
+	snprintf(want, sizeof(want), "%s:3: syntax error", path);
+	assert_non_null(strstr(cfg.err, want));
+	cfg_free(&cfg);
+	unlink(path);
+	free(path);
+}
+
+static void test_bad_value_names_file_line_section_and_range(void **state)
+{
+	char *path = write_tmp("[http]\nthreads = 900\nadmin = perhaps\n");
+	struct config cfg;
+	uint64_t threads;
+	bool admin;
+	char want[512];
+
+	declare(&cfg);
+	assert_int_equal(cfg_load(&cfg, path), 0);
+	assert_int_equal(cfg_get_u64(&cfg, "http", "threads", 1, 64, &threads), -EINVAL);
+	snprintf(want, sizeof(want), "%s:2: [http] threads = '900': out of range [1, 64]", path);
+	assert_non_null(strstr(cfg.err, want));
+	assert_int_equal(cfg_get_bool(&cfg, "http", "admin", &admin), -EINVAL);
+	snprintf(want, sizeof(want), "%s:3: [http] admin = 'perhaps': expected true or false",
+		 path);
+	assert_non_null(strstr(cfg.err, want));
+	cfg_free(&cfg);
+	unlink(path);
+	free(path);
+}
+
+static void test_missing_file_is_an_error_with_reason(void **state)
+{
+	struct config cfg;
+
+	declare(&cfg);
+	assert_int_equal(cfg_load(&cfg, "/nonexistent/sysobs.ini"), -ENOENT);
+	assert_non_null(strstr(cfg.err, "/nonexistent/sysobs.ini: cannot read config"));
+	cfg_free(&cfg);
+}
+
+static void test_command_line_overrides_file(void **state)
+{
+	char *path = write_tmp("[http]\nlisten = 10.0.0.1:1\n");
+	struct config cfg;
+
+	declare(&cfg);
+	assert_int_equal(cfg_load(&cfg, path), 0);
+	assert_int_equal(cfg_set(&cfg, "http", "listen", "127.0.0.1:0"), 0);
+	assert_string_equal(cfg_get(cfg_section(&cfg, "http"), "listen"), "127.0.0.1:0");
+	assert_int_equal(cfg_line(cfg_section(&cfg, "http"), "listen"), 0);
+	assert_int_equal(cfg_set(&cfg, "http", "bogus", "1"), -EINVAL);
+	assert_non_null(strstr(cfg.err, "command line: unknown key 'bogus'"));
+	cfg_free(&cfg);
+	unlink(path);
+	free(path);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_bool_parser_accepts_the_usual_spellings),
+		cmocka_unit_test(test_u64_parser_rejects_junk_and_overflow),
+		cmocka_unit_test(test_durations_have_units),
+		cmocka_unit_test(test_sizes_are_powers_of_1024),
+		cmocka_unit_test(test_defaults_apply_without_a_file),
+		cmocka_unit_test(test_file_values_override_defaults_and_keep_lines),
+		cmocka_unit_test(test_unknown_key_names_file_line_and_known_keys),
+		cmocka_unit_test(test_unknown_section_is_an_error),
+		cmocka_unit_test(test_syntax_error_names_the_line),
+		cmocka_unit_test(test_bad_value_names_file_line_section_and_range),
+		cmocka_unit_test(test_missing_file_is_an_error_with_reason),
+		cmocka_unit_test(test_command_line_overrides_file),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
