@@ -1,0 +1,132 @@
+#!/usr/bin/env bash
+# Every core endpoint of the real daemon, including malformed input, and the
+# exit status / message for bad configs and databases.
+source "$(dirname "$0")/lib.sh"
+need_cmd curl
+need_cmd jq
+
+# --- command line -----------------------------------------------------------
+"$SYSOBSD" --help | grep -q -- '--config' || fail "--help does not list --config"
+"$SYSOBSD" --version | grep -Eq '^sysobsd [0-9]+\.[0-9]+' || fail "--version"
+"$SYSOBSD" --print-config | grep -q '^\[collector.self\]' || fail "--print-config lacks [collector.self]"
+"$SYSOBSD" --bogus >/dev/null 2>&1
+assert_eq "exit status for an unknown flag" 2 $?
+
+# --- config errors: file:line and exit 2 --------------------------------------
+printf '[http]\nlisten = 127.0.0.1:0\nthreds = 2\n' >"$T/bad.ini"
+out=$("$SYSOBSD" --config "$T/bad.ini" 2>&1)
+assert_eq "exit status for an unknown key" 2 $?
+grep -q "$T/bad.ini:3: unknown key 'threds' in \[http\]" <<<"$out" || fail "unknown key message: $out"
+
+printf '[storage]\npath = %s/x.db\nbatch_rows = lots\n' "$T" >"$T/bad2.ini"
+out=$("$SYSOBSD" --config "$T/bad2.ini" --listen 127.0.0.1:0 2>&1)
+assert_eq "exit status for a bad value" 2 $?
+grep -q "$T/bad2.ini:3: \[storage\] batch_rows = 'lots'" <<<"$out" || fail "bad value message: $out"
+
+out=$("$SYSOBSD" --config "$T/missing.ini" 2>&1)
+assert_eq "exit status for a missing config" 2 $?
+grep -q "missing.ini: cannot read config" <<<"$out" || fail "missing file message: $out"
+
+# --- database errors: exit 2, file untouched -----------------------------------
+out=$("$SYSOBSD" --listen 127.0.0.1:0 --db "$T/no/such/dir/x.db" 2>&1)
+assert_eq "exit status for an unwritable database path" 2 $?
+head -c 65536 /dev/urandom >"$T/corrupt.db"
+sum_before=$(sha256sum <"$T/corrupt.db")
+out=$("$SYSOBSD" --listen 127.0.0.1:0 --db "$T/corrupt.db" 2>&1)
+assert_eq "exit status for a corrupt database" 2 $?
+assert_eq "corrupt database left as it was" "$sum_before" "$(sha256sum <"$T/corrupt.db")"
+
+# --- a running agent -----------------------------------------------------------
+write_base_config
+cat >>"$T/sysobsd.ini" <<INI
+snapshot_interval = 1s
+[collector.self]
+interval = 200ms
+INI
+start_agent
+
+body=$(api GET /)
+assert_eq "GET / status" 200 "$HTTP_CODE"
+grep -q 'href="/metrics"' <<<"$body" || fail "landing page lacks a link to /metrics"
+
+body=$(api GET /healthz)
+assert_eq "GET /healthz status" 200 "$HTTP_CODE"
+
+body=$(api GET /metrics)
+assert_eq "GET /metrics status" 200 "$HTTP_CODE"
+grep -q '^sysobs_build_info{version="[0-9.]*"} 1$' <<<"$body" || fail "no sysobs_build_info"
+grep -q '^sysobs_collector_up{collector="self"} 1$' <<<"$body" || fail "self collector not up"
+ctype=$(curl -sS -o /dev/null -w '%{content_type}' "http://127.0.0.1:$PORT/metrics")
+grep -q '^text/plain; version=0.0.4' <<<"$ctype" || fail "metrics content type: $ctype"
+if command -v promtool >/dev/null; then
+	printf '%s\n' "$body" | promtool check metrics >"$T/promtool.out" 2>&1 ||
+		fail "promtool check metrics: $(cat "$T/promtool.out")"
+fi
+
+body=$(api GET /api/v1/collectors)
+assert_eq "GET /api/v1/collectors status" 200 "$HTTP_CODE"
+assert_eq "self state" running "$(jq -r '.[] | select(.name=="self") | .state' <<<"$body")"
+# Every collector that is not running says why.
+n_silent=$(jq '[.[] | select(.state != "running" and ((.reason // "") == ""))] | length' <<<"$body")
+assert_eq "collectors not running without a reason" 0 "$n_silent"
+
+# Rows from the self collector reach SQLite and come back over REST.
+have_rows() { [ "$(api GET '/api/v1/events?collector=self&limit=3' | jq '.data | length')" = 3 ]; }
+wait_for 10 have_rows || fail "fewer than 3 self rows after 10 s"
+page1=$(api GET '/api/v1/events?collector=self&limit=2')
+assert_eq "events status" 200 "$HTTP_CODE"
+assert_eq "page size" 2 "$(jq '.data | length' <<<"$page1")"
+cursor=$(jq -r '.next_cursor' <<<"$page1")
+[ "$cursor" != null ] || fail "no next_cursor on a full page"
+id_last=$(jq '.data[1].id' <<<"$page1")
+[ "$(jq '.data[0].id > .data[1].id' <<<"$page1")" = true ] || fail "events not newest first"
+page2=$(api GET "/api/v1/events?collector=self&limit=2&cursor=$cursor")
+[ "$(jq --argjson l "$id_last" '.data[0].id < $l' <<<"$page2")" = true ] || fail "cursor did not page"
+jq -e '.data[0] | has("rss_bytes") and has("time") and .collector == "self"' <<<"$page1" >/dev/null ||
+	fail "event row lacks its columns: $page1"
+now=$(date +%s)
+body=$(api GET "/api/v1/events?collector=self&since=$((now + 3600))")
+assert_eq "events in the future" 0 "$(jq '.data | length' <<<"$body")"
+body=$(api GET "/api/v1/events?since=2020-01-01T00:00:00Z&limit=1")
+assert_eq "events of all collectors, RFC 3339 since" 200 "$HTTP_CODE"
+assert_eq "one row" 1 "$(jq '.data | length' <<<"$body")"
+
+# Metric history through /api/v1/series.
+have_series() {
+	api GET '/api/v1/series?metric=sysobs_collector_up&match[]=collector="self"' >"$T/series.json"
+	[ "$(jq '.data[0].values | length' "$T/series.json")" -ge 1 ] 2>/dev/null
+}
+wait_for 10 have_series || fail "no history for sysobs_collector_up: $(cat "$T/series.json")"
+assert_eq "series matched" 1 "$(jq '.data | length' "$T/series.json")"
+assert_eq "series label" self "$(jq -r '.data[0].metric.collector' "$T/series.json")"
+assert_eq "series value" 1 "$(jq -r '.data[0].values[-1][1] | tonumber' "$T/series.json")"
+
+# --- malformed requests: 4xx with a JSON error, the agent serves on ---------------
+check_error() { # STATUS PATH [METHOD]
+	local body
+	body=$(api "${3:-GET}" "$2")
+	assert_eq "status of ${3:-GET} $2" "$1" "$HTTP_CODE"
+	jq -e '.error.code and .error.message' <<<"$body" >/dev/null || fail "no JSON error for $2: $body"
+}
+check_error 400 '/api/v1/events?since=yesterday'
+check_error 400 '/api/v1/events?limit=0'
+check_error 400 '/api/v1/events?limit=100000'
+check_error 400 '/api/v1/events?limit=12abc'
+check_error 400 '/api/v1/events?collector=nosuch'
+check_error 400 '/api/v1/events?cursor=-5'
+check_error 400 '/api/v1/events?since=2026-12-02T10:00:00Z&until=2026-12-01T10:00:00Z'
+check_error 400 '/api/v1/events?colector=self'
+check_error 400 '/api/v1/series'
+check_error 400 '/api/v1/series?metric=x&match[]=collector=%22unterminated'
+check_error 400 '/api/v1/series?metric=x&step=-1'
+check_error 404 '/nope'
+check_error 404 '/api/v1/nope'
+check_error 405 '/metrics' POST
+check_error 405 '/api/v1/events' DELETE
+body=$(api GET /healthz)
+assert_eq "healthy after bad requests" 200 "$HTTP_CODE"
+grep -q '^sysobs_http_requests_total{.*code="400".*} [1-9]' <<<"$(api GET /metrics)" ||
+	fail "400s not counted in sysobs_http_requests_total"
+
+stop_agent
+pass "core HTTP API, config and database errors"
