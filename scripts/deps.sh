@@ -10,7 +10,7 @@ PKGS=(
 	libprotobuf-c-dev protobuf-c-compiler libcurl4-openssl-dev
 	libbpf-dev bpftool libelf-dev zlib1g-dev
 	# tests
-	libcmocka-dev curl jq sqlite3 iproute2 nftables prometheus procps
+	libcmocka-dev curl jq sqlite3 bc iproute2 nftables prometheus procps
 	prometheus-alertmanager bpftrace libfuse3-dev fuse3
 )
 
