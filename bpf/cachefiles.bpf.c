@@ -1,0 +1,446 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * cachefiles on-demand request latency (fs/cachefiles/ondemand.c).
+ *
+ * The request path is synchronous: the reader sleeps in
+ * cachefiles_ondemand_send_req() until the daemon answers (copen, or the
+ * READ_COMPLETE ioctl). So fentry/fexit of cachefiles_ondemand_read() and
+ * cachefiles_ondemand_init_object(), keyed by thread, give end-to-end latency.
+ * The tracepoints cannot be used for that: msg_id is only assigned when the
+ * daemon reads the request, so cachefiles_ondemand_read (at enqueue) carries
+ * msg_id 0 and cannot be paired with cachefiles_ondemand_cread.
+ *
+ * The build host's vmlinux.h may lack every cachefiles type (its kernel may
+ * not have cachefiles), so the few fields read here are declared locally with
+ * preserve_access_index; CO-RE matches them by name against the running
+ * kernel's BTF (the ___sysobs suffix is ignored when matching).
+ */
+#include "vmlinux.h"
+#include <bpf/bpf_core_read.h>
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+
+#include "cachefiles.h"
+
+char LICENSE[] SEC("license") = "GPL";
+
+/* Requests at or above this latency go to the ring buffer. Set before load. */
+const volatile __u64 slow_ns = 100000000ULL;
+
+struct fscache_volume___sysobs {
+	unsigned int debug_id;
+	__u8 *key; /* key[0] = strlen, then the string */
+} __attribute__((preserve_access_index));
+
+struct cachefiles_volume___sysobs {
+	struct fscache_volume___sysobs *vcookie;
+} __attribute__((preserve_access_index));
+
+struct cachefiles_ondemand_info___sysobs {
+	int ondemand_id;
+	int state; /* enum cachefiles_object_state, 1 = OPEN */
+} __attribute__((preserve_access_index));
+
+struct cachefiles_object___sysobs {
+	struct cachefiles_volume___sysobs *volume;
+	int debug_id;
+	struct cachefiles_ondemand_info___sysobs *ondemand;
+} __attribute__((preserve_access_index));
+
+struct cachefiles_msg___sysobs {
+	__u32 msg_id;
+	__u32 opcode;
+	__u32 len;
+	__u32 object_id;
+};
+
+#define CF_OBJSTATE_OPEN 1 /* CACHEFILES_ONDEMAND_OBJSTATE_OPEN */
+#define CF_UAPI_OP_OPEN	 0 /* CACHEFILES_OP_OPEN */
+#define CF_UAPI_OP_READ	 2 /* CACHEFILES_OP_READ */
+
+struct cf_start {
+	__u64 ts;
+	__u64 offset;
+	__u64 len;
+	__u32 op;
+	__u32 volume_id;
+	__u32 object_debug_id;
+	__s32 object_id;
+};
+
+/* Pending READ, for the daemon pick-up time: (object_id, offset) -> ts. */
+struct cf_pending_key {
+	__u64 offset;
+	__s32 object_id;
+	__u32 pad;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u32); /* thread id */
+	__type(value, struct cf_start);
+} starts SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1024);
+	__type(key, struct cf_hist_key);
+	__type(value, struct cf_hist);
+} hists SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 256);
+	__type(key, __u32);
+	__type(value, struct cf_volume);
+} volumes SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, CF_OP_MAX);
+	__type(key, __u32);
+	__type(value, struct cf_pickup);
+} pickups SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u64);   /* object pointer */
+	__type(value, __u64); /* OPEN issued at */
+} pending_open SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, struct cf_pending_key);
+	__type(value, __u64); /* READ issued at */
+} pending_read SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, CF_STAT_MAX);
+	__type(key, __u32);
+	__type(value, __u64);
+} stats SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 256 * 1024);
+} slow_events SEC(".maps");
+
+/* Zero value used to create map entries (too big for the BPF stack). */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct cf_hist);
+} zero_hist SEC(".maps");
+
+static __always_inline void stat_add(__u32 idx, __u64 v)
+{
+	__u64 *p = bpf_map_lookup_elem(&stats, &idx);
+
+	if (p)
+		__sync_fetch_and_add(p, v);
+}
+
+/* Volume id of an object, remembering its name the first time it is seen. */
+static __always_inline __u32 object_volume(struct cachefiles_object___sysobs *obj)
+{
+	struct fscache_volume___sysobs *v;
+	struct cf_volume name = {};
+	__u32 id;
+	__u8 *key;
+
+	v = BPF_CORE_READ(obj, volume, vcookie);
+	if (!v)
+		return 0;
+	id = BPF_CORE_READ(v, debug_id);
+	if (bpf_map_lookup_elem(&volumes, &id))
+		return id;
+	key = BPF_CORE_READ(v, key);
+	if (key)
+		bpf_probe_read_kernel_str(name.name, sizeof(name.name), key + 1);
+	bpf_map_update_elem(&volumes, &id, &name, BPF_NOEXIST);
+	return id;
+}
+
+static __always_inline struct cf_hist *hist_get(struct cf_hist_key *k)
+{
+	struct cf_hist *h;
+	__u32 zero = 0;
+
+	h = bpf_map_lookup_elem(&hists, k);
+	if (h)
+		return h;
+	h = bpf_map_lookup_elem(&zero_hist, &zero);
+	if (!h)
+		return NULL;
+	bpf_map_update_elem(&hists, k, h, BPF_NOEXIST);
+	return bpf_map_lookup_elem(&hists, k);
+}
+
+static __always_inline void request_enter(struct cachefiles_object___sysobs *obj, __u32 op,
+					  __u64 offset, __u64 len)
+{
+	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+	struct cf_start s = {};
+	struct cf_hist_key k = {};
+	struct cf_hist *h;
+
+	s.ts = bpf_ktime_get_ns();
+	s.op = op;
+	s.offset = offset;
+	s.len = len;
+	if (obj) {
+		s.volume_id = object_volume(obj);
+		s.object_debug_id = BPF_CORE_READ(obj, debug_id);
+		s.object_id = BPF_CORE_READ(obj, ondemand, ondemand_id);
+	} else {
+		stat_add(CF_STAT_NULL_OBJECT, 1);
+	}
+	if (bpf_map_update_elem(&starts, &tid, &s, BPF_ANY))
+		return;
+	k.volume_id = s.volume_id;
+	k.op = op;
+	h = hist_get(&k);
+	if (h)
+		__sync_fetch_and_add(&h->inflight, 1);
+	if (op == CF_OP_OPEN && obj) {
+		__u64 p = (__u64)obj;
+
+		bpf_map_update_elem(&pending_open, &p, &s.ts, BPF_ANY);
+	} else if (op == CF_OP_READ) {
+		struct cf_pending_key pk = {.offset = offset, .object_id = s.object_id};
+
+		bpf_map_update_elem(&pending_read, &pk, &s.ts, BPF_ANY);
+	}
+}
+
+static __always_inline void request_exit(__u32 op, long ret)
+{
+	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+	struct cf_hist_key k = {};
+	struct cf_slow_record *r;
+	struct cf_start *s;
+	struct cf_volume *vn;
+	struct cf_hist *h;
+	__u64 lat;
+	__u32 b;
+
+	s = bpf_map_lookup_elem(&starts, &tid);
+	if (!s || s->op != op) {
+		stat_add(CF_STAT_START_LOST, 1);
+		return;
+	}
+	lat = bpf_ktime_get_ns() - s->ts;
+	k.volume_id = s->volume_id;
+	k.op = op;
+	h = hist_get(&k);
+	if (h) {
+		b = cf_hist_bucket(lat);
+		if (b < CF_HIST_BUCKETS)
+			__sync_fetch_and_add(&h->buckets[b], 1);
+		__sync_fetch_and_add(&h->sum_ns, lat);
+		if (ret < 0)
+			__sync_fetch_and_add(&h->errors, 1);
+		else
+			__sync_fetch_and_add(&h->ok, 1);
+		if (op == CF_OP_READ)
+			__sync_fetch_and_add(&h->bytes, s->len);
+		__sync_fetch_and_add(&h->inflight, -1);
+	}
+	if (op == CF_OP_READ) {
+		struct cf_pending_key pk = {.offset = s->offset, .object_id = s->object_id};
+
+		bpf_map_delete_elem(&pending_read, &pk);
+	}
+	if (lat >= slow_ns) {
+		r = bpf_ringbuf_reserve(&slow_events, sizeof(*r), 0);
+		if (!r) {
+			stat_add(CF_STAT_RINGBUF_FULL, 1);
+		} else {
+			r->latency_ns = lat;
+			r->offset = s->offset;
+			r->len = s->len;
+			r->ret = ret;
+			r->op = op;
+			r->volume_id = s->volume_id;
+			r->object_debug_id = s->object_debug_id;
+			r->object_id = s->object_id;
+			r->pid = tid;
+			bpf_get_current_comm(r->comm, sizeof(r->comm));
+			vn = bpf_map_lookup_elem(&volumes, &k.volume_id);
+			if (vn)
+				__builtin_memcpy(r->volume, vn->name, sizeof(r->volume));
+			else
+				r->volume[0] = 0;
+			bpf_ringbuf_submit(r, 0);
+		}
+	}
+	bpf_map_delete_elem(&starts, &tid);
+}
+
+static __always_inline void pickup_observe(__u32 op, __u64 issued)
+{
+	struct cf_pickup *p;
+	__u64 d = bpf_ktime_get_ns() - issued;
+	__u32 b;
+
+	p = bpf_map_lookup_elem(&pickups, &op);
+	if (!p)
+		return;
+	b = cf_hist_bucket(d);
+	if (b < CF_HIST_BUCKETS)
+		__sync_fetch_and_add(&p->buckets[b], 1);
+	__sync_fetch_and_add(&p->sum_ns, d);
+	__sync_fetch_and_add(&p->count, 1);
+}
+
+SEC("fentry/cachefiles_ondemand_read")
+int BPF_PROG(cf_read_enter, struct cachefiles_object___sysobs *obj, loff_t pos, size_t len)
+{
+	request_enter(obj, CF_OP_READ, pos, len);
+	return 0;
+}
+
+SEC("fexit/cachefiles_ondemand_read")
+int BPF_PROG(cf_read_exit, struct cachefiles_object___sysobs *obj, loff_t pos, size_t len, int ret)
+{
+	request_exit(CF_OP_READ, ret);
+	return 0;
+}
+
+/*
+ * init_object returns 0 at once when the object is not on-demand or already
+ * open (no request is sent); only a call that will send an OPEN is timed.
+ */
+SEC("fentry/cachefiles_ondemand_init_object")
+int BPF_PROG(cf_open_enter, struct cachefiles_object___sysobs *obj)
+{
+	struct cachefiles_ondemand_info___sysobs *info;
+
+	if (!obj) {
+		stat_add(CF_STAT_NULL_OBJECT, 1);
+		return 0;
+	}
+	info = BPF_CORE_READ(obj, ondemand);
+	if (!info || BPF_CORE_READ(info, state) == CF_OBJSTATE_OPEN)
+		return 0;
+	request_enter(obj, CF_OP_OPEN, 0, 0);
+	return 0;
+}
+
+SEC("fexit/cachefiles_ondemand_init_object")
+int BPF_PROG(cf_open_exit, struct cachefiles_object___sysobs *obj, int ret)
+{
+	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+	struct cf_start *s = bpf_map_lookup_elem(&starts, &tid);
+	__u64 p = (__u64)obj;
+
+	/* not timed at entry (nothing sent): nothing to close */
+	if (!s || s->op != CF_OP_OPEN)
+		return 0;
+	bpf_map_delete_elem(&pending_open, &p);
+	request_exit(CF_OP_OPEN, ret);
+	return 0;
+}
+
+/* The daemon read() returned a READ message: pick-up time of that request. */
+SEC("fexit/cachefiles_ondemand_daemon_read")
+int BPF_PROG(cf_daemon_read_exit, void *cache, char *ubuf, size_t buflen, long ret)
+{
+	struct cachefiles_msg___sysobs m;
+	struct cf_pending_key pk = {};
+	__u64 *issued;
+
+	if (ret < (long)(sizeof(m) + 16) || !ubuf)
+		return 0;
+	if (bpf_probe_read_user(&m, sizeof(m), ubuf))
+		return 0;
+	if (m.opcode != CF_UAPI_OP_READ)
+		return 0;
+	if (bpf_probe_read_user(&pk.offset, sizeof(pk.offset), ubuf + sizeof(m)))
+		return 0;
+	pk.object_id = m.object_id;
+	issued = bpf_map_lookup_elem(&pending_read, &pk);
+	if (issued) {
+		pickup_observe(CF_OP_READ, *issued);
+		bpf_map_delete_elem(&pending_read, &pk);
+	}
+	return 0;
+}
+
+SEC("tp_btf/cachefiles_ondemand_open")
+int BPF_PROG(cf_tp_open, struct cachefiles_object___sysobs *obj, void *msg, void *load)
+{
+	__u64 p = (__u64)obj;
+	__u64 *issued;
+
+	stat_add(CF_STAT_OPEN_PICKED, 1);
+	if (!obj) {
+		stat_add(CF_STAT_NULL_OBJECT, 1);
+		return 0;
+	}
+	issued = bpf_map_lookup_elem(&pending_open, &p);
+	if (issued) {
+		pickup_observe(CF_OP_OPEN, *issued);
+		bpf_map_delete_elem(&pending_open, &p);
+	}
+	return 0;
+}
+
+SEC("tp_btf/cachefiles_ondemand_read")
+int BPF_PROG(cf_tp_read, struct cachefiles_object___sysobs *obj, void *msg, void *load)
+{
+	stat_add(CF_STAT_READ_ENQUEUED, 1);
+	if (!obj)
+		stat_add(CF_STAT_NULL_OBJECT, 1);
+	return 0;
+}
+
+SEC("tp_btf/cachefiles_ondemand_cread")
+int BPF_PROG(cf_tp_cread, struct cachefiles_object___sysobs *obj, unsigned int msg_id)
+{
+	stat_add(CF_STAT_CREAD, 1);
+	if (!obj)
+		stat_add(CF_STAT_NULL_OBJECT, 1);
+	return 0;
+}
+
+SEC("tp_btf/cachefiles_ondemand_copen")
+int BPF_PROG(cf_tp_copen, struct cachefiles_object___sysobs *obj, unsigned int msg_id, long len)
+{
+	stat_add(CF_STAT_COPEN, 1);
+	if (!obj)
+		stat_add(CF_STAT_NULL_OBJECT, 1);
+	return 0;
+}
+
+SEC("tp_btf/cachefiles_ondemand_close")
+int BPF_PROG(cf_tp_close, struct cachefiles_object___sysobs *obj, void *msg)
+{
+	stat_add(CF_STAT_CLOSE, 1);
+	if (!obj)
+		stat_add(CF_STAT_NULL_OBJECT, 1);
+	return 0;
+}
+
+SEC("tp_btf/cachefiles_ondemand_fd_write")
+int BPF_PROG(cf_tp_fd_write, struct cachefiles_object___sysobs *obj, void *backer, loff_t start,
+	     size_t len)
+{
+	stat_add(CF_STAT_FD_WRITE, 1);
+	stat_add(CF_STAT_FD_WRITE_BYTES, len);
+	if (!obj)
+		stat_add(CF_STAT_NULL_OBJECT, 1);
+	return 0;
+}
+
+SEC("tp_btf/cachefiles_ondemand_fd_release")
+int BPF_PROG(cf_tp_fd_release, struct cachefiles_object___sysobs *obj, int object_id)
+{
+	stat_add(CF_STAT_FD_RELEASE, 1);
+	return 0;
+}

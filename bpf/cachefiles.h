@@ -1,0 +1,141 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Types shared by bpf/cachefiles.bpf.c and the cachefiles collector.
+ *
+ * Latency histogram: log-linear over nanoseconds. Bucket 0 holds everything
+ * below 2^CF_HIST_MIN_SHIFT ns (8.2 us); then each power of two from
+ * 2^13 ns up to 2^34 ns (17.2 s) is split into CF_HIST_SUB linear
+ * sub-buckets (12.5 % wide); the last bucket is the overflow (+Inf).
+ */
+#ifndef SYSOBS_BPF_CACHEFILES_H
+#define SYSOBS_BPF_CACHEFILES_H
+
+#define CF_HIST_MIN_SHIFT 13 /* 8192 ns */
+#define CF_HIST_MAX_SHIFT 34 /* 2^34 ns = 17.18 s: first value that overflows */
+#define CF_HIST_SUB_SHIFT 3
+#define CF_HIST_SUB	  (1 << CF_HIST_SUB_SHIFT)
+/* finite bounds: [0, 2^13) plus SUB per power of two */
+#define CF_HIST_FINITE	(1 + (CF_HIST_MAX_SHIFT - CF_HIST_MIN_SHIFT) * CF_HIST_SUB)
+#define CF_HIST_BUCKETS (CF_HIST_FINITE + 1) /* + overflow */
+
+#define CF_VOLUME_NAME_LEN 64
+#define CF_COMM_LEN	   16
+
+enum cf_op {
+	CF_OP_OPEN = 0,
+	CF_OP_READ = 1,
+	CF_OP_MAX,
+};
+
+/* Daemon-side counters from the cachefiles_ondemand_* tracepoints. */
+enum cf_stat {
+	CF_STAT_READ_ENQUEUED,	/* tp cachefiles_ondemand_read */
+	CF_STAT_CREAD,		/* tp cachefiles_ondemand_cread: READ_COMPLETE ioctl */
+	CF_STAT_OPEN_PICKED,	/* tp cachefiles_ondemand_open: daemon read an OPEN */
+	CF_STAT_COPEN,		/* tp cachefiles_ondemand_copen */
+	CF_STAT_CLOSE,		/* tp cachefiles_ondemand_close */
+	CF_STAT_FD_WRITE,	/* tp cachefiles_ondemand_fd_write: calls */
+	CF_STAT_FD_WRITE_BYTES, /* ... and bytes */
+	CF_STAT_FD_RELEASE,	/* tp cachefiles_ondemand_fd_release */
+	CF_STAT_NULL_OBJECT,	/* events seen with a NULL object */
+	CF_STAT_RINGBUF_FULL,	/* slow records lost: ring buffer full */
+	CF_STAT_START_LOST,	/* fexit without a matching fentry (map full) */
+	CF_STAT_MAX,
+};
+
+/* Key of the per-(volume, op) histogram map. */
+struct cf_hist_key {
+	__u32 volume_id; /* fscache_volume debug_id; 0 = unknown */
+	__u32 op;	 /* enum cf_op */
+};
+
+struct cf_hist {
+	__u64 buckets[CF_HIST_BUCKETS];
+	__u64 sum_ns;
+	__u64 ok;	/* requests that returned 0 */
+	__u64 errors;	/* requests that returned <0 */
+	__u64 bytes;	/* READ: bytes requested */
+	__s64 inflight; /* entered minus returned */
+};
+
+/* Volume names: fscache volume key ("erofs,<fsid>"), by debug_id. */
+struct cf_volume {
+	char name[CF_VOLUME_NAME_LEN];
+};
+
+/* Daemon pick-up histogram per op: request issued -> daemon read it. */
+struct cf_pickup {
+	__u64 buckets[CF_HIST_BUCKETS];
+	__u64 sum_ns;
+	__u64 count;
+};
+
+/* One slow request (latency >= slow_ns), sent through the ring buffer. */
+struct cf_slow_record {
+	__u64 latency_ns;
+	__u64 offset; /* READ: file offset; OPEN: 0 */
+	__u64 len;    /* READ: length; OPEN: 0 */
+	__s32 ret;    /* return value of the kernel function */
+	__u32 op;     /* enum cf_op */
+	__u32 volume_id;
+	__u32 object_debug_id; /* cachefiles_object.debug_id */
+	__s32 object_id;       /* on-demand object id the daemon sees (READ) */
+	__u32 pid;	       /* thread id */
+	char comm[CF_COMM_LEN];
+	char volume[CF_VOLUME_NAME_LEN];
+};
+
+/*
+ * Bucket of a latency in ns; pure, shared by BPF and user space (unit-tested
+ * there). Power-of-two exponent found by binary search (no loops for the
+ * verifier, no __builtin_clzll in older BPF backends).
+ */
+static inline __u32 cf_hist_bucket(__u64 ns)
+{
+	__u32 e = 0;
+	__u64 v = ns;
+
+	if (ns < (1ULL << CF_HIST_MIN_SHIFT))
+		return 0;
+	if (ns >= (1ULL << CF_HIST_MAX_SHIFT))
+		return CF_HIST_BUCKETS - 1;
+	if (v >> 32) {
+		v >>= 32;
+		e += 32;
+	}
+	if (v >> 16) {
+		v >>= 16;
+		e += 16;
+	}
+	if (v >> 8) {
+		v >>= 8;
+		e += 8;
+	}
+	if (v >> 4) {
+		v >>= 4;
+		e += 4;
+	}
+	if (v >> 2) {
+		v >>= 2;
+		e += 2;
+	}
+	if (v >> 1)
+		e += 1;
+	/* e in [13, 33]: sub-bucket from the CF_HIST_SUB_SHIFT bits below the top */
+	return 1 + (e - CF_HIST_MIN_SHIFT) * CF_HIST_SUB +
+	       (__u32)((ns >> (e - CF_HIST_SUB_SHIFT)) & (CF_HIST_SUB - 1));
+}
+
+/* Upper bound in ns of finite bucket i (i < CF_HIST_FINITE). */
+static inline __u64 cf_hist_upper_ns(__u32 i)
+{
+	__u32 e, sub;
+
+	if (i == 0)
+		return 1ULL << CF_HIST_MIN_SHIFT;
+	e = CF_HIST_MIN_SHIFT + (i - 1) / CF_HIST_SUB;
+	sub = (i - 1) % CF_HIST_SUB;
+	return (__u64)(CF_HIST_SUB + sub + 1) << (e - CF_HIST_SUB_SHIFT);
+}
+
+#endif

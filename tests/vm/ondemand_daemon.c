@@ -1,0 +1,382 @@
+// SPDX-License-Identifier: MIT
+/*
+ * A minimal cachefiles on-demand user daemon for the VM tests, written from
+ * the protocol in <linux/cachefiles.h> and
+ * Documentation/filesystems/caching/cachefiles.rst ("On-demand Read"):
+ *
+ *   open /dev/cachefiles; write "dir <path>", "tag <tag>", "bind ondemand";
+ *   poll; every read() returns one struct cachefiles_msg:
+ *     OPEN  -> keep the anon fd of the payload, reply "copen <msg_id>,<size>"
+ *     READ  -> write the range into the anon fd at off, then
+ *              ioctl(anon_fd, CACHEFILES_IOC_READ_COMPLETE, msg_id)
+ *     CLOSE -> close the anon fd (no reply)
+ *
+ * Every cookie (blob) is served from the one --image file. A delay can be
+ * injected before answering each READ (and OPEN), per volume key, so the test
+ * knows what latency the agent must measure:
+ *
+ *   ondemand_daemon --image fs.img --dir /var/cache/fscache \
+ *       --delay erofs,fsa=20 --delay erofs,fsb=150 --stats /run/od.stats
+ *
+ * SIGTERM/SIGINT: write the per-volume request counts to --stats (or stdout)
+ * and exit. SIGUSR1: write the counts and go on.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <linux/cachefiles.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#define OD_MAX_OBJECTS 256
+#define OD_MAX_VOLUMES 16
+#define OD_VOLUME_LEN  128
+
+struct od_volume {
+	char key[OD_VOLUME_LEN];
+	unsigned read_delay_ms;
+	unsigned open_delay_ms;
+	unsigned long opens, reads, closes;
+	unsigned long long read_bytes;
+};
+
+struct od_object {
+	uint32_t object_id;
+	int fd; /* anon fd; -1 when free */
+	struct od_volume *vol;
+};
+
+static struct od_volume od_volumes[OD_MAX_VOLUMES];
+static unsigned od_n_volumes;
+static struct od_object od_objects[OD_MAX_OBJECTS];
+static int od_image_fd = -1;
+static off_t od_image_size;
+static const char *od_stats_path;
+static volatile sig_atomic_t od_stop, od_dump;
+static unsigned long od_errors;
+
+static void od_on_signal(int sig)
+{
+	if (sig == SIGUSR1)
+		od_dump = 1;
+	else
+		od_stop = 1;
+}
+
+static void od_sleep_ms(unsigned ms)
+{
+	struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000L};
+
+	while (nanosleep(&ts, &ts) && errno == EINTR)
+		;
+}
+
+static struct od_volume *od_volume_get(const char *key)
+{
+	struct od_volume *v;
+	unsigned i;
+
+	for (i = 0; i < od_n_volumes; i++)
+		if (!strcmp(od_volumes[i].key, key))
+			return &od_volumes[i];
+	if (od_n_volumes == OD_MAX_VOLUMES)
+		return NULL;
+	v = &od_volumes[od_n_volumes++];
+	snprintf(v->key, sizeof(v->key), "%s", key);
+	return v;
+}
+
+/* "--delay KEY=READ_MS[/OPEN_MS]" */
+static int od_delay_parse(const char *arg)
+{
+	char key[OD_VOLUME_LEN];
+	const char *eq = strrchr(arg, '=');
+	struct od_volume *v;
+	unsigned r = 0, o = 0;
+
+	if (!eq || (size_t)(eq - arg) >= sizeof(key))
+		return -EINVAL;
+	memcpy(key, arg, eq - arg);
+	key[eq - arg] = 0;
+	if (sscanf(eq + 1, "%u/%u", &r, &o) < 1)
+		return -EINVAL;
+	v = od_volume_get(key);
+	if (!v)
+		return -ENOSPC;
+	v->read_delay_ms = r;
+	v->open_delay_ms = o;
+	return 0;
+}
+
+static void od_stats_write(void)
+{
+	FILE *f = od_stats_path ? fopen(od_stats_path, "w") : stdout;
+	unsigned i;
+
+	if (!f)
+		return;
+	for (i = 0; i < od_n_volumes; i++) {
+		struct od_volume *v = &od_volumes[i];
+
+		fprintf(f, "volume=%s open=%lu read=%lu close=%lu read_bytes=%llu delay_ms=%u\n",
+			v->key, v->opens, v->reads, v->closes, v->read_bytes, v->read_delay_ms);
+	}
+	fprintf(f, "errors=%lu\n", od_errors);
+	if (f != stdout)
+		fclose(f);
+	else
+		fflush(f);
+}
+
+static struct od_object *od_object_find(uint32_t id)
+{
+	unsigned i;
+
+	for (i = 0; i < OD_MAX_OBJECTS; i++)
+		if (od_objects[i].fd >= 0 && od_objects[i].object_id == id)
+			return &od_objects[i];
+	return NULL;
+}
+
+static int od_cmd(int devfd, const char *cmd)
+{
+	if (write(devfd, cmd, strlen(cmd)) < 0) {
+		fprintf(stderr, "ondemand: '%s': %s\n", cmd, strerror(errno));
+		return -errno;
+	}
+	return 0;
+}
+
+static int od_handle_open(int devfd, const struct cachefiles_msg *msg)
+{
+	const struct cachefiles_open *load = (const void *)msg->data;
+	char vkey[OD_VOLUME_LEN] = "";
+	struct od_volume *v;
+	struct od_object *o = NULL;
+	char reply[64];
+	unsigned i;
+	size_t n;
+
+	n = load->volume_key_size < sizeof(vkey) ? load->volume_key_size : sizeof(vkey) - 1;
+	memcpy(vkey, load->data, n);
+	vkey[n] = 0;
+	v = od_volume_get(vkey);
+	for (i = 0; i < OD_MAX_OBJECTS; i++) {
+		if (od_objects[i].fd < 0) {
+			o = &od_objects[i];
+			break;
+		}
+	}
+	if (v)
+		v->opens++;
+	if (v && v->open_delay_ms)
+		od_sleep_ms(v->open_delay_ms);
+	if (!o) {
+		close(load->fd);
+		snprintf(reply, sizeof(reply), "copen %u,%d", msg->msg_id, -ENFILE);
+		return od_cmd(devfd, reply);
+	}
+	o->fd = load->fd;
+	o->object_id = msg->object_id;
+	o->vol = v;
+	snprintf(reply, sizeof(reply), "copen %u,%lld", msg->msg_id, (long long)od_image_size);
+	return od_cmd(devfd, reply);
+}
+
+static int od_handle_read(const struct cachefiles_msg *msg)
+{
+	const struct cachefiles_read *load = (const void *)msg->data;
+	struct od_object *o = od_object_find(msg->object_id);
+	static char buf[1 << 16];
+	uint64_t off = load->off, end = load->off + load->len;
+	ssize_t n;
+
+	if (!o) {
+		fprintf(stderr, "ondemand: READ for unknown object %u\n", msg->object_id);
+		od_errors++;
+		return -ENOENT;
+	}
+	if (o->vol) {
+		o->vol->reads++;
+		o->vol->read_bytes += load->len;
+		if (o->vol->read_delay_ms)
+			od_sleep_ms(o->vol->read_delay_ms);
+	}
+	if (end > (uint64_t)od_image_size)
+		end = od_image_size;
+	while (off < end) {
+		size_t chunk = end - off < sizeof(buf) ? end - off : sizeof(buf);
+
+		n = pread(od_image_fd, buf, chunk, off);
+		if (n <= 0)
+			break;
+		if (pwrite(o->fd, buf, n, off) != n) {
+			fprintf(stderr, "ondemand: pwrite object %u: %s\n", msg->object_id,
+				strerror(errno));
+			od_errors++;
+			break;
+		}
+		off += n;
+	}
+	if (ioctl(o->fd, CACHEFILES_IOC_READ_COMPLETE, msg->msg_id) < 0) {
+		fprintf(stderr, "ondemand: READ_COMPLETE %u: %s\n", msg->msg_id, strerror(errno));
+		od_errors++;
+		return -errno;
+	}
+	return 0;
+}
+
+static void od_handle_close(const struct cachefiles_msg *msg)
+{
+	struct od_object *o = od_object_find(msg->object_id);
+
+	if (!o)
+		return;
+	if (o->vol)
+		o->vol->closes++;
+	close(o->fd);
+	o->fd = -1;
+}
+
+static void od_usage(FILE *f)
+{
+	fprintf(f, "usage: ondemand_daemon --image FILE [--dir DIR] [--tag TAG]\n"
+		   "       [--delay VOLUME_KEY=READ_MS[/OPEN_MS]]... [--stats FILE]\n"
+		   "       [--ready FILE]\n");
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+	    {"image", required_argument, NULL, 'i'}, {"dir", required_argument, NULL, 'd'},
+	    {"tag", required_argument, NULL, 't'},   {"delay", required_argument, NULL, 'D'},
+	    {"stats", required_argument, NULL, 's'}, {"ready", required_argument, NULL, 'r'},
+	    {"help", no_argument, NULL, 'h'},	     {0},
+	};
+	const char *image = NULL, *dir = "/var/cache/fscache", *tag = "sysobs", *ready = NULL;
+	char cmd[512], msgbuf[CACHEFILES_MSG_MAX_SIZE];
+	struct sigaction sa = {.sa_handler = od_on_signal};
+	struct stat st;
+	int devfd, c, i;
+
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'i':
+			image = optarg;
+			break;
+		case 'd':
+			dir = optarg;
+			break;
+		case 't':
+			tag = optarg;
+			break;
+		case 's':
+			od_stats_path = optarg;
+			break;
+		case 'r':
+			ready = optarg;
+			break;
+		case 'D':
+			if (od_delay_parse(optarg)) {
+				fprintf(stderr, "ondemand: bad --delay '%s'\n", optarg);
+				return 2;
+			}
+			break;
+		case 'h':
+			od_usage(stdout);
+			return 0;
+		default:
+			od_usage(stderr);
+			return 2;
+		}
+	}
+	if (!image) {
+		od_usage(stderr);
+		return 2;
+	}
+	for (i = 0; i < OD_MAX_OBJECTS; i++)
+		od_objects[i].fd = -1;
+	od_image_fd = open(image, O_RDONLY | O_CLOEXEC);
+	if (od_image_fd < 0 || fstat(od_image_fd, &st)) {
+		fprintf(stderr, "ondemand: %s: %s\n", image, strerror(errno));
+		return 1;
+	}
+	od_image_size = st.st_size;
+	mkdir(dir, 0700);
+
+	devfd = open("/dev/cachefiles", O_RDWR | O_CLOEXEC);
+	if (devfd < 0) {
+		fprintf(stderr, "ondemand: /dev/cachefiles: %s\n", strerror(errno));
+		return 1;
+	}
+	snprintf(cmd, sizeof(cmd), "dir %s", dir);
+	if (od_cmd(devfd, cmd))
+		return 1;
+	snprintf(cmd, sizeof(cmd), "tag %s", tag);
+	if (od_cmd(devfd, cmd) || od_cmd(devfd, "bind ondemand"))
+		return 1;
+
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGUSR1, &sa, NULL);
+	if (ready) {
+		int fd = open(ready, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+
+		if (fd >= 0)
+			close(fd);
+	}
+
+	while (!od_stop) {
+		struct pollfd pfd = {.fd = devfd, .events = POLLIN};
+		struct cachefiles_msg *msg = (void *)msgbuf;
+		ssize_t n;
+
+		if (od_dump) {
+			od_dump = 0;
+			od_stats_write();
+		}
+		c = poll(&pfd, 1, 200);
+		if (c < 0 && errno != EINTR) {
+			perror("ondemand: poll");
+			break;
+		}
+		if (c <= 0)
+			continue;
+		n = read(devfd, msgbuf, sizeof(msgbuf));
+		if (n < 0) {
+			if (errno == EINTR || errno == EAGAIN)
+				continue;
+			perror("ondemand: read");
+			od_errors++;
+			continue;
+		}
+		if (n == 0 || (size_t)n < sizeof(*msg))
+			continue;
+		switch (msg->opcode) {
+		case CACHEFILES_OP_OPEN:
+			od_handle_open(devfd, msg);
+			break;
+		case CACHEFILES_OP_READ:
+			od_handle_read(msg);
+			break;
+		case CACHEFILES_OP_CLOSE:
+			od_handle_close(msg);
+			break;
+		default:
+			fprintf(stderr, "ondemand: unknown opcode %u\n", msg->opcode);
+			od_errors++;
+		}
+	}
+	od_stats_write();
+	/* Keep devfd open until here: closing it unbinds the cache. */
+	close(devfd);
+	return 0;
+}
