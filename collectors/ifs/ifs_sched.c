@@ -1,0 +1,385 @@
+// SPDX-License-Identifier: MIT
+/*
+ * IFS scan scheduler: a pure state machine on an injected clock (see
+ * ifs_sched.h for the rules).
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "collectors/ifs/ifs_sched.h"
+
+#define HOUR_NS (3600LL * 1000000000LL)
+
+static bool cpu_in(const uint64_t *bits, int cpu)
+{
+	return cpu >= 0 && cpu < IFS_MAX_CPUS && ifs_cpu_isset(bits, (unsigned)cpu);
+}
+
+int ifs_sched_init(struct ifs_sched *s, const struct ifs_sched_config *cfg)
+{
+	memset(s, 0, sizeof(*s));
+	s->cfg = *cfg;
+	if (s->cfg.interval_ns <= 0)
+		s->cfg.interval_ns = 24 * HOUR_NS;
+	if (s->cfg.n_batches > IFS_MAX_BATCHES)
+		s->cfg.n_batches = IFS_MAX_BATCHES;
+	s->last_dur = 200000000; /* the driver's ~200 ms per pass until measured */
+	return 0;
+}
+
+void ifs_sched_free(struct ifs_sched *s)
+{
+	if (!s)
+		return;
+	free(s->cores);
+	free(s->pairs);
+	for (int t = 0; t < IFS_TEST_MAX; t++)
+		free(s->in_round[t]);
+	free(s->reqs);
+	free(s->runs);
+	memset(s, 0, sizeof(*s));
+}
+
+bool ifs_sched_core_allowed(const struct ifs_sched *s, unsigned core)
+{
+	const struct ifs_core_info *c;
+
+	if (core >= s->n_cores)
+		return false;
+	c = &s->cores[core];
+	/* Scanning one thread takes all of them offline: every thread counts. */
+	for (unsigned i = 0; i < c->n_cpus; i++) {
+		if (cpu_in(s->cfg.deny, c->cpus[i]))
+			return false;
+		if (s->cfg.have_allow && !cpu_in(s->cfg.allow, c->cpus[i]))
+			return false;
+	}
+	return c->n_cpus > 0;
+}
+
+int ifs_sched_core_cpu(const struct ifs_sched *s, unsigned core)
+{
+	const struct ifs_core_info *c;
+
+	if (!ifs_sched_core_allowed(s, core))
+		return -1;
+	c = &s->cores[core];
+	for (unsigned i = 0; i < c->n_cpus; i++)
+		if (c->online[i])
+			return c->cpus[i];
+	return -1;
+}
+
+static bool test_ok(const struct ifs_sched *s, enum ifs_test t)
+{
+	return (unsigned)t < IFS_TEST_MAX && (s->tests & (1u << t));
+}
+
+/* Gives every eligible (core, test) without a due time one, spread evenly
+ * over one interval from now, in core order. */
+static void spread_new_pairs(struct ifs_sched *s, int64_t now)
+{
+	size_t m = 0, k = 0;
+
+	if (!s->cfg.periodic)
+		return;
+	for (size_t c = 0; c < s->n_cores; c++)
+		for (int t = 0; t < IFS_TEST_MAX; t++)
+			if (test_ok(s, t) && ifs_sched_core_allowed(s, c) && !s->pairs[c][t].spread)
+				m++;
+	if (!m)
+		return;
+	for (size_t c = 0; c < s->n_cores; c++) {
+		for (int t = 0; t < IFS_TEST_MAX; t++) {
+			struct ifs_sched_pair *p = &s->pairs[c][t];
+
+			if (!test_ok(s, t) || !ifs_sched_core_allowed(s, c) || p->spread)
+				continue;
+			p->spread = true;
+			p->next_due = now + (int64_t)((__int128)s->cfg.interval_ns * k / m);
+			k++;
+		}
+	}
+}
+
+int ifs_sched_set_topology(struct ifs_sched *s, const struct ifs_core_info *cores, size_t n,
+			   int64_t now)
+{
+	struct ifs_core_info *nc = NULL;
+	struct ifs_sched_pair(*np)[IFS_TEST_MAX] = NULL;
+	bool *nr[IFS_TEST_MAX] = {0};
+
+	if (n) {
+		nc = calloc(n, sizeof(*nc));
+		np = calloc(n, sizeof(*np));
+		if (!nc || !np)
+			goto err_free;
+		for (int t = 0; t < IFS_TEST_MAX; t++) {
+			nr[t] = calloc(n, sizeof(bool));
+			if (!nr[t])
+				goto err_free;
+		}
+	}
+	for (size_t i = 0; i < n; i++) {
+		nc[i] = cores[i];
+		for (int t = 0; t < IFS_TEST_MAX; t++)
+			np[i][t] = (struct ifs_sched_pair){.next_due = INT64_MAX};
+		for (size_t j = 0; j < s->n_cores; j++) {
+			if (s->cores[j].package != cores[i].package ||
+			    s->cores[j].core_id != cores[i].core_id)
+				continue;
+			memcpy(np[i], s->pairs[j], sizeof(np[i]));
+			for (int t = 0; t < IFS_TEST_MAX; t++)
+				nr[t][i] = s->in_round[t][j];
+		}
+	}
+	/* Queued requests name cores by index: remap or drop them. */
+	for (size_t r = 0; r < s->n_reqs;) {
+		const struct ifs_core_info *old = &s->cores[s->reqs[r].core];
+		size_t i;
+
+		for (i = 0; i < n; i++)
+			if (nc[i].package == old->package && nc[i].core_id == old->core_id)
+				break;
+		if (i == n) {
+			memmove(&s->reqs[r], &s->reqs[r + 1],
+				(s->n_reqs - r - 1) * sizeof(*s->reqs));
+			s->n_reqs--;
+			continue;
+		}
+		s->reqs[r++].core = i;
+	}
+	free(s->cores);
+	free(s->pairs);
+	for (int t = 0; t < IFS_TEST_MAX; t++) {
+		free(s->in_round[t]);
+		s->in_round[t] = nr[t];
+	}
+	s->cores = nc;
+	s->pairs = np;
+	s->n_cores = n;
+	spread_new_pairs(s, now);
+	return 0;
+
+err_free:
+	free(nc);
+	free(np);
+	for (int t = 0; t < IFS_TEST_MAX; t++)
+		free(nr[t]);
+	return -ENOMEM;
+}
+
+void ifs_sched_set_tests(struct ifs_sched *s, unsigned mask, int64_t now)
+{
+	s->tests = mask & ((1u << IFS_TEST_MAX) - 1);
+	spread_new_pairs(s, now);
+}
+
+int ifs_sched_request(struct ifs_sched *s, unsigned core, enum ifs_test test, uint64_t scan_id)
+{
+	if (core >= s->n_cores || !test_ok(s, test))
+		return -ENOENT;
+	if (!ifs_sched_core_allowed(s, core))
+		return -EPERM;
+	if (s->n_reqs == s->cap_reqs) {
+		size_t cap = s->cap_reqs ? s->cap_reqs * 2 : 16;
+		struct ifs_sched_req *r = realloc(s->reqs, cap * sizeof(*r));
+
+		if (!r)
+			return -ENOMEM;
+		s->reqs = r;
+		s->cap_reqs = cap;
+	}
+	s->reqs[s->n_reqs++] = (struct ifs_sched_req){core, test, scan_id};
+	return 0;
+}
+
+size_t ifs_sched_pending(const struct ifs_sched *s)
+{
+	return s->n_reqs;
+}
+
+int64_t ifs_sched_hour_used(struct ifs_sched *s, int64_t now)
+{
+	size_t drop = 0;
+	int64_t used = 0;
+
+	while (drop < s->n_runs && s->runs[drop].end <= now - HOUR_NS)
+		drop++;
+	if (drop) {
+		memmove(s->runs, s->runs + drop, (s->n_runs - drop) * sizeof(*s->runs));
+		s->n_runs -= drop;
+	}
+	for (size_t i = 0; i < s->n_runs; i++)
+		used += s->runs[i].dur;
+	return used;
+}
+
+/* Under the hourly cap, may a run of the usual length start now? If not,
+ * *wake is when enough of the window will have expired. */
+static bool cap_allows(struct ifs_sched *s, int64_t now, int64_t *wake)
+{
+	int64_t used, cap = s->cfg.max_scan_ns_per_hour;
+
+	if (cap <= 0)
+		return true;
+	used = ifs_sched_hour_used(s, now);
+	if (used + s->last_dur <= cap)
+		return true;
+	for (size_t i = 0; i < s->n_runs; i++) {
+		used -= s->runs[i].dur;
+		if (used + s->last_dur <= cap) {
+			*wake = s->runs[i].end + HOUR_NS;
+			return false;
+		}
+	}
+	*wake = now + HOUR_NS;
+	return false;
+}
+
+static int job_batch(const struct ifs_sched *s, enum ifs_test t)
+{
+	if (!s->cfg.n_batches || t == IFS_TEST_ARRAY)
+		return -1;
+	return (int)s->cfg.batches[s->batch_idx[t] % s->cfg.n_batches];
+}
+
+int ifs_sched_next(struct ifs_sched *s, int64_t now, struct ifs_job *job, int64_t *wake)
+{
+	int64_t best_due = INT64_MAX;
+	size_t best_c = 0;
+	int best_t = -1;
+
+	*wake = INT64_MAX;
+	if (s->running)
+		return -EBUSY;
+	if (!cap_allows(s, now, wake))
+		return -EAGAIN;
+
+	for (size_t r = 0; r < s->n_reqs; r++) {
+		struct ifs_sched_req q = s->reqs[r];
+		int cpu = ifs_sched_core_cpu(s, q.core);
+
+		if (cpu < 0 || !test_ok(s, q.test))
+			continue; /* offline for now: stays queued */
+		memmove(&s->reqs[r], &s->reqs[r + 1], (s->n_reqs - r - 1) * sizeof(*s->reqs));
+		s->n_reqs--;
+		*job = (struct ifs_job){
+		    .core = q.core,
+		    .test = q.test,
+		    .cpu = cpu,
+		    .batch = job_batch(s, q.test),
+		    .by = IFS_BY_API,
+		    .scan_id = q.scan_id,
+		};
+		goto start;
+	}
+
+	if (!s->cfg.periodic)
+		return -EAGAIN;
+	for (size_t c = 0; c < s->n_cores; c++) {
+		if (ifs_sched_core_cpu(s, c) < 0)
+			continue;
+		for (int t = 0; t < IFS_TEST_MAX; t++) {
+			if (!test_ok(s, t) || s->pairs[c][t].next_due >= best_due)
+				continue;
+			best_due = s->pairs[c][t].next_due;
+			best_c = c;
+			best_t = t;
+		}
+	}
+	if (best_t < 0)
+		return -EAGAIN;
+	if (best_due > now) {
+		*wake = best_due;
+		return -EAGAIN;
+	}
+	*job = (struct ifs_job){
+	    .core = best_c,
+	    .test = best_t,
+	    .cpu = ifs_sched_core_cpu(s, best_c),
+	    .batch = job_batch(s, best_t),
+	    .by = IFS_BY_SCHEDULER,
+	    .attempt = s->pairs[best_c][best_t].retries,
+	};
+start:
+	s->running = true;
+	s->cur = *job;
+	return 0;
+}
+
+static void round_note(struct ifs_sched *s, unsigned core, enum ifs_test t)
+{
+	if (!s->cfg.n_batches || t == IFS_TEST_ARRAY || core >= s->n_cores)
+		return;
+	s->in_round[t][core] = true;
+	for (size_t c = 0; c < s->n_cores; c++)
+		if (ifs_sched_core_cpu(s, c) >= 0 && !s->in_round[t][c])
+			return;
+	/* Every core that can run has run this batch: move to the next. */
+	s->batch_idx[t] = (s->batch_idx[t] + 1) % s->cfg.n_batches;
+	memset(s->in_round[t], 0, s->n_cores * sizeof(bool));
+}
+
+static void runs_add(struct ifs_sched *s, int64_t end, int64_t dur)
+{
+	if (s->n_runs == s->cap_runs) {
+		size_t cap = s->cap_runs ? s->cap_runs * 2 : 64;
+		struct ifs_sched_run *r = realloc(s->runs, cap * sizeof(*r));
+
+		if (!r) {
+			/* Forget the oldest rather than fail: the cap errs towards
+			 * allowing, bounded by the remaining entries. */
+			memmove(s->runs, s->runs + 1, (s->n_runs - 1) * sizeof(*s->runs));
+			s->n_runs--;
+		} else {
+			s->runs = r;
+			s->cap_runs = cap;
+		}
+	}
+	s->runs[s->n_runs++] = (struct ifs_sched_run){end, dur};
+}
+
+void ifs_sched_done(struct ifs_sched *s, const struct ifs_job *job, int64_t start, int64_t end,
+		    enum ifs_outcome out)
+{
+	struct ifs_sched_pair *p;
+	int64_t dur = end > start ? end - start : 0;
+
+	s->running = false;
+	runs_add(s, end, dur);
+	if (dur > 0)
+		s->last_dur = dur;
+	if (job->core >= s->n_cores || (unsigned)job->test >= IFS_TEST_MAX)
+		return; /* topology changed under the job */
+	p = &s->pairs[job->core][job->test];
+
+	if (job->by == IFS_BY_API) {
+		/* A completed requested run counts as this interval's run. */
+		if (out == IFS_OUT_DONE) {
+			p->last_start = start;
+			p->retries = 0;
+			if (s->cfg.periodic && p->spread)
+				p->next_due = start + s->cfg.interval_ns;
+			round_note(s, job->core, job->test);
+		}
+		return;
+	}
+	if (out != IFS_OUT_DONE && p->retries < s->cfg.retry_max) {
+		int64_t backoff = s->cfg.retry_backoff_ns;
+
+		for (unsigned i = 0; i < p->retries && backoff < HOUR_NS; i++)
+			backoff *= 2;
+		p->retries++;
+		p->next_due = end + backoff;
+		return;
+	}
+	p->retries = 0;
+	p->last_start = start;
+	p->next_due = start + s->cfg.interval_ns;
+	if (p->next_due < end)
+		p->next_due = end;
+	if (out == IFS_OUT_DONE)
+		round_note(s, job->core, job->test);
+}

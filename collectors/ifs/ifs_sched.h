@@ -1,0 +1,141 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The IFS scan scheduler as a pure state machine: no I/O, no clock of its
+ * own (every call takes `now` in nanoseconds), so it is unit-tested on a fake
+ * clock. The collector feeds it the topology and the available tests, asks
+ * for the next job, runs it on its worker thread and reports the outcome.
+ *
+ * Rules (a scan takes every thread of a core offline for up to ~200 ms):
+ * - one job at a time, across all devices (the driver serialises them anyway);
+ * - each (core, test) runs once per interval; first runs are spread evenly
+ *   over one interval so the load is flat;
+ * - a core runs only if none of its threads is in deny_cpus and, with an
+ *   allow list, all of its threads are in it; and only if one of its threads
+ *   is online (that thread is written to run_test);
+ * - the scan time of the last hour stays below max_scan_ns_per_hour;
+ * - a retryable outcome is retried after backoff * 2^n, up to retry_max;
+ * - optional batch rotation: once every eligible core ran a test with the
+ *   current batch, the next batch of the list is used.
+ * Requests from the API go first (FIFO), still subject to deny lists,
+ * offline CPUs and the hourly cap, and do not retry.
+ */
+#ifndef SYSOBS_IFS_SCHED_H
+#define SYSOBS_IFS_SCHED_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "collectors/ifs/ifs_decode.h"
+
+#define IFS_MAX_CPUS	 1024
+#define IFS_CPU_WORDS	 (IFS_MAX_CPUS / 64)
+#define IFS_MAX_SIBLINGS 8
+#define IFS_MAX_BATCHES	 16
+
+struct ifs_core_info {
+	int package, core_id;
+	unsigned n_cpus;
+	int cpus[IFS_MAX_SIBLINGS]; /* ascending */
+	bool online[IFS_MAX_SIBLINGS];
+};
+
+struct ifs_sched_config {
+	bool periodic;		      /* scheduler on; off = API requests only */
+	int64_t interval_ns;	      /* per (core, test) */
+	int64_t max_scan_ns_per_hour; /* 0 = no cap */
+	unsigned retry_max;
+	int64_t retry_backoff_ns;
+	bool have_allow;
+	uint64_t allow[IFS_CPU_WORDS], deny[IFS_CPU_WORDS];
+	unsigned batches[IFS_MAX_BATCHES]; /* rotation list; n_batches 0 = off */
+	unsigned n_batches;
+};
+
+enum ifs_requester { IFS_BY_SCHEDULER, IFS_BY_API };
+
+struct ifs_job {
+	unsigned core; /* index into the topology given */
+	enum ifs_test test;
+	int cpu;   /* the thread to write to run_test */
+	int batch; /* batch to load first; -1 = leave as is */
+	enum ifs_requester by;
+	uint64_t scan_id; /* API: id returned to the client; else 0 */
+	unsigned attempt; /* 0 first try, n = n-th retry */
+};
+
+enum ifs_outcome {
+	IFS_OUT_DONE,  /* pass, fail or a final untested */
+	IFS_OUT_RETRY, /* retryable untested or -EINTR */
+	IFS_OUT_ERROR, /* the write failed (-EINVAL, -EPERM, ...) */
+};
+
+struct ifs_sched_pair {
+	int64_t next_due;   /* INT64_MAX = not scheduled */
+	int64_t last_start; /* 0 = never */
+	unsigned retries;
+	bool spread; /* first due time assigned */
+};
+
+struct ifs_sched_req {
+	unsigned core;
+	enum ifs_test test;
+	uint64_t scan_id;
+};
+
+struct ifs_sched_run {
+	int64_t end, dur;
+};
+
+struct ifs_sched {
+	struct ifs_sched_config cfg;
+	struct ifs_core_info *cores;
+	struct ifs_sched_pair (*pairs)[IFS_TEST_MAX];
+	bool *in_round[IFS_TEST_MAX]; /* ran with the current batch */
+	size_t n_cores;
+	unsigned tests; /* bit per available test */
+	unsigned batch_idx[IFS_TEST_MAX];
+	bool running;
+	struct ifs_job cur;
+	struct ifs_sched_req *reqs; /* API queue */
+	size_t n_reqs, cap_reqs;
+	struct ifs_sched_run *runs; /* last hour, for the cap */
+	size_t n_runs, cap_runs;
+	int64_t last_dur; /* estimate of the next run's duration */
+};
+
+int ifs_sched_init(struct ifs_sched *s, const struct ifs_sched_config *cfg);
+void ifs_sched_free(struct ifs_sched *s);
+
+/* Replaces the topology; state is kept for cores with the same (package,
+ * core_id). 0 or -ENOMEM. */
+int ifs_sched_set_topology(struct ifs_sched *s, const struct ifs_core_info *cores, size_t n,
+			   int64_t now);
+/* Tests that can run now (bit 1 << enum ifs_test): device present and, for
+ * scan and SBAF, an image loaded. */
+void ifs_sched_set_tests(struct ifs_sched *s, unsigned mask, int64_t now);
+
+/* Whether the lists allow scanning this core at all. */
+bool ifs_sched_core_allowed(const struct ifs_sched *s, unsigned core);
+/* The first online thread of an allowed core, or -1. */
+int ifs_sched_core_cpu(const struct ifs_sched *s, unsigned core);
+
+/* Queues an API request. -ENOENT no such core or test unavailable, -EPERM
+ * core excluded by allow/deny lists, -ENOMEM. */
+int ifs_sched_request(struct ifs_sched *s, unsigned core, enum ifs_test test, uint64_t scan_id);
+size_t ifs_sched_pending(const struct ifs_sched *s);
+
+/*
+ * The next job to run now. 0: *job filled, the scheduler is busy until
+ * ifs_sched_done(). -EBUSY: a job is running. -EAGAIN: nothing may run now;
+ * *wake is when something might (INT64_MAX: nothing scheduled).
+ */
+int ifs_sched_next(struct ifs_sched *s, int64_t now, struct ifs_job *job, int64_t *wake);
+/* Reports the end of the running job, started at start and ended at end. */
+void ifs_sched_done(struct ifs_sched *s, const struct ifs_job *job, int64_t start, int64_t end,
+		    enum ifs_outcome out);
+
+/* Scan time of the hour before now (ns). */
+int64_t ifs_sched_hour_used(struct ifs_sched *s, int64_t now);
+
+#endif

@@ -1,0 +1,249 @@
+// SPDX-License-Identifier: MIT
+/* Unit tests of the IFS decoders: sysfs text formats, every status-word
+ * layout (scan gen0/gen2, array BIST gen0, SBAF) and every error code. */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "collectors/ifs/ifs_decode.h"
+
+static void test_sysfs_text(void **state)
+{
+	enum ifs_result r;
+	uint64_t v;
+	bool loaded;
+	uint32_t ver;
+	unsigned batch;
+	int n;
+
+	assert_int_equal(ifs_status_parse("pass\n", &r), 0);
+	assert_int_equal(r, IFS_RESULT_PASS);
+	assert_int_equal(ifs_status_parse("fail\n", &r), 0);
+	assert_int_equal(r, IFS_RESULT_FAIL);
+	assert_int_equal(ifs_status_parse("untested\n", &r), 0);
+	assert_int_equal(r, IFS_RESULT_UNTESTED);
+	assert_int_equal(ifs_status_parse("passed\n", &r), -EINVAL);
+	assert_int_equal(ifs_status_parse("", &r), -EINVAL);
+
+	/* %#llx prints zero as "0", everything else with 0x. */
+	assert_int_equal(ifs_details_parse("0\n", &v), 0);
+	assert_true(v == 0);
+	assert_int_equal(ifs_details_parse("0x8000000000000f05\n", &v), 0);
+	assert_true(v == 0x8000000000000f05ULL);
+	assert_int_equal(ifs_details_parse("1234\n", &v), -EINVAL);
+	assert_int_equal(ifs_details_parse("0xzz\n", &v), -EINVAL);
+	assert_int_equal(ifs_details_parse("-0x1\n", &v), -EINVAL);
+
+	assert_int_equal(ifs_image_version_parse("none\n", &loaded, &ver), 0);
+	assert_false(loaded);
+	assert_int_equal(ifs_image_version_parse("0x8001\n", &loaded, &ver), 0);
+	assert_true(loaded);
+	assert_int_equal(ver, 0x8001);
+	assert_int_equal(ifs_image_version_parse("nope\n", &loaded, &ver), -EINVAL);
+
+	assert_int_equal(ifs_batch_parse("none\n", &loaded, &batch), 0);
+	assert_false(loaded);
+	assert_int_equal(ifs_batch_parse("0x02\n", &loaded, &batch), 0);
+	assert_true(loaded);
+	assert_int_equal(batch, 2);
+	assert_int_equal(ifs_batch_parse("0x100\n", &loaded, &batch), -EINVAL);
+
+	assert_int_equal(ifs_device_parse_name("intel_ifs_0", &n), 0);
+	assert_int_equal(n, 0);
+	assert_int_equal(ifs_device_parse_name("intel_ifs_2", &n), 0);
+	assert_int_equal(n, 2);
+	assert_int_equal(ifs_device_parse_name("intel_ifs_", &n), -EINVAL);
+	assert_int_equal(ifs_device_parse_name("intel_ifs_1x", &n), -EINVAL);
+	assert_int_equal(ifs_device_parse_name("intel_pmt", &n), -EINVAL);
+}
+
+static void test_scan_layout(void **state)
+{
+	struct ifs_details d;
+
+	/* gen0: chunk fields are bytes 0 and 1. */
+	ifs_details_decode(IFS_TEST_SCAN, 0xf10, &d);
+	assert_int_equal(d.result, IFS_RESULT_PASS);
+	assert_int_equal(d.chunk_num, 0x10);
+	assert_int_equal(d.chunk_stop_index, 0x0f);
+	assert_false(d.wide_chunks);
+	assert_string_equal(d.error_name, "no_error");
+
+	/* bit 63: signature error -> fail, not retryable. */
+	ifs_details_decode(IFS_TEST_SCAN, 0x8000000000000f05ULL, &d);
+	assert_int_equal(d.result, IFS_RESULT_FAIL);
+	assert_true(d.signature_error);
+	assert_false(d.control_error);
+	assert_int_equal(d.chunk_num, 5);
+	assert_false(d.retryable);
+	assert_string_equal(d.error_name, "signature_error");
+
+	/* bit 62: control error -> untested, not retryable. */
+	ifs_details_decode(IFS_TEST_SCAN, 1ULL << 62, &d);
+	assert_int_equal(d.result, IFS_RESULT_UNTESTED);
+	assert_true(d.control_error);
+	assert_string_equal(d.error_name, "control_error");
+
+	/* signature error wins over control error, as in the driver. */
+	ifs_details_decode(IFS_TEST_SCAN, 3ULL << 62, &d);
+	assert_int_equal(d.result, IFS_RESULT_FAIL);
+
+	/* gen2: 16-bit chunk fields. */
+	ifs_details_decode(IFS_TEST_SCAN, 0x01230456ULL, &d);
+	assert_true(d.wide_chunks);
+	assert_int_equal(d.chunk_num, 0x0456);
+	assert_int_equal(d.chunk_stop_index, 0x0123);
+	assert_true(ifs_scan_word(0x456, 0x123, 0, false, false) == 0x01230456ULL);
+
+	/* error code in bits 32-39. */
+	ifs_details_decode(IFS_TEST_SCAN, 0x100000f03ULL, &d);
+	assert_int_equal(d.result, IFS_RESULT_UNTESTED);
+	assert_int_equal(d.error_code, 1);
+	assert_string_equal(d.error_name, "other_thread_could_not_join");
+	assert_true(d.retryable);
+}
+
+static void test_scan_codes(void **state)
+{
+	static const struct {
+		unsigned code;
+		const char *name;
+		bool retryable;
+	} want[] = {
+	    {0x1, "other_thread_could_not_join", true},
+	    {0x2, "interrupted_before_rendezvous", true},
+	    {0x3, "power_mgmt_inadequate", true},
+	    {0x4, "invalid_chunk_range", false},
+	    {0x5, "mismatch_arguments_between_threads", false},
+	    {0x6, "core_not_capable_currently", false},
+	    {0x7, "unassigned_0x7", false},
+	    {0x8, "exceed_threads_concurrent", true},
+	    {0x9, "interrupted_during_execution", true},
+	    {0xA, "unassigned_0xa", false},
+	    {0xB, "corrupted_chunk", false},
+	    {0xC, "unknown", false},
+	    {0xFD, "sw_timeout", true},
+	    {0xFE, "sw_partial_completion", true},
+	    {0xFF, "unknown", false},
+	};
+
+	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+		struct ifs_details d;
+
+		ifs_details_decode(IFS_TEST_SCAN, ifs_scan_word(3, 15, want[i].code, false, false),
+				   &d);
+		assert_int_equal(d.result, IFS_RESULT_UNTESTED);
+		assert_int_equal(d.error_code, want[i].code);
+		assert_string_equal(d.error_name, want[i].name);
+		assert_int_equal(d.retryable, want[i].retryable);
+		assert_non_null(d.reason);
+	}
+}
+
+static void test_array_layout(void **state)
+{
+	struct ifs_details d;
+
+	ifs_details_decode(IFS_TEST_ARRAY, 0, &d);
+	assert_int_equal(d.result, IFS_RESULT_PASS);
+
+	ifs_details_decode(IFS_TEST_ARRAY, 0x80000002000000f0ULL, &d);
+	assert_int_equal(d.result, IFS_RESULT_FAIL);
+	assert_true(d.ctrl_result);
+	assert_int_equal(d.array_bank, 2);
+	assert_int_equal(d.array_bitmask, 0xf0);
+	assert_string_equal(d.error_name, "ctrl_result");
+	assert_true(ifs_array_word(0xf0, 2, true) == 0x80000002000000f0ULL);
+
+	/* arrays left, no ctrl_result: the driver timed out -> untested. */
+	ifs_details_decode(IFS_TEST_ARRAY, ifs_array_word(0x300, 1, false), &d);
+	assert_int_equal(d.result, IFS_RESULT_UNTESTED);
+	assert_int_equal(d.array_bitmask, 0x300);
+	assert_int_equal(d.array_bank, 1);
+	assert_true(d.retryable);
+	assert_string_equal(d.error_name, "arrays_remaining");
+}
+
+static void test_sbaf_layout(void **state)
+{
+	struct ifs_details d;
+	uint64_t w = ifs_sbaf_word(0x1ff, 3, 0xC, true, 3);
+
+	assert_true(w == (0x1ffULL | 3ULL << 14 | 0xCULL << 32 | 1ULL << 61 | 3ULL << 62));
+	ifs_details_decode(IFS_TEST_SBAF, w, &d);
+	assert_int_equal(d.bundle_idx, 0x1ff);
+	assert_int_equal(d.pgm_idx, 3);
+	assert_int_equal(d.error_code, 0xC);
+	assert_true(d.test_fail);
+	assert_int_equal(d.sbaf_status, 3);
+	assert_int_equal(d.result, IFS_RESULT_FAIL);
+	assert_string_equal(d.error_name, "test_fail");
+
+	ifs_details_decode(IFS_TEST_SBAF, ifs_sbaf_word(7, 0, 0, false, 0), &d);
+	assert_int_equal(d.result, IFS_RESULT_PASS);
+	ifs_details_decode(IFS_TEST_SBAF, ifs_sbaf_word(3, 1, 0, false, 1), &d);
+	assert_int_equal(d.result, IFS_RESULT_FAIL);
+	assert_string_equal(d.error_name, "signature_error");
+	ifs_details_decode(IFS_TEST_SBAF, ifs_sbaf_word(2, 0, 0, false, 2), &d);
+	assert_int_equal(d.result, IFS_RESULT_UNTESTED);
+	assert_true(d.retryable);
+
+	static const struct {
+		unsigned code;
+		const char *name;
+		bool retryable;
+	} want[] = {
+	    {0x1, "other_thread_could_not_join", true},
+	    {0x2, "interrupted_before_rendezvous", true},
+	    {0x3, "unassigned_0x3", false},
+	    {0x4, "invalid_bundle_index", false},
+	    {0x5, "mismatch_arguments_between_threads", false},
+	    {0x6, "core_not_capable_currently", false},
+	    {0x7, "unassigned_0x7", false},
+	    {0x8, "exceed_threads_concurrent", true},
+	    {0x9, "interrupted_during_execution", true},
+	    {0xA, "invalid_program_index", false},
+	    {0xB, "corrupted_chunk", false},
+	    {0xC, "did_not_start", false},
+	    {0xFD, "sw_timeout", true},
+	    {0xFE, "sw_partial_completion", true},
+	};
+	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+		ifs_details_decode(IFS_TEST_SBAF, ifs_sbaf_word(2, 0, want[i].code, false, 0), &d);
+		assert_int_equal(d.result, IFS_RESULT_UNTESTED);
+		assert_string_equal(d.error_name, want[i].name);
+		assert_int_equal(d.retryable, want[i].retryable);
+	}
+}
+
+static void test_cpulist(void **state)
+{
+	uint64_t b[2];
+
+	assert_int_equal(ifs_cpulist_parse("0-3,8,10-11\n", b, 128), 0);
+	assert_true(b[0] == 0xd0f);
+	assert_int_equal(ifs_cpulist_parse("", b, 128), 0);
+	assert_true(b[0] == 0 && b[1] == 0);
+	assert_int_equal(ifs_cpulist_parse("64,127", b, 128), 0);
+	assert_true(b[1] == (1ULL | 1ULL << 63));
+	assert_int_equal(ifs_cpulist_parse("128", b, 128), -ERANGE);
+	assert_int_equal(ifs_cpulist_parse("3-1", b, 128), -EINVAL);
+	assert_int_equal(ifs_cpulist_parse("1,,2", b, 128), -EINVAL);
+	assert_int_equal(ifs_cpulist_parse("a", b, 128), -EINVAL);
+	assert_int_equal(ifs_cpulist_parse("1-", b, 128), -EINVAL);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_sysfs_text),	cmocka_unit_test(test_scan_layout),
+	    cmocka_unit_test(test_scan_codes),	cmocka_unit_test(test_array_layout),
+	    cmocka_unit_test(test_sbaf_layout), cmocka_unit_test(test_cpulist),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,321 @@
+// SPDX-License-Identifier: MIT
+/* Unit tests of the IFS scheduler on a fake clock: order, spreading over the
+ * interval, one job at a time, allow/deny lists, the hourly cap, retries
+ * with backoff, offline CPUs, API requests and batch rotation. */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "collectors/ifs/ifs_sched.h"
+
+#define MS   1000000LL
+#define SEC  (1000 * MS)
+#define HOUR (3600 * SEC)
+
+#define SCAN (1u << IFS_TEST_SCAN)
+
+/* n cores of 2 threads numbered as Linux does: core i = cpus i and i + n. */
+static void make_topology(struct ifs_core_info *c, unsigned n)
+{
+	memset(c, 0, n * sizeof(*c));
+	for (unsigned i = 0; i < n; i++) {
+		c[i].package = 0;
+		c[i].core_id = i;
+		c[i].n_cpus = 2;
+		c[i].cpus[0] = i;
+		c[i].cpus[1] = i + n;
+		c[i].online[0] = c[i].online[1] = true;
+	}
+}
+
+static void setup(struct ifs_sched *s, struct ifs_sched_config *cfg, unsigned n, unsigned tests)
+{
+	struct ifs_core_info c[16];
+
+	make_topology(c, n);
+	assert_int_equal(ifs_sched_init(s, cfg), 0);
+	assert_int_equal(ifs_sched_set_topology(s, c, n, 0), 0);
+	ifs_sched_set_tests(s, tests, 0);
+}
+
+/* Runs the next job at now for dur with the outcome; returns its core or -1. */
+static int run_one(struct ifs_sched *s, int64_t now, int64_t dur, enum ifs_outcome out,
+		   struct ifs_job *job)
+{
+	struct ifs_job j;
+	int64_t wake;
+
+	if (ifs_sched_next(s, now, &j, &wake))
+		return -1;
+	ifs_sched_done(s, &j, now, now + dur, out);
+	if (job)
+		*job = j;
+	return (int)j.core;
+}
+
+static void test_order_and_spreading(void **state)
+{
+	struct ifs_sched_config cfg = {.periodic = true, .interval_ns = 4 * HOUR};
+	struct ifs_sched s;
+	struct ifs_job j;
+	int64_t wake;
+
+	setup(&s, &cfg, 4, SCAN);
+	/* Four cores over four hours: one per hour, in core order. */
+	assert_int_equal(ifs_sched_next(&s, 0, &j, &wake), 0);
+	assert_int_equal(j.core, 0);
+	assert_int_equal(j.cpu, 0);
+	assert_int_equal(j.test, IFS_TEST_SCAN);
+	assert_int_equal(j.by, IFS_BY_SCHEDULER);
+	assert_int_equal(j.batch, -1);
+	/* One at a time. */
+	assert_int_equal(ifs_sched_next(&s, 0, &j, &wake), -EBUSY);
+	ifs_sched_done(&s, &j, 0, 200 * MS, IFS_OUT_DONE);
+
+	assert_int_equal(ifs_sched_next(&s, SEC, &j, &wake), -EAGAIN);
+	assert_true(wake == HOUR);
+	assert_int_equal(run_one(&s, HOUR, 200 * MS, IFS_OUT_DONE, NULL), 1);
+	assert_int_equal(run_one(&s, 2 * HOUR - 1, 200 * MS, IFS_OUT_DONE, NULL), -1);
+	assert_int_equal(run_one(&s, 2 * HOUR, 200 * MS, IFS_OUT_DONE, NULL), 2);
+	assert_int_equal(run_one(&s, 3 * HOUR, 200 * MS, IFS_OUT_DONE, NULL), 3);
+	/* Core 0 comes round again one interval after its start. */
+	assert_int_equal(ifs_sched_next(&s, 3 * HOUR + SEC, &j, &wake), -EAGAIN);
+	assert_true(wake == 4 * HOUR);
+	assert_int_equal(run_one(&s, 4 * HOUR, 200 * MS, IFS_OUT_DONE, NULL), 0);
+	ifs_sched_free(&s);
+}
+
+static void test_tests_interleaved(void **state)
+{
+	struct ifs_sched_config cfg = {.periodic = true, .interval_ns = 4 * HOUR};
+	struct ifs_sched s;
+	struct ifs_job j;
+
+	/* 2 cores x 2 tests = 4 pairs, one per hour. */
+	setup(&s, &cfg, 2, SCAN | 1u << IFS_TEST_ARRAY);
+	assert_int_equal(run_one(&s, 0, MS, IFS_OUT_DONE, &j), 0);
+	assert_int_equal(j.test, IFS_TEST_SCAN);
+	assert_int_equal(run_one(&s, HOUR, MS, IFS_OUT_DONE, &j), 0);
+	assert_int_equal(j.test, IFS_TEST_ARRAY);
+	assert_int_equal(run_one(&s, 2 * HOUR, MS, IFS_OUT_DONE, &j), 1);
+	assert_int_equal(j.test, IFS_TEST_SCAN);
+	assert_int_equal(run_one(&s, 3 * HOUR, MS, IFS_OUT_DONE, &j), 1);
+	assert_int_equal(j.test, IFS_TEST_ARRAY);
+	ifs_sched_free(&s);
+}
+
+static void test_deny_and_allow(void **state)
+{
+	struct ifs_sched_config cfg = {.periodic = true, .interval_ns = 4 * SEC};
+	struct ifs_sched s;
+	int seen[4] = {0};
+
+	/* cpu 5 is the second thread of core 1: the whole core is skipped. */
+	cfg.deny[0] = 1ULL << 5;
+	setup(&s, &cfg, 4, SCAN);
+	assert_false(ifs_sched_core_allowed(&s, 1));
+	assert_int_equal(ifs_sched_request(&s, 1, IFS_TEST_SCAN, 7), -EPERM);
+	for (int64_t t = 0; t < 40 * SEC; t += 100 * MS) {
+		int c = run_one(&s, t, MS, IFS_OUT_DONE, NULL);
+
+		if (c >= 0)
+			seen[c]++;
+	}
+	assert_int_equal(seen[1], 0);
+	assert_true(seen[0] >= 9 && seen[2] >= 9 && seen[3] >= 9);
+	ifs_sched_free(&s);
+
+	/* Allow list: every thread of a core must be in it. cpus 0,4 = core 0
+	 * whole; cpu 1 without 5 = core 1 only half. */
+	memset(&cfg.deny, 0, sizeof(cfg.deny));
+	cfg.have_allow = true;
+	cfg.allow[0] = 1ULL << 0 | 1ULL << 4 | 1ULL << 1;
+	setup(&s, &cfg, 4, SCAN);
+	assert_true(ifs_sched_core_allowed(&s, 0));
+	assert_false(ifs_sched_core_allowed(&s, 1));
+	assert_false(ifs_sched_core_allowed(&s, 2));
+	memset(seen, 0, sizeof(seen));
+	for (int64_t t = 0; t < 40 * SEC; t += 100 * MS) {
+		int c = run_one(&s, t, MS, IFS_OUT_DONE, NULL);
+
+		if (c >= 0)
+			seen[c]++;
+	}
+	assert_true(seen[0] >= 9);
+	assert_int_equal(seen[1] + seen[2] + seen[3], 0);
+	ifs_sched_free(&s);
+}
+
+static void test_hourly_cap(void **state)
+{
+	struct ifs_sched_config cfg = {
+	    .periodic = true,
+	    .interval_ns = 10 * SEC,
+	    .max_scan_ns_per_hour = 1 * SEC,
+	};
+	struct ifs_sched s;
+	struct ifs_job j;
+	int64_t wake, first_end = 0;
+	int runs = 0;
+
+	setup(&s, &cfg, 10, SCAN);
+	/* 200 ms runs against a 1 s cap: five in the first hour, however
+	 * often the scheduler is asked. */
+	for (int64_t t = 0; t < HOUR - SEC; t += SEC) {
+		if (run_one(&s, t, 200 * MS, IFS_OUT_DONE, NULL) >= 0) {
+			if (!runs)
+				first_end = t + 200 * MS;
+			runs++;
+		}
+	}
+	assert_int_equal(runs, 5);
+	assert_true(ifs_sched_hour_used(&s, HOUR - SEC) == 1 * SEC);
+	assert_int_equal(ifs_sched_next(&s, HOUR - SEC, &j, &wake), -EAGAIN);
+	/* The window frees when the first run leaves it. */
+	assert_true(wake == first_end + HOUR);
+	assert_int_equal(ifs_sched_next(&s, wake, &j, &wake), 0);
+	ifs_sched_free(&s);
+}
+
+static void test_retries_with_backoff(void **state)
+{
+	struct ifs_sched_config cfg = {
+	    .periodic = true,
+	    .interval_ns = 24 * HOUR,
+	    .retry_max = 2,
+	    .retry_backoff_ns = 10 * SEC,
+	};
+	struct ifs_sched s;
+	struct ifs_job j;
+	int64_t wake;
+
+	setup(&s, &cfg, 1, SCAN);
+	assert_int_equal(run_one(&s, 0, SEC, IFS_OUT_RETRY, &j), 0);
+	assert_int_equal(j.attempt, 0);
+	/* First retry after the backoff from the end of the run. */
+	assert_int_equal(ifs_sched_next(&s, 5 * SEC, &j, &wake), -EAGAIN);
+	assert_true(wake == SEC + 10 * SEC);
+	assert_int_equal(run_one(&s, 11 * SEC, SEC, IFS_OUT_RETRY, &j), 0);
+	assert_int_equal(j.attempt, 1);
+	/* Second retry after twice the backoff. */
+	assert_int_equal(ifs_sched_next(&s, 12 * SEC, &j, &wake), -EAGAIN);
+	assert_true(wake == 12 * SEC + 20 * SEC);
+	assert_int_equal(run_one(&s, 32 * SEC, SEC, IFS_OUT_RETRY, &j), 0);
+	assert_int_equal(j.attempt, 2);
+	/* retry_max reached: back to the interval. */
+	assert_int_equal(ifs_sched_next(&s, 40 * SEC, &j, &wake), -EAGAIN);
+	assert_true(wake == 32 * SEC + 24 * HOUR);
+	/* A later run starts from attempt 0 again. */
+	assert_int_equal(run_one(&s, wake, SEC, IFS_OUT_DONE, &j), 0);
+	assert_int_equal(j.attempt, 0);
+	ifs_sched_free(&s);
+}
+
+static void test_offline_cpus(void **state)
+{
+	struct ifs_sched_config cfg = {.periodic = true, .interval_ns = 2 * HOUR};
+	struct ifs_core_info c[2];
+	struct ifs_sched s;
+	struct ifs_job j;
+	int64_t wake;
+
+	make_topology(c, 2);
+	c[0].online[0] = false;			 /* cpu 0 offline: use its sibling, cpu 2 */
+	c[1].online[0] = c[1].online[1] = false; /* core 1 fully offline */
+	assert_int_equal(ifs_sched_init(&s, &cfg), 0);
+	assert_int_equal(ifs_sched_set_topology(&s, c, 2, 0), 0);
+	ifs_sched_set_tests(&s, SCAN, 0);
+
+	assert_int_equal(run_one(&s, 0, MS, IFS_OUT_DONE, &j), 0);
+	assert_int_equal(j.cpu, 2);
+	/* Core 1 is due at 1 h but offline: nothing to run. */
+	assert_int_equal(ifs_sched_next(&s, HOUR + SEC, &j, &wake), -EAGAIN);
+	assert_true(wake == 2 * HOUR); /* core 0's next */
+	/* An API request for it waits in the queue. */
+	assert_int_equal(ifs_sched_request(&s, 1, IFS_TEST_SCAN, 42), 0);
+	assert_int_equal(ifs_sched_next(&s, HOUR + SEC, &j, &wake), -EAGAIN);
+	assert_int_equal(ifs_sched_pending(&s), 1);
+
+	/* Back online (new topology, same core ids): state is kept, it runs. */
+	c[1].online[1] = true;
+	assert_int_equal(ifs_sched_set_topology(&s, c, 2, HOUR + 2 * SEC), 0);
+	assert_int_equal(run_one(&s, HOUR + 2 * SEC, MS, IFS_OUT_DONE, &j), 1);
+	assert_int_equal(j.by, IFS_BY_API);
+	assert_true(j.scan_id == 42);
+	assert_int_equal(j.cpu, 3);
+	/* The requested run counted as core 1's periodic run; core 0 kept its
+	 * due time across the topology change. */
+	assert_int_equal(ifs_sched_next(&s, HOUR + 4 * SEC, &j, &wake), -EAGAIN);
+	assert_true(wake == 2 * HOUR);
+	assert_int_equal(run_one(&s, 2 * HOUR, MS, IFS_OUT_DONE, &j), 0);
+	assert_int_equal(ifs_sched_next(&s, 2 * HOUR + SEC, &j, &wake), -EAGAIN);
+	assert_true(wake == HOUR + 2 * SEC + 2 * HOUR);
+	ifs_sched_free(&s);
+}
+
+static void test_api_only_when_off(void **state)
+{
+	struct ifs_sched_config cfg = {.periodic = false};
+	struct ifs_sched s;
+	struct ifs_job j;
+	int64_t wake;
+
+	setup(&s, &cfg, 4, SCAN);
+	assert_int_equal(ifs_sched_next(&s, 0, &j, &wake), -EAGAIN);
+	assert_true(wake == INT64_MAX);
+	assert_int_equal(ifs_sched_request(&s, 9, IFS_TEST_SCAN, 1), -ENOENT);
+	assert_int_equal(ifs_sched_request(&s, 2, IFS_TEST_ARRAY, 1), -ENOENT);
+	assert_int_equal(ifs_sched_request(&s, 3, IFS_TEST_SCAN, 100), 0);
+	assert_int_equal(ifs_sched_request(&s, 1, IFS_TEST_SCAN, 101), 0);
+	/* FIFO, one at a time, no periodic runs after. */
+	assert_int_equal(run_one(&s, 0, MS, IFS_OUT_RETRY, &j), 3);
+	assert_true(j.scan_id == 100);
+	assert_int_equal(run_one(&s, SEC, MS, IFS_OUT_DONE, &j), 1);
+	assert_true(j.scan_id == 101);
+	assert_int_equal(ifs_sched_next(&s, 10 * HOUR, &j, &wake), -EAGAIN);
+	ifs_sched_free(&s);
+}
+
+static void test_batch_rotation(void **state)
+{
+	struct ifs_sched_config cfg = {
+	    .periodic = true,
+	    .interval_ns = 2 * SEC,
+	    .batches = {1, 2},
+	    .n_batches = 2,
+	};
+	struct ifs_sched s;
+	struct ifs_job j;
+
+	setup(&s, &cfg, 2, SCAN | 1u << IFS_TEST_ARRAY);
+	/* Pairs: c0 scan @0, c0 array @0.5s, c1 scan @1s, c1 array @1.5s. */
+	assert_int_equal(run_one(&s, 0, MS, IFS_OUT_DONE, &j), 0);
+	assert_int_equal(j.batch, 1);
+	assert_int_equal(run_one(&s, 500 * MS, MS, IFS_OUT_DONE, &j), 0);
+	assert_int_equal(j.test, IFS_TEST_ARRAY);
+	assert_int_equal(j.batch, -1); /* array BIST has no image */
+	assert_int_equal(run_one(&s, SEC, MS, IFS_OUT_DONE, &j), 1);
+	assert_int_equal(j.batch, 1);
+	assert_int_equal(run_one(&s, 1500 * MS, MS, IFS_OUT_DONE, &j), 1);
+	/* Every core ran batch 1: the next round uses batch 2. */
+	assert_int_equal(run_one(&s, 2 * SEC, MS, IFS_OUT_DONE, &j), 0);
+	assert_int_equal(j.test, IFS_TEST_SCAN);
+	assert_int_equal(j.batch, 2);
+	ifs_sched_free(&s);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_order_and_spreading),	 cmocka_unit_test(test_tests_interleaved),
+	    cmocka_unit_test(test_deny_and_allow),	 cmocka_unit_test(test_hourly_cap),
+	    cmocka_unit_test(test_retries_with_backoff), cmocka_unit_test(test_offline_cpus),
+	    cmocka_unit_test(test_api_only_when_off),	 cmocka_unit_test(test_batch_rotation),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
