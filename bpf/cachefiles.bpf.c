@@ -226,7 +226,7 @@ static __always_inline void request_exit(__u32 op, long ret)
 	struct cf_start *s;
 	struct cf_volume *vn;
 	struct cf_hist *h;
-	__u64 lat;
+	__u64 lat, now;
 	__u32 b;
 
 	s = bpf_map_lookup_elem(&starts, &tid);
@@ -234,7 +234,8 @@ static __always_inline void request_exit(__u32 op, long ret)
 		stat_add(CF_STAT_START_LOST, 1);
 		return;
 	}
-	lat = bpf_ktime_get_ns() - s->ts;
+	now = bpf_ktime_get_ns();
+	lat = now - s->ts;
 	k.volume_id = s->volume_id;
 	k.op = op;
 	h = hist_get(&k);
@@ -261,6 +262,7 @@ static __always_inline void request_exit(__u32 op, long ret)
 		if (!r) {
 			stat_add(CF_STAT_RINGBUF_FULL, 1);
 		} else {
+			r->end_ns = now;
 			r->latency_ns = lat;
 			r->offset = s->offset;
 			r->len = s->len;

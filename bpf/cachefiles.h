@@ -72,6 +72,7 @@ struct cf_pickup {
 
 /* One slow request (latency >= slow_ns), sent through the ring buffer. */
 struct cf_slow_record {
+	__u64 end_ns; /* bpf_ktime_get_ns() at return (CLOCK_MONOTONIC) */
 	__u64 latency_ns;
 	__u64 offset; /* READ: file offset; OPEN: 0 */
 	__u64 len;    /* READ: length; OPEN: 0 */

@@ -3,8 +3,10 @@
 #include "collectors/collector.h"
 
 extern const struct collector_ops self_collector;
+extern const struct collector_ops cachefiles_collector;
 
 const struct collector_ops *const collector_registry[] = {
 	&self_collector,
+	&cachefiles_collector,
 	NULL,
 };

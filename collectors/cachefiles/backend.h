@@ -1,0 +1,79 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Measurement backend of the cachefiles collector.
+ *
+ * The collector (cachefiles.c) owns metrics, the slow-request table and the
+ * HTTP route; a backend only measures. Today's backend is BPF on
+ * fs/cachefiles/ondemand.c (backend_bpf.c). EROFS over fscache is deprecated
+ * from Linux 6.12 in favour of file-backed mounts and fanotify pre-content
+ * hooks; a backend for those implements the same ops and reports in the same
+ * units: per (volume, op) log-linear histograms with the bucket layout of
+ * bpf/cachefiles.h (cf_hist_bucket()), and slow requests one by one.
+ */
+#ifndef SYSOBS_CACHEFILES_BACKEND_H
+#define SYSOBS_CACHEFILES_BACKEND_H
+
+#include <linux/types.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "bpf/cachefiles.h"
+
+struct cachefiles_backend;
+
+struct cachefiles_backend_cfg {
+	uint64_t slow_ns; /* requests at least this long are reported one by one */
+};
+
+/* One histogram: a (volume, op) pair. */
+struct cachefiles_hist_snapshot {
+	const char *volume; /* readable name, e.g. "erofs,fsa" */
+	enum cf_op op;
+	const __u64 *buckets; /* CF_HIST_BUCKETS, not cumulative */
+	uint64_t sum_ns;
+	uint64_t ok, errors;
+	uint64_t bytes; /* READ: bytes requested */
+	int64_t inflight;
+};
+
+/* A slow request, decoded (see cachefiles_slow_decode()). */
+struct cachefiles_slow {
+	int64_t ts_ns; /* wall clock when the request completed */
+	uint64_t latency_ns;
+	uint64_t offset, len;
+	int32_t ret;
+	uint32_t op; /* enum cf_op */
+	uint32_t object_debug_id;
+	int32_t object_id;
+	uint32_t pid;
+	char comm[CF_COMM_LEN + 1];
+	char volume[CF_VOLUME_NAME_LEN + 1];
+};
+
+typedef void (*cachefiles_hist_fn)(const struct cachefiles_hist_snapshot *h, void *arg);
+typedef void (*cachefiles_slow_fn)(const struct cachefiles_slow *s, void *arg);
+
+struct cachefiles_backend_ops {
+	const char *name;
+	/* Can this host be measured? 0, or -ENODEV/-EPERM/-EOPNOTSUPP and a
+	 * precise reason in why. Must not load anything into the kernel. */
+	int (*probe)(char *why, size_t why_len);
+	/* Loads and attaches; *out on success. -errno and why on failure. */
+	int (*open)(const struct cachefiles_backend_cfg *cfg, struct cachefiles_backend **out,
+		    char *why, size_t why_len);
+	/* fd readable when slow requests are waiting, or -1. */
+	int (*fd)(struct cachefiles_backend *b);
+	/* Delivers the waiting slow requests; returns how many, or -errno. */
+	int (*drain_slow)(struct cachefiles_backend *b, cachefiles_slow_fn fn, void *arg);
+	/* Calls fn for every histogram seen so far. 0 or -errno. */
+	int (*read_hists)(struct cachefiles_backend *b, cachefiles_hist_fn fn, void *arg);
+	/* Daemon-side counters (enum cf_stat); unsupported ones stay 0. */
+	int (*read_stats)(struct cachefiles_backend *b, uint64_t stats[CF_STAT_MAX]);
+	/* Daemon pick-up histogram of op (may be all zero). */
+	int (*read_pickup)(struct cachefiles_backend *b, enum cf_op op, struct cf_pickup *out);
+	void (*close)(struct cachefiles_backend *b); /* accepts NULL */
+};
+
+extern const struct cachefiles_backend_ops cachefiles_backend_bpf;
+
+#endif

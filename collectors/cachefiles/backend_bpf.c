@@ -1,0 +1,341 @@
+// SPDX-License-Identifier: MIT
+/*
+ * BPF backend of the cachefiles collector: loads bpf/cachefiles.bpf.c
+ * (fentry/fexit on the on-demand request functions, tp_btf on the
+ * cachefiles_ondemand_* tracepoints) and reads its maps.
+ */
+#include <errno.h>
+#include <glob.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include <bpf/bpf.h>
+#include <bpf/btf.h>
+#include <bpf/libbpf.h>
+
+#include "agent/log.h"
+#include "bpf/cachefiles.skel.h"
+#include "collectors/cachefiles/backend.h"
+#include "collectors/cachefiles/cachefiles_decode.h"
+
+#define CF_LOG "cachefiles"
+
+struct cachefiles_backend {
+	struct cachefiles_bpf *skel;
+	struct ring_buffer *rb;
+	cachefiles_slow_fn slow_fn;
+	void *slow_arg;
+	int delivered;
+};
+
+/* What BTF says: a FUNC or TYPEDEF by name in vmlinux or the cachefiles
+ * module (when cachefiles is modular and loaded). */
+struct cf_btf {
+	struct btf *vmlinux;
+	struct btf *module;
+};
+
+static bool cf_btf_has(const struct cf_btf *b, const char *name, __u32 kind)
+{
+	if (b->vmlinux && btf__find_by_name_kind(b->vmlinux, name, kind) > 0)
+		return true;
+	return b->module && btf__find_by_name_kind(b->module, name, kind) > 0;
+}
+
+static void cf_btf_load(struct cf_btf *b)
+{
+	memset(b, 0, sizeof(*b));
+	b->vmlinux = btf__load_vmlinux_btf();
+	if (!b->vmlinux) {
+		b->vmlinux = NULL;
+		return;
+	}
+	if (access("/sys/kernel/btf/cachefiles", R_OK) == 0) {
+		b->module = btf__load_module_btf("cachefiles", b->vmlinux);
+		if (!b->module)
+			b->module = NULL;
+	}
+}
+
+static void cf_btf_free(struct cf_btf *b)
+{
+	btf__free(b->module);
+	btf__free(b->vmlinux);
+}
+
+static bool cf_module_available(void)
+{
+	struct utsname u;
+	char pat[512];
+	glob_t g;
+	bool found;
+
+	if (uname(&u))
+		return false;
+	snprintf(pat, sizeof(pat), "/lib/modules/%s/kernel/fs/cachefiles/cachefiles.ko*",
+		 u.release);
+	if (glob(pat, 0, NULL, &g))
+		return false;
+	found = g.gl_pathc > 0;
+	globfree(&g);
+	return found;
+}
+
+/* Is fn in ftrace's filter list? Unknown (no tracefs) counts as yes: the
+ * attach will tell. */
+static bool cf_traceable(const char *fn)
+{
+	static const char *const paths[] = {
+	    "/sys/kernel/tracing/available_filter_functions",
+	    "/sys/kernel/debug/tracing/available_filter_functions",
+	};
+	size_t fnlen = strlen(fn);
+	char line[256];
+	bool found = false;
+	FILE *f = NULL;
+
+	for (size_t i = 0; i < sizeof(paths) / sizeof(paths[0]) && !f; i++)
+		f = fopen(paths[i], "r");
+	if (!f)
+		return true;
+	while (!found && fgets(line, sizeof(line), f))
+		found = !strncmp(line, fn, fnlen) &&
+			(line[fnlen] == '\n' || line[fnlen] == ' ' || line[fnlen] == '\0');
+	fclose(f);
+	return found;
+}
+
+static int bpf_probe(char *why, size_t why_len)
+{
+	struct cachefiles_kernel k = {0};
+	struct cf_btf b;
+	int err;
+
+	k.has_btf = access("/sys/kernel/btf/vmlinux", R_OK) == 0;
+	cf_btf_load(&b);
+	if (k.has_btf && !b.vmlinux)
+		k.has_btf = false;
+	k.has_cachefiles = cf_btf_has(&b, "cachefiles_object", BTF_KIND_STRUCT);
+	k.module_available = !k.has_cachefiles && cf_module_available();
+	k.has_read_fn = cf_btf_has(&b, "cachefiles_ondemand_read", BTF_KIND_FUNC);
+	k.has_init_fn = cf_btf_has(&b, "cachefiles_ondemand_init_object", BTF_KIND_FUNC);
+	k.traceable = k.has_read_fn ? cf_traceable("cachefiles_ondemand_read") : true;
+	cf_btf_free(&b);
+	err = cachefiles_probe_verdict(&k, why, why_len);
+	if (!err && geteuid() != 0) {
+		snprintf(why, why_len, "needs root (CAP_BPF and CAP_PERFMON) to load BPF");
+		err = -EPERM;
+	}
+	return err;
+}
+
+static int cf_libbpf_print(enum libbpf_print_level level, const char *fmt, va_list ap)
+{
+	char buf[512];
+	size_t n;
+
+	if (level == LIBBPF_DEBUG)
+		return 0;
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	n = strlen(buf);
+	if (n && buf[n - 1] == '\n')
+		buf[n - 1] = '\0';
+	log_msg(level == LIBBPF_WARN ? LOG_LVL_WARN : LOG_LVL_INFO, "libbpf", "%s", buf);
+	return 0;
+}
+
+/* Tracepoints and the daemon-read hook are optional: kernels that lack them
+ * still get latency histograms from the two required functions. */
+static void cf_optional_programs(struct cachefiles_bpf *skel)
+{
+	static const struct {
+		const char *btf_name;
+		__u32 kind;
+	} tps[] = {
+	    {"btf_trace_cachefiles_ondemand_open", BTF_KIND_TYPEDEF},
+	    {"btf_trace_cachefiles_ondemand_read", BTF_KIND_TYPEDEF},
+	    {"btf_trace_cachefiles_ondemand_cread", BTF_KIND_TYPEDEF},
+	    {"btf_trace_cachefiles_ondemand_copen", BTF_KIND_TYPEDEF},
+	    {"btf_trace_cachefiles_ondemand_close", BTF_KIND_TYPEDEF},
+	    {"btf_trace_cachefiles_ondemand_fd_write", BTF_KIND_TYPEDEF},
+	    {"btf_trace_cachefiles_ondemand_fd_release", BTF_KIND_TYPEDEF},
+	    {"cachefiles_ondemand_daemon_read", BTF_KIND_FUNC},
+	};
+	struct bpf_program *progs[] = {
+	    skel->progs.cf_tp_open,	  skel->progs.cf_tp_read,
+	    skel->progs.cf_tp_cread,	  skel->progs.cf_tp_copen,
+	    skel->progs.cf_tp_close,	  skel->progs.cf_tp_fd_write,
+	    skel->progs.cf_tp_fd_release, skel->progs.cf_daemon_read_exit,
+	};
+	struct cf_btf b;
+
+	cf_btf_load(&b);
+	for (size_t i = 0; i < sizeof(tps) / sizeof(tps[0]); i++) {
+		if (cf_btf_has(&b, tps[i].btf_name, tps[i].kind))
+			continue;
+		log_info(CF_LOG, "kernel lacks %s: that part is not measured", tps[i].btf_name);
+		bpf_program__set_autoload(progs[i], false);
+	}
+	cf_btf_free(&b);
+}
+
+static int bpf_open(const struct cachefiles_backend_cfg *cfg, struct cachefiles_backend **out,
+		    char *why, size_t why_len)
+{
+	struct cachefiles_backend *b;
+	int err;
+
+	libbpf_set_print(cf_libbpf_print);
+	b = calloc(1, sizeof(*b));
+	if (!b)
+		return -ENOMEM;
+	b->skel = cachefiles_bpf__open();
+	if (!b->skel) {
+		err = -errno;
+		snprintf(why, why_len, "open BPF object: %s", strerror(-err));
+		goto out_free;
+	}
+	b->skel->rodata->slow_ns = cfg->slow_ns;
+	cf_optional_programs(b->skel);
+	err = cachefiles_bpf__load(b->skel);
+	if (err) {
+		snprintf(why, why_len, "load BPF programs: %s", strerror(-err));
+		goto out_destroy;
+	}
+	err = cachefiles_bpf__attach(b->skel);
+	if (err) {
+		snprintf(why, why_len, "attach fentry/fexit/tp_btf: %s", strerror(-err));
+		goto out_destroy;
+	}
+	*out = b;
+	return 0;
+
+out_destroy:
+	cachefiles_bpf__destroy(b->skel);
+out_free:
+	free(b);
+	return err;
+}
+
+static int cf_ringbuf_sample(void *ctx, void *data, size_t size)
+{
+	struct cachefiles_backend *b = ctx;
+	struct cachefiles_slow s;
+
+	if (cachefiles_slow_decode(data, size, clock_mono_ns(), clock_wall_ns(), &s)) {
+		log_warn(CF_LOG, "bad slow-request record of %zu bytes", size);
+		return 0;
+	}
+	b->slow_fn(&s, b->slow_arg);
+	b->delivered++;
+	return 0;
+}
+
+static int bpf_fd(struct cachefiles_backend *b)
+{
+	if (!b->rb) {
+		b->rb = ring_buffer__new(bpf_map__fd(b->skel->maps.slow_events), cf_ringbuf_sample,
+					 b, NULL);
+		if (!b->rb)
+			return -1;
+	}
+	return ring_buffer__epoll_fd(b->rb);
+}
+
+static int bpf_drain_slow(struct cachefiles_backend *b, cachefiles_slow_fn fn, void *arg)
+{
+	int err;
+
+	if (!b->rb && bpf_fd(b) < 0)
+		return -errno;
+	b->slow_fn = fn;
+	b->slow_arg = arg;
+	b->delivered = 0;
+	err = ring_buffer__consume(b->rb);
+	if (err < 0)
+		return err;
+	return b->delivered;
+}
+
+static int bpf_read_hists(struct cachefiles_backend *b, cachefiles_hist_fn fn, void *arg)
+{
+	int hfd = bpf_map__fd(b->skel->maps.hists);
+	int vfd = bpf_map__fd(b->skel->maps.volumes);
+	struct cf_hist_key key, next, *prev = NULL;
+	struct cf_hist *h;
+	int err = 0;
+
+	h = malloc(sizeof(*h));
+	if (!h)
+		return -ENOMEM;
+	while (bpf_map_get_next_key(hfd, prev, &next) == 0) {
+		struct cachefiles_hist_snapshot s = {0};
+		struct cf_volume vol = {0};
+		char name[CF_VOLUME_NAME_LEN + 1];
+
+		key = next;
+		prev = &key;
+		if (bpf_map_lookup_elem(hfd, &key, h))
+			continue; /* deleted meanwhile */
+		if (key.volume_id && bpf_map_lookup_elem(vfd, &key.volume_id, &vol) == 0)
+			vol.name[CF_VOLUME_NAME_LEN - 1] = '\0';
+		cachefiles_volume_name(key.volume_id, vol.name, name, sizeof(name));
+		s.volume = name;
+		s.op = key.op;
+		s.buckets = h->buckets;
+		s.sum_ns = h->sum_ns;
+		s.ok = h->ok;
+		s.errors = h->errors;
+		s.bytes = h->bytes;
+		s.inflight = h->inflight;
+		fn(&s, arg);
+	}
+	free(h);
+	return err;
+}
+
+static int bpf_read_stats(struct cachefiles_backend *b, uint64_t stats[CF_STAT_MAX])
+{
+	int fd = bpf_map__fd(b->skel->maps.stats);
+
+	for (__u32 i = 0; i < CF_STAT_MAX; i++) {
+		stats[i] = 0;
+		if (bpf_map_lookup_elem(fd, &i, &stats[i]))
+			return -errno;
+	}
+	return 0;
+}
+
+static int bpf_read_pickup(struct cachefiles_backend *b, enum cf_op op, struct cf_pickup *out)
+{
+	__u32 k = op;
+
+	if (bpf_map_lookup_elem(bpf_map__fd(b->skel->maps.pickups), &k, out))
+		return -errno;
+	return 0;
+}
+
+static void bpf_close(struct cachefiles_backend *b)
+{
+	if (!b)
+		return;
+	ring_buffer__free(b->rb);
+	cachefiles_bpf__destroy(b->skel);
+	free(b);
+}
+
+const struct cachefiles_backend_ops cachefiles_backend_bpf = {
+    .name = "bpf",
+    .probe = bpf_probe,
+    .open = bpf_open,
+    .fd = bpf_fd,
+    .drain_slow = bpf_drain_slow,
+    .read_hists = bpf_read_hists,
+    .read_stats = bpf_read_stats,
+    .read_pickup = bpf_read_pickup,
+    .close = bpf_close,
+};

@@ -1,0 +1,131 @@
+// SPDX-License-Identifier: MIT
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "collectors/cachefiles/cachefiles_decode.h"
+
+const char *cachefiles_op_name(unsigned op)
+{
+	switch (op) {
+	case CF_OP_OPEN:
+		return "open";
+	case CF_OP_READ:
+		return "read";
+	}
+	return "unknown";
+}
+
+void cachefiles_hist_bounds(double *bounds)
+{
+	unsigned i;
+
+	for (i = 0; i < CF_HIST_FINITE; i++)
+		bounds[i] = (double)cf_hist_upper_ns(i) / 1e9;
+}
+
+/* Copies a possibly unterminated fixed-size kernel string. */
+static void copy_cstr(char *dst, size_t dst_len, const char *src, size_t src_len)
+{
+	size_t n = strnlen(src, src_len);
+
+	if (n >= dst_len)
+		n = dst_len - 1;
+	memcpy(dst, src, n);
+	dst[n] = '\0';
+}
+
+int cachefiles_slow_decode(const void *buf, size_t len, int64_t mono_now_ns, int64_t wall_now_ns,
+			   struct cachefiles_slow *out)
+{
+	struct cf_slow_record r;
+
+	if (!buf || len < sizeof(r))
+		return -EINVAL;
+	memcpy(&r, buf, sizeof(r));
+	if (r.op >= CF_OP_MAX)
+		return -EINVAL;
+	memset(out, 0, sizeof(*out));
+	/* end_ns is CLOCK_MONOTONIC (bpf_ktime_get_ns); never in the future */
+	if ((int64_t)r.end_ns > mono_now_ns || r.end_ns == 0)
+		out->ts_ns = wall_now_ns;
+	else
+		out->ts_ns = wall_now_ns - (mono_now_ns - (int64_t)r.end_ns);
+	out->latency_ns = r.latency_ns;
+	out->offset = r.offset;
+	out->len = r.len;
+	out->ret = r.ret;
+	out->op = r.op;
+	out->object_debug_id = r.object_debug_id;
+	out->object_id = r.object_id;
+	out->pid = r.pid;
+	copy_cstr(out->comm, sizeof(out->comm), r.comm, sizeof(r.comm));
+	if (r.volume[0])
+		copy_cstr(out->volume, sizeof(out->volume), r.volume, sizeof(r.volume));
+	else
+		cachefiles_volume_name(r.volume_id, NULL, out->volume, sizeof(out->volume));
+	return 0;
+}
+
+void cachefiles_volume_name(uint32_t id, const char *key, char *out, size_t len)
+{
+	if (key && key[0])
+		snprintf(out, len, "%s", key);
+	else if (id)
+		snprintf(out, len, "volume-%u", id);
+	else
+		snprintf(out, len, "unknown");
+}
+
+int cachefiles_probe_verdict(const struct cachefiles_kernel *k, char *why, size_t len)
+{
+	if (!k->has_btf) {
+		snprintf(why, len,
+			 "kernel has no BTF (/sys/kernel/btf/vmlinux missing, "
+			 "CONFIG_DEBUG_INFO_BTF off): cannot attach fentry programs");
+		return -ENODEV;
+	}
+	if (!k->has_cachefiles && k->module_available) {
+		snprintf(why, len, "cachefiles module is not loaded (modprobe cachefiles)");
+		return -ENODEV;
+	}
+	if (!k->has_cachefiles) {
+		snprintf(why, len, "kernel has no cachefiles (CONFIG_CACHEFILES off)");
+		return -ENODEV;
+	}
+	if (!k->has_read_fn || !k->has_init_fn) {
+		snprintf(why, len, "kernel has no %s (CONFIG_CACHEFILES_ONDEMAND off)",
+			 !k->has_read_fn ? "cachefiles_ondemand_read"
+					 : "cachefiles_ondemand_init_object");
+		return -ENODEV;
+	}
+	if (!k->traceable) {
+		snprintf(why, len,
+			 "cachefiles_ondemand_read is not traceable "
+			 "(not in available_filter_functions)");
+		return -EOPNOTSUPP;
+	}
+	return 0;
+}
+
+double cachefiles_hist_quantile(const __u64 *buckets, double q)
+{
+	uint64_t total = 0, cum = 0;
+	double rank;
+	unsigned i;
+
+	for (i = 0; i < CF_HIST_BUCKETS; i++)
+		total += buckets[i];
+	if (!total)
+		return NAN;
+	rank = q * (double)total;
+	if (rank < 1)
+		rank = 1;
+	for (i = 0; i < CF_HIST_FINITE; i++) {
+		cum += buckets[i];
+		if ((double)cum >= rank)
+			return (double)cf_hist_upper_ns(i) / 1e9;
+	}
+	return INFINITY;
+}

@@ -1,0 +1,53 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Pure helpers of the cachefiles collector, apart from I/O (unit-tested):
+ * ring-buffer record decoding, histogram bounds, op names, and the probe
+ * verdict from what BTF says about the running kernel.
+ */
+#ifndef SYSOBS_CACHEFILES_DECODE_H
+#define SYSOBS_CACHEFILES_DECODE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "collectors/cachefiles/backend.h"
+
+/* "open", "read", or "unknown". */
+const char *cachefiles_op_name(unsigned op);
+
+/* Fills bounds[CF_HIST_FINITE] with the finite upper bounds in seconds. */
+void cachefiles_hist_bounds(double *bounds);
+
+/*
+ * Decodes one struct cf_slow_record from the ring buffer. mono_now_ns and
+ * wall_now_ns are the clocks "now", to turn the record's monotonic end time
+ * into wall clock. Returns 0, or -EINVAL for a short record or unknown op.
+ */
+int cachefiles_slow_decode(const void *buf, size_t len, int64_t mono_now_ns, int64_t wall_now_ns,
+			   struct cachefiles_slow *out);
+
+/* Readable volume name: the fscache volume key if known, "volume-<id>" if
+ * not, "unknown" for id 0. */
+void cachefiles_volume_name(uint32_t id, const char *key, char *out, size_t len);
+
+/*
+ * What the kernel offers, as found in BTF (and the ftrace filter list).
+ * cachefiles_probe_verdict() turns it into 0 or -ENODEV with a precise reason.
+ */
+struct cachefiles_kernel {
+	bool has_btf;	       /* /sys/kernel/btf/vmlinux */
+	bool has_cachefiles;   /* struct cachefiles_object in BTF */
+	bool module_available; /* cachefiles.ko exists but is not loaded */
+	bool has_read_fn;      /* cachefiles_ondemand_read */
+	bool has_init_fn;      /* cachefiles_ondemand_init_object */
+	bool traceable;	       /* listed in available_filter_functions (or unknown) */
+};
+int cachefiles_probe_verdict(const struct cachefiles_kernel *k, char *why, size_t len);
+
+/* Quantile (0..1) from non-cumulative bucket counts, as the upper bound in
+ * seconds of the bucket that holds it; +Inf bucket -> INFINITY; no data -> NAN.
+ * Used by tests and the VM harness to check the agent's histograms. */
+double cachefiles_hist_quantile(const __u64 *buckets, double q);
+
+#endif
