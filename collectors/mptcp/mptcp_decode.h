@@ -1,0 +1,150 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Pure decoder of MPTCP path-manager events (generic netlink family
+ * "mptcp_pm", group "mptcp_pm_events"). No I/O: it takes one netlink message
+ * as received and fills a struct mptcp_event, so recorded messages can be
+ * replayed into it by unit tests, the fuzz target and the benchmark.
+ *
+ * Every attribute is optional (the set varies by kernel version and event
+ * type); `present` says which ones were seen. Unknown event types are decoded
+ * like known ones (mptcp_event_type_name() returns NULL for them); unknown
+ * attributes and attributes of an unexpected size are counted and kept as
+ * (type, length) pairs, never dereferenced.
+ */
+#ifndef SYSOBS_MPTCP_DECODE_H
+#define SYSOBS_MPTCP_DECODE_H
+
+#include <linux/netlink.h>
+#include <netinet/in.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Event types (genlmsghdr.cmd), as in include/uapi/linux/mptcp.h. The two
+ * listener events (Linux 6.1+) are missing from older UAPI headers, so the
+ * values are spelled out here. */
+enum mptcp_ev {
+	MPTCP_EV_UNSPEC = 0,
+	MPTCP_EV_CREATED = 1,
+	MPTCP_EV_ESTABLISHED = 2,
+	MPTCP_EV_CLOSED = 3,
+	MPTCP_EV_ANNOUNCED = 6,
+	MPTCP_EV_REMOVED = 7,
+	MPTCP_EV_SUB_ESTABLISHED = 10,
+	MPTCP_EV_SUB_CLOSED = 11,
+	MPTCP_EV_SUB_PRIORITY = 13,
+	MPTCP_EV_LISTENER_CREATED = 15,
+	MPTCP_EV_LISTENER_CLOSED = 16,
+	MPTCP_EV_MAX = 255, /* cmd is a u8 */
+};
+
+/* Event attributes (enum mptcp_event_attr). */
+enum mptcp_ev_attr {
+	MPTCP_EVA_TOKEN = 1,	     /* u32 */
+	MPTCP_EVA_FAMILY = 2,	     /* u16 */
+	MPTCP_EVA_LOC_ID = 3,	     /* u8 */
+	MPTCP_EVA_REM_ID = 4,	     /* u8 */
+	MPTCP_EVA_SADDR4 = 5,	     /* be32 */
+	MPTCP_EVA_SADDR6 = 6,	     /* struct in6_addr */
+	MPTCP_EVA_DADDR4 = 7,	     /* be32 */
+	MPTCP_EVA_DADDR6 = 8,	     /* struct in6_addr */
+	MPTCP_EVA_SPORT = 9,	     /* be16 */
+	MPTCP_EVA_DPORT = 10,	     /* be16 */
+	MPTCP_EVA_BACKUP = 11,	     /* u8 */
+	MPTCP_EVA_ERROR = 12,	     /* u8 */
+	MPTCP_EVA_FLAGS = 13,	     /* u16 */
+	MPTCP_EVA_TIMEOUT = 14,	     /* u32 */
+	MPTCP_EVA_IF_IDX = 15,	     /* s32 */
+	MPTCP_EVA_RESET_REASON = 16, /* u32 */
+	MPTCP_EVA_RESET_FLAGS = 17,  /* u32 */
+	MPTCP_EVA_SERVER_SIDE = 18,  /* u8 */
+	MPTCP_EVA_MAX = 18,
+};
+
+/* FLAGS attribute bits: bit 0 deny-join-id0 (6.2+), bit 1 server side
+ * (newer kernels report it here instead of the SERVER_SIDE attribute). */
+#define MPTCP_EV_FLAG_DENY_JOIN_ID0 (1u << 0)
+#define MPTCP_EV_FLAG_SERVER_SIDE   (1u << 1)
+
+#define MPTCP_EV_MAX_UNKNOWN 8 /* unknown attributes kept per event */
+
+struct mptcp_ev_unknown {
+	uint16_t type; /* nla_type without NLA_F_* bits */
+	uint16_t len;  /* payload length */
+};
+
+struct mptcp_event {
+	uint8_t type;	  /* genlmsghdr.cmd */
+	uint8_t version;  /* genlmsghdr.version */
+	uint32_t present; /* bit (1u << MPTCP_EVA_x) per attribute decoded */
+	uint32_t token;
+	uint16_t family; /* FAMILY attribute (AF_INET / AF_INET6) */
+	uint8_t loc_id;
+	uint8_t rem_id;
+	uint8_t saddr_family; /* AF_INET (SADDR4) or AF_INET6 (SADDR6), else 0 */
+	uint8_t daddr_family;
+	struct in6_addr saddr; /* IPv4 in the first 4 bytes */
+	struct in6_addr daddr;
+	uint16_t sport; /* host order */
+	uint16_t dport;
+	uint8_t backup;
+	uint8_t error;
+	uint16_t flags;
+	uint32_t timeout;
+	int32_t if_idx;
+	uint32_t reset_reason;
+	uint32_t reset_flags;
+	uint8_t server_side; /* SERVER_SIDE attribute, or FLAGS bit 1 */
+	uint16_t n_unknown;  /* unknown or mis-sized attributes, all counted */
+	struct mptcp_ev_unknown unknown[MPTCP_EV_MAX_UNKNOWN]; /* the first ones */
+};
+
+/*
+ * Decodes one event message. len is the number of bytes available at nlh
+ * (the message must fit: nlmsg_len <= len). Returns 0, or -EINVAL if the
+ * buffer is not a generic netlink message (too short, inconsistent length).
+ * Attribute trouble is never an error: it lands in n_unknown/unknown[].
+ */
+int mptcp_event_decode(const struct nlmsghdr *nlh, size_t len, struct mptcp_event *out);
+
+static inline int mptcp_event_has(const struct mptcp_event *ev, unsigned attr)
+{
+	return attr <= 31 && (ev->present & (1u << attr));
+}
+
+/*
+ * Walks the messages of one received datagram. libmnl's mnl_nlmsg_ok()
+ * compares nlmsg_len as a signed int, so a length above INT_MAX passes its
+ * check; these compare unsigned sizes.
+ */
+static inline int mptcp_nlmsg_ok(const struct nlmsghdr *nlh, size_t left)
+{
+	return left >= sizeof(*nlh) && nlh->nlmsg_len >= sizeof(*nlh) && nlh->nlmsg_len <= left;
+}
+
+static inline const struct nlmsghdr *mptcp_nlmsg_next(const struct nlmsghdr *nlh, size_t *left)
+{
+	size_t step = NLMSG_ALIGN((size_t)nlh->nlmsg_len);
+
+	*left = step < *left ? *left - step : 0;
+	return (const struct nlmsghdr *)((const char *)nlh + step);
+}
+
+#define mptcp_nlmsg_for_each(nlh, buf, len, left)                                                  \
+	for ((left) = (len), (nlh) = (const struct nlmsghdr *)(buf); mptcp_nlmsg_ok(nlh, left);    \
+	     (nlh) = mptcp_nlmsg_next(nlh, &(left)))
+
+/* "CREATED", "SUB_ESTABLISHED", ... or NULL for an unknown type. */
+const char *mptcp_event_type_name(unsigned type);
+/* "CREATED" or "UNKNOWN_<n>" into buf (at least 16 bytes); returns buf. */
+const char *mptcp_event_type_str(unsigned type, char *buf, size_t len);
+/* "unspec", "mptcp", "resource", "prohibit", "wq2big", "badperf",
+ * "middlebox", or NULL for a reason this code does not know. */
+const char *mptcp_reset_reason_name(uint32_t reason);
+/* Address of the event as text ("" if absent); buf at least INET6_ADDRSTRLEN. */
+const char *mptcp_event_saddr_str(const struct mptcp_event *ev, char *buf, size_t len);
+const char *mptcp_event_daddr_str(const struct mptcp_event *ev, char *buf, size_t len);
+/* Unknown attributes as JSON text: [{"type":19,"len":4},...] ("" if none).
+ * Returns the length written (truncated to fit, always NUL-terminated). */
+size_t mptcp_event_unknown_str(const struct mptcp_event *ev, char *buf, size_t len);
+
+#endif

@@ -1,0 +1,52 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Fuzz target of the MPTCP event decoder. The input is a netlink datagram as
+ * recv() returns it (one or more messages); every message goes through
+ * mptcp_event_decode() and the text helpers, as the collector does. The
+ * corpus is tests/data/mptcp/ (messages recorded from a real kernel).
+ */
+#include <libmnl/libmnl.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "collectors/mptcp/mptcp_decode.h"
+#include "collectors/mptcp/mptcp_nl.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	const struct nlmsghdr *nlh;
+	struct mptcp_event ev;
+	uint16_t family;
+	uint32_t group;
+	char s[64], d[64], t[32], u[256];
+	void *copy;
+	size_t left;
+
+	if (size > 1 << 20)
+		return 0;
+	/* An aligned private copy, as a recv() buffer would be. */
+	copy = malloc(size ? size : 1);
+	if (!copy)
+		return 0;
+	memcpy(copy, data, size);
+	/* The whole buffer as one message, whatever its header claims. */
+	if (mptcp_event_decode(copy, size, &ev) == 0) {
+		mptcp_event_saddr_str(&ev, s, sizeof(s));
+		mptcp_event_daddr_str(&ev, d, sizeof(d));
+		mptcp_event_type_str(ev.type, t, sizeof(t));
+		mptcp_event_unknown_str(&ev, u, sizeof(u));
+		mptcp_reset_reason_name(ev.reset_reason);
+	}
+	mptcp_genl_family_parse(copy, size, &family, &group);
+	/* And walked as the collector walks a datagram. */
+	mptcp_nlmsg_for_each(nlh, copy, size, left)
+	{
+		if (mptcp_event_decode(nlh, nlh->nlmsg_len, &ev) == 0)
+			mptcp_event_unknown_str(&ev, u, sizeof(u));
+	}
+	free(copy);
+	return 0;
+}

@@ -1,0 +1,69 @@
+# shellcheck shell=bash
+# Two-path MPTCP topology for the mptcp collector's tests and benchmark.
+# Sourced, not run. Only addresses inside the namespaces it creates are used.
+#
+#   NS_A (client)                         NS_B (server)
+#   mpa1 10.231.1.1/24  <-- veth -->  mpb1 10.231.1.2/24   path 1 (initial subflow)
+#   mpa2 10.231.2.1/24  <-- veth -->  mpb2 10.231.2.2/24   path 2 (endpoint id 2,
+#                                                         "subflow" on the client)
+#
+#   mptcp_topo_up        creates it (NS_A, NS_B set from $$); registers cleanup
+#                        with on_exit when lib.sh is loaded
+#   mptcp_topo_down      deletes both namespaces (idempotent)
+#   mptcp_need           SKIPs (exit 77) without root, ip, or kernel MPTCP
+
+MP_A1=10.231.1.1 MP_B1=10.231.1.2
+MP_A2=10.231.2.1 MP_B2=10.231.2.2
+MP_PORT=${MP_PORT:-10080}
+
+mptcp_need() {
+	[ "$(id -u)" = 0 ] || { echo "SKIP: needs root"; exit 77; }
+	command -v ip >/dev/null || { echo "SKIP: needs iproute2"; exit 77; }
+	[ -r /proc/sys/net/mptcp/enabled ] || { echo "SKIP: kernel without MPTCP"; exit 77; }
+}
+
+mptcp_topo_down() {
+	[ -n "${NS_A:-}" ] && ip netns del "$NS_A" 2>/dev/null
+	[ -n "${NS_B:-}" ] && ip netns del "$NS_B" 2>/dev/null
+	return 0
+}
+
+mptcp_topo_up() {
+	NS_A=sysobs-mp-$$-a
+	NS_B=sysobs-mp-$$-b
+	if declare -F on_exit >/dev/null; then
+		on_exit mptcp_topo_down
+	fi
+	ip netns add "$NS_A" || return 1
+	ip netns add "$NS_B" || return 1
+	ip -n "$NS_A" link set lo up
+	ip -n "$NS_B" link set lo up
+	ip -n "$NS_A" link add mpa1 type veth peer name mpb1 netns "$NS_B" || return 1
+	ip -n "$NS_A" link add mpa2 type veth peer name mpb2 netns "$NS_B" || return 1
+	ip -n "$NS_A" addr add $MP_A1/24 dev mpa1
+	ip -n "$NS_A" addr add $MP_A2/24 dev mpa2
+	ip -n "$NS_B" addr add $MP_B1/24 dev mpb1
+	ip -n "$NS_B" addr add $MP_B2/24 dev mpb2
+	for l in mpa1 mpa2; do ip -n "$NS_A" link set $l up; done
+	for l in mpb1 mpb2; do ip -n "$NS_B" link set $l up; done
+	for ns in "$NS_A" "$NS_B"; do
+		ip netns exec "$ns" sysctl -qw net.mptcp.enabled=1
+		ip -n "$ns" mptcp limits set subflow 2 add_addr_accepted 2
+	done
+	# The client opens a second subflow from its path-2 address.
+	ip -n "$NS_A" mptcp endpoint add $MP_A2 dev mpa2 id 2 subflow || return 1
+	# Wait for carrier on all four ends (IPv4 has no DAD to wait for).
+	local i l
+	for i in $(seq 1 50); do
+		[ "$i" = 1 ] || sleep 0.1
+		for l in mpa1 mpa2; do
+			ip -n "$NS_A" link show $l | grep -q LOWER_UP || continue 2
+		done
+		for l in mpb1 mpb2; do
+			ip -n "$NS_B" link show $l | grep -q LOWER_UP || continue 2
+		done
+		return 0
+	done
+	echo "mptcp_topo_up: paths did not come up" >&2
+	return 1
+}

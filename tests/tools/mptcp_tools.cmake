@@ -1,0 +1,11 @@
+# mptcp collector: test tools, unit tests, fuzz target and integration tests.
+# Included from tests/CMakeLists.txt (one line), so the tools land in
+# ${CMAKE_BINARY_DIR}/tests/ next to the other test binaries.
+
+# MPTCP client/server (IPPROTO_MPTCP) and the event recorder.
+add_executable(mptcp_peer ${CMAKE_CURRENT_SOURCE_DIR}/tools/mptcp_peer.c)
+add_executable(mptcp_capture ${CMAKE_CURRENT_SOURCE_DIR}/tools/mptcp_capture.c)
+target_link_libraries(mptcp_capture PRIVATE sysobs_core)
+
+sysobs_unit_test(mptcp_decode)
+sysobs_fuzz_target(mptcp)
