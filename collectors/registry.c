@@ -4,9 +4,11 @@
 
 extern const struct collector_ops self_collector;
 extern const struct collector_ops cachefiles_collector;
+extern const struct collector_ops drops_collector;
 
 const struct collector_ops *const collector_registry[] = {
 	&self_collector,
 	&cachefiles_collector,
+	&drops_collector,
 	NULL,
 };

@@ -1,0 +1,67 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Types shared by bpf/drops.bpf.c and the drops collector in user space.
+ * Only fixed-width types, explicit padding: the same bytes are read on both
+ * sides of the ring buffer and the maps.
+ */
+#ifndef SYSOBS_DROPS_H
+#define SYSOBS_DROPS_H
+
+/* In-kernel aggregation key: one per (reason, L3, L4, netns). */
+struct drops_key {
+	__u32 reason;	/* enum skb_drop_reason value, as the kernel numbers it */
+	__u16 l3_proto; /* skb->protocol in host byte order (ETH_P_IP, ...) */
+	__u8 l4_proto;	/* IPPROTO_* from the IP header, 0 when not parsed */
+	__u8 pad;
+	__u32 netns; /* network namespace inode number, 0 when unknown */
+};
+
+/* Slots of the per-CPU statistics array (map "stats"). */
+enum drops_stat {
+	DROPS_STAT_EVENTS,	      /* program runs that counted a drop */
+	DROPS_STAT_NOT_DROPS,	      /* runs for NOT_DROPPED_YET / CONSUMED */
+	DROPS_STAT_MAP_OVERFLOW,      /* drop not aggregated: counters map full */
+	DROPS_STAT_SAMPLES,	      /* records submitted to the ring buffer */
+	DROPS_STAT_SAMPLES_LOST,      /* ring buffer reservation failed */
+	DROPS_STAT_SAMPLES_THROTTLED, /* token bucket empty: not sampled */
+	DROPS_STAT_MAX,
+};
+
+#define DROPS_RECORD_MAGIC   0x44524f50u /* "DROP" */
+#define DROPS_RECORD_VERSION 1
+
+/* record flags */
+#define DROPS_F_L3_PARSED 0x01 /* IP header read: addresses valid */
+#define DROPS_F_L4_PARSED 0x02 /* transport header read: ports / ICMP valid */
+#define DROPS_F_FRAGMENT  0x04 /* IPv4 non-first fragment: no L4 header */
+#define DROPS_F_HAS_DEV	  0x08 /* skb->dev was set: ifname valid */
+
+#define DROPS_IFNAMSIZ 16
+
+/* One sampled drop, as the BPF program writes it into the ring buffer. */
+struct drops_record {
+	__u32 magic;	/* DROPS_RECORD_MAGIC */
+	__u16 version;	/* DROPS_RECORD_VERSION */
+	__u16 size;	/* sizeof(struct drops_record) */
+	__u64 ts_ns;	/* bpf_ktime_get_ns(): CLOCK_MONOTONIC */
+	__u64 location; /* kernel text address that freed the skb */
+	__u32 reason;
+	__u32 netns;
+	__s32 ifindex; /* skb->dev->ifindex, or skb->skb_iif; 0 unknown */
+	__u32 len;     /* skb->len */
+	__u32 cpu;
+	__u16 l3_proto; /* host byte order */
+	__u8 l4_proto;
+	__u8 flags;	/* DROPS_F_* */
+	__u8 saddr[16]; /* IPv4 in the first 4 bytes */
+	__u8 daddr[16];
+	__u16 sport; /* host byte order */
+	__u16 dport;
+	__u8 icmp_type;
+	__u8 icmp_code;
+	__u8 tcp_flags;
+	__u8 pad;
+	char ifname[DROPS_IFNAMSIZ];
+};
+
+#endif

@@ -1,0 +1,38 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The drops collector (collectors/drops/drops.c) and its REST route
+ * (collectors/drops/drops_api.c): what the two share.
+ */
+#ifndef SYSOBS_DROPS_COLLECTOR_H
+#define SYSOBS_DROPS_COLLECTOR_H
+
+#include <stdint.h>
+
+#include "api/http.h"
+#include "storage/store.h"
+
+/* One row of drop_samples (see drops_migrations); -1 / "" bind as NULL. */
+struct drops_row {
+	char reason[64];
+	uint32_t reason_code;
+	char location[128]; /* "sym+0xoff" or hex */
+	int32_t ifindex;
+	char ifname[16];
+	uint32_t netns;
+	char l3[8];
+	char protocol[8];
+	char saddr[46];
+	char daddr[46];
+	int32_t sport, dport;
+	int16_t icmp_type, icmp_code;
+	int16_t tcp_flags;
+	uint32_t len;
+	uint32_t cpu;
+};
+
+extern const struct store_table drops_samples_table;
+
+/* GET /api/v1/drops?reason=&protocol=&addr=&port=&since=&until=&limit=&cursor= */
+void drops_api_get(const struct http_request *req, struct http_response *res, void *arg);
+
+#endif

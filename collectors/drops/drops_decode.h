@@ -1,0 +1,48 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Pure decoder of the records bpf/drops.bpf.c writes into its ring buffer,
+ * and the protocol names used as metric labels. No I/O: unit-tested and
+ * fuzzed (tests/fuzz/fuzz_drops_record.c).
+ */
+#ifndef SYSOBS_DROPS_DECODE_H
+#define SYSOBS_DROPS_DECODE_H
+
+#include <arpa/inet.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct drop_sample {
+	uint64_t ts_mono_ns; /* CLOCK_MONOTONIC of the drop */
+	uint64_t location;   /* kernel text address */
+	uint32_t reason;
+	uint32_t netns;
+	int32_t ifindex;
+	uint32_t len;
+	uint32_t cpu;
+	uint16_t l3_proto;
+	uint8_t l4_proto;
+	bool has_addrs; /* saddr/daddr valid */
+	bool has_ports; /* sport/dport valid (TCP, UDP, UDP-Lite, SCTP) */
+	bool has_icmp;	/* icmp_type/code valid */
+	bool fragment;
+	uint16_t sport, dport;
+	uint8_t icmp_type, icmp_code;
+	uint8_t tcp_flags;
+	char saddr[INET6_ADDRSTRLEN];
+	char daddr[INET6_ADDRSTRLEN];
+	char ifname[16]; /* "" when the skb had no device */
+};
+
+/* Decodes one ring-buffer record. 0, or -EINVAL for a short/foreign/corrupt
+ * record (size, magic, version or an impossible field). */
+int drops_record_decode(const void *buf, size_t len, struct drop_sample *out);
+
+/* Metric label for (L3 ethertype, L4 IP protocol): "tcp", "udp", "icmp",
+ * "icmpv6", "sctp", ... "ip" for other IP protocols, "arp", "none" when the
+ * skb carried no protocol, "other". Static strings, bounded set. */
+const char *drops_protocol_name(uint16_t l3_proto, uint8_t l4_proto);
+/* "ipv4", "ipv6", "arp", "none" or "0x<ethertype>" into buf. */
+const char *drops_l3_name(uint16_t l3_proto, char *buf, size_t len);
+
+#endif

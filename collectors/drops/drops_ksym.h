@@ -1,0 +1,30 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Kernel text symbols from /proc/kallsyms, to name the location a drop came
+ * from ("__udp4_lib_rcv+0x5a4"). libbpf keeps its kallsyms reader private,
+ * so this is a small sorted table with a binary search.
+ *
+ * Addresses read as 0 when kptr_restrict hides them from this process; the
+ * table is then empty and locations print as hex.
+ */
+#ifndef SYSOBS_DROPS_KSYM_H
+#define SYSOBS_DROPS_KSYM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct drops_ksyms;
+
+/* Parses kallsyms text ("addr type name [module]" lines); keeps text
+ * symbols (t, T, w, W). Pure. NULL + errno ENOMEM. */
+struct drops_ksyms *drops_ksyms_parse(const char *text, size_t len);
+/* Reads and parses a file (normally /proc/kallsyms). NULL + errno. */
+struct drops_ksyms *drops_ksyms_load(const char *path);
+void drops_ksyms_free(struct drops_ksyms *k); /* accepts NULL */
+size_t drops_ksyms_count(const struct drops_ksyms *k);
+
+/* "sym+0xoff" (or "sym+0xoff [module]") into buf; "0x<addr>" and -ENOENT
+ * when no symbol covers addr. */
+int drops_ksyms_format(const struct drops_ksyms *k, uint64_t addr, char *buf, size_t len);
+
+#endif
