@@ -345,13 +345,13 @@ static __always_inline int handle_drop(struct sk_buff *skb, void *location, __u3
  * trace_kfree_skb(skb, location, reason[, rx_sk]): the reason argument
  * arrived in v5.17 ("net: skb: introduce kfree_skb_reason()"), rx_sk in
  * v6.11. User space refuses kernels without reason before loading, and sets
- * has_rx_sk; a 3-argument tracepoint must not see ctx[4] read (the verifier
+ * has_rx_sk; a 3-argument tracepoint must not see ctx[3] read (the verifier
  * prunes that branch because has_rx_sk is a frozen rodata constant).
  */
 SEC("tp_btf/kfree_skb")
 int BPF_PROG(drops_tp_btf, struct sk_buff *skb, void *location, enum skb_drop_reason reason)
 {
-	struct sock *rx_sk = has_rx_sk ? (struct sock *)ctx[4] : NULL;
+	struct sock *rx_sk = has_rx_sk ? (struct sock *)ctx[3] : NULL;
 
 	return handle_drop(skb, location, reason, rx_sk, true);
 }
@@ -359,7 +359,7 @@ int BPF_PROG(drops_tp_btf, struct sk_buff *skb, void *location, enum skb_drop_re
 SEC("raw_tp/kfree_skb")
 int BPF_PROG(drops_raw_tp, struct sk_buff *skb, void *location, enum skb_drop_reason reason)
 {
-	struct sock *rx_sk = has_rx_sk ? (struct sock *)ctx[4] : NULL;
+	struct sock *rx_sk = has_rx_sk ? (struct sock *)ctx[3] : NULL;
 
 	return handle_drop(skb, location, reason, rx_sk, false);
 }
