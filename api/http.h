@@ -14,6 +14,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/socket.h>
 
 struct http_server;
 struct MHD_Connection;
@@ -27,6 +28,11 @@ struct http_request {
 	const char *body;		/* POST body, NUL-terminated, or NULL */
 	size_t body_len;
 	const char *accept;		/* Accept header or NULL */
+	/* Query arguments as decoded pairs: args[2i] key, args[2i+1] value
+	 * (never NULL; "" for "?key"), n_args pairs. Filled by the server; tests
+	 * may build a request by hand with conn = NULL. */
+	const char *const *args;
+	size_t n_args;
 };
 
 struct http_response {
@@ -45,7 +51,13 @@ struct http_config {
 	unsigned timeout_s;
 	unsigned threads;
 	bool admin;			/* allow state-changing POST endpoints */
+	unsigned max_per_ip;		/* connections per client address; 0: half of
+					 * max_connections */
 };
+
+#define HTTP_BODY_MAX	 (64 * 1024)	/* larger POST bodies get 413 */
+#define HTTP_ARGS_MAX	 64		/* more query arguments get 400 */
+#define HTTP_ROUTE_OTHER "other"	/* route label of requests matching no route */
 
 struct http_server *http_new(const struct http_config *cfg, struct metrics *m);
 /* prefix=true: matches path == p or path starting with p + '/'. */
@@ -54,6 +66,13 @@ int http_route(struct http_server *h, const char *method, const char *path, bool
 int http_start(struct http_server *h);	/* binds; -errno with a logged reason */
 uint16_t http_port(const struct http_server *h);	/* actual port (for :0) */
 void http_free(struct http_server *h);	/* stops and frees; accepts NULL */
+
+/*
+ * Parses a listen address: "127.0.0.1:9464", "[::1]:9464", ":9464" (all IPv4
+ * addresses), "localhost:9464"; port 0 asks for an ephemeral port. Pure; 0 or
+ * -EINVAL.
+ */
+int http_listen_parse(const char *s, struct sockaddr_storage *ss, socklen_t *sslen);
 
 /* Query parameters. */
 const char *http_query(const struct http_request *req, const char *key);

@@ -11,11 +11,17 @@
 #ifndef SYSOBS_METRICS_H
 #define SYSOBS_METRICS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 
 #define METRIC_MAX_LABELS 8
+/* Cardinality guard: metric_series() fails with ENOSPC past this many series
+ * in one family. */
+#define METRIC_MAX_SERIES 100000
+/* Buffer size for metrics_format_value(). */
+#define METRICS_VALUE_MAX 32
 
 enum metric_type { METRIC_COUNTER, METRIC_GAUGE, METRIC_HISTOGRAM };
 
@@ -73,5 +79,15 @@ typedef void (*metrics_visit_fn)(const char *name, const char *labels, double va
 void metrics_visit(struct metrics *m, metrics_visit_fn fn, void *arg);
 
 size_t metrics_series_count(struct metrics *m);
+
+/* Name rules of the exposition format: metric names [a-zA-Z_:][a-zA-Z0-9_:]*,
+ * label names [a-zA-Z_][a-zA-Z0-9_]* and not starting with "__". */
+bool metrics_name_valid(const char *name);
+bool metrics_label_name_valid(const char *name);
+
+/* A sample value as Prometheus reads it: "+Inf", "-Inf", "NaN", integers
+ * without exponent, otherwise the shortest form that reads back exactly.
+ * buf has METRICS_VALUE_MAX bytes; returns the length. */
+size_t metrics_format_value(double v, char *buf);
 
 #endif

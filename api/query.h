@@ -7,6 +7,7 @@
 #ifndef SYSOBS_QUERY_H
 #define SYSOBS_QUERY_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 struct http_request;
@@ -22,6 +23,16 @@ int query_parse_limit(const char *s, unsigned max, unsigned *out);
 int query_parse_cursor(const char *s, int64_t *id);
 /* Step of /api/v1/series: duration like "15s", "1m" or seconds. */
 int query_parse_step(const char *s, int64_t *ns);
+
+/* Formats unix ns as RFC 3339 UTC, "2026-12-02T10:00:00.25Z" (fraction only
+ * when non-zero, trailing zeros dropped). 0, -ENOSPC or -ERANGE. */
+int query_format_time(int64_t ns, char *buf, size_t len);
+
+/* Refuses (400 in res, -EINVAL) query parameters not in allowed (NULL-
+ * terminated), naming them and the allowed ones, and repeated parameters
+ * other than "name[]" ones. Every route calls it first. */
+int query_params_check(const struct http_request *req, const char *const *allowed,
+		       struct http_response *res);
 
 /* The paging window every history route takes. */
 struct query_window {

@@ -1,0 +1,1029 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * In-memory metrics registry and its Prometheus text encoder (format 0.0.4).
+ *
+ * Families live in an array sorted by name (registration is rare, rendering
+ * walks them in order). Each family keeps its series in a doubly-linked list
+ * (cheap removal) and a chained hash table keyed by the label values (cheap
+ * lookup with 10,000+ series). A series renders its label set once, when it is
+ * created, so a scrape only copies bytes and formats numbers. The render order
+ * of series is by label values; the sorted view is rebuilt only after the
+ * set of series changed.
+ *
+ * One mutex protects everything: updates from the main thread are a few
+ * instructions under it, and a scrape holds it for the time of one render.
+ *
+ * The text encoder is hand-written: no Debian-packaged C library renders the
+ * Prometheus text format (prometheus-client-c is not packaged), and the format
+ * is small.
+ */
+#include <errno.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "api/metrics.h"
+
+#define HASH_MIN_BUCKETS 16
+
+struct metric_series {
+	struct metric *f;
+	struct metric_series *hnext;	   /* hash chain */
+	struct metric_series *prev, *next; /* family list, creation order */
+	uint64_t hash;
+	const char **values; /* f->n_labels copies, in this allocation */
+	char *labels;	     /* `{a="b",c="d"}` or "" */
+	size_t labels_len;
+	double value;	  /* counters, gauges */
+	double sum;	  /* histograms */
+	uint64_t *counts; /* histograms: n_bounds + 1, not cumulative */
+};
+
+struct metric {
+	struct metrics *m;
+	enum metric_type type;
+	char *name;
+	char *help;
+	char *name_bucket, *name_sum, *name_count; /* histograms */
+	char *labels[METRIC_MAX_LABELS];
+	size_t n_labels;
+	double *bounds;
+	char **le; /* rendered bounds, n_bounds + 1 ("+Inf") */
+	size_t n_bounds;
+
+	struct metric_series **table;
+	size_t n_buckets; /* power of two */
+	size_t n_series;
+	struct metric_series *head, *tail;
+
+	struct metric_series **order; /* render order, valid unless order_dirty */
+	size_t order_cap;
+	bool order_dirty;
+};
+
+struct metrics {
+	pthread_mutex_t lock;
+	struct metric **fams; /* sorted by name */
+	size_t n_fams, cap_fams;
+	size_t n_series;
+	size_t last_render_len; /* sizing hint for the next render */
+};
+
+/* ---- growable output buffer ---- */
+
+struct obuf {
+	char *p;
+	size_t len, cap;
+	bool oom;
+};
+
+static bool obuf_reserve(struct obuf *b, size_t extra)
+{
+	size_t want = b->len + extra + 1;
+	char *p;
+
+	if (b->oom)
+		return false;
+	if (want <= b->cap)
+		return true;
+	size_t cap = b->cap ? b->cap : 4096;
+	while (cap < want)
+		cap *= 2;
+	p = realloc(b->p, cap);
+	if (!p) {
+		b->oom = true;
+		return false;
+	}
+	b->p = p;
+	b->cap = cap;
+	return true;
+}
+
+static void obuf_put(struct obuf *b, const char *s, size_t n)
+{
+	if (!obuf_reserve(b, n))
+		return;
+	memcpy(b->p + b->len, s, n);
+	b->len += n;
+}
+
+static void obuf_puts(struct obuf *b, const char *s)
+{
+	obuf_put(b, s, strlen(s));
+}
+
+static void obuf_putc(struct obuf *b, char c)
+{
+	if (!obuf_reserve(b, 1))
+		return;
+	b->p[b->len++] = c;
+}
+
+/* ---- names, values, escaping ---- */
+
+static bool name_valid(const char *s, bool colon)
+{
+	if (!s || !*s)
+		return false;
+	for (const char *p = s; *p; p++) {
+		char c = *p;
+		bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' ||
+			  (colon && c == ':') || (p != s && c >= '0' && c <= '9');
+		if (!ok)
+			return false;
+	}
+	return true;
+}
+
+bool metrics_name_valid(const char *name)
+{
+	return name_valid(name, true);
+}
+
+bool metrics_label_name_valid(const char *name)
+{
+	/* Names starting with "__" are reserved for Prometheus itself. */
+	return name_valid(name, false) && strncmp(name, "__", 2) != 0;
+}
+
+/* Label values must be UTF-8 (the exposition format says so). */
+static bool utf8_valid(const char *s)
+{
+	const unsigned char *p = (const unsigned char *)s;
+
+	while (*p) {
+		unsigned char c = *p;
+		size_t n;
+		uint32_t cp;
+
+		if (c < 0x80) {
+			p++;
+			continue;
+		} else if ((c & 0xe0) == 0xc0) {
+			n = 1;
+			cp = c & 0x1f;
+		} else if ((c & 0xf0) == 0xe0) {
+			n = 2;
+			cp = c & 0x0f;
+		} else if ((c & 0xf8) == 0xf0) {
+			n = 3;
+			cp = c & 0x07;
+		} else {
+			return false;
+		}
+		for (size_t i = 1; i <= n; i++) {
+			if ((p[i] & 0xc0) != 0x80)
+				return false;
+			cp = (cp << 6) | (p[i] & 0x3f);
+		}
+		/* overlong forms, surrogates, beyond U+10FFFF */
+		if ((n == 1 && cp < 0x80) || (n == 2 && cp < 0x800) || (n == 3 && cp < 0x10000) ||
+		    (cp >= 0xd800 && cp <= 0xdfff) || cp > 0x10ffff)
+			return false;
+		p += n + 1;
+	}
+	return true;
+}
+
+/* Label value escaping: backslash, double quote and line feed. */
+static void obuf_label_value(struct obuf *b, const char *s)
+{
+	const char *run = s;
+
+	for (; *s; s++) {
+		const char *esc = NULL;
+
+		if (*s == '\\')
+			esc = "\\\\";
+		else if (*s == '"')
+			esc = "\\\"";
+		else if (*s == '\n')
+			esc = "\\n";
+		if (!esc)
+			continue;
+		obuf_put(b, run, s - run);
+		obuf_put(b, esc, 2);
+		run = s + 1;
+	}
+	obuf_put(b, run, s - run);
+}
+
+/* HELP escaping: backslash and line feed only. */
+static void obuf_help(struct obuf *b, const char *s)
+{
+	const char *run = s;
+
+	for (; *s; s++) {
+		if (*s != '\\' && *s != '\n')
+			continue;
+		obuf_put(b, run, s - run);
+		obuf_put(b, *s == '\\' ? "\\\\" : "\\n", 2);
+		run = s + 1;
+	}
+	obuf_put(b, run, s - run);
+}
+
+static size_t fmt_u64(uint64_t v, char *out)
+{
+	char tmp[24];
+	size_t n = 0;
+
+	do {
+		tmp[n++] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v);
+	for (size_t i = 0; i < n; i++)
+		out[i] = tmp[n - 1 - i];
+	out[n] = '\0';
+	return n;
+}
+
+/*
+ * Formats a sample value the way Prometheus parses it: "+Inf", "-Inf", "NaN",
+ * integers (exactly representable, |v| <= 2^53) as plain digits without an
+ * exponent, anything else with the fewest significant digits that read back
+ * to the same double. buf holds at least METRICS_VALUE_MAX bytes.
+ */
+size_t metrics_format_value(double v, char *buf)
+{
+	if (isnan(v))
+		return (size_t)stpcpy(buf, "NaN") - (size_t)buf;
+	if (isinf(v))
+		return (size_t)stpcpy(buf, v > 0 ? "+Inf" : "-Inf") - (size_t)buf;
+	if (fabs(v) <= 9007199254740992.0 && v == trunc(v)) {
+		if (v < 0) {
+			buf[0] = '-';
+			return 1 + fmt_u64((uint64_t)-v, buf + 1);
+		}
+		return fmt_u64((uint64_t)v, buf);
+	}
+	for (int prec = 15; prec <= 17; prec++) {
+		int n = snprintf(buf, METRICS_VALUE_MAX, "%.*g", prec, v);
+		if (prec == 17 || strtod(buf, NULL) == v)
+			return (size_t)n;
+	}
+	return 0; /* not reached */
+}
+
+static void obuf_value(struct obuf *b, double v)
+{
+	char tmp[METRICS_VALUE_MAX];
+
+	obuf_put(b, tmp, metrics_format_value(v, tmp));
+}
+
+static void obuf_u64(struct obuf *b, uint64_t v)
+{
+	char tmp[24];
+
+	obuf_put(b, tmp, fmt_u64(v, tmp));
+}
+
+/* ---- registry ---- */
+
+struct metrics *metrics_new(void)
+{
+	struct metrics *m = calloc(1, sizeof(*m));
+
+	if (!m)
+		return NULL;
+	pthread_mutex_init(&m->lock, NULL);
+	return m;
+}
+
+static void series_free(struct metric_series *s)
+{
+	free(s);
+}
+
+static void family_clear_locked(struct metric *f)
+{
+	struct metric_series *s = f->head, *next;
+
+	for (; s; s = next) {
+		next = s->next;
+		series_free(s);
+	}
+	f->m->n_series -= f->n_series;
+	f->head = f->tail = NULL;
+	f->n_series = 0;
+	if (f->table)
+		memset(f->table, 0, f->n_buckets * sizeof(*f->table));
+	f->order_dirty = true;
+}
+
+static void family_free(struct metric *f)
+{
+	if (!f)
+		return;
+	if (f->m)
+		family_clear_locked(f);
+	for (size_t i = 0; i < f->n_labels; i++)
+		free(f->labels[i]);
+	if (f->le) {
+		for (size_t i = 0; i <= f->n_bounds; i++)
+			free(f->le[i]);
+	}
+	free(f->le);
+	free(f->bounds);
+	free(f->table);
+	free(f->order);
+	free(f->name);
+	free(f->help);
+	free(f->name_bucket);
+	free(f->name_sum);
+	free(f->name_count);
+	free(f);
+}
+
+void metrics_free(struct metrics *m)
+{
+	if (!m)
+		return;
+	for (size_t i = 0; i < m->n_fams; i++)
+		family_free(m->fams[i]);
+	free(m->fams);
+	pthread_mutex_destroy(&m->lock);
+	free(m);
+}
+
+/* Binary search: index of name, or of where it would be inserted. */
+static size_t family_find(const struct metrics *m, const char *name, bool *found)
+{
+	size_t lo = 0, hi = m->n_fams;
+
+	*found = false;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		int c = strcmp(m->fams[mid]->name, name);
+
+		if (c == 0) {
+			*found = true;
+			return mid;
+		}
+		if (c < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+static bool family_same(const struct metric *f, enum metric_type type, const char *const *labels,
+			size_t n_labels, const double *bounds, size_t n_bounds)
+{
+	if (f->type != type || f->n_labels != n_labels)
+		return false;
+	for (size_t i = 0; i < n_labels; i++) {
+		if (strcmp(f->labels[i], labels[i]))
+			return false;
+	}
+	if (type == METRIC_HISTOGRAM) {
+		if (f->n_bounds != n_bounds)
+			return false;
+		for (size_t i = 0; i < n_bounds; i++) {
+			if (f->bounds[i] != bounds[i])
+				return false;
+		}
+	}
+	return true;
+}
+
+static char *str_concat(const char *a, const char *b)
+{
+	char *s = malloc(strlen(a) + strlen(b) + 1);
+
+	if (s)
+		strcpy(stpcpy(s, a), b);
+	return s;
+}
+
+static int family_init(struct metric *f, enum metric_type type, const char *name, const char *help,
+		       const char *const *labels, size_t n_labels, const double *bounds,
+		       size_t n_bounds)
+{
+	f->type = type;
+	f->name = strdup(name);
+	f->help = strdup(help ? help : "");
+	if (!f->name || !f->help)
+		return -ENOMEM;
+	for (size_t i = 0; i < n_labels; i++) {
+		f->labels[i] = strdup(labels[i]);
+		if (!f->labels[i])
+			return -ENOMEM;
+		f->n_labels++;
+	}
+	if (type == METRIC_HISTOGRAM) {
+		f->name_bucket = str_concat(name, "_bucket");
+		f->name_sum = str_concat(name, "_sum");
+		f->name_count = str_concat(name, "_count");
+		f->bounds = calloc(n_bounds ? n_bounds : 1, sizeof(*f->bounds));
+		f->le = calloc(n_bounds + 1, sizeof(*f->le));
+		if (!f->name_bucket || !f->name_sum || !f->name_count || !f->bounds || !f->le)
+			return -ENOMEM;
+		f->n_bounds = n_bounds;
+		for (size_t i = 0; i <= n_bounds; i++) {
+			char tmp[METRICS_VALUE_MAX];
+
+			if (i < n_bounds) {
+				f->bounds[i] = bounds[i];
+				metrics_format_value(bounds[i], tmp);
+			} else {
+				strcpy(tmp, "+Inf");
+			}
+			f->le[i] = strdup(tmp);
+			if (!f->le[i])
+				return -ENOMEM;
+		}
+	}
+	f->n_buckets = HASH_MIN_BUCKETS;
+	f->table = calloc(f->n_buckets, sizeof(*f->table));
+	if (!f->table)
+		return -ENOMEM;
+	f->order_dirty = true;
+	return 0;
+}
+
+static struct metric *metrics_register(struct metrics *m, enum metric_type type, const char *name,
+				       const char *help, const char *const *labels,
+				       const double *bounds, size_t n_bounds)
+{
+	size_t n_labels = 0, pos;
+	struct metric *f = NULL;
+	bool found;
+	int err;
+
+	if (!m || !metrics_name_valid(name)) {
+		errno = EINVAL;
+		return NULL;
+	}
+	for (; labels && labels[n_labels]; n_labels++) {
+		if (n_labels >= METRIC_MAX_LABELS || !metrics_label_name_valid(labels[n_labels]) ||
+		    (type == METRIC_HISTOGRAM && !strcmp(labels[n_labels], "le"))) {
+			errno = EINVAL;
+			return NULL;
+		}
+		for (size_t j = 0; j < n_labels; j++) {
+			if (!strcmp(labels[j], labels[n_labels])) {
+				errno = EINVAL;
+				return NULL;
+			}
+		}
+	}
+	if (type == METRIC_HISTOGRAM) {
+		/* A trailing +Inf is implied; drop it if the caller gave it. */
+		if (n_bounds && isinf(bounds[n_bounds - 1]) && bounds[n_bounds - 1] > 0)
+			n_bounds--;
+		for (size_t i = 0; i < n_bounds; i++) {
+			if (!isfinite(bounds[i]) || (i && bounds[i] <= bounds[i - 1])) {
+				errno = EINVAL;
+				return NULL;
+			}
+		}
+	}
+
+	pthread_mutex_lock(&m->lock);
+	pos = family_find(m, name, &found);
+	if (found) {
+		f = m->fams[pos];
+		if (!family_same(f, type, labels, n_labels, bounds, n_bounds)) {
+			f = NULL;
+			err = -EEXIST;
+		}
+		goto out_unlock;
+	}
+	if (m->n_fams == m->cap_fams) {
+		size_t cap = m->cap_fams ? m->cap_fams * 2 : 32;
+		struct metric **fams = realloc(m->fams, cap * sizeof(*fams));
+
+		if (!fams) {
+			err = -ENOMEM;
+			goto out_unlock;
+		}
+		m->fams = fams;
+		m->cap_fams = cap;
+	}
+	f = calloc(1, sizeof(*f));
+	if (!f) {
+		err = -ENOMEM;
+		goto out_unlock;
+	}
+	err = family_init(f, type, name, help, labels, n_labels, bounds, n_bounds);
+	if (err) {
+		family_free(f);
+		f = NULL;
+		goto out_unlock;
+	}
+	f->m = m;
+	memmove(&m->fams[pos + 1], &m->fams[pos], (m->n_fams - pos) * sizeof(*m->fams));
+	m->fams[pos] = f;
+	m->n_fams++;
+out_unlock:
+	pthread_mutex_unlock(&m->lock);
+	if (!f)
+		errno = -err;
+	return f;
+}
+
+struct metric *metrics_counter(struct metrics *m, const char *name, const char *help,
+			       const char *const *labels)
+{
+	return metrics_register(m, METRIC_COUNTER, name, help, labels, NULL, 0);
+}
+
+struct metric *metrics_gauge(struct metrics *m, const char *name, const char *help,
+			     const char *const *labels)
+{
+	return metrics_register(m, METRIC_GAUGE, name, help, labels, NULL, 0);
+}
+
+struct metric *metrics_histogram(struct metrics *m, const char *name, const char *help,
+				 const char *const *labels, const double *bounds, size_t n_bounds)
+{
+	if (n_bounds && !bounds) {
+		errno = EINVAL;
+		return NULL;
+	}
+	return metrics_register(m, METRIC_HISTOGRAM, name, help, labels, bounds, n_bounds);
+}
+
+struct metric_series *metrics_counter1(struct metrics *m, const char *name, const char *help)
+{
+	struct metric *f = metrics_counter(m, name, help, NULL);
+
+	return f ? metric_series(f, NULL) : NULL;
+}
+
+struct metric_series *metrics_gauge1(struct metrics *m, const char *name, const char *help)
+{
+	struct metric *f = metrics_gauge(m, name, help, NULL);
+
+	return f ? metric_series(f, NULL) : NULL;
+}
+
+/* ---- series ---- */
+
+/* FNV-1a over the values, each followed by a 0xff byte (never in UTF-8). */
+static uint64_t values_hash(const char *const *values, size_t n)
+{
+	uint64_t h = 0xcbf29ce484222325ULL;
+
+	for (size_t i = 0; i < n; i++) {
+		for (const unsigned char *p = (const unsigned char *)values[i]; *p; p++) {
+			h ^= *p;
+			h *= 0x100000001b3ULL;
+		}
+		h ^= 0xff;
+		h *= 0x100000001b3ULL;
+	}
+	return h;
+}
+
+static bool values_equal(const struct metric_series *s, const char *const *values, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		if (strcmp(s->values[i], values[i]))
+			return false;
+	}
+	return true;
+}
+
+static void table_grow_locked(struct metric *f)
+{
+	size_t n = f->n_buckets * 2;
+	struct metric_series **t = calloc(n, sizeof(*t));
+
+	if (!t)
+		return; /* longer chains, still correct */
+	for (struct metric_series *s = f->head; s; s = s->next) {
+		size_t b = s->hash & (n - 1);
+
+		s->hnext = t[b];
+		t[b] = s;
+	}
+	free(f->table);
+	f->table = t;
+	f->n_buckets = n;
+}
+
+/* One allocation: the struct, value pointers, bucket counts, the rendered
+ * label set and the value strings. */
+static struct metric_series *series_alloc(struct metric *f, const char *const *values)
+{
+	size_t n = f->n_labels, size, labels_len = 0, values_len = 0;
+	struct metric_series *s;
+	struct obuf lb = {0};
+	char *p;
+
+	if (n) {
+		obuf_putc(&lb, '{');
+		for (size_t i = 0; i < n; i++) {
+			if (i)
+				obuf_putc(&lb, ',');
+			obuf_puts(&lb, f->labels[i]);
+			obuf_put(&lb, "=\"", 2);
+			obuf_label_value(&lb, values[i]);
+			obuf_putc(&lb, '"');
+			values_len += strlen(values[i]) + 1;
+		}
+		obuf_putc(&lb, '}');
+		if (lb.oom) {
+			free(lb.p);
+			return NULL;
+		}
+		labels_len = lb.len;
+	}
+	size = sizeof(*s) + n * sizeof(char *);
+	if (f->type == METRIC_HISTOGRAM)
+		size += (f->n_bounds + 1) * sizeof(uint64_t);
+	size += labels_len + 1 + values_len;
+	s = calloc(1, size);
+	if (!s) {
+		free(lb.p);
+		return NULL;
+	}
+	p = (char *)(s + 1);
+	s->values = (const char **)p;
+	p += n * sizeof(char *);
+	if (f->type == METRIC_HISTOGRAM) {
+		s->counts = (uint64_t *)p;
+		p += (f->n_bounds + 1) * sizeof(uint64_t);
+	}
+	s->labels = p;
+	if (labels_len)
+		memcpy(p, lb.p, labels_len);
+	p[labels_len] = '\0';
+	s->labels_len = labels_len;
+	p += labels_len + 1;
+	for (size_t i = 0; i < n; i++) {
+		s->values[i] = p;
+		p = stpcpy(p, values[i]) + 1;
+	}
+	free(lb.p);
+	s->f = f;
+	return s;
+}
+
+struct metric_series *metric_series(struct metric *f, const char *const *values)
+{
+	struct metric_series *s;
+	uint64_t h;
+	size_t b;
+
+	if (!f || (f->n_labels && !values)) {
+		errno = EINVAL;
+		return NULL;
+	}
+	for (size_t i = 0; i < f->n_labels; i++) {
+		if (!values[i] || !utf8_valid(values[i])) {
+			errno = EINVAL;
+			return NULL;
+		}
+	}
+	h = values_hash(values, f->n_labels);
+
+	pthread_mutex_lock(&f->m->lock);
+	b = h & (f->n_buckets - 1);
+	for (s = f->table[b]; s; s = s->hnext) {
+		if (s->hash == h && values_equal(s, values, f->n_labels))
+			goto out_unlock;
+	}
+	if (f->n_series >= METRIC_MAX_SERIES) {
+		errno = ENOSPC;
+		goto out_unlock;
+	}
+	s = series_alloc(f, values);
+	if (!s) {
+		errno = ENOMEM;
+		goto out_unlock;
+	}
+	s->hash = h;
+	s->hnext = f->table[b];
+	f->table[b] = s;
+	s->prev = f->tail;
+	if (f->tail)
+		f->tail->next = s;
+	else
+		f->head = s;
+	f->tail = s;
+	f->n_series++;
+	f->m->n_series++;
+	f->order_dirty = true;
+	if (f->n_series > f->n_buckets)
+		table_grow_locked(f);
+out_unlock:
+	pthread_mutex_unlock(&f->m->lock);
+	return s;
+}
+
+void metric_series_remove(struct metric *f, struct metric_series *s)
+{
+	struct metric_series **pp;
+
+	if (!f || !s || s->f != f)
+		return;
+	pthread_mutex_lock(&f->m->lock);
+	for (pp = &f->table[s->hash & (f->n_buckets - 1)]; *pp; pp = &(*pp)->hnext) {
+		if (*pp == s) {
+			*pp = s->hnext;
+			break;
+		}
+	}
+	if (s->prev)
+		s->prev->next = s->next;
+	else
+		f->head = s->next;
+	if (s->next)
+		s->next->prev = s->prev;
+	else
+		f->tail = s->prev;
+	f->n_series--;
+	f->m->n_series--;
+	f->order_dirty = true;
+	pthread_mutex_unlock(&f->m->lock);
+	series_free(s);
+}
+
+void metric_clear(struct metric *f)
+{
+	if (!f)
+		return;
+	pthread_mutex_lock(&f->m->lock);
+	family_clear_locked(f);
+	pthread_mutex_unlock(&f->m->lock);
+}
+
+void series_add(struct metric_series *s, double v)
+{
+	if (!s || s->f->type == METRIC_HISTOGRAM)
+		return;
+	/* A counter only goes up; a negative increment is a caller bug. */
+	if (s->f->type == METRIC_COUNTER && !(v >= 0))
+		return;
+	pthread_mutex_lock(&s->f->m->lock);
+	s->value += v;
+	pthread_mutex_unlock(&s->f->m->lock);
+}
+
+void series_set(struct metric_series *s, double v)
+{
+	if (!s || s->f->type == METRIC_HISTOGRAM)
+		return;
+	pthread_mutex_lock(&s->f->m->lock);
+	s->value = v;
+	pthread_mutex_unlock(&s->f->m->lock);
+}
+
+void series_observe(struct metric_series *s, double v)
+{
+	const struct metric *f;
+	size_t lo = 0, hi;
+
+	if (!s || s->f->type != METRIC_HISTOGRAM)
+		return;
+	f = s->f;
+	/* First bucket whose upper bound is >= v (le is inclusive); NaN lands in
+	 * +Inf, like in the Go client. */
+	hi = f->n_bounds;
+	if (!isnan(v)) {
+		while (lo < hi) {
+			size_t mid = lo + (hi - lo) / 2;
+
+			if (f->bounds[mid] >= v)
+				hi = mid;
+			else
+				lo = mid + 1;
+		}
+	}
+	pthread_mutex_lock(&f->m->lock);
+	s->counts[hi]++;
+	s->sum += v;
+	pthread_mutex_unlock(&f->m->lock);
+}
+
+void series_histogram_set(struct metric_series *s, const uint64_t *counts, double sum)
+{
+	if (!s || !counts || s->f->type != METRIC_HISTOGRAM)
+		return;
+	pthread_mutex_lock(&s->f->m->lock);
+	memcpy(s->counts, counts, (s->f->n_bounds + 1) * sizeof(*counts));
+	s->sum = sum;
+	pthread_mutex_unlock(&s->f->m->lock);
+}
+
+double series_value(const struct metric_series *s)
+{
+	double v = 0;
+
+	if (!s)
+		return NAN;
+	pthread_mutex_lock(&s->f->m->lock);
+	if (s->f->type == METRIC_HISTOGRAM) {
+		for (size_t i = 0; i <= s->f->n_bounds; i++)
+			v += (double)s->counts[i];
+	} else {
+		v = s->value;
+	}
+	pthread_mutex_unlock(&s->f->m->lock);
+	return v;
+}
+
+size_t metrics_series_count(struct metrics *m)
+{
+	size_t n;
+
+	if (!m)
+		return 0;
+	pthread_mutex_lock(&m->lock);
+	n = m->n_series;
+	pthread_mutex_unlock(&m->lock);
+	return n;
+}
+
+/* ---- rendering ---- */
+
+static int series_cmp(const void *a, const void *b)
+{
+	const struct metric_series *x = *(struct metric_series *const *)a;
+	const struct metric_series *y = *(struct metric_series *const *)b;
+
+	for (size_t i = 0; i < x->f->n_labels; i++) {
+		int c = strcmp(x->values[i], y->values[i]);
+
+		if (c)
+			return c;
+	}
+	return 0;
+}
+
+/* Rebuilds the sorted view of a family's series after it changed. */
+static int family_order_locked(struct metric *f)
+{
+	size_t i = 0;
+
+	if (!f->order_dirty)
+		return 0;
+	if (f->order_cap < f->n_series) {
+		size_t cap = f->n_series + f->n_series / 4 + 8;
+		struct metric_series **o = realloc(f->order, cap * sizeof(*o));
+
+		if (!o)
+			return -ENOMEM;
+		f->order = o;
+		f->order_cap = cap;
+	}
+	for (struct metric_series *s = f->head; s; s = s->next)
+		f->order[i++] = s;
+	if (f->n_labels && f->n_series > 1)
+		qsort(f->order, f->n_series, sizeof(*f->order), series_cmp);
+	f->order_dirty = false;
+	return 0;
+}
+
+static const char *type_name(enum metric_type t)
+{
+	switch (t) {
+	case METRIC_COUNTER:
+		return "counter";
+	case METRIC_GAUGE:
+		return "gauge";
+	case METRIC_HISTOGRAM:
+		return "histogram";
+	}
+	return "untyped";
+}
+
+/* `name{labels} value\n`; extra (e.g. `le="0.5"`) goes inside the braces. */
+static void obuf_sample(struct obuf *b, const char *name, const struct metric_series *s,
+			const char *le, double v)
+{
+	obuf_puts(b, name);
+	if (le) {
+		if (s->labels_len) {
+			obuf_put(b, s->labels, s->labels_len - 1);
+			obuf_put(b, ",le=\"", 5);
+		} else {
+			obuf_put(b, "{le=\"", 5);
+		}
+		obuf_puts(b, le);
+		obuf_put(b, "\"}", 2);
+	} else {
+		obuf_put(b, s->labels, s->labels_len);
+	}
+	obuf_putc(b, ' ');
+	obuf_value(b, v);
+	obuf_putc(b, '\n');
+}
+
+static void obuf_sample_u64(struct obuf *b, const char *name, const struct metric_series *s,
+			    const char *le, uint64_t v)
+{
+	obuf_puts(b, name);
+	if (le) {
+		if (s->labels_len) {
+			obuf_put(b, s->labels, s->labels_len - 1);
+			obuf_put(b, ",le=\"", 5);
+		} else {
+			obuf_put(b, "{le=\"", 5);
+		}
+		obuf_puts(b, le);
+		obuf_put(b, "\"}", 2);
+	} else {
+		obuf_put(b, s->labels, s->labels_len);
+	}
+	obuf_putc(b, ' ');
+	obuf_u64(b, v);
+	obuf_putc(b, '\n');
+}
+
+static void family_render_locked(struct metric *f, struct obuf *b)
+{
+	if (!f->n_series)
+		return; /* no samples: no metadata either, like the Go client */
+	if (family_order_locked(f)) {
+		b->oom = true;
+		return;
+	}
+	if (f->help[0]) {
+		obuf_put(b, "# HELP ", 7);
+		obuf_puts(b, f->name);
+		obuf_putc(b, ' ');
+		obuf_help(b, f->help);
+		obuf_putc(b, '\n');
+	}
+	obuf_put(b, "# TYPE ", 7);
+	obuf_puts(b, f->name);
+	obuf_putc(b, ' ');
+	obuf_puts(b, type_name(f->type));
+	obuf_putc(b, '\n');
+
+	for (size_t i = 0; i < f->n_series; i++) {
+		const struct metric_series *s = f->order[i];
+		uint64_t cum = 0;
+
+		if (f->type != METRIC_HISTOGRAM) {
+			obuf_sample(b, f->name, s, NULL, s->value);
+			continue;
+		}
+		for (size_t j = 0; j <= f->n_bounds; j++) {
+			cum += s->counts[j];
+			obuf_sample_u64(b, f->name_bucket, s, f->le[j], cum);
+		}
+		obuf_sample(b, f->name_sum, s, NULL, s->sum);
+		obuf_sample_u64(b, f->name_count, s, NULL, cum);
+	}
+}
+
+int metrics_render_text(struct metrics *m, char **buf, size_t *len)
+{
+	struct obuf b = {0};
+
+	if (!m || !buf || !len)
+		return -EINVAL;
+	pthread_mutex_lock(&m->lock);
+	/* Start at the last size plus some slack: one allocation per scrape. */
+	obuf_reserve(&b, m->last_render_len + m->last_render_len / 8 + 1024);
+	for (size_t i = 0; i < m->n_fams && !b.oom; i++)
+		family_render_locked(m->fams[i], &b);
+	if (!b.oom)
+		m->last_render_len = b.len;
+	pthread_mutex_unlock(&m->lock);
+
+	if (b.oom || !obuf_reserve(&b, 0)) {
+		free(b.p);
+		return -ENOMEM;
+	}
+	b.p[b.len] = '\0';
+	*buf = b.p;
+	*len = b.len;
+	return 0;
+}
+
+void metrics_visit(struct metrics *m, metrics_visit_fn fn, void *arg)
+{
+	if (!m || !fn)
+		return;
+	pthread_mutex_lock(&m->lock);
+	for (size_t i = 0; i < m->n_fams; i++) {
+		struct metric *f = m->fams[i];
+
+		if (family_order_locked(f))
+			continue;
+		for (size_t j = 0; j < f->n_series; j++) {
+			const struct metric_series *s = f->order[j];
+			uint64_t count = 0;
+
+			if (f->type != METRIC_HISTOGRAM) {
+				fn(f->name, s->labels, s->value, arg);
+				continue;
+			}
+			for (size_t k = 0; k <= f->n_bounds; k++)
+				count += s->counts[k];
+			fn(f->name_count, s->labels, (double)count, arg);
+			fn(f->name_sum, s->labels, s->sum, arg);
+		}
+	}
+	pthread_mutex_unlock(&m->lock);
+}
