@@ -168,7 +168,7 @@ void drops_api_get(const struct http_request *req, struct http_response *res, vo
 	sqlite3_finalize(st);
 	store_reader_put(store, db);
 
-	body = json_pack("{s:o}", "drops", rows);
+	body = json_pack("{s:o}", "data", rows);
 	if (!body) {
 		http_reply_error(res, 500, "internal", "out of memory");
 		return;

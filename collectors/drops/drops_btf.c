@@ -216,8 +216,11 @@ struct drops_reasons *drops_reasons_new(const struct btf *btf)
 			r->have_consumed = true;
 			r->consumed = v;
 		}
-		name = strip_prefix(name, "SKB_DROP_REASON_");
-		name = strip_prefix(name, "SKB_");
+		/* One prefix only: SKB_DROP_REASON_SKB_CSUM is "SKB_CSUM". */
+		if (!strncmp(name, "SKB_DROP_REASON_", 16))
+			name = strip_prefix(name, "SKB_DROP_REASON_");
+		else
+			name = strip_prefix(name, "SKB_");
 		if (ent_add(r, v, name) < 0)
 			goto err_free;
 	}
