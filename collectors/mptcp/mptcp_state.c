@@ -1,0 +1,521 @@
+/* SPDX-License-Identifier: MIT */
+/* Live MPTCP state of the mptcp collector; see mptcp_state.h. */
+#include "collectors/mptcp/mptcp_state.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "storage/store_query.h"
+
+#define MPTCP_STATE_BUCKETS 4096 /* power of two */
+
+struct mptcp_state *mptcp_state_new(void)
+{
+	struct mptcp_state *st = calloc(1, sizeof(*st));
+
+	if (!st)
+		return NULL;
+	st->n_buckets = MPTCP_STATE_BUCKETS;
+	st->buckets = calloc(st->n_buckets, sizeof(*st->buckets));
+	if (!st->buckets) {
+		free(st);
+		return NULL;
+	}
+	pthread_mutex_init(&st->lock, NULL);
+	return st;
+}
+
+static void mptcp_conn_free(struct mptcp_conn *c)
+{
+	if (!c)
+		return;
+	free(c->sf);
+	free(c);
+}
+
+/* Drops every connection and listener; the lock is the caller's business. */
+static void mptcp_state_clear(struct mptcp_state *st)
+{
+	for (size_t i = 0; i < st->n_buckets; i++) {
+		struct mptcp_conn *c = st->buckets[i], *next;
+
+		for (; c; c = next) {
+			next = c->next;
+			mptcp_conn_free(c);
+		}
+		st->buckets[i] = NULL;
+	}
+	st->n_conns = 0;
+	st->n_subflows = 0;
+	st->n_listeners = 0;
+}
+
+void mptcp_state_free(struct mptcp_state *st)
+{
+	if (!st)
+		return;
+	mptcp_state_clear(st);
+	free(st->buckets);
+	free(st->listeners);
+	pthread_mutex_destroy(&st->lock);
+	free(st);
+}
+
+static size_t mptcp_state_bucket(const struct mptcp_state *st, uint64_t netns, uint32_t token)
+{
+	uint64_t h = (netns * 0x9e3779b97f4a7c15ull) ^ (token * 0xff51afd7ed558ccdull);
+
+	return (size_t)(h ^ (h >> 29)) & (st->n_buckets - 1);
+}
+
+struct mptcp_conn *mptcp_state_conn_get(struct mptcp_state *st, uint64_t netns, uint32_t token,
+					int create)
+{
+	size_t b = mptcp_state_bucket(st, netns, token);
+	struct mptcp_conn *c;
+
+	for (c = st->buckets[b]; c; c = c->next)
+		if (c->netns == netns && c->token == token)
+			return c;
+	if (!create)
+		return NULL;
+	c = calloc(1, sizeof(*c));
+	if (!c)
+		return NULL;
+	c->netns = netns;
+	c->token = token;
+	c->next = st->buckets[b];
+	st->buckets[b] = c;
+	st->n_conns++;
+	return c;
+}
+
+/* Unlinks c from its chain (does not free it). */
+static void mptcp_state_conn_unlink(struct mptcp_state *st, struct mptcp_conn *c)
+{
+	struct mptcp_conn **pp = &st->buckets[mptcp_state_bucket(st, c->netns, c->token)];
+
+	for (; *pp; pp = &(*pp)->next) {
+		if (*pp == c) {
+			*pp = c->next;
+			st->n_conns--;
+			st->n_subflows -= c->n_sf;
+			return;
+		}
+	}
+}
+
+static int mptcp_tuple_eq(const struct mptcp_tuple *a, const struct mptcp_tuple *b)
+{
+	return a->sport == b->sport && a->dport == b->dport &&
+	       !memcmp(&a->saddr, &b->saddr, sizeof(a->saddr)) &&
+	       !memcmp(&a->daddr, &b->daddr, sizeof(a->daddr));
+}
+
+static void mptcp_tuple_from_event(struct mptcp_tuple *t, const struct mptcp_event *ev)
+{
+	memset(t, 0, sizeof(*t));
+	t->family = ev->saddr_family   ? ev->saddr_family
+		    : ev->daddr_family ? ev->daddr_family
+				       : (uint8_t)ev->family;
+	t->saddr = ev->saddr;
+	t->daddr = ev->daddr;
+	t->sport = ev->sport;
+	t->dport = ev->dport;
+}
+
+static struct mptcp_subflow *mptcp_conn_subflow_find(struct mptcp_conn *c,
+						     const struct mptcp_tuple *t)
+{
+	for (uint32_t i = 0; i < c->n_sf; i++)
+		if (mptcp_tuple_eq(&c->sf[i].t, t))
+			return &c->sf[i];
+	return NULL;
+}
+
+int mptcp_state_subflow_put(struct mptcp_state *st, struct mptcp_conn *c,
+			    const struct mptcp_subflow *sf)
+{
+	struct mptcp_subflow *old = mptcp_conn_subflow_find(c, &sf->t);
+
+	if (old) {
+		int64_t since = old->since_ns;
+
+		*old = *sf;
+		old->since_ns = since ? since : sf->since_ns;
+		return 0;
+	}
+	if (c->n_sf == c->cap_sf) {
+		uint32_t cap = c->cap_sf ? c->cap_sf * 2 : 4;
+		struct mptcp_subflow *n = realloc(c->sf, cap * sizeof(*n));
+
+		if (!n)
+			return -ENOMEM;
+		c->sf = n;
+		c->cap_sf = cap;
+	}
+	c->sf[c->n_sf++] = *sf;
+	st->n_subflows++;
+	return 0;
+}
+
+static void mptcp_conn_subflow_del(struct mptcp_state *st, struct mptcp_conn *c,
+				   struct mptcp_subflow *sf)
+{
+	*sf = c->sf[--c->n_sf];
+	st->n_subflows--;
+}
+
+static struct mptcp_listener *mptcp_state_listener_find(struct mptcp_state *st, uint64_t netns,
+							const struct mptcp_tuple *t)
+{
+	for (size_t i = 0; i < st->n_listeners; i++) {
+		struct mptcp_listener *l = &st->listeners[i];
+
+		if (l->netns == netns && l->t.family == t->family && l->t.sport == t->sport &&
+		    !memcmp(&l->t.saddr, &t->saddr, sizeof(t->saddr)))
+			return l;
+	}
+	return NULL;
+}
+
+int mptcp_state_listener_put(struct mptcp_state *st, uint64_t netns, const struct mptcp_tuple *t,
+			     int64_t since_ns)
+{
+	struct mptcp_listener *l = mptcp_state_listener_find(st, netns, t);
+
+	if (l)
+		return 0;
+	if (st->n_listeners == st->cap_listeners) {
+		size_t cap = st->cap_listeners ? st->cap_listeners * 2 : 8;
+		struct mptcp_listener *n = realloc(st->listeners, cap * sizeof(*n));
+
+		if (!n)
+			return -ENOMEM;
+		st->listeners = n;
+		st->cap_listeners = cap;
+	}
+	l = &st->listeners[st->n_listeners++];
+	memset(l, 0, sizeof(*l));
+	l->netns = netns;
+	l->t = *t;
+	l->since_ns = since_ns;
+	return 0;
+}
+
+/* ANNOUNCED / REMOVED: the peer's address list of one connection. */
+static void mptcp_conn_addr_event(struct mptcp_conn *c, const struct mptcp_event *ev,
+				  int64_t now_ns)
+{
+	struct mptcp_addr *a = NULL;
+
+	for (uint32_t i = 0; i < c->n_addrs; i++)
+		if (c->addrs[i].id == ev->rem_id)
+			a = &c->addrs[i];
+	if (!a) {
+		if (c->n_addrs == MPTCP_STATE_MAX_ADDRS) {
+			/* Full: forget the oldest entry. */
+			memmove(&c->addrs[0], &c->addrs[1], sizeof(c->addrs[0]) * (c->n_addrs - 1));
+			c->n_addrs--;
+		}
+		a = &c->addrs[c->n_addrs++];
+		memset(a, 0, sizeof(*a));
+		a->id = ev->rem_id;
+	}
+	if (ev->type == MPTCP_EV_ANNOUNCED) {
+		a->family = ev->daddr_family ? ev->daddr_family : (uint8_t)ev->family;
+		a->addr = ev->daddr;
+		a->port = ev->dport;
+		a->announced_ns = now_ns;
+		a->removed_ns = 0;
+	} else {
+		a->removed_ns = now_ns;
+	}
+}
+
+static int mptcp_state_apply_locked(struct mptcp_state *st, uint64_t netns,
+				    const struct mptcp_event *ev, int64_t now_ns,
+				    mptcp_subflow_end_fn end_fn, void *arg)
+{
+	struct mptcp_subflow sf, *old;
+	struct mptcp_conn *c;
+	struct mptcp_tuple t;
+
+	mptcp_tuple_from_event(&t, ev);
+	switch (ev->type) {
+	case MPTCP_EV_LISTENER_CREATED:
+		return mptcp_state_listener_put(st, netns, &t, now_ns);
+	case MPTCP_EV_LISTENER_CLOSED: {
+		struct mptcp_listener *l = mptcp_state_listener_find(st, netns, &t);
+
+		if (!l)
+			return -ENOENT;
+		*l = st->listeners[--st->n_listeners];
+		return 0;
+	}
+	case MPTCP_EV_CLOSED:
+		c = mptcp_state_conn_get(st, netns, ev->token, 0);
+		if (!c)
+			return -ENOENT;
+		/* The kernel sends no SUB_CLOSED for subflows still open at
+		 * CLOSED: they end here. */
+		if (end_fn)
+			for (uint32_t i = 0; i < c->n_sf; i++)
+				end_fn((double)(now_ns - c->sf[i].since_ns) / 1e9, arg);
+		mptcp_state_conn_unlink(st, c);
+		mptcp_conn_free(c);
+		return 0;
+	case MPTCP_EV_CREATED:
+	case MPTCP_EV_ESTABLISHED:
+		if (!mptcp_event_has(ev, MPTCP_EVA_TOKEN))
+			return -ENOENT;
+		c = mptcp_state_conn_get(st, netns, ev->token, 1);
+		if (!c)
+			return -ENOMEM;
+		if (t.family)
+			c->t = t;
+		c->server_side = ev->server_side;
+		c->flags = ev->flags;
+		c->resynced = 0;
+		if (!c->created_ns)
+			c->created_ns = now_ns;
+		if (ev->type == MPTCP_EV_CREATED)
+			return 0;
+		c->established = 1;
+		c->established_ns = now_ns;
+		/* The initial subflow gets no SUB_ESTABLISHED of its own. */
+		if (!t.family)
+			return 0;
+		memset(&sf, 0, sizeof(sf));
+		sf.t = t;
+		sf.since_ns = c->created_ns;
+		return mptcp_state_subflow_put(st, c, &sf);
+	case MPTCP_EV_ANNOUNCED:
+	case MPTCP_EV_REMOVED:
+		c = mptcp_state_conn_get(st, netns, ev->token, 0);
+		if (!c)
+			return -ENOENT;
+		mptcp_conn_addr_event(c, ev, now_ns);
+		return 0;
+	case MPTCP_EV_SUB_ESTABLISHED:
+	case MPTCP_EV_SUB_PRIORITY:
+		c = mptcp_state_conn_get(st, netns, ev->token, 0);
+		if (!c)
+			return -ENOENT;
+		memset(&sf, 0, sizeof(sf));
+		sf.t = t;
+		sf.loc_id = ev->loc_id;
+		sf.rem_id = ev->rem_id;
+		sf.backup = ev->backup;
+		sf.if_idx = ev->if_idx;
+		sf.since_ns = now_ns;
+		old = mptcp_conn_subflow_find(c, &t);
+		if (ev->type == MPTCP_EV_SUB_PRIORITY && old) {
+			old->backup = ev->backup;
+			return 0;
+		}
+		return mptcp_state_subflow_put(st, c, &sf);
+	case MPTCP_EV_SUB_CLOSED:
+		c = mptcp_state_conn_get(st, netns, ev->token, 0);
+		if (!c)
+			return -ENOENT;
+		old = mptcp_conn_subflow_find(c, &t);
+		if (!old)
+			return -ENOENT;
+		if (end_fn)
+			end_fn((double)(now_ns - old->since_ns) / 1e9, arg);
+		mptcp_conn_subflow_del(st, c, old);
+		return 0;
+	}
+	return 0; /* unknown type: nothing to track */
+}
+
+int mptcp_state_apply(struct mptcp_state *st, uint64_t netns, const struct mptcp_event *ev,
+		      int64_t now_ns, mptcp_subflow_end_fn end_fn, void *arg)
+{
+	int ret;
+
+	pthread_mutex_lock(&st->lock);
+	ret = mptcp_state_apply_locked(st, netns, ev, now_ns, end_fn, arg);
+	pthread_mutex_unlock(&st->lock);
+	return ret;
+}
+
+void mptcp_state_resync(struct mptcp_state *st, uint64_t netns, struct mptcp_state *fresh)
+{
+	pthread_mutex_lock(&st->lock);
+	/* Connections of netns that are gone. */
+	for (size_t b = 0; b < st->n_buckets; b++) {
+		struct mptcp_conn *c = st->buckets[b], *next;
+
+		for (; c; c = next) {
+			next = c->next;
+			if (c->netns != netns || mptcp_state_conn_get(fresh, netns, c->token, 0))
+				continue;
+			mptcp_state_conn_unlink(st, c);
+			mptcp_conn_free(c);
+		}
+	}
+	/* Connections in the dump: move them over, keeping what only events
+	 * told us (creation time, server side, addresses, subflow ages). */
+	for (size_t b = 0; b < fresh->n_buckets; b++) {
+		struct mptcp_conn *f = fresh->buckets[b], *next;
+
+		for (; f; f = next) {
+			struct mptcp_conn *old = mptcp_state_conn_get(st, netns, f->token, 0);
+
+			next = f->next;
+			if (f->netns != netns)
+				continue;
+			mptcp_state_conn_unlink(fresh, f);
+			if (old) {
+				for (uint32_t i = 0; i < f->n_sf; i++) {
+					struct mptcp_subflow *o =
+					    mptcp_conn_subflow_find(old, &f->sf[i].t);
+
+					if (o)
+						f->sf[i].since_ns = o->since_ns;
+				}
+				f->created_ns = old->created_ns;
+				f->established_ns = old->established_ns;
+				f->server_side = old->server_side;
+				f->flags = old->flags;
+				f->resynced = old->resynced;
+				memcpy(f->addrs, old->addrs, sizeof(f->addrs));
+				f->n_addrs = old->n_addrs;
+				mptcp_state_conn_unlink(st, old);
+				mptcp_conn_free(old);
+			}
+			f->next = st->buckets[mptcp_state_bucket(st, netns, f->token)];
+			st->buckets[mptcp_state_bucket(st, netns, f->token)] = f;
+			st->n_conns++;
+			st->n_subflows += f->n_sf;
+		}
+	}
+	/* Listeners: the dump's set, with the older "since" where known. */
+	for (size_t i = 0; i < fresh->n_listeners; i++) {
+		struct mptcp_listener *o =
+		    mptcp_state_listener_find(st, netns, &fresh->listeners[i].t);
+
+		if (o)
+			fresh->listeners[i].since_ns = o->since_ns;
+	}
+	for (size_t i = 0; i < st->n_listeners;) {
+		if (st->listeners[i].netns == netns)
+			st->listeners[i] = st->listeners[--st->n_listeners];
+		else
+			i++;
+	}
+	for (size_t i = 0; i < fresh->n_listeners; i++)
+		if (fresh->listeners[i].netns == netns)
+			mptcp_state_listener_put(st, netns, &fresh->listeners[i].t,
+						 fresh->listeners[i].since_ns);
+	pthread_mutex_unlock(&st->lock);
+	mptcp_state_clear(fresh);
+}
+
+void mptcp_state_counts(struct mptcp_state *st, size_t *conns, size_t *subflows)
+{
+	pthread_mutex_lock(&st->lock);
+	*conns = st->n_conns;
+	*subflows = st->n_subflows;
+	pthread_mutex_unlock(&st->lock);
+}
+
+static json_t *mptcp_json_addr(uint8_t family, const struct in6_addr *a)
+{
+	char buf[INET6_ADDRSTRLEN];
+
+	if ((family != AF_INET && family != AF_INET6) || !inet_ntop(family, a, buf, sizeof(buf)))
+		return json_null();
+	return json_string(buf);
+}
+
+static json_t *mptcp_json_time(int64_t ns)
+{
+	char buf[40];
+
+	if (!ns || store_format_time(ns, buf, sizeof(buf)) < 0)
+		return json_null();
+	return json_string(buf);
+}
+
+static const char *mptcp_family_name(uint8_t family)
+{
+	return family == AF_INET ? "ipv4" : family == AF_INET6 ? "ipv6" : "unknown";
+}
+
+static json_t *mptcp_subflow_json(const struct mptcp_subflow *sf)
+{
+	return json_pack("{s:s,s:o,s:o,s:i,s:i,s:i,s:i,s:b,s:i,s:I,s:o}", "family",
+			 mptcp_family_name(sf->t.family), "saddr",
+			 mptcp_json_addr(sf->t.family, &sf->t.saddr), "daddr",
+			 mptcp_json_addr(sf->t.family, &sf->t.daddr), "sport", sf->t.sport, "dport",
+			 sf->t.dport, "loc_id", sf->loc_id, "rem_id", sf->rem_id, "backup",
+			 sf->backup, "if_idx", sf->if_idx, "since_ns", (json_int_t)sf->since_ns,
+			 "since", mptcp_json_time(sf->since_ns));
+}
+
+static json_t *mptcp_conn_json(const struct mptcp_conn *c)
+{
+	json_t *sfs = json_array(), *addrs = json_array(), *o;
+	char hex[16];
+
+	for (uint32_t i = 0; i < c->n_sf; i++)
+		json_array_append_new(sfs, mptcp_subflow_json(&c->sf[i]));
+	for (uint32_t i = 0; i < c->n_addrs; i++) {
+		const struct mptcp_addr *a = &c->addrs[i];
+
+		json_array_append_new(addrs, json_pack("{s:i,s:o,s:i,s:o,s:o}", "id", a->id, "addr",
+						       mptcp_json_addr(a->family, &a->addr), "port",
+						       a->port, "announced",
+						       mptcp_json_time(a->announced_ns), "removed",
+						       mptcp_json_time(a->removed_ns)));
+	}
+	snprintf(hex, sizeof(hex), "%08x", c->token);
+	o = json_pack(
+	    "{s:I,s:I,s:s,s:s,s:o,s:o,s:i,s:i,s:b,s:b,s:b,s:i,s:o,s:o,s:i,s:o,s:o}", "netns",
+	    (json_int_t)c->netns, "token", (json_int_t)c->token, "token_hex", hex, "family",
+	    mptcp_family_name(c->t.family), "saddr", mptcp_json_addr(c->t.family, &c->t.saddr),
+	    "daddr", mptcp_json_addr(c->t.family, &c->t.daddr), "sport", c->t.sport, "dport",
+	    c->t.dport, "server_side", c->server_side, "established", c->established, "resynced",
+	    c->resynced, "flags", c->flags, "created", mptcp_json_time(c->created_ns),
+	    "established_at", mptcp_json_time(c->established_ns), "n_subflows", (int)c->n_sf,
+	    "subflows", sfs, "addresses", addrs);
+	return o;
+}
+
+json_t *mptcp_state_json(struct mptcp_state *st)
+{
+	json_t *conns = json_array(), *ls = json_array();
+	size_t n_subflows;
+
+	if (!conns || !ls)
+		goto out_nomem;
+	pthread_mutex_lock(&st->lock);
+	for (size_t b = 0; b < st->n_buckets; b++)
+		for (struct mptcp_conn *c = st->buckets[b]; c; c = c->next)
+			json_array_append_new(conns, mptcp_conn_json(c));
+	for (size_t i = 0; i < st->n_listeners; i++) {
+		const struct mptcp_listener *l = &st->listeners[i];
+
+		json_array_append_new(
+		    ls, json_pack("{s:I,s:s,s:o,s:i,s:o}", "netns", (json_int_t)l->netns, "family",
+				  mptcp_family_name(l->t.family), "addr",
+				  mptcp_json_addr(l->t.family, &l->t.saddr), "port", l->t.sport,
+				  "since", mptcp_json_time(l->since_ns)));
+	}
+	n_subflows = st->n_subflows;
+	pthread_mutex_unlock(&st->lock);
+	return json_pack("{s:I,s:I,s:o,s:o}", "n_connections", (json_int_t)json_array_size(conns),
+			 "n_subflows", (json_int_t)n_subflows, "connections", conns, "listeners",
+			 ls);
+
+out_nomem:
+	json_decref(conns);
+	json_decref(ls);
+	return NULL;
+}

@@ -1,0 +1,120 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Live MPTCP state of the mptcp collector: connections by (netns, token) with
+ * their subflows, addresses announced/removed by the peer, and listeners.
+ *
+ * Updated on the main thread from decoded events (mptcp_state_apply) or
+ * replaced per netns from a sock_diag dump after an overrun
+ * (mptcp_state_resync); read by HTTP threads (mptcp_state_json). One mutex
+ * inside guards it all. No I/O here, so it is unit-tested with recorded
+ * events.
+ */
+#ifndef SYSOBS_MPTCP_STATE_H
+#define SYSOBS_MPTCP_STATE_H
+
+#include <jansson.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "collectors/mptcp/mptcp_decode.h"
+
+#define MPTCP_STATE_MAX_ADDRS 16 /* announced addresses kept per connection */
+
+/* Addresses and ports of a connection or subflow; ports in host order. */
+struct mptcp_tuple {
+	uint8_t family;	       /* AF_INET, AF_INET6, 0 = unknown */
+	struct in6_addr saddr; /* IPv4 in the first 4 bytes */
+	struct in6_addr daddr;
+	uint16_t sport;
+	uint16_t dport;
+};
+
+struct mptcp_subflow {
+	struct mptcp_tuple t;
+	uint8_t loc_id;
+	uint8_t rem_id;
+	uint8_t backup;
+	int32_t if_idx;
+	int64_t since_ns; /* wall clock it was seen established */
+};
+
+struct mptcp_addr {
+	uint8_t id; /* remote address id */
+	uint8_t family;
+	struct in6_addr addr;
+	uint16_t port;
+	int64_t announced_ns; /* 0: only seen removed */
+	int64_t removed_ns;   /* 0: still announced */
+};
+
+struct mptcp_conn {
+	struct mptcp_conn *next; /* hash chain */
+	uint64_t netns;		 /* netns inode */
+	uint32_t token;
+	struct mptcp_tuple t; /* the initial subflow's */
+	uint8_t server_side;
+	uint8_t established;
+	uint8_t resynced; /* learnt from sock_diag, not from events */
+	uint16_t flags;
+	int64_t created_ns;
+	int64_t established_ns;
+	struct mptcp_subflow *sf;
+	uint32_t n_sf, cap_sf;
+	struct mptcp_addr addrs[MPTCP_STATE_MAX_ADDRS];
+	uint32_t n_addrs;
+};
+
+struct mptcp_listener {
+	uint64_t netns;
+	struct mptcp_tuple t; /* saddr + sport */
+	int64_t since_ns;
+};
+
+struct mptcp_state {
+	pthread_mutex_t lock;
+	struct mptcp_conn **buckets;
+	size_t n_buckets;
+	size_t n_conns;
+	size_t n_subflows;
+	struct mptcp_listener *listeners;
+	size_t n_listeners, cap_listeners;
+};
+
+/* Called for every subflow that ends (SUB_CLOSED, or still open at CLOSED),
+ * with how long it lived. */
+typedef void (*mptcp_subflow_end_fn)(double seconds, void *arg);
+
+struct mptcp_state *mptcp_state_new(void);
+void mptcp_state_free(struct mptcp_state *st); /* accepts NULL */
+
+/*
+ * Applies one decoded event seen in netns at now_ns. Returns 0, -ENOMEM, or
+ * -ENOENT when the event refers to a connection or subflow the state does not
+ * know (the state is still consistent; the caller may count it).
+ */
+int mptcp_state_apply(struct mptcp_state *st, uint64_t netns, const struct mptcp_event *ev,
+		      int64_t now_ns, mptcp_subflow_end_fn end_fn, void *arg);
+
+/* Builders used by the sock_diag resync into a private, unlocked state. */
+struct mptcp_conn *mptcp_state_conn_get(struct mptcp_state *st, uint64_t netns, uint32_t token,
+					int create);
+int mptcp_state_subflow_put(struct mptcp_state *st, struct mptcp_conn *c,
+			    const struct mptcp_subflow *sf);
+int mptcp_state_listener_put(struct mptcp_state *st, uint64_t netns, const struct mptcp_tuple *t,
+			     int64_t since_ns);
+
+/*
+ * Replaces everything st knows about netns with what fresh (built from a
+ * sock_diag dump of that netns) holds, keeping creation times, announced
+ * addresses and subflow "since" times of what survived. fresh is emptied.
+ */
+void mptcp_state_resync(struct mptcp_state *st, uint64_t netns, struct mptcp_state *fresh);
+
+void mptcp_state_counts(struct mptcp_state *st, size_t *conns, size_t *subflows);
+
+/* {"connections": [...], "listeners": [...]} under the lock; NULL on ENOMEM. */
+json_t *mptcp_state_json(struct mptcp_state *st);
+
+#endif
