@@ -87,11 +87,15 @@ int cachefiles_probe_verdict(const struct cachefiles_kernel *k, char *why, size_
 		return -ENODEV;
 	}
 	if (!k->has_cachefiles && k->module_available) {
-		snprintf(why, len, "cachefiles module is not loaded (modprobe cachefiles)");
+		snprintf(why, len,
+			 "kernel has no cachefiles_ondemand_read until the cachefiles "
+			 "module is loaded (modprobe cachefiles)");
 		return -ENODEV;
 	}
 	if (!k->has_cachefiles) {
-		snprintf(why, len, "kernel has no cachefiles (CONFIG_CACHEFILES off)");
+		snprintf(why, len,
+			 "kernel has no cachefiles_ondemand_read (no cachefiles at all: "
+			 "CONFIG_CACHEFILES off)");
 		return -ENODEV;
 	}
 	if (!k->has_read_fn || !k->has_init_fn) {

@@ -1,0 +1,171 @@
+#!/usr/bin/env bash
+# integration.vm_cachefiles: the cachefiles collector inside a real kernel
+# with CONFIG_CACHEFILES_ONDEMAND, under qemu.
+#
+# Builds (or reuses from the cache) the test kernel, packs sysobsd, the
+# on-demand daemon and an EROFS image into an initramfs, boots it, and checks
+# what the guest printed on the serial console:
+#   - the file contents read through EROFS-over-fscache are intact;
+#   - sysobs_cachefiles_requests_total per (op, volume) equals the number of
+#     OPEN and READ requests the daemon served (exact), with no errors;
+#   - p50 and p99 of sysobs_cachefiles_request_duration_seconds are within one
+#     bucket of the delay the daemon injected, for two delays (two volumes);
+#   - every request of the slow volume is a row of /api/v1/cachefiles/slow;
+#   - read bytes match, nothing is left in flight.
+# And on the host kernel (no cachefiles): the collector is unavailable with
+# the reason.
+source "$(dirname "$0")/lib.sh"
+source "$SYSOBS_SRC/tests/vm/lib-vm.sh"
+
+FAST_FSID=fsfast FAST_MS=20
+SLOW_FSID=fsslow SLOW_MS=150
+SLOW_THRESHOLD=100ms
+
+need_root
+vm_need_tools
+need_cmd mkfs.erofs
+need_cmd mkfs.ext4
+need_cmd jq
+DAEMON=$SYSOBS_BUILD/tests/ondemand_daemon
+[ -x "$DAEMON" ] || fail "$DAEMON not built"
+
+# --- host kernel: unavailable with a reason (this machine has no cachefiles) ---
+if [ ! -e /sys/kernel/btf/vmlinux ] || ! grep -qw cachefiles_ondemand_read \
+	/sys/kernel/tracing/available_filter_functions 2>/dev/null; then
+	start_agent
+	api GET /api/v1/collectors >"$T/collectors.json"
+	state=$(jq -r '.. | objects | select(.name? == "cachefiles") | .state' "$T/collectors.json" | head -n1)
+	why=$(jq -r '.. | objects | select(.name? == "cachefiles") | (.why // .reason // "")' "$T/collectors.json" | head -n1)
+	assert_eq "host: cachefiles state" unavailable "$state"
+	case $why in
+	*cachefiles*) ;;
+	*) fail "host: unavailable reason does not name cachefiles: '$why'" ;;
+	esac
+	assert_eq "host: sysobs_collector_up{cachefiles}" 0 "$(metric 'sysobs_collector_up{collector="cachefiles"}')"
+	stop_agent
+	pass "host kernel $(uname -r): cachefiles unavailable: $why"
+fi
+
+# --- the test kernel ---
+KERNEL=$("$SYSOBS_SRC/tests/vm/build-kernel.sh") || fail "test kernel build failed"
+
+# EROFS image: files of several sizes, md5 sums to compare in the guest.
+mkdir -p "$T/tree/sub"
+head -c $((1024 * 1024)) /dev/urandom >"$T/tree/big.bin"
+head -c $((300 * 1024 + 123)) /dev/urandom >"$T/tree/mid.bin"
+seq 1 5000 >"$T/tree/sub/numbers.txt"
+echo "hello from sysobs" >"$T/tree/small.txt"
+(cd "$T/tree" && find . -type f | sed 's|^\./||' | sort >"$T/files" &&
+	md5sum $(cat "$T/files") >"$T/md5sums")
+mkfs.erofs -q "$T/fs.img" "$T/tree" >/dev/null || fail "mkfs.erofs failed"
+# cachefiles needs a backing fs with xattrs, tmpfile and sync_fs: ext4, not tmpfs
+truncate -s 64M "$T/cache.img"
+mkfs.ext4 -q -F "$T/cache.img" || fail "mkfs.ext4 failed"
+
+cat >"$T/vm-test.conf" <<EOF
+FAST_FSID=$FAST_FSID
+FAST_MS=$FAST_MS
+SLOW_FSID=$SLOW_FSID
+SLOW_MS=$SLOW_MS
+SLOW_THRESHOLD=$SLOW_THRESHOLD
+EOF
+vm_initramfs "$T/initrd.gz" --bin "$SYSOBSD=/bin/sysobsd" --bin "$DAEMON=/bin/ondemand_daemon" \
+	--file "$T/fs.img=/data/fs.img" --file "$T/files=/data/files" \
+	--file "$T/md5sums=/data/md5sums" --file "$T/vm-test.conf=/etc/vm-test.conf" \
+	--file "$SYSOBS_SRC/tests/vm/guest/cachefiles.sh=/tests/cachefiles.sh"
+
+vm_boot "$KERNEL" "$T/initrd.gz" cachefiles --append "sysobs.test=cachefiles" \
+	--disk "$T/cache.img" --timeout "${SYSOBS_VM_TIMEOUT:-300}"
+C=$T/cachefiles.console
+grep '^VM: ' "$C"
+status=$(vm_exit_status "$C")
+if [ "$status" != 0 ]; then
+	tail -n 60 "$C" >&2
+	fail "guest scenario exited with '${status:-none}'"
+fi
+
+vm_section collectors "$C" >"$T/vm-collectors.json"
+vm_section ondemand_stats "$C" >"$T/od.stats"
+vm_section metrics "$C" >"$T/metrics.txt"
+vm_section slow "$C" >"$T/slow.json"
+cat "$T/od.stats"
+kver=$(sed -n 's/.*SYSOBS-VM-BEGIN kernel=\([^ ]*\).*/\1/p' "$C")
+
+state=$(jq -r '.. | objects | select(.name? == "cachefiles") | .state' "$T/vm-collectors.json" | head -n1)
+assert_eq "guest: cachefiles collector state" running "$state"
+grep -q '^errors=0$' "$T/od.stats" || fail "the on-demand daemon reported errors"
+
+# od_stat VOLUME FIELD -> the daemon's count
+od_stat() {
+	awk -v v="volume=$1" -v f="$2" '$1 == v { for (i = 2; i <= NF; i++) { split($i, kv, "=");
+		if (kv[1] == f) print kv[2] } }' "$T/od.stats"
+}
+# prom NAME LABEL... -> value of the series of NAME whose labels include all given
+prom() {
+	local name=$1
+	shift
+	awk -v n="$name" -v want="$*" '
+		index($0, n "{") == 1 || $1 == n {
+			ok = 1; k = split(want, w, " ")
+			for (i = 1; i <= k; i++) if (!index($0, w[i])) ok = 0
+			if (ok) { print $NF; found = 1; exit }
+		}
+		END { if (!found) print "" }' "$T/metrics.txt"
+}
+# bucket_check OP VOLUME DELAY_MS Q -> "qi di le_q le_d" (bucket positions)
+bucket_check() {
+	awk -v op="op=\"$1\"" -v vol="volume=\"$2\"" -v d="$3" -v q="$4" '
+		index($0, "sysobs_cachefiles_request_duration_seconds_bucket{") == 1 &&
+		index($0, op) && index($0, vol) {
+			match($0, /le="[^"]*"/); n++
+			les[n] = substr($0, RSTART + 4, RLENGTH - 5); cum[n] = $NF
+		}
+		END {
+			if (!n || cum[n] == 0) { print "nodata"; exit }
+			for (i = 1; i <= n; i++) if (cum[i] >= q * cum[n]) { qi = i; break }
+			for (i = 1; i <= n; i++)
+				if (les[i] == "+Inf" || les[i] + 0 >= d / 1000.0) { di = i; break }
+			print qi, di, les[qi], les[di]
+		}' "$T/metrics.txt"
+}
+
+total_slow_expected=0
+for pair in "$FAST_FSID:$FAST_MS" "$SLOW_FSID:$SLOW_MS"; do
+	fsid=${pair%%:*} delay=${pair##*:} vol=erofs,${pair%%:*}
+	for op in open read; do
+		want=$(od_stat "$vol" "$op")
+		[ -n "$want" ] && [ "$want" -gt 0 ] || fail "daemon served no $op for $vol"
+		got=$(prom sysobs_cachefiles_requests_total "op=\"$op\"" "volume=\"$vol\"" 'result="ok"')
+		assert_eq "requests_total{op=$op,volume=$vol,result=ok} vs daemon" "$want" "$got"
+		err=$(prom sysobs_cachefiles_requests_total "op=\"$op\"" "volume=\"$vol\"" 'result="error"')
+		[ -z "$err" ] || [ "$err" = 0 ] || fail "$op errors on $vol: $err"
+		for q in 0.5 0.99; do
+			read -r qi di leq led <<<"$(bucket_check "$op" "$vol" "$delay" "$q")"
+			[ "$qi" != nodata ] || fail "no histogram for $op $vol"
+			diff=$((qi - di))
+			[ ${diff#-} -le 1 ] ||
+				fail "p$q of $op on $vol is le=$leq, injected ${delay} ms is in le=$led: more than one bucket apart"
+			echo "  $vol $op p$q: bucket le=$leq s (injected $delay ms -> le=$led s, $diff bucket(s) apart)"
+		done
+		inflight=$(prom sysobs_cachefiles_inflight_requests "op=\"$op\"" "volume=\"$vol\"")
+		assert_eq "inflight{op=$op,volume=$vol} at the end" 0 "${inflight:-0}"
+	done
+	want=$(od_stat "$vol" read_bytes)
+	got=$(prom sysobs_cachefiles_read_bytes_total "volume=\"$vol\"")
+	assert_eq "read_bytes_total{volume=$vol} vs daemon" "$want" "$got"
+	if [ "$fsid" = "$SLOW_FSID" ]; then
+		total_slow_expected=$(($(od_stat "$vol" open) + $(od_stat "$vol" read)))
+	fi
+done
+
+# every request of the slow volume (150 ms >= 100 ms) is a stored row
+slow_rows=$(jq --arg v "erofs,$SLOW_FSID" '[.rows[] | select(.volume == $v)] | length' "$T/slow.json")
+assert_eq "slow rows for erofs,$SLOW_FSID" "$total_slow_expected" "$slow_rows"
+below=$(jq '[.rows[] | select(.latency_seconds < 0.1)] | length' "$T/slow.json")
+assert_eq "slow rows under the threshold" 0 "$below"
+jq -e --arg v "erofs,$SLOW_FSID" '[.rows[] | select(.volume == $v and .op == "read")][0]
+	| (.offset >= 0 and .length > 0 and .comm != "" and .time != null)' "$T/slow.json" >/dev/null ||
+	fail "slow READ rows lack offset/length/comm/time"
+fast_slow=$(jq --arg v "erofs,$FAST_FSID" '[.rows[] | select(.volume == $v)] | length' "$T/slow.json")
+
+pass "kernel $kver: counts exact for 2 volumes x {open,read}, p50/p99 within one bucket of ${FAST_MS} ms and ${SLOW_MS} ms, $slow_rows slow rows (fast volume: $fast_slow)"

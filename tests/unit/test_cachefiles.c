@@ -1,0 +1,217 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Unit tests of the cachefiles collector's pure parts: the log-linear bucket
+ * layout shared with BPF, slow-record decoding, volume names, the probe
+ * verdict, quantiles; and, on this host, that the BPF backend's probe refuses
+ * a kernel without cachefiles_ondemand_read with the precise reason.
+ */
+#include <errno.h>
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "collectors/cachefiles/backend.h"
+#include "collectors/cachefiles/cachefiles_decode.h"
+
+static void bucket_edges_are_consistent_with_bounds(void **state)
+{
+	/* every finite bucket i holds exactly [upper(i-1), upper(i)) */
+	for (unsigned i = 0; i < CF_HIST_FINITE; i++) {
+		uint64_t hi = cf_hist_upper_ns(i);
+		uint64_t lo = i ? cf_hist_upper_ns(i - 1) : 0;
+
+		assert_true(hi > lo);
+		assert_int_equal(cf_hist_bucket(lo), i);
+		assert_int_equal(cf_hist_bucket(hi - 1), i);
+		assert_int_equal(cf_hist_bucket(hi), i + 1);
+	}
+	assert_int_equal(cf_hist_bucket(0), 0);
+	assert_int_equal(cf_hist_bucket(UINT64_MAX), CF_HIST_BUCKETS - 1);
+}
+
+static void buckets_span_10us_to_10s_finely(void **state)
+{
+	double bounds[CF_HIST_FINITE];
+
+	cachefiles_hist_bounds(bounds);
+	/* the first bound is below 10 us and the last finite one above 10 s */
+	assert_true(bounds[0] <= 10e-6);
+	assert_true(bounds[CF_HIST_FINITE - 1] >= 10.0);
+	for (unsigned i = 1; i < CF_HIST_FINITE; i++) {
+		assert_true(bounds[i] > bounds[i - 1]);
+		/* log-linear: each bucket at most 12.5 % of its lower edge wide */
+		if (i > 1)
+			assert_true((bounds[i] - bounds[i - 1]) / bounds[i - 1] <= 0.125 + 1e-12);
+	}
+	/* 20 ms and 150 ms land in buckets whose bounds enclose them */
+	assert_true(cf_hist_upper_ns(cf_hist_bucket(20000000)) > 20000000);
+	assert_true(cf_hist_upper_ns(cf_hist_bucket(20000000) - 1) <= 20000000);
+	assert_true(cf_hist_upper_ns(cf_hist_bucket(150000000)) > 150000000);
+}
+
+static void quantile_reads_the_bucket_holding_the_rank(void **state)
+{
+	__u64 b[CF_HIST_BUCKETS] = {0};
+	unsigned i20 = cf_hist_bucket(20000000), i150 = cf_hist_bucket(150000000);
+
+	assert_true(isnan(cachefiles_hist_quantile(b, 0.5)));
+	b[i20] = 98;
+	b[i150] = 2;
+	assert_float_equal(cachefiles_hist_quantile(b, 0.5), cf_hist_upper_ns(i20) / 1e9, 1e-12);
+	assert_float_equal(cachefiles_hist_quantile(b, 0.98), cf_hist_upper_ns(i20) / 1e9, 1e-12);
+	assert_float_equal(cachefiles_hist_quantile(b, 0.99), cf_hist_upper_ns(i150) / 1e9, 1e-12);
+	b[CF_HIST_BUCKETS - 1] = 1000;
+	assert_true(isinf(cachefiles_hist_quantile(b, 0.99)));
+}
+
+static struct cf_slow_record sample_record(void)
+{
+	struct cf_slow_record r;
+
+	memset(&r, 0, sizeof(r));
+	r.end_ns = 5000000000ULL;
+	r.latency_ns = 151000000ULL;
+	r.offset = 65536;
+	r.len = 131072;
+	r.ret = 0;
+	r.op = CF_OP_READ;
+	r.volume_id = 7;
+	r.object_debug_id = 42;
+	r.object_id = 3;
+	r.pid = 1234;
+	memcpy(r.comm, "md5sum", 6);
+	memcpy(r.volume, "erofs,fsslow", 12);
+	return r;
+}
+
+static void slow_record_decodes_with_wall_time(void **state)
+{
+	struct cf_slow_record r = sample_record();
+	struct cachefiles_slow s;
+
+	/* ended 1 s before "now" on the monotonic clock */
+	assert_int_equal(
+	    cachefiles_slow_decode(&r, sizeof(r), 6000000000LL, 1764700000000000000LL, &s), 0);
+	assert_int_equal(s.ts_ns, 1764700000000000000LL - 1000000000LL);
+	assert_int_equal(s.latency_ns, 151000000ULL);
+	assert_int_equal(s.offset, 65536);
+	assert_int_equal(s.len, 131072);
+	assert_int_equal(s.op, CF_OP_READ);
+	assert_int_equal(s.object_id, 3);
+	assert_int_equal(s.object_debug_id, 42);
+	assert_int_equal(s.pid, 1234);
+	assert_string_equal(s.comm, "md5sum");
+	assert_string_equal(s.volume, "erofs,fsslow");
+	assert_string_equal(cachefiles_op_name(s.op), "read");
+}
+
+static void slow_record_edge_cases(void **state)
+{
+	struct cf_slow_record r = sample_record();
+	struct cachefiles_slow s;
+
+	/* short buffer, unknown op */
+	assert_int_equal(cachefiles_slow_decode(&r, sizeof(r) - 1, 0, 0, &s), -EINVAL);
+	assert_int_equal(cachefiles_slow_decode(NULL, sizeof(r), 0, 0, &s), -EINVAL);
+	r.op = CF_OP_MAX;
+	assert_int_equal(cachefiles_slow_decode(&r, sizeof(r), 0, 0, &s), -EINVAL);
+	/* unterminated comm and volume stay bounded; empty volume -> by id */
+	r = sample_record();
+	memset(r.comm, 'x', sizeof(r.comm));
+	memset(r.volume, 0, sizeof(r.volume));
+	assert_int_equal(cachefiles_slow_decode(&r, sizeof(r), 6000000000LL, 100, &s), 0);
+	assert_int_equal(strlen(s.comm), CF_COMM_LEN);
+	assert_string_equal(s.volume, "volume-7");
+	/* end time in the future (clock skew) -> now */
+	r.end_ns = 9000000000ULL;
+	assert_int_equal(cachefiles_slow_decode(&r, sizeof(r), 6000000000LL, 100, &s), 0);
+	assert_int_equal(s.ts_ns, 100);
+}
+
+static void volume_names(void **state)
+{
+	char b[64];
+
+	cachefiles_volume_name(3, "erofs,abc", b, sizeof(b));
+	assert_string_equal(b, "erofs,abc");
+	cachefiles_volume_name(3, "", b, sizeof(b));
+	assert_string_equal(b, "volume-3");
+	cachefiles_volume_name(0, NULL, b, sizeof(b));
+	assert_string_equal(b, "unknown");
+}
+
+static void probe_verdict_names_what_is_missing(void **state)
+{
+	struct cachefiles_kernel k = {.has_btf = true,
+				      .has_cachefiles = true,
+				      .has_read_fn = true,
+				      .has_init_fn = true,
+				      .traceable = true};
+	char why[256];
+
+	assert_int_equal(cachefiles_probe_verdict(&k, why, sizeof(why)), 0);
+	k.has_read_fn = false;
+	assert_int_equal(cachefiles_probe_verdict(&k, why, sizeof(why)), -ENODEV);
+	assert_string_equal(
+	    why, "kernel has no cachefiles_ondemand_read (CONFIG_CACHEFILES_ONDEMAND off)");
+	k.has_read_fn = true;
+	k.traceable = false;
+	assert_int_equal(cachefiles_probe_verdict(&k, why, sizeof(why)), -EOPNOTSUPP);
+	k.has_cachefiles = false;
+	assert_int_equal(cachefiles_probe_verdict(&k, why, sizeof(why)), -ENODEV);
+	assert_string_equal(why, "kernel has no cachefiles_ondemand_read (no cachefiles at all: "
+				 "CONFIG_CACHEFILES off)");
+	k.module_available = true;
+	assert_int_equal(cachefiles_probe_verdict(&k, why, sizeof(why)), -ENODEV);
+	assert_string_equal(why, "kernel has no cachefiles_ondemand_read until the cachefiles "
+				 "module is loaded (modprobe cachefiles)");
+	k.has_btf = false;
+	assert_int_equal(cachefiles_probe_verdict(&k, why, sizeof(why)), -ENODEV);
+	assert_non_null(strstr(why, "BTF"));
+}
+
+/* The real probe against the running kernel. Where the kernel has on-demand
+ * cachefiles this only checks that probe agrees with available_filter_functions. */
+static void bpf_probe_on_this_host(void **state)
+{
+	char why[256] = "";
+	int err = cachefiles_backend_bpf.probe(why, sizeof(why));
+	FILE *f = fopen("/sys/kernel/btf/vmlinux", "r");
+
+	if (!f) {
+		assert_int_equal(err, -ENODEV);
+		assert_non_null(strstr(why, "BTF"));
+		return;
+	}
+	fclose(f);
+	if (err == 0 || (err == -EPERM && geteuid() != 0)) {
+		print_message("this kernel has on-demand cachefiles (%s)\n", why);
+		return;
+	}
+	assert_int_equal(err, -ENODEV);
+	assert_non_null(strstr(why, "cachefiles"));
+	print_message("probe on this host: %s\n", why);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(bucket_edges_are_consistent_with_bounds),
+	    cmocka_unit_test(buckets_span_10us_to_10s_finely),
+	    cmocka_unit_test(quantile_reads_the_bucket_holding_the_rank),
+	    cmocka_unit_test(slow_record_decodes_with_wall_time),
+	    cmocka_unit_test(slow_record_edge_cases),
+	    cmocka_unit_test(volume_names),
+	    cmocka_unit_test(probe_verdict_names_what_is_missing),
+	    cmocka_unit_test(bpf_probe_on_this_host),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,103 @@
+#!/bin/sh
+# Guest side of integration.vm_cachefiles (runs as /tests/cachefiles.sh under
+# tests/vm/init, busybox sh). Serves one EROFS image through the on-demand
+# daemon under two fscache volumes with different injected delays, reads every
+# file through both mounts, and prints what the host asserts on between
+# markers:
+#   VM-SECTION <name> ... VM-END <name>
+# Parameters come from /etc/vm-test.conf (written by the host script).
+set -u
+. /etc/vm-test.conf	# FAST_FSID FAST_MS SLOW_FSID SLOW_MS SLOW_THRESHOLD
+
+say() { echo "VM: $*"; }
+section() {
+	echo "VM-SECTION $1"
+	cat "$2" 2>/dev/null | tr -d '\r'
+	echo "VM-END $1"
+}
+get() { wget -q -T 10 -O "$2" "http://127.0.0.1:9559$1"; }
+
+mkdir -p /var/cache/fscache /mnt/fast /mnt/slow
+mount -t ext4 /dev/vda /var/cache/fscache || {
+	say "FAIL cannot mount the cache disk /dev/vda"
+	exit 1
+}
+[ -c /dev/cachefiles ] || {
+	say "FAIL no /dev/cachefiles"
+	exit 1
+}
+
+cat >/etc/sysobsd.ini <<EOF
+[http]
+listen = 127.0.0.1:9559
+[storage]
+path = /tmp/sysobs.db
+batch_ms = 50
+[collector.cachefiles]
+interval = 500ms
+slow_threshold = $SLOW_THRESHOLD
+EOF
+sysobsd --config /etc/sysobsd.ini --port-file /run/sysobsd.port >/tmp/sysobsd.log 2>&1 &
+agent=$!
+i=0
+while [ ! -s /run/sysobsd.port ] && [ $i -lt 300 ]; do
+	sleep 0.1
+	i=$((i + 1))
+done
+[ -s /run/sysobsd.port ] || {
+	say "FAIL sysobsd did not start"
+	section agent_log /tmp/sysobsd.log
+	exit 1
+}
+get /api/v1/collectors /tmp/collectors.json
+section collectors /tmp/collectors.json
+
+ondemand_daemon --image /data/fs.img --dir /var/cache/fscache --tag sysobs \
+	--delay "erofs,$FAST_FSID=$FAST_MS/$FAST_MS" --delay "erofs,$SLOW_FSID=$SLOW_MS/$SLOW_MS" \
+	--stats /run/ondemand.stats --ready /run/ondemand.ready 2>/tmp/ondemand.log &
+daemon=$!
+i=0
+while [ ! -e /run/ondemand.ready ] && [ $i -lt 100 ]; do
+	sleep 0.1
+	i=$((i + 1))
+done
+[ -e /run/ondemand.ready ] || {
+	say "FAIL on-demand daemon did not bind"
+	section ondemand_log /tmp/ondemand.log
+	exit 1
+}
+
+rc=0
+for which in fast slow; do
+	if [ $which = fast ]; then fsid=$FAST_FSID; else fsid=$SLOW_FSID; fi
+	if ! mount -t erofs none -o "fsid=$fsid" /mnt/$which; then
+		say "FAIL mount -t erofs -o fsid=$fsid"
+		rc=1
+		continue
+	fi
+	# every byte of every file through the on-demand path
+	(cd /mnt/$which && md5sum $(cat /data/files)) >/tmp/md5-$which
+	if cmp -s /tmp/md5-$which /data/md5sums; then
+		say "OK content $which"
+	else
+		say "FAIL content $which differs"
+		rc=1
+	fi
+	umount /mnt/$which
+done
+
+kill -TERM $daemon
+wait $daemon
+sleep 1.5	# > 2 collector intervals: the last counts reach /metrics
+get /metrics /tmp/metrics.txt
+grep '^sysobs_cachefiles_\|^sysobs_collector_up' /tmp/metrics.txt >/tmp/metrics-cf.txt
+get '/api/v1/cachefiles/slow?limit=1000' /tmp/slow.json
+section ondemand_stats /run/ondemand.stats
+section ondemand_log /tmp/ondemand.log
+section metrics /tmp/metrics-cf.txt
+section slow /tmp/slow.json
+kill -TERM $agent
+wait $agent
+say "agent exit $?"
+section agent_log /tmp/sysobsd.log
+exit $rc
