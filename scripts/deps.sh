@@ -12,6 +12,9 @@ PKGS=(
 	# tests
 	libcmocka-dev curl jq sqlite3 bc iproute2 nftables prometheus procps
 	prometheus-alertmanager bpftrace libfuse3-dev fuse3
+	# VM tests (tests/vm): test kernel build, qemu, initramfs, EROFS/ext4 images
+	linux-source-6.12 flex bison bc libssl-dev dwarves cpio kmod xz-utils
+	qemu-system-x86 busybox-static erofs-utils e2fsprogs
 )
 
 missing=()
