@@ -21,33 +21,37 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define STORE_ROW_MAX 512	/* largest row struct a table may declare */
+#define STORE_ROW_MAX 512 /* largest row struct a table may declare */
 
 struct metrics;
 
 struct store_table {
-	const char *name;		/* SQL table; also the migrations component */
-	const char *collector;		/* owner, for /api/v1/events?collector= */
-	const char *const *migrations;	/* SQL scripts, NULL-terminated; [0] creates
-					 * the table with id, ts first + index on ts */
+	const char *name;	       /* SQL table; also the migrations component */
+	const char *collector;	       /* owner, for /api/v1/events?collector= */
+	const char *const *migrations; /* SQL scripts, NULL-terminated; [0] creates
+					* the table with id, ts first + index on ts */
 	/* INSERT with ?1 = id, ?2 = ts, the table's columns from ?3 on. */
 	const char *insert_sql;
 	/* Binds ?3... from row; returns SQLITE_OK or an sqlite error code. */
 	int (*bind)(sqlite3_stmt *st, const void *row);
-	size_t row_size;		/* <= STORE_ROW_MAX */
-	/* Optional: retention for this table overrides [storage] retention. */
+	size_t row_size; /* <= STORE_ROW_MAX */
+	/* Optional: retention for this table overrides [storage] retention
+	 * (0 = use [storage] retention_ms); see also store_set_table_retention. */
+	uint64_t retention_ms;
 };
 
+/* Zero fields take defaults: queue_rows 65536, batch_rows 1000, batch_ms 200,
+ * busy_timeout_ms 5000, readers 2. */
 struct store_config {
-	const char *path;		/* database file */
-	unsigned queue_rows;		/* bounded queue capacity */
-	unsigned batch_rows;		/* commit after this many rows ... */
-	unsigned batch_ms;		/* ... or this many ms */
-	unsigned snapshot_ms;		/* metric history snapshot period; 0 = off */
-	uint64_t retention_ms;		/* delete rows older than this; 0 = keep */
-	uint64_t max_bytes;		/* delete oldest rows past this size; 0 = no cap */
+	const char *path;      /* database file */
+	unsigned queue_rows;   /* bounded queue capacity */
+	unsigned batch_rows;   /* commit after this many rows ... */
+	unsigned batch_ms;     /* ... or this many ms */
+	unsigned snapshot_ms;  /* metric history snapshot period; 0 = off */
+	uint64_t retention_ms; /* delete rows older than this; 0 = keep */
+	uint64_t max_bytes;    /* delete oldest rows past this size; 0 = no cap */
 	unsigned busy_timeout_ms;
-	unsigned readers;		/* read-only connections in the pool */
+	unsigned readers; /* read-only connections in the pool */
 };
 
 struct store;
@@ -69,10 +73,15 @@ void store_close(struct store *s);
 /* Copies row (t->row_size bytes) into the queue. Never blocks: returns
  * -EAGAIN when the queue is full (counted as dropped, reason="queue_full"). */
 int store_submit(struct store *s, const struct store_table *t, int64_t ts_ns, const void *row);
-/* Waits until everything submitted so far is committed (tests, shutdown). */
+/* Waits until everything submitted so far is committed (tests, shutdown).
+ * Returns 0; -EIO when a commit failed meanwhile (the rows stay queued and
+ * the writer retries them); -ENOTCONN when the writer is not running. */
 int store_flush(struct store *s);
+/* Same, giving up with -ETIMEDOUT after timeout_ms (0 = no limit). */
+int store_flush_timeout(struct store *s, unsigned timeout_ms);
 
-/* Read-only connection from the pool; always return it with store_reader_put. */
+/* Read-only connection from the pool; always return it with store_reader_put.
+ * Waits up to 2 s when all are in use, then returns NULL (errno EBUSY). */
 sqlite3 *store_reader_get(struct store *s);
 void store_reader_put(struct store *s, sqlite3 *db);
 
@@ -82,12 +91,17 @@ size_t store_queue_depth(const struct store *s);
 /* Queue/writer statistics (also exported as metrics once started). */
 struct store_stats {
 	uint64_t rows_written;
-	uint64_t rows_dropped_full;	/* queue full */
+	uint64_t rows_dropped_full; /* queue full */
 	uint64_t batches;
-	uint64_t write_errors;		/* failed commits (disk full, I/O) */
+	uint64_t write_errors; /* failed commits (disk full, I/O) */
 	uint64_t rows_deleted_retention;
 	size_t queue_depth;
 };
 void store_get_stats(struct store *s, struct store_stats *out);
+
+/* Overrides retention for one table (registered, or left by an earlier run);
+ * before store_start. -ENOENT for an unknown table, -EBUSY once started. */
+int store_set_table_retention(struct store *s, const char *table, uint64_t retention_ms);
+const char *store_path(const struct store *s);
 
 #endif

@@ -1,0 +1,996 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Storage layer: migrations, refusal of bad files, batching, the bounded
+ * queue, the global id sequence, retention, the read side (events paging,
+ * series with matchers and step), and recovery from a full disk (a small
+ * tmpfs in a private mount namespace).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "api/metrics.h"
+#include "storage/store.h"
+#include "storage/store_query.h"
+
+struct ev_row {
+	int32_t pid;
+	uint32_t cpu;
+	double value;
+	int64_t bytes;
+	char comm[16];
+	char note[200];
+};
+
+static int ev_bind(sqlite3_stmt *st, const void *row)
+{
+	const struct ev_row *r = row;
+	int rc;
+
+	rc = sqlite3_bind_int(st, 3, r->pid);
+	if (rc == SQLITE_OK)
+		rc = sqlite3_bind_int64(st, 4, r->cpu);
+	if (rc == SQLITE_OK)
+		rc = sqlite3_bind_text(st, 5, r->comm, -1, SQLITE_STATIC);
+	if (rc == SQLITE_OK)
+		rc = sqlite3_bind_double(st, 6, r->value);
+	if (rc == SQLITE_OK)
+		rc = sqlite3_bind_int64(st, 7, r->bytes);
+	if (rc == SQLITE_OK)
+		rc = r->note[0] ? sqlite3_bind_text(st, 8, r->note, -1, SQLITE_STATIC)
+				: sqlite3_bind_null(st, 8);
+	return rc;
+}
+
+#define EV_COLUMNS                                                                                 \
+	"(id INTEGER PRIMARY KEY, ts INTEGER NOT NULL, pid INTEGER, cpu INTEGER, comm TEXT,"       \
+	" value REAL, bytes INTEGER, note TEXT)"
+#define EV_INSERT(t) "INSERT INTO " t " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)"
+
+static const char *const a_migrations[] = {
+    "CREATE TABLE test_a" EV_COLUMNS "; CREATE INDEX test_a_ts ON test_a(ts);",
+    NULL,
+};
+static const char *const a_migrations_v2[] = {
+    "CREATE TABLE test_a" EV_COLUMNS "; CREATE INDEX test_a_ts ON test_a(ts);",
+    "ALTER TABLE test_a ADD COLUMN extra TEXT;",
+    NULL,
+};
+static const char *const b_migrations[] = {
+    "CREATE TABLE test_b" EV_COLUMNS "; CREATE INDEX test_b_ts ON test_b(ts);",
+    NULL,
+};
+
+static const struct store_table table_a = {
+    .name = "test_a",
+    .collector = "alpha",
+    .migrations = a_migrations,
+    .insert_sql = EV_INSERT("test_a(id, ts, pid, cpu, comm, value, bytes, note)"),
+    .bind = ev_bind,
+    .row_size = sizeof(struct ev_row),
+};
+static const struct store_table table_a_v2 = {
+    .name = "test_a",
+    .collector = "alpha",
+    .migrations = a_migrations_v2,
+    .insert_sql = EV_INSERT("test_a(id, ts, pid, cpu, comm, value, bytes, note)"),
+    .bind = ev_bind,
+    .row_size = sizeof(struct ev_row),
+};
+static const struct store_table table_b = {
+    .name = "test_b",
+    .collector = "beta",
+    .migrations = b_migrations,
+    .insert_sql = EV_INSERT("test_b(id, ts, pid, cpu, comm, value, bytes, note)"),
+    .bind = ev_bind,
+    .row_size = sizeof(struct ev_row),
+};
+
+static const struct store_table *const tables_ab[] = {&table_a, &table_b, NULL};
+static const struct store_table *const tables_a2b[] = {&table_a_v2, &table_b, NULL};
+
+static char tmpdir[256];
+static char dbpath[512];
+static char err[512];
+
+static int64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static void sleep_ms(unsigned ms)
+{
+	struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000};
+
+	nanosleep(&ts, NULL);
+}
+
+static int setup(void **state)
+{
+	snprintf(tmpdir, sizeof(tmpdir), "/tmp/test_store.XXXXXX");
+	if (!mkdtemp(tmpdir))
+		return -1;
+	snprintf(dbpath, sizeof(dbpath), "%s/sysobs.db", tmpdir);
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	char cmd[400];
+
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
+	return system(cmd) == 0 ? 0 : -1;
+}
+
+static struct store_config default_cfg(void)
+{
+	struct store_config cfg = {
+	    .path = dbpath,
+	    .queue_rows = 4096,
+	    .batch_rows = 100,
+	    .batch_ms = 20,
+	    .busy_timeout_ms = 2000,
+	    .readers = 2,
+	};
+	return cfg;
+}
+
+static struct ev_row make_row(int i)
+{
+	struct ev_row r = {.pid = i, .cpu = (uint32_t)(i % 4), .value = i * 0.5, .bytes = i * 100};
+
+	snprintf(r.comm, sizeof(r.comm), "proc%d", i);
+	return r;
+}
+
+/* Direct connection for checks, store closed or not (WAL allows both). */
+static int64_t db_int(const char *sql)
+{
+	sqlite3 *db;
+	sqlite3_stmt *st;
+	int64_t v = -1;
+
+	assert_int_equal(sqlite3_open_v2(dbpath, &db, SQLITE_OPEN_READWRITE, NULL), SQLITE_OK);
+	sqlite3_busy_timeout(db, 2000);
+	assert_int_equal(sqlite3_prepare_v2(db, sql, -1, &st, NULL), SQLITE_OK);
+	if (sqlite3_step(st) == SQLITE_ROW)
+		v = sqlite3_column_int64(st, 0);
+	sqlite3_finalize(st);
+	sqlite3_close(db);
+	return v;
+}
+
+static void db_exec(const char *sql)
+{
+	sqlite3 *db;
+
+	assert_int_equal(sqlite3_open_v2(dbpath, &db, SQLITE_OPEN_READWRITE, NULL), SQLITE_OK);
+	sqlite3_busy_timeout(db, 2000);
+	assert_int_equal(sqlite3_exec(db, sql, NULL, NULL, NULL), SQLITE_OK);
+	sqlite3_close(db);
+}
+
+static char *db_text(const char *sql)
+{
+	sqlite3 *db;
+	sqlite3_stmt *st;
+	char *v = NULL;
+
+	assert_int_equal(sqlite3_open_v2(dbpath, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+	assert_int_equal(sqlite3_prepare_v2(db, sql, -1, &st, NULL), SQLITE_OK);
+	if (sqlite3_step(st) == SQLITE_ROW)
+		v = strdup((const char *)sqlite3_column_text(st, 0));
+	sqlite3_finalize(st);
+	sqlite3_close(db);
+	return v;
+}
+
+static struct store *open_started(const struct store_config *cfg,
+				  const struct store_table *const *tables)
+{
+	struct store *s = store_open(cfg, tables, err, sizeof(err));
+
+	if (!s)
+		print_error("store_open: %s\n", err);
+	assert_non_null(s);
+	assert_int_equal(store_start(s, NULL), 0);
+	return s;
+}
+
+static void submit_n(struct store *s, const struct store_table *t, int from, int n, int64_t ts)
+{
+	for (int i = from; i < from + n; i++) {
+		struct ev_row r = make_row(i);
+
+		assert_int_equal(store_submit(s, t, ts ? ts : now_ns(), &r), 0);
+	}
+}
+
+static void test_migrations_applied_once_and_on_reopen(void **state)
+{
+	struct store_config cfg = default_cfg();
+	struct store *s;
+
+	s = store_open(&cfg, tables_ab, err, sizeof(err));
+	assert_non_null(s);
+	store_close(s);
+	assert_int_equal(db_int("PRAGMA user_version"), 1);
+	assert_int_equal(db_int("SELECT version FROM schema_migrations WHERE component='test_a'"),
+			 1);
+	assert_int_equal(db_int("PRAGMA auto_vacuum"), 2); /* incremental */
+	assert_int_equal(db_int("SELECT count(*) FROM pragma_table_info('metric_samples')"), 3);
+
+	/* A second migration for test_a is applied exactly once: running
+	 * ALTER TABLE ADD COLUMN twice would fail the second open. */
+	for (int round = 0; round < 2; round++) {
+		s = store_open(&cfg, tables_a2b, err, sizeof(err));
+		if (!s)
+			print_error("round %d: %s\n", round, err);
+		assert_non_null(s);
+		store_close(s);
+		assert_int_equal(
+		    db_int("SELECT version FROM schema_migrations WHERE component='test_a'"), 2);
+		assert_int_equal(
+		    db_int("SELECT count(*) FROM pragma_table_info('test_a') WHERE name='extra'"),
+		    1);
+		assert_int_equal(db_int("PRAGMA user_version"), 1);
+	}
+	char *mode = db_text("PRAGMA journal_mode");
+	assert_string_equal(mode, "wal");
+	free(mode);
+}
+
+static void test_newer_schema_refused(void **state)
+{
+	struct store_config cfg = default_cfg();
+	struct store *s;
+
+	s = store_open(&cfg, tables_a2b, err, sizeof(err));
+	assert_non_null(s);
+	store_close(s);
+
+	/* Table newer than its migrations: tables_ab knows one, db has two. */
+	s = store_open(&cfg, tables_ab, err, sizeof(err));
+	assert_null(s);
+	assert_non_null(strstr(err, "newer"));
+	assert_non_null(strstr(err, "test_a"));
+
+	db_exec("PRAGMA user_version = 99");
+	s = store_open(&cfg, tables_a2b, err, sizeof(err));
+	assert_null(s);
+	assert_non_null(strstr(err, "newer"));
+	assert_int_equal(db_int("PRAGMA user_version"), 99); /* untouched */
+}
+
+static void test_garbage_file_refused_not_recreated(void **state)
+{
+	struct store_config cfg = default_cfg();
+	char buf[8192];
+	struct stat st;
+	struct store *s;
+	FILE *f;
+
+	for (size_t i = 0; i < sizeof(buf); i++)
+		buf[i] = (char)(i * 7 + 3);
+	f = fopen(dbpath, "w");
+	assert_non_null(f);
+	assert_int_equal(fwrite(buf, 1, sizeof(buf), f), sizeof(buf));
+	fclose(f);
+
+	s = store_open(&cfg, tables_ab, err, sizeof(err));
+	assert_null(s);
+	assert_non_null(strstr(err, dbpath));
+	assert_non_null(strstr(err, "not re-created"));
+	assert_int_equal(stat(dbpath, &st), 0);
+	assert_int_equal(st.st_size, sizeof(buf));
+}
+
+static void test_corrupt_database_refused(void **state)
+{
+	struct store_config cfg = default_cfg();
+	struct store *s;
+	char junk[4096];
+	int64_t page_size;
+	int fd;
+
+	cfg.batch_rows = 1000;
+	s = open_started(&cfg, tables_ab);
+	submit_n(s, &table_a, 0, 3000, 0);
+	assert_int_equal(store_flush(s), 0);
+	store_close(s);
+	page_size = db_int("PRAGMA page_size");
+	assert_true(db_int("PRAGMA page_count") > 10);
+
+	/* Overwrite pages 3..4 (b-tree pages of the tables) with junk. */
+	memset(junk, 0xa5, sizeof(junk));
+	fd = open(dbpath, O_WRONLY);
+	assert_true(fd >= 0);
+	assert_int_equal(pwrite(fd, junk, sizeof(junk), 3 * page_size), (ssize_t)sizeof(junk));
+	close(fd);
+
+	s = store_open(&cfg, tables_ab, err, sizeof(err));
+	assert_null(s);
+	assert_non_null(strstr(err, dbpath));
+}
+
+static void test_unwritable_path_refused(void **state)
+{
+	struct store_config cfg = default_cfg();
+	char path[400];
+	struct store *s;
+
+	snprintf(path, sizeof(path), "%s/no/such/dir/sysobs.db", tmpdir);
+	cfg.path = path;
+	s = store_open(&cfg, tables_ab, err, sizeof(err));
+	assert_null(s);
+	assert_non_null(strstr(err, "does not exist"));
+
+	if (geteuid() == 0) {
+		/* root writes through file modes; /proc refuses everyone. */
+		cfg.path = "/proc/sysobs-test.db";
+	} else {
+		snprintf(path, sizeof(path), "%s/ro", tmpdir);
+		assert_int_equal(mkdir(path, 0555), 0);
+		snprintf(path, sizeof(path), "%s/ro/sysobs.db", tmpdir);
+		cfg.path = path;
+	}
+	s = store_open(&cfg, tables_ab, err, sizeof(err));
+	assert_null(s);
+	assert_true(strlen(err) > 0);
+	assert_int_equal(access(cfg.path, F_OK), -1);
+}
+
+static void test_batching_visible_after_flush(void **state)
+{
+	struct store_config cfg = default_cfg();
+	struct store_stats st;
+	struct store *s;
+
+	cfg.batch_rows = 100;
+	cfg.batch_ms = 60000; /* only size or flush commits */
+	s = open_started(&cfg, tables_ab);
+	submit_n(s, &table_a, 0, 1000, 0);
+	assert_int_equal(store_flush(s), 0);
+	store_get_stats(s, &st);
+	assert_int_equal(st.rows_written, 1000);
+	assert_int_equal(st.queue_depth, 0);
+	assert_true(st.batches >= 10);
+	assert_true(st.batches <= 20);
+	assert_int_equal(db_int("SELECT count(*) FROM test_a"), 1000);
+	assert_int_equal(db_int("SELECT count(DISTINCT id) FROM test_a"), 1000);
+	assert_int_equal(db_int("SELECT sum(pid) FROM test_a"), 999 * 1000 / 2);
+	store_close(s);
+
+	/* Time-based commit: 5 rows, no flush, batch_ms = 50. */
+	cfg.batch_ms = 50;
+	s = open_started(&cfg, tables_ab);
+	submit_n(s, &table_b, 0, 5, 0);
+	for (int i = 0; i < 100 && db_int("SELECT count(*) FROM test_b") != 5; i++)
+		sleep_ms(20);
+	assert_int_equal(db_int("SELECT count(*) FROM test_b"), 5);
+	store_close(s);
+}
+
+static void test_queue_full_counted(void **state)
+{
+	struct store_config cfg = default_cfg();
+	struct store_stats st;
+	struct ev_row r = make_row(1);
+	struct store *s;
+
+	cfg.queue_rows = 8;
+	s = store_open(&cfg, tables_ab, err, sizeof(err));
+	assert_non_null(s);
+	/* Writer not started yet: nothing drains. */
+	for (int i = 0; i < 8; i++)
+		assert_int_equal(store_submit(s, &table_a, now_ns(), &r), 0);
+	assert_int_equal(store_submit(s, &table_a, now_ns(), &r), -EAGAIN);
+	assert_int_equal(store_submit(s, &table_b, now_ns(), &r), -EAGAIN);
+	store_get_stats(s, &st);
+	assert_int_equal(st.rows_dropped_full, 2);
+	assert_int_equal(st.queue_depth, 8);
+	assert_int_equal(store_queue_depth(s), 8);
+
+	/* An unregistered table is refused, not queued. */
+	assert_int_equal(store_submit(s, &table_a_v2, now_ns(), &r), -ENOENT);
+
+	assert_int_equal(store_start(s, NULL), 0);
+	assert_int_equal(store_flush(s), 0);
+	store_close(s);
+	assert_int_equal(db_int("SELECT count(*) FROM test_a"), 8);
+}
+
+static void test_global_ids_across_tables_and_reopen(void **state)
+{
+	struct store_config cfg = default_cfg();
+	struct store *s;
+
+	s = open_started(&cfg, tables_ab);
+	for (int i = 0; i < 50; i++)
+		submit_n(s, i % 3 ? &table_a : &table_b, i, 1, 0);
+	assert_int_equal(store_flush(s), 0);
+	store_close(s);
+	assert_int_equal(db_int("SELECT count(*) FROM (SELECT id FROM test_a UNION ALL"
+				" SELECT id FROM test_b)"),
+			 50);
+	assert_int_equal(db_int("SELECT count(DISTINCT id) FROM (SELECT id FROM test_a UNION ALL"
+				" SELECT id FROM test_b)"),
+			 50);
+	assert_int_equal(db_int("SELECT max(id) FROM (SELECT id FROM test_a UNION ALL"
+				" SELECT id FROM test_b)"),
+			 50);
+	/* Submission order is id order: row i got id i + 1. */
+	assert_int_equal(db_int("SELECT count(*) FROM test_a WHERE id != pid + 1"), 0);
+	assert_int_equal(db_int("SELECT count(*) FROM test_b WHERE id != pid + 1"), 0);
+
+	/* Reopen with only test_b registered: test_a (left by the earlier run)
+	 * still counts for the sequence. */
+	const struct store_table *const only_b[] = {&table_b, NULL};
+	s = open_started(&cfg, only_b);
+	submit_n(s, &table_b, 100, 1, 0);
+	assert_int_equal(store_flush(s), 0);
+	store_close(s);
+	assert_int_equal(db_int("SELECT id FROM test_b WHERE pid = 100"), 51);
+
+	/* Even when every row is gone, ids never restart. */
+	cfg.retention_ms = 1;
+	s = open_started(&cfg, tables_ab);
+	for (int i = 0; i < 200; i++) {
+		if (db_int(
+			"SELECT (SELECT count(*) FROM test_a) + (SELECT count(*) FROM test_b)") ==
+		    0)
+			break;
+		sleep_ms(20);
+	}
+	store_close(s);
+	assert_int_equal(db_int("SELECT count(*) FROM test_a"), 0);
+	cfg.retention_ms = 0;
+	s = open_started(&cfg, tables_ab);
+	submit_n(s, &table_a, 7, 1, 0);
+	assert_int_equal(store_flush(s), 0);
+	store_close(s);
+	assert_int_equal(db_int("SELECT id FROM test_a WHERE pid = 7"), 52);
+}
+
+static void test_retention_by_age(void **state)
+{
+	struct store_config cfg = default_cfg();
+	struct store_stats st;
+	int64_t now = now_ns(), hour = 3600LL * 1000000000;
+	struct store *s;
+
+	s = open_started(&cfg, tables_ab);
+	submit_n(s, &table_a, 0, 300, now - 3 * hour);
+	submit_n(s, &table_b, 1000, 200, now - 3 * hour);
+	submit_n(s, &table_a, 2000, 100, now - hour / 2);
+	submit_n(s, &table_b, 3000, 50, now);
+	assert_int_equal(store_flush(s), 0);
+	store_close(s);
+	db_exec("INSERT INTO metric_series(id, name, labels) VALUES(1, 'm', '');");
+	char sql[256];
+	snprintf(sql, sizeof(sql),
+		 "INSERT INTO metric_samples VALUES(1, %lld, 1.0), (1, %lld, 2.0);",
+		 (long long)(now - 3 * hour), (long long)now);
+	db_exec(sql);
+
+	cfg.retention_ms = 2 * 3600 * 1000;
+	s = open_started(&cfg, tables_ab); /* retention runs once at start */
+	for (int i = 0; i < 250; i++) {
+		store_get_stats(s, &st);
+		if (st.rows_deleted_retention >= 501)
+			break;
+		sleep_ms(20);
+	}
+	store_get_stats(s, &st);
+	store_close(s);
+	assert_int_equal(st.rows_deleted_retention, 501);
+	assert_int_equal(db_int("SELECT count(*) FROM test_a"), 100);
+	assert_int_equal(db_int("SELECT min(pid) FROM test_a"), 2000);
+	assert_int_equal(db_int("SELECT count(*) FROM test_b"), 50);
+	assert_int_equal(db_int("SELECT min(pid) FROM test_b"), 3000);
+	assert_int_equal(db_int("SELECT count(*) FROM metric_samples"), 1);
+	assert_int_equal(db_int("SELECT value FROM metric_samples"), 2);
+}
+
+static void test_retention_by_size(void **state)
+{
+	struct store_config cfg = default_cfg();
+	int64_t used, total_before, total_after, max_id, n_left;
+	struct stat stb, sta;
+	struct store *s;
+
+	cfg.batch_rows = 1000;
+	cfg.queue_rows = 70000;
+	s = open_started(&cfg, tables_ab);
+	for (int i = 0; i < 60000; i++) {
+		struct ev_row r = make_row(i);
+
+		memset(r.note, 'x', 150);
+		assert_int_equal(store_submit(s, i % 2 ? &table_a : &table_b, now_ns(), &r), 0);
+	}
+	assert_int_equal(store_flush(s), 0);
+	store_close(s);
+	total_before = db_int("PRAGMA page_count") * db_int("PRAGMA page_size");
+	assert_true(total_before > 8 * 1024 * 1024);
+	assert_int_equal(stat(dbpath, &stb), 0);
+
+	cfg.max_bytes = 2 * 1024 * 1024;
+	s = open_started(&cfg, tables_ab);
+	for (int i = 0; i < 500; i++) {
+		struct store_stats st;
+
+		store_get_stats(s, &st);
+		used = db_int("SELECT (SELECT page_count FROM pragma_page_count) -"
+			      " (SELECT freelist_count FROM pragma_freelist_count)") *
+		       db_int("PRAGMA page_size");
+		if (st.rows_deleted_retention > 0 && used <= (int64_t)cfg.max_bytes)
+			break;
+		sleep_ms(20);
+	}
+	store_close(s);
+	used = (db_int("PRAGMA page_count") - db_int("PRAGMA freelist_count")) *
+	       db_int("PRAGMA page_size");
+	total_after = db_int("PRAGMA page_count") * db_int("PRAGMA page_size");
+	assert_true(used <= (int64_t)cfg.max_bytes);
+	assert_true(total_after < total_before / 2); /* incremental_vacuum gave it back */
+	assert_int_equal(stat(dbpath, &sta), 0);
+	assert_true(sta.st_size < stb.st_size / 2);
+
+	/* The oldest rows went, across both tables: what is left is exactly
+	 * the newest ids. */
+	max_id = db_int("SELECT max(id) FROM (SELECT id FROM test_a UNION ALL"
+			" SELECT id FROM test_b)");
+	n_left = db_int("SELECT count(*) FROM (SELECT id FROM test_a UNION ALL"
+			" SELECT id FROM test_b)");
+	assert_int_equal(max_id, 60000);
+	assert_true(n_left > 1000);
+	assert_true(n_left < 30000);
+	assert_int_equal(db_int("SELECT min(id) FROM (SELECT id FROM test_a UNION ALL"
+				" SELECT id FROM test_b)"),
+			 max_id - n_left + 1);
+}
+
+static void test_events_query_paging(void **state)
+{
+	struct store_config cfg = default_cfg();
+	int64_t base = 1700000000LL * 1000000000, next = -1, cursor = 0, prev = INT64_MAX;
+	size_t seen = 0;
+	struct store *s;
+	json_t *rows;
+
+	s = open_started(&cfg, tables_ab);
+	for (int i = 0; i < 25; i++) {
+		struct ev_row r = make_row(i);
+
+		assert_int_equal(store_submit(s, i % 2 ? &table_a : &table_b,
+					      base + (int64_t)i * 1000000000, &r),
+				 0);
+	}
+	assert_int_equal(store_flush(s), 0);
+
+	/* All collectors, pages of 10: 10 + 10 + 5, newest first, no overlap. */
+	for (int page = 0; page < 3; page++) {
+		assert_int_equal(store_query_events(s, NULL, 0, INT64_MAX, cursor, 10, &rows, &next,
+						    err, sizeof(err)),
+				 0);
+		assert_int_equal(json_array_size(rows), page < 2 ? 10 : 5);
+		for (size_t i = 0; i < json_array_size(rows); i++) {
+			json_t *row = json_array_get(rows, i);
+			int64_t id = json_integer_value(json_object_get(row, "id"));
+			int64_t pid = json_integer_value(json_object_get(row, "pid"));
+
+			assert_true(id < prev);
+			prev = id;
+			assert_int_equal(id, pid + 1);
+			assert_string_equal(json_string_value(json_object_get(row, "table")),
+					    pid % 2 ? "test_a" : "test_b");
+			assert_string_equal(json_string_value(json_object_get(row, "collector")),
+					    pid % 2 ? "alpha" : "beta");
+			assert_non_null(json_object_get(row, "time"));
+			assert_true(json_is_real(json_object_get(row, "value")));
+			assert_true(json_is_null(json_object_get(row, "note")));
+			seen++;
+		}
+		if (page < 2)
+			assert_int_equal(next, prev);
+		else
+			assert_int_equal(next, -1);
+		cursor = next;
+		json_decref(rows);
+	}
+	assert_int_equal(seen, 25);
+
+	/* One collector, exact fit: no next page. */
+	assert_int_equal(
+	    store_query_events(s, "alpha", 0, INT64_MAX, 0, 12, &rows, &next, err, sizeof(err)), 0);
+	assert_int_equal(json_array_size(rows), 12);
+	assert_int_equal(next, -1);
+	json_t *first = json_array_get(rows, 0);
+	assert_int_equal(json_integer_value(json_object_get(first, "pid")), 23);
+	assert_string_equal(json_string_value(json_object_get(first, "time")),
+			    "2023-11-14T22:13:43.000000000Z");
+	json_decref(rows);
+
+	/* Time window [base + 10 s, base + 15 s): pids 10..14. */
+	assert_int_equal(store_query_events(s, NULL, base + 10000000000LL, base + 15000000000LL, 0,
+					    100, &rows, &next, err, sizeof(err)),
+			 0);
+	assert_int_equal(json_array_size(rows), 5);
+	assert_int_equal(json_integer_value(json_object_get(json_array_get(rows, 0), "pid")), 14);
+	assert_int_equal(json_integer_value(json_object_get(json_array_get(rows, 4), "pid")), 10);
+	json_decref(rows);
+
+	assert_int_equal(
+	    store_query_events(s, "nope", 0, INT64_MAX, 0, 10, &rows, &next, err, sizeof(err)),
+	    -ENOENT);
+	assert_null(rows);
+	store_close(s);
+}
+
+static void test_matcher_parse(void **state)
+{
+	struct store_matcher m[4];
+	char name[64];
+	size_t n = 0;
+
+	assert_int_equal(store_matcher_parse("reason=\"NO_SOCKET\"", name, sizeof(name), m, 4, &n,
+					     err, sizeof(err)),
+			 0);
+	assert_int_equal(n, 1);
+	assert_string_equal(name, "");
+	assert_string_equal(m[0].label, "reason");
+	assert_string_equal(m[0].value, "NO_SOCKET");
+	assert_int_equal(m[0].op, STORE_MATCH_EQ);
+
+	n = 0;
+	assert_int_equal(
+	    store_matcher_parse(" sysobs_x_total { a = \"1\" , b!=\"q\\\"\\\\\\n\", } ", name,
+				sizeof(name), m, 4, &n, err, sizeof(err)),
+	    0);
+	assert_string_equal(name, "sysobs_x_total");
+	assert_int_equal(n, 2);
+	assert_string_equal(m[1].label, "b");
+	assert_int_equal(m[1].op, STORE_MATCH_NE);
+	assert_string_equal(m[1].value, "q\"\\\n");
+
+	n = 0;
+	assert_int_equal(store_matcher_parse("{}", name, sizeof(name), m, 4, &n, err, sizeof(err)),
+			 0);
+	assert_int_equal(n, 0);
+	assert_int_equal(store_matcher_parse("up", name, sizeof(name), m, 4, &n, err, sizeof(err)),
+			 0);
+	assert_string_equal(name, "up");
+
+	static const char *const bad[] = {
+	    "",		  "{",		 "{a=\"b\"",	    "a=b",	    "a=\"b",
+	    "{a=~\"b\"}", "a!~\"b\"",	 "{1a=\"b\"}",	    "m{a=\"b\"} x", "{a \"b\"}",
+	    "m x",	  "{a=\"\\q\"}", "a=\"b\" c=\"d\"", "{,}",
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		n = 0;
+		err[0] = '\0';
+		if (store_matcher_parse(bad[i], name, sizeof(name), m, 4, &n, err, sizeof(err)) !=
+		    -EINVAL)
+			fail_msg("accepted bad selector '%s'", bad[i]);
+		assert_true(strlen(err) > 0);
+	}
+	n = 0;
+	assert_int_equal(store_matcher_parse("{a=\"1\",b=\"2\",c=\"3\",d=\"4\",e=\"5\"}", name,
+					     sizeof(name), m, 4, &n, err, sizeof(err)),
+			 -E2BIG);
+}
+
+static void test_series_query(void **state)
+{
+	struct store_config cfg = default_cfg();
+	const char *sel[2];
+	struct store *s;
+	json_t *out;
+	char sql[2048];
+	int64_t base = 1700000000LL * 1000000000, sec = 1000000000;
+
+	s = store_open(&cfg, tables_ab, err, sizeof(err));
+	assert_non_null(s);
+	store_close(s);
+	db_exec("INSERT INTO metric_series(id, name, labels) VALUES"
+		" (1, 'drops_total', '{reason=\"NO_SOCKET\",proto=\"tcp\"}'),"
+		" (2, 'drops_total', '{reason=\"TCP_CSUM\",proto=\"tcp\"}'),"
+		" (3, 'drops_total', '{reason=\"NO_SOCKET\",proto=\"udp\"}'),"
+		" (4, 'other', '');");
+	/* 60 samples per series, one per second. */
+	for (int id = 1; id <= 4; id++) {
+		for (int i = 0; i < 60; i++) {
+			snprintf(sql, sizeof(sql),
+				 "INSERT INTO metric_samples VALUES(%d, %lld, %d.0)", id,
+				 (long long)(base + i * sec), id * 1000 + i);
+			db_exec(sql);
+		}
+	}
+	s = open_started(&cfg, tables_ab);
+
+	sel[0] = "{reason=\"NO_SOCKET\"}";
+	assert_int_equal(store_query_series(s, "drops_total", sel, 1, base, base + 3600 * sec, 0,
+					    &out, err, sizeof(err)),
+			 0);
+	assert_int_equal(json_array_size(out), 2);
+	json_t *e = json_array_get(out, 0);
+	assert_string_equal(
+	    json_string_value(json_object_get(json_object_get(e, "metric"), "__name__")),
+	    "drops_total");
+	assert_string_equal(
+	    json_string_value(json_object_get(json_object_get(e, "metric"), "proto")), "tcp");
+	json_t *vals = json_object_get(e, "values");
+	assert_int_equal(json_array_size(vals), 60);
+	json_t *p0 = json_array_get(vals, 0);
+	assert_true(json_real_value(json_array_get(p0, 0)) == 1700000000.0);
+	assert_true(json_real_value(json_array_get(p0, 1)) == 1000.0);
+	json_decref(out);
+
+	/* Inequality, selector naming the metric, step of 10 s: the last
+	 * sample of each bucket (…9, …19, …). */
+	sel[0] = "drops_total{reason!=\"NO_SOCKET\"}";
+	assert_int_equal(store_query_series(s, NULL, sel, 1, base, base + 3600 * sec, 10 * sec,
+					    &out, err, sizeof(err)),
+			 0);
+	assert_int_equal(json_array_size(out), 1);
+	vals = json_object_get(json_array_get(out, 0), "values");
+	assert_int_equal(json_array_size(vals), 6);
+	assert_true(json_real_value(json_array_get(json_array_get(vals, 0), 1)) == 2009.0);
+	assert_true(json_real_value(json_array_get(json_array_get(vals, 5), 1)) == 2059.0);
+	json_decref(out);
+
+	/* Two matchers ANDed; a time window cutting the series. */
+	sel[0] = "reason=\"NO_SOCKET\"";
+	sel[1] = "{proto=\"udp\"}";
+	assert_int_equal(store_query_series(s, "drops_total", sel, 2, base + 30 * sec,
+					    base + 40 * sec, 0, &out, err, sizeof(err)),
+			 0);
+	assert_int_equal(json_array_size(out), 1);
+	vals = json_object_get(json_array_get(out, 0), "values");
+	assert_int_equal(json_array_size(vals), 10);
+	json_decref(out);
+
+	/* A label no series has equals "" (Prometheus semantics). */
+	sel[0] = "{zone=\"\"}";
+	assert_int_equal(
+	    store_query_series(s, "drops_total", sel, 1, 0, INT64_MAX, 0, &out, err, sizeof(err)),
+	    0);
+	assert_int_equal(json_array_size(out), 3);
+	json_decref(out);
+
+	assert_int_equal(
+	    store_query_series(s, "other", NULL, 0, 0, INT64_MAX, 0, &out, err, sizeof(err)), 0);
+	assert_int_equal(json_array_size(out), 1);
+	json_decref(out);
+
+	sel[0] = "other{a=\"b\"}";
+	assert_int_equal(
+	    store_query_series(s, "drops_total", sel, 1, 0, INT64_MAX, 0, &out, err, sizeof(err)),
+	    -EINVAL);
+	sel[0] = "{a=~\"b\"}";
+	assert_int_equal(
+	    store_query_series(s, "drops_total", sel, 1, 0, INT64_MAX, 0, &out, err, sizeof(err)),
+	    -EINVAL);
+	assert_non_null(strstr(err, "regex"));
+	assert_int_equal(
+	    store_query_series(s, NULL, NULL, 0, 0, INT64_MAX, 0, &out, err, sizeof(err)), -EINVAL);
+	store_close(s);
+
+	/* Point cap: 12,000 samples in one series, no step. */
+	db_exec("WITH RECURSIVE c(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM c WHERE i < 11999)"
+		" INSERT INTO metric_samples SELECT 4, 1700000000000000000 + 100000000000 + i,"
+		" i FROM c;");
+	s = open_started(&cfg, tables_ab);
+	assert_int_equal(
+	    store_query_series(s, "other", NULL, 0, 0, INT64_MAX, 0, &out, err, sizeof(err)),
+	    -E2BIG);
+	assert_int_equal(store_query_series(s, "other", NULL, 0, 0, INT64_MAX, 1000 * sec, &out,
+					    err, sizeof(err)),
+			 0);
+	json_decref(out);
+	store_close(s);
+}
+
+static void test_snapshot_metric_history(void **state)
+{
+	struct store_config cfg = default_cfg();
+	static const char *const labels[] = {"reason", NULL};
+	struct metrics *m = metrics_new();
+	const char *v[] = {"a", NULL};
+	struct metric *fam;
+	struct store *s;
+	json_t *out;
+
+	assert_non_null(m);
+	fam = metrics_counter(m, "test_drops_total", "test", labels);
+	assert_non_null(fam);
+	series_add(metric_series(fam, v), 5);
+	v[0] = "b";
+	series_add(metric_series(fam, v), 7);
+
+	cfg.snapshot_ms = 50;
+	s = store_open(&cfg, tables_ab, err, sizeof(err));
+	assert_non_null(s);
+	assert_int_equal(store_start(s, m), 0);
+	for (int i = 0; i < 200; i++) {
+		if (db_int("SELECT count(*) FROM metric_samples WHERE series_id IN (SELECT id FROM "
+			   "metric_series WHERE name = 'test_drops_total')") >= 6)
+			break;
+		sleep_ms(20);
+	}
+	const char *sel[] = {"{reason=\"b\"}"};
+	assert_int_equal(store_query_series(s, "test_drops_total", sel, 1, 0, INT64_MAX, 0, &out,
+					    err, sizeof(err)),
+			 0);
+	assert_int_equal(json_array_size(out), 1);
+	json_t *vals = json_object_get(json_array_get(out, 0), "values");
+	assert_true(json_array_size(vals) >= 3);
+	assert_true(json_real_value(json_array_get(json_array_get(vals, 0), 1)) == 7.0);
+	json_decref(out);
+	/* The store's own series are there too, and history of them. */
+	assert_true(db_int("SELECT count(*) FROM metric_series WHERE name ="
+			   " 'sysobs_events_written_total'") == 1);
+	assert_int_equal(db_int("SELECT count(*) FROM metric_series"),
+			 db_int("SELECT count(DISTINCT name || labels) FROM metric_series"));
+	store_close(s);
+	metrics_free(m);
+}
+
+static void test_row_json_types(void **state)
+{
+	sqlite3 *db;
+	sqlite3_stmt *st;
+	json_t *o;
+	char buf[48];
+
+	assert_int_equal(sqlite3_open(":memory:", &db), SQLITE_OK);
+	assert_int_equal(sqlite3_prepare_v2(db,
+					    "SELECT 42 AS n, 1.5 AS r, 'hé' AS t, x'00ff10' AS b,"
+					    " NULL AS z, -1500000000 AS ts, CAST(x'41ff42' AS TEXT)"
+					    " AS bad",
+					    -1, &st, NULL),
+			 SQLITE_OK);
+	assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+	o = store_row_json(st);
+	assert_non_null(o);
+	assert_int_equal(json_integer_value(json_object_get(o, "n")), 42);
+	assert_true(json_real_value(json_object_get(o, "r")) == 1.5);
+	assert_string_equal(json_string_value(json_object_get(o, "t")), "hé");
+	assert_string_equal(json_string_value(json_object_get(o, "b")), "00ff10");
+	assert_true(json_is_null(json_object_get(o, "z")));
+	assert_string_equal(json_string_value(json_object_get(o, "time")),
+			    "1969-12-31T23:59:58.500000000Z");
+	assert_string_equal(json_string_value(json_object_get(o, "bad")), "A?B");
+	json_decref(o);
+	sqlite3_finalize(st);
+	sqlite3_close(db);
+
+	assert_int_equal(store_format_time(1764729180123456789LL, buf, sizeof(buf)), 30);
+	assert_string_equal(buf, "2025-12-03T02:33:00.123456789Z");
+	assert_int_equal(store_format_time(0, buf, 10), -ENOSPC);
+}
+
+/*
+ * Disk full: the database lives on a 24 MiB tmpfs (private mount namespace);
+ * a filler file takes the rest. Commits fail with SQLITE_FULL, rows stay
+ * queued, write_errors counts; removing the filler lets the writer resume
+ * by itself, and every accepted row is there, integrity intact.
+ */
+static void test_disk_full_recovers(void **state)
+{
+	struct store_config cfg = default_cfg();
+	char mnt[300], filler[400], buf[65536];
+	struct store_stats st;
+	int accepted = 0, fd;
+	struct store *s;
+
+	if (geteuid() != 0 || unshare(CLONE_NEWNS) != 0 ||
+	    mount("none", "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0)
+		skip();
+	snprintf(mnt, sizeof(mnt), "%s/tmpfs", tmpdir);
+	assert_int_equal(mkdir(mnt, 0700), 0);
+	/* Room for the WAL (up to ~8 MiB before auto-checkpoint) once the
+	 * filler is gone. */
+	if (mount("tmpfs", mnt, "tmpfs", 0, "size=24m") != 0)
+		skip();
+	snprintf(dbpath, sizeof(dbpath), "%s/sysobs.db", mnt);
+	snprintf(filler, sizeof(filler), "%s/filler", mnt);
+
+	cfg.queue_rows = 8192;
+	cfg.batch_rows = 200;
+	s = open_started(&cfg, tables_ab);
+	for (int i = 0; i < 1000; i++, accepted++)
+		submit_n(s, i % 2 ? &table_a : &table_b, i, 1, 0);
+	assert_int_equal(store_flush(s), 0);
+
+	memset(buf, 'f', sizeof(buf));
+	fd = open(filler, O_WRONLY | O_CREAT, 0600);
+	assert_true(fd >= 0);
+	while (write(fd, buf, sizeof(buf)) > 0)
+		;
+	while (write(fd, buf, 512) > 0)
+		;
+	close(fd);
+
+	for (int i = 1000; i < 5000; i++) {
+		struct ev_row r = make_row(i);
+
+		memset(r.note, 'n', 190);
+		if (store_submit(s, i % 2 ? &table_a : &table_b, now_ns(), &r) == 0)
+			accepted++;
+	}
+	for (int i = 0; i < 250; i++) {
+		store_get_stats(s, &st);
+		if (st.write_errors > 0)
+			break;
+		sleep_ms(20);
+	}
+	store_get_stats(s, &st);
+	assert_true(st.write_errors > 0);
+	assert_true(st.queue_depth > 0);
+	assert_int_equal(accepted, 5000);
+	assert_true(store_flush_timeout(s, 200) != 0);
+
+	assert_int_equal(unlink(filler), 0);
+	int rc = -1;
+	for (int i = 0; i < 6 && rc != 0; i++)
+		rc = store_flush_timeout(s, 5000);
+	assert_int_equal(rc, 0);
+	store_get_stats(s, &st);
+	assert_int_equal(st.rows_written, (uint64_t)accepted);
+	store_close(s);
+
+	assert_int_equal(db_int("SELECT (SELECT count(*) FROM test_a) + (SELECT count(*) FROM"
+				" test_b)"),
+			 accepted);
+	assert_int_equal(db_int("SELECT count(DISTINCT pid) FROM (SELECT pid FROM test_a UNION ALL"
+				" SELECT pid FROM test_b)"),
+			 accepted);
+	char *ic = db_text("PRAGMA integrity_check");
+	assert_string_equal(ic, "ok");
+	free(ic);
+	umount2(mnt, MNT_DETACH);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test_setup_teardown(test_migrations_applied_once_and_on_reopen, setup,
+					    teardown),
+	    cmocka_unit_test_setup_teardown(test_newer_schema_refused, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_garbage_file_refused_not_recreated, setup,
+					    teardown),
+	    cmocka_unit_test_setup_teardown(test_corrupt_database_refused, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_unwritable_path_refused, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_batching_visible_after_flush, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_queue_full_counted, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_global_ids_across_tables_and_reopen, setup,
+					    teardown),
+	    cmocka_unit_test_setup_teardown(test_retention_by_age, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_retention_by_size, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_events_query_paging, setup, teardown),
+	    cmocka_unit_test(test_matcher_parse),
+	    cmocka_unit_test_setup_teardown(test_series_query, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_snapshot_metric_history, setup, teardown),
+	    cmocka_unit_test(test_row_json_types),
+	    cmocka_unit_test_setup_teardown(test_disk_full_recovers, setup, teardown),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
