@@ -1,0 +1,1329 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The ifs collector: Intel In-Field Scan results per core, an optional scan
+ * scheduler (off by default), history in SQLite, Prometheus metrics, REST
+ * routes and an optional Alertmanager push.
+ *
+ * Threads: the main loop owns the scheduler and all sysfs reads; the worker
+ * thread owns the blocking run_test write (ifs_worker.c); the alerter owns
+ * the network (ifs_alert.c); HTTP threads read a snapshot under p->lock and
+ * queue scan requests there. Worker results and HTTP requests both wake the
+ * main loop through one eventfd, exposed as c->fd.
+ *
+ * Kernel trap (KERNEL.md): status/details describe the LAST run on the
+ * device, not a core. Results of our own runs are attributed to the CPU we
+ * wrote; a change seen while we did not run (someone else wrote run_test)
+ * is recorded as unattributed, and two identical results in a row from
+ * outside cannot be told apart.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include "agent/agent.h"
+#include "agent/log.h"
+#include "api/query.h"
+#include "collectors/collector.h"
+#include "collectors/ifs/ifs_alert.h"
+#include "collectors/ifs/ifs_decode.h"
+#include "collectors/ifs/ifs_sched.h"
+#include "collectors/ifs/ifs_sysfs.h"
+#include "collectors/ifs/ifs_worker.h"
+#include "storage/store_query.h"
+
+#define MS_NS 1000000LL
+
+/* ---- history table ---- */
+
+struct ifs_row {
+	int64_t duration_ns;	    /* -1: unknown (unattributed) */
+	int64_t scan_id;	    /* 0: none */
+	int32_t cpu, core, package; /* -1: unknown */
+	int32_t error_code;	    /* -1: none (write failed) */
+	int32_t retryable;
+	int32_t chunk_num, chunk_stop_index; /* -1: not a scan */
+	int32_t batch;			     /* -1: none */
+	char device[16];
+	char test[8];
+	char status[12]; /* pass, fail, untested, error */
+	char details[24];
+	char error_name[40];
+	char image_version[16];
+	char requested_by[12]; /* scheduler, api, external */
+	char decoded[120];     /* JSON of the test's own fields */
+	char reason[128];
+};
+
+static const char *const ifs_migrations[] = {
+    "CREATE TABLE ifs_scans(id INTEGER PRIMARY KEY, ts INTEGER NOT NULL,"
+    " duration_ns INTEGER, device TEXT, test TEXT, cpu INTEGER, core INTEGER,"
+    " package INTEGER, status TEXT, details TEXT, error_code INTEGER, error_name TEXT,"
+    " retryable INTEGER, chunk_num INTEGER, chunk_stop_index INTEGER, image_version TEXT,"
+    " batch INTEGER, requested_by TEXT, scan_id INTEGER, decoded TEXT, reason TEXT);"
+    "CREATE INDEX ifs_scans_ts ON ifs_scans(ts);"
+    "CREATE INDEX ifs_scans_core ON ifs_scans(core, id);"
+    "CREATE INDEX ifs_scans_scan_id ON ifs_scans(scan_id);",
+    NULL,
+};
+
+static int bind_int(sqlite3_stmt *st, int i, int64_t v, int64_t null_value)
+{
+	return v == null_value ? sqlite3_bind_null(st, i) : sqlite3_bind_int64(st, i, v);
+}
+
+static int bind_text(sqlite3_stmt *st, int i, const char *s)
+{
+	return s[0] ? sqlite3_bind_text(st, i, s, -1, SQLITE_TRANSIENT) : sqlite3_bind_null(st, i);
+}
+
+static int ifs_bind(sqlite3_stmt *st, const void *row)
+{
+	const struct ifs_row *r = row;
+	int rc;
+
+	if ((rc = bind_int(st, 3, r->duration_ns, -1)) || (rc = bind_text(st, 4, r->device)) ||
+	    (rc = bind_text(st, 5, r->test)) || (rc = bind_int(st, 6, r->cpu, -1)) ||
+	    (rc = bind_int(st, 7, r->core, -1)) || (rc = bind_int(st, 8, r->package, -1)) ||
+	    (rc = bind_text(st, 9, r->status)) || (rc = bind_text(st, 10, r->details)) ||
+	    (rc = bind_int(st, 11, r->error_code, -1)) || (rc = bind_text(st, 12, r->error_name)) ||
+	    (rc = bind_int(st, 13, r->retryable, -1)) ||
+	    (rc = bind_int(st, 14, r->chunk_num, -1)) ||
+	    (rc = bind_int(st, 15, r->chunk_stop_index, -1)) ||
+	    (rc = bind_text(st, 16, r->image_version)) || (rc = bind_int(st, 17, r->batch, -1)) ||
+	    (rc = bind_text(st, 18, r->requested_by)) || (rc = bind_int(st, 19, r->scan_id, 0)) ||
+	    (rc = bind_text(st, 20, r->decoded)))
+		return rc;
+	return bind_text(st, 21, r->reason);
+}
+
+static const struct store_table ifs_scans_table = {
+    .name = "ifs_scans",
+    .collector = "ifs",
+    .migrations = ifs_migrations,
+    .insert_sql = "INSERT INTO ifs_scans(id, ts, duration_ns, device, test, cpu, core, package,"
+		  " status, details, error_code, error_name, retryable, chunk_num,"
+		  " chunk_stop_index, image_version, batch, requested_by, scan_id, decoded,"
+		  " reason) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13,"
+		  " ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21)",
+    .bind = ifs_bind,
+    .row_size = sizeof(struct ifs_row),
+};
+
+_Static_assert(sizeof(struct ifs_row) <= STORE_ROW_MAX, "ifs_row too large for the store queue");
+
+static const struct store_table *const ifs_tables[] = {&ifs_scans_table, NULL};
+
+/* ---- state ---- */
+
+struct ifs_dev {
+	bool present;
+	char dir[PATH_MAX];
+	bool image_loaded;
+	uint32_t image_version;
+	bool batch_loaded;
+	unsigned batch;
+	char image_text[32];
+	char seen_status[16], seen_details[32]; /* last values read */
+	bool seen_valid;
+	struct metric_series *image_s, *failing_s;
+};
+
+struct ifs_last {
+	bool has;
+	enum ifs_result result;
+	int64_t ts_ns;
+	int cpu;
+	uint64_t details;
+	char error_name[40];
+	uint64_t scan_id;
+	bool alert_firing;
+	struct metric_series *status_s, *ts_s;
+};
+
+struct ifs_api_req {
+	int package, core_id; /* by identity: the topology may change meanwhile */
+	enum ifs_test test;
+	uint64_t scan_id;
+};
+
+struct ifs_priv {
+	struct collector *c;
+	char root[PATH_MAX];
+	char host[256];
+	bool schedule, admin;
+	uint64_t poll_ms;
+	struct ifs_sched_config scfg;
+	struct ifs_sched sched;
+	int efd;
+	struct ifs_worker *worker;
+	struct ifs_alerter *alert;
+	char alert_url[512], alert_labels[512];
+	uint64_t alert_resend_ms;
+
+	/* Shared with HTTP threads. */
+	pthread_mutex_t lock;
+	bool started;
+	struct ifs_topology topo;
+	char online_text[1024];
+	struct ifs_dev dev[IFS_TEST_MAX];
+	unsigned tests;			       /* runnable tests: device present (+ image) */
+	struct ifs_last (*last)[IFS_TEST_MAX]; /* per core of topo */
+	struct ifs_api_req *reqs;
+	size_t n_reqs;
+	uint64_t next_scan_id;
+	bool running;
+	struct ifs_job cur;
+
+	struct metric *m_scans, *m_status, *m_last_ts, *m_failing, *m_image;
+};
+
+static const struct cfg_key ifs_keys[] = {
+    {"schedule", "false",
+     "run scans on a schedule; a scan takes every thread of a core offline for up to ~200 ms"},
+    {"interval", "24h", "how often each core is scanned by each test when schedule = true"},
+    {"allow_cpus", "",
+     "CPU list (e.g. 0-15,32-47); if set, only cores whose threads are all in it"},
+    {"deny_cpus", "", "CPU list never scanned: a core with any thread listed is skipped"},
+    {"max_scan_seconds_per_hour", "60", "cap on the scan time of the last hour (0 = no cap)"},
+    {"retry_max", "3", "retries of a retryable outcome (busy core, interrupted) per run"},
+    {"retry_backoff", "1m", "first retry delay; doubles at each retry"},
+    {"rotate_batches", "", "image batches to rotate through (e.g. 1-3); empty = keep the loaded"},
+    {"poll", "1s", "how often device state is read and the scheduler runs"},
+    {"alertmanager_url", "", "Alertmanager base URL to push failed-core alerts to; empty = off"},
+    {"alert_labels", "", "extra labels for pushed alerts, k=v,k2=v2"},
+    {"alert_resend", "1m", "re-send period of a firing alert (below Alertmanager resolve_timeout)"},
+    {0},
+};
+
+/* ---- helpers ---- */
+
+static void trim_nl(char *s)
+{
+	size_t n = strlen(s);
+
+	while (n && (s[n - 1] == '\n' || s[n - 1] == ' '))
+		s[--n] = '\0';
+}
+
+static void core_labels(const struct ifs_core_info *core, char pkg[16], char cid[16])
+{
+	snprintf(pkg, 16, "%d", core->package);
+	snprintf(cid, 16, "%d", core->core_id);
+}
+
+static int parse_cpulist_key(struct collector *c, const char *key, uint64_t *bits, bool *set)
+{
+	const char *v = collector_cfg(c, key);
+	int err;
+
+	*set = v && v[0];
+	if (!*set)
+		return 0;
+	err = ifs_cpulist_parse(v, bits, IFS_MAX_CPUS);
+	if (err)
+		return cfg_error(&c->agent->cfg, c->section, key,
+				 "not a CPU list below %d (like 0-3,8,10-11)", IFS_MAX_CPUS);
+	return 0;
+}
+
+static int ifs_read_config(struct collector *c, struct ifs_priv *p)
+{
+	struct config *cfg = &c->agent->cfg;
+	uint64_t v, cap_s, retry_max;
+	bool set;
+	int err;
+
+	if ((err = cfg_get_bool(cfg, c->section, "schedule", &p->schedule)) ||
+	    (err = cfg_get_duration_ms(cfg, c->section, "interval", 1000, 365ULL * 86400000, &v)))
+		return err;
+	p->scfg.periodic = p->schedule;
+	p->scfg.interval_ns = (int64_t)v * MS_NS;
+	if ((err = cfg_get_u64(cfg, c->section, "max_scan_seconds_per_hour", 0, 3600, &cap_s)) ||
+	    (err = cfg_get_u64(cfg, c->section, "retry_max", 0, 100, &retry_max)) ||
+	    (err = cfg_get_duration_ms(cfg, c->section, "retry_backoff", 10, 86400000, &v)))
+		return err;
+	if (cap_s == 1)
+		return cfg_error(cfg, c->section, "max_scan_seconds_per_hour",
+				 "must be 0 (no cap) or at least 2 s: one scan may take 1 s");
+	p->scfg.max_scan_ns_per_hour = (int64_t)cap_s * 1000 * MS_NS;
+	p->scfg.retry_max = (unsigned)retry_max;
+	p->scfg.retry_backoff_ns = (int64_t)v * MS_NS;
+	if ((err = parse_cpulist_key(c, "allow_cpus", p->scfg.allow, &p->scfg.have_allow)) ||
+	    (err = parse_cpulist_key(c, "deny_cpus", p->scfg.deny, &set)))
+		return err;
+
+	const char *rb = collector_cfg(c, "rotate_batches");
+
+	if (rb && rb[0]) {
+		uint64_t bits[IFS_CPU_WORDS];
+
+		if (ifs_cpulist_parse(rb, bits, 256))
+			return cfg_error(cfg, c->section, "rotate_batches",
+					 "not a list of batch numbers 0-255 (like 1-3,5)");
+		for (unsigned b = 0; b < 256; b++) {
+			if (!ifs_cpu_isset(bits, b))
+				continue;
+			if (p->scfg.n_batches == IFS_MAX_BATCHES)
+				return cfg_error(cfg, c->section, "rotate_batches",
+						 "more than %d batches", IFS_MAX_BATCHES);
+			p->scfg.batches[p->scfg.n_batches++] = b;
+		}
+	}
+	if ((err = cfg_get_duration_ms(cfg, c->section, "poll", 50, 3600000, &p->poll_ms)) ||
+	    (err = cfg_get_duration_ms(cfg, c->section, "alert_resend", 1000, 86400000,
+				       &p->alert_resend_ms)))
+		return err;
+	snprintf(p->alert_url, sizeof(p->alert_url), "%s",
+		 collector_cfg(c, "alertmanager_url") ?: "");
+	snprintf(p->alert_labels, sizeof(p->alert_labels), "%s",
+		 collector_cfg(c, "alert_labels") ?: "");
+	if (p->alert_url[0] && strncmp(p->alert_url, "http://", 7) &&
+	    strncmp(p->alert_url, "https://", 8))
+		return cfg_error(cfg, c->section, "alertmanager_url", "must start with http(s)://");
+	if (p->alert_labels[0]) {
+		json_t *l = ifs_alert_parse_labels(p->alert_labels);
+
+		if (!l)
+			return cfg_error(
+			    cfg, c->section, "alert_labels",
+			    "expected k=v,k2=v2 with label names [a-zA-Z_][a-zA-Z0-9_]*");
+		json_decref(l);
+	}
+	/* Admin endpoints are the [http] section's to allow. */
+	if ((err = cfg_get_bool(cfg, "http", "admin", &p->admin)))
+		return err;
+	return 0;
+}
+
+/* ---- device and topology refresh (main thread) ---- */
+
+/* Reads image_version/current_batch of every device; updates p->tests.
+ * Called with p->lock held. */
+static void refresh_devices(struct ifs_priv *p)
+{
+	unsigned present = 0, tests = 0;
+
+	ifs_devices_discover(p->root, &present);
+	for (int t = 0; t < IFS_TEST_MAX; t++) {
+		struct ifs_dev *d = &p->dev[t];
+		char buf[64];
+
+		d->present = present & (1u << t);
+		if (!d->present)
+			continue;
+		ifs_device_dir(p->root, t, d->dir, sizeof(d->dir));
+		if (t == IFS_TEST_ARRAY) {
+			/* Array BIST runs without an image. */
+			d->image_loaded = true;
+			tests |= 1u << t;
+			continue;
+		}
+		snprintf(buf, sizeof(buf), "%s/image_version", d->dir);
+		if (ifs_read_text(buf, d->image_text, sizeof(d->image_text)) < 0 ||
+		    ifs_image_version_parse(d->image_text, &d->image_loaded, &d->image_version))
+			d->image_loaded = false;
+		trim_nl(d->image_text);
+		snprintf(buf, sizeof(buf), "%s/current_batch", d->dir);
+		{
+			char b[16];
+
+			if (ifs_read_text(buf, b, sizeof(b)) < 0 ||
+			    ifs_batch_parse(b, &d->batch_loaded, &d->batch))
+				d->batch_loaded = false;
+		}
+		/* With rotation the worker loads a batch before running. */
+		if (d->image_loaded || p->scfg.n_batches)
+			tests |= 1u << t;
+		if (d->image_s)
+			series_set(d->image_s, d->image_loaded);
+	}
+	p->tests = tests;
+}
+
+/* Re-reads the topology if the online CPU list changed; keeps per-core
+ * results by (package, core_id). Called with p->lock held. */
+static int refresh_topology(struct ifs_priv *p, bool force)
+{
+	char path[PATH_MAX], online[sizeof(p->online_text)];
+	struct ifs_topology nt;
+	struct ifs_last(*nl)[IFS_TEST_MAX];
+	int err;
+
+	snprintf(path, sizeof(path), "%s/devices/system/cpu/online", p->root);
+	if (ifs_read_text(path, online, sizeof(online)) < 0)
+		online[0] = '\0';
+	if (!force && !strcmp(online, p->online_text))
+		return 0;
+	err = ifs_topology_read(p->root, &nt);
+	if (err)
+		return err;
+	nl = calloc(nt.n_cores ? nt.n_cores : 1, sizeof(*nl));
+	if (!nl) {
+		ifs_topology_free(&nt);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < nt.n_cores; i++)
+		for (size_t j = 0; p->last && j < p->topo.n_cores; j++)
+			if (p->topo.cores[j].package == nt.cores[i].package &&
+			    p->topo.cores[j].core_id == nt.cores[i].core_id)
+				memcpy(nl[i], p->last[j], sizeof(nl[i]));
+	/* Cores that vanished (all threads offline, topology removed) keep
+	 * their series: a core's last result stays meaningful. */
+	free(p->last);
+	p->last = nl;
+	ifs_topology_free(&p->topo);
+	p->topo = nt;
+	snprintf(p->online_text, sizeof(p->online_text), "%s", online);
+	return ifs_sched_set_topology(&p->sched, nt.cores, nt.n_cores, clock_mono_ns());
+}
+
+/* ---- results ---- */
+
+static void update_failing(struct ifs_priv *p)
+{
+	for (int t = 0; t < IFS_TEST_MAX; t++) {
+		unsigned n = 0;
+
+		if (!p->dev[t].failing_s)
+			continue;
+		for (size_t i = 0; i < p->topo.n_cores; i++)
+			n += p->last[i][t].has && p->last[i][t].result == IFS_RESULT_FAIL;
+		series_set(p->dev[t].failing_s, n);
+	}
+}
+
+static void count_scan(struct ifs_priv *p, enum ifs_test t, const char *result)
+{
+	const char *v[] = {ifs_test_name(t), result};
+	struct metric_series *s = metric_series(p->m_scans, v);
+
+	if (s)
+		series_add(s, 1);
+}
+
+static void fill_decoded(struct ifs_row *row, const struct ifs_details *d)
+{
+	row->error_code = (int32_t)d->error_code;
+	snprintf(row->error_name, sizeof(row->error_name), "%s", d->error_name);
+	snprintf(row->reason, sizeof(row->reason), "%s", d->reason);
+	row->retryable = d->retryable;
+	row->chunk_num = row->chunk_stop_index = -1;
+	switch (d->test) {
+	case IFS_TEST_SCAN:
+		row->chunk_num = (int32_t)d->chunk_num;
+		row->chunk_stop_index = (int32_t)d->chunk_stop_index;
+		snprintf(row->decoded, sizeof(row->decoded),
+			 "{\"chunk_num\":%u,\"chunk_stop_index\":%u,\"control_error\":%s,"
+			 "\"signature_error\":%s}",
+			 d->chunk_num, d->chunk_stop_index, d->control_error ? "true" : "false",
+			 d->signature_error ? "true" : "false");
+		break;
+	case IFS_TEST_ARRAY:
+		snprintf(row->decoded, sizeof(row->decoded),
+			 "{\"array_bitmask\":\"%#x\",\"array_bank\":%u,\"ctrl_result\":%s}",
+			 d->array_bitmask, d->array_bank, d->ctrl_result ? "true" : "false");
+		break;
+	case IFS_TEST_SBAF:
+		snprintf(row->decoded, sizeof(row->decoded),
+			 "{\"bundle_idx\":%u,\"pgm_idx\":%u,\"sbaf_status\":%u,\"test_fail\":%s}",
+			 d->bundle_idx, d->pgm_idx, d->sbaf_status,
+			 d->test_fail ? "true" : "false");
+		break;
+	default:
+		break;
+	}
+}
+
+static const char *requester_name(enum ifs_requester by)
+{
+	return by == IFS_BY_API ? "api" : "scheduler";
+}
+
+static void alert_update(struct ifs_priv *p, const struct ifs_core_info *core, struct ifs_last *l,
+			 enum ifs_test t, const struct ifs_row *row, int64_t ts)
+{
+	char key[64], pkg[16], cid[16], cpu[16], summary[256];
+	json_t *labels, *ann;
+
+	if (!p->alert)
+		return;
+	core_labels(core, pkg, cid);
+	snprintf(key, sizeof(key), "%s/%s/%s", ifs_test_name(t), pkg, cid);
+	if (l->result != IFS_RESULT_FAIL) {
+		if (l->result == IFS_RESULT_PASS && l->alert_firing) {
+			ifs_alert_resolve(p->alert, key, ts);
+			l->alert_firing = false;
+		}
+		return;
+	}
+	snprintf(cpu, sizeof(cpu), "%d", row->cpu);
+	labels = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s}", "alertname",
+			   "SysobsIFSCoreFailed", "host", p->host, "test", ifs_test_name(t),
+			   "package", pkg, "core", cid, "cpu", cpu, "severity", "critical");
+	snprintf(summary, sizeof(summary),
+		 "In-Field Scan %s failed on package %s core %s (cpu %s) of %s", ifs_test_name(t),
+		 pkg, cid, cpu, p->host);
+	ann =
+	    json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s}", "summary", summary, "description",
+		      row->reason, "details", row->details, "error_name", row->error_name,
+		      "decoded", row->decoded, "image_version", row->image_version, "runbook",
+		      "Take the core out of service (offline its CPUs or drain the host), re-run "
+		      "the scan to rule out a transient error, then contact the hardware vendor.");
+	if (!labels || !ann) {
+		json_decref(labels);
+		json_decref(ann);
+		return;
+	}
+	ifs_alert_fire(p->alert, key, labels, ann, ts);
+	l->alert_firing = true;
+}
+
+/* A finished job: scheduler outcome, history row, metrics, alert. */
+static void handle_result(struct ifs_priv *p, const struct ifs_work_result *r)
+{
+	struct collector *c = p->c;
+	const struct ifs_job *job = &r->job;
+	enum ifs_outcome out = IFS_OUT_DONE;
+	struct ifs_row row = {0};
+	struct ifs_details d = {0};
+	enum ifs_result result = IFS_RESULT_UNTESTED;
+	const struct ifs_core_info *core = NULL;
+	uint64_t raw = 0;
+	bool ok = false;
+
+	row.duration_ns = r->end_mono - r->start_mono;
+	row.scan_id = (int64_t)job->scan_id;
+	row.cpu = job->cpu;
+	row.core = row.package = -1;
+	row.batch = -1;
+	row.error_code = -1;
+	row.retryable = -1;
+	row.chunk_num = row.chunk_stop_index = -1;
+	snprintf(row.device, sizeof(row.device), "intel_ifs_%d", job->test);
+	snprintf(row.test, sizeof(row.test), "%s", ifs_test_name(job->test));
+	snprintf(row.requested_by, sizeof(row.requested_by), "%s", requester_name(job->by));
+	snprintf(row.image_version, sizeof(row.image_version), "%s", r->image_version);
+	trim_nl(row.image_version);
+	{
+		bool loaded;
+		unsigned b;
+
+		if (!ifs_batch_parse(r->batch, &loaded, &b) && loaded)
+			row.batch = (int32_t)b;
+	}
+
+	pthread_mutex_lock(&p->lock);
+	if (job->core < p->topo.n_cores) {
+		core = &p->topo.cores[job->core];
+		row.core = core->core_id;
+		row.package = core->package;
+	}
+	if (r->rc) {
+		/* The write failed: no test ran, status/details are stale. */
+		static const struct {
+			int err;
+			const char *name, *reason;
+		} errs[] = {
+		    {-EINVAL, "cpu_invalid_or_offline", "run_test refused the CPU (offline?)"},
+		    {-EPERM, "no_image", "no test image loaded on the device"},
+		    {-EINTR, "interrupted", "interrupted while waiting for the driver"},
+		    {-ENOENT, "batch_missing", "the image batch file is missing"},
+		};
+
+		snprintf(row.status, sizeof(row.status), "error");
+		snprintf(row.error_name, sizeof(row.error_name), "write_error");
+		snprintf(row.reason, sizeof(row.reason), "%s: %s",
+			 r->batch_rc ? "current_batch" : "run_test", strerror(-r->rc));
+		for (size_t i = 0; i < sizeof(errs) / sizeof(errs[0]); i++) {
+			if (errs[i].err == r->rc) {
+				snprintf(row.error_name, sizeof(row.error_name), "%s",
+					 errs[i].name);
+				snprintf(row.reason, sizeof(row.reason), "%s", errs[i].reason);
+			}
+		}
+		out = r->rc == -EINTR ? IFS_OUT_RETRY : IFS_OUT_ERROR;
+		count_scan(p, job->test, "error");
+	} else if (ifs_status_parse(r->status, &result) || ifs_details_parse(r->details, &raw)) {
+		snprintf(row.status, sizeof(row.status), "error");
+		snprintf(row.error_name, sizeof(row.error_name), "unreadable_status");
+		snprintf(row.reason, sizeof(row.reason), "status/details unreadable after the run");
+		out = IFS_OUT_ERROR;
+		count_scan(p, job->test, "error");
+	} else {
+		ok = true;
+		ifs_details_decode(job->test, raw, &d);
+		fill_decoded(&row, &d);
+		snprintf(row.status, sizeof(row.status), "%s", ifs_result_name(result));
+		snprintf(row.details, sizeof(row.details), "%s", r->details);
+		trim_nl(row.details);
+		/* The status file is authoritative (SBAF's "bundles left" is
+		 * invisible in the word); the decoded fields explain it. */
+		if (result == IFS_RESULT_UNTESTED && d.retryable)
+			out = IFS_OUT_RETRY;
+		if (result != IFS_RESULT_UNTESTED)
+			row.retryable = 0;
+		if (result == IFS_RESULT_PASS) {
+			snprintf(row.error_name, sizeof(row.error_name), "none");
+			snprintf(row.reason, sizeof(row.reason), "passed");
+		}
+		count_scan(p, job->test, ifs_result_name(result));
+	}
+	/* Our own run: the passive check must not record it again. */
+	if ((unsigned)job->test < IFS_TEST_MAX) {
+		struct ifs_dev *dv = &p->dev[job->test];
+
+		snprintf(dv->seen_status, sizeof(dv->seen_status), "%s", r->status);
+		snprintf(dv->seen_details, sizeof(dv->seen_details), "%s", r->details);
+		dv->seen_valid = true;
+	}
+	if (ok && core) {
+		struct ifs_last *l = &p->last[job->core][job->test];
+		const char *v[] = {ifs_test_name(job->test), NULL, NULL};
+		char pkg[16], cid[16];
+
+		core_labels(core, pkg, cid);
+		v[1] = pkg;
+		v[2] = cid;
+		l->has = true;
+		l->result = result;
+		l->ts_ns = r->start_wall;
+		l->cpu = job->cpu;
+		l->details = raw;
+		l->scan_id = job->scan_id;
+		snprintf(l->error_name, sizeof(l->error_name), "%s", row.error_name);
+		if (!l->status_s)
+			l->status_s = metric_series(p->m_status, v);
+		if (!l->ts_s)
+			l->ts_s = metric_series(p->m_last_ts, v);
+		if (l->status_s)
+			series_set(l->status_s, result);
+		if (l->ts_s)
+			series_set(l->ts_s, (double)r->start_wall / 1e9);
+		update_failing(p);
+		alert_update(p, core, l, job->test, &row, r->start_wall);
+	}
+	p->running = false;
+	ifs_sched_done(&p->sched, job, r->start_mono, r->end_mono, out);
+	pthread_mutex_unlock(&p->lock);
+
+	if (result == IFS_RESULT_FAIL && ok)
+		clog_warn(c, "%s FAILED on package %d core %d (cpu %d): %s, details %s", row.test,
+			  row.package, row.core, row.cpu, row.reason, row.details);
+	else
+		clog_debug(c, "%s on cpu %d: %s %s (%s)", row.test, row.cpu, row.status,
+			   row.details, row.error_name);
+	if (store_submit(c->agent->store, &ifs_scans_table, r->start_wall, &row))
+		clog_debug(c, "history row dropped: queue full");
+}
+
+/* Someone else wrote run_test: status/details changed while we were idle.
+ * Recorded without a CPU (see the header comment). Called unlocked. */
+static void passive_check(struct ifs_priv *p)
+{
+	if (ifs_worker_busy(p->worker))
+		return;
+	for (int t = 0; t < IFS_TEST_MAX; t++) {
+		struct ifs_dev *dv = &p->dev[t];
+		char path[PATH_MAX + 16], st[16], de[32];
+		struct ifs_row row = {0};
+		enum ifs_result result;
+		struct ifs_details d;
+		uint64_t raw;
+
+		if (!dv->present)
+			continue;
+		snprintf(path, sizeof(path), "%s/status", dv->dir);
+		if (ifs_read_text(path, st, sizeof(st)) < 0)
+			continue;
+		snprintf(path, sizeof(path), "%s/details", dv->dir);
+		if (ifs_read_text(path, de, sizeof(de)) < 0)
+			continue;
+		pthread_mutex_lock(&p->lock);
+		if (dv->seen_valid &&
+		    (strcmp(st, dv->seen_status) || strcmp(de, dv->seen_details)) &&
+		    !ifs_status_parse(st, &result) && !ifs_details_parse(de, &raw)) {
+			row.duration_ns = -1;
+			row.cpu = row.core = row.package = -1;
+			row.batch = dv->batch_loaded ? (int32_t)dv->batch : -1;
+			snprintf(row.device, sizeof(row.device), "intel_ifs_%d", t);
+			snprintf(row.test, sizeof(row.test), "%s", ifs_test_name(t));
+			snprintf(row.requested_by, sizeof(row.requested_by), "external");
+			snprintf(row.image_version, sizeof(row.image_version), "%s",
+				 dv->image_text);
+			ifs_details_decode(t, raw, &d);
+			fill_decoded(&row, &d);
+			snprintf(row.status, sizeof(row.status), "%s", ifs_result_name(result));
+			snprintf(row.details, sizeof(row.details), "%s", de);
+			trim_nl(row.details);
+			count_scan(p, t, ifs_result_name(result));
+			clog_info(p->c, "%s result changed outside sysobs: %s %s (core unknown)",
+				  row.test, row.status, row.details);
+			store_submit(p->c->agent->store, &ifs_scans_table, clock_wall_ns(), &row);
+		}
+		snprintf(dv->seen_status, sizeof(dv->seen_status), "%s", st);
+		snprintf(dv->seen_details, sizeof(dv->seen_details), "%s", de);
+		dv->seen_valid = true;
+		pthread_mutex_unlock(&p->lock);
+	}
+}
+
+/* Moves HTTP requests into the scheduler. */
+static void drain_requests(struct ifs_priv *p)
+{
+	struct ifs_api_req *reqs;
+	size_t n;
+
+	pthread_mutex_lock(&p->lock);
+	reqs = p->reqs;
+	n = p->n_reqs;
+	p->reqs = NULL;
+	p->n_reqs = 0;
+	for (size_t i = 0; i < n; i++) {
+		size_t k;
+		int err = -ENOENT;
+
+		for (k = 0; k < p->topo.n_cores; k++)
+			if (p->topo.cores[k].package == reqs[i].package &&
+			    p->topo.cores[k].core_id == reqs[i].core_id)
+				break;
+		if (k < p->topo.n_cores)
+			err = ifs_sched_request(&p->sched, k, reqs[i].test, reqs[i].scan_id);
+		if (err)
+			clog_warn(p->c, "scan %" PRIu64 " dropped: %s", reqs[i].scan_id,
+				  strerror(-err));
+	}
+	pthread_mutex_unlock(&p->lock);
+	free(reqs);
+}
+
+/* Starts the next job if the worker is free and the scheduler has one. The
+ * scheduler is read by HTTP threads too, hence p->lock around it. */
+static void dispatch(struct ifs_priv *p)
+{
+	struct ifs_work w = {0};
+	int64_t wake, now;
+
+	if (ifs_worker_busy(p->worker))
+		return;
+	pthread_mutex_lock(&p->lock);
+	for (;;) {
+		now = clock_mono_ns();
+		if (ifs_sched_next(&p->sched, now, &w.job, &wake))
+			break;
+		if (!p->dev[w.job.test].present) {
+			ifs_sched_done(&p->sched, &w.job, now, now, IFS_OUT_ERROR);
+			continue;
+		}
+		snprintf(w.dev_dir, sizeof(w.dev_dir), "%s", p->dev[w.job.test].dir);
+		if (ifs_worker_submit(p->worker, &w)) {
+			ifs_sched_done(&p->sched, &w.job, now, now, IFS_OUT_ERROR);
+			break;
+		}
+		p->running = true;
+		p->cur = w.job;
+		break;
+	}
+	pthread_mutex_unlock(&p->lock);
+}
+
+/* ---- collector ops ---- */
+
+static int ifs_init(struct collector *c)
+{
+	struct ifs_priv *p;
+	unsigned mask = 0;
+	int err;
+
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		return -ENOMEM;
+	c->priv = p;
+	p->c = c;
+	p->efd = -1;
+	pthread_mutex_init(&p->lock, NULL);
+	err = ifs_read_config(c, p);
+	if (err)
+		return err;
+	snprintf(p->root, sizeof(p->root), "%s", c->agent->sysfs_root ?: "/sys");
+	if (c->agent->hostname && c->agent->hostname[0])
+		snprintf(p->host, sizeof(p->host), "%s", c->agent->hostname);
+	else if (gethostname(p->host, sizeof(p->host) - 1))
+		snprintf(p->host, sizeof(p->host), "unknown");
+
+	err = ifs_devices_discover(p->root, &mask);
+	if (err || !mask)
+		return collector_unavailable(
+		    c, -ENODEV,
+		    "no intel_ifs_<N> device under %s/devices/virtual/misc "
+		    "(CPU without In-Field Scan, or the intel_ifs module not "
+		    "loaded)",
+		    p->root);
+	err = ifs_topology_read(p->root, &p->topo);
+	if (err)
+		return collector_unavailable(c, err, "cannot read the CPU topology under %s: %s",
+					     p->root, strerror(-err));
+	ifs_topology_free(&p->topo);
+	return 0;
+}
+
+static int ifs_start(struct collector *c)
+{
+	static const char *const scan_labels[] = {"test", "result", NULL};
+	static const char *const core_lbls[] = {"test", "package", "core", NULL};
+	static const char *const test_labels[] = {"test", NULL};
+	struct ifs_priv *p = c->priv;
+	struct metrics *m = c->agent->metrics;
+	int err;
+
+	p->m_scans = metrics_counter(m, "sysobs_ifs_scans_total",
+				     "In-Field Scan runs by test (scan, array, sbaf) and result "
+				     "(pass, fail, untested, error = run_test write refused).",
+				     scan_labels);
+	p->m_status =
+	    metrics_gauge(m, "sysobs_ifs_core_status",
+			  "Last result per core and test: 0 pass, 1 fail, 2 untested.", core_lbls);
+	p->m_last_ts =
+	    metrics_gauge(m, "sysobs_ifs_core_last_scan_timestamp_seconds",
+			  "Start of the last completed test of the core, unix seconds.", core_lbls);
+	p->m_failing = metrics_gauge(m, "sysobs_ifs_failing_cores",
+				     "Cores whose last result for this test is fail.", test_labels);
+	p->m_image = metrics_gauge(m, "sysobs_ifs_image_loaded",
+				   "1 if the device has a test image loaded (scan and SBAF only).",
+				   test_labels);
+	if (!p->m_scans || !p->m_status || !p->m_last_ts || !p->m_failing || !p->m_image)
+		return -ENOMEM;
+
+	ifs_sched_init(&p->sched, &p->scfg);
+	pthread_mutex_lock(&p->lock);
+	refresh_devices(p);
+	for (int t = 0; t < IFS_TEST_MAX; t++) {
+		const char *v[] = {ifs_test_name(t)};
+
+		if (!p->dev[t].present)
+			continue;
+		p->dev[t].failing_s = metric_series(p->m_failing, v);
+		if (p->dev[t].failing_s)
+			series_set(p->dev[t].failing_s, 0);
+		if (t != IFS_TEST_ARRAY) {
+			p->dev[t].image_s = metric_series(p->m_image, v);
+			if (p->dev[t].image_s)
+				series_set(p->dev[t].image_s, p->dev[t].image_loaded);
+		}
+	}
+	err = refresh_topology(p, true);
+	ifs_sched_set_tests(&p->sched, p->tests, clock_mono_ns());
+	p->next_scan_id = (uint64_t)(clock_wall_ns() / 1000);
+	pthread_mutex_unlock(&p->lock);
+	if (err)
+		return err;
+
+	p->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (p->efd < 0)
+		return -errno;
+	p->worker = ifs_worker_start(p->efd);
+	if (!p->worker)
+		return -errno;
+	if (p->alert_url[0]) {
+		p->alert = ifs_alert_new(p->alert_url, p->alert_labels, p->alert_resend_ms);
+		if (!p->alert)
+			return -errno;
+	}
+	passive_check(p); /* baseline: what is there now is not new */
+	c->fd = p->efd;
+	c->interval_ms = p->poll_ms;
+	pthread_mutex_lock(&p->lock);
+	p->started = true;
+	pthread_mutex_unlock(&p->lock);
+	clog_info(c, "%zu cores, tests:%s%s%s, scheduler %s%s", p->topo.n_cores,
+		  p->dev[0].present ? " scan" : "", p->dev[1].present ? " array" : "",
+		  p->dev[2].present ? " sbaf" : "", p->schedule ? "on" : "off",
+		  p->alert ? ", alert push on" : "");
+	return 0;
+}
+
+static int ifs_on_ready(struct collector *c)
+{
+	struct ifs_priv *p = c->priv;
+	struct ifs_work_result r;
+	uint64_t n;
+
+	if (read(p->efd, &n, sizeof(n)) < 0 && errno != EAGAIN)
+		return -errno;
+	if (ifs_worker_take(p->worker, &r) == 0)
+		handle_result(p, &r);
+	drain_requests(p);
+	dispatch(p);
+	return 0;
+}
+
+static int ifs_collect(struct collector *c)
+{
+	struct ifs_priv *p = c->priv;
+	int err;
+
+	pthread_mutex_lock(&p->lock);
+	refresh_devices(p);
+	err = refresh_topology(p, false);
+	ifs_sched_set_tests(&p->sched, p->tests, clock_mono_ns());
+	pthread_mutex_unlock(&p->lock);
+	if (err)
+		clog_debug(c, "topology: %s", strerror(-err));
+	passive_check(p);
+	dispatch(p);
+	return 0;
+}
+
+static void ifs_stop(struct collector *c)
+{
+	struct ifs_priv *p = c->priv;
+
+	if (!p)
+		return;
+	/* The worker may be inside run_test: joining waits for that one test. */
+	ifs_worker_stop(p->worker);
+	ifs_alert_free(p->alert);
+	if (p->efd >= 0)
+		close(p->efd);
+	ifs_sched_free(&p->sched);
+	ifs_topology_free(&p->topo);
+	free(p->last);
+	free(p->reqs);
+	pthread_mutex_destroy(&p->lock);
+	free(p);
+	c->priv = NULL;
+	c->fd = -1;
+}
+
+/* ---- HTTP routes (HTTP threads) ---- */
+
+/* The collector state if it cannot answer, else NULL with p->lock held. */
+static struct ifs_priv *route_lock(struct collector *c, struct http_response *res)
+{
+	struct ifs_priv *p = c->priv;
+
+	if (!p || __atomic_load_n((const int *)&c->state, __ATOMIC_RELAXED) != COLLECTOR_RUNNING) {
+		http_reply_error(res, 503, "unavailable", "ifs collector is %s: %s",
+				 collector_state_name(c->state),
+				 c->why[0] ? c->why : "not running");
+		return NULL;
+	}
+	pthread_mutex_lock(&p->lock);
+	if (!p->started) {
+		pthread_mutex_unlock(&p->lock);
+		http_reply_error(res, 503, "unavailable", "ifs collector is starting");
+		return NULL;
+	}
+	return p;
+}
+
+static json_t *time_json(int64_t ns)
+{
+	char buf[40];
+
+	if (store_format_time(ns, buf, sizeof(buf)) < 0)
+		return json_null();
+	return json_string(buf);
+}
+
+static void route_cores(const struct http_request *req, struct http_response *res, void *arg)
+{
+	struct collector *c = arg;
+	struct ifs_priv *p = route_lock(c, res);
+	json_t *cores, *devs, *o;
+
+	if (!p)
+		return;
+	cores = json_array();
+	devs = json_array();
+	for (size_t i = 0; i < p->topo.n_cores; i++) {
+		const struct ifs_core_info *ci = &p->topo.cores[i];
+		json_t *cpus = json_array(), *tests = json_object();
+		bool online = false;
+
+		for (unsigned k = 0; k < ci->n_cpus; k++) {
+			json_array_append_new(cpus, json_integer(ci->cpus[k]));
+			online |= ci->online[k];
+		}
+		for (int t = 0; t < IFS_TEST_MAX; t++) {
+			const struct ifs_last *l = &p->last[i][t];
+			char det[32];
+
+			if (!p->dev[t].present)
+				continue;
+			if (!l->has) {
+				json_object_set_new(tests, ifs_test_name(t), json_null());
+				continue;
+			}
+			snprintf(det, sizeof(det), "%#" PRIx64, l->details);
+			json_object_set_new(tests, ifs_test_name(t),
+					    json_pack("{s:s, s:I, s:o, s:i, s:s, s:s, s:I}",
+						      "result", ifs_result_name(l->result), "ts",
+						      (json_int_t)l->ts_ns, "time",
+						      time_json(l->ts_ns), "cpu", l->cpu, "details",
+						      det, "error_name", l->error_name, "scan_id",
+						      (json_int_t)l->scan_id));
+		}
+		json_array_append_new(
+		    cores, json_pack("{s:i, s:i, s:o, s:b, s:b, s:o}", "package", ci->package,
+				     "core", ci->core_id, "cpus", cpus, "online", online, "allowed",
+				     ifs_sched_core_allowed(&p->sched, i), "tests", tests));
+	}
+	for (int t = 0; t < IFS_TEST_MAX; t++) {
+		const struct ifs_dev *d = &p->dev[t];
+		char dev[24];
+
+		if (!d->present)
+			continue;
+		snprintf(dev, sizeof(dev), "intel_ifs_%d", t);
+		o = json_pack("{s:s, s:s, s:b}", "device", dev, "test", ifs_test_name(t),
+			      "image_loaded", d->image_loaded);
+		if (t != IFS_TEST_ARRAY) {
+			json_object_set_new(o, "image_version", json_string(d->image_text));
+			json_object_set_new(o, "batch",
+					    d->batch_loaded ? json_integer(d->batch) : json_null());
+		}
+		json_array_append_new(devs, o);
+	}
+	o = json_pack("{s:o, s:o, s:{s:b, s:b, s:I, s:i}}", "cores", cores, "devices", devs,
+		      "scheduler", "enabled", p->schedule, "running", p->running, "pending",
+		      (json_int_t)(ifs_sched_pending(&p->sched) + p->n_reqs), "hour_used_ms",
+		      (int)(ifs_sched_hour_used(&p->sched, clock_mono_ns()) / MS_NS));
+	pthread_mutex_unlock(&p->lock);
+	if (!o)
+		http_reply_error(res, 500, "internal", "out of memory");
+	else
+		http_reply_json(res, 200, o);
+}
+
+static int parse_int_param(const char *s, long long min, long long max, long long *out)
+{
+	char *end;
+
+	if (!s || !*s)
+		return -EINVAL;
+	errno = 0;
+	*out = strtoll(s, &end, 10);
+	if (errno || *end || *out < min || *out > max)
+		return -EINVAL;
+	return 0;
+}
+
+static void route_scans_get(const struct http_request *req, struct http_response *res, void *arg)
+{
+	static const char *const int_params[] = {"core", "package", "cpu", "scan_id"};
+	static const char *const text_params[] = {"test", "result", "requested_by"};
+	static const char *const allowed[] = {"since",	"until",   "limit",	   "cursor",
+					      "core",	"package", "cpu",	   "test",
+					      "result", "scan_id", "requested_by", NULL};
+	struct collector *c = arg;
+	struct query_window w;
+	char sql[1024];
+	long long ints[4];
+	bool has_int[4] = {0};
+	const char *texts[3];
+	sqlite3 *db;
+	sqlite3_stmt *st = NULL;
+	json_t *rows;
+	int64_t last_id = -1;
+	unsigned n = 0;
+	int rc, bi = 1;
+
+	if (query_params_check(req, allowed, res) || query_window_parse(req, &w, res))
+		return;
+	for (int i = 0; i < 4; i++) {
+		const char *v = http_query(req, int_params[i]);
+
+		if (!v)
+			continue;
+		if (parse_int_param(v, i == 3 ? 1 : 0, INT64_MAX, &ints[i])) {
+			http_reply_error(res, 400, "bad_request", "%s: not a non-negative integer",
+					 int_params[i]);
+			return;
+		}
+		has_int[i] = true;
+	}
+	for (int i = 0; i < 3; i++)
+		texts[i] = http_query(req, text_params[i]);
+	if (texts[0] && strcmp(texts[0], "scan") && strcmp(texts[0], "array") &&
+	    strcmp(texts[0], "sbaf")) {
+		http_reply_error(res, 400, "bad_request", "test: one of scan, array, sbaf");
+		return;
+	}
+	if (texts[1] && strcmp(texts[1], "pass") && strcmp(texts[1], "fail") &&
+	    strcmp(texts[1], "untested") && strcmp(texts[1], "error")) {
+		http_reply_error(res, 400, "bad_request",
+				 "result: one of pass, fail, untested, error");
+		return;
+	}
+	if (texts[2] && strcmp(texts[2], "scheduler") && strcmp(texts[2], "api") &&
+	    strcmp(texts[2], "external")) {
+		http_reply_error(res, 400, "bad_request",
+				 "requested_by: one of scheduler, api, external");
+		return;
+	}
+
+	snprintf(sql, sizeof(sql), "SELECT * FROM ifs_scans WHERE id < ? AND ts >= ? AND ts < ?");
+	for (int i = 0; i < 4; i++)
+		if (has_int[i])
+			snprintf(sql + strlen(sql), sizeof(sql) - strlen(sql), " AND %s = ?",
+				 int_params[i]);
+	for (int i = 0; i < 3; i++)
+		if (texts[i])
+			snprintf(sql + strlen(sql), sizeof(sql) - strlen(sql), " AND %s = ?",
+				 i == 1 ? "status" : text_params[i]);
+	snprintf(sql + strlen(sql), sizeof(sql) - strlen(sql), " ORDER BY id DESC LIMIT ?");
+
+	db = store_reader_get(c->agent->store);
+	if (!db) {
+		http_reply_error(res, 503, "busy", "no database reader free, retry");
+		return;
+	}
+	rc = sqlite3_prepare_v2(db, sql, -1, &st, NULL);
+	if (rc != SQLITE_OK)
+		goto err_db;
+	sqlite3_bind_int64(st, bi++, w.cursor);
+	sqlite3_bind_int64(st, bi++, w.since_ns);
+	sqlite3_bind_int64(st, bi++, w.until_ns);
+	for (int i = 0; i < 4; i++)
+		if (has_int[i])
+			sqlite3_bind_int64(st, bi++, ints[i]);
+	for (int i = 0; i < 3; i++)
+		if (texts[i])
+			sqlite3_bind_text(st, bi++, texts[i], -1, SQLITE_TRANSIENT);
+	sqlite3_bind_int(st, bi++, (int)w.limit);
+	rows = json_array();
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		json_t *row = store_row_json(st);
+
+		if (!row)
+			break;
+		last_id = sqlite3_column_int64(st, 0);
+		json_array_append_new(rows, row);
+		n++;
+	}
+	if (rc != SQLITE_DONE && rc != SQLITE_ROW) {
+		json_decref(rows);
+		goto err_db;
+	}
+	sqlite3_finalize(st);
+	store_reader_put(c->agent->store, db);
+	http_reply_json(res, 200,
+			json_pack("{s:o, s:o}", "scans", rows, "next_cursor",
+				  n == w.limit && last_id > 0 ? json_sprintf("%" PRId64, last_id)
+							      : json_null()));
+	return;
+
+err_db:
+	http_reply_error(res, 500, "internal", "database: %s", sqlite3_errmsg(db));
+	sqlite3_finalize(st);
+	store_reader_put(c->agent->store, db);
+}
+
+/* Finds the core of a cpu or (package, core) in the topology; -1 if none. */
+static int core_of_cpu(const struct ifs_priv *p, long long cpu)
+{
+	if (cpu < 0 || cpu >= IFS_MAX_CPUS)
+		return -1;
+	return p->topo.cpu_core[cpu];
+}
+
+static void route_scans_post(const struct http_request *req, struct http_response *res, void *arg)
+{
+	struct collector *c = arg;
+	struct ifs_priv *p;
+	json_error_t jerr;
+	json_t *body, *cpus, *cores, *tests, *v, *out;
+	const char *key;
+	size_t i, n_sel = 0;
+	int sel[IFS_MAX_CPUS];
+	unsigned test_mask = 0;
+	struct ifs_api_req *nr;
+	uint64_t one = 1;
+
+	if (!((struct ifs_priv *)c->priv) || !((struct ifs_priv *)c->priv)->admin) {
+		http_reply_error(res, 403, "forbidden",
+				 "requesting scans is an admin endpoint: set [http] admin = true "
+				 "in the config to enable it");
+		return;
+	}
+	body = req->body ? json_loadb(req->body, req->body_len, 0, &jerr) : NULL;
+	if (!json_is_object(body)) {
+		json_decref(body);
+		http_reply_error(res, 400, "bad_request",
+				 "expected a JSON object {\"cpus\":[...]} or {\"cores\":[...]}");
+		return;
+	}
+	cpus = json_object_get(body, "cpus");
+	cores = json_object_get(body, "cores");
+	tests = json_object_get(body, "tests");
+	json_object_foreach(body, key, v)
+	{
+		if (strcmp(key, "cpus") && strcmp(key, "cores") && strcmp(key, "tests")) {
+			http_reply_error(res, 400, "bad_request",
+					 "unknown field \"%s\" (known: cpus, cores, tests)", key);
+			json_decref(body);
+			return;
+		}
+	}
+	if (!!cpus == !!cores || (cpus && !json_is_array(cpus)) ||
+	    (cores && !json_is_array(cores)) || json_array_size(cpus ? cpus : cores) == 0 ||
+	    (tests && !json_is_array(tests))) {
+		json_decref(body);
+		http_reply_error(res, 400, "bad_request",
+				 "give exactly one non-empty array: \"cpus\" (CPU numbers) or "
+				 "\"cores\" ({\"package\":P,\"core\":C} or core ids); optional "
+				 "\"tests\": [\"scan\",\"array\",\"sbaf\"]");
+		return;
+	}
+	json_array_foreach(tests, i, v)
+	{
+		int t;
+
+		for (t = 0; t < IFS_TEST_MAX; t++)
+			if (json_is_string(v) && !strcmp(json_string_value(v), ifs_test_name(t)))
+				break;
+		if (t == IFS_TEST_MAX) {
+			json_decref(body);
+			http_reply_error(res, 400, "bad_request",
+					 "tests[%zu]: one of scan, array, sbaf", i);
+			return;
+		}
+		test_mask |= 1u << t;
+	}
+
+	p = route_lock(c, res);
+	if (!p) {
+		json_decref(body);
+		return;
+	}
+	if (!test_mask)
+		test_mask = p->tests;
+	if ((test_mask & p->tests) != test_mask) {
+		pthread_mutex_unlock(&p->lock);
+		json_decref(body);
+		http_reply_error(res, 409, "conflict",
+				 "a requested test has no device or no image loaded here");
+		return;
+	}
+	json_array_foreach(cpus ? cpus : cores, i, v)
+	{
+		int found = -1;
+
+		if (cpus && json_is_integer(v)) {
+			found = core_of_cpu(p, json_integer_value(v));
+		} else if (cores && json_is_integer(v)) {
+			/* A bare core id: every package's core of that id. */
+			for (size_t k = 0; k < p->topo.n_cores && n_sel < IFS_MAX_CPUS; k++) {
+				if (p->topo.cores[k].core_id != json_integer_value(v))
+					continue;
+				if (found >= 0)
+					sel[n_sel++] = found;
+				found = (int)k;
+			}
+		} else if (cores && json_is_object(v)) {
+			json_t *pk = json_object_get(v, "package"),
+			       *co = json_object_get(v, "core");
+
+			for (size_t k = 0;
+			     json_is_integer(pk) && json_is_integer(co) && k < p->topo.n_cores; k++)
+				if (p->topo.cores[k].package == json_integer_value(pk) &&
+				    p->topo.cores[k].core_id == json_integer_value(co))
+					found = (int)k;
+		}
+		if (found < 0) {
+			pthread_mutex_unlock(&p->lock);
+			json_decref(body);
+			http_reply_error(res, 400, "bad_request", "%s[%zu]: no such %s",
+					 cpus ? "cpus" : "cores", i, cpus ? "CPU" : "core");
+			return;
+		}
+		if (n_sel < IFS_MAX_CPUS)
+			sel[n_sel++] = found;
+	}
+	/* Check every core before queueing anything: all or nothing. */
+	for (i = 0; i < n_sel; i++) {
+		const struct ifs_core_info *ci = &p->topo.cores[sel[i]];
+
+		if (!ifs_sched_core_allowed(&p->sched, sel[i]) ||
+		    ifs_sched_core_cpu(&p->sched, sel[i]) < 0) {
+			pthread_mutex_unlock(&p->lock);
+			json_decref(body);
+			http_reply_error(res, 409, "conflict",
+					 "package %d core %d cannot be scanned: %s", ci->package,
+					 ci->core_id,
+					 ifs_sched_core_allowed(&p->sched, sel[i])
+					     ? "all of its CPUs are offline"
+					     : "excluded by allow_cpus/deny_cpus");
+			return;
+		}
+	}
+	out = json_array();
+	nr = realloc(p->reqs, (p->n_reqs + n_sel * IFS_TEST_MAX) * sizeof(*nr));
+	if (!nr) {
+		pthread_mutex_unlock(&p->lock);
+		json_decref(body);
+		json_decref(out);
+		http_reply_error(res, 503, "busy", "out of memory");
+		return;
+	}
+	p->reqs = nr;
+	for (i = 0; i < n_sel; i++) {
+		const struct ifs_core_info *ci = &p->topo.cores[sel[i]];
+		bool dup = false;
+
+		for (size_t k = 0; k < i; k++)
+			dup |= sel[k] == sel[i];
+		if (dup)
+			continue;
+		for (int t = 0; t < IFS_TEST_MAX; t++) {
+			struct ifs_api_req *r;
+
+			if (!(test_mask & (1u << t)))
+				continue;
+			r = &p->reqs[p->n_reqs++];
+			r->package = ci->package;
+			r->core_id = ci->core_id;
+			r->test = t;
+			r->scan_id = ++p->next_scan_id;
+			json_array_append_new(
+			    out, json_pack("{s:I, s:s, s:i, s:i, s:i}", "scan_id",
+					   (json_int_t)r->scan_id, "test", ifs_test_name(t),
+					   "package", ci->package, "core", ci->core_id, "cpu",
+					   ifs_sched_core_cpu(&p->sched, sel[i])));
+		}
+	}
+	pthread_mutex_unlock(&p->lock);
+	json_decref(body);
+	if (write(p->efd, &one, sizeof(one)) < 0) {
+		/* the next poll tick picks the requests up anyway */
+	}
+	http_reply_json(
+	    res, 202,
+	    json_pack("{s:o, s:s}", "scans", out, "poll", "/api/v1/ifs/scans?scan_id=<scan_id>"));
+}
+
+static const struct collector_route ifs_routes[] = {
+    {"GET", "/api/v1/ifs/cores", false, route_cores},
+    {"GET", "/api/v1/ifs/scans", false, route_scans_get},
+    {"POST", "/api/v1/ifs/scans", false, route_scans_post},
+    {0},
+};
+
+const struct collector_ops ifs_collector = {
+    .name = "ifs",
+    .help = "Intel In-Field Scan: per-core hardware self-test results, an optional scan "
+	    "scheduler, alerts on failed cores",
+    .keys = ifs_keys,
+    .tables = ifs_tables,
+    .routes = ifs_routes,
+    .init = ifs_init,
+    .start = ifs_start,
+    .on_ready = ifs_on_ready,
+    .collect = ifs_collect,
+    .stop = ifs_stop,
+};

@@ -1,0 +1,185 @@
+// SPDX-License-Identifier: MIT
+/*
+ * IFS device discovery and CPU topology from sysfs (see ifs_sysfs.h).
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "collectors/ifs/ifs_sysfs.h"
+
+int ifs_read_text(const char *path, char *buf, size_t len)
+{
+	ssize_t n;
+	int fd;
+
+	if (!len)
+		return -EINVAL;
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	/* sysfs hands the whole value to the first read. */
+	n = read(fd, buf, len - 1);
+	if (n < 0) {
+		n = -errno;
+		close(fd);
+		return (int)n;
+	}
+	close(fd);
+	buf[n] = '\0';
+	return (int)n;
+}
+
+void ifs_device_dir(const char *root, int n, char *buf, size_t len)
+{
+	snprintf(buf, len, "%s/devices/virtual/misc/intel_ifs_%d", root, n);
+}
+
+int ifs_devices_discover(const char *root, unsigned *mask)
+{
+	char path[PATH_MAX];
+	struct dirent *e;
+	DIR *d;
+
+	*mask = 0;
+	snprintf(path, sizeof(path), "%s/devices/virtual/misc", root);
+	d = opendir(path);
+	if (!d)
+		return -errno;
+	while ((e = readdir(d))) {
+		int n;
+
+		if (ifs_device_parse_name(e->d_name, &n) == 0 && n < IFS_TEST_MAX)
+			*mask |= 1u << n;
+	}
+	closedir(d);
+	return 0;
+}
+
+static int read_int(const char *path, int *out)
+{
+	char buf[32], *end;
+	long v;
+	int n = ifs_read_text(path, buf, sizeof(buf));
+
+	if (n < 0)
+		return n;
+	errno = 0;
+	v = strtol(buf, &end, 10);
+	if (errno || end == buf || (*end && *end != '\n'))
+		return -EINVAL;
+	*out = (int)v;
+	return 0;
+}
+
+static int core_cmp(const void *a, const void *b)
+{
+	const struct ifs_core_info *x = a, *y = b;
+
+	if (x->package != y->package)
+		return x->package < y->package ? -1 : 1;
+	return x->core_id < y->core_id ? -1 : x->core_id > y->core_id;
+}
+
+static int add_cpu(struct ifs_topology *t, int cpu, int package, int core_id, bool online)
+{
+	struct ifs_core_info *c = NULL;
+	unsigned i;
+
+	for (size_t k = 0; k < t->n_cores; k++) {
+		if (t->cores[k].package == package && t->cores[k].core_id == core_id) {
+			c = &t->cores[k];
+			break;
+		}
+	}
+	if (!c) {
+		struct ifs_core_info *nc = realloc(t->cores, (t->n_cores + 1) * sizeof(*nc));
+
+		if (!nc)
+			return -ENOMEM;
+		t->cores = nc;
+		c = &t->cores[t->n_cores++];
+		memset(c, 0, sizeof(*c));
+		c->package = package;
+		c->core_id = core_id;
+	}
+	if (c->n_cpus == IFS_MAX_SIBLINGS)
+		return 0;
+	/* Keep the threads ascending: the first online one is written. */
+	for (i = c->n_cpus; i > 0 && c->cpus[i - 1] > cpu; i--) {
+		c->cpus[i] = c->cpus[i - 1];
+		c->online[i] = c->online[i - 1];
+	}
+	c->cpus[i] = cpu;
+	c->online[i] = online;
+	c->n_cpus++;
+	return 0;
+}
+
+int ifs_topology_read(const char *root, struct ifs_topology *t)
+{
+	char path[PATH_MAX];
+	struct dirent *e;
+	DIR *d;
+	int err = 0;
+
+	memset(t, 0, sizeof(*t));
+	snprintf(path, sizeof(path), "%s/devices/system/cpu", root);
+	d = opendir(path);
+	if (!d)
+		return -errno;
+	while ((e = readdir(d))) {
+		int cpu, package, core_id, online = 1, n;
+		char *end;
+
+		if (strncmp(e->d_name, "cpu", 3) || e->d_name[3] < '0' || e->d_name[3] > '9')
+			continue;
+		cpu = (int)strtol(e->d_name + 3, &end, 10);
+		if (*end || cpu < 0 || cpu >= IFS_MAX_CPUS)
+			continue;
+		snprintf(path, sizeof(path), "%s/devices/system/cpu/cpu%d/online", root, cpu);
+		n = read_int(path, &online);
+		if (n == -ENOENT)
+			online = 1; /* no online file: cannot be offlined (cpu0) */
+		else if (n < 0)
+			continue;
+		snprintf(path, sizeof(path),
+			 "%s/devices/system/cpu/cpu%d/topology/physical_package_id", root, cpu);
+		if (read_int(path, &package))
+			continue; /* offline, topology removed */
+		snprintf(path, sizeof(path), "%s/devices/system/cpu/cpu%d/topology/core_id", root,
+			 cpu);
+		if (read_int(path, &core_id))
+			continue;
+		err = add_cpu(t, cpu, package, core_id, online != 0);
+		if (err)
+			break;
+		if ((unsigned)cpu + 1 > t->n_cpus)
+			t->n_cpus = cpu + 1;
+	}
+	closedir(d);
+	if (err) {
+		ifs_topology_free(t);
+		return err;
+	}
+	qsort(t->cores, t->n_cores, sizeof(*t->cores), core_cmp);
+	for (unsigned i = 0; i < IFS_MAX_CPUS; i++)
+		t->cpu_core[i] = -1;
+	for (size_t k = 0; k < t->n_cores; k++)
+		for (unsigned i = 0; i < t->cores[k].n_cpus; i++)
+			t->cpu_core[t->cores[k].cpus[i]] = (int)k;
+	return 0;
+}
+
+void ifs_topology_free(struct ifs_topology *t)
+{
+	if (!t)
+		return;
+	free(t->cores);
+	t->cores = NULL;
+	t->n_cores = 0;
+}

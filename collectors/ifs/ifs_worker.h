@@ -1,0 +1,56 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The IFS worker thread. Writing run_test blocks for the whole test (up to
+ * ~1 s, longer while another writer holds the driver's semaphore), so it
+ * never runs on the event loop. One job at a time: the main thread submits,
+ * the worker runs it and signals an eventfd, the main thread takes the result.
+ *
+ * ifs_run_test() is the only function in sysobs that writes to the IFS
+ * driver's run_test, kept narrow so privilege separation can own it later.
+ */
+#ifndef SYSOBS_IFS_WORKER_H
+#define SYSOBS_IFS_WORKER_H
+
+#include <limits.h>
+#include <stdint.h>
+
+#include "collectors/ifs/ifs_sched.h"
+
+/* Writes cpu to <dev_dir>/run_test. 0 or -errno (-EINVAL bad/offline CPU,
+ * -EPERM no image, -EINTR interrupted while waiting for the driver). */
+int ifs_run_test(const char *dev_dir, int cpu);
+/* Writes batch to <dev_dir>/current_batch (loads that image). 0 or -errno
+ * (-ENOENT no such batch file). */
+int ifs_load_batch(const char *dev_dir, unsigned batch);
+
+struct ifs_work {
+	struct ifs_job job;
+	char dev_dir[PATH_MAX];
+};
+
+struct ifs_work_result {
+	struct ifs_job job;
+	int batch_rc;		      /* current_batch write, 0 if none */
+	int rc;			      /* run_test write */
+	int64_t start_mono, end_mono; /* ns */
+	int64_t start_wall;	      /* ns */
+	/* Read right after the write. The driver's lock is released by then,
+	 * so another writer could in theory slip in between; sysobs is the
+	 * only scheduler on a host by design. */
+	char status[16], details[32], image_version[32], batch[16];
+};
+
+struct ifs_worker;
+
+/* Starts the thread; it writes 1 to efd when a result is ready. */
+struct ifs_worker *ifs_worker_start(int efd);
+/* Hands over a job. -EBUSY if one is running or its result is not taken. */
+int ifs_worker_submit(struct ifs_worker *w, const struct ifs_work *work);
+/* Takes the finished result: 0, or -EAGAIN if none. */
+int ifs_worker_take(struct ifs_worker *w, struct ifs_work_result *out);
+/* True from submit until the result is taken. */
+bool ifs_worker_busy(struct ifs_worker *w);
+/* Stops and joins (waits for a running write to return). Accepts NULL. */
+void ifs_worker_stop(struct ifs_worker *w);
+
+#endif
