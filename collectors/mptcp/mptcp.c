@@ -158,7 +158,10 @@ static int mptcp_row_bind(sqlite3_stmt *st, const void *p)
 	mptcp_bind_u(st, 17, ev, MPTCP_EVA_IF_IDX, ev->if_idx);
 	mptcp_bind_u(st, 18, ev, MPTCP_EVA_RESET_REASON, ev->reset_reason);
 	mptcp_bind_u(st, 19, ev, MPTCP_EVA_RESET_FLAGS, ev->reset_flags);
-	if (mptcp_event_has(ev, MPTCP_EVA_SERVER_SIDE) || mptcp_event_has(ev, MPTCP_EVA_FLAGS))
+	/* CREATED/ESTABLISHED always say which side we are: newer kernels
+	 * only set FLAGS bit 1 on the server side and send nothing otherwise. */
+	if (mptcp_event_has(ev, MPTCP_EVA_SERVER_SIDE) || mptcp_event_has(ev, MPTCP_EVA_FLAGS) ||
+	    ev->type == MPTCP_EV_CREATED || ev->type == MPTCP_EV_ESTABLISHED)
 		sqlite3_bind_int(st, 20, ev->server_side);
 	else
 		sqlite3_bind_null(st, 20);

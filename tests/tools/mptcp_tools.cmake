@@ -9,3 +9,6 @@ target_link_libraries(mptcp_capture PRIVATE sysobs_core)
 
 sysobs_unit_test(mptcp_decode)
 sysobs_fuzz_target(mptcp)
+
+# Integration tests (root + kernel MPTCP; SKIP otherwise). They need the tools.
+sysobs_integration_test(mptcp)

@@ -1,0 +1,197 @@
+#!/usr/bin/env bash
+# mptcp collector end to end, on the real kernel: two namespaces joined by two
+# veth pairs (tests/integration/mptcp_topo.sh), the agent watching the client
+# namespace, `ip mptcp monitor` listening on the same namespace as a
+# reference. One MPTCP connection gets a second subflow on path 2; path 2's
+# link goes down (the subflow times out: SUB_CLOSED error 110); the
+# connection closes. Asserted: the exact event sequence and fields in the
+# history, the same events and fields as ip mptcp monitor, the live state
+# over REST before/after, metrics.
+HERE=$(cd "$(dirname "$0")" && pwd)
+source "$HERE/lib.sh"
+source "$HERE/mptcp_topo.sh"
+mptcp_need
+need_cmd jq
+need_cmd curl
+PEER=$SYSOBS_BUILD/tests/mptcp_peer
+[ -x "$PEER" ] || fail "mptcp_peer not built ($PEER)"
+
+mptcp_topo_up || fail "topology setup failed"
+# Short TCP retransmission budget on the client: a subflow whose link went
+# down times out in seconds, not minutes.
+ip netns exec "$NS_A" sysctl -qw net.ipv4.tcp_retries2=1
+
+write_base_config
+cat >>"$T/sysobsd.ini" <<INI
+[collector.mptcp]
+netns = /run/netns/$NS_A
+INI
+start_agent
+NETNS_INO=$(stat -L -c %i "/run/netns/$NS_A")
+
+# Reference listener on the same namespace, started before any traffic.
+timeout 120 ip -n "$NS_A" mptcp monitor >"$T/monitor.txt" 2>&1 &
+MON=$!
+on_exit "kill $MON 2>/dev/null"
+# The agent joined the group at start; the monitor needs a moment.
+sleep 0.5
+
+wait_for 10 curl -sf "http://127.0.0.1:$PORT/api/v1/mptcp/connections" -o /dev/null ||
+	fail "connections route not answering"
+api GET /api/v1/mptcp/connections >"$T/body"; body=$(cat "$T/body")
+assert_eq "connections route status" 200 "$HTTP_CODE"
+assert_eq "watched netns" "$NETNS_INO" "$(jq -r '.namespaces[0].netns' <<<"$body")"
+assert_eq "no connection yet" 0 "$(jq -r '.n_connections' <<<"$body")"
+
+ip netns exec "$NS_B" timeout 120 "$PEER" server 0.0.0.0 "$MP_PORT" >"$T/server.txt" 2>&1 &
+SRV=$!
+on_exit "kill $SRV 2>/dev/null"
+wait_for 5 grep -q listening "$T/server.txt" || fail "server did not listen"
+
+mkfifo "$T/ctl"
+ip netns exec "$NS_A" timeout 120 "$PEER" client "$MP_B1" "$MP_PORT" -s 2 <"$T/ctl" >"$T/client.txt" 2>&1 &
+CLI=$!
+on_exit "kill $CLI 2>/dev/null"
+exec 4>"$T/ctl"
+wait_for 10 grep -q '^token=' "$T/client.txt" || fail "client did not connect"
+grep -q 'subflows=2' "$T/client.txt" || fail "second subflow not established: $(cat "$T/client.txt")"
+TOKEN=$(sed -n 's/^token=\([0-9]*\).*/\1/p' "$T/client.txt")
+TOKEN_HEX=$(printf '%08x' "$TOKEN")
+
+# Live state: one connection, two subflows (initial + path 2).
+conn_ok() {
+	curl -sf "http://127.0.0.1:$PORT/api/v1/mptcp/connections" |
+		jq -e --argjson t "$TOKEN" '.connections[] | select(.token == $t) | select(.n_subflows == 2)' >/dev/null
+}
+wait_for 5 conn_ok || fail "live state does not show token $TOKEN with 2 subflows: $(api GET /api/v1/mptcp/connections)"
+api GET /api/v1/mptcp/connections >"$T/body"; body=$(cat "$T/body")
+c=$(jq --argjson t "$TOKEN" '.connections[] | select(.token == $t)' <<<"$body")
+assert_eq "conn saddr" "$MP_A1" "$(jq -r .saddr <<<"$c")"
+assert_eq "conn daddr" "$MP_B1" "$(jq -r .daddr <<<"$c")"
+assert_eq "conn dport" "$MP_PORT" "$(jq -r .dport <<<"$c")"
+assert_eq "conn established" true "$(jq -r .established <<<"$c")"
+assert_eq "conn client side" false "$(jq -r .server_side <<<"$c")"
+assert_eq "conn netns" "$NETNS_INO" "$(jq -r .netns <<<"$c")"
+assert_eq "token hex" "$TOKEN_HEX" "$(jq -r .token_hex <<<"$c")"
+sf2=$(jq -c --arg a "$MP_A2" '.subflows[] | select(.saddr == $a)' <<<"$c")
+[ -n "$sf2" ] || fail "no subflow from $MP_A2 in live state: $c"
+assert_eq "subflow 2 loc_id" 2 "$(jq -r .loc_id <<<"$sf2")"
+assert_eq "subflow 2 rem_id" 0 "$(jq -r .rem_id <<<"$sf2")"
+assert_eq "subflow 2 daddr" "$MP_B1" "$(jq -r .daddr <<<"$sf2")"
+assert_eq "subflow 2 backup" false "$(jq -r .backup <<<"$sf2")"
+IFIDX=$(ip netns exec "$NS_A" cat /sys/class/net/mpa2/ifindex)
+assert_eq "subflow 2 if_idx" "$IFIDX" "$(jq -r .if_idx <<<"$sf2")"
+SF2_SPORT=$(jq -r .sport <<<"$sf2")
+assert_eq "gauge connections" 1 "$(metric sysobs_mptcp_connections)"
+assert_eq "gauge subflows" 2 "$(metric sysobs_mptcp_subflows)"
+
+# Path 2 goes down; data queued on the connection makes the subflow time out.
+ip -n "$NS_A" link set mpa2 down
+echo send >&4
+sub_closed() {
+	curl -sf "http://127.0.0.1:$PORT/api/v1/mptcp/connections" |
+		jq -e --argjson t "$TOKEN" '.connections[] | select(.token == $t) | select(.n_subflows == 1)' >/dev/null
+}
+wait_for 40 sub_closed || fail "SUB_CLOSED of path 2 not seen within 40 s: $(api GET /api/v1/mptcp/connections)"
+api GET /api/v1/mptcp/connections >"$T/body"; body=$(cat "$T/body")
+c=$(jq --argjson t "$TOKEN" '.connections[] | select(.token == $t)' <<<"$body")
+assert_eq "remaining subflow is the initial one" "$MP_A1" "$(jq -r '.subflows[0].saddr' <<<"$c")"
+assert_eq "gauge subflows after SUB_CLOSED" 1 "$(metric sysobs_mptcp_subflows)"
+
+echo close >&4
+exec 4>&-
+wait "$CLI"
+no_conn() {
+	[ "$(curl -sf "http://127.0.0.1:$PORT/api/v1/mptcp/connections" | jq -r .n_connections)" = 0 ]
+}
+wait_for 5 no_conn || fail "connection still live after close"
+assert_eq "gauge connections after CLOSED" 0 "$(metric sysobs_mptcp_connections)"
+assert_eq "gauge subflows after CLOSED" 0 "$(metric sysobs_mptcp_subflows)"
+assert_eq "lifetime histogram count" 2 "$(metric sysobs_mptcp_subflow_lifetime_seconds_count)"
+sleep 0.5
+kill "$MON" 2>/dev/null
+wait "$MON" 2>/dev/null
+
+# History by token (newest first from the API; reversed here).
+api GET "/api/v1/mptcp/connections/$TOKEN?limit=100" >"$T/body"; hist=$(cat "$T/body")
+assert_eq "history status" 200 "$HTTP_CODE"
+hist=$(jq '.rows | reverse' <<<"$hist")
+seq=$(jq -r '[.[].type] | join(",")' <<<"$hist")
+assert_eq "event sequence" "CREATED,ESTABLISHED,SUB_ESTABLISHED,SUB_CLOSED,CLOSED" "$seq"
+# Hex token form answers the same.
+assert_eq "history by hex token" "$seq" \
+	"$(api GET "/api/v1/mptcp/connections/0x$TOKEN_HEX" | jq -r '[.rows | reverse | .[].type] | join(",")')"
+row() { jq -c ".[$1]" <<<"$hist"; }
+r=$(row 0)
+assert_eq "CREATED saddr" "$MP_A1" "$(jq -r .saddr <<<"$r")"
+assert_eq "CREATED daddr" "$MP_B1" "$(jq -r .daddr <<<"$r")"
+assert_eq "CREATED dport" "$MP_PORT" "$(jq -r .dport <<<"$r")"
+assert_eq "CREATED family" 2 "$(jq -r .family <<<"$r")"
+assert_eq "CREATED netns" "$NETNS_INO" "$(jq -r .netns <<<"$r")"
+assert_eq "CREATED server_side" 0 "$(jq -r .server_side <<<"$r")"
+CPORT=$(jq -r .sport <<<"$r")
+r=$(row 2)
+assert_eq "SUB_ESTABLISHED saddr" "$MP_A2" "$(jq -r .saddr <<<"$r")"
+assert_eq "SUB_ESTABLISHED daddr" "$MP_B1" "$(jq -r .daddr <<<"$r")"
+assert_eq "SUB_ESTABLISHED loc_id" 2 "$(jq -r .loc_id <<<"$r")"
+assert_eq "SUB_ESTABLISHED rem_id" 0 "$(jq -r .rem_id <<<"$r")"
+assert_eq "SUB_ESTABLISHED sport" "$SF2_SPORT" "$(jq -r .sport <<<"$r")"
+assert_eq "SUB_ESTABLISHED backup" 0 "$(jq -r .backup <<<"$r")"
+assert_eq "SUB_ESTABLISHED if_idx" "$IFIDX" "$(jq -r .if_idx <<<"$r")"
+r=$(row 3)
+assert_eq "SUB_CLOSED saddr" "$MP_A2" "$(jq -r .saddr <<<"$r")"
+assert_eq "SUB_CLOSED sport" "$SF2_SPORT" "$(jq -r .sport <<<"$r")"
+assert_eq "SUB_CLOSED error (ETIMEDOUT)" 110 "$(jq -r .error <<<"$r")"
+r=$(row 4)
+assert_eq "CLOSED token" "$TOKEN" "$(jq -r .token <<<"$r")"
+assert_eq "CLOSED has no address" null "$(jq -r .saddr <<<"$r")"
+
+# Same events, same fields as ip mptcp monitor (iproute2's own decoder).
+# Monitor lines: [  TYPE] token=hex remid=.. locid=.. saddr4=.. daddr4=.. sport=.. dport=.. [backup=..] [error=..] [ifindex=..]
+norm_monitor() {
+	grep "token=$TOKEN_HEX" "$T/monitor.txt" | sed -E 's/^\[ *([A-Z_]+)\] /\1 /' |
+		sed -E 's/^SF_/SUB_/; s/saddr[46]=/saddr=/; s/daddr[46]=/daddr=/' |
+		awk '{ out = $1; for (i = 2; i <= NF; i++) { split($i, kv, "="); if (kv[1] != "token") out = out " " $i }; print out }'
+}
+norm_agent() {
+	jq -r '.[] | [.type,
+		(if .rem_id != null then "remid=\(.rem_id)" else empty end),
+		(if .loc_id != null then "locid=\(.loc_id)" else empty end),
+		(if .saddr != null then "saddr=\(.saddr)" else empty end),
+		(if .daddr != null then "daddr=\(.daddr)" else empty end),
+		(if .sport != null then "sport=\(.sport)" else empty end),
+		(if .dport != null then "dport=\(.dport)" else empty end),
+		(if .backup != null then "backup=\(.backup)" else empty end),
+		(if .error != null and .error != 0 then "error=\(.error)" else empty end),
+		(if .if_idx != null and .if_idx != 0 then "ifindex=\(.if_idx)" else empty end)
+		] | join(" ")' <<<"$hist"
+}
+norm_monitor >"$T/mon.norm"
+norm_agent >"$T/agent.norm"
+if ! diff -u "$T/mon.norm" "$T/agent.norm" >"$T/norm.diff"; then
+	cat "$T/monitor.txt" >&2
+	cat "$T/norm.diff" >&2
+	fail "agent events differ from ip mptcp monitor"
+fi
+[ "$(wc -l <"$T/mon.norm")" = 5 ] || fail "monitor saw $(wc -l <"$T/mon.norm") events for the token, expected 5"
+
+# Metrics by type (the server namespace is not watched: exactly these).
+assert_eq "events_total CREATED" 1 "$(metric 'sysobs_mptcp_events_total{type="CREATED"}')"
+assert_eq "events_total SUB_ESTABLISHED" 1 "$(metric 'sysobs_mptcp_events_total{type="SUB_ESTABLISHED"}')"
+assert_eq "events_total SUB_CLOSED" 1 "$(metric 'sysobs_mptcp_events_total{type="SUB_CLOSED"}')"
+assert_eq "events_total CLOSED" 1 "$(metric 'sysobs_mptcp_events_total{type="CLOSED"}')"
+assert_eq "overruns" 0 "$(metric sysobs_mptcp_overruns_total)"
+assert_eq "unknown events" 0 "$(metric sysobs_mptcp_unknown_events_total)"
+
+# Errors: bad token 400, unknown token 404, the events route lists ours.
+api GET /api/v1/mptcp/connections/notatoken >/dev/null
+assert_eq "bad token status" 400 "$HTTP_CODE"
+api GET /api/v1/mptcp/connections/1 >/dev/null
+assert_eq "unknown token status" 404 "$HTTP_CODE"
+api GET "/api/v1/events?collector=mptcp&limit=100" >"$T/body"; ev=$(cat "$T/body")
+assert_eq "events route status" 200 "$HTTP_CODE"
+n=$(jq '[.. | objects | select(.table? == "mptcp_events")] | length' <<<"$ev")
+assert_ge "mptcp rows in /api/v1/events" 5 "$n"
+
+stop_agent
+pass "mptcp: CREATED/ESTABLISHED/SUB_ESTABLISHED(path 2, ids, ifindex)/SUB_CLOSED(link down, error 110)/CLOSED with fields equal to ip mptcp monitor; live state and gauges before/after; history by token"
