@@ -138,9 +138,12 @@ static const struct store_table *const drops_tables[] = {&drops_samples_table, N
 
 /* --- libbpf messages ----------------------------------------------------- */
 
-/* First warning libbpf printed since the last reset: the root cause of a
- * failed load, quoted in c->why. */
-static char drops_libbpf_err[160];
+/* Warnings libbpf printed during the current load attempt; the one naming
+ * the error is quoted in c->why (the first is often a harmless
+ * RLIMIT_MEMLOCK note). */
+#define DROPS_LIBBPF_LINES 8
+static char drops_libbpf_warn[DROPS_LIBBPF_LINES][200];
+static unsigned drops_libbpf_nwarn;
 
 static int drops_libbpf_print(enum libbpf_print_level lvl, const char *fmt, va_list ap)
 {
@@ -151,18 +154,33 @@ static int drops_libbpf_print(enum libbpf_print_level lvl, const char *fmt, va_l
 	n = strlen(buf);
 	while (n && buf[n - 1] == '\n')
 		buf[--n] = '\0';
-	if (lvl == LIBBPF_WARN) {
-		if (!drops_libbpf_err[0]) {
-			/* Truncation is fine: c->why has room for a line anyway. */
-			n = n < sizeof(drops_libbpf_err) - 1 ? n : sizeof(drops_libbpf_err) - 1;
-			memcpy(drops_libbpf_err, buf, n);
-			drops_libbpf_err[n] = '\0';
-		}
-		log_msg(LOG_LVL_WARN, "drops", "%s", buf);
-	} else {
+	if (lvl != LIBBPF_WARN) {
 		log_msg(LOG_LVL_DEBUG, "drops", "%s", buf);
+		return 0;
+	}
+	log_msg(LOG_LVL_WARN, "drops", "%s", buf);
+	if (drops_libbpf_nwarn < DROPS_LIBBPF_LINES) {
+		char *dst = drops_libbpf_warn[drops_libbpf_nwarn++];
+		const char *src = strncmp(buf, "libbpf: ", 8) ? buf : buf + 8;
+
+		n = strlen(src);
+		if (n > sizeof(drops_libbpf_warn[0]) - 1)
+			n = sizeof(drops_libbpf_warn[0]) - 1; /* c->why is shorter anyway */
+		memcpy(dst, src, n);
+		dst[n] = '\0';
 	}
 	return 0;
+}
+
+/* The libbpf warning that names err, else the first one, else "". */
+static const char *drops_libbpf_cause(int err)
+{
+	const char *what = strerror(-err);
+
+	for (unsigned i = 0; i < drops_libbpf_nwarn; i++)
+		if (strstr(drops_libbpf_warn[i], what))
+			return drops_libbpf_warn[i];
+	return drops_libbpf_nwarn ? drops_libbpf_warn[0] : "";
 }
 
 /* --- init ---------------------------------------------------------------- */
@@ -328,24 +346,25 @@ static int drops_init(struct collector *c)
 	if (!st->percpu)
 		return -ENOMEM;
 
-	drops_libbpf_err[0] = '\0';
+	drops_libbpf_nwarn = 0;
 	prev = libbpf_set_print(drops_libbpf_print);
 	attach = collector_cfg(c, "attach");
 	err = drops_load(st, strcmp(attach, "raw_tp") != 0);
 	if (err && !strcmp(attach, "auto") && err != -EPERM) {
 		clog_warn(c, "tp_btf program did not load (%s); trying raw_tp", strerror(-err));
-		drops_libbpf_err[0] = '\0';
+		drops_libbpf_nwarn = 0;
 		err = drops_load(st, false);
 	}
 	libbpf_set_print(prev);
 	if (err == -EPERM || err == -EACCES)
-		return collector_unavailable(c, err,
-					     "no permission to load BPF (%s; libbpf: %s): needs "
-					     "CAP_BPF and CAP_PERFMON, or CAP_SYS_ADMIN",
-					     strerror(-err), drops_libbpf_err);
+		return collector_unavailable(
+		    c, err,
+		    "no permission to load BPF (needs CAP_BPF and CAP_PERFMON, "
+		    "or CAP_SYS_ADMIN): %s; libbpf: %s",
+		    strerror(-err), drops_libbpf_cause(err));
 	if (err)
-		return collector_unavailable(c, err, "cannot load the BPF program: %s (libbpf: %s)",
-					     strerror(-err), drops_libbpf_err);
+		return collector_unavailable(c, err, "cannot load the BPF program: %s; libbpf: %s",
+					     strerror(-err), drops_libbpf_cause(err));
 	clog_info(c, "%zu drop reasons from %s; kfree_skb has %d arguments; program %s",
 		  drops_reasons_count(st->reasons), st->btf_path, st->nargs, st->attach_kind);
 	return 0;
