@@ -57,6 +57,7 @@ struct mptcp_watch {
 	int diag_fd;	       /* NETLINK_SOCK_DIAG socket in that netns */
 	int pm_type_fd;	       /* /proc/sys/net/mptcp/pm_type of that netns */
 	int pm_warned;
+	int resync_pending; /* overrun seen, resync once the queue is drained */
 	uint64_t overruns;
 	struct log_ratelimit overrun_rl;
 };
@@ -506,17 +507,24 @@ static void mptcp_watch_read(struct mptcp_priv *p, struct mptcp_watch *w)
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
-			if (errno == EAGAIN)
+			if (errno == EAGAIN) {
+				/* Queue drained: what it held is older than a dump
+				 * taken now, so only now is a resync exact. */
+				if (w->resync_pending) {
+					w->resync_pending = 0;
+					mptcp_resync(p, w);
+				}
 				break;
+			}
 			if (errno == ENOBUFS) {
 				/* The kernel dropped events for this socket. */
 				w->overruns++;
+				w->resync_pending = 1;
 				series_add(p->overruns_c, 1);
 				log_ratelimited(&w->overrun_rl, 5000, LOG_LVL_WARN, "mptcp",
 						"netns %s: event socket overrun (%llu so far), "
 						"resyncing live state from sock_diag",
 						w->path, (unsigned long long)w->overruns);
-				mptcp_resync(p, w);
 				continue;
 			}
 			clog_warn(p->c, "netns %s: recv: %s", w->path, strerror(errno));
@@ -632,8 +640,16 @@ static int mptcp_collect(struct collector *c)
 {
 	struct mptcp_priv *p = c->priv;
 
-	for (size_t i = 0; i < p->n_w; i++)
-		mptcp_pm_type_check(p, &p->w[i]);
+	for (size_t i = 0; i < p->n_w; i++) {
+		struct mptcp_watch *w = &p->w[i];
+
+		mptcp_pm_type_check(p, w);
+		/* An overrun whose drain ended exactly on the read budget. */
+		if (w->resync_pending) {
+			w->resync_pending = 0;
+			mptcp_resync(p, w);
+		}
+	}
 	return 0;
 }
 

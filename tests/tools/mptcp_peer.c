@@ -12,10 +12,12 @@
  *	Connects, waits until the connection has SUBFLOWS subflows (MPTCP_INFO),
  *	prints "token=<u32> subflows=<n>", then holds the connection until a
  *	line (or EOF) arrives on stdin, prints "closing" and closes.
- *   mptcp_peer burst ADDR PORT -n COUNT [-s SUBFLOWS] [-b BATCH] [-t TIMEOUT_MS]
+ *   mptcp_peer burst ADDR PORT -n COUNT [-s SUBFLOWS] [-b BATCH] [-t TIMEOUT_MS] [-H]
  *	Opens COUNT connections, BATCH at a time; waits for each to reach
  *	SUBFLOWS subflows, then closes the batch. Prints a summary line:
- *	"connections=N reached=R elapsed_ms=E".
+ *	"connections=N reached=R elapsed_ms=E". With -H all COUNT connections
+ *	are opened at once and held: it prints "held N reached=R" and closes
+ *	them when a line (or EOF) arrives on stdin.
  *
  * Exit status: 0 ok, 1 error, 2 usage, 3 the subflow count was not reached.
  */
@@ -233,12 +235,32 @@ static int peer_client(const struct sockaddr_storage *ss, socklen_t sl, int want
 }
 
 static int peer_burst(const struct sockaddr_storage *ss, socklen_t sl, int count, int want,
-		      int batch, int timeout_ms)
+		      int batch, int timeout_ms, int hold)
 {
 	static int fds[PEER_MAX_FDS];
 	int64_t t0 = peer_now_ms();
 	int done = 0, reached = 0, failed = 0;
 
+	if (hold) {
+		char line[64];
+
+		if (count > PEER_MAX_FDS)
+			count = PEER_MAX_FDS;
+		for (int i = 0; i < count; i++) {
+			fds[i] = peer_connect(ss, sl);
+			if (fds[i] < 0)
+				failed++;
+		}
+		reached = peer_wait_subflows(fds, count, want, timeout_ms);
+		printf("held %d reached=%d failed=%d\n", count, reached, failed);
+		fflush(stdout);
+		if (!fgets(line, sizeof(line), stdin))
+			line[0] = 0;
+		for (int i = 0; i < count; i++)
+			if (fds[i] >= 0)
+				close(fds[i]);
+		return failed ? 1 : reached == count ? 0 : 3;
+	}
 	if (batch < 1 || batch > PEER_MAX_FDS)
 		batch = 50;
 	while (done < count && !peer_stop) {
@@ -265,7 +287,7 @@ static int peer_usage(void)
 	fprintf(stderr, "usage: mptcp_peer server ADDR PORT\n"
 			"       mptcp_peer client ADDR PORT [-s SUBFLOWS] [-t TIMEOUT_MS]\n"
 			"       mptcp_peer burst ADDR PORT -n COUNT [-s SUBFLOWS] [-b BATCH] "
-			"[-t TIMEOUT_MS]\n");
+			"[-t TIMEOUT_MS] [-H]\n");
 	return 2;
 }
 
@@ -273,7 +295,7 @@ int main(int argc, char **argv)
 {
 	struct sockaddr_storage ss;
 	struct sigaction sa = {.sa_handler = peer_on_signal};
-	int want = 2, timeout_ms = 5000, count = 1, batch = 50, opt;
+	int want = 2, timeout_ms = 5000, count = 1, batch = 50, hold = 0, opt;
 	socklen_t sl;
 
 	if (argc < 4)
@@ -281,7 +303,7 @@ int main(int argc, char **argv)
 	if (peer_addr_parse(argv[2], argv[3], &ss, &sl) < 0)
 		return peer_usage();
 	optind = 4;
-	while ((opt = getopt(argc, argv, "s:t:n:b:")) != -1) {
+	while ((opt = getopt(argc, argv, "s:t:n:b:H")) != -1) {
 		switch (opt) {
 		case 's':
 			want = atoi(optarg);
@@ -294,6 +316,9 @@ int main(int argc, char **argv)
 			break;
 		case 'b':
 			batch = atoi(optarg);
+			break;
+		case 'H':
+			hold = 1;
 			break;
 		default:
 			return peer_usage();
@@ -309,6 +334,6 @@ int main(int argc, char **argv)
 	if (!strcmp(argv[1], "client"))
 		return peer_client(&ss, sl, want, timeout_ms);
 	if (!strcmp(argv[1], "burst"))
-		return peer_burst(&ss, sl, count, want, batch, timeout_ms);
+		return peer_burst(&ss, sl, count, want, batch, timeout_ms, hold);
 	return peer_usage();
 }
