@@ -45,14 +45,17 @@ interval = 200ms
 INI
 start_agent
 
-body=$(api GET /)
+req GET /
+body=$BODY
 assert_eq "GET / status" 200 "$HTTP_CODE"
 grep -q 'href="/metrics"' <<<"$body" || fail "landing page lacks a link to /metrics"
 
-body=$(api GET /healthz)
+req GET /healthz
+body=$BODY
 assert_eq "GET /healthz status" 200 "$HTTP_CODE"
 
-body=$(api GET /metrics)
+req GET /metrics
+body=$BODY
 assert_eq "GET /metrics status" 200 "$HTTP_CODE"
 grep -q '^sysobs_build_info{version="[0-9.]*"} 1$' <<<"$body" || fail "no sysobs_build_info"
 grep -q '^sysobs_collector_up{collector="self"} 1$' <<<"$body" || fail "self collector not up"
@@ -63,17 +66,19 @@ if command -v promtool >/dev/null; then
 		fail "promtool check metrics: $(cat "$T/promtool.out")"
 fi
 
-body=$(api GET /api/v1/collectors)
+req GET /api/v1/collectors
+body=$BODY
 assert_eq "GET /api/v1/collectors status" 200 "$HTTP_CODE"
-assert_eq "self state" running "$(jq -r '.[] | select(.name=="self") | .state' <<<"$body")"
+assert_eq "self state" running "$(jq -r '.data[] | select(.name=="self") | .state' <<<"$body")"
 # Every collector that is not running says why.
-n_silent=$(jq '[.[] | select(.state != "running" and ((.reason // "") == ""))] | length' <<<"$body")
+n_silent=$(jq '[.data[] | select(.state != "running" and ((.reason // "") == ""))] | length' <<<"$body")
 assert_eq "collectors not running without a reason" 0 "$n_silent"
 
 # Rows from the self collector reach SQLite and come back over REST.
 have_rows() { [ "$(api GET '/api/v1/events?collector=self&limit=3' | jq '.data | length')" = 3 ]; }
 wait_for 10 have_rows || fail "fewer than 3 self rows after 10 s"
-page1=$(api GET '/api/v1/events?collector=self&limit=2')
+req GET '/api/v1/events?collector=self&limit=2'
+page1=$BODY
 assert_eq "events status" 200 "$HTTP_CODE"
 assert_eq "page size" 2 "$(jq '.data | length' <<<"$page1")"
 cursor=$(jq -r '.next_cursor' <<<"$page1")
@@ -87,7 +92,8 @@ jq -e '.data[0] | has("rss_bytes") and has("time") and .collector == "self"' <<<
 now=$(date +%s)
 body=$(api GET "/api/v1/events?collector=self&since=$((now + 3600))")
 assert_eq "events in the future" 0 "$(jq '.data | length' <<<"$body")"
-body=$(api GET "/api/v1/events?since=2020-01-01T00:00:00Z&limit=1")
+req GET "/api/v1/events?since=2020-01-01T00:00:00Z&limit=1"
+body=$BODY
 assert_eq "events of all collectors, RFC 3339 since" 200 "$HTTP_CODE"
 assert_eq "one row" 1 "$(jq '.data | length' <<<"$body")"
 
@@ -104,7 +110,8 @@ assert_eq "series value" 1 "$(jq -r '.data[0].values[-1][1] | tonumber' "$T/seri
 # --- malformed requests: 4xx with a JSON error, the agent serves on ---------------
 check_error() { # STATUS PATH [METHOD]
 	local body
-	body=$(api "${3:-GET}" "$2")
+	req "${3:-GET}" "$2"
+	body=$BODY
 	assert_eq "status of ${3:-GET} $2" "$1" "$HTTP_CODE"
 	jq -e '.error.code and .error.message' <<<"$body" >/dev/null || fail "no JSON error for $2: $body"
 }
@@ -123,7 +130,8 @@ check_error 404 '/nope'
 check_error 404 '/api/v1/nope'
 check_error 405 '/metrics' POST
 check_error 405 '/api/v1/events' DELETE
-body=$(api GET /healthz)
+req GET /healthz
+body=$BODY
 assert_eq "healthy after bad requests" 200 "$HTTP_CODE"
 grep -q '^sysobs_http_requests_total{.*code="400".*} [1-9]' <<<"$(api GET /metrics)" ||
 	fail "400s not counted in sysobs_http_requests_total"

@@ -5,7 +5,8 @@
 #   source "$(dirname "$0")/lib.sh"
 #   need_root                       # or: need_cmd promtool
 #   start_agent --config "$T/x.ini" # extra sysobsd flags; sets PORT, AGENT_PID
-#   api GET /api/v1/collectors      # prints body, sets HTTP_CODE
+#   api GET /api/v1/collectors      # prints body, sets HTTP_CODE (not in $(...))
+#   req GET /api/v1/collectors      # body in $BODY, sets HTTP_CODE
 #   metric 'sysobs_up'              # value of one series from /metrics
 #   stop_agent                      # SIGTERM, waits, asserts exit 0
 #   pass "what was proven"
@@ -100,6 +101,14 @@ api() {
 		"http://127.0.0.1:$PORT$path") || fail "curl $method $path failed"
 	HTTP_CODE=${out##*$'\n'}
 	printf '%s' "${out%$'\n'*}"
+}
+
+# req METHOD PATH [curl args...]: like api, but leaves the body in $BODY and
+# runs in this shell, so HTTP_CODE stays set (body=$(api ...) would lose it).
+BODY=
+req() {
+	api "$@" >"$T/.body"
+	BODY=$(cat "$T/.body")
 }
 
 # metric 'name{labels}' -> the value (empty if absent). Exact series match.
