@@ -21,12 +21,30 @@ mptcp_topo_up || fail "topology setup failed"
 # down times out in seconds, not minutes.
 ip netns exec "$NS_A" sysctl -qw net.ipv4.tcp_retries2=1
 
+# A third, idle namespace with the userspace path manager: the agent must
+# warn about it once (KERNEL.md trap) and watch it without trouble.
+NS_C=sysobs-mp-$$-c
+ip netns add "$NS_C" || fail "cannot create $NS_C"
+on_exit "ip netns del $NS_C 2>/dev/null"
+if ip netns exec "$NS_C" sysctl -qw net.mptcp.pm_type=1 2>/dev/null; then
+	PM_TYPE_TEST=1
+else
+	PM_TYPE_TEST=0
+	echo "note: net.mptcp.pm_type not settable here; userspace-PM warning not tested"
+fi
+
 write_base_config
 cat >>"$T/sysobsd.ini" <<INI
 [collector.mptcp]
-netns = /run/netns/$NS_A
+netns = /run/netns/$NS_A,/run/netns/$NS_C
 INI
 start_agent
+if [ "$PM_TYPE_TEST" = 1 ]; then
+	wait_for 5 grep -q "netns /run/netns/$NS_C.*pm_type=1" "$T/agent.log" ||
+		fail "no warning about net.mptcp.pm_type=1 in $NS_C"
+	assert_eq "pm_type warning once" 1 "$(grep -c "pm_type=1" "$T/agent.log")"
+	grep -q "netns /run/netns/$NS_A.*pm_type=1" "$T/agent.log" && fail "warned about $NS_A"
+fi
 NETNS_INO=$(stat -L -c %i "/run/netns/$NS_A")
 
 # Reference listener on the same namespace, started before any traffic.
@@ -175,7 +193,8 @@ if ! diff -u "$T/mon.norm" "$T/agent.norm" >"$T/norm.diff"; then
 fi
 [ "$(wc -l <"$T/mon.norm")" = 5 ] || fail "monitor saw $(wc -l <"$T/mon.norm") events for the token, expected 5"
 
-# Metrics by type (the server namespace is not watched: exactly these).
+# Metrics by type (the server namespace is not watched, the third is idle:
+# exactly these).
 assert_eq "events_total CREATED" 1 "$(metric 'sysobs_mptcp_events_total{type="CREATED"}')"
 assert_eq "events_total SUB_ESTABLISHED" 1 "$(metric 'sysobs_mptcp_events_total{type="SUB_ESTABLISHED"}')"
 assert_eq "events_total SUB_CLOSED" 1 "$(metric 'sysobs_mptcp_events_total{type="SUB_CLOSED"}')"
@@ -194,4 +213,5 @@ n=$(jq '[.. | objects | select(.table? == "mptcp_events")] | length' <<<"$ev")
 assert_ge "mptcp rows in /api/v1/events" 5 "$n"
 
 stop_agent
+[ "$PM_TYPE_TEST" = 1 ] && assert_eq "pm_type warning still once" 1 "$(grep -c "pm_type=1" "$T/agent.log")"
 pass "mptcp: CREATED/ESTABLISHED/SUB_ESTABLISHED(path 2, ids, ifindex)/SUB_CLOSED(link down, error 110)/CLOSED with fields equal to ip mptcp monitor; live state and gauges before/after; history by token"
