@@ -8,6 +8,7 @@ add_executable(mptcp_capture ${CMAKE_CURRENT_SOURCE_DIR}/tools/mptcp_capture.c)
 target_link_libraries(mptcp_capture PRIVATE sysobs_core)
 
 sysobs_unit_test(mptcp_decode)
+sysobs_unit_test(mptcp_state)
 sysobs_fuzz_target(mptcp)
 
 # Integration tests (root + kernel MPTCP; SKIP otherwise). They need the tools.

@@ -1,0 +1,310 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Unit tests of the mptcp collector's live state: the client- and server-side
+ * event sequences recorded from a real kernel (tests/data/mptcp/) replayed
+ * into it, subflow lifetimes, listeners, the sock_diag resync merge, and
+ * events about unknown connections.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "collectors/mptcp/mptcp_decode.h"
+#include "collectors/mptcp/mptcp_state.h"
+
+#define NS 4026531840ull
+
+static int replay(struct mptcp_state *st, uint64_t netns, const char *name, int64_t now,
+		  mptcp_subflow_end_fn fn, void *arg)
+{
+	static char buf[8192] __attribute__((aligned(8)));
+	const char *dir = getenv("SYSOBS_TEST_DATA");
+	struct mptcp_event ev;
+	char path[4096];
+	size_t n;
+	FILE *f;
+
+	assert_non_null(dir);
+	snprintf(path, sizeof(path), "%s/mptcp/%s", dir, name);
+	f = fopen(path, "rb");
+	assert_non_null(f);
+	n = fread(buf, 1, sizeof(buf), f);
+	fclose(f);
+	assert_int_equal(mptcp_event_decode((struct nlmsghdr *)buf, n, &ev), 0);
+	return mptcp_state_apply(st, netns, &ev, now, fn, arg);
+}
+
+struct lifetimes {
+	double v[8];
+	int n;
+};
+
+static void on_end(double s, void *arg)
+{
+	struct lifetimes *l = arg;
+
+	if (l->n < 8)
+		l->v[l->n++] = s;
+}
+
+static void assert_counts(struct mptcp_state *st, size_t conns, size_t subflows)
+{
+	size_t c, s;
+
+	mptcp_state_counts(st, &c, &s);
+	assert_int_equal(c, conns);
+	assert_int_equal(s, subflows);
+}
+
+#define SEC 1000000000ll
+
+static void test_client_sequence(void **state)
+{
+	struct mptcp_state *st = mptcp_state_new();
+	struct lifetimes l = {0};
+	struct mptcp_conn *c;
+	json_t *j, *jc;
+
+	assert_non_null(st);
+	assert_int_equal(replay(st, NS, "client-0001-CREATED.bin", 1 * SEC, on_end, &l), 0);
+	assert_counts(st, 1, 0);
+	assert_int_equal(replay(st, NS, "client-0002-ESTABLISHED.bin", 2 * SEC, on_end, &l), 0);
+	assert_counts(st, 1, 1); /* the initial subflow */
+	assert_int_equal(replay(st, NS, "client-0003-SUB_ESTABLISHED.bin", 3 * SEC, on_end, &l), 0);
+	assert_counts(st, 1, 2);
+	assert_int_equal(replay(st, NS, "client-0004-ANNOUNCED.bin", 4 * SEC, on_end, &l), 0);
+	assert_int_equal(replay(st, NS, "client-0005-SUB_ESTABLISHED.bin", 5 * SEC, on_end, &l), 0);
+	assert_counts(st, 1, 3);
+
+	c = mptcp_state_conn_get(st, NS, 0xdfbc8bbb, 0);
+	assert_non_null(c);
+	assert_int_equal(c->established, 1);
+	assert_int_equal(c->server_side, 0);
+	assert_int_equal(c->created_ns, 1 * SEC);
+	assert_int_equal(c->n_addrs, 1);
+	assert_int_equal(c->addrs[0].id, 5);
+	assert_int_equal(c->addrs[0].port, 10080);
+	assert_int_equal(c->addrs[0].removed_ns, 0);
+
+	/* Live view as the REST route renders it. */
+	j = mptcp_state_json(st);
+	assert_non_null(j);
+	assert_int_equal(json_integer_value(json_object_get(j, "n_connections")), 1);
+	assert_int_equal(json_integer_value(json_object_get(j, "n_subflows")), 3);
+	jc = json_array_get(json_object_get(j, "connections"), 0);
+	assert_string_equal(json_string_value(json_object_get(jc, "token_hex")), "dfbc8bbb");
+	assert_string_equal(json_string_value(json_object_get(jc, "saddr")), "10.231.1.1");
+	assert_string_equal(json_string_value(json_object_get(jc, "daddr")), "10.231.1.2");
+	assert_int_equal(json_integer_value(json_object_get(jc, "dport")), 10080);
+	assert_string_equal(json_string_value(json_object_get(
+				json_array_get(json_object_get(jc, "addresses"), 0), "addr")),
+			    "10.231.2.2");
+	json_decref(j);
+
+	assert_int_equal(replay(st, NS, "client-0006-REMOVED.bin", 6 * SEC, on_end, &l), 0);
+	assert_int_equal(c->addrs[0].removed_ns, 6 * SEC);
+	assert_int_equal(replay(st, NS, "client-0007-SUB_CLOSED.bin", 8 * SEC, on_end, &l), 0);
+	assert_counts(st, 1, 2);
+	assert_int_equal(l.n, 1);
+	assert_true(l.v[0] == 3.0); /* established at 5 s, closed at 8 s */
+
+	/* CLOSED ends the two remaining subflows (no SUB_CLOSED for them). */
+	assert_int_equal(replay(st, NS, "client-0008-CLOSED.bin", 10 * SEC, on_end, &l), 0);
+	assert_counts(st, 0, 0);
+	assert_int_equal(l.n, 3);
+	assert_true((l.v[1] == 9.0 && l.v[2] == 7.0) || (l.v[1] == 7.0 && l.v[2] == 9.0));
+
+	/* Again: nothing left to close. */
+	assert_int_equal(replay(st, NS, "client-0008-CLOSED.bin", 11 * SEC, on_end, &l), -ENOENT);
+	assert_int_equal(replay(st, NS, "client-0007-SUB_CLOSED.bin", 11 * SEC, on_end, &l),
+			 -ENOENT);
+	mptcp_state_free(st);
+}
+
+static void test_server_sequence_priority_listener(void **state)
+{
+	struct mptcp_state *st = mptcp_state_new();
+	struct mptcp_conn *c;
+	json_t *j;
+
+	assert_int_equal(replay(st, NS, "server-0001-LISTENER_CREATED.bin", SEC, NULL, NULL), 0);
+	assert_int_equal(st->n_listeners, 1);
+	assert_int_equal(st->listeners[0].t.sport, 10080);
+	assert_int_equal(replay(st, NS, "server-0002-CREATED.bin", SEC, NULL, NULL), 0);
+	assert_int_equal(replay(st, NS, "server-0003-ESTABLISHED.bin", SEC, NULL, NULL), 0);
+	assert_int_equal(replay(st, NS, "server-0004-SUB_ESTABLISHED.bin", SEC, NULL, NULL), 0);
+	assert_int_equal(replay(st, NS, "server-0005-SUB_ESTABLISHED.bin", SEC, NULL, NULL), 0);
+	assert_counts(st, 1, 3);
+	c = mptcp_state_conn_get(st, NS, 0x8d3046cd, 0);
+	assert_non_null(c);
+	assert_int_equal(c->server_side, 1);
+	/* MP_PRIO from the client: the subflow from 10.231.2.1 on path 1
+	 * becomes backup; nothing else changes. */
+	assert_int_equal(replay(st, NS, "server-0006-SUB_PRIORITY.bin", 2 * SEC, NULL, NULL), 0);
+	assert_counts(st, 1, 3);
+	for (uint32_t i = 0; i < c->n_sf; i++)
+		assert_int_equal(c->sf[i].backup, c->sf[i].t.dport == 49069 ? 1 : 0);
+	assert_int_equal(replay(st, NS, "server-0007-SUB_CLOSED.bin", 3 * SEC, NULL, NULL), 0);
+	assert_counts(st, 1, 2);
+	j = mptcp_state_json(st);
+	assert_int_equal(json_array_size(json_object_get(j, "listeners")), 1);
+	assert_true(json_is_true(
+	    json_object_get(json_array_get(json_object_get(j, "connections"), 0), "server_side")));
+	json_decref(j);
+	assert_int_equal(replay(st, NS, "server-0008-CLOSED.bin", 4 * SEC, NULL, NULL), 0);
+	assert_int_equal(replay(st, NS, "server-0009-LISTENER_CLOSED.bin", 4 * SEC, NULL, NULL), 0);
+	assert_counts(st, 0, 0);
+	assert_int_equal(st->n_listeners, 0);
+	mptcp_state_free(st);
+}
+
+/* Tokens are per netns: the same events in two namespaces are two
+ * connections. */
+static void test_namespaces_apart(void **state)
+{
+	struct mptcp_state *st = mptcp_state_new();
+
+	assert_int_equal(replay(st, NS, "client-0001-CREATED.bin", SEC, NULL, NULL), 0);
+	assert_int_equal(replay(st, NS + 1, "client-0001-CREATED.bin", SEC, NULL, NULL), 0);
+	assert_counts(st, 2, 0);
+	assert_int_equal(replay(st, NS + 1, "client-0008-CLOSED.bin", SEC, NULL, NULL), 0);
+	assert_counts(st, 1, 0);
+	assert_non_null(mptcp_state_conn_get(st, NS, 0xdfbc8bbb, 0));
+	mptcp_state_free(st);
+}
+
+static void test_resync_merge(void **state)
+{
+	struct mptcp_state *st = mptcp_state_new(), *fresh = mptcp_state_new();
+	struct mptcp_subflow sf;
+	struct mptcp_conn *c, *f;
+	struct mptcp_tuple lt = {.family = AF_INET, .sport = 9999};
+
+	/* Known from events: the recorded connection with 2 subflows, and one
+	 * in another netns that a resync of NS must not touch. */
+	replay(st, NS, "client-0001-CREATED.bin", 1 * SEC, NULL, NULL);
+	replay(st, NS, "client-0002-ESTABLISHED.bin", 2 * SEC, NULL, NULL);
+	replay(st, NS, "client-0003-SUB_ESTABLISHED.bin", 3 * SEC, NULL, NULL);
+	replay(st, NS, "client-0004-ANNOUNCED.bin", 4 * SEC, NULL, NULL);
+	replay(st, NS + 1, "client-0001-CREATED.bin", 1 * SEC, NULL, NULL);
+	/* A listener event-known in NS that is gone in the dump. */
+	mptcp_state_listener_put(st, NS, &lt, SEC);
+	assert_counts(st, 2, 2);
+	c = mptcp_state_conn_get(st, NS, 0xdfbc8bbb, 0);
+
+	/* The dump: that connection still has its initial subflow only (path 2
+	 * was lost while events were dropped), plus a connection we never saw. */
+	f = mptcp_state_conn_get(fresh, NS, 0xdfbc8bbb, 1);
+	f->t = c->t;
+	f->resynced = 1;
+	memset(&sf, 0, sizeof(sf));
+	sf.t = c->sf[0].t;
+	sf.since_ns = 50 * SEC;
+	mptcp_state_subflow_put(fresh, f, &sf);
+	f = mptcp_state_conn_get(fresh, NS, 77, 1);
+	f->resynced = 1;
+	f->created_ns = 50 * SEC;
+	sf.t.sport = 1;
+	mptcp_state_subflow_put(fresh, f, &sf);
+	sf.t.sport = 2;
+	sf.loc_id = 2;
+	mptcp_state_subflow_put(fresh, f, &sf);
+
+	mptcp_state_resync(st, NS, fresh);
+	assert_counts(st, 3, 3);
+	assert_int_equal(fresh->n_conns, 0);
+	c = mptcp_state_conn_get(st, NS, 0xdfbc8bbb, 0);
+	assert_non_null(c);
+	assert_int_equal(c->n_sf, 1);
+	assert_int_equal(c->created_ns, 1 * SEC);     /* kept from events */
+	assert_int_equal(c->sf[0].since_ns, 1 * SEC); /* kept: same 4-tuple */
+	assert_int_equal(c->n_addrs, 1);	      /* announced address kept */
+	assert_int_equal(c->resynced, 0);
+	c = mptcp_state_conn_get(st, NS, 77, 0);
+	assert_non_null(c);
+	assert_int_equal(c->resynced, 1);
+	assert_int_equal(c->n_sf, 2);
+	assert_non_null(mptcp_state_conn_get(st, NS + 1, 0xdfbc8bbb, 0));
+	assert_int_equal(st->n_listeners, 0);
+
+	/* Events after the resync apply on top (idempotent re-delivery). */
+	assert_int_equal(replay(st, NS, "client-0002-ESTABLISHED.bin", 60 * SEC, NULL, NULL), 0);
+	assert_counts(st, 3, 3);
+
+	/* An empty dump empties the netns. */
+	mptcp_state_resync(st, NS, fresh);
+	assert_counts(st, 1, 0);
+	mptcp_state_free(fresh);
+	mptcp_state_free(st);
+}
+
+static void test_unknown_and_tokenless(void **state)
+{
+	struct mptcp_state *st = mptcp_state_new();
+	struct mptcp_event ev;
+
+	memset(&ev, 0, sizeof(ev));
+	ev.type = 99;
+	ev.token = 5;
+	ev.present = 1u << MPTCP_EVA_TOKEN;
+	assert_int_equal(mptcp_state_apply(st, NS, &ev, SEC, NULL, NULL), 0);
+	assert_counts(st, 0, 0);
+	/* CREATED without a token cannot be tracked. */
+	ev.type = MPTCP_EV_CREATED;
+	ev.present = 0;
+	assert_int_equal(mptcp_state_apply(st, NS, &ev, SEC, NULL, NULL), -ENOENT);
+	/* Subflow events of unknown connections. */
+	ev.present = 1u << MPTCP_EVA_TOKEN;
+	ev.type = MPTCP_EV_SUB_ESTABLISHED;
+	assert_int_equal(mptcp_state_apply(st, NS, &ev, SEC, NULL, NULL), -ENOENT);
+	ev.type = MPTCP_EV_ANNOUNCED;
+	assert_int_equal(mptcp_state_apply(st, NS, &ev, SEC, NULL, NULL), -ENOENT);
+	ev.type = MPTCP_EV_LISTENER_CLOSED;
+	assert_int_equal(mptcp_state_apply(st, NS, &ev, SEC, NULL, NULL), -ENOENT);
+	assert_counts(st, 0, 0);
+	mptcp_state_free(st);
+	mptcp_state_free(NULL);
+}
+
+/* More announced addresses than kept: the oldest are forgotten. */
+static void test_address_cap(void **state)
+{
+	struct mptcp_state *st = mptcp_state_new();
+	struct mptcp_event ev;
+	struct mptcp_conn *c;
+
+	memset(&ev, 0, sizeof(ev));
+	ev.type = MPTCP_EV_CREATED;
+	ev.token = 1;
+	ev.present = 1u << MPTCP_EVA_TOKEN;
+	mptcp_state_apply(st, NS, &ev, SEC, NULL, NULL);
+	ev.type = MPTCP_EV_ANNOUNCED;
+	for (int i = 0; i < MPTCP_STATE_MAX_ADDRS + 4; i++) {
+		ev.rem_id = i;
+		assert_int_equal(mptcp_state_apply(st, NS, &ev, SEC, NULL, NULL), 0);
+	}
+	c = mptcp_state_conn_get(st, NS, 1, 0);
+	assert_int_equal(c->n_addrs, MPTCP_STATE_MAX_ADDRS);
+	assert_int_equal(c->addrs[0].id, 4);
+	mptcp_state_free(st);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_client_sequence),
+	    cmocka_unit_test(test_server_sequence_priority_listener),
+	    cmocka_unit_test(test_namespaces_apart),
+	    cmocka_unit_test(test_resync_merge),
+	    cmocka_unit_test(test_unknown_and_tokenless),
+	    cmocka_unit_test(test_address_cap),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
