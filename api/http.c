@@ -486,7 +486,7 @@ static enum MHD_Result dispatch(struct http_server *h, struct MHD_Connection *co
 	const struct http_route_entry *r, *path_route;
 	struct http_response res = {0};
 	struct http_request req = {0};
-	char allow[128], msg[256];
+	char allow[128], msg[512];
 	enum MHD_Result ret;
 
 	r = route_find(h, method, url, &path_route, allow, sizeof(allow));
@@ -661,13 +661,21 @@ int http_start(struct http_server *h)
 		return err;
 	if (h->addr.ss_family == AF_INET6)
 		flags |= MHD_USE_IPv6;
-	h->daemon = MHD_start_daemon(
-	    flags, 0, NULL, NULL, on_access, h, MHD_OPTION_LISTEN_SOCKET, fd,
-	    MHD_OPTION_CONNECTION_LIMIT, h->cfg.max_connections, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
-	    h->cfg.max_per_ip, MHD_OPTION_CONNECTION_TIMEOUT, h->cfg.timeout_s,
-	    MHD_OPTION_THREAD_POOL_SIZE, h->cfg.threads > 1 ? h->cfg.threads : 0,
-	    MHD_OPTION_NOTIFY_COMPLETED, on_completed, h, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, h,
-	    MHD_OPTION_END);
+	/* The logger first, or MHD prints its early messages itself. */
+	struct MHD_OptionItem opts[] = {
+	    {MHD_OPTION_EXTERNAL_LOGGER, (intptr_t)mhd_log, h},
+	    {MHD_OPTION_LISTEN_SOCKET, fd, NULL},
+	    {MHD_OPTION_CONNECTION_LIMIT, h->cfg.max_connections, NULL},
+	    {MHD_OPTION_PER_IP_CONNECTION_LIMIT, h->cfg.max_per_ip, NULL},
+	    {MHD_OPTION_CONNECTION_TIMEOUT, h->cfg.timeout_s, NULL},
+	    {MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)on_completed, h},
+	    {h->cfg.threads > 1 ? MHD_OPTION_THREAD_POOL_SIZE : MHD_OPTION_END, h->cfg.threads,
+	     NULL},
+	    {MHD_OPTION_END, 0, NULL},
+	};
+
+	h->daemon = MHD_start_daemon(flags, 0, NULL, NULL, on_access, h, MHD_OPTION_ARRAY, opts,
+				     MHD_OPTION_END);
 	if (!h->daemon) {
 		close(fd);
 		log_err("http", "cannot start the HTTP server on %s", h->listen);

@@ -39,6 +39,12 @@ struct metric_series {
 	double value;	  /* counters, gauges */
 	double sum;	  /* histograms */
 	uint64_t *counts; /* histograms: n_bounds + 1, not cumulative */
+	/* Text of the last fractional value or sum rendered: formatting a
+	 * non-integer exactly costs ~1 us, and most values do not change from
+	 * one scrape to the next. Written under the registry lock. */
+	double text_v;
+	uint8_t text_len; /* 0: empty */
+	char text[METRICS_VALUE_MAX - 8];
 };
 
 struct metric {
@@ -895,9 +901,31 @@ static const char *type_name(enum metric_type t)
 	return "untyped";
 }
 
+/* Formats v through the series' one-entry cache. */
+static void obuf_value_cached(struct obuf *b, struct metric_series *s, double v)
+{
+	if (v == trunc(v) || !isfinite(v)) {
+		obuf_value(b, v); /* integers and specials are cheap */
+		return;
+	}
+	if (!s->text_len || memcmp(&s->text_v, &v, sizeof(v))) {
+		char tmp[METRICS_VALUE_MAX];
+		size_t n = metrics_format_value(v, tmp);
+
+		if (n >= sizeof(s->text)) {
+			obuf_put(b, tmp, n);
+			return;
+		}
+		memcpy(s->text, tmp, n);
+		s->text_len = (uint8_t)n;
+		s->text_v = v;
+	}
+	obuf_put(b, s->text, s->text_len);
+}
+
 /* `name{labels} value\n`; extra (e.g. `le="0.5"`) goes inside the braces. */
-static void obuf_sample(struct obuf *b, const char *name, const struct metric_series *s,
-			const char *le, double v)
+static void obuf_sample(struct obuf *b, const char *name, struct metric_series *s, const char *le,
+			double v)
 {
 	obuf_puts(b, name);
 	if (le) {
@@ -913,7 +941,7 @@ static void obuf_sample(struct obuf *b, const char *name, const struct metric_se
 		obuf_put(b, s->labels, s->labels_len);
 	}
 	obuf_putc(b, ' ');
-	obuf_value(b, v);
+	obuf_value_cached(b, s, v);
 	obuf_putc(b, '\n');
 }
 
@@ -960,7 +988,7 @@ static void family_render_locked(struct metric *f, struct obuf *b)
 	obuf_putc(b, '\n');
 
 	for (size_t i = 0; i < f->n_series; i++) {
-		const struct metric_series *s = f->order[i];
+		struct metric_series *s = f->order[i];
 		uint64_t cum = 0;
 
 		if (f->type != METRIC_HISTOGRAM) {

@@ -51,6 +51,18 @@ static size_t fraction_ns(const char *s, int64_t *ns)
 	return i;
 }
 
+/* secs * 1e9 + frac without overflowing on the way to INT64_MIN. */
+static int secs_to_ns(int64_t secs, int64_t frac, int64_t *out)
+{
+	if (secs < 0 && frac > 0) {
+		secs++;
+		frac -= NS_PER_S;
+	}
+	if (__builtin_mul_overflow(secs, NS_PER_S, out) || __builtin_add_overflow(*out, frac, out))
+		return -ERANGE;
+	return 0;
+}
+
 static bool leap_year(int y)
 {
 	return (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
@@ -124,7 +136,7 @@ static int parse_rfc3339(const char *s, int64_t *ns)
 	}
 	secs = days_from_civil(y, mo, d) * 86400 + h * 3600 + mi * 60 + sec -
 	       (int64_t)sign * (oh * 3600 + om * 60);
-	if (__builtin_mul_overflow(secs, NS_PER_S, &out) || __builtin_add_overflow(out, frac, &out))
+	if (secs_to_ns(secs, frac, &out))
 		return -ERANGE;
 	*ns = out;
 	return 0;
@@ -152,7 +164,7 @@ static int parse_unix(const char *s, int64_t *ns)
 	}
 	if (*p)
 		return -EINVAL;
-	if (__builtin_mul_overflow(secs, NS_PER_S, &out) || __builtin_add_overflow(out, frac, &out))
+	if (secs_to_ns(secs, frac, &out))
 		return -ERANGE;
 	*ns = out;
 	return 0;
