@@ -132,7 +132,7 @@ static int self_init(struct collector *c)
 	uint64_t interval;
 	int err;
 
-	err = cfg_get_duration_ms(&c->agent->cfg, c->section, "interval", 100, 86400000, &interval);
+	err = cfg_get_duration_ms(&c->agent->cfg, c->section, "interval", 10, 86400000, &interval);
 	if (err)
 		return err;
 	st = calloc(1, sizeof(*st));
