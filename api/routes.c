@@ -200,9 +200,9 @@ static void route_index(const struct http_request *req, struct http_response *re
 	html_route(&b, "GET", "/healthz", "health check");
 	html_route(&b, "GET", "/api/v1/collectors", "collectors and their state");
 	html_route(&b, "GET", "/api/v1/events",
-		   "event history: ?collector=&amp;since=&amp;until=&amp;limit=&amp;cursor=");
+		   "event history: ?collector=&since=&until=&limit=&cursor=");
 	html_route(&b, "GET", "/api/v1/series",
-		   "metric history: ?metric=&amp;match[]=&amp;since=&amp;until=&amp;step=");
+		   "metric history: ?metric=&match[]=&since=&until=&step=");
 	for (size_t i = 0; i < a->n_collectors; i++) {
 		const struct collector *c = &a->collectors[i];
 		char what[128];
