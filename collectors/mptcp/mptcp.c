@@ -30,6 +30,7 @@
 #include "agent/log.h"
 #include "api/query.h"
 #include "collectors/collector.h"
+#include "collectors/mptcp/mptcp.h"
 #include "collectors/mptcp/mptcp_decode.h"
 #include "collectors/mptcp/mptcp_diag.h"
 #include "collectors/mptcp/mptcp_nl.h"
@@ -82,11 +83,6 @@ struct mptcp_priv {
 };
 
 /* ---- history table ---------------------------------------------------- */
-
-struct mptcp_row {
-	uint64_t netns;
-	struct mptcp_event ev;
-};
 
 static const char *const mptcp_events_migrations[] = {
     "CREATE TABLE mptcp_events ("
