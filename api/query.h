@@ -2,7 +2,7 @@
 /*
  * Query-parameter parsing shared by every /api/v1 route. Pure functions,
  * unit-tested. Times are RFC 3339 ("2026-12-02T10:00:00Z", offsets and
- * fractions allowed) or unix seconds ("1764669600", "1764669600.25").
+ * fractions allowed) or unix seconds ("1796205600", "1796205600.25").
  */
 #ifndef SYSOBS_QUERY_H
 #define SYSOBS_QUERY_H

@@ -29,6 +29,11 @@
 /* A writer with rows queued and no commit for this long is stuck. */
 #define HEALTH_STUCK_NS (30LL * 1000000000)
 
+/* /api/v1/series: window when since is not given, and the most points one
+ * answer may carry (about 30 bytes of JSON each). */
+#define API_SERIES_DEFAULT_RANGE_NS (3600LL * 1000000000)
+#define API_SERIES_POINTS_TOTAL_MAX 250000
+
 struct api_ctx {
 	struct agent *a;
 	struct metric_series *scrape;
@@ -201,8 +206,9 @@ static void route_index(const struct http_request *req, struct http_response *re
 	html_route(&b, "GET", "/api/v1/collectors", "collectors and their state");
 	html_route(&b, "GET", "/api/v1/events",
 		   "event history: ?collector=&since=&until=&limit=&cursor=");
-	html_route(&b, "GET", "/api/v1/series",
-		   "metric history: ?metric=&match[]=&since=&until=&step=");
+	html_route(
+	    &b, "GET", "/api/v1/series",
+	    "metric history: ?metric=&match[]=&since=&until=&step= (default: the last hour)");
 	for (size_t i = 0; i < a->n_collectors; i++) {
 		const struct collector *c = &a->collectors[i];
 		char what[128];
@@ -485,10 +491,35 @@ static void route_series(const struct http_request *req, struct http_response *r
 		http_reply_error(res, 503, "unavailable", "no storage");
 		return;
 	}
+	/* History without a start would grow with uptime until it passes the
+	 * point caps; the default is the hour before until (or now). */
+	if (!http_query(req, "since")) {
+		int64_t end = http_query(req, "until") ? w.until_ns : clock_wall_ns();
+
+		w.since_ns = end > INT64_MIN + API_SERIES_DEFAULT_RANGE_NS
+				 ? end - API_SERIES_DEFAULT_RANGE_NS
+				 : INT64_MIN;
+	}
 	rc = store_query_series(a->store, metric, matchers, n, w.since_ns, w.until_ns, step, &out,
 				err, sizeof(err));
 	if (rc) {
 		reply_store_error(res, rc, err);
+		return;
+	}
+	/* The store caps points per series and series per query; cap the
+	 * product too, so one answer stays a few MB. */
+	size_t i, points = 0;
+	json_t *sj;
+
+	json_array_foreach(out, i, sj) points += json_array_size(json_object_get(sj, "values"));
+	if (points > API_SERIES_POINTS_TOTAL_MAX) {
+		size_t n_series = json_array_size(out);
+
+		json_decref(out);
+		http_reply_error(res, 400, "bad_request",
+				 "%zu points in %zu series, more than %d in one answer: narrow "
+				 "since/until, add match[] selectors or raise step",
+				 points, n_series, API_SERIES_POINTS_TOTAL_MAX);
 		return;
 	}
 	http_reply_json(res, 200, json_pack("{s:o}", "data", out));
