@@ -461,7 +461,7 @@ static struct metric *metrics_register(struct metrics *m, enum metric_type type,
 	bool found;
 	int err;
 
-	if (!m || !metrics_name_valid(name)) {
+	if (!m || !metrics_name_valid(name) || (help && !utf8_valid(help))) {
 		errno = EINVAL;
 		return NULL;
 	}

@@ -100,6 +100,7 @@ static void test_register_invalid_names(void **state)
 		assert_int_equal(errno, EINVAL);
 	}
 	assert_null(metrics_counter(m, NULL, "", NULL));
+	assert_null(metrics_counter(m, "ok_total", "bad \xff help", NULL));
 	assert_null(metrics_gauge(m, "ok", "", bad_label));
 	assert_null(metrics_gauge(m, "ok", "", colon_label));
 	assert_null(metrics_gauge(m, "ok", "", reserved));
