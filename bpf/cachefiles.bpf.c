@@ -36,9 +36,15 @@ struct cachefiles_volume___sysobs {
 	struct fscache_volume___sysobs *vcookie;
 } __attribute__((preserve_access_index));
 
+/* CO-RE matches an enum field only against a local enum of the same name. */
+enum cachefiles_object_state___sysobs {
+	CF_OBJSTATE_CLOSE___sysobs = 0,
+	CF_OBJSTATE_OPEN___sysobs = 1,
+};
+
 struct cachefiles_ondemand_info___sysobs {
 	int ondemand_id;
-	int state; /* enum cachefiles_object_state, 1 = OPEN */
+	enum cachefiles_object_state___sysobs state;
 } __attribute__((preserve_access_index));
 
 struct cachefiles_object___sysobs {
@@ -54,9 +60,8 @@ struct cachefiles_msg___sysobs {
 	__u32 object_id;
 };
 
-#define CF_OBJSTATE_OPEN 1 /* CACHEFILES_ONDEMAND_OBJSTATE_OPEN */
-#define CF_UAPI_OP_OPEN	 0 /* CACHEFILES_OP_OPEN */
-#define CF_UAPI_OP_READ	 2 /* CACHEFILES_OP_READ */
+#define CF_UAPI_OP_OPEN 0 /* CACHEFILES_OP_OPEN */
+#define CF_UAPI_OP_READ 2 /* CACHEFILES_OP_READ */
 
 struct cf_start {
 	__u64 ts;
@@ -328,7 +333,7 @@ int BPF_PROG(cf_open_enter, struct cachefiles_object___sysobs *obj)
 		return 0;
 	}
 	info = BPF_CORE_READ(obj, ondemand);
-	if (!info || BPF_CORE_READ(info, state) == CF_OBJSTATE_OPEN)
+	if (!info || BPF_CORE_READ(info, state) == CF_OBJSTATE_OPEN___sysobs)
 		return 0;
 	request_enter(obj, CF_OP_OPEN, 0, 0);
 	return 0;

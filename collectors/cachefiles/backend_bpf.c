@@ -133,18 +133,17 @@ static int bpf_probe(char *why, size_t why_len)
 	return err;
 }
 
+/* libbpf's messages through the agent's logger, one line at a time (the
+ * verifier log of a failed load is many lines). */
 static int cf_libbpf_print(enum libbpf_print_level level, const char *fmt, va_list ap)
 {
-	char buf[512];
-	size_t n;
+	char buf[8192], *line, *save = NULL;
 
 	if (level == LIBBPF_DEBUG)
 		return 0;
 	vsnprintf(buf, sizeof(buf), fmt, ap);
-	n = strlen(buf);
-	if (n && buf[n - 1] == '\n')
-		buf[n - 1] = '\0';
-	log_msg(level == LIBBPF_WARN ? LOG_LVL_WARN : LOG_LVL_INFO, "libbpf", "%s", buf);
+	for (line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save))
+		log_msg(level == LIBBPF_WARN ? LOG_LVL_WARN : LOG_LVL_INFO, "libbpf", "%s", line);
 	return 0;
 }
 

@@ -17,7 +17,7 @@
 source "$(dirname "$0")/lib.sh"
 source "$SYSOBS_SRC/tests/vm/lib-vm.sh"
 
-FAST_FSID=fsfast FAST_MS=20
+FAST_FSID=fsfast FAST_MS=35
 SLOW_FSID=fsslow SLOW_MS=150
 SLOW_THRESHOLD=100ms
 
@@ -26,6 +26,7 @@ vm_need_tools
 need_cmd mkfs.erofs
 need_cmd mkfs.ext4
 need_cmd jq
+need_cmd curl
 DAEMON=$SYSOBS_BUILD/tests/ondemand_daemon
 [ -x "$DAEMON" ] || fail "$DAEMON not built"
 
@@ -57,7 +58,7 @@ seq 1 5000 >"$T/tree/sub/numbers.txt"
 echo "hello from sysobs" >"$T/tree/small.txt"
 (cd "$T/tree" && find . -type f | sed 's|^\./||' | sort >"$T/files" &&
 	md5sum $(cat "$T/files") >"$T/md5sums")
-mkfs.erofs -q "$T/fs.img" "$T/tree" >/dev/null || fail "mkfs.erofs failed"
+mkfs.erofs --quiet "$T/fs.img" "$T/tree" >/dev/null || fail "mkfs.erofs failed"
 # cachefiles needs a backing fs with xattrs, tmpfile and sync_fs: ext4, not tmpfs
 truncate -s 64M "$T/cache.img"
 mkfs.ext4 -q -F "$T/cache.img" || fail "mkfs.ext4 failed"
@@ -70,6 +71,7 @@ SLOW_MS=$SLOW_MS
 SLOW_THRESHOLD=$SLOW_THRESHOLD
 EOF
 vm_initramfs "$T/initrd.gz" --bin "$SYSOBSD=/bin/sysobsd" --bin "$DAEMON=/bin/ondemand_daemon" \
+	--bin "$(command -v curl)=/bin/curl" \
 	--file "$T/fs.img=/data/fs.img" --file "$T/files=/data/files" \
 	--file "$T/md5sums=/data/md5sums" --file "$T/vm-test.conf=/etc/vm-test.conf" \
 	--file "$SYSOBS_SRC/tests/vm/guest/cachefiles.sh=/tests/cachefiles.sh"

@@ -42,6 +42,9 @@ if [ ! -f "$dir/.done" ]; then
 	(cd "$dir/deb" && apt-get -o APT::Sandbox::User=root download -q "$pkg" >/dev/null) || die "apt-get download $pkg failed"
 	dpkg -x "$dir"/deb/*.deb "$dir/root"
 	rm -rf "$dir/deb"
+	# modules.dep is made by depmod at install time, not shipped
+	rel=$(basename "$(ls -d "$dir"/root/lib/modules/*/ | head -n1)")
+	depmod -b "$dir/root" "$rel" || die "depmod for $rel failed"
 	touch "$dir/.done"
 fi
 vmlinuz=$(ls "$dir"/root/boot/vmlinuz-* | head -n1)

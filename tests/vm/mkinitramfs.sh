@@ -84,6 +84,8 @@ while [ $# -gt 0 ]; do
 		[ "$2" = "$src" ] || dest=${2#*=}
 		[ -x "$src" ] || die "--bin $src: not executable"
 		mkdir -p "$root$(dirname "$dest")"
+		# dest may be a busybox applet link: replace the link, not busybox
+		rm -f "$root$dest"
 		cp -L "$src" "$root$dest"
 		copy_libs "$src"
 		shift 2
@@ -93,6 +95,7 @@ while [ $# -gt 0 ]; do
 		dest=${2#*=}
 		[ -e "$src" ] || die "--file $src: missing"
 		mkdir -p "$root$(dirname "$dest")"
+		[ -d "$root$dest" ] || rm -f "$root$dest"
 		cp -rL "$src" "$root$dest"
 		shift 2
 		;;

@@ -71,11 +71,25 @@ static void od_on_signal(int sig)
 		od_stop = 1;
 }
 
-static void od_sleep_ms(unsigned ms)
-{
-	struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000L};
+/*
+ * The injected delay is the time the daemon holds a request: from the read()
+ * that returned it to the reply. Work done meanwhile (pread/pwrite of the
+ * data) counts against it, so the requester waits delay + kernel overhead,
+ * not delay + daemon I/O + kernel overhead.
+ */
+static struct timespec od_req_start;
 
-	while (nanosleep(&ts, &ts) && errno == EINTR)
+static void od_sleep_rest(unsigned ms)
+{
+	struct timespec until = od_req_start;
+
+	until.tv_sec += ms / 1000;
+	until.tv_nsec += (long)(ms % 1000) * 1000000L;
+	if (until.tv_nsec >= 1000000000L) {
+		until.tv_sec++;
+		until.tv_nsec -= 1000000000L;
+	}
+	while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &until, NULL) == EINTR)
 		;
 }
 
@@ -177,8 +191,6 @@ static int od_handle_open(int devfd, const struct cachefiles_msg *msg)
 	}
 	if (v)
 		v->opens++;
-	if (v && v->open_delay_ms)
-		od_sleep_ms(v->open_delay_ms);
 	if (!o) {
 		close(load->fd);
 		snprintf(reply, sizeof(reply), "copen %u,%d", msg->msg_id, -ENFILE);
@@ -187,16 +199,25 @@ static int od_handle_open(int devfd, const struct cachefiles_msg *msg)
 	o->fd = load->fd;
 	o->object_id = msg->object_id;
 	o->vol = v;
+	if (v && v->open_delay_ms)
+		od_sleep_rest(v->open_delay_ms);
 	snprintf(reply, sizeof(reply), "copen %u,%lld", msg->msg_id, (long long)od_image_size);
 	return od_cmd(devfd, reply);
 }
+
+/*
+ * The anon fd writes through to the backing file, which cachefiles opens with
+ * O_DIRECT: buffer, offset and length must be block aligned, or pwrite()
+ * fails with EINVAL. The last block past the image end is zero-filled.
+ */
+#define OD_BLOCK 4096
 
 static int od_handle_read(const struct cachefiles_msg *msg)
 {
 	const struct cachefiles_read *load = (const void *)msg->data;
 	struct od_object *o = od_object_find(msg->object_id);
-	static char buf[1 << 16];
-	uint64_t off = load->off, end = load->off + load->len;
+	static char buf[1 << 16] __attribute__((aligned(OD_BLOCK)));
+	uint64_t off = load->off & ~(uint64_t)(OD_BLOCK - 1), end = load->off + load->len;
 	ssize_t n;
 
 	if (!o) {
@@ -207,25 +228,29 @@ static int od_handle_read(const struct cachefiles_msg *msg)
 	if (o->vol) {
 		o->vol->reads++;
 		o->vol->read_bytes += load->len;
-		if (o->vol->read_delay_ms)
-			od_sleep_ms(o->vol->read_delay_ms);
 	}
 	if (end > (uint64_t)od_image_size)
 		end = od_image_size;
 	while (off < end) {
 		size_t chunk = end - off < sizeof(buf) ? end - off : sizeof(buf);
+		size_t padded = (chunk + OD_BLOCK - 1) & ~(size_t)(OD_BLOCK - 1);
 
 		n = pread(od_image_fd, buf, chunk, off);
 		if (n <= 0)
 			break;
-		if (pwrite(o->fd, buf, n, off) != n) {
-			fprintf(stderr, "ondemand: pwrite object %u: %s\n", msg->object_id,
-				strerror(errno));
+		memset(buf + n, 0, padded - n);
+		if (pwrite(o->fd, buf, padded, off) != (ssize_t)padded) {
+			fprintf(stderr, "ondemand: pwrite object %u at %llu: %s\n", msg->object_id,
+				(unsigned long long)off, strerror(errno));
 			od_errors++;
 			break;
 		}
 		off += n;
+		if ((size_t)n < chunk)
+			break;
 	}
+	if (o->vol && o->vol->read_delay_ms)
+		od_sleep_rest(o->vol->read_delay_ms);
 	if (ioctl(o->fd, CACHEFILES_IOC_READ_COMPLETE, msg->msg_id) < 0) {
 		fprintf(stderr, "ondemand: READ_COMPLETE %u: %s\n", msg->msg_id, strerror(errno));
 		od_errors++;
@@ -360,6 +385,7 @@ int main(int argc, char **argv)
 		}
 		if (n == 0 || (size_t)n < sizeof(*msg))
 			continue;
+		clock_gettime(CLOCK_MONOTONIC, &od_req_start);
 		switch (msg->opcode) {
 		case CACHEFILES_OP_OPEN:
 			od_handle_open(devfd, msg);

@@ -12,10 +12,12 @@ set -u
 say() { echo "VM: $*"; }
 section() {
 	echo "VM-SECTION $1"
-	cat "$2" 2>/dev/null | tr -d '\r'
+	# the file may lack a final newline (JSON bodies): add one, drop blank lines
+	{ cat "$2" 2>/dev/null; echo; } | tr -d '\r' | sed '/^$/d'
 	echo "VM-END $1"
 }
-get() { wget -q -T 10 -O "$2" "http://127.0.0.1:9559$1"; }
+# busybox-static wget crashed here (static NSS); curl comes with its libraries
+get() { curl -sS --max-time 10 -o "$2" "http://127.0.0.1:9559$1"; }
 
 mkdir -p /var/cache/fscache /mnt/fast /mnt/slow
 mount -t ext4 /dev/vda /var/cache/fscache || {
