@@ -100,6 +100,11 @@ if [ "$overruns" = 0 ]; then
 	assert_eq "server SUB_ESTABLISHED = client's" "$(count "$INO_A" SUB_ESTABLISHED)" \
 		"$(count "$INO_B" SUB_ESTABLISHED)"
 	assert_eq "unmatched events" 0 "$(metric sysobs_mptcp_unmatched_events_total)"
+	# History by token among 8,000 rows: the middle client connection.
+	tok=$(sqlite3 "file:$T/sysobs.db?mode=ro" "SELECT token FROM mptcp_events WHERE netns = $INO_A AND type = 'CREATED' ORDER BY id LIMIT 1 OFFSET $((N / 2))")
+	api GET "/api/v1/mptcp/connections/$tok?netns=$INO_A" >"$T/body"
+	assert_eq "history of token $tok" "CREATED,ESTABLISHED,SUB_ESTABLISHED,CLOSED" \
+		"$(jq -r '[.rows | reverse | .[].type] | join(",")' "$T/body")"
 	assert_eq "lifetime observations (2 subflows x 2 sides)" \
 		$((2 * $(count "$INO_A" SUB_ESTABLISHED) + 2 * N)) \
 		"$(metric sysobs_mptcp_subflow_lifetime_seconds_count)"
