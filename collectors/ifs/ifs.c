@@ -311,7 +311,7 @@ static void refresh_devices(struct ifs_priv *p)
 	ifs_devices_discover(p->root, &present);
 	for (int t = 0; t < IFS_TEST_MAX; t++) {
 		struct ifs_dev *d = &p->dev[t];
-		char buf[64];
+		char buf[PATH_MAX + 32];
 
 		d->present = present & (1u << t);
 		if (!d->present)

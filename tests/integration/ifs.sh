@@ -1,0 +1,267 @@
+#!/usr/bin/env bash
+# End-to-end test of the ifs collector through the FUSE fake of the Intel
+# In-Field Scan driver (tests/fakes/ifs_fake.c):
+#  - the scheduler scans every allowed core, one run at a time, never a core
+#    with a denied CPU, retries a retryable "untested" and records each run;
+#  - a scripted failing core gives the history rows, the metrics, the
+#    Prometheus rule firing in `promtool test rules` on the series sysobsd
+#    actually exported, and an alert in a real Alertmanager on loopback, which
+#    is resolved once a later scan of the core passes;
+#  - POST /api/v1/ifs/scans answers scan ids that GET /api/v1/ifs/scans finds;
+#  - with admin off and the scheduler off (passive mode) a POST is refused
+#    with 403, a scan triggered by someone else is recorded unattributed, and
+#    an offline core cannot be requested.
+source "$(dirname "$0")/lib.sh"
+
+need_root
+[ -c /dev/fuse ] || skip "no /dev/fuse (FUSE needed for the IFS fake)"
+need_cmd fusermount3
+need_cmd jq
+need_cmd promtool
+need_cmd prometheus-alertmanager
+FAKE="$SYSOBS_BUILD/tests/fakes/ifs_fake"
+[ -x "$FAKE" ] || skip "ifs_fake not built (libfuse3-dev missing at build time)"
+
+# ---- Alertmanager on a free loopback port ----
+port_free() { ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+for _ in $(seq 1 50); do
+	AM_PORT=$((20000 + RANDOM % 30000))
+	port_free "$AM_PORT" && break
+done
+cat >"$T/am.yml" <<'YML'
+route:
+  receiver: blackhole
+  group_wait: 1s
+receivers:
+  - name: blackhole
+YML
+prometheus-alertmanager --config.file="$T/am.yml" --storage.path="$T/am" \
+	--web.listen-address="127.0.0.1:$AM_PORT" --cluster.listen-address= \
+	>"$T/am.log" 2>&1 &
+AM_PID=$!
+on_exit "kill $AM_PID; wait $AM_PID 2>/dev/null"
+am_ready() { curl -sf "http://127.0.0.1:$AM_PORT/-/ready" >/dev/null; }
+wait_for 20 am_ready || fail "alertmanager did not start: $(tail -5 "$T/am.log")"
+
+# ---- the fake driver: 4 cores (2 packages x 2 cores x 2 threads) ----
+# core index = CPU of its first thread: core 0 = cpus 0,4 (package 0 core 0),
+# 1 = 1,5 (0/1), 2 = 2,6 (package 1 core 0), 3 = 3,7 (1/1).
+mkdir -p "$T/mnt"
+cat >"$T/fake.ini" <<'INI'
+[fake]
+cpus = 8
+threads_per_core = 2
+packages = 2
+scan_ms = 200
+devices = 0,1
+[device.0]
+image_version = 0x8000
+batch = 1
+batches = 1,2
+core.1 = untested:6
+core.2 = fail,fail,pass
+core.3 = untested:1,pass
+[device.1]
+default = pass
+INI
+"$FAKE" "$T/fake.ini" "$T/mnt" -f >"$T/fake.log" 2>&1 &
+FAKE_PID=$!
+on_exit "fusermount3 -u $T/mnt || fusermount3 -uz $T/mnt; wait $FAKE_PID 2>/dev/null"
+# The agent may be inside a run_test write: stop it before unmounting.
+on_exit '[ -z "$AGENT_PID" ] || { kill -9 "$AGENT_PID"; wait "$AGENT_PID"; } 2>/dev/null' 
+fake_up() { [ -e "$T/mnt/devices/virtual/misc/intel_ifs_0/status" ]; }
+wait_for 10 fake_up || fail "ifs_fake did not mount: $(cat "$T/fake.log")"
+
+# ---- phase 1: scheduler on, admin on ----
+# 4 cores x 2 tests over 8 s: one run a second. cpu 5 is denied, so package
+# 0 core 1 is never scanned.
+cat >"$T/sysobsd.ini" <<INI
+[agent]
+sysfs_root = $T/mnt
+hostname = it-host
+log_level = debug
+[http]
+listen = 127.0.0.1:0
+admin = true
+[storage]
+path = $T/sysobs.db
+batch_ms = 50
+[collector.ifs]
+schedule = true
+interval = 8s
+deny_cpus = 5
+retry_backoff = 300ms
+poll = 200ms
+alertmanager_url = http://127.0.0.1:$AM_PORT
+alert_labels = team=hw
+alert_resend = 2s
+[collector.drops]
+enabled = false
+[collector.cachefiles]
+enabled = false
+[collector.mptcp]
+enabled = false
+INI
+start_agent
+
+rows() { api GET "/api/v1/ifs/scans?limit=1000$1"; }
+fail_row() { [ "$(rows '&package=1&core=0&result=fail' | jq '.scans | length')" -ge 1 ]; }
+wait_for 20 fail_row || fail "no failed scan row for package 1 core 0"
+
+row=$(rows '&package=1&core=0&result=fail' | jq -c '.scans[-1]')
+assert_eq "failed row test" scan "$(jq -r .test <<<"$row")"
+assert_eq "failed row cpu" 2 "$(jq -r .cpu <<<"$row")"
+assert_eq "failed row details" 0x8000000000000f05 "$(jq -r .details <<<"$row")"
+assert_eq "failed row error_name" signature_error "$(jq -r .error_name <<<"$row")"
+assert_eq "failed row requested_by" scheduler "$(jq -r .requested_by <<<"$row")"
+assert_eq "failed row image_version" 0x8001 "$(jq -r .image_version <<<"$row")"
+assert_eq "failed row batch" 1 "$(jq -r .batch <<<"$row")"
+assert_eq "failed row chunk" 5 "$(jq -r .chunk_num <<<"$row")"
+assert_ge "failed row duration_ns" 190000000 "$(jq -r .duration_ns <<<"$row")"
+pass "a scripted failing core gives a decoded history row"
+
+assert_eq "core_status" 1 "$(metric 'sysobs_ifs_core_status{test="scan",package="1",core="0"}')"
+assert_eq "failing_cores" 1 "$(metric 'sysobs_ifs_failing_cores{test="scan"}')"
+assert_ge "scans_total fail" 1 "$(metric 'sysobs_ifs_scans_total{test="scan",result="fail"}')"
+assert_eq "image_loaded" 1 "$(metric 'sysobs_ifs_image_loaded{test="scan"}')"
+ts=$(metric 'sysobs_ifs_core_last_scan_timestamp_seconds{test="scan",package="1",core="0"}')
+[ -n "$ts" ] && [ "${ts%%.*}" -ge $(($(date +%s) - 60)) ] || fail "last scan timestamp '$ts'"
+pass "metrics name the failing core"
+
+# ---- promtool on the series sysobsd exported ----
+curl -sS "http://127.0.0.1:$PORT/metrics" | grep '^sysobs_ifs_core_status{' >"$T/status.prom"
+{
+	echo "rule_files: [$SYSOBS_SRC/deploy/prometheus/sysobs-alerts.yml]"
+	echo "evaluation_interval: 1m"
+	echo "tests:"
+	echo "  - interval: 1m"
+	echo "    input_series:"
+	while read -r series value; do
+		labels=${series#*\{}
+		echo "      - series: 'sysobs_ifs_core_status{instance=\"it-host:9464\",job=\"sysobs\",${labels}'"
+		echo "        values: '${value}x5'"
+	done <"$T/status.prom"
+	echo "    alert_rule_test:"
+	echo "      - eval_time: 2m"
+	echo "        alertname: SysobsIFSCoreFailed"
+	echo "        exp_alerts:"
+	while read -r series value; do
+		[ "$value" = 1 ] || continue
+		t=$(sed -E 's/.*test="([^"]*)".*/\1/' <<<"$series")
+		p=$(sed -E 's/.*package="([^"]*)".*/\1/' <<<"$series")
+		c=$(sed -E 's/.*core="([^"]*)".*/\1/' <<<"$series")
+		cat <<YML
+          - exp_labels: {severity: critical, instance: "it-host:9464", job: sysobs, test: "$t", package: "$p", core: "$c"}
+            exp_annotations:
+              summary: "In-Field Scan $t failed on it-host:9464 package $p core $c"
+              description: "The last $t test of package $p core $c on it-host:9464 reported fail. The decoded details are in GET /api/v1/ifs/scans?core=$c&package=$p&result=fail."
+              runbook: '1. Stop placing latency- or correctness-critical work on the core: take its CPUs offline (echo 0 > /sys/devices/system/cpu/cpuN/online for every thread of the core, see GET /api/v1/ifs/cores) or drain the host. 2. Re-run the test once (POST /api/v1/ifs/scans {"cores":[{"package":P,"core":C}]}) to rule out a transient upset; a second fail confirms the fault. 3. Open a case with the hardware vendor with the details word, image version and batch from the history.'
+YML
+	done <"$T/status.prom"
+} >"$T/rules.test.yml"
+grep -q 'package: "1", core: "0"' "$T/rules.test.yml" || fail "generated rule test lacks the failing core"
+promtool test rules "$T/rules.test.yml" >"$T/promtool.out" 2>&1 ||
+	fail "promtool test rules on exported series: $(cat "$T/promtool.out")"
+pass "SysobsIFSCoreFailed fires on exactly the failing series sysobsd exported ($(wc -l <"$T/status.prom") series)"
+
+# ---- Alertmanager got the alert with the right labels ----
+am_alert() {
+	curl -sS -g "http://127.0.0.1:$AM_PORT/api/v2/alerts?filter=alertname=\"SysobsIFSCoreFailed\""
+}
+am_firing() { [ "$(am_alert | jq '[.[] | select(.labels.core == "0" and .labels.package == "1")] | length')" = 1 ]; }
+wait_for 15 am_firing || fail "alert not in Alertmanager: $(am_alert)"
+al=$(am_alert | jq -c '.[] | select(.labels.core == "0" and .labels.package == "1")')
+assert_eq "alert host" it-host "$(jq -r .labels.host <<<"$al")"
+assert_eq "alert test" scan "$(jq -r .labels.test <<<"$al")"
+assert_eq "alert cpu" 2 "$(jq -r .labels.cpu <<<"$al")"
+assert_eq "alert extra label" hw "$(jq -r .labels.team <<<"$al")"
+assert_eq "alert state" active "$(jq -r .status.state <<<"$al")"
+assert_eq "alert details" 0x8000000000000f05 "$(jq -r .annotations.details <<<"$al")"
+assert_eq "alert error_name" signature_error "$(jq -r .annotations.error_name <<<"$al")"
+pass "Alertmanager shows the failed core with host, test, package, core, cpu labels"
+
+# The script makes the third scan of core 2 pass: the alert resolves.
+pass_row() { [ "$(rows '&package=1&core=0&test=scan&result=pass' | jq '.scans | length')" -ge 1 ]; }
+wait_for 30 pass_row || fail "core 2 never passed"
+am_resolved() { ! am_firing; }
+wait_for 15 am_resolved || fail "alert still firing after a pass: $(am_alert)"
+assert_eq "core_status after pass" 0 "$(metric 'sysobs_ifs_core_status{test="scan",package="1",core="0"}')"
+assert_eq "failing_cores after pass" 0 "$(metric 'sysobs_ifs_failing_cores{test="scan"}')"
+pass "a later passing scan resolves the alert in Alertmanager"
+
+# ---- scheduler rules, from the history and the fake's own run log ----
+n_denied=$(rows '&package=0&core=1' | jq '.scans | length')
+assert_eq "rows of the denied core" 0 "$n_denied"
+grep -Eq ' intel_ifs_[01] (1|5) ' "$T/mnt/fake_runs" && fail "the fake ran a denied core"
+allowed=$(api GET /api/v1/ifs/cores | jq -c '[.cores[] | select(.package == 0 and .core == 1) | .allowed]')
+assert_eq "cores allowed flag" '[false]' "$allowed"
+pass "deny_cpus keeps a core with a denied thread out"
+
+# Retry: core 3 is scripted untested (code 1, retryable), then pass.
+r3=$(rows '&package=1&core=1&test=scan' | jq -c '[.scans | reverse | .[] | .status] | .[0:2]')
+assert_eq "core 3 untested then pass" '["untested","pass"]' "$r3"
+u=$(rows '&package=1&core=1&test=scan&result=untested' | jq -c '.scans[0] | [.error_name, .retryable]')
+assert_eq "untested decoded" '["other_thread_could_not_join",1]' "$u"
+pass "a retryable untested result is retried and passes"
+
+# One run at a time across devices: no two runs in the fake overlap.
+sort -n "$T/mnt/fake_runs" | awk 'NR > 1 && $1 < prev_end { bad = 1 } { prev_end = $2 } END { exit bad }' ||
+	fail "overlapping runs: $(cat "$T/mnt/fake_runs")"
+runs=$(wc -l <"$T/mnt/fake_runs")
+assert_ge "runs" 6 "$runs"
+pass "$runs runs in the fake, never two at once"
+
+# ---- API: request a scan, poll its id ----
+api POST /api/v1/ifs/scans -H 'Content-Type: application/json' \
+	-d '{"cpus":[7],"tests":["scan"]}' >"$T/post.json"
+assert_eq "POST status" 202 "$HTTP_CODE"
+out=$(cat "$T/post.json")
+sid=$(jq -r '.scans[0].scan_id' <<<"$out")
+assert_eq "POST cpu of core" 3 "$(jq -r '.scans[0].cpu' <<<"$out")"
+api_row() { [ "$(rows "&scan_id=$sid" | jq '.scans | length')" = 1 ]; }
+wait_for 15 api_row || fail "scan $sid never recorded"
+assert_eq "api row requester" api "$(rows "&scan_id=$sid" | jq -r '.scans[0].requested_by')"
+api POST /api/v1/ifs/scans -d '{"cpus":[5]}' >/dev/null
+assert_eq "POST on a denied core" 409 "$HTTP_CODE"
+api POST /api/v1/ifs/scans -d '{"cpus":[99]}' >/dev/null
+assert_eq "POST on an unknown cpu" 400 "$HTTP_CODE"
+api POST /api/v1/ifs/scans -d '{"cpu":[1]}' >/dev/null
+assert_eq "POST with an unknown field" 400 "$HTTP_CODE"
+api GET '/api/v1/ifs/scans?bogus=1' >/dev/null
+assert_eq "GET with an unknown parameter" 400 "$HTTP_CODE"
+api GET '/api/v1/ifs/scans?result=maybe' >/dev/null
+assert_eq "GET with a bad result" 400 "$HTTP_CODE"
+pass "POST /api/v1/ifs/scans answers scan ids found by GET /api/v1/ifs/scans; bad input is 4xx"
+stop_agent
+
+# ---- phase 2: passive (scheduler off), admin off ----
+sed -i -e 's/^admin = true/admin = false/' -e 's/^schedule = true/schedule = false/' "$T/sysobsd.ini"
+before=$(wc -l <"$T/mnt/fake_runs")
+start_agent
+api POST /api/v1/ifs/scans -d '{"cpus":[0]}' >/dev/null
+assert_eq "POST without admin" 403 "$HTTP_CODE"
+sleep 1.5
+assert_eq "no scans with the scheduler off" "$before" "$(wc -l <"$T/mnt/fake_runs")"
+
+# Someone else runs a test: recorded without a CPU (status is per device).
+# Core 1 was denied in phase 1, so its scripted "untested 6" differs from the
+# device's last result (two equal results in a row cannot be told apart).
+echo 1 >"$T/mnt/devices/virtual/misc/intel_ifs_0/run_test"
+ext_row() { [ "$(rows '&requested_by=external' | jq '.scans | length')" -ge 1 ]; }
+wait_for 10 ext_row || fail "external run not recorded"
+ext=$(rows '&requested_by=external' | jq -c '.scans[0] | [.test, .cpu, .core, .status, .error_name]')
+assert_eq "external row" '["scan",null,null,"untested","core_not_capable_currently"]' "$ext"
+pass "passive mode records a scan triggered elsewhere, unattributed"
+
+# Offline CPUs: core 2 (cpus 2 and 6) fully offline.
+echo 0 >"$T/mnt/devices/system/cpu/cpu2/online"
+echo 0 >"$T/mnt/devices/system/cpu/cpu6/online"
+offline_seen() { [ "$(api GET /api/v1/ifs/cores | jq '[.cores[] | select(.package == 1 and .core == 0) | .online][0]')" = false ]; }
+wait_for 10 offline_seen || fail "offline core not seen: $(api GET /api/v1/ifs/cores)"
+stop_agent
+sed -i 's/^admin = false/admin = true/' "$T/sysobsd.ini"
+start_agent
+api POST /api/v1/ifs/scans -d '{"cpus":[2]}' >/dev/null
+assert_eq "POST on an offline core" 409 "$HTTP_CODE"
+stop_agent
+pass "an offline core is reported and cannot be requested"
