@@ -11,7 +11,9 @@
 #include <string.h>
 
 #include "collectors/mptcp/mptcp_decode.h"
+#include "collectors/mptcp/mptcp_diag.h"
 #include "collectors/mptcp/mptcp_nl.h"
+#include "collectors/mptcp/mptcp_state.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -22,6 +24,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	uint16_t family;
 	uint32_t group;
 	char s[64], d[64], t[32], u[256];
+	struct mptcp_state *st;
 	void *copy;
 	size_t left;
 
@@ -42,10 +45,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	mptcp_genl_family_parse(copy, size, &family, &group);
 	/* And walked as the collector walks a datagram. */
-	mptcp_nlmsg_for_each(nlh, copy, size, left)
-	{
+	mptcp_nlmsg_for_each(nlh, copy, size, left) {
 		if (mptcp_event_decode(nlh, nlh->nlmsg_len, &ev) == 0)
 			mptcp_event_unknown_str(&ev, u, sizeof(u));
+	}
+	/* The same datagram as a sock_diag reply of either dump. */
+	st = mptcp_state_new();
+	if (st) {
+		mptcp_nlmsg_for_each(nlh, copy, size, left) {
+			mptcp_diag_msg_apply(nlh, nlh->nlmsg_len, 262, 1, st, 1);
+			mptcp_diag_msg_apply(nlh, nlh->nlmsg_len, 6, 1, st, 1);
+		}
+		json_decref(mptcp_state_json(st));
+		mptcp_state_free(st);
 	}
 	free(copy);
 	return 0;

@@ -8,9 +8,16 @@
  *	Writes DIR/NNNN-<TYPE>.bin and prints one decoded line per event.
  *	Prints "ready" once subscribed. Stops on SIGTERM/SIGINT or after
  *	SECONDS (default 30).
+ *   mptcp_capture --diag DIR
+ *	Records the sock_diag replies the collector's resync reads (MPTCP and
+ *	TCP sockets, IPv4 and IPv6) as DIR/diag-<proto>-<family>-NN.bin.
  */
 #include <errno.h>
 #include <libmnl/libmnl.h>
+#include <linux/inet_diag.h>
+#include <linux/sock_diag.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -48,6 +55,71 @@ static void capture_print(const struct nlmsghdr *nlh, size_t len)
 	       ev.flags, ev.if_idx, ev.reset_reason, ev.reset_flags, ev.server_side, ev.n_unknown);
 }
 
+/* One sock_diag dump, every reply datagram saved as a file. */
+static int capture_diag_one(int fd, const char *dir, int family, int proto)
+{
+	static char buf[1 << 16] __attribute__((aligned(8)));
+	struct nlmsghdr *nlh = mnl_nlmsg_put_header(buf);
+	struct inet_diag_req_v2 *req;
+	struct sockaddr_nl sa = {.nl_family = AF_NETLINK};
+	int files = 0;
+
+	nlh->nlmsg_type = SOCK_DIAG_BY_FAMILY;
+	nlh->nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP;
+	nlh->nlmsg_seq = 1;
+	req = mnl_nlmsg_put_extra_header(nlh, sizeof(*req));
+	req->sdiag_family = family;
+	req->sdiag_protocol = proto & 0xff;
+	req->idiag_ext = 1 << (INET_DIAG_INFO - 1);
+	req->idiag_states = ~0u;
+	if (proto > 0xff)
+		mnl_attr_put_u32(nlh, INET_DIAG_REQ_PROTOCOL, proto);
+	if (sendto(fd, nlh, nlh->nlmsg_len, 0, (struct sockaddr *)&sa, sizeof(sa)) < 0)
+		return -errno;
+	for (;;) {
+		ssize_t n = recv(fd, buf, sizeof(buf), 0);
+		const struct nlmsghdr *h;
+		char path[4096];
+		size_t left;
+		int done = 0;
+		FILE *f;
+
+		if (n <= 0)
+			return n < 0 ? -errno : -EIO;
+		mptcp_nlmsg_for_each(h, buf, (size_t)n, left) if (h->nlmsg_type == NLMSG_DONE ||
+								  h->nlmsg_type == NLMSG_ERROR)
+		    done = 1;
+		snprintf(path, sizeof(path), "%s/diag-%s-%s-%02d.bin", dir,
+			 proto == IPPROTO_TCP ? "tcp" : "mptcp",
+			 family == AF_INET ? "ipv4" : "ipv6", files++);
+		f = fopen(path, "wb");
+		if (f) {
+			fwrite(buf, 1, n, f);
+			fclose(f);
+		}
+		if (done)
+			return files;
+	}
+}
+
+static int capture_diag(const char *dir)
+{
+	int fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_SOCK_DIAG);
+
+	if (fd < 0) {
+		perror("socket(NETLINK_SOCK_DIAG)");
+		return 1;
+	}
+	for (int i = 0; i < 4; i++) {
+		int family = i & 1 ? AF_INET6 : AF_INET, proto = i < 2 ? 262 : IPPROTO_TCP;
+		int r = capture_diag_one(fd, dir, family, proto);
+
+		printf("diag proto %d family %d: %d datagrams\n", proto, family, r);
+	}
+	close(fd);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	static char buf[1 << 16] __attribute__((aligned(8)));
@@ -59,9 +131,11 @@ int main(int argc, char **argv)
 	time_t end;
 
 	if (argc < 2) {
-		fprintf(stderr, "usage: mptcp_capture DIR [-t SECONDS]\n");
+		fprintf(stderr, "usage: mptcp_capture DIR [-t SECONDS] | --diag DIR\n");
 		return 2;
 	}
+	if (!strcmp(argv[1], "--diag"))
+		return argc > 2 ? capture_diag(argv[2]) : 2;
 	optind = 2;
 	while ((opt = getopt(argc, argv, "t:")) != -1) {
 		if (opt == 't')

@@ -9,7 +9,10 @@
 # endpoint); the server announces then removes a second address; the client
 # marks its endpoint backup (MP_PRIO); close; listener closed; an IPv6
 # connection over loopback. Client side recorded in OUT/client, server side in
-# OUT/server.
+# OUT/server; the sock_diag replies (the resync's input) while the first
+# connection is up in OUT/diag-client and OUT/diag-server.
+# The unit tests assert the tokens, ports and addresses of the committed
+# recordings: after re-recording, update them (tests/unit/test_mptcp_*.c).
 set -u
 BUILD=${1:?build dir}
 OUT=${2:?output dir}
@@ -53,6 +56,9 @@ ip -n "$NS_B" mptcp endpoint add "$MP_B2" dev mpb2 id 5 signal
 sleep 1
 ip -n "$NS_A" mptcp endpoint change id 2 backup
 sleep 0.5
+mkdir -p "$OUT/diag-client" "$OUT/diag-server"
+ip netns exec "$NS_A" "$CAP" --diag "$OUT/diag-client"
+ip netns exec "$NS_B" "$CAP" --diag "$OUT/diag-server"
 ip -n "$NS_B" mptcp endpoint delete id 5
 sleep 1
 echo close >&4
