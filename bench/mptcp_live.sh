@@ -4,21 +4,24 @@
 # same namespace in the same run. Needs root and kernel MPTCP (skips
 # otherwise). Figures only.
 #
-#   bench/mptcp_live.sh [connections]      (default 2000 per run)
+#   bench/mptcp_live.sh [connections] [parallel clients]   (default 4000, 1)
 #
-# Runs the burst (2 subflows per connection, 50 at a time) against an agent
+# Runs the burst (2 subflows per connection, 50 at a time per client, the
+# clients in parallel) against an agent
 # watching the client namespace, once with the default 4 MiB receive buffer
 # and once with the kernel default (rmem_default, what ip mptcp monitor
 # gets). Per run it prints the client-side event rate, the events the agent
 # received and stored, its overruns, and whether ip mptcp monitor overran
-# (iproute2 prints "netlink receive error ... No buffer space" on ENOBUFS).
+# (iproute2 prints "netlink receive error ... No buffer space" on ENOBUFS),
+# and the CPU time each listener spent during the burst.
 set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
 SRC=${SYSOBS_SRC:-$HERE/..}
 BUILD=${SYSOBS_BUILD:-$SRC/build}
 SYSOBSD=${SYSOBSD:-$BUILD/sysobsd}
 PEER=$BUILD/tests/mptcp_peer
-N=${1:-2000}
+N=${1:-4000}
+P=${2:-1}
 source "$SRC/tests/integration/mptcp_topo.sh"
 mptcp_need
 for t in "$SYSOBSD" "$PEER"; do
@@ -49,8 +52,12 @@ events_received() {
 		awk '$1 ~ /^sysobs_mptcp_events_total\{/ { s += $2 } END { print s + 0 }'
 }
 
+cpu_ms() { # pid -> utime+stime in ms
+	awk -v hz="$(getconf CLK_TCK)" '{ print int(($14 + $15) * 1000 / hz) }' "/proc/$1/stat" 2>/dev/null || echo 0
+}
+
 run() { # label rcvbuf
-	local label=$1 rcvbuf=$2 port apid mon out ms rc rows ev ov mon_err
+	local label=$1 rcvbuf=$2 port apid mon out ms rc rows ev ov mon_err a0 m0 a1 m1 t0 t1 i bp gen
 	cat >"$T/sysobsd.ini" <<INI
 [http]
 listen = 127.0.0.1:0
@@ -67,14 +74,27 @@ INI
 	pids+=($apid)
 	for _ in $(seq 1 200); do [ -s "$T/port" ] && break; sleep 0.05; done
 	port=$(cat "$T/port")
-	timeout 600 ip -n "$NS_A" mptcp monitor >/dev/null 2>"$T/$label.mon.err" &
+	ip -n "$NS_A" mptcp monitor >/dev/null 2>"$T/$label.mon.err" &
 	mon=$!
 	pids+=($mon)
 	sleep 0.5
-	out=$(ip netns exec "$NS_A" timeout 600 "$PEER" burst "$MP_B1" "$MP_PORT" -n "$N" -s 2 -b 50 -t 5000)
-	rc=$?
+	a0=$(cpu_ms "$apid")
+	m0=$(cpu_ms "$mon")
+	t0=$(date +%s%N)
+	bp=()
+	for ((i = 0; i < P; i++)); do
+		ip netns exec "$NS_A" timeout 600 "$PEER" burst "$MP_B1" "$MP_PORT" -n $((N / P)) -s 2 -b 50 \
+			-t 5000 >"$T/$label.burst.$i" 2>&1 &
+		bp+=($!)
+	done
+	rc=0
+	for i in "${bp[@]}"; do wait "$i" || rc=$?; done
+	t1=$(date +%s%N)
+	ms=$(((t1 - t0) / 1000000))
+	out="$(cat "$T/$label".burst.* | awk '{ for (i = 1; i <= NF; i++) { split($i, kv, "="); s[kv[1]] += kv[2] } } END { printf "connections=%d reached=%d failed=%d", s["connections"], s["reached"], s["failed"] }') clients=$P"
 	sleep 2
-	ms=$(sed -n 's/.*elapsed_ms=\([0-9]*\).*/\1/p' <<<"$out")
+	a1=$(cpu_ms "$apid")
+	m1=$(cpu_ms "$mon")
 	ev=$(events_received "$port")
 	ov=$(metric "$port" sysobs_mptcp_overruns_total)
 	rows=$(sqlite3 "file:$T/$label.db?mode=ro" "SELECT count(*) FROM mptcp_events" 2>/dev/null || echo "?")
@@ -84,13 +104,17 @@ INI
 	kill -TERM "$apid"
 	wait "$apid" 2>/dev/null
 	printf '%-22s rcvbuf=%-8s %s (rc %s)\n' "$label" "$rcvbuf" "$out" "$rc"
-	printf '%-22s client-side event rate: %s events/s over %s ms\n' "" \
-		"$(awk -v e="$ev" -v ms="$ms" 'BEGIN { if (ms > 0) printf "%.0f", e / (ms / 1000); else print "?" }')" "$ms"
-	printf '%-22s sysobsd: %s events received, %s rows stored, %s overruns | ip mptcp monitor >/dev/null: %s overruns\n' \
-		"" "$ev" "$rows" "$ov" "$mon_err"
+	# Generated on the client side: CREATED, ESTABLISHED, CLOSED per
+	# connection, SUB_ESTABLISHED per connection that reached 2 subflows.
+	gen=$(awk '{ for (i = 1; i <= NF; i++) { split($i, kv, "="); s[kv[1]] += kv[2] } } END { print 3 * s["connections"] + s["reached"] }' "$T/$label".burst.*)
+	printf '%-22s events generated: %s in %s ms = %s events/s\n' "" "$gen" "$ms" \
+		"$(awk -v e="$gen" -v ms="$ms" 'BEGIN { if (ms > 0) printf "%.0f", e / (ms / 1000); else print "?" }')"
+	printf '%-22s sysobsd: %s events received, %s rows stored, %s overruns, %s ms CPU\n' \
+		"" "$ev" "$rows" "$ov" $((a1 - a0))
+	printf '%-22s ip mptcp monitor >/dev/null: %s overruns, %s ms CPU\n' "" "$mon_err" $((m1 - m0))
 }
 
-echo "mptcp live burst: $N connections x 2 subflows, 50 at a time, client netns watched"
+echo "mptcp live burst: $N connections x 2 subflows, $P clients in parallel, 50 at a time each, client netns watched"
 echo "(each connection is 4 events on the client side: CREATED, ESTABLISHED, SUB_ESTABLISHED, CLOSED)"
 run "sysobsd-4MiB" 4194304
 run "sysobsd-rmem_default" "$rmem_default"
