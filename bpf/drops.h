@@ -16,14 +16,33 @@ struct drops_key {
 	__u32 netns; /* network namespace inode number, 0 when unknown */
 };
 
-/* Slots of the per-CPU statistics array (map "stats"). */
+/* Direct-mapped per-CPU fast table in front of the counts hash (map
+ * "slots"). Power of two. */
+#define DROPS_SLOTS 1024
+
+struct drops_slot {
+	struct drops_key key;
+	__u32 pad;
+	__u64 count; /* 0 = slot free */
+};
+
+/* Slot of a key: the same function on both sides of the map. */
+static inline __u32 drops_slot_hash(const struct drops_key *k)
+{
+	__u32 h = k->reason * 0x9E3779B1u;
+
+	h ^= k->netns * 0x85EBCA77u;
+	h ^= ((__u32)k->l3_proto << 8 | k->l4_proto) * 0xC2B2AE3Du;
+	return h ^ (h >> 16);
+}
+
+/* Slots of the per-CPU statistics array (map "stats"). Only rare events
+ * are counted there: per-drop totals come from the counts map. */
 enum drops_stat {
-	DROPS_STAT_EVENTS,	      /* program runs that counted a drop */
-	DROPS_STAT_NOT_DROPS,	      /* runs for NOT_DROPPED_YET / CONSUMED */
-	DROPS_STAT_MAP_OVERFLOW,      /* drop not aggregated: counters map full */
-	DROPS_STAT_SAMPLES,	      /* records submitted to the ring buffer */
-	DROPS_STAT_SAMPLES_LOST,      /* ring buffer reservation failed */
-	DROPS_STAT_SAMPLES_THROTTLED, /* token bucket empty: not sampled */
+	DROPS_STAT_NOT_DROPS,	 /* runs for NOT_DROPPED_YET / CONSUMED */
+	DROPS_STAT_MAP_OVERFLOW, /* drop not aggregated: counters map full */
+	DROPS_STAT_SAMPLES,	 /* records submitted to the ring buffer */
+	DROPS_STAT_SAMPLES_LOST, /* ring buffer reservation failed */
 	DROPS_STAT_MAX,
 };
 

@@ -58,6 +58,7 @@ struct drops_state {
 	char btf_path[PATH_MAX];
 	char kallsyms_path[PATH_MAX];
 	bool netns_label;
+	bool fast_slots;
 	int nargs; /* kfree_skb tracepoint arguments */
 	uint64_t sample_rate, sample_burst, map_entries, ring_bytes;
 	int ncpus;	  /* possible CPUs: per-CPU value arrays */
@@ -69,6 +70,10 @@ struct drops_state {
 	int64_t last_rescan_ns;
 	uint64_t invalid; /* undecodable ring-buffer records */
 	uint64_t stat[DROPS_STAT_MAX];
+	uint64_t events;	      /* drops counted (slots + hash), last collect */
+	uint64_t not_sampled;	      /* drops neither sampled nor lost */
+	__u32 *slot_keys;	      /* DROPS_SLOTS */
+	struct drops_slot *slot_vals; /* DROPS_SLOTS * ncpus */
 
 	struct metric *drops;
 	struct metric_series *runs, *overflow, *samples, *lost, *throttled, *invalid_s, *keys;
@@ -194,6 +199,8 @@ static const struct cfg_key drops_keys[] = {
      "counted as sysobs_drops_map_overflow_total"},
     {"ring_bytes", "256k", "BPF ring buffer size (power of two, >= page size)"},
     {"netns_label", "false", "add a netns label (namespace inode) to sysobs_packet_drops_total"},
+    {"fast_slots", "true",
+     "count drops in a per-CPU direct-mapped table in front of the hash (cheaper per drop)"},
     {"attach", "auto", "auto, tp_btf or raw_tp: how the program attaches to skb:kfree_skb"},
     {"btf_path", "/sys/kernel/btf/vmlinux", "kernel BTF naming the drop reasons"},
     {"kallsyms", "/proc/kallsyms", "kernel symbols naming drop locations"},
@@ -245,7 +252,8 @@ static int drops_read_config(struct collector *c, struct drops_state *st)
 	    (err = cfg_get_u64(cfg, c->section, "map_entries", 16, 1 << 20, &st->map_entries)) ||
 	    (err =
 		 cfg_get_size(cfg, c->section, "ring_bytes", 4096, 1ull << 30, &st->ring_bytes)) ||
-	    (err = cfg_get_bool(cfg, c->section, "netns_label", &st->netns_label)))
+	    (err = cfg_get_bool(cfg, c->section, "netns_label", &st->netns_label)) ||
+	    (err = cfg_get_bool(cfg, c->section, "fast_slots", &st->fast_slots)))
 		return err;
 	if (st->ring_bytes & (st->ring_bytes - 1) || st->ring_bytes % getpagesize())
 		return cfg_error(cfg, c->section, "ring_bytes",
@@ -273,6 +281,7 @@ static int drops_load(struct drops_state *st, bool tp_btf)
 	bpf_program__set_autoload(skel->progs.drops_tp_btf, tp_btf);
 	bpf_program__set_autoload(skel->progs.drops_raw_tp, !tp_btf);
 	skel->rodata->has_rx_sk = st->nargs >= 4;
+	skel->rodata->use_slots = st->fast_slots;
 	if (st->sample_rate) {
 		/* Host-wide rate split evenly over the online CPUs' buckets. */
 		uint64_t per_cpu_burst;
@@ -343,7 +352,9 @@ static int drops_init(struct collector *c)
 	if (st->ncpus < 1)
 		return collector_unavailable(c, -ENODEV, "cannot count possible CPUs");
 	st->percpu = calloc(st->ncpus, sizeof(*st->percpu));
-	if (!st->percpu)
+	st->slot_keys = calloc(DROPS_SLOTS, sizeof(*st->slot_keys));
+	st->slot_vals = calloc((size_t)DROPS_SLOTS * st->ncpus, sizeof(*st->slot_vals));
+	if (!st->percpu || !st->slot_keys || !st->slot_vals)
 		return -ENOMEM;
 
 	drops_libbpf_nwarn = 0;
@@ -450,11 +461,13 @@ static int drops_start(struct collector *c)
 	st->lost = metrics_counter1(m, "sysobs_drop_samples_lost_total",
 				    "Sampled drop records lost: the ring buffer was full.");
 	st->throttled = metrics_counter1(m, "sysobs_drop_samples_throttled_total",
-					 "Drops not sampled because of the sample_rate limit.");
+					 "Drops not sampled because of the sample_rate limit (or "
+					 "sampling is off).");
 	st->invalid_s = metrics_counter1(m, "sysobs_drop_samples_invalid_total",
 					 "Ring-buffer records that did not decode.");
 	st->keys = metrics_gauge1(m, "sysobs_drops_map_entries",
-				  "Entries in use in the kernel counter map.");
+				  "Entries in use in the kernel counter hash (keys that missed "
+				  "the per-CPU fast slots); map_entries is its size.");
 	if (!st->drops || !st->runs || !st->overflow || !st->samples || !st->lost ||
 	    !st->throttled || !st->invalid_s || !st->keys)
 		return -ENOMEM;
@@ -518,36 +531,89 @@ static void drops_maybe_rescan(struct drops_state *st, uint32_t reason)
 	drops_scan_modules(st);
 }
 
+static struct drops_agg *agg_next(struct drops_state *st, size_t *n)
+{
+	if (*n == st->agg_cap) {
+		size_t cap = st->agg_cap ? st->agg_cap * 2 : 64;
+		struct drops_agg *p = realloc(st->agg, cap * sizeof(*p));
+
+		if (!p)
+			return NULL;
+		st->agg = p;
+		st->agg_cap = cap;
+	}
+	return &st->agg[(*n)++];
+}
+
+static int agg_add(struct drops_state *st, size_t *n, const struct drops_key *key, uint64_t count)
+{
+	struct drops_agg *a = agg_next(st, n);
+
+	if (!a)
+		return -ENOMEM;
+	a->reason = key->reason;
+	a->proto = drops_protocol_name(key->l3_proto, key->l4_proto);
+	a->netns = st->netns_label ? key->netns : 0;
+	a->count = count;
+	st->events += count;
+	return 0;
+}
+
+/* The fast slot table: every slot of every CPU, in one batched read when the
+ * kernel supports it (v5.6 for arrays), else slot by slot. */
+static int drops_read_slots(struct drops_state *st, size_t *n)
+{
+	int fd = bpf_map__fd(st->skel->maps.slots);
+	LIBBPF_OPTS(bpf_map_batch_opts, opts);
+	__u32 count = DROPS_SLOTS, out_batch = 0;
+	int err;
+
+	err =
+	    bpf_map_lookup_batch(fd, NULL, &out_batch, st->slot_keys, st->slot_vals, &count, &opts);
+	if (err && errno != ENOENT) {
+		/* Fallback: one lookup per slot. */
+		for (count = 0; count < DROPS_SLOTS; count++) {
+			st->slot_keys[count] = count;
+			if (bpf_map_lookup_elem(fd, &count,
+						st->slot_vals + (size_t)count * st->ncpus))
+				return -errno;
+		}
+	}
+	for (__u32 i = 0; i < count; i++) {
+		for (int cpu = 0; cpu < st->ncpus; cpu++) {
+			const struct drops_slot *sl = &st->slot_vals[(size_t)i * st->ncpus + cpu];
+
+			if (sl->count && (err = agg_add(st, n, &sl->key, sl->count)))
+				return err;
+		}
+	}
+	return 0;
+}
+
+/* Sums the fast slots and the hash into sysobs_packet_drops_total, one series
+ * per (reason, protocol[, netns]); st->events gets the total of all drops. */
 static int drops_publish_counts(struct collector *c, struct drops_state *st)
 {
 	int fd = bpf_map__fd(st->skel->maps.counts);
 	struct drops_key key, *prev = NULL;
-	size_t n = 0, i, j;
+	size_t n = 0, n_hash = 0, i, j;
 	int err;
 
+	st->events = 0;
 	while (bpf_map_get_next_key(fd, prev, &key) == 0) {
-		struct drops_agg *a;
 		uint64_t sum;
 
 		prev = &key;
 		if (drops_sum_percpu(st, fd, &key, &sum))
-			continue; /* raced with nothing: keys are never deleted */
-		if (n == st->agg_cap) {
-			size_t cap = st->agg_cap ? st->agg_cap * 2 : 64;
-			struct drops_agg *p = realloc(st->agg, cap * sizeof(*p));
-
-			if (!p)
-				return -ENOMEM;
-			st->agg = p;
-			st->agg_cap = cap;
-		}
-		a = &st->agg[n++];
-		a->reason = key.reason;
-		a->proto = drops_protocol_name(key.l3_proto, key.l4_proto);
-		a->netns = st->netns_label ? key.netns : 0;
-		a->count = sum;
+			continue; /* keys are never deleted: cannot happen */
+		if ((err = agg_add(st, &n, &key, sum)))
+			return err;
+		n_hash++;
 	}
-	series_set(st->keys, (double)n);
+	series_set(st->keys, (double)n_hash);
+	err = drops_read_slots(st, &n);
+	if (err)
+		return err;
 	if (n)
 		qsort(st->agg, n, sizeof(*st->agg), agg_cmp);
 	for (i = 0; i < n; i = j) {
@@ -575,19 +641,29 @@ static int drops_collect(struct collector *c)
 {
 	struct drops_state *st = c->priv;
 	int fd = bpf_map__fd(st->skel->maps.stats);
+	uint64_t events, sampled;
+	int err;
 
 	/* Wall clock may be stepped; samples are stamped with the latest offset. */
 	st->mono_to_wall_ns = clock_wall_ns() - clock_mono_ns();
 	for (uint32_t i = 0; i < DROPS_STAT_MAX; i++)
 		drops_sum_percpu(st, fd, &i, &st->stat[i]);
-	series_set(st->runs,
-		   (double)(st->stat[DROPS_STAT_EVENTS] + st->stat[DROPS_STAT_NOT_DROPS]));
+	err = drops_publish_counts(c, st);
+	if (err)
+		return err;
+	/* The program counts only rare events; the rest is arithmetic. */
+	events = st->events + st->stat[DROPS_STAT_MAP_OVERFLOW];
+	sampled = st->stat[DROPS_STAT_SAMPLES] + st->stat[DROPS_STAT_SAMPLES_LOST];
+	series_set(st->runs, (double)(events + st->stat[DROPS_STAT_NOT_DROPS]));
 	series_set(st->overflow, (double)st->stat[DROPS_STAT_MAP_OVERFLOW]);
 	series_set(st->samples, (double)st->stat[DROPS_STAT_SAMPLES]);
 	series_set(st->lost, (double)st->stat[DROPS_STAT_SAMPLES_LOST]);
-	series_set(st->throttled, (double)st->stat[DROPS_STAT_SAMPLES_THROTTLED]);
+	/* Counters are read one after the other: never let this go backwards. */
+	if (events > sampled && events - sampled > st->not_sampled)
+		st->not_sampled = events - sampled;
+	series_set(st->throttled, (double)st->not_sampled);
 	series_set(st->invalid_s, (double)st->invalid);
-	return drops_publish_counts(c, st);
+	return 0;
 }
 
 static void drops_stop(struct collector *c)
@@ -606,6 +682,8 @@ static void drops_stop(struct collector *c)
 	drops_reasons_free(st->reasons);
 	btf__free(st->vmlinux);
 	free(st->percpu);
+	free(st->slot_keys);
+	free(st->slot_vals);
 	free(st->agg);
 	free(st);
 	c->priv = NULL;
