@@ -1,0 +1,156 @@
+// SPDX-License-Identifier: MIT
+/* Unit tests of IFS device discovery, the topology reader and the run_test
+ * write, on a sysfs-shaped tree of plain files in a temporary directory. */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "collectors/ifs/ifs_sysfs.h"
+#include "collectors/ifs/ifs_worker.h"
+
+static char root[256];
+
+static void put(const char *rel, const char *content)
+{
+	char path[512], *p;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", root, rel);
+	/* mkdir -p of the parent */
+	for (p = path + strlen(root) + 1; (p = strchr(p, '/')); p++) {
+		*p = '\0';
+		mkdir(path, 0755);
+		*p = '/';
+	}
+	f = fopen(path, "w");
+	assert_non_null(f);
+	fputs(content, f);
+	fclose(f);
+}
+
+static void cpu(int n, const char *online, int pkg, int core)
+{
+	char rel[128], v[16];
+
+	if (online) {
+		snprintf(rel, sizeof(rel), "devices/system/cpu/cpu%d/online", n);
+		put(rel, online);
+	}
+	if (pkg < 0) {
+		snprintf(rel, sizeof(rel), "devices/system/cpu/cpu%d/.keep", n);
+		put(rel, "");
+		return;
+	}
+	snprintf(rel, sizeof(rel), "devices/system/cpu/cpu%d/topology/physical_package_id", n);
+	snprintf(v, sizeof(v), "%d\n", pkg);
+	put(rel, v);
+	snprintf(rel, sizeof(rel), "devices/system/cpu/cpu%d/topology/core_id", n);
+	snprintf(v, sizeof(v), "%d\n", core);
+	put(rel, v);
+}
+
+static int setup(void **state)
+{
+	snprintf(root, sizeof(root), "/tmp/sysobs-ifs-sysfs.XXXXXX");
+	return mkdtemp(root) ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+	char cmd[300];
+
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", root);
+	return system(cmd) == 0 ? 0 : -1;
+}
+
+static void test_topology(void **state)
+{
+	struct ifs_topology t;
+
+	/* Two packages; core ids restart per package and are not contiguous. */
+	cpu(0, NULL, 0, 0); /* no online file: cpu0 on x86 */
+	cpu(1, "1\n", 0, 4);
+	cpu(2, "1\n", 1, 0);
+	cpu(3, "1\n", 1, 4);
+	cpu(4, "0\n", 0, 0);  /* offline sibling of cpu0, topology still there */
+	cpu(5, "0\n", -1, 0); /* offline, topology removed by the kernel */
+	cpu(6, "1\n", 1, 0);
+	cpu(7, "1\n", 1, 4);
+	put("devices/system/cpu/cpufreq/boost", "1\n"); /* not a cpu */
+
+	assert_int_equal(ifs_topology_read(root, &t), 0);
+	assert_int_equal(t.n_cores, 4);
+	assert_int_equal(t.n_cpus, 8);
+	/* Sorted by (package, core_id). */
+	assert_int_equal(t.cores[0].package, 0);
+	assert_int_equal(t.cores[0].core_id, 0);
+	assert_int_equal(t.cores[1].package, 0);
+	assert_int_equal(t.cores[1].core_id, 4);
+	assert_int_equal(t.cores[2].package, 1);
+	assert_int_equal(t.cores[2].core_id, 0);
+	assert_int_equal(t.cores[3].core_id, 4);
+	/* Threads ascending with their online state. */
+	assert_int_equal(t.cores[0].n_cpus, 2);
+	assert_int_equal(t.cores[0].cpus[0], 0);
+	assert_true(t.cores[0].online[0]);
+	assert_int_equal(t.cores[0].cpus[1], 4);
+	assert_false(t.cores[0].online[1]);
+	assert_int_equal(t.cores[1].n_cpus, 1); /* cpu5 unplaceable */
+	assert_int_equal(t.cores[2].cpus[0], 2);
+	assert_int_equal(t.cores[2].cpus[1], 6);
+	assert_int_equal(t.cpu_core[6], 2);
+	assert_int_equal(t.cpu_core[5], -1);
+	assert_int_equal(t.cpu_core[100], -1);
+	ifs_topology_free(&t);
+	ifs_topology_free(NULL);
+}
+
+static void test_devices(void **state)
+{
+	char dir[512], path[600], buf[64];
+	unsigned mask;
+	int fd;
+
+	assert_int_equal(ifs_devices_discover(root, &mask), -ENOENT);
+	put("devices/virtual/misc/intel_ifs_0/status", "untested\n");
+	put("devices/virtual/misc/intel_ifs_2/status", "untested\n");
+	put("devices/virtual/misc/intel_ifs_x/status", "\n");
+	put("devices/virtual/misc/hpet/dev", "10:228\n");
+	assert_int_equal(ifs_devices_discover(root, &mask), 0);
+	assert_int_equal(mask, 1u << 0 | 1u << 2);
+
+	/* The narrow write: the CPU number and a newline, in one write(). */
+	ifs_device_dir(root, 0, dir, sizeof(dir));
+	put("devices/virtual/misc/intel_ifs_0/run_test", "");
+	assert_int_equal(ifs_run_test(dir, 13), 0);
+	snprintf(path, sizeof(path), "%s/run_test", dir);
+	assert_int_equal(ifs_read_text(path, buf, sizeof(buf)), 3);
+	assert_string_equal(buf, "13\n");
+	assert_int_equal(ifs_run_test(dir, -1), -EINVAL);
+	/* Never creates a file: a missing attribute is an error. */
+	assert_int_equal(ifs_load_batch(dir, 2), -ENOENT);
+	put("devices/virtual/misc/intel_ifs_0/current_batch", "none\n");
+	assert_int_equal(ifs_load_batch(dir, 2), 0);
+	snprintf(path, sizeof(path), "%s/nope", dir);
+	assert_int_equal(ifs_run_test(path, 1), -ENOENT);
+	fd = ifs_read_text("/nonexistent/file", buf, sizeof(buf));
+	assert_int_equal(fd, -ENOENT);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test_setup_teardown(test_topology, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_devices, setup, teardown),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
