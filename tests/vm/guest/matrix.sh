@@ -56,7 +56,9 @@ say "agent exit $?"
 section agent_log /tmp/sysobsd.log
 
 # The project's own integration tests, as on the host.
+# SYSOBS_VM=1 tells a script it runs under emulation (slow, no real NICs).
 export SYSOBSD=/bin/sysobsd SYSOBS_SRC=/src SYSOBS_BUILD=/build SYSOBS_TEST_DATA=/src/tests/data
+export SYSOBS_VM=1
 for t in $TESTS; do
 	start=$(date +%s)
 	bash "/src/tests/integration/$t.sh" >/tmp/$t.out 2>&1
