@@ -702,7 +702,7 @@ static int mptcp_token_parse(const char *s, uint32_t *out)
 /*
  * GET /api/v1/mptcp/connections/{token}?netns=&since=&until=&limit=&cursor=
  * The connection's whole event history, newest first:
- * {"token": N, "rows": [...], "next_cursor": "<id>" | null}; 404 if the
+ * {"token": N, "data": [...], "next_cursor": "<id>" | null}; 404 if the
  * token was never seen.
  */
 static void mptcp_route_history(struct collector *c, struct mptcp_priv *p, const char *tok,
@@ -812,7 +812,7 @@ static void mptcp_route_history(struct collector *c, struct mptcp_priv *p, const
 		http_reply_error(res, 404, "not_found", "no MPTCP events for token %u", token);
 		return;
 	}
-	out = json_pack("{s:I,s:o}", "token", (json_int_t)token, "rows", rows);
+	out = json_pack("{s:I,s:o}", "token", (json_int_t)token, "data", rows);
 	if (n == w.limit && last_id > 0) {
 		char cur[32];
 

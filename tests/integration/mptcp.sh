@@ -106,7 +106,7 @@ assert_eq "gauge subflows" 2 "$(metric sysobs_mptcp_subflows)"
 api GET "/api/v1/mptcp/connections/$TOKEN" >"$T/body"
 assert_eq "live history status" 200 "$HTTP_CODE"
 assert_eq "live history" "CREATED,ESTABLISHED,SUB_ESTABLISHED" \
-	"$(jq -r '[.rows | reverse | .[].type] | join(",")' "$T/body")"
+	"$(jq -r '[.data | reverse | .[].type] | join(",")' "$T/body")"
 
 # Path 2 goes down; data queued on the connection makes the subflow time out.
 ip -n "$NS_A" link set mpa2 down
@@ -138,12 +138,12 @@ wait "$MON" 2>/dev/null
 # History by token (newest first from the API; reversed here).
 api GET "/api/v1/mptcp/connections/$TOKEN?limit=100" >"$T/body"; hist=$(cat "$T/body")
 assert_eq "history status" 200 "$HTTP_CODE"
-hist=$(jq '.rows | reverse' <<<"$hist")
+hist=$(jq '.data | reverse' <<<"$hist")
 seq=$(jq -r '[.[].type] | join(",")' <<<"$hist")
 assert_eq "event sequence" "CREATED,ESTABLISHED,SUB_ESTABLISHED,SUB_CLOSED,CLOSED" "$seq"
 # Hex token form answers the same.
 assert_eq "history by hex token" "$seq" \
-	"$(api GET "/api/v1/mptcp/connections/0x$TOKEN_HEX" | jq -r '[.rows | reverse | .[].type] | join(",")')"
+	"$(api GET "/api/v1/mptcp/connections/0x$TOKEN_HEX" | jq -r '[.data | reverse | .[].type] | join(",")')"
 row() { jq -c ".[$1]" <<<"$hist"; }
 r=$(row 0)
 assert_eq "CREATED saddr" "$MP_A1" "$(jq -r .saddr <<<"$r")"
@@ -218,5 +218,35 @@ n=$(jq '[.. | objects | select(.table? == "mptcp_events")] | length' <<<"$ev")
 assert_ge "mptcp rows in /api/v1/events" 5 "$n"
 
 stop_agent
+
+# Config: a netns that is neither "self" nor an absolute path is a config
+# error (exit 2, naming file:line); a namespace that does not exist makes the
+# collector unavailable with the path as the reason, and the agent runs on.
+cat >"$T/bad.ini" <<INI
+[http]
+listen = 127.0.0.1:0
+[storage]
+path = $T/bad.db
+[collector.mptcp]
+netns = self, relative/name
+INI
+"$SYSOBSD" --config "$T/bad.ini" >"$T/bad.log" 2>&1
+assert_eq "exit status on a bad netns value" 2 "$?"
+grep -q "bad.ini:6" "$T/bad.log" || fail "config error does not name bad.ini:6: $(cat "$T/bad.log")"
+write_base_config
+cat >>"$T/sysobsd.ini" <<INI
+[collector.mptcp]
+netns = /run/netns/sysobs-mp-$$-missing
+INI
+start_agent
+api GET /api/v1/collectors >"$T/body"
+assert_eq "collector state with a missing netns" unavailable \
+	"$(jq -r '.data[] | select(.name == "mptcp") | .state' "$T/body")"
+jq -r '.data[] | select(.name == "mptcp") | .reason' "$T/body" | grep -q "sysobs-mp-$$-missing" ||
+	fail "reason does not name the missing netns: $(cat "$T/body")"
+api GET /api/v1/mptcp/connections >/dev/null
+assert_eq "live route of an unavailable collector" 503 "$HTTP_CODE"
+assert_eq "collector_up" 0 "$(metric 'sysobs_collector_up{collector="mptcp"}')"
+stop_agent
 [ "$PM_TYPE_TEST" = 1 ] && assert_eq "pm_type warning still once" 1 "$(grep -c "pm_type=1" "$T/agent.log")"
-pass "mptcp: CREATED/ESTABLISHED/SUB_ESTABLISHED(path 2, ids, ifindex)/SUB_CLOSED(link down, error 110)/CLOSED with fields equal to ip mptcp monitor; live state and gauges before/after; history by token"
+pass "mptcp: CREATED/ESTABLISHED/SUB_ESTABLISHED(path 2, ids, ifindex)/SUB_CLOSED(link down, error 110)/CLOSED with fields equal to ip mptcp monitor; live state and gauges before/after; history by token; config errors and a missing netns"

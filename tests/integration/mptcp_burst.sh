@@ -104,7 +104,7 @@ if [ "$overruns" = 0 ]; then
 	tok=$(sqlite3 "file:$T/sysobs.db?mode=ro" "SELECT token FROM mptcp_events WHERE netns = $INO_A AND type = 'CREATED' ORDER BY id LIMIT 1 OFFSET $((N / 2))")
 	api GET "/api/v1/mptcp/connections/$tok?netns=$INO_A" >"$T/body"
 	assert_eq "history of token $tok" "CREATED,ESTABLISHED,SUB_ESTABLISHED,CLOSED" \
-		"$(jq -r '[.rows | reverse | .[].type] | join(",")' "$T/body")"
+		"$(jq -r '[.data | reverse | .[].type] | join(",")' "$T/body")"
 	assert_eq "lifetime observations (2 subflows x 2 sides)" \
 		$((2 * $(count "$INO_A" SUB_ESTABLISHED) + 2 * N)) \
 		"$(metric sysobs_mptcp_subflow_lifetime_seconds_count)"
