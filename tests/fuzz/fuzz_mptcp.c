@@ -45,14 +45,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	mptcp_genl_family_parse(copy, size, &family, &group);
 	/* And walked as the collector walks a datagram. */
-	mptcp_nlmsg_for_each(nlh, copy, size, left) {
+	mptcp_nlmsg_for_each(nlh, copy, size, left)
+	{
 		if (mptcp_event_decode(nlh, nlh->nlmsg_len, &ev) == 0)
 			mptcp_event_unknown_str(&ev, u, sizeof(u));
 	}
 	/* The same datagram as a sock_diag reply of either dump. */
 	st = mptcp_state_new();
 	if (st) {
-		mptcp_nlmsg_for_each(nlh, copy, size, left) {
+		mptcp_nlmsg_for_each(nlh, copy, size, left)
+		{
 			mptcp_diag_msg_apply(nlh, nlh->nlmsg_len, 262, 1, st, 1);
 			mptcp_diag_msg_apply(nlh, nlh->nlmsg_len, 6, 1, st, 1);
 		}
