@@ -323,7 +323,8 @@ static void cachefiles_stop(struct collector *c)
 
 /*
  * GET /api/v1/cachefiles/slow?since=&until=&limit=&cursor=[&volume=&op=]
- * Slow requests newest first: {"rows": [...], "next_cursor": "<id>" | null}.
+ * Slow requests newest first: {"data": [...], "next_cursor": "<id>" | null}
+ * (one row more than limit is fetched to know whether a next page exists).
  */
 static void cachefiles_route_slow(const struct http_request *req, struct http_response *res,
 				  void *arg)
@@ -367,15 +368,17 @@ static void cachefiles_route_slow(const struct http_request *req, struct http_re
 		sqlite3_bind_text(st, 4, volume, -1, SQLITE_TRANSIENT);
 	if (op)
 		sqlite3_bind_text(st, 5, op, -1, SQLITE_TRANSIENT);
-	sqlite3_bind_int64(st, 6, w.limit);
+	sqlite3_bind_int64(st, 6, (int64_t)w.limit + 1);
 	rows = json_array();
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		json_t *r = store_row_json(st);
+		json_t *r;
 
+		if (++n > w.limit)
+			break;
+		r = store_row_json(st);
 		if (!r || json_array_append_new(rows, r))
 			break;
 		last_id = sqlite3_column_int64(st, 0);
-		n++;
 	}
 	if (rc != SQLITE_DONE && rc != SQLITE_ROW) {
 		json_decref(rows);
@@ -383,8 +386,8 @@ static void cachefiles_route_slow(const struct http_request *req, struct http_re
 	}
 	sqlite3_finalize(st);
 	store_reader_put(c->agent->store, db);
-	out = json_pack("{s:o}", "rows", rows);
-	if (n == w.limit && last_id > 0) {
+	out = json_pack("{s:o}", "data", rows);
+	if (n > w.limit && last_id > 0) {
 		char cur[32];
 
 		snprintf(cur, sizeof(cur), "%lld", (long long)last_id);

@@ -43,6 +43,13 @@ if [ ! -e /sys/kernel/btf/vmlinux ] || ! grep -qw cachefiles_ondemand_read \
 	*) fail "host: unavailable reason does not name cachefiles: '$why'" ;;
 	esac
 	assert_eq "host: sysobs_collector_up{cachefiles}" 0 "$(metric 'sysobs_collector_up{collector="cachefiles"}')"
+	body=$(api GET /api/v1/cachefiles/slow)
+	assert_eq "slow route status" 200 "$HTTP_CODE"
+	assert_eq "slow route, no rows" '0 null' "$(jq -c '.data | length' <<<"$body") $(jq -c .next_cursor <<<"$body")"
+	api GET '/api/v1/cachefiles/slow?op=write' >/dev/null
+	assert_eq "?op=write" 400 "$HTTP_CODE"
+	api GET '/api/v1/cachefiles/slow?limit=0' >/dev/null
+	assert_eq "?limit=0" 400 "$HTTP_CODE"
 	stop_agent
 	pass "host kernel $(uname -r): cachefiles unavailable: $why"
 fi
@@ -161,13 +168,24 @@ for pair in "$FAST_FSID:$FAST_MS" "$SLOW_FSID:$SLOW_MS"; do
 done
 
 # every request of the slow volume (150 ms >= 100 ms) is a stored row
-slow_rows=$(jq --arg v "erofs,$SLOW_FSID" '[.rows[] | select(.volume == $v)] | length' "$T/slow.json")
+slow_rows=$(jq --arg v "erofs,$SLOW_FSID" '[.data[] | select(.volume == $v)] | length' "$T/slow.json")
 assert_eq "slow rows for erofs,$SLOW_FSID" "$total_slow_expected" "$slow_rows"
-below=$(jq '[.rows[] | select(.latency_seconds < 0.1)] | length' "$T/slow.json")
+below=$(jq '[.data[] | select(.latency_seconds < 0.1)] | length' "$T/slow.json")
 assert_eq "slow rows under the threshold" 0 "$below"
-jq -e --arg v "erofs,$SLOW_FSID" '[.rows[] | select(.volume == $v and .op == "read")][0]
+jq -e --arg v "erofs,$SLOW_FSID" '[.data[] | select(.volume == $v and .op == "read")][0]
 	| (.offset >= 0 and .length > 0 and .comm != "" and .time != null)' "$T/slow.json" >/dev/null ||
 	fail "slow READ rows lack offset/length/comm/time"
-fast_slow=$(jq --arg v "erofs,$FAST_FSID" '[.rows[] | select(.volume == $v)] | length' "$T/slow.json")
+vm_section slow_open "$C" >"$T/slow-open.json"
+vm_section events "$C" >"$T/events.json"
+assert_eq "?op=open rows (the slow volume's one OPEN)" 1 \
+	"$(jq '[.data[] | select(.op == "open")] | length' "$T/slow-open.json")"
+assert_eq "cachefiles rows in /api/v1/events?limit=3" 3 "$(jq '.data | length' "$T/events.json")"
+vm_section page1 "$C" >"$T/page1.json"
+vm_section page2 "$C" >"$T/page2.json"
+assert_eq "page 1 rows" 5 "$(jq '.data | length' "$T/page1.json")"
+assert_eq "page 2 rows" 5 "$(jq '.data | length' "$T/page2.json")"
+[ "$(jq '[.data[].id] | max' "$T/page2.json")" -lt "$(jq '[.data[].id] | min' "$T/page1.json")" ] ||
+	fail "cursor paging overlaps or goes forward"
+fast_slow=$(jq --arg v "erofs,$FAST_FSID" '[.data[] | select(.volume == $v)] | length' "$T/slow.json")
 
 pass "kernel $kver: counts exact for 2 volumes x {open,read}, p50/p99 within one bucket of ${FAST_MS} ms and ${SLOW_MS} ms, $slow_rows slow rows (fast volume: $fast_slow)"

@@ -94,10 +94,19 @@ sleep 1.5	# > 2 collector intervals: the last counts reach /metrics
 get /metrics /tmp/metrics.txt
 grep '^sysobs_cachefiles_\|^sysobs_collector_up' /tmp/metrics.txt >/tmp/metrics-cf.txt
 get '/api/v1/cachefiles/slow?limit=1000' /tmp/slow.json
+get '/api/v1/cachefiles/slow?limit=5&op=open' /tmp/slow-open.json
+get '/api/v1/events?collector=cachefiles&limit=3' /tmp/events.json
+get '/api/v1/cachefiles/slow?limit=5' /tmp/page1.json
+cur=$(sed -n 's/.*"next_cursor": *"\([0-9]*\)".*/\1/p' /tmp/page1.json)
+get "/api/v1/cachefiles/slow?limit=5&cursor=$cur" /tmp/page2.json
 section ondemand_stats /run/ondemand.stats
 section ondemand_log /tmp/ondemand.log
 section metrics /tmp/metrics-cf.txt
 section slow /tmp/slow.json
+section slow_open /tmp/slow-open.json
+section events /tmp/events.json
+section page1 /tmp/page1.json
+section page2 /tmp/page2.json
 kill -TERM $agent
 wait $agent
 say "agent exit $?"
