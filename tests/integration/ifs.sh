@@ -53,7 +53,7 @@ cpus = 8
 threads_per_core = 2
 packages = 2
 scan_ms = 200
-devices = 0,1
+devices = 0,1,2
 [device.0]
 image_version = 0x8000
 batch = 1
@@ -63,6 +63,9 @@ core.2 = fail,fail,pass
 core.3 = untested:1,pass
 [device.1]
 default = pass
+[device.2]
+image_version = none
+batches = 1,2
 INI
 "$FAKE" "$T/fake.ini" "$T/mnt" -f >"$T/fake.log" 2>&1 &
 FAKE_PID=$!
@@ -124,6 +127,7 @@ assert_eq "core_status" 1 "$(metric 'sysobs_ifs_core_status{test="scan",package=
 assert_eq "failing_cores" 1 "$(metric 'sysobs_ifs_failing_cores{test="scan"}')"
 assert_ge "scans_total fail" 1 "$(metric 'sysobs_ifs_scans_total{test="scan",result="fail"}')"
 assert_eq "image_loaded" 1 "$(metric 'sysobs_ifs_image_loaded{test="scan"}')"
+assert_eq "image_loaded sbaf" 0 "$(metric 'sysobs_ifs_image_loaded{test="sbaf"}')"
 ts=$(metric 'sysobs_ifs_core_last_scan_timestamp_seconds{test="scan",package="1",core="0"}')
 [ -n "$ts" ] && [ "${ts%%.*}" -ge $(($(date +%s) - 60)) ] || fail "last scan timestamp '$ts'"
 pass "metrics name the failing core"
@@ -179,6 +183,10 @@ assert_eq "alert state" active "$(jq -r .status.state <<<"$al")"
 assert_eq "alert details" 0x8000000000000f05 "$(jq -r .annotations.details <<<"$al")"
 assert_eq "alert error_name" signature_error "$(jq -r .annotations.error_name <<<"$al")"
 pass "Alertmanager shows the failed core with host, test, package, core, cpu labels"
+upd=$(jq -r .updatedAt <<<"$al")
+resent() { [ "$(am_alert | jq -r '.[] | select(.labels.core == "0" and .labels.package == "1") | .updatedAt')" != "$upd" ]; }
+wait_for 6 resent || fail "alert not re-sent while firing"
+pass "the firing alert is re-sent"
 
 # The script makes the third scan of core 2 pass: the alert resolves.
 pass_row() { [ "$(rows '&package=1&core=0&test=scan&result=pass' | jq '.scans | length')" -ge 1 ]; }
@@ -223,6 +231,8 @@ wait_for 15 api_row || fail "scan $sid never recorded"
 assert_eq "api row requester" api "$(rows "&scan_id=$sid" | jq -r '.scans[0].requested_by')"
 api POST /api/v1/ifs/scans -d '{"cpus":[5]}' >/dev/null
 assert_eq "POST on a denied core" 409 "$HTTP_CODE"
+api POST /api/v1/ifs/scans -d '{"cpus":[0],"tests":["sbaf"]}' >/dev/null
+assert_eq "POST of a test without image" 409 "$HTTP_CODE"
 api POST /api/v1/ifs/scans -d '{"cpus":[99]}' >/dev/null
 assert_eq "POST on an unknown cpu" 400 "$HTTP_CODE"
 api POST /api/v1/ifs/scans -d '{"cpu":[1]}' >/dev/null
@@ -263,5 +273,38 @@ sed -i 's/^admin = false/admin = true/' "$T/sysobsd.ini"
 start_agent
 api POST /api/v1/ifs/scans -d '{"cpus":[2]}' >/dev/null
 assert_eq "POST on an offline core" 409 "$HTTP_CODE"
-stop_agent
 pass "an offline core is reported and cannot be requested"
+api POST /api/v1/ifs/scans -d '{"cores":[{"package":1,"core":1}],"tests":["array"]}' >"$T/post.json"
+assert_eq "POST with the scheduler off" 202 "$HTTP_CODE"
+sid=$(jq -r '.scans[0].scan_id' "$T/post.json")
+wait_for 15 api_row || fail "scan $sid never recorded with the scheduler off"
+assert_eq "requested core" '["array",3,1,"pass"]' \
+	"$(rows "&scan_id=$sid" | jq -c '.scans[0] | [.test, .cpu, .core, .status]')"
+stop_agent
+pass "with the scheduler off, a requested scan still runs"
+
+# ---- phase 3: allow list and batch rotation ----
+# Only core 0 (cpus 0 and 4) is allowed; batches 1 and 2 alternate. SBAF has
+# no image: the worker loads one through current_batch before each run.
+sed -i -e 's/^schedule = false/schedule = true/' -e 's/^interval = 8s/interval = 2s/' \
+	-e 's/^deny_cpus = 5/allow_cpus = 0,4\nrotate_batches = 1-2/' "$T/sysobsd.ini"
+since=$(date +%s)
+start_agent
+rot() { [ "$(rows "&since=$since&test=sbaf" | jq '.scans | length')" -ge 2 ]; }
+wait_for 20 rot || fail "no SBAF runs with rotation: $(rows "&since=$since" | jq -c '[.scans[] | [.test,.cpu,.status,.batch,.error_name]]')"
+assert_eq "only core 0 scanned" '[0]' "$(rows "&since=$since" | jq -c '[.scans[].cpu] | unique')"
+assert_eq "scan batches rotate" '[1,2]' \
+	"$(rows "&since=$since&test=scan" | jq -c '[.scans[].batch] | unique')"
+assert_eq "sbaf loaded and passed" '["pass"]' \
+	"$(rows "&since=$since&test=sbaf" | jq -c '[.scans[].status] | unique')"
+assert_eq "image_loaded sbaf after a load" 1 "$(metric 'sysobs_ifs_image_loaded{test="sbaf"}')"
+stop_agent
+pass "allow_cpus limits the scheduler to core 0; batches rotate through current_batch"
+
+# ---- a bad CPU list is a config error naming the key ----
+sed -i 's/^allow_cpus = 0,4/allow_cpus = 0-x/' "$T/sysobsd.ini"
+"$SYSOBSD" --config "$T/sysobsd.ini" >"$T/bad.log" 2>&1
+rc=$?
+assert_eq "exit status on a bad CPU list" 2 "$rc"
+grep -q 'allow_cpus' "$T/bad.log" || fail "error does not name the key: $(cat "$T/bad.log")"
+pass "a bad allow_cpus is refused at start with the key named"
