@@ -12,6 +12,9 @@
  * Config [collector.mptcp]:
  *   netns   comma list of "self", /run/netns/NAME or /proc/PID/ns/net
  *   rcvbuf  receive buffer of each event socket
+ *
+ * A watched namespace stays alive while its sockets are open (until stop),
+ * even after `ip netns del`.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -399,6 +402,9 @@ static int mptcp_init(struct collector *c)
 						     "netns %s: joining %s needs CAP_NET_ADMIN "
 						     "(and CAP_SYS_ADMIN to enter a netns)",
 						     w->path, MPTCP_GENL_EVENTS_GRP);
+		if (err == -ENOTDIR)
+			return collector_unavailable(
+			    c, -ENOENT, "netns %s: not a network namespace file", w->path);
 		if (err)
 			return collector_unavailable(c, err, "netns %s: %s", w->path,
 						     err == -ENOENT ? "no such namespace, or no "
