@@ -30,10 +30,15 @@ mptcp_topo_up || fail "topology setup failed"
 INO_A=$(stat -L -c %i "/run/netns/$NS_A")
 INO_B=$(stat -L -c %i "/run/netns/$NS_B")
 
+# The server namespace is named the other way the config allows: through a
+# process living in it.
+ip netns exec "$NS_B" sleep 600 &
+HOLDER=$!
+on_exit "kill $HOLDER 2>/dev/null"
 write_base_config
 cat >>"$T/sysobsd.ini" <<INI
 [collector.mptcp]
-netns = /run/netns/$NS_A, /run/netns/$NS_B
+netns = /run/netns/$NS_A, /proc/$HOLDER/ns/net
 INI
 cp "$T/sysobsd.ini" "$T/base.ini"
 start_agent
