@@ -32,6 +32,8 @@
 
 char LICENSE[] SEC("license") = "GPL";
 
+extern void *bpf_rdonly_cast(const void *obj, __u32 btf_id) __ksym __weak;
+
 /* Knobs set by user space between open and load. */
 /* kfree_skb has its 5th argument rx_sk (v6.11, "net: add rx_sk to
  * trace_kfree_skb"); user space reads the arity from the tracepoint's BTF. */
@@ -40,6 +42,8 @@ const volatile bool has_rx_sk = false;
  * accrues at 1 ns per ns up to sample_burst_ns. cost 0 = no sampling. */
 const volatile __u64 sample_cost_ns = 0;
 const volatile __u64 sample_burst_ns = 0;
+/* The kernel has the bpf_rdonly_cast() kfunc (user space looks in BTF). */
+const volatile bool has_rdonly_cast = false;
 /* false: every drop goes to the counts hash (the fast slots off). */
 const volatile bool use_slots = true;
 
@@ -184,18 +188,68 @@ struct drops_ip6 {
 	__u8 daddr[16];
 };
 
-/* Header fields the hot path needs; the sample path adds the rest. */
+/* Header fields the hot path needs; the sample path reads the rest. */
 struct drops_parsed {
 	__u16 l3;
 	__u8 l4;
 	__u8 flags;
+	__u16 nh;    /* offset of the network header from skb->head */
 	__u16 thoff; /* offset of the transport header from skb->head */
 	unsigned char *head;
-	union {
-		struct drops_ip4 v4;
-		struct drops_ip6 v6;
-	};
 };
+
+/* The first bytes of an IPv4 or IPv6 header the hot path looks at. */
+struct drops_l3min {
+	__u8 b0;	 /* version nibble (and IPv4 header length) */
+	__u8 proto;	 /* IPv4 protocol, IPv6 next header */
+	__be16 frag_off; /* IPv4 only */
+};
+
+/*
+ * Reads the few header bytes the counters need. In tp_btf programs on
+ * kernels with the bpf_rdonly_cast() kfunc (v6.2, "bpf: Add a kfunc for
+ * generic type cast"; the verifier inlines it) the packet bytes are read with
+ * plain loads the verifier turns into fault-safe PROBE_MEM loads, which is
+ * cheaper than a bpf_probe_read_kernel() call; otherwise with the helper.
+ */
+static __always_inline int read_l3min(const unsigned char *at, bool v6, struct drops_l3min *h,
+				      const bool direct)
+{
+	if (direct && has_rdonly_cast) {
+		if (v6) {
+			struct ipv6hdr *ip6 =
+			    bpf_rdonly_cast(at, bpf_core_type_id_kernel(struct ipv6hdr));
+
+			h->b0 = *(__u8 *)ip6;
+			h->proto = ip6->nexthdr;
+		} else {
+			struct iphdr *ip =
+			    bpf_rdonly_cast(at, bpf_core_type_id_kernel(struct iphdr));
+
+			h->b0 = *(__u8 *)ip;
+			h->proto = ip->protocol;
+			h->frag_off = ip->frag_off;
+		}
+		return 0;
+	}
+	if (v6) {
+		struct drops_ip6 ip6;
+
+		if (bpf_probe_read_kernel(&ip6, 8, at))
+			return -1;
+		h->b0 = *(__u8 *)&ip6;
+		h->proto = ip6.nexthdr;
+	} else {
+		struct drops_ip4 ip;
+
+		if (bpf_probe_read_kernel(&ip, 10, at))
+			return -1;
+		h->b0 = ip.ver_ihl;
+		h->proto = ip.protocol;
+		h->frag_off = ip.frag_off;
+	}
+	return 0;
+}
 
 /*
  * Finds L3/L4 protocols from the packet bytes. network_header is an offset
@@ -208,42 +262,43 @@ struct drops_parsed {
 static __always_inline void parse_headers(struct sk_buff *skb, struct drops_parsed *p,
 					  const bool direct)
 {
+	struct drops_l3min h = {};
 	__u16 nh, th;
+	bool v6;
 
 	p->l3 = bpf_ntohs(RD(skb, protocol));
+	if (p->l3 != ETH_P_IP && p->l3 != ETH_P_IPV6 && p->l3 != 0)
+		return;
 	nh = RD(skb, network_header);
 	if (nh == NOHDR || nh == 0)
 		return;
 	p->head = RD(skb, head);
-	th = RD(skb, transport_header);
-
-	if (p->l3 == ETH_P_IP || p->l3 == 0) {
-		if (bpf_probe_read_kernel(&p->v4, sizeof(p->v4), p->head + nh))
+	/* skb->protocol is still 0 on some locally generated packets: then
+	 * the version nibble decides. */
+	v6 = p->l3 == ETH_P_IPV6;
+	if (read_l3min(p->head + nh, v6, &h, direct))
+		return;
+	if (p->l3 == 0) {
+		if ((h.b0 >> 4) == 6 && read_l3min(p->head + nh, true, &h, direct))
 			return;
-		if ((p->v4.ver_ihl >> 4) != 4 || (p->v4.ver_ihl & 0xf) < 5)
-			goto try_v6;
-		p->l3 = ETH_P_IP;
-		p->l4 = p->v4.protocol;
-		p->flags |= DROPS_F_L3_PARSED;
-		if (bpf_ntohs(p->v4.frag_off) & IP_OFFSET) {
-			p->flags |= DROPS_F_FRAGMENT;
-			return;
-		}
-		p->thoff = (th != NOHDR && th > nh) ? th : nh + (p->v4.ver_ihl & 0xf) * 4;
+		v6 = (h.b0 >> 4) == 6;
+	}
+	if ((h.b0 >> 4) != (v6 ? 6 : 4) || (!v6 && (h.b0 & 0xf) < 5))
+		return;
+	p->l3 = v6 ? ETH_P_IPV6 : ETH_P_IP;
+	/* IPv6 extension headers are not walked: l4 is the first next header. */
+	p->l4 = h.proto;
+	p->nh = nh;
+	p->flags |= DROPS_F_L3_PARSED;
+	if (!v6 && (bpf_ntohs(h.frag_off) & IP_OFFSET)) {
+		p->flags |= DROPS_F_FRAGMENT;
 		return;
 	}
-try_v6:
-	if (p->l3 == ETH_P_IPV6 || p->l3 == 0) {
-		if (bpf_probe_read_kernel(&p->v6, sizeof(p->v6), p->head + nh))
-			return;
-		if ((*(__u8 *)&p->v6 >> 4) != 6)
-			return;
-		p->l3 = ETH_P_IPV6;
-		/* Extension headers are not walked: l4 is the first next header. */
-		p->l4 = p->v6.nexthdr;
-		p->flags |= DROPS_F_L3_PARSED;
-		p->thoff = (th != NOHDR && th > nh) ? th : nh + sizeof(struct drops_ip6);
-	}
+	th = RD(skb, transport_header);
+	if (th != NOHDR && th > nh)
+		p->thoff = th;
+	else
+		p->thoff = nh + (v6 ? sizeof(struct drops_ip6) : (h.b0 & 0xf) * 4);
 }
 
 static __always_inline __u32 netns_of(struct sk_buff *skb, struct sock *rx_sk, const bool direct)
@@ -301,11 +356,11 @@ static __always_inline void emit_sample(struct sk_buff *skb, void *location, __u
 
 	if (p->flags & DROPS_F_L3_PARSED) {
 		if (p->l3 == ETH_P_IP) {
-			__builtin_memcpy(r->saddr, &p->v4.saddr, 4);
-			__builtin_memcpy(r->daddr, &p->v4.daddr, 4);
+			bpf_probe_read_kernel(r->saddr, 4, p->head + p->nh + 12);
+			bpf_probe_read_kernel(r->daddr, 4, p->head + p->nh + 16);
 		} else {
-			__builtin_memcpy(r->saddr, p->v6.saddr, 16);
-			__builtin_memcpy(r->daddr, p->v6.daddr, 16);
+			bpf_probe_read_kernel(r->saddr, 16, p->head + p->nh + 8);
+			bpf_probe_read_kernel(r->daddr, 16, p->head + p->nh + 24);
 		}
 	}
 	if (p->thoff && !(p->flags & DROPS_F_FRAGMENT)) {

@@ -282,6 +282,10 @@ static int drops_load(struct drops_state *st, bool tp_btf)
 	bpf_program__set_autoload(skel->progs.drops_raw_tp, !tp_btf);
 	skel->rodata->has_rx_sk = st->nargs >= 4;
 	skel->rodata->use_slots = st->fast_slots;
+	/* bpf_rdonly_cast() (v6.2) lets tp_btf read packet bytes without a
+	 * helper call; kfuncs are FUNCs in the kernel's BTF. */
+	skel->rodata->has_rdonly_cast =
+	    btf__find_by_name_kind(st->vmlinux, "bpf_rdonly_cast", BTF_KIND_FUNC) > 0;
 	if (st->sample_rate) {
 		/* Host-wide rate split evenly over the online CPUs' buckets. */
 		uint64_t per_cpu_burst;

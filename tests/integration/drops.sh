@@ -40,6 +40,7 @@ sample_rate = ${1:-$RATE}
 sample_burst = $BURST
 ring_bytes = ${2:-256k}
 fast_slots = ${3:-true}
+attach = ${4:-auto}
 INI
 }
 
@@ -211,10 +212,11 @@ pass "flood of $sent drops: counter exact, $((s1 - s0)) samples (cap $cap), /hea
 stop_agent
 
 # 7. A ring buffer too small for the sample rate: losses are counted, the
-# counters stay exact, every record sent is stored. The fast slots are off
-# here, so the counts go through the hash map path.
+# counters stay exact, every record sent is stored. This agent runs the
+# raw_tp fallback program with the fast slots off, so counts go through the
+# hash map and every read through bpf_probe_read_kernel().
 rm -f "$T/sysobs.db"*
-write_drops_config 1000000 4096 false
+write_drops_config 1000000 4096 false raw_tp
 start_agent
 wait_for 10 state_is running || fail "drops not running: $(collector_reason)"
 nsrun "$GEN" udp -d 127.0.0.1 -p 9 -t 2 -s 40006 >"$T/flood2.out" || fail "flood sender failed"
@@ -228,8 +230,12 @@ stop_agent
 stored=$(sqlite3 "$T/sysobs.db" "SELECT count(*) FROM drop_samples WHERE netns = $NSINUM")
 assert_ge "stored samples of $NS" 1 "$stored"
 total=$(sqlite3 "$T/sysobs.db" "SELECT count(*) FROM drop_samples")
+grep -q "program raw_tp" "$T/agent.log" || fail "agent did not load the raw_tp program"
+tuple=$(sqlite3 "$T/sysobs.db" "SELECT reason, protocol, saddr, daddr, sport, dport FROM drop_samples
+	WHERE netns = $NSINUM AND sport = 40006 LIMIT 1")
+assert_eq "raw_tp sample" "NO_SOCKET|udp|127.0.0.1|127.0.0.1|40006|9" "$tuple"
 [ "$total" -ge "$submitted" ] || fail "records sent $submitted but only $total stored"
-pass "4 KiB ring at 1M samples/s: $lost losses counted, $submitted records sent, all stored; hash-only counter exact"
+pass "raw_tp, hash only, 4 KiB ring at 1M samples/s: counter exact, $lost losses counted, $submitted records sent and all stored, 5-tuples right"
 
 # 8. Unavailable with the exact reason: no BTF.
 rm -f "$T/sysobs.db"*
