@@ -15,3 +15,4 @@ sysobs_fuzz_target(mptcp)
 # Integration tests (root + kernel MPTCP; SKIP otherwise). They need the tools.
 sysobs_integration_test(mptcp)
 sysobs_integration_test(mptcp_burst)
+sysobs_integration_test(mptcp_ipv6)
