@@ -178,6 +178,7 @@ struct ifs_priv {
 	uint64_t next_scan_id;
 	bool running;
 	struct ifs_job cur;
+	int cur_package, cur_core_id; /* identity of cur.core at dispatch */
 
 	struct metric *m_scans, *m_status, *m_last_ts, *m_failing, *m_image;
 };
@@ -493,6 +494,7 @@ static void handle_result(struct ifs_priv *p, const struct ifs_work_result *r)
 	struct ifs_details d = {0};
 	enum ifs_result result = IFS_RESULT_UNTESTED;
 	const struct ifs_core_info *core = NULL;
+	size_t core_idx = 0;
 	uint64_t raw = 0;
 	bool ok = false;
 
@@ -518,10 +520,15 @@ static void handle_result(struct ifs_priv *p, const struct ifs_work_result *r)
 	}
 
 	pthread_mutex_lock(&p->lock);
-	if (job->core < p->topo.n_cores) {
-		core = &p->topo.cores[job->core];
-		row.core = core->core_id;
-		row.package = core->package;
+	/* By identity: the topology may have been re-read during the run. */
+	row.core = p->cur_core_id;
+	row.package = p->cur_package;
+	for (size_t i = 0; i < p->topo.n_cores; i++) {
+		if (p->topo.cores[i].package == p->cur_package &&
+		    p->topo.cores[i].core_id == p->cur_core_id) {
+			core = &p->topo.cores[i];
+			core_idx = i;
+		}
 	}
 	if (r->rc) {
 		/* The write failed: no test ran, status/details are stale. */
@@ -582,7 +589,7 @@ static void handle_result(struct ifs_priv *p, const struct ifs_work_result *r)
 		dv->seen_valid = true;
 	}
 	if (ok && core) {
-		struct ifs_last *l = &p->last[job->core][job->test];
+		struct ifs_last *l = &p->last[core_idx][job->test];
 		const char *v[] = {ifs_test_name(job->test), NULL, NULL};
 		char pkg[16], cid[16];
 
@@ -726,6 +733,8 @@ static void dispatch(struct ifs_priv *p)
 		}
 		p->running = true;
 		p->cur = w.job;
+		p->cur_package = p->topo.cores[w.job.core].package;
+		p->cur_core_id = p->topo.cores[w.job.core].core_id;
 		break;
 	}
 	pthread_mutex_unlock(&p->lock);

@@ -150,6 +150,16 @@ int ifs_sched_set_topology(struct ifs_sched *s, const struct ifs_core_info *core
 		}
 		s->reqs[r++].core = i;
 	}
+	/* So does the running job: its result must land on the same core. */
+	if (s->running) {
+		const struct ifs_core_info *old = &s->cores[s->cur.core];
+		size_t i;
+
+		for (i = 0; i < n; i++)
+			if (nc[i].package == old->package && nc[i].core_id == old->core_id)
+				break;
+		s->cur.core = (unsigned)i; /* n: gone, its outcome is dropped */
+	}
 	free(s->cores);
 	free(s->pairs);
 	for (int t = 0; t < IFS_TEST_MAX; t++) {
@@ -346,14 +356,17 @@ void ifs_sched_done(struct ifs_sched *s, const struct ifs_job *job, int64_t star
 {
 	struct ifs_sched_pair *p;
 	int64_t dur = end > start ? end - start : 0;
+	/* The topology may have changed while the job ran: s->cur.core was
+	 * remapped, job->core is the index at dispatch. */
+	unsigned core = s->running ? s->cur.core : job->core;
 
 	s->running = false;
 	runs_add(s, end, dur);
 	if (dur > 0)
 		s->last_dur = dur;
-	if (job->core >= s->n_cores || (unsigned)job->test >= IFS_TEST_MAX)
-		return; /* topology changed under the job */
-	p = &s->pairs[job->core][job->test];
+	if (core >= s->n_cores || (unsigned)job->test >= IFS_TEST_MAX)
+		return; /* the core is gone */
+	p = &s->pairs[core][job->test];
 
 	if (job->by == IFS_BY_API) {
 		/* A completed requested run counts as this interval's run. */
@@ -362,7 +375,7 @@ void ifs_sched_done(struct ifs_sched *s, const struct ifs_job *job, int64_t star
 			p->retries = 0;
 			if (s->cfg.periodic && p->spread)
 				p->next_due = start + s->cfg.interval_ns;
-			round_note(s, job->core, job->test);
+			round_note(s, core, job->test);
 		}
 		return;
 	}
@@ -381,5 +394,5 @@ void ifs_sched_done(struct ifs_sched *s, const struct ifs_job *job, int64_t star
 	if (p->next_due < end)
 		p->next_due = end;
 	if (out == IFS_OUT_DONE)
-		round_note(s, job->core, job->test);
+		round_note(s, core, job->test);
 }

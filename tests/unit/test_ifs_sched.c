@@ -308,13 +308,51 @@ static void test_batch_rotation(void **state)
 	ifs_sched_free(&s);
 }
 
+static void test_topology_change_during_a_run(void **state)
+{
+	struct ifs_sched_config cfg = {.periodic = true, .interval_ns = 3 * HOUR};
+	struct ifs_core_info c[3];
+	struct ifs_sched s;
+	struct ifs_job j;
+	int64_t wake;
+
+	make_topology(c, 3); /* core ids 0, 1, 2 due at 0, 1 h, 2 h */
+	assert_int_equal(ifs_sched_init(&s, &cfg), 0);
+	assert_int_equal(ifs_sched_set_topology(&s, c, 3, 0), 0);
+	ifs_sched_set_tests(&s, SCAN, 0);
+	assert_int_equal(run_one(&s, 0, SEC, IFS_OUT_DONE, NULL), 0);
+	assert_int_equal(run_one(&s, HOUR, SEC, IFS_OUT_DONE, NULL), 1);
+	assert_int_equal(ifs_sched_next(&s, 2 * HOUR, &j, &wake), 0);
+	assert_int_equal(s.cores[j.core].core_id, 2);
+
+	/* While core id 2 runs, core id 0 disappears: indices shift by one. */
+	assert_int_equal(ifs_sched_set_topology(&s, c + 1, 2, 2 * HOUR + 1), 0);
+	ifs_sched_done(&s, &j, 2 * HOUR, 2 * HOUR + SEC, IFS_OUT_DONE);
+
+	/* The outcome landed on core id 2 (due 5 h), not on whatever now has
+	 * its old index; core id 1 is next at 4 h. */
+	assert_int_equal(ifs_sched_next(&s, 3 * HOUR, &j, &wake), -EAGAIN);
+	assert_true(wake == 4 * HOUR);
+	assert_int_equal(ifs_sched_next(&s, 4 * HOUR, &j, &wake), 0);
+	assert_int_equal(s.cores[j.core].core_id, 1);
+	ifs_sched_done(&s, &j, 4 * HOUR, 4 * HOUR + SEC, IFS_OUT_DONE);
+	assert_int_equal(ifs_sched_next(&s, 4 * HOUR + 2 * SEC, &j, &wake), -EAGAIN);
+	assert_true(wake == 5 * HOUR);
+	ifs_sched_free(&s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_order_and_spreading),	 cmocka_unit_test(test_tests_interleaved),
-	    cmocka_unit_test(test_deny_and_allow),	 cmocka_unit_test(test_hourly_cap),
-	    cmocka_unit_test(test_retries_with_backoff), cmocka_unit_test(test_offline_cpus),
-	    cmocka_unit_test(test_api_only_when_off),	 cmocka_unit_test(test_batch_rotation),
+	    cmocka_unit_test(test_order_and_spreading),
+	    cmocka_unit_test(test_tests_interleaved),
+	    cmocka_unit_test(test_deny_and_allow),
+	    cmocka_unit_test(test_hourly_cap),
+	    cmocka_unit_test(test_retries_with_backoff),
+	    cmocka_unit_test(test_offline_cpus),
+	    cmocka_unit_test(test_api_only_when_off),
+	    cmocka_unit_test(test_batch_rotation),
+	    cmocka_unit_test(test_topology_change_during_a_run),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
