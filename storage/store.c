@@ -1655,6 +1655,16 @@ void store_close(struct store *s)
 		pthread_mutex_unlock(&s->mu);
 		pthread_join(s->thread, NULL);
 		store_metrics_publish(s);
+	} else {
+		/* Never started: write what was queued from this thread. */
+		while (s->tail < s->head) {
+			uint64_t n = s->head - s->tail;
+
+			n = n < s->cfg.batch_rows ? n : s->cfg.batch_rows;
+			if (store_write_batch(s, s->tail, n))
+				break;
+			s->tail += n;
+		}
 	}
 	/* Readers first: a TRUNCATE checkpoint needs no reader in the WAL. */
 	for (size_t i = 0; i < s->n_readers; i++)

@@ -171,6 +171,35 @@ out_free:
 	return NULL;
 }
 
+/*
+ * Plans for a time-bounded page. Ids follow arrival order, not ts, so a
+ * window cannot be turned into an id range. Instead count rows through the
+ * ts index, stopping at STORE_WINDOW_SMALL (so the probe costs at most that
+ * many index entries): whether the window is small, and whether many rows
+ * lie after it.
+ */
+#define STORE_WINDOW_SMALL 10000
+
+static bool store_window_small(sqlite3 *db, const char *table, const char *where, int64_t a,
+			       int64_t b)
+{
+	sqlite3_stmt *st;
+	char sql[256];
+	bool small = false;
+
+	snprintf(sql, sizeof(sql), "SELECT count(*) FROM (SELECT 1 FROM \"%s\" WHERE %s LIMIT %d)",
+		 table, where, STORE_WINDOW_SMALL);
+	if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
+		return false;
+	sqlite3_bind_int64(st, 1, a);
+	if (sqlite3_bind_parameter_count(st) >= 2)
+		sqlite3_bind_int64(st, 2, b);
+	if (sqlite3_step(st) == SQLITE_ROW)
+		small = sqlite3_column_int64(st, 0) < STORE_WINDOW_SMALL;
+	sqlite3_finalize(st);
+	return small;
+}
+
 static int store_col_index(sqlite3_stmt *st, const char *name)
 {
 	for (int i = 0; i < sqlite3_column_count(st); i++) {
@@ -225,24 +254,42 @@ int store_query_events(struct store *s, const char *collector, int64_t since_ns,
 	}
 	for (size_t i = 0; i < n_cur; i++) {
 		struct store_ev_cursor *c = &cur[i];
-		char sql[256];
+		char sql[320];
 
-		/* Without time bounds the rowid order alone answers "newest first"
-		 * (no sort); bounds go in only when given. */
-		snprintf(sql, sizeof(sql),
-			 "SELECT * FROM \"%s\" WHERE id < ?1%s%s ORDER BY id DESC LIMIT ?4",
-			 c->t->name, bound_since ? " AND ts >= ?2" : "",
-			 bound_until ? " AND ts < ?3" : "");
+		if (!bound_since && !bound_until) {
+			/* Newest first by rowid alone: no sort, no index. */
+			snprintf(sql, sizeof(sql),
+				 "SELECT * FROM \"%s\" WHERE id < ?1 ORDER BY id DESC LIMIT ?4",
+				 c->t->name);
+		} else if (store_window_small(db, c->t->name, "ts >= ?1 AND ts < ?2", since_ns,
+					      until_ns) ||
+			   (bound_until &&
+			    !store_window_small(db, c->t->name, "ts >= ?1", until_ns, 0))) {
+			/* A small window, or a large one with many newer rows
+			 * to skip: pick ids from the ts index alone (covering,
+			 * no row reads), then read just those rows. The +
+			 * keeps SQLite off the rowid order in the inner query. */
+			snprintf(sql, sizeof(sql),
+				 "SELECT * FROM \"%s\" WHERE id IN (SELECT id FROM \"%s\""
+				 " WHERE ts >= ?2 AND ts < ?3 AND +id < ?1 ORDER BY +id DESC"
+				 " LIMIT ?4) ORDER BY id DESC",
+				 c->t->name, c->t->name);
+		} else {
+			/* A large window reaching the newest rows: walk ids down
+			 * from the cursor, filtering; window rows come soon. */
+			snprintf(sql, sizeof(sql),
+				 "SELECT * FROM \"%s\" WHERE id < ?1 AND +ts >= ?2 AND +ts < ?3"
+				 " ORDER BY id DESC LIMIT ?4",
+				 c->t->name);
+		}
 		if (sqlite3_prepare_v2(db, sql, -1, &c->st, NULL) != SQLITE_OK) {
 			snprintf(err, errlen, "table %s: %s", c->t->name, sqlite3_errmsg(db));
 			ret = -EIO;
 			goto out;
 		}
 		sqlite3_bind_int64(c->st, 1, cursor);
-		if (bound_since)
-			sqlite3_bind_int64(c->st, 2, since_ns);
-		if (bound_until)
-			sqlite3_bind_int64(c->st, 3, until_ns);
+		sqlite3_bind_int64(c->st, 2, since_ns);
+		sqlite3_bind_int64(c->st, 3, until_ns);
 		sqlite3_bind_int64(c->st, 4, (int64_t)limit + 1);
 		c->id_col = store_col_index(c->st, "id");
 		c->ts_col = store_col_index(c->st, "ts");
