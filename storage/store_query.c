@@ -175,8 +175,9 @@ out_free:
  * Plans for a time-bounded page. Ids follow arrival order, not ts, so a
  * window cannot be turned into an id range. Instead count rows through the
  * ts index, stopping at STORE_WINDOW_SMALL (so the probe costs at most that
- * many index entries): whether the window is small, and whether many rows
- * lie after it.
+ * many index entries): is the window small (then the ts index finds it
+ * cheaply), and are there many rows after it (walking ids down from the
+ * newest would skip them all)?
  */
 #define STORE_WINDOW_SMALL 10000
 
@@ -265,18 +266,20 @@ int store_query_events(struct store *s, const char *collector, int64_t since_ns,
 					      until_ns) ||
 			   (bound_until &&
 			    !store_window_small(db, c->t->name, "ts >= ?1", until_ns, 0))) {
-			/* A small window, or a large one with many newer rows
-			 * to skip: pick ids from the ts index alone (covering,
-			 * no row reads), then read just those rows. The +
-			 * keeps SQLite off the rowid order in the inner query. */
+			/* Few rows in the window, or many rows newer than it:
+			 * pick ids from the ts index alone (covering: no row
+			 * reads, cost ~ rows in the window), then read just
+			 * those rows. The + keeps SQLite off the rowid order
+			 * in the inner query. */
 			snprintf(sql, sizeof(sql),
 				 "SELECT * FROM \"%s\" WHERE id IN (SELECT id FROM \"%s\""
 				 " WHERE ts >= ?2 AND ts < ?3 AND +id < ?1 ORDER BY +id DESC"
 				 " LIMIT ?4) ORDER BY id DESC",
 				 c->t->name, c->t->name);
 		} else {
-			/* A large window reaching the newest rows: walk ids down
-			 * from the cursor, filtering; window rows come soon. */
+			/* The window reaches (nearly) the newest rows: walk ids
+			 * down from the cursor, filtering; window rows come
+			 * first, as ids follow arrival time. */
 			snprintf(sql, sizeof(sql),
 				 "SELECT * FROM \"%s\" WHERE id < ?1 AND +ts >= ?2 AND +ts < ?3"
 				 " ORDER BY id DESC LIMIT ?4",
