@@ -5,7 +5,11 @@
  * active while the returned fd is open), reads run_time_ns/run_cnt of each
  * program before and after a command runs, and prints ns/event side by side.
  *
- *   bench_drops_stats ID[:LABEL]... -- COMMAND [ARGS...]
+ *   bench_drops_stats [--baseline] ID[:LABEL]... -- COMMAND [ARGS...]
+ *
+ * --baseline also loads and attaches the drops object's reference program
+ * (one per-CPU array counter) and reports it: the floor any program on this
+ * tracepoint pays, run statistics included.
  *
  * Used by bench/drops.sh with the drops program and bpftrace's program on
  * the same drop stream. Prints figures; asserts nothing.
@@ -19,7 +23,10 @@
 #include <unistd.h>
 
 #include <bpf/bpf.h>
+#include <bpf/libbpf.h>
 #include <linux/bpf.h>
+
+#include "bpf/drops.skel.h"
 
 #define MAX_PROGS 8
 
@@ -53,6 +60,8 @@ static double now_s(void)
 int main(int argc, char **argv)
 {
 	struct prog p[MAX_PROGS];
+	struct drops_bpf *base = NULL;
+	struct bpf_link *base_link = NULL;
 	int n = 0, i, stats_fd, status;
 	double t0, t1;
 	pid_t pid;
@@ -62,7 +71,29 @@ int main(int argc, char **argv)
 		printf("bench_drops_stats: helper of bench/drops.sh (figures come from there)\n");
 		return 0;
 	}
-	for (i = 1; i < argc && strcmp(argv[i], "--"); i++) {
+	i = 1;
+	if (argc > 1 && !strcmp(argv[1], "--baseline")) {
+		struct bpf_prog_info info = {};
+		__u32 len = sizeof(info);
+
+		base = drops_bpf__open();
+		if (!base)
+			return 1;
+		bpf_program__set_autoload(base->progs.drops_tp_btf, false);
+		bpf_program__set_autoload(base->progs.drops_raw_tp, false);
+		if (drops_bpf__load(base) ||
+		    !(base_link = bpf_program__attach(base->progs.drops_baseline))) {
+			fprintf(stderr, "baseline program: %s\n", strerror(errno));
+			return 1;
+		}
+		p[n].fd = bpf_program__fd(base->progs.drops_baseline);
+		bpf_obj_get_info_by_fd(p[n].fd, &info, &len);
+		p[n].id = info.id;
+		p[n].label = "baseline (1 counter)";
+		n++;
+		i++;
+	}
+	for (; i < argc && strcmp(argv[i], "--"); i++) {
 		char *colon = strchr(argv[i], ':');
 
 		if (n == MAX_PROGS)
@@ -107,5 +138,7 @@ int main(int argc, char **argv)
 		printf("%-24s %10u %14llu %12.0f %10.1f\n", p[k].label, p[k].id,
 		       (unsigned long long)cnt, cnt / (t1 - t0), cnt ? (double)ns / cnt : 0.0);
 	}
+	bpf_link__destroy(base_link);
+	drops_bpf__destroy(base);
 	return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
 }

@@ -498,3 +498,27 @@ int BPF_PROG(drops_raw_tp, struct sk_buff *skb, void *location, enum skb_drop_re
 
 	return handle_drop(skb, location, reason, rx_sk, false);
 }
+
+/*
+ * Benchmark reference only (bench/bench_drops_stats --baseline), never
+ * loaded by the agent: the cheapest useful program on this tracepoint, one
+ * per-CPU array counter. Its cost is the floor that BPF run statistics and
+ * the tp_btf entry add to any program here.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64);
+} baseline_count SEC(".maps");
+
+SEC("tp_btf/kfree_skb")
+int BPF_PROG(drops_baseline, struct sk_buff *skb)
+{
+	__u32 zero = 0;
+	__u64 *v = bpf_map_lookup_elem(&baseline_count, &zero);
+
+	if (v)
+		*v += 1;
+	return 0;
+}

@@ -192,7 +192,9 @@ static const char *drops_libbpf_cause(int err)
 
 static const struct cfg_key drops_keys[] = {
     {"interval", "1s", "how often the kernel counters are read into the metrics"},
-    {"sample_rate", "100", "sampled drop records per second, host-wide (0 = no samples)"},
+    {"sample_rate", "100",
+     "sampled drop records per second, host-wide; split evenly over the online CPUs, so a "
+     "flood on one CPU gets that CPU's share (0 = no samples)"},
     {"sample_burst", "20", "records a quiet host may send at once before the rate applies"},
     {"map_entries", "4096",
      "distinct (reason, protocols, netns) counters kept in the kernel; more are "
@@ -280,6 +282,7 @@ static int drops_load(struct drops_state *st, bool tp_btf)
 		return -errno;
 	bpf_program__set_autoload(skel->progs.drops_tp_btf, tp_btf);
 	bpf_program__set_autoload(skel->progs.drops_raw_tp, !tp_btf);
+	bpf_program__set_autoload(skel->progs.drops_baseline, false);
 	skel->rodata->has_rx_sk = st->nargs >= 4;
 	skel->rodata->use_slots = st->fast_slots;
 	/* bpf_rdonly_cast() (v6.2) lets tp_btf read packet bytes without a
