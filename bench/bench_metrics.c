@@ -11,15 +11,21 @@
  * %.17g\n" per line, no escaping, no sorting, no lock) go through the same
  * timing.
  *
+ * Last, the whole scrape: GET /metrics from a libmicrohttpd server on a
+ * loopback port (libcurl, one kept-alive connection), N/4 times.
+ *
  *	bench_metrics [renders]
  */
+#include <curl/curl.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+#include "api/http.h"
 #include "api/metrics.h"
+#include "api/routes.h"
 
 #define FAMILIES 100
 #define VALUES	 100
@@ -54,7 +60,7 @@ static void report(const char *what, double *t, double *c, size_t n, size_t byte
 {
 	qsort(t, n, sizeof(*t), cmp_double);
 	qsort(c, n, sizeof(*c), cmp_double);
-	printf("%s: %zu bytes, %zu renders\n", what, bytes, n);
+	printf("%s: %zu bytes, %zu runs\n", what, bytes, n);
 	printf("  wall p50 %.3f ms  p99 %.3f ms  max %.3f ms\n", t[n / 2], t[(size_t)(n * 0.99)],
 	       t[n - 1]);
 	printf("  cpu  p50 %.3f ms  p99 %.3f ms  max %.3f ms\n", c[n / 2], c[(size_t)(n * 0.99)],
@@ -119,6 +125,60 @@ static size_t render_plain(char *buf, size_t cap)
 		}
 	}
 	return off;
+}
+
+static void h_metrics(const struct http_request *req, struct http_response *res, void *arg)
+{
+	char *buf;
+	size_t len;
+
+	if (metrics_render_text(arg, &buf, &len)) {
+		http_reply_error(res, 500, "internal", "render failed");
+		return;
+	}
+	http_reply_text(res, 200, API_METRICS_CONTENT_TYPE, buf, len);
+}
+
+static size_t count_body(char *p, size_t sz, size_t n, void *arg)
+{
+	*(size_t *)arg += sz * n;
+	return sz * n;
+}
+
+/* GET /metrics over loopback; returns 0 or -1. */
+static int bench_scrape(struct metrics *m, size_t n, double *t, double *c)
+{
+	struct http_config cfg = {.listen = "127.0.0.1:0", .threads = 1};
+	struct http_server *h = http_new(&cfg, NULL);
+	size_t bytes = 0;
+	char url[64];
+	CURL *cu;
+
+	if (!h || http_route(h, "GET", "/metrics", false, h_metrics, m) || http_start(h))
+		return -1;
+	snprintf(url, sizeof(url), "http://127.0.0.1:%u/metrics", http_port(h));
+	cu = curl_easy_init();
+	curl_easy_setopt(cu, CURLOPT_URL, url);
+	curl_easy_setopt(cu, CURLOPT_WRITEFUNCTION, count_body);
+	curl_easy_setopt(cu, CURLOPT_WRITEDATA, &bytes);
+	curl_easy_setopt(cu, CURLOPT_NOPROXY, "*");
+	for (size_t i = 0; i < n; i++) {
+		double t0 = now_ms(), c0 = cpu_ms();
+		long code = 0;
+
+		bytes = 0;
+		if (curl_easy_perform(cu) != CURLE_OK)
+			return -1;
+		curl_easy_getinfo(cu, CURLINFO_RESPONSE_CODE, &code);
+		if (code != 200)
+			return -1;
+		c[i] = cpu_ms() - c0;
+		t[i] = now_ms() - t0;
+	}
+	curl_easy_cleanup(cu);
+	http_free(h);
+	report("GET /metrics over loopback (client cpu only)", t, c, n, bytes);
+	return 0;
 }
 
 int main(int argc, char **argv)
@@ -214,6 +274,9 @@ int main(int argc, char **argv)
 	}
 	report("baseline: plain snprintf loop, same samples", t, c, renders, bytes);
 	free(pb);
+
+	if (bench_scrape(m, renders / 4 ? renders / 4 : 1, t, c))
+		fprintf(stderr, "scrape over HTTP failed\n");
 	free(t);
 	free(c);
 	metrics_free(m);
