@@ -133,6 +133,7 @@ struct shape {
 	int cursor_pct; /* cursor at this % of the id range; 0 = newest */
 	int window_pct; /* since/until window of 1 % at this % of time; 0 = none */
 	unsigned limit;
+	bool open_until; /* since only */
 };
 
 static void run_shape(struct store *s, const struct shape *sh, uint64_t rows)
@@ -151,7 +152,7 @@ static void run_shape(struct store *s, const struct shape *sh, uint64_t rows)
 
 		if (sh->window_pct) {
 			since = BASE_TS + (int64_t)rows * STEP_TS * sh->window_pct / 100;
-			until = since + (int64_t)rows * STEP_TS / 100;
+			until = sh->open_until ? INT64_MAX : since + (int64_t)rows * STEP_TS / 100;
 		}
 		t0 = mono_ns();
 		ret = store_query_events(s, coll, since, until, cursor, sh->limit, &out, &next, err,
@@ -180,6 +181,8 @@ int main(int argc, char **argv)
 	    {"one collector, newest 1000 (limit cap)", false, 0, 0, 1000},
 	    {"one collector, 1% time window at 50%, 100", false, 0, 50, 100},
 	    {"all collectors, 1% time window at 10%, 100", true, 0, 10, 100},
+	    {"one collector, since = newest 1%, 100", false, 0, 99, 100, true},
+	    {"one collector, since after newest (0 rows)", false, 0, 101, 100, true},
 	};
 	struct store_config cfg = {.readers = 2};
 	char path[512], err[512];
