@@ -393,6 +393,7 @@ void ifs_sched_done(struct ifs_sched *s, const struct ifs_job *job, int64_t star
 	p->next_due = start + s->cfg.interval_ns;
 	if (p->next_due < end)
 		p->next_due = end;
-	if (out == IFS_OUT_DONE)
-		round_note(s, core, job->test);
+	/* Final, even if failed: a batch that cannot load must not stop the
+	 * rotation. */
+	round_note(s, core, job->test);
 }

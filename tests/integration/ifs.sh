@@ -284,22 +284,28 @@ stop_agent
 pass "with the scheduler off, a requested scan still runs"
 
 # ---- phase 3: allow list and batch rotation ----
-# Only core 0 (cpus 0 and 4) is allowed; batches 1 and 2 alternate. SBAF has
-# no image: the worker loads one through current_batch before each run.
+# Only core 0 (cpus 0 and 4) is allowed; batches 1 to 3 rotate, but the fake
+# has no batch 3: its current_batch write fails (ENOENT), which is recorded
+# as an error and retried, then the rotation moves on. SBAF has no image at
+# start: the worker loads one through current_batch before running.
 sed -i -e 's/^schedule = false/schedule = true/' -e 's/^interval = 8s/interval = 2s/' \
-	-e 's/^deny_cpus = 5/allow_cpus = 0,4\nrotate_batches = 1-2/' "$T/sysobsd.ini"
+	-e 's/^deny_cpus = 5/allow_cpus = 0,4\nrotate_batches = 1-3/' "$T/sysobsd.ini"
 since=$(date +%s)
 start_agent
-rot() { [ "$(rows "&since=$since&test=sbaf" | jq '.scans | length')" -ge 2 ]; }
-wait_for 20 rot || fail "no SBAF runs with rotation: $(rows "&since=$since" | jq -c '[.scans[] | [.test,.cpu,.status,.batch,.error_name]]')"
+rot() {
+	[ "$(rows "&since=$since&test=scan" | jq -c '[.scans[] | select(.status == "pass") | .batch] | unique')" = '[1,2]' ] &&
+		[ "$(rows "&since=$since&test=scan&result=error" | jq '.scans | length')" -ge 1 ] &&
+		[ "$(rows "&since=$since&test=sbaf&result=pass" | jq '.scans | length')" -ge 1 ]
+}
+wait_for 40 rot || fail "rotation: $(rows "&since=$since" | jq -c '[.scans[] | [.test,.cpu,.status,.batch,.error_name]]')"
 assert_eq "only core 0 scanned" '[0]' "$(rows "&since=$since" | jq -c '[.scans[].cpu] | unique')"
-assert_eq "scan batches rotate" '[1,2]' \
-	"$(rows "&since=$since&test=scan" | jq -c '[.scans[].batch] | unique')"
-assert_eq "sbaf loaded and passed" '["pass"]' \
-	"$(rows "&since=$since&test=sbaf" | jq -c '[.scans[].status] | unique')"
-assert_eq "image_loaded sbaf after a load" 1 "$(metric 'sysobs_ifs_image_loaded{test="sbaf"}')"
+assert_eq "missing batch recorded" '["batch_missing"]' \
+	"$(rows "&since=$since&result=error" | jq -c '[.scans[].error_name] | unique')"
+# After the failed load of batch 3, batch 1 comes round again.
+again() { rows "&since=$since&test=scan" | jq -e '[.scans | reverse | .[] | select(.status != "error") | .batch] | index([2, 1]) != null' >/dev/null; }
+wait_for 30 again || fail "rotation stuck after a missing batch: $(rows "&since=$since&test=scan" | jq -c '[.scans[] | [.status,.batch,.error_name]]')"
 stop_agent
-pass "allow_cpus limits the scheduler to core 0; batches rotate through current_batch"
+pass "allow_cpus limits the scheduler to core 0; batches rotate, a missing batch is an error and skipped"
 
 # ---- a bad CPU list is a config error naming the key ----
 sed -i 's/^allow_cpus = 0,4/allow_cpus = 0-x/' "$T/sysobsd.ini"
