@@ -604,9 +604,16 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 	*con_cls = NULL;
 }
 
+/* libmicrohttpd's own messages (a client that vanished mid-response, a
+ * failed accept). A remote peer can provoke them at will, so they are
+ * rate-limited. */
 static void mhd_log(void *cls, const char *fmt, va_list ap)
 {
-	log_vmsg(LOG_LVL_WARN, "http", fmt, ap);
+	static struct log_ratelimit rl;
+	char msg[512];
+
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	log_ratelimited(&rl, 10000, LOG_LVL_WARN, "http", "%s", msg);
 }
 
 /* ---- lifecycle ---- */
