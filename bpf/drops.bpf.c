@@ -326,6 +326,9 @@ static __always_inline void emit_sample(struct sk_buff *skb, void *location, __u
 	struct drops_record *r;
 	struct net_device *dev;
 
+	/* Records are fixed-size, so plain bpf_ringbuf_reserve(): the dynptr
+	 * API (bpf_ringbuf_reserve_dynptr(), v5.19) pays off only for
+	 * variable-size records such as packet payload, which these are not. */
 	r = bpf_ringbuf_reserve(&samples, sizeof(*r), 0);
 	if (!r) {
 		stat_inc(DROPS_STAT_SAMPLES_LOST);

@@ -190,25 +190,6 @@ static const char *drops_libbpf_cause(int err)
 
 /* --- init ---------------------------------------------------------------- */
 
-static const struct cfg_key drops_keys[] = {
-    {"interval", "1s", "how often the kernel counters are read into the metrics"},
-    {"sample_rate", "100",
-     "sampled drop records per second, host-wide; split evenly over the online CPUs, so a "
-     "flood on one CPU gets that CPU's share (0 = no samples)"},
-    {"sample_burst", "20", "records a quiet host may send at once before the rate applies"},
-    {"map_entries", "4096",
-     "distinct (reason, protocols, netns) counters kept in the kernel; more are "
-     "counted as sysobs_drops_map_overflow_total"},
-    {"ring_bytes", "256k", "BPF ring buffer size (power of two, >= page size)"},
-    {"netns_label", "false", "add a netns label (namespace inode) to sysobs_packet_drops_total"},
-    {"fast_slots", "true",
-     "count drops in a per-CPU direct-mapped table in front of the hash (cheaper per drop)"},
-    {"attach", "auto", "auto, tp_btf or raw_tp: how the program attaches to skb:kfree_skb"},
-    {"btf_path", "/sys/kernel/btf/vmlinux", "kernel BTF naming the drop reasons"},
-    {"kallsyms", "/proc/kallsyms", "kernel symbols naming drop locations"},
-    {0},
-};
-
 /* Adds subsystem reason names from every module BTF next to vmlinux
  * (/sys/kernel/btf/<module>): openvswitch, mac80211, ... are modules. */
 static void drops_scan_modules(struct drops_state *st)
@@ -451,6 +432,8 @@ static int drops_start(struct collector *c)
 	static const char *const labels3[] = {"reason", "protocol", "netns", NULL};
 	struct drops_state *st = c->priv;
 	struct metrics *m = c->agent->metrics;
+	libbpf_print_fn_t prev;
+	int err = 0;
 
 	st->drops = metrics_counter(m, "sysobs_packet_drops_total",
 				    "Packets the kernel dropped, by drop reason (named from the "
@@ -485,21 +468,26 @@ static int drops_start(struct collector *c)
 			  st->kallsyms_path);
 
 	st->mono_to_wall_ns = clock_wall_ns() - clock_mono_ns();
+	prev = libbpf_set_print(drops_libbpf_print);
+	drops_libbpf_nwarn = 0;
 	st->rb = ring_buffer__new(bpf_map__fd(st->skel->maps.samples), drops_on_sample, c, NULL);
-	if (!st->rb)
-		return -errno;
+	if (!st->rb) {
+		err = -errno;
+		goto out_print;
+	}
 	st->link =
 	    bpf_program__attach(!strcmp(st->attach_kind, "tp_btf") ? st->skel->progs.drops_tp_btf
 								   : st->skel->progs.drops_raw_tp);
 	if (!st->link) {
-		int err = -errno;
-
-		snprintf(c->why, sizeof(c->why), "attach %s/kfree_skb: %s", st->attach_kind,
-			 strerror(-err));
-		return err;
+		err = -errno;
+		snprintf(c->why, sizeof(c->why), "attach %s/kfree_skb: %s; libbpf: %s",
+			 st->attach_kind, strerror(-err), drops_libbpf_cause(err));
+		goto out_print;
 	}
 	c->fd = ring_buffer__epoll_fd(st->rb);
-	return 0;
+out_print:
+	libbpf_set_print(prev);
+	return err;
 }
 
 static int drops_sum_percpu(struct drops_state *st, int fd, const void *key, uint64_t *sum)
@@ -705,7 +693,7 @@ static const struct collector_route drops_routes[] = {
 const struct collector_ops drops_collector = {
     .name = "drops",
     .help = "packet drops by kernel drop reason (BPF on skb:kfree_skb), sampled with 5-tuples",
-    .keys = drops_keys,
+    .keys = drops_cfg_keys,
     .tables = drops_tables,
     .routes = drops_routes,
     .init = drops_init,

@@ -31,6 +31,8 @@ struct drops_row {
 };
 
 extern const struct store_table drops_samples_table;
+struct cfg_key;
+extern const struct cfg_key drops_cfg_keys[];
 
 /* GET /api/v1/drops?reason=&protocol=&addr=&port=&since=&until=&limit=&cursor= */
 void drops_api_get(const struct http_request *req, struct http_response *res, void *arg);
