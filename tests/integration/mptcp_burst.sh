@@ -13,6 +13,10 @@
 #    SIGCONT it must count overruns, resync from sock_diag and show exactly
 #    those 300 connections with 2 subflows in each namespace plus the
 #    server's listener; then, after they close, none.
+# 3. Subflow reset: the client's path-2 subflow of a held connection killed
+#    with `ss -K`; its RST carries MP_TCPRST, so the server's SUB_CLOSED has
+#    RESET_REASON 0: sysobs_mptcp_subflow_resets_total{reason="unspec"} 1 and
+#    the reason in the server token's history.
 HERE=$(cd "$(dirname "$0")" && pwd)
 source "$HERE/lib.sh"
 source "$HERE/mptcp_topo.sh"
@@ -167,4 +171,36 @@ wait_for 30 no_conn || fail "live state not empty after the held connections clo
 assert_eq "gauge subflows at the end" 0 "$(metric sysobs_mptcp_subflows)"
 echo "phase 2: overruns=$(metric sysobs_mptcp_overruns_total) resyncs=$(metric sysobs_mptcp_resyncs_total)"
 stop_agent
-pass "forced overrun: $ov overruns counted, live state resynced from sock_diag to $HOLD+$HOLD connections x 2 subflows, then empty"
+pass_overrun="forced overrun: $ov overruns counted, live state resynced from sock_diag to $HOLD+$HOLD connections x 2 subflows, then empty"
+
+# ---- 3. subflow reset by reason -------------------------------------------
+cp "$T/base.ini" "$T/sysobsd.ini"
+start_agent
+assert_eq "no resets yet" 0 "$(metric 'sysobs_mptcp_subflow_resets_total{reason="unspec"}')"
+mkfifo "$T/rctl"
+ip netns exec "$NS_A" timeout 60 "$PEER" client "$MP_B1" "$MP_PORT" -s 2 <"$T/rctl" >"$T/rcli.txt" 2>&1 &
+RCLI=$!
+on_exit "kill $RCLI 2>/dev/null"
+exec 6>"$T/rctl"
+wait_for 10 grep -q '^token=.*subflows=2' "$T/rcli.txt" || fail "reset phase: no 2-subflow connection"
+ip netns exec "$NS_A" ss -K -t src "$MP_A2" >/dev/null 2>&1 || skip "ss -K unsupported (CONFIG_INET_DIAG_DESTROY)"
+reset_seen() { [ "$(metric 'sysobs_mptcp_subflow_resets_total{reason="unspec"}')" = 1 ]; }
+wait_for 10 reset_seen || fail "no reset counted: $(curl -s "http://127.0.0.1:$PORT/metrics" | grep resets_total)"
+echo close >&6
+exec 6>&-
+wait "$RCLI"
+reset_row() {
+	stok=$(sqlite3 "file:$T/sysobs.db?mode=ro" "SELECT token FROM mptcp_events WHERE netns = $INO_B AND type = 'SUB_CLOSED' AND reset_reason IS NOT NULL ORDER BY id DESC LIMIT 1" 2>/dev/null)
+	[ -n "$stok" ]
+}
+# The writer commits in batches: wait for the row.
+wait_for 5 reset_row || fail "no server SUB_CLOSED with a reset reason in the history"
+api GET "/api/v1/mptcp/connections/$stok?netns=$INO_B" >"$T/body"
+r=$(jq -c '[.data[] | select(.type == "SUB_CLOSED")][0]' "$T/body")
+assert_eq "reset reason" 0 "$(jq -r .reset_reason <<<"$r")"
+assert_eq "reset reason name" unspec "$(jq -r .reset_reason_name <<<"$r")"
+assert_eq "reset error (ECONNRESET)" 104 "$(jq -r .error <<<"$r")"
+assert_eq "reset subflow peer address" "$MP_A2" "$(jq -r .daddr <<<"$r")"
+stop_agent
+pass "$pass_overrun"
+pass "subflow reset: counted by reason (unspec) and stored with its reason"

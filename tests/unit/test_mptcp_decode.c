@@ -156,6 +156,28 @@ static void test_sub_closed_and_closed(void **state)
 	assert_int_equal(ev.present, 1u << MPTCP_EVA_TOKEN);
 }
 
+/* Recorded on the server after `ss -K` killed the client's path-2 subflow:
+ * the RST carried MP_TCPRST, so the kernel adds RESET_REASON/RESET_FLAGS. */
+static void test_sub_closed_reset(void **state)
+{
+	struct mptcp_event ev;
+
+	decode_file("reset-server-SUB_CLOSED.bin", &ev);
+	assert_int_equal(ev.type, MPTCP_EV_SUB_CLOSED);
+	assert_int_equal(ev.token, 0xc1df3a2b);
+	assert_true(mptcp_event_has(&ev, MPTCP_EVA_RESET_REASON));
+	assert_true(mptcp_event_has(&ev, MPTCP_EVA_RESET_FLAGS));
+	assert_int_equal(ev.reset_reason, 0);
+	assert_string_equal(mptcp_reset_reason_name(ev.reset_reason), "unspec");
+	assert_int_equal(ev.reset_flags, 0);
+	assert_int_equal(ev.error, 104); /* ECONNRESET */
+	assert_int_equal(ev.loc_id, 0);
+	assert_int_equal(ev.rem_id, 2);
+	assert_addrs(&ev, "10.231.1.2", "10.231.2.1");
+	assert_int_equal(ev.sport, 10080);
+	assert_int_equal(ev.dport, 40601);
+}
+
 static void test_sub_priority(void **state)
 {
 	struct mptcp_event ev;
@@ -381,6 +403,7 @@ int main(void)
 	    cmocka_unit_test(test_sub_established_second_path),
 	    cmocka_unit_test(test_announced_removed),
 	    cmocka_unit_test(test_sub_closed_and_closed),
+	    cmocka_unit_test(test_sub_closed_reset),
 	    cmocka_unit_test(test_sub_priority),
 	    cmocka_unit_test(test_listener_ipv4_ipv6),
 	    cmocka_unit_test(test_ipv6_connection),
