@@ -82,12 +82,15 @@ int mptcp_genl_family_parse(const struct nlmsghdr *nlh, size_t len, uint16_t *fa
 static int mptcp_genl_resolve(struct mnl_socket *nl, uint16_t *family, uint32_t *group)
 {
 	char buf[8192] __attribute__((aligned(4)));
-	struct nlmsghdr *nlh = mnl_nlmsg_put_header(buf);
+	struct nlmsghdr *nlh;
 	struct genlmsghdr *genl;
 	uint32_t seq = (uint32_t)time(NULL), portid = mnl_socket_get_portid(nl);
 	int ret = -ENOENT, left;
 	ssize_t n;
 
+	/* Attribute padding is not cleared by every libmnl: send no stack bytes. */
+	memset(buf, 0, 512);
+	nlh = mnl_nlmsg_put_header(buf);
 	nlh->nlmsg_type = GENL_ID_CTRL;
 	nlh->nlmsg_flags = NLM_F_REQUEST | NLM_F_ACK;
 	nlh->nlmsg_seq = seq;
