@@ -340,8 +340,10 @@ void http_reply_json(struct http_response *res, int status, json_t *j)
 {
 	char *s = NULL;
 
+	/* 15 significant digits: doubles read from counters and /proc print as
+	 * 0.092354, not 0.092354000000000006. */
 	if (j)
-		s = json_dumps(j, JSON_COMPACT | JSON_ENCODE_ANY);
+		s = json_dumps(j, JSON_COMPACT | JSON_ENCODE_ANY | JSON_REAL_PRECISION(15));
 	json_decref(j);
 	if (!s) {
 		static const char oom[] =

@@ -17,6 +17,6 @@ sleep 1
 rss_kb=$(awk '/^VmRSS/ {print $2}' "/proc/$pid/status")
 hwm_kb=$(awk '/^VmHWM/ {print $2}' "/proc/$pid/status")
 running=$(curl -s "http://127.0.0.1:$(cat "$t/port")/api/v1/collectors" |
-	jq -r '[.[] | select(.state=="running") | .name] | join(",")')
+	jq -r '[.data[] | select(.state=="running") | .name] | join(",")')
 printf 'idle sysobsd: VmRSS %.1f MiB, VmHWM %.1f MiB (collectors running: %s)\n' \
 	"$(echo "$rss_kb/1024" | bc -l)" "$(echo "$hwm_kb/1024" | bc -l)" "$running"
