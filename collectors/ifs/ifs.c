@@ -149,6 +149,7 @@ struct ifs_api_req {
 	int package, core_id; /* by identity: the topology may change meanwhile */
 	enum ifs_test test;
 	uint64_t scan_id;
+	int cpu; /* asked for by CPU number, else -1 */
 };
 
 struct ifs_priv {
@@ -456,10 +457,11 @@ static void alert_update(struct ifs_priv *p, const struct ifs_core_info *core, s
 	core_labels(core, pkg, cid);
 	snprintf(key, sizeof(key), "%s/%s/%s", ifs_test_name(t), pkg, cid);
 	if (l->result != IFS_RESULT_FAIL) {
-		if (l->result == IFS_RESULT_PASS && l->alert_firing) {
+		/* Unconditionally: the alert may predate a topology change or a
+		 * restart (a no-op for a key the alerter does not know). */
+		if (l->result == IFS_RESULT_PASS)
 			ifs_alert_resolve(p->alert, key, ts);
-			l->alert_firing = false;
-		}
+		l->alert_firing = false;
 		return;
 	}
 	snprintf(cpu, sizeof(cpu), "%d", row->cpu);
@@ -482,6 +484,105 @@ static void alert_update(struct ifs_priv *p, const struct ifs_core_info *core, s
 	}
 	ifs_alert_fire(p->alert, key, labels, ann, ts);
 	l->alert_firing = true;
+}
+
+/* Records a core's latest result: in-memory state for /api/v1/ifs/cores,
+ * the per-core series, the failing-core count and the alert. p->lock held. */
+static void last_update(struct ifs_priv *p, size_t core_idx, enum ifs_test t,
+			enum ifs_result result, int64_t ts_ns, int cpu, uint64_t raw,
+			uint64_t scan_id, const struct ifs_row *row)
+{
+	const struct ifs_core_info *core = &p->topo.cores[core_idx];
+	struct ifs_last *l = &p->last[core_idx][t];
+	const char *v[] = {ifs_test_name(t), NULL, NULL};
+	char pkg[16], cid[16];
+
+	core_labels(core, pkg, cid);
+	v[1] = pkg;
+	v[2] = cid;
+	l->has = true;
+	l->result = result;
+	l->ts_ns = ts_ns;
+	l->cpu = cpu;
+	l->details = raw;
+	l->scan_id = scan_id;
+	snprintf(l->error_name, sizeof(l->error_name), "%s", row->error_name);
+	if (!l->status_s)
+		l->status_s = metric_series(p->m_status, v);
+	if (!l->ts_s)
+		l->ts_s = metric_series(p->m_last_ts, v);
+	if (l->status_s)
+		series_set(l->status_s, result);
+	if (l->ts_s)
+		series_set(l->ts_s, (double)ts_ns / 1e9);
+	update_failing(p);
+	alert_update(p, core, l, t, row, ts_ns);
+}
+
+/*
+ * After a restart, each core's last result comes back from the history, so
+ * a failed core stays failed (metric and alert) until a scan passes, instead
+ * of vanishing until the next scheduled run. p->lock held.
+ */
+static void last_restore(struct ifs_priv *p)
+{
+	/* SQLite: with max(), the bare columns come from the row of the max. */
+	static const char sql[] =
+	    "SELECT max(id), test, package, core, cpu, status, details, error_name, ts,"
+	    " scan_id, reason, decoded, image_version FROM ifs_scans"
+	    " WHERE core IS NOT NULL AND status IN ('pass', 'fail', 'untested')"
+	    " GROUP BY test, package, core";
+	sqlite3 *db = store_reader_get(p->c->agent->store);
+	sqlite3_stmt *st = NULL;
+	unsigned n = 0;
+
+	if (!db)
+		return;
+	if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK) {
+		clog_warn(p->c, "cannot read the last results: %s", sqlite3_errmsg(db));
+		goto out;
+	}
+	while (sqlite3_step(st) == SQLITE_ROW) {
+		const char *test = (const char *)sqlite3_column_text(st, 1);
+		int package = sqlite3_column_int(st, 2), core_id = sqlite3_column_int(st, 3);
+		enum ifs_result result;
+		struct ifs_row row = {0};
+		uint64_t raw = 0;
+		int t;
+
+		for (t = 0; t < IFS_TEST_MAX; t++)
+			if (test && !strcmp(test, ifs_test_name(t)))
+				break;
+		if (t == IFS_TEST_MAX ||
+		    ifs_status_parse((const char *)sqlite3_column_text(st, 5), &result))
+			continue;
+		ifs_details_parse((const char *)sqlite3_column_text(st, 6), &raw);
+		snprintf(row.details, sizeof(row.details), "%s",
+			 (const char *)sqlite3_column_text(st, 6) ?: "");
+		snprintf(row.error_name, sizeof(row.error_name), "%s",
+			 (const char *)sqlite3_column_text(st, 7) ?: "");
+		snprintf(row.reason, sizeof(row.reason), "%s",
+			 (const char *)sqlite3_column_text(st, 10) ?: "");
+		snprintf(row.decoded, sizeof(row.decoded), "%s",
+			 (const char *)sqlite3_column_text(st, 11) ?: "");
+		snprintf(row.image_version, sizeof(row.image_version), "%s",
+			 (const char *)sqlite3_column_text(st, 12) ?: "");
+		row.cpu =
+		    sqlite3_column_type(st, 4) == SQLITE_NULL ? -1 : sqlite3_column_int(st, 4);
+		for (size_t k = 0; k < p->topo.n_cores; k++) {
+			if (p->topo.cores[k].package != package ||
+			    p->topo.cores[k].core_id != core_id)
+				continue;
+			last_update(p, k, t, result, sqlite3_column_int64(st, 8), row.cpu, raw,
+				    (uint64_t)sqlite3_column_int64(st, 9), &row);
+			n++;
+		}
+	}
+	if (n)
+		clog_info(p->c, "restored the last result of %u core/test pairs from history", n);
+out:
+	sqlite3_finalize(st);
+	store_reader_put(p->c->agent->store, db);
 }
 
 /* A finished job: scheduler outcome, history row, metrics, alert. */
@@ -588,32 +689,9 @@ static void handle_result(struct ifs_priv *p, const struct ifs_work_result *r)
 		snprintf(dv->seen_details, sizeof(dv->seen_details), "%s", r->details);
 		dv->seen_valid = true;
 	}
-	if (ok && core) {
-		struct ifs_last *l = &p->last[core_idx][job->test];
-		const char *v[] = {ifs_test_name(job->test), NULL, NULL};
-		char pkg[16], cid[16];
-
-		core_labels(core, pkg, cid);
-		v[1] = pkg;
-		v[2] = cid;
-		l->has = true;
-		l->result = result;
-		l->ts_ns = r->start_wall;
-		l->cpu = job->cpu;
-		l->details = raw;
-		l->scan_id = job->scan_id;
-		snprintf(l->error_name, sizeof(l->error_name), "%s", row.error_name);
-		if (!l->status_s)
-			l->status_s = metric_series(p->m_status, v);
-		if (!l->ts_s)
-			l->ts_s = metric_series(p->m_last_ts, v);
-		if (l->status_s)
-			series_set(l->status_s, result);
-		if (l->ts_s)
-			series_set(l->ts_s, (double)r->start_wall / 1e9);
-		update_failing(p);
-		alert_update(p, core, l, job->test, &row, r->start_wall);
-	}
+	if (ok && core)
+		last_update(p, core_idx, job->test, result, r->start_wall, job->cpu, raw,
+			    job->scan_id, &row);
 	p->running = false;
 	ifs_sched_done(&p->sched, job, r->start_mono, r->end_mono, out);
 	pthread_mutex_unlock(&p->lock);
@@ -699,7 +777,8 @@ static void drain_requests(struct ifs_priv *p)
 			    p->topo.cores[k].core_id == reqs[i].core_id)
 				break;
 		if (k < p->topo.n_cores)
-			err = ifs_sched_request(&p->sched, k, reqs[i].test, reqs[i].scan_id);
+			err = ifs_sched_request(&p->sched, k, reqs[i].test, reqs[i].scan_id,
+						reqs[i].cpu);
 		if (err)
 			clog_warn(p->c, "scan %" PRIu64 " dropped: %s", reqs[i].scan_id,
 				  strerror(-err));
@@ -842,6 +921,9 @@ static int ifs_start(struct collector *c)
 		if (!p->alert)
 			return -errno;
 	}
+	pthread_mutex_lock(&p->lock);
+	last_restore(p);
+	pthread_mutex_unlock(&p->lock);
 	passive_check(p); /* baseline: what is there now is not new */
 	c->fd = p->efd;
 	c->interval_ms = p->poll_ms;
@@ -1149,7 +1231,7 @@ static void route_scans_post(const struct http_request *req, struct http_respons
 	json_t *body, *cpus, *cores, *tests, *v, *out;
 	const char *key;
 	size_t i, n_sel = 0;
-	int sel[IFS_MAX_CPUS];
+	int sel[IFS_MAX_CPUS], sel_cpu[IFS_MAX_CPUS];
 	unsigned test_mask = 0;
 	struct ifs_api_req *nr;
 	uint64_t one = 1;
@@ -1230,8 +1312,10 @@ static void route_scans_post(const struct http_request *req, struct http_respons
 			for (size_t k = 0; k < p->topo.n_cores && n_sel < IFS_MAX_CPUS; k++) {
 				if (p->topo.cores[k].core_id != json_integer_value(v))
 					continue;
-				if (found >= 0)
+				if (found >= 0) {
+					sel_cpu[n_sel] = -1;
 					sel[n_sel++] = found;
+				}
 				found = (int)k;
 			}
 		} else if (cores && json_is_object(v)) {
@@ -1251,8 +1335,10 @@ static void route_scans_post(const struct http_request *req, struct http_respons
 					 cpus ? "cpus" : "cores", i, cpus ? "CPU" : "core");
 			return;
 		}
-		if (n_sel < IFS_MAX_CPUS)
+		if (n_sel < IFS_MAX_CPUS) {
+			sel_cpu[n_sel] = cpus ? (int)json_integer_value(v) : -1;
 			sel[n_sel++] = found;
+		}
 	}
 	/* Check every core before queueing anything: all or nothing. */
 	for (i = 0; i < n_sel; i++) {
@@ -1283,12 +1369,17 @@ static void route_scans_post(const struct http_request *req, struct http_respons
 	p->reqs = nr;
 	for (i = 0; i < n_sel; i++) {
 		const struct ifs_core_info *ci = &p->topo.cores[sel[i]];
+		int cpu = ifs_sched_core_cpu(&p->sched, sel[i]);
 		bool dup = false;
 
 		for (size_t k = 0; k < i; k++)
 			dup |= sel[k] == sel[i];
 		if (dup)
 			continue;
+		/* The thread asked for runs the test if it is online. */
+		for (unsigned k = 0; k < ci->n_cpus; k++)
+			if (ci->cpus[k] == sel_cpu[i] && ci->online[k])
+				cpu = sel_cpu[i];
 		for (int t = 0; t < IFS_TEST_MAX; t++) {
 			struct ifs_api_req *r;
 
@@ -1299,11 +1390,12 @@ static void route_scans_post(const struct http_request *req, struct http_respons
 			r->core_id = ci->core_id;
 			r->test = t;
 			r->scan_id = ++p->next_scan_id;
-			json_array_append_new(
-			    out, json_pack("{s:I, s:s, s:i, s:i, s:i}", "scan_id",
-					   (json_int_t)r->scan_id, "test", ifs_test_name(t),
-					   "package", ci->package, "core", ci->core_id, "cpu",
-					   ifs_sched_core_cpu(&p->sched, sel[i])));
+			r->cpu = sel_cpu[i];
+			json_array_append_new(out,
+					      json_pack("{s:I, s:s, s:i, s:i, s:i}", "scan_id",
+							(json_int_t)r->scan_id, "test",
+							ifs_test_name(t), "package", ci->package,
+							"core", ci->core_id, "cpu", cpu));
 		}
 	}
 	pthread_mutex_unlock(&p->lock);

@@ -186,7 +186,8 @@ void ifs_sched_set_tests(struct ifs_sched *s, unsigned mask, int64_t now)
 	spread_new_pairs(s, now);
 }
 
-int ifs_sched_request(struct ifs_sched *s, unsigned core, enum ifs_test test, uint64_t scan_id)
+int ifs_sched_request(struct ifs_sched *s, unsigned core, enum ifs_test test, uint64_t scan_id,
+		      int cpu)
 {
 	if (core >= s->n_cores || !test_ok(s, test))
 		return -ENOENT;
@@ -201,7 +202,7 @@ int ifs_sched_request(struct ifs_sched *s, unsigned core, enum ifs_test test, ui
 		s->reqs = r;
 		s->cap_reqs = cap;
 	}
-	s->reqs[s->n_reqs++] = (struct ifs_sched_req){core, test, scan_id};
+	s->reqs[s->n_reqs++] = (struct ifs_sched_req){core, test, scan_id, cpu};
 	return 0;
 }
 
@@ -273,6 +274,9 @@ int ifs_sched_next(struct ifs_sched *s, int64_t now, struct ifs_job *job, int64_
 
 		if (cpu < 0 || !test_ok(s, q.test))
 			continue; /* offline for now: stays queued */
+		for (unsigned i = 0; q.cpu >= 0 && i < s->cores[q.core].n_cpus; i++)
+			if (s->cores[q.core].cpus[i] == q.cpu && s->cores[q.core].online[i])
+				cpu = q.cpu;
 		memmove(&s->reqs[r], &s->reqs[r + 1], (s->n_reqs - r - 1) * sizeof(*s->reqs));
 		s->n_reqs--;
 		*job = (struct ifs_job){

@@ -81,6 +81,7 @@ struct ifs_sched_req {
 	unsigned core;
 	enum ifs_test test;
 	uint64_t scan_id;
+	int cpu; /* thread asked for, -1 any */
 };
 
 struct ifs_sched_run {
@@ -120,9 +121,11 @@ bool ifs_sched_core_allowed(const struct ifs_sched *s, unsigned core);
 /* The first online thread of an allowed core, or -1. */
 int ifs_sched_core_cpu(const struct ifs_sched *s, unsigned core);
 
-/* Queues an API request. -ENOENT no such core or test unavailable, -EPERM
- * core excluded by allow/deny lists, -ENOMEM. */
-int ifs_sched_request(struct ifs_sched *s, unsigned core, enum ifs_test test, uint64_t scan_id);
+/* Queues an API request. cpu: the thread to write if it is online when the
+ * job starts (-1: the first online one). -ENOENT no such core or test
+ * unavailable, -EPERM core excluded by allow/deny lists, -ENOMEM. */
+int ifs_sched_request(struct ifs_sched *s, unsigned core, enum ifs_test test, uint64_t scan_id,
+		      int cpu);
 size_t ifs_sched_pending(const struct ifs_sched *s);
 
 /*

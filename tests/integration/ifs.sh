@@ -59,7 +59,7 @@ image_version = 0x8000
 batch = 1
 batches = 1,2
 core.1 = untested:6
-core.2 = fail,fail,pass
+core.2 = fail,fail,pass,fail
 core.3 = untested:1,pass
 [device.1]
 default = pass
@@ -225,7 +225,7 @@ api POST /api/v1/ifs/scans -H 'Content-Type: application/json' \
 assert_eq "POST status" 202 "$HTTP_CODE"
 out=$(cat "$T/post.json")
 sid=$(jq -r '.scans[0].scan_id' <<<"$out")
-assert_eq "POST cpu of core" 3 "$(jq -r '.scans[0].cpu' <<<"$out")"
+assert_eq "POST runs on the CPU asked for" 7 "$(jq -r '.scans[0].cpu' <<<"$out")"
 api_row() { [ "$(rows "&scan_id=$sid" | jq '.scans | length')" = 1 ]; }
 wait_for 15 api_row || fail "scan $sid never recorded"
 assert_eq "api row requester" api "$(rows "&scan_id=$sid" | jq -r '.scans[0].requested_by')"
@@ -242,12 +242,28 @@ assert_eq "GET with an unknown parameter" 400 "$HTTP_CODE"
 api GET '/api/v1/ifs/scans?result=maybe' >/dev/null
 assert_eq "GET with a bad result" 400 "$HTTP_CODE"
 pass "POST /api/v1/ifs/scans answers scan ids found by GET /api/v1/ifs/scans; bad input is 4xx"
+
+# Core 2 fails again from its 4th run on; request one through its sibling.
+api POST /api/v1/ifs/scans -d '{"cpus":[6],"tests":["scan"]}' >"$T/post.json"
+sid=$(jq -r '.scans[0].scan_id' "$T/post.json")
+wait_for 15 api_row || fail "scan $sid never recorded"
+assert_eq "refail" '[6,"fail"]' "$(rows "&scan_id=$sid" | jq -c '.scans[0] | [.cpu, .status]')"
+wait_for 15 am_firing || fail "alert not firing again"
 stop_agent
+upd=$(am_alert | jq -r '.[] | select(.labels.core == "0" and .labels.package == "1") | .updatedAt')
 
 # ---- phase 2: passive (scheduler off), admin off ----
 sed -i -e 's/^admin = true/admin = false/' -e 's/^schedule = true/schedule = false/' "$T/sysobsd.ini"
 before=$(wc -l <"$T/mnt/fake_runs")
 start_agent
+# The last results come back from the history: the failed core is still
+# failed after the restart, and its alert is pushed again.
+assert_eq "core_status after restart" 1 "$(metric 'sysobs_ifs_core_status{test="scan",package="1",core="0"}')"
+assert_eq "failing_cores after restart" 1 "$(metric 'sysobs_ifs_failing_cores{test="scan"}')"
+assert_eq "cores after restart" '"fail"' \
+	"$(api GET /api/v1/ifs/cores | jq -c '.cores[] | select(.package == 1 and .core == 0) | .tests.scan.result')"
+wait_for 10 resent || fail "alert not pushed again after the restart"
+pass "a restart keeps the failed core failed (metrics, API, alert)"
 api POST /api/v1/ifs/scans -d '{"cpus":[0]}' >/dev/null
 assert_eq "POST without admin" 403 "$HTTP_CODE"
 sleep 1.5
@@ -290,7 +306,7 @@ pass "with the scheduler off, a requested scan still runs"
 # start: the worker loads one through current_batch before running.
 sed -i -e 's/^schedule = false/schedule = true/' -e 's/^interval = 8s/interval = 2s/' \
 	-e 's/^deny_cpus = 5/allow_cpus = 0,4\nrotate_batches = 1-3/' "$T/sysobsd.ini"
-since=$(date +%s)
+since=$(date +%s.%N)
 start_agent
 rot() {
 	[ "$(rows "&since=$since&test=scan" | jq -c '[.scans[] | select(.status == "pass") | .batch] | unique')" = '[1,2]' ] &&

@@ -118,7 +118,7 @@ static void test_deny_and_allow(void **state)
 	cfg.deny[0] = 1ULL << 5;
 	setup(&s, &cfg, 4, SCAN);
 	assert_false(ifs_sched_core_allowed(&s, 1));
-	assert_int_equal(ifs_sched_request(&s, 1, IFS_TEST_SCAN, 7), -EPERM);
+	assert_int_equal(ifs_sched_request(&s, 1, IFS_TEST_SCAN, 7, -1), -EPERM);
 	for (int64_t t = 0; t < 40 * SEC; t += 100 * MS) {
 		int c = run_one(&s, t, MS, IFS_OUT_DONE, NULL);
 
@@ -236,7 +236,7 @@ static void test_offline_cpus(void **state)
 	assert_int_equal(ifs_sched_next(&s, HOUR + SEC, &j, &wake), -EAGAIN);
 	assert_true(wake == 2 * HOUR); /* core 0's next */
 	/* An API request for it waits in the queue. */
-	assert_int_equal(ifs_sched_request(&s, 1, IFS_TEST_SCAN, 42), 0);
+	assert_int_equal(ifs_sched_request(&s, 1, IFS_TEST_SCAN, 42, -1), 0);
 	assert_int_equal(ifs_sched_next(&s, HOUR + SEC, &j, &wake), -EAGAIN);
 	assert_int_equal(ifs_sched_pending(&s), 1);
 
@@ -267,13 +267,14 @@ static void test_api_only_when_off(void **state)
 	setup(&s, &cfg, 4, SCAN);
 	assert_int_equal(ifs_sched_next(&s, 0, &j, &wake), -EAGAIN);
 	assert_true(wake == INT64_MAX);
-	assert_int_equal(ifs_sched_request(&s, 9, IFS_TEST_SCAN, 1), -ENOENT);
-	assert_int_equal(ifs_sched_request(&s, 2, IFS_TEST_ARRAY, 1), -ENOENT);
-	assert_int_equal(ifs_sched_request(&s, 3, IFS_TEST_SCAN, 100), 0);
-	assert_int_equal(ifs_sched_request(&s, 1, IFS_TEST_SCAN, 101), 0);
+	assert_int_equal(ifs_sched_request(&s, 9, IFS_TEST_SCAN, 1, -1), -ENOENT);
+	assert_int_equal(ifs_sched_request(&s, 2, IFS_TEST_ARRAY, 1, -1), -ENOENT);
+	assert_int_equal(ifs_sched_request(&s, 3, IFS_TEST_SCAN, 100, 7), 0);
+	assert_int_equal(ifs_sched_request(&s, 1, IFS_TEST_SCAN, 101, -1), 0);
 	/* FIFO, one at a time, no periodic runs after. */
 	assert_int_equal(run_one(&s, 0, MS, IFS_OUT_RETRY, &j), 3);
 	assert_true(j.scan_id == 100);
+	assert_int_equal(j.cpu, 7); /* the sibling asked for */
 	assert_int_equal(run_one(&s, SEC, MS, IFS_OUT_DONE, &j), 1);
 	assert_true(j.scan_id == 101);
 	assert_int_equal(ifs_sched_next(&s, 10 * HOUR, &j, &wake), -EAGAIN);
