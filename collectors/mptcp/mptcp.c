@@ -524,7 +524,8 @@ static void mptcp_watch_read(struct mptcp_priv *p, struct mptcp_watch *w)
 			}
 			if (errno == ENOBUFS) {
 				/* The kernel dropped events for this socket. */
-				w->overruns++;
+				/* Read by HTTP threads. */
+				__atomic_add_fetch(&w->overruns, 1, __ATOMIC_RELAXED);
 				w->resync_pending = 1;
 				series_add(p->overruns_c, 1);
 				log_ratelimited(&w->overrun_rl, 5000, LOG_LVL_WARN, "mptcp",
@@ -838,8 +839,10 @@ out_db_error:
 }
 
 /*
- * GET /api/v1/mptcp/connections: live connections with their subflows and
- * announced addresses, and listeners, of every watched netns.
+ * GET /api/v1/mptcp/connections[?netns=INODE][&limit=N]: live connections
+ * with their subflows and announced addresses, and listeners, of every
+ * watched netns (or one); at most limit (default and cap QUERY_LIMIT_MAX)
+ * connections, "truncated" says when there were more.
  * GET /api/v1/mptcp/connections/{token}: see mptcp_route_history.
  */
 static void mptcp_route_connections(const struct http_request *req, struct http_response *res,
@@ -847,7 +850,9 @@ static void mptcp_route_connections(const struct http_request *req, struct http_
 {
 	struct collector *c = arg;
 	struct mptcp_priv *p = mptcp_route_priv(c, res);
-	const char *sub = req->subpath;
+	const char *sub = req->subpath, *netns_s, *limit_s;
+	unsigned limit = QUERY_LIMIT_MAX;
+	uint64_t netns = 0;
 	json_t *j, *ns;
 
 	if (!p)
@@ -862,7 +867,17 @@ static void mptcp_route_connections(const struct http_request *req, struct http_
 		mptcp_route_history(c, p, sub, req, res);
 		return;
 	}
-	j = mptcp_state_json(p->state);
+	netns_s = http_query(req, "netns");
+	if (netns_s && (cfg_parse_u64(netns_s, &netns) || !netns)) {
+		http_reply_error(res, 400, "bad_request", "netns must be a netns inode number");
+		return;
+	}
+	limit_s = http_query(req, "limit");
+	if (limit_s && query_parse_limit(limit_s, QUERY_LIMIT_MAX, &limit)) {
+		http_reply_error(res, 400, "bad_request", "limit must be 1..%u", QUERY_LIMIT_MAX);
+		return;
+	}
+	j = mptcp_state_json(p->state, netns, limit);
 	if (!j) {
 		http_reply_error(res, 500, "internal", "out of memory");
 		return;
@@ -871,7 +886,8 @@ static void mptcp_route_connections(const struct http_request *req, struct http_
 	for (size_t i = 0; i < p->n_w; i++)
 		json_array_append_new(ns, json_pack("{s:s,s:I,s:I}", "path", p->w[i].path, "netns",
 						    (json_int_t)p->w[i].ino, "overruns",
-						    (json_int_t)p->w[i].overruns));
+						    (json_int_t)__atomic_load_n(&p->w[i].overruns,
+										__ATOMIC_RELAXED)));
 	json_object_set_new(j, "namespaces", ns);
 	http_reply_json(res, 200, j);
 }

@@ -488,19 +488,60 @@ static json_t *mptcp_conn_json(const struct mptcp_conn *c)
 	return o;
 }
 
-json_t *mptcp_state_json(struct mptcp_state *st)
+/* A connection copied out of the state, so JSON is built without the lock;
+ * c.sf points into the snapshot's own subflow array. */
+struct mptcp_conn_snap {
+	struct mptcp_conn c;
+};
+
+json_t *mptcp_state_json(struct mptcp_state *st, uint64_t netns, size_t max_conns)
 {
-	json_t *conns = json_array(), *ls = json_array();
-	size_t n_subflows;
+	json_t *conns = json_array(), *ls = json_array(), *out;
+	struct mptcp_listener *lsnap = NULL;
+	struct mptcp_conn_snap *snap = NULL;
+	struct mptcp_subflow *sfs = NULL;
+	size_t n_conns = 0, n_subflows = 0, n_snap = 0, n_sf = 0, n_ls = 0;
+	size_t cap_snap, cap_sf;
 
 	if (!conns || !ls)
 		goto out_nomem;
+	/* Copy under the lock (memcpy only), build JSON after: the main thread
+	 * never waits on a large answer being formatted. */
 	pthread_mutex_lock(&st->lock);
-	for (size_t b = 0; b < st->n_buckets; b++)
-		for (struct mptcp_conn *c = st->buckets[b]; c; c = c->next)
-			json_array_append_new(conns, mptcp_conn_json(c));
-	for (size_t i = 0; i < st->n_listeners; i++) {
-		const struct mptcp_listener *l = &st->listeners[i];
+	cap_snap = st->n_conns < max_conns ? st->n_conns : max_conns;
+	cap_sf = st->n_subflows;
+	snap = calloc(cap_snap ? cap_snap : 1, sizeof(*snap));
+	sfs = calloc(cap_sf ? cap_sf : 1, sizeof(*sfs));
+	lsnap = calloc(st->n_listeners ? st->n_listeners : 1, sizeof(*lsnap));
+	if (!snap || !sfs || !lsnap) {
+		pthread_mutex_unlock(&st->lock);
+		goto out_nomem;
+	}
+	for (size_t b = 0; b < st->n_buckets; b++) {
+		for (struct mptcp_conn *c = st->buckets[b]; c; c = c->next) {
+			if (netns && c->netns != netns)
+				continue;
+			n_conns++;
+			n_subflows += c->n_sf;
+			if (n_snap == cap_snap || n_sf + c->n_sf > cap_sf)
+				continue;
+			snap[n_snap].c = *c;
+			snap[n_snap].c.next = NULL;
+			memcpy(&sfs[n_sf], c->sf, c->n_sf * sizeof(*sfs));
+			snap[n_snap].c.sf = &sfs[n_sf];
+			n_sf += c->n_sf;
+			n_snap++;
+		}
+	}
+	for (size_t i = 0; i < st->n_listeners; i++)
+		if (!netns || st->listeners[i].netns == netns)
+			lsnap[n_ls++] = st->listeners[i];
+	pthread_mutex_unlock(&st->lock);
+
+	for (size_t i = 0; i < n_snap; i++)
+		json_array_append_new(conns, mptcp_conn_json(&snap[i].c));
+	for (size_t i = 0; i < n_ls; i++) {
+		const struct mptcp_listener *l = &lsnap[i];
 
 		json_array_append_new(
 		    ls, json_pack("{s:I,s:s,s:o,s:i,s:o}", "netns", (json_int_t)l->netns, "family",
@@ -508,13 +549,18 @@ json_t *mptcp_state_json(struct mptcp_state *st)
 				  mptcp_json_addr(l->t.family, &l->t.saddr), "port", l->t.sport,
 				  "since", mptcp_json_time(l->since_ns)));
 	}
-	n_subflows = st->n_subflows;
-	pthread_mutex_unlock(&st->lock);
-	return json_pack("{s:I,s:I,s:o,s:o}", "n_connections", (json_int_t)json_array_size(conns),
-			 "n_subflows", (json_int_t)n_subflows, "connections", conns, "listeners",
-			 ls);
+	free(snap);
+	free(sfs);
+	free(lsnap);
+	out = json_pack("{s:I,s:I,s:b,s:o,s:o}", "n_connections", (json_int_t)n_conns, "n_subflows",
+			(json_int_t)n_subflows, "truncated", n_snap < n_conns, "connections", conns,
+			"listeners", ls);
+	return out;
 
 out_nomem:
+	free(snap);
+	free(sfs);
+	free(lsnap);
 	json_decref(conns);
 	json_decref(ls);
 	return NULL;

@@ -114,7 +114,12 @@ void mptcp_state_resync(struct mptcp_state *st, uint64_t netns, struct mptcp_sta
 
 void mptcp_state_counts(struct mptcp_state *st, size_t *conns, size_t *subflows);
 
-/* {"connections": [...], "listeners": [...]} under the lock; NULL on ENOMEM. */
-json_t *mptcp_state_json(struct mptcp_state *st);
+/*
+ * {"n_connections", "n_subflows", "truncated", "connections": [...],
+ * "listeners": [...]} of one netns (0: all), at most max_conns connections
+ * (the counts are of all of them). The state is copied under the lock and
+ * formatted after it. NULL on ENOMEM.
+ */
+json_t *mptcp_state_json(struct mptcp_state *st, uint64_t netns, size_t max_conns);
 
 #endif

@@ -58,7 +58,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			mptcp_diag_msg_apply(nlh, nlh->nlmsg_len, 262, 1, st, 1);
 			mptcp_diag_msg_apply(nlh, nlh->nlmsg_len, 6, 1, st, 1);
 		}
-		json_decref(mptcp_state_json(st));
+		json_decref(mptcp_state_json(st, 0, 1000));
 		mptcp_state_free(st);
 	}
 	free(copy);

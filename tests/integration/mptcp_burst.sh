@@ -155,6 +155,15 @@ assert_ge "overruns counted" 1 "$ov"
 assert_ge "resyncs" 2 "$(metric sysobs_mptcp_resyncs_total)"
 assert_eq "gauge connections" $((2 * HOLD)) "$(metric sysobs_mptcp_connections)"
 assert_eq "gauge subflows" $((4 * HOLD)) "$(metric sysobs_mptcp_subflows)"
+# Filters of the live route: one namespace, a capped answer.
+api GET "/api/v1/mptcp/connections?netns=$INO_B" >"$T/body"
+assert_eq "netns filter" "$HOLD $((2 * HOLD)) $HOLD false" \
+	"$(jq -r '"\(.n_connections) \(.n_subflows) \(.connections | length) \(.truncated)"' "$T/body")"
+api GET "/api/v1/mptcp/connections?limit=10" >"$T/body"
+assert_eq "limit" "$((2 * HOLD)) 10 true" \
+	"$(jq -r '"\(.n_connections) \(.connections | length) \(.truncated)"' "$T/body")"
+api GET "/api/v1/mptcp/connections?limit=0" >/dev/null
+assert_eq "bad limit" 400 "$HTTP_CODE"
 api GET /api/v1/mptcp/connections >"$T/body"
 assert_eq "server listener after resync" 1 \
 	"$(jq --argjson b "$INO_B" "[.listeners[] | select(.netns == \$b and .port == $MP_PORT)] | length" "$T/body")"

@@ -93,7 +93,7 @@ static void test_client_sequence(void **state)
 	assert_int_equal(c->addrs[0].removed_ns, 0);
 
 	/* Live view as the REST route renders it. */
-	j = mptcp_state_json(st);
+	j = mptcp_state_json(st, 0, 1000);
 	assert_non_null(j);
 	assert_int_equal(json_integer_value(json_object_get(j, "n_connections")), 1);
 	assert_int_equal(json_integer_value(json_object_get(j, "n_subflows")), 3);
@@ -152,7 +152,7 @@ static void test_server_sequence_priority_listener(void **state)
 		assert_int_equal(c->sf[i].backup, c->sf[i].t.dport == 49069 ? 1 : 0);
 	assert_int_equal(replay(st, NS, "server-0007-SUB_CLOSED.bin", 3 * SEC, NULL, NULL), 0);
 	assert_counts(st, 1, 2);
-	j = mptcp_state_json(st);
+	j = mptcp_state_json(st, 0, 1000);
 	assert_int_equal(json_array_size(json_object_get(j, "listeners")), 1);
 	assert_true(json_is_true(
 	    json_object_get(json_array_get(json_object_get(j, "connections"), 0), "server_side")));
