@@ -98,7 +98,7 @@ prog_id() {	# prog_id TYPE NAME -> newest program id
 		'[.[] | select(.type == $t and .name == $n) | .id] | max // empty'
 }
 
-echo "kernel $(uname -r), $(nproc) CPUs, $SECS s per measurement"
+echo "kernel $(uname -r), $(nproc) CPUs, $SECS s per measurement, load average $(cut -d" " -f1-3 /proc/loadavg)"
 
 # --- 1. per-event cost, side by side ------------------------------------------
 start_agent 100

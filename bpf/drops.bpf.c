@@ -194,7 +194,7 @@ struct drops_parsed {
 	__u8 l4;
 	__u8 flags;
 	__u16 nh;    /* offset of the network header from skb->head */
-	__u16 thoff; /* offset of the transport header from skb->head */
+	__u16 l3len; /* IP header length (IPv6: the fixed header only) */
 	unsigned char *head;
 };
 
@@ -263,7 +263,7 @@ static __always_inline void parse_headers(struct sk_buff *skb, struct drops_pars
 					  const bool direct)
 {
 	struct drops_l3min h = {};
-	__u16 nh, th;
+	__u16 nh;
 	bool v6;
 
 	p->l3 = bpf_ntohs(RD(skb, protocol));
@@ -290,15 +290,18 @@ static __always_inline void parse_headers(struct sk_buff *skb, struct drops_pars
 	p->l4 = h.proto;
 	p->nh = nh;
 	p->flags |= DROPS_F_L3_PARSED;
-	if (!v6 && (bpf_ntohs(h.frag_off) & IP_OFFSET)) {
+	if (!v6 && (bpf_ntohs(h.frag_off) & IP_OFFSET))
 		p->flags |= DROPS_F_FRAGMENT;
-		return;
-	}
-	th = RD(skb, transport_header);
-	if (th != NOHDR && th > nh)
-		p->thoff = th;
-	else
-		p->thoff = nh + (v6 ? sizeof(struct drops_ip6) : (h.b0 & 0xf) * 4);
+	p->l3len = v6 ? sizeof(struct drops_ip6) : (h.b0 & 0xf) * 4;
+}
+
+/* Transport header offset, for samples only (the counters do not need it). */
+static __always_inline __u16 transport_offset(struct sk_buff *skb, const struct drops_parsed *p,
+					      const bool direct)
+{
+	__u16 th = RD(skb, transport_header);
+
+	return th != NOHDR && th > p->nh ? th : p->nh + p->l3len;
 }
 
 static __always_inline __u32 netns_of(struct sk_buff *skb, struct sock *rx_sk, const bool direct)
@@ -366,10 +369,11 @@ static __always_inline void emit_sample(struct sk_buff *skb, void *location, __u
 			bpf_probe_read_kernel(r->daddr, 16, p->head + p->nh + 24);
 		}
 	}
-	if (p->thoff && !(p->flags & DROPS_F_FRAGMENT)) {
+	if ((p->flags & DROPS_F_L3_PARSED) && !(p->flags & DROPS_F_FRAGMENT)) {
+		__u16 thoff = transport_offset(skb, p, direct);
 		__u8 l4[14];
 
-		if (bpf_probe_read_kernel(l4, sizeof(l4), p->head + p->thoff) == 0) {
+		if (bpf_probe_read_kernel(l4, sizeof(l4), p->head + thoff) == 0) {
 			switch (p->l4) {
 			case IPPROTO_TCP:
 				r->tcp_flags = l4[13];
