@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * drops: counts every packet drop the kernel reports through the
- * skb:kfree_skb tracepoint by (reason, L3, L4, netns) in a per-CPU hash, and
- * sends a rate-limited sample of drops (with addresses and ports parsed from
- * the packet) through a ring buffer.
+ * skb:kfree_skb tracepoint by (reason, L3, L4, netns) in per-CPU maps (a
+ * direct-mapped slot table backed by a bounded hash), and sends a
+ * rate-limited sample of drops (with addresses and ports parsed from the
+ * packet) through a ring buffer.
  *
  * Two entry points share one body; user space autoloads exactly one:
  *  - tp_btf/kfree_skb: BTF-typed arguments, direct (CO-RE) loads from the skb;
@@ -25,7 +26,6 @@
 
 #define ETH_P_IP       0x0800
 #define ETH_P_IPV6     0x86DD
-#define IP_MF	       0x2000
 #define IP_OFFSET      0x1fff
 #define IPPROTO_ICMPV6 58
 #define NOHDR	       ((__u16)~0U) /* skb->*_header when unset (skb_*_header_was_set) */
@@ -35,7 +35,7 @@ char LICENSE[] SEC("license") = "GPL";
 extern void *bpf_rdonly_cast(const void *obj, __u32 btf_id) __ksym __weak;
 
 /* Knobs set by user space between open and load. */
-/* kfree_skb has its 5th argument rx_sk (v6.11, "net: add rx_sk to
+/* kfree_skb has a 4th argument, rx_sk (v6.11, "net: add rx_sk to
  * trace_kfree_skb"); user space reads the arity from the tracepoint's BTF. */
 const volatile bool has_rx_sk = false;
 /* Token bucket per CPU: a sample costs sample_cost_ns of credit; credit

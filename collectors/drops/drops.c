@@ -37,7 +37,8 @@
 #include "collectors/drops/drops_decode.h"
 #include "collectors/drops/drops_ksym.h"
 
-#define DROPS_RESCAN_MS 60000 /* module BTF rescan for unnamed subsystem reasons */
+#define DROPS_RESCAN_MS	     60000 /* module BTF rescan for unnamed subsystem reasons */
+#define DROPS_CONSUME_BUDGET 8192  /* records per on_ready before yielding */
 
 struct drops_agg {
 	uint32_t reason;
@@ -68,7 +69,8 @@ struct drops_state {
 
 	int64_t mono_to_wall_ns;
 	int64_t last_rescan_ns;
-	uint64_t invalid; /* undecodable ring-buffer records */
+	uint64_t invalid;  /* undecodable ring-buffer records */
+	unsigned consumed; /* records handled in this on_ready */
 	uint64_t stat[DROPS_STAT_MAX];
 	uint64_t events;	      /* drops counted (slots + hash), last collect */
 	uint64_t not_sampled;	      /* drops neither sampled nor lost */
@@ -413,15 +415,22 @@ static int drops_on_sample(void *ctx, void *data, size_t len)
 	/* A full queue is counted by the store (queue_full); never block. */
 	store_submit(c->agent->store, &drops_samples_table,
 		     (int64_t)s.ts_mono_ns + st->mono_to_wall_ns, &row);
+	/* Budget per wakeup: a negative return stops ring_buffer__consume()
+	 * (this record already consumed); the ring fd stays readable, so the
+	 * loop comes back after serving everything else. */
+	if (++st->consumed >= DROPS_CONSUME_BUDGET)
+		return -EAGAIN;
 	return 0;
 }
 
 static int drops_on_ready(struct collector *c)
 {
 	struct drops_state *st = c->priv;
-	int n = ring_buffer__consume(st->rb);
+	int n;
 
-	return n < 0 ? n : 0;
+	st->consumed = 0;
+	n = ring_buffer__consume(st->rb);
+	return n < 0 && n != -EAGAIN ? n : 0;
 }
 
 /* --- start / collect ----------------------------------------------------- */
