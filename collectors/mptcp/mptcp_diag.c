@@ -216,6 +216,9 @@ static int mptcp_diag_dump_one(int fd, int family, int proto, uint32_t states, u
 	/* sdiag_protocol is a u8: IPPROTO_MPTCP (262) goes in the
 	 * INET_DIAG_REQ_PROTOCOL attribute (Linux 5.9+), which wins. */
 	req->sdiag_protocol = proto & 0xff;
+	/* MPTCP: struct mptcp_info. TCP: the kernel sends INET_DIAG_ULP_INFO
+	 * only along with INET_DIAG_INFO (checked on 6.18), so tcp_info comes
+	 * too. */
 	req->idiag_ext = 1 << (INET_DIAG_INFO - 1);
 	req->idiag_states = states;
 	if (proto > 0xff)
