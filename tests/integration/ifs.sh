@@ -11,6 +11,10 @@
 #  - with admin off and the scheduler off (passive mode) a POST is refused
 #    with 403, a scan triggered by someone else is recorded unattributed, and
 #    an offline core cannot be requested.
+# Own temp namespace: the test mounts a FUSE filesystem inside $T, which a
+# blanket cleanup of ${TMPDIR:-/tmp}/sysobs-it.* elsewhere must not walk into.
+export TMPDIR="${TMPDIR:-/tmp}/sysobs-ifs-it"
+mkdir -p "$TMPDIR"
 source "$(dirname "$0")/lib.sh"
 
 need_root
