@@ -173,27 +173,8 @@ assert_eq "CLOSED token" "$TOKEN" "$(jq -r .token <<<"$r")"
 assert_eq "CLOSED has no address" null "$(jq -r .saddr <<<"$r")"
 
 # Same events, same fields as ip mptcp monitor (iproute2's own decoder).
-# Monitor lines: [  TYPE] token=hex remid=.. locid=.. saddr4=.. daddr4=.. sport=.. dport=.. [backup=..] [error=..] [ifindex=..]
-norm_monitor() {
-	grep "token=$TOKEN_HEX" "$T/monitor.txt" | sed -E 's/^\[ *([A-Z_]+)\] /\1 /' |
-		sed -E 's/^SF_/SUB_/; s/saddr[46]=/saddr=/; s/daddr[46]=/daddr=/' |
-		awk '{ out = $1; for (i = 2; i <= NF; i++) { split($i, kv, "="); if (kv[1] != "token") out = out " " $i }; print out }'
-}
-norm_agent() {
-	jq -r '.[] | [.type,
-		(if .rem_id != null then "remid=\(.rem_id)" else empty end),
-		(if .loc_id != null then "locid=\(.loc_id)" else empty end),
-		(if .saddr != null then "saddr=\(.saddr)" else empty end),
-		(if .daddr != null then "daddr=\(.daddr)" else empty end),
-		(if .sport != null then "sport=\(.sport)" else empty end),
-		(if .dport != null then "dport=\(.dport)" else empty end),
-		(if .backup != null then "backup=\(.backup)" else empty end),
-		(if .error != null and .error != 0 then "error=\(.error)" else empty end),
-		(if .if_idx != null and .if_idx != 0 then "ifindex=\(.if_idx)" else empty end)
-		] | join(" ")' <<<"$hist"
-}
-norm_monitor >"$T/mon.norm"
-norm_agent >"$T/agent.norm"
+mptcp_norm_monitor "$T/monitor.txt" "$TOKEN_HEX" >"$T/mon.norm"
+mptcp_norm_rows <<<"$hist" >"$T/agent.norm"
 if ! diff -u "$T/mon.norm" "$T/agent.norm" >"$T/norm.diff"; then
 	cat "$T/monitor.txt" >&2
 	cat "$T/norm.diff" >&2

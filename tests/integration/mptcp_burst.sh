@@ -109,6 +109,9 @@ if [ "$overruns" = 0 ]; then
 	assert_eq "server SUB_ESTABLISHED = client's" "$(count "$INO_A" SUB_ESTABLISHED)" \
 		"$(count "$INO_B" SUB_ESTABLISHED)"
 	assert_eq "unmatched events" 0 "$(metric sysobs_mptcp_unmatched_events_total)"
+	assert_eq "server LISTENER_CREATED" 1 "$(count "$INO_B" LISTENER_CREATED)"
+	assert_eq "listener in live state" "$MP_PORT" \
+		"$(curl -sf "http://127.0.0.1:$PORT/api/v1/mptcp/connections?netns=$INO_B" | jq -r '.listeners[0].port')"
 	# History by token among 8,000 rows: the middle client connection.
 	tok=$(sqlite3 "file:$T/sysobs.db?mode=ro" "SELECT token FROM mptcp_events WHERE netns = $INO_A AND type = 'CREATED' ORDER BY id LIMIT 1 OFFSET $((N / 2))")
 	api GET "/api/v1/mptcp/connections/$tok?netns=$INO_A" >"$T/body"

@@ -75,6 +75,23 @@ wait_for 5 check_live true || fail "IPv6 connection not resynced at start: $(cur
 assert_eq "path-2 local id from sock_diag = from events" "$LIVE_LOC_ID" "$SF_LOC_ID"
 assert_eq "gauge subflows after resync at start" 2 "$(metric sysobs_mptcp_subflows)"
 
+# The server marks its announced address backup (MP_PRIO: SUB_PRIORITY here),
+# then withdraws it (RM_ADDR: REMOVED, and the subflow to it closes).
+ip -n "$NS_B" mptcp endpoint change id 5 backup || fail "endpoint change"
+backup_seen() {
+	curl -sf "http://127.0.0.1:$PORT/api/v1/mptcp/connections" | jq -e --argjson t "$TOKEN" --arg a $A2 \
+		'.connections[] | select(.token == $t) | .subflows[] | select(.saddr == $a and .backup == true)' >/dev/null
+}
+wait_for 5 backup_seen || fail "SUB_PRIORITY not applied: $(curl -sf "http://127.0.0.1:$PORT/api/v1/mptcp/connections")"
+ip -n "$NS_B" mptcp endpoint delete id 5 || fail "endpoint delete"
+removed_seen() {
+	local b
+	b=$(curl -sf "http://127.0.0.1:$PORT/api/v1/mptcp/connections") || return 1
+	jq -e --argjson t "$TOKEN" '.connections[] | select(.token == $t) |
+		select(.n_subflows == 1 and (.addresses[] | select(.id == 5 and .removed != null)))' <<<"$b" >/dev/null
+}
+wait_for 5 removed_seen || fail "REMOVED/SUB_CLOSED not applied: $(curl -sf "http://127.0.0.1:$PORT/api/v1/mptcp/connections")"
+
 echo close >&4
 exec 4>&-
 wait "$CLI"
@@ -88,8 +105,16 @@ wait "$MON" 2>/dev/null
 
 api GET "/api/v1/mptcp/connections/$TOKEN" >"$T/body"
 assert_eq "history status" 200 "$HTTP_CODE"
-assert_eq "history across both runs" "CREATED,ESTABLISHED,ANNOUNCED,SUB_ESTABLISHED,CLOSED" \
+assert_eq "history across both runs" \
+	"CREATED,ESTABLISHED,ANNOUNCED,SUB_ESTABLISHED,SUB_PRIORITY,REMOVED,SUB_CLOSED,CLOSED" \
 	"$(jq -r '[.data | reverse | .[].type] | join(",")' "$T/body")"
+r=$(jq -c '.data | reverse | .[4]' "$T/body")
+assert_eq "SUB_PRIORITY backup" 1 "$(jq -r .backup <<<"$r")"
+assert_eq "SUB_PRIORITY rem_id" 5 "$(jq -r .rem_id <<<"$r")"
+r=$(jq -c '.data | reverse | .[5]' "$T/body")
+assert_eq "REMOVED rem_id" 5 "$(jq -r .rem_id <<<"$r")"
+r=$(jq -c '.data | reverse | .[6]' "$T/body")
+assert_eq "SUB_CLOSED daddr" $B2 "$(jq -r .daddr <<<"$r")"
 r=$(jq -c '.data | reverse | .[2]' "$T/body")
 assert_eq "ANNOUNCED rem_id" 5 "$(jq -r .rem_id <<<"$r")"
 assert_eq "ANNOUNCED daddr" $B2 "$(jq -r .daddr <<<"$r")"
@@ -112,6 +137,14 @@ mon=$(grep "token=$hex" "$T/monitor.txt" | grep ANNOUNCED)
 for kv in "daddr6=$B2" "remid=5" "dport=$MP_PORT"; do
 	grep -q " $kv" <<<"$mon" || fail "monitor ANNOUNCED line lacks $kv: $mon"
 done
-assert_eq "monitor events for the token" 5 "$(grep -c "token=$hex" "$T/monitor.txt")"
+assert_eq "monitor events for the token" 8 "$(grep -c "token=$hex" "$T/monitor.txt")"
+# Every event, every field, against the monitor.
+mptcp_norm_monitor "$T/monitor.txt" "$hex" >"$T/mon.norm"
+jq '.data | reverse' "$T/body" | mptcp_norm_rows >"$T/agent.norm"
+diff -u "$T/mon.norm" "$T/agent.norm" >&2 || fail "agent events differ from ip mptcp monitor"
+mon=$(grep "token=$hex" "$T/monitor.txt" | grep SF_PRIO)
+for kv in "saddr6=$A2" "daddr6=$B2" "backup=1" "remid=5"; do
+	grep -q " $kv" <<<"$mon" || fail "monitor SF_PRIO line lacks $kv: $mon"
+done
 stop_agent
-pass "mptcp over IPv6: live state, ANNOUNCED and SUB_ESTABLISHED fields equal to ip mptcp monitor, resync from sock_diag at start (v6 dump), history across restarts"
+pass "mptcp over IPv6: live state, ANNOUNCED/SUB_ESTABLISHED/SUB_PRIORITY/REMOVED/SUB_CLOSED with fields equal to ip mptcp monitor, resync from sock_diag at start (v6 dump), history across restarts"

@@ -11,6 +11,10 @@
 #                        with on_exit when lib.sh is loaded
 #   mptcp_topo_down      deletes both namespaces (idempotent)
 #   mptcp_need           SKIPs (exit 77) without root, ip, or kernel MPTCP
+#   mptcp_norm_monitor FILE TOKEN_HEX   events of one token from `ip mptcp
+#                        monitor` output, one normalized line each
+#   mptcp_norm_rows      the same lines from a JSON array of history rows
+#                        (oldest first) on stdin
 
 MP_A1=10.231.1.1 MP_B1=10.231.1.2
 MP_A2=10.231.2.1 MP_B2=10.231.2.2
@@ -66,4 +70,29 @@ mptcp_topo_up() {
 	done
 	echo "mptcp_topo_up: paths did not come up" >&2
 	return 1
+}
+
+# `ip mptcp monitor` lines look like
+#   [SF_ESTABLISHED] token=hex remid=0 locid=2 saddr4=.. daddr4=.. sport=.. dport=.. backup=0 ifindex=3
+# Normalized: "SUB_ESTABLISHED remid=0 locid=2 saddr=.. daddr=.. sport=.. ..."
+# (event names as sysobs stores them, no token, no address family suffix).
+mptcp_norm_monitor() {
+	grep "token=$2" "$1" | sed -E 's/^\[ *([A-Z_]+)\] /\1 /' |
+		sed -E 's/^SF_PRIO /SUB_PRIORITY /; s/^SF_/SUB_/; s/saddr[46]=/saddr=/; s/daddr[46]=/daddr=/' |
+		awk '{ out = $1; for (i = 2; i <= NF; i++) { split($i, kv, "="); if (kv[1] != "token" && kv[1] != "flags") out = out " " $i }; print out }'
+}
+
+# iproute2 prints error= and ifindex= only when non-zero.
+mptcp_norm_rows() {
+	jq -r '.[] | [.type,
+		(if .rem_id != null then "remid=\(.rem_id)" else empty end),
+		(if .loc_id != null then "locid=\(.loc_id)" else empty end),
+		(if .saddr != null then "saddr=\(.saddr)" else empty end),
+		(if .daddr != null then "daddr=\(.daddr)" else empty end),
+		(if .sport != null then "sport=\(.sport)" else empty end),
+		(if .dport != null then "dport=\(.dport)" else empty end),
+		(if .backup != null then "backup=\(.backup)" else empty end),
+		(if .error != null and .error != 0 then "error=\(.error)" else empty end),
+		(if .if_idx != null and .if_idx != 0 then "ifindex=\(.if_idx)" else empty end)
+		] | join(" ")'
 }
