@@ -40,6 +40,8 @@
 #define STORE_RETENTION_MS	 60000
 #define STORE_RETENTION_AGAIN_MS 50 /* retention had more to do */
 #define STORE_CHECKPOINT_MS	 10000
+#define STORE_CKPT_FRAMES	 1000 /* WAL frames that wake the checkpointer */
+#define STORE_CKPT_HARD_FRAMES	 8192 /* the writer checkpoints itself past this */
 #define STORE_PUBLISH_MS	 1000
 #define STORE_BACKOFF_MIN_MS	 50
 #define STORE_BACKOFF_MAX_MS	 2000
@@ -152,6 +154,15 @@ struct store {
 
 	struct log_ratelimit rl_commit, rl_insert, rl_maint, rl_submit;
 	pthread_t thread;
+
+	/* Checkpointer thread: own connection, PASSIVE checkpoints when the
+	 * WAL grows (woken by the writer's WAL hook) and every 10 s, so the
+	 * copy into the database file and its fsync stay off the writer. */
+	sqlite3 *ck_db;
+	pthread_t ck_thread;
+	pthread_mutex_t ck_mu;
+	pthread_cond_t ck_cv;
+	bool ck_pending, ck_stop, ck_started;
 };
 
 /* Core schema, versioned with PRAGMA user_version: entry i brings the
@@ -668,6 +679,8 @@ static void store_free(struct store *s)
 	sqlite3_finalize(s->st_sample);
 	sqlite3_finalize(s->st_series_get);
 	sqlite3_finalize(s->st_series_add);
+	if (s->ck_db)
+		sqlite3_close(s->ck_db);
 	if (s->db)
 		sqlite3_close(s->db);
 	for (size_t i = 0; i < s->series_cap; i++)
@@ -687,6 +700,8 @@ static void store_free(struct store *s)
 	pthread_cond_destroy(&s->cv_done);
 	pthread_mutex_destroy(&s->rd_mu);
 	pthread_cond_destroy(&s->rd_cv);
+	pthread_mutex_destroy(&s->ck_mu);
+	pthread_cond_destroy(&s->ck_cv);
 	free(s);
 }
 
@@ -696,11 +711,13 @@ static int store_init_sync(struct store *s)
 
 	pthread_mutex_init(&s->mu, NULL);
 	pthread_mutex_init(&s->rd_mu, NULL);
+	pthread_mutex_init(&s->ck_mu, NULL);
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	pthread_cond_init(&s->cv_writer, &ca);
 	pthread_cond_init(&s->cv_done, &ca);
 	pthread_cond_init(&s->rd_cv, &ca);
+	pthread_cond_init(&s->ck_cv, &ca);
 	pthread_condattr_destroy(&ca);
 	return 0;
 }
@@ -1462,7 +1479,7 @@ static void store_maintenance(struct store *s, int64_t now)
 		s->next_retention =
 		    now + (int64_t)(more ? STORE_RETENTION_AGAIN_MS : STORE_RETENTION_MS) * 1000000;
 	}
-	if (now >= s->next_checkpoint) {
+	if (!s->ck_started && now >= s->next_checkpoint) {
 		int rc =
 		    sqlite3_wal_checkpoint_v2(s->db, NULL, SQLITE_CHECKPOINT_PASSIVE, NULL, NULL);
 
@@ -1577,6 +1594,100 @@ static void *store_writer_main(void *arg)
 	return NULL;
 }
 
+static int store_checkpoint(struct store *s, sqlite3 *db)
+{
+	int rc = sqlite3_wal_checkpoint_v2(db, NULL, SQLITE_CHECKPOINT_PASSIVE, NULL, NULL);
+
+	if (rc != SQLITE_OK && rc != SQLITE_BUSY) {
+		store_count_error(s, STORE_OP_CHECKPOINT);
+		log_ratelimited(&s->rl_maint, 60000, LOG_LVL_WARN, STORE_COMP, "checkpoint: %s",
+				sqlite3_errstr(rc));
+	}
+	return rc;
+}
+
+/* Called by SQLite on the writer thread after each commit, with the WAL
+ * size in frames. */
+static int store_wal_hook(void *arg, sqlite3 *db, const char *name, int frames)
+{
+	struct store *s = arg;
+
+	if (frames >= STORE_CKPT_HARD_FRAMES) {
+		/* The checkpointer never caught up (sustained load, no pause
+		 * between batches): checkpoint here, with no write running,
+		 * so the WAL can restart from its beginning. */
+		store_checkpoint(s, db);
+	} else if (frames >= STORE_CKPT_FRAMES) {
+		pthread_mutex_lock(&s->ck_mu);
+		if (!s->ck_pending) {
+			s->ck_pending = true;
+			pthread_cond_signal(&s->ck_cv);
+		}
+		pthread_mutex_unlock(&s->ck_mu);
+	}
+	return SQLITE_OK;
+}
+
+static void *store_ckpt_main(void *arg)
+{
+	struct store *s = arg;
+
+	pthread_mutex_lock(&s->ck_mu);
+	while (!s->ck_stop) {
+		if (!s->ck_pending) {
+			struct timespec ts;
+
+			store_abs_mono(store_mono_ns() + (int64_t)STORE_CHECKPOINT_MS * 1000000,
+				       &ts);
+			pthread_cond_timedwait(&s->ck_cv, &s->ck_mu, &ts);
+			if (s->ck_stop)
+				break;
+		}
+		s->ck_pending = false;
+		pthread_mutex_unlock(&s->ck_mu);
+		store_checkpoint(s, s->ck_db);
+		pthread_mutex_lock(&s->ck_mu);
+	}
+	pthread_mutex_unlock(&s->ck_mu);
+	return NULL;
+}
+
+/* Without it the writer checkpoints by itself (wal_autocheckpoint), which
+ * is correct, only slower. */
+static void store_ckpt_start(struct store *s)
+{
+	if (sqlite3_open_v2(s->path, &s->ck_db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX,
+			    NULL) != SQLITE_OK ||
+	    store_exec_rows(s->ck_db, "PRAGMA synchronous = NORMAL") != SQLITE_OK)
+		goto out_fail;
+	if (pthread_create(&s->ck_thread, NULL, store_ckpt_main, s) != 0)
+		goto out_fail;
+	s->ck_started = true;
+	sqlite3_wal_hook(s->db, store_wal_hook, s); /* replaces the autocheckpoint */
+	return;
+
+out_fail:
+	log_warn(STORE_COMP, "no checkpoint thread (%s); the writer checkpoints itself",
+		 s->ck_db ? sqlite3_errmsg(s->ck_db) : "out of memory");
+	sqlite3_close(s->ck_db);
+	s->ck_db = NULL;
+}
+
+static void store_ckpt_stop(struct store *s)
+{
+	if (!s->ck_started)
+		return;
+	pthread_mutex_lock(&s->ck_mu);
+	s->ck_stop = true;
+	pthread_cond_signal(&s->ck_cv);
+	pthread_mutex_unlock(&s->ck_mu);
+	pthread_join(s->ck_thread, NULL);
+	s->ck_started = false;
+	sqlite3_wal_autocheckpoint(s->db, 2000);
+	sqlite3_close(s->ck_db);
+	s->ck_db = NULL;
+}
+
 int store_start(struct store *s, struct metrics *m)
 {
 	int64_t now = store_mono_ns();
@@ -1589,9 +1700,12 @@ int store_start(struct store *s, struct metrics *m)
 	s->next_retention = now; /* once at start */
 	s->next_checkpoint = now + (int64_t)STORE_CHECKPOINT_MS * 1000000;
 	s->next_publish = now;
+	store_ckpt_start(s);
 	rc = pthread_create(&s->thread, NULL, store_writer_main, s);
-	if (rc)
+	if (rc) {
+		store_ckpt_stop(s);
 		return -rc;
+	}
 	s->started = true;
 	return 0;
 }
@@ -1654,6 +1768,7 @@ void store_close(struct store *s)
 		pthread_cond_signal(&s->cv_writer);
 		pthread_mutex_unlock(&s->mu);
 		pthread_join(s->thread, NULL);
+		store_ckpt_stop(s);
 		store_metrics_publish(s);
 	} else {
 		/* Never started: write what was queued from this thread. */
