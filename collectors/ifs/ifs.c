@@ -836,7 +836,7 @@ static int ifs_init(struct collector *c)
 	pthread_mutex_init(&p->lock, NULL);
 	err = ifs_read_config(c, p);
 	if (err)
-		return err;
+		goto err_free;
 	snprintf(p->root, sizeof(p->root), "%s", c->agent->sysfs_root ?: "/sys");
 	if (c->agent->hostname && c->agent->hostname[0])
 		snprintf(p->host, sizeof(p->host), "%s", c->agent->hostname);
@@ -844,19 +844,29 @@ static int ifs_init(struct collector *c)
 		snprintf(p->host, sizeof(p->host), "unknown");
 
 	err = ifs_devices_discover(p->root, &mask);
-	if (err || !mask)
-		return collector_unavailable(
-		    c, -ENODEV,
-		    "no intel_ifs_<N> device under %s/devices/virtual/misc "
-		    "(CPU without In-Field Scan, or the intel_ifs module not "
-		    "loaded)",
-		    p->root);
+	if (err || !mask) {
+		err = collector_unavailable(c, -ENODEV,
+					    "no intel_ifs_<N> device under %s/devices/virtual/misc "
+					    "(CPU without In-Field Scan, or the intel_ifs module "
+					    "not loaded)",
+					    p->root);
+		goto err_free;
+	}
 	err = ifs_topology_read(p->root, &p->topo);
-	if (err)
-		return collector_unavailable(c, err, "cannot read the CPU topology under %s: %s",
-					     p->root, strerror(-err));
+	if (err) {
+		err = collector_unavailable(c, err, "cannot read the CPU topology under %s: %s",
+					    p->root, strerror(-err));
+		goto err_free;
+	}
 	ifs_topology_free(&p->topo);
 	return 0;
+
+err_free:
+	/* Nothing else was made yet; the agent may exit without stop(). */
+	pthread_mutex_destroy(&p->lock);
+	free(p);
+	c->priv = NULL;
+	return err;
 }
 
 static int ifs_start(struct collector *c)
@@ -1236,7 +1246,8 @@ static void route_scans_post(const struct http_request *req, struct http_respons
 	struct ifs_api_req *nr;
 	uint64_t one = 1;
 
-	if (!((struct ifs_priv *)c->priv) || !((struct ifs_priv *)c->priv)->admin) {
+	p = c->priv;
+	if (p && !p->admin) {
 		http_reply_error(res, 403, "forbidden",
 				 "requesting scans is an admin endpoint: set [http] admin = true "
 				 "in the config to enable it");
