@@ -1461,6 +1461,8 @@ static void store_metrics_publish(struct store *s)
 
 /* ---- writer thread ---- */
 
+static int store_checkpoint(struct store *s, sqlite3 *db);
+
 static int64_t store_min(int64_t a, int64_t b)
 {
 	return a < b ? a : b;
@@ -1479,18 +1481,17 @@ static void store_maintenance(struct store *s, int64_t now)
 		s->next_retention =
 		    now + (int64_t)(more ? STORE_RETENTION_AGAIN_MS : STORE_RETENTION_MS) * 1000000;
 	}
-	if (!s->ck_started && now >= s->next_checkpoint) {
-		int rc =
-		    sqlite3_wal_checkpoint_v2(s->db, NULL, SQLITE_CHECKPOINT_PASSIVE, NULL, NULL);
-
-		if (rc != SQLITE_OK && rc != SQLITE_BUSY) {
-			store_count_error(s, STORE_OP_CHECKPOINT);
-			log_ratelimited(&s->rl_maint, 60000, LOG_LVL_WARN, STORE_COMP,
-					"checkpoint: %s", sqlite3_errmsg(s->db));
-		}
+	if (now >= s->next_checkpoint) {
+		/* With the checkpointer thread running this is its job; the
+		 * timer must move on all the same. */
+		if (!s->ck_started)
+			store_checkpoint(s, s->db);
 		s->next_checkpoint = now + (int64_t)STORE_CHECKPOINT_MS * 1000000;
 	}
 	if (now >= s->next_publish) {
+		int64_t used, total;
+
+		store_db_size(s, &used, &total);
 		store_metrics_publish(s);
 		s->next_publish = now + (int64_t)STORE_PUBLISH_MS * 1000000;
 	}

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -385,6 +386,36 @@ static void test_batching_visible_after_flush(void **state)
 		sleep_ms(20);
 	assert_int_equal(db_int("SELECT count(*) FROM test_b"), 5);
 	store_close(s);
+}
+
+static double cpu_seconds(void)
+{
+	struct rusage ru;
+
+	getrusage(RUSAGE_SELF, &ru);
+	return ru.ru_utime.tv_sec + ru.ru_stime.tv_sec +
+	       (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
+}
+
+/* Past every periodic timer (publish 1 s, checkpoint 10 s) the writer sleeps
+ * rather than spins, and still commits. */
+static void test_idle_writer_sleeps_and_still_commits(void **state)
+{
+	struct store_config cfg = default_cfg();
+	struct store *s;
+	double c0, c1;
+
+	s = open_started(&cfg, tables_ab);
+	submit_n(s, &table_a, 0, 10, 0);
+	assert_int_equal(store_flush(s), 0);
+	c0 = cpu_seconds();
+	sleep_ms(10500);
+	c1 = cpu_seconds();
+	assert_true(c1 - c0 < 0.5);
+	submit_n(s, &table_a, 10, 10, 0);
+	assert_int_equal(store_flush_timeout(s, 5000), 0);
+	store_close(s);
+	assert_int_equal(db_int("SELECT count(*) FROM test_a"), 20);
 }
 
 static void test_queue_full_counted(void **state)
@@ -980,6 +1011,8 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_unwritable_path_refused, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_batching_visible_after_flush, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_queue_full_counted, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_idle_writer_sleeps_and_still_commits, setup,
+					    teardown),
 	    cmocka_unit_test_setup_teardown(test_global_ids_across_tables_and_reopen, setup,
 					    teardown),
 	    cmocka_unit_test_setup_teardown(test_retention_by_age, setup, teardown),
