@@ -137,8 +137,12 @@ static int mptcp_row_bind(sqlite3_stmt *st, const void *p)
 	int rc;
 
 	sqlite3_bind_int64(st, 3, (int64_t)r->netns);
-	mptcp_event_type_str(ev->type, type, sizeof(type));
-	sqlite3_bind_text(st, 4, type, -1, SQLITE_TRANSIENT);
+	/* Known names are static strings: no copy. */
+	if (mptcp_event_type_name(ev->type))
+		sqlite3_bind_text(st, 4, mptcp_event_type_name(ev->type), -1, SQLITE_STATIC);
+	else
+		sqlite3_bind_text(st, 4, mptcp_event_type_str(ev->type, type, sizeof(type)), -1,
+				  SQLITE_TRANSIENT);
 	mptcp_bind_u(st, 5, ev, MPTCP_EVA_TOKEN, ev->token);
 	mptcp_bind_u(st, 6, ev, MPTCP_EVA_FAMILY, ev->family);
 	if (ev->saddr_family)
