@@ -10,6 +10,7 @@ target_link_libraries(mptcp_capture PRIVATE sysobs_core)
 sysobs_unit_test(mptcp_decode)
 sysobs_unit_test(mptcp_state)
 sysobs_unit_test(mptcp_diag)
+sysobs_unit_test(mptcp_table)
 sysobs_fuzz_target(mptcp)
 
 # Integration tests (root + kernel MPTCP; SKIP otherwise). They need the tools.
