@@ -189,6 +189,7 @@ int main(int argc, char **argv)
 	struct store *s;
 	struct stat st;
 
+	setvbuf(stdout, NULL, _IOLBF, 0);
 	snprintf(path, sizeof(path), "%s/bench_query.%d.db", tmp, (int)getpid());
 	cfg.path = path;
 	remove_db(path);
