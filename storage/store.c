@@ -116,6 +116,10 @@ struct store {
 	size_t slot_size;
 	uint64_t cap;
 	uint64_t head, tail;
+	/* Sequence number stored in slot 0. Moved to head whenever the queue
+	 * drains, so a lightly loaded agent keeps reusing the first slots and
+	 * only touches (makes resident) the few pages they live on. */
+	uint64_t base;
 	uint64_t flush_target;
 	bool writer_idle; /* writer sleeps with an empty queue */
 	bool started, stop, writer_done;
@@ -854,7 +858,7 @@ static int store_table_index(const struct store *s, const struct store_table *t)
 
 static inline struct store_slot *store_slot_at(const struct store *s, uint64_t seq)
 {
-	return (struct store_slot *)(s->ring + (seq % s->cap) * s->slot_size);
+	return (struct store_slot *)(s->ring + ((seq - s->base) % s->cap) * s->slot_size);
 }
 
 int store_submit(struct store *s, const struct store_table *t, int64_t ts_ns, const void *row)
@@ -1558,6 +1562,8 @@ static void *store_writer_main(void *arg)
 		pthread_mutex_lock(&s->mu);
 		if (rc == 0) {
 			__atomic_store_n(&s->tail, s->tail + n, __ATOMIC_RELAXED);
+			if (s->tail == s->head)
+				s->base = s->head; /* no slot in use: restart at 0 */
 			s->batch_deadline = 0;
 			s->backoff_ms = 0;
 			s->retry_at = 0;

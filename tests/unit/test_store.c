@@ -418,6 +418,41 @@ static void test_idle_writer_sleeps_and_still_commits(void **state)
 	assert_int_equal(db_int("SELECT count(*) FROM test_a"), 20);
 }
 
+/* Bursts of every size around the ring (which restarts at slot 0 whenever
+ * it drains) and across its end: every row arrives once, in order. */
+static void test_ring_bursts_wrap(void **state)
+{
+	struct store_config cfg = default_cfg();
+	struct store *s;
+	int next = 0;
+
+	cfg.queue_rows = 64;
+	cfg.batch_rows = 16;
+	s = open_started(&cfg, tables_ab);
+	for (int burst = 1; next < 5000; burst = burst % 64 + 7) {
+		for (int i = 0; i < burst; i++, next++) {
+			struct ev_row r = make_row(next);
+			int rc;
+
+			/* Unflushed bursts may meet a full queue: wait for room. */
+			while ((rc = store_submit(s, next % 3 ? &table_a : &table_b, now_ns(),
+						  &r)) == -EAGAIN)
+				sleep_ms(1);
+			assert_int_equal(rc, 0);
+		}
+		if (burst % 2)
+			assert_int_equal(store_flush(s), 0);
+	}
+	assert_int_equal(store_flush(s), 0);
+	store_close(s);
+	assert_int_equal(db_int("SELECT count(*) FROM (SELECT pid FROM test_a UNION ALL"
+				" SELECT pid FROM test_b)"),
+			 next);
+	assert_int_equal(db_int("SELECT count(*) FROM (SELECT id, pid FROM test_a UNION ALL"
+				" SELECT id, pid FROM test_b) WHERE id != pid + 1"),
+			 0);
+}
+
 static void test_queue_full_counted(void **state)
 {
 	struct store_config cfg = default_cfg();
@@ -1011,6 +1046,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_unwritable_path_refused, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_batching_visible_after_flush, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_queue_full_counted, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_ring_bursts_wrap, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_idle_writer_sleeps_and_still_commits, setup,
 					    teardown),
 	    cmocka_unit_test_setup_teardown(test_global_ids_across_tables_and_reopen, setup,
