@@ -79,6 +79,23 @@ on_exit '[ -z "$AGENT_PID" ] || { kill -9 "$AGENT_PID"; wait "$AGENT_PID"; } 2>/
 fake_up() { [ -e "$T/mnt/devices/virtual/misc/intel_ifs_0/status" ]; }
 wait_for 10 fake_up || fail "ifs_fake did not mount: $(cat "$T/fake.log")"
 
+# The fake behaves like the driver: two writers on two devices are
+# serialised (the second blocks, it is not refused), an offline or unknown
+# CPU is EINVAL, a device without image is EPERM.
+M=$T/mnt/devices/virtual/misc
+t0=$(date +%s%N)
+(echo 0 >"$M/intel_ifs_0/run_test" & echo 4 >"$M/intel_ifs_1/run_test" & wait) ||
+	fail "concurrent run_test writes failed"
+ms=$((($(date +%s%N) - t0) / 1000000))
+assert_ge "two 200 ms runs under one lock take (ms)" 395 "$ms"
+assert_eq "status after a run" pass "$(cat "$M/intel_ifs_1/status")"
+err=$( (echo 99 >"$M/intel_ifs_0/run_test") 2>&1)
+[[ $err == *"Invalid argument"* ]] || fail "cpu 99 not EINVAL: $err"
+err=$( (echo 1 >"$M/intel_ifs_2/run_test") 2>&1)
+[[ $err == *"not permitted"* ]] || fail "no image not EPERM: $err"
+assert_eq "image_version without image" none "$(cat "$M/intel_ifs_2/image_version")"
+pass "the fake serialises writers across devices (${ms} ms for two runs), EINVAL, EPERM"
+
 # ---- phase 1: scheduler on, admin on ----
 # 4 cores x 2 tests over 8 s: one run a second. cpu 5 is denied, so package
 # 0 core 1 is never scanned.
