@@ -1578,19 +1578,19 @@ static void *store_writer_main(void *arg)
 		s->retry_at = store_mono_ns() + (int64_t)s->backoff_ms * 1000000;
 		if (s->stop && stop_retries)
 			stop_retries--;
+		pthread_cond_broadcast(&s->cv_done);
+		depth = s->head - s->tail;
+		pthread_mutex_unlock(&s->mu);
 		/* A checkpointed WAL is rewritten from its start instead of
 		 * growing: the cheapest space to get back on a full disk. */
-		if ((rc & 0xff) == SQLITE_FULL) {
-			pthread_mutex_unlock(&s->mu);
+		if ((rc & 0xff) == SQLITE_FULL)
 			sqlite3_wal_checkpoint_v2(s->db, NULL, SQLITE_CHECKPOINT_PASSIVE, NULL,
 						  NULL);
-			pthread_mutex_lock(&s->mu);
-		}
 		log_ratelimited(&s->rl_commit, 10000, LOG_LVL_ERR, STORE_COMP,
 				"commit of %" PRIu64 " rows failed: %s; %" PRIu64
 				" rows kept in the queue, retrying in %u ms",
-				n, sqlite3_errstr(rc), s->head - s->tail, s->backoff_ms);
-		pthread_cond_broadcast(&s->cv_done);
+				n, sqlite3_errstr(rc), depth, s->backoff_ms);
+		pthread_mutex_lock(&s->mu);
 	}
 	if (s->head != s->tail)
 		log_err(STORE_COMP, "closing with %" PRIu64 " rows not written (writes failing)",
