@@ -344,8 +344,28 @@ wait_for 30 again || fail "rotation stuck after a missing batch: $(rows "&since=
 stop_agent
 pass "allow_cpus limits the scheduler to core 0; batches rotate, a missing batch is an error and skipped"
 
+# ---- phase 4: the CPU goes offline between topology read and run_test ----
+# With a 1 h poll the collector still believes cpus 3 and 7 online: the
+# driver's EINVAL is recorded as a clear outcome, not a test result.
+sed -i -e 's/^poll = 200ms/poll = 1h/' -e 's/^schedule = true/schedule = false/' \
+	-e 's/^allow_cpus = 0,4/allow_cpus = 0-7/' "$T/sysobsd.ini"
+start_agent
+echo 0 >"$T/mnt/devices/system/cpu/cpu3/online"
+echo 0 >"$T/mnt/devices/system/cpu/cpu7/online"
+api POST /api/v1/ifs/scans -d '{"cpus":[3],"tests":["scan"]}' >"$T/post.json"
+assert_eq "POST before the collector sees the CPU offline" 202 "$HTTP_CODE"
+sid=$(jq -r '.scans[0].scan_id' "$T/post.json")
+wait_for 15 api_row || fail "scan $sid never recorded"
+assert_eq "offline at write time" '["error","cpu_invalid_or_offline",3]' \
+	"$(rows "&scan_id=$sid" | jq -c '.scans[0] | [.status, .error_name, .cpu]')"
+assert_ge "scans_total error" 1 "$(metric 'sysobs_ifs_scans_total{test="scan",result="error"}')"
+stop_agent
+echo 1 >"$T/mnt/devices/system/cpu/cpu3/online"
+echo 1 >"$T/mnt/devices/system/cpu/cpu7/online"
+pass "EINVAL from run_test (CPU offline) is recorded as an error outcome"
+
 # ---- a bad CPU list is a config error naming the key ----
-sed -i 's/^allow_cpus = 0,4/allow_cpus = 0-x/' "$T/sysobsd.ini"
+sed -i 's/^allow_cpus = 0-7/allow_cpus = 0-x/' "$T/sysobsd.ini"
 "$SYSOBSD" --config "$T/sysobsd.ini" >"$T/bad.log" 2>&1
 rc=$?
 assert_eq "exit status on a bad CPU list" 2 "$rc"
