@@ -2,6 +2,10 @@
 /*
  * Pure decoders for In-Field Scan sysfs text and status words (see
  * ifs_decode.h for the layouts and where they come from).
+ *
+ * Parsed by hand: the inputs are a handful of fixed kernel printf formats
+ * ("%#llx", "0x%02x", "none", cpulist "%*pbl") and bit fields of a u64,
+ * which no library covers better than a few lines of strtoull.
  */
 #include <ctype.h>
 #include <errno.h>
