@@ -75,7 +75,7 @@ INI
 FAKE_PID=$!
 on_exit "fusermount3 -u $T/mnt || fusermount3 -uz $T/mnt; wait $FAKE_PID 2>/dev/null"
 # The agent may be inside a run_test write: stop it before unmounting.
-on_exit '[ -z "$AGENT_PID" ] || { kill -9 "$AGENT_PID"; wait "$AGENT_PID"; } 2>/dev/null' 
+on_exit '[ -z "$AGENT_PID" ] || { kill -9 "$AGENT_PID"; wait "$AGENT_PID"; } 2>/dev/null'
 fake_up() { [ -e "$T/mnt/devices/virtual/misc/intel_ifs_0/status" ]; }
 wait_for 10 fake_up || fail "ifs_fake did not mount: $(cat "$T/fake.log")"
 
