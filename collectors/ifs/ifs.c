@@ -36,7 +36,8 @@
 #include "collectors/ifs/ifs_worker.h"
 #include "storage/store_query.h"
 
-#define MS_NS 1000000LL
+#define MS_NS		1000000LL
+#define IFS_MAX_PENDING 4096 /* queued API scans */
 
 /* ---- history table ---- */
 
@@ -1367,6 +1368,15 @@ static void route_scans_post(const struct http_request *req, struct http_respons
 					     : "excluded by allow_cpus/deny_cpus");
 			return;
 		}
+	}
+	/* Requests wait for one core at a time: bound the backlog. */
+	if (p->n_reqs + ifs_sched_pending(&p->sched) + n_sel * IFS_TEST_MAX > IFS_MAX_PENDING) {
+		pthread_mutex_unlock(&p->lock);
+		json_decref(body);
+		http_reply_error(res, 503, "busy",
+				 "more than %d scans already pending; retry when they ran",
+				 IFS_MAX_PENDING);
+		return;
 	}
 	out = json_array();
 	nr = realloc(p->reqs, (p->n_reqs + n_sel * IFS_TEST_MAX) * sizeof(*nr));
