@@ -3,7 +3,8 @@
  * Storage ingest: events/s through store_submit -> queue -> writer thread ->
  * SQLite, for a realistic 7-column event table with a ts index.
  *
- *   bench_ingest [rows]          (default 2,000,000; batch_rows=1 runs rows/10)
+ *   bench_ingest [rows [drain|max|paced]]
+ *                  (default 2,000,000 rows and every mode; batch_rows=1 runs rows/10)
  *
  * Prints, per batch size (1, 1000, 10000):
  *   drain  rows queued first, then the writer alone drains them (events per
@@ -113,6 +114,8 @@ static long long file_size(const char *path)
 
 	return stat(path, &st) == 0 ? (long long)st.st_size : -1;
 }
+
+#define ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
 
 enum bench_mode { MODE_MAX, MODE_PACED };
 
@@ -266,6 +269,7 @@ static int submit_cost(const char *path)
 int main(int argc, char **argv)
 {
 	uint64_t rows = argc > 1 ? strtoull(argv[1], NULL, 10) : 2000000;
+	const char *only = argc > 2 ? argv[2] : NULL;
 	const char *tmp = getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
 	static const unsigned batches[] = {1, 1000, 10000};
 	char path[512];
@@ -275,19 +279,16 @@ int main(int argc, char **argv)
 	snprintf(path, sizeof(path), "%s/bench_ingest.%d.db", tmp, (int)getpid());
 	printf("bench_ingest: 7-column table + ts index, %s, %ld CPUs, SQLite %s\n", path,
 	       sysconf(_SC_NPROCESSORS_ONLN), sqlite3_libversion());
-	ret |= submit_cost(path);
-	ret |= drain(path, 1000, rows);
-	ret |= drain(path, 10000, rows);
-	for (size_t i = 0; i < sizeof(batches) / sizeof(batches[0]); i++) {
-		uint64_t n = batches[i] == 1 ? rows / 10 : rows;
-
-		ret |= run(path, batches[i], n, MODE_MAX, 0);
+	if (!only || !strcmp(only, "drain")) {
+		ret |= submit_cost(path);
+		ret |= drain(path, 1000, rows);
+		ret |= drain(path, 10000, rows);
 	}
-	for (size_t i = 0; i < sizeof(batches) / sizeof(batches[0]); i++) {
-		uint64_t n = batches[i] == 1 ? rows / 10 : rows;
-
-		ret |= run(path, batches[i], n, MODE_PACED, 300000.0);
-	}
+	for (size_t i = 0; (!only || !strcmp(only, "max")) && i < ARRAY_LEN(batches); i++)
+		ret |= run(path, batches[i], batches[i] == 1 ? rows / 10 : rows, MODE_MAX, 0);
+	for (size_t i = 0; (!only || !strcmp(only, "paced")) && i < ARRAY_LEN(batches); i++)
+		ret |=
+		    run(path, batches[i], batches[i] == 1 ? rows / 10 : rows, MODE_PACED, 300000.0);
 	remove_db(path);
 	return ret;
 }

@@ -752,14 +752,26 @@ static int store_check_tables(struct store *s, char *err, size_t errlen)
 	return 0;
 }
 
+/* SQLite keeps global allocation statistics behind a mutex taken on every
+ * malloc; the store never reads them, and turning them off makes the writer
+ * ~10% cheaper per row (bench_ingest drain, events per CPU-second). Only
+ * possible before SQLite initialises, so it is a no-op when something in the
+ * process used SQLite first. */
+static void store_sqlite_config(void)
+{
+	sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
+}
+
 struct store *store_open(const struct store_config *cfg, const struct store_table *const *tables,
 			 char *err, size_t errlen)
 {
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
 	struct store *s;
 	int64_t n_objects = 0, ver = 0;
 	bool fresh;
 	int rc;
 
+	pthread_once(&once, store_sqlite_config);
 	if (store_check_path(cfg->path, err, errlen))
 		return NULL;
 	s = calloc(1, sizeof(*s));
