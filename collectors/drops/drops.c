@@ -363,8 +363,11 @@ static int drops_init(struct collector *c)
 		    "no permission to load BPF (needs CAP_BPF and CAP_PERFMON, "
 		    "or CAP_SYS_ADMIN): %s; libbpf: %s",
 		    strerror(-err), drops_libbpf_cause(err));
+	/* -EINVAL would read as a config error to the agent: a program this
+	 * kernel's verifier refuses is a missing feature. */
 	if (err)
-		return collector_unavailable(c, err, "cannot load the BPF program: %s; libbpf: %s",
+		return collector_unavailable(c, err == -EINVAL ? -EOPNOTSUPP : err,
+					     "cannot load the BPF program: %s; libbpf: %s",
 					     strerror(-err), drops_libbpf_cause(err));
 	clog_info(c, "%zu drop reasons from %s; kfree_skb has %d arguments; program %s",
 		  drops_reasons_count(st->reasons), st->btf_path, st->nargs, st->attach_kind);
