@@ -262,11 +262,11 @@ int store_query_events(struct store *s, const char *collector, int64_t since_ns,
 			snprintf(sql, sizeof(sql),
 				 "SELECT * FROM \"%s\" WHERE id < ?1 ORDER BY id DESC LIMIT ?4",
 				 c->t->name);
-		} else if (store_window_small(db, c->t->name, "ts >= ?1 AND ts < ?2", since_ns,
-					      until_ns) ||
-			   (bound_until &&
-			    !store_window_small(db, c->t->name, "ts >= ?1", until_ns, 0))) {
-			/* Few rows in the window, or many rows newer than it:
+		} else if ((bound_until &&
+			    !store_window_small(db, c->t->name, "ts >= ?1", until_ns, 0)) ||
+			   store_window_small(db, c->t->name, "ts >= ?1 AND ts < ?2", since_ns,
+					      until_ns)) {
+			/* Many rows newer than the window, or few in it:
 			 * pick ids from the ts index alone (covering: no row
 			 * reads, cost ~ rows in the window), then read just
 			 * those rows. The + keeps SQLite off the rowid order

@@ -709,6 +709,85 @@ static void test_events_query_paging(void **state)
 	store_close(s);
 }
 
+/* Collects the ids of every page of a windowed query, checking each page
+ * against the same window computed by brute force in SQL. */
+static void check_window(struct store *s, const char *collector, int64_t since, int64_t until)
+{
+	const char *src = !collector			? "SELECT id, ts FROM test_a UNION ALL "
+							  "SELECT id, ts FROM test_b"
+			  : !strcmp(collector, "alpha") ? "SELECT id, ts FROM test_a"
+							: "SELECT id, ts FROM test_b";
+	int64_t cursor = 0, next;
+	char sql[512];
+	int pages = 0;
+
+	do {
+		json_t *rows;
+		size_t n;
+
+		assert_int_equal(store_query_events(s, collector, since, until, cursor, 100, &rows,
+						    &next, err, sizeof(err)),
+				 0);
+		n = json_array_size(rows);
+		snprintf(sql, sizeof(sql),
+			 "SELECT count(*) FROM (%s) WHERE ts >= %lld AND ts < %lld AND id < %lld",
+			 src, (long long)since, (long long)until,
+			 (long long)(cursor ? cursor : INT64_MAX));
+		int64_t expect = db_int(sql);
+		assert_int_equal(n, expect < 100 ? expect : 100);
+		for (size_t i = 0; i < n; i++) {
+			json_t *row = json_array_get(rows, i);
+			int64_t id = json_integer_value(json_object_get(row, "id"));
+
+			/* The i-th newest id of the window below the cursor. */
+			snprintf(sql, sizeof(sql),
+				 "SELECT id FROM (%s) WHERE ts >= %lld AND ts < %lld AND id < %lld "
+				 "ORDER BY id DESC LIMIT 1 OFFSET %zu",
+				 src, (long long)since, (long long)until,
+				 (long long)(cursor ? cursor : INT64_MAX), i);
+			if (i == 0 || i == n - 1)
+				assert_int_equal(id, db_int(sql));
+		}
+		json_decref(rows);
+		cursor = next;
+	} while (next > 0 && ++pages < 3);
+}
+
+/* The three plans of a windowed page (rowid walk, ts index for a small
+ * window, ts index when many rows are newer) give the same answer as brute
+ * force, with ts not in id order. */
+static void test_events_query_window_plans(void **state)
+{
+	struct store_config cfg = default_cfg();
+	int64_t base = 1700000000LL * 1000000000, us = 1000;
+	struct store *s;
+
+	s = store_open(&cfg, tables_ab, err, sizeof(err));
+	assert_non_null(s);
+	store_close(s);
+	/* 60,000 rows, odd ids in test_a, even in test_b; ts jitters. */
+	db_exec("WITH RECURSIVE c(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM c WHERE i < 60000)"
+		" INSERT INTO test_a(id, ts, pid) SELECT i, 1700000000000000000 + i * 1000"
+		" + (i % 7) * 5000, i FROM c WHERE i % 2 = 1;"
+		"WITH RECURSIVE c(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM c WHERE i < 60000)"
+		" INSERT INTO test_b(id, ts, pid) SELECT i, 1700000000000000000 + i * 1000"
+		" + (i % 7) * 5000, i FROM c WHERE i % 2 = 0;");
+	s = open_started(&cfg, tables_ab);
+	/* since only, large window at the newest end: rowid walk. */
+	check_window(s, NULL, base + 15000 * us, INT64_MAX);
+	check_window(s, "beta", base + 15000 * us, INT64_MAX);
+	/* small window deep in the past: ts index. */
+	check_window(s, NULL, base + 1000 * us, base + 1500 * us);
+	/* large window, many rows newer: ts index. */
+	check_window(s, NULL, base + 100 * us, base + 25000 * us);
+	check_window(s, "alpha", base + 100 * us, base + 25000 * us);
+	/* large window reaching the newest rows, bounded until: rowid walk. */
+	check_window(s, NULL, base + 5000 * us, base + 55000 * us);
+	/* empty window after everything. */
+	check_window(s, NULL, base + 100000 * us, INT64_MAX);
+	store_close(s);
+}
+
 static void test_matcher_parse(void **state)
 {
 	struct store_matcher m[4];
@@ -1054,6 +1133,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_retention_by_age, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_retention_by_size, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_events_query_paging, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_events_query_window_plans, setup, teardown),
 	    cmocka_unit_test(test_matcher_parse),
 	    cmocka_unit_test_setup_teardown(test_series_query, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_snapshot_metric_history, setup, teardown),
