@@ -993,7 +993,18 @@ static void test_snapshot_metric_history(void **state)
 			   " 'sysobs_events_written_total'") == 1);
 	assert_int_equal(db_int("SELECT count(*) FROM metric_series"),
 			 db_int("SELECT count(DISTINCT name || labels) FROM metric_series"));
-	store_close(s);
+	submit_n(s, &table_a, 0, 10, 0);
+	assert_int_equal(store_flush(s), 0);
+	store_close(s); /* publishes the store's own series one last time */
+	assert_true(series_value(metrics_counter1(m, "sysobs_events_written_total", "")) == 10);
+	assert_true(series_value(metrics_counter1(m, "sysobs_storage_batches_total", "")) >= 1);
+	assert_true(series_value(metrics_gauge1(m, "sysobs_storage_queue_depth", "")) == 0);
+	assert_true(series_value(metrics_gauge1(m, "sysobs_storage_db_bytes", "")) > 0);
+	static const char *const reason[] = {"reason", NULL};
+	const char *full[] = {"queue_full", NULL};
+	struct metric *dropped = metrics_counter(m, "sysobs_events_dropped_total", "", reason);
+	assert_non_null(dropped);
+	assert_true(series_value(metric_series(dropped, full)) == 0);
 	metrics_free(m);
 }
 
