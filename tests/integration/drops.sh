@@ -14,7 +14,6 @@ need_cmd ip
 need_cmd nft
 need_cmd jq
 need_cmd sqlite3
-need_cmd setpriv
 [ -r /sys/kernel/btf/vmlinux ] || skip "kernel without BTF (/sys/kernel/btf/vmlinux)"
 GEN=${SYSOBS_BUILD:?}/tests/drops_gen
 [ -x "$GEN" ] || fail "traffic generator $GEN not built"
@@ -201,7 +200,9 @@ for _ in 1 2 3 4 5; do
 done
 wait $flood || fail "flood sender failed"
 sent=$(awk '{ print $2 }' "$T/flood.out")
-assert_ge "flood datagrams" 100000 "$sent"
+# Far above the sample rate (its cap over this window is ~1,000), also
+# under qemu TCG, where a flood reaches only tens of thousands per second.
+assert_ge "flood datagrams" 20000 "$sent"
 expect_drops NO_SOCKET udp $((c0 + sent))
 t1=$(date +%s.%N)
 s1=$(m0 sysobs_drop_samples_total)
@@ -250,6 +251,11 @@ stop_agent
 pass "no BTF -> unavailable: $reason"
 
 # 9. ... and no permission to load BPF (an unprivileged user, no capabilities).
+if ! setpriv --reuid=65534 --regid=65534 --clear-groups --inh-caps=-all --bounding-set=-all \
+	true 2>/dev/null; then
+	echo "NOTE: not checked: no setpriv here that can drop to an unprivileged user (util-linux)"
+	exit 0
+fi
 rm -f "$T/sysobs.db"*
 write_drops_config
 chmod 1777 "$T"
