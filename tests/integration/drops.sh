@@ -251,8 +251,11 @@ stop_agent
 pass "no BTF -> unavailable: $reason"
 
 # 9. ... and no permission to load BPF (an unprivileged user, no capabilities).
-if ! setpriv --reuid=65534 --regid=65534 --clear-groups --inh-caps=-all --bounding-set=-all \
-	true 2>/dev/null; then
+# Absolute paths: a busybox shell would run its own setpriv applet, which
+# cannot switch users.
+SETPRIV=$(command -v setpriv || true)
+if [ -z "$SETPRIV" ] || ! "$SETPRIV" --reuid=65534 --regid=65534 --clear-groups \
+	--inh-caps=-all --bounding-set=-all true 2>/dev/null; then
 	echo "NOTE: not checked: no setpriv here that can drop to an unprivileged user (util-linux)"
 	exit 0
 fi
@@ -261,8 +264,8 @@ write_drops_config
 chmod 1777 "$T"
 REAL=$SYSOBSD
 cat >"$T/as-nobody.sh" <<SH
-#!/bin/sh
-exec setpriv --reuid=65534 --regid=65534 --clear-groups --inh-caps=-all --bounding-set=-all "$REAL" "\$@"
+#!$(command -v bash)
+exec "$SETPRIV" --reuid=65534 --regid=65534 --clear-groups --inh-caps=-all --bounding-set=-all "$REAL" "\$@"
 SH
 chmod 755 "$T/as-nobody.sh"
 SYSOBSD=$T/as-nobody.sh
