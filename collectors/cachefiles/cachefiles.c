@@ -86,7 +86,8 @@ const struct store_table cachefiles_slow_table = {
 static const struct store_table *const cachefiles_tables[] = {&cachefiles_slow_table, NULL};
 
 static const struct cfg_key cachefiles_keys[] = {
-    {"slow_threshold", "100ms", "requests at least this long are stored one by one"},
+    {"slow_threshold", "100ms",
+     "requests at least this long are stored one by one in cachefiles_slow (0: all)"},
     {"interval", "5s", "how often histograms and counters are read from the kernel"},
     {"backend", "bpf", "measurement backend: bpf (fentry/fexit on fs/cachefiles/ondemand.c)"},
     {0},

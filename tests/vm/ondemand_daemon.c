@@ -26,6 +26,7 @@
 #include <getopt.h>
 #include <linux/cachefiles.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -62,6 +63,7 @@ static off_t od_image_size;
 static const char *od_stats_path;
 static volatile sig_atomic_t od_stop, od_dump;
 static unsigned long od_errors;
+static unsigned long od_busy; /* READ workers running */
 
 static void od_on_signal(int sig)
 {
@@ -79,9 +81,9 @@ static void od_on_signal(int sig)
  */
 static struct timespec od_req_start;
 
-static void od_sleep_rest(unsigned ms)
+static void od_sleep_until(const struct timespec *start, unsigned ms)
 {
-	struct timespec until = od_req_start;
+	struct timespec until = *start;
 
 	until.tv_sec += ms / 1000;
 	until.tv_nsec += (long)(ms % 1000) * 1000000L;
@@ -200,61 +202,111 @@ static int od_handle_open(int devfd, const struct cachefiles_msg *msg)
 	o->object_id = msg->object_id;
 	o->vol = v;
 	if (v && v->open_delay_ms)
-		od_sleep_rest(v->open_delay_ms);
+		od_sleep_until(&od_req_start, v->open_delay_ms);
 	snprintf(reply, sizeof(reply), "copen %u,%lld", msg->msg_id, (long long)od_image_size);
 	return od_cmd(devfd, reply);
 }
 
 /*
+ * READs are served each on a thread of its own, so that parallel readers see
+ * their requests held for the injected time in parallel (one daemon thread
+ * would queue them: the 10th request would wait 10 delays).
+ *
  * The anon fd writes through to the backing file, which cachefiles opens with
  * O_DIRECT: buffer, offset and length must be block aligned, or pwrite()
  * fails with EINVAL. The last block past the image end is zero-filled.
  */
 #define OD_BLOCK 4096
+#define OD_CHUNK (1 << 16)
 
-static int od_handle_read(const struct cachefiles_msg *msg)
+struct od_read_job {
+	struct timespec start; /* when read() returned the request */
+	uint32_t msg_id, object_id;
+	uint64_t off, len;
+	int fd;
+	unsigned delay_ms;
+};
+
+static void *od_read_worker(void *arg)
 {
-	const struct cachefiles_read *load = (const void *)msg->data;
-	struct od_object *o = od_object_find(msg->object_id);
-	static char buf[1 << 16] __attribute__((aligned(OD_BLOCK)));
-	uint64_t off = load->off & ~(uint64_t)(OD_BLOCK - 1), end = load->off + load->len;
+	struct od_read_job *j = arg;
+	uint64_t off = j->off & ~(uint64_t)(OD_BLOCK - 1), end = j->off + j->len;
+	char *buf = NULL;
 	ssize_t n;
 
-	if (!o) {
-		fprintf(stderr, "ondemand: READ for unknown object %u\n", msg->object_id);
-		od_errors++;
-		return -ENOENT;
-	}
-	if (o->vol) {
-		o->vol->reads++;
-		o->vol->read_bytes += load->len;
+	if (posix_memalign((void **)&buf, OD_BLOCK, OD_CHUNK)) {
+		__atomic_add_fetch(&od_errors, 1, __ATOMIC_RELAXED);
+		goto out_complete;
 	}
 	if (end > (uint64_t)od_image_size)
 		end = od_image_size;
 	while (off < end) {
-		size_t chunk = end - off < sizeof(buf) ? end - off : sizeof(buf);
+		size_t chunk = end - off < OD_CHUNK ? end - off : OD_CHUNK;
 		size_t padded = (chunk + OD_BLOCK - 1) & ~(size_t)(OD_BLOCK - 1);
 
 		n = pread(od_image_fd, buf, chunk, off);
 		if (n <= 0)
 			break;
 		memset(buf + n, 0, padded - n);
-		if (pwrite(o->fd, buf, padded, off) != (ssize_t)padded) {
-			fprintf(stderr, "ondemand: pwrite object %u at %llu: %s\n", msg->object_id,
+		if (pwrite(j->fd, buf, padded, off) != (ssize_t)padded) {
+			fprintf(stderr, "ondemand: pwrite object %u at %llu: %s\n", j->object_id,
 				(unsigned long long)off, strerror(errno));
-			od_errors++;
+			__atomic_add_fetch(&od_errors, 1, __ATOMIC_RELAXED);
 			break;
 		}
 		off += n;
 		if ((size_t)n < chunk)
 			break;
 	}
-	if (o->vol && o->vol->read_delay_ms)
-		od_sleep_rest(o->vol->read_delay_ms);
-	if (ioctl(o->fd, CACHEFILES_IOC_READ_COMPLETE, msg->msg_id) < 0) {
-		fprintf(stderr, "ondemand: READ_COMPLETE %u: %s\n", msg->msg_id, strerror(errno));
+out_complete:
+	free(buf);
+	if (j->delay_ms)
+		od_sleep_until(&j->start, j->delay_ms);
+	if (ioctl(j->fd, CACHEFILES_IOC_READ_COMPLETE, j->msg_id) < 0) {
+		fprintf(stderr, "ondemand: READ_COMPLETE %u: %s\n", j->msg_id, strerror(errno));
+		__atomic_add_fetch(&od_errors, 1, __ATOMIC_RELAXED);
+	}
+	__atomic_sub_fetch(&od_busy, 1, __ATOMIC_RELEASE);
+	free(j);
+	return NULL;
+}
+
+static int od_handle_read(const struct cachefiles_msg *msg)
+{
+	const struct cachefiles_read *load = (const void *)msg->data;
+	struct od_object *o = od_object_find(msg->object_id);
+	struct od_read_job *j;
+	pthread_attr_t attr;
+	pthread_t t;
+	int err;
+
+	if (!o) {
+		fprintf(stderr, "ondemand: READ for unknown object %u\n", msg->object_id);
 		od_errors++;
-		return -errno;
+		return -ENOENT;
+	}
+	j = calloc(1, sizeof(*j));
+	if (!j)
+		return -ENOMEM;
+	j->start = od_req_start;
+	j->msg_id = msg->msg_id;
+	j->object_id = msg->object_id;
+	j->off = load->off;
+	j->len = load->len;
+	j->fd = o->fd;
+	if (o->vol) {
+		o->vol->reads++;
+		o->vol->read_bytes += load->len;
+		j->delay_ms = o->vol->read_delay_ms;
+	}
+	__atomic_add_fetch(&od_busy, 1, __ATOMIC_ACQUIRE);
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	err = pthread_create(&t, &attr, od_read_worker, j);
+	pthread_attr_destroy(&attr);
+	if (err) {
+		/* no thread: serve it here */
+		od_read_worker(j);
 	}
 	return 0;
 }
@@ -267,6 +319,10 @@ static void od_handle_close(const struct cachefiles_msg *msg)
 		return;
 	if (o->vol)
 		o->vol->closes++;
+	/* the kernel sends CLOSE after the object's READs completed, but a
+	 * worker may still be returning: let them finish before closing */
+	while (__atomic_load_n(&od_busy, __ATOMIC_ACQUIRE))
+		usleep(1000);
 	close(o->fd);
 	o->fd = -1;
 }
@@ -401,6 +457,8 @@ int main(int argc, char **argv)
 			od_errors++;
 		}
 	}
+	while (__atomic_load_n(&od_busy, __ATOMIC_ACQUIRE))
+		usleep(1000);
 	od_stats_write();
 	/* Keep devfd open until here: closing it unbinds the cache. */
 	close(devfd);
