@@ -255,8 +255,9 @@ pass "no BTF -> unavailable: $reason"
 # cannot switch users.
 SETPRIV=$(command -v setpriv || true)
 if [ -z "$SETPRIV" ] || ! "$SETPRIV" --reuid=65534 --regid=65534 --clear-groups \
-	--inh-caps=-all --bounding-set=-all true 2>/dev/null; then
-	echo "NOTE: not checked: no setpriv here that can drop to an unprivileged user (util-linux)"
+	--inh-caps=-all --bounding-set=-all "$SYSOBSD" --version >/dev/null 2>&1; then
+	echo "NOTE: not checked: cannot run sysobsd as an unprivileged user here" \
+		"(needs util-linux setpriv, and a binary and libraries user 65534 may read)"
 	exit 0
 fi
 rm -f "$T/sysobs.db"*
