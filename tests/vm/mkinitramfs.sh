@@ -30,6 +30,9 @@ ldd "$BUSYBOX" >/dev/null 2>&1 &&
 
 root=$(mktemp -d "${TMPDIR:-/tmp}/sysobs-initramfs.XXXXXX")
 trap 'rm -rf "$root"' EXIT
+# mktemp -d makes it 0700 and it becomes the guest's "/": unprivileged users
+# in the guest (tests drop to uid 65534) must be able to traverse it.
+chmod 0755 "$root"
 mkdir -p "$root"/{bin,sbin,etc,proc,sys,dev,tmp,run,mnt,var/cache,lib/modules}
 cp "$BUSYBOX" "$root/bin/busybox"
 for a in $("$BUSYBOX" --list); do
