@@ -6,6 +6,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <malloc.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,37 +22,36 @@
 #define MAX_TABLES 64
 
 static const struct cfg_key agent_keys[] = {
-	{ "log_level", "info", "error, warn, info or debug" },
-	{ "hostname", "", "host name used in alerts; empty = gethostname()" },
-	{ "sysfs_root", "/sys", "root of sysfs (point at the IFS fake to try the ifs collector)" },
-	{ 0 },
+    {"log_level", "info", "error, warn, info or debug"},
+    {"hostname", "", "host name used in alerts; empty = gethostname()"},
+    {"sysfs_root", "/sys", "root of sysfs (point at the IFS fake to try the ifs collector)"},
+    {0},
 };
 
 static const struct cfg_key http_keys[] = {
-	{ "listen", "127.0.0.1:9559", "address:port to serve on (port 0 = any free port)" },
-	{ "max_connections", "64", "simultaneous HTTP connections" },
-	{ "timeout", "10s", "idle connection timeout" },
-	{ "threads", "2", "HTTP worker threads" },
-	{ "admin", "false", "allow state-changing endpoints such as POST /api/v1/ifs/scans" },
-	{ 0 },
+    {"listen", "127.0.0.1:9559", "address:port to serve on (port 0 = any free port)"},
+    {"max_connections", "64", "simultaneous HTTP connections"},
+    {"timeout", "10s", "idle connection timeout"},
+    {"threads", "2", "HTTP worker threads"},
+    {"admin", "false", "allow state-changing endpoints such as POST /api/v1/ifs/scans"},
+    {0},
 };
 
 static const struct cfg_key storage_keys[] = {
-	{ "path", "./var/sysobs.db", "SQLite database file (its directory must exist)" },
-	{ "queue_rows", "65536", "bounded event queue between collectors and the writer" },
-	{ "batch_rows", "2000", "commit after this many rows ..." },
-	{ "batch_ms", "200", "... or after this many milliseconds" },
-	{ "snapshot_interval", "15s", "metric history snapshot period (0 = off)" },
-	{ "retention", "7d", "delete history older than this (0 = keep)" },
-	{ "max_size", "1G", "delete the oldest history past this database size (0 = no cap)" },
-	{ "busy_timeout", "5s", "how long a statement waits on a locked database" },
-	{ "readers", "4", "read-only connections for the HTTP API" },
-	{ 0 },
+    {"path", "./var/sysobs.db", "SQLite database file (its directory must exist)"},
+    {"queue_rows", "65536", "bounded event queue between collectors and the writer"},
+    {"batch_rows", "2000", "commit after this many rows ..."},
+    {"batch_ms", "200", "... or after this many milliseconds"},
+    {"snapshot_interval", "15s", "metric history snapshot period (0 = off)"},
+    {"retention", "7d", "delete history older than this (0 = keep)"},
+    {"max_size", "1G", "delete the oldest history past this database size (0 = no cap)"},
+    {"busy_timeout", "5s", "how long a statement waits on a locked database"},
+    {"readers", "4", "read-only connections for the HTTP API"},
+    {0},
 };
 
 static const struct cfg_key collector_enabled_key = {
-	"enabled", "true", "run this collector when the host supports it"
-};
+    "enabled", "true", "run this collector when the host supports it"};
 
 int agent_config_declare(struct agent *a)
 {
@@ -63,7 +63,7 @@ int agent_config_declare(struct agent *a)
 		return err;
 	for (size_t i = 0; collector_registry[i]; i++) {
 		const struct collector_ops *ops = collector_registry[i];
-		struct cfg_key keys[64] = { collector_enabled_key };
+		struct cfg_key keys[64] = {collector_enabled_key};
 		char section[64];
 		size_t n = 1;
 
@@ -133,12 +133,12 @@ static int http_config(struct agent *a, struct http_config *hc)
 
 static void collector_set_up(struct collector *c)
 {
-	static const char *const labels[] = { "collector", NULL };
+	static const char *const labels[] = {"collector", NULL};
 	struct metric *up = metrics_gauge(c->agent->metrics, "sysobs_collector_up",
 					  "1 if the collector is running, 0 if it is disabled, "
 					  "unavailable or failed.",
 					  labels);
-	const char *v[] = { c->ops->name };
+	const char *v[] = {c->ops->name};
 	struct metric_series *s = up ? metric_series(up, v) : NULL;
 
 	if (s)
@@ -168,7 +168,7 @@ static int collector_fd_ready(int fd, void *arg)
 		c->errors++;
 		c->why[0] = '\0';
 		collector_fail(c, err, "on_ready");
-		return 0;	/* collector_fail removed the source already */
+		return 0; /* collector_fail removed the source already */
 	}
 	return 0;
 }
@@ -260,15 +260,16 @@ static void collectors_start(struct agent *a)
 			}
 		}
 		if (c->interval_ms && c->ops->collect) {
-			c->loop_timer_src = loop_add_timer(a->loop, c->interval_ms, collector_tick, c);
+			c->loop_timer_src =
+			    loop_add_timer(a->loop, c->interval_ms, collector_tick, c);
 			if (!c->loop_timer_src) {
 				collector_fail(c, -errno, "timer");
 				goto publish;
 			}
-			collector_tick(-1, c);	/* first sample now, not one interval later */
+			collector_tick(-1, c); /* first sample now, not one interval later */
 		}
 		log_info(c->ops->name, "running");
-publish:
+	publish:
 		collector_set_up(c);
 	}
 }
@@ -301,16 +302,16 @@ static int write_port_file(const char *path, uint16_t port)
 	fprintf(f, "%u\n", port);
 	if (fclose(f))
 		return -errno;
-	return rename(tmp, path) ? -errno : 0;	/* readers never see a partial file */
+	return rename(tmp, path) ? -errno : 0; /* readers never see a partial file */
 }
 
 int agent_start(struct agent *a, const char *port_file)
 {
 	const struct store_table *tables[MAX_TABLES + 1];
-	struct store_config sc = { 0 };
-	struct http_config hc = { 0 };
-	static const char *const build_labels[] = { "version", NULL };
-	const char *version[] = { SYSOBS_VERSION };
+	struct store_config sc = {0};
+	struct http_config hc = {0};
+	static const char *const build_labels[] = {"version", NULL};
+	const char *version[] = {SYSOBS_VERSION};
 	struct metric *build;
 	char err[512];
 	size_t nt = 0;
@@ -366,6 +367,9 @@ int agent_start(struct agent *a, const char *port_file)
 	log_info("http", "listening on %s (port %u)", hc.listen, http_port(a->http));
 
 	collectors_start(a);
+	/* Start-up parses big inputs (kernel BTF, ...) and frees them; give
+	 * the pages back so the idle agent's RSS is what it keeps. */
+	malloc_trim(0);
 
 	sigemptyset(&mask);
 	sigaddset(&mask, SIGTERM);

@@ -61,6 +61,7 @@ struct drops_state {
 	bool netns_label;
 	bool fast_slots;
 	int nargs; /* kfree_skb tracepoint arguments */
+	bool has_rdonly_cast;
 	uint64_t sample_rate, sample_burst, map_entries, ring_bytes;
 	int ncpus;	  /* possible CPUs: per-CPU value arrays */
 	uint64_t *percpu; /* ncpus values */
@@ -197,6 +198,7 @@ static const char *drops_libbpf_cause(int err)
 static void drops_scan_modules(struct drops_state *st)
 {
 	char dir[PATH_MAX], path[PATH_MAX + 256];
+	struct btf *base = st->vmlinux;
 	struct dirent *e;
 	char *slash;
 	DIR *d;
@@ -209,19 +211,26 @@ static void drops_scan_modules(struct drops_state *st)
 	d = opendir(dir[0] ? dir : "/");
 	if (!d)
 		return;
+	/* a rescan after init parses vmlinux again (not kept: ~6 MiB) */
+	if (!base && !(base = btf__parse(st->btf_path, NULL))) {
+		closedir(d);
+		return;
+	}
 	while ((e = readdir(d))) {
 		struct btf *mod;
 
 		if (e->d_name[0] == '.' || !strcmp(e->d_name, slash + 1))
 			continue;
 		snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
-		mod = btf__parse_split(path, st->vmlinux);
+		mod = btf__parse_split(path, base);
 		if (!mod)
 			continue;
 		drops_reasons_add_btf(st->reasons, mod);
 		btf__free(mod);
 	}
 	closedir(d);
+	if (base != st->vmlinux)
+		btf__free(base);
 }
 
 static int drops_read_config(struct collector *c, struct drops_state *st)
@@ -268,10 +277,7 @@ static int drops_load(struct drops_state *st, bool tp_btf)
 	bpf_program__set_autoload(skel->progs.drops_baseline, false);
 	skel->rodata->has_rx_sk = st->nargs >= 4;
 	skel->rodata->use_slots = st->fast_slots;
-	/* bpf_rdonly_cast() (v6.2) lets tp_btf read packet bytes without a
-	 * helper call; kfuncs are FUNCs in the kernel's BTF. */
-	skel->rodata->has_rdonly_cast =
-	    btf__find_by_name_kind(st->vmlinux, "bpf_rdonly_cast", BTF_KIND_FUNC) > 0;
+	skel->rodata->has_rdonly_cast = st->has_rdonly_cast;
 	if (st->sample_rate) {
 		/* Host-wide rate split evenly over the online CPUs' buckets. */
 		uint64_t per_cpu_burst;
@@ -337,6 +343,14 @@ static int drops_init(struct collector *c)
 		return collector_unavailable(
 		    c, -EOPNOTSUPP, "kernel BTF has no enum skb_drop_reason: %s", strerror(errno));
 	drops_scan_modules(st);
+	/* bpf_rdonly_cast() (v6.2) lets tp_btf read packet bytes without a
+	 * helper call; kfuncs are FUNCs in the kernel's BTF. */
+	st->has_rdonly_cast =
+	    btf__find_by_name_kind(st->vmlinux, "bpf_rdonly_cast", BTF_KIND_FUNC) > 0;
+	/* Names are copied out. The parsed BTF is ~6 MiB: gone before libbpf
+	 * parses its own copy for CO-RE, and not part of the idle agent. */
+	btf__free(st->vmlinux);
+	st->vmlinux = NULL;
 
 	st->ncpus = libbpf_num_possible_cpus();
 	if (st->ncpus < 1)

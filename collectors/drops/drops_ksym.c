@@ -2,6 +2,7 @@
 /* /proc/kallsyms lookup (see drops_ksym.h). */
 #include <errno.h>
 #include <inttypes.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,55 +13,36 @@
  * (the gap after the last symbol of a region). */
 #define KSYM_MAX_SPAN (1u << 20)
 
-struct ksym {
+/* One resolved address: the formatted location, or hex when nothing covers
+ * it (negative results are cached too). */
+struct ksym_ent {
 	uint64_t addr;
-	uint32_t name;	 /* offset into names */
-	uint32_t module; /* offset into names, 0 = vmlinux */
+	bool named;
+	char text[DROPS_KSYM_TEXT_MAX];
 };
 
 struct drops_ksyms {
-	struct ksym *v;
-	size_t n, cap;
-	char *names; /* NUL-separated; offset 0 is "" */
-	size_t names_len, names_cap;
+	char *path; /* streamed on each miss, or ... */
+	char *text; /* ... this copy (drops_ksyms_parse) */
+	size_t text_len;
+	size_t n_text;	    /* text symbols seen by the first scan */
+	struct ksym_ent *v; /* sorted by addr */
+	size_t n;
+	uint64_t scans;
 };
 
-static int ksym_cmp(const void *a, const void *b)
+/* A kallsyms line that names a text symbol. */
+struct ksym_line {
+	uint64_t addr;
+	const char *name, *mod;
+	size_t name_len, mod_len;
+};
+
+/* "ffffffff81000000 T _stext" or "... t foo\t[mod]": true for a text
+ * symbol (t, T, w, W) with a visible address (kptr_restrict shows zeros). */
+static bool ksym_line_parse(const char *l, size_t n, struct ksym_line *out)
 {
-	const struct ksym *x = a, *y = b;
-
-	return x->addr < y->addr ? -1 : x->addr > y->addr;
-}
-
-static int64_t names_add(struct drops_ksyms *k, const char *s, size_t n)
-{
-	size_t off = k->names_len;
-
-	if (k->names_len + n + 1 > k->names_cap) {
-		size_t cap = k->names_cap ? k->names_cap * 2 : 1 << 16;
-		char *p;
-
-		while (cap < k->names_len + n + 1)
-			cap *= 2;
-		p = realloc(k->names, cap);
-		if (!p)
-			return -ENOMEM;
-		k->names = p;
-		k->names_cap = cap;
-	}
-	memcpy(k->names + off, s, n);
-	k->names[off + n] = '\0';
-	k->names_len += n + 1;
-	return off;
-}
-
-/* One line: "ffffffff81000000 T _stext" or "... t foo\t[mod]". Returns 0 to
- * keep going (also for lines that are skipped), -ENOMEM. */
-static int parse_line(struct drops_ksyms *k, const char *l, size_t n)
-{
-	const char *end = l + n, *p, *name, *mod = NULL;
-	size_t name_len, mod_len = 0;
-	int64_t name_off, mod_off = 0;
+	const char *end = l + n, *p;
 	uint64_t addr = 0;
 	char type;
 
@@ -74,125 +56,135 @@ static int parse_line(struct drops_ksyms *k, const char *l, size_t n)
 		else if (*p >= 'A' && *p <= 'F')
 			d = *p - 'A' + 10;
 		else
-			return 0;
+			return false;
 		addr = addr << 4 | d;
 	}
 	if (p == l || end - p < 4 || p[2] != ' ')
-		return 0;
+		return false;
 	type = p[1];
-	if (type != 't' && type != 'T' && type != 'w' && type != 'W')
-		return 0;
-	if (addr == 0) /* hidden by kptr_restrict */
-		return 0;
-	name = p + 3;
-	for (p = name; p < end && *p != '\t' && *p != ' '; p++)
+	if ((type != 't' && type != 'T' && type != 'w' && type != 'W') || addr == 0)
+		return false;
+	out->addr = addr;
+	out->name = p + 3;
+	for (p = out->name; p < end && *p != '\t' && *p != ' ' && *p != '\n'; p++)
 		;
-	name_len = p - name;
-	if (!name_len)
-		return 0;
+	out->name_len = p - out->name;
+	if (!out->name_len)
+		return false;
 	while (p < end && (*p == '\t' || *p == ' '))
 		p++;
+	out->mod = NULL;
+	out->mod_len = 0;
 	if (p < end && *p == '[') {
-		mod = p + 1;
-		for (p = mod; p < end && *p != ']'; p++)
-			;
-		mod_len = p - mod;
+		out->mod = ++p;
+		while (p < end && *p != ']' && *p != '\n')
+			p++;
+		out->mod_len = p - out->mod;
+	}
+	return true;
+}
+
+/* Calls fn for every text symbol of the source; 0 or -errno. */
+static int ksym_scan(const struct drops_ksyms *k, void (*fn)(const struct ksym_line *, void *),
+		     void *arg)
+{
+	struct ksym_line sl;
+
+	if (k->text) {
+		const char *p = k->text, *end = k->text + k->text_len;
+
+		while (p < end) {
+			const char *nl = memchr(p, '\n', end - p);
+			size_t n = nl ? (size_t)(nl - p) : (size_t)(end - p);
+
+			if (ksym_line_parse(p, n, &sl))
+				fn(&sl, arg);
+			p += n + 1;
+		}
+		return 0;
 	}
 
-	if (k->n == k->cap) {
-		size_t cap = k->cap ? k->cap * 2 : 4096;
-		struct ksym *v = realloc(k->v, cap * sizeof(*v));
+	char *line = NULL;
+	size_t cap = 0;
+	ssize_t n;
+	FILE *f = fopen(k->path, "re");
 
-		if (!v)
-			return -ENOMEM;
-		k->v = v;
-		k->cap = cap;
-	}
-	name_off = names_add(k, name, name_len);
-	if (name_off < 0)
-		return -ENOMEM;
-	if (mod_len) {
-		mod_off = names_add(k, mod, mod_len);
-		if (mod_off < 0)
-			return -ENOMEM;
-	}
-	k->v[k->n].addr = addr;
-	k->v[k->n].name = name_off;
-	k->v[k->n].module = mod_off;
-	k->n++;
-	return 0;
+	if (!f)
+		return -errno;
+	while ((n = getline(&line, &cap, f)) > 0)
+		if (ksym_line_parse(line, n, &sl))
+			fn(&sl, arg);
+	n = ferror(f) ? -EIO : 0;
+	free(line);
+	fclose(f);
+	return n;
+}
+
+static void count_fn(const struct ksym_line *sl, void *arg)
+{
+	(void)sl;
+	++*(size_t *)arg;
+}
+
+/* The closest text symbol at or below addr. */
+struct ksym_best {
+	uint64_t addr;	   /* looked up */
+	uint64_t sym_addr; /* best so far */
+	bool found;
+	char name[DROPS_KSYM_TEXT_MAX];
+	char mod[64];
+};
+
+static void best_fn(const struct ksym_line *sl, void *arg)
+{
+	struct ksym_best *b = arg;
+
+	if (sl->addr > b->addr || (b->found && sl->addr <= b->sym_addr))
+		return;
+	b->found = true;
+	b->sym_addr = sl->addr;
+	/* the line buffer is reused: copy out */
+	snprintf(b->name, sizeof(b->name), "%.*s", (int)sl->name_len, sl->name);
+	snprintf(b->mod, sizeof(b->mod), "%.*s", (int)sl->mod_len, sl->mod ? sl->mod : "");
+}
+
+static struct drops_ksyms *ksyms_new(void)
+{
+	return calloc(1, sizeof(struct drops_ksyms));
 }
 
 struct drops_ksyms *drops_ksyms_parse(const char *text, size_t len)
 {
-	struct drops_ksyms *k = calloc(1, sizeof(*k));
-	const char *p = text, *end = text + len;
+	struct drops_ksyms *k = ksyms_new();
 
-	if (!k)
+	if (!k || !(k->text = malloc(len + 1))) {
+		free(k);
+		errno = ENOMEM;
 		return NULL;
-	if (names_add(k, "", 0) < 0)
-		goto err_free;
-	while (p < end) {
-		const char *nl = memchr(p, '\n', end - p);
-		size_t n = nl ? (size_t)(nl - p) : (size_t)(end - p);
-
-		if (parse_line(k, p, n) < 0)
-			goto err_free;
-		p += n + 1;
 	}
-	if (k->n)
-		qsort(k->v, k->n, sizeof(*k->v), ksym_cmp);
+	memcpy(k->text, text, len);
+	k->text[len] = '\0';
+	k->text_len = len;
+	ksym_scan(k, count_fn, &k->n_text);
 	return k;
-
-err_free:
-	drops_ksyms_free(k);
-	errno = ENOMEM;
-	return NULL;
 }
 
 struct drops_ksyms *drops_ksyms_load(const char *path)
 {
-	struct drops_ksyms *k = NULL;
-	size_t len = 0, cap = 0;
-	char *buf = NULL;
-	FILE *f;
-	int err = 0;
+	struct drops_ksyms *k = ksyms_new();
+	int err;
 
-	f = fopen(path, "re");
-	if (!f)
+	if (!k || !(k->path = strdup(path))) {
+		free(k);
+		errno = ENOMEM;
 		return NULL;
-	/* /proc files have no size: read in chunks. */
-	for (;;) {
-		size_t n;
-
-		if (cap - len < 65536) {
-			char *p = realloc(buf, cap ? cap * 2 : 1 << 20);
-
-			if (!p) {
-				err = ENOMEM;
-				goto out;
-			}
-			buf = p;
-			cap = cap ? cap * 2 : 1 << 20;
-		}
-		n = fread(buf + len, 1, cap - len, f);
-		len += n;
-		if (n == 0) {
-			if (ferror(f))
-				err = EIO;
-			break;
-		}
 	}
-	if (!err) {
-		k = drops_ksyms_parse(buf, len);
-		if (!k)
-			err = errno;
+	err = ksym_scan(k, count_fn, &k->n_text);
+	if (err) {
+		drops_ksyms_free(k);
+		errno = -err;
+		return NULL;
 	}
-out:
-	free(buf);
-	fclose(f);
-	if (err)
-		errno = err;
 	return k;
 }
 
@@ -200,39 +192,78 @@ void drops_ksyms_free(struct drops_ksyms *k)
 {
 	if (!k)
 		return;
+	free(k->path);
+	free(k->text);
 	free(k->v);
-	free(k->names);
 	free(k);
 }
 
 size_t drops_ksyms_count(const struct drops_ksyms *k)
 {
-	return k ? k->n : 0;
+	return k ? k->n_text : 0;
 }
 
-int drops_ksyms_format(const struct drops_ksyms *k, uint64_t addr, char *buf, size_t len)
+uint64_t drops_ksyms_scans(const struct drops_ksyms *k)
 {
-	size_t lo = 0, hi = k ? k->n : 0;
-	const struct ksym *s;
+	return k ? k->scans : 0;
+}
 
-	/* Last symbol with s->addr <= addr. */
+/* Index of the first entry with addr >= a. */
+static size_t ent_lower(const struct drops_ksyms *k, uint64_t a)
+{
+	size_t lo = 0, hi = k->n;
+
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
 
-		if (k->v[mid].addr <= addr)
+		if (k->v[mid].addr < a)
 			lo = mid + 1;
 		else
 			hi = mid;
 	}
-	if (lo == 0 || addr - k->v[lo - 1].addr >= KSYM_MAX_SPAN) {
+	return lo;
+}
+
+/* Resolves addr by one pass over the source. */
+static void ksyms_resolve(struct drops_ksyms *k, uint64_t addr, struct ksym_ent *e)
+{
+	struct ksym_best b = {.addr = addr};
+
+	e->addr = addr;
+	k->scans++;
+	e->named = k->n_text && ksym_scan(k, best_fn, &b) == 0 && b.found &&
+		   addr - b.sym_addr < KSYM_MAX_SPAN;
+	if (!e->named)
+		snprintf(e->text, sizeof(e->text), "0x%" PRIx64, addr);
+	else if (b.mod[0])
+		snprintf(e->text, sizeof(e->text), "%s+0x%" PRIx64 " [%s]", b.name,
+			 addr - b.sym_addr, b.mod);
+	else
+		snprintf(e->text, sizeof(e->text), "%s+0x%" PRIx64, b.name, addr - b.sym_addr);
+}
+
+int drops_ksyms_format(struct drops_ksyms *k, uint64_t addr, char *buf, size_t len)
+{
+	struct ksym_ent one, *e = &one, *v;
+	size_t at;
+
+	if (!k) {
 		snprintf(buf, len, "0x%" PRIx64, addr);
 		return -ENOENT;
 	}
-	s = &k->v[lo - 1];
-	if (s->module)
-		snprintf(buf, len, "%s+0x%" PRIx64 " [%s]", k->names + s->name, addr - s->addr,
-			 k->names + s->module);
-	else
-		snprintf(buf, len, "%s+0x%" PRIx64, k->names + s->name, addr - s->addr);
-	return 0;
+	at = ent_lower(k, addr);
+	if (at < k->n && k->v[at].addr == addr) {
+		e = &k->v[at];
+	} else {
+		ksyms_resolve(k, addr, &one);
+		/* cached, room permitting (the set of drop sites is small) */
+		if (k->n < DROPS_KSYM_CACHE_MAX && (v = realloc(k->v, (k->n + 1) * sizeof(*v)))) {
+			k->v = v;
+			memmove(&v[at + 1], &v[at], (k->n - at) * sizeof(*v));
+			v[at] = one;
+			k->n++;
+		}
+	}
+	snprintf(buf, len, "%s", e->text);
+	return e->named ? 0 : -ENOENT;
 }
