@@ -23,10 +23,9 @@ struct agent {
 	struct http_server *http;
 	struct collector *collectors;
 	size_t n_collectors;
-	const char *sysfs_root;		/* "/sys" unless --sysfs-root (IFS fake) */
+	const char *sysfs_root; /* "/sys" unless --sysfs-root (IFS fake) */
 	const char *hostname;
 };
-
 
 /* Declares [agent], [http], [storage] and every collector's section. */
 int agent_config_declare(struct agent *a);

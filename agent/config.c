@@ -151,8 +151,8 @@ static void known_sections(const struct config *cfg, char *buf, size_t len)
 
 	buf[0] = '\0';
 	for (size_t i = 0; i < cfg->n_sections && off < len; i++)
-		off += snprintf(buf + off, len - off, "%s[%s]", i ? ", " : "",
-				cfg->sections[i].name);
+		off +=
+		    snprintf(buf + off, len - off, "%s[%s]", i ? ", " : "", cfg->sections[i].name);
 }
 
 static int set_at(struct config *cfg, const char *section, const char *key, const char *value,
@@ -225,7 +225,7 @@ static char *line_reader(char *str, int num, void *stream)
 
 int cfg_load(struct config *cfg, const char *path)
 {
-	struct parse_ctx ctx = { .cfg = cfg };
+	struct parse_ctx ctx = {.cfg = cfg};
 	int rc;
 
 	free(cfg->path);
@@ -290,8 +290,8 @@ int cfg_error(struct config *cfg, const char *section, const char *key, const ch
 
 int cfg_parse_bool(const char *s, bool *out)
 {
-	static const char *const yes[] = { "true", "yes", "on", "1" };
-	static const char *const no[] = { "false", "no", "off", "0" };
+	static const char *const yes[] = {"true", "yes", "on", "1"};
+	static const char *const no[] = {"false", "no", "off", "0"};
 
 	for (size_t i = 0; i < 4; i++) {
 		if (!strcasecmp(s, yes[i])) {
@@ -344,9 +344,8 @@ int cfg_parse_duration_ms(const char *s, uint64_t *out)
 	static const struct {
 		const char *unit;
 		uint64_t ms;
-	} units[] = { { "ms", 1 },	   { "s", 1000 },      { "", 1000 },
-		      { "m", 60000 },	   { "h", 3600000 },   { "d", 86400000 },
-		      { "w", 604800000 } };
+	} units[] = {{"ms", 1},	     {"s", 1000},     {"", 1000},      {"m", 60000},
+		     {"h", 3600000}, {"d", 86400000}, {"w", 604800000}};
 	uint64_t v;
 	const char *rest = parse_digits(s, &v);
 
@@ -363,8 +362,8 @@ int cfg_parse_size(const char *s, uint64_t *out)
 	static const struct {
 		const char *unit;
 		unsigned shift;
-	} units[] = { { "", 0 },    { "b", 0 },	   { "k", 10 },	  { "kib", 10 }, { "m", 20 },
-		      { "mib", 20 }, { "g", 30 },  { "gib", 30 }, { "t", 40 },   { "tib", 40 } };
+	} units[] = {{"", 0},	  {"b", 0},  {"k", 10},	  {"kib", 10}, {"m", 20},
+		     {"mib", 20}, {"g", 30}, {"gib", 30}, {"t", 40},   {"tib", 40}};
 	uint64_t v;
 	const char *rest = parse_digits(s, &v);
 
@@ -418,8 +417,8 @@ int cfg_get_u64(struct config *cfg, const char *section, const char *key, uint64
 	return check_range(cfg, section, key, *out, min, max, "");
 }
 
-int cfg_get_duration_ms(struct config *cfg, const char *section, const char *key,
-			uint64_t min_ms, uint64_t max_ms, uint64_t *out)
+int cfg_get_duration_ms(struct config *cfg, const char *section, const char *key, uint64_t min_ms,
+			uint64_t max_ms, uint64_t *out)
 {
 	const char *v = get_or_err(cfg, section, key);
 

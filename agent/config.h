@@ -20,28 +20,28 @@
 
 struct cfg_key {
 	const char *key;
-	const char *def;	/* default as text; NULL = no default (empty) */
+	const char *def; /* default as text; NULL = no default (empty) */
 	const char *help;
 };
 
 struct cfg_value {
 	char *key;
 	char *value;
-	int line;		/* 0 = default or command line */
+	int line; /* 0 = default or command line */
 };
 
 struct cfg_section {
-	char *name;		/* "http", "collector.mptcp", ... */
-	const struct cfg_key *keys;	/* declared keys, {0}-terminated */
+	char *name;		    /* "http", "collector.mptcp", ... */
+	const struct cfg_key *keys; /* declared keys, {0}-terminated */
 	struct cfg_value *values;
 	size_t n_values;
 };
 
 struct config {
-	char *path;		/* file read, or NULL for embedded defaults */
+	char *path; /* file read, or NULL for embedded defaults */
 	struct cfg_section *sections;
 	size_t n_sections;
-	char err[512];		/* last error, "file:line: message" */
+	char err[512]; /* last error, "file:line: message" */
 };
 
 /* Declares a section and its keys; must be done before cfg_load(). */
@@ -64,14 +64,14 @@ int cfg_get_bool(struct config *cfg, const char *section, const char *key, bool 
 int cfg_get_u64(struct config *cfg, const char *section, const char *key, uint64_t min,
 		uint64_t max, uint64_t *out);
 /* Durations: "250ms", "15s", "5m", "24h", "7d"; plain number = seconds. */
-int cfg_get_duration_ms(struct config *cfg, const char *section, const char *key,
-			uint64_t min_ms, uint64_t max_ms, uint64_t *out);
+int cfg_get_duration_ms(struct config *cfg, const char *section, const char *key, uint64_t min_ms,
+			uint64_t max_ms, uint64_t *out);
 /* Sizes: "512", "64k", "10M", "1G" (powers of 1024). */
 int cfg_get_size(struct config *cfg, const char *section, const char *key, uint64_t min,
 		 uint64_t max, uint64_t *out);
 /* Formats cfg->err for a key with a reason of the caller's; returns -EINVAL. */
 int cfg_error(struct config *cfg, const char *section, const char *key, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
+    __attribute__((format(printf, 4, 5)));
 
 /* Pure parsers used by the getters (unit-tested). 0 or -EINVAL. */
 int cfg_parse_bool(const char *s, bool *out);

@@ -9,7 +9,7 @@
 
 static enum log_level log_level = LOG_LVL_INFO;
 static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
-static const char *const level_names[] = { "error", "warn", "info", "debug" };
+static const char *const level_names[] = {"error", "warn", "info", "debug"};
 
 void log_set_level(enum log_level lvl)
 {
@@ -63,8 +63,9 @@ void log_vmsg(enum log_level lvl, const char *component, const char *fmt, va_lis
 		return;
 	clock_gettime(CLOCK_REALTIME, &ts);
 	gmtime_r(&ts.tv_sec, &tm);
-	n = snprintf(line, sizeof(line), "%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ %-5s %s: ",
-		     tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
+	n = snprintf(line, sizeof(line),
+		     "%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ %-5s %s: ", tm.tm_year + 1900,
+		     tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
 		     ts.tv_nsec / 1000000, level_names[lvl], component ? component : "agent");
 	if (n < 0 || (size_t)n >= sizeof(line))
 		n = 0;
@@ -104,5 +105,6 @@ void log_ratelimited(struct log_ratelimit *rl, unsigned interval_ms, enum log_le
 	va_end(ap);
 	uint64_t n = __atomic_exchange_n(&rl->suppressed, 0, __ATOMIC_RELAXED);
 	if (n)
-		log_msg(lvl, component, "(%llu similar messages suppressed)", (unsigned long long)n);
+		log_msg(lvl, component, "(%llu similar messages suppressed)",
+			(unsigned long long)n);
 }

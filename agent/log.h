@@ -21,19 +21,19 @@ enum log_level log_get_level(void);
 int log_level_parse(const char *s, enum log_level *out);
 
 void log_msg(enum log_level lvl, const char *component, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
+    __attribute__((format(printf, 3, 4)));
 void log_vmsg(enum log_level lvl, const char *component, const char *fmt, va_list ap);
 
 struct log_ratelimit {
-	int64_t next_ns;	/* monotonic time the next line may be printed */
-	uint64_t suppressed;	/* lines swallowed since the last one printed */
+	int64_t next_ns;     /* monotonic time the next line may be printed */
+	uint64_t suppressed; /* lines swallowed since the last one printed */
 };
 
 /* Logs at most once per interval_ms for this state; thread-safe enough for
  * counters (a lost suppressed count is harmless). */
 void log_ratelimited(struct log_ratelimit *rl, unsigned interval_ms, enum log_level lvl,
 		     const char *component, const char *fmt, ...)
-	__attribute__((format(printf, 5, 6)));
+    __attribute__((format(printf, 5, 6)));
 
 #define log_err(comp, ...)   log_msg(LOG_LVL_ERR, comp, __VA_ARGS__)
 #define log_warn(comp, ...)  log_msg(LOG_LVL_WARN, comp, __VA_ARGS__)

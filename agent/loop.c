@@ -10,7 +10,7 @@
 
 struct loop_source {
 	int fd;
-	bool owns_fd;		/* timerfds are ours to close */
+	bool owns_fd; /* timerfds are ours to close */
 	bool removed;
 	loop_fn fn;
 	void *arg;
@@ -61,7 +61,7 @@ void loop_free(struct loop *l)
 static struct loop_source *source_add(struct loop *l, int fd, bool owns, loop_fn fn, void *arg)
 {
 	struct loop_source *s = calloc(1, sizeof(*s));
-	struct epoll_event ev = { .events = EPOLLIN };
+	struct epoll_event ev = {.events = EPOLLIN};
 
 	if (!s)
 		return NULL;
@@ -90,8 +90,8 @@ struct loop_source *loop_add_fd(struct loop *l, int fd, loop_fn fn, void *arg)
 struct loop_source *loop_add_timer(struct loop *l, uint64_t interval_ms, loop_fn fn, void *arg)
 {
 	struct itimerspec its = {
-		.it_interval = { interval_ms / 1000, (interval_ms % 1000) * 1000000 },
-		.it_value = { interval_ms / 1000, (interval_ms % 1000) * 1000000 },
+	    .it_interval = {interval_ms / 1000, (interval_ms % 1000) * 1000000},
+	    .it_value = {interval_ms / 1000, (interval_ms % 1000) * 1000000},
 	};
 	struct loop_source *s;
 	int fd;

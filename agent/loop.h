@@ -15,13 +15,13 @@ struct loop_source;
 typedef int (*loop_fn)(int fd, void *arg);
 
 struct loop *loop_new(void);
-void loop_free(struct loop *l);	/* accepts NULL; closes timerfds it created */
+void loop_free(struct loop *l); /* accepts NULL; closes timerfds it created */
 
 /* Watches fd (EPOLLIN). The fd stays the caller's. */
 struct loop_source *loop_add_fd(struct loop *l, int fd, loop_fn fn, void *arg);
 /* A periodic timerfd; the first expiry after interval_ms. */
 struct loop_source *loop_add_timer(struct loop *l, uint64_t interval_ms, loop_fn fn, void *arg);
-void loop_remove(struct loop *l, struct loop_source *s);	/* accepts NULL */
+void loop_remove(struct loop *l, struct loop_source *s); /* accepts NULL */
 
 /* Runs until loop_stop(); returns 0 or -errno. */
 int loop_run(struct loop *l);

@@ -42,21 +42,21 @@ enum { OPT_SYSFS_ROOT = 256, OPT_PORT_FILE, OPT_PRINT_CONFIG };
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
-		{ "config", required_argument, NULL, 'c' },
-		{ "listen", required_argument, NULL, 'l' },
-		{ "db", required_argument, NULL, 'd' },
-		{ "log-level", required_argument, NULL, 'L' },
-		{ "sysfs-root", required_argument, NULL, OPT_SYSFS_ROOT },
-		{ "port-file", required_argument, NULL, OPT_PORT_FILE },
-		{ "print-config", no_argument, NULL, OPT_PRINT_CONFIG },
-		{ "help", no_argument, NULL, 'h' },
-		{ "version", no_argument, NULL, 'V' },
-		{ 0 },
+	    {"config", required_argument, NULL, 'c'},
+	    {"listen", required_argument, NULL, 'l'},
+	    {"db", required_argument, NULL, 'd'},
+	    {"log-level", required_argument, NULL, 'L'},
+	    {"sysfs-root", required_argument, NULL, OPT_SYSFS_ROOT},
+	    {"port-file", required_argument, NULL, OPT_PORT_FILE},
+	    {"print-config", no_argument, NULL, OPT_PRINT_CONFIG},
+	    {"help", no_argument, NULL, 'h'},
+	    {"version", no_argument, NULL, 'V'},
+	    {0},
 	};
 	struct {
 		const char *section, *key, *value;
 	} overrides[8];
-	struct agent a = { 0 };
+	struct agent a = {0};
 	const char *config = NULL, *port_file = NULL;
 	enum log_level lvl;
 	size_t n_over = 0;
@@ -70,16 +70,16 @@ int main(int argc, char **argv)
 			config = optarg;
 			break;
 		case 'l':
-			overrides[n_over++] = (typeof(overrides[0])){ "http", "listen", optarg };
+			overrides[n_over++] = (typeof(overrides[0])){"http", "listen", optarg};
 			break;
 		case 'd':
-			overrides[n_over++] = (typeof(overrides[0])){ "storage", "path", optarg };
+			overrides[n_over++] = (typeof(overrides[0])){"storage", "path", optarg};
 			break;
 		case 'L':
-			overrides[n_over++] = (typeof(overrides[0])){ "agent", "log_level", optarg };
+			overrides[n_over++] = (typeof(overrides[0])){"agent", "log_level", optarg};
 			break;
 		case OPT_SYSFS_ROOT:
-			overrides[n_over++] = (typeof(overrides[0])){ "agent", "sysfs_root", optarg };
+			overrides[n_over++] = (typeof(overrides[0])){"agent", "sysfs_root", optarg};
 			break;
 		case OPT_PORT_FILE:
 			port_file = optarg;

@@ -22,12 +22,12 @@ struct metrics;
 
 struct http_request {
 	const char *method;
-	const char *path;		/* without query string */
-	const char *subpath;		/* path after a prefix route's prefix */
+	const char *path;    /* without query string */
+	const char *subpath; /* path after a prefix route's prefix */
 	struct MHD_Connection *conn;
-	const char *body;		/* POST body, NUL-terminated, or NULL */
+	const char *body; /* POST body, NUL-terminated, or NULL */
 	size_t body_len;
-	const char *accept;		/* Accept header or NULL */
+	const char *accept; /* Accept header or NULL */
 	/* Query arguments as decoded pairs: args[2i] key, args[2i+1] value
 	 * (never NULL; "" for "?key"), n_args pairs. Filled by the server; tests
 	 * may build a request by hand with conn = NULL. */
@@ -37,35 +37,34 @@ struct http_request {
 
 struct http_response {
 	int status;
-	const char *content_type;	/* static string */
-	char *body;			/* malloc'ed, freed by the server */
+	const char *content_type; /* static string */
+	char *body;		  /* malloc'ed, freed by the server */
 	size_t len;
 };
 
-typedef void (*http_handler)(const struct http_request *req, struct http_response *res,
-			     void *arg);
+typedef void (*http_handler)(const struct http_request *req, struct http_response *res, void *arg);
 
 struct http_config {
-	const char *listen;		/* "127.0.0.1:9464", "[::1]:9464", ":9464" */
+	const char *listen; /* "127.0.0.1:9464", "[::1]:9464", ":9464" */
 	unsigned max_connections;
 	unsigned timeout_s;
 	unsigned threads;
-	bool admin;			/* allow state-changing POST endpoints */
-	unsigned max_per_ip;		/* connections per client address; 0: half of
-					 * max_connections */
+	bool admin;	     /* allow state-changing POST endpoints */
+	unsigned max_per_ip; /* connections per client address; 0: half of
+			      * max_connections */
 };
 
-#define HTTP_BODY_MAX	 (64 * 1024)	/* larger POST bodies get 413 */
-#define HTTP_ARGS_MAX	 64		/* more query arguments get 400 */
-#define HTTP_ROUTE_OTHER "other"	/* route label of requests matching no route */
+#define HTTP_BODY_MAX	 (64 * 1024) /* larger POST bodies get 413 */
+#define HTTP_ARGS_MAX	 64	     /* more query arguments get 400 */
+#define HTTP_ROUTE_OTHER "other"     /* route label of requests matching no route */
 
 struct http_server *http_new(const struct http_config *cfg, struct metrics *m);
 /* prefix=true: matches path == p or path starting with p + '/'. */
 int http_route(struct http_server *h, const char *method, const char *path, bool prefix,
 	       http_handler fn, void *arg);
-int http_start(struct http_server *h);	/* binds; -errno with a logged reason */
-uint16_t http_port(const struct http_server *h);	/* actual port (for :0) */
-void http_free(struct http_server *h);	/* stops and frees; accepts NULL */
+int http_start(struct http_server *h);		 /* binds; -errno with a logged reason */
+uint16_t http_port(const struct http_server *h); /* actual port (for :0) */
+void http_free(struct http_server *h);		 /* stops and frees; accepts NULL */
 
 /*
  * Parses a listen address: "127.0.0.1:9464", "[::1]:9464", ":9464" (all IPv4
@@ -81,10 +80,10 @@ size_t http_query_all(const struct http_request *req, const char *key, const cha
 		      size_t max);
 
 /* Response helpers. */
-void http_reply_json(struct http_response *res, int status, json_t *j);	/* steals j */
+void http_reply_json(struct http_response *res, int status, json_t *j); /* steals j */
 void http_reply_text(struct http_response *res, int status, const char *ctype, char *body,
-		     size_t len);	/* takes body */
-void http_reply_error(struct http_response *res, int status, const char *code, const char *fmt,
-		      ...) __attribute__((format(printf, 4, 5)));
+		     size_t len); /* takes body */
+void http_reply_error(struct http_response *res, int status, const char *code, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
 
 #endif

@@ -26,11 +26,11 @@
 enum metric_type { METRIC_COUNTER, METRIC_GAUGE, METRIC_HISTOGRAM };
 
 struct metrics;
-struct metric;		/* a family */
-struct metric_series;	/* one label set of a family */
+struct metric;	      /* a family */
+struct metric_series; /* one label set of a family */
 
 struct metrics *metrics_new(void);
-void metrics_free(struct metrics *m);	/* accepts NULL */
+void metrics_free(struct metrics *m); /* accepts NULL */
 
 /*
  * Registers (or returns the existing) family. labels is NULL-terminated.
@@ -42,8 +42,7 @@ struct metric *metrics_counter(struct metrics *m, const char *name, const char *
 struct metric *metrics_gauge(struct metrics *m, const char *name, const char *help,
 			     const char *const *labels);
 struct metric *metrics_histogram(struct metrics *m, const char *name, const char *help,
-				 const char *const *labels, const double *bounds,
-				 size_t n_bounds);
+				 const char *const *labels, const double *bounds, size_t n_bounds);
 
 /* Finds or creates the series for these label values (as many as the family
  * has labels; NULL for a family without labels). NULL + errno on failure. */
@@ -55,7 +54,7 @@ void metric_clear(struct metric *f);
 void series_add(struct metric_series *s, double v);	/* counters, gauges */
 void series_set(struct metric_series *s, double v);	/* gauges (and counters read from
 							 * a kernel total) */
-void series_observe(struct metric_series *s, double v);	/* histograms */
+void series_observe(struct metric_series *s, double v); /* histograms */
 /* Replaces a histogram's state at once: counts[n_bounds + 1] per bucket (not
  * cumulative; the last is +Inf), and the sum. For kernel-side histograms. */
 void series_histogram_set(struct metric_series *s, const uint64_t *counts, double sum);

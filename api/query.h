@@ -36,10 +36,10 @@ int query_params_check(const struct http_request *req, const char *const *allowe
 
 /* The paging window every history route takes. */
 struct query_window {
-	int64_t since_ns;	/* default: 0 */
-	int64_t until_ns;	/* default: INT64_MAX */
-	unsigned limit;		/* default QUERY_LIMIT_DEFAULT, capped at QUERY_LIMIT_MAX */
-	int64_t cursor;		/* rows with id < cursor; default INT64_MAX */
+	int64_t since_ns; /* default: 0 */
+	int64_t until_ns; /* default: INT64_MAX */
+	unsigned limit;	  /* default QUERY_LIMIT_DEFAULT, capped at QUERY_LIMIT_MAX */
+	int64_t cursor;	  /* rows with id < cursor; default INT64_MAX */
 };
 
 /* Parses since/until/limit/cursor; on error writes a 400 into res and

@@ -39,26 +39,26 @@ struct agent;
 struct collector;
 
 enum collector_state {
-	COLLECTOR_DISABLED,	/* enabled = false in the config */
-	COLLECTOR_UNAVAILABLE,	/* host lacks the feature: why says what */
+	COLLECTOR_DISABLED,    /* enabled = false in the config */
+	COLLECTOR_UNAVAILABLE, /* host lacks the feature: why says what */
 	COLLECTOR_RUNNING,
-	COLLECTOR_FAILED,	/* was running, or start failed: why says what */
+	COLLECTOR_FAILED, /* was running, or start failed: why says what */
 };
 
 struct collector_route {
 	const char *method;
-	const char *path;	/* e.g. "/api/v1/mptcp/connections" */
+	const char *path; /* e.g. "/api/v1/mptcp/connections" */
 	bool prefix;
-	http_handler fn;	/* arg is the struct collector * */
+	http_handler fn; /* arg is the struct collector * */
 };
 
 struct collector_ops {
 	const char *name;
-	const char *help;			/* one line for --help / the landing page */
-	const struct cfg_key *keys;		/* [collector.NAME] keys, {0}-terminated;
-						 * "enabled" is implicit */
-	const struct store_table *const *tables;	/* NULL-terminated, or NULL */
-	const struct collector_route *routes;	/* {0}-terminated, or NULL */
+	const char *help;			 /* one line for --help / the landing page */
+	const struct cfg_key *keys;		 /* [collector.NAME] keys, {0}-terminated;
+						  * "enabled" is implicit */
+	const struct store_table *const *tables; /* NULL-terminated, or NULL */
+	const struct collector_route *routes;	 /* {0}-terminated, or NULL */
 	int (*init)(struct collector *c);
 	int (*start)(struct collector *c);
 	int (*on_ready)(struct collector *c);
@@ -69,15 +69,15 @@ struct collector_ops {
 struct collector {
 	const struct collector_ops *ops;
 	struct agent *agent;
-	char section[64];		/* "collector.NAME" */
+	char section[64]; /* "collector.NAME" */
 	enum collector_state state;
-	char why[256];			/* reason for unavailable / failed */
-	int fd;				/* -1: none */
-	uint64_t interval_ms;		/* 0: not polled */
+	char why[256];	      /* reason for unavailable / failed */
+	int fd;		      /* -1: none */
+	uint64_t interval_ms; /* 0: not polled */
 	void *priv;
-	int64_t last_activity_ns;	/* wall clock of the last on_ready/collect */
-	uint64_t errors;		/* on_ready/collect failures */
-	void *loop_fd_src, *loop_timer_src;	/* agent-owned */
+	int64_t last_activity_ns;	    /* wall clock of the last on_ready/collect */
+	uint64_t errors;		    /* on_ready/collect failures */
+	void *loop_fd_src, *loop_timer_src; /* agent-owned */
 };
 
 /* The explicit list, NULL-terminated (collectors/registry.c). */
@@ -88,7 +88,7 @@ const char *collector_state_name(enum collector_state s);
 /* Sets c->why printf-style and returns err (a negative errno), for init paths:
  *	return collector_unavailable(c, -ENODEV, "no %s", path); */
 int collector_unavailable(struct collector *c, int err, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
+    __attribute__((format(printf, 3, 4)));
 
 /* Config access for this collector's section. */
 const char *collector_cfg(const struct collector *c, const char *key);

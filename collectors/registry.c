@@ -9,10 +9,6 @@ extern const struct collector_ops mptcp_collector;
 extern const struct collector_ops ifs_collector;
 
 const struct collector_ops *const collector_registry[] = {
-	&self_collector,
-	&cachefiles_collector,
-	&drops_collector,
-	&mptcp_collector,
-	&ifs_collector,
-	NULL,
+    &self_collector,  &cachefiles_collector, &drops_collector,
+    &mptcp_collector, &ifs_collector,	     NULL,
 };

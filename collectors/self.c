@@ -31,11 +31,11 @@ struct self_state {
 };
 
 static const char *const self_migrations[] = {
-	"CREATE TABLE self_samples(id INTEGER PRIMARY KEY, ts INTEGER NOT NULL,"
-	" cpu_seconds REAL, rss_bytes INTEGER, open_fds INTEGER, threads INTEGER,"
-	" queue_depth INTEGER);"
-	"CREATE INDEX self_samples_ts ON self_samples(ts);",
-	NULL,
+    "CREATE TABLE self_samples(id INTEGER PRIMARY KEY, ts INTEGER NOT NULL,"
+    " cpu_seconds REAL, rss_bytes INTEGER, open_fds INTEGER, threads INTEGER,"
+    " queue_depth INTEGER);"
+    "CREATE INDEX self_samples_ts ON self_samples(ts);",
+    NULL,
 };
 
 static int self_bind(sqlite3_stmt *st, const void *row)
@@ -52,20 +52,20 @@ static int self_bind(sqlite3_stmt *st, const void *row)
 }
 
 static const struct store_table self_samples_table = {
-	.name = "self_samples",
-	.collector = "self",
-	.migrations = self_migrations,
-	.insert_sql = "INSERT INTO self_samples(id, ts, cpu_seconds, rss_bytes, open_fds, threads,"
-		      " queue_depth) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-	.bind = self_bind,
-	.row_size = sizeof(struct self_row),
+    .name = "self_samples",
+    .collector = "self",
+    .migrations = self_migrations,
+    .insert_sql = "INSERT INTO self_samples(id, ts, cpu_seconds, rss_bytes, open_fds, threads,"
+		  " queue_depth) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+    .bind = self_bind,
+    .row_size = sizeof(struct self_row),
 };
 
-static const struct store_table *const self_tables[] = { &self_samples_table, NULL };
+static const struct store_table *const self_tables[] = {&self_samples_table, NULL};
 
 static const struct cfg_key self_keys[] = {
-	{ "interval", "10s", "how often the agent samples itself" },
-	{ 0 },
+    {"interval", "10s", "how often the agent samples itself"},
+    {0},
 };
 
 /* Counts entries of /proc/self/fd (minus ".", ".." and the dir fd itself). */
@@ -169,7 +169,7 @@ static int self_start(struct collector *c)
 static int self_collect(struct collector *c)
 {
 	struct self_state *st = c->priv;
-	struct self_row row = { 0 };
+	struct self_row row = {0};
 	struct rusage ru;
 	double start_s;
 	long threads = 0, rss_pages = 0;
@@ -204,12 +204,12 @@ static void self_stop(struct collector *c)
 }
 
 const struct collector_ops self_collector = {
-	.name = "self",
-	.help = "the agent's own CPU, memory, fds, threads and queue depth",
-	.keys = self_keys,
-	.tables = self_tables,
-	.init = self_init,
-	.start = self_start,
-	.collect = self_collect,
-	.stop = self_stop,
+    .name = "self",
+    .help = "the agent's own CPU, memory, fds, threads and queue depth",
+    .keys = self_keys,
+    .tables = self_tables,
+    .init = self_init,
+    .start = self_start,
+    .collect = self_collect,
+    .stop = self_stop,
 };

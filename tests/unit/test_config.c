@@ -14,16 +14,16 @@
 #include "agent/config.h"
 
 static const struct cfg_key http_keys[] = {
-	{ "listen", "127.0.0.1:9559", "address" },
-	{ "threads", "2", "workers" },
-	{ "admin", "false", "admin" },
-	{ "timeout", "10s", "timeout" },
-	{ 0 },
+    {"listen", "127.0.0.1:9559", "address"},
+    {"threads", "2", "workers"},
+    {"admin", "false", "admin"},
+    {"timeout", "10s", "timeout"},
+    {0},
 };
 
 static const struct cfg_key storage_keys[] = {
-	{ "max_size", "1G", "cap" },
-	{ 0 },
+    {"max_size", "1G", "cap"},
+    {0},
 };
 
 static char *write_tmp(const char *text)
@@ -235,18 +235,18 @@ static void test_command_line_overrides_file(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_bool_parser_accepts_the_usual_spellings),
-		cmocka_unit_test(test_u64_parser_rejects_junk_and_overflow),
-		cmocka_unit_test(test_durations_have_units),
-		cmocka_unit_test(test_sizes_are_powers_of_1024),
-		cmocka_unit_test(test_defaults_apply_without_a_file),
-		cmocka_unit_test(test_file_values_override_defaults_and_keep_lines),
-		cmocka_unit_test(test_unknown_key_names_file_line_and_known_keys),
-		cmocka_unit_test(test_unknown_section_is_an_error),
-		cmocka_unit_test(test_syntax_error_names_the_line),
-		cmocka_unit_test(test_bad_value_names_file_line_section_and_range),
-		cmocka_unit_test(test_missing_file_is_an_error_with_reason),
-		cmocka_unit_test(test_command_line_overrides_file),
+	    cmocka_unit_test(test_bool_parser_accepts_the_usual_spellings),
+	    cmocka_unit_test(test_u64_parser_rejects_junk_and_overflow),
+	    cmocka_unit_test(test_durations_have_units),
+	    cmocka_unit_test(test_sizes_are_powers_of_1024),
+	    cmocka_unit_test(test_defaults_apply_without_a_file),
+	    cmocka_unit_test(test_file_values_override_defaults_and_keep_lines),
+	    cmocka_unit_test(test_unknown_key_names_file_line_and_known_keys),
+	    cmocka_unit_test(test_unknown_section_is_an_error),
+	    cmocka_unit_test(test_syntax_error_names_the_line),
+	    cmocka_unit_test(test_bad_value_names_file_line_section_and_range),
+	    cmocka_unit_test(test_missing_file_is_an_error_with_reason),
+	    cmocka_unit_test(test_command_line_overrides_file),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
