@@ -89,6 +89,10 @@ for k in $KERNELS; do
 	no_socket_value[$k]=$v
 	got=$(awk '/^sysobs_packet_drops_total\{/ && /reason="NO_SOCKET"/ && /protocol="udp"/ { s += $NF }
 		END { print s + 0 }' "$T/$k.drops.txt")
+	if [ "$got" != "$N_UDP" ]; then
+		cat "$T/$k.drops.txt" >&2
+		vm_section agent_log "$C" | tail -n 30 >&2
+	fi
 	assert_eq "$k ($kver): NO_SOCKET/udp drops (kernel value $v)" "$N_UDP" "$got"
 	bad=$(awk '/^sysobs_packet_drops_total\{/ && /reason="PKT_TOO_SMALL"/ { s += $NF } END { print s + 0 }' \
 		"$T/$k.drops.txt")

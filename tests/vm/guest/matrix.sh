@@ -46,8 +46,24 @@ done
 curl -sS --max-time 10 -o /tmp/collectors.json http://127.0.0.1:9559/api/v1/collectors
 section collectors /tmp/collectors.json
 drops_gen udp -d 127.0.0.1 -p 9 -n "$N_UDP" -s 40001 | sed 's/^/VM: drops_gen /'
-sleep 1
-curl -sS --max-time 10 -o /tmp/metrics.txt http://127.0.0.1:9559/metrics
+# The counters reach /metrics at the next collect (interval 200 ms), which
+# TCG on a busy host can delay by seconds: poll until the UDP drops under any
+# name add up to N (or 30 s pass), then read once more after two intervals so
+# that a count going past N is seen too. The host checks the names.
+udp_drops() {
+	curl -sS --max-time 10 -o /tmp/metrics.txt http://127.0.0.1:9559/metrics
+	awk '/^sysobs_packet_drops_total\{/ && /protocol="udp"/ { s += $NF } END { print s + 0 }' \
+		/tmp/metrics.txt
+}
+i=0
+while [ $i -lt 150 ]; do
+	n=$(udp_drops)
+	[ "${n:-0}" -lt "$N_UDP" ] || break
+	sleep 0.2
+	i=$((i + 1))
+done
+sleep 0.5
+say "udp drops seen after $((i * 200)) ms: $(udp_drops)"
 grep '^sysobs_packet_drops_total' /tmp/metrics.txt >/tmp/drops.txt
 section drops_metrics /tmp/drops.txt
 kill -TERM $agent
