@@ -23,6 +23,7 @@ need_cmd fusermount3
 need_cmd jq
 need_cmd promtool
 need_cmd prometheus-alertmanager
+need_cmd prometheus
 FAKE="$SYSOBS_BUILD/tests/fakes/ifs_fake"
 [ -x "$FAKE" ] || skip "ifs_fake not built (libfuse3-dev missing at build time)"
 
@@ -128,6 +129,33 @@ enabled = false
 INI
 start_agent
 
+# ---- a real Prometheus scrapes the agent and evaluates deploy/'s rules ----
+# (no alerting section: the agent's own push is what Alertmanager sees here)
+for _ in $(seq 1 50); do
+	PROM_PORT=$((20000 + RANDOM % 30000))
+	[ "$PROM_PORT" != "$AM_PORT" ] && port_free "$PROM_PORT" && break
+done
+cat >"$T/prometheus.yml" <<YML
+global:
+  scrape_interval: 1s
+  evaluation_interval: 1s
+rule_files: [$SYSOBS_SRC/deploy/prometheus/sysobs-alerts.yml]
+scrape_configs:
+  - job_name: sysobs
+    static_configs:
+      - targets: ['127.0.0.1:$PORT']
+YML
+prometheus --config.file="$T/prometheus.yml" --storage.tsdb.path="$T/prom" \
+	--web.listen-address="127.0.0.1:$PROM_PORT" >"$T/prometheus.log" 2>&1 &
+PROM_PID=$!
+on_exit "kill $PROM_PID; wait $PROM_PID 2>/dev/null"
+prom() { curl -sS -g --max-time 5 "http://127.0.0.1:$PROM_PORT$1"; }
+# prom_alert: the firing SysobsIFSCoreFailed alerts for package 1 core 0
+prom_alert() {
+	prom /api/v1/alerts | jq -c '[.data.alerts[] | select(.labels.alertname == "SysobsIFSCoreFailed"
+		and .labels.package == "1" and .labels.core == "0" and .state == "firing")]'
+}
+
 rows() { api GET "/api/v1/ifs/scans?limit=1000$1"; }
 fail_row() { [ "$(rows '&package=1&core=0&result=fail' | jq '.scans | length')" -ge 1 ]; }
 wait_for 20 fail_row || fail "no failed scan row for package 1 core 0"
@@ -209,6 +237,17 @@ resent() { [ "$(am_alert | jq -r '.[] | select(.labels.core == "0" and .labels.p
 wait_for 6 resent || fail "alert not re-sent while firing"
 pass "the firing alert is re-sent"
 
+prom_firing() { [ "$(prom_alert | jq length)" = 1 ]; }
+wait_for 15 prom_firing || fail "Prometheus: no firing SysobsIFSCoreFailed: $(prom /api/v1/alerts; tail -5 "$T/prometheus.log")"
+target=$(prom /api/v1/targets | jq -c '.data.activeTargets[] | select(.labels.job == "sysobs") | [.health, .lastError]')
+assert_eq "Prometheus scrape of sysobsd" '["up",""]' "$target"
+pa=$(prom_alert | jq -c '.[0].labels | [.test, .severity, .instance]')
+assert_eq "Prometheus alert labels" "[\"scan\",\"critical\",\"127.0.0.1:$PORT\"]" "$pa"
+v=$(prom '/api/v1/query?query=sysobs_ifs_core_status{test="scan",package="1",core="0"}' |
+	jq -r '.data.result[0].value[1]')
+assert_eq "core_status of the failed core as Prometheus stored it" 1 "$v"
+pass "a real Prometheus scrapes sysobsd (up, no error) and fires SysobsIFSCoreFailed on the failed core"
+
 # The script makes the third scan of core 2 pass: the alert resolves.
 pass_row() { [ "$(rows '&package=1&core=0&test=scan&result=pass' | jq '.scans | length')" -ge 1 ]; }
 wait_for 30 pass_row || fail "core 2 never passed"
@@ -217,6 +256,9 @@ wait_for 15 am_resolved || fail "alert still firing after a pass: $(am_alert)"
 assert_eq "core_status after pass" 0 "$(metric 'sysobs_ifs_core_status{test="scan",package="1",core="0"}')"
 assert_eq "failing_cores after pass" 0 "$(metric 'sysobs_ifs_failing_cores{test="scan"}')"
 pass "a later passing scan resolves the alert in Alertmanager"
+prom_quiet() { [ "$(prom_alert | jq length)" = 0 ]; }
+wait_for 15 prom_quiet || fail "Prometheus alert still firing after a pass: $(prom_alert)"
+pass "and in Prometheus, from the next scrape"
 
 # ---- scheduler rules, from the history and the fake's own run log ----
 n_denied=$(rows '&package=0&core=1' | jq '.scans | length')
