@@ -14,6 +14,10 @@
  * the raw URL: the label set stays as small as the route table. The metrics
  * are updated after the handler returned, so a /metrics handler that holds
  * the registry lock while rendering never meets its own update.
+ *
+ * Bodies of HTTP_GZIP_MIN bytes or more are gzip-compressed when the client
+ * accepts it (Prometheus always asks): /metrics with thousands of series and
+ * long history pages shrink 5-10x, for ~1 ms of CPU per MB at level 1.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -24,7 +28,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include "agent/log.h"
 #include "api/http.h"
@@ -441,11 +447,102 @@ static void count_request(struct http_server *h, const struct http_route_entry *
 		       (double)(clock_mono_ns() - c->start_ns) / 1e9);
 }
 
+bool http_accepts_gzip(const char *ae)
+{
+	const char *p = ae;
+
+	/* "gzip, deflate", "br;q=1.0, gzip;q=0.8", "*" ... ; q=0 refuses */
+	while (p && *p) {
+		const char *tok, *end;
+		size_t n;
+
+		while (*p == ' ' || *p == '\t' || *p == ',')
+			p++;
+		tok = p;
+		while (*p && *p != ',' && *p != ';' && *p != ' ' && *p != '\t')
+			p++;
+		n = (size_t)(p - tok);
+		end = strchr(p, ',');
+		if (!end)
+			end = p + strlen(p);
+		if ((n == 4 && !strncasecmp(tok, "gzip", 4)) || (n == 1 && *tok == '*')) {
+			const char *q = p;
+			double qv = 1.0;
+
+			while (q < end && (q = strchr(q, ';')) && q < end) {
+				q++;
+				while (*q == ' ' || *q == '\t')
+					q++;
+				if ((q[0] == 'q' || q[0] == 'Q') && q[1] == '=')
+					qv = strtod(q + 2, NULL);
+			}
+			return qv > 0;
+		}
+		p = end;
+	}
+	return false;
+}
+
+int http_gzip(const char *in, size_t len, char **out, size_t *out_len)
+{
+	z_stream z = {0};
+	size_t cap;
+	char *buf;
+	int rc;
+
+	/* 15 + 16: gzip framing; level 1 is ~4x the speed of the default
+	 * and on metric text within ~15% of its size. */
+	if (deflateInit2(&z, 1, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK)
+		return -ENOMEM;
+	cap = deflateBound(&z, len);
+	buf = malloc(cap);
+	if (!buf) {
+		deflateEnd(&z);
+		return -ENOMEM;
+	}
+	z.next_in = (Bytef *)in;
+	z.avail_in = (uInt)len;
+	z.next_out = (Bytef *)buf;
+	z.avail_out = (uInt)cap;
+	rc = deflate(&z, Z_FINISH);
+	*out_len = z.total_out;
+	deflateEnd(&z);
+	if (rc != Z_STREAM_END) {
+		free(buf);
+		return -EIO;
+	}
+	*out = buf;
+	return 0;
+}
+
+/* Replaces the body with its gzip form when that is worth it and wanted. */
+static bool maybe_gzip(struct MHD_Connection *conn, struct http_response *res)
+{
+	char *z = NULL;
+	size_t zlen = 0;
+
+	if (!conn || !res->body || res->len < HTTP_GZIP_MIN || res->len > UINT32_MAX ||
+	    !http_accepts_gzip(MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
+							   MHD_HTTP_HEADER_ACCEPT_ENCODING)))
+		return false;
+	if (http_gzip(res->body, res->len, &z, &zlen))
+		return false;
+	if (zlen >= res->len) { /* incompressible */
+		free(z);
+		return false;
+	}
+	free(res->body);
+	res->body = z;
+	res->len = zlen;
+	return true;
+}
+
 static enum MHD_Result queue(struct MHD_Connection *conn, struct http_response *res,
 			     const char *allow)
 {
 	struct MHD_Response *mr;
 	enum MHD_Result ret;
+	bool gz = maybe_gzip(conn, res);
 
 	if (res->body) {
 		mr = MHD_create_response_from_buffer(res->len, res->body, MHD_RESPMEM_MUST_FREE);
@@ -462,6 +559,9 @@ static enum MHD_Result queue(struct MHD_Connection *conn, struct http_response *
 	MHD_add_response_header(mr, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
 	if (allow)
 		MHD_add_response_header(mr, MHD_HTTP_HEADER_ALLOW, allow);
+	MHD_add_response_header(mr, MHD_HTTP_HEADER_VARY, MHD_HTTP_HEADER_ACCEPT_ENCODING);
+	if (gz)
+		MHD_add_response_header(mr, MHD_HTTP_HEADER_CONTENT_ENCODING, "gzip");
 	ret = MHD_queue_response(conn, (unsigned)res->status, mr);
 	MHD_destroy_response(mr);
 	return ret;

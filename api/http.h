@@ -57,6 +57,7 @@ struct http_config {
 #define HTTP_BODY_MAX	 (64 * 1024) /* larger POST bodies get 413 */
 #define HTTP_ARGS_MAX	 64	     /* more query arguments get 400 */
 #define HTTP_ROUTE_OTHER "other"     /* route label of requests matching no route */
+#define HTTP_GZIP_MIN	 1024	     /* smaller bodies are sent as they are */
 
 struct http_server *http_new(const struct http_config *cfg, struct metrics *m);
 /* prefix=true: matches path == p or path starting with p + '/'. */
@@ -78,6 +79,11 @@ const char *http_query(const struct http_request *req, const char *key);
 /* All values of a repeated key (e.g. match[]); returns the count, up to max. */
 size_t http_query_all(const struct http_request *req, const char *key, const char **vals,
 		      size_t max);
+
+/* Accept-Encoding allows gzip (or *) with a q-value above 0. Pure. */
+bool http_accepts_gzip(const char *accept_encoding);
+/* gzip (RFC 1952) of in, level 1; *out malloc'ed. 0 or -errno. */
+int http_gzip(const char *in, size_t len, char **out, size_t *out_len);
 
 /* Response helpers. */
 void http_reply_json(struct http_response *res, int status, json_t *j); /* steals j */

@@ -18,6 +18,7 @@
  */
 #include <curl/curl.h>
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -145,8 +146,9 @@ static size_t count_body(char *p, size_t sz, size_t n, void *arg)
 	return sz * n;
 }
 
-/* GET /metrics over loopback; returns 0 or -1. */
-static int bench_scrape(struct metrics *m, size_t n, double *t, double *c)
+/* GET /metrics over loopback, plain or asking for gzip (as Prometheus
+ * does); returns 0 or -1. */
+static int bench_scrape(struct metrics *m, size_t n, double *t, double *c, bool gzip)
 {
 	struct http_config cfg = {.listen = "127.0.0.1:0", .threads = 1};
 	struct http_server *h = http_new(&cfg, NULL);
@@ -162,6 +164,8 @@ static int bench_scrape(struct metrics *m, size_t n, double *t, double *c)
 	curl_easy_setopt(cu, CURLOPT_WRITEFUNCTION, count_body);
 	curl_easy_setopt(cu, CURLOPT_WRITEDATA, &bytes);
 	curl_easy_setopt(cu, CURLOPT_NOPROXY, "*");
+	if (gzip) /* curl decompresses; bytes counts the decompressed body */
+		curl_easy_setopt(cu, CURLOPT_ACCEPT_ENCODING, "gzip");
 	for (size_t i = 0; i < n; i++) {
 		double t0 = now_ms(), c0 = cpu_ms();
 		long code = 0;
@@ -177,8 +181,32 @@ static int bench_scrape(struct metrics *m, size_t n, double *t, double *c)
 	}
 	curl_easy_cleanup(cu);
 	http_free(h);
-	report("GET /metrics over loopback (client cpu only)", t, c, n, bytes);
+	report(gzip ? "GET /metrics over loopback, Accept-Encoding: gzip (client cpu only)"
+		    : "GET /metrics over loopback (client cpu only)",
+	       t, c, n, bytes);
 	return 0;
+}
+
+/* The gzip step the server adds when asked, on one rendered body. */
+static void bench_gzip(struct metrics *m, size_t n, double *t, double *c)
+{
+	size_t len, zlen = 0;
+	char *buf, *z;
+
+	if (metrics_render_text(m, &buf, &len))
+		return;
+	for (size_t i = 0; i < n; i++) {
+		double t0 = now_ms(), c0 = cpu_ms();
+
+		if (http_gzip(buf, len, &z, &zlen))
+			break;
+		c[i] = cpu_ms() - c0;
+		t[i] = now_ms() - t0;
+		free(z);
+	}
+	printf("gzip level 1: %zu -> %zu bytes (%.1fx)\n", len, zlen, (double)len / (double)zlen);
+	report("http_gzip of the 10,000-series body", t, c, n, zlen);
+	free(buf);
 }
 
 int main(int argc, char **argv)
@@ -275,7 +303,9 @@ int main(int argc, char **argv)
 	report("baseline: plain snprintf loop, same samples", t, c, renders, bytes);
 	free(pb);
 
-	if (bench_scrape(m, renders / 4 ? renders / 4 : 1, t, c))
+	bench_gzip(m, renders / 4 ? renders / 4 : 1, t, c);
+	if (bench_scrape(m, renders / 4 ? renders / 4 : 1, t, c, false) ||
+	    bench_scrape(m, renders / 4 ? renders / 4 : 1, t, c, true))
 		fprintf(stderr, "scrape over HTTP failed\n");
 	free(t);
 	free(c);

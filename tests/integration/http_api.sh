@@ -66,6 +66,28 @@ if command -v promtool >/dev/null; then
 		fail "promtool check metrics: $(cat "$T/promtool.out")"
 fi
 
+# gzip when asked (Prometheus always asks), for bodies worth it; never for q=0
+hdr() { curl -sS -D - -o "$T/gz.body" "${@:2}" "http://127.0.0.1:$PORT$1" | tr -d '\r'; }
+h=$(hdr /metrics -H 'Accept-Encoding: gzip')
+grep -qi '^content-encoding: gzip$' <<<"$h" || fail "/metrics not gzipped when asked: $h"
+grep -qi '^vary: accept-encoding$' <<<"$h" || fail "no Vary: Accept-Encoding: $h"
+gunzip -c "$T/gz.body" >"$T/gz.txt" || fail "gzipped /metrics does not decompress"
+grep -q '^sysobs_build_info{' "$T/gz.txt" || fail "decompressed /metrics lacks sysobs_build_info"
+if command -v promtool >/dev/null; then
+	promtool check metrics <"$T/gz.txt" >"$T/promtool.out" 2>&1 ||
+		fail "promtool check metrics (gzip): $(cat "$T/promtool.out")"
+fi
+# the landing page, but for its "last activity" times
+no_ts() { sed -E 's/[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:.]+Z/TIME/g'; }
+hdr / -H 'Accept-Encoding: gzip' >/dev/null
+plain=$(curl -sS "http://127.0.0.1:$PORT/" | no_ts)
+assert_eq "landing page, gzip vs plain" "$plain" "$(gunzip -c "$T/gz.body" | no_ts)"
+grep -qi '^content-encoding' <<<"$(hdr /metrics -H 'Accept-Encoding: gzip;q=0, deflate')" &&
+	fail "gzipped although q=0"
+grep -qi '^content-encoding' <<<"$(hdr /metrics)" && fail "gzipped without Accept-Encoding"
+grep -qi '^content-encoding' <<<"$(hdr /healthz -H 'Accept-Encoding: gzip')" &&
+	fail "a tiny body was gzipped"
+
 req GET /api/v1/collectors
 body=$BODY
 assert_eq "GET /api/v1/collectors status" 200 "$HTTP_CODE"

@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <zlib.h>
 
 #include <cmocka.h>
 
@@ -382,6 +383,60 @@ static void test_params_check(void **state)
 	r = REQ("since", "1", "since", "2");
 	assert_int_equal(query_params_check(&r, allowed, &res), -EINVAL);
 	assert_error(&res, 400, "since: given more than once");
+}
+
+/* ---- gzip ---- */
+
+static void test_accepts_gzip(void **state)
+{
+	(void)state;
+	assert_true(http_accepts_gzip("gzip"));
+	assert_true(http_accepts_gzip("gzip, deflate, br"));
+	assert_true(http_accepts_gzip("deflate, GZIP;q=0.5"));
+	assert_true(http_accepts_gzip("br;q=1.0, gzip;q=0.8, *;q=0.1"));
+	assert_true(http_accepts_gzip("*"));
+	assert_true(http_accepts_gzip(" gzip ; q=1"));
+	assert_false(http_accepts_gzip(NULL));
+	assert_false(http_accepts_gzip(""));
+	assert_false(http_accepts_gzip("identity"));
+	assert_false(http_accepts_gzip("gzip;q=0"));
+	assert_false(http_accepts_gzip("gzip;q=0.000, deflate"));
+	assert_false(http_accepts_gzip("x-gzip2, deflate")); /* not a prefix match */
+	assert_false(http_accepts_gzip("deflate;q=0.5, br"));
+}
+
+/* Round trip through zlib's own inflate (gzip framing). */
+static void test_gzip_roundtrip(void **state)
+{
+	size_t len = 200000, zlen = 0;
+	char *in = malloc(len), *z = NULL, *back = malloc(len + 1);
+	z_stream s = {0};
+
+	(void)state;
+	assert_non_null(in);
+	assert_non_null(back);
+	for (size_t i = 0; i < len; i++)
+		in[i] = "sysobs_packet_drops_total{reason=\"NO_SOCKET\"} 42\n"[i % 47];
+	assert_int_equal(http_gzip(in, len, &z, &zlen), 0);
+	assert_true(zlen > 18 && zlen < len / 10);
+	assert_int_equal((unsigned char)z[0], 0x1f); /* gzip magic */
+	assert_int_equal((unsigned char)z[1], 0x8b);
+	assert_int_equal(inflateInit2(&s, 15 + 16), Z_OK);
+	s.next_in = (Bytef *)z;
+	s.avail_in = (uInt)zlen;
+	s.next_out = (Bytef *)back;
+	s.avail_out = (uInt)len + 1;
+	assert_int_equal(inflate(&s, Z_FINISH), Z_STREAM_END);
+	assert_int_equal(s.total_out, len);
+	assert_memory_equal(in, back, len);
+	inflateEnd(&s);
+	free(z);
+	/* empty input is a valid (tiny) gzip member too */
+	assert_int_equal(http_gzip("", 0, &z, &zlen), 0);
+	assert_true(zlen >= 18);
+	free(z);
+	free(in);
+	free(back);
 }
 
 /* ---- listen addresses ---- */
@@ -799,13 +854,14 @@ static void test_server_ipv6(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_time_rfc3339), cmocka_unit_test(test_time_rfc3339_invalid),
-	    cmocka_unit_test(test_time_unix),	 cmocka_unit_test(test_time_format),
-	    cmocka_unit_test(test_limit),	 cmocka_unit_test(test_cursor),
-	    cmocka_unit_test(test_step),	 cmocka_unit_test(test_window),
-	    cmocka_unit_test(test_params_check), cmocka_unit_test(test_listen_parse),
-	    cmocka_unit_test(test_server),	 cmocka_unit_test(test_server_admin_off_and_bind),
-	    cmocka_unit_test(test_server_ipv6),
+	    cmocka_unit_test(test_time_rfc3339),   cmocka_unit_test(test_time_rfc3339_invalid),
+	    cmocka_unit_test(test_time_unix),	   cmocka_unit_test(test_time_format),
+	    cmocka_unit_test(test_limit),	   cmocka_unit_test(test_cursor),
+	    cmocka_unit_test(test_step),	   cmocka_unit_test(test_window),
+	    cmocka_unit_test(test_params_check),   cmocka_unit_test(test_listen_parse),
+	    cmocka_unit_test(test_server),	   cmocka_unit_test(test_server_admin_off_and_bind),
+	    cmocka_unit_test(test_server_ipv6),	   cmocka_unit_test(test_accepts_gzip),
+	    cmocka_unit_test(test_gzip_roundtrip),
 	};
 	int rc;
 

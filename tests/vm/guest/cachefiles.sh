@@ -120,8 +120,25 @@ done
 
 kill -TERM $daemon
 wait $daemon
-sleep 1.5	# > 2 collector intervals: the last counts reach /metrics
-get /metrics /tmp/metrics.txt
+# The last counts reach /metrics at a collect (interval 500 ms) that TCG on a
+# busy host can delay: poll until the OPENs and READs the daemon served are
+# all counted (or 30 s pass), then read once more two intervals later.
+want=$(awk '{ for (i = 2; i <= NF; i++) { split($i, kv, "=");
+	if (kv[1] == "open" || kv[1] == "read") s += kv[2] } } END { print s + 0 }' /run/ondemand.stats)
+counted() {
+	get /metrics /tmp/metrics.txt
+	awk '/^sysobs_cachefiles_requests_total\{/ && /op="(open|read)"/ { s += $NF } END { print s + 0 }' \
+		/tmp/metrics.txt
+}
+i=0
+while [ $i -lt 150 ]; do
+	n=$(counted)
+	[ "${n:-0}" -lt "$want" ] || break
+	sleep 0.2
+	i=$((i + 1))
+done
+sleep 1
+say "requests counted after $((i * 200)) ms: $(counted) of $want"
 grep '^sysobs_cachefiles_\|^sysobs_collector_up' /tmp/metrics.txt >/tmp/metrics-cf.txt
 get '/api/v1/cachefiles/slow?limit=1000' /tmp/slow.json
 get '/api/v1/cachefiles/slow?limit=5&op=open' /tmp/slow-open.json
