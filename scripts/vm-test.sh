@@ -6,7 +6,7 @@
 #   scripts/vm-test.sh            # both
 #   scripts/vm-test.sh cachefiles # or: matrix
 #
-# The test kernel is built once (~8-14 min on 2 cores) and cached in
+# The test kernel is built once (8-35 min on 2 cores) and cached in
 # ${SYSOBS_CACHE:-/var/cache/sysobs}/vm/, as are the Debian kernels.
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -330,6 +330,8 @@ static void cachefiles_stop(struct collector *c)
 static void cachefiles_route_slow(const struct http_request *req, struct http_response *res,
 				  void *arg)
 {
+	static const char *const allowed[] = {"since",	"until", "limit", "cursor",
+					      "volume", "op",	 NULL};
 	struct collector *c = arg;
 	const char *volume = http_query(req, "volume");
 	const char *op = http_query(req, "op");
@@ -341,7 +343,7 @@ static void cachefiles_route_slow(const struct http_request *req, struct http_re
 	sqlite3 *db;
 	int rc;
 
-	if (query_window_parse(req, &w, res))
+	if (query_params_check(req, allowed, res) || query_window_parse(req, &w, res))
 		return;
 	if (op && strcmp(op, "open") && strcmp(op, "read")) {
 		http_reply_error(res, 400, "bad_request", "op must be open or read");

@@ -8,7 +8,6 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <inttypes.h>
-#include <microhttpd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,22 +21,6 @@
 static const char *const drops_api_params[] = {
     "reason", "protocol", "addr", "port", "since", "until", "limit", "cursor", NULL,
 };
-
-struct unknown_param {
-	char name[64];
-};
-
-static enum MHD_Result find_unknown(void *cls, enum MHD_ValueKind kind, const char *key,
-				    const char *value)
-{
-	struct unknown_param *u = cls;
-
-	for (size_t i = 0; drops_api_params[i]; i++)
-		if (!strcmp(key, drops_api_params[i]))
-			return MHD_YES;
-	snprintf(u->name, sizeof(u->name), "%s", key);
-	return MHD_NO;
-}
 
 static const char drops_api_sql[] =
     "SELECT id, ts, reason, reason_code, location, ifindex, ifname, netns, l3, protocol,"
@@ -84,7 +67,6 @@ void drops_api_get(const struct http_request *req, struct http_response *res, vo
 	const char *proto = http_query(req, "protocol");
 	const char *addr = http_query(req, "addr");
 	const char *port_s = http_query(req, "port");
-	struct unknown_param unknown = {""};
 	char addr_norm[INET6_ADDRSTRLEN];
 	struct query_window w;
 	sqlite3_stmt *st = NULL;
@@ -95,12 +77,7 @@ void drops_api_get(const struct http_request *req, struct http_response *res, vo
 	sqlite3 *db;
 	int rc;
 
-	MHD_get_connection_values(req->conn, MHD_GET_ARGUMENT_KIND, find_unknown, &unknown);
-	if (unknown.name[0]) {
-		http_reply_error(res, 400, "bad_request", "unknown parameter '%s'", unknown.name);
-		return;
-	}
-	if (query_window_parse(req, &w, res))
+	if (query_params_check(req, drops_api_params, res) || query_window_parse(req, &w, res))
 		return;
 	if (reason && !token_ok(reason, 63)) {
 		http_reply_error(res, 400, "bad_request", "reason: expected a drop reason name");

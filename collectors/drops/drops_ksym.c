@@ -27,7 +27,7 @@ struct drops_ksyms {
 	size_t text_len;
 	size_t n_text;	    /* text symbols seen by the first scan */
 	struct ksym_ent *v; /* sorted by addr */
-	size_t n;
+	size_t n, max;
 	uint64_t scans;
 };
 
@@ -150,7 +150,16 @@ static void best_fn(const struct ksym_line *sl, void *arg)
 
 static struct drops_ksyms *ksyms_new(void)
 {
-	return calloc(1, sizeof(struct drops_ksyms));
+	struct drops_ksyms *k = calloc(1, sizeof(struct drops_ksyms));
+
+	if (k)
+		k->max = DROPS_KSYM_CACHE_MAX;
+	return k;
+}
+
+void drops_ksyms_set_cache_max(struct drops_ksyms *k, size_t max)
+{
+	k->max = max < k->n ? k->n : max;
 }
 
 struct drops_ksyms *drops_ksyms_parse(const char *text, size_t len)
@@ -254,10 +263,15 @@ int drops_ksyms_format(struct drops_ksyms *k, uint64_t addr, char *buf, size_t l
 	at = ent_lower(k, addr);
 	if (at < k->n && k->v[at].addr == addr) {
 		e = &k->v[at];
+	} else if (k->n >= k->max) {
+		/* Full: no pass over the file on the event loop for addresses
+		 * that could not be kept anyway; hex, as when restricted. */
+		snprintf(buf, len, "0x%" PRIx64, addr);
+		return -ENOENT;
 	} else {
 		ksyms_resolve(k, addr, &one);
-		/* cached, room permitting (the set of drop sites is small) */
-		if (k->n < DROPS_KSYM_CACHE_MAX && (v = realloc(k->v, (k->n + 1) * sizeof(*v)))) {
+		/* cached (the set of drop sites is small) */
+		if ((v = realloc(k->v, (k->n + 1) * sizeof(*v)))) {
 			k->v = v;
 			memmove(&v[at + 1], &v[at], (k->n - at) * sizeof(*v));
 			v[at] = one;

@@ -6,7 +6,8 @@
  * Nothing of kallsyms is kept in memory (120,000 text symbols would be ~6 MiB
  * of the idle agent): each address not seen before costs one streaming pass
  * over the file (~30 ms), and its text is cached. Drop sites are a small set
- * of kernel call sites, so the cache stays small; it is bounded all the same.
+ * of kernel call sites, so the cache stays small; it is bounded all the same
+ * (see drops_ksyms_set_cache_max()).
  *
  * Addresses read as 0 when kptr_restrict hides them from this process; there
  * are then no symbols and locations print as hex.
@@ -33,6 +34,10 @@ void drops_ksyms_free(struct drops_ksyms *k); /* accepts NULL */
 size_t drops_ksyms_count(const struct drops_ksyms *k);
 /* Passes over the source made to resolve addresses (cache misses). */
 uint64_t drops_ksyms_scans(const struct drops_ksyms *k);
+/* Addresses kept (default DROPS_KSYM_CACHE_MAX). Past it, a new address
+ * prints as hex without a pass over the file: a flood of distinct locations
+ * cannot stall the event loop 30 ms per record. */
+void drops_ksyms_set_cache_max(struct drops_ksyms *k, size_t max);
 
 /* "sym+0xoff" (or "sym+0xoff [module]") into buf; "0x<addr>" and -ENOENT
  * when no symbol covers addr (k may be NULL). */

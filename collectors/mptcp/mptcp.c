@@ -719,6 +719,8 @@ static int mptcp_token_parse(const char *s, uint32_t *out)
 static void mptcp_route_history(struct collector *c, struct mptcp_priv *p, const char *tok,
 				const struct http_request *req, struct http_response *res)
 {
+	static const char *const history_params[] = {"netns", "since", "until",
+						     "limit", "cursor", NULL};
 	const char *netns_s = http_query(req, "netns");
 	struct query_window w;
 	sqlite3_stmt *st = NULL;
@@ -739,7 +741,7 @@ static void mptcp_route_history(struct collector *c, struct mptcp_priv *p, const
 		http_reply_error(res, 400, "bad_request", "netns must be a netns inode number");
 		return;
 	}
-	if (query_window_parse(req, &w, res))
+	if (query_params_check(req, history_params, res) || query_window_parse(req, &w, res))
 		return;
 	db = store_reader_get(c->agent->store);
 	if (!db) {
@@ -852,6 +854,7 @@ out_db_error:
 static void mptcp_route_connections(const struct http_request *req, struct http_response *res,
 				    void *arg)
 {
+	static const char *const live_params[] = {"netns", "limit", NULL};
 	struct collector *c = arg;
 	struct mptcp_priv *p = mptcp_route_priv(c, res);
 	const char *sub = req->subpath, *netns_s, *limit_s;
@@ -871,6 +874,8 @@ static void mptcp_route_connections(const struct http_request *req, struct http_
 		mptcp_route_history(c, p, sub, req, res);
 		return;
 	}
+	if (query_params_check(req, live_params, res))
+		return;
 	netns_s = http_query(req, "netns");
 	if (netns_s && (cfg_parse_u64(netns_s, &netns) || !netns)) {
 		http_reply_error(res, 400, "bad_request", "netns must be a netns inode number");

@@ -196,6 +196,10 @@ api GET /api/v1/mptcp/connections/notatoken >/dev/null
 assert_eq "bad token status" 400 "$HTTP_CODE"
 api GET /api/v1/mptcp/connections/1 >/dev/null
 assert_eq "unknown token status" 404 "$HTTP_CODE"
+api GET '/api/v1/mptcp/connections?limt=5' >/dev/null
+assert_eq "live view, unknown parameter" 400 "$HTTP_CODE"
+api GET "/api/v1/mptcp/connections/$TOKEN?sinse=0" >/dev/null
+assert_eq "history, unknown parameter" 400 "$HTTP_CODE"
 api GET "/api/v1/events?collector=mptcp&limit=100" >"$T/body"; ev=$(cat "$T/body")
 assert_eq "events route status" 200 "$HTTP_CODE"
 n=$(jq '[.. | objects | select(.table? == "mptcp_events")] | length' <<<"$ev")

@@ -56,6 +56,8 @@ if [ ! -e /sys/kernel/btf/vmlinux ] || ! grep -qw cachefiles_ondemand_read \
 	assert_eq "?op=write" 400 "$HTTP_CODE"
 	api GET '/api/v1/cachefiles/slow?limit=0' >/dev/null
 	assert_eq "?limit=0" 400 "$HTTP_CODE"
+	api GET '/api/v1/cachefiles/slow?volumes=x' >/dev/null
+	assert_eq "?volumes= (unknown parameter)" 400 "$HTTP_CODE"
 	stop_agent
 	pass "host kernel $(uname -r): cachefiles unavailable: $why"
 fi

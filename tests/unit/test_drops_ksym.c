@@ -84,6 +84,15 @@ static void test_cache(void **state)
 	assert_int_equal(drops_ksyms_format(k, 0xffffffff810008a4ull, buf, sizeof(buf)), 0);
 	assert_string_equal(buf, "__udp4_lib_rcv+0xa4");
 	assert_int_equal(drops_ksyms_scans(k), 4);
+	/* a full cache answers hex for new addresses without scanning, and
+	 * still answers the cached ones by name */
+	drops_ksyms_set_cache_max(k, 0); /* clamps to what is cached: 4 */
+	assert_int_equal(drops_ksyms_format(k, 0xffffffff81000108ull, buf, sizeof(buf)), -ENOENT);
+	assert_string_equal(buf, "0xffffffff81000108");
+	assert_int_equal(drops_ksyms_format(k, 0xffffffff81000104ull, buf, sizeof(buf)), 0);
+	assert_string_equal(buf, "helper_fn+0x4");
+	assert_int_equal(drops_ksyms_scans(k), 4);
+	drops_ksyms_set_cache_max(k, DROPS_KSYM_CACHE_MAX);
 	/* a small output buffer truncates, never overflows */
 	assert_int_equal(drops_ksyms_format(k, 0xffffffffc0000010ull, buf, 8), 0);
 	assert_string_equal(buf, "mod_fn+");
