@@ -719,7 +719,7 @@ static int mptcp_token_parse(const char *s, uint32_t *out)
 static void mptcp_route_history(struct collector *c, struct mptcp_priv *p, const char *tok,
 				const struct http_request *req, struct http_response *res)
 {
-	static const char *const history_params[] = {"netns", "since", "until",
+	static const char *const history_params[] = {"netns", "since",	"until",
 						     "limit", "cursor", NULL};
 	const char *netns_s = http_query(req, "netns");
 	struct query_window w;
