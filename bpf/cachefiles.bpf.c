@@ -215,11 +215,13 @@ static __always_inline void request_enter(struct cachefiles_object___sysobs *obj
 	if (op == CF_OP_OPEN && obj) {
 		__u64 p = (__u64)obj;
 
-		bpf_map_update_elem(&pending_open, &p, &s.ts, BPF_ANY);
+		if (bpf_map_update_elem(&pending_open, &p, &s.ts, BPF_ANY))
+			stat_add(CF_STAT_PENDING_FULL, 1);
 	} else if (op == CF_OP_READ) {
 		struct cf_pending_key pk = {.offset = offset, .object_id = s.object_id};
 
-		bpf_map_update_elem(&pending_read, &pk, &s.ts, BPF_ANY);
+		if (bpf_map_update_elem(&pending_read, &pk, &s.ts, BPF_ANY))
+			stat_add(CF_STAT_PENDING_FULL, 1);
 	}
 }
 
@@ -256,6 +258,8 @@ static __always_inline void request_exit(__u32 op, long ret)
 		if (op == CF_OP_READ)
 			__sync_fetch_and_add(&h->bytes, s->len);
 		__sync_fetch_and_add(&h->inflight, -1);
+	} else {
+		stat_add(CF_STAT_HIST_FULL, 1);
 	}
 	if (op == CF_OP_READ) {
 		struct cf_pending_key pk = {.offset = s->offset, .object_id = s->object_id};

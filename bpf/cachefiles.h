@@ -40,6 +40,8 @@ enum cf_stat {
 	CF_STAT_NULL_OBJECT,	/* events seen with a NULL object */
 	CF_STAT_RINGBUF_FULL,	/* slow records lost: ring buffer full */
 	CF_STAT_START_LOST,	/* fexit without a matching fentry (map full) */
+	CF_STAT_HIST_FULL,	/* requests in no histogram: hists map full */
+	CF_STAT_PENDING_FULL,	/* requests whose pick-up is not timed: map full */
 	CF_STAT_MAX,
 };
 

@@ -43,7 +43,21 @@ struct cachefiles_state {
 	double bounds[CF_HIST_FINITE];
 	struct metric *duration, *requests, *inflight, *read_bytes, *pickup, *daemon_events;
 	struct metric_series *written_bytes, *lost_ring, *lost_start, *null_objects, *slow_total;
+	struct metric_series *hist_full, *pending_full;
 	uint64_t slow_seen;
+	/* One collect's histograms summed by (volume name, op): the kernel keys
+	 * them by volume id, and the same fsid mounted again is a new id with
+	 * the same name. */
+	struct cf_agg *agg;
+	size_t n_agg, cap_agg;
+};
+
+struct cf_agg {
+	char volume[CF_VOLUME_NAME_LEN + 16];
+	enum cf_op op;
+	uint64_t buckets[CF_HIST_BUCKETS];
+	uint64_t sum_ns, ok, errors, bytes;
+	int64_t inflight;
 };
 
 static const char *const cachefiles_migrations[] = {
@@ -189,9 +203,16 @@ static int cachefiles_metrics_register(struct collector *c, struct cachefiles_st
 	st->slow_total =
 	    metrics_counter1(m, "sysobs_cachefiles_slow_requests_total",
 			     "Requests over slow_threshold, stored in cachefiles_slow.");
+	st->hist_full = metrics_counter1(m, "sysobs_cachefiles_hist_full_total",
+					 "Requests in no histogram: the kernel's per-(volume, op) "
+					 "map was full.");
+	st->pending_full =
+	    metrics_counter1(m, "sysobs_cachefiles_pickup_untimed_total",
+			     "Requests whose daemon pick-up was not timed: the pending map "
+			     "was full.");
 	if (!st->duration || !st->requests || !st->inflight || !st->read_bytes || !st->pickup ||
 	    !st->daemon_events || !st->written_bytes || !st->null_objects || !st->lost_ring ||
-	    !st->lost_start || !st->slow_total)
+	    !st->lost_start || !st->slow_total || !st->hist_full || !st->pending_full)
 		return -ENOMEM;
 	return 0;
 }
@@ -243,10 +264,41 @@ static int cachefiles_on_ready(struct collector *c)
 	return n < 0 ? n : 0;
 }
 
-/* __u64 and uint64_t are both 64-bit unsigned; only their spelling differs. */
+/* Adds one kernel histogram to its (volume name, op) sum. */
 static void cachefiles_on_hist(const struct cachefiles_hist_snapshot *h, void *arg)
 {
 	struct cachefiles_state *st = arg;
+	struct cf_agg *a = NULL;
+
+	for (size_t i = 0; i < st->n_agg && !a; i++)
+		if (st->agg[i].op == h->op && !strcmp(st->agg[i].volume, h->volume))
+			a = &st->agg[i];
+	if (!a) {
+		if (st->n_agg == st->cap_agg) {
+			size_t cap = st->cap_agg ? st->cap_agg * 2 : 8;
+			struct cf_agg *v = realloc(st->agg, cap * sizeof(*v));
+
+			if (!v)
+				return; /* this pass misses it; the next one retries */
+			st->agg = v;
+			st->cap_agg = cap;
+		}
+		a = &st->agg[st->n_agg++];
+		memset(a, 0, sizeof(*a));
+		snprintf(a->volume, sizeof(a->volume), "%s", h->volume);
+		a->op = h->op;
+	}
+	for (size_t b = 0; b < CF_HIST_BUCKETS; b++)
+		a->buckets[b] += h->buckets[b];
+	a->sum_ns += h->sum_ns;
+	a->ok += h->ok;
+	a->errors += h->errors;
+	a->bytes += h->bytes;
+	a->inflight += h->inflight;
+}
+
+static void cachefiles_publish(struct cachefiles_state *st, const struct cf_agg *h)
+{
 	const char *op = cachefiles_op_name(h->op);
 	const char *lv[] = {op, h->volume, NULL};
 	const char *ok[] = {op, h->volume, "ok", NULL};
@@ -255,7 +307,7 @@ static void cachefiles_on_hist(const struct cachefiles_hist_snapshot *h, void *a
 	struct metric_series *s;
 
 	if ((s = metric_series(st->duration, lv)))
-		series_histogram_set(s, (const uint64_t *)h->buckets, (double)h->sum_ns / 1e9);
+		series_histogram_set(s, h->buckets, (double)h->sum_ns / 1e9);
 	if ((s = metric_series(st->requests, ok)))
 		series_set(s, (double)h->ok);
 	if (h->errors && (s = metric_series(st->requests, er)))
@@ -276,9 +328,12 @@ static int cachefiles_collect(struct collector *c)
 
 	/* Slow requests first, so a scrape after a burst sees them counted. */
 	cachefiles_on_ready(c);
+	st->n_agg = 0;
 	err = st->be_ops->read_hists(st->be, cachefiles_on_hist, st);
 	if (err)
 		return err;
+	for (size_t i = 0; i < st->n_agg; i++)
+		cachefiles_publish(st, &st->agg[i]);
 	err = st->be_ops->read_stats(st->be, stats);
 	if (err)
 		return err;
@@ -292,6 +347,8 @@ static int cachefiles_collect(struct collector *c)
 	series_set(st->null_objects, (double)stats[CF_STAT_NULL_OBJECT]);
 	series_set(st->lost_ring, (double)stats[CF_STAT_RINGBUF_FULL]);
 	series_set(st->lost_start, (double)stats[CF_STAT_START_LOST]);
+	series_set(st->hist_full, (double)stats[CF_STAT_HIST_FULL]);
+	series_set(st->pending_full, (double)stats[CF_STAT_PENDING_FULL]);
 
 	p = malloc(sizeof(*p));
 	if (!p)
@@ -317,6 +374,7 @@ static void cachefiles_stop(struct collector *c)
 		return;
 	if (st->be_ops && st->be)
 		st->be_ops->close(st->be);
+	free(st->agg);
 	free(st);
 	c->priv = NULL;
 	c->fd = -1;

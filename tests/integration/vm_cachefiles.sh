@@ -199,6 +199,12 @@ for pair in "$WARM_FSID:0" "$FAST_FSID:$FAST_MS" "$SLOW_FSID:$SLOW_MS"; do
 	fi
 done
 
+for m in sysobs_cachefiles_hist_full_total sysobs_cachefiles_pickup_untimed_total \
+	sysobs_cachefiles_unmatched_total sysobs_cachefiles_slow_lost_total; do
+	assert_eq "$m" 0 "$(prom "$m")"
+done
+[ "$(od_stat "erofs,$WARM_FSID" open)" -ge 2 ] || fail "the warm volume was not opened twice"
+
 # every request of the slow volume (delay >= threshold) is a stored row
 slow_rows=$(jq --arg v "erofs,$SLOW_FSID" '[.data[] | select(.volume == $v)] | length' "$T/slow.json")
 assert_eq "slow rows for erofs,$SLOW_FSID" "$total_slow_expected" "$slow_rows"
