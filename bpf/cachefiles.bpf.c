@@ -205,8 +205,10 @@ static __always_inline void request_enter(struct cachefiles_object___sysobs *obj
 	} else {
 		stat_add(CF_STAT_NULL_OBJECT, 1);
 	}
-	if (bpf_map_update_elem(&starts, &tid, &s, BPF_ANY))
+	if (bpf_map_update_elem(&starts, &tid, &s, BPF_ANY)) {
+		stat_add(CF_STAT_START_FULL, 1);
 		return;
+	}
 	k.volume_id = s.volume_id;
 	k.op = op;
 	h = hist_get(&k);

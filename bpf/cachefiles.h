@@ -42,6 +42,7 @@ enum cf_stat {
 	CF_STAT_START_LOST,	/* fexit without a matching fentry (map full) */
 	CF_STAT_HIST_FULL,	/* requests in no histogram: hists map full */
 	CF_STAT_PENDING_FULL,	/* requests whose pick-up is not timed: map full */
+	CF_STAT_START_FULL,	/* requests not timed: starts map full at entry */
 	CF_STAT_MAX,
 };
 

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 #include <stdarg.h>
 #include <stdio.h>
+#include <unistd.h>
 
 #include "agent/agent.h"
 #include "collectors/collector.h"
@@ -33,4 +34,21 @@ int collector_unavailable(struct collector *c, int err, const char *fmt, ...)
 const char *collector_cfg(const struct collector *c, const char *key)
 {
 	return cfg_get(cfg_section(&c->agent->cfg, c->section), key);
+}
+
+bool collector_have_bpf_caps(void)
+{
+	enum { CAP_SYS_ADMIN_BIT = 21, CAP_PERFMON_BIT = 38, CAP_BPF_BIT = 39 };
+	unsigned long long eff = 0;
+	char line[256];
+	FILE *f = fopen("/proc/self/status", "re");
+
+	if (!f)
+		return geteuid() == 0;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "CapEff: %llx", &eff) == 1)
+			break;
+	fclose(f);
+	return (eff >> CAP_SYS_ADMIN_BIT & 1) ||
+	       ((eff >> CAP_BPF_BIT & 1) && (eff >> CAP_PERFMON_BIT & 1));
 }

@@ -93,4 +93,8 @@ int collector_unavailable(struct collector *c, int err, const char *fmt, ...)
 /* Config access for this collector's section. */
 const char *collector_cfg(const struct collector *c, const char *key);
 
+/* May this process load tracing BPF: CAP_SYS_ADMIN, or CAP_BPF with
+ * CAP_PERFMON, in its effective set (not just "is root"). */
+bool collector_have_bpf_caps(void);
+
 #endif

@@ -20,6 +20,7 @@
 #include "agent/log.h"
 #include "bpf/cachefiles.skel.h"
 #include "collectors/cachefiles/backend.h"
+#include "collectors/collector.h"
 #include "collectors/cachefiles/cachefiles_decode.h"
 
 #define CF_LOG "cachefiles"
@@ -126,8 +127,10 @@ static int bpf_probe(char *why, size_t why_len)
 	k.traceable = k.has_read_fn ? cf_traceable("cachefiles_ondemand_read") : true;
 	cf_btf_free(&b);
 	err = cachefiles_probe_verdict(&k, why, why_len);
-	if (!err && geteuid() != 0) {
-		snprintf(why, why_len, "needs root (CAP_BPF and CAP_PERFMON) to load BPF");
+	if (!err && !collector_have_bpf_caps()) {
+		snprintf(why, why_len,
+			 "no permission to load BPF (needs CAP_BPF and CAP_PERFMON, or "
+			 "CAP_SYS_ADMIN)");
 		err = -EPERM;
 	}
 	return err;

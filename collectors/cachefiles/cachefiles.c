@@ -43,7 +43,7 @@ struct cachefiles_state {
 	double bounds[CF_HIST_FINITE];
 	struct metric *duration, *requests, *inflight, *read_bytes, *pickup, *daemon_events;
 	struct metric_series *written_bytes, *lost_ring, *lost_start, *null_objects, *slow_total;
-	struct metric_series *hist_full, *pending_full;
+	struct metric_series *hist_full, *pending_full, *start_full;
 	uint64_t slow_seen;
 	/* One collect's histograms summed by (volume name, op): the kernel keys
 	 * them by volume id, and the same fsid mounted again is a new id with
@@ -206,13 +206,17 @@ static int cachefiles_metrics_register(struct collector *c, struct cachefiles_st
 	st->hist_full = metrics_counter1(m, "sysobs_cachefiles_hist_full_total",
 					 "Requests in no histogram: the kernel's per-(volume, op) "
 					 "map was full.");
+	st->start_full = metrics_counter1(m, "sysobs_cachefiles_untimed_total",
+					  "Requests not timed at all: the in-flight map was full "
+					  "when they were issued.");
 	st->pending_full =
 	    metrics_counter1(m, "sysobs_cachefiles_pickup_untimed_total",
 			     "Requests whose daemon pick-up was not timed: the pending map "
 			     "was full.");
 	if (!st->duration || !st->requests || !st->inflight || !st->read_bytes || !st->pickup ||
 	    !st->daemon_events || !st->written_bytes || !st->null_objects || !st->lost_ring ||
-	    !st->lost_start || !st->slow_total || !st->hist_full || !st->pending_full)
+	    !st->lost_start || !st->slow_total || !st->hist_full || !st->pending_full ||
+	    !st->start_full)
 		return -ENOMEM;
 	return 0;
 }
@@ -349,6 +353,7 @@ static int cachefiles_collect(struct collector *c)
 	series_set(st->lost_start, (double)stats[CF_STAT_START_LOST]);
 	series_set(st->hist_full, (double)stats[CF_STAT_HIST_FULL]);
 	series_set(st->pending_full, (double)stats[CF_STAT_PENDING_FULL]);
+	series_set(st->start_full, (double)stats[CF_STAT_START_FULL]);
 
 	p = malloc(sizeof(*p));
 	if (!p)

@@ -193,22 +193,6 @@ static const char *drops_libbpf_cause(int err)
 
 /* --- init ---------------------------------------------------------------- */
 
-/* CAP_SYS_ADMIN, or CAP_BPF with CAP_PERFMON, in the effective set. */
-static bool drops_have_bpf_caps(void)
-{
-	unsigned long long eff = 0;
-	char line[256];
-	FILE *f = fopen("/proc/self/status", "re");
-
-	if (!f)
-		return geteuid() == 0;
-	while (fgets(line, sizeof(line), f))
-		if (sscanf(line, "CapEff: %llx", &eff) == 1)
-			break;
-	fclose(f);
-	return (eff >> 21 & 1) || ((eff >> 39 & 1) && (eff >> 38 & 1));
-}
-
 /* Adds subsystem reason names from every module BTF next to vmlinux
  * (/sys/kernel/btf/<module>): openvswitch, mac80211, ... are modules. */
 static void drops_scan_modules(struct drops_state *st)
@@ -389,7 +373,7 @@ static int drops_init(struct collector *c)
 	libbpf_set_print(prev);
 	/* The verifier also answers EACCES (a refused pointer access): only
 	 * without the capabilities is it a permission problem. */
-	if (err == -EPERM || (err == -EACCES && !drops_have_bpf_caps()))
+	if (err == -EPERM || (err == -EACCES && !collector_have_bpf_caps()))
 		return collector_unavailable(
 		    c, err,
 		    "no permission to load BPF (needs CAP_BPF and CAP_PERFMON, "

@@ -199,7 +199,7 @@ for pair in "$WARM_FSID:0" "$FAST_FSID:$FAST_MS" "$SLOW_FSID:$SLOW_MS"; do
 	fi
 done
 
-for m in sysobs_cachefiles_hist_full_total sysobs_cachefiles_pickup_untimed_total \
+for m in sysobs_cachefiles_hist_full_total sysobs_cachefiles_pickup_untimed_total sysobs_cachefiles_untimed_total \
 	sysobs_cachefiles_unmatched_total sysobs_cachefiles_slow_lost_total; do
 	assert_eq "$m" 0 "$(prom "$m")"
 done
