@@ -436,15 +436,24 @@ static void cachefiles_route_slow(const struct http_request *req, struct http_re
 		sqlite3_bind_text(st, 5, op, -1, SQLITE_TRANSIENT);
 	sqlite3_bind_int64(st, 6, (int64_t)w.limit + 1);
 	rows = json_array();
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+	while (rows && (rc = sqlite3_step(st)) == SQLITE_ROW) {
 		json_t *r;
 
 		if (++n > w.limit)
 			break;
 		r = store_row_json(st);
-		if (!r || json_array_append_new(rows, r))
-			break;
+		if (!r || json_array_append_new(rows, r)) {
+			/* never a silently short page */
+			json_decref(rows);
+			rows = NULL;
+		}
 		last_id = sqlite3_column_int64(st, 0);
+	}
+	if (!rows) {
+		http_reply_error(res, 500, "internal", "out of memory building the page");
+		sqlite3_finalize(st);
+		store_reader_put(c->agent->store, db);
+		return;
 	}
 	if (rc != SQLITE_DONE && rc != SQLITE_ROW) {
 		json_decref(rows);
