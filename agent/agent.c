@@ -34,6 +34,9 @@ static const struct cfg_key http_keys[] = {
     {"timeout", "10s", "idle connection timeout"},
     {"threads", "2", "HTTP worker threads"},
     {"admin", "false", "allow state-changing endpoints such as POST /api/v1/ifs/scans"},
+    {"gzip", "auto",
+     "gzip responses of 1 KiB or more for clients that accept it: auto (not for loopback "
+     "clients, where it only costs CPU), always or never"},
     {0},
 };
 
@@ -115,6 +118,7 @@ static int http_config(struct agent *a, struct http_config *hc)
 {
 	struct config *cfg = &a->cfg;
 	uint64_t maxc, timeout, threads;
+	const char *gz;
 	bool admin;
 	int err;
 
@@ -128,6 +132,15 @@ static int http_config(struct agent *a, struct http_config *hc)
 	hc->timeout_s = timeout / 1000;
 	hc->threads = threads;
 	hc->admin = admin;
+	gz = cfg_get(cfg_section(cfg, "http"), "gzip");
+	if (!strcmp(gz, "auto"))
+		hc->gzip = HTTP_GZIP_AUTO;
+	else if (!strcmp(gz, "always"))
+		hc->gzip = HTTP_GZIP_ALWAYS;
+	else if (!strcmp(gz, "never"))
+		hc->gzip = HTTP_GZIP_NEVER;
+	else
+		return cfg_error(cfg, "http", "gzip", "must be auto, always or never");
 	return 0;
 }
 

@@ -44,14 +44,21 @@ struct http_response {
 
 typedef void (*http_handler)(const struct http_request *req, struct http_response *res, void *arg);
 
+enum http_gzip_mode {
+	HTTP_GZIP_AUTO,	  /* for clients that accept it, except loopback ones */
+	HTTP_GZIP_ALWAYS, /* for clients that accept it */
+	HTTP_GZIP_NEVER,
+};
+
 struct http_config {
 	const char *listen; /* "127.0.0.1:9464", "[::1]:9464", ":9464" */
 	unsigned max_connections;
 	unsigned timeout_s;
 	unsigned threads;
-	bool admin;	     /* allow state-changing POST endpoints */
-	unsigned max_per_ip; /* connections per client address; 0: half of
-			      * max_connections */
+	bool admin;		  /* allow state-changing POST endpoints */
+	enum http_gzip_mode gzip; /* compression of bodies >= HTTP_GZIP_MIN */
+	unsigned max_per_ip;	  /* connections per client address; 0: half of
+				   * max_connections */
 };
 
 #define HTTP_BODY_MAX	 (64 * 1024) /* larger POST bodies get 413 */

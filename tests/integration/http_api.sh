@@ -66,27 +66,11 @@ if command -v promtool >/dev/null; then
 		fail "promtool check metrics: $(cat "$T/promtool.out")"
 fi
 
-# gzip when asked (Prometheus always asks), for bodies worth it; never for q=0
+# gzip = auto (default): a loopback client is sent identity even when it
+# asks: compressing would cost CPU and save nothing
 hdr() { curl -sS -D - -o "$T/gz.body" "${@:2}" "http://127.0.0.1:$PORT$1" | tr -d '\r'; }
-h=$(hdr /metrics -H 'Accept-Encoding: gzip')
-grep -qi '^content-encoding: gzip$' <<<"$h" || fail "/metrics not gzipped when asked: $h"
-grep -qi '^vary: accept-encoding$' <<<"$h" || fail "no Vary: Accept-Encoding: $h"
-gunzip -c "$T/gz.body" >"$T/gz.txt" || fail "gzipped /metrics does not decompress"
-grep -q '^sysobs_build_info{' "$T/gz.txt" || fail "decompressed /metrics lacks sysobs_build_info"
-if command -v promtool >/dev/null; then
-	promtool check metrics <"$T/gz.txt" >"$T/promtool.out" 2>&1 ||
-		fail "promtool check metrics (gzip): $(cat "$T/promtool.out")"
-fi
-# the landing page, but for its "last activity" times
-no_ts() { sed -E 's/[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:.]+Z/TIME/g'; }
-hdr / -H 'Accept-Encoding: gzip' >/dev/null
-plain=$(curl -sS "http://127.0.0.1:$PORT/" | no_ts)
-assert_eq "landing page, gzip vs plain" "$plain" "$(gunzip -c "$T/gz.body" | no_ts)"
-grep -qi '^content-encoding' <<<"$(hdr /metrics -H 'Accept-Encoding: gzip;q=0, deflate')" &&
-	fail "gzipped although q=0"
-grep -qi '^content-encoding' <<<"$(hdr /metrics)" && fail "gzipped without Accept-Encoding"
-grep -qi '^content-encoding' <<<"$(hdr /healthz -H 'Accept-Encoding: gzip')" &&
-	fail "a tiny body was gzipped"
+grep -qi '^content-encoding' <<<"$(hdr /metrics -H 'Accept-Encoding: gzip')" &&
+	fail "gzip = auto compressed for a loopback client"
 
 req GET /api/v1/collectors
 body=$BODY
@@ -159,4 +143,35 @@ grep -q '^sysobs_http_requests_total{.*code="400".*} [1-9]' <<<"$(api GET /metri
 	fail "400s not counted in sysobs_http_requests_total"
 
 stop_agent
-pass "core HTTP API, config and database errors"
+
+sed -i '/^\[http\]/a gzip = always' "$T/sysobsd.ini"
+start_agent
+# gzip = always: when asked (Prometheus always asks), for bodies worth it,
+# never for q=0
+h=$(hdr /metrics -H 'Accept-Encoding: gzip')
+grep -qi '^content-encoding: gzip$' <<<"$h" || fail "/metrics not gzipped when asked: $h"
+grep -qi '^vary: accept-encoding$' <<<"$h" || fail "no Vary: Accept-Encoding: $h"
+gunzip -c "$T/gz.body" >"$T/gz.txt" || fail "gzipped /metrics does not decompress"
+grep -q '^sysobs_build_info{' "$T/gz.txt" || fail "decompressed /metrics lacks sysobs_build_info"
+if command -v promtool >/dev/null; then
+	promtool check metrics <"$T/gz.txt" >"$T/promtool.out" 2>&1 ||
+		fail "promtool check metrics (gzip): $(cat "$T/promtool.out")"
+fi
+# the landing page, but for its "last activity" times
+no_ts() { sed -E 's/[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:.]+Z/TIME/g'; }
+hdr / -H 'Accept-Encoding: gzip' >/dev/null
+plain=$(curl -sS "http://127.0.0.1:$PORT/" | no_ts)
+assert_eq "landing page, gzip vs plain" "$plain" "$(gunzip -c "$T/gz.body" | no_ts)"
+grep -qi '^content-encoding' <<<"$(hdr /metrics -H 'Accept-Encoding: gzip;q=0, deflate')" &&
+	fail "gzipped although q=0"
+grep -qi '^content-encoding' <<<"$(hdr /metrics)" && fail "gzipped without Accept-Encoding"
+grep -qi '^content-encoding' <<<"$(hdr /healthz -H 'Accept-Encoding: gzip')" &&
+	fail "a tiny body was gzipped"
+
+stop_agent
+sed -i 's/^gzip = always$/gzip = sometimes/' "$T/sysobsd.ini"
+rc=0
+"$SYSOBSD" --config "$T/sysobsd.ini" --port-file "$T/port2" >"$T/gz.err" 2>&1 || rc=$?
+assert_eq "exit status for gzip = sometimes" 2 "$rc"
+grep -q 'gzip' "$T/gz.err" || fail "bad gzip value not named: $(cat "$T/gz.err")"
+pass "core HTTP API, config and database errors, gzip"
