@@ -12,23 +12,25 @@
 /* A symbol further than this from its start is not believed to cover addr
  * (the gap after the last symbol of a region). */
 #define KSYM_MAX_SPAN (1u << 20)
+#define KSYM_MODS_MAX 65535
 
-/* One resolved address: the formatted location, or hex when nothing covers
- * it (negative results are cached too). */
-struct ksym_ent {
-	uint64_t addr;
-	bool named;
-	char text[DROPS_KSYM_TEXT_MAX];
+/* 12 bytes a symbol: the address as an offset from the lowest one (kernel
+ * text, modules and BPF programs lie within 4 GiB of each other on x86-64
+ * and arm64), the name as an offset into one string block. */
+struct ksym {
+	uint32_t off;
+	uint32_t name;
+	uint16_t mod; /* index into mods + 1; 0 = vmlinux */
 };
 
 struct drops_ksyms {
-	char *path; /* streamed on each miss, or ... */
-	char *text; /* ... this copy (drops_ksyms_parse) */
-	size_t text_len;
-	size_t n_text;	    /* text symbols seen by the first scan */
-	struct ksym_ent *v; /* sorted by addr */
-	size_t n, max;
-	uint64_t scans;
+	uint64_t base;
+	struct ksym *v; /* sorted by off */
+	size_t n, cap;
+	char *names;
+	size_t names_len, names_cap;
+	char **mods;
+	size_t n_mods;
 };
 
 /* A kallsyms line that names a text symbol. */
@@ -84,116 +86,209 @@ static bool ksym_line_parse(const char *l, size_t n, struct ksym_line *out)
 	return true;
 }
 
-/* Calls fn for every text symbol of the source; 0 or -errno. */
-static int ksym_scan(const struct drops_ksyms *k, void (*fn)(const struct ksym_line *, void *),
-		     void *arg)
-{
-	struct ksym_line sl;
-
-	if (k->text) {
-		const char *p = k->text, *end = k->text + k->text_len;
-
-		while (p < end) {
-			const char *nl = memchr(p, '\n', end - p);
-			size_t n = nl ? (size_t)(nl - p) : (size_t)(end - p);
-
-			if (ksym_line_parse(p, n, &sl))
-				fn(&sl, arg);
-			p += n + 1;
-		}
-		return 0;
-	}
-
-	char *line = NULL;
-	size_t cap = 0;
-	ssize_t n;
-	FILE *f = fopen(k->path, "re");
-
-	if (!f)
-		return -errno;
-	while ((n = getline(&line, &cap, f)) > 0)
-		if (ksym_line_parse(line, n, &sl))
-			fn(&sl, arg);
-	n = ferror(f) ? -EIO : 0;
-	free(line);
-	fclose(f);
-	return n;
-}
-
-static void count_fn(const struct ksym_line *sl, void *arg)
-{
-	(void)sl;
-	++*(size_t *)arg;
-}
-
-/* The closest text symbol at or below addr. */
-struct ksym_best {
-	uint64_t addr;	   /* looked up */
-	uint64_t sym_addr; /* best so far */
-	bool found;
-	char name[DROPS_KSYM_TEXT_MAX];
-	char mod[64];
+/* Raw entries before the base address is known. */
+struct ksym_raw {
+	uint64_t addr;
+	uint32_t name;
+	uint16_t mod;
 };
 
-static void best_fn(const struct ksym_line *sl, void *arg)
-{
-	struct ksym_best *b = arg;
+struct ksym_build {
+	struct drops_ksyms *k;
+	struct ksym_raw *raw;
+	size_t n, cap;
+	int err;
+};
 
-	if (sl->addr > b->addr || (b->found && sl->addr <= b->sym_addr))
+static int64_t names_add(struct drops_ksyms *k, const char *s, size_t n)
+{
+	size_t off = k->names_len;
+
+	if (k->names_len + n + 1 > k->names_cap) {
+		size_t cap = k->names_cap ? k->names_cap * 2 : 1 << 16;
+		char *p;
+
+		while (cap < k->names_len + n + 1)
+			cap *= 2;
+		if (cap > UINT32_MAX)
+			return -ENOMEM;
+		p = realloc(k->names, cap);
+		if (!p)
+			return -ENOMEM;
+		k->names = p;
+		k->names_cap = cap;
+	}
+	memcpy(k->names + off, s, n);
+	k->names[off + n] = '\0';
+	k->names_len += n + 1;
+	return (int64_t)off;
+}
+
+/* Module names are few (tens to hundreds): a linear search, newest first
+ * (kallsyms lists a module's symbols together). */
+static int mod_index(struct drops_ksyms *k, const char *m, size_t n)
+{
+	char **v;
+
+	for (size_t i = k->n_mods; i-- > 0;)
+		if (strlen(k->mods[i]) == n && !memcmp(k->mods[i], m, n))
+			return (int)i + 1;
+	if (k->n_mods == KSYM_MODS_MAX)
+		return 0;
+	v = realloc(k->mods, (k->n_mods + 1) * sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	k->mods = v;
+	if (!(v[k->n_mods] = strndup(m, n)))
+		return -ENOMEM;
+	return (int)++k->n_mods;
+}
+
+static void build_add(struct ksym_build *b, const struct ksym_line *sl)
+{
+	int64_t name;
+	int mod = 0;
+
+	if (b->err)
 		return;
-	b->found = true;
-	b->sym_addr = sl->addr;
-	/* the line buffer is reused: copy out */
-	snprintf(b->name, sizeof(b->name), "%.*s", (int)sl->name_len, sl->name);
-	snprintf(b->mod, sizeof(b->mod), "%.*s", (int)sl->mod_len, sl->mod ? sl->mod : "");
+	/* __pfx_<fn> is the padding before <fn> (CFI, call depth tracking):
+	 * half of all text symbols on 6.x kernels and never a drop site; the
+	 * lookup lands on <fn> or before it without them. */
+	if (sl->name_len > 6 && !memcmp(sl->name, "__pfx_", 6))
+		return;
+	if (b->n == b->cap) {
+		size_t cap = b->cap ? b->cap * 2 : 4096;
+		struct ksym_raw *v = realloc(b->raw, cap * sizeof(*v));
+
+		if (!v) {
+			b->err = -ENOMEM;
+			return;
+		}
+		b->raw = v;
+		b->cap = cap;
+	}
+	name = names_add(b->k, sl->name, sl->name_len);
+	if (sl->mod_len)
+		mod = mod_index(b->k, sl->mod, sl->mod_len);
+	if (name < 0 || mod < 0) {
+		b->err = -ENOMEM;
+		return;
+	}
+	b->raw[b->n].addr = sl->addr;
+	b->raw[b->n].name = (uint32_t)name;
+	b->raw[b->n].mod = (uint16_t)mod;
+	b->n++;
 }
 
-static struct drops_ksyms *ksyms_new(void)
+static int raw_cmp(const void *a, const void *b)
 {
-	struct drops_ksyms *k = calloc(1, sizeof(struct drops_ksyms));
+	const struct ksym_raw *x = a, *y = b;
 
-	if (k)
-		k->max = DROPS_KSYM_CACHE_MAX;
-	return k;
+	return x->addr < y->addr ? -1 : x->addr > y->addr;
 }
 
-void drops_ksyms_set_cache_max(struct drops_ksyms *k, size_t max)
+/* Sorts, rebases to 32-bit offsets, shrinks every block to its size. */
+static int build_finish(struct ksym_build *b)
 {
-	k->max = max < k->n ? k->n : max;
+	struct drops_ksyms *k = b->k;
+	char *names;
+
+	if (b->err)
+		return b->err;
+	if (b->n) {
+		qsort(b->raw, b->n, sizeof(*b->raw), raw_cmp);
+		k->base = b->raw[0].addr;
+		k->v = malloc(b->n * sizeof(*k->v));
+		if (!k->v)
+			return -ENOMEM;
+		for (size_t i = 0; i < b->n; i++) {
+			if (b->raw[i].addr - k->base > UINT32_MAX)
+				break; /* beyond 4 GiB of the lowest: not kept */
+			k->v[k->n].off = (uint32_t)(b->raw[i].addr - k->base);
+			k->v[k->n].name = b->raw[i].name;
+			k->v[k->n].mod = b->raw[i].mod;
+			k->n++;
+		}
+	}
+	if (k->names_len && (names = realloc(k->names, k->names_len)))
+		k->names = names;
+	return 0;
+}
+
+static struct drops_ksyms *build(const char *text, size_t len)
+{
+	struct ksym_build b = {.k = calloc(1, sizeof(struct drops_ksyms))};
+	const char *p = text, *end = text + len;
+	struct ksym_line sl;
+	int err;
+
+	if (!b.k) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	while (p < end) {
+		const char *nl = memchr(p, '\n', end - p);
+		size_t n = nl ? (size_t)(nl - p) : (size_t)(end - p);
+
+		if (ksym_line_parse(p, n, &sl))
+			build_add(&b, &sl);
+		p += n + 1;
+	}
+	err = build_finish(&b);
+	free(b.raw);
+	if (err) {
+		drops_ksyms_free(b.k);
+		errno = -err;
+		return NULL;
+	}
+	return b.k;
 }
 
 struct drops_ksyms *drops_ksyms_parse(const char *text, size_t len)
 {
-	struct drops_ksyms *k = ksyms_new();
-
-	if (!k || !(k->text = malloc(len + 1))) {
-		free(k);
-		errno = ENOMEM;
-		return NULL;
-	}
-	memcpy(k->text, text, len);
-	k->text[len] = '\0';
-	k->text_len = len;
-	ksym_scan(k, count_fn, &k->n_text);
-	return k;
+	return build(text, len);
 }
 
 struct drops_ksyms *drops_ksyms_load(const char *path)
 {
-	struct drops_ksyms *k = ksyms_new();
-	int err;
+	struct drops_ksyms *k = NULL;
+	size_t len = 0, cap = 0;
+	char *buf = NULL;
+	FILE *f;
+	int err = 0;
 
-	if (!k || !(k->path = strdup(path))) {
-		free(k);
-		errno = ENOMEM;
+	f = fopen(path, "re");
+	if (!f)
 		return NULL;
+	/* /proc files have no size: read in chunks. */
+	for (;;) {
+		size_t n;
+
+		if (cap - len < 65536) {
+			char *p = realloc(buf, cap ? cap * 2 : 1 << 20);
+
+			if (!p) {
+				err = ENOMEM;
+				goto out;
+			}
+			buf = p;
+			cap = cap ? cap * 2 : 1 << 20;
+		}
+		n = fread(buf + len, 1, cap - len, f);
+		len += n;
+		if (n == 0) {
+			if (ferror(f))
+				err = EIO;
+			break;
+		}
 	}
-	err = ksym_scan(k, count_fn, &k->n_text);
-	if (err) {
-		drops_ksyms_free(k);
-		errno = -err;
-		return NULL;
-	}
+	if (!err && !(k = build(buf, len)))
+		err = errno;
+out:
+	free(buf);
+	fclose(f);
+	if (err)
+		errno = err;
 	return k;
 }
 
@@ -201,83 +296,60 @@ void drops_ksyms_free(struct drops_ksyms *k)
 {
 	if (!k)
 		return;
-	free(k->path);
-	free(k->text);
+	for (size_t i = 0; i < k->n_mods; i++)
+		free(k->mods[i]);
+	free(k->mods);
 	free(k->v);
+	free(k->names);
 	free(k);
 }
 
 size_t drops_ksyms_count(const struct drops_ksyms *k)
 {
-	return k ? k->n_text : 0;
+	return k ? k->n : 0;
 }
 
-uint64_t drops_ksyms_scans(const struct drops_ksyms *k)
+size_t drops_ksyms_bytes(const struct drops_ksyms *k)
 {
-	return k ? k->scans : 0;
+	size_t b;
+
+	if (!k)
+		return 0;
+	b = sizeof(*k) + k->n * sizeof(*k->v) + k->names_len + k->n_mods * sizeof(*k->mods);
+	for (size_t i = 0; i < k->n_mods; i++)
+		b += strlen(k->mods[i]) + 1;
+	return b;
 }
 
-/* Index of the first entry with addr >= a. */
-static size_t ent_lower(const struct drops_ksyms *k, uint64_t a)
+int drops_ksyms_format(const struct drops_ksyms *k, uint64_t addr, char *buf, size_t len)
 {
-	size_t lo = 0, hi = k->n;
+	size_t lo = 0, hi = k ? k->n : 0;
+	const struct ksym *s;
+	uint64_t off;
 
+	if (!hi || addr < k->base || addr - k->base > UINT32_MAX) {
+		snprintf(buf, len, "0x%" PRIx64, addr);
+		return -ENOENT;
+	}
+	off = addr - k->base;
+	/* Last symbol with s->off <= off. */
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
 
-		if (k->v[mid].addr < a)
+		if (k->v[mid].off <= off)
 			lo = mid + 1;
 		else
 			hi = mid;
 	}
-	return lo;
-}
-
-/* Resolves addr by one pass over the source. */
-static void ksyms_resolve(struct drops_ksyms *k, uint64_t addr, struct ksym_ent *e)
-{
-	struct ksym_best b = {.addr = addr};
-
-	e->addr = addr;
-	k->scans++;
-	e->named = k->n_text && ksym_scan(k, best_fn, &b) == 0 && b.found &&
-		   addr - b.sym_addr < KSYM_MAX_SPAN;
-	if (!e->named)
-		snprintf(e->text, sizeof(e->text), "0x%" PRIx64, addr);
-	else if (b.mod[0])
-		snprintf(e->text, sizeof(e->text), "%s+0x%" PRIx64 " [%s]", b.name,
-			 addr - b.sym_addr, b.mod);
+	if (lo == 0 || off - k->v[lo - 1].off >= KSYM_MAX_SPAN) {
+		snprintf(buf, len, "0x%" PRIx64, addr);
+		return -ENOENT;
+	}
+	s = &k->v[lo - 1];
+	if (s->mod)
+		snprintf(buf, len, "%s+0x%" PRIx64 " [%s]", k->names + s->name, off - s->off,
+			 k->mods[s->mod - 1]);
 	else
-		snprintf(e->text, sizeof(e->text), "%s+0x%" PRIx64, b.name, addr - b.sym_addr);
-}
-
-int drops_ksyms_format(struct drops_ksyms *k, uint64_t addr, char *buf, size_t len)
-{
-	struct ksym_ent one, *e = &one, *v;
-	size_t at;
-
-	if (!k) {
-		snprintf(buf, len, "0x%" PRIx64, addr);
-		return -ENOENT;
-	}
-	at = ent_lower(k, addr);
-	if (at < k->n && k->v[at].addr == addr) {
-		e = &k->v[at];
-	} else if (k->n >= k->max) {
-		/* Full: no pass over the file on the event loop for addresses
-		 * that could not be kept anyway; hex, as when restricted. */
-		snprintf(buf, len, "0x%" PRIx64, addr);
-		return -ENOENT;
-	} else {
-		ksyms_resolve(k, addr, &one);
-		/* cached (the set of drop sites is small) */
-		if ((v = realloc(k->v, (k->n + 1) * sizeof(*v)))) {
-			k->v = v;
-			memmove(&v[at + 1], &v[at], (k->n - at) * sizeof(*v));
-			v[at] = one;
-			k->n++;
-		}
-	}
-	snprintf(buf, len, "%s", e->text);
-	return e->named ? 0 : -ENOENT;
+		snprintf(buf, len, "%s+0x%" PRIx64, k->names + s->name, off - s->off);
+	return 0;
 }
