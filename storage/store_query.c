@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -110,6 +111,59 @@ static int store_col_add(json_t *o, sqlite3_stmt *st, int i)
 			return -ENOMEM;
 	}
 	return 0;
+}
+
+json_t *store_page_json(sqlite3_stmt *st, unsigned limit, const char *key,
+			void (*decorate)(sqlite3_stmt *st, json_t *row), int *err)
+{
+	json_t *rows = json_array(), *page;
+	int64_t last_id = -1;
+	unsigned n = 0;
+	bool more = false;
+	int rc;
+
+	*err = -ENOMEM;
+	if (!rows)
+		return NULL;
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		json_t *row;
+
+		if (n == limit) {
+			more = true;
+			break;
+		}
+		row = store_row_json(st);
+		if (!row || json_array_append_new(rows, row))
+			goto err;
+		if (decorate)
+			decorate(st, row);
+		last_id = sqlite3_column_int64(st, 0);
+		n++;
+	}
+	if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
+		*err = rc;
+		goto err;
+	}
+	page = json_object();
+	if (!page) {
+		json_decref(rows);
+		return NULL;
+	}
+	if (json_object_set_new(page, key, rows)) { /* steals rows, even on error */
+		json_decref(page);
+		return NULL;
+	}
+	if (json_object_set_new(page, "next_cursor",
+				more && last_id > 0 ? json_sprintf("%" PRId64, last_id)
+						    : json_null())) {
+		json_decref(page);
+		return NULL;
+	}
+	*err = 0;
+	return page;
+err:
+	json_decref(rows);
+	return NULL;
 }
 
 json_t *store_row_json(sqlite3_stmt *st)

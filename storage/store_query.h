@@ -30,6 +30,18 @@ struct store;
  */
 json_t *store_row_json(sqlite3_stmt *st);
 
+/*
+ * One page of a collector's history route, the way every such route pages:
+ * st is a prepared and bound query ordered by id DESC whose first column is
+ * id and whose LIMIT is limit + 1 (the extra row only says that a next page
+ * exists). Steps it; each row becomes store_row_json() plus what decorate
+ * (may be NULL) adds. Returns {"<key>": [...], "next_cursor": "<id>" | null},
+ * next_cursor being the id of the last row returned when more follow. NULL
+ * with *err = -ENOMEM or a SQLite result code: never a short page.
+ */
+json_t *store_page_json(sqlite3_stmt *st, unsigned limit, const char *key,
+			void (*decorate)(sqlite3_stmt *st, json_t *row), int *err);
+
 /* "2026-12-03T02:13:00.123456789Z" into buf (>= 31 bytes). Returns the length
  * or -ENOSPC. */
 int store_format_time(int64_t ns, char *buf, size_t len);

@@ -400,9 +400,7 @@ static void cachefiles_route_slow(const struct http_request *req, struct http_re
 	const char *op = http_query(req, "op");
 	struct query_window w;
 	sqlite3_stmt *st = NULL;
-	json_t *rows, *out;
-	int64_t last_id = -1;
-	unsigned n = 0;
+	json_t *out;
 	sqlite3 *db;
 	int rc;
 
@@ -435,42 +433,15 @@ static void cachefiles_route_slow(const struct http_request *req, struct http_re
 	if (op)
 		sqlite3_bind_text(st, 5, op, -1, SQLITE_TRANSIENT);
 	sqlite3_bind_int64(st, 6, (int64_t)w.limit + 1);
-	rows = json_array();
-	while (rows && (rc = sqlite3_step(st)) == SQLITE_ROW) {
-		json_t *r;
-
-		if (++n > w.limit)
-			break;
-		r = store_row_json(st);
-		if (!r || json_array_append_new(rows, r)) {
-			/* never a silently short page */
-			json_decref(rows);
-			rows = NULL;
-		}
-		last_id = sqlite3_column_int64(st, 0);
-	}
-	if (!rows) {
-		http_reply_error(res, 500, "internal", "out of memory building the page");
-		sqlite3_finalize(st);
-		store_reader_put(c->agent->store, db);
-		return;
-	}
-	if (rc != SQLITE_DONE && rc != SQLITE_ROW) {
-		json_decref(rows);
+	out = store_page_json(st, w.limit, "data", NULL, &rc);
+	if (!out && rc != -ENOMEM)
 		goto out_db_error;
-	}
 	sqlite3_finalize(st);
 	store_reader_put(c->agent->store, db);
-	out = json_pack("{s:o}", "data", rows);
-	if (n > w.limit && last_id > 0) {
-		char cur[32];
-
-		snprintf(cur, sizeof(cur), "%lld", (long long)last_id);
-		json_object_set_new(out, "next_cursor", json_string(cur));
-	} else {
-		json_object_set_new(out, "next_cursor", json_null());
-	}
-	http_reply_json(res, 200, out);
+	if (!out)
+		http_reply_error(res, 500, "internal", "out of memory building the page");
+	else
+		http_reply_json(res, 200, out);
 	return;
 
 out_db_error:

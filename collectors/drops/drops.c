@@ -503,18 +503,35 @@ static int drops_start(struct collector *c)
 	st->mono_to_wall_ns = clock_wall_ns() - clock_mono_ns();
 	prev = libbpf_set_print(drops_libbpf_print);
 	drops_libbpf_nwarn = 0;
-	st->rb = ring_buffer__new(bpf_map__fd(st->skel->maps.samples), drops_on_sample, c, NULL);
-	if (!st->rb) {
-		err = -errno;
-		goto out_print;
-	}
 	st->link =
 	    bpf_program__attach(!strcmp(st->attach_kind, "tp_btf") ? st->skel->progs.drops_tp_btf
 								   : st->skel->progs.drops_raw_tp);
+	/* attach = auto: a tp_btf program that loaded but does not attach gets
+	 * the raw_tp one, as one that does not load does (drops_init). */
+	if (!st->link && !strcmp(st->attach_kind, "tp_btf") &&
+	    !strcmp(collector_cfg(c, "attach"), "auto")) {
+		clog_warn(c, "tp_btf/kfree_skb did not attach (%s); trying raw_tp", strerror(errno));
+		drops_bpf__destroy(st->skel);
+		st->skel = NULL;
+		drops_libbpf_nwarn = 0;
+		err = drops_load(st, false);
+		if (err) {
+			snprintf(c->why, sizeof(c->why), "load raw_tp after tp_btf: %s; libbpf: %s",
+				 strerror(-err), drops_libbpf_cause(err));
+			goto out_print;
+		}
+		st->link = bpf_program__attach(st->skel->progs.drops_raw_tp);
+	}
 	if (!st->link) {
 		err = -errno;
 		snprintf(c->why, sizeof(c->why), "attach %s/kfree_skb: %s; libbpf: %s",
 			 st->attach_kind, strerror(-err), drops_libbpf_cause(err));
+		goto out_print;
+	}
+	/* after the attach: a raw_tp fallback has maps of its own */
+	st->rb = ring_buffer__new(bpf_map__fd(st->skel->maps.samples), drops_on_sample, c, NULL);
+	if (!st->rb) {
+		err = -errno;
 		goto out_print;
 	}
 	c->fd = ring_buffer__epoll_fd(st->rb);

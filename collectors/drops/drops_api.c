@@ -70,9 +70,7 @@ void drops_api_get(const struct http_request *req, struct http_response *res, vo
 	char addr_norm[INET6_ADDRSTRLEN];
 	struct query_window w;
 	sqlite3_stmt *st = NULL;
-	json_t *rows = NULL, *body;
-	int64_t last_id = -1;
-	unsigned n = 0;
+	json_t *body;
 	long port = -1;
 	sqlite3 *db;
 	int rc;
@@ -124,50 +122,19 @@ void drops_api_get(const struct http_request *req, struct http_response *res, vo
 	/* One row more than asked tells whether there is a next page. */
 	sqlite3_bind_int64(st, 8, (int64_t)w.limit + 1);
 
-	rows = json_array();
-	if (!rows)
-		goto err_nomem;
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		json_t *row;
-
-		if (n == w.limit) {
-			n++;
-			break;
-		}
-		row = store_row_json(st);
-		if (!row || json_array_append_new(rows, row))
-			goto err_nomem;
-		last_id = sqlite3_column_int64(st, 0);
-		n++;
-	}
-	if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+	body = store_page_json(st, w.limit, "data", NULL, &rc);
+	if (!body && rc != -ENOMEM)
 		goto err_db;
 	sqlite3_finalize(st);
 	store_reader_put(store, db);
-
-	body = json_pack("{s:o}", "data", rows);
-	if (!body) {
+	if (!body)
 		http_reply_error(res, 500, "internal", "out of memory");
-		return;
-	}
-	if (n > w.limit) {
-		char cur[32];
-
-		snprintf(cur, sizeof(cur), "%" PRId64, last_id);
-		json_object_set_new(body, "next_cursor", json_string(cur));
-	} else {
-		json_object_set_new(body, "next_cursor", json_null());
-	}
-	http_reply_json(res, 200, body);
+	else
+		http_reply_json(res, 200, body);
 	return;
 
 err_db:
 	http_reply_error(res, 500, "internal", "database: %s", sqlite3_errmsg(db));
-	goto out;
-err_nomem:
-	http_reply_error(res, 500, "internal", "out of memory");
-out:
-	json_decref(rows);
 	sqlite3_finalize(st);
 	store_reader_put(store, db);
 }

@@ -1130,9 +1130,7 @@ static void route_scans_get(const struct http_request *req, struct http_response
 	const char *texts[3];
 	sqlite3 *db;
 	sqlite3_stmt *st = NULL;
-	json_t *rows;
-	int64_t last_id = -1;
-	unsigned n = 0;
+	json_t *page;
 	int rc, bi = 1;
 
 	if (query_params_check(req, allowed, res) || query_window_parse(req, &w, res))
@@ -1197,27 +1195,17 @@ static void route_scans_get(const struct http_request *req, struct http_response
 	for (int i = 0; i < 3; i++)
 		if (texts[i])
 			sqlite3_bind_text(st, bi++, texts[i], -1, SQLITE_TRANSIENT);
-	sqlite3_bind_int(st, bi++, (int)w.limit);
-	rows = json_array();
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		json_t *row = store_row_json(st);
-
-		if (!row)
-			break;
-		last_id = sqlite3_column_int64(st, 0);
-		json_array_append_new(rows, row);
-		n++;
-	}
-	if (rc != SQLITE_DONE && rc != SQLITE_ROW) {
-		json_decref(rows);
+	/* One row more than asked tells whether there is a next page. */
+	sqlite3_bind_int64(st, bi++, (int64_t)w.limit + 1);
+	page = store_page_json(st, w.limit, "scans", NULL, &rc);
+	if (!page && rc != -ENOMEM)
 		goto err_db;
-	}
 	sqlite3_finalize(st);
 	store_reader_put(c->agent->store, db);
-	http_reply_json(res, 200,
-			json_pack("{s:o, s:o}", "scans", rows, "next_cursor",
-				  n == w.limit && last_id > 0 ? json_sprintf("%" PRId64, last_id)
-							      : json_null()));
+	if (!page)
+		http_reply_error(res, 500, "internal", "out of memory");
+	else
+		http_reply_json(res, 200, page);
 	return;
 
 err_db:

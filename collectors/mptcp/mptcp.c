@@ -716,6 +716,16 @@ static int mptcp_token_parse(const char *s, uint32_t *out)
  * {"token": N, "data": [...], "next_cursor": "<id>" | null}; 404 if the
  * token was never seen.
  */
+/* Column 17 of the history query is reset_reason: its name as well. */
+static void mptcp_row_decorate(sqlite3_stmt *st, json_t *row)
+{
+	const char *reason;
+
+	if (sqlite3_column_type(st, 17) == SQLITE_INTEGER &&
+	    (reason = mptcp_reset_reason_name(sqlite3_column_int64(st, 17))))
+		json_object_set_new(row, "reset_reason_name", json_string(reason));
+}
+
 static void mptcp_route_history(struct collector *c, struct mptcp_priv *p, const char *tok,
 				const struct http_request *req, struct http_response *res)
 {
@@ -724,11 +734,10 @@ static void mptcp_route_history(struct collector *c, struct mptcp_priv *p, const
 	const char *netns_s = http_query(req, "netns");
 	struct query_window w;
 	sqlite3_stmt *st = NULL;
-	json_t *rows, *out;
-	int64_t last_id = -1, lo = 0, hi = INT64_MAX;
+	json_t *out;
+	int64_t lo = 0, hi = INT64_MAX;
 	uint64_t netns = 0;
 	uint32_t token;
-	unsigned n = 0;
 	sqlite3 *db;
 	int rc;
 
@@ -797,43 +806,24 @@ static void mptcp_route_history(struct collector *c, struct mptcp_priv *p, const
 	sqlite3_bind_int64(st, 4, w.cursor);
 	if (netns_s)
 		sqlite3_bind_int64(st, 5, (int64_t)netns);
-	sqlite3_bind_int64(st, 6, w.limit);
-	rows = json_array();
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		json_t *r = store_row_json(st);
-		const char *reason;
-
-		if (!r)
-			break;
-		if (sqlite3_column_type(st, 17) == SQLITE_INTEGER &&
-		    (reason = mptcp_reset_reason_name(sqlite3_column_int64(st, 17))))
-			json_object_set_new(r, "reset_reason_name", json_string(reason));
-		if (json_array_append_new(rows, r))
-			break;
-		last_id = sqlite3_column_int64(st, 0);
-		n++;
-	}
-	if (rc != SQLITE_DONE && rc != SQLITE_ROW) {
-		json_decref(rows);
+	/* One row more than asked tells whether there is a next page. */
+	sqlite3_bind_int64(st, 6, (int64_t)w.limit + 1);
+	out = store_page_json(st, w.limit, "data", mptcp_row_decorate, &rc);
+	if (!out && rc != -ENOMEM)
 		goto out_db_error;
-	}
 	sqlite3_finalize(st);
 	store_reader_put(c->agent->store, db);
-	if (n == 0 && w.cursor == INT64_MAX && !http_query(req, "since") &&
-	    !http_query(req, "until")) {
-		json_decref(rows);
+	if (!out) {
+		http_reply_error(res, 500, "internal", "out of memory");
+		return;
+	}
+	if (!json_array_size(json_object_get(out, "data")) && w.cursor == INT64_MAX &&
+	    !http_query(req, "since") && !http_query(req, "until")) {
+		json_decref(out);
 		http_reply_error(res, 404, "not_found", "no MPTCP events for token %u", token);
 		return;
 	}
-	out = json_pack("{s:I,s:o}", "token", (json_int_t)token, "data", rows);
-	if (n == w.limit && last_id > 0) {
-		char cur[32];
-
-		snprintf(cur, sizeof(cur), "%lld", (long long)last_id);
-		json_object_set_new(out, "next_cursor", json_string(cur));
-	} else {
-		json_object_set_new(out, "next_cursor", json_null());
-	}
+	json_object_set_new(out, "token", json_integer(token));
 	(void)p;
 	http_reply_json(res, 200, out);
 	return;

@@ -144,6 +144,14 @@ assert_eq "history status" 200 "$HTTP_CODE"
 hist=$(jq '.data | reverse' <<<"$hist")
 seq=$(jq -r '[.[].type] | join(",")' <<<"$hist")
 assert_eq "event sequence" "CREATED,ESTABLISHED,SUB_ESTABLISHED,SUB_CLOSED,CLOSED" "$seq"
+# Paging: 5 events, limit 5 is the last page; limit 4 names a cursor whose
+# page holds the one event left (CREATED), and is the last.
+assert_eq "limit=5: no next page" null \
+	"$(api GET "/api/v1/mptcp/connections/$TOKEN?limit=5" | jq -r .next_cursor)"
+cur=$(api GET "/api/v1/mptcp/connections/$TOKEN?limit=4" | jq -r .next_cursor)
+[ "$cur" != null ] || fail "limit=4 of 5 events gave no next_cursor"
+assert_eq "page 2" '["CREATED"] null' \
+	"$(api GET "/api/v1/mptcp/connections/$TOKEN?limit=4&cursor=$cur" | jq -c '[.data[].type], .next_cursor' | tr '\n' ' ' | sed 's/ $//')"
 # Hex token form answers the same.
 assert_eq "history by hex token" "$seq" \
 	"$(api GET "/api/v1/mptcp/connections/0x$TOKEN_HEX" | jq -r '[.data | reverse | .[].type] | join(",")')"

@@ -1008,6 +1008,72 @@ static void test_snapshot_metric_history(void **state)
 	metrics_free(m);
 }
 
+static void page_decorate(sqlite3_stmt *st, json_t *row)
+{
+	json_object_set_new(row, "twice", json_integer(2 * sqlite3_column_int64(st, 0)));
+}
+
+/* A page of "limit" rows from a query fetching limit + 1: next_cursor only
+ * when a row follows, and the id of the last row returned. */
+static json_t *page(sqlite3 *db, int64_t cursor, unsigned limit, bool decorate, int *err)
+{
+	sqlite3_stmt *st;
+	json_t *p;
+
+	assert_int_equal(sqlite3_prepare_v2(db,
+					    "SELECT id, v FROM t WHERE id < ?1 ORDER BY id DESC"
+					    " LIMIT ?2",
+					    -1, &st, NULL),
+			 SQLITE_OK);
+	sqlite3_bind_int64(st, 1, cursor);
+	sqlite3_bind_int64(st, 2, (int64_t)limit + 1);
+	p = store_page_json(st, limit, "rows", decorate ? page_decorate : NULL, err);
+	sqlite3_finalize(st);
+	return p;
+}
+
+static void test_page_json(void **state)
+{
+	sqlite3 *db;
+	json_t *p;
+	int err;
+
+	(void)state;
+	assert_int_equal(sqlite3_open(":memory:", &db), SQLITE_OK);
+	assert_int_equal(
+	    sqlite3_exec(db,
+			 "CREATE TABLE t(id INTEGER PRIMARY KEY, v TEXT);"
+			 "INSERT INTO t VALUES (1,'a'),(2,'b'),(3,'c'),(4,'d'),(5,'e');",
+			 NULL, NULL, NULL),
+	    SQLITE_OK);
+	/* exactly all rows: no next page */
+	p = page(db, INT64_MAX, 5, false, &err);
+	assert_non_null(p);
+	assert_int_equal(err, 0);
+	assert_int_equal(json_array_size(json_object_get(p, "rows")), 5);
+	assert_true(json_is_null(json_object_get(p, "next_cursor")));
+	json_decref(p);
+	/* one fewer: a cursor naming the last row returned (id 2) */
+	p = page(db, INT64_MAX, 4, false, &err);
+	assert_int_equal(json_array_size(json_object_get(p, "rows")), 4);
+	assert_string_equal(json_string_value(json_object_get(p, "next_cursor")), "2");
+	json_decref(p);
+	/* following it: the one row left, then nothing more */
+	p = page(db, 2, 4, true, &err);
+	assert_int_equal(json_array_size(json_object_get(p, "rows")), 1);
+	assert_int_equal(json_integer_value(json_object_get(
+			     json_array_get(json_object_get(p, "rows"), 0), "twice")),
+			 2);
+	assert_true(json_is_null(json_object_get(p, "next_cursor")));
+	json_decref(p);
+	/* past the end: an empty page */
+	p = page(db, 1, 10, false, &err);
+	assert_int_equal(json_array_size(json_object_get(p, "rows")), 0);
+	assert_true(json_is_null(json_object_get(p, "next_cursor")));
+	json_decref(p);
+	sqlite3_close(db);
+}
+
 static void test_row_json_types(void **state)
 {
 	sqlite3 *db;
@@ -1149,6 +1215,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_series_query, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_snapshot_metric_history, setup, teardown),
 	    cmocka_unit_test(test_row_json_types),
+	    cmocka_unit_test(test_page_json),
 	    cmocka_unit_test_setup_teardown(test_disk_full_recovers, setup, teardown),
 	};
 
