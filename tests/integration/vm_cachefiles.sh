@@ -98,7 +98,8 @@ vm_initramfs "$T/initrd.gz" --bin "$SYSOBSD=/bin/sysobsd" --bin "$DAEMON=/bin/on
 	--bin "$(command -v curl)=/bin/curl" \
 	--file "$T/fs.img=/data/fs.img" --file "$T/files=/data/files" \
 	--file "$T/md5sums=/data/md5sums" --file "$T/vm-test.conf=/etc/vm-test.conf" \
-	--file "$SYSOBS_SRC/tests/vm/guest/cachefiles.sh=/tests/cachefiles.sh"
+	--file "$SYSOBS_SRC/tests/vm/guest/cachefiles.sh=/tests/cachefiles.sh" \
+	--file "$SYSOBS_SRC/tests/vm/guest/lib.sh=/tests/lib.sh"
 
 vm_boot "$KERNEL" "$T/initrd.gz" cachefiles --append "sysobs.test=cachefiles sysobs.timeout=120" \
 	--disk "$T/cache.img" --timeout "${SYSOBS_VM_TIMEOUT:-200}"

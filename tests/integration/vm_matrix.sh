@@ -40,7 +40,8 @@ for t in bash jq curl ip nft sqlite3 setpriv mawk date stat mktemp seq timeout s
 	esac
 done
 files=(--file "$SYSOBS_SRC/tests/integration=/src/tests/integration"
-	--file "$SYSOBS_SRC/tests/vm/guest/matrix.sh=/tests/matrix.sh")
+	--file "$SYSOBS_SRC/tests/vm/guest/matrix.sh=/tests/matrix.sh"
+	--file "$SYSOBS_SRC/tests/vm/guest/lib.sh=/tests/lib.sh")
 [ -d "$SYSOBS_SRC/tests/data" ] && files+=(--file "$SYSOBS_SRC/tests/data=/src/tests/data")
 cat >"$T/vm-test.conf" <<EOF
 TESTS="$TESTS"

@@ -9,13 +9,7 @@
 set -u
 . /etc/vm-test.conf	# WARM_FSID FAST_FSID FAST_MS SLOW_FSID SLOW_MS SLOW_THRESHOLD READ_AHEAD_KB READERS
 
-say() { echo "VM: $*"; }
-section() {
-	echo "VM-SECTION $1"
-	# the file may lack a final newline (JSON bodies): add one, drop blank lines
-	{ cat "$2" 2>/dev/null; echo; } | tr -d '\r' | sed '/^$/d'
-	echo "VM-END $1"
-}
+. /tests/lib.sh
 # busybox-static wget crashed here (static NSS); curl comes with its libraries
 get() { curl -sS --max-time 10 -o "$2" "http://127.0.0.1:9559$1"; }
 
@@ -141,15 +135,9 @@ counted() {
 	awk '/^sysobs_cachefiles_requests_total\{/ && /op="(open|read)"/ { s += $NF } END { print s + 0 }' \
 		/tmp/metrics.txt
 }
-i=0
-while [ $i -lt 150 ]; do
-	n=$(counted)
-	[ "${n:-0}" -lt "$want" ] || break
-	sleep 0.2
-	i=$((i + 1))
-done
+poll_ge "$want" counted
 sleep 1
-say "requests counted after $((i * 200)) ms: $(counted) of $want"
+say "requests counted after $POLL_MS ms: $(counted) of $want"
 grep '^sysobs_cachefiles_\|^sysobs_collector_up' /tmp/metrics.txt >/tmp/metrics-cf.txt
 get '/api/v1/cachefiles/slow?limit=1000' /tmp/slow.json
 get '/api/v1/cachefiles/slow?limit=5&op=open' /tmp/slow-open.json

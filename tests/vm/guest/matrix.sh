@@ -11,13 +11,7 @@
 set -u
 . /etc/vm-test.conf
 
-say() { echo "VM: $*"; }
-section() {
-	echo "VM-SECTION $1"
-	# the file may lack a final newline (JSON bodies): add one, drop blank lines
-	{ cat "$2" 2>/dev/null; echo; } | tr -d '\r' | sed '/^$/d'
-	echo "VM-END $1"
-}
+. /tests/lib.sh
 
 # The numeric value this kernel gives NO_SOCKET and PKT_TOO_SMALL (from the
 # tracepoint's print fmt: { 2, "NO_SOCKET" }).
@@ -55,15 +49,9 @@ udp_drops() {
 	awk '/^sysobs_packet_drops_total\{/ && /protocol="udp"/ { s += $NF } END { print s + 0 }' \
 		/tmp/metrics.txt
 }
-i=0
-while [ $i -lt 150 ]; do
-	n=$(udp_drops)
-	[ "${n:-0}" -lt "$N_UDP" ] || break
-	sleep 0.2
-	i=$((i + 1))
-done
+poll_ge "$N_UDP" udp_drops
 sleep 0.5
-say "udp drops seen after $((i * 200)) ms: $(udp_drops)"
+say "udp drops seen after $POLL_MS ms: $(udp_drops)"
 grep '^sysobs_packet_drops_total' /tmp/metrics.txt >/tmp/drops.txt
 section drops_metrics /tmp/drops.txt
 kill -TERM $agent
