@@ -47,6 +47,9 @@ static const struct cfg_key storage_keys[] = {
     {"batch_ms", "200", "... or after this many milliseconds"},
     {"snapshot_interval", "15s", "metric history snapshot period (0 = off)"},
     {"retention", "7d", "delete history older than this (0 = keep)"},
+    {"table_retention", "",
+     "per-table retention overriding the above, e.g. drop_samples=1d, mptcp_events=30d "
+     "(tables: self_samples, drop_samples, mptcp_events, ifs_scans, cachefiles_slow)"},
     {"max_size", "1G", "delete the oldest history past this database size (0 = no cap)"},
     {"busy_timeout", "5s", "how long a statement waits on a locked database"},
     {"readers", "4", "read-only connections for the HTTP API"},
@@ -112,6 +115,44 @@ static int storage_config(struct agent *a, struct store_config *sc)
 	sc->busy_timeout_ms = busy;
 	sc->readers = readers;
 	return 0;
+}
+
+/* [storage] table_retention = "TABLE=DURATION, ...": an unknown table or a
+ * bad duration is a config error (file:line), never ignored. */
+static int table_retention(struct agent *a)
+{
+	const char *v = cfg_get(cfg_section(&a->cfg, "storage"), "table_retention");
+	char *dup, *save = NULL;
+	int err = 0;
+
+	if (!v || !*v)
+		return 0;
+	dup = strdup(v);
+	if (!dup)
+		return -ENOMEM;
+	for (char *tok = strtok_r(dup, ",", &save); tok && !err; tok = strtok_r(NULL, ",", &save)) {
+		char *eq = strchr(tok, '='), *name = tok, *end;
+		uint64_t ms;
+
+		while (*name == ' ' || *name == '\t')
+			name++;
+		if (!eq) {
+			err = cfg_error(&a->cfg, "storage", "table_retention",
+					"'%s': expected TABLE=DURATION", name);
+			break;
+		}
+		*eq = '\0';
+		for (end = eq; end > name && (end[-1] == ' ' || end[-1] == '\t');)
+			*--end = '\0';
+		if (cfg_parse_duration_ms(eq + 1 + strspn(eq + 1, " \t"), &ms) || !ms)
+			err = cfg_error(&a->cfg, "storage", "table_retention",
+					"%s: expected a duration above 0 such as 12h or 30d", name);
+		else if (store_set_table_retention(a->store, name, ms))
+			err = cfg_error(&a->cfg, "storage", "table_retention",
+					"no table '%s' in this database", name);
+	}
+	free(dup);
+	return err;
 }
 
 static int http_config(struct agent *a, struct http_config *hc)
@@ -362,6 +403,10 @@ int agent_start(struct agent *a, const char *port_file)
 		return 2;
 	}
 
+	if (table_retention(a)) {
+		log_err("agent", "%s", a->cfg.err);
+		return 2;
+	}
 	rc = collectors_init(a);
 	if (rc)
 		return rc;
