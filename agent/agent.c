@@ -188,15 +188,30 @@ static int http_config(struct agent *a, struct http_config *hc)
 static void collector_set_up(struct collector *c)
 {
 	static const char *const labels[] = {"collector", NULL};
+	static const char *const state_labels[] = {"collector", "state", NULL};
+	static const enum collector_state states[] = {COLLECTOR_DISABLED, COLLECTOR_UNAVAILABLE,
+						      COLLECTOR_RUNNING, COLLECTOR_FAILED};
 	struct metric *up = metrics_gauge(c->agent->metrics, "sysobs_collector_up",
 					  "1 if the collector is running, 0 if it is disabled, "
 					  "unavailable or failed.",
 					  labels);
-	const char *v[] = {c->ops->name};
+	/* A state set: "unavailable" (the host lacks the feature) must not page
+	 * anyone, "failed" (it ran, or should have, and broke) should. */
+	struct metric *state =
+	    metrics_gauge(c->agent->metrics, "sysobs_collector_state",
+			  "1 for the collector's current state (disabled, unavailable, running, "
+			  "failed), 0 for the others.",
+			  state_labels);
+	const char *v[] = {c->ops->name, NULL};
 	struct metric_series *s = up ? metric_series(up, v) : NULL;
 
 	if (s)
 		series_set(s, c->state == COLLECTOR_RUNNING);
+	for (size_t i = 0; state && i < sizeof(states) / sizeof(states[0]); i++) {
+		v[1] = collector_state_name(states[i]);
+		if ((s = metric_series(state, v)))
+			series_set(s, c->state == states[i]);
+	}
 }
 
 static void collector_fail(struct collector *c, int err, const char *what)

@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# integration.alert_rules: the shipped Prometheus rules load and pass their
+# own promtool unit tests (deploy/prometheus/sysobs-alerts.test.yml), and the
+# agent exports the collector state set the SysobsCollectorFailed rule reads,
+# one state at 1 per collector.
+source "$(dirname "$0")/lib.sh"
+need_cmd promtool
+
+R=$SYSOBS_SRC/deploy/prometheus
+promtool check rules "$R/sysobs-alerts.yml" >"$T/check.out" 2>&1 ||
+	fail "promtool check rules: $(cat "$T/check.out")"
+(cd "$R" && promtool test rules sysobs-alerts.test.yml) >"$T/test.out" 2>&1 ||
+	fail "promtool test rules: $(cat "$T/test.out")"
+
+write_base_config
+cat >>"$T/sysobsd.ini" <<INI
+[collector.ifs]
+enabled = false
+INI
+start_agent
+req GET /metrics
+m=$BODY
+state_of() {
+	awk -v c="collector=\"$1\"" '/^sysobs_collector_state\{/ && index($0, c) && $NF == 1 {
+		match($0, /state="[a-z]*"/); print substr($0, RSTART + 7, RLENGTH - 8) }' <<<"$m"
+}
+assert_eq "self" running "$(state_of self)"
+assert_eq "ifs (enabled = false)" disabled "$(state_of ifs)"
+for c in self cachefiles drops mptcp ifs; do
+	assert_eq "state series of $c" 4 "$(grep -c "^sysobs_collector_state{.*collector=\"$c\"" <<<"$m")"
+	assert_eq "states at 1 for $c" 1 "$(grep "^sysobs_collector_state{.*collector=\"$c\"" <<<"$m" | awk '$NF == 1' | wc -l)"
+	api_state=$(api GET /api/v1/collectors | jq -r --arg c "$c" '.data[] | select(.name == $c) | .state')
+	assert_eq "metric state of $c = API state" "$api_state" "$(state_of "$c")"
+done
+stop_agent
+# every metric a rule reads is one the code exports
+for name in $(grep -o 'sysobs_[a-z_]*' "$R/sysobs-alerts.yml" | sort -u); do
+	grep -rqs "\"$name\"" "$SYSOBS_SRC/agent" "$SYSOBS_SRC/collectors" "$SYSOBS_SRC/api" \
+		"$SYSOBS_SRC/storage" || fail "rule reads $name, which no code exports"
+done
+pass "rules load, their promtool tests pass, the state set matches the API"
