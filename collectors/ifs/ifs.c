@@ -666,6 +666,7 @@ static void handle_result(struct ifs_priv *p, const struct ifs_work_result *r)
 	} else {
 		ok = true;
 		ifs_details_decode(job->test, raw, &d);
+		ifs_details_reconcile(&d, result);
 		fill_decoded(&row, &d);
 		snprintf(row.status, sizeof(row.status), "%s", ifs_result_name(result));
 		snprintf(row.details, sizeof(row.details), "%s", r->details);
@@ -742,6 +743,7 @@ static void passive_check(struct ifs_priv *p)
 			snprintf(row.image_version, sizeof(row.image_version), "%s",
 				 dv->image_text);
 			ifs_details_decode(t, raw, &d);
+			ifs_details_reconcile(&d, result);
 			fill_decoded(&row, &d);
 			snprintf(row.status, sizeof(row.status), "%s", ifs_result_name(result));
 			snprintf(row.details, sizeof(row.details), "%s", de);

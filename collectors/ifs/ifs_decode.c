@@ -329,6 +329,23 @@ static void decode_sbaf(uint64_t raw, struct ifs_details *d)
 	}
 }
 
+void ifs_details_reconcile(struct ifs_details *d, enum ifs_result status)
+{
+	if (d->test != IFS_TEST_ARRAY || status == d->result)
+		return;
+	if (status == IFS_RESULT_FAIL && !d->ctrl_result && (d->raw & 1)) {
+		d->array_bitmask = 0;
+		d->array_bank = 0;
+		d->error_name = "array_fail";
+		d->reason = "array BIST failed (gen1 status bit 0)";
+		d->retryable = false;
+	} else if (status == IFS_RESULT_PASS) {
+		set_code(d, code_lookup(IFS_TEST_ARRAY, 0));
+		d->retryable = false;
+	}
+	d->result = status;
+}
+
 void ifs_details_decode(enum ifs_test t, uint64_t raw, struct ifs_details *out)
 {
 	memset(out, 0, sizeof(*out));

@@ -85,6 +85,15 @@ int ifs_batch_parse(const char *s, bool *loaded, unsigned *batch);
 
 /* Decodes a status word of test type t; always fills out. */
 void ifs_details_decode(enum ifs_test t, uint64_t raw, struct ifs_details *out);
+/*
+ * Squares a decode with the `status` file, which is authoritative. Array
+ * BIST has two word layouts the files do not tell apart: gen0 (Sapphire,
+ * Emerald, Granite Rapids) fails through ctrl_result (bit 63), gen1
+ * (Crestmont-X) through bit 0 of MSR_ARRAY_TEST_STATUS, which gen0 reads as
+ * "array 0 left to test". A fail without ctrl_result is therefore gen1's,
+ * and a pass is a pass whatever the bitmask says.
+ */
+void ifs_details_reconcile(struct ifs_details *d, enum ifs_result status);
 
 /* Error-code names per test type ("other_thread_could_not_join", ...). */
 const char *ifs_error_name(enum ifs_test t, unsigned code);

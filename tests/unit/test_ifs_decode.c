@@ -166,6 +166,33 @@ static void test_array_layout(void **state)
 	assert_int_equal(d.array_bank, 1);
 	assert_true(d.retryable);
 	assert_string_equal(d.error_name, "arrays_remaining");
+
+	/* The status file decides. gen1 (Crestmont-X): bit 0 of the word is
+	 * the fail bit, which gen0 would read as array 0 left. */
+	ifs_details_decode(IFS_TEST_ARRAY, 0x1, &d);
+	ifs_details_reconcile(&d, IFS_RESULT_FAIL);
+	assert_int_equal(d.result, IFS_RESULT_FAIL);
+	assert_string_equal(d.error_name, "array_fail");
+	assert_false(d.retryable);
+	assert_int_equal(d.array_bitmask, 0);
+	/* gen0 fail: already a fail, unchanged */
+	ifs_details_decode(IFS_TEST_ARRAY, 0x80000002000000f0ULL, &d);
+	ifs_details_reconcile(&d, IFS_RESULT_FAIL);
+	assert_string_equal(d.error_name, "ctrl_result");
+	assert_int_equal(d.array_bitmask, 0xf0);
+	/* gen1 pass (word 0), and a bitmask the status says passed */
+	ifs_details_decode(IFS_TEST_ARRAY, 0x300, &d);
+	ifs_details_reconcile(&d, IFS_RESULT_PASS);
+	assert_int_equal(d.result, IFS_RESULT_PASS);
+	assert_string_equal(d.error_name, "no_error");
+	assert_false(d.retryable);
+	/* agreeing results and other tests are left alone */
+	ifs_details_decode(IFS_TEST_ARRAY, ifs_array_word(0x300, 1, false), &d);
+	ifs_details_reconcile(&d, IFS_RESULT_UNTESTED);
+	assert_string_equal(d.error_name, "arrays_remaining");
+	ifs_details_decode(IFS_TEST_SCAN, ifs_scan_word(5, 5, 0, false, true), &d);
+	ifs_details_reconcile(&d, IFS_RESULT_FAIL);
+	assert_string_equal(d.error_name, "signature_error");
 }
 
 static void test_sbaf_layout(void **state)
