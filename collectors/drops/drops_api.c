@@ -19,7 +19,7 @@
 #include "storage/store_query.h"
 
 static const char *const drops_api_params[] = {
-    "reason", "protocol", "addr", "port", "since", "until", "limit", "cursor", NULL,
+    "reason", "protocol", "addr", "port", "netns", "since", "until", "limit", "cursor", NULL,
 };
 
 static const char drops_api_sql[] =
@@ -31,6 +31,7 @@ static const char drops_api_sql[] =
     " AND (?5 IS NULL OR protocol = ?5)"
     " AND (?6 IS NULL OR saddr = ?6 OR daddr = ?6)"
     " AND (?7 IS NULL OR sport = ?7 OR dport = ?7)"
+    " AND (?9 IS NULL OR netns = ?9)"
     " ORDER BY id DESC LIMIT ?8";
 
 /* Addresses are stored as inet_ntop() prints them; normalise the filter the
@@ -67,6 +68,8 @@ void drops_api_get(const struct http_request *req, struct http_response *res, vo
 	const char *proto = http_query(req, "protocol");
 	const char *addr = http_query(req, "addr");
 	const char *port_s = http_query(req, "port");
+	const char *netns_s = http_query(req, "netns");
+	unsigned long long netns = 0;
 	char addr_norm[INET6_ADDRSTRLEN];
 	struct query_window w;
 	sqlite3_stmt *st = NULL;
@@ -100,6 +103,18 @@ void drops_api_get(const struct http_request *req, struct http_response *res, vo
 		}
 	}
 
+	if (netns_s) {
+		char *end;
+
+		errno = 0;
+		netns = strtoull(netns_s, &end, 10);
+		if (!*netns_s || *netns_s == '-' || *end || errno || !netns || netns > UINT32_MAX) {
+			http_reply_error(res, 400, "bad_request",
+					 "netns: expected a network namespace inode number");
+			return;
+		}
+	}
+
 	db = store_reader_get(store);
 	if (!db) {
 		http_reply_error(res, 503, "unavailable", "no database reader free");
@@ -119,6 +134,8 @@ void drops_api_get(const struct http_request *req, struct http_response *res, vo
 		sqlite3_bind_text(st, 6, addr_norm, -1, SQLITE_STATIC);
 	if (port >= 0)
 		sqlite3_bind_int64(st, 7, port);
+	if (netns_s)
+		sqlite3_bind_int64(st, 9, (int64_t)netns);
 	/* One row more than asked tells whether there is a next page. */
 	sqlite3_bind_int64(st, 8, (int64_t)w.limit + 1);
 

@@ -154,6 +154,13 @@ assert_eq "tcp sample reason" NO_SOCKET "$(jq -r .reason <<<"$row")"
 assert_eq "tcp sample dport" 81 "$(jq -r .dport <<<"$row")"
 assert_eq "tcp sample flags (SYN)" 2 "$(jq -r .tcp_flags <<<"$row")"
 
+sample "netns=$NSINUM&limit=1000"
+assert_ge "rows of the test netns" 1 "$(jq '.data | length' "$T/body")"
+assert_eq "rows of other netns under ?netns=$NSINUM" 0 \
+	"$(jq --argjson n "$NSINUM" '[.data[] | select(.netns != $n)] | length' "$T/body")"
+sample "netns=1&limit=5"
+assert_eq "rows of a namespace that dropped nothing" 0 "$(jq '.data | length' "$T/body")"
+
 sample 'reason=SOCKET_RCVBUFF&port=7000&limit=1'
 row=$(jq -c '.data[0]' "$T/body")
 assert_eq "rcvbuf sample sport" 40004 "$(jq -r .sport <<<"$row")"
@@ -180,6 +187,8 @@ sample 'port=70000'
 assert_eq "port out of range" 400 "$HTTP_CODE"
 sample 'addr=not-an-ip'
 assert_eq "bad address" 400 "$HTTP_CODE"
+sample 'netns=-1'
+assert_eq "bad netns" 400 "$HTTP_CODE"
 sample "reason=x'%20OR%201=1"
 assert_eq "reason injection attempt" 400 "$HTTP_CODE"
 pass "route validates its parameters (400 on unknown or malformed ones)"
