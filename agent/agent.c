@@ -131,7 +131,7 @@ static int table_retention(struct agent *a)
 	if (!dup)
 		return -ENOMEM;
 	for (char *tok = strtok_r(dup, ",", &save); tok && !err; tok = strtok_r(NULL, ",", &save)) {
-		char *eq = strchr(tok, '='), *name = tok, *end;
+		char *eq = strchr(tok, '='), *name = tok, *end, *dur;
 		uint64_t ms;
 
 		while (*name == ' ' || *name == '\t')
@@ -144,7 +144,10 @@ static int table_retention(struct agent *a)
 		*eq = '\0';
 		for (end = eq; end > name && (end[-1] == ' ' || end[-1] == '\t');)
 			*--end = '\0';
-		if (cfg_parse_duration_ms(eq + 1 + strspn(eq + 1, " \t"), &ms) || !ms)
+		dur = eq + 1 + strspn(eq + 1, " \t");
+		for (end = dur + strlen(dur); end > dur && (end[-1] == ' ' || end[-1] == '\t');)
+			*--end = '\0';
+		if (cfg_parse_duration_ms(dur, &ms) || !ms)
 			err = cfg_error(&a->cfg, "storage", "table_retention",
 					"%s: expected a duration above 0 such as 12h or 30d", name);
 		else if (store_set_table_retention(a->store, name, ms))

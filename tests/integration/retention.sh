@@ -23,7 +23,7 @@ now_ns=$(date +%s%N)
 sqlite3 "$db" "INSERT INTO mptcp_events(id, ts, type) VALUES (999999999, $((now_ns - 5000000000)), 'CREATED')"
 sleep 2
 
-sed -i 's/^retention = 7d$/retention = 7d\ntable_retention = self_samples=1s/' "$T/sysobsd.ini"
+sed -i 's/^retention = 7d$/retention = 7d\ntable_retention = self_samples = 1s , mptcp_events=30d/' "$T/sysobsd.ini"
 start_agent
 gone() { [ "$(count self_samples "ts < $now_ns")" = 0 ]; }
 wait_for 10 gone || fail "self rows older than 1 s not deleted: $(count self_samples "ts < $now_ns") of $first left"
