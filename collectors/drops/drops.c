@@ -510,7 +510,8 @@ static int drops_start(struct collector *c)
 	 * the raw_tp one, as one that does not load does (drops_init). */
 	if (!st->link && !strcmp(st->attach_kind, "tp_btf") &&
 	    !strcmp(collector_cfg(c, "attach"), "auto")) {
-		clog_warn(c, "tp_btf/kfree_skb did not attach (%s); trying raw_tp", strerror(errno));
+		clog_warn(c, "tp_btf/kfree_skb did not attach (%s); trying raw_tp",
+			  strerror(errno));
 		drops_bpf__destroy(st->skel);
 		st->skel = NULL;
 		drops_libbpf_nwarn = 0;

@@ -9,7 +9,9 @@ const struct cfg_key drops_cfg_keys[] = {
     {"sample_rate", "100",
      "sampled drop records per second, host-wide; split evenly over the online CPUs, so a "
      "flood on one CPU gets that CPU's share (0 = no samples)"},
-    {"sample_burst", "20", "records a quiet host may send at once before the rate applies; split over the online CPUs like the rate, at least 1 each"},
+    {"sample_burst", "20",
+     "records a quiet host may send at once before the rate applies; split over the online CPUs "
+     "like the rate, at least 1 each"},
     {"map_entries", "4096",
      "distinct (reason, protocols, netns) counters kept in the kernel; more are "
      "counted as sysobs_drops_map_overflow_total"},
