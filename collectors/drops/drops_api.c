@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "agent/agent.h"
+#include "agent/config.h"
 #include "api/query.h"
 #include "collectors/collector.h"
 #include "collectors/drops/drops.h"
@@ -69,7 +70,7 @@ void drops_api_get(const struct http_request *req, struct http_response *res, vo
 	const char *addr = http_query(req, "addr");
 	const char *port_s = http_query(req, "port");
 	const char *netns_s = http_query(req, "netns");
-	unsigned long long netns = 0;
+	uint64_t netns = 0;
 	char addr_norm[INET6_ADDRSTRLEN];
 	struct query_window w;
 	sqlite3_stmt *st = NULL;
@@ -103,16 +104,10 @@ void drops_api_get(const struct http_request *req, struct http_response *res, vo
 		}
 	}
 
-	if (netns_s) {
-		char *end;
-
-		errno = 0;
-		netns = strtoull(netns_s, &end, 10);
-		if (!*netns_s || *netns_s == '-' || *end || errno || !netns || netns > UINT32_MAX) {
-			http_reply_error(res, 400, "bad_request",
-					 "netns: expected a network namespace inode number");
-			return;
-		}
+	if (netns_s && (cfg_parse_u64(netns_s, &netns) || !netns || netns > UINT32_MAX)) {
+		http_reply_error(res, 400, "bad_request",
+				 "netns: expected a network namespace inode number");
+		return;
 	}
 
 	db = store_reader_get(store);
