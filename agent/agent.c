@@ -131,22 +131,14 @@ static int table_retention(struct agent *a)
 	if (!dup)
 		return -ENOMEM;
 	for (char *tok = strtok_r(dup, ",", &save); tok && !err; tok = strtok_r(NULL, ",", &save)) {
-		char *eq = strchr(tok, '='), *name = tok, *end, *dur;
+		char *name, *dur;
 		uint64_t ms;
 
-		while (*name == ' ' || *name == '\t')
-			name++;
-		if (!eq) {
+		if (cfg_kv_split(tok, &name, &dur)) {
 			err = cfg_error(&a->cfg, "storage", "table_retention",
-					"'%s': expected TABLE=DURATION", name);
+					"'%s': expected TABLE=DURATION", cfg_trim(tok));
 			break;
 		}
-		*eq = '\0';
-		for (end = eq; end > name && (end[-1] == ' ' || end[-1] == '\t');)
-			*--end = '\0';
-		dur = eq + 1 + strspn(eq + 1, " \t");
-		for (end = dur + strlen(dur); end > dur && (end[-1] == ' ' || end[-1] == '\t');)
-			*--end = '\0';
 		if (cfg_parse_duration_ms(dur, &ms) || !ms)
 			err = cfg_error(&a->cfg, "storage", "table_retention",
 					"%s: expected a duration above 0 such as 12h or 30d", name);

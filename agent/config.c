@@ -4,6 +4,7 @@
  * through ini_parse_stream() with our own reader so every value remembers the
  * line it came from, for errors that point at file:line.
  */
+#include <ctype.h>
 #include <errno.h>
 #include <ini.h>
 #include <limits.h>
@@ -322,6 +323,29 @@ static const char *parse_digits(const char *s, uint64_t *out)
 		return NULL;
 	*out = v;
 	return p;
+}
+
+char *cfg_trim(char *s)
+{
+	char *end;
+
+	while (isspace((unsigned char)*s))
+		s++;
+	for (end = s + strlen(s); end > s && isspace((unsigned char)end[-1]);)
+		*--end = '\0';
+	return s;
+}
+
+int cfg_kv_split(char *tok, char **key, char **value)
+{
+	char *eq = strchr(tok, '=');
+
+	if (!eq)
+		return -EINVAL;
+	*eq = '\0';
+	*key = cfg_trim(tok);
+	*value = cfg_trim(eq + 1);
+	return 0;
 }
 
 int cfg_parse_u64(const char *s, uint64_t *out)

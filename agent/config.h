@@ -79,6 +79,13 @@ int cfg_parse_u64(const char *s, uint64_t *out);
 int cfg_parse_duration_ms(const char *s, uint64_t *out);
 int cfg_parse_size(const char *s, uint64_t *out);
 
+/* For list values ("a=1, b=2", "x, y") split by the caller with strtok_r():
+ * cfg_trim() cuts blanks from both ends in place and returns the start;
+ * cfg_kv_split() cuts "key = value" at its first '=' into two trimmed
+ * strings (0), or -EINVAL without '='. */
+char *cfg_trim(char *s);
+int cfg_kv_split(char *tok, char **key, char **value);
+
 /* Writes every declared section and key with default and help, INI-formatted. */
 void cfg_print_defaults(const struct config *cfg, FILE *out);
 

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "agent/config.h"
 #include "agent/log.h"
 #include "collectors/ifs/ifs_alert.h"
 
@@ -76,20 +77,10 @@ json_t *ifs_alert_parse_labels(const char *s)
 	if (!copy)
 		goto err;
 	for (tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-		char *eq = strchr(tok, '='), *k = tok, *v, *end;
+		char *k, *v;
 
-		if (!eq)
+		if (cfg_kv_split(tok, &k, &v))
 			goto err_copy;
-		*eq = '\0';
-		v = eq + 1;
-		while (isspace((unsigned char)*k))
-			k++;
-		for (end = k + strlen(k); end > k && isspace((unsigned char)end[-1]);)
-			*--end = '\0';
-		while (isspace((unsigned char)*v))
-			v++;
-		for (end = v + strlen(v); end > v && isspace((unsigned char)end[-1]);)
-			*--end = '\0';
 		/* Prometheus label names: [a-zA-Z_][a-zA-Z0-9_]* */
 		if (!*k || isdigit((unsigned char)*k))
 			goto err_copy;

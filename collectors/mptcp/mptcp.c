@@ -329,10 +329,7 @@ static int mptcp_config_netns(struct collector *c, struct mptcp_priv *p)
 	if (!dup)
 		return -ENOMEM;
 	for (tok = strtok_r(dup, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-		while (*tok == ' ' || *tok == '\t')
-			tok++;
-		for (char *e = tok + strlen(tok); e > tok && (e[-1] == ' ' || e[-1] == '\t');)
-			*--e = 0;
+		tok = cfg_trim(tok);
 		if (!*tok)
 			continue;
 		if (strcmp(tok, "self") && tok[0] != '/') {

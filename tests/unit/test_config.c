@@ -232,6 +232,23 @@ static void test_command_line_overrides_file(void **state)
 	free(path);
 }
 
+static void test_list_items_are_trimmed_and_split(void **state)
+{
+	char a[] = " \t self \t", b[] = "", c[] = " team = hw ops ", d[] = "k=", e[] = "no equals";
+	char *k, *v;
+
+	(void)state;
+	assert_string_equal(cfg_trim(a), "self");
+	assert_string_equal(cfg_trim(b), "");
+	assert_int_equal(cfg_kv_split(c, &k, &v), 0);
+	assert_string_equal(k, "team");
+	assert_string_equal(v, "hw ops"); /* inner blanks stay */
+	assert_int_equal(cfg_kv_split(d, &k, &v), 0);
+	assert_string_equal(k, "k");
+	assert_string_equal(v, "");
+	assert_int_equal(cfg_kv_split(e, &k, &v), -EINVAL);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -247,6 +264,7 @@ int main(void)
 	    cmocka_unit_test(test_bad_value_names_file_line_section_and_range),
 	    cmocka_unit_test(test_missing_file_is_an_error_with_reason),
 	    cmocka_unit_test(test_command_line_overrides_file),
+	    cmocka_unit_test(test_list_items_are_trimmed_and_split),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
