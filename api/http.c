@@ -16,8 +16,9 @@
  * the registry lock while rendering never meets its own update.
  *
  * Bodies of HTTP_GZIP_MIN bytes or more are gzip-compressed when the client
- * accepts it (Prometheus always asks): /metrics with thousands of series and
- * long history pages shrink 5-10x, for ~1 ms of CPU per MB at level 1.
+ * accepts it (Prometheus always asks) and the [http] gzip mode allows it
+ * (auto: not for loopback clients): a 10,000-series /metrics shrinks 9.8x
+ * for 4.6 ms of CPU at level 1 (bench_metrics).
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -490,8 +491,8 @@ int http_gzip(const char *in, size_t len, char **out, size_t *out_len)
 	char *buf;
 	int rc;
 
-	/* 15 + 16: gzip framing; level 1 is ~4x the speed of the default
-	 * and on metric text within ~15% of its size. */
+	/* 15 + 16: gzip framing; on metric text level 1 is ~4x the speed of
+	 * the default (6) for output ~6% larger. */
 	if (deflateInit2(&z, 1, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK)
 		return -ENOMEM;
 	cap = deflateBound(&z, len);
