@@ -111,6 +111,12 @@ req() {
 	BODY=$(cat "$T/.body")
 }
 
+# db_count TABLE [WHERE]: rows of the test database ($T/sysobs.db), read-only
+# (a reader, never a writer the agent would have to wait for).
+db_count() {
+	sqlite3 "file:$T/sysobs.db?mode=ro" "SELECT count(*) FROM $1${2:+ WHERE $2}"
+}
+
 # metric 'name{labels}' -> the value (empty if absent). Exact series match.
 metric() {
 	curl -sS --max-time 10 "http://127.0.0.1:$PORT/metrics" |

@@ -16,8 +16,7 @@ interval = 100ms
 INI
 db="$T/sysobs.db"
 start_agent
-count() { sqlite3 "file:$db?mode=ro" 'SELECT count(*) FROM self_samples'; }
-some() { [ "$(count)" -ge 5 ]; }
+some() { [ "$(db_count self_samples)" -ge 5 ]; }
 wait_for 15 some || fail "self rows did not start"
 
 errs() { metric 'sysobs_storage_errors_total{op="commit"}'; }
@@ -28,7 +27,7 @@ e0=$(errs)
 holder=$!
 on_exit "kill $holder 2>/dev/null"
 sleep 0.5
-locked_at=$(count)
+locked_at=$(db_count self_samples)
 
 # while locked: served, counted, nothing written
 failing() { [ "$(errs)" -gt "${e0:-0}" ]; }
@@ -40,11 +39,11 @@ assert_eq "history while locked" 200 "$HTTP_CODE"
 assert_eq "rows served while locked" 5 "$(jq '.data | length' <<<"$BODY")"
 req GET /healthz
 assert_eq "/healthz while locked" 200 "$HTTP_CODE"
-assert_eq "rows written while locked" "$locked_at" "$(count)"
+assert_eq "rows written while locked" "$locked_at" "$(db_count self_samples)"
 grep -q "rows kept in the queue" "$T/agent.log" || fail "no log line about the locked database"
 
 wait "$holder" || fail "the lock holder failed"
-resumed() { [ "$(count)" -gt $((locked_at + 30)) ]; }
+resumed() { [ "$(db_count self_samples)" -gt $((locked_at + 30)) ]; }
 wait_for 15 resumed || fail "writing did not resume after the lock was released"
 assert_eq "rows dropped (insert errors)" 0 "$(metric 'sysobs_events_dropped_total{reason="insert_error"}')"
 assert_eq "rows dropped (queue full)" 0 "$(metric 'sysobs_events_dropped_total{reason="queue_full"}')"
@@ -55,4 +54,4 @@ gap_ms=$(sqlite3 "$db" 'SELECT max(ts - prev) / 1000000 FROM
 	(SELECT ts, lag(ts) OVER (ORDER BY id) AS prev FROM self_samples)')
 [ "$gap_ms" -lt 1000 ] || fail "history has a hole of $gap_ms ms around the lock"
 assert_eq "integrity after the lock" ok "$(sqlite3 "$db" 'PRAGMA integrity_check')"
-pass "a 4 s write lock: served throughout, $(( $(count) - locked_at )) rows after it, largest gap $gap_ms ms"
+pass "a 4 s write lock: served throughout, $(( $(db_count self_samples) - locked_at )) rows after it, largest gap $gap_ms ms"

@@ -13,11 +13,10 @@ interval = 100ms
 INI
 db="$T/sysobs.db"
 start_agent
-count() { sqlite3 "file:$db?mode=ro" "SELECT count(*) FROM $1${2:+ WHERE $2}"; }
-some() { [ "$(count self_samples)" -ge 10 ]; }
+some() { [ "$(db_count self_samples)" -ge 10 ]; }
 wait_for 15 some || fail "self rows did not reach 10"
 stop_agent
-first=$(count self_samples)
+first=$(db_count self_samples)
 # a row of another table, as old as the self rows: the global 7d keeps it
 now_ns=$(date +%s%N)
 sqlite3 "$db" "INSERT INTO mptcp_events(id, ts, type) VALUES (999999999, $((now_ns - 5000000000)), 'CREATED')"
@@ -25,9 +24,9 @@ sleep 2
 
 sed -i 's/^retention = 7d$/retention = 7d\ntable_retention = self_samples = 1s , mptcp_events=30d/' "$T/sysobsd.ini"
 start_agent
-gone() { [ "$(count self_samples "ts < $now_ns")" = 0 ]; }
-wait_for 10 gone || fail "self rows older than 1 s not deleted: $(count self_samples "ts < $now_ns") of $first left"
-assert_eq "mptcp row under the global 7d" 1 "$(count mptcp_events 'id = 999999999')"
+gone() { [ "$(db_count self_samples "ts < $now_ns")" = 0 ]; }
+wait_for 10 gone || fail "self rows older than 1 s not deleted: $(db_count self_samples "ts < $now_ns") of $first left"
+assert_eq "mptcp row under the global 7d" 1 "$(db_count mptcp_events 'id = 999999999')"
 deleted=$(metric 'sysobs_storage_rows_deleted_total{reason="age"}')
 assert_ge "rows_deleted_total{reason=age}" "$first" "${deleted%.*}"
 stop_agent
@@ -41,5 +40,5 @@ for bad in 'self_sample=1d' 'self_samples=soon' 'self_samples'; do
 	assert_eq "exit status for table_retention = $bad" 2 "$rc"
 	grep -q "sysobsd.ini:$line" "$T/bad.log" || fail "no file:line for '$bad': $(cat "$T/bad.log")"
 done
-assert_eq "rows of the other table after the refused starts" 1 "$(count mptcp_events 'id = 999999999')"
+assert_eq "rows of the other table after the refused starts" 1 "$(db_count mptcp_events 'id = 999999999')"
 pass "table_retention deleted $first self rows, kept the other table's row, refuses bad entries"
