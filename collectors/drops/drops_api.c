@@ -7,7 +7,7 @@
  */
 #include <arpa/inet.h>
 #include <errno.h>
-#include <inttypes.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -75,7 +75,7 @@ void drops_api_get(const struct http_request *req, struct http_response *res, vo
 	struct query_window w;
 	sqlite3_stmt *st = NULL;
 	json_t *body;
-	long port = -1;
+	uint64_t port = 0;
 	sqlite3 *db;
 	int rc;
 
@@ -93,15 +93,9 @@ void drops_api_get(const struct http_request *req, struct http_response *res, vo
 		http_reply_error(res, 400, "bad_request", "addr: expected an IPv4 or IPv6 address");
 		return;
 	}
-	if (port_s) {
-		char *end;
-
-		errno = 0;
-		port = strtol(port_s, &end, 10);
-		if (!*port_s || *end || errno || port < 0 || port > 65535) {
-			http_reply_error(res, 400, "bad_request", "port: expected 0..65535");
-			return;
-		}
+	if (port_s && (cfg_parse_u64(port_s, &port) || port > 65535)) {
+		http_reply_error(res, 400, "bad_request", "port: expected 0..65535");
+		return;
 	}
 
 	if (netns_s && (cfg_parse_u64(netns_s, &netns) || !netns || netns > UINT32_MAX)) {
@@ -127,8 +121,8 @@ void drops_api_get(const struct http_request *req, struct http_response *res, vo
 		sqlite3_bind_text(st, 5, proto, -1, SQLITE_STATIC);
 	if (addr)
 		sqlite3_bind_text(st, 6, addr_norm, -1, SQLITE_STATIC);
-	if (port >= 0)
-		sqlite3_bind_int64(st, 7, port);
+	if (port_s)
+		sqlite3_bind_int64(st, 7, (int64_t)port);
 	if (netns_s)
 		sqlite3_bind_int64(st, 9, (int64_t)netns);
 	/* One row more than asked tells whether there is a next page. */
