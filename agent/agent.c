@@ -16,10 +16,13 @@
 
 #include "agent/agent.h"
 #include "agent/log.h"
+#include "agent/sink_impl.h"
+#include "agent/snapshot.h"
 #include "api/routes.h"
 #include "collectors/collector.h"
 
-#define MAX_TABLES 64
+#define MAX_TABLES	 64
+#define AGENT_PUBLISH_MS 1000 /* storage statistics into metrics */
 
 static const struct cfg_key agent_keys[] = {
     {"log_level", "info", "error, warn, info or debug"},
@@ -83,6 +86,18 @@ int agent_config_declare(struct agent *a)
 	return 0;
 }
 
+/* The store's messages into the agent's log. */
+static void store_log_to_agent(enum store_log_level lvl, const char *msg, void *arg)
+{
+	static const enum log_level map[] = {
+	    [STORE_LOG_ERR] = LOG_LVL_ERR,
+	    [STORE_LOG_WARN] = LOG_LVL_WARN,
+	    [STORE_LOG_INFO] = LOG_LVL_INFO,
+	};
+
+	log_msg(map[lvl], "store", "%s", msg);
+}
+
 /* Typed storage settings; any bad value leaves the message in cfg.err. */
 static int storage_config(struct agent *a, struct store_config *sc)
 {
@@ -109,11 +124,12 @@ static int storage_config(struct agent *a, struct store_config *sc)
 	sc->queue_rows = queue;
 	sc->batch_rows = batch;
 	sc->batch_ms = batch_ms;
-	sc->snapshot_ms = snap;
+	a->snapshot_ms = snap;
 	sc->retention_ms = ret;
 	sc->max_bytes = size;
 	sc->busy_timeout_ms = busy;
 	sc->readers = readers;
+	sc->log = store_log_to_agent;
 	return 0;
 }
 
@@ -254,6 +270,28 @@ static int collector_tick(int fd, void *arg)
 	return 0;
 }
 
+/* The collector's typed config and its sink, before init. -1 after logging
+ * a config error, for exit status 2. */
+static int collector_config(struct agent *a, struct collector *c)
+{
+	void *cfg = calloc(1, c->ops->cfg_size ? c->ops->cfg_size : 1);
+
+	c->cfg = cfg;
+	c->sink = agent_sink_new(c->ops->name, a->metrics, a->store);
+	if (!cfg || !c->sink) {
+		log_err("agent", "out of memory");
+		return -1;
+	}
+	if (cfg_section_parse(&a->cfg, c->section, cfg)) {
+		log_err("agent", "%s", a->cfg.err);
+		return -1;
+	}
+	for (const struct metric_desc *d = c->ops->metrics; d && d->name; d++)
+		if (!sink_family(c->sink, d))
+			return -1;
+	return 0;
+}
+
 /* init every enabled collector; 2 on a config error, else 0. */
 static int collectors_init(struct agent *a)
 {
@@ -272,6 +310,12 @@ static int collectors_init(struct agent *a)
 
 		c->ops = collector_registry[i];
 		c->agent = a;
+		c->sysfs_root = a->sysfs_root ? a->sysfs_root : "/sys";
+		c->hostname = a->hostname ? a->hostname : "";
+		if (cfg_get_bool(&a->cfg, "http", "admin", &c->admin)) {
+			log_err("agent", "%s", a->cfg.err);
+			return 2;
+		}
 		c->fd = -1;
 		snprintf(c->section, sizeof(c->section), "collector.%s", c->ops->name);
 		if (cfg_get_bool(&a->cfg, c->section, "enabled", &enabled)) {
@@ -283,7 +327,14 @@ static int collectors_init(struct agent *a)
 			snprintf(c->why, sizeof(c->why), "disabled in the config");
 			continue;
 		}
+		if (collector_config(a, c))
+			return 2;
 		err = c->ops->init(c);
+		if (err == -EINVAL && c->cfg_err_key) {
+			cfg_error(&a->cfg, c->section, c->cfg_err_key, "%s", c->why);
+			log_err("agent", "%s", a->cfg.err);
+			return 2;
+		}
 		if (err == -EINVAL && a->cfg.err[0]) {
 			log_err("agent", "%s", a->cfg.err);
 			return 2;
@@ -338,6 +389,22 @@ static void collectors_start(struct agent *a)
 	}
 }
 
+static int on_publish(int fd, void *arg)
+{
+	struct agent *a = arg;
+
+	agent_store_metrics_publish(a->store_series, a->store);
+	return 0;
+}
+
+static int on_snapshot(int fd, void *arg)
+{
+	struct agent *a = arg;
+
+	agent_snapshot(a->metrics, a->store, clock_wall_ns());
+	return 0;
+}
+
 static int on_signal(int fd, void *arg)
 {
 	struct agent *a = arg;
@@ -371,7 +438,7 @@ static int write_port_file(const char *path, uint16_t port)
 
 int agent_start(struct agent *a, const char *port_file)
 {
-	const struct store_table *tables[MAX_TABLES + 1];
+	const struct event_table *tables[MAX_TABLES + 1];
 	struct store_config sc = {0};
 	struct http_config hc = {0};
 	static const char *const build_labels[] = {"version", NULL};
@@ -402,7 +469,7 @@ int agent_start(struct agent *a, const char *port_file)
 	 * written earlier stays queryable and the schema does not depend on
 	 * which features this boot found. */
 	for (size_t i = 0; collector_registry[i]; i++)
-		for (const struct store_table *const *t = collector_registry[i]->tables; t && *t;
+		for (const struct event_table *const *t = collector_registry[i]->tables; t && *t;
 		     t++)
 			if (nt < MAX_TABLES)
 				tables[nt++] = *t;
@@ -420,7 +487,7 @@ int agent_start(struct agent *a, const char *port_file)
 	rc = collectors_init(a);
 	if (rc)
 		return rc;
-	if (store_start(a->store, a->metrics)) {
+	if (store_start(a->store)) {
 		log_err("store", "cannot start the writer thread");
 		return 1;
 	}
@@ -438,6 +505,12 @@ int agent_start(struct agent *a, const char *port_file)
 	/* Start-up parses big inputs (kernel BTF, ...) and frees them; give
 	 * the pages back so the idle agent's RSS is what it keeps. */
 	malloc_trim(0);
+
+	a->store_series = agent_store_metrics_new(a->metrics);
+	agent_store_metrics_publish(a->store_series, a->store);
+	if (!loop_add_timer(a->loop, AGENT_PUBLISH_MS, on_publish, a) ||
+	    (a->snapshot_ms && !loop_add_timer(a->loop, a->snapshot_ms, on_snapshot, a)))
+		return 1;
 
 	sigemptyset(&mask);
 	sigaddset(&mask, SIGTERM);
@@ -469,12 +542,16 @@ void agent_stop(struct agent *a)
 
 		if (c->state != COLLECTOR_DISABLED && c->ops->stop)
 			c->ops->stop(c);
+		agent_sink_free(c->sink);
+		free((void *)c->cfg);
 	}
 	free(a->collectors);
 	a->collectors = NULL;
 	a->n_collectors = 0;
 	store_close(a->store);
 	a->store = NULL;
+	agent_store_metrics_free(a->store_series);
+	a->store_series = NULL;
 	loop_free(a->loop);
 	a->loop = NULL;
 	metrics_free(a->metrics);

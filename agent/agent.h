@@ -25,6 +25,8 @@ struct agent {
 	size_t n_collectors;
 	const char *sysfs_root; /* "/sys" unless --sysfs-root (IFS fake) */
 	const char *hostname;
+	uint64_t snapshot_ms;		   /* metric history period; 0 = off */
+	struct store_series *store_series; /* the store's statistics as metrics */
 };
 
 /* Declares [agent], [http], [storage] and every collector's section. */

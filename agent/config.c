@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "agent/config.h"
+#include "agent/timeutil.h"
 
 struct parse_ctx {
 	struct config *cfg;
@@ -363,22 +364,16 @@ static int mul_checked(uint64_t v, uint64_t m, uint64_t *out)
 	return 0;
 }
 
+/* timeutil's duration grammar, in whole milliseconds: a value with a
+ * sub-millisecond part ("0.0005") is refused rather than rounded. */
 int cfg_parse_duration_ms(const char *s, uint64_t *out)
 {
-	static const struct {
-		const char *unit;
-		uint64_t ms;
-	} units[] = {{"ms", 1},	     {"s", 1000},     {"", 1000},      {"m", 60000},
-		     {"h", 3600000}, {"d", 86400000}, {"w", 604800000}};
-	uint64_t v;
-	const char *rest = parse_digits(s, &v);
+	int64_t ns;
 
-	if (!rest)
+	if (duration_parse_ns(s, &ns) || ns % NSEC_PER_MSEC)
 		return -EINVAL;
-	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++)
-		if (!strcmp(rest, units[i].unit))
-			return mul_checked(v, units[i].ms, out) ? -EINVAL : 0;
-	return -EINVAL;
+	*out = (uint64_t)(ns / NSEC_PER_MSEC);
+	return 0;
 }
 
 int cfg_parse_size(const char *s, uint64_t *out)
@@ -450,7 +445,8 @@ int cfg_get_duration_ms(struct config *cfg, const char *section, const char *key
 		return -EINVAL;
 	if (cfg_parse_duration_ms(v, out))
 		return cfg_error(cfg, section, key,
-				 "expected a duration such as 250ms, 15s, 5m, 24h or 7d");
+				 "expected a duration such as 250ms, 15s, 5m, 1h30m or 7d (at most "
+				 "292y)");
 	return check_range(cfg, section, key, *out, min_ms, max_ms, " ms");
 }
 

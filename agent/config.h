@@ -18,11 +18,34 @@
 #include <stdint.h>
 #include <stdio.h>
 
+/* How cfg_section_parse() stores a key's value in the owner's config struct
+ * (CFG_UNTYPED keys are only kept as text, read with cfg_get()). */
+enum cfg_type {
+	CFG_UNTYPED,
+	CFG_STRING,   /* const char *, valid while the config lives */
+	CFG_BOOL,     /* bool */
+	CFG_U64,      /* uint64_t in [min, max] */
+	CFG_DURATION, /* uint64_t milliseconds in [min, max] */
+	CFG_SIZE,     /* uint64_t bytes in [min, max] ("64k", "10M") */
+	CFG_CHOICE,   /* unsigned: index of the value in choices */
+};
+
 struct cfg_key {
 	const char *key;
 	const char *def; /* default as text; NULL = no default (empty) */
 	const char *help;
+	enum cfg_type type;
+	size_t offset;		    /* of the field in the owner's config struct */
+	uint64_t min, max;	    /* CFG_U64, CFG_DURATION (ms), CFG_SIZE */
+	const char *const *choices; /* CFG_CHOICE, NULL-terminated */
 };
+
+/* A typed key: CFG_KEY(struct my_cfg, field, CFG_DURATION, "5s", 100, 3600000, "help"). */
+/* clang-format 14 breaks the stringified field name in these two macros. */
+// clang-format off
+#define CFG_KEY(st, f, t, d, lo, hi, h) {#f, (d), (h), (t), offsetof(st, f), (lo), (hi), NULL}
+#define CFG_KEY_CHOICE(st, f, d, ch, h) {#f, (d), (h), CFG_CHOICE, offsetof(st, f), 0, 0, (ch)}
+// clang-format on
 
 struct cfg_value {
 	char *key;
@@ -63,7 +86,8 @@ int cfg_line(const struct cfg_section *sec, const char *key);
 int cfg_get_bool(struct config *cfg, const char *section, const char *key, bool *out);
 int cfg_get_u64(struct config *cfg, const char *section, const char *key, uint64_t min,
 		uint64_t max, uint64_t *out);
-/* Durations: "250ms", "15s", "5m", "24h", "7d"; plain number = seconds. */
+/* Durations in duration_parse_ns()'s grammar (agent/timeutil.h): "250ms",
+ * "15s", "5m", "1h30m", "7d", "1y"; a plain number is seconds ("30", "0.5"). */
 int cfg_get_duration_ms(struct config *cfg, const char *section, const char *key, uint64_t min_ms,
 			uint64_t max_ms, uint64_t *out);
 /* Sizes: "512", "64k", "10M", "1G" (powers of 1024). */
@@ -76,6 +100,7 @@ int cfg_error(struct config *cfg, const char *section, const char *key, const ch
 /* Pure parsers used by the getters (unit-tested). 0 or -EINVAL. */
 int cfg_parse_bool(const char *s, bool *out);
 int cfg_parse_u64(const char *s, uint64_t *out);
+/* duration_parse_ns() in whole ms: -EINVAL too when below 1 ms precision. */
 int cfg_parse_duration_ms(const char *s, uint64_t *out);
 int cfg_parse_size(const char *s, uint64_t *out);
 
@@ -85,6 +110,13 @@ int cfg_parse_size(const char *s, uint64_t *out);
  * strings (0), or -EINVAL without '='. */
 char *cfg_trim(char *s);
 int cfg_kv_split(char *tok, char **key, char **value);
+
+/*
+ * Parses every typed key of a declared section into out (the owner's config
+ * struct, laid out as the keys' offsets say). The first bad value formats
+ * cfg->err as "file:line: [section] key: reason" and returns -EINVAL.
+ */
+int cfg_section_parse(struct config *cfg, const char *section, void *out);
 
 /* Writes every declared section and key with default and help, INI-formatted. */
 void cfg_print_defaults(const struct config *cfg, FILE *out);

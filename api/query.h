@@ -1,14 +1,24 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Query-parameter parsing shared by every /api/v1 route. Pure functions,
- * unit-tested. Times are RFC 3339 ("2026-12-02T10:00:00Z", offsets and
- * fractions allowed) or unix seconds ("1796205600", "1796205600.25").
+ * The query-parameter vocabulary of every /api/v1 history route, parsed once:
+ *   start, end  a time as time_parse() reads it: RFC 3339
+ *               ("2026-12-02T10:00:00Z", offsets and fractions allowed), unix
+ *               seconds ("1796205600.25"), "now" or relative ("-15m", "+5m")
+ *   limit       rows per page, 1..QUERY_LIMIT_MAX, default QUERY_LIMIT_DEFAULT
+ *   cursor      the next_cursor of the previous page
+ *   step        resolution of /api/v1/series, a duration_parse_ns() duration
+ *               ("15s", "1h30m", or seconds), > 0
+ * Every parser is strict: a value is entirely well-formed or a 400.
  */
 #ifndef SYSOBS_QUERY_H
 #define SYSOBS_QUERY_H
 
+#include <errno.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+
+#include "agent/timeutil.h"
 
 struct http_request;
 struct http_response;
@@ -16,17 +26,14 @@ struct http_response;
 #define QUERY_LIMIT_DEFAULT 100
 #define QUERY_LIMIT_MAX	    1000
 
-int query_parse_time(const char *s, int64_t *ns);
+/* The parameters query_window_parse() reads, for a route's allowed list:
+ * {"collector", QUERY_WINDOW_PARAMS, NULL}. */
+#define QUERY_WINDOW_PARAMS "start", "end", "limit", "cursor"
+
 /* Non-empty decimal in [1, max]; -EINVAL / -ERANGE otherwise. */
 int query_parse_limit(const char *s, unsigned max, unsigned *out);
 /* Opaque cursor returned as "next_cursor"; it is the last row id seen. */
 int query_parse_cursor(const char *s, int64_t *id);
-/* Step of /api/v1/series: duration like "15s", "1m" or seconds. */
-int query_parse_step(const char *s, int64_t *ns);
-
-/* Formats unix ns as RFC 3339 UTC, "2026-12-02T10:00:00.25Z" (fraction only
- * when non-zero, trailing zeros dropped). 0, -ENOSPC or -ERANGE. */
-int query_format_time(int64_t ns, char *buf, size_t len);
 
 /* Refuses (400 in res, -EINVAL) query parameters not in allowed (NULL-
  * terminated), naming them and the allowed ones, and repeated parameters
@@ -36,15 +43,58 @@ int query_params_check(const struct http_request *req, const char *const *allowe
 
 /* The paging window every history route takes. */
 struct query_window {
-	int64_t since_ns; /* default: 0 */
-	int64_t until_ns; /* default: INT64_MAX */
-	unsigned limit;	  /* default QUERY_LIMIT_DEFAULT, capped at QUERY_LIMIT_MAX */
-	int64_t cursor;	  /* rows with id < cursor; default INT64_MAX */
+	/* since_ns / until_ns: the names before start/end; to be dropped once
+	 * every route reads start_ns / end_ns. */
+	union {
+		int64_t start_ns; /* default: 0 */
+		int64_t since_ns;
+	};
+	union {
+		int64_t end_ns; /* default: INT64_MAX */
+		int64_t until_ns;
+	};
+	unsigned limit;		 /* default QUERY_LIMIT_DEFAULT, capped at QUERY_LIMIT_MAX */
+	int64_t cursor;		 /* rows with id < cursor; default INT64_MAX */
+	bool start_set, end_set; /* given in the request (not the defaults) */
 };
 
-/* Parses since/until/limit/cursor; on error writes a 400 into res and
- * returns -EINVAL. */
+/* Parses start/end/limit/cursor, relative times against now_ns; on error
+ * writes a 400 into res and returns -EINVAL. start after end is a 400 naming
+ * both. */
+int query_window_parse_at(const struct http_request *req, int64_t now_ns, struct query_window *w,
+			  struct http_response *res);
+/* The same against time_now_ns(). */
 int query_window_parse(const struct http_request *req, struct query_window *w,
 		       struct http_response *res);
+
+/* Parses ?step= into *step_ns if given (left untouched if not); on error
+ * writes a 400 into res and returns -EINVAL. */
+int query_step_parse(const struct http_request *req, int64_t *step_ns, struct http_response *res);
+
+/*
+ * Compatibility for callers not yet switched (api/routes.c): to be deleted.
+ * query_format_time() now writes the nine fraction digits of
+ * time_format_rfc3339() and returns 0; query_parse_step() is
+ * duration_parse_ns() refusing 0 with -ERANGE.
+ */
+static inline int query_format_time(int64_t ns, char *buf, size_t len)
+{
+	int n = time_format_rfc3339(ns, buf, len);
+
+	return n < 0 ? n : 0;
+}
+
+static inline int query_parse_step(const char *s, int64_t *ns)
+{
+	int64_t v;
+	int err = duration_parse_ns(s, &v);
+
+	if (err)
+		return err;
+	if (v <= 0)
+		return -ERANGE;
+	*ns = v;
+	return 0;
+}
 
 #endif

@@ -29,7 +29,7 @@
 /* A writer with rows queued and no commit for this long is stuck. */
 #define HEALTH_STUCK_NS (30LL * 1000000000)
 
-/* /api/v1/series: window when since is not given, and the most points one
+/* /api/v1/series: window when start is not given, and the most points one
  * answer may carry (about 30 bytes of JSON each). */
 #define API_SERIES_DEFAULT_RANGE_NS (3600LL * 1000000000)
 #define API_SERIES_POINTS_TOTAL_MAX 250000
@@ -100,7 +100,7 @@ static json_t *json_time_or_null(int64_t ns)
 {
 	char buf[48];
 
-	if (ns <= 0 || query_format_time(ns, buf, sizeof(buf)))
+	if (ns <= 0 || time_format_rfc3339(ns, buf, sizeof(buf)) < 0)
 		return json_null();
 	return json_string(buf);
 }
@@ -205,10 +205,9 @@ static void route_index(const struct http_request *req, struct http_response *re
 	html_route(&b, "GET", "/healthz", "health check");
 	html_route(&b, "GET", "/api/v1/collectors", "collectors and their state");
 	html_route(&b, "GET", "/api/v1/events",
-		   "event history: ?collector=&since=&until=&limit=&cursor=");
-	html_route(
-	    &b, "GET", "/api/v1/series",
-	    "metric history: ?metric=&match[]=&since=&until=&step= (default: the last hour)");
+		   "event history: ?collector=&start=&end=&limit=&cursor=");
+	html_route(&b, "GET", "/api/v1/series",
+		   "metric history: ?metric=&match[]=&start=&end=&step= (default: the last hour)");
 	for (size_t i = 0; i < a->n_collectors; i++) {
 		const struct collector *c = &a->collectors[i];
 		char what[128];
@@ -229,7 +228,7 @@ static void route_index(const struct http_request *req, struct http_response *re
 
 		collector_snapshot(&a->collectors[i], &s);
 		if (s.last_activity_ns <= 0 ||
-		    query_format_time(s.last_activity_ns, e3, sizeof(e3)))
+		    time_format_rfc3339(s.last_activity_ns, e3, sizeof(e3)) < 0)
 			strcpy(e3, "-");
 		sbuf_printf(&b, "<tr><td>%s</td><td>%s</td><td>", s.name,
 			    collector_state_name(s.state));
@@ -354,7 +353,7 @@ static void route_collectors(const struct http_request *req, struct http_respons
 /* The collectors that own event tables, ", "-separated, into buf. */
 static void known_collectors(struct agent *a, char *buf, size_t len)
 {
-	const struct store_table *const *t = store_tables(a->store);
+	const struct event_table *const *t = store_tables(a->store);
 	size_t n = 0;
 
 	buf[0] = '\0';
@@ -383,8 +382,7 @@ static void reply_store_error(struct http_response *res, int err, const char *ms
 
 static void route_events(const struct http_request *req, struct http_response *res, void *arg)
 {
-	static const char *const allowed[] = {"collector", "since",  "until",
-					      "limit",	   "cursor", NULL};
+	static const char *const allowed[] = {"collector", QUERY_WINDOW_PARAMS, NULL};
 	struct api_ctx *ctx = arg;
 	struct agent *a = ctx->a;
 	struct query_window w;
@@ -403,8 +401,8 @@ static void route_events(const struct http_request *req, struct http_response *r
 	collector = http_query(req, "collector");
 	if (collector && !*collector)
 		collector = NULL;
-	rc = store_query_events(a->store, collector, w.since_ns, w.until_ns, w.cursor, w.limit,
-				&rows, &next, err, sizeof(err));
+	rc = store_query_events(a->store, collector, w.start_ns, w.end_ns, w.cursor, w.limit, &rows,
+				&next, err, sizeof(err));
 	if (rc == -ENOENT) {
 		char q[80];
 
@@ -442,12 +440,12 @@ static void route_events(const struct http_request *req, struct http_response *r
 
 static void route_series(const struct http_request *req, struct http_response *res, void *arg)
 {
-	static const char *const allowed[] = {"metric", "match[]", "since", "until", "step", NULL};
+	static const char *const allowed[] = {"metric", "match[]", "start", "end", "step", NULL};
 	const char *matchers[STORE_MATCHERS_MAX + 1];
 	struct api_ctx *ctx = arg;
 	struct agent *a = ctx->a;
 	struct query_window w;
-	const char *metric, *step_s;
+	const char *metric;
 	int64_t step = 0;
 	json_t *out = NULL;
 	char err[512] = "";
@@ -476,31 +474,22 @@ static void route_series(const struct http_request *req, struct http_response *r
 				 "?metric=sysobs_events_written_total");
 		return;
 	}
-	step_s = http_query(req, "step");
-	if (step_s) {
-		rc = query_parse_step(step_s, &step);
-		if (rc) {
-			http_reply_error(res, 400, "bad_request",
-					 "step: not a duration like 15s, 1m, 1h30m or seconds: "
-					 "\"%.64s\"",
-					 step_s);
-			return;
-		}
-	}
+	if (query_step_parse(req, &step, res))
+		return;
 	if (!a->store) {
 		http_reply_error(res, 503, "unavailable", "no storage");
 		return;
 	}
 	/* History without a start would grow with uptime until it passes the
-	 * point caps; the default is the hour before until (or now). */
-	if (!http_query(req, "since")) {
-		int64_t end = http_query(req, "until") ? w.until_ns : clock_wall_ns();
+	 * point caps; the default is the hour before end (or now). */
+	if (!w.start_set) {
+		int64_t end = w.end_set ? w.end_ns : clock_wall_ns();
 
-		w.since_ns = end > INT64_MIN + API_SERIES_DEFAULT_RANGE_NS
+		w.start_ns = end > INT64_MIN + API_SERIES_DEFAULT_RANGE_NS
 				 ? end - API_SERIES_DEFAULT_RANGE_NS
 				 : INT64_MIN;
 	}
-	rc = store_query_series(a->store, metric, matchers, n, w.since_ns, w.until_ns, step, &out,
+	rc = store_query_series(a->store, metric, matchers, n, w.start_ns, w.end_ns, step, &out,
 				err, sizeof(err));
 	if (rc) {
 		reply_store_error(res, rc, err);
@@ -518,7 +507,7 @@ static void route_series(const struct http_request *req, struct http_response *r
 		json_decref(out);
 		http_reply_error(res, 400, "bad_request",
 				 "%zu points in %zu series, more than %d in one answer: narrow "
-				 "since/until, add match[] selectors or raise step",
+				 "start/end, add match[] selectors or raise step",
 				 points, n_series, API_SERIES_POINTS_TOTAL_MAX);
 		return;
 	}

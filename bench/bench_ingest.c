@@ -39,36 +39,22 @@ struct bench_event {
 	char comm[16];
 };
 
-static int bench_bind(sqlite3_stmt *st, const void *row)
-{
-	const struct bench_event *e = row;
-
-	sqlite3_bind_int(st, 3, e->pid);
-	sqlite3_bind_int(st, 4, e->tid);
-	sqlite3_bind_int(st, 5, (int)e->cpu);
-	sqlite3_bind_text(st, 6, e->comm, -1, SQLITE_STATIC);
-	sqlite3_bind_int64(st, 7, (int64_t)e->bytes);
-	sqlite3_bind_double(st, 8, e->latency_us);
-	return sqlite3_bind_int(st, 9, (int)e->reason);
-}
-
-static const char *const bench_migrations[] = {
-    "CREATE TABLE bench_events(id INTEGER PRIMARY KEY, ts INTEGER NOT NULL, pid INTEGER,"
-    " tid INTEGER, cpu INTEGER, comm TEXT, bytes INTEGER, latency_us REAL, reason INTEGER);"
-    "CREATE INDEX bench_events_ts ON bench_events(ts);",
-    NULL,
+#define BENCH_COL(f, t) COL(struct bench_event, f, t, COL_NOT_NULL)
+static const struct event_column bench_cols[] = {
+    BENCH_COL(pid, COL_INT),	 BENCH_COL(tid, COL_INT),
+    BENCH_COL(cpu, COL_UINT),	 BENCH_COL(comm, COL_TEXT),
+    BENCH_COL(bytes, COL_UINT),	 BENCH_COL(latency_us, COL_REAL),
+    BENCH_COL(reason, COL_UINT), {0},
 };
 
-static const struct store_table bench_table = {
+static const struct event_table bench_table = {
     .name = "bench_events",
     .collector = "bench",
-    .migrations = bench_migrations,
-    .insert_sql = "INSERT INTO bench_events VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
-    .bind = bench_bind,
+    .cols = bench_cols,
     .row_size = sizeof(struct bench_event),
 };
 
-static const struct store_table *const bench_tables[] = {&bench_table, NULL};
+static const struct event_table *const bench_tables[] = {&bench_table, NULL};
 
 static int64_t mono_ns(void)
 {
@@ -141,7 +127,7 @@ static int run(const char *path, unsigned batch_rows, uint64_t rows, enum bench_
 		fprintf(stderr, "store_open: %s\n", err);
 		return 1;
 	}
-	if (store_start(s, NULL)) {
+	if (store_start(s)) {
 		fprintf(stderr, "store_start failed\n");
 		store_close(s);
 		return 1;
@@ -226,7 +212,7 @@ static int drain(const char *path, unsigned batch_rows, uint64_t rows)
 	}
 	c0 = cpu_s();
 	t0 = mono_ns();
-	store_start(s, NULL);
+	store_start(s);
 	store_flush(s);
 	t1 = mono_ns();
 	c1 = cpu_s();
@@ -264,7 +250,7 @@ static int submit_cost(const char *path)
 	for (unsigned i = 0; i < n; i++)
 		store_submit(s, &bench_table, i, &e);
 	t1 = mono_ns();
-	store_start(s, NULL);
+	store_start(s);
 	store_flush(s);
 	t2 = mono_ns();
 	for (unsigned i = 0; i < n; i++)

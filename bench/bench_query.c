@@ -26,39 +26,40 @@
 #define N_TABLES 4
 #define RUNS	 1000
 
+/* The row of the 4 tables (filled in bulk by SQL, never submitted). */
 struct bq_row {
-	int64_t unused;
+	int64_t pid;
+	char comm[16];
+	char saddr[16];
+	char daddr[16];
+	int64_t bytes;
+	char reason[16];
 };
 
-static int bq_bind(sqlite3_stmt *st, const void *row)
-{
-	return SQLITE_OK;
-}
+#define BQ_COL(f, t) COL(struct bq_row, f, t, COL_NULL_EMPTY)
+static const struct event_column bq_cols[] = {
+    COL(struct bq_row, pid, COL_INT, COL_NULL_NEG),
+    BQ_COL(comm, COL_TEXT),
+    BQ_COL(saddr, COL_TEXT),
+    BQ_COL(daddr, COL_TEXT),
+    COL(struct bq_row, bytes, COL_INT, COL_NULL_NEG),
+    BQ_COL(reason, COL_TEXT),
+    {0},
+};
 
-#define BQ_MIGRATION(t)                                                                            \
-	"CREATE TABLE " t "(id INTEGER PRIMARY KEY, ts INTEGER NOT NULL, pid INTEGER,"             \
-	" comm TEXT, saddr TEXT, daddr TEXT, bytes INTEGER, reason TEXT);"                         \
-	"CREATE INDEX " t "_ts ON " t "(ts);"
-
-static const char *const bq_m0[] = {BQ_MIGRATION("bq_ev0"), NULL};
-static const char *const bq_m1[] = {BQ_MIGRATION("bq_ev1"), NULL};
-static const char *const bq_m2[] = {BQ_MIGRATION("bq_ev2"), NULL};
-static const char *const bq_m3[] = {BQ_MIGRATION("bq_ev3"), NULL};
-
-#define BQ_TABLE(n, m)                                                                             \
+#define BQ_TABLE(n)                                                                                \
 	{                                                                                          \
-		.name = "bq_ev" #n, .collector = "coll" #n, .migrations = m,                       \
-		.insert_sql = "INSERT INTO bq_ev" #n "(id, ts) VALUES(?1, ?2)", .bind = bq_bind,   \
+		.name = "bq_ev" #n, .collector = "coll" #n, .cols = bq_cols,                       \
 		.row_size = sizeof(struct bq_row),                                                 \
 	}
 
-static const struct store_table bq_tables[N_TABLES] = {
-    BQ_TABLE(0, bq_m0),
-    BQ_TABLE(1, bq_m1),
-    BQ_TABLE(2, bq_m2),
-    BQ_TABLE(3, bq_m3),
+static const struct event_table bq_tables[N_TABLES] = {
+    BQ_TABLE(0),
+    BQ_TABLE(1),
+    BQ_TABLE(2),
+    BQ_TABLE(3),
 };
-static const struct store_table *const bq_list[] = {&bq_tables[0], &bq_tables[1], &bq_tables[2],
+static const struct event_table *const bq_list[] = {&bq_tables[0], &bq_tables[1], &bq_tables[2],
 						    &bq_tables[3], NULL};
 
 static int64_t mono_ns(void)
@@ -108,7 +109,8 @@ static int fill(const char *path, uint64_t rows)
 		snprintf(sql, sizeof(sql),
 			 "WITH RECURSIVE c(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM c"
 			 " WHERE i < %" PRIu64 ")"
-			 " INSERT INTO bq_ev%d SELECT i * %d + %d + 1, %lld + (i * %d + %d) * %lld,"
+			 " INSERT INTO bq_ev%d(id, ts, pid, comm, saddr, daddr, bytes, reason)"
+			 " SELECT i * %d + %d + 1, %lld + (i * %d + %d) * %lld,"
 			 " 1000 + i %% 3000, 'comm-' || (i %% 50), '10.0.' || (i %% 250) || '.1',"
 			 " '192.168.1.' || (i %% 200), (i * 37) %% 1500,"
 			 " 'REASON_' || (i %% 40) FROM c",
@@ -213,7 +215,7 @@ int main(int argc, char **argv)
 		goto out_fail;
 	}
 	printf("store_open (quick_check, migrations, id scan): %.1f ms\n", (mono_ns() - t0) / 1e6);
-	store_start(s, NULL);
+	store_start(s);
 	for (size_t i = 0; i < sizeof(shapes) / sizeof(shapes[0]); i++)
 		run_shape(s, &shapes[i], rows);
 	store_close(s);

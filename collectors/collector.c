@@ -1,9 +1,8 @@
 /* SPDX-License-Identifier: MIT */
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
-#include <unistd.h>
 
-#include "agent/agent.h"
 #include "collectors/collector.h"
 
 const char *collector_state_name(enum collector_state s)
@@ -31,24 +30,13 @@ int collector_unavailable(struct collector *c, int err, const char *fmt, ...)
 	return err;
 }
 
-const char *collector_cfg(const struct collector *c, const char *key)
+int collector_config_error(struct collector *c, const char *key, const char *fmt, ...)
 {
-	return cfg_get(cfg_section(&c->agent->cfg, c->section), key);
-}
+	va_list ap;
 
-bool collector_have_bpf_caps(void)
-{
-	enum { CAP_SYS_ADMIN_BIT = 21, CAP_PERFMON_BIT = 38, CAP_BPF_BIT = 39 };
-	unsigned long long eff = 0;
-	char line[256];
-	FILE *f = fopen("/proc/self/status", "re");
-
-	if (!f)
-		return geteuid() == 0;
-	while (fgets(line, sizeof(line), f))
-		if (sscanf(line, "CapEff: %llx", &eff) == 1)
-			break;
-	fclose(f);
-	return (eff >> CAP_SYS_ADMIN_BIT & 1) ||
-	       ((eff >> CAP_BPF_BIT & 1) && (eff >> CAP_PERFMON_BIT & 1));
+	va_start(ap, fmt);
+	vsnprintf(c->why, sizeof(c->why), fmt, ap);
+	va_end(ap);
+	c->cfg_err_key = key;
+	return -EINVAL;
 }

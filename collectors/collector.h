@@ -19,10 +19,17 @@
  *   stop(c)      frees everything init/start made; safe after a failed init or
  *                start (c->priv may be NULL).
  *
- * Collectors publish through c->agent: metrics (api/metrics.h), event rows
- * (storage/store.h, their tables listed in ops->tables), and HTTP routes
- * (ops->routes, registered before the server starts, only for collectors that
- * are enabled in the config).
+ * Collectors publish through their sink (collectors/sink.h, c->sink) and
+ * nothing else: metrics (declared in ops->metrics, registered by the agent),
+ * event rows (tables declared in ops->tables). Their config arrives parsed:
+ * ops->keys are typed (struct cfg_key with offsetof into a struct of
+ * ops->cfg_size bytes) and the agent fills c->cfg before init; a value that
+ * is wrong only together with another is reported with
+ * collector_config_error().
+ *
+ * Transitional: the custom history routes (ops->routes) still read the store
+ * through c->agent; they are replaced by the API's generic history handler,
+ * after which c->agent goes.
  */
 #ifndef SYSOBS_COLLECTOR_H
 #define SYSOBS_COLLECTOR_H
@@ -33,7 +40,7 @@
 
 #include "agent/config.h"
 #include "api/http.h"
-#include "storage/store.h"
+#include "collectors/sink.h"
 
 struct agent;
 struct collector;
@@ -57,7 +64,9 @@ struct collector_ops {
 	const char *help;			 /* one line for --help / the landing page */
 	const struct cfg_key *keys;		 /* [collector.NAME] keys, {0}-terminated;
 						  * "enabled" is implicit */
-	const struct store_table *const *tables; /* NULL-terminated, or NULL */
+	size_t cfg_size;			 /* struct the typed keys are parsed into */
+	const struct metric_desc *metrics;	 /* {0}-terminated, or NULL */
+	const struct event_table *const *tables; /* NULL-terminated, or NULL */
 	const struct collector_route *routes;	 /* {0}-terminated, or NULL */
 	int (*init)(struct collector *c);
 	int (*start)(struct collector *c);
@@ -68,8 +77,15 @@ struct collector_ops {
 
 struct collector {
 	const struct collector_ops *ops;
-	struct agent *agent;
-	char section[64]; /* "collector.NAME" */
+	struct agent *agent; /* transitional: custom routes only */
+	struct sink *sink;
+	const void *cfg;	 /* ops->cfg_size bytes, parsed from [collector.NAME] */
+	char section[64];	 /* "collector.NAME" */
+	const char *cfg_err_key; /* set by collector_config_error() */
+	/* Agent settings a collector may read: */
+	const char *sysfs_root; /* "/sys" unless --sysfs-root (IFS fake) */
+	const char *hostname;	/* for alerts */
+	bool admin;		/* [http] admin: state-changing routes allowed */
 	enum collector_state state;
 	char why[256];	      /* reason for unavailable / failed */
 	int fd;		      /* -1: none */
@@ -90,11 +106,10 @@ const char *collector_state_name(enum collector_state s);
 int collector_unavailable(struct collector *c, int err, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
-/* Config access for this collector's section. */
-const char *collector_cfg(const struct collector *c, const char *key);
-
-/* May this process load tracing BPF: CAP_SYS_ADMIN, or CAP_BPF with
- * CAP_PERFMON, in its effective set (not just "is root"). */
-bool collector_have_bpf_caps(void);
+/* A config value of this collector that is wrong (only together with
+ * another, or in a way the key's type cannot say): c->why gets the reason,
+ * the agent reports it as file:line of key and exits 2. Returns -EINVAL. */
+int collector_config_error(struct collector *c, const char *key, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 
 #endif

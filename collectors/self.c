@@ -13,7 +13,6 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
-#include "agent/agent.h"
 #include "agent/log.h"
 #include "collectors/collector.h"
 
@@ -25,46 +24,60 @@ struct self_row {
 	int64_t queue_depth;
 };
 
+struct self_cfg {
+	uint64_t interval; /* ms */
+};
+
+enum {
+	SELF_M_CPU,
+	SELF_M_RSS,
+	SELF_M_FDS,
+	SELF_M_THREADS,
+	SELF_M_START_TIME,
+};
+
+static const struct metric_desc self_metrics[] = {
+    [SELF_M_CPU] = {"sysobs_process_cpu_seconds_total",
+		    "User and system CPU time spent by sysobsd, in seconds.", METRIC_KIND_COUNTER},
+    [SELF_M_RSS] = {"sysobs_process_resident_memory_bytes", "Resident memory of sysobsd, in bytes.",
+		    METRIC_KIND_GAUGE},
+    [SELF_M_FDS] = {"sysobs_process_open_fds", "Open file descriptors of sysobsd.",
+		    METRIC_KIND_GAUGE},
+    [SELF_M_THREADS] = {"sysobs_process_threads", "Threads of sysobsd.", METRIC_KIND_GAUGE},
+    [SELF_M_START_TIME] = {"sysobs_process_start_time_seconds",
+			   "Start time of sysobsd since the unix epoch, in seconds.",
+			   METRIC_KIND_GAUGE},
+    {0},
+};
+
 struct self_state {
-	struct metric_series *cpu, *rss, *fds, *threads, *start_time;
+	struct sink_series *cpu, *rss, *fds, *threads, *start_time;
 	long page_size;
 };
 
-static const char *const self_migrations[] = {
-    "CREATE TABLE self_samples(id INTEGER PRIMARY KEY, ts INTEGER NOT NULL,"
-    " cpu_seconds REAL, rss_bytes INTEGER, open_fds INTEGER, threads INTEGER,"
-    " queue_depth INTEGER);"
-    "CREATE INDEX self_samples_ts ON self_samples(ts);",
-    NULL,
+static const struct event_column self_cols[] = {
+    COL(struct self_row, cpu_seconds, COL_REAL, COL_NOT_NULL),
+    COL(struct self_row, rss_bytes, COL_INT, COL_NOT_NULL),
+    COL(struct self_row, open_fds, COL_INT, COL_NOT_NULL),
+    COL(struct self_row, threads, COL_INT, COL_NOT_NULL),
+    COL(struct self_row, queue_depth, COL_INT, COL_NOT_NULL),
+    {0},
 };
 
-static int self_bind(sqlite3_stmt *st, const void *row)
-{
-	const struct self_row *r = row;
-	int rc;
-
-	if ((rc = sqlite3_bind_double(st, 3, r->cpu_seconds)) ||
-	    (rc = sqlite3_bind_int64(st, 4, r->rss_bytes)) ||
-	    (rc = sqlite3_bind_int64(st, 5, r->open_fds)) ||
-	    (rc = sqlite3_bind_int64(st, 6, r->threads)))
-		return rc;
-	return sqlite3_bind_int64(st, 7, r->queue_depth);
-}
-
-static const struct store_table self_samples_table = {
+static const struct event_table self_samples_table = {
     .name = "self_samples",
     .collector = "self",
-    .migrations = self_migrations,
-    .insert_sql = "INSERT INTO self_samples(id, ts, cpu_seconds, rss_bytes, open_fds, threads,"
-		  " queue_depth) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-    .bind = self_bind,
+    .route = "/api/v1/self/samples",
+    .help = "the agent's own CPU, memory, fds, threads and queue depth over time",
+    .cols = self_cols,
     .row_size = sizeof(struct self_row),
 };
 
-static const struct store_table *const self_tables[] = {&self_samples_table, NULL};
+static const struct event_table *const self_tables[] = {&self_samples_table, NULL};
 
 static const struct cfg_key self_keys[] = {
-    {"interval", "10s", "how often the agent samples itself"},
+    CFG_KEY(struct self_cfg, interval, CFG_DURATION, "10s", 10, 86400000,
+	    "how often the agent samples itself"),
     {0},
 };
 
@@ -128,41 +141,34 @@ static double boot_time_s(void)
 
 static int self_init(struct collector *c)
 {
+	const struct self_cfg *cfg = c->cfg;
 	struct self_state *st;
-	uint64_t interval;
-	int err;
 
-	err = cfg_get_duration_ms(&c->agent->cfg, c->section, "interval", 10, 86400000, &interval);
-	if (err)
-		return err;
 	st = calloc(1, sizeof(*st));
 	if (!st)
 		return -ENOMEM;
 	st->page_size = sysconf(_SC_PAGESIZE);
 	c->priv = st;
-	c->interval_ms = interval;
+	c->interval_ms = cfg->interval;
 	return 0;
 }
 
 static int self_start(struct collector *c)
 {
 	struct self_state *st = c->priv;
-	struct metrics *m = c->agent->metrics;
+	struct sink *k = c->sink;
 	double start_s = 0;
 	long threads, rss;
 
-	st->cpu = metrics_counter1(m, "sysobs_process_cpu_seconds_total",
-				   "User and system CPU time spent by sysobsd, in seconds.");
-	st->rss = metrics_gauge1(m, "sysobs_process_resident_memory_bytes",
-				 "Resident memory of sysobsd, in bytes.");
-	st->fds = metrics_gauge1(m, "sysobs_process_open_fds", "Open file descriptors of sysobsd.");
-	st->threads = metrics_gauge1(m, "sysobs_process_threads", "Threads of sysobsd.");
-	st->start_time = metrics_gauge1(m, "sysobs_process_start_time_seconds",
-					"Start time of sysobsd since the unix epoch, in seconds.");
+	st->cpu = sink_series1(k, &self_metrics[SELF_M_CPU]);
+	st->rss = sink_series1(k, &self_metrics[SELF_M_RSS]);
+	st->fds = sink_series1(k, &self_metrics[SELF_M_FDS]);
+	st->threads = sink_series1(k, &self_metrics[SELF_M_THREADS]);
+	st->start_time = sink_series1(k, &self_metrics[SELF_M_START_TIME]);
 	if (!st->cpu || !st->rss || !st->fds || !st->threads || !st->start_time)
 		return -ENOMEM;
 	if (read_proc_stat(&threads, &rss, &start_s) == 0)
-		series_set(st->start_time, boot_time_s() + start_s);
+		sink_set(k, st->start_time, boot_time_s() + start_s);
 	return 0;
 }
 
@@ -185,15 +191,15 @@ static int self_collect(struct collector *c)
 	row.rss_bytes = (int64_t)rss_pages * st->page_size;
 	row.threads = threads;
 	row.open_fds = count_open_fds();
-	row.queue_depth = (int64_t)store_queue_depth(c->agent->store);
+	row.queue_depth = (int64_t)sink_queue_depth(c->sink);
 
-	series_set(st->cpu, row.cpu_seconds);
-	series_set(st->rss, (double)row.rss_bytes);
-	series_set(st->fds, (double)row.open_fds);
-	series_set(st->threads, (double)row.threads);
+	sink_set(c->sink, st->cpu, row.cpu_seconds);
+	sink_set(c->sink, st->rss, (double)row.rss_bytes);
+	sink_set(c->sink, st->fds, (double)row.open_fds);
+	sink_set(c->sink, st->threads, (double)row.threads);
 
-	/* A full queue is counted by the store; the sample is simply lost. */
-	store_submit(c->agent->store, &self_samples_table, clock_wall_ns(), &row);
+	/* A full queue is the sink's business; the sample is simply lost. */
+	sink_event(c->sink, &self_samples_table, clock_wall_ns(), &row);
 	return 0;
 }
 
@@ -207,6 +213,8 @@ const struct collector_ops self_collector = {
     .name = "self",
     .help = "the agent's own CPU, memory, fds, threads and queue depth",
     .keys = self_keys,
+    .cfg_size = sizeof(struct self_cfg),
+    .metrics = self_metrics,
     .tables = self_tables,
     .init = self_init,
     .start = self_start,

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * SQLite storage: open + migrations, the bounded submit queue, the writer
- * thread (batched commits with retry, metric history snapshots, retention,
+ * thread (batched commits with retry, metric history samples, retention,
  * checkpoints) and the pool of read-only connections. See store.h.
  *
  * Queue: a ring of fixed-size slots indexed by two monotonically increasing
@@ -14,6 +14,7 @@
  * ring fills and new rows are dropped and counted.
  */
 #include <errno.h>
+#include <stdarg.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
@@ -25,11 +26,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "agent/log.h"
-#include "api/metrics.h"
 #include "storage/store.h"
+#include "storage/store_schema.h"
 
-#define STORE_COMP		 "store"
 #define STORE_DEF_QUEUE_ROWS	 65536
 #define STORE_DEF_BATCH_ROWS	 1000
 #define STORE_DEF_BATCH_MS	 200
@@ -67,11 +66,13 @@ struct store_series_ent {
 	int64_t id;
 };
 
-/* One metric value captured under the registry lock, written afterwards. */
-struct store_sample {
-	int64_t series_id; /* -1: look up / create key first */
-	char *key;	   /* malloc'ed when series_id == -1 */
+/* A metric history sample in a queue slot (table STORE_TABLE_SAMPLE):
+ * the value, then "name\x01labels\0". */
+#define STORE_TABLE_SAMPLE UINT32_MAX
+#define STORE_SAMPLE_MIN   384 /* slot payload kept at least this big */
+struct store_sample_row {
 	double value;
+	char key[];
 };
 
 enum store_err_op {
@@ -83,8 +84,17 @@ enum store_err_op {
 	STORE_OP_MAX,
 };
 
+_Static_assert(STORE_OP_MAX == STORE_ERROR_OPS, "store_stats.errors size");
+
 static const char *const store_err_op_names[STORE_OP_MAX] = {
     "commit", "insert", "retention", "snapshot", "checkpoint",
+};
+
+/* At most one line per interval per call site, saying how many were
+ * swallowed meanwhile (a lost count under a race is harmless). */
+struct store_ratelimit {
+	int64_t next_ns;
+	uint64_t suppressed;
 };
 
 /* An event table known to the database: registered now, or created by an
@@ -98,7 +108,7 @@ struct store_known_table {
 struct store {
 	struct store_config cfg;
 	char *path;
-	const struct store_table **tables; /* NULL-terminated copy */
+	const struct event_table **tables; /* NULL-terminated copy */
 	size_t n_tables;
 	struct store_known_table *known;
 	size_t n_known;
@@ -130,12 +140,10 @@ struct store {
 	int64_t batch_deadline;
 	int64_t retry_at;
 	unsigned backoff_ms;
-	int64_t next_snapshot, next_retention, next_checkpoint, next_publish;
+	int64_t next_retention, next_checkpoint, next_publish;
 	struct store_series_ent *series;
 	size_t series_cap, series_len;
-	struct store_sample *samples;
-	size_t samples_len, samples_cap;
-	bool samples_oom;
+	uint64_t samples_written, samples_dropped;
 
 	/* Statistics (atomics). */
 	uint64_t rows_written, batches, write_errors, rows_dropped_error;
@@ -151,12 +159,7 @@ struct store {
 	sqlite3 **rd_free;
 	size_t n_free;
 
-	/* Own metrics, NULL when started without a registry. */
-	struct metrics *m;
-	struct metric_series *m_written, *m_dropped_full, *m_dropped_error, *m_depth, *m_bytes,
-	    *m_batches, *m_del_age, *m_del_size, *m_err[STORE_OP_MAX];
-
-	struct log_ratelimit rl_commit, rl_insert, rl_maint, rl_submit;
+	struct store_ratelimit rl_commit, rl_insert, rl_maint, rl_submit;
 	pthread_t thread;
 
 	/* Checkpointer thread: own connection, PASSIVE checkpoints when the
@@ -191,6 +194,41 @@ static int64_t store_mono_ns(void)
 	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
+/* Messages go to the agent's logger (store_config.log), never to stderr
+ * directly: the store has no logger of its own. rl may be NULL. */
+static void store_log(const struct store *s, struct store_ratelimit *rl, unsigned interval_ms,
+		      enum store_log_level lvl, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+static void store_log(const struct store *s, struct store_ratelimit *rl, unsigned interval_ms,
+		      enum store_log_level lvl, const char *fmt, ...)
+{
+	char msg[512];
+	size_t n = 0;
+	va_list ap;
+
+	if (!s->cfg.log)
+		return;
+	if (rl) {
+		int64_t now = store_mono_ns();
+
+		if (now < __atomic_load_n(&rl->next_ns, __ATOMIC_RELAXED)) {
+			__atomic_add_fetch(&rl->suppressed, 1, __ATOMIC_RELAXED);
+			return;
+		}
+		__atomic_store_n(&rl->next_ns, now + (int64_t)interval_ms * 1000000,
+				 __ATOMIC_RELAXED);
+	}
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	if (rl && rl->suppressed) {
+		n = strlen(msg);
+		snprintf(msg + n, sizeof(msg) - n, " (%" PRIu64 " similar suppressed)",
+			 __atomic_exchange_n(&rl->suppressed, 0, __ATOMIC_RELAXED));
+	}
+	s->cfg.log(lvl, msg, s->cfg.log_arg);
+}
+
 static int64_t store_wall_ns(void)
 {
 	struct timespec ts;
@@ -221,18 +259,6 @@ static void store_count_error(struct store *s, enum store_err_op op)
 }
 
 /* Table names end up in SQL text: accept plain identifiers only. */
-static bool store_ident_ok(const char *name)
-{
-	if (!name || !*name || strlen(name) > 64)
-		return false;
-	for (const char *p = name; *p; p++) {
-		if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || *p == '_' ||
-		      (p != name && *p >= '0' && *p <= '9')))
-			return false;
-	}
-	return true;
-}
-
 /* Runs one SQL statement returning a single integer (PRAGMA, SELECT). */
 static int store_query_int(sqlite3 *db, const char *sql, int64_t *out)
 {
@@ -343,14 +369,20 @@ static int store_migrate_core(struct store *s, char *err, size_t errlen)
 	return 0;
 }
 
-/* Applies t->migrations past the version recorded in schema_migrations. */
-static int store_migrate_table(struct store *s, const struct store_table *t, char *err,
+/*
+ * Brings one event table up to its descriptor. Versions in schema_migrations:
+ * 1 = the table exists; each entry of t->migrations (data changes) adds one.
+ * A new table is created from its columns at the latest version; an existing
+ * one gets the columns it lacks, then the migrations past its version. Then
+ * its indexes (IF NOT EXISTS). All in one transaction.
+ */
+static int store_migrate_table(struct store *s, const struct event_table *t, char *err,
 			       size_t errlen)
 {
 	sqlite3_stmt *get = NULL, *bump = NULL;
 	size_t known = 0;
 	int64_t ver = 0;
-	char what[160];
+	char what[160], sql[4096];
 	int rc, ret = -EIO;
 
 	while (t->migrations && t->migrations[known])
@@ -365,11 +397,11 @@ static int store_migrate_table(struct store *s, const struct store_table *t, cha
 		ver = sqlite3_column_int64(get, 0);
 	else if (rc != SQLITE_DONE)
 		goto out_sql;
-	if (ver < 0 || (uint64_t)ver > known) {
+	if (ver < 0 || (uint64_t)ver > known + 1) {
 		snprintf(err, errlen,
 			 "%s: table %s is at schema version %" PRId64
 			 ", newer than this sysobsd knows (%zu); refusing to touch it",
-			 s->path, t->name, ver, known);
+			 s->path, t->name, ver, known + 1);
 		ret = -EPROTO;
 		goto out;
 	}
@@ -379,13 +411,33 @@ static int store_migrate_table(struct store *s, const struct store_table *t, cha
 				-1, &bump, NULL);
 	if (rc != SQLITE_OK)
 		goto out_sql;
-	for (size_t v = (size_t)ver; v < known; v++) {
-		sqlite3_bind_text(bump, 1, t->name, -1, SQLITE_STATIC);
-		sqlite3_bind_int64(bump, 2, (int64_t)v + 1);
-		snprintf(what, sizeof(what), "%s: table %s migration %zu", s->path, t->name, v + 1);
-		ret = store_migrate_step(s->db, t->migrations[v], bump, err, errlen, what);
+	sqlite3_bind_text(bump, 1, t->name, -1, SQLITE_STATIC);
+	if (ver == 0) {
+		if (store_schema_create_sql(t, sql, sizeof(sql))) {
+			snprintf(err, errlen, "table %s: CREATE too long", t->name);
+			goto out;
+		}
+		sqlite3_bind_int64(bump, 2, (int64_t)known + 1);
+		snprintf(what, sizeof(what), "%s: creating table %s", s->path, t->name);
+		ret = store_migrate_step(s->db, sql, bump, err, errlen, what);
 		if (ret)
 			goto out;
+		ver = (int64_t)known + 1;
+	}
+	ret = store_schema_add_columns(s->db, t, err, errlen);
+	if (ret)
+		goto out;
+	for (size_t v = (size_t)ver; v < known + 1; v++) {
+		sqlite3_reset(bump);
+		sqlite3_bind_int64(bump, 2, (int64_t)v + 1);
+		snprintf(what, sizeof(what), "%s: table %s migration %zu", s->path, t->name, v + 1);
+		ret = store_migrate_step(s->db, t->migrations[v - 1], bump, err, errlen, what);
+		if (ret)
+			goto out;
+	}
+	for (const char *const *ix = t->indexes; ix && *ix; ix++) {
+		if (sqlite3_exec(s->db, *ix, NULL, NULL, NULL) != SQLITE_OK)
+			goto out_sql;
 	}
 	ret = 0;
 	goto out;
@@ -608,10 +660,15 @@ static int store_prepare_writer(struct store *s, char *err, size_t errlen)
 		return -ENOMEM;
 	}
 	for (size_t i = 0; i < s->n_tables; i++) {
-		rc = sqlite3_prepare_v3(s->db, s->tables[i]->insert_sql, -1,
-					SQLITE_PREPARE_PERSISTENT, &s->ins[i], NULL);
+		char sql[2048];
+
+		rc = store_schema_insert_sql(s->tables[i], sql, sizeof(sql)) ? SQLITE_TOOBIG
+									     : SQLITE_OK;
+		if (rc == SQLITE_OK)
+			rc = sqlite3_prepare_v3(s->db, sql, -1, SQLITE_PREPARE_PERSISTENT,
+						&s->ins[i], NULL);
 		if (rc != SQLITE_OK) {
-			snprintf(err, errlen, "%s: table %s: insert_sql: %s", s->path,
+			snprintf(err, errlen, "%s: table %s: insert: %s", s->path,
 				 s->tables[i]->name, sqlite3_errmsg(s->db));
 			return -EINVAL;
 		}
@@ -690,9 +747,6 @@ static void store_free(struct store *s)
 	for (size_t i = 0; i < s->series_cap; i++)
 		free(s->series[i].key);
 	free(s->series);
-	for (size_t i = 0; i < s->samples_len; i++)
-		free(s->samples[i].key);
-	free(s->samples);
 	for (size_t i = 0; i < s->n_known; i++)
 		free(s->known[i].name);
 	free(s->known);
@@ -731,14 +785,10 @@ static int store_check_tables(struct store *s, char *err, size_t errlen)
 	size_t max_row = 0;
 
 	for (size_t i = 0; i < s->n_tables; i++) {
-		const struct store_table *t = s->tables[i];
+		const struct event_table *t = s->tables[i];
 
-		if (!store_ident_ok(t->name) || !t->collector || !t->insert_sql || !t->bind ||
-		    !t->migrations || !t->migrations[0] || t->row_size > STORE_ROW_MAX) {
-			snprintf(err, errlen, "table %s: invalid declaration",
-				 t->name ? t->name : "(null)");
+		if (store_schema_check(t, err, errlen))
 			return -EINVAL;
-		}
 		for (size_t j = 0; j < i; j++) {
 			if (strcmp(s->tables[j]->name, t->name) == 0) {
 				snprintf(err, errlen, "table %s registered twice", t->name);
@@ -748,6 +798,8 @@ static int store_check_tables(struct store *s, char *err, size_t errlen)
 		if (t->row_size > max_row)
 			max_row = t->row_size;
 	}
+	if (max_row < STORE_SAMPLE_MIN)
+		max_row = STORE_SAMPLE_MIN;
 	s->slot_size = STORE_SLOT_HDR + ((max_row + 15) & ~(size_t)15);
 	return 0;
 }
@@ -762,7 +814,7 @@ static void store_sqlite_config(void)
 	sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
 }
 
-struct store *store_open(const struct store_config *cfg, const struct store_table *const *tables,
+struct store *store_open(const struct store_config *cfg, const struct event_table *const *tables,
 			 char *err, size_t errlen)
 {
 	static pthread_once_t once = PTHREAD_ONCE_INIT;
@@ -859,7 +911,7 @@ out_free:
 
 /* ---- queue ---- */
 
-static int store_table_index(const struct store *s, const struct store_table *t)
+static int store_table_index(const struct store *s, const struct event_table *t)
 {
 	for (size_t i = 0; i < s->n_tables; i++) {
 		if (s->tables[i] == t)
@@ -873,15 +925,14 @@ static inline struct store_slot *store_slot_at(const struct store *s, uint64_t s
 	return (struct store_slot *)(s->ring + ((seq - s->base) % s->cap) * s->slot_size);
 }
 
-int store_submit(struct store *s, const struct store_table *t, int64_t ts_ns, const void *row)
+/* Copies a row (len bytes, then tail bytes of tail_len) into the next slot.
+ * Never waits: -EAGAIN when the queue is full or closing. */
+static int store_enqueue(struct store *s, uint32_t table, int64_t ts_ns, const void *row,
+			 size_t len, const void *tail, size_t tail_len)
 {
 	struct store_slot *slot;
 	uint64_t depth;
-	int idx;
 
-	idx = store_table_index(s, t);
-	if (idx < 0)
-		return -ENOENT;
 	pthread_mutex_lock(&s->mu);
 	depth = s->head - s->tail;
 	if (depth >= s->cap || s->stop) {
@@ -891,8 +942,10 @@ int store_submit(struct store *s, const struct store_table *t, int64_t ts_ns, co
 	}
 	slot = store_slot_at(s, s->head);
 	slot->ts = ts_ns;
-	slot->table = (uint32_t)idx;
-	memcpy((unsigned char *)slot + STORE_SLOT_HDR, row, t->row_size);
+	slot->table = table;
+	memcpy((unsigned char *)slot + STORE_SLOT_HDR, row, len);
+	if (tail_len)
+		memcpy((unsigned char *)slot + STORE_SLOT_HDR + len, tail, tail_len);
 	__atomic_store_n(&s->head, s->head + 1, __ATOMIC_RELAXED);
 	/* Wake the writer once when it sleeps on an empty queue, and when a
 	 * full batch is ready; otherwise its batch_ms timer wakes it. */
@@ -904,6 +957,33 @@ int store_submit(struct store *s, const struct store_table *t, int64_t ts_ns, co
 	return 0;
 }
 
+int store_submit(struct store *s, const struct event_table *t, int64_t ts_ns, const void *row)
+{
+	int idx = store_table_index(s, t);
+
+	if (idx < 0)
+		return -ENOENT;
+	return store_enqueue(s, (uint32_t)idx, ts_ns, row, t->row_size, NULL, 0);
+}
+
+int store_submit_sample(struct store *s, int64_t ts_ns, const char *name, const char *labels,
+			double value)
+{
+	size_t nlen = strlen(name), llen = strlen(labels);
+	char key[STORE_SAMPLE_MIN];
+
+	if (sizeof(struct store_sample_row) + nlen + llen + 2 > s->slot_size - STORE_SLOT_HDR ||
+	    nlen + llen + 2 > sizeof(key)) {
+		store_stat_add(&s->samples_dropped, 1);
+		return -E2BIG;
+	}
+	memcpy(key, name, nlen);
+	key[nlen] = '\x01';
+	memcpy(key + nlen + 1, labels, llen + 1);
+	return store_enqueue(s, STORE_TABLE_SAMPLE, ts_ns, &value, sizeof(value), key,
+			     nlen + llen + 2);
+}
+
 size_t store_queue_depth(const struct store *s)
 {
 	uint64_t head = __atomic_load_n(&s->head, __ATOMIC_RELAXED);
@@ -912,9 +992,9 @@ size_t store_queue_depth(const struct store *s)
 	return head > tail ? (size_t)(head - tail) : 0;
 }
 
-const struct store_table *const *store_tables(const struct store *s)
+const struct event_table *const *store_tables(const struct store *s)
 {
-	return (const struct store_table *const *)s->tables;
+	return (const struct event_table *const *)s->tables;
 }
 
 /* ---- writer ---- */
@@ -948,10 +1028,13 @@ static void store_rollback(struct store *s)
  * keeps the rows and retries). A row that fails on its own (bind error,
  * constraint) is skipped and counted, it would fail forever otherwise.
  */
+static int store_write_sample(struct store *s, struct store_slot *slot);
+static void store_series_forget(struct store *s);
+
 static int store_write_batch(struct store *s, uint64_t start, uint64_t n)
 {
 	int64_t id0 = s->next_id;
-	uint64_t written = 0, skipped = 0;
+	uint64_t written = 0, skipped = 0, samples = 0, skipped_samples = 0;
 	int rc;
 
 	rc = sqlite3_step(s->st_begin);
@@ -960,12 +1043,26 @@ static int store_write_batch(struct store *s, uint64_t start, uint64_t n)
 		goto out_fail;
 	for (uint64_t i = 0; i < n; i++) {
 		struct store_slot *slot = store_slot_at(s, start + i);
-		const struct store_table *t = s->tables[slot->table];
-		sqlite3_stmt *st = s->ins[slot->table];
+		const struct event_table *t;
+		sqlite3_stmt *st;
 
+		if (slot->table == STORE_TABLE_SAMPLE) {
+			rc = store_write_sample(s, slot);
+			if (rc == SQLITE_DONE) {
+				samples++;
+				continue;
+			}
+			if (store_rc_transient(rc))
+				goto out_fail;
+			skipped_samples++;
+			store_count_error(s, STORE_OP_SNAPSHOT);
+			continue;
+		}
+		t = s->tables[slot->table];
+		st = s->ins[slot->table];
 		sqlite3_bind_int64(st, 1, s->next_id);
 		sqlite3_bind_int64(st, 2, slot->ts);
-		rc = t->bind(st, (unsigned char *)slot + STORE_SLOT_HDR);
+		rc = store_schema_bind(st, t, (unsigned char *)slot + STORE_SLOT_HDR);
 		if (rc == SQLITE_OK)
 			rc = sqlite3_step(st);
 		sqlite3_reset(st);
@@ -978,8 +1075,8 @@ static int store_write_batch(struct store *s, uint64_t start, uint64_t n)
 			goto out_fail;
 		skipped++;
 		store_count_error(s, STORE_OP_INSERT);
-		log_ratelimited(&s->rl_insert, 10000, LOG_LVL_WARN, STORE_COMP,
-				"table %s: row dropped: %s", t->name, sqlite3_errstr(rc));
+		store_log(s, &s->rl_insert, 10000, STORE_LOG_WARN, "table %s: row dropped: %s",
+			  t->name, sqlite3_errstr(rc));
 	}
 	rc = sqlite3_step(s->st_commit);
 	sqlite3_reset(s->st_commit);
@@ -987,11 +1084,15 @@ static int store_write_batch(struct store *s, uint64_t start, uint64_t n)
 		goto out_fail;
 	store_stat_add(&s->rows_written, written);
 	store_stat_add(&s->rows_dropped_error, skipped);
+	store_stat_add(&s->samples_written, samples);
+	store_stat_add(&s->samples_dropped, skipped_samples);
 	store_stat_add(&s->batches, 1);
 	return 0;
 
 out_fail:
 	store_rollback(s);
+	/* Series added inside the rolled-back transaction are gone again. */
+	store_series_forget(s);
 	s->next_id = id0;
 	return rc ? rc : SQLITE_ERROR;
 }
@@ -1059,64 +1160,32 @@ static int store_series_insert(struct store *s, char *key, int64_t id)
 	return 0;
 }
 
-/* Under the metrics registry lock: only copy, never touch SQLite here. */
-static void store_snapshot_visit(const char *name, const char *labels, double value, void *arg)
+static void store_series_forget(struct store *s)
 {
-	struct store *s = arg;
-	struct store_sample *smp;
-	size_t nlen = strlen(name), llen = strlen(labels);
-	char stackkey[512], *key = stackkey;
-	struct store_series_ent *e;
-
-	if (s->samples_len == s->samples_cap) {
-		size_t ncap = s->samples_cap ? s->samples_cap * 2 : 256;
-		struct store_sample *n = realloc(s->samples, ncap * sizeof(*n));
-
-		if (!n) {
-			s->samples_oom = true;
-			return;
-		}
-		s->samples = n;
-		s->samples_cap = ncap;
-	}
-	if (nlen + llen + 2 > sizeof(stackkey)) {
-		key = malloc(nlen + llen + 2);
-		if (!key) {
-			s->samples_oom = true;
-			return;
-		}
-	}
-	memcpy(key, name, nlen);
-	key[nlen] = '\x01';
-	memcpy(key + nlen + 1, labels, llen + 1);
-	smp = &s->samples[s->samples_len];
-	smp->value = value;
-	smp->key = NULL;
-	e = store_series_find(s, key, store_hash(key));
-	if (e && e->key) {
-		smp->series_id = e->id;
-	} else {
-		smp->series_id = -1;
-		smp->key = key == stackkey ? strdup(key) : key;
-		key = stackkey;
-		if (!smp->key) {
-			s->samples_oom = true;
-			return;
-		}
-	}
-	if (key != stackkey)
-		free(key);
-	s->samples_len++;
+	for (size_t i = 0; i < s->series_cap; i++)
+		free(s->series[i].key);
+	memset(s->series, 0, s->series_cap * sizeof(*s->series));
+	s->series_len = 0;
 }
 
-static int store_series_resolve(struct store *s, struct store_sample *smp)
+/* The metric_series id of key ("name\x01labels"), from the cache or the
+ * database (adding the series when new). */
+static int store_series_resolve(struct store *s, char *key, int64_t *out)
 {
-	char *sep = strchr(smp->key, '\x01');
+	uint64_t h = store_hash(key);
+	struct store_series_ent *e = store_series_find(s, key, h);
+	char *sep = strchr(key, '\x01');
 	int64_t id = -1;
 	int rc;
 
+	if (e && e->key) {
+		*out = e->id;
+		return SQLITE_OK;
+	}
+	if (!sep)
+		return SQLITE_MISMATCH;
 	*sep = '\0';
-	sqlite3_bind_text(s->st_series_get, 1, smp->key, -1, SQLITE_STATIC);
+	sqlite3_bind_text(s->st_series_get, 1, key, -1, SQLITE_STATIC);
 	sqlite3_bind_text(s->st_series_get, 2, sep + 1, -1, SQLITE_STATIC);
 	rc = sqlite3_step(s->st_series_get);
 	if (rc == SQLITE_ROW)
@@ -1125,7 +1194,7 @@ static int store_series_resolve(struct store *s, struct store_sample *smp)
 	if (rc != SQLITE_ROW && rc != SQLITE_DONE)
 		goto out;
 	if (id < 0) {
-		sqlite3_bind_text(s->st_series_add, 1, smp->key, -1, SQLITE_STATIC);
+		sqlite3_bind_text(s->st_series_add, 1, key, -1, SQLITE_STATIC);
 		sqlite3_bind_text(s->st_series_add, 2, sep + 1, -1, SQLITE_STATIC);
 		rc = sqlite3_step(s->st_series_add);
 		sqlite3_reset(s->st_series_add);
@@ -1134,61 +1203,35 @@ static int store_series_resolve(struct store *s, struct store_sample *smp)
 		id = sqlite3_last_insert_rowid(s->db);
 	}
 	rc = SQLITE_OK;
-	smp->series_id = id;
+	*out = id;
 out:
 	*sep = '\x01';
+	if (rc == SQLITE_OK) {
+		char *dup = strdup(key);
+
+		/* Not cached: looked up again next time, nothing lost. */
+		if (dup && store_series_insert(s, dup, id))
+			free(dup);
+	}
 	return rc;
 }
 
-/* One row per counter/gauge series into metric_samples, in one transaction.
- * Series ids learnt inside a failed transaction are not cached. */
-static void store_snapshot(struct store *s)
+/* One metric history sample of the batch. */
+static int store_write_sample(struct store *s, struct store_slot *slot)
 {
-	int64_t now = store_wall_ns();
-	int rc = SQLITE_OK;
+	struct store_sample_row *r = (void *)((unsigned char *)slot + STORE_SLOT_HDR);
+	int64_t id = -1;
+	int rc;
 
-	if (!s->m)
-		return;
-	s->samples_len = 0;
-	s->samples_oom = false;
-	metrics_visit(s->m, store_snapshot_visit, s);
-	if (!s->samples_len)
-		return;
-	rc = sqlite3_step(s->st_begin);
-	sqlite3_reset(s->st_begin);
-	for (size_t i = 0; rc == SQLITE_DONE && i < s->samples_len; i++) {
-		struct store_sample *smp = &s->samples[i];
-
-		if (smp->series_id < 0 && (rc = store_series_resolve(s, smp)) != SQLITE_OK)
-			break;
-		sqlite3_bind_int64(s->st_sample, 1, smp->series_id);
-		sqlite3_bind_int64(s->st_sample, 2, now);
-		sqlite3_bind_double(s->st_sample, 3, smp->value);
-		rc = sqlite3_step(s->st_sample);
-		sqlite3_reset(s->st_sample);
-	}
-	if (rc == SQLITE_DONE) {
-		rc = sqlite3_step(s->st_commit);
-		sqlite3_reset(s->st_commit);
-	}
-	if (rc == SQLITE_DONE) {
-		for (size_t i = 0; i < s->samples_len; i++) {
-			struct store_sample *smp = &s->samples[i];
-
-			if (smp->key && store_series_insert(s, smp->key, smp->series_id) == 0)
-				smp->key = NULL;
-		}
-	} else {
-		store_rollback(s);
-		store_count_error(s, STORE_OP_SNAPSHOT);
-		log_ratelimited(&s->rl_maint, 60000, LOG_LVL_WARN, STORE_COMP,
-				"metric history snapshot failed: %s", sqlite3_errstr(rc));
-	}
-	for (size_t i = 0; i < s->samples_len; i++) {
-		free(s->samples[i].key);
-		s->samples[i].key = NULL;
-	}
-	s->samples_len = 0;
+	rc = store_series_resolve(s, r->key, &id);
+	if (rc != SQLITE_OK)
+		return rc;
+	sqlite3_bind_int64(s->st_sample, 1, id);
+	sqlite3_bind_int64(s->st_sample, 2, slot->ts);
+	sqlite3_bind_double(s->st_sample, 3, r->value);
+	rc = sqlite3_step(s->st_sample);
+	sqlite3_reset(s->st_sample);
+	return rc;
 }
 
 /* ---- retention ---- */
@@ -1247,8 +1290,8 @@ out_rollback:
 out:
 	if (changed < 0) {
 		store_count_error(s, STORE_OP_RETENTION);
-		log_ratelimited(&s->rl_maint, 60000, LOG_LVL_WARN, STORE_COMP, "retention: %s",
-				sqlite3_errmsg(s->db));
+		store_log(s, &s->rl_maint, 60000, STORE_LOG_WARN, "retention: %s",
+			  sqlite3_errmsg(s->db));
 	}
 	sqlite3_finalize(st);
 	sqlite3_finalize(meta);
@@ -1399,81 +1442,14 @@ static bool store_retention(struct store *s)
 		      store_stat_get(&s->rows_deleted_size)) != before &&
 	    store_exec_rows(s->db, "PRAGMA incremental_vacuum") != SQLITE_OK) {
 		store_count_error(s, STORE_OP_RETENTION);
-		log_ratelimited(&s->rl_maint, 60000, LOG_LVL_WARN, STORE_COMP,
-				"incremental_vacuum: %s", sqlite3_errmsg(s->db));
+		store_log(s, &s->rl_maint, 60000, STORE_LOG_WARN, "incremental_vacuum: %s",
+			  sqlite3_errmsg(s->db));
 	}
 	store_db_size(s, &used, &total);
 	return more;
 }
 
 /* ---- own metrics ---- */
-
-static void store_metrics_register(struct store *s, struct metrics *m)
-{
-	static const char *const reason[] = {"reason", NULL};
-	static const char *const op[] = {"op", NULL};
-	struct metric *dropped, *errs, *deleted;
-	const char *v[2] = {NULL, NULL};
-
-	s->m = m;
-	if (!m)
-		return;
-	s->m_written = metrics_counter1(m, "sysobs_events_written_total",
-					"Event rows committed to the database.");
-	dropped = metrics_counter(m, "sysobs_events_dropped_total",
-				  "Event rows dropped before reaching the database.", reason);
-	if (dropped) {
-		v[0] = "queue_full";
-		s->m_dropped_full = metric_series(dropped, v);
-		v[0] = "insert_error";
-		s->m_dropped_error = metric_series(dropped, v);
-	}
-	errs = metrics_counter(m, "sysobs_storage_errors_total",
-			       "Storage operations that failed (commits are retried).", op);
-	for (int i = 0; errs && i < STORE_OP_MAX; i++) {
-		v[0] = store_err_op_names[i];
-		s->m_err[i] = metric_series(errs, v);
-	}
-	deleted = metrics_counter(m, "sysobs_storage_rows_deleted_total",
-				  "Rows deleted by retention.", reason);
-	if (deleted) {
-		v[0] = "age";
-		s->m_del_age = metric_series(deleted, v);
-		v[0] = "size";
-		s->m_del_size = metric_series(deleted, v);
-	}
-	s->m_depth =
-	    metrics_gauge1(m, "sysobs_storage_queue_depth", "Rows waiting in the storage queue.");
-	s->m_bytes = metrics_gauge1(m, "sysobs_storage_db_bytes",
-				    "Size of the database file (page_count * page_size).");
-	s->m_batches = metrics_counter1(m, "sysobs_storage_batches_total",
-					"Transactions committed by the storage writer.");
-}
-
-static void store_set(struct metric_series *ms, uint64_t v)
-{
-	if (ms)
-		series_set(ms, (double)v);
-}
-
-static void store_metrics_publish(struct store *s)
-{
-	struct store_stats st;
-
-	if (!s->m)
-		return;
-	store_get_stats(s, &st);
-	store_set(s->m_written, st.rows_written);
-	store_set(s->m_dropped_full, st.rows_dropped_full);
-	store_set(s->m_dropped_error, store_stat_get(&s->rows_dropped_error));
-	store_set(s->m_batches, st.batches);
-	store_set(s->m_depth, st.queue_depth);
-	store_set(s->m_bytes, store_stat_get(&s->db_bytes));
-	store_set(s->m_del_age, store_stat_get(&s->rows_deleted_age));
-	store_set(s->m_del_size, store_stat_get(&s->rows_deleted_size));
-	for (int i = 0; i < STORE_OP_MAX; i++)
-		store_set(s->m_err[i], store_stat_get(&s->errors_op[i]));
-}
 
 /* ---- writer thread ---- */
 
@@ -1487,10 +1463,6 @@ static int64_t store_min(int64_t a, int64_t b)
 /* Periodic work, run without the queue lock. */
 static void store_maintenance(struct store *s, int64_t now)
 {
-	if (s->cfg.snapshot_ms && now >= s->next_snapshot) {
-		store_snapshot(s);
-		s->next_snapshot = now + (int64_t)s->cfg.snapshot_ms * 1000000;
-	}
 	if (now >= s->next_retention) {
 		bool more = store_retention(s);
 
@@ -1508,7 +1480,6 @@ static void store_maintenance(struct store *s, int64_t now)
 		int64_t used, total;
 
 		store_db_size(s, &used, &total);
-		store_metrics_publish(s);
 		s->next_publish = now + (int64_t)STORE_PUBLISH_MS * 1000000;
 	}
 }
@@ -1517,10 +1488,7 @@ static int64_t store_next_timer(const struct store *s)
 {
 	int64_t t = store_min(s->next_retention, s->next_checkpoint);
 
-	t = store_min(t, s->next_publish);
-	if (s->cfg.snapshot_ms)
-		t = store_min(t, s->next_snapshot);
-	return t;
+	return store_min(t, s->next_publish);
 }
 
 static void *store_writer_main(void *arg)
@@ -1598,15 +1566,16 @@ static void *store_writer_main(void *arg)
 		if ((rc & 0xff) == SQLITE_FULL)
 			sqlite3_wal_checkpoint_v2(s->db, NULL, SQLITE_CHECKPOINT_PASSIVE, NULL,
 						  NULL);
-		log_ratelimited(&s->rl_commit, 10000, LOG_LVL_ERR, STORE_COMP,
-				"commit of %" PRIu64 " rows failed: %s; %" PRIu64
-				" rows kept in the queue, retrying in %u ms",
-				n, sqlite3_errstr(rc), depth, s->backoff_ms);
+		store_log(s, &s->rl_commit, 10000, STORE_LOG_ERR,
+			  "commit of %" PRIu64 " rows failed: %s; %" PRIu64
+			  " rows kept in the queue, retrying in %u ms",
+			  n, sqlite3_errstr(rc), depth, s->backoff_ms);
 		pthread_mutex_lock(&s->mu);
 	}
 	if (s->head != s->tail)
-		log_err(STORE_COMP, "closing with %" PRIu64 " rows not written (writes failing)",
-			s->head - s->tail);
+		store_log(s, NULL, 0, STORE_LOG_ERR,
+			  "closing with %" PRIu64 " rows not written (writes failing)",
+			  s->head - s->tail);
 	s->writer_done = true;
 	pthread_cond_broadcast(&s->cv_done);
 	pthread_mutex_unlock(&s->mu);
@@ -1619,8 +1588,8 @@ static int store_checkpoint(struct store *s, sqlite3 *db)
 
 	if (rc != SQLITE_OK && rc != SQLITE_BUSY) {
 		store_count_error(s, STORE_OP_CHECKPOINT);
-		log_ratelimited(&s->rl_maint, 60000, LOG_LVL_WARN, STORE_COMP, "checkpoint: %s",
-				sqlite3_errstr(rc));
+		store_log(s, &s->rl_maint, 60000, STORE_LOG_WARN, "checkpoint: %s",
+			  sqlite3_errstr(rc));
 	}
 	return rc;
 }
@@ -1686,8 +1655,9 @@ static void store_ckpt_start(struct store *s)
 	return;
 
 out_fail:
-	log_warn(STORE_COMP, "no checkpoint thread (%s); the writer checkpoints itself",
-		 s->ck_db ? sqlite3_errmsg(s->ck_db) : "out of memory");
+	store_log(s, NULL, 0, STORE_LOG_WARN,
+		  "no checkpoint thread (%s); the writer checkpoints itself",
+		  s->ck_db ? sqlite3_errmsg(s->ck_db) : "out of memory");
 	sqlite3_close(s->ck_db);
 	s->ck_db = NULL;
 }
@@ -1707,15 +1677,13 @@ static void store_ckpt_stop(struct store *s)
 	s->ck_db = NULL;
 }
 
-int store_start(struct store *s, struct metrics *m)
+int store_start(struct store *s)
 {
 	int64_t now = store_mono_ns();
 	int rc;
 
 	if (s->started)
 		return -EALREADY;
-	store_metrics_register(s, m);
-	s->next_snapshot = now + (int64_t)s->cfg.snapshot_ms * 1000000;
 	s->next_retention = now; /* once at start */
 	s->next_checkpoint = now + (int64_t)STORE_CHECKPOINT_MS * 1000000;
 	s->next_publish = now;
@@ -1788,7 +1756,6 @@ void store_close(struct store *s)
 		pthread_mutex_unlock(&s->mu);
 		pthread_join(s->thread, NULL);
 		store_ckpt_stop(s);
-		store_metrics_publish(s);
 	} else {
 		/* Never started: write what was queued from this thread. */
 		while (s->tail < s->head) {
@@ -1849,8 +1816,20 @@ void store_get_stats(struct store *s, struct store_stats *out)
 	out->rows_written = store_stat_get(&s->rows_written);
 	out->batches = store_stat_get(&s->batches);
 	out->write_errors = store_stat_get(&s->write_errors);
-	out->rows_deleted_retention =
-	    store_stat_get(&s->rows_deleted_age) + store_stat_get(&s->rows_deleted_size);
+	out->rows_deleted_age = store_stat_get(&s->rows_deleted_age);
+	out->rows_deleted_size = store_stat_get(&s->rows_deleted_size);
+	out->rows_deleted_retention = out->rows_deleted_age + out->rows_deleted_size;
+	out->rows_dropped_error = store_stat_get(&s->rows_dropped_error);
+	out->samples_written = store_stat_get(&s->samples_written);
+	out->samples_dropped = store_stat_get(&s->samples_dropped);
+	out->db_bytes = store_stat_get(&s->db_bytes);
+	for (int i = 0; i < STORE_OP_MAX; i++)
+		out->errors[i] = store_stat_get(&s->errors_op[i]);
+}
+
+const char *store_error_op_name(int op)
+{
+	return op >= 0 && op < STORE_OP_MAX ? store_err_op_names[op] : NULL;
 }
 
 int store_set_table_retention(struct store *s, const char *table, uint64_t retention_ms)

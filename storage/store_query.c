@@ -14,6 +14,7 @@
 
 #include "storage/store.h"
 #include "storage/store_query.h"
+#include "storage/store_schema.h"
 
 #define STORE_QUERY_DEF_LIMIT 100
 
@@ -185,7 +186,7 @@ json_t *store_row_json(sqlite3_stmt *st)
 /* ---- events ---- */
 
 struct store_ev_cursor {
-	const struct store_table *t;
+	const struct event_table *t;
 	sqlite3_stmt *st;
 	int64_t id;
 	bool live;
@@ -268,7 +269,7 @@ int store_query_events(struct store *s, const char *collector, int64_t since_ns,
 		       int64_t cursor, unsigned limit, json_t **rows_out, int64_t *next_cursor,
 		       char *err, size_t errlen)
 {
-	const struct store_table *const *tables = store_tables(s);
+	const struct event_table *const *tables = store_tables(s);
 	struct store_ev_cursor *cur = NULL;
 	size_t n_cur = 0, n_tables = 0;
 	bool bound_since = since_ns > 0, bound_until = until_ns < INT64_MAX;
@@ -827,5 +828,37 @@ out:
 	sqlite3_finalize(st_samples);
 	store_reader_put(s, db);
 	json_decref(result);
+	return ret;
+}
+
+int store_latest(struct store *s, const struct event_table *t, const char *group_by,
+		 const char *where, store_row_fn fn, void *arg)
+{
+	char cols[2048], sql[4096];
+	unsigned char row[EVENT_ROW_MAX];
+	sqlite3_stmt *st = NULL;
+	sqlite3 *db;
+	int rc, ret = 0;
+
+	if (store_schema_select_list(t, cols, sizeof(cols)))
+		return -EINVAL;
+	/* SQLite: with max(), the bare columns come from the row of the max. */
+	if (snprintf(sql, sizeof(sql), "SELECT max(id), %s FROM %s%s%s GROUP BY %s ORDER BY 1",
+		     cols + strlen("id, "), t->name, where ? " WHERE " : "", where ? where : "",
+		     group_by) >= (int)sizeof(sql))
+		return -EINVAL;
+	db = store_reader_get(s);
+	if (!db)
+		return -EBUSY;
+	rc = sqlite3_prepare_v2(db, sql, -1, &st, NULL);
+	while (rc == SQLITE_OK && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+		store_schema_read_row(st, 2, t, row);
+		fn(sqlite3_column_int64(st, 0), sqlite3_column_int64(st, 1), row, arg);
+		rc = SQLITE_OK;
+	}
+	if (rc != SQLITE_DONE)
+		ret = -EIO;
+	sqlite3_finalize(st);
+	store_reader_put(s, db);
 	return ret;
 }

@@ -16,6 +16,17 @@
 #include <stdint.h>
 
 struct store;
+struct event_table;
+
+typedef void (*store_row_fn)(int64_t id, int64_t ts_ns, const void *row, void *arg);
+
+/*
+ * The newest row of each group (group_by: columns of t) among rows matching
+ * where (SQL over t's columns, or NULL), read back into t's row struct, in
+ * id order. 0, -EINVAL (statement too long), -EBUSY (no reader), -EIO.
+ */
+int store_latest(struct store *s, const struct event_table *t, const char *group_by,
+		 const char *where, store_row_fn fn, void *arg);
 
 #define STORE_SERIES_POINTS_MAX 11000 /* per series, like Prometheus */
 #define STORE_SERIES_MAX	1000  /* series per query */

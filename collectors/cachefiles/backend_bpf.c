@@ -6,12 +6,10 @@
  */
 #include <errno.h>
 #include <glob.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/utsname.h>
-#include <unistd.h>
 
 #include <bpf/bpf.h>
 #include <bpf/btf.h>
@@ -19,8 +17,8 @@
 
 #include "agent/log.h"
 #include "bpf/cachefiles.skel.h"
+#include "collectors/bpf_util.h"
 #include "collectors/cachefiles/backend.h"
-#include "collectors/collector.h"
 #include "collectors/cachefiles/cachefiles_decode.h"
 
 #define CF_LOG "cachefiles"
@@ -32,41 +30,6 @@ struct cachefiles_backend {
 	void *slow_arg;
 	int delivered;
 };
-
-/* What BTF says: a FUNC or TYPEDEF by name in vmlinux or the cachefiles
- * module (when cachefiles is modular and loaded). */
-struct cf_btf {
-	struct btf *vmlinux;
-	struct btf *module;
-};
-
-static bool cf_btf_has(const struct cf_btf *b, const char *name, __u32 kind)
-{
-	if (b->vmlinux && btf__find_by_name_kind(b->vmlinux, name, kind) > 0)
-		return true;
-	return b->module && btf__find_by_name_kind(b->module, name, kind) > 0;
-}
-
-static void cf_btf_load(struct cf_btf *b)
-{
-	memset(b, 0, sizeof(*b));
-	b->vmlinux = btf__load_vmlinux_btf();
-	if (!b->vmlinux) {
-		b->vmlinux = NULL;
-		return;
-	}
-	if (access("/sys/kernel/btf/cachefiles", R_OK) == 0) {
-		b->module = btf__load_module_btf("cachefiles", b->vmlinux);
-		if (!b->module)
-			b->module = NULL;
-	}
-}
-
-static void cf_btf_free(struct cf_btf *b)
-{
-	btf__free(b->module);
-	btf__free(b->vmlinux);
-}
 
 static bool cf_module_available(void)
 {
@@ -86,48 +49,21 @@ static bool cf_module_available(void)
 	return found;
 }
 
-/* Is fn in ftrace's filter list? Unknown (no tracefs) counts as yes: the
- * attach will tell. */
-static bool cf_traceable(const char *fn)
-{
-	static const char *const paths[] = {
-	    "/sys/kernel/tracing/available_filter_functions",
-	    "/sys/kernel/debug/tracing/available_filter_functions",
-	};
-	size_t fnlen = strlen(fn);
-	char line[256];
-	bool found = false;
-	FILE *f = NULL;
-
-	for (size_t i = 0; i < sizeof(paths) / sizeof(paths[0]) && !f; i++)
-		f = fopen(paths[i], "r");
-	if (!f)
-		return true;
-	while (!found && fgets(line, sizeof(line), f))
-		found = !strncmp(line, fn, fnlen) &&
-			(line[fnlen] == '\n' || line[fnlen] == ' ' || line[fnlen] == '\0');
-	fclose(f);
-	return found;
-}
-
 static int bpf_probe(char *why, size_t why_len)
 {
 	struct cachefiles_kernel k = {0};
-	struct cf_btf b;
+	struct bpf_util_btf b;
 	int err;
 
-	k.has_btf = access("/sys/kernel/btf/vmlinux", R_OK) == 0;
-	cf_btf_load(&b);
-	if (k.has_btf && !b.vmlinux)
-		k.has_btf = false;
-	k.has_cachefiles = cf_btf_has(&b, "cachefiles_object", BTF_KIND_STRUCT);
+	k.has_btf = bpf_util_btf_load(&b, NULL, "cachefiles") == 0;
+	k.has_cachefiles = bpf_util_btf_has(&b, "cachefiles_object", BTF_KIND_STRUCT);
 	k.module_available = !k.has_cachefiles && cf_module_available();
-	k.has_read_fn = cf_btf_has(&b, "cachefiles_ondemand_read", BTF_KIND_FUNC);
-	k.has_init_fn = cf_btf_has(&b, "cachefiles_ondemand_init_object", BTF_KIND_FUNC);
-	k.traceable = k.has_read_fn ? cf_traceable("cachefiles_ondemand_read") : true;
-	cf_btf_free(&b);
+	k.has_read_fn = bpf_util_btf_has(&b, "cachefiles_ondemand_read", BTF_KIND_FUNC);
+	k.has_init_fn = bpf_util_btf_has(&b, "cachefiles_ondemand_init_object", BTF_KIND_FUNC);
+	k.traceable = k.has_read_fn ? bpf_util_ftrace_has("cachefiles_ondemand_read") : true;
+	bpf_util_btf_free(&b);
 	err = cachefiles_probe_verdict(&k, why, why_len);
-	if (!err && !collector_have_bpf_caps()) {
+	if (!err && !bpf_util_have_caps()) {
 		snprintf(why, why_len,
 			 "no permission to load BPF (needs CAP_BPF and CAP_PERFMON, or "
 			 "CAP_SYS_ADMIN)");
@@ -136,36 +72,19 @@ static int bpf_probe(char *why, size_t why_len)
 	return err;
 }
 
-/* libbpf's messages through the agent's logger, one line at a time (the
- * verifier log of a failed load is many lines). */
-static int cf_libbpf_print(enum libbpf_print_level level, const char *fmt, va_list ap)
-{
-	char buf[8192], *line, *save = NULL;
-
-	if (level == LIBBPF_DEBUG)
-		return 0;
-	vsnprintf(buf, sizeof(buf), fmt, ap);
-	for (line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save))
-		log_msg(level == LIBBPF_WARN ? LOG_LVL_WARN : LOG_LVL_INFO, "libbpf", "%s", line);
-	return 0;
-}
-
 /* Tracepoints and the daemon-read hook are optional: kernels that lack them
  * still get latency histograms from the two required functions. */
 static void cf_optional_programs(struct cachefiles_bpf *skel)
 {
+	/* tracepoints for tp_btf, and the one function for fexit */
 	static const struct {
-		const char *btf_name;
-		__u32 kind;
+		const char *name;
+		bool is_fn;
 	} tps[] = {
-	    {"btf_trace_cachefiles_ondemand_open", BTF_KIND_TYPEDEF},
-	    {"btf_trace_cachefiles_ondemand_read", BTF_KIND_TYPEDEF},
-	    {"btf_trace_cachefiles_ondemand_cread", BTF_KIND_TYPEDEF},
-	    {"btf_trace_cachefiles_ondemand_copen", BTF_KIND_TYPEDEF},
-	    {"btf_trace_cachefiles_ondemand_close", BTF_KIND_TYPEDEF},
-	    {"btf_trace_cachefiles_ondemand_fd_write", BTF_KIND_TYPEDEF},
-	    {"btf_trace_cachefiles_ondemand_fd_release", BTF_KIND_TYPEDEF},
-	    {"cachefiles_ondemand_daemon_read", BTF_KIND_FUNC},
+	    {"cachefiles_ondemand_open"},	{"cachefiles_ondemand_read"},
+	    {"cachefiles_ondemand_cread"},	{"cachefiles_ondemand_copen"},
+	    {"cachefiles_ondemand_close"},	{"cachefiles_ondemand_fd_write"},
+	    {"cachefiles_ondemand_fd_release"}, {"cachefiles_ondemand_daemon_read", true},
 	};
 	struct bpf_program *progs[] = {
 	    skel->progs.cf_tp_open,	  skel->progs.cf_tp_read,
@@ -173,16 +92,18 @@ static void cf_optional_programs(struct cachefiles_bpf *skel)
 	    skel->progs.cf_tp_close,	  skel->progs.cf_tp_fd_write,
 	    skel->progs.cf_tp_fd_release, skel->progs.cf_daemon_read_exit,
 	};
-	struct cf_btf b;
+	struct bpf_util_btf b;
 
-	cf_btf_load(&b);
+	bpf_util_btf_load(&b, NULL, "cachefiles");
 	for (size_t i = 0; i < sizeof(tps) / sizeof(tps[0]); i++) {
-		if (cf_btf_has(&b, tps[i].btf_name, tps[i].kind))
+		if (tps[i].is_fn ? bpf_util_btf_has(&b, tps[i].name, BTF_KIND_FUNC)
+				 : bpf_util_has_tp_btf(&b, tps[i].name))
 			continue;
-		log_info(CF_LOG, "kernel lacks %s: that part is not measured", tps[i].btf_name);
+		log_info(CF_LOG, "kernel lacks %s%s: that part is not measured",
+			 tps[i].is_fn ? "" : "btf_trace_", tps[i].name);
 		bpf_program__set_autoload(progs[i], false);
 	}
-	cf_btf_free(&b);
+	bpf_util_btf_free(&b);
 }
 
 static int bpf_open(const struct cachefiles_backend_cfg *cfg, struct cachefiles_backend **out,
@@ -191,10 +112,10 @@ static int bpf_open(const struct cachefiles_backend_cfg *cfg, struct cachefiles_
 	struct cachefiles_backend *b;
 	int err;
 
-	libbpf_set_print(cf_libbpf_print);
 	b = calloc(1, sizeof(*b));
 	if (!b)
 		return -ENOMEM;
+	bpf_util_load_begin(CF_LOG);
 	b->skel = cachefiles_bpf__open();
 	if (!b->skel) {
 		err = -errno;
@@ -205,20 +126,24 @@ static int bpf_open(const struct cachefiles_backend_cfg *cfg, struct cachefiles_
 	cf_optional_programs(b->skel);
 	err = cachefiles_bpf__load(b->skel);
 	if (err) {
-		snprintf(why, why_len, "load BPF programs: %s", strerror(-err));
+		snprintf(why, why_len, "load BPF programs: %s; libbpf: %s", strerror(-err),
+			 bpf_util_load_cause(err));
 		goto out_destroy;
 	}
 	err = cachefiles_bpf__attach(b->skel);
 	if (err) {
-		snprintf(why, why_len, "attach fentry/fexit/tp_btf: %s", strerror(-err));
+		snprintf(why, why_len, "attach fentry/fexit/tp_btf: %s; libbpf: %s", strerror(-err),
+			 bpf_util_load_cause(err));
 		goto out_destroy;
 	}
+	bpf_util_load_end();
 	*out = b;
 	return 0;
 
 out_destroy:
 	cachefiles_bpf__destroy(b->skel);
 out_free:
+	bpf_util_load_end();
 	free(b);
 	return err;
 }

@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "agent/agent.h"
+#include "agent/agent.h" /* the slow route reads the store (transitional) */
 #include "agent/log.h"
 #include "api/query.h"
 #include "collectors/cachefiles/backend.h"
@@ -24,26 +24,43 @@
 
 /* One row of cachefiles_slow (fixed size for the store queue). */
 struct cachefiles_slow_row {
-	int64_t latency_ns;
+	double latency_seconds;
 	int64_t offset;
-	int64_t len;
-	int32_t ret;
-	uint32_t op;
+	int64_t length;
+	int32_t result;
 	uint32_t object_debug_id;
 	int32_t object_id;
 	uint32_t pid;
+	char op[8];
 	char comm[CF_COMM_LEN + 1];
 	char volume[CF_VOLUME_NAME_LEN + 1];
+};
+
+/* [collector.cachefiles], parsed by the agent from cachefiles_keys. */
+struct cachefiles_cfg {
+	uint64_t slow_threshold; /* ms */
+	uint64_t interval;	 /* ms */
+	unsigned backend;	 /* index in cachefiles_backend_names */
+};
+
+enum { CF_BACKEND_BPF };
+static const char *const cachefiles_backend_names[] = {[CF_BACKEND_BPF] = "bpf", NULL};
+/* The backend of each name, NULL where this build lacks it. */
+static const struct cachefiles_backend_ops *const cachefiles_backends[] = {
+#ifdef SYSOBS_CACHEFILES_BPF
+    [CF_BACKEND_BPF] = &cachefiles_backend_bpf,
+#else
+    [CF_BACKEND_BPF] = NULL,
+#endif
 };
 
 struct cachefiles_state {
 	const struct cachefiles_backend_ops *be_ops;
 	struct cachefiles_backend *be;
 	struct cachefiles_backend_cfg cfg;
-	double bounds[CF_HIST_FINITE];
-	struct metric *duration, *requests, *inflight, *read_bytes, *pickup, *daemon_events;
-	struct metric_series *written_bytes, *lost_ring, *lost_start, *null_objects, *slow_total;
-	struct metric_series *hist_full, *pending_full, *start_full;
+	struct sink_family *duration, *requests, *inflight, *read_bytes, *pickup, *daemon_events;
+	struct sink_series *written_bytes, *lost_ring, *lost_start, *null_objects, *slow_total;
+	struct sink_series *hist_full, *pending_full, *start_full;
 	uint64_t slow_seen;
 	/* One collect's histograms summed by (volume name, op): the kernel keys
 	 * them by volume id, and the same fsid mounted again is a new id with
@@ -60,50 +77,113 @@ struct cf_agg {
 	int64_t inflight;
 };
 
-static const char *const cachefiles_migrations[] = {
-    "CREATE TABLE cachefiles_slow(id INTEGER PRIMARY KEY, ts INTEGER NOT NULL,"
-    " op TEXT NOT NULL, volume TEXT NOT NULL, object_id INTEGER, object_debug_id INTEGER,"
-    " offset INTEGER, length INTEGER, latency_seconds REAL NOT NULL, result INTEGER,"
-    " pid INTEGER, comm TEXT);"
-    "CREATE INDEX cachefiles_slow_ts ON cachefiles_slow(ts);",
-    NULL,
+static const char *const cachefiles_ops[] = {"open", "read", NULL};
+static const struct col_domain cachefiles_op_domain = {.values = cachefiles_ops};
+
+#define CF_COL(f, t, n, ...) COL(struct cachefiles_slow_row, f, t, n, __VA_ARGS__)
+static const struct event_column cachefiles_slow_cols[] = {
+    CF_COL(op, COL_TEXT, COL_NOT_NULL, .filter = COL_FILTER_ENUM, .domain = &cachefiles_op_domain),
+    CF_COL(volume, COL_TEXT, COL_NOT_NULL, .filter = COL_FILTER_EQ),
+    CF_COL(object_id, COL_INT, COL_NOT_NULL),
+    CF_COL(object_debug_id, COL_UINT, COL_NOT_NULL),
+    CF_COL(offset, COL_INT, COL_NOT_NULL),
+    CF_COL(length, COL_INT, COL_NOT_NULL),
+    CF_COL(latency_seconds, COL_REAL, COL_NOT_NULL),
+    CF_COL(result, COL_INT, COL_NOT_NULL),
+    CF_COL(pid, COL_UINT, COL_NOT_NULL),
+    CF_COL(comm, COL_TEXT, COL_NOT_NULL),
+    {0},
 };
 
-static int cachefiles_slow_bind(sqlite3_stmt *st, const void *row)
-{
-	const struct cachefiles_slow_row *r = row;
-	int rc;
-
-	if ((rc = sqlite3_bind_text(st, 3, cachefiles_op_name(r->op), -1, SQLITE_STATIC)) ||
-	    (rc = sqlite3_bind_text(st, 4, r->volume, -1, SQLITE_TRANSIENT)) ||
-	    (rc = sqlite3_bind_int64(st, 5, r->object_id)) ||
-	    (rc = sqlite3_bind_int64(st, 6, r->object_debug_id)) ||
-	    (rc = sqlite3_bind_int64(st, 7, r->offset)) ||
-	    (rc = sqlite3_bind_int64(st, 8, r->len)) ||
-	    (rc = sqlite3_bind_double(st, 9, (double)r->latency_ns / 1e9)) ||
-	    (rc = sqlite3_bind_int64(st, 10, r->ret)) || (rc = sqlite3_bind_int64(st, 11, r->pid)))
-		return rc;
-	return sqlite3_bind_text(st, 12, r->comm, -1, SQLITE_TRANSIENT);
-}
-
-const struct store_table cachefiles_slow_table = {
+const struct event_table cachefiles_slow_table = {
     .name = "cachefiles_slow",
     .collector = "cachefiles",
-    .migrations = cachefiles_migrations,
-    .insert_sql = "INSERT INTO cachefiles_slow(id, ts, op, volume, object_id, object_debug_id,"
-		  " offset, length, latency_seconds, result, pid, comm)"
-		  " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
-    .bind = cachefiles_slow_bind,
+    .route = "/api/v1/cachefiles/slow",
+    .help = "on-demand requests slower than slow_threshold",
+    .cols = cachefiles_slow_cols,
     .row_size = sizeof(struct cachefiles_slow_row),
 };
 
-static const struct store_table *const cachefiles_tables[] = {&cachefiles_slow_table, NULL};
+static const struct event_table *const cachefiles_tables[] = {&cachefiles_slow_table, NULL};
 
 static const struct cfg_key cachefiles_keys[] = {
-    {"slow_threshold", "100ms",
-     "requests at least this long are stored one by one in cachefiles_slow (0: all)"},
-    {"interval", "5s", "how often histograms and counters are read from the kernel"},
-    {"backend", "bpf", "measurement backend: bpf (fentry/fexit on fs/cachefiles/ondemand.c)"},
+    CFG_KEY(struct cachefiles_cfg, slow_threshold, CFG_DURATION, "100ms", 0, 3600000,
+	    "requests at least this long are stored one by one in cachefiles_slow (0: all)"),
+    CFG_KEY(struct cachefiles_cfg, interval, CFG_DURATION, "5s", 100, 3600000,
+	    "how often histograms and counters are read from the kernel"),
+    CFG_KEY_CHOICE(struct cachefiles_cfg, backend, "bpf", cachefiles_backend_names,
+		   "measurement backend: bpf (fentry/fexit on fs/cachefiles/ondemand.c)"),
+    {0},
+};
+
+enum {
+	CF_M_DURATION,
+	CF_M_REQUESTS,
+	CF_M_INFLIGHT,
+	CF_M_READ_BYTES,
+	CF_M_PICKUP,
+	CF_M_DAEMON_EVENTS,
+	CF_M_WRITTEN_BYTES,
+	CF_M_NULL_OBJECTS,
+	CF_M_SLOW_LOST,
+	CF_M_UNMATCHED,
+	CF_M_SLOW,
+	CF_M_HIST_FULL,
+	CF_M_UNTIMED,
+	CF_M_PICKUP_UNTIMED,
+};
+
+static const char *const cf_op_vol[] = {"op", "volume", NULL};
+static const char *const cf_op_vol_res[] = {"op", "volume", "result", NULL};
+static const char *const cf_vol[] = {"volume", NULL};
+static const char *const cf_op[] = {"op", NULL};
+static const char *const cf_event[] = {"event", NULL};
+
+static const struct metric_desc cachefiles_metrics[] = {
+    [CF_M_DURATION] = {"sysobs_cachefiles_request_duration_seconds",
+		       "End-to-end latency of cachefiles on-demand requests (the reader waits for "
+		       "the user daemon), by op and fscache volume.",
+		       METRIC_KIND_HISTOGRAM, cf_op_vol, cachefiles_hist_bounds, CF_HIST_FINITE},
+    [CF_M_REQUESTS] = {"sysobs_cachefiles_requests_total",
+		       "On-demand requests completed, by op, volume and result (ok or error).",
+		       METRIC_KIND_COUNTER, cf_op_vol_res},
+    [CF_M_INFLIGHT] = {"sysobs_cachefiles_inflight_requests",
+		       "On-demand requests waiting for the user daemon.", METRIC_KIND_GAUGE,
+		       cf_op_vol},
+    [CF_M_READ_BYTES] = {"sysobs_cachefiles_read_bytes_total",
+			 "Bytes requested by on-demand READ requests.", METRIC_KIND_COUNTER,
+			 cf_vol},
+    [CF_M_PICKUP] = {"sysobs_cachefiles_daemon_pickup_seconds",
+		     "Time from an on-demand request being issued to the user daemon reading it "
+		     "from /dev/cachefiles.",
+		     METRIC_KIND_HISTOGRAM, cf_op, cachefiles_hist_bounds, CF_HIST_FINITE},
+    [CF_M_DAEMON_EVENTS] = {"sysobs_cachefiles_daemon_events_total",
+			    "cachefiles_ondemand_* tracepoint hits, by event.", METRIC_KIND_COUNTER,
+			    cf_event},
+    [CF_M_WRITTEN_BYTES] = {"sysobs_cachefiles_daemon_written_bytes_total",
+			    "Bytes the user daemon wrote into anonymous fds.", METRIC_KIND_COUNTER},
+    [CF_M_NULL_OBJECTS] = {"sysobs_cachefiles_null_objects_total",
+			   "Requests or events seen with a NULL cachefiles object.",
+			   METRIC_KIND_COUNTER},
+    [CF_M_SLOW_LOST] = {"sysobs_cachefiles_slow_lost_total",
+			"Slow requests lost because the ring buffer was full.",
+			METRIC_KIND_COUNTER},
+    [CF_M_UNMATCHED] = {"sysobs_cachefiles_unmatched_total",
+			"Request returns without a recorded start (map full).",
+			METRIC_KIND_COUNTER},
+    [CF_M_SLOW] = {"sysobs_cachefiles_slow_requests_total",
+		   "Requests over slow_threshold, stored in cachefiles_slow.", METRIC_KIND_COUNTER},
+    [CF_M_HIST_FULL] = {"sysobs_cachefiles_hist_full_total",
+			"Requests in no histogram: the kernel's per-(volume, op) map was full.",
+			METRIC_KIND_COUNTER},
+    [CF_M_UNTIMED] = {"sysobs_cachefiles_untimed_total",
+		      "Requests not timed at all: the in-flight map was full when they were "
+		      "issued.",
+		      METRIC_KIND_COUNTER},
+    [CF_M_PICKUP_UNTIMED] = {"sysobs_cachefiles_pickup_untimed_total",
+			     "Requests whose daemon pick-up was not timed: the pending map was "
+			     "full.",
+			     METRIC_KIND_COUNTER},
     {0},
 };
 
@@ -117,37 +197,15 @@ static const char *const cf_stat_events[CF_STAT_MAX] = {
     [CF_STAT_FD_RELEASE] = "fd_release",
 };
 
-static const struct cachefiles_backend_ops *cachefiles_backend_find(const char *name)
-{
-#ifdef SYSOBS_CACHEFILES_BPF
-	if (name && !strcmp(name, cachefiles_backend_bpf.name))
-		return &cachefiles_backend_bpf;
-#endif
-	return NULL;
-}
-
 static int cachefiles_init(struct collector *c)
 {
+	const struct cachefiles_cfg *cfg = c->cfg;
+	const struct cachefiles_backend_ops *be = cachefiles_backends[cfg->backend];
 	struct cachefiles_state *st;
-	const struct cachefiles_backend_ops *be;
-	uint64_t slow_ms, interval;
 	int err;
 
-	err =
-	    cfg_get_duration_ms(&c->agent->cfg, c->section, "slow_threshold", 0, 3600000, &slow_ms);
-	if (err)
-		return err;
-	err = cfg_get_duration_ms(&c->agent->cfg, c->section, "interval", 100, 3600000, &interval);
-	if (err)
-		return err;
-	be = cachefiles_backend_find(collector_cfg(c, "backend"));
-#ifndef SYSOBS_CACHEFILES_BPF
 	if (!be)
 		return collector_unavailable(c, -EOPNOTSUPP, "built without BPF (SYSOBS_BPF=OFF)");
-#endif
-	if (!be)
-		return cfg_error(&c->agent->cfg, c->section, "backend",
-				 "unknown backend '%s' (bpf)", collector_cfg(c, "backend"));
 	err = be->probe(c->why, sizeof(c->why));
 	if (err)
 		return err;
@@ -155,64 +213,32 @@ static int cachefiles_init(struct collector *c)
 	if (!st)
 		return -ENOMEM;
 	st->be_ops = be;
-	st->cfg.slow_ns = slow_ms * 1000000ULL;
-	cachefiles_hist_bounds(st->bounds);
+	st->cfg.slow_ns = cfg->slow_threshold * 1000000ULL;
 	c->priv = st;
-	c->interval_ms = interval;
+	c->interval_ms = cfg->interval;
 	return 0;
 }
 
-static int cachefiles_metrics_register(struct collector *c, struct cachefiles_state *st)
+/* Handles of the families and series the agent registered. */
+static int cachefiles_handles_get(struct collector *c, struct cachefiles_state *st)
 {
-	static const char *const op_vol[] = {"op", "volume", NULL};
-	static const char *const op_vol_res[] = {"op", "volume", "result", NULL};
-	static const char *const vol[] = {"volume", NULL};
-	static const char *const op[] = {"op", NULL};
-	static const char *const event[] = {"event", NULL};
-	struct metrics *m = c->agent->metrics;
+	const struct metric_desc *d = cachefiles_metrics;
+	struct sink *k = c->sink;
 
-	st->duration = metrics_histogram(
-	    m, "sysobs_cachefiles_request_duration_seconds",
-	    "End-to-end latency of cachefiles on-demand requests (the reader waits for the "
-	    "user daemon), by op and fscache volume.",
-	    op_vol, st->bounds, CF_HIST_FINITE);
-	st->requests = metrics_counter(m, "sysobs_cachefiles_requests_total",
-				       "On-demand requests completed, by op, volume and result "
-				       "(ok or error).",
-				       op_vol_res);
-	st->inflight = metrics_gauge(m, "sysobs_cachefiles_inflight_requests",
-				     "On-demand requests waiting for the user daemon.", op_vol);
-	st->read_bytes = metrics_counter(m, "sysobs_cachefiles_read_bytes_total",
-					 "Bytes requested by on-demand READ requests.", vol);
-	st->pickup = metrics_histogram(m, "sysobs_cachefiles_daemon_pickup_seconds",
-				       "Time from an on-demand request being issued to the user "
-				       "daemon reading it from /dev/cachefiles.",
-				       op, st->bounds, CF_HIST_FINITE);
-	st->daemon_events =
-	    metrics_counter(m, "sysobs_cachefiles_daemon_events_total",
-			    "cachefiles_ondemand_* tracepoint hits, by event.", event);
-	st->written_bytes = metrics_counter1(m, "sysobs_cachefiles_daemon_written_bytes_total",
-					     "Bytes the user daemon wrote into anonymous fds.");
-	st->null_objects =
-	    metrics_counter1(m, "sysobs_cachefiles_null_objects_total",
-			     "Requests or events seen with a NULL cachefiles object.");
-	st->lost_ring = metrics_counter1(m, "sysobs_cachefiles_slow_lost_total",
-					 "Slow requests lost because the ring buffer was full.");
-	st->lost_start = metrics_counter1(m, "sysobs_cachefiles_unmatched_total",
-					  "Request returns without a recorded start (map full).");
-	st->slow_total =
-	    metrics_counter1(m, "sysobs_cachefiles_slow_requests_total",
-			     "Requests over slow_threshold, stored in cachefiles_slow.");
-	st->hist_full = metrics_counter1(m, "sysobs_cachefiles_hist_full_total",
-					 "Requests in no histogram: the kernel's per-(volume, op) "
-					 "map was full.");
-	st->start_full = metrics_counter1(m, "sysobs_cachefiles_untimed_total",
-					  "Requests not timed at all: the in-flight map was full "
-					  "when they were issued.");
-	st->pending_full =
-	    metrics_counter1(m, "sysobs_cachefiles_pickup_untimed_total",
-			     "Requests whose daemon pick-up was not timed: the pending map "
-			     "was full.");
+	st->duration = sink_family(k, &d[CF_M_DURATION]);
+	st->requests = sink_family(k, &d[CF_M_REQUESTS]);
+	st->inflight = sink_family(k, &d[CF_M_INFLIGHT]);
+	st->read_bytes = sink_family(k, &d[CF_M_READ_BYTES]);
+	st->pickup = sink_family(k, &d[CF_M_PICKUP]);
+	st->daemon_events = sink_family(k, &d[CF_M_DAEMON_EVENTS]);
+	st->written_bytes = sink_series1(k, &d[CF_M_WRITTEN_BYTES]);
+	st->null_objects = sink_series1(k, &d[CF_M_NULL_OBJECTS]);
+	st->lost_ring = sink_series1(k, &d[CF_M_SLOW_LOST]);
+	st->lost_start = sink_series1(k, &d[CF_M_UNMATCHED]);
+	st->slow_total = sink_series1(k, &d[CF_M_SLOW]);
+	st->hist_full = sink_series1(k, &d[CF_M_HIST_FULL]);
+	st->start_full = sink_series1(k, &d[CF_M_UNTIMED]);
+	st->pending_full = sink_series1(k, &d[CF_M_PICKUP_UNTIMED]);
 	if (!st->duration || !st->requests || !st->inflight || !st->read_bytes || !st->pickup ||
 	    !st->daemon_events || !st->written_bytes || !st->null_objects || !st->lost_ring ||
 	    !st->lost_start || !st->slow_total || !st->hist_full || !st->pending_full ||
@@ -226,7 +252,7 @@ static int cachefiles_start(struct collector *c)
 	struct cachefiles_state *st = c->priv;
 	int err;
 
-	err = cachefiles_metrics_register(c, st);
+	err = cachefiles_handles_get(c, st);
 	if (err)
 		return err;
 	err = st->be_ops->open(&st->cfg, &st->be, c->why, sizeof(c->why));
@@ -244,20 +270,19 @@ static void cachefiles_on_slow(const struct cachefiles_slow *s, void *arg)
 	struct cachefiles_state *st = c->priv;
 	struct cachefiles_slow_row row = {0};
 
-	row.latency_ns = (int64_t)s->latency_ns;
+	row.latency_seconds = (double)s->latency_ns / 1e9;
 	row.offset = (int64_t)s->offset;
-	row.len = (int64_t)s->len;
-	row.ret = s->ret;
-	row.op = s->op;
+	row.length = (int64_t)s->len;
+	row.result = s->ret;
+	snprintf(row.op, sizeof(row.op), "%s", cachefiles_op_name(s->op));
 	row.object_debug_id = s->object_debug_id;
 	row.object_id = s->object_id;
 	row.pid = s->pid;
 	memcpy(row.comm, s->comm, sizeof(row.comm));
 	memcpy(row.volume, s->volume, sizeof(row.volume));
 	st->slow_seen++;
-	series_add(st->slow_total, 1);
-	/* A full queue is counted by the store. */
-	store_submit(c->agent->store, &cachefiles_slow_table, s->ts_ns, &row);
+	sink_add(c->sink, st->slow_total, 1);
+	sink_event(c->sink, &cachefiles_slow_table, s->ts_ns, &row);
 }
 
 static int cachefiles_on_ready(struct collector *c)
@@ -301,33 +326,30 @@ static void cachefiles_on_hist(const struct cachefiles_hist_snapshot *h, void *a
 	a->inflight += h->inflight;
 }
 
-static void cachefiles_publish(struct cachefiles_state *st, const struct cf_agg *h)
+static void cachefiles_publish(struct sink *k, struct cachefiles_state *st, const struct cf_agg *h)
 {
 	const char *op = cachefiles_op_name(h->op);
 	const char *lv[] = {op, h->volume, NULL};
 	const char *ok[] = {op, h->volume, "ok", NULL};
 	const char *er[] = {op, h->volume, "error", NULL};
 	const char *vol[] = {h->volume, NULL};
-	struct metric_series *s;
 
-	if ((s = metric_series(st->duration, lv)))
-		series_histogram_set(s, h->buckets, (double)h->sum_ns / 1e9);
-	if ((s = metric_series(st->requests, ok)))
-		series_set(s, (double)h->ok);
-	if (h->errors && (s = metric_series(st->requests, er)))
-		series_set(s, (double)h->errors);
-	if ((s = metric_series(st->inflight, lv)))
-		series_set(s, h->inflight > 0 ? (double)h->inflight : 0);
-	if (h->op == CF_OP_READ && (s = metric_series(st->read_bytes, vol)))
-		series_set(s, (double)h->bytes);
+	sink_histogram_set(k, sink_series(k, st->duration, lv), h->buckets,
+			   (double)h->sum_ns / 1e9);
+	sink_set(k, sink_series(k, st->requests, ok), (double)h->ok);
+	if (h->errors)
+		sink_set(k, sink_series(k, st->requests, er), (double)h->errors);
+	sink_set(k, sink_series(k, st->inflight, lv), h->inflight > 0 ? (double)h->inflight : 0);
+	if (h->op == CF_OP_READ)
+		sink_set(k, sink_series(k, st->read_bytes, vol), (double)h->bytes);
 }
 
 static int cachefiles_collect(struct collector *c)
 {
 	struct cachefiles_state *st = c->priv;
+	struct sink *k = c->sink;
 	uint64_t stats[CF_STAT_MAX];
 	struct cf_pickup *p;
-	struct metric_series *s;
 	int err;
 
 	/* Slow requests first, so a scrape after a burst sees them counted. */
@@ -337,23 +359,23 @@ static int cachefiles_collect(struct collector *c)
 	if (err)
 		return err;
 	for (size_t i = 0; i < st->n_agg; i++)
-		cachefiles_publish(st, &st->agg[i]);
+		cachefiles_publish(k, st, &st->agg[i]);
 	err = st->be_ops->read_stats(st->be, stats);
 	if (err)
 		return err;
 	for (unsigned i = 0; i < CF_STAT_MAX; i++) {
 		const char *ev[] = {cf_stat_events[i], NULL};
 
-		if (cf_stat_events[i] && (s = metric_series(st->daemon_events, ev)))
-			series_set(s, (double)stats[i]);
+		if (cf_stat_events[i])
+			sink_set(k, sink_series(k, st->daemon_events, ev), (double)stats[i]);
 	}
-	series_set(st->written_bytes, (double)stats[CF_STAT_FD_WRITE_BYTES]);
-	series_set(st->null_objects, (double)stats[CF_STAT_NULL_OBJECT]);
-	series_set(st->lost_ring, (double)stats[CF_STAT_RINGBUF_FULL]);
-	series_set(st->lost_start, (double)stats[CF_STAT_START_LOST]);
-	series_set(st->hist_full, (double)stats[CF_STAT_HIST_FULL]);
-	series_set(st->pending_full, (double)stats[CF_STAT_PENDING_FULL]);
-	series_set(st->start_full, (double)stats[CF_STAT_START_FULL]);
+	sink_set(k, st->written_bytes, (double)stats[CF_STAT_FD_WRITE_BYTES]);
+	sink_set(k, st->null_objects, (double)stats[CF_STAT_NULL_OBJECT]);
+	sink_set(k, st->lost_ring, (double)stats[CF_STAT_RINGBUF_FULL]);
+	sink_set(k, st->lost_start, (double)stats[CF_STAT_START_LOST]);
+	sink_set(k, st->hist_full, (double)stats[CF_STAT_HIST_FULL]);
+	sink_set(k, st->pending_full, (double)stats[CF_STAT_PENDING_FULL]);
+	sink_set(k, st->start_full, (double)stats[CF_STAT_START_FULL]);
 
 	p = malloc(sizeof(*p));
 	if (!p)
@@ -363,9 +385,8 @@ static int cachefiles_collect(struct collector *c)
 
 		if (st->be_ops->read_pickup(st->be, op, p) || !p->count)
 			continue;
-		if ((s = metric_series(st->pickup, lv)))
-			series_histogram_set(s, (const uint64_t *)p->buckets,
-					     (double)p->sum_ns / 1e9);
+		sink_histogram_set(k, sink_series(k, st->pickup, lv), (const uint64_t *)p->buckets,
+				   (double)p->sum_ns / 1e9);
 	}
 	free(p);
 	return 0;
@@ -386,15 +407,14 @@ static void cachefiles_stop(struct collector *c)
 }
 
 /*
- * GET /api/v1/cachefiles/slow?since=&until=&limit=&cursor=[&volume=&op=]
+ * GET /api/v1/cachefiles/slow?start=&end=&limit=&cursor=[&volume=&op=]
  * Slow requests newest first: {"data": [...], "next_cursor": "<id>" | null}
  * (one row more than limit is fetched to know whether a next page exists).
  */
 static void cachefiles_route_slow(const struct http_request *req, struct http_response *res,
 				  void *arg)
 {
-	static const char *const allowed[] = {"since",	"until", "limit", "cursor",
-					      "volume", "op",	 NULL};
+	static const char *const allowed[] = {QUERY_WINDOW_PARAMS, "volume", "op", NULL};
 	struct collector *c = arg;
 	const char *volume = http_query(req, "volume");
 	const char *op = http_query(req, "op");
@@ -425,8 +445,8 @@ static void cachefiles_route_slow(const struct http_request *req, struct http_re
 	    -1, &st, NULL);
 	if (rc != SQLITE_OK)
 		goto out_db_error;
-	sqlite3_bind_int64(st, 1, w.since_ns);
-	sqlite3_bind_int64(st, 2, w.until_ns);
+	sqlite3_bind_int64(st, 1, w.start_ns);
+	sqlite3_bind_int64(st, 2, w.end_ns);
 	sqlite3_bind_int64(st, 3, w.cursor);
 	if (volume)
 		sqlite3_bind_text(st, 4, volume, -1, SQLITE_TRANSIENT);
@@ -459,6 +479,8 @@ const struct collector_ops cachefiles_collector = {
     .name = "cachefiles",
     .help = "latency of cachefiles on-demand requests (EROFS over fscache) via BPF",
     .keys = cachefiles_keys,
+    .cfg_size = sizeof(struct cachefiles_cfg),
+    .metrics = cachefiles_metrics,
     .tables = cachefiles_tables,
     .routes = cachefiles_routes,
     .init = cachefiles_init,

@@ -17,13 +17,35 @@ const char *cachefiles_op_name(unsigned op)
 	return "unknown";
 }
 
-void cachefiles_hist_bounds(double *bounds)
-{
-	unsigned i;
+/*
+ * cf_hist_upper_ns(i) / 1e9 as constant expressions, so the bounds are a
+ * static table a metric descriptor can point at (the agent registers the
+ * histograms before the collector's init runs). Finite bucket 0 ends at
+ * 2^CF_HIST_MIN_SHIFT ns; then CF_HIST_SUB buckets per power of two.
+ */
+#define CF_BOUND(i)                                                                                \
+	((double)((unsigned long long)(CF_HIST_SUB + ((i)-1) % CF_HIST_SUB + 1)                    \
+		  << (CF_HIST_MIN_SHIFT + ((i)-1) / CF_HIST_SUB - CF_HIST_SUB_SHIFT)) /            \
+	 1e9)
+#define CF_BOUNDS_POW(k)                                                                           \
+	CF_BOUND(1 + 8 * (k)), CF_BOUND(2 + 8 * (k)), CF_BOUND(3 + 8 * (k)),                       \
+	    CF_BOUND(4 + 8 * (k)), CF_BOUND(5 + 8 * (k)), CF_BOUND(6 + 8 * (k)),                   \
+	    CF_BOUND(7 + 8 * (k)), CF_BOUND(8 + 8 * (k))
+_Static_assert(CF_HIST_SUB == 8 && CF_HIST_MAX_SHIFT - CF_HIST_MIN_SHIFT == 21,
+	       "the table below spells out 21 powers of two of 8 sub-buckets");
 
-	for (i = 0; i < CF_HIST_FINITE; i++)
-		bounds[i] = (double)cf_hist_upper_ns(i) / 1e9;
-}
+#define CF_BOUNDS_POW7(k)                                                                          \
+	CF_BOUNDS_POW(k), CF_BOUNDS_POW(k + 1), CF_BOUNDS_POW(k + 2), CF_BOUNDS_POW(k + 3),        \
+	    CF_BOUNDS_POW(k + 4), CF_BOUNDS_POW(k + 5), CF_BOUNDS_POW(k + 6)
+
+const double cachefiles_hist_bounds[] = {
+    (double)(1ULL << CF_HIST_MIN_SHIFT) / 1e9,
+    CF_BOUNDS_POW7(0),
+    CF_BOUNDS_POW7(7),
+    CF_BOUNDS_POW7(14),
+};
+_Static_assert(sizeof(cachefiles_hist_bounds) == CF_HIST_FINITE * sizeof(double),
+	       "one bound per finite bucket");
 
 /* Copies a possibly unterminated fixed-size kernel string. */
 static void copy_cstr(char *dst, size_t dst_len, const char *src, size_t src_len)

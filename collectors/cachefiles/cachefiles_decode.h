@@ -16,8 +16,8 @@
 /* "open", "read", or "unknown". */
 const char *cachefiles_op_name(unsigned op);
 
-/* Fills bounds[CF_HIST_FINITE] with the finite upper bounds in seconds. */
-void cachefiles_hist_bounds(double *bounds);
+/* The finite upper bounds in seconds, cf_hist_upper_ns(i) / 1e9. */
+extern const double cachefiles_hist_bounds[CF_HIST_FINITE];
 
 /*
  * Decodes one struct cf_slow_record from the ring buffer. mono_now_ns and

@@ -10,14 +10,13 @@
  *   start    attach, ring buffer (its epoll fd is c->fd), kallsyms.
  *   collect  every interval: sum the per-CPU counters into
  *            sysobs_packet_drops_total{reason,protocol[,netns]} (kernel
- *            totals, so series_set) and the program's own health counters.
+ *            totals, so sink_set) and the program's own health counters.
  *   on_ready drain sampled records into the drop_samples table.
  */
 #include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <limits.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,10 +26,10 @@
 #include <bpf/btf.h>
 #include <bpf/libbpf.h>
 
-#include "agent/agent.h"
 #include "agent/log.h"
 #include "bpf/drops.h"
 #include "bpf/drops.skel.h"
+#include "collectors/bpf_util.h"
 #include "collectors/collector.h"
 #include "collectors/drops/drops.h"
 #include "collectors/drops/drops_btf.h"
@@ -48,21 +47,17 @@ struct drops_agg {
 };
 
 struct drops_state {
+	const struct drops_cfg *cfg;
 	struct drops_bpf *skel;
 	struct bpf_link *link;
 	struct ring_buffer *rb;
-	struct btf *vmlinux;
+	struct bpf_util_btf btf; /* vmlinux during init only */
 	struct drops_reasons *reasons;
 	struct drops_ksyms *ksyms;
 	const char *attach_kind; /* "tp_btf" or "raw_tp" */
 
-	char btf_path[PATH_MAX];
-	char kallsyms_path[PATH_MAX];
-	bool netns_label;
-	bool fast_slots;
 	int nargs; /* kfree_skb tracepoint arguments */
 	bool has_rdonly_cast;
-	uint64_t sample_rate, sample_burst, map_entries, ring_bytes;
 	int ncpus;	  /* possible CPUs: per-CPU value arrays */
 	uint64_t *percpu; /* ncpus values */
 	struct drops_agg *agg;
@@ -78,118 +73,207 @@ struct drops_state {
 	__u32 *slot_keys;	      /* DROPS_SLOTS */
 	struct drops_slot *slot_vals; /* DROPS_SLOTS * ncpus */
 
-	struct metric *drops;
-	struct metric_series *runs, *overflow, *samples, *lost, *throttled, *invalid_s, *keys;
+	struct sink_family *drops;
+	struct sink_series *runs, *overflow, *samples, *lost, *throttled, *invalid_s, *keys;
+};
+
+/* --- metrics ------------------------------------------------------------- */
+
+enum {
+	DROPS_M_RUNS,
+	DROPS_M_OVERFLOW,
+	DROPS_M_SAMPLES,
+	DROPS_M_LOST,
+	DROPS_M_THROTTLED,
+	DROPS_M_INVALID,
+	DROPS_M_MAP_ENTRIES,
+};
+
+static const struct metric_desc drops_metrics[] = {
+    [DROPS_M_RUNS] = {"sysobs_drops_program_runs_total",
+		      "Runs of the drops BPF program (kfree_skb events, including "
+		      "not-dropped/consumed ones).",
+		      METRIC_KIND_COUNTER},
+    [DROPS_M_OVERFLOW] = {"sysobs_drops_map_overflow_total",
+			  "Drops not counted by reason because the kernel counter map "
+			  "was full (raise map_entries).",
+			  METRIC_KIND_COUNTER},
+    [DROPS_M_SAMPLES] = {"sysobs_drop_samples_total",
+			 "Sampled drop records sent by the BPF program.", METRIC_KIND_COUNTER},
+    [DROPS_M_LOST] = {"sysobs_drop_samples_lost_total",
+		      "Sampled drop records lost: the ring buffer was full.", METRIC_KIND_COUNTER},
+    [DROPS_M_THROTTLED] = {"sysobs_drop_samples_throttled_total",
+			   "Drops not sampled because of the sample_rate limit (or "
+			   "sampling is off).",
+			   METRIC_KIND_COUNTER},
+    [DROPS_M_INVALID] = {"sysobs_drop_samples_invalid_total",
+			 "Ring-buffer records that did not decode.", METRIC_KIND_COUNTER},
+    [DROPS_M_MAP_ENTRIES] = {"sysobs_drops_map_entries",
+			     "Entries in use in the kernel counter hash (keys that missed "
+			     "the per-CPU fast slots); map_entries is its size.",
+			     METRIC_KIND_GAUGE},
+    {0},
+};
+
+/*
+ * sysobs_packet_drops_total, without or with the netns label (netns_label).
+ * Its label set depends on the config, which ops->metrics cannot say (the
+ * agent registers those before init, as declared), so the collector
+ * registers the one its config asks for at start.
+ */
+static const char *const drops_total_labels[] = {"reason", "protocol", "netns", NULL};
+static const char *const drops_total_labels_no_netns[] = {"reason", "protocol", NULL};
+#define DROPS_TOTAL_HELP                                                                           \
+	"Packets the kernel dropped, by drop reason (named from the kernel's BTF) and protocol, "  \
+	"since the collector started."
+static const struct metric_desc drops_total_metric[2] = {
+    [false] = {"sysobs_packet_drops_total", DROPS_TOTAL_HELP, METRIC_KIND_COUNTER,
+	       drops_total_labels_no_netns},
+    [true] = {"sysobs_packet_drops_total", DROPS_TOTAL_HELP, METRIC_KIND_COUNTER,
+	      drops_total_labels},
 };
 
 /* --- store ----------------------------------------------------------------- */
 
-static const char *const drops_migrations[] = {
-    "CREATE TABLE drop_samples(id INTEGER PRIMARY KEY, ts INTEGER NOT NULL,"
-    " reason TEXT, reason_code INTEGER, location TEXT, ifindex INTEGER, ifname TEXT,"
-    " netns INTEGER, l3 TEXT, protocol TEXT, saddr TEXT, daddr TEXT, sport INTEGER,"
-    " dport INTEGER, icmp_type INTEGER, icmp_code INTEGER, tcp_flags INTEGER,"
-    " len INTEGER, cpu INTEGER);"
-    "CREATE INDEX drop_samples_ts ON drop_samples(ts);",
-    NULL,
+/*
+ * ?reason= is checked against the names the running kernel's BTF gives (and
+ * UNKNOWN_<n>, which the collector writes for a value no BTF names). The
+ * HTTP threads read an immutable snapshot of the names, published with a
+ * release store after every (re)scan; older snapshots are freed at stop, as
+ * a request may still be reading one.
+ */
+struct drops_names {
+	struct drops_names *prev;
+	size_t n;
+	char (*name)[DROPS_REASON_NAME_MAX];
 };
 
-static int bind_text_or_null(sqlite3_stmt *st, int i, const char *s)
+static struct drops_names *drops_names_cur;
+
+static void drops_names_publish(const struct drops_reasons *r)
 {
-	return s[0] ? sqlite3_bind_text(st, i, s, -1, SQLITE_TRANSIENT) : sqlite3_bind_null(st, i);
+	struct drops_names *n = calloc(1, sizeof(*n));
+	size_t count = drops_reasons_count(r);
+
+	if (!n)
+		return;
+	n->name = calloc(count ? count : 1, sizeof(*n->name));
+	if (!n->name) {
+		free(n);
+		return;
+	}
+	for (size_t i = 0; i < count; i++) {
+		const char *name = drops_reason_at(r, i);
+
+		snprintf(n->name[n->n++], sizeof(n->name[0]), "%s", name);
+	}
+	n->prev = drops_names_cur;
+	__atomic_store_n(&drops_names_cur, n, __ATOMIC_RELEASE);
 }
 
-static int bind_int_or_null(sqlite3_stmt *st, int i, int64_t v)
+static void drops_names_free_all(void)
 {
-	return v >= 0 ? sqlite3_bind_int64(st, i, v) : sqlite3_bind_null(st, i);
+	struct drops_names *n = drops_names_cur;
+
+	drops_names_cur = NULL;
+	while (n) {
+		struct drops_names *prev = n->prev;
+
+		free(n->name);
+		free(n);
+		n = prev;
+	}
 }
 
-static int drops_bind(sqlite3_stmt *st, const void *p)
+static int drops_reason_lookup(const char *s, char *out, size_t len)
 {
-	const struct drops_row *r = p;
-	int rc;
+	const struct drops_names *n = __atomic_load_n(&drops_names_cur, __ATOMIC_ACQUIRE);
+	char *end;
 
-	if ((rc = bind_text_or_null(st, 3, r->reason)) ||
-	    (rc = sqlite3_bind_int64(st, 4, r->reason_code)) ||
-	    (rc = bind_text_or_null(st, 5, r->location)) ||
-	    (rc = bind_int_or_null(st, 6, r->ifindex)) ||
-	    (rc = bind_text_or_null(st, 7, r->ifname)) ||
-	    (rc = sqlite3_bind_int64(st, 8, r->netns)) || (rc = bind_text_or_null(st, 9, r->l3)) ||
-	    (rc = bind_text_or_null(st, 10, r->protocol)) ||
-	    (rc = bind_text_or_null(st, 11, r->saddr)) ||
-	    (rc = bind_text_or_null(st, 12, r->daddr)) ||
-	    (rc = bind_int_or_null(st, 13, r->sport)) ||
-	    (rc = bind_int_or_null(st, 14, r->dport)) ||
-	    (rc = bind_int_or_null(st, 15, r->icmp_type)) ||
-	    (rc = bind_int_or_null(st, 16, r->icmp_code)) ||
-	    (rc = bind_int_or_null(st, 17, r->tcp_flags)) ||
-	    (rc = sqlite3_bind_int64(st, 18, r->len)))
-		return rc;
-	return sqlite3_bind_int64(st, 19, r->cpu);
+	if (!strncasecmp(s, "UNKNOWN_", 8) && s[8] >= '0' && s[8] <= '9') {
+		unsigned long v = strtoul(s + 8, &end, 10);
+
+		if (!*end && v <= UINT32_MAX) {
+			snprintf(out, len, "UNKNOWN_%lu", v);
+			return 0;
+		}
+	}
+	for (size_t i = 0; n && i < n->n; i++) {
+		if (!strcasecmp(s, n->name[i])) {
+			snprintf(out, len, "%s", n->name[i]);
+			return 0;
+		}
+	}
+	return -ENOENT;
 }
 
-const struct store_table drops_samples_table = {
+static void drops_reason_list(char *buf, size_t len)
+{
+	const struct drops_names *n = __atomic_load_n(&drops_names_cur, __ATOMIC_ACQUIRE);
+	size_t off = 0;
+
+	buf[0] = '\0';
+	for (size_t i = 0; n && i < n->n && off < len; i++) {
+		int w = snprintf(buf + off, len - off, "%s%s", i ? ", " : "", n->name[i]);
+
+		if (w < 0)
+			break;
+		off += (size_t)w;
+	}
+	if (!n || !n->n)
+		snprintf(buf, len, "(the drops collector has not read the kernel's reasons)");
+}
+
+static const struct col_domain drops_reason_domain = {
+    .lookup = drops_reason_lookup,
+    .list = drops_reason_list,
+};
+
+static const char *const drops_protocols[] = {
+    "tcp", "udp", "udplite", "icmp", "icmpv6", "sctp", "igmp", "gre",
+    "esp", "ah",  "ip",	     "arp",  "other",  "none", NULL,
+};
+static const struct col_domain drops_protocol_domain = {.values = drops_protocols};
+
+#define DROPS_COL(f, t, n, ...) COL(struct drops_row, f, t, n, __VA_ARGS__)
+static const struct event_column drops_cols[] = {
+    DROPS_COL(reason, COL_TEXT, COL_NULL_EMPTY, .filter = COL_FILTER_ENUM,
+	      .domain = &drops_reason_domain),
+    DROPS_COL(reason_code, COL_UINT, COL_NOT_NULL),
+    DROPS_COL(location, COL_TEXT, COL_NULL_EMPTY),
+    DROPS_COL(ifindex, COL_INT, COL_NULL_NEG, .filter = COL_FILTER_EQ, .fmin = 1,
+	      .fmax = INT32_MAX),
+    DROPS_COL(ifname, COL_TEXT, COL_NULL_EMPTY, .filter = COL_FILTER_EQ),
+    DROPS_COL(netns, COL_UINT, COL_NOT_NULL, .filter = COL_FILTER_EQ, .fmin = 1),
+    DROPS_COL(l3, COL_TEXT, COL_NULL_EMPTY),
+    DROPS_COL(protocol, COL_TEXT, COL_NULL_EMPTY, .filter = COL_FILTER_ENUM,
+	      .domain = &drops_protocol_domain),
+    DROPS_COL(saddr, COL_TEXT, COL_NULL_EMPTY, .filter = COL_FILTER_ADDR, .param = "addr"),
+    DROPS_COL(daddr, COL_TEXT, COL_NULL_EMPTY, .filter = COL_FILTER_ADDR, .param = "addr"),
+    DROPS_COL(sport, COL_INT, COL_NULL_NEG, .filter = COL_FILTER_EQ, .param = "port",
+	      .fmax = 65535),
+    DROPS_COL(dport, COL_INT, COL_NULL_NEG, .filter = COL_FILTER_EQ, .param = "port",
+	      .fmax = 65535),
+    DROPS_COL(icmp_type, COL_INT, COL_NULL_NEG),
+    DROPS_COL(icmp_code, COL_INT, COL_NULL_NEG),
+    DROPS_COL(tcp_flags, COL_INT, COL_NULL_NEG),
+    DROPS_COL(len, COL_UINT, COL_NOT_NULL),
+    DROPS_COL(cpu, COL_UINT, COL_NOT_NULL),
+    {0},
+};
+
+const struct event_table drops_samples_table = {
     .name = "drop_samples",
     .collector = "drops",
-    .migrations = drops_migrations,
-    .insert_sql = "INSERT INTO drop_samples(id, ts, reason, reason_code, location, ifindex,"
-		  " ifname, netns, l3, protocol, saddr, daddr, sport, dport, icmp_type,"
-		  " icmp_code, tcp_flags, len, cpu) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8,"
-		  " ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19)",
-    .bind = drops_bind,
+    .route = "/api/v1/drops/samples",
+    .help = "sampled drop records with 5-tuple, device, netns and kernel location",
+    .cols = drops_cols,
     .row_size = sizeof(struct drops_row),
 };
 
-_Static_assert(sizeof(struct drops_row) <= STORE_ROW_MAX, "drops_row too large for the store");
+_Static_assert(sizeof(struct drops_row) <= EVENT_ROW_MAX, "drops_row too large for the store");
 
-static const struct store_table *const drops_tables[] = {&drops_samples_table, NULL};
-
-/* --- libbpf messages ----------------------------------------------------- */
-
-/* Warnings libbpf printed during the current load attempt; the one naming
- * the error is quoted in c->why (the first is often a harmless
- * RLIMIT_MEMLOCK note). */
-#define DROPS_LIBBPF_LINES 8
-static char drops_libbpf_warn[DROPS_LIBBPF_LINES][200];
-static unsigned drops_libbpf_nwarn;
-
-static int drops_libbpf_print(enum libbpf_print_level lvl, const char *fmt, va_list ap)
-{
-	char buf[1024];
-	size_t n;
-
-	vsnprintf(buf, sizeof(buf), fmt, ap);
-	n = strlen(buf);
-	while (n && buf[n - 1] == '\n')
-		buf[--n] = '\0';
-	if (lvl != LIBBPF_WARN) {
-		log_msg(LOG_LVL_DEBUG, "drops", "%s", buf);
-		return 0;
-	}
-	log_msg(LOG_LVL_WARN, "drops", "%s", buf);
-	if (drops_libbpf_nwarn < DROPS_LIBBPF_LINES) {
-		char *dst = drops_libbpf_warn[drops_libbpf_nwarn++];
-		const char *src = strncmp(buf, "libbpf: ", 8) ? buf : buf + 8;
-
-		n = strlen(src);
-		if (n > sizeof(drops_libbpf_warn[0]) - 1)
-			n = sizeof(drops_libbpf_warn[0]) - 1; /* c->why is shorter anyway */
-		memcpy(dst, src, n);
-		dst[n] = '\0';
-	}
-	return 0;
-}
-
-/* The libbpf warning that names err, else the first one, else "". */
-static const char *drops_libbpf_cause(int err)
-{
-	const char *what = strerror(-err);
-
-	for (unsigned i = 0; i < drops_libbpf_nwarn; i++)
-		if (strstr(drops_libbpf_warn[i], what))
-			return drops_libbpf_warn[i];
-	return drops_libbpf_nwarn ? drops_libbpf_warn[0] : "";
-}
+static const struct event_table *const drops_tables[] = {&drops_samples_table, NULL};
 
 /* --- init ---------------------------------------------------------------- */
 
@@ -198,12 +282,12 @@ static const char *drops_libbpf_cause(int err)
 static void drops_scan_modules(struct drops_state *st)
 {
 	char dir[PATH_MAX], path[PATH_MAX + 256];
-	struct btf *base = st->vmlinux;
+	struct btf *base = st->btf.vmlinux;
 	struct dirent *e;
 	char *slash;
 	DIR *d;
 
-	snprintf(dir, sizeof(dir), "%s", st->btf_path);
+	snprintf(dir, sizeof(dir), "%s", st->cfg->btf_path);
 	slash = strrchr(dir, '/');
 	if (!slash)
 		return;
@@ -212,7 +296,7 @@ static void drops_scan_modules(struct drops_state *st)
 	if (!d)
 		return;
 	/* a rescan after init parses vmlinux again (not kept: ~6 MiB) */
-	if (!base && !(base = btf__parse(st->btf_path, NULL))) {
+	if (!base && !(base = btf__parse(st->cfg->btf_path, NULL))) {
 		closedir(d);
 		return;
 	}
@@ -229,42 +313,15 @@ static void drops_scan_modules(struct drops_state *st)
 		btf__free(mod);
 	}
 	closedir(d);
-	if (base != st->vmlinux)
+	if (base != st->btf.vmlinux)
 		btf__free(base);
-}
-
-static int drops_read_config(struct collector *c, struct drops_state *st)
-{
-	struct config *cfg = &c->agent->cfg;
-	const char *s;
-	uint64_t interval;
-	int err;
-
-	if ((err = cfg_get_duration_ms(cfg, c->section, "interval", 100, 3600000, &interval)) ||
-	    (err = cfg_get_u64(cfg, c->section, "sample_rate", 0, 1000000, &st->sample_rate)) ||
-	    (err = cfg_get_u64(cfg, c->section, "sample_burst", 1, 1000000, &st->sample_burst)) ||
-	    (err = cfg_get_u64(cfg, c->section, "map_entries", 16, 1 << 20, &st->map_entries)) ||
-	    (err =
-		 cfg_get_size(cfg, c->section, "ring_bytes", 4096, 1ull << 30, &st->ring_bytes)) ||
-	    (err = cfg_get_bool(cfg, c->section, "netns_label", &st->netns_label)) ||
-	    (err = cfg_get_bool(cfg, c->section, "fast_slots", &st->fast_slots)))
-		return err;
-	if (st->ring_bytes & (st->ring_bytes - 1) || st->ring_bytes % getpagesize())
-		return cfg_error(cfg, c->section, "ring_bytes",
-				 "must be a power of two and a multiple of the page size");
-	s = collector_cfg(c, "attach");
-	if (strcmp(s, "auto") && strcmp(s, "tp_btf") && strcmp(s, "raw_tp"))
-		return cfg_error(cfg, c->section, "attach", "must be auto, tp_btf or raw_tp");
-	snprintf(st->btf_path, sizeof(st->btf_path), "%s", collector_cfg(c, "btf_path"));
-	snprintf(st->kallsyms_path, sizeof(st->kallsyms_path), "%s", collector_cfg(c, "kallsyms"));
-	c->interval_ms = interval;
-	return 0;
 }
 
 /* Opens and loads the BPF object with one of its two programs. */
 static int drops_load(struct drops_state *st, bool tp_btf)
 {
-	LIBBPF_OPTS(bpf_object_open_opts, oo, .btf_custom_path = st->btf_path);
+	const struct drops_cfg *cfg = st->cfg;
+	LIBBPF_OPTS(bpf_object_open_opts, oo, .btf_custom_path = cfg->btf_path);
 	long ncpu_online = sysconf(_SC_NPROCESSORS_ONLN);
 	struct drops_bpf *skel;
 	int err;
@@ -276,22 +333,22 @@ static int drops_load(struct drops_state *st, bool tp_btf)
 	bpf_program__set_autoload(skel->progs.drops_raw_tp, !tp_btf);
 	bpf_program__set_autoload(skel->progs.drops_baseline, false);
 	skel->rodata->has_rx_sk = st->nargs >= 4;
-	skel->rodata->use_slots = st->fast_slots;
+	skel->rodata->use_slots = cfg->fast_slots;
 	skel->rodata->has_rdonly_cast = st->has_rdonly_cast;
-	if (st->sample_rate) {
+	if (cfg->sample_rate) {
 		/* Host-wide rate split evenly over the online CPUs' buckets. */
 		uint64_t per_cpu_burst;
 
 		if (ncpu_online < 1)
 			ncpu_online = 1;
-		per_cpu_burst = st->sample_burst / ncpu_online;
+		per_cpu_burst = cfg->sample_burst / ncpu_online;
 		if (!per_cpu_burst)
 			per_cpu_burst = 1;
-		skel->rodata->sample_cost_ns = 1000000000ull * ncpu_online / st->sample_rate;
+		skel->rodata->sample_cost_ns = 1000000000ull * ncpu_online / cfg->sample_rate;
 		skel->rodata->sample_burst_ns = skel->rodata->sample_cost_ns * per_cpu_burst;
 	}
-	if ((err = bpf_map__set_max_entries(skel->maps.counts, st->map_entries)) ||
-	    (err = bpf_map__set_max_entries(skel->maps.samples, st->ring_bytes)))
+	if ((err = bpf_map__set_max_entries(skel->maps.counts, cfg->map_entries)) ||
+	    (err = bpf_map__set_max_entries(skel->maps.samples, cfg->ring_bytes)))
 		goto err_destroy;
 	err = drops_bpf__load(skel);
 	if (err)
@@ -307,30 +364,31 @@ err_destroy:
 
 static int drops_init(struct collector *c)
 {
+	const struct drops_cfg *cfg = c->cfg;
 	struct drops_state *st;
-	libbpf_print_fn_t prev;
-	const char *attach;
 	int err;
 
+	if (cfg->ring_bytes & (cfg->ring_bytes - 1) || cfg->ring_bytes % getpagesize())
+		return collector_config_error(
+		    c, "ring_bytes", "must be a power of two and a multiple of the page size");
 	st = calloc(1, sizeof(*st));
 	if (!st)
 		return -ENOMEM;
 	c->priv = st;
-	err = drops_read_config(c, st);
-	if (err)
-		return err;
+	st->cfg = cfg;
+	c->interval_ms = cfg->interval;
 
-	if (access(st->btf_path, R_OK))
+	err = bpf_util_btf_load(&st->btf, cfg->btf_path, NULL);
+	if (err == -ENOENT)
 		return collector_unavailable(c, -ENODEV,
 					     "no kernel BTF at %s (%s): kernel built without "
 					     "CONFIG_DEBUG_INFO_BTF",
-					     st->btf_path, strerror(errno));
-	st->vmlinux = btf__parse(st->btf_path, NULL);
-	if (!st->vmlinux)
+					     cfg->btf_path, strerror(errno));
+	if (err)
 		return collector_unavailable(c, -ENODEV, "cannot parse kernel BTF %s: %s",
-					     st->btf_path, strerror(errno));
-	st->nargs = drops_btf_kfree_skb_nargs(st->vmlinux);
-	if (st->nargs < 0)
+					     cfg->btf_path, strerror(-err));
+	st->nargs = drops_btf_kfree_skb_nargs(st->btf.vmlinux);
+	if (!bpf_util_has_tp_btf(&st->btf, "kfree_skb") || st->nargs < 0)
 		return collector_unavailable(c, -EOPNOTSUPP,
 					     "kernel has no skb:kfree_skb tracepoint in BTF");
 	if (st->nargs < 3)
@@ -338,19 +396,18 @@ static int drops_init(struct collector *c)
 					     "skb:kfree_skb has no reason argument (%d arguments; "
 					     "needs Linux 5.17 or later)",
 					     st->nargs);
-	st->reasons = drops_reasons_new(st->vmlinux);
+	st->reasons = drops_reasons_new(st->btf.vmlinux);
 	if (!st->reasons)
 		return collector_unavailable(
 		    c, -EOPNOTSUPP, "kernel BTF has no enum skb_drop_reason: %s", strerror(errno));
 	drops_scan_modules(st);
+	drops_names_publish(st->reasons);
 	/* bpf_rdonly_cast() (v6.2) lets tp_btf read packet bytes without a
 	 * helper call; kfuncs are FUNCs in the kernel's BTF. */
-	st->has_rdonly_cast =
-	    btf__find_by_name_kind(st->vmlinux, "bpf_rdonly_cast", BTF_KIND_FUNC) > 0;
+	st->has_rdonly_cast = bpf_util_btf_has(&st->btf, "bpf_rdonly_cast", BTF_KIND_FUNC);
 	/* Names are copied out. The parsed BTF is ~6 MiB: gone before libbpf
 	 * parses its own copy for CO-RE, and not part of the idle agent. */
-	btf__free(st->vmlinux);
-	st->vmlinux = NULL;
+	bpf_util_btf_free(&st->btf);
 
 	st->ncpus = libbpf_num_possible_cpus();
 	if (st->ncpus < 1)
@@ -361,37 +418,35 @@ static int drops_init(struct collector *c)
 	if (!st->percpu || !st->slot_keys || !st->slot_vals)
 		return -ENOMEM;
 
-	drops_libbpf_nwarn = 0;
-	prev = libbpf_set_print(drops_libbpf_print);
-	attach = collector_cfg(c, "attach");
-	err = drops_load(st, strcmp(attach, "raw_tp") != 0);
-	if (err && !strcmp(attach, "auto") && err != -EPERM) {
+	bpf_util_load_begin(c->ops->name);
+	err = drops_load(st, cfg->attach != DROPS_ATTACH_RAW_TP);
+	if (err && cfg->attach == DROPS_ATTACH_AUTO && err != -EPERM) {
 		clog_warn(c, "tp_btf program did not load (%s); trying raw_tp", strerror(-err));
-		drops_libbpf_nwarn = 0;
+		bpf_util_load_retry();
 		err = drops_load(st, false);
 	}
-	libbpf_set_print(prev);
+	bpf_util_load_end();
 	/* The verifier also answers EACCES (a refused pointer access): only
 	 * without the capabilities is it a permission problem. */
-	if (err == -EPERM || (err == -EACCES && !collector_have_bpf_caps()))
+	if (err == -EPERM || (err == -EACCES && !bpf_util_have_caps()))
 		return collector_unavailable(
 		    c, err,
 		    "no permission to load BPF (needs CAP_BPF and CAP_PERFMON, "
 		    "or CAP_SYS_ADMIN): %s; libbpf: %s",
-		    strerror(-err), drops_libbpf_cause(err));
+		    strerror(-err), bpf_util_load_cause(err));
 	if (err == -EACCES)
 		return collector_unavailable(c, -EOPNOTSUPP,
 					     "the kernel's verifier refused the BPF program: %s; "
 					     "libbpf: %s",
-					     strerror(-err), drops_libbpf_cause(err));
+					     strerror(-err), bpf_util_load_cause(err));
 	/* -EINVAL would read as a config error to the agent: a program this
 	 * kernel's verifier refuses is a missing feature. */
 	if (err)
 		return collector_unavailable(c, err == -EINVAL ? -EOPNOTSUPP : err,
 					     "cannot load the BPF program: %s; libbpf: %s",
-					     strerror(-err), drops_libbpf_cause(err));
+					     strerror(-err), bpf_util_load_cause(err));
 	clog_info(c, "%zu drop reasons from %s; kfree_skb has %d arguments; program %s",
-		  drops_reasons_count(st->reasons), st->btf_path, st->nargs, st->attach_kind);
+		  drops_reasons_count(st->reasons), cfg->btf_path, st->nargs, st->attach_kind);
 	return 0;
 }
 
@@ -436,9 +491,8 @@ static int drops_on_sample(void *ctx, void *data, size_t len)
 		return 0;
 	}
 	drops_row_fill(st, &s, &row);
-	/* A full queue is counted by the store (queue_full); never block. */
-	store_submit(c->agent->store, &drops_samples_table,
-		     (int64_t)s.ts_mono_ns + st->mono_to_wall_ns, &row);
+	sink_event(c->sink, &drops_samples_table, (int64_t)s.ts_mono_ns + st->mono_to_wall_ns,
+		   &row);
 	/* Budget per wakeup: a negative return stops ring_buffer__consume()
 	 * (this record already consumed); the ring fd stays readable, so the
 	 * loop comes back after serving everything else. */
@@ -461,83 +515,63 @@ static int drops_on_ready(struct collector *c)
 
 static int drops_start(struct collector *c)
 {
-	static const char *const labels2[] = {"reason", "protocol", NULL};
-	static const char *const labels3[] = {"reason", "protocol", "netns", NULL};
 	struct drops_state *st = c->priv;
-	struct metrics *m = c->agent->metrics;
-	libbpf_print_fn_t prev;
+	const struct drops_cfg *cfg = st->cfg;
+	struct sink *k = c->sink;
 	int err = 0;
 
-	st->drops = metrics_counter(m, "sysobs_packet_drops_total",
-				    "Packets the kernel dropped, by drop reason (named from the "
-				    "kernel's BTF) and protocol, since the collector started.",
-				    st->netns_label ? labels3 : labels2);
-	st->runs = metrics_counter1(m, "sysobs_drops_program_runs_total",
-				    "Runs of the drops BPF program (kfree_skb events, including "
-				    "not-dropped/consumed ones).");
-	st->overflow =
-	    metrics_counter1(m, "sysobs_drops_map_overflow_total",
-			     "Drops not counted by reason because the kernel counter map "
-			     "was full (raise map_entries).");
-	st->samples = metrics_counter1(m, "sysobs_drop_samples_total",
-				       "Sampled drop records sent by the BPF program.");
-	st->lost = metrics_counter1(m, "sysobs_drop_samples_lost_total",
-				    "Sampled drop records lost: the ring buffer was full.");
-	st->throttled = metrics_counter1(m, "sysobs_drop_samples_throttled_total",
-					 "Drops not sampled because of the sample_rate limit (or "
-					 "sampling is off).");
-	st->invalid_s = metrics_counter1(m, "sysobs_drop_samples_invalid_total",
-					 "Ring-buffer records that did not decode.");
-	st->keys = metrics_gauge1(m, "sysobs_drops_map_entries",
-				  "Entries in use in the kernel counter hash (keys that missed "
-				  "the per-CPU fast slots); map_entries is its size.");
+	st->drops = sink_family(k, &drops_total_metric[cfg->netns_label]);
+	st->runs = sink_series1(k, &drops_metrics[DROPS_M_RUNS]);
+	st->overflow = sink_series1(k, &drops_metrics[DROPS_M_OVERFLOW]);
+	st->samples = sink_series1(k, &drops_metrics[DROPS_M_SAMPLES]);
+	st->lost = sink_series1(k, &drops_metrics[DROPS_M_LOST]);
+	st->throttled = sink_series1(k, &drops_metrics[DROPS_M_THROTTLED]);
+	st->invalid_s = sink_series1(k, &drops_metrics[DROPS_M_INVALID]);
+	st->keys = sink_series1(k, &drops_metrics[DROPS_M_MAP_ENTRIES]);
 	if (!st->drops || !st->runs || !st->overflow || !st->samples || !st->lost ||
 	    !st->throttled || !st->invalid_s || !st->keys)
 		return -ENOMEM;
 
-	st->ksyms = drops_ksyms_load(st->kallsyms_path);
+	st->ksyms = drops_ksyms_load(cfg->kallsyms);
 	if (!st->ksyms || !drops_ksyms_count(st->ksyms))
-		clog_warn(c, "no kernel symbols from %s: drop locations stay hex",
-			  st->kallsyms_path);
+		clog_warn(c, "no kernel symbols from %s: drop locations stay hex", cfg->kallsyms);
 
 	st->mono_to_wall_ns = clock_wall_ns() - clock_mono_ns();
-	prev = libbpf_set_print(drops_libbpf_print);
-	drops_libbpf_nwarn = 0;
+	bpf_util_load_begin(c->ops->name);
 	st->link =
 	    bpf_program__attach(!strcmp(st->attach_kind, "tp_btf") ? st->skel->progs.drops_tp_btf
 								   : st->skel->progs.drops_raw_tp);
 	/* attach = auto: a tp_btf program that loaded but does not attach gets
 	 * the raw_tp one, as one that does not load does (drops_init). */
-	if (!st->link && !strcmp(st->attach_kind, "tp_btf") &&
-	    !strcmp(collector_cfg(c, "attach"), "auto")) {
+	if (!st->link && !strcmp(st->attach_kind, "tp_btf") && cfg->attach == DROPS_ATTACH_AUTO) {
 		clog_warn(c, "tp_btf/kfree_skb did not attach (%s); trying raw_tp",
 			  strerror(errno));
 		drops_bpf__destroy(st->skel);
 		st->skel = NULL;
-		drops_libbpf_nwarn = 0;
+		bpf_util_load_retry();
 		err = drops_load(st, false);
 		if (err) {
 			snprintf(c->why, sizeof(c->why), "load raw_tp after tp_btf: %s; libbpf: %s",
-				 strerror(-err), drops_libbpf_cause(err));
-			goto out_print;
+				 strerror(-err), bpf_util_load_cause(err));
+			goto out_load_end;
 		}
 		st->link = bpf_program__attach(st->skel->progs.drops_raw_tp);
 	}
 	if (!st->link) {
 		err = -errno;
 		snprintf(c->why, sizeof(c->why), "attach %s/kfree_skb: %s; libbpf: %s",
-			 st->attach_kind, strerror(-err), drops_libbpf_cause(err));
-		goto out_print;
+			 st->attach_kind, strerror(-err), bpf_util_load_cause(err));
+		goto out_load_end;
 	}
 	/* after the attach: a raw_tp fallback has maps of its own */
 	st->rb = ring_buffer__new(bpf_map__fd(st->skel->maps.samples), drops_on_sample, c, NULL);
 	if (!st->rb) {
 		err = -errno;
-		goto out_print;
+		goto out_load_end;
 	}
 	c->fd = ring_buffer__epoll_fd(st->rb);
-out_print:
-	libbpf_set_print(prev);
+out_load_end:
+	bpf_util_load_end();
 	return err;
 }
 
@@ -575,6 +609,7 @@ static void drops_maybe_rescan(struct drops_state *st, uint32_t reason)
 		return;
 	st->last_rescan_ns = now;
 	drops_scan_modules(st);
+	drops_names_publish(st->reasons);
 }
 
 static struct drops_agg *agg_next(struct drops_state *st, size_t *n)
@@ -599,7 +634,7 @@ static int agg_add(struct drops_state *st, size_t *n, const struct drops_key *ke
 		return -ENOMEM;
 	a->reason = key->reason;
 	a->proto = drops_protocol_name(key->l3_proto, key->l4_proto);
-	a->netns = st->netns_label ? key->netns : 0;
+	a->netns = st->cfg->netns_label ? key->netns : 0;
 	a->count = count;
 	st->events += count;
 	return 0;
@@ -656,7 +691,7 @@ static int drops_publish_counts(struct collector *c, struct drops_state *st)
 			return err;
 		n_hash++;
 	}
-	series_set(st->keys, (double)n_hash);
+	sink_set(c->sink, st->keys, (double)n_hash);
 	err = drops_read_slots(st, &n);
 	if (err)
 		return err;
@@ -665,7 +700,7 @@ static int drops_publish_counts(struct collector *c, struct drops_state *st)
 	for (i = 0; i < n; i = j) {
 		char reason[DROPS_REASON_NAME_MAX], netns[16];
 		const char *values[4] = {reason, st->agg[i].proto, netns, NULL};
-		struct metric_series *s;
+		struct sink_series *s;
 		uint64_t total = 0;
 
 		for (j = i; j < n && !agg_cmp(&st->agg[i], &st->agg[j]); j++)
@@ -673,12 +708,12 @@ static int drops_publish_counts(struct collector *c, struct drops_state *st)
 		drops_maybe_rescan(st, st->agg[i].reason);
 		drops_reason_format(st->reasons, st->agg[i].reason, reason, sizeof(reason));
 		snprintf(netns, sizeof(netns), "%" PRIu32, st->agg[i].netns);
-		s = metric_series(st->drops, values);
+		s = sink_series(c->sink, st->drops, values);
 		if (!s) {
 			err = -errno;
 			return err ? err : -ENOMEM;
 		}
-		series_set(s, (double)total);
+		sink_set(c->sink, s, (double)total);
 	}
 	return 0;
 }
@@ -700,15 +735,15 @@ static int drops_collect(struct collector *c)
 	/* The program counts only rare events; the rest is arithmetic. */
 	events = st->events + st->stat[DROPS_STAT_MAP_OVERFLOW];
 	sampled = st->stat[DROPS_STAT_SAMPLES] + st->stat[DROPS_STAT_SAMPLES_LOST];
-	series_set(st->runs, (double)(events + st->stat[DROPS_STAT_NOT_DROPS]));
-	series_set(st->overflow, (double)st->stat[DROPS_STAT_MAP_OVERFLOW]);
-	series_set(st->samples, (double)st->stat[DROPS_STAT_SAMPLES]);
-	series_set(st->lost, (double)st->stat[DROPS_STAT_SAMPLES_LOST]);
+	sink_set(c->sink, st->runs, (double)(events + st->stat[DROPS_STAT_NOT_DROPS]));
+	sink_set(c->sink, st->overflow, (double)st->stat[DROPS_STAT_MAP_OVERFLOW]);
+	sink_set(c->sink, st->samples, (double)st->stat[DROPS_STAT_SAMPLES]);
+	sink_set(c->sink, st->lost, (double)st->stat[DROPS_STAT_SAMPLES_LOST]);
 	/* Counters are read one after the other: never let this go backwards. */
 	if (events > sampled && events - sampled > st->not_sampled)
 		st->not_sampled = events - sampled;
-	series_set(st->throttled, (double)st->not_sampled);
-	series_set(st->invalid_s, (double)st->invalid);
+	sink_set(c->sink, st->throttled, (double)st->not_sampled);
+	sink_set(c->sink, st->invalid_s, (double)st->invalid);
 	return 0;
 }
 
@@ -726,7 +761,8 @@ static void drops_stop(struct collector *c)
 	drops_bpf__destroy(st->skel);
 	drops_ksyms_free(st->ksyms);
 	drops_reasons_free(st->reasons);
-	btf__free(st->vmlinux);
+	drops_names_free_all();
+	bpf_util_btf_free(&st->btf);
 	free(st->percpu);
 	free(st->slot_keys);
 	free(st->slot_vals);
@@ -745,6 +781,8 @@ const struct collector_ops drops_collector = {
     .name = "drops",
     .help = "packet drops by kernel drop reason (BPF on skb:kfree_skb), sampled with 5-tuples",
     .keys = drops_cfg_keys,
+    .cfg_size = sizeof(struct drops_cfg),
+    .metrics = drops_metrics,
     .tables = drops_tables,
     .routes = drops_routes,
     .init = drops_init,

@@ -6,10 +6,23 @@
 #ifndef SYSOBS_DROPS_COLLECTOR_H
 #define SYSOBS_DROPS_COLLECTOR_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "api/http.h"
-#include "storage/store.h"
+#include "storage/table.h"
+
+/* [collector.drops], parsed by the agent from drops_cfg_keys. */
+enum drops_attach { DROPS_ATTACH_AUTO, DROPS_ATTACH_TP_BTF, DROPS_ATTACH_RAW_TP };
+
+struct drops_cfg {
+	uint64_t interval; /* ms */
+	uint64_t sample_rate, sample_burst, map_entries;
+	uint64_t ring_bytes;
+	bool netns_label, fast_slots;
+	unsigned attach; /* enum drops_attach */
+	const char *btf_path, *kallsyms;
+};
 
 /* One row of drop_samples (see drops_migrations); -1 / "" bind as NULL. */
 struct drops_row {
@@ -30,11 +43,11 @@ struct drops_row {
 	uint32_t cpu;
 };
 
-extern const struct store_table drops_samples_table;
+extern const struct event_table drops_samples_table;
 struct cfg_key;
 extern const struct cfg_key drops_cfg_keys[];
 
-/* GET /api/v1/drops?reason=&protocol=&addr=&port=&since=&until=&limit=&cursor= */
+/* GET /api/v1/drops?reason=&protocol=&addr=&port=&start=&end=&limit=&cursor= */
 void drops_api_get(const struct http_request *req, struct http_response *res, void *arg);
 
 #endif

@@ -2,7 +2,7 @@
 /*
  * GET /api/v1/drops: sampled drop records, newest first, filtered by reason,
  * protocol, address (source or destination) and port (source or
- * destination), paged with since/until/limit/cursor like every history
+ * destination), paged with start/end/limit/cursor like every history
  * route. One parameterised statement; absent filters bind NULL.
  */
 #include <arpa/inet.h>
@@ -20,7 +20,7 @@
 #include "storage/store_query.h"
 
 static const char *const drops_api_params[] = {
-    "reason", "protocol", "addr", "port", "netns", "since", "until", "limit", "cursor", NULL,
+    "reason", "protocol", "addr", "port", "netns", QUERY_WINDOW_PARAMS, NULL,
 };
 
 static const char drops_api_sql[] =
@@ -113,8 +113,8 @@ void drops_api_get(const struct http_request *req, struct http_response *res, vo
 	if (rc != SQLITE_OK)
 		goto err_db;
 	sqlite3_bind_int64(st, 1, w.cursor);
-	sqlite3_bind_int64(st, 2, w.since_ns);
-	sqlite3_bind_int64(st, 3, w.until_ns);
+	sqlite3_bind_int64(st, 2, w.start_ns);
+	sqlite3_bind_int64(st, 3, w.end_ns);
 	if (reason)
 		sqlite3_bind_text(st, 4, reason, -1, SQLITE_STATIC);
 	if (proto)

@@ -303,3 +303,8 @@ size_t drops_reasons_count(const struct drops_reasons *r)
 {
 	return r ? r->n : 0;
 }
+
+const char *drops_reason_at(const struct drops_reasons *r, size_t i)
+{
+	return r && i < r->n ? r->v[i].name : NULL;
+}

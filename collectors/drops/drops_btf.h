@@ -56,5 +56,7 @@ bool drops_reason_is_drop(const struct drops_reasons *r, uint32_t value);
  * names yet (a module may have loaded since: worth a rescan). */
 bool drops_reason_subsys_unnamed(const struct drops_reasons *r, uint32_t value);
 size_t drops_reasons_count(const struct drops_reasons *r);
+/* Name of the i-th reason (0 <= i < drops_reasons_count), for listing. */
+const char *drops_reason_at(const struct drops_reasons *r, size_t i);
 
 #endif

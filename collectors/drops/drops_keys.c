@@ -4,23 +4,37 @@
 #include "agent/config.h"
 #include "collectors/drops/drops.h"
 
+static const char *const drops_attach_choices[] = {
+    [DROPS_ATTACH_AUTO] = "auto",
+    [DROPS_ATTACH_TP_BTF] = "tp_btf",
+    [DROPS_ATTACH_RAW_TP] = "raw_tp",
+    NULL,
+};
+
+#define DROPS_KEY(f, t, def, mn, mx, help) CFG_KEY(struct drops_cfg, f, t, def, mn, mx, help)
 const struct cfg_key drops_cfg_keys[] = {
-    {"interval", "1s", "how often the kernel counters are read into the metrics"},
-    {"sample_rate", "100",
-     "sampled drop records per second, host-wide; split evenly over the online CPUs, so a "
-     "flood on one CPU gets that CPU's share (0 = no samples)"},
-    {"sample_burst", "20",
-     "records a quiet host may send at once before the rate applies; split over the online CPUs "
-     "like the rate, at least 1 each"},
-    {"map_entries", "4096",
-     "distinct (reason, protocols, netns) counters kept in the kernel; more are "
-     "counted as sysobs_drops_map_overflow_total"},
-    {"ring_bytes", "256k", "BPF ring buffer size (power of two, >= page size)"},
-    {"netns_label", "false", "add a netns label (namespace inode) to sysobs_packet_drops_total"},
-    {"fast_slots", "true",
-     "count drops in a per-CPU direct-mapped table in front of the hash (cheaper per drop)"},
-    {"attach", "auto", "auto, tp_btf or raw_tp: how the program attaches to skb:kfree_skb"},
-    {"btf_path", "/sys/kernel/btf/vmlinux", "kernel BTF naming the drop reasons"},
-    {"kallsyms", "/proc/kallsyms", "kernel symbols naming drop locations"},
+    DROPS_KEY(interval, CFG_DURATION, "1s", 100, 3600000,
+	      "how often the kernel counters are read into the metrics"),
+    DROPS_KEY(sample_rate, CFG_U64, "100", 0, 1000000,
+	      "sampled drop records per second, host-wide; split evenly over the online CPUs, so "
+	      "a flood on one CPU gets that CPU's share (0 = no samples)"),
+    DROPS_KEY(sample_burst, CFG_U64, "20", 1, 1000000,
+	      "records a quiet host may send at once before the rate applies; split over the "
+	      "online CPUs like the rate, at least 1 each"),
+    DROPS_KEY(map_entries, CFG_U64, "4096", 16, 1 << 20,
+	      "distinct (reason, protocols, netns) counters kept in the kernel; more are "
+	      "counted as sysobs_drops_map_overflow_total"),
+    DROPS_KEY(ring_bytes, CFG_SIZE, "256k", 4096, 1ull << 30,
+	      "BPF ring buffer size (power of two, >= page size)"),
+    DROPS_KEY(netns_label, CFG_BOOL, "false", 0, 0,
+	      "add a netns label (namespace inode) to sysobs_packet_drops_total"),
+    DROPS_KEY(fast_slots, CFG_BOOL, "true", 0, 0,
+	      "count drops in a per-CPU direct-mapped table in front of the hash (cheaper per "
+	      "drop)"),
+    CFG_KEY_CHOICE(struct drops_cfg, attach, "auto", drops_attach_choices,
+		   "auto, tp_btf or raw_tp: how the program attaches to skb:kfree_skb"),
+    DROPS_KEY(btf_path, CFG_STRING, "/sys/kernel/btf/vmlinux", 0, 0,
+	      "kernel BTF naming the drop reasons"),
+    DROPS_KEY(kallsyms, CFG_STRING, "/proc/kallsyms", 0, 0, "kernel symbols naming drop locations"),
     {0},
 };

@@ -18,5 +18,6 @@ const struct collector_ops drops_collector = {
     .name = "drops",
     .help = "packet drops by kernel drop reason (needs a build with BPF)",
     .keys = drops_cfg_keys,
+    .cfg_size = sizeof(struct drops_cfg),
     .init = drops_nobpf_init,
 };

@@ -31,6 +31,7 @@
 #include "collectors/collector.h"
 #include "collectors/ifs/ifs_alert.h"
 #include "collectors/ifs/ifs_decode.h"
+#include "collectors/ifs/ifs_request.h"
 #include "collectors/ifs/ifs_sched.h"
 #include "collectors/ifs/ifs_sysfs.h"
 #include "collectors/ifs/ifs_worker.h"
@@ -60,64 +61,58 @@ struct ifs_row {
 	char reason[128];
 };
 
-static const char *const ifs_migrations[] = {
-    "CREATE TABLE ifs_scans(id INTEGER PRIMARY KEY, ts INTEGER NOT NULL,"
-    " duration_ns INTEGER, device TEXT, test TEXT, cpu INTEGER, core INTEGER,"
-    " package INTEGER, status TEXT, details TEXT, error_code INTEGER, error_name TEXT,"
-    " retryable INTEGER, chunk_num INTEGER, chunk_stop_index INTEGER, image_version TEXT,"
-    " batch INTEGER, requested_by TEXT, scan_id INTEGER, decoded TEXT, reason TEXT);"
-    "CREATE INDEX ifs_scans_ts ON ifs_scans(ts);"
-    "CREATE INDEX ifs_scans_core ON ifs_scans(core, id);"
-    "CREATE INDEX ifs_scans_scan_id ON ifs_scans(scan_id);",
+static const char *const ifs_tests[] = {"scan", "array", "sbaf", NULL};
+static const struct col_domain ifs_test_domain = {.values = ifs_tests};
+static const char *const ifs_statuses[] = {"pass", "fail", "untested", "error", NULL};
+static const struct col_domain ifs_status_domain = {.values = ifs_statuses};
+static const char *const ifs_requesters[] = {"scheduler", "api", "external", NULL};
+static const struct col_domain ifs_requester_domain = {.values = ifs_requesters};
+
+#define IFS_COL(f, t, n, ...) COL(struct ifs_row, f, t, n, __VA_ARGS__)
+static const struct event_column ifs_cols[] = {
+    IFS_COL(duration_ns, COL_INT, COL_NULL_NEG),
+    IFS_COL(device, COL_TEXT, COL_NULL_EMPTY),
+    IFS_COL(test, COL_TEXT, COL_NULL_EMPTY, .filter = COL_FILTER_ENUM, .domain = &ifs_test_domain),
+    IFS_COL(cpu, COL_INT, COL_NULL_NEG, .filter = COL_FILTER_EQ),
+    IFS_COL(core, COL_INT, COL_NULL_NEG, .filter = COL_FILTER_EQ),
+    IFS_COL(package, COL_INT, COL_NULL_NEG, .filter = COL_FILTER_EQ),
+    IFS_COL(status, COL_TEXT, COL_NULL_EMPTY, .filter = COL_FILTER_ENUM,
+	    .domain = &ifs_status_domain, .param = "result"),
+    IFS_COL(details, COL_TEXT, COL_NULL_EMPTY),
+    IFS_COL(error_code, COL_INT, COL_NULL_NEG),
+    IFS_COL(error_name, COL_TEXT, COL_NULL_EMPTY),
+    IFS_COL(retryable, COL_INT, COL_NULL_NEG),
+    IFS_COL(chunk_num, COL_INT, COL_NULL_NEG),
+    IFS_COL(chunk_stop_index, COL_INT, COL_NULL_NEG),
+    IFS_COL(image_version, COL_TEXT, COL_NULL_EMPTY),
+    IFS_COL(batch, COL_INT, COL_NULL_NEG),
+    IFS_COL(requested_by, COL_TEXT, COL_NULL_EMPTY, .filter = COL_FILTER_ENUM,
+	    .domain = &ifs_requester_domain),
+    IFS_COL(scan_id, COL_INT, COL_NULL_ZERO, .filter = COL_FILTER_EQ, .fmin = 1),
+    IFS_COL(decoded, COL_TEXT, COL_NULL_EMPTY),
+    IFS_COL(reason, COL_TEXT, COL_NULL_EMPTY),
+    {0},
+};
+
+static const char *const ifs_indexes[] = {
+    "CREATE INDEX IF NOT EXISTS ifs_scans_core ON ifs_scans(core, id)",
+    "CREATE INDEX IF NOT EXISTS ifs_scans_scan_id ON ifs_scans(scan_id)",
     NULL,
 };
 
-static int bind_int(sqlite3_stmt *st, int i, int64_t v, int64_t null_value)
-{
-	return v == null_value ? sqlite3_bind_null(st, i) : sqlite3_bind_int64(st, i, v);
-}
-
-static int bind_text(sqlite3_stmt *st, int i, const char *s)
-{
-	return s[0] ? sqlite3_bind_text(st, i, s, -1, SQLITE_TRANSIENT) : sqlite3_bind_null(st, i);
-}
-
-static int ifs_bind(sqlite3_stmt *st, const void *row)
-{
-	const struct ifs_row *r = row;
-	int rc;
-
-	if ((rc = bind_int(st, 3, r->duration_ns, -1)) || (rc = bind_text(st, 4, r->device)) ||
-	    (rc = bind_text(st, 5, r->test)) || (rc = bind_int(st, 6, r->cpu, -1)) ||
-	    (rc = bind_int(st, 7, r->core, -1)) || (rc = bind_int(st, 8, r->package, -1)) ||
-	    (rc = bind_text(st, 9, r->status)) || (rc = bind_text(st, 10, r->details)) ||
-	    (rc = bind_int(st, 11, r->error_code, -1)) || (rc = bind_text(st, 12, r->error_name)) ||
-	    (rc = bind_int(st, 13, r->retryable, -1)) ||
-	    (rc = bind_int(st, 14, r->chunk_num, -1)) ||
-	    (rc = bind_int(st, 15, r->chunk_stop_index, -1)) ||
-	    (rc = bind_text(st, 16, r->image_version)) || (rc = bind_int(st, 17, r->batch, -1)) ||
-	    (rc = bind_text(st, 18, r->requested_by)) || (rc = bind_int(st, 19, r->scan_id, 0)) ||
-	    (rc = bind_text(st, 20, r->decoded)))
-		return rc;
-	return bind_text(st, 21, r->reason);
-}
-
-static const struct store_table ifs_scans_table = {
+static const struct event_table ifs_scans_table = {
     .name = "ifs_scans",
     .collector = "ifs",
-    .migrations = ifs_migrations,
-    .insert_sql = "INSERT INTO ifs_scans(id, ts, duration_ns, device, test, cpu, core, package,"
-		  " status, details, error_code, error_name, retryable, chunk_num,"
-		  " chunk_stop_index, image_version, batch, requested_by, scan_id, decoded,"
-		  " reason) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13,"
-		  " ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21)",
-    .bind = ifs_bind,
+    .route = "/api/v1/ifs/scans",
+    .help = "every scan result with its decoded status",
+    .cols = ifs_cols,
     .row_size = sizeof(struct ifs_row),
+    .indexes = ifs_indexes,
 };
 
-_Static_assert(sizeof(struct ifs_row) <= STORE_ROW_MAX, "ifs_row too large for the store queue");
+_Static_assert(sizeof(struct ifs_row) <= EVENT_ROW_MAX, "ifs_row too large for the store queue");
 
-static const struct store_table *const ifs_tables[] = {&ifs_scans_table, NULL};
+static const struct event_table *const ifs_tables[] = {&ifs_scans_table, NULL};
 
 /* ---- state ---- */
 
@@ -131,7 +126,7 @@ struct ifs_dev {
 	char image_text[32];
 	char seen_status[16], seen_details[32]; /* last values read */
 	bool seen_valid;
-	struct metric_series *image_s, *failing_s;
+	struct sink_series *image_s, *failing_s;
 };
 
 struct ifs_last {
@@ -143,7 +138,7 @@ struct ifs_last {
 	char error_name[40];
 	uint64_t scan_id;
 	bool alert_firing;
-	struct metric_series *status_s, *ts_s;
+	struct sink_series *status_s, *ts_s;
 };
 
 struct ifs_api_req {
@@ -182,25 +177,80 @@ struct ifs_priv {
 	struct ifs_job cur;
 	int cur_package, cur_core_id; /* identity of cur.core at dispatch */
 
-	struct metric *m_scans, *m_status, *m_last_ts, *m_failing, *m_image;
+	struct sink_family *m_scans, *m_status, *m_last_ts, *m_failing, *m_image;
 };
 
+/* [collector.ifs]; durations in ms. The lists are parsed by ifs_read_config(). */
+struct ifs_cfg {
+	bool schedule;
+	uint64_t interval;
+	const char *allow_cpus, *deny_cpus;
+	uint64_t max_scan_seconds_per_hour, retry_max, retry_backoff;
+	const char *rotate_batches;
+	uint64_t poll;
+	const char *alertmanager_url, *alert_labels;
+	uint64_t alert_resend;
+};
+
+#define IFS_KEY(f, t, def, mn, mx, help) CFG_KEY(struct ifs_cfg, f, t, def, mn, mx, help)
 static const struct cfg_key ifs_keys[] = {
-    {"schedule", "false",
-     "run scans on a schedule; a scan takes every thread of a core offline for up to ~200 ms"},
-    {"interval", "24h", "how often each core is scanned by each test when schedule = true"},
-    {"allow_cpus", "",
-     "CPU list (e.g. 0-15,32-47); if set, only cores whose threads are all in it"},
-    {"deny_cpus", "", "CPU list never scanned: a core with any thread listed is skipped"},
-    {"max_scan_seconds_per_hour", "60", "cap on the scan time of the last hour (0 = no cap)"},
-    {"retry_max", "3", "retries of a retryable outcome (busy core, interrupted) per run"},
-    {"retry_backoff", "1m", "first retry delay; doubles at each retry"},
-    {"rotate_batches", "", "image batches to rotate through (e.g. 1-3); empty = keep the loaded"},
-    {"poll", "1s", "how often device state is read and the scheduler runs"},
-    {"alertmanager_url", "", "Alertmanager base URL to push failed-core alerts to; empty = off"},
-    {"alert_labels", "", "extra labels for pushed alerts, k=v,k2=v2"},
-    {"alert_resend", "1m", "re-send period of a firing alert (below Alertmanager resolve_timeout)"},
+    IFS_KEY(schedule, CFG_BOOL, "false", 0, 0,
+	    "run scans on a schedule; a scan takes every thread of a core offline for up to "
+	    "~200 ms"),
+    IFS_KEY(interval, CFG_DURATION, "24h", 1000, 365ULL * 86400000,
+	    "how often each core is scanned by each test when schedule = true"),
+    IFS_KEY(allow_cpus, CFG_STRING, "", 0, 0,
+	    "CPU list (e.g. 0-15,32-47); if set, only cores whose threads are all in it"),
+    IFS_KEY(deny_cpus, CFG_STRING, "", 0, 0,
+	    "CPU list never scanned: a core with any thread listed is skipped"),
+    IFS_KEY(max_scan_seconds_per_hour, CFG_U64, "60", 0, 3600,
+	    "cap on the scan time of the last hour (0 = no cap)"),
+    IFS_KEY(retry_max, CFG_U64, "3", 0, 100,
+	    "retries of a retryable outcome (busy core, interrupted) per run"),
+    IFS_KEY(retry_backoff, CFG_DURATION, "1m", 10, 86400000,
+	    "first retry delay; doubles at each retry"),
+    IFS_KEY(rotate_batches, CFG_STRING, "", 0, 0,
+	    "image batches to rotate through (e.g. 1-3); empty = keep the loaded"),
+    IFS_KEY(poll, CFG_DURATION, "1s", 50, 3600000,
+	    "how often device state is read and the scheduler runs"),
+    IFS_KEY(alertmanager_url, CFG_STRING, "", 0, 0,
+	    "Alertmanager base URL to push failed-core alerts to; empty = off"),
+    IFS_KEY(alert_labels, CFG_STRING, "", 0, 0, "extra labels for pushed alerts, k=v,k2=v2"),
+    IFS_KEY(alert_resend, CFG_DURATION, "1m", 1000, 86400000,
+	    "re-send period of a firing alert (below Alertmanager resolve_timeout)"),
     {0},
+};
+
+enum {
+	IFS_M_SCANS,
+	IFS_M_CORE_STATUS,
+	IFS_M_CORE_LAST_TS,
+	IFS_M_FAILING,
+	IFS_M_IMAGE,
+	IFS_M_N,
+};
+
+static const char *const ifs_scan_labels[] = {"test", "result", NULL};
+static const char *const ifs_core_labels[] = {"test", "package", "core", NULL};
+static const char *const ifs_test_labels[] = {"test", NULL};
+
+static const struct metric_desc ifs_metrics[] = {
+    [IFS_M_SCANS] = {"sysobs_ifs_scans_total",
+		     "In-Field Scan runs by test (scan, array, sbaf) and result "
+		     "(pass, fail, untested, error = run_test write refused).",
+		     METRIC_KIND_COUNTER, ifs_scan_labels},
+    [IFS_M_CORE_STATUS] = {"sysobs_ifs_core_status",
+			   "Last result per core and test: 0 pass, 1 fail, 2 untested.",
+			   METRIC_KIND_GAUGE, ifs_core_labels},
+    [IFS_M_CORE_LAST_TS] = {"sysobs_ifs_core_last_scan_timestamp_seconds",
+			    "Start of the last completed test of the core, unix seconds.",
+			    METRIC_KIND_GAUGE, ifs_core_labels},
+    [IFS_M_FAILING] = {"sysobs_ifs_failing_cores", "Cores whose last result for this test is fail.",
+		       METRIC_KIND_GAUGE, ifs_test_labels},
+    [IFS_M_IMAGE] = {"sysobs_ifs_image_loaded",
+		     "1 if the device has a test image loaded (scan and SBAF only).",
+		     METRIC_KIND_GAUGE, ifs_test_labels},
+    [IFS_M_N] = {0},
 };
 
 /* ---- helpers ---- */
@@ -219,87 +269,70 @@ static void core_labels(const struct ifs_core_info *core, char pkg[16], char cid
 	snprintf(cid, 16, "%d", core->core_id);
 }
 
-static int parse_cpulist_key(struct collector *c, const char *key, uint64_t *bits, bool *set)
+static int parse_cpulist_key(struct collector *c, const char *key, const char *v, uint64_t *bits,
+			     bool *set)
 {
-	const char *v = collector_cfg(c, key);
-	int err;
-
-	*set = v && v[0];
-	if (!*set)
-		return 0;
-	err = ifs_cpulist_parse(v, bits, IFS_MAX_CPUS);
-	if (err)
-		return cfg_error(&c->agent->cfg, c->section, key,
-				 "not a CPU list below %d (like 0-3,8,10-11)", IFS_MAX_CPUS);
+	*set = v[0];
+	if (*set && ifs_cpulist_parse(v, bits, IFS_MAX_CPUS))
+		return collector_config_error(c, key, "not a CPU list below %d (like 0-3,8,10-11)",
+					      IFS_MAX_CPUS);
 	return 0;
 }
 
+/* The typed keys into p, with the checks their types cannot say. */
 static int ifs_read_config(struct collector *c, struct ifs_priv *p)
 {
-	struct config *cfg = &c->agent->cfg;
-	uint64_t v, cap_s, retry_max;
+	const struct ifs_cfg *cfg = c->cfg;
 	bool set;
 	int err;
 
-	if ((err = cfg_get_bool(cfg, c->section, "schedule", &p->schedule)) ||
-	    (err = cfg_get_duration_ms(cfg, c->section, "interval", 1000, 365ULL * 86400000, &v)))
-		return err;
+	p->schedule = cfg->schedule;
 	p->scfg.periodic = p->schedule;
-	p->scfg.interval_ns = (int64_t)v * MS_NS;
-	if ((err = cfg_get_u64(cfg, c->section, "max_scan_seconds_per_hour", 0, 3600, &cap_s)) ||
-	    (err = cfg_get_u64(cfg, c->section, "retry_max", 0, 100, &retry_max)) ||
-	    (err = cfg_get_duration_ms(cfg, c->section, "retry_backoff", 10, 86400000, &v)))
+	p->scfg.interval_ns = (int64_t)cfg->interval * MS_NS;
+	if (cfg->max_scan_seconds_per_hour == 1)
+		return collector_config_error(
+		    c, "max_scan_seconds_per_hour",
+		    "must be 0 (no cap) or at least 2 s: one scan may take 1 s");
+	p->scfg.max_scan_ns_per_hour = (int64_t)cfg->max_scan_seconds_per_hour * 1000 * MS_NS;
+	p->scfg.retry_max = (unsigned)cfg->retry_max;
+	p->scfg.retry_backoff_ns = (int64_t)cfg->retry_backoff * MS_NS;
+	if ((err = parse_cpulist_key(c, "allow_cpus", cfg->allow_cpus, p->scfg.allow,
+				     &p->scfg.have_allow)) ||
+	    (err = parse_cpulist_key(c, "deny_cpus", cfg->deny_cpus, p->scfg.deny, &set)))
 		return err;
-	if (cap_s == 1)
-		return cfg_error(cfg, c->section, "max_scan_seconds_per_hour",
-				 "must be 0 (no cap) or at least 2 s: one scan may take 1 s");
-	p->scfg.max_scan_ns_per_hour = (int64_t)cap_s * 1000 * MS_NS;
-	p->scfg.retry_max = (unsigned)retry_max;
-	p->scfg.retry_backoff_ns = (int64_t)v * MS_NS;
-	if ((err = parse_cpulist_key(c, "allow_cpus", p->scfg.allow, &p->scfg.have_allow)) ||
-	    (err = parse_cpulist_key(c, "deny_cpus", p->scfg.deny, &set)))
-		return err;
-
-	const char *rb = collector_cfg(c, "rotate_batches");
-
-	if (rb && rb[0]) {
+	if (cfg->rotate_batches[0]) {
 		uint64_t bits[IFS_CPU_WORDS];
 
-		if (ifs_cpulist_parse(rb, bits, 256))
-			return cfg_error(cfg, c->section, "rotate_batches",
-					 "not a list of batch numbers 0-255 (like 1-3,5)");
+		if (ifs_cpulist_parse(cfg->rotate_batches, bits, 256))
+			return collector_config_error(
+			    c, "rotate_batches", "not a list of batch numbers 0-255 (like 1-3,5)");
 		for (unsigned b = 0; b < 256; b++) {
 			if (!ifs_cpu_isset(bits, b))
 				continue;
 			if (p->scfg.n_batches == IFS_MAX_BATCHES)
-				return cfg_error(cfg, c->section, "rotate_batches",
-						 "more than %d batches", IFS_MAX_BATCHES);
+				return collector_config_error(
+				    c, "rotate_batches", "more than %d batches", IFS_MAX_BATCHES);
 			p->scfg.batches[p->scfg.n_batches++] = b;
 		}
 	}
-	if ((err = cfg_get_duration_ms(cfg, c->section, "poll", 50, 3600000, &p->poll_ms)) ||
-	    (err = cfg_get_duration_ms(cfg, c->section, "alert_resend", 1000, 86400000,
-				       &p->alert_resend_ms)))
-		return err;
-	snprintf(p->alert_url, sizeof(p->alert_url), "%s",
-		 collector_cfg(c, "alertmanager_url") ?: "");
-	snprintf(p->alert_labels, sizeof(p->alert_labels), "%s",
-		 collector_cfg(c, "alert_labels") ?: "");
+	p->poll_ms = cfg->poll;
+	p->alert_resend_ms = cfg->alert_resend;
+	snprintf(p->alert_url, sizeof(p->alert_url), "%s", cfg->alertmanager_url);
+	snprintf(p->alert_labels, sizeof(p->alert_labels), "%s", cfg->alert_labels);
 	if (p->alert_url[0] && strncmp(p->alert_url, "http://", 7) &&
 	    strncmp(p->alert_url, "https://", 8))
-		return cfg_error(cfg, c->section, "alertmanager_url", "must start with http(s)://");
+		return collector_config_error(c, "alertmanager_url", "must start with http(s)://");
 	if (p->alert_labels[0]) {
 		json_t *l = ifs_alert_parse_labels(p->alert_labels);
 
 		if (!l)
-			return cfg_error(
-			    cfg, c->section, "alert_labels",
+			return collector_config_error(
+			    c, "alert_labels",
 			    "expected k=v,k2=v2 with label names [a-zA-Z_][a-zA-Z0-9_]*");
 		json_decref(l);
 	}
 	/* Admin endpoints are the [http] section's to allow. */
-	if ((err = cfg_get_bool(cfg, "http", "admin", &p->admin)))
-		return err;
+	p->admin = c->admin;
 	return 0;
 }
 
@@ -342,8 +375,7 @@ static void refresh_devices(struct ifs_priv *p)
 		/* With rotation the worker loads a batch before running. */
 		if (d->image_loaded || p->scfg.n_batches)
 			tests |= 1u << t;
-		if (d->image_s)
-			series_set(d->image_s, d->image_loaded);
+		sink_set(p->c->sink, d->image_s, d->image_loaded);
 	}
 	p->tests = tests;
 }
@@ -396,17 +428,16 @@ static void update_failing(struct ifs_priv *p)
 			continue;
 		for (size_t i = 0; i < p->topo.n_cores; i++)
 			n += p->last[i][t].has && p->last[i][t].result == IFS_RESULT_FAIL;
-		series_set(p->dev[t].failing_s, n);
+		sink_set(p->c->sink, p->dev[t].failing_s, n);
 	}
 }
 
 static void count_scan(struct ifs_priv *p, enum ifs_test t, const char *result)
 {
 	const char *v[] = {ifs_test_name(t), result};
-	struct metric_series *s = metric_series(p->m_scans, v);
+	struct sink *k = p->c->sink;
 
-	if (s)
-		series_add(s, 1);
+	sink_add(k, sink_series(k, p->m_scans, v), 1);
 }
 
 static void fill_decoded(struct ifs_row *row, const struct ifs_details *d)
@@ -496,6 +527,7 @@ static void last_update(struct ifs_priv *p, size_t core_idx, enum ifs_test t,
 	const struct ifs_core_info *core = &p->topo.cores[core_idx];
 	struct ifs_last *l = &p->last[core_idx][t];
 	const char *v[] = {ifs_test_name(t), NULL, NULL};
+	struct sink *k = p->c->sink;
 	char pkg[16], cid[16];
 
 	core_labels(core, pkg, cid);
@@ -509,15 +541,44 @@ static void last_update(struct ifs_priv *p, size_t core_idx, enum ifs_test t,
 	l->scan_id = scan_id;
 	snprintf(l->error_name, sizeof(l->error_name), "%s", row->error_name);
 	if (!l->status_s)
-		l->status_s = metric_series(p->m_status, v);
+		l->status_s = sink_series(k, p->m_status, v);
 	if (!l->ts_s)
-		l->ts_s = metric_series(p->m_last_ts, v);
-	if (l->status_s)
-		series_set(l->status_s, result);
-	if (l->ts_s)
-		series_set(l->ts_s, (double)ts_ns / 1e9);
+		l->ts_s = sink_series(k, p->m_last_ts, v);
+	sink_set(k, l->status_s, result);
+	sink_set(k, l->ts_s, (double)ts_ns / 1e9);
 	update_failing(p);
 	alert_update(p, core, l, t, row, ts_ns);
+}
+
+struct ifs_restore {
+	struct ifs_priv *p;
+	unsigned n;
+};
+
+/* One (test, package, core)'s newest result from the history. */
+static void last_restore_row(int64_t id, int64_t ts_ns, const void *r, void *arg)
+{
+	const struct ifs_row *row = r;
+	struct ifs_restore *rs = arg;
+	struct ifs_priv *p = rs->p;
+	enum ifs_result result;
+	uint64_t raw = 0;
+	int t;
+
+	(void)id;
+	for (t = 0; t < IFS_TEST_MAX; t++)
+		if (!strcmp(row->test, ifs_test_name(t)))
+			break;
+	if (t == IFS_TEST_MAX || ifs_status_parse(row->status, &result))
+		return;
+	ifs_details_parse(row->details, &raw);
+	for (size_t k = 0; k < p->topo.n_cores; k++) {
+		if (p->topo.cores[k].package != row->package ||
+		    p->topo.cores[k].core_id != row->core)
+			continue;
+		last_update(p, k, t, result, ts_ns, row->cpu, raw, (uint64_t)row->scan_id, row);
+		rs->n++;
+	}
 }
 
 /*
@@ -527,63 +588,17 @@ static void last_update(struct ifs_priv *p, size_t core_idx, enum ifs_test t,
  */
 static void last_restore(struct ifs_priv *p)
 {
-	/* SQLite: with max(), the bare columns come from the row of the max. */
-	static const char sql[] =
-	    "SELECT max(id), test, package, core, cpu, status, details, error_name, ts,"
-	    " scan_id, reason, decoded, image_version FROM ifs_scans"
-	    " WHERE core IS NOT NULL AND status IN ('pass', 'fail', 'untested')"
-	    " GROUP BY test, package, core";
-	sqlite3 *db = store_reader_get(p->c->agent->store);
-	sqlite3_stmt *st = NULL;
-	unsigned n = 0;
+	struct ifs_restore rs = {.p = p};
+	int err;
 
-	if (!db)
-		return;
-	if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK) {
-		clog_warn(p->c, "cannot read the last results: %s", sqlite3_errmsg(db));
-		goto out;
-	}
-	while (sqlite3_step(st) == SQLITE_ROW) {
-		const char *test = (const char *)sqlite3_column_text(st, 1);
-		int package = sqlite3_column_int(st, 2), core_id = sqlite3_column_int(st, 3);
-		enum ifs_result result;
-		struct ifs_row row = {0};
-		uint64_t raw = 0;
-		int t;
-
-		for (t = 0; t < IFS_TEST_MAX; t++)
-			if (test && !strcmp(test, ifs_test_name(t)))
-				break;
-		if (t == IFS_TEST_MAX ||
-		    ifs_status_parse((const char *)sqlite3_column_text(st, 5), &result))
-			continue;
-		ifs_details_parse((const char *)sqlite3_column_text(st, 6), &raw);
-		snprintf(row.details, sizeof(row.details), "%s",
-			 (const char *)sqlite3_column_text(st, 6) ?: "");
-		snprintf(row.error_name, sizeof(row.error_name), "%s",
-			 (const char *)sqlite3_column_text(st, 7) ?: "");
-		snprintf(row.reason, sizeof(row.reason), "%s",
-			 (const char *)sqlite3_column_text(st, 10) ?: "");
-		snprintf(row.decoded, sizeof(row.decoded), "%s",
-			 (const char *)sqlite3_column_text(st, 11) ?: "");
-		snprintf(row.image_version, sizeof(row.image_version), "%s",
-			 (const char *)sqlite3_column_text(st, 12) ?: "");
-		row.cpu =
-		    sqlite3_column_type(st, 4) == SQLITE_NULL ? -1 : sqlite3_column_int(st, 4);
-		for (size_t k = 0; k < p->topo.n_cores; k++) {
-			if (p->topo.cores[k].package != package ||
-			    p->topo.cores[k].core_id != core_id)
-				continue;
-			last_update(p, k, t, result, sqlite3_column_int64(st, 8), row.cpu, raw,
-				    (uint64_t)sqlite3_column_int64(st, 9), &row);
-			n++;
-		}
-	}
-	if (n)
-		clog_info(p->c, "restored the last result of %u core/test pairs from history", n);
-out:
-	sqlite3_finalize(st);
-	store_reader_put(p->c->agent->store, db);
+	err = sink_latest(p->c->sink, &ifs_scans_table, "test, package, core",
+			  "core IS NOT NULL AND status IN ('pass', 'fail', 'untested')",
+			  last_restore_row, &rs);
+	if (err && err != -EBUSY) /* -EBUSY: no reader free, start without */
+		clog_warn(p->c, "cannot read the last results: %s", strerror(-err));
+	if (rs.n)
+		clog_info(p->c, "restored the last result of %u core/test pairs from history",
+			  rs.n);
 }
 
 /* A finished job: scheduler outcome, history row, metrics, alert. */
@@ -704,8 +719,7 @@ static void handle_result(struct ifs_priv *p, const struct ifs_work_result *r)
 	else
 		clog_debug(c, "%s on cpu %d: %s %s (%s)", row.test, row.cpu, row.status,
 			   row.details, row.error_name);
-	if (store_submit(c->agent->store, &ifs_scans_table, r->start_wall, &row))
-		clog_debug(c, "history row dropped: queue full");
+	sink_event(c->sink, &ifs_scans_table, r->start_wall, &row);
 }
 
 /* Someone else wrote run_test: status/details changed while we were idle.
@@ -751,7 +765,7 @@ static void passive_check(struct ifs_priv *p)
 			count_scan(p, t, ifs_result_name(result));
 			clog_info(p->c, "%s result changed outside sysobs: %s %s (core unknown)",
 				  row.test, row.status, row.details);
-			store_submit(p->c->agent->store, &ifs_scans_table, clock_wall_ns(), &row);
+			sink_event(p->c->sink, &ifs_scans_table, clock_wall_ns(), &row);
 		}
 		snprintf(dv->seen_status, sizeof(dv->seen_status), "%s", st);
 		snprintf(dv->seen_details, sizeof(dv->seen_details), "%s", de);
@@ -840,9 +854,9 @@ static int ifs_init(struct collector *c)
 	err = ifs_read_config(c, p);
 	if (err)
 		goto err_free;
-	snprintf(p->root, sizeof(p->root), "%s", c->agent->sysfs_root ?: "/sys");
-	if (c->agent->hostname && c->agent->hostname[0])
-		snprintf(p->host, sizeof(p->host), "%s", c->agent->hostname);
+	snprintf(p->root, sizeof(p->root), "%s", c->sysfs_root ?: "/sys");
+	if (c->hostname && c->hostname[0])
+		snprintf(p->host, sizeof(p->host), "%s", c->hostname);
 	else if (gethostname(p->host, sizeof(p->host) - 1))
 		snprintf(p->host, sizeof(p->host), "unknown");
 
@@ -874,28 +888,15 @@ err_free:
 
 static int ifs_start(struct collector *c)
 {
-	static const char *const scan_labels[] = {"test", "result", NULL};
-	static const char *const core_lbls[] = {"test", "package", "core", NULL};
-	static const char *const test_labels[] = {"test", NULL};
 	struct ifs_priv *p = c->priv;
-	struct metrics *m = c->agent->metrics;
+	struct sink *k = c->sink;
 	int err;
 
-	p->m_scans = metrics_counter(m, "sysobs_ifs_scans_total",
-				     "In-Field Scan runs by test (scan, array, sbaf) and result "
-				     "(pass, fail, untested, error = run_test write refused).",
-				     scan_labels);
-	p->m_status =
-	    metrics_gauge(m, "sysobs_ifs_core_status",
-			  "Last result per core and test: 0 pass, 1 fail, 2 untested.", core_lbls);
-	p->m_last_ts =
-	    metrics_gauge(m, "sysobs_ifs_core_last_scan_timestamp_seconds",
-			  "Start of the last completed test of the core, unix seconds.", core_lbls);
-	p->m_failing = metrics_gauge(m, "sysobs_ifs_failing_cores",
-				     "Cores whose last result for this test is fail.", test_labels);
-	p->m_image = metrics_gauge(m, "sysobs_ifs_image_loaded",
-				   "1 if the device has a test image loaded (scan and SBAF only).",
-				   test_labels);
+	p->m_scans = sink_family(k, &ifs_metrics[IFS_M_SCANS]);
+	p->m_status = sink_family(k, &ifs_metrics[IFS_M_CORE_STATUS]);
+	p->m_last_ts = sink_family(k, &ifs_metrics[IFS_M_CORE_LAST_TS]);
+	p->m_failing = sink_family(k, &ifs_metrics[IFS_M_FAILING]);
+	p->m_image = sink_family(k, &ifs_metrics[IFS_M_IMAGE]);
 	if (!p->m_scans || !p->m_status || !p->m_last_ts || !p->m_failing || !p->m_image)
 		return -ENOMEM;
 
@@ -907,13 +908,11 @@ static int ifs_start(struct collector *c)
 
 		if (!p->dev[t].present)
 			continue;
-		p->dev[t].failing_s = metric_series(p->m_failing, v);
-		if (p->dev[t].failing_s)
-			series_set(p->dev[t].failing_s, 0);
+		p->dev[t].failing_s = sink_series(k, p->m_failing, v);
+		sink_set(k, p->dev[t].failing_s, 0);
 		if (t != IFS_TEST_ARRAY) {
-			p->dev[t].image_s = metric_series(p->m_image, v);
-			if (p->dev[t].image_s)
-				series_set(p->dev[t].image_s, p->dev[t].image_loaded);
+			p->dev[t].image_s = sink_series(k, p->m_image, v);
+			sink_set(k, p->dev[t].image_s, p->dev[t].image_loaded);
 		}
 	}
 	err = refresh_topology(p, true);
@@ -1121,9 +1120,10 @@ static void route_scans_get(const struct http_request *req, struct http_response
 {
 	static const char *const int_params[] = {"core", "package", "cpu", "scan_id"};
 	static const char *const text_params[] = {"test", "result", "requested_by"};
-	static const char *const allowed[] = {"since",	"until",   "limit",	   "cursor",
-					      "core",	"package", "cpu",	   "test",
-					      "result", "scan_id", "requested_by", NULL};
+	static const char *const allowed[] = {
+	    QUERY_WINDOW_PARAMS, "test", "result",  "requested_by", "core",
+	    "package",		 "cpu",	 "scan_id", NULL,
+	};
 	struct collector *c = arg;
 	struct query_window w;
 	char sql[1024];
@@ -1189,8 +1189,8 @@ static void route_scans_get(const struct http_request *req, struct http_response
 	if (rc != SQLITE_OK)
 		goto err_db;
 	sqlite3_bind_int64(st, bi++, w.cursor);
-	sqlite3_bind_int64(st, bi++, w.since_ns);
-	sqlite3_bind_int64(st, bi++, w.until_ns);
+	sqlite3_bind_int64(st, bi++, w.start_ns);
+	sqlite3_bind_int64(st, bi++, w.end_ns);
 	for (int i = 0; i < 4; i++)
 		if (has_int[i])
 			sqlite3_bind_int64(st, bi++, ints[i]);
@@ -1228,12 +1228,12 @@ static void route_scans_post(const struct http_request *req, struct http_respons
 {
 	struct collector *c = arg;
 	struct ifs_priv *p;
-	json_error_t jerr;
-	json_t *body, *cpus, *cores, *tests, *v, *out;
-	const char *key;
+	struct ifs_scan_request rq;
+	char why[256];
+	json_t *out;
 	size_t i, n_sel = 0;
 	int sel[IFS_MAX_CPUS], sel_cpu[IFS_MAX_CPUS];
-	unsigned test_mask = 0;
+	unsigned test_mask;
 	struct ifs_api_req *nr;
 	uint64_t one = 1;
 
@@ -1244,75 +1244,31 @@ static void route_scans_post(const struct http_request *req, struct http_respons
 				 "in the config to enable it");
 		return;
 	}
-	body = req->body ? json_loadb(req->body, req->body_len, 0, &jerr) : NULL;
-	if (!json_is_object(body)) {
-		json_decref(body);
-		http_reply_error(res, 400, "bad_request",
-				 "expected a JSON object {\"cpus\":[...]} or {\"cores\":[...]}");
+	if (ifs_scan_request_parse(req->body, req->body_len, &rq, why, sizeof(why))) {
+		http_reply_error(res, 400, "bad_request", "%s", why);
 		return;
-	}
-	cpus = json_object_get(body, "cpus");
-	cores = json_object_get(body, "cores");
-	tests = json_object_get(body, "tests");
-	json_object_foreach(body, key, v)
-	{
-		if (strcmp(key, "cpus") && strcmp(key, "cores") && strcmp(key, "tests")) {
-			http_reply_error(res, 400, "bad_request",
-					 "unknown field \"%s\" (known: cpus, cores, tests)", key);
-			json_decref(body);
-			return;
-		}
-	}
-	if (!!cpus == !!cores || (cpus && !json_is_array(cpus)) ||
-	    (cores && !json_is_array(cores)) || json_array_size(cpus ? cpus : cores) == 0 ||
-	    (tests && !json_is_array(tests))) {
-		json_decref(body);
-		http_reply_error(res, 400, "bad_request",
-				 "give exactly one non-empty array: \"cpus\" (CPU numbers) or "
-				 "\"cores\" ({\"package\":P,\"core\":C} or core ids); optional "
-				 "\"tests\": [\"scan\",\"array\",\"sbaf\"]");
-		return;
-	}
-	json_array_foreach(tests, i, v)
-	{
-		int t;
-
-		for (t = 0; t < IFS_TEST_MAX; t++)
-			if (json_is_string(v) && !strcmp(json_string_value(v), ifs_test_name(t)))
-				break;
-		if (t == IFS_TEST_MAX) {
-			json_decref(body);
-			http_reply_error(res, 400, "bad_request",
-					 "tests[%zu]: one of scan, array, sbaf", i);
-			return;
-		}
-		test_mask |= 1u << t;
 	}
 
 	p = route_lock(c, res);
-	if (!p) {
-		json_decref(body);
+	if (!p)
 		return;
-	}
-	if (!test_mask)
-		test_mask = p->tests;
+	test_mask = rq.tests ? rq.tests : p->tests;
 	if ((test_mask & p->tests) != test_mask) {
 		pthread_mutex_unlock(&p->lock);
-		json_decref(body);
 		http_reply_error(res, 409, "conflict",
 				 "a requested test has no device or no image loaded here");
 		return;
 	}
-	json_array_foreach(cpus ? cpus : cores, i, v)
-	{
+	for (i = 0; i < rq.n; i++) {
+		const struct ifs_scan_target *tg = &rq.targets[i];
 		int found = -1;
 
-		if (cpus && json_is_integer(v)) {
-			found = core_of_cpu(p, json_integer_value(v));
-		} else if (cores && json_is_integer(v)) {
+		if (rq.by_cpu) {
+			found = core_of_cpu(p, tg->id);
+		} else if (tg->package < 0) {
 			/* A bare core id: every package's core of that id. */
 			for (size_t k = 0; k < p->topo.n_cores && n_sel < IFS_MAX_CPUS; k++) {
-				if (p->topo.cores[k].core_id != json_integer_value(v))
+				if (p->topo.cores[k].core_id != tg->id)
 					continue;
 				if (found >= 0) {
 					sel_cpu[n_sel] = -1;
@@ -1320,25 +1276,21 @@ static void route_scans_post(const struct http_request *req, struct http_respons
 				}
 				found = (int)k;
 			}
-		} else if (cores && json_is_object(v)) {
-			json_t *pk = json_object_get(v, "package"),
-			       *co = json_object_get(v, "core");
-
-			for (size_t k = 0;
-			     json_is_integer(pk) && json_is_integer(co) && k < p->topo.n_cores; k++)
-				if (p->topo.cores[k].package == json_integer_value(pk) &&
-				    p->topo.cores[k].core_id == json_integer_value(co))
+		} else {
+			for (size_t k = 0; k < p->topo.n_cores; k++)
+				if (p->topo.cores[k].package == tg->package &&
+				    p->topo.cores[k].core_id == tg->id)
 					found = (int)k;
 		}
 		if (found < 0) {
 			pthread_mutex_unlock(&p->lock);
-			json_decref(body);
 			http_reply_error(res, 400, "bad_request", "%s[%zu]: no such %s",
-					 cpus ? "cpus" : "cores", i, cpus ? "CPU" : "core");
+					 rq.by_cpu ? "cpus" : "cores", i,
+					 rq.by_cpu ? "CPU" : "core");
 			return;
 		}
 		if (n_sel < IFS_MAX_CPUS) {
-			sel_cpu[n_sel] = cpus ? (int)json_integer_value(v) : -1;
+			sel_cpu[n_sel] = rq.by_cpu ? tg->id : -1;
 			sel[n_sel++] = found;
 		}
 	}
@@ -1349,7 +1301,6 @@ static void route_scans_post(const struct http_request *req, struct http_respons
 		if (!ifs_sched_core_allowed(&p->sched, sel[i]) ||
 		    ifs_sched_core_cpu(&p->sched, sel[i]) < 0) {
 			pthread_mutex_unlock(&p->lock);
-			json_decref(body);
 			http_reply_error(res, 409, "conflict",
 					 "package %d core %d cannot be scanned: %s", ci->package,
 					 ci->core_id,
@@ -1362,7 +1313,6 @@ static void route_scans_post(const struct http_request *req, struct http_respons
 	/* Requests wait for one core at a time: bound the backlog. */
 	if (p->n_reqs + ifs_sched_pending(&p->sched) + n_sel * IFS_TEST_MAX > IFS_MAX_PENDING) {
 		pthread_mutex_unlock(&p->lock);
-		json_decref(body);
 		http_reply_error(res, 503, "busy",
 				 "more than %d scans already pending; retry when they ran",
 				 IFS_MAX_PENDING);
@@ -1372,7 +1322,6 @@ static void route_scans_post(const struct http_request *req, struct http_respons
 	nr = realloc(p->reqs, (p->n_reqs + n_sel * IFS_TEST_MAX) * sizeof(*nr));
 	if (!nr) {
 		pthread_mutex_unlock(&p->lock);
-		json_decref(body);
 		json_decref(out);
 		http_reply_error(res, 503, "busy", "out of memory");
 		return;
@@ -1410,7 +1359,6 @@ static void route_scans_post(const struct http_request *req, struct http_respons
 		}
 	}
 	pthread_mutex_unlock(&p->lock);
-	json_decref(body);
 	if (write(p->efd, &one, sizeof(one)) < 0) {
 		/* the next poll tick picks the requests up anyway */
 	}
@@ -1431,6 +1379,8 @@ const struct collector_ops ifs_collector = {
     .help = "Intel In-Field Scan: per-core hardware self-test results, an optional scan "
 	    "scheduler, alerts on failed cores",
     .keys = ifs_keys,
+    .cfg_size = sizeof(struct ifs_cfg),
+    .metrics = ifs_metrics,
     .tables = ifs_tables,
     .routes = ifs_routes,
     .init = ifs_init,

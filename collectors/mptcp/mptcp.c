@@ -44,12 +44,73 @@
 #define MPTCP_RECV_BUDGET 512 /* datagrams per netns per on_ready */
 #define MPTCP_PM_CHECK_MS 10000
 
+struct mptcp_cfg {
+	const char *netns; /* comma list, parsed by mptcp_config_netns() */
+	uint64_t rcvbuf;
+};
+
 static const struct cfg_key mptcp_keys[] = {
-    {"netns", "self",
-     "network namespaces to watch, comma-separated: self (the agent's own), "
-     "/run/netns/NAME or /proc/PID/ns/net"},
-    {"rcvbuf", "4M", "receive buffer of each event socket (bytes; k/M suffixes)"},
+    CFG_KEY(struct mptcp_cfg, netns, CFG_STRING, "self", 0, 0,
+	    "network namespaces to watch, comma-separated: self (the agent's own), "
+	    "/run/netns/NAME or /proc/PID/ns/net"),
+    CFG_KEY(struct mptcp_cfg, rcvbuf, CFG_SIZE, "4M", 4096, 1ull << 30,
+	    "receive buffer of each event socket (bytes; k/M suffixes)"),
     {0},
+};
+
+enum {
+	MPTCP_M_EVENTS,
+	MPTCP_M_RESETS,
+	MPTCP_M_LIFETIME,
+	MPTCP_M_CONNS,
+	MPTCP_M_SUBFLOWS,
+	MPTCP_M_OVERRUNS,
+	MPTCP_M_RESYNCS,
+	MPTCP_M_UNKNOWN_EVENTS,
+	MPTCP_M_UNKNOWN_ATTRS,
+	MPTCP_M_MALFORMED,
+	MPTCP_M_UNMATCHED,
+	MPTCP_M_N,
+};
+
+static const char *const mptcp_type_l[] = {"type", NULL};
+static const char *const mptcp_reason_l[] = {"reason", NULL};
+static const double mptcp_lifetime_bounds[] = {0.01, 0.1, 1, 10, 60, 300, 1800, 3600, 21600, 86400};
+
+static const struct metric_desc mptcp_metrics[] = {
+    [MPTCP_M_EVENTS] = {"sysobs_mptcp_events_total",
+			"MPTCP path-manager events received, by event type.", METRIC_KIND_COUNTER,
+			mptcp_type_l},
+    [MPTCP_M_RESETS] = {"sysobs_mptcp_subflow_resets_total",
+			"Subflows closed by an MP_TCPRST, by reset reason.", METRIC_KIND_COUNTER,
+			mptcp_reason_l},
+    [MPTCP_M_LIFETIME] = {"sysobs_mptcp_subflow_lifetime_seconds",
+			  "Lifetime of MPTCP subflows from established to closed.",
+			  METRIC_KIND_HISTOGRAM, NULL, mptcp_lifetime_bounds,
+			  sizeof(mptcp_lifetime_bounds) / sizeof(mptcp_lifetime_bounds[0])},
+    [MPTCP_M_CONNS] = {"sysobs_mptcp_connections",
+		       "Live MPTCP connections in the watched namespaces.", METRIC_KIND_GAUGE},
+    [MPTCP_M_SUBFLOWS] = {"sysobs_mptcp_subflows", "Live MPTCP subflows (initial one included).",
+			  METRIC_KIND_GAUGE},
+    [MPTCP_M_OVERRUNS] = {"sysobs_mptcp_overruns_total",
+			  "Event socket overruns (ENOBUFS: events lost, live state resynced "
+			  "from sock_diag).",
+			  METRIC_KIND_COUNTER},
+    [MPTCP_M_RESYNCS] = {"sysobs_mptcp_resyncs_total", "Live-state rebuilds from sock_diag.",
+			 METRIC_KIND_COUNTER},
+    [MPTCP_M_UNKNOWN_EVENTS] = {"sysobs_mptcp_unknown_events_total",
+				"Events of a type this sysobs does not know.", METRIC_KIND_COUNTER},
+    [MPTCP_M_UNKNOWN_ATTRS] = {"sysobs_mptcp_unknown_attributes_total",
+			       "Event attributes of an unknown type or unexpected size (kept in "
+			       "unknown_attrs).",
+			       METRIC_KIND_COUNTER},
+    [MPTCP_M_MALFORMED] = {"sysobs_mptcp_malformed_messages_total",
+			   "Netlink messages that could not be decoded.", METRIC_KIND_COUNTER},
+    [MPTCP_M_UNMATCHED] = {"sysobs_mptcp_unmatched_events_total",
+			   "Events about a connection or subflow the live state did not know "
+			   "(e.g. after an overrun).",
+			   METRIC_KIND_COUNTER},
+    [MPTCP_M_N] = {0},
 };
 
 /* One watched network namespace. */
@@ -75,127 +136,124 @@ struct mptcp_priv {
 	struct mptcp_state *state;
 	int64_t next_pm_check_ns;
 
-	struct metric *events_total; /* {type} */
-	struct metric *resets_total; /* {reason} */
-	struct metric *lifetime;
-	struct metric_series *ev_series[MPTCP_EV_MAX + 1];
-	struct metric_series *lifetime_s;
-	struct metric_series *conns_g, *subflows_g, *overruns_c, *unknown_ev_c, *unknown_attr_c,
-	    *malformed_c, *unmatched_c, *resyncs_c, *stored_drop_c;
-	struct log_ratelimit store_rl;
+	struct sink_family *events_total; /* {type} */
+	struct sink_family *resets_total; /* {reason} */
+	struct sink_series *ev_series[MPTCP_EV_MAX + 1];
+	struct sink_series *lifetime_s;
+	struct sink_series *conns_g, *subflows_g, *overruns_c, *unknown_ev_c, *unknown_attr_c,
+	    *malformed_c, *unmatched_c, *resyncs_c;
 };
 
 /* ---- history table ---------------------------------------------------- */
 
-static const char *const mptcp_events_migrations[] = {
-    "CREATE TABLE mptcp_events ("
-    " id INTEGER PRIMARY KEY,"
-    " ts INTEGER NOT NULL,"
-    " netns INTEGER,"
-    " type TEXT NOT NULL,"
-    " token INTEGER,"
-    " family INTEGER,"
-    " saddr TEXT,"
-    " daddr TEXT,"
-    " sport INTEGER,"
-    " dport INTEGER,"
-    " loc_id INTEGER,"
-    " rem_id INTEGER,"
-    " backup INTEGER,"
-    " error INTEGER,"
-    " flags INTEGER,"
-    " timeout INTEGER,"
-    " if_idx INTEGER,"
-    " reset_reason INTEGER,"
-    " reset_flags INTEGER,"
-    " server_side INTEGER,"
-    " unknown_attrs TEXT);"
-    "CREATE INDEX mptcp_events_ts ON mptcp_events(ts);"
-    /* Only CREATED and CLOSED rows are indexed by token: a full (token, id)
-     * index cost half the insert rate. History by token finds the
-     * connection's time span here, then scans that span on the ts index. */
-    "CREATE INDEX mptcp_events_token ON mptcp_events(token, ts)"
-    " WHERE type IN ('CREATED', 'CLOSED');",
+static const char *const mptcp_types[] = {
+    "CREATED",		"ESTABLISHED",	   "CLOSED",	 "ANNOUNCED",
+    "REMOVED",		"SUB_ESTABLISHED", "SUB_CLOSED", "SUB_PRIORITY",
+    "LISTENER_CREATED", "LISTENER_CLOSED", NULL,
+};
+static const struct col_domain mptcp_type_domain = {.values = mptcp_types};
+
+#define MPTCP_COL(f, t, n, ...) COL(struct mptcp_row, f, t, n, __VA_ARGS__)
+static const struct event_column mptcp_cols[] = {
+    MPTCP_COL(netns, COL_UINT, COL_NOT_NULL, .filter = COL_FILTER_EQ, .fmin = 1),
+    MPTCP_COL(type, COL_TEXT, COL_NOT_NULL, .filter = COL_FILTER_ENUM,
+	      .domain = &mptcp_type_domain),
+    MPTCP_COL(token, COL_INT, COL_NULL_NEG, .filter = COL_FILTER_EQ, .fmax = UINT32_MAX),
+    MPTCP_COL(family, COL_INT, COL_NULL_NEG),
+    MPTCP_COL(saddr, COL_TEXT, COL_NULL_EMPTY, .filter = COL_FILTER_ADDR, .param = "addr"),
+    MPTCP_COL(daddr, COL_TEXT, COL_NULL_EMPTY, .filter = COL_FILTER_ADDR, .param = "addr"),
+    MPTCP_COL(sport, COL_INT, COL_NULL_NEG, .filter = COL_FILTER_EQ, .param = "port",
+	      .fmax = 65535),
+    MPTCP_COL(dport, COL_INT, COL_NULL_NEG, .filter = COL_FILTER_EQ, .param = "port",
+	      .fmax = 65535),
+    MPTCP_COL(loc_id, COL_INT, COL_NULL_NEG),
+    MPTCP_COL(rem_id, COL_INT, COL_NULL_NEG),
+    MPTCP_COL(backup, COL_INT, COL_NULL_NEG),
+    MPTCP_COL(error, COL_INT, COL_NULL_NEG),
+    MPTCP_COL(flags, COL_INT, COL_NULL_NEG),
+    MPTCP_COL(timeout, COL_INT, COL_NULL_NEG),
+    MPTCP_COL(if_idx, COL_INT, COL_NULL_NEG),
+    MPTCP_COL(reset_reason, COL_INT, COL_NULL_NEG),
+    MPTCP_COL(reset_flags, COL_INT, COL_NULL_NEG),
+    MPTCP_COL(server_side, COL_INT, COL_NULL_NEG),
+    MPTCP_COL(unknown_attrs, COL_TEXT, COL_NULL_EMPTY),
+    MPTCP_COL(reset_reason_name, COL_TEXT, COL_NULL_EMPTY),
+    {0},
+};
+
+/* Only CREATED and CLOSED rows are indexed by token: a full (token, id)
+ * index cost half the insert rate. History by token finds the connection's
+ * time span here, then scans that span on the ts index. */
+static const char *const mptcp_indexes[] = {
+    "CREATE INDEX IF NOT EXISTS mptcp_events_token ON mptcp_events(token, ts)"
+    " WHERE type IN ('CREATED', 'CLOSED')",
     NULL,
 };
 
-static void mptcp_bind_u(sqlite3_stmt *st, int col, const struct mptcp_event *ev, unsigned attr,
-			 int64_t v)
+/* 2: rows written before reset_reason_name was a column get it. */
+static const char *const mptcp_migrations[] = {
+    "UPDATE mptcp_events SET reset_reason_name = CASE reset_reason WHEN 0 THEN 'unspec'"
+    " WHEN 1 THEN 'mptcp' WHEN 2 THEN 'resource' WHEN 3 THEN 'prohibit' WHEN 4 THEN 'wq2big'"
+    " WHEN 5 THEN 'badperf' WHEN 6 THEN 'middlebox' END WHERE reset_reason IS NOT NULL;",
+    NULL,
+};
+
+const struct event_table mptcp_events_table = {
+    .name = "mptcp_events",
+    .collector = "mptcp",
+    .route = "/api/v1/mptcp/events",
+    .help = "every path-manager event: connections, subflows, addresses, resets",
+    .cols = mptcp_cols,
+    .row_size = sizeof(struct mptcp_row),
+    .indexes = mptcp_indexes,
+    .migrations = mptcp_migrations,
+};
+
+static const struct event_table *const mptcp_tables[] = {&mptcp_events_table, NULL};
+
+_Static_assert(sizeof(struct mptcp_row) <= EVENT_ROW_MAX, "mptcp row too large");
+
+static int64_t mptcp_attr(const struct mptcp_event *ev, unsigned attr, int64_t v)
 {
-	if (mptcp_event_has(ev, attr))
-		sqlite3_bind_int64(st, col, v);
-	else
-		sqlite3_bind_null(st, col);
+	return mptcp_event_has(ev, attr) ? v : -1;
 }
 
-/* Runs on the writer thread: text formatting happens there, not in the loop. */
-static int mptcp_row_bind(sqlite3_stmt *st, const void *p)
+void mptcp_row_fill(const struct mptcp_event *ev, uint32_t netns, struct mptcp_row *r)
 {
-	const struct mptcp_row *r = p;
-	const struct mptcp_event *ev = &r->ev;
-	char type[32], s[INET6_ADDRSTRLEN], d[INET6_ADDRSTRLEN], u[256];
-	int rc;
+	const char *reason;
 
-	sqlite3_bind_int64(st, 3, (int64_t)r->netns);
-	/* Known names are static strings: no copy. */
-	if (mptcp_event_type_name(ev->type))
-		sqlite3_bind_text(st, 4, mptcp_event_type_name(ev->type), -1, SQLITE_STATIC);
-	else
-		sqlite3_bind_text(st, 4, mptcp_event_type_str(ev->type, type, sizeof(type)), -1,
-				  SQLITE_TRANSIENT);
-	mptcp_bind_u(st, 5, ev, MPTCP_EVA_TOKEN, ev->token);
-	mptcp_bind_u(st, 6, ev, MPTCP_EVA_FAMILY, ev->family);
+	r->netns = netns;
+	mptcp_event_type_str(ev->type, r->type, sizeof(r->type));
+	r->token = mptcp_attr(ev, MPTCP_EVA_TOKEN, ev->token);
+	r->family = mptcp_attr(ev, MPTCP_EVA_FAMILY, ev->family);
+	r->saddr[0] = r->daddr[0] = '\0';
 	if (ev->saddr_family)
-		sqlite3_bind_text(st, 7, mptcp_event_saddr_str(ev, s, sizeof(s)), -1,
-				  SQLITE_TRANSIENT);
-	else
-		sqlite3_bind_null(st, 7);
+		mptcp_event_saddr_str(ev, r->saddr, sizeof(r->saddr));
 	if (ev->daddr_family)
-		sqlite3_bind_text(st, 8, mptcp_event_daddr_str(ev, d, sizeof(d)), -1,
-				  SQLITE_TRANSIENT);
-	else
-		sqlite3_bind_null(st, 8);
-	mptcp_bind_u(st, 9, ev, MPTCP_EVA_SPORT, ev->sport);
-	mptcp_bind_u(st, 10, ev, MPTCP_EVA_DPORT, ev->dport);
-	mptcp_bind_u(st, 11, ev, MPTCP_EVA_LOC_ID, ev->loc_id);
-	mptcp_bind_u(st, 12, ev, MPTCP_EVA_REM_ID, ev->rem_id);
-	mptcp_bind_u(st, 13, ev, MPTCP_EVA_BACKUP, ev->backup);
-	mptcp_bind_u(st, 14, ev, MPTCP_EVA_ERROR, ev->error);
-	mptcp_bind_u(st, 15, ev, MPTCP_EVA_FLAGS, ev->flags);
-	mptcp_bind_u(st, 16, ev, MPTCP_EVA_TIMEOUT, ev->timeout);
-	mptcp_bind_u(st, 17, ev, MPTCP_EVA_IF_IDX, ev->if_idx);
-	mptcp_bind_u(st, 18, ev, MPTCP_EVA_RESET_REASON, ev->reset_reason);
-	mptcp_bind_u(st, 19, ev, MPTCP_EVA_RESET_FLAGS, ev->reset_flags);
+		mptcp_event_daddr_str(ev, r->daddr, sizeof(r->daddr));
+	r->sport = mptcp_attr(ev, MPTCP_EVA_SPORT, ev->sport);
+	r->dport = mptcp_attr(ev, MPTCP_EVA_DPORT, ev->dport);
+	r->loc_id = mptcp_attr(ev, MPTCP_EVA_LOC_ID, ev->loc_id);
+	r->rem_id = mptcp_attr(ev, MPTCP_EVA_REM_ID, ev->rem_id);
+	r->backup = mptcp_attr(ev, MPTCP_EVA_BACKUP, ev->backup);
+	r->error = mptcp_attr(ev, MPTCP_EVA_ERROR, ev->error);
+	r->flags = mptcp_attr(ev, MPTCP_EVA_FLAGS, ev->flags);
+	r->timeout = mptcp_attr(ev, MPTCP_EVA_TIMEOUT, ev->timeout);
+	r->if_idx = mptcp_attr(ev, MPTCP_EVA_IF_IDX, ev->if_idx);
+	r->reset_reason = mptcp_attr(ev, MPTCP_EVA_RESET_REASON, ev->reset_reason);
+	r->reset_flags = mptcp_attr(ev, MPTCP_EVA_RESET_FLAGS, ev->reset_flags);
 	/* CREATED/ESTABLISHED always say which side we are: newer kernels
 	 * only set FLAGS bit 1 on the server side and send nothing otherwise. */
 	if (mptcp_event_has(ev, MPTCP_EVA_SERVER_SIDE) || mptcp_event_has(ev, MPTCP_EVA_FLAGS) ||
 	    ev->type == MPTCP_EV_CREATED || ev->type == MPTCP_EV_ESTABLISHED)
-		sqlite3_bind_int(st, 20, ev->server_side);
+		r->server_side = ev->server_side;
 	else
-		sqlite3_bind_null(st, 20);
-	if (mptcp_event_unknown_str(ev, u, sizeof(u)))
-		rc = sqlite3_bind_text(st, 21, u, -1, SQLITE_TRANSIENT);
-	else
-		rc = sqlite3_bind_null(st, 21);
-	return rc;
+		r->server_side = -1;
+	r->unknown_attrs[0] = '\0';
+	mptcp_event_unknown_str(ev, r->unknown_attrs, sizeof(r->unknown_attrs));
+	reason = r->reset_reason >= 0 ? mptcp_reset_reason_name((uint32_t)r->reset_reason) : NULL;
+	snprintf(r->reset_reason_name, sizeof(r->reset_reason_name), "%s", reason ? reason : "");
 }
-
-const struct store_table mptcp_events_table = {
-    .name = "mptcp_events",
-    .collector = "mptcp",
-    .migrations = mptcp_events_migrations,
-    .insert_sql = "INSERT INTO mptcp_events (id, ts, netns, type, token, family, saddr, daddr,"
-		  " sport, dport, loc_id, rem_id, backup, error, flags, timeout, if_idx,"
-		  " reset_reason, reset_flags, server_side, unknown_attrs)"
-		  " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15,"
-		  " ?16, ?17, ?18, ?19, ?20, ?21)",
-    .bind = mptcp_row_bind,
-    .row_size = sizeof(struct mptcp_row),
-};
-
-static const struct store_table *const mptcp_tables[] = {&mptcp_events_table, NULL};
-
-_Static_assert(sizeof(struct mptcp_row) <= STORE_ROW_MAX, "mptcp row too large");
 
 /* ---- network namespaces ---------------------------------------------- */
 
@@ -316,10 +374,11 @@ static void mptcp_pm_type_check(struct mptcp_priv *p, struct mptcp_watch *w)
 
 /* ---- config ------------------------------------------------------------ */
 
-/* Parses the netns list into p->w[].path. 0 or -EINVAL (cfg error set). */
+/* Parses the netns list into p->w[].path. 0 or -EINVAL (collector_config_error). */
 static int mptcp_config_netns(struct collector *c, struct mptcp_priv *p)
 {
-	const char *v = collector_cfg(c, "netns");
+	const struct mptcp_cfg *cfg = c->cfg;
+	const char *v = cfg->netns;
 	char *dup, *save = NULL, *tok;
 	int ret = 0;
 
@@ -333,20 +392,19 @@ static int mptcp_config_netns(struct collector *c, struct mptcp_priv *p)
 		if (!*tok)
 			continue;
 		if (strcmp(tok, "self") && tok[0] != '/') {
-			ret = cfg_error(&c->agent->cfg, c->section, "netns",
-					"'%s': expected self or an absolute path", tok);
+			ret = collector_config_error(
+			    c, "netns", "'%s': expected self or an absolute path", tok);
 			break;
 		}
 		if (p->n_w == MPTCP_MAX_NETNS || strlen(tok) >= sizeof(p->w[0].path)) {
-			ret = cfg_error(&c->agent->cfg, c->section, "netns",
-					"too many namespaces or path too long (max %d)",
-					MPTCP_MAX_NETNS);
+			ret = collector_config_error(
+			    c, "netns", "too many namespaces or path too long (max %d)",
+			    MPTCP_MAX_NETNS);
 			break;
 		}
 		for (size_t i = 0; i < p->n_w; i++) {
 			if (!strcmp(p->w[i].path, tok)) {
-				ret = cfg_error(&c->agent->cfg, c->section, "netns",
-						"'%s' listed twice", tok);
+				ret = collector_config_error(c, "netns", "'%s' listed twice", tok);
 				goto out;
 			}
 		}
@@ -354,7 +412,7 @@ static int mptcp_config_netns(struct collector *c, struct mptcp_priv *p)
 		p->n_w++;
 	}
 	if (!ret && !p->n_w)
-		ret = cfg_error(&c->agent->cfg, c->section, "netns", "no namespace to watch");
+		ret = collector_config_error(c, "netns", "no namespace to watch");
 out:
 	free(dup);
 	return ret;
@@ -364,8 +422,8 @@ out:
 
 static int mptcp_init(struct collector *c)
 {
+	const struct mptcp_cfg *cfg = c->cfg;
 	struct mptcp_priv *p;
-	uint64_t rcvbuf;
 	int err;
 
 	p = calloc(1, sizeof(*p));
@@ -376,10 +434,7 @@ static int mptcp_init(struct collector *c)
 	p->epfd = -1;
 	for (size_t i = 0; i < MPTCP_MAX_NETNS; i++)
 		p->w[i].diag_fd = p->w[i].pm_type_fd = -1;
-	err = cfg_get_size(&c->agent->cfg, c->section, "rcvbuf", 4096, 1ull << 30, &rcvbuf);
-	if (err)
-		return err;
-	p->rcvbuf = rcvbuf;
+	p->rcvbuf = cfg->rcvbuf;
 	err = mptcp_config_netns(c, p);
 	if (err)
 		return err;
@@ -419,8 +474,7 @@ static void mptcp_on_subflow_end(double seconds, void *arg)
 {
 	struct mptcp_priv *p = arg;
 
-	if (p->lifetime_s)
-		series_observe(p->lifetime_s, seconds < 0 ? 0 : seconds);
+	sink_observe(p->c->sink, p->lifetime_s, seconds < 0 ? 0 : seconds);
 }
 
 static void mptcp_update_gauges(struct mptcp_priv *p)
@@ -428,8 +482,8 @@ static void mptcp_update_gauges(struct mptcp_priv *p)
 	size_t conns, subflows;
 
 	mptcp_state_counts(p->state, &conns, &subflows);
-	series_set(p->conns_g, (double)conns);
-	series_set(p->subflows_g, (double)subflows);
+	sink_set(p->c->sink, p->conns_g, (double)conns);
+	sink_set(p->c->sink, p->subflows_g, (double)subflows);
 }
 
 /* Rebuilds the live state of one netns from sock_diag. */
@@ -443,7 +497,7 @@ static int mptcp_resync(struct mptcp_priv *p, struct mptcp_watch *w)
 	n = mptcp_diag_dump(w->diag_fd, w->ino, fresh, clock_wall_ns());
 	if (n >= 0) {
 		mptcp_state_resync(p->state, w->ino, fresh);
-		series_add(p->resyncs_c, 1);
+		sink_add(p->c->sink, p->resyncs_c, 1);
 		mptcp_update_gauges(p);
 	} else {
 		clog_warn(p->c, "netns %s: sock_diag resync failed: %s", w->path, strerror(-n));
@@ -452,7 +506,7 @@ static int mptcp_resync(struct mptcp_priv *p, struct mptcp_watch *w)
 	return n;
 }
 
-static struct metric_series *mptcp_type_series(struct mptcp_priv *p, unsigned type)
+static struct sink_series *mptcp_type_series(struct mptcp_priv *p, unsigned type)
 {
 	const char *name = mptcp_event_type_name(type);
 	const char *lv[1] = {name ? name : "unknown"};
@@ -460,7 +514,7 @@ static struct metric_series *mptcp_type_series(struct mptcp_priv *p, unsigned ty
 	if (!name)
 		type = 0; /* every unknown type shares slot 0 */
 	if (!p->ev_series[type])
-		p->ev_series[type] = metric_series(p->events_total, lv);
+		p->ev_series[type] = sink_series(p->c->sink, p->events_total, lv);
 	return p->ev_series[type];
 }
 
@@ -468,35 +522,31 @@ static struct metric_series *mptcp_type_series(struct mptcp_priv *p, unsigned ty
 static void mptcp_handle_event(struct mptcp_priv *p, struct mptcp_watch *w,
 			       const struct nlmsghdr *nlh, int64_t now_ns)
 {
+	struct sink *k = p->c->sink;
+	struct mptcp_event ev;
 	struct mptcp_row row;
-	struct metric_series *s;
 	int err;
 
-	if (mptcp_event_decode(nlh, nlh->nlmsg_len, &row.ev) < 0) {
-		series_add(p->malformed_c, 1);
+	if (mptcp_event_decode(nlh, nlh->nlmsg_len, &ev) < 0) {
+		sink_add(k, p->malformed_c, 1);
 		return;
 	}
-	row.netns = w->ino;
-	if ((s = mptcp_type_series(p, row.ev.type)))
-		series_add(s, 1);
-	if (!mptcp_event_type_name(row.ev.type))
-		series_add(p->unknown_ev_c, 1);
-	if (row.ev.n_unknown)
-		series_add(p->unknown_attr_c, row.ev.n_unknown);
-	if (row.ev.type == MPTCP_EV_SUB_CLOSED &&
-	    mptcp_event_has(&row.ev, MPTCP_EVA_RESET_REASON)) {
-		const char *r = mptcp_reset_reason_name(row.ev.reset_reason);
+	sink_add(k, mptcp_type_series(p, ev.type), 1);
+	if (!mptcp_event_type_name(ev.type))
+		sink_add(k, p->unknown_ev_c, 1);
+	if (ev.n_unknown)
+		sink_add(k, p->unknown_attr_c, ev.n_unknown);
+	if (ev.type == MPTCP_EV_SUB_CLOSED && mptcp_event_has(&ev, MPTCP_EVA_RESET_REASON)) {
+		const char *r = mptcp_reset_reason_name(ev.reset_reason);
 		const char *lv[1] = {r ? r : "unknown"};
 
-		if ((s = metric_series(p->resets_total, lv)))
-			series_add(s, 1);
+		sink_add(k, sink_series(k, p->resets_total, lv), 1);
 	}
-	err = mptcp_state_apply(p->state, w->ino, &row.ev, now_ns, mptcp_on_subflow_end, p);
+	err = mptcp_state_apply(p->state, w->ino, &ev, now_ns, mptcp_on_subflow_end, p);
 	if (err == -ENOENT)
-		series_add(p->unmatched_c, 1);
-	if (store_submit(p->c->agent->store, &mptcp_events_table, now_ns, &row) < 0)
-		log_ratelimited(&p->store_rl, 10000, LOG_LVL_WARN, "mptcp",
-				"event history queue full: rows dropped");
+		sink_add(k, p->unmatched_c, 1);
+	mptcp_row_fill(&ev, (uint32_t)w->ino, &row);
+	sink_event(k, &mptcp_events_table, now_ns, &row);
 }
 
 /* Drains one netns's event socket (bounded). */
@@ -528,7 +578,7 @@ static void mptcp_watch_read(struct mptcp_priv *p, struct mptcp_watch *w)
 				/* Read by HTTP threads. */
 				__atomic_add_fetch(&w->overruns, 1, __ATOMIC_RELAXED);
 				w->resync_pending = 1;
-				series_add(p->overruns_c, 1);
+				sink_add(p->c->sink, p->overruns_c, 1);
 				log_ratelimited(&w->overrun_rl, 5000, LOG_LVL_WARN, "mptcp",
 						"netns %s: event socket overrun (%llu so far), "
 						"resyncing live state from sock_diag",
@@ -549,41 +599,20 @@ static void mptcp_watch_read(struct mptcp_priv *p, struct mptcp_watch *w)
 static int mptcp_start(struct collector *c)
 {
 	struct mptcp_priv *p = c->priv;
-	struct metrics *m = c->agent->metrics;
-	static const char *const type_l[] = {"type", NULL};
-	static const char *const reason_l[] = {"reason", NULL};
-	static const double bounds[] = {0.01, 0.1, 1, 10, 60, 300, 1800, 3600, 21600, 86400};
+	struct sink *k = c->sink;
 	int err;
 
-	p->events_total =
-	    metrics_counter(m, "sysobs_mptcp_events_total",
-			    "MPTCP path-manager events received, by event type.", type_l);
-	p->resets_total =
-	    metrics_counter(m, "sysobs_mptcp_subflow_resets_total",
-			    "Subflows closed by an MP_TCPRST, by reset reason.", reason_l);
-	p->lifetime = metrics_histogram(m, "sysobs_mptcp_subflow_lifetime_seconds",
-					"Lifetime of MPTCP subflows from established to closed.",
-					NULL, bounds, sizeof(bounds) / sizeof(bounds[0]));
-	p->lifetime_s = p->lifetime ? metric_series(p->lifetime, NULL) : NULL;
-	p->conns_g = metrics_gauge1(m, "sysobs_mptcp_connections",
-				    "Live MPTCP connections in the watched namespaces.");
-	p->subflows_g = metrics_gauge1(m, "sysobs_mptcp_subflows",
-				       "Live MPTCP subflows (initial one included).");
-	p->overruns_c = metrics_counter1(m, "sysobs_mptcp_overruns_total",
-					 "Event socket overruns (ENOBUFS: events lost, live state "
-					 "resynced from sock_diag).");
-	p->resyncs_c = metrics_counter1(m, "sysobs_mptcp_resyncs_total",
-					"Live-state rebuilds from sock_diag.");
-	p->unknown_ev_c = metrics_counter1(m, "sysobs_mptcp_unknown_events_total",
-					   "Events of a type this sysobs does not know.");
-	p->unknown_attr_c = metrics_counter1(
-	    m, "sysobs_mptcp_unknown_attributes_total",
-	    "Event attributes of an unknown type or unexpected size (kept in unknown_attrs).");
-	p->malformed_c = metrics_counter1(m, "sysobs_mptcp_malformed_messages_total",
-					  "Netlink messages that could not be decoded.");
-	p->unmatched_c = metrics_counter1(m, "sysobs_mptcp_unmatched_events_total",
-					  "Events about a connection or subflow the live state "
-					  "did not know (e.g. after an overrun).");
+	p->events_total = sink_family(k, &mptcp_metrics[MPTCP_M_EVENTS]);
+	p->resets_total = sink_family(k, &mptcp_metrics[MPTCP_M_RESETS]);
+	p->lifetime_s = sink_series1(k, &mptcp_metrics[MPTCP_M_LIFETIME]);
+	p->conns_g = sink_series1(k, &mptcp_metrics[MPTCP_M_CONNS]);
+	p->subflows_g = sink_series1(k, &mptcp_metrics[MPTCP_M_SUBFLOWS]);
+	p->overruns_c = sink_series1(k, &mptcp_metrics[MPTCP_M_OVERRUNS]);
+	p->resyncs_c = sink_series1(k, &mptcp_metrics[MPTCP_M_RESYNCS]);
+	p->unknown_ev_c = sink_series1(k, &mptcp_metrics[MPTCP_M_UNKNOWN_EVENTS]);
+	p->unknown_attr_c = sink_series1(k, &mptcp_metrics[MPTCP_M_UNKNOWN_ATTRS]);
+	p->malformed_c = sink_series1(k, &mptcp_metrics[MPTCP_M_MALFORMED]);
+	p->unmatched_c = sink_series1(k, &mptcp_metrics[MPTCP_M_UNMATCHED]);
 	if (!p->events_total || !p->resets_total || !p->lifetime_s || !p->conns_g ||
 	    !p->subflows_g || !p->overruns_c || !p->resyncs_c || !p->unknown_ev_c ||
 	    !p->unknown_attr_c || !p->malformed_c || !p->unmatched_c)
@@ -592,14 +621,8 @@ static int mptcp_start(struct collector *c)
 	for (unsigned t = 1; t <= MPTCP_EV_MAX; t++)
 		if (mptcp_event_type_name(t))
 			mptcp_type_series(p, t);
-	{
-		const char *lv[1];
-
-		for (uint32_t r = 0; mptcp_reset_reason_name(r); r++) {
-			lv[0] = mptcp_reset_reason_name(r);
-			metric_series(p->resets_total, lv);
-		}
-	}
+	for (uint32_t r = 0; mptcp_reset_reason_name(r); r++)
+		sink_series(k, p->resets_total, (const char *const[]){mptcp_reset_reason_name(r)});
 
 	p->epfd = epoll_create1(EPOLL_CLOEXEC);
 	if (p->epfd < 0)
@@ -708,7 +731,7 @@ static int mptcp_token_parse(const char *s, uint32_t *out)
 }
 
 /*
- * GET /api/v1/mptcp/connections/{token}?netns=&since=&until=&limit=&cursor=
+ * GET /api/v1/mptcp/connections/{token}?netns=&start=&end=&limit=&cursor=
  * The connection's whole event history, newest first:
  * {"token": N, "data": [...], "next_cursor": "<id>" | null}; 404 if the
  * token was never seen.
@@ -726,8 +749,7 @@ static void mptcp_row_decorate(sqlite3_stmt *st, json_t *row)
 static void mptcp_route_history(struct collector *c, struct mptcp_priv *p, const char *tok,
 				const struct http_request *req, struct http_response *res)
 {
-	static const char *const history_params[] = {"netns", "since",	"until",
-						     "limit", "cursor", NULL};
+	static const char *const history_params[] = {"netns", QUERY_WINDOW_PARAMS, NULL};
 	const char *netns_s = http_query(req, "netns");
 	struct query_window w;
 	sqlite3_stmt *st = NULL;
@@ -781,10 +803,10 @@ static void mptcp_route_history(struct collector *c, struct mptcp_priv *p, const
 		hi = sqlite3_column_int64(st, 2);
 	sqlite3_finalize(st);
 	st = NULL;
-	if (lo < w.since_ns)
-		lo = w.since_ns;
-	if (hi >= w.until_ns)
-		hi = w.until_ns - 1;
+	if (lo < w.start_ns)
+		lo = w.start_ns;
+	if (hi >= w.end_ns)
+		hi = w.end_ns - 1;
 
 	rc = sqlite3_prepare_v2(db,
 				"SELECT id, ts, netns, type, token, family, saddr, daddr, sport,"
@@ -815,7 +837,7 @@ static void mptcp_route_history(struct collector *c, struct mptcp_priv *p, const
 		return;
 	}
 	if (!json_array_size(json_object_get(out, "data")) && w.cursor == INT64_MAX &&
-	    !http_query(req, "since") && !http_query(req, "until")) {
+	    !w.start_set && !w.end_set) {
 		json_decref(out);
 		http_reply_error(res, 404, "not_found", "no MPTCP events for token %u", token);
 		return;
@@ -897,6 +919,8 @@ const struct collector_ops mptcp_collector = {
     .name = "mptcp",
     .help = "MPTCP path-manager events (genl mptcp_pm), live subflow state, resets by reason",
     .keys = mptcp_keys,
+    .cfg_size = sizeof(struct mptcp_cfg),
+    .metrics = mptcp_metrics,
     .tables = mptcp_tables,
     .routes = mptcp_routes,
     .init = mptcp_init,

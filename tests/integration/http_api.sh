@@ -96,12 +96,17 @@ page2=$(api GET "/api/v1/events?collector=self&limit=2&cursor=$cursor")
 jq -e '.data[0] | has("rss_bytes") and has("time") and .collector == "self"' <<<"$page1" >/dev/null ||
 	fail "event row lacks its columns: $page1"
 now=$(date +%s)
-body=$(api GET "/api/v1/events?collector=self&since=$((now + 3600))")
+body=$(api GET "/api/v1/events?collector=self&start=$((now + 3600))")
 assert_eq "events in the future" 0 "$(jq '.data | length' <<<"$body")"
-req GET "/api/v1/events?since=2020-01-01T00:00:00Z&limit=1"
+req GET "/api/v1/events?start=2020-01-01T00:00:00Z&limit=1"
 body=$BODY
-assert_eq "events of all collectors, RFC 3339 since" 200 "$HTTP_CODE"
+assert_eq "events of all collectors, RFC 3339 start" 200 "$HTTP_CODE"
 assert_eq "one row" 1 "$(jq '.data | length' <<<"$body")"
+req GET "/api/v1/events?start=-1h&end=now&limit=1"
+assert_eq "relative start and end" 200 "$HTTP_CODE"
+assert_eq "a row within the last hour" 1 "$(jq '.data | length' <<<"$BODY")"
+body=$(api GET "/api/v1/events?collector=self&end=-1h")
+assert_eq "nothing older than an hour" 0 "$(jq '.data | length' <<<"$body")"
 
 # Metric history through /api/v1/series.
 have_series() {
@@ -121,13 +126,15 @@ check_error() { # STATUS PATH [METHOD]
 	assert_eq "status of ${3:-GET} $2" "$1" "$HTTP_CODE"
 	jq -e '.error.code and .error.message' <<<"$body" >/dev/null || fail "no JSON error for $2: $body"
 }
-check_error 400 '/api/v1/events?since=yesterday'
+check_error 400 '/api/v1/events?start=yesterday'
+check_error 400 '/api/v1/events?since=-1h'
 check_error 400 '/api/v1/events?limit=0'
 check_error 400 '/api/v1/events?limit=100000'
 check_error 400 '/api/v1/events?limit=12abc'
 check_error 400 '/api/v1/events?collector=nosuch'
 check_error 400 '/api/v1/events?cursor=-5'
-check_error 400 '/api/v1/events?since=2026-12-02T10:00:00Z&until=2026-12-01T10:00:00Z'
+check_error 400 '/api/v1/events?start=2026-12-02T10:00:00Z&end=2026-12-01T10:00:00Z'
+check_error 400 '/api/v1/series?metric=sysobs_collector_up&step=1h1h'
 check_error 400 '/api/v1/events?colector=self'
 check_error 400 '/api/v1/series'
 check_error 400 '/api/v1/series?metric=x&match[]=collector=%22unterminated'

@@ -372,17 +372,17 @@ sed -i -e 's/^schedule = false/schedule = true/' -e 's/^interval = 8s/interval =
 since=$(date +%s.%N)
 start_agent
 rot() {
-	[ "$(rows "&since=$since&test=scan" | jq -c '[.scans[] | select(.status == "pass") | .batch] | unique')" = '[1,2]' ] &&
-		[ "$(rows "&since=$since&test=scan&result=error" | jq '.scans | length')" -ge 1 ] &&
-		[ "$(rows "&since=$since&test=sbaf&result=pass" | jq '.scans | length')" -ge 1 ]
+	[ "$(rows "&start=$since&test=scan" | jq -c '[.scans[] | select(.status == "pass") | .batch] | unique')" = '[1,2]' ] &&
+		[ "$(rows "&start=$since&test=scan&result=error" | jq '.scans | length')" -ge 1 ] &&
+		[ "$(rows "&start=$since&test=sbaf&result=pass" | jq '.scans | length')" -ge 1 ]
 }
-wait_for 40 rot || fail "rotation: $(rows "&since=$since" | jq -c '[.scans[] | [.test,.cpu,.status,.batch,.error_name]]')"
-assert_eq "only core 0 scanned" '[0]' "$(rows "&since=$since" | jq -c '[.scans[].cpu] | unique')"
+wait_for 40 rot || fail "rotation: $(rows "&start=$since" | jq -c '[.scans[] | [.test,.cpu,.status,.batch,.error_name]]')"
+assert_eq "only core 0 scanned" '[0]' "$(rows "&start=$since" | jq -c '[.scans[].cpu] | unique')"
 assert_eq "missing batch recorded" '["batch_missing"]' \
-	"$(rows "&since=$since&result=error" | jq -c '[.scans[].error_name] | unique')"
+	"$(rows "&start=$since&result=error" | jq -c '[.scans[].error_name] | unique')"
 # After the failed load of batch 3, batch 1 comes round again.
-again() { rows "&since=$since&test=scan" | jq -e '[.scans | reverse | .[] | select(.status != "error") | .batch] | index([2, 1]) != null' >/dev/null; }
-wait_for 30 again || fail "rotation stuck after a missing batch: $(rows "&since=$since&test=scan" | jq -c '[.scans[] | [.status,.batch,.error_name]]')"
+again() { rows "&start=$since&test=scan" | jq -e '[.scans | reverse | .[] | select(.status != "error") | .batch] | index([2, 1]) != null' >/dev/null; }
+wait_for 30 again || fail "rotation stuck after a missing batch: $(rows "&start=$since&test=scan" | jq -c '[.scans[] | [.status,.batch,.error_name]]')"
 stop_agent
 pass "allow_cpus limits the scheduler to core 0; batches rotate, a missing batch is an error and skipped"
 

@@ -86,9 +86,72 @@ static void test_durations_have_units(void **state)
 	assert_int_equal(ms, 86400000);
 	assert_int_equal(cfg_parse_duration_ms("7d", &ms), 0);
 	assert_int_equal(ms, 7 * 86400000ull);
+	assert_int_equal(cfg_parse_duration_ms("30", &ms), 0);
+	assert_int_equal(ms, 30000);
+	assert_int_equal(cfg_parse_duration_ms("0", &ms), 0); /* "0 = off" keys */
+	assert_int_equal(ms, 0);
+	assert_int_equal(cfg_parse_duration_ms("2w", &ms), 0);
+	assert_int_equal(ms, 14 * 86400000ull);
+	ms = 77;
 	assert_int_equal(cfg_parse_duration_ms("1.5s", &ms), -EINVAL);
 	assert_int_equal(cfg_parse_duration_ms("10 s", &ms), -EINVAL);
 	assert_int_equal(cfg_parse_duration_ms("99999999999999999999d", &ms), -EINVAL);
+	assert_int_equal(cfg_parse_duration_ms("", &ms), -EINVAL);
+	assert_int_equal(cfg_parse_duration_ms("-1s", &ms), -EINVAL);
+	assert_int_equal(cfg_parse_duration_ms("15S", &ms), -EINVAL);
+	assert_int_equal(ms, 77);
+}
+
+/* The config takes timeutil's grammar: composites, years, fractions of plain
+ * seconds; but only whole milliseconds. */
+static void test_durations_share_the_api_grammar(void **state)
+{
+	uint64_t ms = 77;
+
+	assert_int_equal(cfg_parse_duration_ms("1h30m", &ms), 0);
+	assert_int_equal(ms, 5400000);
+	assert_int_equal(cfg_parse_duration_ms("1d12h", &ms), 0);
+	assert_int_equal(ms, 36 * 3600000ull);
+	assert_int_equal(cfg_parse_duration_ms("1y", &ms), 0);
+	assert_int_equal(ms, 365 * 86400000ull);
+	assert_int_equal(cfg_parse_duration_ms("0.5", &ms), 0);
+	assert_int_equal(ms, 500);
+	assert_int_equal(cfg_parse_duration_ms("1s250ms", &ms), 0);
+	assert_int_equal(ms, 1250);
+	ms = 77;
+	assert_int_equal(cfg_parse_duration_ms("0.0005", &ms), -EINVAL); /* below 1 ms */
+	assert_int_equal(cfg_parse_duration_ms("1h1h", &ms), -EINVAL);
+	assert_int_equal(cfg_parse_duration_ms("30m1h", &ms), -EINVAL);
+	assert_int_equal(cfg_parse_duration_ms("293y", &ms), -EINVAL); /* past int64 ns */
+	assert_int_equal(ms, 77);
+}
+
+static void test_duration_getter_explains_the_grammar(void **state)
+{
+	char *path = write_tmp("[http]\ntimeout = 10 seconds\n");
+	struct config cfg;
+	uint64_t ms;
+	char want[512];
+
+	declare(&cfg);
+	assert_int_equal(cfg_get_duration_ms(&cfg, "http", "timeout", 1000, 60000, &ms), 0);
+	assert_int_equal(ms, 10000); /* the default, "10s" */
+	assert_int_equal(cfg_load(&cfg, path), 0);
+	assert_int_equal(cfg_get_duration_ms(&cfg, "http", "timeout", 1000, 60000, &ms), -EINVAL);
+	snprintf(want, sizeof(want),
+		 "%s:2: [http] timeout = '10 seconds': expected a duration such as 250ms, 15s, "
+		 "5m, 1h30m or 7d",
+		 path);
+	assert_non_null(strstr(cfg.err, want));
+	assert_int_equal(cfg_set(&cfg, "http", "timeout", "1m30s"), 0);
+	assert_int_equal(cfg_get_duration_ms(&cfg, "http", "timeout", 1000, 60000, &ms), -EINVAL);
+	assert_non_null(strstr(cfg.err, "out of range [1000, 60000] ms"));
+	assert_int_equal(cfg_set(&cfg, "http", "timeout", "0.5"), 0);
+	assert_int_equal(cfg_get_duration_ms(&cfg, "http", "timeout", 100, 60000, &ms), 0);
+	assert_int_equal(ms, 500);
+	cfg_free(&cfg);
+	unlink(path);
+	free(path);
 }
 
 static void test_sizes_are_powers_of_1024(void **state)
@@ -255,6 +318,8 @@ int main(void)
 	    cmocka_unit_test(test_bool_parser_accepts_the_usual_spellings),
 	    cmocka_unit_test(test_u64_parser_rejects_junk_and_overflow),
 	    cmocka_unit_test(test_durations_have_units),
+	    cmocka_unit_test(test_durations_share_the_api_grammar),
+	    cmocka_unit_test(test_duration_getter_explains_the_grammar),
 	    cmocka_unit_test(test_sizes_are_powers_of_1024),
 	    cmocka_unit_test(test_defaults_apply_without_a_file),
 	    cmocka_unit_test(test_file_values_override_defaults_and_keep_lines),

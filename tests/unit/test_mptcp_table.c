@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Unit tests of the mptcp_events table: its migration and INSERT run on an
- * in-memory SQLite database, rows bound by the collector's own bind function
- * from recorded kernel messages and from hand-built ones (unknown type and
- * attributes). Checks the NULL-for-absent rule and the text columns.
+ * Unit tests of the mptcp_events table: the CREATE, indexes and INSERT the
+ * store generates from its descriptor run on an in-memory SQLite database;
+ * rows come from mptcp_row_fill() on recorded kernel messages and on
+ * hand-built ones (unknown type and attributes, reset reasons), bound by
+ * store_schema_bind() as the store's writer does. Checks the
+ * NULL-for-absent rule and the text columns.
  */
 #include <libmnl/libmnl.h>
 #include <linux/genetlink.h>
@@ -18,15 +20,21 @@
 
 #include "collectors/mptcp/mptcp.h"
 #include "collectors/mptcp/mptcp_decode.h"
+#include "storage/store_schema.h"
 
 static sqlite3 *db;
 static int64_t next_id = 1;
 
 static int setup(void **state)
 {
+	char sql[4096];
+
+	assert_int_equal(store_schema_check(&mptcp_events_table, sql, sizeof(sql)), 0);
 	assert_int_equal(sqlite3_open(":memory:", &db), SQLITE_OK);
-	for (const char *const *m = mptcp_events_table.migrations; *m; m++)
-		assert_int_equal(sqlite3_exec(db, *m, NULL, NULL, NULL), SQLITE_OK);
+	assert_int_equal(store_schema_create_sql(&mptcp_events_table, sql, sizeof(sql)), 0);
+	assert_int_equal(sqlite3_exec(db, sql, NULL, NULL, NULL), SQLITE_OK);
+	for (const char *const *ix = mptcp_events_table.indexes; ix && *ix; ix++)
+		assert_int_equal(sqlite3_exec(db, *ix, NULL, NULL, NULL), SQLITE_OK);
 	return 0;
 }
 
@@ -39,23 +47,26 @@ static int teardown(void **state)
 /* Inserts one row the way the store's writer does; returns its id. */
 static int64_t insert(const struct mptcp_row *row)
 {
+	char sql[4096];
 	sqlite3_stmt *st;
 	int64_t id = next_id++;
 
-	assert_int_equal(sqlite3_prepare_v2(db, mptcp_events_table.insert_sql, -1, &st, NULL),
-			 SQLITE_OK);
+	assert_int_equal(store_schema_insert_sql(&mptcp_events_table, sql, sizeof(sql)), 0);
+	assert_int_equal(sqlite3_prepare_v2(db, sql, -1, &st, NULL), SQLITE_OK);
 	sqlite3_bind_int64(st, 1, id);
 	sqlite3_bind_int64(st, 2, 1000 + id);
-	assert_int_equal(mptcp_events_table.bind(st, row), SQLITE_OK);
+	assert_int_equal(store_schema_bind(st, &mptcp_events_table, row), SQLITE_OK);
 	assert_int_equal(sqlite3_step(st), SQLITE_DONE);
 	sqlite3_finalize(st);
 	return id;
 }
 
+/* The row of a recorded message, seen in the initial netns. */
 static void load_row(const char *name, struct mptcp_row *row)
 {
 	static char buf[8192] __attribute__((aligned(8)));
 	const char *dir = getenv("SYSOBS_TEST_DATA");
+	struct mptcp_event ev;
 	char path[4096];
 	size_t n;
 	FILE *f;
@@ -66,9 +77,9 @@ static void load_row(const char *name, struct mptcp_row *row)
 	assert_non_null(f);
 	n = fread(buf, 1, sizeof(buf), f);
 	fclose(f);
-	memset(row, 0, sizeof(*row));
-	row->netns = 4026531840u;
-	assert_int_equal(mptcp_event_decode((struct nlmsghdr *)buf, n, &row->ev), 0);
+	assert_int_equal(mptcp_event_decode((struct nlmsghdr *)buf, n, &ev), 0);
+	memset(row, 0xa5, sizeof(*row)); /* mptcp_row_fill sets every field */
+	mptcp_row_fill(&ev, 4026531840u, row);
 }
 
 /* One column of row id as text ("NULL" for NULL). */
@@ -115,6 +126,7 @@ static void test_sub_established_row(void **state)
 	assert_string_equal(col(id, "reset_reason"), "NULL");
 	assert_string_equal(col(id, "server_side"), "NULL");
 	assert_string_equal(col(id, "unknown_attrs"), "NULL");
+	assert_string_equal(col(id, "reset_reason_name"), "NULL");
 }
 
 static void test_closed_and_created_rows(void **state)
@@ -140,6 +152,7 @@ static void test_closed_and_created_rows(void **state)
 	load_row("reset-server-SUB_CLOSED.bin", &row);
 	id = insert(&row);
 	assert_string_equal(col(id, "reset_reason"), "0");
+	assert_string_equal(col(id, "reset_reason_name"), "unspec");
 	assert_string_equal(col(id, "reset_flags"), "0");
 	assert_string_equal(col(id, "error"), "104");
 	load_row("client-0011-CREATED.bin", &row);
@@ -150,6 +163,7 @@ static void test_closed_and_created_rows(void **state)
 static void test_unknown_row(void **state)
 {
 	static char buf[512] __attribute__((aligned(8)));
+	struct mptcp_event ev;
 	struct nlmsghdr *nlh;
 	struct genlmsghdr *g;
 	struct mptcp_row row;
@@ -161,12 +175,56 @@ static void test_unknown_row(void **state)
 	g->cmd = 42;
 	mnl_attr_put_u32(nlh, MPTCP_EVA_TOKEN, 9);
 	mnl_attr_put_u64(nlh, 30, 1);
-	memset(&row, 0, sizeof(row));
-	assert_int_equal(mptcp_event_decode(nlh, nlh->nlmsg_len, &row.ev), 0);
+	assert_int_equal(mptcp_event_decode(nlh, nlh->nlmsg_len, &ev), 0);
+	mptcp_row_fill(&ev, 1, &row);
 	id = insert(&row);
 	assert_string_equal(col(id, "type"), "UNKNOWN_42");
+	assert_string_equal(col(id, "netns"), "1");
 	assert_string_equal(col(id, "token"), "9");
 	assert_string_equal(col(id, "unknown_attrs"), "[{\"type\":30,\"len\":8}]");
+	assert_string_equal(col(id, "family"), "NULL");
+	assert_string_equal(col(id, "server_side"), "NULL");
+}
+
+/* A SUB_CLOSED carrying reset_reason (and nothing else of interest). */
+static int64_t insert_reset(int with_reason, uint32_t reason)
+{
+	static char buf[512] __attribute__((aligned(8)));
+	struct mptcp_event ev;
+	struct nlmsghdr *nlh;
+	struct genlmsghdr *g;
+	struct mptcp_row row;
+
+	memset(buf, 0, sizeof(buf));
+	nlh = mnl_nlmsg_put_header(buf);
+	g = mnl_nlmsg_put_extra_header(nlh, sizeof(*g));
+	g->cmd = MPTCP_EV_SUB_CLOSED;
+	mnl_attr_put_u32(nlh, MPTCP_EVA_TOKEN, 7);
+	if (with_reason)
+		mnl_attr_put_u32(nlh, MPTCP_EVA_RESET_REASON, reason);
+	assert_int_equal(mptcp_event_decode(nlh, nlh->nlmsg_len, &ev), 0);
+	mptcp_row_fill(&ev, 4026531840u, &row);
+	return insert(&row);
+}
+
+/* reset_reason_name spells the kernel's MPTCP_RST_* reason; NULL when the
+ * kernel sent no reason or one this code does not know (the number stays). */
+static void test_reset_reason_names(void **state)
+{
+	int64_t id;
+
+	id = insert_reset(1, 2);
+	assert_string_equal(col(id, "type"), "SUB_CLOSED");
+	assert_string_equal(col(id, "reset_reason"), "2");
+	assert_string_equal(col(id, "reset_reason_name"), "resource");
+	id = insert_reset(1, 6);
+	assert_string_equal(col(id, "reset_reason_name"), "middlebox");
+	id = insert_reset(1, 99);
+	assert_string_equal(col(id, "reset_reason"), "99");
+	assert_string_equal(col(id, "reset_reason_name"), "NULL");
+	id = insert_reset(0, 0);
+	assert_string_equal(col(id, "reset_reason"), "NULL");
+	assert_string_equal(col(id, "reset_reason_name"), "NULL");
 }
 
 /* The history query's two steps use the indexes they were written for. */
@@ -193,6 +251,7 @@ int main(void)
 	    cmocka_unit_test(test_sub_established_row),
 	    cmocka_unit_test(test_closed_and_created_rows),
 	    cmocka_unit_test(test_unknown_row),
+	    cmocka_unit_test(test_reset_reason_names),
 	    cmocka_unit_test(test_query_plans),
 	};
 

@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Query-parameter parsers (times, limits, cursors, steps) as pure functions,
- * then the same rules through a real libmicrohttpd server on an ephemeral
+ * Query-parameter parsers (limits, cursors; times and durations are
+ * agent/timeutil's, tested in test_timeutil.c), the start/end/limit/cursor
+ * window and step on hand-built requests, then the same rules through a real
+ * libmicrohttpd server on an ephemeral
  * loopback port, driven with libcurl: 400s with their exact JSON, unknown
  * parameters, 404/405/413, prefix routes, HEAD, the listen-address parser and
  * the request counters the server keeps.
@@ -26,150 +28,7 @@
 
 #define S 1000000000LL
 
-/* ---- time ---- */
-
-static void assert_time(const char *s, int64_t want)
-{
-	int64_t ns = -12345;
-	int err = query_parse_time(s, &ns);
-
-	if (err || ns != want)
-		fail_msg("%s: got err %d ns %lld, want %lld", s, err, (long long)ns,
-			 (long long)want);
-}
-
-static void assert_time_err(const char *s, int want_err)
-{
-	int64_t ns = -12345;
-	int err = query_parse_time(s, &ns);
-
-	if (err != want_err)
-		fail_msg("%s: got err %d (ns %lld), want %d", s, err, (long long)ns, want_err);
-	assert_int_equal(ns, -12345); /* untouched on error */
-}
-
-static void test_time_rfc3339(void **state)
-{
-	/* 2026-12-02T10:00:00Z = 1796205600 */
-	assert_time("2026-12-02T10:00:00Z", 1796205600 * S);
-	assert_time("2026-12-02t10:00:00z", 1796205600 * S);
-	assert_time("2026-12-02 10:00:00Z", 1796205600 * S);
-	assert_time("1970-01-01T00:00:00Z", 0);
-	assert_time("1969-12-31T23:59:59Z", -1 * S);
-	/* offsets: local time minus the offset */
-	assert_time("2026-12-02T12:00:00+02:00", 1796205600 * S);
-	assert_time("2026-12-02T04:30:00-05:30", 1796205600 * S);
-	assert_time("2026-12-02T10:00:00+00:00", 1796205600 * S);
-	assert_time("2026-12-02T10:00:00-00:00", 1796205600 * S);
-	/* '+' that a URL turned into a space */
-	assert_time("2026-12-02T12:00:00 02:00", 1796205600 * S);
-	/* crossing a day and a year through the offset */
-	assert_time("2027-01-01T01:00:00+02:00", 1798758000 * S);
-	/* fractions: any number of digits, ns kept, the rest dropped */
-	assert_time("2026-12-02T10:00:00.5Z", 1796205600 * S + 500000000);
-	assert_time("2026-12-02T10:00:00.123456789Z", 1796205600 * S + 123456789);
-	assert_time("2026-12-02T10:00:00.1234567891234Z", 1796205600 * S + 123456789);
-	assert_time("2026-12-02T10:00:00.000000001+01:00", (1796205600 - 3600) * S + 1);
-	/* leap years */
-	assert_time("2024-02-29T00:00:00Z", 1709164800 * S);
-	assert_time("2000-02-29T00:00:00Z", 951782400 * S);
-	assert_time("2024-12-31T23:59:59Z", 1735689599 * S);
-	/* leap second reads as the last ns of :59 */
-	assert_time("2016-12-31T23:59:60Z", 1483228799 * S + 999999999);
-	/* the int64 ns range */
-	assert_time("2262-04-11T23:47:16.854775807Z", INT64_MAX);
-	assert_time("1677-09-21T00:12:43.145224192Z", INT64_MIN);
-}
-
-static void test_time_rfc3339_invalid(void **state)
-{
-	static const char *const bad[] = {
-	    "2026-13-01T00:00:00Z", /* month 13 */
-	    "2026-00-01T00:00:00Z", /* month 0 */
-	    "2026-02-29T00:00:00Z", /* not a leap year */
-	    "1900-02-29T00:00:00Z", /* centuries are not */
-	    "2026-04-31T00:00:00Z", /* April has 30 */
-	    "2026-01-00T00:00:00Z", /* day 0 */
-	    "2026-01-32T00:00:00Z",
-	    "2026-01-01T24:00:00Z",
-	    "2026-01-01T23:60:00Z",
-	    "2026-01-01T23:59:61Z",
-	    "2026-01-01T00:00:00",	/* no offset */
-	    "2026-01-01T00:00:00Zjunk", /* trailing junk */
-	    "2026-01-01T00:00:00Z ",
-	    "2026-01-01T00:00:00+0200", /* offset without colon */
-	    "2026-01-01T00:00:00+24:00",
-	    "2026-01-01T00:00:00+02:60",
-	    "2026-01-01T00:00:00+02:00x",
-	    "2026-01-01T00:00:00.Z", /* fraction without digits */
-	    "2026-01-01T00:00Z",     /* no seconds */
-	    "2026-1-01T00:00:00Z",
-	    "2026-01-01X00:00:00Z",
-	    "2026-01-01", /* date only */
-	    "+2026-01-01T00:00:00Z",
-	    "yesterday",
-	    "now",
-	    "",
-	    " 1796205600",
-	    "1796205600 ",
-	    "-1",
-	    "1e9",
-	    "0x10",
-	    "1796205600.",
-	    ".5",
-	    "1.2.3",
-	};
-
-	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
-		assert_time_err(bad[i], -EINVAL);
-	assert_int_equal(query_parse_time(NULL, &(int64_t){0}), -EINVAL);
-	/* well-formed, but past what int64 ns holds */
-	assert_time_err("9999-12-31T23:59:59Z", -ERANGE);
-	assert_time_err("2262-04-11T23:47:16.854775808Z", -ERANGE);
-	assert_time_err("0001-01-01T00:00:00Z", -ERANGE);
-	assert_time_err("1796205600000", -ERANGE); /* milliseconds by mistake */
-	assert_time_err("99999999999999999999999", -ERANGE);
-}
-
-static void test_time_unix(void **state)
-{
-	assert_time("0", 0);
-	assert_time("1796205600", 1796205600 * S);
-	assert_time("1796205600.25", 1796205600 * S + 250000000);
-	assert_time("1796205600.000000001", 1796205600 * S + 1);
-	assert_time("1796205600.0000000019", 1796205600 * S + 1);
-	assert_time("9223372036.854775807", INT64_MAX);
-	assert_time("2026", 2026 * S); /* four digits alone are seconds */
-}
-
-static void test_time_format(void **state)
-{
-	static const struct {
-		int64_t ns;
-		const char *s;
-	} cases[] = {
-	    {0, "1970-01-01T00:00:00Z"},
-	    {1796205600 * S, "2026-12-02T10:00:00Z"},
-	    {1796205600 * S + 250000000, "2026-12-02T10:00:00.25Z"},
-	    {1796205600 * S + 1, "2026-12-02T10:00:00.000000001Z"},
-	    {-1, "1969-12-31T23:59:59.999999999Z"},
-	    {1709164800 * S, "2024-02-29T00:00:00Z"},
-	};
-	char buf[48];
-
-	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		int64_t back;
-
-		assert_int_equal(query_format_time(cases[i].ns, buf, sizeof(buf)), 0);
-		assert_string_equal(buf, cases[i].s);
-		/* and it reads back */
-		assert_int_equal(query_parse_time(buf, &back), 0);
-		assert_int_equal(back, cases[i].ns);
-	}
-	assert_int_equal(query_format_time(0, buf, 10), -ENOSPC);
-}
-
-/* ---- limit, cursor, step ---- */
+/* ---- limit, cursor ---- */
 
 static void test_limit(void **state)
 {
@@ -213,36 +72,6 @@ static void test_cursor(void **state)
 	assert_int_equal(id, 5);
 }
 
-static void test_step(void **state)
-{
-	static const struct {
-		const char *s;
-		int64_t ns;
-	} ok[] = {
-	    {"15", 15 * S},    {"0.5", S / 2},	       {"15s", 15 * S},
-	    {"1m", 60 * S},    {"250ms", 250000000},   {"1h30m", 5400 * S},
-	    {"1d", 86400 * S}, {"2w", 14 * 86400 * S}, {"1h1m1s1ms", 3661 * S + 1000000},
-	    {"90m", 5400 * S},
-	};
-	static const char *const bad[] = {
-	    "", "s", "15x", "1m1h", "1s1s", "1.5s", "-1s", "15 s", "m5", "1ms1s", "abc",
-	};
-	int64_t ns;
-
-	for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
-		ns = 0;
-		if (query_parse_step(ok[i].s, &ns) || ns != ok[i].ns)
-			fail_msg("step %s: got %lld", ok[i].s, (long long)ns);
-	}
-	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-		if (query_parse_step(bad[i], &ns) != -EINVAL)
-			fail_msg("step \"%s\" accepted", bad[i]);
-	}
-	assert_int_equal(query_parse_step("0", &ns), -ERANGE);
-	assert_int_equal(query_parse_step("0s", &ns), -ERANGE);
-	assert_int_equal(query_parse_step("99999999999w", &ns), -ERANGE);
-}
-
 /* ---- the window and parameter checks on hand-built requests ---- */
 
 static json_t *error_of(struct http_response *res)
@@ -278,86 +107,242 @@ static void assert_error(struct http_response *res, int status, const char *mess
 			       .n_args =                                                           \
 				   sizeof((const char *[]){__VA_ARGS__}) / (2 * sizeof(char *))})
 
-static void test_window(void **state)
+/* A fixed "now" for relative times: 2026-12-02T10:00:00Z. */
+#define NOW (1796205600 * S)
+
+static void test_window_defaults_to_everything(void **state)
 {
 	struct http_response res = {0};
 	struct query_window w;
 	struct http_request r;
 
 	r = (struct http_request){.method = "GET", .path = "/x"};
-	assert_int_equal(query_window_parse(&r, &w, &res), 0);
-	assert_int_equal(w.since_ns, 0);
-	assert_int_equal(w.until_ns, INT64_MAX);
+	assert_int_equal(query_window_parse_at(&r, NOW, &w, &res), 0);
+	assert_int_equal(w.start_ns, 0);
+	assert_int_equal(w.end_ns, INT64_MAX);
 	assert_int_equal(w.limit, QUERY_LIMIT_DEFAULT);
 	assert_int_equal(w.cursor, INT64_MAX);
+	assert_false(w.start_set);
+	assert_false(w.end_set);
 	assert_null(res.body);
+	/* the names before start/end read the same fields */
+	assert_int_equal(w.since_ns, 0);
+	assert_int_equal(w.until_ns, INT64_MAX);
+}
 
-	r = REQ("since", "2026-12-02T10:00:00Z", "until", "1796205601.5", "limit", "1000", "cursor",
+static void test_window_reads_every_time_form(void **state)
+{
+	struct http_response res = {0};
+	struct query_window w;
+	struct http_request r;
+
+	r = REQ("start", "2026-12-02T10:00:00Z", "end", "1796205601.5", "limit", "1000", "cursor",
 		"42");
-	assert_int_equal(query_window_parse(&r, &w, &res), 0);
-	assert_int_equal(w.since_ns, 1796205600 * S);
-	assert_int_equal(w.until_ns, 1796205601 * S + S / 2);
+	assert_int_equal(query_window_parse_at(&r, NOW, &w, &res), 0);
+	assert_int_equal(w.start_ns, 1796205600 * S);
+	assert_int_equal(w.end_ns, 1796205601 * S + S / 2);
+	assert_true(w.start_set);
+	assert_true(w.end_set);
 	assert_int_equal(w.limit, 1000);
 	assert_int_equal(w.cursor, 42);
 
-	r = REQ("since", "yesterday");
-	assert_int_equal(query_window_parse(&r, &w, &res), -EINVAL);
-	assert_error(&res, 400, "since: not an RFC 3339 time or unix seconds: \"yesterday\"");
+	r = REQ("start", "-15m", "end", "now");
+	assert_int_equal(query_window_parse_at(&r, NOW, &w, &res), 0);
+	assert_int_equal(w.start_ns, NOW - 900 * S);
+	assert_int_equal(w.end_ns, NOW);
 
-	r = REQ("until", "2026-02-30T00:00:00Z");
-	assert_int_equal(query_window_parse(&r, &w, &res), -EINVAL);
-	assert_error(&res, 400,
-		     "until: not an RFC 3339 time or unix seconds: \"2026-02-30T00:00:00Z\"");
+	r = REQ("start", "-1h30m");
+	assert_int_equal(query_window_parse_at(&r, NOW, &w, &res), 0);
+	assert_int_equal(w.start_ns, NOW - 5400 * S);
+	assert_true(w.start_set);
+	assert_false(w.end_set);
 
-	r = REQ("since", "1796205600000");
-	assert_int_equal(query_window_parse(&r, &w, &res), -EINVAL);
+	r = REQ("end", "+5m");
+	assert_int_equal(query_window_parse_at(&r, NOW, &w, &res), 0);
+	assert_int_equal(w.end_ns, NOW + 300 * S);
+
+	/* query_window_parse() is relative to the wall clock */
+	r = REQ("start", "-1h", "end", "now");
+	assert_int_equal(query_window_parse(&r, &w, &res), 0);
+	assert_int_equal(w.end_ns - w.start_ns, 3600 * S);
+	assert_true(w.end_ns > 1796205600 * S - 3650 * 86400 * S); /* a plausible now */
+	assert_null(res.body);
+}
+
+static void test_window_refuses_bad_values_with_a_400(void **state)
+{
+	struct http_response res = {0};
+	struct query_window w;
+	struct http_request r;
+
+	r = REQ("start", "yesterday");
+	assert_int_equal(query_window_parse_at(&r, NOW, &w, &res), -EINVAL);
 	assert_error(&res, 400,
-		     "since: time out of range (years 1678-2262; unix seconds, not milliseconds): "
+		     "start: not an RFC 3339 time, unix seconds or a relative time such as -15m: "
+		     "\"yesterday\"");
+
+	r = REQ("end", "2026-02-30T00:00:00Z");
+	assert_int_equal(query_window_parse_at(&r, NOW, &w, &res), -EINVAL);
+	assert_error(&res, 400,
+		     "end: not an RFC 3339 time, unix seconds or a relative time such as -15m: "
+		     "\"2026-02-30T00:00:00Z\"");
+
+	r = REQ("end", "-15m junk");
+	assert_int_equal(query_window_parse_at(&r, NOW, &w, &res), -EINVAL);
+	assert_error(&res, 400,
+		     "end: not an RFC 3339 time, unix seconds or a relative time such as -15m: "
+		     "\"-15m junk\"");
+
+	r = REQ("start", "1796205600000");
+	assert_int_equal(query_window_parse_at(&r, NOW, &w, &res), -EINVAL);
+	assert_error(&res, 400,
+		     "start: time out of range (years 1678-2262; unix seconds, not milliseconds): "
 		     "\"1796205600000\"");
 
-	r = REQ("since", "2026-12-02T10:00:01Z", "until", "2026-12-02T10:00:00Z");
-	assert_int_equal(query_window_parse(&r, &w, &res), -EINVAL);
+	r = REQ("start", "-300y");
+	assert_int_equal(query_window_parse_at(&r, NOW, &w, &res), -EINVAL);
 	assert_error(&res, 400,
-		     "since \"2026-12-02T10:00:01Z\" is after until \"2026-12-02T10:00:00Z\"");
-
-	/* an until before the epoch is after the default since */
-	r = REQ("until", "1969-01-01T00:00:00Z");
-	assert_int_equal(query_window_parse(&r, &w, &res), -EINVAL);
-	assert_error(&res, 400, "since (default) is after until \"1969-01-01T00:00:00Z\"");
+		     "start: time out of range (years 1678-2262; unix seconds, not milliseconds): "
+		     "\"-300y\"");
 
 	r = REQ("limit", "0");
-	assert_int_equal(query_window_parse(&r, &w, &res), -EINVAL);
+	assert_int_equal(query_window_parse_at(&r, NOW, &w, &res), -EINVAL);
 	assert_error(&res, 400, "limit: must be an integer from 1 to 1000 (the cap): \"0\"");
 	r = REQ("limit", "1001");
-	assert_int_equal(query_window_parse(&r, &w, &res), -EINVAL);
+	assert_int_equal(query_window_parse_at(&r, NOW, &w, &res), -EINVAL);
 	assert_error(&res, 400, "limit: must be an integer from 1 to 1000 (the cap): \"1001\"");
 	r = REQ("limit", "ten");
-	assert_int_equal(query_window_parse(&r, &w, &res), -EINVAL);
+	assert_int_equal(query_window_parse_at(&r, NOW, &w, &res), -EINVAL);
 	assert_error(&res, 400, "limit: must be an integer from 1 to 1000 (the cap): \"ten\"");
+	r = REQ("limit", "10 ");
+	assert_int_equal(query_window_parse_at(&r, NOW, &w, &res), -EINVAL);
+	assert_error(&res, 400, "limit: must be an integer from 1 to 1000 (the cap): \"10 \"");
 
 	r = REQ("cursor", "abc");
-	assert_int_equal(query_window_parse(&r, &w, &res), -EINVAL);
+	assert_int_equal(query_window_parse_at(&r, NOW, &w, &res), -EINVAL);
 	assert_error(&res, 400, "cursor: not a next_cursor value from this API: \"abc\"");
 
 	/* a long value is cut in the message */
 	char long_v[300];
 	memset(long_v, 'x', sizeof(long_v) - 1);
 	long_v[sizeof(long_v) - 1] = '\0';
-	r = REQ("since", long_v);
-	assert_int_equal(query_window_parse(&r, &w, &res), -EINVAL);
+	r = REQ("start", long_v);
+	assert_int_equal(query_window_parse_at(&r, NOW, &w, &res), -EINVAL);
 	json_t *j = error_of(&res);
 	const char *msg =
 	    json_string_value(json_object_get(json_object_get(j, "error"), "message"));
-	assert_true(strlen(msg) < 160);
+	assert_true(strlen(msg) < 200);
 	assert_non_null(strstr(msg, "\"..."));
 	json_decref(j);
 	free(res.body);
 	memset(&res, 0, sizeof(res));
 }
 
+static void test_window_start_after_end_names_both(void **state)
+{
+	struct http_response res = {0};
+	struct query_window w;
+	struct http_request r;
+
+	r = REQ("start", "2026-12-02T10:00:01Z", "end", "2026-12-02T10:00:00Z");
+	assert_int_equal(query_window_parse_at(&r, NOW, &w, &res), -EINVAL);
+	assert_error(&res, 400,
+		     "start \"2026-12-02T10:00:01Z\" is after end \"2026-12-02T10:00:00Z\"");
+
+	r = REQ("start", "-5m", "end", "-10m");
+	assert_int_equal(query_window_parse_at(&r, NOW, &w, &res), -EINVAL);
+	assert_error(&res, 400, "start \"-5m\" is after end \"-10m\"");
+
+	/* an end before the epoch is after the default start */
+	r = REQ("end", "1969-01-01T00:00:00Z");
+	assert_int_equal(query_window_parse_at(&r, NOW, &w, &res), -EINVAL);
+	assert_error(&res, 400, "start (default) is after end \"1969-01-01T00:00:00Z\"");
+
+	/* a route still allowing the old names gets a 400, not a silent default */
+	r = REQ("since", "1");
+	assert_int_equal(query_window_parse_at(&r, NOW, &w, &res), -EINVAL);
+	assert_error(&res, 400, "since and until are no longer taken: use start and end");
+	r = REQ("until", "1");
+	assert_int_equal(query_window_parse_at(&r, NOW, &w, &res), -EINVAL);
+	assert_error(&res, 400, "since and until are no longer taken: use start and end");
+
+	/* equal is an empty window, not an error */
+	r = REQ("start", "now", "end", "1796205600");
+	assert_int_equal(query_window_parse_at(&r, NOW, &w, &res), 0);
+	assert_int_equal(w.start_ns, w.end_ns);
+}
+
+static void test_step_takes_the_duration_grammar(void **state)
+{
+	static const struct {
+		const char *s;
+		int64_t ns;
+	} ok[] = {
+	    {"15", 15 * S},    {"0.5", S / 2},		{"15s", 15 * S},
+	    {"1m", 60 * S},    {"250ms", 250000000},	{"1h30m", 5400 * S},
+	    {"1d", 86400 * S}, {"2w", 14 * 86400 * S},	{"1h1m1s1ms", 3661 * S + 1000000},
+	    {"90m", 5400 * S}, {"1y", 365 * 86400 * S},
+	};
+	static const char *const bad[] = {
+	    "", "s", "15x", "1m1h", "1s1s", "1.5s", "-1s", "15 s", "m5", "1ms1s", "abc", "15s ",
+	};
+	struct http_response res = {0};
+	struct http_request r;
+	int64_t ns;
+
+	for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
+		ns = 0;
+		r = REQ("step", ok[i].s);
+		if (query_step_parse(&r, &ns, &res) || ns != ok[i].ns)
+			fail_msg("step %s: got %lld", ok[i].s, (long long)ns);
+	}
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		char want[160];
+
+		ns = 7;
+		r = REQ("step", bad[i]);
+		if (query_step_parse(&r, &ns, &res) != -EINVAL)
+			fail_msg("step \"%s\" accepted", bad[i]);
+		snprintf(want, sizeof(want),
+			 "step: not a duration such as 15s, 1m, 1h30m or seconds: \"%s\"", bad[i]);
+		assert_error(&res, 400, want);
+		assert_int_equal(ns, 7);
+	}
+	r = REQ("step", "0s");
+	assert_int_equal(query_step_parse(&r, &ns, &res), -EINVAL);
+	assert_error(&res, 400, "step: must be more than 0: \"0s\"");
+	r = REQ("step", "0");
+	assert_int_equal(query_step_parse(&r, &ns, &res), -EINVAL);
+	assert_error(&res, 400, "step: must be more than 0: \"0\"");
+	r = REQ("step", "99999999999w");
+	assert_int_equal(query_step_parse(&r, &ns, &res), -EINVAL);
+	assert_error(&res, 400, "step: too long (at most 292y): \"99999999999w\"");
+	/* absent: the caller's default stays */
+	r = REQ("start", "0");
+	ns = 42;
+	assert_int_equal(query_step_parse(&r, &ns, &res), 0);
+	assert_int_equal(ns, 42);
+	assert_null(res.body);
+}
+
+/* The wrappers kept for callers not yet switched to agent/timeutil. */
+static void test_compat_wrappers_follow_timeutil(void **state)
+{
+	char buf[48];
+	int64_t ns = 0;
+
+	assert_int_equal(query_format_time(1796205600 * S + S / 4, buf, sizeof(buf)), 0);
+	assert_string_equal(buf, "2026-12-02T10:00:00.250000000Z");
+	assert_int_equal(query_format_time(0, buf, 10), -ENOSPC);
+	assert_int_equal(query_parse_step("1h30m", &ns), 0);
+	assert_int_equal(ns, 5400 * S);
+	assert_int_equal(query_parse_step("0s", &ns), -ERANGE);
+	assert_int_equal(query_parse_step("1h1h", &ns), -EINVAL);
+}
+
 static void test_params_check(void **state)
 {
-	static const char *const allowed[] = {"collector", "since", "match[]", NULL};
+	static const char *const allowed[] = {"collector", "start", "match[]", NULL};
 	struct http_response res = {0};
 	struct http_request r;
 
@@ -368,21 +353,29 @@ static void test_params_check(void **state)
 	r = REQ("collector", "mptcp", "foo", "1", "bar", "", "foo", "2");
 	assert_int_equal(query_params_check(&r, allowed, &res), -EINVAL);
 	assert_error(&res, 400,
-		     "unknown query parameters \"foo\", \"bar\" (allowed: collector, since, "
+		     "unknown query parameters \"foo\", \"bar\" (allowed: collector, start, "
 		     "match[])");
 
 	r = REQ("limt", "5");
 	assert_int_equal(query_params_check(&r, allowed, &res), -EINVAL);
 	assert_error(&res, 400,
-		     "unknown query parameter \"limt\" (allowed: collector, since, match[])");
+		     "unknown query parameter \"limt\" (allowed: collector, start, match[])");
 
 	r = REQ("x", "1");
 	assert_int_equal(query_params_check(&r, NULL, &res), -EINVAL);
 	assert_error(&res, 400, "unknown query parameter \"x\" (allowed: none)");
 
-	r = REQ("since", "1", "since", "2");
+	r = REQ("start", "1", "start", "2");
 	assert_int_equal(query_params_check(&r, allowed, &res), -EINVAL);
-	assert_error(&res, 400, "since: given more than once");
+	assert_error(&res, 400, "start: given more than once");
+
+	/* since/until are gone: unknown, with the allowed ones named */
+	static const char *const window[] = {QUERY_WINDOW_PARAMS, NULL};
+	r = REQ("since", "1", "until", "2");
+	assert_int_equal(query_params_check(&r, window, &res), -EINVAL);
+	assert_error(&res, 400,
+		     "unknown query parameters \"since\", \"until\" (allowed: start, end, limit, "
+		     "cursor)");
 }
 
 /* ---- gzip ---- */
@@ -493,14 +486,14 @@ static void test_listen_parse(void **state)
 
 static void h_window(const struct http_request *req, struct http_response *res, void *arg)
 {
-	static const char *const allowed[] = {"since", "until", "limit", "cursor", NULL};
+	static const char *const allowed[] = {QUERY_WINDOW_PARAMS, NULL};
 	struct query_window w;
 
 	if (query_params_check(req, allowed, res) || query_window_parse(req, &w, res))
 		return;
 	http_reply_json(res, 200,
-			json_pack("{s:I,s:I,s:i,s:I}", "since", (json_int_t)w.since_ns, "until",
-				  (json_int_t)w.until_ns, "limit", (int)w.limit, "cursor",
+			json_pack("{s:I,s:I,s:i,s:I}", "start", (json_int_t)w.start_ns, "end",
+				  (json_int_t)w.end_ns, "limit", (int)w.limit, "cursor",
 				  (json_int_t)w.cursor));
 }
 
@@ -658,25 +651,44 @@ static void test_server(void **state)
 	assert_int_equal(http_route(h, "GET", "/late", false, h_window, NULL), -EBUSY);
 
 	/* the example of the issue, byte for byte */
-	r = get(port, "/api/v1/window?since=yesterday");
+	r = get(port, "/api/v1/window?start=yesterday");
 	assert_int_equal(r.status, 400);
 	assert_string_equal(r.ctype, "application/json");
-	assert_string_equal(r.body, "{\"error\":{\"code\":\"bad_request\",\"message\":\"since: not "
-				    "an RFC 3339 time or unix seconds: \\\"yesterday\\\"\"}}");
+	assert_string_equal(r.body,
+			    "{\"error\":{\"code\":\"bad_request\",\"message\":\"start: not "
+			    "an RFC 3339 time, unix seconds or a relative time such as -15m: "
+			    "\\\"yesterday\\\"\"}}");
 	free(r.body);
 
 	/* percent-encoded '+' and a raw one (a space once decoded) agree */
-	r = get(port, "/api/v1/window?since=2026-12-02T12:00:00%2B02:00&limit=5");
+	r = get(port, "/api/v1/window?start=2026-12-02T12:00:00%2B02:00&limit=5");
 	assert_int_equal(r.status, 200);
 	j = json_loads(r.body, 0, NULL);
-	assert_int_equal(json_integer_value(json_object_get(j, "since")), 1796205600 * S);
+	assert_int_equal(json_integer_value(json_object_get(j, "start")), 1796205600 * S);
 	assert_int_equal(json_integer_value(json_object_get(j, "limit")), 5);
 	json_decref(j);
 	free(r.body);
-	r = get(port, "/api/v1/window?since=2026-12-02T12:00:00+02:00");
+	r = get(port, "/api/v1/window?start=2026-12-02T12:00:00+02:00");
 	assert_int_equal(r.status, 200);
 	j = json_loads(r.body, 0, NULL);
-	assert_int_equal(json_integer_value(json_object_get(j, "since")), 1796205600 * S);
+	assert_int_equal(json_integer_value(json_object_get(j, "start")), 1796205600 * S);
+	json_decref(j);
+	free(r.body);
+	/* relative times, with the '+' raw and encoded */
+	r = get(port, "/api/v1/window?start=-1h&end=%2B1h");
+	assert_int_equal(r.status, 200);
+	j = json_loads(r.body, 0, NULL);
+	assert_int_equal(json_integer_value(json_object_get(j, "end")) -
+			     json_integer_value(json_object_get(j, "start")),
+			 7200 * S);
+	json_decref(j);
+	free(r.body);
+	r = get(port, "/api/v1/window?start=now&end=+1h");
+	assert_int_equal(r.status, 200);
+	j = json_loads(r.body, 0, NULL);
+	assert_int_equal(json_integer_value(json_object_get(j, "end")) -
+			     json_integer_value(json_object_get(j, "start")),
+			 3600 * S);
 	json_decref(j);
 	free(r.body);
 
@@ -686,12 +698,15 @@ static void test_server(void **state)
 	r = get(port, "/api/v1/window?limit=100000");
 	assert_json_error(&r, 400, "bad_request",
 			  "limit: must be an integer from 1 to 1000 (the cap): \"100000\"");
-	r = get(port, "/api/v1/window?since=20&until=10");
-	assert_json_error(&r, 400, "bad_request", "since \"20\" is after until \"10\"");
-	r = get(port, "/api/v1/window?foo=1&since=1&bar");
+	r = get(port, "/api/v1/window?start=20&end=10");
+	assert_json_error(&r, 400, "bad_request", "start \"20\" is after end \"10\"");
+	r = get(port, "/api/v1/window?foo=1&start=1&bar");
 	assert_json_error(&r, 400, "bad_request",
-			  "unknown query parameters \"foo\", \"bar\" (allowed: since, until, "
+			  "unknown query parameters \"foo\", \"bar\" (allowed: start, end, "
 			  "limit, cursor)");
+	r = get(port, "/api/v1/window?since=1");
+	assert_json_error(&r, 400, "bad_request",
+			  "unknown query parameter \"since\" (allowed: start, end, limit, cursor)");
 	/* too many parameters */
 	char many[2048] = "/api/v1/window?";
 	for (int i = 0; i < HTTP_ARGS_MAX + 1; i++)
@@ -854,13 +869,20 @@ static void test_server_ipv6(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_time_rfc3339),   cmocka_unit_test(test_time_rfc3339_invalid),
-	    cmocka_unit_test(test_time_unix),	   cmocka_unit_test(test_time_format),
-	    cmocka_unit_test(test_limit),	   cmocka_unit_test(test_cursor),
-	    cmocka_unit_test(test_step),	   cmocka_unit_test(test_window),
-	    cmocka_unit_test(test_params_check),   cmocka_unit_test(test_listen_parse),
-	    cmocka_unit_test(test_server),	   cmocka_unit_test(test_server_admin_off_and_bind),
-	    cmocka_unit_test(test_server_ipv6),	   cmocka_unit_test(test_accepts_gzip),
+	    cmocka_unit_test(test_limit),
+	    cmocka_unit_test(test_cursor),
+	    cmocka_unit_test(test_window_defaults_to_everything),
+	    cmocka_unit_test(test_window_reads_every_time_form),
+	    cmocka_unit_test(test_window_refuses_bad_values_with_a_400),
+	    cmocka_unit_test(test_window_start_after_end_names_both),
+	    cmocka_unit_test(test_step_takes_the_duration_grammar),
+	    cmocka_unit_test(test_compat_wrappers_follow_timeutil),
+	    cmocka_unit_test(test_params_check),
+	    cmocka_unit_test(test_listen_parse),
+	    cmocka_unit_test(test_server),
+	    cmocka_unit_test(test_server_admin_off_and_bind),
+	    cmocka_unit_test(test_server_ipv6),
+	    cmocka_unit_test(test_accepts_gzip),
 	    cmocka_unit_test(test_gzip_roundtrip),
 	};
 	int rc;

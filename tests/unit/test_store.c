@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: MIT
 /*
- * Storage layer: migrations, refusal of bad files, batching, the bounded
- * queue, the global id sequence, retention, the read side (events paging,
- * series with matchers and step), and recovery from a full disk (a small
- * tmpfs in a private mount namespace).
+ * Storage layer: tables from event_table descriptors and their migrations
+ * (a column and a data migration added in v2), refusal of bad files,
+ * batching, the bounded queue, the global id sequence, retention, the read
+ * side (events paging, series with matchers and step), metric history
+ * samples, and recovery from a full disk (a small tmpfs in a private mount
+ * namespace).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -23,7 +25,6 @@
 
 #include <cmocka.h>
 
-#include "api/metrics.h"
 #include "storage/store.h"
 #include "storage/store_query.h"
 
@@ -36,72 +37,56 @@ struct ev_row {
 	char note[200];
 };
 
-static int ev_bind(sqlite3_stmt *st, const void *row)
-{
-	const struct ev_row *r = row;
-	int rc;
-
-	rc = sqlite3_bind_int(st, 3, r->pid);
-	if (rc == SQLITE_OK)
-		rc = sqlite3_bind_int64(st, 4, r->cpu);
-	if (rc == SQLITE_OK)
-		rc = sqlite3_bind_text(st, 5, r->comm, -1, SQLITE_STATIC);
-	if (rc == SQLITE_OK)
-		rc = sqlite3_bind_double(st, 6, r->value);
-	if (rc == SQLITE_OK)
-		rc = sqlite3_bind_int64(st, 7, r->bytes);
-	if (rc == SQLITE_OK)
-		rc = r->note[0] ? sqlite3_bind_text(st, 8, r->note, -1, SQLITE_STATIC)
-				: sqlite3_bind_null(st, 8);
-	return rc;
-}
-
-#define EV_COLUMNS                                                                                 \
-	"(id INTEGER PRIMARY KEY, ts INTEGER NOT NULL, pid INTEGER, cpu INTEGER, comm TEXT,"       \
-	" value REAL, bytes INTEGER, note TEXT)"
-#define EV_INSERT(t) "INSERT INTO " t " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)"
-
-static const char *const a_migrations[] = {
-    "CREATE TABLE test_a" EV_COLUMNS "; CREATE INDEX test_a_ts ON test_a(ts);",
-    NULL,
+/* v2 of test_a: the same columns and one more. */
+struct ev_row2 {
+	struct ev_row base;
+	char extra[24];
 };
+
+#define EV_BASE_COLS                                                                               \
+	COL(struct ev_row, pid, COL_INT, COL_NOT_NULL),                                            \
+	    COL(struct ev_row, cpu, COL_UINT, COL_NOT_NULL),                                       \
+	    COL(struct ev_row, comm, COL_TEXT, COL_NOT_NULL),                                      \
+	    COL(struct ev_row, value, COL_REAL, COL_NOT_NULL),                                     \
+	    COL(struct ev_row, bytes, COL_INT, COL_NOT_NULL),                                      \
+	    COL(struct ev_row, note, COL_TEXT, COL_NULL_EMPTY)
+
+static const struct event_column ev_cols[] = {EV_BASE_COLS, {0}};
+static const struct event_column ev2_cols[] = {
+    EV_BASE_COLS,
+    COL(struct ev_row2, extra, COL_TEXT, COL_NULL_EMPTY),
+    {0},
+};
+
+/* v2's data migration fills extra for the even pids of rows already there.
+ * Appending is not idempotent: a second run would show as "mm". */
 static const char *const a_migrations_v2[] = {
-    "CREATE TABLE test_a" EV_COLUMNS "; CREATE INDEX test_a_ts ON test_a(ts);",
-    "ALTER TABLE test_a ADD COLUMN extra TEXT;",
-    NULL,
-};
-static const char *const b_migrations[] = {
-    "CREATE TABLE test_b" EV_COLUMNS "; CREATE INDEX test_b_ts ON test_b(ts);",
+    "UPDATE test_a SET extra = coalesce(extra, '') || 'm' WHERE pid % 2 = 0;",
     NULL,
 };
 
-static const struct store_table table_a = {
+static const struct event_table table_a = {
     .name = "test_a",
     .collector = "alpha",
-    .migrations = a_migrations,
-    .insert_sql = EV_INSERT("test_a(id, ts, pid, cpu, comm, value, bytes, note)"),
-    .bind = ev_bind,
+    .cols = ev_cols,
     .row_size = sizeof(struct ev_row),
 };
-static const struct store_table table_a_v2 = {
+static const struct event_table table_a_v2 = {
     .name = "test_a",
     .collector = "alpha",
+    .cols = ev2_cols,
+    .row_size = sizeof(struct ev_row2),
     .migrations = a_migrations_v2,
-    .insert_sql = EV_INSERT("test_a(id, ts, pid, cpu, comm, value, bytes, note)"),
-    .bind = ev_bind,
-    .row_size = sizeof(struct ev_row),
 };
-static const struct store_table table_b = {
+static const struct event_table table_b = {
     .name = "test_b",
     .collector = "beta",
-    .migrations = b_migrations,
-    .insert_sql = EV_INSERT("test_b(id, ts, pid, cpu, comm, value, bytes, note)"),
-    .bind = ev_bind,
+    .cols = ev_cols,
     .row_size = sizeof(struct ev_row),
 };
 
-static const struct store_table *const tables_ab[] = {&table_a, &table_b, NULL};
-static const struct store_table *const tables_a2b[] = {&table_a_v2, &table_b, NULL};
+static const struct event_table *const tables_ab[] = {&table_a, &table_b, NULL};
+static const struct event_table *const tables_a2b[] = {&table_a_v2, &table_b, NULL};
 
 static char tmpdir[256];
 static char dbpath[512];
@@ -203,18 +188,18 @@ static char *db_text(const char *sql)
 }
 
 static struct store *open_started(const struct store_config *cfg,
-				  const struct store_table *const *tables)
+				  const struct event_table *const *tables)
 {
 	struct store *s = store_open(cfg, tables, err, sizeof(err));
 
 	if (!s)
 		print_error("store_open: %s\n", err);
 	assert_non_null(s);
-	assert_int_equal(store_start(s, NULL), 0);
+	assert_int_equal(store_start(s), 0);
 	return s;
 }
 
-static void submit_n(struct store *s, const struct store_table *t, int from, int n, int64_t ts)
+static void submit_n(struct store *s, const struct event_table *t, int from, int n, int64_t ts)
 {
 	for (int i = from; i < from + n; i++) {
 		struct ev_row r = make_row(i);
@@ -223,38 +208,111 @@ static void submit_n(struct store *s, const struct store_table *t, int from, int
 	}
 }
 
+/* Count of test_a rows matching a WHERE clause. */
+static int64_t count_a(const char *where)
+{
+	char sql[256];
+
+	snprintf(sql, sizeof(sql), "SELECT count(*) FROM test_a WHERE %s", where);
+	return db_int(sql);
+}
+
+/*
+ * v1 -> v2 of test_a: the column v2 declares is added, the rows already
+ * there stay (NULL in it unless v2's data migration fills them), version 2
+ * is recorded, and neither the column nor the migration is applied again on
+ * the next open.
+ */
 static void test_migrations_applied_once_and_on_reopen(void **state)
 {
 	struct store_config cfg = default_cfg();
+	struct ev_row2 r2 = {.base = make_row(10)};
 	struct store *s;
 
-	s = store_open(&cfg, tables_ab, err, sizeof(err));
-	assert_non_null(s);
+	s = open_started(&cfg, tables_ab);
+	submit_n(s, &table_a, 0, 4, 0);
+	assert_int_equal(store_flush(s), 0);
 	store_close(s);
 	assert_int_equal(db_int("PRAGMA user_version"), 1);
 	assert_int_equal(db_int("SELECT version FROM schema_migrations WHERE component='test_a'"),
 			 1);
 	assert_int_equal(db_int("PRAGMA auto_vacuum"), 2); /* incremental */
 	assert_int_equal(db_int("SELECT count(*) FROM pragma_table_info('metric_samples')"), 3);
+	/* id, ts and the six columns of v1; no extra yet. */
+	assert_int_equal(db_int("SELECT count(*) FROM pragma_table_info('test_a')"), 8);
+	assert_int_equal(
+	    db_int("SELECT count(*) FROM pragma_table_info('test_a') WHERE name='extra'"), 0);
 
-	/* A second migration for test_a is applied exactly once: running
-	 * ALTER TABLE ADD COLUMN twice would fail the second open. */
+	snprintf(r2.extra, sizeof(r2.extra), "new");
 	for (int round = 0; round < 2; round++) {
 		s = store_open(&cfg, tables_a2b, err, sizeof(err));
 		if (!s)
 			print_error("round %d: %s\n", round, err);
 		assert_non_null(s);
+		if (round == 0) {
+			/* A row written by v2, extra set. Its pid is even:
+			 * were the migration run again on the next open, its
+			 * extra would read "newm". */
+			assert_int_equal(store_start(s), 0);
+			assert_int_equal(store_submit(s, &table_a_v2, now_ns(), &r2), 0);
+			assert_int_equal(store_flush(s), 0);
+		}
 		store_close(s);
 		assert_int_equal(
 		    db_int("SELECT version FROM schema_migrations WHERE component='test_a'"), 2);
 		assert_int_equal(
+		    db_int("SELECT version FROM schema_migrations WHERE component='test_b'"), 1);
+		assert_int_equal(
 		    db_int("SELECT count(*) FROM pragma_table_info('test_a') WHERE name='extra'"),
 		    1);
 		assert_int_equal(db_int("PRAGMA user_version"), 1);
+
+		/* The four v1 rows are all there, with their values. */
+		assert_int_equal(count_a("pid < 4"), 4);
+		assert_int_equal(count_a("pid < 4 AND comm = 'proc' || pid AND bytes = pid * 100"
+					 " AND value = pid * 0.5 AND cpu = pid % 4"),
+				 4);
+		/* Odd pids: nothing filled them, extra is NULL. */
+		assert_int_equal(count_a("pid < 4 AND pid % 2 = 1 AND extra IS NULL"), 2);
+		/* Even pids: filled by the data migration, exactly once. */
+		assert_int_equal(count_a("pid < 4 AND pid % 2 = 0 AND extra = 'm'"), 2);
+		char *extra = db_text("SELECT extra FROM test_a WHERE pid = 10");
+		assert_non_null(extra);
+		assert_string_equal(extra, "new");
+		free(extra);
+		assert_int_equal(count_a("1"), 5);
 	}
 	char *mode = db_text("PRAGMA journal_mode");
 	assert_string_equal(mode, "wal");
 	free(mode);
+}
+
+/* A table created fresh from v2's descriptor has every column at once and
+ * is recorded at v2's version (1 + its one migration): nothing to migrate
+ * when the same build opens it again. */
+static void test_fresh_table_created_at_latest_version(void **state)
+{
+	struct store_config cfg = default_cfg();
+	struct ev_row2 r2 = {.base = make_row(2)};
+	struct store *s;
+
+	s = open_started(&cfg, tables_a2b);
+	assert_int_equal(store_submit(s, &table_a_v2, now_ns(), &r2), 0);
+	assert_int_equal(store_flush(s), 0);
+	store_close(s);
+	assert_int_equal(db_int("SELECT version FROM schema_migrations WHERE component='test_a'"),
+			 2);
+	assert_int_equal(db_int("SELECT count(*) FROM pragma_table_info('test_a')"), 9);
+	/* The migration did not run on the new table: pid 2 was written with
+	 * extra "" (NULL), and an even pid is what the migration would fill. */
+	assert_int_equal(count_a("pid = 2 AND extra IS NULL"), 1);
+
+	s = store_open(&cfg, tables_a2b, err, sizeof(err));
+	assert_non_null(s);
+	store_close(s);
+	assert_int_equal(count_a("pid = 2 AND extra IS NULL"), 1);
+	assert_int_equal(db_int("SELECT version FROM schema_migrations WHERE component='test_a'"),
+			 2);
 }
 
 static void test_newer_schema_refused(void **state)
@@ -266,11 +324,23 @@ static void test_newer_schema_refused(void **state)
 	assert_non_null(s);
 	store_close(s);
 
-	/* Table newer than its migrations: tables_ab knows one, db has two. */
+	/* Table newer than its descriptor: tables_ab knows version 1 of
+	 * test_a, the database has 2. */
 	s = store_open(&cfg, tables_ab, err, sizeof(err));
 	assert_null(s);
 	assert_non_null(strstr(err, "newer"));
 	assert_non_null(strstr(err, "test_a"));
+
+	/* A version past v2's own (1 + one migration) is refused as well,
+	 * and left as it was. */
+	db_exec("UPDATE schema_migrations SET version = 3 WHERE component = 'test_a'");
+	s = store_open(&cfg, tables_a2b, err, sizeof(err));
+	assert_null(s);
+	assert_non_null(strstr(err, "newer"));
+	assert_non_null(strstr(err, "test_a"));
+	assert_int_equal(db_int("SELECT version FROM schema_migrations WHERE component='test_a'"),
+			 3);
+	db_exec("UPDATE schema_migrations SET version = 2 WHERE component = 'test_a'");
 
 	db_exec("PRAGMA user_version = 99");
 	s = store_open(&cfg, tables_a2b, err, sizeof(err));
@@ -476,7 +546,7 @@ static void test_queue_full_counted(void **state)
 	/* An unregistered table is refused, not queued. */
 	assert_int_equal(store_submit(s, &table_a_v2, now_ns(), &r), -ENOENT);
 
-	assert_int_equal(store_start(s, NULL), 0);
+	assert_int_equal(store_start(s), 0);
 	assert_int_equal(store_flush(s), 0);
 	store_close(s);
 	assert_int_equal(db_int("SELECT count(*) FROM test_a"), 8);
@@ -507,7 +577,7 @@ static void test_global_ids_across_tables_and_reopen(void **state)
 
 	/* Reopen with only test_b registered: test_a (left by the earlier run)
 	 * still counts for the sequence. */
-	const struct store_table *const only_b[] = {&table_b, NULL};
+	const struct event_table *const only_b[] = {&table_b, NULL};
 	s = open_started(&cfg, only_b);
 	submit_n(s, &table_b, 100, 1, 0);
 	assert_int_equal(store_flush(s), 0);
@@ -767,11 +837,13 @@ static void test_events_query_window_plans(void **state)
 	store_close(s);
 	/* 60,000 rows, odd ids in test_a, even in test_b; ts jitters. */
 	db_exec("WITH RECURSIVE c(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM c WHERE i < 60000)"
-		" INSERT INTO test_a(id, ts, pid) SELECT i, 1700000000000000000 + i * 1000"
-		" + (i % 7) * 5000, i FROM c WHERE i % 2 = 1;"
+		" INSERT INTO test_a(id, ts, pid, cpu, comm, value, bytes) SELECT i,"
+		" 1700000000000000000 + i * 1000 + (i % 7) * 5000, i, i % 4, 'proc' || i,"
+		" i * 0.5, i * 100 FROM c WHERE i % 2 = 1;"
 		"WITH RECURSIVE c(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM c WHERE i < 60000)"
-		" INSERT INTO test_b(id, ts, pid) SELECT i, 1700000000000000000 + i * 1000"
-		" + (i % 7) * 5000, i FROM c WHERE i % 2 = 0;");
+		" INSERT INTO test_b(id, ts, pid, cpu, comm, value, bytes) SELECT i,"
+		" 1700000000000000000 + i * 1000 + (i % 7) * 5000, i, i % 4, 'proc' || i,"
+		" i * 0.5, i * 100 FROM c WHERE i % 2 = 0;");
 	s = open_started(&cfg, tables_ab);
 	/* since only, large window at the newest end: rowid walk. */
 	check_window(s, NULL, base + 15000 * us, INT64_MAX);
@@ -952,60 +1024,73 @@ static void test_series_query(void **state)
 	store_close(s);
 }
 
-static void test_snapshot_metric_history(void **state)
+/* Metric history samples share the queue with event rows: one metric_series
+ * row per name and label set (found again after a reopen), one
+ * metric_samples row per sample, readable through store_query_series. */
+static void test_metric_history_samples(void **state)
 {
 	struct store_config cfg = default_cfg();
-	static const char *const labels[] = {"reason", NULL};
-	struct metrics *m = metrics_new();
-	const char *v[] = {"a", NULL};
-	struct metric *fam;
+	int64_t base = 1700000000LL * 1000000000, sec = 1000000000;
+	char labels[1024];
+	struct store_stats st;
 	struct store *s;
 	json_t *out;
 
-	assert_non_null(m);
-	fam = metrics_counter(m, "test_drops_total", "test", labels);
-	assert_non_null(fam);
-	series_add(metric_series(fam, v), 5);
-	v[0] = "b";
-	series_add(metric_series(fam, v), 7);
-
-	cfg.snapshot_ms = 50;
-	s = store_open(&cfg, tables_ab, err, sizeof(err));
-	assert_non_null(s);
-	assert_int_equal(store_start(s, m), 0);
-	for (int i = 0; i < 200; i++) {
-		if (db_int("SELECT count(*) FROM metric_samples WHERE series_id IN (SELECT id FROM "
-			   "metric_series WHERE name = 'test_drops_total')") >= 6)
-			break;
-		sleep_ms(20);
+	s = open_started(&cfg, tables_ab);
+	for (int i = 0; i < 3; i++) {
+		assert_int_equal(store_submit_sample(s, base + i * sec, "test_drops_total",
+						     "{reason=\"a\"}", 5 + i),
+				 0);
+		assert_int_equal(store_submit_sample(s, base + i * sec, "test_drops_total",
+						     "{reason=\"b\"}", 7 + i),
+				 0);
 	}
+	submit_n(s, &table_a, 0, 10, 0);
+	/* A label set longer than a queue slot is refused and counted. */
+	memset(labels, 'x', sizeof(labels) - 1);
+	labels[sizeof(labels) - 1] = '\0';
+	assert_int_equal(store_submit_sample(s, base, "test_drops_total", labels, 1), -E2BIG);
+	assert_int_equal(store_flush(s), 0);
+
 	const char *sel[] = {"{reason=\"b\"}"};
 	assert_int_equal(store_query_series(s, "test_drops_total", sel, 1, 0, INT64_MAX, 0, &out,
 					    err, sizeof(err)),
 			 0);
 	assert_int_equal(json_array_size(out), 1);
 	json_t *vals = json_object_get(json_array_get(out, 0), "values");
-	assert_true(json_array_size(vals) >= 3);
+	assert_int_equal(json_array_size(vals), 3);
 	assert_true(json_real_value(json_array_get(json_array_get(vals, 0), 1)) == 7.0);
+	assert_true(json_real_value(json_array_get(json_array_get(vals, 2), 1)) == 9.0);
 	json_decref(out);
-	/* The store's own series are there too, and history of them. */
-	assert_true(db_int("SELECT count(*) FROM metric_series WHERE name ="
-			   " 'sysobs_events_written_total'") == 1);
+
+	store_get_stats(s, &st);
+	assert_int_equal(st.samples_written, 6);
+	assert_int_equal(st.samples_dropped, 1);
+	assert_int_equal(st.rows_written, 10); /* event rows only */
+	assert_int_equal(st.rows_dropped_full, 0);
+	assert_int_equal(st.queue_depth, 0);
+	assert_true(st.batches >= 1);
+	store_close(s);
+	assert_int_equal(db_int("SELECT count(*) FROM metric_series WHERE name ="
+				" 'test_drops_total'"),
+			 2);
+	assert_int_equal(db_int("SELECT count(*) FROM metric_samples"), 6);
+	assert_int_equal(db_int("SELECT count(*) FROM test_a"), 10);
+
+	/* After a reopen the same series is found again, not duplicated. */
+	s = open_started(&cfg, tables_ab);
+	assert_int_equal(
+	    store_submit_sample(s, base + 3 * sec, "test_drops_total", "{reason=\"b\"}", 10), 0);
+	assert_int_equal(store_flush(s), 0);
+	store_close(s);
 	assert_int_equal(db_int("SELECT count(*) FROM metric_series"),
 			 db_int("SELECT count(DISTINCT name || labels) FROM metric_series"));
-	submit_n(s, &table_a, 0, 10, 0);
-	assert_int_equal(store_flush(s), 0);
-	store_close(s); /* publishes the store's own series one last time */
-	assert_true(series_value(metrics_counter1(m, "sysobs_events_written_total", "")) == 10);
-	assert_true(series_value(metrics_counter1(m, "sysobs_storage_batches_total", "")) >= 1);
-	assert_true(series_value(metrics_gauge1(m, "sysobs_storage_queue_depth", "")) == 0);
-	assert_true(series_value(metrics_gauge1(m, "sysobs_storage_db_bytes", "")) > 0);
-	static const char *const reason[] = {"reason", NULL};
-	const char *full[] = {"queue_full", NULL};
-	struct metric *dropped = metrics_counter(m, "sysobs_events_dropped_total", "", reason);
-	assert_non_null(dropped);
-	assert_true(series_value(metric_series(dropped, full)) == 0);
-	metrics_free(m);
+	assert_int_equal(db_int("SELECT count(*) FROM metric_series WHERE name ="
+				" 'test_drops_total'"),
+			 2);
+	assert_int_equal(db_int("SELECT count(*) FROM metric_samples WHERE series_id = (SELECT id"
+				" FROM metric_series WHERE labels = '{reason=\"b\"}')"),
+			 4);
 }
 
 static void page_decorate(sqlite3_stmt *st, json_t *row)
@@ -1195,6 +1280,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test_setup_teardown(test_migrations_applied_once_and_on_reopen, setup,
 					    teardown),
+	    cmocka_unit_test_setup_teardown(test_fresh_table_created_at_latest_version, setup,
+					    teardown),
 	    cmocka_unit_test_setup_teardown(test_newer_schema_refused, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_garbage_file_refused_not_recreated, setup,
 					    teardown),
@@ -1213,7 +1300,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_events_query_window_plans, setup, teardown),
 	    cmocka_unit_test(test_matcher_parse),
 	    cmocka_unit_test_setup_teardown(test_series_query, setup, teardown),
-	    cmocka_unit_test_setup_teardown(test_snapshot_metric_history, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_metric_history_samples, setup, teardown),
 	    cmocka_unit_test(test_row_json_types),
 	    cmocka_unit_test(test_page_json),
 	    cmocka_unit_test_setup_teardown(test_disk_full_recovers, setup, teardown),

@@ -1,0 +1,162 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The agent's side of collectors/sink.h: one sink per collector, wired to the
+ * metrics registry and the store. Queue-full policy lives here, once: the row
+ * is dropped, counted in sysobs_events_dropped_total{collector,
+ * reason="queue_full"}, and a warning is logged at most every 10 s per
+ * collector.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "agent/log.h"
+#include "agent/sink_impl.h"
+#include "api/metrics.h"
+#include "storage/store.h"
+#include "storage/store_query.h"
+
+struct agent_sink {
+	struct sink sink;
+	struct metrics *m;
+	struct store *store;
+	struct metric_series *dropped; /* {collector, reason="queue_full"} */
+	struct log_ratelimit rl;
+};
+
+static int as_event(struct sink *k, const struct event_table *t, int64_t ts_ns, const void *row)
+{
+	struct agent_sink *as = k->impl;
+	int err;
+
+	err = store_submit(as->store, t, ts_ns, row);
+	if (err == -EAGAIN) {
+		series_add(as->dropped, 1);
+		log_ratelimited(&as->rl, 10000, LOG_LVL_WARN, k->collector,
+				"event queue full: %s rows dropped (sysobs_events_dropped_total)",
+				t->name);
+	} else if (err) {
+		log_ratelimited(&as->rl, 10000, LOG_LVL_WARN, k->collector,
+				"cannot queue a %s row: %s", t->name, strerror(-err));
+	}
+	return err;
+}
+
+static struct sink_family *as_family(struct sink *k, const struct metric_desc *d)
+{
+	struct agent_sink *as = k->impl;
+	struct metric *f = NULL;
+
+	switch (d->kind) {
+	case METRIC_KIND_COUNTER:
+		f = metrics_counter(as->m, d->name, d->help, d->labels);
+		break;
+	case METRIC_KIND_GAUGE:
+		f = metrics_gauge(as->m, d->name, d->help, d->labels);
+		break;
+	case METRIC_KIND_HISTOGRAM:
+		f = metrics_histogram(as->m, d->name, d->help, d->labels, d->bounds, d->n_bounds);
+		break;
+	}
+	if (!f)
+		log_warn(k->collector, "metric %s: %s", d->name, strerror(errno));
+	return (struct sink_family *)f;
+}
+
+static struct sink_series *as_series(struct sink *k, struct sink_family *f,
+				     const char *const *values)
+{
+	return (struct sink_series *)metric_series((struct metric *)f, values);
+}
+
+static void as_series_gone(struct sink *k, struct sink_family *f, struct sink_series *s)
+{
+	metric_series_remove((struct metric *)f, (struct metric_series *)s);
+}
+
+static void as_family_clear(struct sink *k, struct sink_family *f)
+{
+	metric_clear((struct metric *)f);
+}
+
+static void as_add(struct sink_series *s, double v)
+{
+	series_add((struct metric_series *)s, v);
+}
+
+static void as_set(struct sink_series *s, double v)
+{
+	series_set((struct metric_series *)s, v);
+}
+
+static void as_observe(struct sink_series *s, double v)
+{
+	series_observe((struct metric_series *)s, v);
+}
+
+static void as_histogram_set(struct sink_series *s, const uint64_t *counts, double sum)
+{
+	series_histogram_set((struct metric_series *)s, counts, sum);
+}
+
+static double as_value(const struct sink_series *s)
+{
+	return series_value((const struct metric_series *)s);
+}
+
+static int as_latest(struct sink *k, const struct event_table *t, const char *group_by,
+		     const char *where, sink_row_fn fn, void *arg)
+{
+	struct agent_sink *as = k->impl;
+
+	return store_latest(as->store, t, group_by, where, fn, arg);
+}
+
+static size_t as_queue_depth(struct sink *k)
+{
+	struct agent_sink *as = k->impl;
+
+	return store_queue_depth(as->store);
+}
+
+static const struct sink_ops agent_sink_ops = {
+    .event = as_event,
+    .family = as_family,
+    .series = as_series,
+    .series_gone = as_series_gone,
+    .family_clear = as_family_clear,
+    .add = as_add,
+    .set = as_set,
+    .observe = as_observe,
+    .histogram_set = as_histogram_set,
+    .value = as_value,
+    .latest = as_latest,
+    .queue_depth = as_queue_depth,
+};
+
+struct sink *agent_sink_new(const char *collector, struct metrics *m, struct store *store)
+{
+	static const char *const labels[] = {"collector", "reason", NULL};
+	struct agent_sink *as = calloc(1, sizeof(*as));
+	struct metric *dropped;
+
+	if (!as)
+		return NULL;
+	as->sink.ops = &agent_sink_ops;
+	as->sink.impl = as;
+	as->sink.collector = collector;
+	as->m = m;
+	as->store = store;
+	dropped = metrics_counter(m, "sysobs_events_dropped_total",
+				  "Event rows dropped before reaching the database.", labels);
+	if (dropped)
+		as->dropped =
+		    metric_series(dropped, (const char *const[]){collector, "queue_full"});
+	return &as->sink;
+}
+
+void agent_sink_free(struct sink *k)
+{
+	if (k)
+		free(k->impl);
+}

@@ -1,0 +1,123 @@
+// SPDX-License-Identifier: MIT
+/*
+ * What the agent's timers feed: metric-history snapshots (every counter and
+ * gauge series, histograms by their _count and _sum, into the store's queue
+ * as samples, so they take the same path as event rows), and the store's own
+ * statistics published as metrics. The store knows nothing of the metrics
+ * registry; this file is where the two meet.
+ */
+#include <errno.h>
+#include <stdlib.h>
+
+#include "agent/log.h"
+#include "agent/snapshot.h"
+#include "api/metrics.h"
+#include "storage/store.h"
+
+struct snapshot_ctx {
+	struct store *store;
+	int64_t ts_ns;
+	size_t queued, dropped;
+};
+
+/* Under the registry lock: only copies into the queue, never waits. */
+static void snapshot_visit(const char *name, const char *labels, double value, void *arg)
+{
+	struct snapshot_ctx *x = arg;
+
+	if (store_submit_sample(x->store, x->ts_ns, name, labels, value))
+		x->dropped++;
+	else
+		x->queued++;
+}
+
+int agent_snapshot(struct metrics *m, struct store *s, int64_t ts_ns)
+{
+	static struct log_ratelimit rl;
+	struct snapshot_ctx x = {.store = s, .ts_ns = ts_ns};
+
+	metrics_visit(m, snapshot_visit, &x);
+	if (x.dropped)
+		log_ratelimited(&rl, 60000, LOG_LVL_WARN, "agent",
+				"metric history: %zu of %zu samples not queued (queue full or "
+				"label set too long)",
+				x.dropped, x.dropped + x.queued);
+	return x.dropped ? -EAGAIN : 0;
+}
+
+struct store_series {
+	struct metric_series *written, *dropped_error, *samples, *samples_dropped, *depth, *bytes,
+	    *batches, *del_age, *del_size, *err[STORE_ERROR_OPS];
+};
+
+struct store_series *agent_store_metrics_new(struct metrics *m)
+{
+	static const char *const reason[] = {"reason", NULL};
+	static const char *const op[] = {"op", NULL};
+	static const char *const dropped_labels[] = {"collector", "reason", NULL};
+	struct store_series *ss = calloc(1, sizeof(*ss));
+	struct metric *f;
+
+	if (!ss)
+		return NULL;
+	ss->written = metrics_counter1(m, "sysobs_events_written_total",
+				       "Event rows committed to the database.");
+	f = metrics_counter(m, "sysobs_events_dropped_total",
+			    "Event rows dropped before reaching the database.", dropped_labels);
+	if (f)
+		ss->dropped_error = metric_series(f, (const char *const[]){"", "insert_error"});
+	ss->samples = metrics_counter1(m, "sysobs_history_samples_written_total",
+				       "Metric history samples committed to the database.");
+	ss->samples_dropped =
+	    metrics_counter1(m, "sysobs_history_samples_dropped_total",
+			     "Metric history samples lost (queue full, label set too long, "
+			     "or refused by the database).");
+	f = metrics_counter(m, "sysobs_storage_errors_total",
+			    "Storage operations that failed (commits are retried).", op);
+	for (int i = 0; f && i < STORE_ERROR_OPS; i++)
+		ss->err[i] = metric_series(f, (const char *const[]){store_error_op_name(i)});
+	f = metrics_counter(m, "sysobs_storage_rows_deleted_total", "Rows deleted by retention.",
+			    reason);
+	if (f) {
+		ss->del_age = metric_series(f, (const char *const[]){"age"});
+		ss->del_size = metric_series(f, (const char *const[]){"size"});
+	}
+	ss->depth =
+	    metrics_gauge1(m, "sysobs_storage_queue_depth", "Rows waiting in the storage queue.");
+	ss->bytes = metrics_gauge1(m, "sysobs_storage_db_bytes",
+				   "Size of the database file (page_count * page_size).");
+	ss->batches = metrics_counter1(m, "sysobs_storage_batches_total",
+				       "Transactions committed by the storage writer.");
+	return ss;
+}
+
+static void set_u64(struct metric_series *ms, uint64_t v)
+{
+	if (ms)
+		series_set(ms, (double)v);
+}
+
+void agent_store_metrics_publish(struct store_series *ss, struct store *s)
+{
+	struct store_stats st;
+
+	if (!ss)
+		return;
+	store_get_stats(s, &st);
+	set_u64(ss->written, st.rows_written);
+	set_u64(ss->dropped_error, st.rows_dropped_error);
+	set_u64(ss->samples, st.samples_written);
+	set_u64(ss->samples_dropped, st.samples_dropped);
+	set_u64(ss->batches, st.batches);
+	set_u64(ss->depth, st.queue_depth);
+	set_u64(ss->bytes, st.db_bytes);
+	set_u64(ss->del_age, st.rows_deleted_age);
+	set_u64(ss->del_size, st.rows_deleted_size);
+	for (int i = 0; i < STORE_ERROR_OPS; i++)
+		set_u64(ss->err[i], st.errors[i]);
+}
+
+void agent_store_metrics_free(struct store_series *ss)
+{
+	free(ss);
+}

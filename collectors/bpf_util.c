@@ -1,0 +1,213 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Shared BPF helpers of the collectors (see bpf_util.h): the one libbpf
+ * print hook, BTF and ftrace probes, capabilities.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <bpf/btf.h>
+#include <bpf/libbpf.h>
+
+#include "agent/log.h"
+#include "collectors/bpf_util.h"
+
+/* --- libbpf messages ------------------------------------------------------ */
+
+/* Warnings of the current load attempt, oldest first; c->why is shorter
+ * than a line anyway. */
+#define BPF_UTIL_WARN_LINES 8
+#define BPF_UTIL_WARN_LEN   200
+
+static const char *bpf_util_component = "libbpf";
+static char bpf_util_warn[BPF_UTIL_WARN_LINES][BPF_UTIL_WARN_LEN];
+static unsigned bpf_util_nwarn;
+
+/* Keeps one warning message (without "libbpf: " and trailing newlines). */
+static void bpf_util_keep(const char *msg, size_t n)
+{
+	char *dst;
+
+	if (bpf_util_nwarn >= BPF_UTIL_WARN_LINES)
+		return;
+	if (!strncmp(msg, "libbpf: ", 8)) {
+		msg += 8;
+		n -= 8;
+	}
+	if (n > BPF_UTIL_WARN_LEN - 1)
+		n = BPF_UTIL_WARN_LEN - 1;
+	dst = bpf_util_warn[bpf_util_nwarn++];
+	memcpy(dst, msg, n);
+	dst[n] = '\0';
+}
+
+static int bpf_util_print(enum libbpf_print_level level, const char *fmt, va_list ap)
+{
+	enum log_level lvl = level == LIBBPF_WARN   ? LOG_LVL_WARN
+			     : level == LIBBPF_INFO ? LOG_LVL_INFO
+						    : LOG_LVL_DEBUG;
+	char stack[8192], *buf = stack, *line, *save = NULL;
+	va_list aq;
+	int n;
+
+	if (level != LIBBPF_WARN && lvl > log_get_level())
+		return 0; /* not formatted at all: the debug chatter is long */
+	va_copy(aq, ap);
+	n = vsnprintf(stack, sizeof(stack), fmt, ap);
+	/* a verifier log can be longer than the stack buffer */
+	if (n >= (int)sizeof(stack)) {
+		char *big = malloc((size_t)n + 1);
+
+		if (big) {
+			vsnprintf(big, (size_t)n + 1, fmt, aq);
+			buf = big;
+		}
+	}
+	va_end(aq);
+	if (n < 0)
+		return 0;
+	n = (int)strlen(buf);
+	while (n && buf[n - 1] == '\n')
+		buf[--n] = '\0';
+	if (level == LIBBPF_WARN)
+		bpf_util_keep(buf, (size_t)n);
+	for (line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save))
+		log_msg(lvl, bpf_util_component, "%s", line);
+	if (buf != stack)
+		free(buf);
+	return 0;
+}
+
+void bpf_util_init(void)
+{
+	static bool installed;
+
+	if (installed)
+		return;
+	libbpf_set_print(bpf_util_print);
+	installed = true;
+}
+
+void bpf_util_load_begin(const char *collector)
+{
+	bpf_util_init();
+	bpf_util_component = collector;
+	bpf_util_nwarn = 0;
+}
+
+void bpf_util_load_retry(void)
+{
+	bpf_util_nwarn = 0;
+}
+
+void bpf_util_load_end(void)
+{
+	bpf_util_component = "libbpf";
+}
+
+const char *bpf_util_load_cause(int err)
+{
+	const char *what = strerror(err < 0 ? -err : err);
+
+	for (unsigned i = 0; i < bpf_util_nwarn; i++)
+		if (strstr(bpf_util_warn[i], what))
+			return bpf_util_warn[i];
+	return bpf_util_nwarn ? bpf_util_warn[0] : "";
+}
+
+/* --- probes --------------------------------------------------------------- */
+
+int bpf_util_btf_load(struct bpf_util_btf *b, const char *path, const char *module)
+{
+	char mod_path[256];
+	int err;
+
+	memset(b, 0, sizeof(*b));
+	if (!path)
+		path = BPF_UTIL_VMLINUX_BTF;
+	if (access(path, R_OK))
+		return -ENOENT;
+	b->vmlinux = btf__parse(path, NULL);
+	if (!b->vmlinux) {
+		err = -errno;
+		return err ? err : -EINVAL;
+	}
+	if (!module)
+		return 0;
+	snprintf(mod_path, sizeof(mod_path), "/sys/kernel/btf/%s", module);
+	if (access(mod_path, R_OK) == 0)
+		b->module = btf__load_module_btf(module, b->vmlinux);
+	return 0;
+}
+
+void bpf_util_btf_free(struct bpf_util_btf *b)
+{
+	btf__free(b->module);
+	btf__free(b->vmlinux);
+	b->module = NULL;
+	b->vmlinux = NULL;
+}
+
+bool bpf_util_btf_has(const struct bpf_util_btf *b, const char *name, __u32 kind)
+{
+	if (b->vmlinux && btf__find_by_name_kind(b->vmlinux, name, kind) > 0)
+		return true;
+	return b->module && btf__find_by_name_kind(b->module, name, kind) > 0;
+}
+
+bool bpf_util_has_tp_btf(const struct bpf_util_btf *b, const char *tp)
+{
+	char name[256];
+
+	snprintf(name, sizeof(name), "btf_trace_%s", tp);
+	return bpf_util_btf_has(b, name, BTF_KIND_TYPEDEF);
+}
+
+bool bpf_util_ftrace_has(const char *fn)
+{
+	static const char *const paths[] = {
+	    "/sys/kernel/tracing/available_filter_functions",
+	    "/sys/kernel/debug/tracing/available_filter_functions",
+	};
+	size_t fnlen = strlen(fn);
+	char line[256];
+	bool found = false;
+	FILE *f = NULL;
+
+	for (size_t i = 0; i < sizeof(paths) / sizeof(paths[0]) && !f; i++)
+		f = fopen(paths[i], "re");
+	if (!f)
+		return true;
+	/* "name", or "name [module]" for a module's function */
+	while (!found && fgets(line, sizeof(line), f))
+		found = !strncmp(line, fn, fnlen) &&
+			(line[fnlen] == '\n' || line[fnlen] == ' ' || line[fnlen] == '\0');
+	fclose(f);
+	return found;
+}
+
+bool bpf_util_has_fentry(const struct bpf_util_btf *b, const char *fn)
+{
+	return bpf_util_btf_has(b, fn, BTF_KIND_FUNC) && bpf_util_ftrace_has(fn);
+}
+
+bool bpf_util_have_caps(void)
+{
+	enum { CAP_SYS_ADMIN_BIT = 21, CAP_PERFMON_BIT = 38, CAP_BPF_BIT = 39 };
+	unsigned long long eff = 0;
+	char line[256];
+	FILE *f = fopen("/proc/self/status", "re");
+
+	if (!f)
+		return geteuid() == 0;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "CapEff: %llx", &eff) == 1)
+			break;
+	fclose(f);
+	return (eff >> CAP_SYS_ADMIN_BIT & 1) ||
+	       ((eff >> CAP_BPF_BIT & 1) && (eff >> CAP_PERFMON_BIT & 1));
+}

@@ -1,0 +1,76 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * What every BPF collector needs apart from its own program (compare
+ * libbpf-tools' trace_helpers): one libbpf print hook, and probes of the
+ * running kernel that decide whether a program can load and attach.
+ *
+ * libbpf messages. bpf_util_init() installs the hook once; from then on
+ * every libbpf message goes through agent/log.h, warnings at warn, the rest
+ * at debug, one log line per message line (a verifier log is many). Between
+ * bpf_util_load_begin(name) and bpf_util_load_end() the lines carry the
+ * name of the collector loading, and libbpf's warnings are kept so that
+ * bpf_util_load_cause() can quote the one that explains a failure in
+ * c->why. Main thread only.
+ */
+#ifndef SYSOBS_BPF_UTIL_H
+#define SYSOBS_BPF_UTIL_H
+
+#include <linux/types.h>
+#include <stdbool.h>
+
+struct btf;
+
+#define BPF_UTIL_VMLINUX_BTF "/sys/kernel/btf/vmlinux"
+
+/* Installs the libbpf print hook; later calls do nothing. */
+void bpf_util_init(void);
+
+/* Lines libbpf prints from now on are collector's (a string that outlives
+ * the load); its warnings are kept afresh. Calls bpf_util_init(). */
+void bpf_util_load_begin(const char *collector);
+/* Forget the kept warnings, e.g. before a second attempt. */
+void bpf_util_load_retry(void);
+/* Back to lines of component "libbpf"; the kept warnings stay readable. */
+void bpf_util_load_end(void);
+/* Of the warnings kept since the (re)try began: the one naming err's
+ * strerror() text, else the oldest (a harmless RLIMIT_MEMLOCK note comes
+ * first, the one naming the error later), else "". Without "libbpf: ". */
+const char *bpf_util_load_cause(int err);
+
+/* The kernel's BTF: vmlinux and, optionally, one module's split BTF. */
+struct bpf_util_btf {
+	struct btf *vmlinux;
+	struct btf *module; /* NULL: not asked for, or not loaded */
+};
+
+/*
+ * Parses the vmlinux BTF at path (NULL: BPF_UTIL_VMLINUX_BTF) and, when
+ * module is given and its BTF is present (/sys/kernel/btf/<module>: the
+ * module is loaded), the module's split on it. 0; -ENOENT when path is not
+ * readable (a kernel without CONFIG_DEBUG_INFO_BTF), errno kept; -errno when
+ * it does not parse. A missing module is not an error.
+ */
+int bpf_util_btf_load(struct bpf_util_btf *b, const char *path, const char *module);
+void bpf_util_btf_free(struct bpf_util_btf *b); /* accepts a zeroed one */
+
+/* Is there a type of this kind and name in vmlinux or the module? A FUNC
+ * is an fentry/fexit target or a kfunc. False for a NULL BTF. */
+bool bpf_util_btf_has(const struct bpf_util_btf *b, const char *name, __u32 kind);
+
+/* Can a tp_btf program attach to tracepoint tp ("kfree_skb")? The kernel
+ * declares a btf_trace_<tp> typedef for each BTF-enabled tracepoint. */
+bool bpf_util_has_tp_btf(const struct bpf_util_btf *b, const char *tp);
+
+/* Does ftrace list fn in available_filter_functions (fentry/fexit need it:
+ * an inlined or notrace function is in BTF but cannot be traced)? Unknown,
+ * without tracefs, counts as yes: the attach will tell. */
+bool bpf_util_ftrace_has(const char *fn);
+
+/* Can fentry/fexit attach to fn: a FUNC in BTF that ftrace lists. */
+bool bpf_util_has_fentry(const struct bpf_util_btf *b, const char *fn);
+
+/* May this process load tracing BPF: CAP_SYS_ADMIN, or CAP_BPF with
+ * CAP_PERFMON, in its effective set (not just "is root"). */
+bool bpf_util_have_caps(void);
+
+#endif

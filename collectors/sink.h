@@ -1,0 +1,176 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A collector's only way out (see docs/DESIGN.md, "Data flow").
+ *
+ * The agent gives every collector a sink (c->sink). Through it, and nothing
+ * else, a collector
+ *   - submits event rows for the tables it declared (storage/table.h),
+ *   - registers its metrics from descriptors and updates their series,
+ *   - declares a series gone when its object is (a netns deleted, ...),
+ *   - reads back the newest stored rows of its own tables (start-up state).
+ * It never sees the agent, the store, the metrics registry or the HTTP
+ * server. What happens when the event queue is full (drop, count in
+ * sysobs_events_dropped_total{collector,reason="queue_full"}, rate-limited
+ * warning) is decided here, once, for every collector.
+ *
+ * The sink is a table of operations the agent fills in (agent/sink.c), so
+ * collectors link against nothing of the agent, and a test can hand a
+ * collector a recording sink of its own.
+ *
+ * Main thread only, except sink_event(), which any thread may call (the IFS
+ * worker does).
+ */
+#ifndef SYSOBS_SINK_H
+#define SYSOBS_SINK_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "storage/table.h"
+
+enum metric_kind {
+	METRIC_KIND_COUNTER,
+	METRIC_KIND_GAUGE,
+	METRIC_KIND_HISTOGRAM,
+};
+
+/* A metric family as a collector declares it. */
+struct metric_desc {
+	const char *name; /* sysobs_..., base units, _total for counters */
+	const char *help;
+	enum metric_kind kind;
+	const char *const *labels; /* NULL-terminated, or NULL for none */
+	const double *bounds;	   /* histogram upper bounds, ascending (+Inf implied) */
+	size_t n_bounds;
+};
+
+struct sink;
+struct sink_family; /* a registered metric family */
+struct sink_series; /* one label set of a family */
+
+/* Called for each row sink_latest() finds: row is the table's row struct
+ * filled from the database (NULL columns as their sentinel). */
+typedef void (*sink_row_fn)(int64_t id, int64_t ts_ns, const void *row, void *arg);
+
+struct sink_ops {
+	int (*event)(struct sink *k, const struct event_table *t, int64_t ts_ns, const void *row);
+	struct sink_family *(*family)(struct sink *k, const struct metric_desc *d);
+	struct sink_series *(*series)(struct sink *k, struct sink_family *f,
+				      const char *const *values);
+	void (*series_gone)(struct sink *k, struct sink_family *f, struct sink_series *s);
+	void (*family_clear)(struct sink *k, struct sink_family *f);
+	void (*add)(struct sink_series *s, double v);
+	void (*set)(struct sink_series *s, double v);
+	void (*observe)(struct sink_series *s, double v);
+	void (*histogram_set)(struct sink_series *s, const uint64_t *counts, double sum);
+	double (*value)(const struct sink_series *s);
+	int (*latest)(struct sink *k, const struct event_table *t, const char *group_by,
+		      const char *where, sink_row_fn fn, void *arg);
+	size_t (*queue_depth)(struct sink *k);
+};
+
+struct sink {
+	const struct sink_ops *ops;
+	void *impl;	       /* the agent's */
+	const char *collector; /* owner's name */
+};
+
+/*
+ * Queues one row of table t (which the collector declared) stamped ts_ns
+ * (unix ns). Never blocks. 0, or -EAGAIN when the queue was full: the row is
+ * dropped, counted and logged by the sink; the caller need do nothing more.
+ */
+static inline int sink_event(struct sink *k, const struct event_table *t, int64_t ts_ns,
+			     const void *row)
+{
+	return k->ops->event(k, t, ts_ns, row);
+}
+
+/* Registers (or finds) the family of d. NULL + errno on a conflicting
+ * declaration or out of memory; the sink has logged it. */
+static inline struct sink_family *sink_family(struct sink *k, const struct metric_desc *d)
+{
+	return k->ops->family(k, d);
+}
+
+/* Finds or creates the series with these label values (as many as the
+ * family has labels; NULL for none). NULL + errno past the cardinality
+ * guard or out of memory; updates through NULL do nothing. */
+static inline struct sink_series *sink_series(struct sink *k, struct sink_family *f,
+					      const char *const *values)
+{
+	return f ? k->ops->series(k, f, values) : NULL;
+}
+
+/* Family and its only series in one call, for families without labels. */
+static inline struct sink_series *sink_series1(struct sink *k, const struct metric_desc *d)
+{
+	return sink_series(k, sink_family(k, d), NULL);
+}
+
+/* The object behind s is gone: the series leaves /metrics. */
+static inline void sink_series_gone(struct sink *k, struct sink_family *f, struct sink_series *s)
+{
+	if (f && s)
+		k->ops->series_gone(k, f, s);
+}
+
+/* Every series of f is gone (before re-publishing a full snapshot). */
+static inline void sink_family_clear(struct sink *k, struct sink_family *f)
+{
+	if (f)
+		k->ops->family_clear(k, f);
+}
+
+static inline void sink_add(struct sink *k, struct sink_series *s, double v)
+{
+	if (s)
+		k->ops->add(s, v);
+}
+
+static inline void sink_set(struct sink *k, struct sink_series *s, double v)
+{
+	if (s)
+		k->ops->set(s, v);
+}
+
+static inline void sink_observe(struct sink *k, struct sink_series *s, double v)
+{
+	if (s)
+		k->ops->observe(s, v);
+}
+
+/* A histogram's whole state at once: counts[n_bounds + 1] per bucket (not
+ * cumulative; the last is +Inf) and the sum. For kernel-side histograms. */
+static inline void sink_histogram_set(struct sink *k, struct sink_series *s, const uint64_t *counts,
+				      double sum)
+{
+	if (s)
+		k->ops->histogram_set(s, counts, sum);
+}
+
+static inline double sink_value(struct sink *k, const struct sink_series *s)
+{
+	return s ? k->ops->value(s) : 0;
+}
+
+/*
+ * The newest row of each group (group_by: comma-separated column names) of
+ * the collector's own table t among the rows matching where (an SQL
+ * condition on t's columns, or NULL), oldest group first. For state a
+ * collector restores at start. 0, -EBUSY (no reader free), -EIO.
+ */
+static inline int sink_latest(struct sink *k, const struct event_table *t, const char *group_by,
+			      const char *where, sink_row_fn fn, void *arg)
+{
+	return k->ops->latest(k, t, group_by, where, fn, arg);
+}
+
+/* Rows waiting in the agent's event queue (the self collector reports it). */
+static inline size_t sink_queue_depth(struct sink *k)
+{
+	return k->ops->queue_depth(k);
+}
+
+#endif

@@ -1,0 +1,104 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Event table descriptors: the one place a collector spells its columns.
+ *
+ * A collector declares each history table as a struct event_table: the table
+ * name, the C row struct it submits, and one struct event_column per column
+ * (name, type, offset and size in the row, how NULL is encoded, and how the
+ * API may filter on it). From this:
+ *   - the store generates CREATE TABLE / ALTER TABLE ADD COLUMN, the INSERT
+ *     statement and the binds (storage/store_schema.c);
+ *   - the API generates the history route: its query, its filters with their
+ *     domains, and the row message in JSON and protobuf (api/history.c); a
+ *     column's name is also the name of its field in the table's protobuf
+ *     message (api/proto/sysobs.proto), which a unit test checks.
+ *
+ * Every table also has "id INTEGER PRIMARY KEY" (one agent-wide sequence, so
+ * /api/v1/events can merge tables by id) and "ts INTEGER NOT NULL" (unix ns),
+ * filled by the store; they are not listed in cols.
+ *
+ * Types only: no function here, so collectors can declare tables without
+ * linking the store.
+ */
+#ifndef SYSOBS_TABLE_H
+#define SYSOBS_TABLE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct ProtobufCMessageDescriptor;
+
+enum col_type {
+	COL_INT,  /* signed integer, size 1, 2, 4 or 8 */
+	COL_UINT, /* unsigned integer, size 1, 2, 4 or 8 */
+	COL_BOOL, /* bool */
+	COL_REAL, /* double */
+	COL_TEXT, /* char[size], NUL-terminated (or filling size) */
+};
+
+/* How a missing value is written in the row struct. */
+enum col_null {
+	COL_NOT_NULL,	/* always a value */
+	COL_NULL_NEG,	/* COL_INT: a negative value is NULL */
+	COL_NULL_ZERO,	/* numbers: 0 is NULL */
+	COL_NULL_EMPTY, /* COL_TEXT: "" is NULL */
+};
+
+enum col_filter {
+	COL_FILTER_NONE,
+	COL_FILTER_EQ,	 /* ?param=N (numbers, within [fmin, fmax]) or exact text */
+	COL_FILTER_ENUM, /* ?param=NAME from domain, case-insensitive */
+	COL_FILTER_ADDR, /* ?param=IPv4 or IPv6 address, normalised as inet_ntop prints */
+};
+
+/* The values a COL_FILTER_ENUM column can hold. */
+struct col_domain {
+	const char *const *values; /* static set, NULL-terminated; or NULL */
+	/* Dynamic set (e.g. drop reasons from the running kernel's BTF): writes
+	 * the canonical spelling of s into out and returns 0, or -ENOENT. */
+	int (*lookup)(const char *s, char *out, size_t len);
+	/* Dynamic set: the allowed values, comma-separated, for an error. */
+	void (*list)(char *buf, size_t len);
+};
+
+struct event_column {
+	const char *name; /* SQL column and protobuf field */
+	enum col_type type;
+	uint16_t offset, size; /* in the row struct */
+	enum col_null null;
+	enum col_filter filter;
+	const char *param; /* query parameter; NULL = name. Columns sharing a
+			    * parameter are OR'ed (addr = saddr or daddr). */
+	const struct col_domain *domain; /* COL_FILTER_ENUM */
+	int64_t fmin, fmax;		 /* COL_FILTER_EQ on numbers; both 0 = type range */
+};
+
+/* Column initialisers: COL(struct row, field, type, null[, .filter = ...]). */
+#define COL(row, field, t, n, ...)                                                                 \
+	{                                                                                          \
+		.name = #field, .type = (t), .offset = offsetof(row, field),                       \
+		.size = sizeof(((row *)0)->field), .null = (n), __VA_ARGS__                        \
+	}
+
+#define EVENT_ROW_MAX 512 /* largest row struct a table may declare */
+
+struct event_table {
+	const char *name;      /* SQL table; also the migrations component */
+	const char *collector; /* owner */
+	const char *route;     /* GET path of its history, e.g. "/api/v1/drops/samples" */
+	const char *help;      /* one line for the route list */
+	const struct event_column *cols; /* {0}-terminated */
+	size_t row_size;		 /* <= EVENT_ROW_MAX */
+	/* Extra indexes, each one "CREATE INDEX IF NOT EXISTS ..." statement;
+	 * NULL-terminated or NULL. An index on ts is always made. */
+	const char *const *indexes;
+	/* Data migrations of an existing table (columns are added from cols by
+	 * themselves): SQL scripts, NULL-terminated, append only. */
+	const char *const *migrations;
+	/* The protobuf message of one row (api/proto/sysobs.proto). */
+	const struct ProtobufCMessageDescriptor *message;
+	/* Retention overriding [storage] retention; 0 = that one. */
+	uint64_t retention_ms;
+};
+
+#endif
