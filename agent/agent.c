@@ -15,9 +15,12 @@
 #include <unistd.h>
 
 #include "agent/agent.h"
+#include "agent/collector_routes.h"
 #include "agent/log.h"
 #include "agent/sink_impl.h"
 #include "agent/snapshot.h"
+#include "agent/status.h"
+#include "api/history.h"
 #include "api/routes.h"
 #include "collectors/collector.h"
 
@@ -441,6 +444,7 @@ int agent_start(struct agent *a, const char *port_file)
 	const struct event_table *tables[MAX_TABLES + 1];
 	struct store_config sc = {0};
 	struct http_config hc = {0};
+	struct api_host host = {0};
 	static const char *const build_labels[] = {"version", NULL};
 	const char *version[] = {SYSOBS_VERSION};
 	struct metric *build;
@@ -493,7 +497,15 @@ int agent_start(struct agent *a, const char *port_file)
 	}
 
 	a->http = http_new(&hc, a->metrics);
-	if (!a->http || api_routes_register(a))
+	host.metrics = a->metrics;
+	host.store = a->store;
+	host.hostname = a->hostname;
+	host.tables = tables;
+	host.collectors = agent_collectors_status;
+	host.arg = a;
+	if (!a->http || api_routes_register(a->http, &host) ||
+	    history_routes_register(a->http, a->store, tables) ||
+	    collector_routes_register(a))
 		return 1;
 	if (http_start(a->http)) {
 		log_err("http", "cannot listen on %s", hc.listen);
@@ -537,6 +549,9 @@ void agent_stop(struct agent *a)
 	/* HTTP first, so no request reads a collector being torn down. */
 	http_free(a->http);
 	a->http = NULL;
+	free(a->route_bindings);
+	a->route_bindings = NULL;
+	history_routes_free();
 	for (size_t i = 0; i < a->n_collectors; i++) {
 		struct collector *c = &a->collectors[i];
 

@@ -27,6 +27,7 @@ struct agent {
 	const char *hostname;
 	uint64_t snapshot_ms;		   /* metric history period; 0 = off */
 	struct store_series *store_series; /* the store's statistics as metrics */
+	void *route_bindings;		   /* collector routes on the server */
 };
 
 /* Declares [agent], [http], [storage] and every collector's section. */

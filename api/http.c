@@ -35,6 +35,8 @@
 
 #include "agent/log.h"
 #include "api/http.h"
+#include "api/negotiate.h"
+#include "api/reply.h"
 #include "api/metrics.h"
 
 #define CT_JSON "application/json"
@@ -362,28 +364,17 @@ void http_reply_json(struct http_response *res, int status, json_t *j)
 	http_reply_text(res, status, CT_JSON, s, strlen(s));
 }
 
+/* Errors are ErrorResponse messages, in the encoding the route negotiated
+ * (res->protobuf), through the one encoder (api/reply.c). */
 void http_reply_error(struct http_response *res, int status, const char *code, const char *fmt, ...)
 {
 	char msg[1024];
 	va_list ap;
-	json_t *j;
 
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	/* json_string() refuses invalid UTF-8 (a message may quote user input);
-	 * fall back to the ASCII part. */
-	json_t *m = json_string(msg);
-
-	if (!m) {
-		for (char *p = msg; *p; p++) {
-			if ((unsigned char)*p >= 0x80)
-				*p = '?';
-		}
-		m = json_string(msg);
-	}
-	j = json_pack("{s:{s:s,s:o}}", "error", "code", code, "message", m);
-	http_reply_json(res, status, j);
+	api_error(res, res->protobuf ? API_PROTOBUF : API_JSON, status, code, "%s", msg);
 }
 
 /* ---- query arguments ---- */
@@ -598,9 +589,15 @@ static enum MHD_Result reply_error_now(struct http_server *h, struct MHD_Connect
 				       int status, const char *code, const char *msg,
 				       const char *allow)
 {
+	static const char *const offers[] = {API_CT_JSON, API_CT_PROTOBUF};
 	struct http_response res = {0};
 	enum MHD_Result ret;
 
+	/* Refused before any route ran: still in the encoding the client
+	 * asked for (protobuf only when it prefers it). */
+	res.protobuf = http_negotiate(MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
+								  MHD_HTTP_HEADER_ACCEPT),
+				      offers, 2) == 1;
 	http_reply_error(&res, status, code, "%s", msg);
 	ret = queue(h, conn, &res, allow);
 	count_request(h, r, c, res.status);
@@ -650,6 +647,8 @@ static enum MHD_Result dispatch(struct http_server *h, struct MHD_Connection *co
 	req.body = c->body;
 	req.body_len = c->body_len;
 	req.accept = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_ACCEPT);
+	req.content_type =
+	    MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
 	req.args = c->args;
 	req.n_args = c->n_args;
 	r->fn(&req, &res, r->arg);

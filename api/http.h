@@ -27,7 +27,8 @@ struct http_request {
 	struct MHD_Connection *conn;
 	const char *body; /* POST body, NUL-terminated, or NULL */
 	size_t body_len;
-	const char *accept; /* Accept header or NULL */
+	const char *accept;	  /* Accept header or NULL */
+	const char *content_type; /* Content-Type header or NULL */
 	/* Query arguments as decoded pairs: args[2i] key, args[2i+1] value
 	 * (never NULL; "" for "?key"), n_args pairs. Filled by the server; tests
 	 * may build a request by hand with conn = NULL. */
@@ -40,6 +41,7 @@ struct http_response {
 	const char *content_type; /* static string */
 	char *body;		  /* malloc'ed, freed by the server */
 	size_t len;
+	bool protobuf; /* errors in protobuf (set by api_encoding()) */
 };
 
 typedef void (*http_handler)(const struct http_request *req, struct http_response *res, void *arg);

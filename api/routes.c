@@ -15,13 +15,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "agent/agent.h"
+#include "agent/arena.h"
 #include "agent/log.h"
 #include "api/http.h"
 #include "api/metrics.h"
 #include "api/query.h"
+#include "api/reply.h"
 #include "api/routes.h"
-#include "collectors/collector.h"
+#include "api/series.h"
+#include "storage/store.h"
 #include "storage/store_query.h"
 
 #define CT_HTML "text/html; charset=utf-8"
@@ -29,13 +31,8 @@
 /* A writer with rows queued and no commit for this long is stuck. */
 #define HEALTH_STUCK_NS (30LL * 1000000000)
 
-/* /api/v1/series: window when start is not given, and the most points one
- * answer may carry (about 30 bytes of JSON each). */
-#define API_SERIES_DEFAULT_RANGE_NS (3600LL * 1000000000)
-#define API_SERIES_POINTS_TOTAL_MAX 250000
-
 struct api_ctx {
-	struct agent *a;
+	struct api_host host;
 	struct metric_series *scrape;
 
 	pthread_mutex_t health_lock;
@@ -46,64 +43,6 @@ struct api_ctx {
 
 /* One agent per process: the context lives as long as the program. */
 static struct api_ctx api_ctx = {.health_lock = PTHREAD_MUTEX_INITIALIZER};
-
-/* ---- collector status snapshot ---- */
-
-struct collector_snap {
-	const char *name;
-	const char *help;
-	enum collector_state state;
-	char why[sizeof(((struct collector *)0)->why)];
-	int64_t last_activity_ns;
-	uint64_t errors;
-};
-
-static void collector_snapshot(const struct collector *c, struct collector_snap *s)
-{
-	size_t i;
-
-	s->name = c->ops->name;
-	s->help = c->ops->help ? c->ops->help : "";
-	s->state = (enum collector_state)__atomic_load_n((const int *)&c->state, __ATOMIC_RELAXED);
-	for (i = 0; i < sizeof(s->why) - 1; i++) {
-		s->why[i] = __atomic_load_n(&c->why[i], __ATOMIC_RELAXED);
-		if (!s->why[i])
-			break;
-	}
-	s->why[i] = '\0';
-	s->last_activity_ns = __atomic_load_n(&c->last_activity_ns, __ATOMIC_RELAXED);
-	s->errors = __atomic_load_n(&c->errors, __ATOMIC_RELAXED);
-}
-
-/* json_string() for text that may hold invalid UTF-8 (a torn or kernel-made
- * reason): non-ASCII bytes become '?' when the whole is not valid. */
-static json_t *json_string_lossy(const char *s)
-{
-	json_t *j = json_string(s);
-	char *copy;
-
-	if (j)
-		return j;
-	copy = strdup(s);
-	if (!copy)
-		return NULL;
-	for (char *p = copy; *p; p++) {
-		if ((unsigned char)*p >= 0x80)
-			*p = '?';
-	}
-	j = json_string(copy);
-	free(copy);
-	return j;
-}
-
-static json_t *json_time_or_null(int64_t ns)
-{
-	char buf[48];
-
-	if (ns <= 0 || time_format_rfc3339(ns, buf, sizeof(buf)) < 0)
-		return json_null();
-	return json_string(buf);
-}
 
 /* ---- HTML landing page ---- */
 
@@ -185,21 +124,37 @@ static void html_route(struct sbuf *b, const char *method, const char *path, con
 		sbuf_printf(b, "<li>%s %s &mdash; %s</li>\n", method, p, w);
 }
 
+static bool routes_is_table(const struct api_host *host, const char *path)
+{
+	for (const struct event_table *const *t = host->tables; t && *t; t++)
+		if ((*t)->route && !strcmp((*t)->route, path))
+			return true;
+	return false;
+}
+
 static void route_index(const struct http_request *req, struct http_response *res, void *arg)
 {
 	struct api_ctx *ctx = arg;
-	struct agent *a = ctx->a;
+	const struct api_host *host = &ctx->host;
+	Sysobs__V1__CollectorList *cl;
+	struct arena ar = {0};
 	struct sbuf b = {0};
 	char e1[512], e2[512], e3[64];
 
 	if (query_params_check(req, NULL, res))
 		return;
+	cl = host->collectors(host->arg, &ar);
+	if (!cl) {
+		arena_free(&ar);
+		http_reply_error(res, 500, "internal", "out of memory");
+		return;
+	}
 	sbuf_printf(&b,
 		    "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>sysobs</title>"
 		    "</head>\n<body>\n<h1>sysobs %s</h1>\n",
 		    SYSOBS_VERSION);
-	if (a->hostname && *a->hostname)
-		sbuf_printf(&b, "<p>host: %s</p>\n", html_esc(a->hostname, e1, sizeof(e1)));
+	if (host->hostname && *host->hostname)
+		sbuf_printf(&b, "<p>host: %s</p>\n", html_esc(host->hostname, e1, sizeof(e1)));
 	sbuf_printf(&b, "<h2>Endpoints</h2>\n<ul>\n");
 	html_route(&b, "GET", "/metrics", "Prometheus metrics (text format 0.0.4)");
 	html_route(&b, "GET", "/healthz", "health check");
@@ -208,35 +163,47 @@ static void route_index(const struct http_request *req, struct http_response *re
 		   "event history: ?collector=&start=&end=&limit=&cursor=");
 	html_route(&b, "GET", "/api/v1/series",
 		   "metric history: ?metric=&match[]=&start=&end=&step= (default: the last hour)");
-	for (size_t i = 0; i < a->n_collectors; i++) {
-		const struct collector *c = &a->collectors[i];
+	for (const struct event_table *const *t = host->tables; t && *t; t++)
+		html_route(&b, "GET", (*t)->route, (*t)->help ? (*t)->help : (*t)->name);
+	for (size_t i = 0; i < cl->n_data; i++) {
+		const Sysobs__V1__Collector *c = cl->data[i];
 		char what[128];
 
-		if (__atomic_load_n((const int *)&c->state, __ATOMIC_RELAXED) ==
-			COLLECTOR_DISABLED ||
-		    !c->ops->routes)
+		if (c->state == SYSOBS__V1__COLLECTOR_STATE__DISABLED)
 			continue;
-		snprintf(what, sizeof(what), "collector %s", c->ops->name);
-		for (const struct collector_route *r = c->ops->routes; r->path; r++)
-			html_route(&b, r->method, r->path, what);
+		snprintf(what, sizeof(what), "collector %s", c->name);
+		for (size_t k = 0; k < c->n_routes; k++) {
+			const char *sp = strchr(c->routes[k], ' ');
+
+			/* The tables' history routes are listed above. */
+			if (!sp || (!strncmp(c->routes[k], "GET ", 4) &&
+					    routes_is_table(host, sp + 1)))
+				continue;
+			*(char *)sp = '\0';
+			html_route(&b, c->routes[k], sp + 1, what);
+		}
 	}
 	sbuf_printf(&b, "</ul>\n<h2>Collectors</h2>\n<table border=\"1\" cellpadding=\"4\">\n"
 			"<tr><th>name</th><th>state</th><th>reason</th><th>last activity</th>"
 			"<th>errors</th><th>what it does</th></tr>\n");
-	for (size_t i = 0; i < a->n_collectors; i++) {
-		struct collector_snap s;
+	for (size_t i = 0; i < cl->n_data; i++) {
+		const Sysobs__V1__Collector *c = cl->data[i];
+		const ProtobufCEnumValue *ev =
+		    protobuf_c_enum_descriptor_get_value(&sysobs__v1__collector_state__descriptor,
+							 (int)c->state);
+		int64_t last = c->last_activity ? c->last_activity->seconds * 1000000000 +
+						      c->last_activity->nanos
+						: 0;
 
-		collector_snapshot(&a->collectors[i], &s);
-		if (s.last_activity_ns <= 0 ||
-		    time_format_rfc3339(s.last_activity_ns, e3, sizeof(e3)) < 0)
+		if (last <= 0 || time_format_rfc3339(last, e3, sizeof(e3)) < 0)
 			strcpy(e3, "-");
-		sbuf_printf(&b, "<tr><td>%s</td><td>%s</td><td>", s.name,
-			    collector_state_name(s.state));
+		sbuf_printf(&b, "<tr><td>%s</td><td>%s</td><td>", c->name, ev ? ev->name : "?");
 		sbuf_printf(&b, "%s</td><td>%s</td><td>%llu</td><td>%s</td></tr>\n",
-			    html_esc(s.why, e1, sizeof(e1)), e3, (unsigned long long)s.errors,
-			    html_esc(s.help, e2, sizeof(e2)));
+			    html_esc(c->reason, e1, sizeof(e1)), e3, (unsigned long long)c->errors,
+			    html_esc(c->help, e2, sizeof(e2)));
 	}
 	sbuf_printf(&b, "</table>\n</body></html>\n");
+	arena_free(&ar);
 	if (b.oom) {
 		free(b.p);
 		http_reply_error(res, 500, "internal", "out of memory");
@@ -258,7 +225,7 @@ static void route_metrics(const struct http_request *req, struct http_response *
 	/* Prometheus sends no parameters; refuse typos rather than ignore them. */
 	if (query_params_check(req, NULL, res))
 		return;
-	err = metrics_render_text(ctx->a->metrics, &buf, &len);
+	err = metrics_render_text(ctx->host.metrics, &buf, &len);
 	if (err) {
 		http_reply_error(res, 500, "internal", "cannot render metrics: %s", strerror(-err));
 		return;
@@ -278,19 +245,22 @@ static void route_metrics(const struct http_request *req, struct http_response *
  */
 static void route_healthz(const struct http_request *req, struct http_response *res, void *arg)
 {
+	Sysobs__V1__Health h = SYSOBS__V1__HEALTH__INIT;
 	struct api_ctx *ctx = arg;
 	struct store_stats st;
 	int64_t now = clock_mono_ns(), stalled;
 	uint64_t errors;
-	json_t *j;
+	char reason[256];
+	int enc = api_encoding(req, res);
 
-	if (query_params_check(req, NULL, res))
+	if (enc < 0 || query_params_check(req, NULL, res))
 		return;
-	if (!ctx->a->store) {
-		http_reply_json(res, 200, json_pack("{s:s}", "status", "ok"));
+	h.status = "ok";
+	if (!ctx->host.store) {
+		api_reply(res, 200, enc, &h.base);
 		return;
 	}
-	store_get_stats(ctx->a->store, &st);
+	store_get_stats(ctx->host.store, &st);
 	pthread_mutex_lock(&ctx->health_lock);
 	if (st.rows_written != ctx->health_rows || st.queue_depth == 0) {
 		ctx->health_rows = st.rows_written;
@@ -302,17 +272,17 @@ static void route_healthz(const struct http_request *req, struct http_response *
 	pthread_mutex_unlock(&ctx->health_lock);
 
 	if (stalled < HEALTH_STUCK_NS) {
-		http_reply_json(res, 200, json_pack("{s:s}", "status", "ok"));
+		api_reply(res, 200, enc, &h.base);
 		return;
 	}
-	char reason[256];
-
 	snprintf(reason, sizeof(reason),
 		 "storage writer committed nothing for %lld s with %zu rows queued "
 		 "(%llu failed commits meanwhile)",
 		 (long long)(stalled / 1000000000), st.queue_depth, (unsigned long long)errors);
-	j = json_pack("{s:s,s:s}", "status", "unhealthy", "reason", reason);
-	http_reply_json(res, 503, j);
+	h.status = "unhealthy";
+	h.reason = reason;
+	h._reason_case = SYSOBS__V1__HEALTH___REASON_REASON;
+	api_reply(res, 503, enc, &h.base);
 }
 
 /* ---- /api/v1/collectors ---- */
@@ -320,203 +290,35 @@ static void route_healthz(const struct http_request *req, struct http_response *
 static void route_collectors(const struct http_request *req, struct http_response *res, void *arg)
 {
 	struct api_ctx *ctx = arg;
-	struct agent *a = ctx->a;
-	json_t *arr;
+	Sysobs__V1__CollectorList *cl;
+	struct arena ar = {0};
+	int enc = api_encoding(req, res);
 
-	if (query_params_check(req, NULL, res))
+	if (enc < 0 || query_params_check(req, NULL, res))
 		return;
-	arr = json_array();
-	for (size_t i = 0; arr && i < a->n_collectors; i++) {
-		struct collector_snap s;
-		json_t *o;
-
-		collector_snapshot(&a->collectors[i], &s);
-		o = json_pack("{s:s,s:o,s:s,s:o,s:o,s:I}", "name", s.name, "help",
-			      json_string_lossy(s.help), "state", collector_state_name(s.state),
-			      "reason", s.why[0] ? json_string_lossy(s.why) : json_null(),
-			      "last_activity", json_time_or_null(s.last_activity_ns), "errors",
-			      (json_int_t)s.errors);
-		if (!o || json_array_append_new(arr, o)) {
-			json_decref(arr);
-			arr = NULL;
-		}
-	}
-	if (!arr) {
-		http_reply_error(res, 500, "internal", "out of memory");
-		return;
-	}
-	http_reply_json(res, 200, json_pack("{s:o}", "data", arr));
+	cl = ctx->host.collectors(ctx->host.arg, &ar);
+	if (cl)
+		api_reply(res, 200, enc, &cl->base);
+	else
+		api_error(res, enc, 500, "internal", "out of memory");
+	arena_free(&ar);
 }
 
 /* ---- /api/v1/events ---- */
 
 /* The collectors that own event tables, ", "-separated, into buf. */
-static void known_collectors(struct agent *a, char *buf, size_t len)
-{
-	const struct event_table *const *t = store_tables(a->store);
-	size_t n = 0;
-
-	buf[0] = '\0';
-	for (size_t i = 0; t && t[i]; i++) {
-		bool dup = false;
-
-		for (size_t j = 0; j < i; j++)
-			dup |= !strcmp(t[j]->collector, t[i]->collector);
-		if (dup || n >= len)
-			continue;
-		n += snprintf(buf + n, len - n, "%s%s", n ? ", " : "", t[i]->collector);
-	}
-	if (!n)
-		snprintf(buf, len, "none");
-}
-
-static void reply_store_error(struct http_response *res, int err, const char *msg)
-{
-	if (err == -EINVAL || err == -E2BIG)
-		http_reply_error(res, 400, "bad_request", "%s", msg);
-	else if (err == -EBUSY)
-		http_reply_error(res, 503, "unavailable", "%s", msg[0] ? msg : "store busy");
-	else
-		http_reply_error(res, 500, "internal", "%s", msg[0] ? msg : strerror(-err));
-}
-
-static void route_events(const struct http_request *req, struct http_response *res, void *arg)
-{
-	static const char *const allowed[] = {"collector", QUERY_WINDOW_PARAMS, NULL};
-	struct api_ctx *ctx = arg;
-	struct agent *a = ctx->a;
-	struct query_window w;
-	const char *collector;
-	int64_t next = -1;
-	json_t *rows = NULL;
-	char err[512] = "", known[512];
-	int rc;
-
-	if (query_params_check(req, allowed, res) || query_window_parse(req, &w, res))
-		return;
-	if (!a->store) {
-		http_reply_error(res, 503, "unavailable", "no storage");
-		return;
-	}
-	collector = http_query(req, "collector");
-	if (collector && !*collector)
-		collector = NULL;
-	rc = store_query_events(a->store, collector, w.start_ns, w.end_ns, w.cursor, w.limit, &rows,
-				&next, err, sizeof(err));
-	if (rc == -ENOENT) {
-		char q[80];
-
-		known_collectors(a, known, sizeof(known));
-		snprintf(q, sizeof(q), "%.64s", collector ? collector : "");
-		for (size_t i = 0; i < a->n_collectors; i++) {
-			if (!strcmp(a->collectors[i].ops->name, q)) {
-				http_reply_error(res, 400, "bad_request",
-						 "collector: \"%s\" keeps no event history "
-						 "(collectors with events: %s)",
-						 q, known);
-				return;
-			}
-		}
-		http_reply_error(res, 400, "bad_request",
-				 "collector: unknown collector \"%s\" (known: %s)", q, known);
-		return;
-	}
-	if (rc) {
-		reply_store_error(res, rc, err);
-		return;
-	}
-	json_t *cur = json_null();
-
-	if (next > 0) {
-		char buf[24];
-
-		snprintf(buf, sizeof(buf), "%lld", (long long)next);
-		cur = json_string(buf);
-	}
-	http_reply_json(res, 200, json_pack("{s:o,s:o}", "data", rows, "next_cursor", cur));
-}
-
 /* ---- /api/v1/series ---- */
 
 static void route_series(const struct http_request *req, struct http_response *res, void *arg)
 {
-	static const char *const allowed[] = {"metric", "match[]", "start", "end", "step", NULL};
-	const char *matchers[STORE_MATCHERS_MAX + 1];
 	struct api_ctx *ctx = arg;
-	struct agent *a = ctx->a;
-	struct query_window w;
-	const char *metric;
-	int64_t step = 0;
-	json_t *out = NULL;
-	char err[512] = "";
-	size_t n;
-	int rc;
 
-	if (query_params_check(req, allowed, res) || query_window_parse(req, &w, res))
-		return;
-	metric = http_query(req, "metric");
-	if (metric && !*metric)
-		metric = NULL;
-	if (metric && !metrics_name_valid(metric)) {
-		http_reply_error(res, 400, "bad_request", "metric: not a metric name: \"%.64s\"",
-				 metric);
-		return;
-	}
-	n = http_query_all(req, "match[]", matchers, STORE_MATCHERS_MAX + 1);
-	if (n > STORE_MATCHERS_MAX) {
-		http_reply_error(res, 400, "bad_request", "match[]: at most %d selectors",
-				 STORE_MATCHERS_MAX);
-		return;
-	}
-	if (!metric && !n) {
-		http_reply_error(res, 400, "bad_request",
-				 "metric or match[] is required, e.g. "
-				 "?metric=sysobs_events_written_total");
-		return;
-	}
-	if (query_step_parse(req, &step, res))
-		return;
-	if (!a->store) {
-		http_reply_error(res, 503, "unavailable", "no storage");
-		return;
-	}
-	/* History without a start would grow with uptime until it passes the
-	 * point caps; the default is the hour before end (or now). */
-	if (!w.start_set) {
-		int64_t end = w.end_set ? w.end_ns : clock_wall_ns();
-
-		w.start_ns = end > INT64_MIN + API_SERIES_DEFAULT_RANGE_NS
-				 ? end - API_SERIES_DEFAULT_RANGE_NS
-				 : INT64_MIN;
-	}
-	rc = store_query_series(a->store, metric, matchers, n, w.start_ns, w.end_ns, step, &out,
-				err, sizeof(err));
-	if (rc) {
-		reply_store_error(res, rc, err);
-		return;
-	}
-	/* The store caps points per series and series per query; cap the
-	 * product too, so one answer stays a few MB. */
-	size_t i, points = 0;
-	json_t *sj;
-
-	json_array_foreach(out, i, sj) points += json_array_size(json_object_get(sj, "values"));
-	if (points > API_SERIES_POINTS_TOTAL_MAX) {
-		size_t n_series = json_array_size(out);
-
-		json_decref(out);
-		http_reply_error(res, 400, "bad_request",
-				 "%zu points in %zu series, more than %d in one answer: narrow "
-				 "start/end, add match[] selectors or raise step",
-				 points, n_series, API_SERIES_POINTS_TOTAL_MAX);
-		return;
-	}
-	http_reply_json(res, 200, json_pack("{s:o}", "data", out));
+	api_series(req, res, ctx->host.store);
 }
 
 /* ---- registration ---- */
 
-int api_routes_register(struct agent *a)
+int api_routes_register(struct http_server *h, const struct api_host *host)
 {
 	static const struct {
 		const char *path;
@@ -526,45 +328,29 @@ int api_routes_register(struct agent *a)
 	    {"/metrics", route_metrics},
 	    {"/healthz", route_healthz},
 	    {"/api/v1/collectors", route_collectors},
-	    {"/api/v1/events", route_events},
 	    {"/api/v1/series", route_series},
 	};
 	struct store_stats st = {0};
 	int err;
 
-	if (!a || !a->http || !a->metrics)
+	if (!h || !host || !host->metrics || !host->collectors)
 		return -EINVAL;
-	api_ctx.a = a;
-	api_ctx.scrape = metrics_gauge1(a->metrics, "sysobs_scrape_duration_seconds",
+	api_ctx.host = *host;
+	api_ctx.scrape = metrics_gauge1(host->metrics, "sysobs_scrape_duration_seconds",
 					"Time the previous /metrics scrape took to render.");
 	if (!api_ctx.scrape)
 		return -errno;
-	if (a->store)
-		store_get_stats(a->store, &st);
+	if (host->store)
+		store_get_stats(host->store, &st);
 	api_ctx.health_rows = st.rows_written;
 	api_ctx.health_errors = st.write_errors;
 	api_ctx.health_progress_ns = clock_mono_ns();
 
 	for (size_t i = 0; i < sizeof(own) / sizeof(own[0]); i++) {
-		err = http_route(a->http, "GET", own[i].path, false, own[i].fn, &api_ctx);
+		err = http_route(h, "GET", own[i].path, false, own[i].fn, &api_ctx);
 		if (err) {
 			log_err("http", "cannot register GET %s: %s", own[i].path, strerror(-err));
 			return err;
-		}
-	}
-	for (size_t i = 0; i < a->n_collectors; i++) {
-		struct collector *c = &a->collectors[i];
-
-		if (c->state == COLLECTOR_DISABLED || !c->ops->routes)
-			continue;
-		for (const struct collector_route *r = c->ops->routes; r->path; r++) {
-			err = http_route(a->http, r->method ? r->method : "GET", r->path, r->prefix,
-					 r->fn, c);
-			if (err) {
-				log_err(c->ops->name, "cannot register %s %s: %s",
-					r->method ? r->method : "GET", r->path, strerror(-err));
-				return err;
-			}
 		}
 	}
 	return 0;

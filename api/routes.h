@@ -1,18 +1,36 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The agent's own HTTP routes: landing page, /metrics, /healthz,
- * /api/v1/collectors, /api/v1/events, /api/v1/series, then the routes of every
- * collector that is not disabled (their handler arg is the struct collector *).
+ * The API's own routes: landing page, /metrics, /healthz, /api/v1/collectors
+ * and /api/v1/series (the history routes are api/history.c's). What they
+ * need of the rest of the agent comes through struct api_host, so the api
+ * layer depends on the metrics registry and the store's read API only.
  * Called once, after the collectors' init and before http_start().
  */
 #ifndef SYSOBS_ROUTES_H
 #define SYSOBS_ROUTES_H
 
-struct agent;
+#include "api/proto/sysobs.pb-c.h"
+#include "storage/table.h"
 
-/* Needs a->http, a->metrics and a->collectors; a->store may be NULL (the
- * history routes then answer 503). Returns 0 or -errno. */
-int api_routes_register(struct agent *a);
+struct arena;
+struct http_server;
+struct metrics;
+struct store;
+
+struct api_host {
+	struct metrics *metrics;
+	struct store *store; /* may be NULL: history routes answer 503 */
+	const char *hostname;
+	/* Every event table (history routes on the landing page). */
+	const struct event_table *const *tables;
+	/* The collectors and their state, allocated in ar; called on HTTP
+	 * threads. NULL when out of memory. */
+	Sysobs__V1__CollectorList *(*collectors)(void *arg, struct arena *ar);
+	void *arg;
+};
+
+/* host is copied. Returns 0 or -errno. */
+int api_routes_register(struct http_server *h, const struct api_host *host);
 
 /* Content-Type of /metrics. */
 #define API_METRICS_CONTENT_TYPE "text/plain; version=0.0.4; charset=utf-8"

@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "collectors/collector.h"
 
@@ -39,4 +40,24 @@ int collector_config_error(struct collector *c, const char *key, const char *fmt
 	va_end(ap);
 	c->cfg_err_key = key;
 	return -EINVAL;
+}
+
+void route_error(struct route_reply *rep, int status, const char *code, const char *fmt, ...)
+{
+	va_list ap;
+
+	rep->status = status;
+	snprintf(rep->code, sizeof(rep->code), "%s", code);
+	va_start(ap, fmt);
+	vsnprintf(rep->message, sizeof(rep->message), fmt, ap);
+	va_end(ap);
+	rep->msg = NULL;
+}
+
+const char *route_arg(const struct route_request *req, const char *key)
+{
+	for (size_t i = 0; i < req->n_args; i++)
+		if (!strcmp(req->args[2 * i], key))
+			return req->args[2 * i + 1];
+	return NULL;
 }

@@ -39,7 +39,6 @@
 #include <stdint.h>
 
 #include "agent/config.h"
-#include "api/http.h"
 #include "collectors/sink.h"
 
 struct agent;
@@ -52,12 +51,46 @@ enum collector_state {
 	COLLECTOR_FAILED, /* was running, or start failed: why says what */
 };
 
-struct collector_route {
-	const char *method;
-	const char *path; /* e.g. "/api/v1/mptcp/connections" */
-	bool prefix;
-	http_handler fn; /* arg is the struct collector * */
+struct arena;
+struct ProtobufCMessage;
+struct ProtobufCMessageDescriptor;
+
+/* A request to a collector's own route, decoded by the agent. */
+struct route_request {
+	const char *subpath;	   /* after the route's path (prefix routes), or "" */
+	const char *const *args;   /* query pairs: args[2i] key, args[2i + 1] value */
+	size_t n_args;		   /* (only keys listed in the route's params) */
+	const struct ProtobufCMessage *body; /* POST: the route's body message */
+	struct arena *arena;		     /* memory of the reply: freed once sent */
 };
+
+/* What the route answers: a message of api/proto/sysobs.proto allocated in
+ * req->arena, or an error (route_error()). */
+struct route_reply {
+	int status; /* 200 unless set */
+	const struct ProtobufCMessage *msg;
+	char code[32]; /* error: "bad_request", "not_found", "unavailable", ... */
+	char message[256];
+};
+
+/* Only what the generic history route of a table cannot serve: live state
+ * and actions. Runs on an HTTP thread: read shared state under a lock. */
+struct collector_route {
+	const char *method; /* "GET" (NULL) or "POST" */
+	const char *path;   /* e.g. "/api/v1/mptcp/connections" */
+	bool prefix;
+	const char *const *params; /* query parameters taken, NULL-terminated, or NULL */
+	const struct ProtobufCMessageDescriptor *body; /* POST body message, or NULL */
+	bool admin; /* changes the host: only with [http] admin = true */
+	const char *help;
+	void (*fn)(struct collector *c, const struct route_request *req, struct route_reply *rep);
+};
+
+/* Sets an error reply (status >= 400) printf-style. */
+void route_error(struct route_reply *rep, int status, const char *code, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+/* Value of query parameter key, or NULL. */
+const char *route_arg(const struct route_request *req, const char *key);
 
 struct collector_ops {
 	const char *name;

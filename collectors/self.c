@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "agent/log.h"
+#include "api/proto/sysobs.pb-c.h"
 #include "collectors/collector.h"
 
 struct self_row {
@@ -71,6 +72,8 @@ static const struct event_table self_samples_table = {
     .help = "the agent's own CPU, memory, fds, threads and queue depth over time",
     .cols = self_cols,
     .row_size = sizeof(struct self_row),
+    .message = &sysobs__v1__self_sample__descriptor,
+    .list_message = &sysobs__v1__self_sample_list__descriptor,
 };
 
 static const struct event_table *const self_tables[] = {&self_samples_table, NULL};

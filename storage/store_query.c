@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * Read side of the store: events merged across tables by global id, metric
- * history series, and result rows as JSON. See store_query.h.
+ * history series and samples, and result rows as JSON. See store_query.h.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -397,437 +397,75 @@ out:
 	return ret;
 }
 
-/* ---- series selectors ---- */
+/* ---- metric history ---- */
 
-/* Hand-written: the selector grammar is a dozen lines and no Debian library
- * parses PromQL selectors in C. */
-struct store_sel_parser {
-	const char *p;
-	char *err;
-	size_t errlen;
-};
-
-static void store_sel_ws(struct store_sel_parser *ps)
+int store_series_each(struct store *s, const char *name, store_series_fn fn, void *arg)
 {
-	while (*ps->p == ' ' || *ps->p == '\t')
-		ps->p++;
-}
-
-static bool store_sel_ident_start(char c, bool metric)
-{
-	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' || (metric && c == ':');
-}
-
-static int store_sel_ident(struct store_sel_parser *ps, char *out, size_t len, bool metric)
-{
-	size_t n = 0;
-
-	if (!store_sel_ident_start(*ps->p, metric)) {
-		snprintf(ps->err, ps->errlen, "expected a %s name at '%.20s'",
-			 metric ? "metric" : "label", ps->p);
-		return -EINVAL;
-	}
-	while (store_sel_ident_start(*ps->p, metric) || (*ps->p >= '0' && *ps->p <= '9')) {
-		if (n + 1 >= len) {
-			snprintf(ps->err, ps->errlen, "name too long");
-			return -EINVAL;
-		}
-		out[n++] = *ps->p++;
-	}
-	out[n] = '\0';
-	return 0;
-}
-
-static int store_sel_string(struct store_sel_parser *ps, char *out, size_t len)
-{
-	size_t n = 0;
-
-	if (*ps->p != '"') {
-		snprintf(ps->err, ps->errlen, "expected '\"' at '%.20s'", ps->p);
-		return -EINVAL;
-	}
-	ps->p++;
-	for (;;) {
-		char c = *ps->p++;
-
-		if (c == '\0') {
-			snprintf(ps->err, ps->errlen, "unterminated string");
-			return -EINVAL;
-		}
-		if (c == '"')
-			break;
-		if (c == '\\') {
-			c = *ps->p++;
-			if (c == 'n')
-				c = '\n';
-			else if (c != '\\' && c != '"') {
-				snprintf(ps->err, ps->errlen, "bad escape '\\%c' in string",
-					 c ? c : '0');
-				return -EINVAL;
-			}
-		}
-		if (n + 1 >= len) {
-			snprintf(ps->err, ps->errlen, "label value too long");
-			return -EINVAL;
-		}
-		out[n++] = c;
-	}
-	out[n] = '\0';
-	return 0;
-}
-
-static int store_sel_matcher(struct store_sel_parser *ps, struct store_matcher *m)
-{
-	int ret;
-
-	ret = store_sel_ident(ps, m->label, sizeof(m->label), false);
-	if (ret)
-		return ret;
-	store_sel_ws(ps);
-	if (ps->p[0] == '=' && ps->p[1] == '~') {
-		snprintf(ps->err, ps->errlen, "regex matcher '=~' is not supported");
-		return -EINVAL;
-	}
-	if (ps->p[0] == '!' && ps->p[1] == '~') {
-		snprintf(ps->err, ps->errlen, "regex matcher '!~' is not supported");
-		return -EINVAL;
-	}
-	if (ps->p[0] == '=') {
-		m->op = STORE_MATCH_EQ;
-		ps->p++;
-	} else if (ps->p[0] == '!' && ps->p[1] == '=') {
-		m->op = STORE_MATCH_NE;
-		ps->p += 2;
-	} else {
-		snprintf(ps->err, ps->errlen, "expected '=' or '!=' after label %s", m->label);
-		return -EINVAL;
-	}
-	store_sel_ws(ps);
-	return store_sel_string(ps, m->value, sizeof(m->value));
-}
-
-/* matcher (',' matcher)* up to `close` ('}' or '\0'); a trailing comma is
- * accepted inside braces, as Prometheus does. */
-static int store_sel_list(struct store_sel_parser *ps, char close, struct store_matcher *out,
-			  size_t max, size_t *n)
-{
-	int ret;
-
-	store_sel_ws(ps);
-	if (*ps->p == close && close == '}')
-		return 0;
-	for (;;) {
-		struct store_matcher m;
-
-		ret = store_sel_matcher(ps, &m);
-		if (ret)
-			return ret;
-		if (*n >= max) {
-			snprintf(ps->err, ps->errlen, "more than %zu label matchers", max);
-			return -E2BIG;
-		}
-		out[(*n)++] = m;
-		store_sel_ws(ps);
-		if (*ps->p == ',') {
-			ps->p++;
-			store_sel_ws(ps);
-			if (*ps->p == close && close == '}')
-				return 0;
-			continue;
-		}
-		if (*ps->p == close)
-			return 0;
-		snprintf(ps->err, ps->errlen, "expected ',' or '%s' at '%.20s'",
-			 close ? "}" : "end", ps->p);
-		return -EINVAL;
-	}
-}
-
-int store_matcher_parse(const char *s, char *name, size_t name_len, struct store_matcher *out,
-			size_t max, size_t *n, char *err, size_t errlen)
-{
-	struct store_sel_parser ps = {.p = s, .err = err, .errlen = errlen};
-	const char *ident_end;
-	char ident[128];
-	int ret;
-
-	if (name_len)
-		name[0] = '\0';
-	if (!s) {
-		snprintf(err, errlen, "empty selector");
-		return -EINVAL;
-	}
-	store_sel_ws(&ps);
-	if (*ps.p == '\0') {
-		snprintf(err, errlen, "empty selector");
-		return -EINVAL;
-	}
-	if (*ps.p != '{') {
-		const char *start = ps.p;
-
-		ret = store_sel_ident(&ps, ident, sizeof(ident), true);
-		if (ret)
-			return ret;
-		ident_end = ps.p;
-		store_sel_ws(&ps);
-		if (*ps.p == '=' || *ps.p == '!') {
-			/* Bare form: label="value"[, ...] */
-			ps.p = start;
-			return store_sel_list(&ps, '\0', out, max, n);
-		}
-		if ((size_t)(ident_end - start) >= name_len) {
-			snprintf(err, errlen, "metric name too long");
-			return -EINVAL;
-		}
-		memcpy(name, start, (size_t)(ident_end - start));
-		name[ident_end - start] = '\0';
-		if (*ps.p == '\0')
-			return 0;
-		if (*ps.p != '{') {
-			snprintf(err, errlen, "expected '{' after metric name at '%.20s'", ps.p);
-			return -EINVAL;
-		}
-	}
-	ps.p++;
-	ret = store_sel_list(&ps, '}', out, max, n);
-	if (ret)
-		return ret;
-	ps.p++;
-	store_sel_ws(&ps);
-	if (*ps.p != '\0') {
-		snprintf(err, errlen, "unexpected '%.20s' after '}'", ps.p);
-		return -EINVAL;
-	}
-	return 0;
-}
-
-/* ---- series ---- */
-
-static const char *store_label_value(const struct store_matcher *labels, size_t n,
-				     const char *label)
-{
-	for (size_t i = 0; i < n; i++) {
-		if (strcmp(labels[i].label, label) == 0)
-			return labels[i].value;
-	}
-	return ""; /* Prometheus: an absent label equals "" */
-}
-
-static bool store_series_match(const char *metric, const struct store_matcher *labels,
-			       size_t n_labels, const struct store_matcher *m, size_t n_m)
-{
-	for (size_t i = 0; i < n_m; i++) {
-		const char *v = strcmp(m[i].label, "__name__") == 0
-				    ? metric
-				    : store_label_value(labels, n_labels, m[i].label);
-		bool eq = strcmp(v, m[i].value) == 0;
-
-		if (eq != (m[i].op == STORE_MATCH_EQ))
-			return false;
-	}
-	return true;
-}
-
-static json_t *store_series_metric(const char *metric, const struct store_matcher *labels, size_t n)
-{
-	json_t *o = json_object();
-
-	if (!o || json_object_set_new(o, "__name__", json_string(metric)))
-		goto out_free;
-	for (size_t i = 0; i < n; i++) {
-		json_t *v = store_text_json((const unsigned char *)labels[i].value,
-					    (int)strlen(labels[i].value));
-
-		if (!v || json_object_set_new(o, labels[i].label, v))
-			goto out_free;
-	}
-	return o;
-out_free:
-	json_decref(o);
-	return NULL;
-}
-
-static json_t *store_point(int64_t ts, double v)
-{
-	json_t *p = json_array();
-
-	if (!p)
-		return NULL;
-	if (json_array_append_new(p, json_real((double)ts / 1e9)) ||
-	    json_array_append_new(p, isfinite(v) ? json_real(v) : json_null())) {
-		json_decref(p);
-		return NULL;
-	}
-	return p;
-}
-
-static int64_t store_floor_div(int64_t a, int64_t b)
-{
-	int64_t q = a / b;
-
-	return (a % b != 0 && (a < 0) != (b < 0)) ? q - 1 : q;
-}
-
-/* Samples of one series into values; -E2BIG past the point cap. */
-static int store_series_values(sqlite3_stmt *st, int64_t since_ns, int64_t step_ns, json_t *values,
-			       char *err, size_t errlen)
-{
-	int64_t origin = since_ns > 0 ? since_ns : 0, pend_bucket = 0, pend_ts = 0;
-	double pend_v = 0;
-	bool pending = false;
-	int rc;
-
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		int64_t ts = sqlite3_column_int64(st, 0);
-		double v =
-		    sqlite3_column_type(st, 1) == SQLITE_NULL ? NAN : sqlite3_column_double(st, 1);
-		int64_t bucket = step_ns > 0 ? store_floor_div(ts - origin, step_ns) : 0;
-
-		if (pending && (step_ns <= 0 || bucket != pend_bucket)) {
-			if (json_array_size(values) >= STORE_SERIES_POINTS_MAX)
-				goto out_big;
-			if (json_array_append_new(values, store_point(pend_ts, pend_v)))
-				return -ENOMEM;
-		}
-		pending = true;
-		pend_bucket = bucket;
-		pend_ts = ts;
-		pend_v = v;
-	}
-	if (rc != SQLITE_DONE) {
-		snprintf(err, errlen, "reading samples: %s", sqlite3_errstr(rc));
-		return -EIO;
-	}
-	if (pending) {
-		if (json_array_size(values) >= STORE_SERIES_POINTS_MAX)
-			goto out_big;
-		if (json_array_append_new(values, store_point(pend_ts, pend_v)))
-			return -ENOMEM;
-	}
-	return 0;
-out_big:
-	snprintf(err, errlen,
-		 "more than %d points in one series; use a larger step or a shorter range",
-		 STORE_SERIES_POINTS_MAX);
-	return -E2BIG;
-}
-
-int store_query_series(struct store *s, const char *metric, const char *const *matchers,
-		       size_t n_matchers, int64_t since_ns, int64_t until_ns, int64_t step_ns,
-		       json_t **out, char *err, size_t errlen)
-{
-	struct store_matcher m[STORE_MATCHERS_MAX], labels[STORE_MATCHERS_MAX];
-	sqlite3_stmt *st_series = NULL, *st_samples = NULL;
-	char name[128] = "", sel_name[128];
-	size_t n_m = 0, n_series = 0;
-	json_t *result = NULL;
-	sqlite3 *db = NULL;
+	sqlite3_stmt *st = NULL;
+	sqlite3 *db;
 	int ret = 0, rc;
 
-	*out = NULL;
-	if (metric && *metric)
-		snprintf(name, sizeof(name), "%s", metric);
-	for (size_t i = 0; i < n_matchers; i++) {
-		ret = store_matcher_parse(matchers[i], sel_name, sizeof(sel_name), m,
-					  STORE_MATCHERS_MAX, &n_m, err, errlen);
-		if (ret)
-			return ret;
-		if (!sel_name[0])
-			continue;
-		if (name[0] && strcmp(name, sel_name) != 0) {
-			snprintf(err, errlen, "selector names metric %s, but metric is %s",
-				 sel_name, name);
-			return -EINVAL;
-		}
-		snprintf(name, sizeof(name), "%s", sel_name);
-	}
-	if (!name[0]) {
-		snprintf(err, errlen, "no metric name given");
-		return -EINVAL;
-	}
-	result = json_array();
-	if (!result)
-		goto out_oom;
 	db = store_reader_get(s);
-	if (!db) {
-		snprintf(err, errlen, "all database readers are busy");
-		ret = -EBUSY;
-		goto out;
-	}
-	rc = sqlite3_prepare_v2(db, "SELECT id, labels FROM metric_series WHERE name = ?1", -1,
-				&st_series, NULL);
-	if (rc == SQLITE_OK)
-		rc = sqlite3_prepare_v2(db,
-					"SELECT ts, value FROM metric_samples WHERE series_id = ?1"
-					" AND ts >= ?2 AND ts < ?3 ORDER BY ts",
-					-1, &st_samples, NULL);
-	if (rc != SQLITE_OK)
-		goto out_sql;
-	sqlite3_bind_text(st_series, 1, name, -1, SQLITE_STATIC);
-	while ((rc = sqlite3_step(st_series)) == SQLITE_ROW) {
-		const char *lbl = (const char *)sqlite3_column_text(st_series, 1);
-		size_t n_l = 0;
-		char lerr[128], lname[8];
-		json_t *values, *entry;
+	if (!db)
+		return -EBUSY;
+	rc = sqlite3_prepare_v2(db,
+				name ? "SELECT id, name, labels FROM metric_series WHERE name = ?1"
+				       " ORDER BY id"
+				     : "SELECT id, name, labels FROM metric_series ORDER BY id",
+				-1, &st, NULL);
+	if (rc == SQLITE_OK && name)
+		rc = sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
+	while (rc == SQLITE_OK && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+		const char *n = (const char *)sqlite3_column_text(st, 1);
+		const char *l = (const char *)sqlite3_column_text(st, 2);
 
-		if (!lbl)
-			lbl = "";
-		if (*lbl && store_matcher_parse(lbl, lname, sizeof(lname), labels,
-						STORE_MATCHERS_MAX, &n_l, lerr, sizeof(lerr)))
-			continue; /* not written by us; skip */
-		if (!store_series_match(name, labels, n_l, m, n_m))
-			continue;
-		if (++n_series > STORE_SERIES_MAX) {
-			snprintf(err, errlen, "more than %d series match; narrow the selector",
-				 STORE_SERIES_MAX);
-			ret = -E2BIG;
-			goto out;
-		}
-		values = json_array();
-		if (!values)
-			goto out_oom;
-		sqlite3_bind_int64(st_samples, 1, sqlite3_column_int64(st_series, 0));
-		sqlite3_bind_int64(st_samples, 2, since_ns);
-		sqlite3_bind_int64(st_samples, 3, until_ns);
-		ret = store_series_values(st_samples, since_ns, step_ns, values, err, errlen);
-		sqlite3_reset(st_samples);
-		if (ret) {
-			json_decref(values);
-			if (ret == -ENOMEM)
-				goto out_oom;
-			goto out;
-		}
-		if (!json_array_size(values)) {
-			json_decref(values);
-			continue;
-		}
-		entry = json_object();
-		if (!entry || json_array_append_new(result, entry)) {
-			json_decref(values);
-			goto out_oom;
-		}
-		if (json_object_set_new(entry, "metric", store_series_metric(name, labels, n_l)) ||
-		    json_object_set_new(entry, "values", values))
-			goto out_oom;
+		ret = fn(sqlite3_column_int64(st, 0), n ? n : "", l ? l : "", arg);
+		if (ret)
+			break;
+		rc = SQLITE_OK;
 	}
-	if (rc != SQLITE_DONE)
-		goto out_sql;
-	*out = result;
-	result = NULL;
-	goto out;
-
-out_sql:
-	snprintf(err, errlen, "reading series: %s", sqlite3_errmsg(db));
-	ret = -EIO;
-	goto out;
-out_oom:
-	snprintf(err, errlen, "out of memory");
-	ret = -ENOMEM;
-out:
-	sqlite3_finalize(st_series);
-	sqlite3_finalize(st_samples);
+	if (!ret && rc != SQLITE_DONE)
+		ret = -EIO;
+	sqlite3_finalize(st);
 	store_reader_put(s, db);
-	json_decref(result);
+	return ret;
+}
+
+int store_series_samples(struct store *s, int64_t series_id, int64_t from_ns, int64_t to_ns,
+			 store_sample_fn fn, void *arg)
+{
+	sqlite3_stmt *st = NULL;
+	sqlite3 *db;
+	int ret = 0, rc;
+
+	if (from_ns > to_ns)
+		return 0;
+	db = store_reader_get(s);
+	if (!db)
+		return -EBUSY;
+	/* The index metric_samples_series_ts serves both the range and the order. */
+	rc = sqlite3_prepare_v2(db,
+				"SELECT ts, value FROM metric_samples WHERE series_id = ?1"
+				" AND ts >= ?2 AND ts <= ?3 ORDER BY ts",
+				-1, &st, NULL);
+	if (rc == SQLITE_OK) {
+		sqlite3_bind_int64(st, 1, series_id);
+		sqlite3_bind_int64(st, 2, from_ns);
+		sqlite3_bind_int64(st, 3, to_ns);
+	}
+	while (rc == SQLITE_OK && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+		double v =
+		    sqlite3_column_type(st, 1) == SQLITE_NULL ? NAN : sqlite3_column_double(st, 1);
+
+		ret = fn(sqlite3_column_int64(st, 0), v, arg);
+		if (ret)
+			break;
+		rc = SQLITE_OK;
+	}
+	if (!ret && rc != SQLITE_DONE)
+		ret = -EIO;
+	sqlite3_finalize(st);
+	store_reader_put(s, db);
 	return ret;
 }
 

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Read side of the store for the HTTP routes: event history merged across
- * tables by global id, metric history (Prometheus-like series selection), and
- * a generic "result row -> JSON object" for collectors' own routes.
+ * tables by global id, metric history (series and their samples, as plain C
+ * callbacks: selection and encoding are the API's), and a generic "result row
+ * -> JSON object" for collectors' own routes.
  *
  * All functions take a connection from the reader pool themselves, except
  * store_row_json, which works on a statement the caller stepped.
@@ -27,10 +28,6 @@ typedef void (*store_row_fn)(int64_t id, int64_t ts_ns, const void *row, void *a
  */
 int store_latest(struct store *s, const struct event_table *t, const char *group_by,
 		 const char *where, store_row_fn fn, void *arg);
-
-#define STORE_SERIES_POINTS_MAX 11000 /* per series, like Prometheus */
-#define STORE_SERIES_MAX	1000  /* series per query */
-#define STORE_MATCHERS_MAX	16    /* label matchers per query */
 
 /*
  * One result row as a JSON object keyed by column name: INTEGER -> integer,
@@ -70,42 +67,28 @@ int store_query_events(struct store *s, const char *collector, int64_t since_ns,
 		       int64_t cursor, unsigned limit, json_t **rows_out, int64_t *next_cursor,
 		       char *err, size_t errlen);
 
-enum store_match_op {
-	STORE_MATCH_EQ, /* label="value" */
-	STORE_MATCH_NE, /* label!="value" */
-};
-
-struct store_matcher {
-	char label[64];
-	char value[256];
-	enum store_match_op op;
-};
-
 /*
- * Parses one series selector, in any of the forms
- *	metric{label="value",other!="v"}   {label="value"}   label="value"
- * (values double-quoted with \" \\ \n escapes; whitespace allowed around
- * tokens). The metric name, if any, goes to name (else name[0] = '\0');
- * matchers are appended to out[*n..max). Pure function.
- * Returns 0, or -EINVAL with a message (regex matchers =~ !~ are refused),
- * -E2BIG when more than max matchers.
+ * Metric history, as the agent's snapshots write it: table metric_series
+ * (id, name, labels: the registry's rendered label set, `{a="b",c="d"}` or
+ * "" for none) and metric_samples (series_id, ts in unix ns, value).
+ *
+ * Both walks take one reader from the pool for the length of the call, and
+ * call fn with it held: fn must not call back into the store (copy what it
+ * needs, read samples after the walk). fn returns 0 to go on; anything else
+ * stops the walk, which returns that value (a negative errno such as -E2BIG
+ * for a caller's cap). Otherwise they return 0, -EBUSY (no reader free within
+ * 2 s) or -EIO.
  */
-int store_matcher_parse(const char *s, char *name, size_t name_len, struct store_matcher *out,
-			size_t max, size_t *n, char *err, size_t errlen);
+typedef int (*store_series_fn)(int64_t id, const char *name, const char *labels, void *arg);
+typedef int (*store_sample_fn)(int64_t ts_ns, double value, void *arg);
 
-/*
- * Metric history of one metric, series filtered by matchers (each a selector
- * string as above; a metric name given there must agree with metric, and
- * names the metric when metric is NULL). Samples with since <= ts < until;
- * with step_ns > 0 only the last sample of each step bucket (buckets aligned
- * on since, or on the epoch when since <= 0) is kept.
- * *out: [{"metric": {"__name__": ..., labels...}, "values": [[unix_s, v], ...]}]
- * (series without samples in range are left out; non-finite values -> null).
- * Returns 0, -EINVAL (bad selector), -E2BIG (more than STORE_SERIES_MAX series
- * or STORE_SERIES_POINTS_MAX points in one series), -EBUSY, -EIO, -ENOMEM.
- */
-int store_query_series(struct store *s, const char *metric, const char *const *matchers,
-		       size_t n_matchers, int64_t since_ns, int64_t until_ns, int64_t step_ns,
-		       json_t **out, char *err, size_t errlen);
+/* Every series of metric name (all series when name is NULL), by id. The
+ * strings are valid during the call only. */
+int store_series_each(struct store *s, const char *name, store_series_fn fn, void *arg);
+
+/* The samples of one series with from_ns <= ts <= to_ns, oldest first. A NULL
+ * value (never written by the agent) reads as NaN. */
+int store_series_samples(struct store *s, int64_t series_id, int64_t from_ns, int64_t to_ns,
+			 store_sample_fn fn, void *arg);
 
 #endif

@@ -95,8 +95,10 @@ struct event_table {
 	/* Data migrations of an existing table (columns are added from cols by
 	 * themselves): SQL scripts, NULL-terminated, append only. */
 	const char *const *migrations;
-	/* The protobuf message of one row (api/proto/sysobs.proto). */
+	/* The protobuf message of one row (api/proto/sysobs.proto), and the
+	 * list envelope {repeated row data = 1; string next_cursor = 2}. */
 	const struct ProtobufCMessageDescriptor *message;
+	const struct ProtobufCMessageDescriptor *list_message;
 	/* Retention overriding [storage] retention; 0 = that one. */
 	uint64_t retention_ms;
 };

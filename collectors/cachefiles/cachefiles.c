@@ -19,6 +19,7 @@
 #include "api/query.h"
 #include "collectors/cachefiles/backend.h"
 #include "collectors/cachefiles/cachefiles_decode.h"
+#include "api/proto/sysobs.pb-c.h"
 #include "collectors/collector.h"
 #include "storage/store_query.h"
 
@@ -102,6 +103,8 @@ const struct event_table cachefiles_slow_table = {
     .help = "on-demand requests slower than slow_threshold",
     .cols = cachefiles_slow_cols,
     .row_size = sizeof(struct cachefiles_slow_row),
+    .message = &sysobs__v1__cachefiles_slow_request__descriptor,
+    .list_message = &sysobs__v1__cachefiles_slow_request_list__descriptor,
 };
 
 static const struct event_table *const cachefiles_tables[] = {&cachefiles_slow_table, NULL};
@@ -406,74 +409,6 @@ static void cachefiles_stop(struct collector *c)
 	c->fd = -1;
 }
 
-/*
- * GET /api/v1/cachefiles/slow?start=&end=&limit=&cursor=[&volume=&op=]
- * Slow requests newest first: {"data": [...], "next_cursor": "<id>" | null}
- * (one row more than limit is fetched to know whether a next page exists).
- */
-static void cachefiles_route_slow(const struct http_request *req, struct http_response *res,
-				  void *arg)
-{
-	static const char *const allowed[] = {QUERY_WINDOW_PARAMS, "volume", "op", NULL};
-	struct collector *c = arg;
-	const char *volume = http_query(req, "volume");
-	const char *op = http_query(req, "op");
-	struct query_window w;
-	sqlite3_stmt *st = NULL;
-	json_t *out;
-	sqlite3 *db;
-	int rc;
-
-	if (query_params_check(req, allowed, res) || query_window_parse(req, &w, res))
-		return;
-	if (op && strcmp(op, "open") && strcmp(op, "read")) {
-		http_reply_error(res, 400, "bad_request", "op must be open or read");
-		return;
-	}
-	db = store_reader_get(c->agent->store);
-	if (!db) {
-		http_reply_error(res, 503, "unavailable", "no database reader free");
-		return;
-	}
-	rc = sqlite3_prepare_v2(
-	    db,
-	    "SELECT id, ts, op, volume, object_id, object_debug_id, offset, length,"
-	    " latency_seconds, result, pid, comm FROM cachefiles_slow"
-	    " WHERE ts >= ?1 AND ts < ?2 AND id < ?3"
-	    " AND (?4 IS NULL OR volume = ?4) AND (?5 IS NULL OR op = ?5)"
-	    " ORDER BY id DESC LIMIT ?6",
-	    -1, &st, NULL);
-	if (rc != SQLITE_OK)
-		goto out_db_error;
-	sqlite3_bind_int64(st, 1, w.start_ns);
-	sqlite3_bind_int64(st, 2, w.end_ns);
-	sqlite3_bind_int64(st, 3, w.cursor);
-	if (volume)
-		sqlite3_bind_text(st, 4, volume, -1, SQLITE_TRANSIENT);
-	if (op)
-		sqlite3_bind_text(st, 5, op, -1, SQLITE_TRANSIENT);
-	sqlite3_bind_int64(st, 6, (int64_t)w.limit + 1);
-	out = store_page_json(st, w.limit, "data", NULL, &rc);
-	if (!out && rc != -ENOMEM)
-		goto out_db_error;
-	sqlite3_finalize(st);
-	store_reader_put(c->agent->store, db);
-	if (!out)
-		http_reply_error(res, 500, "internal", "out of memory building the page");
-	else
-		http_reply_json(res, 200, out);
-	return;
-
-out_db_error:
-	http_reply_error(res, 500, "internal", "query failed: %s", sqlite3_errmsg(db));
-	sqlite3_finalize(st);
-	store_reader_put(c->agent->store, db);
-}
-
-static const struct collector_route cachefiles_routes[] = {
-    {"GET", "/api/v1/cachefiles/slow", false, cachefiles_route_slow},
-    {0},
-};
 
 const struct collector_ops cachefiles_collector = {
     .name = "cachefiles",
@@ -482,7 +417,6 @@ const struct collector_ops cachefiles_collector = {
     .cfg_size = sizeof(struct cachefiles_cfg),
     .metrics = cachefiles_metrics,
     .tables = cachefiles_tables,
-    .routes = cachefiles_routes,
     .init = cachefiles_init,
     .start = cachefiles_start,
     .on_ready = cachefiles_on_ready,

@@ -30,6 +30,7 @@
 #include "bpf/drops.h"
 #include "bpf/drops.skel.h"
 #include "collectors/bpf_util.h"
+#include "api/proto/sysobs.pb-c.h"
 #include "collectors/collector.h"
 #include "collectors/drops/drops.h"
 #include "collectors/drops/drops_btf.h"
@@ -216,8 +217,10 @@ static void drops_reason_list(char *buf, size_t len)
 	for (size_t i = 0; n && i < n->n && off < len; i++) {
 		int w = snprintf(buf + off, len - off, "%s%s", i ? ", " : "", n->name[i]);
 
-		if (w < 0)
+		if (w < 0 || (size_t)w >= len - off) {
+			buf[off] = '\0'; /* never half a name */
 			break;
+		}
 		off += (size_t)w;
 	}
 	if (!n || !n->n)
@@ -269,6 +272,8 @@ const struct event_table drops_samples_table = {
     .help = "sampled drop records with 5-tuple, device, netns and kernel location",
     .cols = drops_cols,
     .row_size = sizeof(struct drops_row),
+    .message = &sysobs__v1__drop_sample__descriptor,
+    .list_message = &sysobs__v1__drop_sample_list__descriptor,
 };
 
 _Static_assert(sizeof(struct drops_row) <= EVENT_ROW_MAX, "drops_row too large for the store");
@@ -772,11 +777,6 @@ static void drops_stop(struct collector *c)
 	c->fd = -1;
 }
 
-static const struct collector_route drops_routes[] = {
-    {"GET", "/api/v1/drops", false, drops_api_get},
-    {0},
-};
-
 const struct collector_ops drops_collector = {
     .name = "drops",
     .help = "packet drops by kernel drop reason (BPF on skb:kfree_skb), sampled with 5-tuples",
@@ -784,7 +784,6 @@ const struct collector_ops drops_collector = {
     .cfg_size = sizeof(struct drops_cfg),
     .metrics = drops_metrics,
     .tables = drops_tables,
-    .routes = drops_routes,
     .init = drops_init,
     .start = drops_start,
     .on_ready = drops_on_ready,

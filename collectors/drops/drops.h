@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The drops collector (collectors/drops/drops.c) and its REST route
- * (collectors/drops/drops_api.c): what the two share.
+ * The drops collector's config, history row and table, shared by drops.c,
+ * drops_keys.c (its config keys, also built without BPF) and the tests.
+ * The history is served by the API's generic route from the table's
+ * descriptor (GET /api/v1/drops/samples).
  */
 #ifndef SYSOBS_DROPS_COLLECTOR_H
 #define SYSOBS_DROPS_COLLECTOR_H
@@ -9,7 +11,6 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "api/http.h"
 #include "storage/table.h"
 
 /* [collector.drops], parsed by the agent from drops_cfg_keys. */
@@ -24,7 +25,7 @@ struct drops_cfg {
 	const char *btf_path, *kallsyms;
 };
 
-/* One row of drop_samples (see drops_migrations); -1 / "" bind as NULL. */
+/* One row of drop_samples (see drops_cols); -1 / "" bind as NULL. */
 struct drops_row {
 	char reason[64];
 	uint32_t reason_code;
@@ -46,8 +47,5 @@ struct drops_row {
 extern const struct event_table drops_samples_table;
 struct cfg_key;
 extern const struct cfg_key drops_cfg_keys[];
-
-/* GET /api/v1/drops?reason=&protocol=&addr=&port=&start=&end=&limit=&cursor= */
-void drops_api_get(const struct http_request *req, struct http_response *res, void *arg);
 
 #endif

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: MIT
 /*
  * The ifs collector: Intel In-Field Scan results per core, an optional scan
- * scheduler (off by default), history in SQLite, Prometheus metrics, REST
- * routes and an optional Alertmanager push.
+ * scheduler (off by default), history in SQLite (served by the API's
+ * generic route of ifs_scans), Prometheus metrics, two routes of its own
+ * (the cores' live state, requested scans) and an optional Alertmanager push.
  *
  * Threads: the main loop owns the scheduler and all sysfs reads; the worker
  * thread owns the blocking run_test write (ifs_worker.c); the alerter owns
@@ -25,9 +26,9 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
-#include "agent/agent.h"
+#include "agent/arena.h"
 #include "agent/log.h"
-#include "api/query.h"
+#include "api/proto/sysobs.pb-c.h"
 #include "collectors/collector.h"
 #include "collectors/ifs/ifs_alert.h"
 #include "collectors/ifs/ifs_decode.h"
@@ -35,7 +36,6 @@
 #include "collectors/ifs/ifs_sched.h"
 #include "collectors/ifs/ifs_sysfs.h"
 #include "collectors/ifs/ifs_worker.h"
-#include "storage/store_query.h"
 
 #define MS_NS		1000000LL
 #define IFS_MAX_PENDING 4096 /* queued API scans */
@@ -57,8 +57,12 @@ struct ifs_row {
 	char error_name[40];
 	char image_version[16];
 	char requested_by[12]; /* scheduler, api, external */
-	char decoded[120];     /* JSON of the test's own fields */
 	char reason[128];
+	/* The status word decoded, per test (-1: another test's, or no word). */
+	int64_t array_bitmask;				     /* array: arrays still to test */
+	int32_t control_error, signature_error;		     /* scan: 0/1 */
+	int32_t array_bank, ctrl_result;		     /* array */
+	int32_t bundle_idx, pgm_idx, sbaf_status, test_fail; /* sbaf */
 };
 
 static const char *const ifs_tests[] = {"scan", "array", "sbaf", NULL};
@@ -89,8 +93,17 @@ static const struct event_column ifs_cols[] = {
     IFS_COL(requested_by, COL_TEXT, COL_NULL_EMPTY, .filter = COL_FILTER_ENUM,
 	    .domain = &ifs_requester_domain),
     IFS_COL(scan_id, COL_INT, COL_NULL_ZERO, .filter = COL_FILTER_EQ, .fmin = 1),
-    IFS_COL(decoded, COL_TEXT, COL_NULL_EMPTY),
     IFS_COL(reason, COL_TEXT, COL_NULL_EMPTY),
+    /* Once one JSON text column "decoded", which older databases keep. */
+    IFS_COL(control_error, COL_INT, COL_NULL_NEG),
+    IFS_COL(signature_error, COL_INT, COL_NULL_NEG),
+    IFS_COL(array_bitmask, COL_INT, COL_NULL_NEG),
+    IFS_COL(array_bank, COL_INT, COL_NULL_NEG),
+    IFS_COL(ctrl_result, COL_INT, COL_NULL_NEG),
+    IFS_COL(bundle_idx, COL_INT, COL_NULL_NEG),
+    IFS_COL(pgm_idx, COL_INT, COL_NULL_NEG),
+    IFS_COL(sbaf_status, COL_INT, COL_NULL_NEG),
+    IFS_COL(test_fail, COL_INT, COL_NULL_NEG),
     {0},
 };
 
@@ -108,6 +121,8 @@ static const struct event_table ifs_scans_table = {
     .cols = ifs_cols,
     .row_size = sizeof(struct ifs_row),
     .indexes = ifs_indexes,
+    .message = &sysobs__v1__ifs_scan__descriptor,
+    .list_message = &sysobs__v1__ifs_scan_list__descriptor,
 };
 
 _Static_assert(sizeof(struct ifs_row) <= EVENT_ROW_MAX, "ifs_row too large for the store queue");
@@ -152,7 +167,7 @@ struct ifs_priv {
 	struct collector *c;
 	char root[PATH_MAX];
 	char host[256];
-	bool schedule, admin;
+	bool schedule;
 	uint64_t poll_ms;
 	struct ifs_sched_config scfg;
 	struct ifs_sched sched;
@@ -331,8 +346,6 @@ static int ifs_read_config(struct collector *c, struct ifs_priv *p)
 			    "expected k=v,k2=v2 with label names [a-zA-Z_][a-zA-Z0-9_]*");
 		json_decref(l);
 	}
-	/* Admin endpoints are the [http] section's to allow. */
-	p->admin = c->admin;
 	return 0;
 }
 
@@ -440,36 +453,84 @@ static void count_scan(struct ifs_priv *p, enum ifs_test t, const char *result)
 	sink_add(k, sink_series(k, p->m_scans, v), 1);
 }
 
+/* A row with every nullable number NULL (-1); scan_id 0 is NULL too. */
+static void row_init(struct ifs_row *row)
+{
+	memset(row, 0, sizeof(*row));
+	row->duration_ns = -1;
+	row->cpu = row->core = row->package = -1;
+	row->error_code = row->retryable = -1;
+	row->chunk_num = row->chunk_stop_index = row->batch = -1;
+	row->array_bitmask = -1;
+	row->control_error = row->signature_error = -1;
+	row->array_bank = row->ctrl_result = -1;
+	row->bundle_idx = row->pgm_idx = row->sbaf_status = row->test_fail = -1;
+}
+
+/* The decoded status word into the row: the fields of its test. */
 static void fill_decoded(struct ifs_row *row, const struct ifs_details *d)
 {
 	row->error_code = (int32_t)d->error_code;
 	snprintf(row->error_name, sizeof(row->error_name), "%s", d->error_name);
 	snprintf(row->reason, sizeof(row->reason), "%s", d->reason);
 	row->retryable = d->retryable;
-	row->chunk_num = row->chunk_stop_index = -1;
 	switch (d->test) {
 	case IFS_TEST_SCAN:
 		row->chunk_num = (int32_t)d->chunk_num;
 		row->chunk_stop_index = (int32_t)d->chunk_stop_index;
-		snprintf(row->decoded, sizeof(row->decoded),
-			 "{\"chunk_num\":%u,\"chunk_stop_index\":%u,\"control_error\":%s,"
-			 "\"signature_error\":%s}",
-			 d->chunk_num, d->chunk_stop_index, d->control_error ? "true" : "false",
-			 d->signature_error ? "true" : "false");
+		row->control_error = d->control_error;
+		row->signature_error = d->signature_error;
 		break;
 	case IFS_TEST_ARRAY:
-		snprintf(row->decoded, sizeof(row->decoded),
-			 "{\"array_bitmask\":\"%#x\",\"array_bank\":%u,\"ctrl_result\":%s}",
-			 d->array_bitmask, d->array_bank, d->ctrl_result ? "true" : "false");
+		row->array_bitmask = d->array_bitmask;
+		row->array_bank = (int32_t)d->array_bank;
+		row->ctrl_result = d->ctrl_result;
 		break;
 	case IFS_TEST_SBAF:
-		snprintf(row->decoded, sizeof(row->decoded),
-			 "{\"bundle_idx\":%u,\"pgm_idx\":%u,\"sbaf_status\":%u,\"test_fail\":%s}",
-			 d->bundle_idx, d->pgm_idx, d->sbaf_status,
-			 d->test_fail ? "true" : "false");
+		row->bundle_idx = (int32_t)d->bundle_idx;
+		row->pgm_idx = (int32_t)d->pgm_idx;
+		row->sbaf_status = (int32_t)d->sbaf_status;
+		row->test_fail = d->test_fail;
 		break;
 	default:
 		break;
+	}
+}
+
+/* The decoded fields of a row as text for an alert annotation
+ * ("chunk_num=5 chunk_stop_index=5 control_error=0 signature_error=1"). */
+static void decoded_text(const struct ifs_row *row, char *buf, size_t len)
+{
+	const struct {
+		const char *name;
+		int64_t v;
+		bool hex;
+	} f[] = {
+	    {"chunk_num", row->chunk_num},
+	    {"chunk_stop_index", row->chunk_stop_index},
+	    {"control_error", row->control_error},
+	    {"signature_error", row->signature_error},
+	    {"array_bitmask", row->array_bitmask, true},
+	    {"array_bank", row->array_bank},
+	    {"ctrl_result", row->ctrl_result},
+	    {"bundle_idx", row->bundle_idx},
+	    {"pgm_idx", row->pgm_idx},
+	    {"sbaf_status", row->sbaf_status},
+	    {"test_fail", row->test_fail},
+	};
+	size_t off = 0;
+
+	buf[0] = '\0';
+	for (size_t i = 0; i < sizeof(f) / sizeof(f[0]) && off < len; i++) {
+		int n;
+
+		if (f[i].v < 0)
+			continue;
+		n = snprintf(buf + off, len - off, f[i].hex ? "%s%s=%#" PRIx64 : "%s%s=%" PRId64,
+			     off ? " " : "", f[i].name, f[i].v);
+		if (n < 0)
+			break;
+		off += (size_t)n;
 	}
 }
 
@@ -481,7 +542,7 @@ static const char *requester_name(enum ifs_requester by)
 static void alert_update(struct ifs_priv *p, const struct ifs_core_info *core, struct ifs_last *l,
 			 enum ifs_test t, const struct ifs_row *row, int64_t ts)
 {
-	char key[64], pkg[16], cid[16], cpu[16], summary[256];
+	char key[64], pkg[16], cid[16], cpu[16], summary[256], decoded[192];
 	json_t *labels, *ann;
 
 	if (!p->alert)
@@ -503,10 +564,11 @@ static void alert_update(struct ifs_priv *p, const struct ifs_core_info *core, s
 	snprintf(summary, sizeof(summary),
 		 "In-Field Scan %s failed on package %s core %s (cpu %s) of %s", ifs_test_name(t),
 		 pkg, cid, cpu, p->host);
+	decoded_text(row, decoded, sizeof(decoded));
 	ann =
 	    json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s}", "summary", summary, "description",
 		      row->reason, "details", row->details, "error_name", row->error_name,
-		      "decoded", row->decoded, "image_version", row->image_version, "runbook",
+		      "decoded", decoded, "image_version", row->image_version, "runbook",
 		      "Take the core out of service (offline its CPUs or drain the host), re-run "
 		      "the scan to rule out a transient error, then contact the hardware vendor.");
 	if (!labels || !ann) {
@@ -607,7 +669,7 @@ static void handle_result(struct ifs_priv *p, const struct ifs_work_result *r)
 	struct collector *c = p->c;
 	const struct ifs_job *job = &r->job;
 	enum ifs_outcome out = IFS_OUT_DONE;
-	struct ifs_row row = {0};
+	struct ifs_row row;
 	struct ifs_details d = {0};
 	enum ifs_result result = IFS_RESULT_UNTESTED;
 	const struct ifs_core_info *core = NULL;
@@ -615,14 +677,10 @@ static void handle_result(struct ifs_priv *p, const struct ifs_work_result *r)
 	uint64_t raw = 0;
 	bool ok = false;
 
+	row_init(&row);
 	row.duration_ns = r->end_mono - r->start_mono;
 	row.scan_id = (int64_t)job->scan_id;
 	row.cpu = job->cpu;
-	row.core = row.package = -1;
-	row.batch = -1;
-	row.error_code = -1;
-	row.retryable = -1;
-	row.chunk_num = row.chunk_stop_index = -1;
 	snprintf(row.device, sizeof(row.device), "intel_ifs_%d", job->test);
 	snprintf(row.test, sizeof(row.test), "%s", ifs_test_name(job->test));
 	snprintf(row.requested_by, sizeof(row.requested_by), "%s", requester_name(job->by));
@@ -731,7 +789,7 @@ static void passive_check(struct ifs_priv *p)
 	for (int t = 0; t < IFS_TEST_MAX; t++) {
 		struct ifs_dev *dv = &p->dev[t];
 		char path[PATH_MAX + 16], st[16], de[32];
-		struct ifs_row row = {0};
+		struct ifs_row row;
 		enum ifs_result result;
 		struct ifs_details d;
 		uint64_t raw;
@@ -748,8 +806,7 @@ static void passive_check(struct ifs_priv *p)
 		if (dv->seen_valid &&
 		    (strcmp(st, dv->seen_status) || strcmp(de, dv->seen_details)) &&
 		    !ifs_status_parse(st, &result) && !ifs_details_parse(de, &raw)) {
-			row.duration_ns = -1;
-			row.cpu = row.core = row.package = -1;
+			row_init(&row);
 			row.batch = dv->batch_loaded ? (int32_t)dv->batch : -1;
 			snprintf(row.device, sizeof(row.device), "intel_ifs_%d", t);
 			snprintf(row.test, sizeof(row.test), "%s", ifs_test_name(t));
@@ -1002,218 +1059,179 @@ static void ifs_stop(struct collector *c)
 	c->fd = -1;
 }
 
-/* ---- HTTP routes (HTTP threads) ---- */
+/* ---- routes (HTTP threads) ---- */
 
-/* The collector state if it cannot answer, else NULL with p->lock held. */
-static struct ifs_priv *route_lock(struct collector *c, struct http_response *res)
+/* The collector state with p->lock held, or NULL after an error reply. The
+ * agent only calls a route of a running collector; start() may not have
+ * finished yet. */
+static struct ifs_priv *route_lock(struct collector *c, struct route_reply *rep)
 {
 	struct ifs_priv *p = c->priv;
 
-	if (!p || __atomic_load_n((const int *)&c->state, __ATOMIC_RELAXED) != COLLECTOR_RUNNING) {
-		http_reply_error(res, 503, "unavailable", "ifs collector is %s: %s",
-				 collector_state_name(c->state),
-				 c->why[0] ? c->why : "not running");
+	if (!p) {
+		route_error(rep, 503, "unavailable", "the ifs collector is not started");
 		return NULL;
 	}
 	pthread_mutex_lock(&p->lock);
 	if (!p->started) {
 		pthread_mutex_unlock(&p->lock);
-		http_reply_error(res, 503, "unavailable", "ifs collector is starting");
+		route_error(rep, 503, "unavailable", "the ifs collector is starting");
 		return NULL;
 	}
 	return p;
 }
 
-static json_t *time_json(int64_t ns)
-{
-	char buf[40];
+/* A new message of type T in the arena, initialised; NULL when out of memory. */
+#define MSG_NEW(ar, T, d) ((T *)msg_new((ar), sizeof(T), &(d)))
 
-	if (store_format_time(ns, buf, sizeof(buf)) < 0)
-		return json_null();
-	return json_string(buf);
+static void *msg_new(struct arena *ar, size_t size, const ProtobufCMessageDescriptor *d)
+{
+	void *m = arena_alloc(ar, size);
+
+	if (m)
+		protobuf_c_message_init(d, m);
+	return m;
 }
 
-static void route_cores(const struct http_request *req, struct http_response *res, void *arg)
+/* A Timestamp for a wall clock in ns; NULL for 0 or out of memory. */
+static Google__Protobuf__Timestamp *msg_time(struct arena *ar, int64_t ns)
 {
-	struct collector *c = arg;
-	struct ifs_priv *p = route_lock(c, res);
-	json_t *cores, *devs, *o;
+	Google__Protobuf__Timestamp *t;
 
-	if (!p)
-		return;
-	cores = json_array();
-	devs = json_array();
-	for (size_t i = 0; i < p->topo.n_cores; i++) {
-		const struct ifs_core_info *ci = &p->topo.cores[i];
-		json_t *cpus = json_array(), *tests = json_object();
-		bool online = false;
+	if (!ns)
+		return NULL;
+	t = MSG_NEW(ar, Google__Protobuf__Timestamp, google__protobuf__timestamp__descriptor);
+	if (t) {
+		t->seconds = ns / 1000000000 - (ns % 1000000000 < 0);
+		t->nanos = (int32_t)(ns - t->seconds * 1000000000);
+	}
+	return t;
+}
 
-		for (unsigned k = 0; k < ci->n_cpus; k++) {
-			json_array_append_new(cpus, json_integer(ci->cpus[k]));
-			online |= ci->online[k];
-		}
-		for (int t = 0; t < IFS_TEST_MAX; t++) {
-			const struct ifs_last *l = &p->last[i][t];
-			char det[32];
+/* The last result of test t on a core; only the test when it never ran. */
+static Sysobs__V1__IfsTestResult *test_result_msg(struct arena *ar, enum ifs_test t,
+						  const struct ifs_last *l)
+{
+	Sysobs__V1__IfsTestResult *m =
+	    MSG_NEW(ar, Sysobs__V1__IfsTestResult, sysobs__v1__ifs_test_result__descriptor);
 
-			if (!p->dev[t].present)
-				continue;
-			if (!l->has) {
-				json_object_set_new(tests, ifs_test_name(t), json_null());
-				continue;
-			}
-			snprintf(det, sizeof(det), "%#" PRIx64, l->details);
-			json_object_set_new(tests, ifs_test_name(t),
-					    json_pack("{s:s, s:I, s:o, s:i, s:s, s:s, s:I}",
-						      "result", ifs_result_name(l->result), "ts",
-						      (json_int_t)l->ts_ns, "time",
-						      time_json(l->ts_ns), "cpu", l->cpu, "details",
-						      det, "error_name", l->error_name, "scan_id",
-						      (json_int_t)l->scan_id));
-		}
-		json_array_append_new(
-		    cores, json_pack("{s:i, s:i, s:o, s:b, s:b, s:o}", "package", ci->package,
-				     "core", ci->core_id, "cpus", cpus, "online", online, "allowed",
-				     ifs_sched_core_allowed(&p->sched, i), "tests", tests));
+	if (!m)
+		return NULL;
+	m->test = arena_strdup(ar, ifs_test_name(t));
+	if (!l->has)
+		return m;
+	m->status = arena_strdup(ar, ifs_result_name(l->result));
+	m->_status_case = SYSOBS__V1__IFS_TEST_RESULT___STATUS_STATUS;
+	m->time = msg_time(ar, l->ts_ns);
+	if (l->cpu >= 0) {
+		m->cpu = (uint32_t)l->cpu;
+		m->_cpu_case = SYSOBS__V1__IFS_TEST_RESULT___CPU_CPU;
+	}
+	m->details = arena_printf(ar, "%#" PRIx64, l->details);
+	m->_details_case = SYSOBS__V1__IFS_TEST_RESULT___DETAILS_DETAILS;
+	if (l->error_name[0]) {
+		m->error_name = arena_strdup(ar, l->error_name);
+		m->_error_name_case = SYSOBS__V1__IFS_TEST_RESULT___ERROR_NAME_ERROR_NAME;
+	}
+	if (l->scan_id) {
+		m->scan_id = (int64_t)l->scan_id;
+		m->_scan_id_case = SYSOBS__V1__IFS_TEST_RESULT___SCAN_ID_SCAN_ID;
+	}
+	return m;
+}
+
+/* Core i of the topology with the last result of every present test.
+ * p->lock held. */
+static Sysobs__V1__IfsCore *core_msg(struct arena *ar, struct ifs_priv *p, size_t i)
+{
+	const struct ifs_core_info *ci = &p->topo.cores[i];
+	Sysobs__V1__IfsCore *m = MSG_NEW(ar, Sysobs__V1__IfsCore, sysobs__v1__ifs_core__descriptor);
+
+	if (!m)
+		return NULL;
+	m->package = (uint32_t)ci->package;
+	m->core = (uint32_t)ci->core_id;
+	m->allowed = ifs_sched_core_allowed(&p->sched, i);
+	m->cpus = arena_alloc(ar, (ci->n_cpus ? ci->n_cpus : 1) * sizeof(*m->cpus));
+	m->last = arena_alloc(ar, IFS_TEST_MAX * sizeof(*m->last));
+	if (!m->cpus || !m->last)
+		return NULL;
+	for (unsigned k = 0; k < ci->n_cpus; k++) {
+		m->cpus[m->n_cpus++] = (uint32_t)ci->cpus[k];
+		m->online |= ci->online[k];
 	}
 	for (int t = 0; t < IFS_TEST_MAX; t++) {
-		const struct ifs_dev *d = &p->dev[t];
-		char dev[24];
-
-		if (!d->present)
+		if (!p->dev[t].present)
 			continue;
-		snprintf(dev, sizeof(dev), "intel_ifs_%d", t);
-		o = json_pack("{s:s, s:s, s:b}", "device", dev, "test", ifs_test_name(t),
-			      "image_loaded", d->image_loaded);
-		if (t != IFS_TEST_ARRAY) {
-			json_object_set_new(o, "image_version", json_string(d->image_text));
-			json_object_set_new(o, "batch",
-					    d->batch_loaded ? json_integer(d->batch) : json_null());
-		}
-		json_array_append_new(devs, o);
+		if (!(m->last[m->n_last++] = test_result_msg(ar, t, &p->last[i][t])))
+			return NULL;
 	}
-	o = json_pack("{s:o, s:o, s:{s:b, s:b, s:I, s:i}}", "cores", cores, "devices", devs,
-		      "scheduler", "enabled", p->schedule, "running", p->running, "pending",
-		      (json_int_t)(ifs_sched_pending(&p->sched) + p->n_reqs), "hour_used_ms",
-		      (int)(ifs_sched_hour_used(&p->sched, clock_mono_ns()) / MS_NS));
+	return m;
+}
+
+static Sysobs__V1__IfsDevice *device_msg(struct arena *ar, enum ifs_test t, const struct ifs_dev *d)
+{
+	Sysobs__V1__IfsDevice *m =
+	    MSG_NEW(ar, Sysobs__V1__IfsDevice, sysobs__v1__ifs_device__descriptor);
+
+	if (!m)
+		return NULL;
+	m->device = arena_printf(ar, "intel_ifs_%d", t);
+	m->test = arena_strdup(ar, ifs_test_name(t));
+	m->image_loaded = d->image_loaded;
+	if (t == IFS_TEST_ARRAY) /* runs without an image */
+		return m;
+	if (d->image_text[0]) {
+		m->image_version = arena_strdup(ar, d->image_text);
+		m->_image_version_case = SYSOBS__V1__IFS_DEVICE___IMAGE_VERSION_IMAGE_VERSION;
+	}
+	if (d->batch_loaded) {
+		m->batch = d->batch;
+		m->_batch_case = SYSOBS__V1__IFS_DEVICE___BATCH_BATCH;
+	}
+	return m;
+}
+
+/* GET /api/v1/ifs/cores -> IfsCoreList: every core with its CPUs, flags and
+ * last results, the devices, the scheduler. */
+static void route_cores(struct collector *c, const struct route_request *req,
+			struct route_reply *rep)
+{
+	struct arena *ar = req->arena;
+	Sysobs__V1__IfsCoreList *m;
+	struct ifs_priv *p;
+
+	if (!(p = route_lock(c, rep)))
+		return;
+	m = MSG_NEW(ar, Sysobs__V1__IfsCoreList, sysobs__v1__ifs_core_list__descriptor);
+	if (!m)
+		goto out_nomem;
+	m->data = arena_alloc(ar, (p->topo.n_cores ? p->topo.n_cores : 1) * sizeof(*m->data));
+	m->devices = arena_alloc(ar, IFS_TEST_MAX * sizeof(*m->devices));
+	m->scheduler = MSG_NEW(ar, Sysobs__V1__IfsScheduler, sysobs__v1__ifs_scheduler__descriptor);
+	if (!m->data || !m->devices || !m->scheduler)
+		goto out_nomem;
+	for (size_t i = 0; i < p->topo.n_cores; i++)
+		if (!(m->data[m->n_data++] = core_msg(ar, p, i)))
+			goto out_nomem;
+	for (int t = 0; t < IFS_TEST_MAX; t++) {
+		if (!p->dev[t].present)
+			continue;
+		if (!(m->devices[m->n_devices++] = device_msg(ar, t, &p->dev[t])))
+			goto out_nomem;
+	}
+	m->scheduler->enabled = p->schedule;
+	m->scheduler->running = p->running;
+	m->scheduler->pending = (uint32_t)(ifs_sched_pending(&p->sched) + p->n_reqs);
+	m->scheduler->hour_used_ms =
+	    (uint32_t)(ifs_sched_hour_used(&p->sched, clock_mono_ns()) / MS_NS);
 	pthread_mutex_unlock(&p->lock);
-	if (!o)
-		http_reply_error(res, 500, "internal", "out of memory");
-	else
-		http_reply_json(res, 200, o);
-}
-
-static int parse_int_param(const char *s, long long min, long long max, long long *out)
-{
-	char *end;
-
-	if (!s || !*s)
-		return -EINVAL;
-	errno = 0;
-	*out = strtoll(s, &end, 10);
-	if (errno || *end || *out < min || *out > max)
-		return -EINVAL;
-	return 0;
-}
-
-static void route_scans_get(const struct http_request *req, struct http_response *res, void *arg)
-{
-	static const char *const int_params[] = {"core", "package", "cpu", "scan_id"};
-	static const char *const text_params[] = {"test", "result", "requested_by"};
-	static const char *const allowed[] = {
-	    QUERY_WINDOW_PARAMS, "test", "result",  "requested_by", "core",
-	    "package",		 "cpu",	 "scan_id", NULL,
-	};
-	struct collector *c = arg;
-	struct query_window w;
-	char sql[1024];
-	long long ints[4];
-	bool has_int[4] = {0};
-	const char *texts[3];
-	sqlite3 *db;
-	sqlite3_stmt *st = NULL;
-	json_t *page;
-	int rc, bi = 1;
-
-	if (query_params_check(req, allowed, res) || query_window_parse(req, &w, res))
-		return;
-	for (int i = 0; i < 4; i++) {
-		const char *v = http_query(req, int_params[i]);
-
-		if (!v)
-			continue;
-		if (parse_int_param(v, i == 3 ? 1 : 0, INT64_MAX, &ints[i])) {
-			http_reply_error(res, 400, "bad_request", "%s: not a non-negative integer",
-					 int_params[i]);
-			return;
-		}
-		has_int[i] = true;
-	}
-	for (int i = 0; i < 3; i++)
-		texts[i] = http_query(req, text_params[i]);
-	if (texts[0] && strcmp(texts[0], "scan") && strcmp(texts[0], "array") &&
-	    strcmp(texts[0], "sbaf")) {
-		http_reply_error(res, 400, "bad_request", "test: one of scan, array, sbaf");
-		return;
-	}
-	if (texts[1] && strcmp(texts[1], "pass") && strcmp(texts[1], "fail") &&
-	    strcmp(texts[1], "untested") && strcmp(texts[1], "error")) {
-		http_reply_error(res, 400, "bad_request",
-				 "result: one of pass, fail, untested, error");
-		return;
-	}
-	if (texts[2] && strcmp(texts[2], "scheduler") && strcmp(texts[2], "api") &&
-	    strcmp(texts[2], "external")) {
-		http_reply_error(res, 400, "bad_request",
-				 "requested_by: one of scheduler, api, external");
-		return;
-	}
-
-	snprintf(sql, sizeof(sql), "SELECT * FROM ifs_scans WHERE id < ? AND ts >= ? AND ts < ?");
-	for (int i = 0; i < 4; i++)
-		if (has_int[i])
-			snprintf(sql + strlen(sql), sizeof(sql) - strlen(sql), " AND %s = ?",
-				 int_params[i]);
-	for (int i = 0; i < 3; i++)
-		if (texts[i])
-			snprintf(sql + strlen(sql), sizeof(sql) - strlen(sql), " AND %s = ?",
-				 i == 1 ? "status" : text_params[i]);
-	snprintf(sql + strlen(sql), sizeof(sql) - strlen(sql), " ORDER BY id DESC LIMIT ?");
-
-	db = store_reader_get(c->agent->store);
-	if (!db) {
-		http_reply_error(res, 503, "busy", "no database reader free, retry");
-		return;
-	}
-	rc = sqlite3_prepare_v2(db, sql, -1, &st, NULL);
-	if (rc != SQLITE_OK)
-		goto err_db;
-	sqlite3_bind_int64(st, bi++, w.cursor);
-	sqlite3_bind_int64(st, bi++, w.start_ns);
-	sqlite3_bind_int64(st, bi++, w.end_ns);
-	for (int i = 0; i < 4; i++)
-		if (has_int[i])
-			sqlite3_bind_int64(st, bi++, ints[i]);
-	for (int i = 0; i < 3; i++)
-		if (texts[i])
-			sqlite3_bind_text(st, bi++, texts[i], -1, SQLITE_TRANSIENT);
-	/* One row more than asked tells whether there is a next page. */
-	sqlite3_bind_int64(st, bi++, (int64_t)w.limit + 1);
-	page = store_page_json(st, w.limit, "scans", NULL, &rc);
-	if (!page && rc != -ENOMEM)
-		goto err_db;
-	sqlite3_finalize(st);
-	store_reader_put(c->agent->store, db);
-	if (!page)
-		http_reply_error(res, 500, "internal", "out of memory");
-	else
-		http_reply_json(res, 200, page);
+	rep->msg = &m->base;
 	return;
 
-err_db:
-	http_reply_error(res, 500, "internal", "database: %s", sqlite3_errmsg(db));
-	sqlite3_finalize(st);
-	store_reader_put(c->agent->store, db);
+out_nomem:
+	pthread_mutex_unlock(&p->lock);
+	route_error(rep, 500, "internal", "out of memory");
 }
 
 /* Finds the core of a cpu or (package, core) in the topology; -1 if none. */
@@ -1224,40 +1242,41 @@ static int core_of_cpu(const struct ifs_priv *p, long long cpu)
 	return p->topo.cpu_core[cpu];
 }
 
-static void route_scans_post(const struct http_request *req, struct http_response *res, void *arg)
+/*
+ * POST /api/v1/ifs/scans (admin), body IfsScanRequest -> 202 IfsScanReply:
+ * one scan per selected core and test, queued all or nothing (400 for a
+ * CPU or core that does not exist, 409 for one that cannot be scanned or a
+ * test that cannot run here, 503 when too many are pending). The results
+ * come in GET /api/v1/ifs/scans?scan_id=N, the history route of ifs_scans.
+ */
+static void route_scans_post(struct collector *c, const struct route_request *req,
+			     struct route_reply *rep)
 {
-	struct collector *c = arg;
+	const Sysobs__V1__IfsScanRequest *body = (const Sysobs__V1__IfsScanRequest *)req->body;
+	struct arena *ar = req->arena;
 	struct ifs_priv *p;
 	struct ifs_scan_request rq;
+	Sysobs__V1__IfsScanReply *out;
+	Sysobs__V1__IfsQueuedScan *qs;
 	char why[256];
-	json_t *out;
 	size_t i, n_sel = 0;
 	int sel[IFS_MAX_CPUS], sel_cpu[IFS_MAX_CPUS];
 	unsigned test_mask;
 	struct ifs_api_req *nr;
 	uint64_t one = 1;
 
-	p = c->priv;
-	if (p && !p->admin) {
-		http_reply_error(res, 403, "forbidden",
-				 "requesting scans is an admin endpoint: set [http] admin = true "
-				 "in the config to enable it");
+	if (ifs_scan_request_parse(body, &rq, why, sizeof(why))) {
+		route_error(rep, 400, "bad_request", "%s", why);
 		return;
 	}
-	if (ifs_scan_request_parse(req->body, req->body_len, &rq, why, sizeof(why))) {
-		http_reply_error(res, 400, "bad_request", "%s", why);
-		return;
-	}
-
-	p = route_lock(c, res);
+	p = route_lock(c, rep);
 	if (!p)
 		return;
 	test_mask = rq.tests ? rq.tests : p->tests;
 	if ((test_mask & p->tests) != test_mask) {
-		pthread_mutex_unlock(&p->lock);
-		http_reply_error(res, 409, "conflict",
-				 "a requested test has no device or no image loaded here");
-		return;
+		route_error(rep, 409, "conflict",
+			    "a requested test has no device or no image loaded here");
+		goto out_unlock;
 	}
 	for (i = 0; i < rq.n; i++) {
 		const struct ifs_scan_target *tg = &rq.targets[i];
@@ -1266,7 +1285,7 @@ static void route_scans_post(const struct http_request *req, struct http_respons
 		if (rq.by_cpu) {
 			found = core_of_cpu(p, tg->id);
 		} else if (tg->package < 0) {
-			/* A bare core id: every package's core of that id. */
+			/* A core id alone: every package's core of that id. */
 			for (size_t k = 0; k < p->topo.n_cores && n_sel < IFS_MAX_CPUS; k++) {
 				if (p->topo.cores[k].core_id != tg->id)
 					continue;
@@ -1283,11 +1302,9 @@ static void route_scans_post(const struct http_request *req, struct http_respons
 					found = (int)k;
 		}
 		if (found < 0) {
-			pthread_mutex_unlock(&p->lock);
-			http_reply_error(res, 400, "bad_request", "%s[%zu]: no such %s",
-					 rq.by_cpu ? "cpus" : "cores", i,
-					 rq.by_cpu ? "CPU" : "core");
-			return;
+			route_error(rep, 400, "bad_request", "%s[%zu]: no such %s",
+				    rq.by_cpu ? "cpus" : "cores", i, rq.by_cpu ? "CPU" : "core");
+			goto out_unlock;
 		}
 		if (n_sel < IFS_MAX_CPUS) {
 			sel_cpu[n_sel] = rq.by_cpu ? tg->id : -1;
@@ -1300,33 +1317,36 @@ static void route_scans_post(const struct http_request *req, struct http_respons
 
 		if (!ifs_sched_core_allowed(&p->sched, sel[i]) ||
 		    ifs_sched_core_cpu(&p->sched, sel[i]) < 0) {
-			pthread_mutex_unlock(&p->lock);
-			http_reply_error(res, 409, "conflict",
-					 "package %d core %d cannot be scanned: %s", ci->package,
-					 ci->core_id,
-					 ifs_sched_core_allowed(&p->sched, sel[i])
-					     ? "all of its CPUs are offline"
-					     : "excluded by allow_cpus/deny_cpus");
-			return;
+			route_error(rep, 409, "conflict",
+				    "package %d core %d cannot be scanned: %s", ci->package,
+				    ci->core_id,
+				    ifs_sched_core_allowed(&p->sched, sel[i])
+					? "all of its CPUs are offline"
+					: "excluded by allow_cpus/deny_cpus");
+			goto out_unlock;
 		}
 	}
 	/* Requests wait for one core at a time: bound the backlog. */
 	if (p->n_reqs + ifs_sched_pending(&p->sched) + n_sel * IFS_TEST_MAX > IFS_MAX_PENDING) {
-		pthread_mutex_unlock(&p->lock);
-		http_reply_error(res, 503, "busy",
-				 "more than %d scans already pending; retry when they ran",
-				 IFS_MAX_PENDING);
-		return;
+		route_error(rep, 503, "busy",
+			    "more than %d scans already pending; retry when they ran",
+			    IFS_MAX_PENDING);
+		goto out_unlock;
 	}
-	out = json_array();
+	/* The whole answer before the first request is queued. */
+	out = MSG_NEW(ar, Sysobs__V1__IfsScanReply, sysobs__v1__ifs_scan_reply__descriptor);
+	qs = arena_alloc(ar, n_sel * IFS_TEST_MAX * sizeof(*qs));
+	if (out) {
+		out->scans = arena_alloc(ar, n_sel * IFS_TEST_MAX * sizeof(*out->scans));
+		out->poll = arena_strdup(ar, "/api/v1/ifs/scans?scan_id=<scan_id>");
+	}
 	nr = realloc(p->reqs, (p->n_reqs + n_sel * IFS_TEST_MAX) * sizeof(*nr));
-	if (!nr) {
-		pthread_mutex_unlock(&p->lock);
-		json_decref(out);
-		http_reply_error(res, 503, "busy", "out of memory");
-		return;
+	if (nr)
+		p->reqs = nr;
+	if (!out || !qs || !out->scans || !out->poll || !nr) {
+		route_error(rep, 503, "busy", "out of memory");
+		goto out_unlock;
 	}
-	p->reqs = nr;
 	for (i = 0; i < n_sel; i++) {
 		const struct ifs_core_info *ci = &p->topo.cores[sel[i]];
 		int cpu = ifs_sched_core_cpu(&p->sched, sel[i]);
@@ -1341,6 +1361,7 @@ static void route_scans_post(const struct http_request *req, struct http_respons
 			if (ci->cpus[k] == sel_cpu[i] && ci->online[k])
 				cpu = sel_cpu[i];
 		for (int t = 0; t < IFS_TEST_MAX; t++) {
+			Sysobs__V1__IfsQueuedScan *q = &qs[out->n_scans];
 			struct ifs_api_req *r;
 
 			if (!(test_mask & (1u << t)))
@@ -1351,26 +1372,42 @@ static void route_scans_post(const struct http_request *req, struct http_respons
 			r->test = t;
 			r->scan_id = ++p->next_scan_id;
 			r->cpu = sel_cpu[i];
-			json_array_append_new(out,
-					      json_pack("{s:I, s:s, s:i, s:i, s:i}", "scan_id",
-							(json_int_t)r->scan_id, "test",
-							ifs_test_name(t), "package", ci->package,
-							"core", ci->core_id, "cpu", cpu));
+			sysobs__v1__ifs_queued_scan__init(q);
+			q->scan_id = (int64_t)r->scan_id;
+			/* Static: nothing may fail once requests are queued. */
+			q->test = (char *)ifs_test_name(t);
+			q->package = (uint32_t)ci->package;
+			q->core = (uint32_t)ci->core_id;
+			q->cpu = cpu;
+			out->scans[out->n_scans++] = q;
 		}
 	}
 	pthread_mutex_unlock(&p->lock);
 	if (write(p->efd, &one, sizeof(one)) < 0) {
 		/* the next poll tick picks the requests up anyway */
 	}
-	http_reply_json(
-	    res, 202,
-	    json_pack("{s:o, s:s}", "scans", out, "poll", "/api/v1/ifs/scans?scan_id=<scan_id>"));
+	rep->status = 202;
+	rep->msg = &out->base;
+	return;
+
+out_unlock:
+	pthread_mutex_unlock(&p->lock);
 }
 
 static const struct collector_route ifs_routes[] = {
-    {"GET", "/api/v1/ifs/cores", false, route_cores},
-    {"GET", "/api/v1/ifs/scans", false, route_scans_get},
-    {"POST", "/api/v1/ifs/scans", false, route_scans_post},
+    {
+	.path = "/api/v1/ifs/cores",
+	.help = "every core with its CPUs and last results, the devices, the scheduler",
+	.fn = route_cores,
+    },
+    {
+	.method = "POST",
+	.path = "/api/v1/ifs/scans",
+	.body = &sysobs__v1__ifs_scan_request__descriptor,
+	.admin = true,
+	.help = "queue scans of CPUs or cores; results in GET /api/v1/ifs/scans?scan_id=",
+	.fn = route_scans_post,
+    },
     {0},
 };
 

@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: MIT
 /*
- * POST /api/v1/ifs/scans body parsing (see ifs_request.h). jansson reads the
- * JSON; this file only checks its shape.
+ * POST /api/v1/ifs/scans body checks (see ifs_request.h). The agent's
+ * decoder has already read the JSON or protobuf into the message; this file
+ * checks what the types cannot say.
  */
 #include <errno.h>
-#include <jansson.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -28,60 +28,15 @@ static int reject(char *err, size_t errlen, const char *fmt, ...)
 	return -EINVAL;
 }
 
-/* A non-negative int from v: 0, -EINVAL (not an integer), -ERANGE. */
-static int entry_int(const json_t *v, int *out)
+static int tests_parse(const Sysobs__V1__IfsScanRequest *m, unsigned *mask, char *err,
+		       size_t errlen)
 {
-	json_int_t i;
-
-	if (!json_is_integer(v))
-		return -EINVAL;
-	i = json_integer_value(v);
-	if (i < 0 || i > INT_MAX)
-		return -ERANGE;
-	*out = (int)i;
-	return 0;
-}
-
-/* One entry of "cpus" or "cores" into t. */
-static int target_parse(const json_t *v, bool by_cpu, size_t i, struct ifs_scan_target *t,
-			char *err, size_t errlen)
-{
-	const char *list = by_cpu ? "cpus" : "cores";
-	int rc;
-
-	t->package = -1;
-	if (json_is_object(v) && !by_cpu) {
-		const json_t *pk = json_object_get(v, "package"), *co = json_object_get(v, "core");
-
-		if (!json_is_integer(pk) || !json_is_integer(co))
-			return reject(
-			    err, errlen,
-			    "cores[%zu]: expected {\"package\":P,\"core\":C} with integers", i);
-		if (entry_int(pk, &t->package) || entry_int(co, &t->id))
-			return reject(err, errlen, "cores[%zu]: package and core must be 0..%d", i,
-				      INT_MAX);
-		return 0;
-	}
-	rc = entry_int(v, &t->id);
-	if (rc == -EINVAL)
-		return reject(err, errlen, "%s[%zu]: expected %s", list, i,
-			      by_cpu ? "a CPU number" : "a core id or {\"package\":P,\"core\":C}");
-	if (rc)
-		return reject(err, errlen, "%s[%zu]: must be 0..%d", list, i, INT_MAX);
-	return 0;
-}
-
-static int tests_parse(const json_t *tests, unsigned *mask, char *err, size_t errlen)
-{
-	const json_t *v;
-	size_t i;
-
-	json_array_foreach(tests, i, v)
-	{
+	for (size_t i = 0; i < m->n_tests; i++) {
+		const char *v = m->tests[i] ? m->tests[i] : "";
 		int t;
 
 		for (t = 0; t < IFS_TEST_MAX; t++)
-			if (json_is_string(v) && !strcmp(json_string_value(v), ifs_test_name(t)))
+			if (!strcmp(v, ifs_test_name(t)))
 				break;
 		if (t == IFS_TEST_MAX)
 			return reject(err, errlen, "tests[%zu]: one of scan, array, sbaf", i);
@@ -93,69 +48,65 @@ static int tests_parse(const json_t *tests, unsigned *mask, char *err, size_t er
 	return 0;
 }
 
-static int request_parse(const json_t *body, struct ifs_scan_request *out, char *err, size_t errlen)
+/* Entry i of "cpus" or "cores" into t. */
+static int target_parse(const Sysobs__V1__IfsScanRequest *m, bool by_cpu, size_t i,
+			struct ifs_scan_target *t, char *err, size_t errlen)
 {
-	const json_t *cpus, *cores, *tests, *list, *v;
-	const char *key;
-	size_t i;
-	int rc;
+	const Sysobs__V1__IfsCoreRef *ref;
 
-	json_object_foreach((json_t *)body, key, v)
-	{
-		if (strcmp(key, "cpus") && strcmp(key, "cores") && strcmp(key, "tests"))
-			return reject(err, errlen,
-				      "unknown field \"%s\" (known: cpus, cores, tests)", key);
+	t->package = -1;
+	if (by_cpu) {
+		if (m->cpus[i] < 0)
+			return reject(err, errlen, "cpus[%zu]: must be 0..%d", i, INT_MAX);
+		t->id = m->cpus[i];
+		return 0;
 	}
-	cpus = json_object_get(body, "cpus");
-	cores = json_object_get(body, "cores");
-	tests = json_object_get(body, "tests");
-	list = cpus ? cpus : cores;
-	if (!!cpus == !!cores || !json_is_array(list) || json_array_size(list) == 0 ||
-	    (tests && !json_is_array(tests)))
-		return reject(err, errlen,
-			      "give exactly one non-empty array: \"cpus\" (CPU numbers) or "
-			      "\"cores\" ({\"package\":P,\"core\":C} or core ids); optional "
-			      "\"tests\": [\"scan\",\"array\",\"sbaf\"]");
-	if ((rc = tests_parse(tests, &out->tests, err, errlen)))
-		return rc;
-	out->by_cpu = cpus != NULL;
-	if (json_array_size(list) > IFS_REQUEST_MAX)
-		return reject(err, errlen, "at most %d entries in \"%s\"", IFS_REQUEST_MAX,
-			      out->by_cpu ? "cpus" : "cores");
-	json_array_foreach(list, i, v)
-	{
-		struct ifs_scan_target *t = &out->targets[i];
-
-		if ((rc = target_parse(v, out->by_cpu, i, t, err, errlen)))
-			return rc;
-		for (size_t k = 0; k < i; k++)
-			if (out->targets[k].package == t->package && out->targets[k].id == t->id)
-				return reject(err, errlen, "%s[%zu]: listed twice (as [%zu])",
-					      out->by_cpu ? "cpus" : "cores", i, k);
-		out->n = i + 1;
-	}
+	ref = m->cores[i];
+	if (!ref)
+		return reject(err, errlen, "cores[%zu]: expected {\"package\":P,\"core\":C}", i);
+	if (ref->core > INT_MAX ||
+	    (ref->_package_case == SYSOBS__V1__IFS_CORE_REF___PACKAGE_PACKAGE &&
+	     ref->package > INT_MAX))
+		return reject(err, errlen, "cores[%zu]: package and core must be 0..%d", i,
+			      INT_MAX);
+	t->id = (int)ref->core;
+	if (ref->_package_case == SYSOBS__V1__IFS_CORE_REF___PACKAGE_PACKAGE)
+		t->package = (int)ref->package;
 	return 0;
 }
 
-int ifs_scan_request_parse(const char *body, size_t len, struct ifs_scan_request *out, char *err,
-			   size_t errlen)
+int ifs_scan_request_parse(const Sysobs__V1__IfsScanRequest *m, struct ifs_scan_request *out,
+			   char *err, size_t errlen)
 {
-	json_error_t jerr;
-	json_t *j;
+	const char *list;
+	size_t n;
 	int rc;
 
 	memset(out, 0, sizeof(*out));
 	if (errlen)
 		err[0] = '\0';
-	j = body ? json_loadb(body, len, JSON_REJECT_DUPLICATES, &jerr) : NULL;
-	if (!j && body && json_error_code(&jerr) == json_error_duplicate_key)
-		return reject(err, errlen, "a field is given twice: %s", jerr.text);
-	if (!json_is_object(j)) {
-		json_decref(j);
+	if (!m || !m->n_cpus == !m->n_cores)
 		return reject(err, errlen,
-			      "expected a JSON object {\"cpus\":[...]} or {\"cores\":[...]}");
+			      "give exactly one non-empty array: \"cpus\" (CPU numbers) or "
+			      "\"cores\" ({\"package\":P,\"core\":C} or {\"core\":C}); optional "
+			      "\"tests\": [\"scan\",\"array\",\"sbaf\"]");
+	if ((rc = tests_parse(m, &out->tests, err, errlen)))
+		return rc;
+	out->by_cpu = m->n_cpus != 0;
+	list = out->by_cpu ? "cpus" : "cores";
+	n = out->by_cpu ? m->n_cpus : m->n_cores;
+	if (n > IFS_REQUEST_MAX)
+		return reject(err, errlen, "at most %d entries in \"%s\"", IFS_REQUEST_MAX, list);
+	for (size_t i = 0; i < n; i++) {
+		struct ifs_scan_target *t = &out->targets[i];
+
+		if ((rc = target_parse(m, out->by_cpu, i, t, err, errlen)))
+			return rc;
+		for (size_t k = 0; k < i; k++)
+			if (out->targets[k].package == t->package && out->targets[k].id == t->id)
+				return reject(err, errlen, "%s[%zu]: listed twice (as [%zu])", list,
+					      i, k);
+		out->n = i + 1;
 	}
-	rc = request_parse(j, out, err, errlen);
-	json_decref(j);
-	return rc;
+	return 0;
 }

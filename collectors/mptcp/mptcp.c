@@ -29,16 +29,15 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "agent/agent.h"
+#include "agent/arena.h"
 #include "agent/log.h"
-#include "api/query.h"
+#include "api/proto/sysobs.pb-c.h"
 #include "collectors/collector.h"
 #include "collectors/mptcp/mptcp.h"
 #include "collectors/mptcp/mptcp_decode.h"
 #include "collectors/mptcp/mptcp_diag.h"
 #include "collectors/mptcp/mptcp_nl.h"
 #include "collectors/mptcp/mptcp_state.h"
-#include "storage/store_query.h"
 
 #define MPTCP_MAX_NETNS	  64
 #define MPTCP_RECV_BUDGET 512 /* datagrams per netns per on_ready */
@@ -181,9 +180,10 @@ static const struct event_column mptcp_cols[] = {
     {0},
 };
 
-/* Only CREATED and CLOSED rows are indexed by token: a full (token, id)
- * index cost half the insert rate. History by token finds the connection's
- * time span here, then scans that span on the ts index. */
+/* Only CREATED and CLOSED rows are indexed by token, which gives a
+ * connection's time span: a full (token, id) index cost half the insert
+ * rate. The generic history route's ?token=N query cannot use this
+ * partial index (it has no condition on type). */
 static const char *const mptcp_indexes[] = {
     "CREATE INDEX IF NOT EXISTS mptcp_events_token ON mptcp_events(token, ts)"
     " WHERE type IN ('CREATED', 'CLOSED')",
@@ -207,6 +207,8 @@ const struct event_table mptcp_events_table = {
     .row_size = sizeof(struct mptcp_row),
     .indexes = mptcp_indexes,
     .migrations = mptcp_migrations,
+    .message = &sysobs__v1__mptcp_event__descriptor,
+    .list_message = &sysobs__v1__mptcp_event_list__descriptor,
 };
 
 static const struct event_table *const mptcp_tables[] = {&mptcp_events_table, NULL};
@@ -702,216 +704,74 @@ static void mptcp_stop(struct collector *c)
 
 /* ---- routes -------------------------------------------------------------- */
 
-static struct mptcp_priv *mptcp_route_priv(struct collector *c, struct http_response *res)
+#define MPTCP_LIVE_LIMIT_MAX 1000 /* connections per answer: the default and the cap */
+
+/*
+ * GET /api/v1/mptcp/connections[?netns=INODE][&limit=N] -> MptcpConnectionList:
+ * live connections with their subflows and announced addresses, and
+ * listeners, of every watched netns (or one); at most limit connections
+ * ("truncated" says when there were more), and the namespaces watched.
+ * A connection's history is GET /api/v1/mptcp/events?token=N (the generic
+ * history route of mptcp_events).
+ */
+static void mptcp_route_connections(struct collector *c, const struct route_request *req,
+				    struct route_reply *rep)
 {
 	struct mptcp_priv *p = c->priv;
+	const char *netns_s = route_arg(req, "netns"), *limit_s = route_arg(req, "limit");
+	uint64_t netns = 0, limit = MPTCP_LIVE_LIMIT_MAX;
+	Sysobs__V1__MptcpConnectionList *list;
 
-	if (!p || !p->state || c->state != COLLECTOR_RUNNING) {
-		http_reply_error(res, 503, "unavailable", "mptcp collector is %s%s%s",
-				 collector_state_name(c->state), c->why[0] ? ": " : "", c->why);
-		return NULL;
-	}
-	return p;
-}
-
-/* Token from the URL: decimal, or hex with 0x. */
-static int mptcp_token_parse(const char *s, uint32_t *out)
-{
-	unsigned long long v;
-	char *end;
-
-	if (!s || !*s || *s == '-' || *s == '+')
-		return -EINVAL;
-	errno = 0;
-	v = strtoull(s, &end, (s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) ? 16 : 10);
-	if (errno || *end || v > UINT32_MAX)
-		return -EINVAL;
-	*out = (uint32_t)v;
-	return 0;
-}
-
-/*
- * GET /api/v1/mptcp/connections/{token}?netns=&start=&end=&limit=&cursor=
- * The connection's whole event history, newest first:
- * {"token": N, "data": [...], "next_cursor": "<id>" | null}; 404 if the
- * token was never seen.
- */
-/* Column 17 of the history query is reset_reason: its name as well. */
-static void mptcp_row_decorate(sqlite3_stmt *st, json_t *row)
-{
-	const char *reason;
-
-	if (sqlite3_column_type(st, 17) == SQLITE_INTEGER &&
-	    (reason = mptcp_reset_reason_name(sqlite3_column_int64(st, 17))))
-		json_object_set_new(row, "reset_reason_name", json_string(reason));
-}
-
-static void mptcp_route_history(struct collector *c, struct mptcp_priv *p, const char *tok,
-				const struct http_request *req, struct http_response *res)
-{
-	static const char *const history_params[] = {"netns", QUERY_WINDOW_PARAMS, NULL};
-	const char *netns_s = http_query(req, "netns");
-	struct query_window w;
-	sqlite3_stmt *st = NULL;
-	json_t *out;
-	int64_t lo = 0, hi = INT64_MAX;
-	uint64_t netns = 0;
-	uint32_t token;
-	sqlite3 *db;
-	int rc;
-
-	if (mptcp_token_parse(tok, &token)) {
-		http_reply_error(res, 400, "bad_request",
-				 "token must be a decimal or 0x-prefixed hex u32");
+	if (!p || !p->state) {
+		route_error(rep, 503, "unavailable", "the mptcp collector is not started");
 		return;
 	}
-	if (netns_s && cfg_parse_u64(netns_s, &netns)) {
-		http_reply_error(res, 400, "bad_request", "netns must be a netns inode number");
+	if (netns_s && (cfg_parse_u64(netns_s, &netns) || !netns || netns > UINT32_MAX)) {
+		route_error(rep, 400, "bad_request", "netns: a netns inode number, not \"%.64s\"",
+			    netns_s);
 		return;
 	}
-	if (query_params_check(req, history_params, res) || query_window_parse(req, &w, res))
-		return;
-	db = store_reader_get(c->agent->store);
-	if (!db) {
-		http_reply_error(res, 503, "unavailable", "no database reader free");
+	if (limit_s && (cfg_parse_u64(limit_s, &limit) || !limit || limit > MPTCP_LIVE_LIMIT_MAX)) {
+		route_error(rep, 400, "bad_request", "limit: 1..%d, not \"%.64s\"",
+			    MPTCP_LIVE_LIMIT_MAX, limit_s);
 		return;
 	}
-	/* The token's span: first CREATED to last CLOSED (open-ended while a
-	 * CREATED is newer than every CLOSED, i.e. the connection is live). A
-	 * token with no CREATED row (connection older than the agent, or its
-	 * CREATED lost in an overrun) is searched from the beginning. */
-	rc = sqlite3_prepare_v2(db,
-				"SELECT min(CASE WHEN type = 'CREATED' THEN ts END),"
-				" max(CASE WHEN type = 'CREATED' THEN ts END),"
-				" max(CASE WHEN type = 'CLOSED' THEN ts END)"
-				" FROM mptcp_events WHERE token = ?1"
-				" AND type IN ('CREATED', 'CLOSED') AND (?2 IS NULL OR netns = ?2)",
-				-1, &st, NULL);
-	if (rc != SQLITE_OK)
-		goto out_db_error;
-	sqlite3_bind_int64(st, 1, token);
-	if (netns_s)
-		sqlite3_bind_int64(st, 2, (int64_t)netns);
-	rc = sqlite3_step(st);
-	if (rc != SQLITE_ROW)
-		goto out_db_error;
-	if (sqlite3_column_type(st, 0) != SQLITE_NULL)
-		lo = sqlite3_column_int64(st, 0);
-	if (sqlite3_column_type(st, 2) != SQLITE_NULL &&
-	    (sqlite3_column_type(st, 1) == SQLITE_NULL ||
-	     sqlite3_column_int64(st, 2) >= sqlite3_column_int64(st, 1)))
-		hi = sqlite3_column_int64(st, 2);
-	sqlite3_finalize(st);
-	st = NULL;
-	if (lo < w.start_ns)
-		lo = w.start_ns;
-	if (hi >= w.end_ns)
-		hi = w.end_ns - 1;
-
-	rc = sqlite3_prepare_v2(db,
-				"SELECT id, ts, netns, type, token, family, saddr, daddr, sport,"
-				" dport, loc_id, rem_id, backup, error, flags, timeout, if_idx,"
-				" reset_reason, reset_flags, server_side, unknown_attrs"
-				" FROM mptcp_events INDEXED BY mptcp_events_ts"
-				" WHERE ts >= ?2 AND ts <= ?3 AND token = ?1"
-				" AND id < ?4 AND (?5 IS NULL OR netns = ?5)"
-				" ORDER BY id DESC LIMIT ?6",
-				-1, &st, NULL);
-	if (rc != SQLITE_OK)
-		goto out_db_error;
-	sqlite3_bind_int64(st, 1, token);
-	sqlite3_bind_int64(st, 2, lo);
-	sqlite3_bind_int64(st, 3, hi);
-	sqlite3_bind_int64(st, 4, w.cursor);
-	if (netns_s)
-		sqlite3_bind_int64(st, 5, (int64_t)netns);
-	/* One row more than asked tells whether there is a next page. */
-	sqlite3_bind_int64(st, 6, (int64_t)w.limit + 1);
-	out = store_page_json(st, w.limit, "data", mptcp_row_decorate, &rc);
-	if (!out && rc != -ENOMEM)
-		goto out_db_error;
-	sqlite3_finalize(st);
-	store_reader_put(c->agent->store, db);
-	if (!out) {
-		http_reply_error(res, 500, "internal", "out of memory");
+	list = mptcp_state_msg(p->state, netns, (size_t)limit, req->arena);
+	if (!list) {
+		route_error(rep, 500, "internal", "out of memory");
 		return;
 	}
-	if (!json_array_size(json_object_get(out, "data")) && w.cursor == INT64_MAX &&
-	    !w.start_set && !w.end_set) {
-		json_decref(out);
-		http_reply_error(res, 404, "not_found", "no MPTCP events for token %u", token);
+	list->namespaces =
+	    arena_alloc(req->arena, (p->n_w ? p->n_w : 1) * sizeof(*list->namespaces));
+	if (!list->namespaces) {
+		route_error(rep, 500, "internal", "out of memory");
 		return;
 	}
-	json_object_set_new(out, "token", json_integer(token));
-	(void)p;
-	http_reply_json(res, 200, out);
-	return;
+	for (size_t i = 0; i < p->n_w; i++) {
+		Sysobs__V1__MptcpNamespace *ns = arena_alloc(req->arena, sizeof(*ns));
 
-out_db_error:
-	http_reply_error(res, 500, "internal", "query failed: %s", sqlite3_errmsg(db));
-	sqlite3_finalize(st);
-	store_reader_put(c->agent->store, db);
-}
-
-/*
- * GET /api/v1/mptcp/connections[?netns=INODE][&limit=N]: live connections
- * with their subflows and announced addresses, and listeners, of every
- * watched netns (or one); at most limit (default and cap QUERY_LIMIT_MAX)
- * connections, "truncated" says when there were more.
- * GET /api/v1/mptcp/connections/{token}: see mptcp_route_history.
- */
-static void mptcp_route_connections(const struct http_request *req, struct http_response *res,
-				    void *arg)
-{
-	static const char *const live_params[] = {"netns", "limit", NULL};
-	struct collector *c = arg;
-	struct mptcp_priv *p = mptcp_route_priv(c, res);
-	const char *sub = req->subpath, *netns_s, *limit_s;
-	unsigned limit = QUERY_LIMIT_MAX;
-	uint64_t netns = 0;
-	json_t *j, *ns;
-
-	if (!p)
-		return;
-	while (sub && *sub == '/')
-		sub++;
-	if (sub && *sub) {
-		if (strchr(sub, '/')) {
-			http_reply_error(res, 404, "not_found", "no such route");
+		if (!ns) {
+			route_error(rep, 500, "internal", "out of memory");
 			return;
 		}
-		mptcp_route_history(c, p, sub, req, res);
-		return;
+		sysobs__v1__mptcp_namespace__init(ns);
+		ns->path = arena_strdup(req->arena, p->w[i].path);
+		ns->netns = (uint32_t)p->w[i].ino;
+		ns->overruns = __atomic_load_n(&p->w[i].overruns, __ATOMIC_RELAXED);
+		list->namespaces[list->n_namespaces++] = ns;
 	}
-	if (query_params_check(req, live_params, res))
-		return;
-	netns_s = http_query(req, "netns");
-	if (netns_s && (cfg_parse_u64(netns_s, &netns) || !netns)) {
-		http_reply_error(res, 400, "bad_request", "netns must be a netns inode number");
-		return;
-	}
-	limit_s = http_query(req, "limit");
-	if (limit_s && query_parse_limit(limit_s, QUERY_LIMIT_MAX, &limit)) {
-		http_reply_error(res, 400, "bad_request", "limit must be 1..%u", QUERY_LIMIT_MAX);
-		return;
-	}
-	j = mptcp_state_json(p->state, netns, limit);
-	if (!j) {
-		http_reply_error(res, 500, "internal", "out of memory");
-		return;
-	}
-	ns = json_array();
-	for (size_t i = 0; i < p->n_w; i++)
-		json_array_append_new(ns, json_pack("{s:s,s:I,s:I}", "path", p->w[i].path, "netns",
-						    (json_int_t)p->w[i].ino, "overruns",
-						    (json_int_t)__atomic_load_n(&p->w[i].overruns,
-										__ATOMIC_RELAXED)));
-	json_object_set_new(j, "namespaces", ns);
-	http_reply_json(res, 200, j);
+	rep->msg = &list->base;
 }
 
+static const char *const mptcp_live_params[] = {"netns", "limit", NULL};
+
 static const struct collector_route mptcp_routes[] = {
-    {"GET", "/api/v1/mptcp/connections", true, mptcp_route_connections},
+    {
+	.path = "/api/v1/mptcp/connections",
+	.params = mptcp_live_params,
+	.help = "live connections with subflows and announced addresses, listeners, namespaces",
+	.fn = mptcp_route_connections,
+    },
     {0},
 };
 

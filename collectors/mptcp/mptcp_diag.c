@@ -9,6 +9,7 @@
 #include <linux/mptcp.h>
 #include <linux/sock_diag.h>
 #include <netinet/in.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/time.h>

@@ -8,8 +8,6 @@
 #include <string.h>
 #include <sys/socket.h>
 
-#include "storage/store_query.h"
-
 #define MPTCP_STATE_BUCKETS 4096 /* power of two */
 
 struct mptcp_state *mptcp_state_new(void)
@@ -425,22 +423,41 @@ void mptcp_state_counts(struct mptcp_state *st, size_t *conns, size_t *subflows)
 	pthread_mutex_unlock(&st->lock);
 }
 
-static json_t *mptcp_json_addr(uint8_t family, const struct in6_addr *a)
+/* A new message of type T in the arena, initialised; NULL when out of memory. */
+#define MSG_NEW(ar, T, d) ((T *)mptcp_msg_new((ar), sizeof(T), &(d)))
+
+static void *mptcp_msg_new(struct arena *ar, size_t size, const ProtobufCMessageDescriptor *d)
+{
+	void *m = arena_alloc(ar, size);
+
+	if (m)
+		protobuf_c_message_init(d, m);
+	return m;
+}
+
+/* A Timestamp for a wall clock in ns; NULL for 0 (never) or out of memory. */
+static Google__Protobuf__Timestamp *mptcp_msg_time(struct arena *ar, int64_t ns)
+{
+	Google__Protobuf__Timestamp *t;
+
+	if (!ns)
+		return NULL;
+	t = MSG_NEW(ar, Google__Protobuf__Timestamp, google__protobuf__timestamp__descriptor);
+	if (t) {
+		t->seconds = ns / 1000000000 - (ns % 1000000000 < 0);
+		t->nanos = (int32_t)(ns - t->seconds * 1000000000);
+	}
+	return t;
+}
+
+/* The text of an address in the arena, NULL when the family is unknown. */
+static char *mptcp_msg_addr(struct arena *ar, uint8_t family, const struct in6_addr *a)
 {
 	char buf[INET6_ADDRSTRLEN];
 
 	if ((family != AF_INET && family != AF_INET6) || !inet_ntop(family, a, buf, sizeof(buf)))
-		return json_null();
-	return json_string(buf);
-}
-
-static json_t *mptcp_json_time(int64_t ns)
-{
-	char buf[40];
-
-	if (!ns || store_format_time(ns, buf, sizeof(buf)) < 0)
-		return json_null();
-	return json_string(buf);
+		return NULL;
+	return arena_strdup(ar, buf);
 }
 
 static const char *mptcp_family_name(uint8_t family)
@@ -448,65 +465,122 @@ static const char *mptcp_family_name(uint8_t family)
 	return family == AF_INET ? "ipv4" : family == AF_INET6 ? "ipv6" : "unknown";
 }
 
-static json_t *mptcp_subflow_json(const struct mptcp_subflow *sf)
+/* Sets an optional string field: absent when s is NULL. */
+#define MSG_OPT_STR(m, field, FIELD_CASE, s)                                                       \
+	do {                                                                                       \
+		if (((m)->field = (s)))                                                            \
+			(m)->_##field##_case = FIELD_CASE;                                         \
+	} while (0)
+
+static Sysobs__V1__MptcpSubflow *mptcp_subflow_msg(struct arena *ar, const struct mptcp_subflow *sf)
 {
-	return json_pack("{s:s,s:o,s:o,s:i,s:i,s:i,s:i,s:b,s:i,s:I,s:o}", "family",
-			 mptcp_family_name(sf->t.family), "saddr",
-			 mptcp_json_addr(sf->t.family, &sf->t.saddr), "daddr",
-			 mptcp_json_addr(sf->t.family, &sf->t.daddr), "sport", sf->t.sport, "dport",
-			 sf->t.dport, "loc_id", sf->loc_id, "rem_id", sf->rem_id, "backup",
-			 sf->backup, "if_idx", sf->if_idx, "since_ns", (json_int_t)sf->since_ns,
-			 "since", mptcp_json_time(sf->since_ns));
+	Sysobs__V1__MptcpSubflow *m =
+	    MSG_NEW(ar, Sysobs__V1__MptcpSubflow, sysobs__v1__mptcp_subflow__descriptor);
+
+	if (!m)
+		return NULL;
+	m->family = arena_strdup(ar, mptcp_family_name(sf->t.family));
+	MSG_OPT_STR(m, saddr, SYSOBS__V1__MPTCP_SUBFLOW___SADDR_SADDR,
+		    mptcp_msg_addr(ar, sf->t.family, &sf->t.saddr));
+	MSG_OPT_STR(m, daddr, SYSOBS__V1__MPTCP_SUBFLOW___DADDR_DADDR,
+		    mptcp_msg_addr(ar, sf->t.family, &sf->t.daddr));
+	m->sport = sf->t.sport;
+	m->dport = sf->t.dport;
+	m->loc_id = sf->loc_id;
+	m->rem_id = sf->rem_id;
+	m->backup = !!sf->backup;
+	m->if_idx = sf->if_idx;
+	m->since = mptcp_msg_time(ar, sf->since_ns);
+	return m;
 }
 
-static json_t *mptcp_conn_json(const struct mptcp_conn *c)
+static Sysobs__V1__MptcpAddress *mptcp_address_msg(struct arena *ar, const struct mptcp_addr *a)
 {
-	json_t *sfs = json_array(), *addrs = json_array(), *o;
-	char hex[16];
+	Sysobs__V1__MptcpAddress *m =
+	    MSG_NEW(ar, Sysobs__V1__MptcpAddress, sysobs__v1__mptcp_address__descriptor);
 
+	if (!m)
+		return NULL;
+	m->id = a->id;
+	MSG_OPT_STR(m, addr, SYSOBS__V1__MPTCP_ADDRESS___ADDR_ADDR,
+		    mptcp_msg_addr(ar, a->family, &a->addr));
+	m->port = a->port;
+	m->announced = mptcp_msg_time(ar, a->announced_ns);
+	m->removed = mptcp_msg_time(ar, a->removed_ns);
+	return m;
+}
+
+static Sysobs__V1__MptcpConnection *mptcp_conn_msg(struct arena *ar, const struct mptcp_conn *c)
+{
+	Sysobs__V1__MptcpConnection *m =
+	    MSG_NEW(ar, Sysobs__V1__MptcpConnection, sysobs__v1__mptcp_connection__descriptor);
+
+	if (!m)
+		return NULL;
+	m->netns = (uint32_t)c->netns;
+	m->token = c->token;
+	m->token_hex = arena_printf(ar, "%08x", c->token);
+	m->family = arena_strdup(ar, mptcp_family_name(c->t.family));
+	MSG_OPT_STR(m, saddr, SYSOBS__V1__MPTCP_CONNECTION___SADDR_SADDR,
+		    mptcp_msg_addr(ar, c->t.family, &c->t.saddr));
+	MSG_OPT_STR(m, daddr, SYSOBS__V1__MPTCP_CONNECTION___DADDR_DADDR,
+		    mptcp_msg_addr(ar, c->t.family, &c->t.daddr));
+	m->sport = c->t.sport;
+	m->dport = c->t.dport;
+	m->server_side = !!c->server_side;
+	m->established = !!c->established;
+	m->resynced = !!c->resynced;
+	m->flags = c->flags;
+	m->created = mptcp_msg_time(ar, c->created_ns);
+	m->established_at = mptcp_msg_time(ar, c->established_ns);
+	m->subflows = arena_alloc(ar, (c->n_sf ? c->n_sf : 1) * sizeof(*m->subflows));
+	m->addresses = arena_alloc(ar, (c->n_addrs ? c->n_addrs : 1) * sizeof(*m->addresses));
+	if (!m->subflows || !m->addresses)
+		return NULL;
 	for (uint32_t i = 0; i < c->n_sf; i++)
-		json_array_append_new(sfs, mptcp_subflow_json(&c->sf[i]));
-	for (uint32_t i = 0; i < c->n_addrs; i++) {
-		const struct mptcp_addr *a = &c->addrs[i];
-
-		json_array_append_new(addrs, json_pack("{s:i,s:o,s:i,s:o,s:o}", "id", a->id, "addr",
-						       mptcp_json_addr(a->family, &a->addr), "port",
-						       a->port, "announced",
-						       mptcp_json_time(a->announced_ns), "removed",
-						       mptcp_json_time(a->removed_ns)));
-	}
-	snprintf(hex, sizeof(hex), "%08x", c->token);
-	o = json_pack(
-	    "{s:I,s:I,s:s,s:s,s:o,s:o,s:i,s:i,s:b,s:b,s:b,s:i,s:o,s:o,s:i,s:o,s:o}", "netns",
-	    (json_int_t)c->netns, "token", (json_int_t)c->token, "token_hex", hex, "family",
-	    mptcp_family_name(c->t.family), "saddr", mptcp_json_addr(c->t.family, &c->t.saddr),
-	    "daddr", mptcp_json_addr(c->t.family, &c->t.daddr), "sport", c->t.sport, "dport",
-	    c->t.dport, "server_side", c->server_side, "established", c->established, "resynced",
-	    c->resynced, "flags", c->flags, "created", mptcp_json_time(c->created_ns),
-	    "established_at", mptcp_json_time(c->established_ns), "n_subflows", (int)c->n_sf,
-	    "subflows", sfs, "addresses", addrs);
-	return o;
+		if (!(m->subflows[m->n_subflows++] = mptcp_subflow_msg(ar, &c->sf[i])))
+			return NULL;
+	for (uint32_t i = 0; i < c->n_addrs; i++)
+		if (!(m->addresses[m->n_addresses++] = mptcp_address_msg(ar, &c->addrs[i])))
+			return NULL;
+	return m;
 }
 
-/* A connection copied out of the state, so JSON is built without the lock;
- * c.sf points into the snapshot's own subflow array. */
+static Sysobs__V1__MptcpListener *mptcp_listener_msg(struct arena *ar,
+						     const struct mptcp_listener *l)
+{
+	Sysobs__V1__MptcpListener *m =
+	    MSG_NEW(ar, Sysobs__V1__MptcpListener, sysobs__v1__mptcp_listener__descriptor);
+
+	if (!m)
+		return NULL;
+	m->netns = (uint32_t)l->netns;
+	m->family = arena_strdup(ar, mptcp_family_name(l->t.family));
+	MSG_OPT_STR(m, addr, SYSOBS__V1__MPTCP_LISTENER___ADDR_ADDR,
+		    mptcp_msg_addr(ar, l->t.family, &l->t.saddr));
+	m->port = l->t.sport;
+	m->since = mptcp_msg_time(ar, l->since_ns);
+	return m;
+}
+
+/* A connection copied out of the state, so the message is built without the
+ * lock; c.sf points into the snapshot's own subflow array. */
 struct mptcp_conn_snap {
 	struct mptcp_conn c;
 };
 
-json_t *mptcp_state_json(struct mptcp_state *st, uint64_t netns, size_t max_conns)
+Sysobs__V1__MptcpConnectionList *mptcp_state_msg(struct mptcp_state *st, uint64_t netns,
+						 size_t max_conns, struct arena *ar)
 {
-	json_t *conns = json_array(), *ls = json_array(), *out;
+	Sysobs__V1__MptcpConnectionList *out = NULL;
 	struct mptcp_listener *lsnap = NULL;
 	struct mptcp_conn_snap *snap = NULL;
 	struct mptcp_subflow *sfs = NULL;
 	size_t n_conns = 0, n_subflows = 0, n_snap = 0, n_sf = 0, n_ls = 0;
 	size_t cap_snap, cap_sf;
 
-	if (!conns || !ls)
-		goto out_nomem;
-	/* Copy under the lock (memcpy only), build JSON after: the main thread
-	 * never waits on a large answer being formatted. */
+	/* Copy under the lock (memcpy only), build the message after: the main
+	 * thread never waits on a large answer being built. */
 	pthread_mutex_lock(&st->lock);
 	cap_snap = st->n_conns < max_conns ? st->n_conns : max_conns;
 	cap_sf = st->n_subflows;
@@ -515,7 +589,7 @@ json_t *mptcp_state_json(struct mptcp_state *st, uint64_t netns, size_t max_conn
 	lsnap = calloc(st->n_listeners ? st->n_listeners : 1, sizeof(*lsnap));
 	if (!snap || !sfs || !lsnap) {
 		pthread_mutex_unlock(&st->lock);
-		goto out_nomem;
+		goto out_free;
 	}
 	for (size_t b = 0; b < st->n_buckets; b++) {
 		for (struct mptcp_conn *c = st->buckets[b]; c; c = c->next) {
@@ -538,30 +612,30 @@ json_t *mptcp_state_json(struct mptcp_state *st, uint64_t netns, size_t max_conn
 			lsnap[n_ls++] = st->listeners[i];
 	pthread_mutex_unlock(&st->lock);
 
+	out = MSG_NEW(ar, Sysobs__V1__MptcpConnectionList,
+		      sysobs__v1__mptcp_connection_list__descriptor);
+	if (!out)
+		goto out_free;
+	out->n_connections = (uint32_t)n_conns;
+	out->n_subflows = (uint32_t)n_subflows;
+	out->truncated = n_snap < n_conns;
+	out->data = arena_alloc(ar, (n_snap ? n_snap : 1) * sizeof(*out->data));
+	out->listeners = arena_alloc(ar, (n_ls ? n_ls : 1) * sizeof(*out->listeners));
+	if (!out->data || !out->listeners)
+		goto out_nomem;
 	for (size_t i = 0; i < n_snap; i++)
-		json_array_append_new(conns, mptcp_conn_json(&snap[i].c));
-	for (size_t i = 0; i < n_ls; i++) {
-		const struct mptcp_listener *l = &lsnap[i];
-
-		json_array_append_new(
-		    ls, json_pack("{s:I,s:s,s:o,s:i,s:o}", "netns", (json_int_t)l->netns, "family",
-				  mptcp_family_name(l->t.family), "addr",
-				  mptcp_json_addr(l->t.family, &l->t.saddr), "port", l->t.sport,
-				  "since", mptcp_json_time(l->since_ns)));
-	}
-	free(snap);
-	free(sfs);
-	free(lsnap);
-	out = json_pack("{s:I,s:I,s:b,s:o,s:o}", "n_connections", (json_int_t)n_conns, "n_subflows",
-			(json_int_t)n_subflows, "truncated", n_snap < n_conns, "connections", conns,
-			"listeners", ls);
-	return out;
+		if (!(out->data[out->n_data++] = mptcp_conn_msg(ar, &snap[i].c)))
+			goto out_nomem;
+	for (size_t i = 0; i < n_ls; i++)
+		if (!(out->listeners[out->n_listeners++] = mptcp_listener_msg(ar, &lsnap[i])))
+			goto out_nomem;
+	goto out_free;
 
 out_nomem:
+	out = NULL;
+out_free:
 	free(snap);
 	free(sfs);
 	free(lsnap);
-	json_decref(conns);
-	json_decref(ls);
-	return NULL;
+	return out;
 }

@@ -5,19 +5,20 @@
  *
  * Updated on the main thread from decoded events (mptcp_state_apply) or
  * replaced per netns from a sock_diag dump after an overrun
- * (mptcp_state_resync); read by HTTP threads (mptcp_state_json). One mutex
+ * (mptcp_state_resync); read by HTTP threads (mptcp_state_msg). One mutex
  * inside guards it all. No I/O here, so it is unit-tested with recorded
  * events.
  */
 #ifndef SYSOBS_MPTCP_STATE_H
 #define SYSOBS_MPTCP_STATE_H
 
-#include <jansson.h>
 #include <netinet/in.h>
 #include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 
+#include "agent/arena.h"
+#include "api/proto/sysobs.pb-c.h"
 #include "collectors/mptcp/mptcp_decode.h"
 
 #define MPTCP_STATE_MAX_ADDRS 16 /* announced addresses kept per connection */
@@ -115,11 +116,13 @@ void mptcp_state_resync(struct mptcp_state *st, uint64_t netns, struct mptcp_sta
 void mptcp_state_counts(struct mptcp_state *st, size_t *conns, size_t *subflows);
 
 /*
- * {"n_connections", "n_subflows", "truncated", "connections": [...],
- * "listeners": [...]} of one netns (0: all), at most max_conns connections
- * (the counts are of all of them). The state is copied under the lock and
- * formatted after it. NULL on ENOMEM.
+ * The MptcpConnectionList of GET /api/v1/mptcp/connections (all but its
+ * namespaces) for one netns (0: all), in ar: at most max_conns connections,
+ * the counts of all of them, truncated when some were left out. The state is
+ * copied under the lock and the message built after it. NULL when out of
+ * memory.
  */
-json_t *mptcp_state_json(struct mptcp_state *st, uint64_t netns, size_t max_conns);
+Sysobs__V1__MptcpConnectionList *mptcp_state_msg(struct mptcp_state *st, uint64_t netns,
+						 size_t max_conns, struct arena *ar);
 
 #endif

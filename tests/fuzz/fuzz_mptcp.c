@@ -25,6 +25,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	uint32_t group;
 	char s[64], d[64], t[32], u[256];
 	struct mptcp_state *st;
+	struct arena ar = {0};
 	void *copy;
 	size_t left;
 
@@ -58,7 +59,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			mptcp_diag_msg_apply(nlh, nlh->nlmsg_len, 262, 1, st, 1);
 			mptcp_diag_msg_apply(nlh, nlh->nlmsg_len, 6, 1, st, 1);
 		}
-		json_decref(mptcp_state_json(st, 0, 1000));
+		mptcp_state_msg(st, 0, 1000, &ar);
+		arena_free(&ar);
 		mptcp_state_free(st);
 	}
 	free(copy);

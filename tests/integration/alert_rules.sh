@@ -29,7 +29,8 @@ assert_eq "ifs (enabled = false)" disabled "$(state_of ifs)"
 for c in self cachefiles drops mptcp ifs; do
 	assert_eq "state series of $c" 4 "$(grep -c "^sysobs_collector_state{.*collector=\"$c\"" <<<"$m")"
 	assert_eq "states at 1 for $c" 1 "$(grep "^sysobs_collector_state{.*collector=\"$c\"" <<<"$m" | awk '$NF == 1' | wc -l)"
-	api_state=$(api GET /api/v1/collectors | jq -r --arg c "$c" '.data[] | select(.name == $c) | .state')
+	# The API names the CollectorState enum value (RUNNING), the metric the state label (running).
+	api_state=$(api GET /api/v1/collectors | jq -r --arg c "$c" '.data[] | select(.name == $c) | .state | ascii_downcase')
 	assert_eq "metric state of $c = API state" "$api_state" "$(state_of "$c")"
 done
 stop_agent

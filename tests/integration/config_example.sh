@@ -22,7 +22,7 @@ req GET /healthz
 assert_eq "healthz from the example config" 200 "$HTTP_CODE"
 req GET /api/v1/collectors
 assert_eq "collectors" 200 "$HTTP_CODE"
-bad=$(jq -r '.data[] | select(.state | startswith("failed")) | .name' <<<"$BODY")
+bad=$(jq -r '.data[] | select(.state == "FAILED") | .name' <<<"$BODY")
 assert_eq "collectors failed under the example config" "" "$bad"
 assert_eq "collectors listed" 5 "$(jq '.data | length' <<<"$BODY")"
 stop_agent

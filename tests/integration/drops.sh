@@ -74,7 +74,7 @@ collector_reason() {
 
 write_drops_config
 start_agent
-wait_for 10 state_is running ||
+wait_for 10 state_is RUNNING ||
 	fail "drops collector not running: $(collector_reason)"
 assert_eq "sysobs_collector_up" 1 "$(metric 'sysobs_collector_up{collector="drops"}')"
 
@@ -117,8 +117,8 @@ expect_drops SOCKET_RCVBUFF udp "$dropped"
 pass "tiny receive buffer: $dropped datagrams dropped -> exactly $dropped SOCKET_RCVBUFF/udp"
 
 # 5. Sampled records with their 5-tuples.
-# sample QUERY: GET /api/v1/drops?QUERY into $T/body (HTTP_CODE stays set).
-sample() { api GET "/api/v1/drops?$1" >"$T/body"; }
+# sample QUERY: GET /api/v1/drops/samples?QUERY into $T/body (HTTP_CODE stays set).
+sample() { api GET "/api/v1/drops/samples?$1" >"$T/body"; }
 has_sample() { sample "$1" && [ "$(jq '.data | length' "$T/body")" -ge 1 ]; }
 wait_for 10 has_sample 'port=40001&limit=1' || fail "no sampled record for sport 40001"
 sample 'reason=NO_SOCKET&protocol=udp&port=40001&limit=5'
@@ -133,6 +133,16 @@ assert_eq "sample l3" ipv4 "$(jq -r .l3 <<<"$row")"
 assert_eq "sample netns" "$NSINUM" "$(jq -r .netns <<<"$row")"
 assert_eq "sample ifname" lo "$(jq -r .ifname <<<"$row")"
 [[ $(jq -r .location <<<"$row") == *udp* ]] || fail "location not a UDP function: $row"
+# NULL columns are absent (not null): a UDP drop has no ICMP type nor TCP flags
+assert_eq "UDP sample without icmp_type, icmp_code, tcp_flags" false \
+	"$(jq 'has("icmp_type") or has("icmp_code") or has("tcp_flags")' <<<"$row")"
+[[ $(jq -r .id <<<"$row") =~ ^[0-9]+$ ]] && [ "$(jq -r '.id | type' <<<"$row")" = string ] ||
+	fail "id is not a decimal string: $row"
+# Filter values are names, case-insensitive
+sample 'reason=no_socket&protocol=UDP&port=40001&limit=5'
+assert_eq "?reason=no_socket&protocol=UDP status" 200 "$HTTP_CODE"
+assert_eq "?reason=no_socket&protocol=UDP finds the same rows" "$(jq -c '[.data[].id]' <<<"$body")" \
+	"$(jq -c '[.data[].id]' "$T/body")"
 [ "$(jq '[.data[] | select(.sport != 40001 and .dport != 40001)] | length' <<<"$body")" = 0 ] ||
 	fail "port filter let other rows through: $body"
 
@@ -170,11 +180,14 @@ pass "sampled records carry reason, 5-tuple, netns, device and location"
 sample 'port=40001&limit=2'
 p1=$(cat "$T/body")
 cur=$(jq -r .next_cursor <<<"$p1")
-[ "$cur" != null ] || fail "no next_cursor with more rows: $p1"
+[[ $cur =~ ^[0-9]+$ ]] || fail "no next_cursor with more rows: $p1"
 sample "port=40001&limit=2&cursor=$cur"
 p2=$(cat "$T/body")
-[ "$(jq -r '.data[0].id' <<<"$p2")" -lt "$(jq -r '.data[1].id' <<<"$p1")" ] ||
+[ "$(jq '.data[0].id | tonumber' <<<"$p2")" -lt "$(jq '.data[1].id | tonumber' <<<"$p1")" ] ||
 	fail "cursor did not page backwards"
+# ... and the last page says so with an empty next_cursor
+sample "netns=$NSINUM&port=40002&limit=1000"
+assert_eq "next_cursor of the last page" '""' "$(jq -c .next_cursor "$T/body")"
 
 # The event history merges the table too.
 n=$(api GET '/api/v1/events?collector=drops&limit=5' | jq '.data | length')
@@ -191,6 +204,12 @@ sample 'netns=-1'
 assert_eq "bad netns" 400 "$HTTP_CODE"
 sample "reason=x'%20OR%201=1"
 assert_eq "reason injection attempt" 400 "$HTTP_CODE"
+sample 'protocol=udpx'
+assert_eq "unknown protocol" 400 "$HTTP_CODE"
+jq -e '.error.message | contains("udp") and contains("tcp")' "$T/body" >/dev/null ||
+	fail "a bad protocol does not list the allowed ones: $(cat "$T/body")"
+sample 'since=-1h'
+assert_eq "since (gone: start)" 400 "$HTTP_CODE"
 pass "route validates its parameters (400 on unknown or malformed ones)"
 
 # 6. Flood far above the sample rate: counters stay exact, samples capped.
@@ -228,7 +247,7 @@ stop_agent
 rm -f "$T/sysobs.db"*
 write_drops_config 1000000 4096 false raw_tp
 start_agent
-wait_for 10 state_is running || fail "drops not running: $(collector_reason)"
+wait_for 10 state_is RUNNING || fail "drops not running: $(collector_reason)"
 nsrun "$GEN" udp -d 127.0.0.1 -p 9 -t 2 -s 40006 >"$T/flood2.out" || fail "flood sender failed"
 sent=$(awk '{ print $2 }' "$T/flood2.out")
 expect_drops NO_SOCKET udp "$sent"
@@ -252,7 +271,7 @@ rm -f "$T/sysobs.db"*
 write_drops_config
 echo "btf_path = $T/no-such-btf" >>"$T/sysobsd.ini"
 start_agent
-assert_eq "state without BTF" unavailable "$(collector_state)"
+assert_eq "state without BTF" UNAVAILABLE "$(collector_state)"
 reason=$(collector_reason)
 [[ $reason == *"no kernel BTF at $T/no-such-btf"* ]] || fail "reason without BTF: $reason"
 assert_eq "sysobs_collector_up without BTF" 0 "$(metric 'sysobs_collector_up{collector="drops"}')"
@@ -281,7 +300,7 @@ chmod 755 "$T/as-nobody.sh"
 SYSOBSD=$T/as-nobody.sh
 start_agent
 SYSOBSD=$REAL
-assert_eq "state without permission" unavailable "$(collector_state)"
+assert_eq "state without permission" UNAVAILABLE "$(collector_state)"
 reason=$(collector_reason)
 [[ $reason == *"no permission to load BPF"* && $reason == *"libbpf:"* ]] ||
 	fail "reason without permission: $reason"

@@ -53,6 +53,7 @@ grep -q 'href="/metrics"' <<<"$body" || fail "landing page lacks a link to /metr
 req GET /healthz
 body=$BODY
 assert_eq "GET /healthz status" 200 "$HTTP_CODE"
+assert_eq "GET /healthz body (Health, no reason when healthy)" '{"status":"ok"}' "$(jq -c . <<<"$body")"
 
 req GET /metrics
 body=$BODY
@@ -75,10 +76,24 @@ grep -qi '^content-encoding' <<<"$(hdr /metrics -H 'Accept-Encoding: gzip')" &&
 req GET /api/v1/collectors
 body=$BODY
 assert_eq "GET /api/v1/collectors status" 200 "$HTTP_CODE"
-assert_eq "self state" running "$(jq -r '.data[] | select(.name=="self") | .state' <<<"$body")"
+assert_eq "self state" RUNNING "$(jq -r '.data[] | select(.name=="self") | .state' <<<"$body")"
 # Every collector that is not running says why.
-n_silent=$(jq '[.data[] | select(.state != "running" and ((.reason // "") == ""))] | length' <<<"$body")
+n_silent=$(jq '[.data[] | select(.state != "RUNNING" and ((.reason // "") == ""))] | length' <<<"$body")
 assert_eq "collectors not running without a reason" 0 "$n_silent"
+# States by enum name, error counts as strings (uint64), routes as "METHOD /path".
+jq -e '.next_cursor == "" and (.data | all(
+	(.state | IN("DISABLED", "UNAVAILABLE", "RUNNING", "FAILED")) and
+	(.errors | type == "string" and test("^[0-9]+$")) and
+	(.routes | all(test("^(GET|POST) /api/v1/")))))' <<<"$body" >/dev/null ||
+	fail "collectors not in the Collector shape: $body"
+assert_eq "self routes" '["GET /api/v1/self/samples"]' \
+	"$(jq -c '.data[] | select(.name=="self") | .routes' <<<"$body")"
+req GET /api/v1/collectors -H 'Accept: text/html'
+assert_eq "/api/v1/collectors for Accept: text/html" 406 "$HTTP_CODE"
+jq -e '.error.code and .error.message' <<<"$BODY" >/dev/null || fail "406 without a JSON error: $BODY"
+ctype=$(in_api_netns curl -sS -o /dev/null -w '%{content_type}' -H 'Accept: application/x-protobuf' \
+	"http://127.0.0.1:$PORT/api/v1/collectors")
+assert_eq "/api/v1/collectors for Accept: application/x-protobuf" application/x-protobuf "$ctype"
 
 # Rows from the self collector reach SQLite and come back over REST.
 have_rows() { [ "$(api GET '/api/v1/events?collector=self&limit=3' | jq '.data | length')" = 3 ]; }
@@ -88,13 +103,27 @@ page1=$BODY
 assert_eq "events status" 200 "$HTTP_CODE"
 assert_eq "page size" 2 "$(jq '.data | length' <<<"$page1")"
 cursor=$(jq -r '.next_cursor' <<<"$page1")
-[ "$cursor" != null ] || fail "no next_cursor on a full page"
-id_last=$(jq '.data[1].id' <<<"$page1")
-[ "$(jq '.data[0].id > .data[1].id' <<<"$page1")" = true ] || fail "events not newest first"
+[[ $cursor =~ ^[0-9]+$ ]] || fail "no next_cursor on a full page: $page1"
+# ids are int64: JSON strings
+id_last=$(jq '.data[1].id | tonumber' <<<"$page1")
+[ "$(jq '(.data[0].id | tonumber) > (.data[1].id | tonumber)' <<<"$page1")" = true ] ||
+	fail "events not newest first"
 page2=$(api GET "/api/v1/events?collector=self&limit=2&cursor=$cursor")
-[ "$(jq --argjson l "$id_last" '.data[0].id < $l' <<<"$page2")" = true ] || fail "cursor did not page"
-jq -e '.data[0] | has("rss_bytes") and has("time") and .collector == "self"' <<<"$page1" >/dev/null ||
-	fail "event row lacks its columns: $page1"
+[ "$(jq --argjson l "$id_last" '(.data[0].id | tonumber) < $l' <<<"$page2")" = true ] ||
+	fail "cursor did not page"
+# an Event: id, time, collector, table and the row under its table's field
+jq -e '.data[0] | (.id | type == "string") and .collector == "self" and .table == "self_samples"
+	and (.time | test("^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:]{8}\\.[0-9]{9}Z$")) and (has("ts") | not)
+	and (.self_sample | has("cpu_seconds") and (.rss_bytes | type == "string")
+		and .id == $e.id and .time == $e.time)' --argjson e "$(jq '.data[0]' <<<"$page1")" \
+	<<<"$page1" >/dev/null || fail "event lacks its row: $page1"
+# the table's own route has the same row
+req GET "/api/v1/self/samples?limit=1&cursor=$(($(jq -r '.data[0].id' <<<"$page1") + 1))"
+assert_eq "self/samples status" 200 "$HTTP_CODE"
+assert_eq "self/samples row = the event's row" "$(jq -c '.data[0].self_sample' <<<"$page1")" \
+	"$(jq -c '.data[0]' <<<"$BODY")"
+body=$(api GET "/api/v1/self/samples?limit=1000&start=-1h")
+assert_eq "next_cursor of the last page" '""' "$(jq -c .next_cursor <<<"$body")"
 now=$(date +%s)
 body=$(api GET "/api/v1/events?collector=self&start=$((now + 3600))")
 assert_eq "events in the future" 0 "$(jq '.data | length' <<<"$body")"
@@ -108,15 +137,34 @@ assert_eq "a row within the last hour" 1 "$(jq '.data | length' <<<"$BODY")"
 body=$(api GET "/api/v1/events?collector=self&end=-1h")
 assert_eq "nothing older than an hour" 0 "$(jq '.data | length' <<<"$body")"
 
-# Metric history through /api/v1/series.
+# Metric history through /api/v1/series: a SeriesList, labels as a map,
+# points with RFC 3339 times.
 have_series() {
 	api GET '/api/v1/series?metric=sysobs_collector_up&match[]=collector="self"' >"$T/series.json"
-	[ "$(jq '.data[0].values | length' "$T/series.json")" -ge 1 ] 2>/dev/null
+	[ "$(jq '.data[0].points | length' "$T/series.json")" -ge 1 ] 2>/dev/null
 }
 wait_for 10 have_series || fail "no history for sysobs_collector_up: $(cat "$T/series.json")"
 assert_eq "series matched" 1 "$(jq '.data | length' "$T/series.json")"
-assert_eq "series label" self "$(jq -r '.data[0].metric.collector' "$T/series.json")"
-assert_eq "series value" 1 "$(jq -r '.data[0].values[-1][1] | tonumber' "$T/series.json")"
+assert_eq "series name" sysobs_collector_up "$(jq -r '.data[0].labels.__name__' "$T/series.json")"
+assert_eq "series label" self "$(jq -r '.data[0].labels.collector' "$T/series.json")"
+assert_eq "series value" 1 "$(jq -r '.data[0].points[-1].value' "$T/series.json")"
+assert_eq "series next_cursor" '""' "$(jq -c '.next_cursor' "$T/series.json")"
+rfc3339='^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{9}Z$'
+jq -e --arg re "$rfc3339" '.data[0].points | all(.time | type == "string" and test($re))' \
+	"$T/series.json" >/dev/null || fail "series times are not RFC 3339: $(cat "$T/series.json")"
+# With step, every point is on the grid start + k*step (start in unix
+# seconds, so every time is a whole second).
+start=$(($(date +%s) - 30))
+have_grid() {
+	req GET "/api/v1/series?metric=sysobs_collector_up&match[]=collector=%22self%22&start=$start&step=5s"
+	[ "$HTTP_CODE" = 200 ] && printf '%s' "$BODY" >"$T/grid.json" &&
+		[ "$(jq '.data[0].points | length' "$T/grid.json")" -ge 2 ] 2>/dev/null
+}
+wait_for 15 have_grid || fail "fewer than 2 points on the 5s grid ($HTTP_CODE): $BODY"
+off_grid=$(jq -c --argjson s "$start" '[.data[0].points[].time
+	| select((test("\\.000000000Z$") | not) or
+		 (((sub("\\.[0-9]+Z$"; "Z") | fromdateiso8601) - $s) % 5 != 0))]' "$T/grid.json")
+assert_eq "points off the start + k*5s grid" '[]' "$off_grid"
 
 # --- malformed requests: 4xx with a JSON error, the agent serves on ---------------
 check_error() { # STATUS PATH [METHOD]
@@ -128,6 +176,9 @@ check_error() { # STATUS PATH [METHOD]
 }
 check_error 400 '/api/v1/events?start=yesterday'
 check_error 400 '/api/v1/events?since=-1h'
+check_error 400 '/api/v1/self/samples?until=now'
+check_error 400 '/api/v1/self/samples?limit=0'
+check_error 400 '/api/v1/self/samples?rss_bytes=1'
 check_error 400 '/api/v1/events?limit=0'
 check_error 400 '/api/v1/events?limit=100000'
 check_error 400 '/api/v1/events?limit=12abc'

@@ -7,7 +7,8 @@
 #    Prometheus rule firing in `promtool test rules` on the series sysobsd
 #    actually exported, and an alert in a real Alertmanager on loopback, which
 #    is resolved once a later scan of the core passes;
-#  - POST /api/v1/ifs/scans answers scan ids that GET /api/v1/ifs/scans finds;
+#  - POST /api/v1/ifs/scans answers scan ids that GET /api/v1/ifs/scans (the
+#    generic history route of ifs_scans) finds;
 #  - with admin off and the scheduler off (passive mode) a POST is refused
 #    with 403, a scan triggered by someone else is recorded unattributed, and
 #    an offline core cannot be requested.
@@ -156,11 +157,14 @@ prom_alert() {
 		and .labels.package == "1" and .labels.core == "0" and .state == "firing")]'
 }
 
+# History rows (IfsScanList: rows in .data, newest first).
 rows() { api GET "/api/v1/ifs/scans?limit=1000$1"; }
-fail_row() { [ "$(rows '&package=1&core=0&result=fail' | jq '.scans | length')" -ge 1 ]; }
+# post BODY: POST /api/v1/ifs/scans as JSON, body on stdout, status in HTTP_CODE.
+post() { api POST /api/v1/ifs/scans -H 'Content-Type: application/json' -d "$1"; }
+fail_row() { [ "$(rows '&package=1&core=0&result=fail' | jq '.data | length')" -ge 1 ]; }
 wait_for 20 fail_row || fail "no failed scan row for package 1 core 0"
 
-row=$(rows '&package=1&core=0&result=fail' | jq -c '.scans[-1]')
+row=$(rows '&package=1&core=0&result=fail' | jq -c '.data[-1]')
 assert_eq "failed row test" scan "$(jq -r .test <<<"$row")"
 assert_eq "failed row cpu" 2 "$(jq -r .cpu <<<"$row")"
 assert_eq "failed row details" 0x8000000000000f05 "$(jq -r .details <<<"$row")"
@@ -170,6 +174,17 @@ assert_eq "failed row image_version" 0x8001 "$(jq -r .image_version <<<"$row")"
 assert_eq "failed row batch" 1 "$(jq -r .batch <<<"$row")"
 assert_eq "failed row chunk" 5 "$(jq -r .chunk_num <<<"$row")"
 assert_ge "failed row duration_ns" 190000000 "$(jq -r .duration_ns <<<"$row")"
+# 0x8000000000000f05: chunk 5, stop index 15, signature error (bit 63).
+assert_eq "failed row decoded scan fields" '[15,false,true]' \
+	"$(jq -c '[.chunk_stop_index, .control_error, .signature_error]' <<<"$row")"
+assert_eq "failed row: no other test's fields" '[]' \
+	"$(jq -c '[keys[] | select(IN("array_bitmask","array_bank","ctrl_result","bundle_idx","pgm_idx","sbaf_status","test_fail","decoded","ts"))]' <<<"$row")"
+[[ $(jq -r .id <<<"$row") =~ ^[0-9]+$ ]] && [ "$(jq -r '.id | type' <<<"$row")" = string ] ||
+	fail "row id is not an int64 string: $row"
+[[ $(jq -r .time <<<"$row") =~ ^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:]{8}\.[0-9]{9}Z$ ]] ||
+	fail "row time is not RFC 3339 with 9 fractional digits: $row"
+arr=$(rows '&test=array&result=pass' | jq -c '.data[0] | [.array_bitmask, .array_bank, .ctrl_result, .chunk_num]')
+assert_eq "array row decoded fields" '[0,0,false,null]' "$arr"
 pass "a scripted failing core gives a decoded history row"
 
 assert_eq "core_status" 1 "$(metric 'sysobs_ifs_core_status{test="scan",package="1",core="0"}')"
@@ -231,6 +246,8 @@ assert_eq "alert extra label" hw "$(jq -r .labels.team <<<"$al")"
 assert_eq "alert state" active "$(jq -r .status.state <<<"$al")"
 assert_eq "alert details" 0x8000000000000f05 "$(jq -r .annotations.details <<<"$al")"
 assert_eq "alert error_name" signature_error "$(jq -r .annotations.error_name <<<"$al")"
+assert_eq "alert decoded" "chunk_num=5 chunk_stop_index=15 control_error=0 signature_error=1" \
+	"$(jq -r .annotations.decoded <<<"$al")"
 pass "Alertmanager shows the failed core with host, test, package, core, cpu labels"
 upd=$(jq -r .updatedAt <<<"$al")
 resent() { [ "$(am_alert | jq -r '.[] | select(.labels.core == "0" and .labels.package == "1") | .updatedAt')" != "$upd" ]; }
@@ -249,7 +266,7 @@ assert_eq "core_status of the failed core as Prometheus stored it" 1 "$v"
 pass "a real Prometheus scrapes sysobsd (up, no error) and fires SysobsIFSCoreFailed on the failed core"
 
 # The script makes the third scan of core 2 pass: the alert resolves.
-pass_row() { [ "$(rows '&package=1&core=0&test=scan&result=pass' | jq '.scans | length')" -ge 1 ]; }
+pass_row() { [ "$(rows '&package=1&core=0&test=scan&result=pass' | jq '.data | length')" -ge 1 ]; }
 wait_for 30 pass_row || fail "core 2 never passed"
 am_resolved() { ! am_firing; }
 wait_for 15 am_resolved || fail "alert still firing after a pass: $(am_alert)"
@@ -261,18 +278,30 @@ wait_for 15 prom_quiet || fail "Prometheus alert still firing after a pass: $(pr
 pass "and in Prometheus, from the next scrape"
 
 # ---- scheduler rules, from the history and the fake's own run log ----
-n_denied=$(rows '&package=0&core=1' | jq '.scans | length')
+n_denied=$(rows '&package=0&core=1' | jq '.data | length')
 assert_eq "rows of the denied core" 0 "$n_denied"
 grep -Eq ' intel_ifs_[01] (1|5) ' "$T/mnt/fake_runs" && fail "the fake ran a denied core"
-allowed=$(api GET /api/v1/ifs/cores | jq -c '[.cores[] | select(.package == 0 and .core == 1) | .allowed]')
+api GET /api/v1/ifs/cores >"$T/cores.json"
+assert_eq "cores status" 200 "$HTTP_CODE"
+allowed=$(jq -c '[.data[] | select(.package == 0 and .core == 1) | .allowed]' "$T/cores.json")
 assert_eq "cores allowed flag" '[false]' "$allowed"
+assert_eq "cores of package 1 core 0" '{"cpus":[2,6],"online":true,"tests":["scan","array","sbaf"]}' \
+	"$(jq -c '.data[] | select(.package == 1 and .core == 0) | {cpus, online, tests: [.last[].test]}' "$T/cores.json")"
+# The array test has no image: no image_version, no batch.
+assert_eq "devices" '[["intel_ifs_0","scan",true,true,1],["intel_ifs_1","array",true,false,null],["intel_ifs_2","sbaf",false,true,null]]' \
+	"$(jq -c '[.devices[] | [.device, .test, .image_loaded, has("image_version"), .batch]]' "$T/cores.json")"
+assert_eq "scheduler enabled" true "$(jq -r .scheduler.enabled "$T/cores.json")"
+last=$(jq -c '.data[] | select(.package == 1 and .core == 1) | .last[] | select(.test == "scan")' "$T/cores.json")
+assert_eq "last scan result of package 1 core 1" '["pass",true]' \
+	"$(jq -c '[.status, (.cpu | IN(3, 7))]' <<<"$last")"
+[[ $(jq -r .time <<<"$last") == *Z ]] || fail "last result without a time: $last"
 pass "deny_cpus keeps a core with a denied thread out"
 
 # Retry: core 3 is scripted untested (code 1, retryable), then pass.
-r3=$(rows '&package=1&core=1&test=scan' | jq -c '[.scans | reverse | .[] | .status] | .[0:2]')
+r3=$(rows '&package=1&core=1&test=scan' | jq -c '[.data | reverse | .[] | .status] | .[0:2]')
 assert_eq "core 3 untested then pass" '["untested","pass"]' "$r3"
-u=$(rows '&package=1&core=1&test=scan&result=untested' | jq -c '.scans[0] | [.error_name, .retryable]')
-assert_eq "untested decoded" '["other_thread_could_not_join",1]' "$u"
+u=$(rows '&package=1&core=1&test=scan&result=untested' | jq -c '.data[0] | [.error_name, .retryable]')
+assert_eq "untested decoded" '["other_thread_could_not_join",true]' "$u"
 pass "a retryable untested result is retried and passes"
 
 # One run at a time across devices: no two runs in the fake overlap.
@@ -283,23 +312,31 @@ assert_ge "runs" 6 "$runs"
 pass "$runs runs in the fake, never two at once"
 
 # ---- API: request a scan, poll its id ----
-api POST /api/v1/ifs/scans -H 'Content-Type: application/json' \
-	-d '{"cpus":[7],"tests":["scan"]}' >"$T/post.json"
+post '{"cpus":[7],"tests":["scan"]}' >"$T/post.json"
 assert_eq "POST status" 202 "$HTTP_CODE"
 out=$(cat "$T/post.json")
 sid=$(jq -r '.scans[0].scan_id' <<<"$out")
 assert_eq "POST runs on the CPU asked for" 7 "$(jq -r '.scans[0].cpu' <<<"$out")"
-api_row() { [ "$(rows "&scan_id=$sid" | jq '.scans | length')" = 1 ]; }
+assert_eq "POST reply" '["scan",1,1,"/api/v1/ifs/scans?scan_id=<scan_id>"]' \
+	"$(jq -c '[.scans[0].test, .scans[0].package, .scans[0].core, .poll]' <<<"$out")"
+[ "$(jq -r '.scans[0].scan_id | type' <<<"$out")" = string ] || fail "scan_id is not an int64 string: $out"
+api_row() { [ "$(rows "&scan_id=$sid" | jq '.data | length')" = 1 ]; }
 wait_for 15 api_row || fail "scan $sid never recorded"
-assert_eq "api row requester" api "$(rows "&scan_id=$sid" | jq -r '.scans[0].requested_by')"
-api POST /api/v1/ifs/scans -d '{"cpus":[5]}' >/dev/null
+assert_eq "api row requester" api "$(rows "&scan_id=$sid" | jq -r '.data[0].requested_by')"
+post '{"cpus":[5]}' >/dev/null
 assert_eq "POST on a denied core" 409 "$HTTP_CODE"
-api POST /api/v1/ifs/scans -d '{"cpus":[0],"tests":["sbaf"]}' >/dev/null
+post '{"cpus":[0],"tests":["sbaf"]}' >/dev/null
 assert_eq "POST of a test without image" 409 "$HTTP_CODE"
-api POST /api/v1/ifs/scans -d '{"cpus":[99]}' >/dev/null
+post '{"cpus":[99]}' >/dev/null
 assert_eq "POST on an unknown cpu" 400 "$HTTP_CODE"
-api POST /api/v1/ifs/scans -d '{"cpu":[1]}' >/dev/null
+post '{"cpu":[1]}' >"$T/err.json"
 assert_eq "POST with an unknown field" 400 "$HTTP_CODE"
+assert_eq "error code" bad_request "$(jq -r .error.code "$T/err.json")"
+post '{"cpus":[1],"tests":["memtest"]}' >"$T/err.json"
+assert_eq "POST with an unknown test" 400 "$HTTP_CODE"
+grep -q 'tests\[0\]: one of scan, array, sbaf' "$T/err.json" || fail "unknown test message: $(cat "$T/err.json")"
+post '{"cpus":[1],"cores":[{"core":1}]}' >/dev/null
+assert_eq "POST with cpus and cores" 400 "$HTTP_CODE"
 api GET '/api/v1/ifs/scans?bogus=1' >/dev/null
 assert_eq "GET with an unknown parameter" 400 "$HTTP_CODE"
 api GET '/api/v1/ifs/scans?result=maybe' >/dev/null
@@ -307,10 +344,10 @@ assert_eq "GET with a bad result" 400 "$HTTP_CODE"
 pass "POST /api/v1/ifs/scans answers scan ids found by GET /api/v1/ifs/scans; bad input is 4xx"
 
 # Core 2 fails again from its 4th run on; request one through its sibling.
-api POST /api/v1/ifs/scans -d '{"cpus":[6],"tests":["scan"]}' >"$T/post.json"
+post '{"cpus":[6],"tests":["scan"]}' >"$T/post.json"
 sid=$(jq -r '.scans[0].scan_id' "$T/post.json")
 wait_for 15 api_row || fail "scan $sid never recorded"
-assert_eq "refail" '[6,"fail"]' "$(rows "&scan_id=$sid" | jq -c '.scans[0] | [.cpu, .status]')"
+assert_eq "refail" '[6,"fail"]' "$(rows "&scan_id=$sid" | jq -c '.data[0] | [.cpu, .status]')"
 wait_for 15 am_firing || fail "alert not firing again"
 stop_agent
 upd=$(am_alert | jq -r '.[] | select(.labels.core == "0" and .labels.package == "1") | .updatedAt')
@@ -324,10 +361,10 @@ start_agent
 assert_eq "core_status after restart" 1 "$(metric 'sysobs_ifs_core_status{test="scan",package="1",core="0"}')"
 assert_eq "failing_cores after restart" 1 "$(metric 'sysobs_ifs_failing_cores{test="scan"}')"
 assert_eq "cores after restart" '"fail"' \
-	"$(api GET /api/v1/ifs/cores | jq -c '.cores[] | select(.package == 1 and .core == 0) | .tests.scan.result')"
+	"$(api GET /api/v1/ifs/cores | jq -c '.data[] | select(.package == 1 and .core == 0) | .last[] | select(.test == "scan") | .status')"
 wait_for 10 resent || fail "alert not pushed again after the restart"
 pass "a restart keeps the failed core failed (metrics, API, alert)"
-api POST /api/v1/ifs/scans -d '{"cpus":[0]}' >/dev/null
+post '{"cpus":[0]}' >/dev/null
 assert_eq "POST without admin" 403 "$HTTP_CODE"
 sleep 1.5
 assert_eq "no scans with the scheduler off" "$before" "$(wc -l <"$T/mnt/fake_runs")"
@@ -336,29 +373,29 @@ assert_eq "no scans with the scheduler off" "$before" "$(wc -l <"$T/mnt/fake_run
 # Core 1 was denied in phase 1, so its scripted "untested 6" differs from the
 # device's last result (two equal results in a row cannot be told apart).
 echo 1 >"$T/mnt/devices/virtual/misc/intel_ifs_0/run_test"
-ext_row() { [ "$(rows '&requested_by=external' | jq '.scans | length')" -ge 1 ]; }
+ext_row() { [ "$(rows '&requested_by=external' | jq '.data | length')" -ge 1 ]; }
 wait_for 10 ext_row || fail "external run not recorded"
-ext=$(rows '&requested_by=external' | jq -c '.scans[0] | [.test, .cpu, .core, .status, .error_name]')
+ext=$(rows '&requested_by=external' | jq -c '.data[0] | [.test, .cpu, .core, .status, .error_name]')
 assert_eq "external row" '["scan",null,null,"untested","core_not_capable_currently"]' "$ext"
 pass "passive mode records a scan triggered elsewhere, unattributed"
 
 # Offline CPUs: core 2 (cpus 2 and 6) fully offline.
 echo 0 >"$T/mnt/devices/system/cpu/cpu2/online"
 echo 0 >"$T/mnt/devices/system/cpu/cpu6/online"
-offline_seen() { [ "$(api GET /api/v1/ifs/cores | jq '[.cores[] | select(.package == 1 and .core == 0) | .online][0]')" = false ]; }
+offline_seen() { [ "$(api GET /api/v1/ifs/cores | jq '[.data[] | select(.package == 1 and .core == 0) | .online][0]')" = false ]; }
 wait_for 10 offline_seen || fail "offline core not seen: $(api GET /api/v1/ifs/cores)"
 stop_agent
 sed -i 's/^admin = false/admin = true/' "$T/sysobsd.ini"
 start_agent
-api POST /api/v1/ifs/scans -d '{"cpus":[2]}' >/dev/null
+post '{"cpus":[2]}' >/dev/null
 assert_eq "POST on an offline core" 409 "$HTTP_CODE"
 pass "an offline core is reported and cannot be requested"
-api POST /api/v1/ifs/scans -d '{"cores":[{"package":1,"core":1}],"tests":["array"]}' >"$T/post.json"
+post '{"cores":[{"package":1,"core":1}],"tests":["array"]}' >"$T/post.json"
 assert_eq "POST with the scheduler off" 202 "$HTTP_CODE"
 sid=$(jq -r '.scans[0].scan_id' "$T/post.json")
 wait_for 15 api_row || fail "scan $sid never recorded with the scheduler off"
 assert_eq "requested core" '["array",3,1,"pass"]' \
-	"$(rows "&scan_id=$sid" | jq -c '.scans[0] | [.test, .cpu, .core, .status]')"
+	"$(rows "&scan_id=$sid" | jq -c '.data[0] | [.test, .cpu, .core, .status]')"
 stop_agent
 pass "with the scheduler off, a requested scan still runs"
 
@@ -372,17 +409,17 @@ sed -i -e 's/^schedule = false/schedule = true/' -e 's/^interval = 8s/interval =
 since=$(date +%s.%N)
 start_agent
 rot() {
-	[ "$(rows "&start=$since&test=scan" | jq -c '[.scans[] | select(.status == "pass") | .batch] | unique')" = '[1,2]' ] &&
-		[ "$(rows "&start=$since&test=scan&result=error" | jq '.scans | length')" -ge 1 ] &&
-		[ "$(rows "&start=$since&test=sbaf&result=pass" | jq '.scans | length')" -ge 1 ]
+	[ "$(rows "&start=$since&test=scan" | jq -c '[.data[] | select(.status == "pass") | .batch] | unique')" = '[1,2]' ] &&
+		[ "$(rows "&start=$since&test=scan&result=error" | jq '.data | length')" -ge 1 ] &&
+		[ "$(rows "&start=$since&test=sbaf&result=pass" | jq '.data | length')" -ge 1 ]
 }
-wait_for 40 rot || fail "rotation: $(rows "&start=$since" | jq -c '[.scans[] | [.test,.cpu,.status,.batch,.error_name]]')"
-assert_eq "only core 0 scanned" '[0]' "$(rows "&start=$since" | jq -c '[.scans[].cpu] | unique')"
+wait_for 40 rot || fail "rotation: $(rows "&start=$since" | jq -c '[.data[] | [.test,.cpu,.status,.batch,.error_name]]')"
+assert_eq "only core 0 scanned" '[0]' "$(rows "&start=$since" | jq -c '[.data[].cpu] | unique')"
 assert_eq "missing batch recorded" '["batch_missing"]' \
-	"$(rows "&start=$since&result=error" | jq -c '[.scans[].error_name] | unique')"
+	"$(rows "&start=$since&result=error" | jq -c '[.data[].error_name] | unique')"
 # After the failed load of batch 3, batch 1 comes round again.
-again() { rows "&start=$since&test=scan" | jq -e '[.scans | reverse | .[] | select(.status != "error") | .batch] | index([2, 1]) != null' >/dev/null; }
-wait_for 30 again || fail "rotation stuck after a missing batch: $(rows "&start=$since&test=scan" | jq -c '[.scans[] | [.status,.batch,.error_name]]')"
+again() { rows "&start=$since&test=scan" | jq -e '[.data | reverse | .[] | select(.status != "error") | .batch] | index([2, 1]) != null' >/dev/null; }
+wait_for 30 again || fail "rotation stuck after a missing batch: $(rows "&start=$since&test=scan" | jq -c '[.data[] | [.status,.batch,.error_name]]')"
 stop_agent
 pass "allow_cpus limits the scheduler to core 0; batches rotate, a missing batch is an error and skipped"
 
@@ -394,12 +431,12 @@ sed -i -e 's/^poll = 200ms/poll = 1h/' -e 's/^schedule = true/schedule = false/'
 start_agent
 echo 0 >"$T/mnt/devices/system/cpu/cpu3/online"
 echo 0 >"$T/mnt/devices/system/cpu/cpu7/online"
-api POST /api/v1/ifs/scans -d '{"cpus":[3],"tests":["scan"]}' >"$T/post.json"
+post '{"cpus":[3],"tests":["scan"]}' >"$T/post.json"
 assert_eq "POST before the collector sees the CPU offline" 202 "$HTTP_CODE"
 sid=$(jq -r '.scans[0].scan_id' "$T/post.json")
 wait_for 15 api_row || fail "scan $sid never recorded"
 assert_eq "offline at write time" '["error","cpu_invalid_or_offline",3]' \
-	"$(rows "&scan_id=$sid" | jq -c '.scans[0] | [.status, .error_name, .cpu]')"
+	"$(rows "&scan_id=$sid" | jq -c '.data[0] | [.status, .error_name, .cpu]')"
 assert_ge "scans_total error" 1 "$(metric 'sysobs_ifs_scans_total{test="scan",result="error"}')"
 stop_agent
 echo 1 >"$T/mnt/devices/system/cpu/cpu3/online"

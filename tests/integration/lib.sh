@@ -8,8 +8,18 @@
 #   api GET /api/v1/collectors      # prints body, sets HTTP_CODE (not in $(...))
 #   req GET /api/v1/collectors      # body in $BODY, sets HTTP_CODE
 #   metric 'sysobs_up'              # value of one series from /metrics
+#   metric_sum NAME 'reason="x"'    # sum of NAME's series with that label
 #   stop_agent                      # SIGTERM, waits, asserts exit 0
 #   pass "what was proven"
+#
+# API_NETNS=NAME (a namespace of `ip netns`) before start_agent runs the agent
+# inside that network namespace (nsenter --net, same mounts), and api, req
+# and metric talk to it there: a test's HTTP traffic stays in its namespace.
+#
+# /api/v1 answers are the proto3 JSON mapping of api/proto/sysobs.proto:
+# 64-bit integers (id, scan_id, rss_bytes, ...) are JSON strings, so compare
+# them with `tonumber` in jq; a NULL (optional) field is absent, not null;
+# next_cursor is "" on the last page.
 #
 # Exit codes: 0 pass, 1 fail, 77 skip (ctest SKIP_RETURN_CODE).
 set -u
@@ -20,6 +30,7 @@ T=$(mktemp -d "${TMPDIR:-/tmp}/sysobs-it.XXXXXX")
 AGENT_PID=
 PORT=
 HTTP_CODE=
+API_NETNS=
 _cleanup_fns=()
 
 on_exit() { _cleanup_fns+=("$1"); }
@@ -69,7 +80,11 @@ INI
 start_agent() {
 	[ -f "$T/sysobsd.ini" ] || write_base_config
 	rm -f "$T/port"
-	"$SYSOBSD" --config "$T/sysobsd.ini" --port-file "$T/port" "$@" >>"$T/agent.log" 2>&1 &
+	# nsenter execs the agent: AGENT_PID is the agent's own pid either way
+	local pre=()
+	[ -z "$API_NETNS" ] || pre=(nsenter "--net=/run/netns/$API_NETNS")
+	"${pre[@]}" "$SYSOBSD" --config "$T/sysobsd.ini" --port-file "$T/port" "$@" \
+		>>"$T/agent.log" 2>&1 &
 	AGENT_PID=$!
 	for _ in $(seq 1 200); do
 		if [ -s "$T/port" ]; then
@@ -92,12 +107,21 @@ stop_agent() {
 	[ "$rc" = 0 ] || fail "sysobsd exited with $rc after SIGTERM"
 }
 
+# in_api_netns CMD...: runs CMD in $API_NETNS if set, else here.
+in_api_netns() {
+	if [ -n "$API_NETNS" ]; then
+		nsenter "--net=/run/netns/$API_NETNS" "$@"
+	else
+		"$@"
+	fi
+}
+
 # api METHOD PATH [curl args...]: body on stdout, status in HTTP_CODE.
 api() {
 	local method=$1 path=$2
 	shift 2
 	local out
-	out=$(curl -sS -g -X "$method" -w '\n%{http_code}' --max-time 10 "$@" \
+	out=$(in_api_netns curl -sS -g -X "$method" -w '\n%{http_code}' --max-time 10 "$@" \
 		"http://127.0.0.1:$PORT$path") || fail "curl $method $path failed"
 	HTTP_CODE=${out##*$'\n'}
 	printf '%s' "${out%$'\n'*}"
@@ -119,8 +143,17 @@ db_count() {
 
 # metric 'name{labels}' -> the value (empty if absent). Exact series match.
 metric() {
-	curl -sS --max-time 10 "http://127.0.0.1:$PORT/metrics" |
+	in_api_netns curl -sS --max-time 10 "http://127.0.0.1:$PORT/metrics" |
 		awk -v s="$1" '$1 == s { print $2; found = 1 } END { if (!found) print "" }'
+}
+
+# metric_sum NAME 'label="value"' -> the sum over every series of NAME whose
+# labels include that pair (0 if none): for counters split by more labels
+# than a test cares about.
+metric_sum() {
+	in_api_netns curl -sS --max-time 10 "http://127.0.0.1:$PORT/metrics" |
+		awk -v n="$1" -v l="$2" 'index($0, n "{") == 1 && index($1, l) { s += $NF }
+			END { print s + 0 }'
 }
 
 # wait_for TIMEOUT_S CMD...: retries CMD until it succeeds.

@@ -37,6 +37,9 @@ assert_eq "/metrics while locked" 200 "$HTTP_CODE"
 req GET '/api/v1/events?collector=self&limit=5'
 assert_eq "history while locked" 200 "$HTTP_CODE"
 assert_eq "rows served while locked" 5 "$(jq '.data | length' <<<"$BODY")"
+req GET '/api/v1/self/samples?limit=5'
+assert_eq "self/samples while locked" 200 "$HTTP_CODE"
+assert_eq "self/samples rows served while locked" 5 "$(jq '.data | length' <<<"$BODY")"
 req GET /healthz
 assert_eq "/healthz while locked" 200 "$HTTP_CODE"
 assert_eq "rows written while locked" "$locked_at" "$(db_count self_samples)"
@@ -45,8 +48,10 @@ grep -q "rows kept in the queue" "$T/agent.log" || fail "no log line about the l
 wait "$holder" || fail "the lock holder failed"
 resumed() { [ "$(db_count self_samples)" -gt $((locked_at + 30)) ]; }
 wait_for 15 resumed || fail "writing did not resume after the lock was released"
-assert_eq "rows dropped (insert errors)" 0 "$(metric 'sysobs_events_dropped_total{reason="insert_error"}')"
-assert_eq "rows dropped (queue full)" 0 "$(metric 'sysobs_events_dropped_total{reason="queue_full"}')"
+assert_eq "rows dropped (insert errors)" 0 "$(metric_sum sysobs_events_dropped_total 'reason="insert_error"')"
+assert_eq "rows dropped (queue full)" 0 "$(metric_sum sysobs_events_dropped_total 'reason="queue_full"')"
+assert_ge "sysobs_events_dropped_total series" 2 \
+	"$(api GET /metrics | grep -c '^sysobs_events_dropped_total{.*reason="\(insert_error\|queue_full\)"')"
 stop_agent
 
 # every 100 ms sample is there: no gap much above the interval

@@ -5,8 +5,9 @@
 # reference. One MPTCP connection gets a second subflow on path 2; path 2's
 # link goes down (the subflow times out: SUB_CLOSED error 110); the
 # connection closes. Asserted: the exact event sequence and fields in the
-# history, the same events and fields as ip mptcp monitor, the live state
-# over REST before/after, metrics.
+# history (GET /api/v1/mptcp/events?token=N), the same events and fields as
+# ip mptcp monitor, the live state over REST (GET /api/v1/mptcp/connections)
+# before/after, metrics.
 HERE=$(cd "$(dirname "$0")" && pwd)
 source "$HERE/lib.sh"
 source "$HERE/mptcp_topo.sh"
@@ -75,15 +76,17 @@ wait_for 10 grep -q '^token=' "$T/client.txt" || fail "client did not connect"
 grep -q 'subflows=2' "$T/client.txt" || fail "second subflow not established: $(cat "$T/client.txt")"
 TOKEN=$(sed -n 's/^token=\([0-9]*\).*/\1/p' "$T/client.txt")
 TOKEN_HEX=$(printf '%08x' "$TOKEN")
+# One connection's history: its rows of mptcp_events, newest first.
+history() { api GET "/api/v1/mptcp/events?token=$TOKEN$1"; }
 
 # Live state: one connection, two subflows (initial + path 2).
 conn_ok() {
 	curl -sf "http://127.0.0.1:$PORT/api/v1/mptcp/connections" |
-		jq -e --argjson t "$TOKEN" '.connections[] | select(.token == $t) | select(.n_subflows == 2)' >/dev/null
+		jq -e --argjson t "$TOKEN" '.data[] | select(.token == $t) | select(.subflows | length == 2)' >/dev/null
 }
 wait_for 5 conn_ok || fail "live state does not show token $TOKEN with 2 subflows: $(api GET /api/v1/mptcp/connections)"
 api GET /api/v1/mptcp/connections >"$T/body"; body=$(cat "$T/body")
-c=$(jq --argjson t "$TOKEN" '.connections[] | select(.token == $t)' <<<"$body")
+c=$(jq --argjson t "$TOKEN" '.data[] | select(.token == $t)' <<<"$body")
 assert_eq "conn saddr" "$MP_A1" "$(jq -r .saddr <<<"$c")"
 assert_eq "conn daddr" "$MP_B1" "$(jq -r .daddr <<<"$c")"
 assert_eq "conn dport" "$MP_PORT" "$(jq -r .dport <<<"$c")"
@@ -91,6 +94,11 @@ assert_eq "conn established" true "$(jq -r .established <<<"$c")"
 assert_eq "conn client side" false "$(jq -r .server_side <<<"$c")"
 assert_eq "conn netns" "$NETNS_INO" "$(jq -r .netns <<<"$c")"
 assert_eq "token hex" "$TOKEN_HEX" "$(jq -r .token_hex <<<"$c")"
+assert_eq "conn family" ipv4 "$(jq -r .family <<<"$c")"
+[[ $(jq -r .created <<<"$c") =~ ^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:]{8}\.[0-9]{9}Z$ ]] ||
+	fail "created is not RFC 3339 with 9 fractional digits: $c"
+assert_eq "live counts" '[1,2,false]' "$(jq -c '[.n_connections, .n_subflows, .truncated]' <<<"$body")"
+assert_eq "namespace overruns (int64 as a string)" '"0"' "$(jq -c '.namespaces[0].overruns' <<<"$body")"
 sf2=$(jq -c --arg a "$MP_A2" '.subflows[] | select(.saddr == $a)' <<<"$c")
 [ -n "$sf2" ] || fail "no subflow from $MP_A2 in live state: $c"
 assert_eq "subflow 2 loc_id" 2 "$(jq -r .loc_id <<<"$sf2")"
@@ -105,7 +113,7 @@ assert_eq "gauge subflows" 2 "$(metric sysobs_mptcp_subflows)"
 # History of the live connection (its span is still open); the writer
 # commits in batches, so give it a moment.
 live_history() {
-	curl -sf "http://127.0.0.1:$PORT/api/v1/mptcp/connections/$TOKEN" >"$T/body" &&
+	curl -sf "http://127.0.0.1:$PORT/api/v1/mptcp/events?token=$TOKEN" >"$T/body" &&
 		[ "$(jq -r '[.data | reverse | .[].type] | join(",")' "$T/body")" = \
 			"CREATED,ESTABLISHED,SUB_ESTABLISHED" ]
 }
@@ -116,11 +124,11 @@ ip -n "$NS_A" link set mpa2 down
 echo send >&4
 sub_closed() {
 	curl -sf "http://127.0.0.1:$PORT/api/v1/mptcp/connections" |
-		jq -e --argjson t "$TOKEN" '.connections[] | select(.token == $t) | select(.n_subflows == 1)' >/dev/null
+		jq -e --argjson t "$TOKEN" '.data[] | select(.token == $t) | select(.subflows | length == 1)' >/dev/null
 }
 wait_for 40 sub_closed || fail "SUB_CLOSED of path 2 not seen within 40 s: $(api GET /api/v1/mptcp/connections)"
 api GET /api/v1/mptcp/connections >"$T/body"; body=$(cat "$T/body")
-c=$(jq --argjson t "$TOKEN" '.connections[] | select(.token == $t)' <<<"$body")
+c=$(jq --argjson t "$TOKEN" '.data[] | select(.token == $t)' <<<"$body")
 assert_eq "remaining subflow is the initial one" "$MP_A1" "$(jq -r '.subflows[0].saddr' <<<"$c")"
 assert_eq "gauge subflows after SUB_CLOSED" 1 "$(metric sysobs_mptcp_subflows)"
 
@@ -139,22 +147,26 @@ kill "$MON" 2>/dev/null
 wait "$MON" 2>/dev/null
 
 # History by token (newest first from the API; reversed here).
-api GET "/api/v1/mptcp/connections/$TOKEN?limit=100" >"$T/body"; hist=$(cat "$T/body")
+history "&netns=$NETNS_INO&limit=100" >"$T/body"; hist=$(cat "$T/body")
 assert_eq "history status" 200 "$HTTP_CODE"
 hist=$(jq '.data | reverse' <<<"$hist")
 seq=$(jq -r '[.[].type] | join(",")' <<<"$hist")
 assert_eq "event sequence" "CREATED,ESTABLISHED,SUB_ESTABLISHED,SUB_CLOSED,CLOSED" "$seq"
 # Paging: 5 events, limit 5 is the last page; limit 4 names a cursor whose
 # page holds the one event left (CREATED), and is the last.
-assert_eq "limit=5: no next page" null \
-	"$(api GET "/api/v1/mptcp/connections/$TOKEN?limit=5" | jq -r .next_cursor)"
-cur=$(api GET "/api/v1/mptcp/connections/$TOKEN?limit=4" | jq -r .next_cursor)
-[ "$cur" != null ] || fail "limit=4 of 5 events gave no next_cursor"
-assert_eq "page 2" '["CREATED"] null' \
-	"$(api GET "/api/v1/mptcp/connections/$TOKEN?limit=4&cursor=$cur" | jq -c '[.data[].type], .next_cursor' | tr '\n' ' ' | sed 's/ $//')"
-# Hex token form answers the same.
-assert_eq "history by hex token" "$seq" \
-	"$(api GET "/api/v1/mptcp/connections/0x$TOKEN_HEX" | jq -r '[.data | reverse | .[].type] | join(",")')"
+assert_eq "limit=5: no next page" '""' "$(history "&limit=5" | jq -c .next_cursor)"
+cur=$(history "&limit=4" | jq -r .next_cursor)
+[ -n "$cur" ] || fail "limit=4 of 5 events gave no next_cursor"
+assert_eq "page 2" '["CREATED"] ""' \
+	"$(history "&limit=4&cursor=$cur" | jq -c '[.data[].type], .next_cursor' | tr '\n' ' ' | sed 's/ $//')"
+# The type filter, case-insensitive; one row of each type here.
+assert_eq "type filter" '["SUB_CLOSED"]' "$(history "&type=sub_closed" | jq -c '[.data[].type]')"
+# Rows: id an int64 string, time RFC 3339 with 9 fractional digits, no ts.
+r=$(jq -c '.[0]' <<<"$hist")
+[ "$(jq -r '.id | type' <<<"$r")" = string ] || fail "id is not an int64 string: $r"
+[[ $(jq -r .time <<<"$r") =~ ^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:]{8}\.[0-9]{9}Z$ ]] ||
+	fail "time is not RFC 3339 with 9 fractional digits: $r"
+assert_eq "no ts field" false "$(jq 'has("ts")' <<<"$r")"
 row() { jq -c ".[$1]" <<<"$hist"; }
 r=$(row 0)
 assert_eq "CREATED saddr" "$MP_A1" "$(jq -r .saddr <<<"$r")"
@@ -162,7 +174,7 @@ assert_eq "CREATED daddr" "$MP_B1" "$(jq -r .daddr <<<"$r")"
 assert_eq "CREATED dport" "$MP_PORT" "$(jq -r .dport <<<"$r")"
 assert_eq "CREATED family" 2 "$(jq -r .family <<<"$r")"
 assert_eq "CREATED netns" "$NETNS_INO" "$(jq -r .netns <<<"$r")"
-assert_eq "CREATED server_side" 0 "$(jq -r .server_side <<<"$r")"
+assert_eq "CREATED server_side" false "$(jq -r .server_side <<<"$r")"
 CPORT=$(jq -r .sport <<<"$r")
 r=$(row 2)
 assert_eq "SUB_ESTABLISHED saddr" "$MP_A2" "$(jq -r .saddr <<<"$r")"
@@ -170,7 +182,7 @@ assert_eq "SUB_ESTABLISHED daddr" "$MP_B1" "$(jq -r .daddr <<<"$r")"
 assert_eq "SUB_ESTABLISHED loc_id" 2 "$(jq -r .loc_id <<<"$r")"
 assert_eq "SUB_ESTABLISHED rem_id" 0 "$(jq -r .rem_id <<<"$r")"
 assert_eq "SUB_ESTABLISHED sport" "$SF2_SPORT" "$(jq -r .sport <<<"$r")"
-assert_eq "SUB_ESTABLISHED backup" 0 "$(jq -r .backup <<<"$r")"
+assert_eq "SUB_ESTABLISHED backup" false "$(jq -r .backup <<<"$r")"
 assert_eq "SUB_ESTABLISHED if_idx" "$IFIDX" "$(jq -r .if_idx <<<"$r")"
 r=$(row 3)
 assert_eq "SUB_CLOSED saddr" "$MP_A2" "$(jq -r .saddr <<<"$r")"
@@ -182,7 +194,9 @@ assert_eq "CLOSED has no address" null "$(jq -r .saddr <<<"$r")"
 
 # Same events, same fields as ip mptcp monitor (iproute2's own decoder).
 mptcp_norm_monitor "$T/monitor.txt" "$TOKEN_HEX" >"$T/mon.norm"
-mptcp_norm_rows <<<"$hist" >"$T/agent.norm"
+# (backup is a JSON boolean; the monitor prints 0/1)
+jq 'map(if has("backup") then .backup = (if .backup then 1 else 0 end) else . end)' <<<"$hist" |
+	mptcp_norm_rows >"$T/agent.norm"
 if ! diff -u "$T/mon.norm" "$T/agent.norm" >"$T/norm.diff"; then
 	cat "$T/monitor.txt" >&2
 	cat "$T/norm.diff" >&2
@@ -199,15 +213,28 @@ assert_eq "events_total CLOSED" 1 "$(metric 'sysobs_mptcp_events_total{type="CLO
 assert_eq "overruns" 0 "$(metric sysobs_mptcp_overruns_total)"
 assert_eq "unknown events" 0 "$(metric sysobs_mptcp_unknown_events_total)"
 
-# Errors: bad token 400, unknown token 404, the events route lists ours.
-api GET /api/v1/mptcp/connections/notatoken >/dev/null
+# Errors: a token that is not a decimal u32 is a 400, an unknown token an
+# empty page; the old per-token route is gone; the events route lists ours.
+api GET /api/v1/mptcp/events?token=notatoken >/dev/null
 assert_eq "bad token status" 400 "$HTTP_CODE"
-api GET /api/v1/mptcp/connections/1 >/dev/null
-assert_eq "unknown token status" 404 "$HTTP_CODE"
+api GET "/api/v1/mptcp/events?token=0x$TOKEN_HEX" >/dev/null
+assert_eq "hex token status" 400 "$HTTP_CODE"
+api GET /api/v1/mptcp/events?token=4294967296 >/dev/null
+assert_eq "token above u32 status" 400 "$HTTP_CODE"
+api GET /api/v1/mptcp/events?type=BOGUS >/dev/null
+assert_eq "unknown type status" 400 "$HTTP_CODE"
+assert_eq "unknown token" '[]' "$(api GET "/api/v1/mptcp/events?token=$(((TOKEN + 1) % 4294967296))" | jq -c .data)"
+api GET "/api/v1/mptcp/connections/$TOKEN" >/dev/null
+assert_eq "old history route" 404 "$HTTP_CODE"
 api GET '/api/v1/mptcp/connections?limt=5' >/dev/null
 assert_eq "live view, unknown parameter" 400 "$HTTP_CODE"
-api GET "/api/v1/mptcp/connections/$TOKEN?sinse=0" >/dev/null
+api GET '/api/v1/mptcp/connections?netns=x' >/dev/null
+assert_eq "live view, bad netns" 400 "$HTTP_CODE"
+api GET "/api/v1/mptcp/events?token=$TOKEN&sinse=0" >/dev/null
 assert_eq "history, unknown parameter" 400 "$HTTP_CODE"
+assert_eq "live view in protobuf" "200 application/x-protobuf" \
+	"$(curl -sS -o "$T/pb" -w '%{http_code} %{content_type}' -H 'Accept: application/x-protobuf' \
+		"http://127.0.0.1:$PORT/api/v1/mptcp/connections")"
 api GET "/api/v1/events?collector=mptcp&limit=100" >"$T/body"; ev=$(cat "$T/body")
 assert_eq "events route status" 200 "$HTTP_CODE"
 n=$(jq '[.. | objects | select(.table? == "mptcp_events")] | length' <<<"$ev")
@@ -236,7 +263,7 @@ netns = /run/netns/sysobs-mp-$$-missing
 INI
 start_agent
 api GET /api/v1/collectors >"$T/body"
-assert_eq "collector state with a missing netns" unavailable \
+assert_eq "collector state with a missing netns" UNAVAILABLE \
 	"$(jq -r '.data[] | select(.name == "mptcp") | .state' "$T/body")"
 jq -r '.data[] | select(.name == "mptcp") | .reason' "$T/body" | grep -q "sysobs-mp-$$-missing" ||
 	fail "reason does not name the missing netns: $(cat "$T/body")"
@@ -245,4 +272,4 @@ assert_eq "live route of an unavailable collector" 503 "$HTTP_CODE"
 assert_eq "collector_up" 0 "$(metric 'sysobs_collector_up{collector="mptcp"}')"
 stop_agent
 [ "$PM_TYPE_TEST" = 1 ] && assert_eq "pm_type warning still once" 1 "$(grep -c "pm_type=1" "$T/agent.log")"
-pass "mptcp: CREATED/ESTABLISHED/SUB_ESTABLISHED(path 2, ids, ifindex)/SUB_CLOSED(link down, error 110)/CLOSED with fields equal to ip mptcp monitor; live state and gauges before/after; history by token; config errors and a missing netns"
+pass "mptcp: CREATED/ESTABLISHED/SUB_ESTABLISHED(path 2, ids, ifindex)/SUB_CLOSED(link down, error 110)/CLOSED with fields equal to ip mptcp monitor; live state and gauges before/after; history by token (/api/v1/mptcp/events); config errors and a missing netns"

@@ -114,7 +114,7 @@ if [ "$overruns" = 0 ]; then
 		"$(curl -sf "http://127.0.0.1:$PORT/api/v1/mptcp/connections?netns=$INO_B" | jq -r '.listeners[0].port')"
 	# History by token among 8,000 rows: the middle client connection.
 	tok=$(sqlite3 "file:$T/sysobs.db?mode=ro" "SELECT token FROM mptcp_events WHERE netns = $INO_A AND type = 'CREATED' ORDER BY id LIMIT 1 OFFSET $((N / 2))")
-	api GET "/api/v1/mptcp/connections/$tok?netns=$INO_A" >"$T/body"
+	api GET "/api/v1/mptcp/events?token=$tok&netns=$INO_A" >"$T/body"
 	assert_eq "history of token $tok" "CREATED,ESTABLISHED,SUB_ESTABLISHED,CLOSED" \
 		"$(jq -r '[.data | reverse | .[].type] | join(",")' "$T/body")"
 	assert_eq "lifetime observations (2 subflows x 2 sides)" \
@@ -148,8 +148,8 @@ kill -CONT "$AGENT_PID"
 resynced() {
 	local b
 	b=$(curl -sf "http://127.0.0.1:$PORT/api/v1/mptcp/connections") || return 1
-	[ "$(jq --argjson a "$INO_A" '[.connections[] | select(.netns == $a and .n_subflows == 2)] | length' <<<"$b")" = "$HOLD" ] &&
-		[ "$(jq --argjson b "$INO_B" '[.connections[] | select(.netns == $b and .n_subflows == 2)] | length' <<<"$b")" = "$HOLD" ] &&
+	[ "$(jq --argjson a "$INO_A" '[.data[] | select(.netns == $a and (.subflows | length) == 2)] | length' <<<"$b")" = "$HOLD" ] &&
+		[ "$(jq --argjson b "$INO_B" '[.data[] | select(.netns == $b and (.subflows | length) == 2)] | length' <<<"$b")" = "$HOLD" ] &&
 		[ "$(jq -r .n_connections <<<"$b")" = $((2 * HOLD)) ]
 }
 wait_for 30 resynced || fail "live state after overrun is not $HOLD+$HOLD connections with 2 subflows: $(curl -sf "http://127.0.0.1:$PORT/api/v1/mptcp/connections" | jq -c '{n_connections, n_subflows, namespaces}')"
@@ -161,10 +161,10 @@ assert_eq "gauge subflows" $((4 * HOLD)) "$(metric sysobs_mptcp_subflows)"
 # Filters of the live route: one namespace, a capped answer.
 api GET "/api/v1/mptcp/connections?netns=$INO_B" >"$T/body"
 assert_eq "netns filter" "$HOLD $((2 * HOLD)) $HOLD false" \
-	"$(jq -r '"\(.n_connections) \(.n_subflows) \(.connections | length) \(.truncated)"' "$T/body")"
+	"$(jq -r '"\(.n_connections) \(.n_subflows) \(.data | length) \(.truncated)"' "$T/body")"
 api GET "/api/v1/mptcp/connections?limit=10" >"$T/body"
 assert_eq "limit" "$((2 * HOLD)) 10 true" \
-	"$(jq -r '"\(.n_connections) \(.connections | length) \(.truncated)"' "$T/body")"
+	"$(jq -r '"\(.n_connections) \(.data | length) \(.truncated)"' "$T/body")"
 api GET "/api/v1/mptcp/connections?limit=0" >/dev/null
 assert_eq "bad limit" 400 "$HTTP_CODE"
 api GET /api/v1/mptcp/connections >"$T/body"
@@ -175,7 +175,7 @@ assert_eq "server listener after resync" 1 \
 IFIDX=$(ip netns exec "$NS_A" cat /sys/class/net/mpa2/ifindex)
 assert_eq "client path-2 subflows (loc_id 2, $MP_A2, if $IFIDX)" "$HOLD" \
 	"$(jq --argjson a "$INO_A" --arg s "$MP_A2" --argjson i "$IFIDX" \
-		'[.connections[] | select(.netns == $a) | .subflows[] | select(.loc_id == 2 and .saddr == $s and .if_idx == $i)] | length' "$T/body")"
+		'[.data[] | select(.netns == $a) | .subflows[] | select(.loc_id == 2 and .saddr == $s and .if_idx == $i)] | length' "$T/body")"
 echo close >&5
 exec 5>&-
 wait "$HCLI"
@@ -207,7 +207,7 @@ reset_row() {
 }
 # The writer commits in batches: wait for the row.
 wait_for 5 reset_row || fail "no server SUB_CLOSED with a reset reason in the history"
-api GET "/api/v1/mptcp/connections/$stok?netns=$INO_B" >"$T/body"
+api GET "/api/v1/mptcp/events?token=$stok&netns=$INO_B&type=SUB_CLOSED" >"$T/body"
 r=$(jq -c '[.data[] | select(.type == "SUB_CLOSED")][0]' "$T/body")
 assert_eq "reset reason" 0 "$(jq -r .reset_reason <<<"$r")"
 assert_eq "reset reason name" unspec "$(jq -r .reset_reason_name <<<"$r")"

@@ -51,8 +51,8 @@ TOKEN=$(sed -n 's/^token=\([0-9]*\).*/\1/p' "$T/client.txt")
 check_live() { # expect_resynced
 	local b c sf
 	b=$(curl -sf "http://127.0.0.1:$PORT/api/v1/mptcp/connections") || return 1
-	c=$(jq -c --argjson t "$TOKEN" '.connections[] | select(.token == $t)' <<<"$b")
-	[ -n "$c" ] && [ "$(jq -r .n_subflows <<<"$c")" = 2 ] || return 1
+	c=$(jq -c --argjson t "$TOKEN" '.data[] | select(.token == $t)' <<<"$b")
+	[ -n "$c" ] && [ "$(jq -r '.subflows | length' <<<"$c")" = 2 ] || return 1
 	[ "$(jq -r .family <<<"$c")" = ipv6 ] && [ "$(jq -r .saddr <<<"$c")" = $A1 ] &&
 		[ "$(jq -r .daddr <<<"$c")" = $B1 ] && [ "$(jq -r .resynced <<<"$c")" = "$1" ] || return 1
 	sf=$(jq -c --arg a $A2 '.subflows[] | select(.saddr == $a)' <<<"$c")
@@ -66,7 +66,7 @@ wait_for 5 check_live false || fail "live IPv6 connection wrong: $(curl -sf "htt
 LIVE_LOC_ID=$SF_LOC_ID
 api GET /api/v1/mptcp/connections >"$T/body"
 assert_eq "announced address" "5 $B2 $MP_PORT null" \
-	"$(jq -r --argjson t "$TOKEN" '.connections[] | select(.token == $t) | .addresses[0] | "\(.id) \(.addr) \(.port) \(.removed)"' "$T/body")"
+	"$(jq -r --argjson t "$TOKEN" '.data[] | select(.token == $t) | .addresses[0] | "\(.id) \(.addr) \(.port) \(.removed)"' "$T/body")"
 
 # Restart: the new agent learns the connection from sock_diag at start.
 stop_agent
@@ -80,15 +80,15 @@ assert_eq "gauge subflows after resync at start" 2 "$(metric sysobs_mptcp_subflo
 ip -n "$NS_B" mptcp endpoint change id 5 backup || fail "endpoint change"
 backup_seen() {
 	curl -sf "http://127.0.0.1:$PORT/api/v1/mptcp/connections" | jq -e --argjson t "$TOKEN" --arg a $A2 \
-		'.connections[] | select(.token == $t) | .subflows[] | select(.saddr == $a and .backup == true)' >/dev/null
+		'.data[] | select(.token == $t) | .subflows[] | select(.saddr == $a and .backup == true)' >/dev/null
 }
 wait_for 5 backup_seen || fail "SUB_PRIORITY not applied: $(curl -sf "http://127.0.0.1:$PORT/api/v1/mptcp/connections")"
 ip -n "$NS_B" mptcp endpoint delete id 5 || fail "endpoint delete"
 removed_seen() {
 	local b
 	b=$(curl -sf "http://127.0.0.1:$PORT/api/v1/mptcp/connections") || return 1
-	jq -e --argjson t "$TOKEN" '.connections[] | select(.token == $t) |
-		select(.n_subflows == 1 and (.addresses[] | select(.id == 5 and .removed != null)))' <<<"$b" >/dev/null
+	jq -e --argjson t "$TOKEN" '.data[] | select(.token == $t) |
+		select((.subflows | length) == 1 and (.addresses[] | select(.id == 5 and .removed != null)))' <<<"$b" >/dev/null
 }
 wait_for 5 removed_seen || fail "REMOVED/SUB_CLOSED not applied: $(curl -sf "http://127.0.0.1:$PORT/api/v1/mptcp/connections")"
 
@@ -103,13 +103,13 @@ sleep 0.5
 kill "$MON" 2>/dev/null
 wait "$MON" 2>/dev/null
 
-api GET "/api/v1/mptcp/connections/$TOKEN" >"$T/body"
+api GET "/api/v1/mptcp/events?token=$TOKEN" >"$T/body"
 assert_eq "history status" 200 "$HTTP_CODE"
 assert_eq "history across both runs" \
 	"CREATED,ESTABLISHED,ANNOUNCED,SUB_ESTABLISHED,SUB_PRIORITY,REMOVED,SUB_CLOSED,CLOSED" \
 	"$(jq -r '[.data | reverse | .[].type] | join(",")' "$T/body")"
 r=$(jq -c '.data | reverse | .[4]' "$T/body")
-assert_eq "SUB_PRIORITY backup" 1 "$(jq -r .backup <<<"$r")"
+assert_eq "SUB_PRIORITY backup" true "$(jq -r .backup <<<"$r")"
 assert_eq "SUB_PRIORITY rem_id" 5 "$(jq -r .rem_id <<<"$r")"
 r=$(jq -c '.data | reverse | .[5]' "$T/body")
 assert_eq "REMOVED rem_id" 5 "$(jq -r .rem_id <<<"$r")"
@@ -140,11 +140,13 @@ done
 assert_eq "monitor events for the token" 8 "$(grep -c "token=$hex" "$T/monitor.txt")"
 # Every event, every field, against the monitor.
 mptcp_norm_monitor "$T/monitor.txt" "$hex" >"$T/mon.norm"
-jq '.data | reverse' "$T/body" | mptcp_norm_rows >"$T/agent.norm"
+# (backup is a JSON boolean; the monitor prints 0/1)
+jq '.data | reverse | map(if has("backup") then .backup = (if .backup then 1 else 0 end) else . end)' \
+	"$T/body" | mptcp_norm_rows >"$T/agent.norm"
 diff -u "$T/mon.norm" "$T/agent.norm" >&2 || fail "agent events differ from ip mptcp monitor"
 mon=$(grep "token=$hex" "$T/monitor.txt" | grep SF_PRIO)
 for kv in "saddr6=$A2" "daddr6=$B2" "backup=1" "remid=5"; do
 	grep -q " $kv" <<<"$mon" || fail "monitor SF_PRIO line lacks $kv: $mon"
 done
 stop_agent
-pass "mptcp over IPv6: live state, ANNOUNCED/SUB_ESTABLISHED/SUB_PRIORITY/REMOVED/SUB_CLOSED with fields equal to ip mptcp monitor, resync from sock_diag at start (v6 dump), history across restarts"
+pass "mptcp over IPv6: live state, ANNOUNCED/SUB_ESTABLISHED/SUB_PRIORITY/REMOVED/SUB_CLOSED with fields equal to ip mptcp monitor, resync from sock_diag at start (v6 dump), history across restarts (/api/v1/mptcp/events?token=N)"

@@ -26,7 +26,7 @@ start_agent
 more() { [ "$(rows_api)" -ge $((after_term + 10)) ]; }
 wait_for 15 more || fail "rows did not grow after restart"
 # New ids continue the sequence; nothing written before the restart is gone.
-min_new=$(api GET '/api/v1/events?collector=self&limit=1' | jq '.data[0].id')
+min_new=$(api GET '/api/v1/events?collector=self&limit=1' | jq '.data[0].id | tonumber')
 [ "$min_new" -gt "$max_id" ] || fail "ids restarted: $min_new <= $max_id"
 assert_eq "old rows kept" "$after_term" "$(sqlite3 "$db" "SELECT count(*) FROM self_samples WHERE id <= $max_id")"
 

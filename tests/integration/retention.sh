@@ -19,7 +19,7 @@ stop_agent
 first=$(db_count self_samples)
 # a row of another table, as old as the self rows: the global 7d keeps it
 now_ns=$(date +%s%N)
-sqlite3 "$db" "INSERT INTO mptcp_events(id, ts, type) VALUES (999999999, $((now_ns - 5000000000)), 'CREATED')"
+sqlite3 "$db" "INSERT INTO mptcp_events(id, ts, netns, type) VALUES (999999999, $((now_ns - 5000000000)), 1, 'CREATED')"
 sleep 2
 
 sed -i 's/^retention = 7d$/retention = 7d\ntable_retention = self_samples = 1s , mptcp_events=30d/' "$T/sysobsd.ini"

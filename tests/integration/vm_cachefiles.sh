@@ -43,7 +43,7 @@ if [ ! -e /sys/kernel/btf/vmlinux ] || ! grep -qw cachefiles_ondemand_read \
 	api GET /api/v1/collectors >"$T/collectors.json"
 	state=$(jq -r '.. | objects | select(.name? == "cachefiles") | .state' "$T/collectors.json" | head -n1)
 	why=$(jq -r '.. | objects | select(.name? == "cachefiles") | (.why // .reason // "")' "$T/collectors.json" | head -n1)
-	assert_eq "host: cachefiles state" unavailable "$state"
+	assert_eq "host: cachefiles state" UNAVAILABLE "$state"
 	case $why in
 	*cachefiles*) ;;
 	*) fail "host: unavailable reason does not name cachefiles: '$why'" ;;
@@ -51,7 +51,7 @@ if [ ! -e /sys/kernel/btf/vmlinux ] || ! grep -qw cachefiles_ondemand_read \
 	assert_eq "host: sysobs_collector_up{cachefiles}" 0 "$(metric 'sysobs_collector_up{collector="cachefiles"}')"
 	req GET /api/v1/cachefiles/slow
 	assert_eq "slow route status" 200 "$HTTP_CODE"
-	assert_eq "slow route, no rows" '0 null' "$(jq -c '.data | length' <<<"$BODY") $(jq -c .next_cursor <<<"$BODY")"
+	assert_eq "slow route, no rows" '0 ""' "$(jq -c '.data | length' <<<"$BODY") $(jq -c .next_cursor <<<"$BODY")"
 	api GET '/api/v1/cachefiles/slow?op=write' >/dev/null
 	assert_eq "?op=write" 400 "$HTTP_CODE"
 	api GET '/api/v1/cachefiles/slow?limit=0' >/dev/null
@@ -119,7 +119,7 @@ cat "$T/od.stats"
 kver=$(sed -n 's/.*SYSOBS-VM-BEGIN kernel=\([^ ]*\).*/\1/p' "$C")
 
 state=$(jq -r '.. | objects | select(.name? == "cachefiles") | .state' "$T/vm-collectors.json" | head -n1)
-assert_eq "guest: cachefiles collector state" running "$state"
+assert_eq "guest: cachefiles collector state" RUNNING "$state"
 grep -q '^errors=0$' "$T/od.stats" || fail "the on-demand daemon reported errors"
 
 # od_stat VOLUME FIELD -> the daemon's count
@@ -211,9 +211,11 @@ slow_rows=$(jq --arg v "erofs,$SLOW_FSID" '[.data[] | select(.volume == $v)] | l
 assert_eq "slow rows for erofs,$SLOW_FSID" "$total_slow_expected" "$slow_rows"
 below=$(jq --argjson t "$SLOW_THRESHOLD_MS" '[.data[] | select(.latency_seconds * 1000 < $t)] | length' "$T/slow.json")
 assert_eq "slow rows under the threshold" 0 "$below"
+# offset and length are int64: JSON strings; time is RFC 3339 with nanoseconds
 jq -e --arg v "erofs,$SLOW_FSID" '[.data[] | select(.volume == $v and .op == "read")][0]
-	| (.offset >= 0 and .length > 0 and .comm != "" and .time != null)' "$T/slow.json" >/dev/null ||
-	fail "slow READ rows lack offset/length/comm/time"
+	| ((.offset | type) == "string" and (.offset | tonumber) >= 0 and (.length | tonumber) > 0
+	   and .comm != "" and (.time | test("^[0-9-]{10}T[0-9:]{8}\\.[0-9]{9}Z$")))' "$T/slow.json" >/dev/null ||
+	fail "slow READ rows lack offset/length/comm/time: $(jq -c '.data[0]' "$T/slow.json")"
 vm_section slow_open "$C" >"$T/slow-open.json"
 vm_section events "$C" >"$T/events.json"
 assert_eq "?op=open rows (the slow volume's one OPEN)" 1 \
@@ -223,7 +225,7 @@ vm_section page1 "$C" >"$T/page1.json"
 vm_section page2 "$C" >"$T/page2.json"
 assert_eq "page 1 rows" 5 "$(jq '.data | length' "$T/page1.json")"
 assert_eq "page 2 rows" 5 "$(jq '.data | length' "$T/page2.json")"
-[ "$(jq '[.data[].id] | max' "$T/page2.json")" -lt "$(jq '[.data[].id] | min' "$T/page1.json")" ] ||
+[ "$(jq '[.data[].id | tonumber] | max' "$T/page2.json")" -lt "$(jq '[.data[].id | tonumber] | min' "$T/page1.json")" ] ||
 	fail "cursor paging overlaps or goes forward"
 fast_slow=$(jq --arg v "erofs,$FAST_FSID" '[.data[] | select(.volume == $v)] | length' "$T/slow.json")
 

@@ -84,7 +84,7 @@ for k in $KERNELS; do
 	vm_section collectors "$C" >"$T/$k.collectors.json"
 	vm_section drops_metrics "$C" >"$T/$k.drops.txt"
 	state=$(jq -r '.data[] | select(.name == "drops") | .state' "$T/$k.collectors.json")
-	assert_eq "$k: drops collector state" running "$state"
+	assert_eq "$k: drops collector state" RUNNING "$state"
 	v=$(sed -n 's/^VM: reason_value NO_SOCKET=\([0-9]*\)$/\1/p' "$C")
 	[ -n "$v" ] || fail "$k: NO_SOCKET not in the kernel's kfree_skb format"
 	no_socket_value[$k]=$v
@@ -106,12 +106,12 @@ for k in $KERNELS; do
 	cf_why=$(jq -r '.data[] | select(.name == "cachefiles") | .reason' "$T/$k.collectors.json")
 	case $k in
 	debian-*)
-		assert_eq "$k: cachefiles state" unavailable "$cf_state"
+		assert_eq "$k: cachefiles state" UNAVAILABLE "$cf_state"
 		[[ $cf_why == *"CONFIG_CACHEFILES_ONDEMAND off"* ]] ||
 			fail "$k: cachefiles reason should name CONFIG_CACHEFILES_ONDEMAND: '$cf_why'"
 		pass "$k: cachefiles unavailable: $cf_why"
 		;;
-	*) assert_eq "$k: cachefiles state" running "$cf_state" ;;
+	*) assert_eq "$k: cachefiles state" RUNNING "$cf_state" ;;
 	esac
 
 	# 2. the project's integration tests on this kernel

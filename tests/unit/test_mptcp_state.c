@@ -15,6 +15,7 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include "api/pbjson.h"
 #include "collectors/mptcp/mptcp_decode.h"
 #include "collectors/mptcp/mptcp_state.h"
 
@@ -69,7 +70,11 @@ static void test_client_sequence(void **state)
 	struct mptcp_state *st = mptcp_state_new();
 	struct lifetimes l = {0};
 	struct mptcp_conn *c;
-	json_t *j, *jc;
+	Sysobs__V1__MptcpConnectionList *list;
+	Sysobs__V1__MptcpConnection *mc;
+	struct arena ar = {0};
+	char *json;
+	size_t len;
 
 	assert_non_null(st);
 	assert_int_equal(replay(st, NS, "client-0001-CREATED.bin", 1 * SEC, on_end, &l), 0);
@@ -92,20 +97,48 @@ static void test_client_sequence(void **state)
 	assert_int_equal(c->addrs[0].port, 10080);
 	assert_int_equal(c->addrs[0].removed_ns, 0);
 
-	/* Live view as the REST route renders it. */
-	j = mptcp_state_json(st, 0, 1000);
-	assert_non_null(j);
-	assert_int_equal(json_integer_value(json_object_get(j, "n_connections")), 1);
-	assert_int_equal(json_integer_value(json_object_get(j, "n_subflows")), 3);
-	jc = json_array_get(json_object_get(j, "connections"), 0);
-	assert_string_equal(json_string_value(json_object_get(jc, "token_hex")), "dfbc8bbb");
-	assert_string_equal(json_string_value(json_object_get(jc, "saddr")), "10.231.1.1");
-	assert_string_equal(json_string_value(json_object_get(jc, "daddr")), "10.231.1.2");
-	assert_int_equal(json_integer_value(json_object_get(jc, "dport")), 10080);
-	assert_string_equal(json_string_value(json_object_get(
-				json_array_get(json_object_get(jc, "addresses"), 0), "addr")),
-			    "10.231.2.2");
-	json_decref(j);
+	/* Live view as the REST route answers it. */
+	list = mptcp_state_msg(st, 0, 1000, &ar);
+	assert_non_null(list);
+	assert_false(ar.oom);
+	assert_int_equal(list->n_connections, 1);
+	assert_int_equal(list->n_subflows, 3);
+	assert_false(list->truncated);
+	assert_int_equal(list->n_data, 1);
+	mc = list->data[0];
+	assert_int_equal(mc->token, 0xdfbc8bbb);
+	assert_string_equal(mc->token_hex, "dfbc8bbb");
+	assert_string_equal(mc->family, "ipv4");
+	assert_string_equal(mc->saddr, "10.231.1.1");
+	assert_string_equal(mc->daddr, "10.231.1.2");
+	assert_int_equal(mc->dport, 10080);
+	assert_int_equal(mc->n_subflows, 3);
+	assert_int_equal(mc->n_addresses, 1);
+	assert_string_equal(mc->addresses[0]->addr, "10.231.2.2");
+	assert_non_null(mc->addresses[0]->announced);
+	assert_int_equal(mc->addresses[0]->announced->seconds, 4);
+	assert_null(mc->addresses[0]->removed);
+	assert_int_equal(mc->created->seconds, 1);
+	assert_int_equal(mc->created->nanos, 0);
+	/* As JSON: the shape a user sees (times RFC 3339, absent when never). */
+	assert_int_equal(pbjson_encode(&list->base, &json, &len), 0);
+	assert_non_null(strstr(json, "\"token_hex\":\"dfbc8bbb\""));
+	assert_non_null(strstr(json, "\"created\":\"1970-01-01T00:00:01.000000000Z\""));
+	assert_non_null(strstr(json, "\"addr\":\"10.231.2.2\",\"port\":10080,"
+				     "\"announced\":\"1970-01-01T00:00:04.000000000Z\"}"));
+	assert_non_null(strstr(json, "\"n_connections\":1,\"n_subflows\":3,\"truncated\":false"));
+	free(json);
+	/* A netns with nothing in it, and a cap below the count. */
+	list = mptcp_state_msg(st, NS + 1, 1000, &ar);
+	assert_non_null(list);
+	assert_int_equal(list->n_connections, 0);
+	assert_int_equal(list->n_data, 0);
+	list = mptcp_state_msg(st, NS, 0, &ar);
+	assert_non_null(list);
+	assert_int_equal(list->n_connections, 1);
+	assert_int_equal(list->n_data, 0);
+	assert_true(list->truncated);
+	arena_free(&ar);
 
 	assert_int_equal(replay(st, NS, "client-0006-REMOVED.bin", 6 * SEC, on_end, &l), 0);
 	assert_int_equal(c->addrs[0].removed_ns, 6 * SEC);
@@ -131,7 +164,8 @@ static void test_server_sequence_priority_listener(void **state)
 {
 	struct mptcp_state *st = mptcp_state_new();
 	struct mptcp_conn *c;
-	json_t *j;
+	Sysobs__V1__MptcpConnectionList *list;
+	struct arena ar = {0};
 
 	assert_int_equal(replay(st, NS, "server-0001-LISTENER_CREATED.bin", SEC, NULL, NULL), 0);
 	assert_int_equal(st->n_listeners, 1);
@@ -152,11 +186,14 @@ static void test_server_sequence_priority_listener(void **state)
 		assert_int_equal(c->sf[i].backup, c->sf[i].t.dport == 49069 ? 1 : 0);
 	assert_int_equal(replay(st, NS, "server-0007-SUB_CLOSED.bin", 3 * SEC, NULL, NULL), 0);
 	assert_counts(st, 1, 2);
-	j = mptcp_state_json(st, 0, 1000);
-	assert_int_equal(json_array_size(json_object_get(j, "listeners")), 1);
-	assert_true(json_is_true(
-	    json_object_get(json_array_get(json_object_get(j, "connections"), 0), "server_side")));
-	json_decref(j);
+	list = mptcp_state_msg(st, 0, 1000, &ar);
+	assert_non_null(list);
+	assert_int_equal(list->n_listeners, 1);
+	assert_int_equal(list->listeners[0]->port, 10080);
+	assert_int_equal(list->listeners[0]->netns, NS);
+	assert_int_equal(list->n_data, 1);
+	assert_true(list->data[0]->server_side);
+	arena_free(&ar);
 	assert_int_equal(replay(st, NS, "server-0008-CLOSED.bin", 4 * SEC, NULL, NULL), 0);
 	assert_int_equal(replay(st, NS, "server-0009-LISTENER_CLOSED.bin", 4 * SEC, NULL, NULL), 0);
 	assert_counts(st, 0, 0);

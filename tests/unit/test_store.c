@@ -3,12 +3,13 @@
  * Storage layer: tables from event_table descriptors and their migrations
  * (a column and a data migration added in v2), refusal of bad files,
  * batching, the bounded queue, the global id sequence, retention, the read
- * side (events paging, series with matchers and step), metric history
- * samples, and recovery from a full disk (a small tmpfs in a private mount
- * namespace).
+ * side (events paging, metric history series and samples), metric history
+ * samples through the queue, and recovery from a full disk (a small tmpfs in
+ * a private mount namespace).
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <sched.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -860,173 +861,158 @@ static void test_events_query_window_plans(void **state)
 	store_close(s);
 }
 
-static void test_matcher_parse(void **state)
+/* What a metric history walk saw: series or samples, in call order. */
+struct walk {
+	int64_t ids[8];
+	char names[8][32], labels[8][64];
+	int64_t ts[16];
+	double v[16];
+	size_t n;
+	size_t stop_after; /* return -E2BIG on this call (1-based); 0: never */
+};
+
+static int walk_series(int64_t id, const char *name, const char *labels, void *arg)
 {
-	struct store_matcher m[4];
-	char name[64];
-	size_t n = 0;
+	struct walk *w = arg;
 
-	assert_int_equal(store_matcher_parse("reason=\"NO_SOCKET\"", name, sizeof(name), m, 4, &n,
-					     err, sizeof(err)),
-			 0);
-	assert_int_equal(n, 1);
-	assert_string_equal(name, "");
-	assert_string_equal(m[0].label, "reason");
-	assert_string_equal(m[0].value, "NO_SOCKET");
-	assert_int_equal(m[0].op, STORE_MATCH_EQ);
-
-	n = 0;
-	assert_int_equal(
-	    store_matcher_parse(" sysobs_x_total { a = \"1\" , b!=\"q\\\"\\\\\\n\", } ", name,
-				sizeof(name), m, 4, &n, err, sizeof(err)),
-	    0);
-	assert_string_equal(name, "sysobs_x_total");
-	assert_int_equal(n, 2);
-	assert_string_equal(m[1].label, "b");
-	assert_int_equal(m[1].op, STORE_MATCH_NE);
-	assert_string_equal(m[1].value, "q\"\\\n");
-
-	n = 0;
-	assert_int_equal(store_matcher_parse("{}", name, sizeof(name), m, 4, &n, err, sizeof(err)),
-			 0);
-	assert_int_equal(n, 0);
-	assert_int_equal(store_matcher_parse("up", name, sizeof(name), m, 4, &n, err, sizeof(err)),
-			 0);
-	assert_string_equal(name, "up");
-
-	static const char *const bad[] = {
-	    "",		  "{",		 "{a=\"b\"",	    "a=b",	    "a=\"b",
-	    "{a=~\"b\"}", "a!~\"b\"",	 "{1a=\"b\"}",	    "m{a=\"b\"} x", "{a \"b\"}",
-	    "m x",	  "{a=\"\\q\"}", "a=\"b\" c=\"d\"", "{,}",
-	};
-	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-		n = 0;
-		err[0] = '\0';
-		if (store_matcher_parse(bad[i], name, sizeof(name), m, 4, &n, err, sizeof(err)) !=
-		    -EINVAL)
-			fail_msg("accepted bad selector '%s'", bad[i]);
-		assert_true(strlen(err) > 0);
-	}
-	n = 0;
-	assert_int_equal(store_matcher_parse("{a=\"1\",b=\"2\",c=\"3\",d=\"4\",e=\"5\"}", name,
-					     sizeof(name), m, 4, &n, err, sizeof(err)),
-			 -E2BIG);
+	if (w->n == 8)
+		return -ENOSPC;
+	w->ids[w->n] = id;
+	snprintf(w->names[w->n], sizeof(w->names[0]), "%s", name);
+	snprintf(w->labels[w->n], sizeof(w->labels[0]), "%s", labels);
+	return ++w->n == w->stop_after ? -E2BIG : 0;
 }
 
-static void test_series_query(void **state)
+static int walk_sample(int64_t ts_ns, double value, void *arg)
+{
+	struct walk *w = arg;
+
+	if (w->n == 16)
+		return -ENOSPC;
+	w->ts[w->n] = ts_ns;
+	w->v[w->n] = value;
+	return ++w->n == w->stop_after ? -E2BIG : 0;
+}
+
+static void history_fixture(void)
 {
 	struct store_config cfg = default_cfg();
-	const char *sel[2];
-	struct store *s;
-	json_t *out;
-	char sql[2048];
-	int64_t base = 1700000000LL * 1000000000, sec = 1000000000;
+	struct store *s = store_open(&cfg, tables_ab, err, sizeof(err));
 
-	s = store_open(&cfg, tables_ab, err, sizeof(err));
 	assert_non_null(s);
 	store_close(s);
 	db_exec("INSERT INTO metric_series(id, name, labels) VALUES"
-		" (1, 'drops_total', '{reason=\"NO_SOCKET\",proto=\"tcp\"}'),"
-		" (2, 'drops_total', '{reason=\"TCP_CSUM\",proto=\"tcp\"}'),"
 		" (3, 'drops_total', '{reason=\"NO_SOCKET\",proto=\"udp\"}'),"
-		" (4, 'other', '');");
-	/* 60 samples per series, one per second. */
-	for (int id = 1; id <= 4; id++) {
-		for (int i = 0; i < 60; i++) {
-			snprintf(sql, sizeof(sql),
-				 "INSERT INTO metric_samples VALUES(%d, %lld, %d.0)", id,
-				 (long long)(base + i * sec), id * 1000 + i);
-			db_exec(sql);
-		}
-	}
+		" (1, 'drops_total', '{reason=\"NO_SOCKET\",proto=\"tcp\"}'),"
+		" (2, 'other', ''),"
+		" (7, 'drops_total', '{reason=\"TCP_CSUM\",proto=\"tcp\"}');"
+		"INSERT INTO metric_samples VALUES (1, 30, 3.0), (1, 10, 1.0), (1, 20, NULL),"
+		" (1, 40, 4.0), (1, 50, 5.0), (3, 20, 33.0);");
+}
+
+/* store_series_each: the series of one name (or all) by id, with their label
+ * text as stored; the callback's non-zero answer stops the walk. */
+static void test_series_each(void **state)
+{
+	struct store_config cfg = default_cfg();
+	struct walk w = {0};
+	struct store *s;
+
+	history_fixture();
 	s = open_started(&cfg, tables_ab);
 
-	sel[0] = "{reason=\"NO_SOCKET\"}";
-	assert_int_equal(store_query_series(s, "drops_total", sel, 1, base, base + 3600 * sec, 0,
-					    &out, err, sizeof(err)),
-			 0);
-	assert_int_equal(json_array_size(out), 2);
-	json_t *e = json_array_get(out, 0);
-	assert_string_equal(
-	    json_string_value(json_object_get(json_object_get(e, "metric"), "__name__")),
-	    "drops_total");
-	assert_string_equal(
-	    json_string_value(json_object_get(json_object_get(e, "metric"), "proto")), "tcp");
-	json_t *vals = json_object_get(e, "values");
-	assert_int_equal(json_array_size(vals), 60);
-	json_t *p0 = json_array_get(vals, 0);
-	assert_true(json_real_value(json_array_get(p0, 0)) == 1700000000.0);
-	assert_true(json_real_value(json_array_get(p0, 1)) == 1000.0);
-	json_decref(out);
+	assert_int_equal(store_series_each(s, "drops_total", walk_series, &w), 0);
+	assert_int_equal(w.n, 3);
+	assert_int_equal(w.ids[0], 1);
+	assert_int_equal(w.ids[1], 3);
+	assert_int_equal(w.ids[2], 7);
+	assert_string_equal(w.names[0], "drops_total");
+	assert_string_equal(w.labels[0], "{reason=\"NO_SOCKET\",proto=\"tcp\"}");
 
-	/* Inequality, selector naming the metric, step of 10 s: the last
-	 * sample of each bucket (…9, …19, …). */
-	sel[0] = "drops_total{reason!=\"NO_SOCKET\"}";
-	assert_int_equal(store_query_series(s, NULL, sel, 1, base, base + 3600 * sec, 10 * sec,
-					    &out, err, sizeof(err)),
-			 0);
-	assert_int_equal(json_array_size(out), 1);
-	vals = json_object_get(json_array_get(out, 0), "values");
-	assert_int_equal(json_array_size(vals), 6);
-	assert_true(json_real_value(json_array_get(json_array_get(vals, 0), 1)) == 2009.0);
-	assert_true(json_real_value(json_array_get(json_array_get(vals, 5), 1)) == 2059.0);
-	json_decref(out);
+	w = (struct walk){0};
+	assert_int_equal(store_series_each(s, NULL, walk_series, &w), 0);
+	assert_int_equal(w.n, 4);
+	assert_string_equal(w.names[1], "other");
+	assert_string_equal(w.labels[1], "");
 
-	/* Two matchers ANDed; a time window cutting the series. */
-	sel[0] = "reason=\"NO_SOCKET\"";
-	sel[1] = "{proto=\"udp\"}";
-	assert_int_equal(store_query_series(s, "drops_total", sel, 2, base + 30 * sec,
-					    base + 40 * sec, 0, &out, err, sizeof(err)),
-			 0);
-	assert_int_equal(json_array_size(out), 1);
-	vals = json_object_get(json_array_get(out, 0), "values");
-	assert_int_equal(json_array_size(vals), 10);
-	json_decref(out);
+	w = (struct walk){0};
+	assert_int_equal(store_series_each(s, "no_such_metric", walk_series, &w), 0);
+	assert_int_equal(w.n, 0);
 
-	/* A label no series has equals "" (Prometheus semantics). */
-	sel[0] = "{zone=\"\"}";
-	assert_int_equal(
-	    store_query_series(s, "drops_total", sel, 1, 0, INT64_MAX, 0, &out, err, sizeof(err)),
-	    0);
-	assert_int_equal(json_array_size(out), 3);
-	json_decref(out);
-
-	assert_int_equal(
-	    store_query_series(s, "other", NULL, 0, 0, INT64_MAX, 0, &out, err, sizeof(err)), 0);
-	assert_int_equal(json_array_size(out), 1);
-	json_decref(out);
-
-	sel[0] = "other{a=\"b\"}";
-	assert_int_equal(
-	    store_query_series(s, "drops_total", sel, 1, 0, INT64_MAX, 0, &out, err, sizeof(err)),
-	    -EINVAL);
-	sel[0] = "{a=~\"b\"}";
-	assert_int_equal(
-	    store_query_series(s, "drops_total", sel, 1, 0, INT64_MAX, 0, &out, err, sizeof(err)),
-	    -EINVAL);
-	assert_non_null(strstr(err, "regex"));
-	assert_int_equal(
-	    store_query_series(s, NULL, NULL, 0, 0, INT64_MAX, 0, &out, err, sizeof(err)), -EINVAL);
+	/* A caller's cap: the walk stops at once and returns the callback's error. */
+	w = (struct walk){.stop_after = 2};
+	assert_int_equal(store_series_each(s, "drops_total", walk_series, &w), -E2BIG);
+	assert_int_equal(w.n, 2);
 	store_close(s);
+}
 
-	/* Point cap: 12,000 samples in one series, no step. */
-	db_exec("WITH RECURSIVE c(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM c WHERE i < 11999)"
-		" INSERT INTO metric_samples SELECT 4, 1700000000000000000 + 100000000000 + i,"
-		" i FROM c;");
+/* store_series_samples: from <= ts <= to, oldest first, NULL as NaN. */
+static void test_series_samples(void **state)
+{
+	struct store_config cfg = default_cfg();
+	struct walk w = {0};
+	struct store *s;
+
+	history_fixture();
 	s = open_started(&cfg, tables_ab);
-	assert_int_equal(
-	    store_query_series(s, "other", NULL, 0, 0, INT64_MAX, 0, &out, err, sizeof(err)),
-	    -E2BIG);
-	assert_int_equal(store_query_series(s, "other", NULL, 0, 0, INT64_MAX, 1000 * sec, &out,
-					    err, sizeof(err)),
-			 0);
-	json_decref(out);
+
+	assert_int_equal(store_series_samples(s, 1, 20, 40, walk_sample, &w), 0);
+	assert_int_equal(w.n, 3); /* both ends included */
+	assert_int_equal(w.ts[0], 20);
+	assert_int_equal(w.ts[1], 30);
+	assert_int_equal(w.ts[2], 40);
+	assert_true(isnan(w.v[0]));
+	assert_true(w.v[1] == 3.0);
+
+	w = (struct walk){0};
+	assert_int_equal(store_series_samples(s, 1, INT64_MIN, INT64_MAX, walk_sample, &w), 0);
+	assert_int_equal(w.n, 5);
+	assert_int_equal(w.ts[0], 10);
+	assert_int_equal(w.ts[4], 50);
+
+	/* Other series' samples, an empty range, an unknown series: nothing. */
+	w = (struct walk){0};
+	assert_int_equal(store_series_samples(s, 3, 0, 100, walk_sample, &w), 0);
+	assert_int_equal(w.n, 1);
+	assert_true(w.v[0] == 33.0);
+	w = (struct walk){0};
+	assert_int_equal(store_series_samples(s, 1, 41, 49, walk_sample, &w), 0);
+	assert_int_equal(store_series_samples(s, 1, 40, 20, walk_sample, &w), 0);
+	assert_int_equal(store_series_samples(s, 99, 0, 100, walk_sample, &w), 0);
+	assert_int_equal(w.n, 0);
+
+	w = (struct walk){.stop_after = 2};
+	assert_int_equal(store_series_samples(s, 1, 0, 100, walk_sample, &w), -E2BIG);
+	assert_int_equal(w.n, 2);
+	store_close(s);
+}
+
+/* With every reader taken, a walk gives up with -EBUSY (after 2 s). */
+static void test_series_no_reader(void **state)
+{
+	struct store_config cfg = default_cfg();
+	struct walk w = {0};
+	struct store *s;
+	sqlite3 *held;
+
+	cfg.readers = 1;
+	history_fixture();
+	s = open_started(&cfg, tables_ab);
+	held = store_reader_get(s);
+	assert_non_null(held);
+	assert_int_equal(store_series_each(s, "drops_total", walk_series, &w), -EBUSY);
+	assert_int_equal(store_series_samples(s, 1, 0, 100, walk_sample, &w), -EBUSY);
+	assert_int_equal(w.n, 0);
+	store_reader_put(s, held);
+	assert_int_equal(store_series_each(s, "drops_total", walk_series, &w), 0);
+	assert_int_equal(w.n, 3);
 	store_close(s);
 }
 
 /* Metric history samples share the queue with event rows: one metric_series
  * row per name and label set (found again after a reopen), one
- * metric_samples row per sample, readable through store_query_series. */
+ * metric_samples row per sample, readable through store_series_each and
+ * store_series_samples. */
 static void test_metric_history_samples(void **state)
 {
 	struct store_config cfg = default_cfg();
@@ -1034,7 +1020,6 @@ static void test_metric_history_samples(void **state)
 	char labels[1024];
 	struct store_stats st;
 	struct store *s;
-	json_t *out;
 
 	s = open_started(&cfg, tables_ab);
 	for (int i = 0; i < 3; i++) {
@@ -1052,16 +1037,19 @@ static void test_metric_history_samples(void **state)
 	assert_int_equal(store_submit_sample(s, base, "test_drops_total", labels, 1), -E2BIG);
 	assert_int_equal(store_flush(s), 0);
 
-	const char *sel[] = {"{reason=\"b\"}"};
-	assert_int_equal(store_query_series(s, "test_drops_total", sel, 1, 0, INT64_MAX, 0, &out,
-					    err, sizeof(err)),
-			 0);
-	assert_int_equal(json_array_size(out), 1);
-	json_t *vals = json_object_get(json_array_get(out, 0), "values");
-	assert_int_equal(json_array_size(vals), 3);
-	assert_true(json_real_value(json_array_get(json_array_get(vals, 0), 1)) == 7.0);
-	assert_true(json_real_value(json_array_get(json_array_get(vals, 2), 1)) == 9.0);
-	json_decref(out);
+	struct walk w = {0};
+
+	assert_int_equal(store_series_each(s, "test_drops_total", walk_series, &w), 0);
+	assert_int_equal(w.n, 2);
+	assert_string_equal(w.labels[1], "{reason=\"b\"}");
+	int64_t id_b = w.ids[1];
+
+	w = (struct walk){0};
+	assert_int_equal(store_series_samples(s, id_b, 0, INT64_MAX, walk_sample, &w), 0);
+	assert_int_equal(w.n, 3);
+	assert_int_equal(w.ts[0], base);
+	assert_true(w.v[0] == 7.0);
+	assert_true(w.v[2] == 9.0);
 
 	store_get_stats(s, &st);
 	assert_int_equal(st.samples_written, 6);
@@ -1298,8 +1286,9 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_retention_by_size, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_events_query_paging, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_events_query_window_plans, setup, teardown),
-	    cmocka_unit_test(test_matcher_parse),
-	    cmocka_unit_test_setup_teardown(test_series_query, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_series_each, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_series_samples, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_series_no_reader, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_metric_history_samples, setup, teardown),
 	    cmocka_unit_test(test_row_json_types),
 	    cmocka_unit_test(test_page_json),

@@ -571,12 +571,20 @@ static const struct real {
 	/* Columns the descriptor adds to the previous build's schema (each
 	 * added with ALTER TABLE to an existing table). */
 	const char *added;
+	/* A column of the previous schema the descriptor no longer has (it
+	 * stays in an existing table, unread). */
+	const char *removed;
 } real_tables[] = {
     {"self_samples", ""},			  /* collectors/self.c */
     {"drop_samples", ""},			  /* collectors/drops/drops.c */
     {"mptcp_events", ", reset_reason_name TEXT"}, /* collectors/mptcp/mptcp.c */
-    {"ifs_scans", ""},				  /* collectors/ifs/ifs.c */
-    {"cachefiles_slow", ""},			  /* collectors/cachefiles/cachefiles.c */
+    /* collectors/ifs/ifs.c: the JSON-in-a-string "decoded" became columns */
+    {"ifs_scans",
+     ", control_error INTEGER, signature_error INTEGER, array_bitmask INTEGER,"
+     " array_bank INTEGER, ctrl_result INTEGER, bundle_idx INTEGER, pgm_idx INTEGER,"
+     " sbaf_status INTEGER, test_fail INTEGER",
+     ", decoded TEXT"},
+    {"cachefiles_slow", ""}, /* collectors/cachefiles/cachefiles.c */
 };
 
 #define N_REAL (sizeof(real_tables) / sizeof(real_tables[0]))
@@ -615,6 +623,13 @@ static void real_tables_match_the_previous_hand_written_schema(void **state)
 
 		snprintf(expect, sizeof(expect), "%s%s", columns_of(old_db, t->name),
 			 real_tables[i].added);
+		if (real_tables[i].removed) {
+			char *cut = strstr(expect, real_tables[i].removed);
+
+			assert_non_null(cut);
+			memmove(cut, cut + strlen(real_tables[i].removed),
+				strlen(cut + strlen(real_tables[i].removed)) + 1);
+		}
 		assert_string_equal(columns_of(new_db, t->name), expect);
 		snprintf(expect, sizeof(expect), "%s", indexes_of(old_db, t->name));
 		assert_string_equal(indexes_of(new_db, t->name), expect);

@@ -1,0 +1,99 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The collectors' state as the API shows it (GET /api/v1/collectors, the
+ * landing page). Runs on HTTP threads while the main thread may change a
+ * collector's state: fields are copied with relaxed atomic loads, so an
+ * answer may mix an old and a new value but never reads a torn integer, and
+ * a reason is always NUL-terminated.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "agent/agent.h"
+#include "agent/arena.h"
+#include "agent/status.h"
+#include "collectors/collector.h"
+#include "google/protobuf/timestamp.pb-c.h"
+
+static Sysobs__V1__CollectorState state_enum(enum collector_state s)
+{
+	switch (s) {
+	case COLLECTOR_DISABLED:
+		return SYSOBS__V1__COLLECTOR_STATE__DISABLED;
+	case COLLECTOR_UNAVAILABLE:
+		return SYSOBS__V1__COLLECTOR_STATE__UNAVAILABLE;
+	case COLLECTOR_RUNNING:
+		return SYSOBS__V1__COLLECTOR_STATE__RUNNING;
+	case COLLECTOR_FAILED:
+		return SYSOBS__V1__COLLECTOR_STATE__FAILED;
+	}
+	return SYSOBS__V1__COLLECTOR_STATE__COLLECTOR_STATE_UNSPECIFIED;
+}
+
+static Sysobs__V1__Collector *collector_status(const struct collector *c, struct arena *ar)
+{
+	Sysobs__V1__Collector *m = arena_alloc(ar, sizeof(*m));
+	enum collector_state st;
+	char why[sizeof(c->why)];
+	int64_t last;
+	size_t i, n = 0;
+
+	if (!m)
+		return NULL;
+	sysobs__v1__collector__init(m);
+	st = (enum collector_state)__atomic_load_n((const int *)&c->state, __ATOMIC_RELAXED);
+	for (i = 0; i < sizeof(why) - 1; i++) {
+		why[i] = __atomic_load_n(&c->why[i], __ATOMIC_RELAXED);
+		if (!why[i])
+			break;
+	}
+	why[i] = '\0';
+	last = __atomic_load_n(&c->last_activity_ns, __ATOMIC_RELAXED);
+	m->name = (char *)c->ops->name;
+	m->help = (char *)(c->ops->help ? c->ops->help : "");
+	m->state = state_enum(st);
+	m->reason = arena_strdup(ar, why);
+	m->errors = __atomic_load_n(&c->errors, __ATOMIC_RELAXED);
+	if (last > 0) {
+		m->last_activity = arena_alloc(ar, sizeof(*m->last_activity));
+		if (m->last_activity) {
+			google__protobuf__timestamp__init(m->last_activity);
+			m->last_activity->seconds = last / 1000000000;
+			m->last_activity->nanos = (int32_t)(last % 1000000000);
+		}
+	}
+	for (const struct event_table *const *t = c->ops->tables; t && *t; t++)
+		n++;
+	for (const struct collector_route *r = c->ops->routes; r && r->path; r++)
+		n++;
+	m->routes = arena_alloc(ar, (n ? n : 1) * sizeof(*m->routes));
+	if (!m->routes)
+		return NULL;
+	for (const struct event_table *const *t = c->ops->tables; t && *t; t++)
+		if ((*t)->route)
+			m->routes[m->n_routes++] = arena_printf(ar, "GET %s", (*t)->route);
+	for (const struct collector_route *r = c->ops->routes; r && r->path; r++)
+		m->routes[m->n_routes++] =
+		    arena_printf(ar, "%s %s", r->method ? r->method : "GET", r->path);
+	return m;
+}
+
+Sysobs__V1__CollectorList *agent_collectors_status(void *arg, struct arena *ar)
+{
+	const struct agent *a = arg;
+	Sysobs__V1__CollectorList *l = arena_alloc(ar, sizeof(*l));
+
+	if (!l)
+		return NULL;
+	sysobs__v1__collector_list__init(l);
+	l->data = arena_alloc(ar, (a->n_collectors ? a->n_collectors : 1) * sizeof(*l->data));
+	if (!l->data)
+		return NULL;
+	for (size_t i = 0; i < a->n_collectors; i++) {
+		l->data[i] = collector_status(&a->collectors[i], ar);
+		if (!l->data[i])
+			return NULL;
+		l->n_data++;
+	}
+	return ar->oom ? NULL : l;
+}

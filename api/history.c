@@ -1,0 +1,643 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The one history handler: every event table's GET route, and the merged
+ * /api/v1/events, generated from the tables' descriptors (storage/table.h).
+ *
+ * Per table, at start: each column is bound to the field of the same name in
+ * the table's row message (a column without a field of a compatible type is
+ * an error, so the .proto and the descriptor cannot drift), and the query
+ * parameters are the paging window plus one per filter (columns sharing a
+ * parameter are OR'ed). Per request: parameters are validated against their
+ * column's domain (a bad value is a 400 naming what is allowed), the store
+ * returns rows as row structs (store_history_page), and each becomes a
+ * message in a request arena, encoded once as JSON or protobuf.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "agent/arena.h"
+#include "agent/log.h"
+#include "api/history.h"
+#include "api/http.h"
+#include "api/pbjson.h"
+#include "api/proto/sysobs.pb-c.h"
+#include "api/query.h"
+#include "api/reply.h"
+#include "google/protobuf/timestamp.pb-c.h"
+#include "storage/store.h"
+#include "storage/store_history.h"
+#include "storage/store_schema.h"
+
+#define HISTORY_PARAMS_MAX (STORE_FILTERS_MAX + 5)
+
+struct history_param {
+	const char *name;
+	const struct event_column *cols[STORE_FILTER_COLS_MAX];
+	size_t n_cols;
+};
+
+struct history_table {
+	const struct event_table *t;
+	struct store *store;
+	const ProtobufCFieldDescriptor *f_id, *f_time;
+	const ProtobufCFieldDescriptor *fields[64];	   /* per column */
+	const ProtobufCFieldDescriptor *f_data, *f_cursor; /* of the list */
+	const ProtobufCFieldDescriptor *f_event;	   /* oneof member of Event */
+	struct history_param params[STORE_FILTERS_MAX];
+	size_t n_params;
+	const char *allowed[HISTORY_PARAMS_MAX + 1];
+};
+
+struct history {
+	struct history_table *tables;
+	size_t n_tables;
+	struct store *store;
+};
+
+static struct history history;
+
+/* ---- columns and fields ---- */
+
+static bool field_fits(const struct event_column *c, const ProtobufCFieldDescriptor *f)
+{
+	if (f->label == PROTOBUF_C_LABEL_REPEATED)
+		return false;
+	switch (c->type) {
+	case COL_TEXT:
+		return f->type == PROTOBUF_C_TYPE_STRING;
+	case COL_REAL:
+		return f->type == PROTOBUF_C_TYPE_DOUBLE || f->type == PROTOBUF_C_TYPE_FLOAT;
+	default:
+		return f->type != PROTOBUF_C_TYPE_STRING && f->type != PROTOBUF_C_TYPE_BYTES &&
+		       f->type != PROTOBUF_C_TYPE_MESSAGE && f->type != PROTOBUF_C_TYPE_DOUBLE &&
+		       f->type != PROTOBUF_C_TYPE_FLOAT;
+	}
+}
+
+/* A field that can be absent: a proto3 optional (a oneof for protoc-c 1.4,
+ * a has_ flag later). */
+static bool field_optional(const ProtobufCFieldDescriptor *f)
+{
+	return f->quantifier_offset != 0;
+}
+
+int history_check_table(const struct event_table *t, char *err, size_t errlen)
+{
+	const ProtobufCMessageDescriptor *d = t->message;
+	const ProtobufCFieldDescriptor *f;
+
+	if (!d || !t->list_message || !t->route) {
+		snprintf(err, errlen, "table %s: no message, list message or route", t->name);
+		return -EINVAL;
+	}
+	f = protobuf_c_message_descriptor_get_field_by_name(d, "id");
+	if (!f || f->type != PROTOBUF_C_TYPE_INT64) {
+		snprintf(err, errlen, "%s: no int64 field id", d->name);
+		return -EINVAL;
+	}
+	f = protobuf_c_message_descriptor_get_field_by_name(d, "time");
+	if (!f || f->type != PROTOBUF_C_TYPE_MESSAGE ||
+	    f->descriptor != &google__protobuf__timestamp__descriptor) {
+		snprintf(err, errlen, "%s: no google.protobuf.Timestamp field time", d->name);
+		return -EINVAL;
+	}
+	for (const struct event_column *c = t->cols; c->name; c++) {
+		f = protobuf_c_message_descriptor_get_field_by_name(d, c->name);
+		if (!f || !field_fits(c, f)) {
+			snprintf(err, errlen, "table %s column %s: %s has no %s field of that name",
+				 t->name, c->name, d->name, f ? "compatible" : "");
+			return -EINVAL;
+		}
+		if (c->null != COL_NOT_NULL && !field_optional(f)) {
+			snprintf(err, errlen,
+				 "table %s column %s can be NULL: %s.%s must be optional", t->name,
+				 c->name, d->name, c->name);
+			return -EINVAL;
+		}
+	}
+	f = protobuf_c_message_descriptor_get_field_by_name(t->list_message, "data");
+	if (!f || f->label != PROTOBUF_C_LABEL_REPEATED || f->descriptor != d ||
+	    !protobuf_c_message_descriptor_get_field_by_name(t->list_message, "next_cursor")) {
+		snprintf(err, errlen, "%s: must be {repeated %s data; string next_cursor}",
+			 t->list_message->name, d->name);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* Writes v into a scalar field of m (by the field's own width). */
+static void field_set_int(ProtobufCMessage *m, const ProtobufCFieldDescriptor *f, int64_t v)
+{
+	void *p = (char *)m + f->offset;
+
+	switch (f->type) {
+	case PROTOBUF_C_TYPE_INT64:
+	case PROTOBUF_C_TYPE_SINT64:
+	case PROTOBUF_C_TYPE_SFIXED64:
+	case PROTOBUF_C_TYPE_UINT64:
+	case PROTOBUF_C_TYPE_FIXED64:
+		*(int64_t *)p = v;
+		break;
+	case PROTOBUF_C_TYPE_BOOL:
+		*(protobuf_c_boolean *)p = v != 0;
+		break;
+	default: /* 32-bit integers and enums */
+		*(int32_t *)p = (int32_t)v;
+		break;
+	}
+}
+
+static Google__Protobuf__Timestamp *timestamp_new(struct arena *ar, int64_t ns)
+{
+	Google__Protobuf__Timestamp *ts = arena_alloc(ar, sizeof(*ts));
+	int64_t s = ns / 1000000000, r = ns % 1000000000;
+
+	if (!ts)
+		return NULL;
+	google__protobuf__timestamp__init(ts);
+	if (r < 0) {
+		r += 1000000000;
+		s--;
+	}
+	ts->seconds = s;
+	ts->nanos = (int32_t)r;
+	return ts;
+}
+
+/* One row struct as its message, in the arena. */
+static ProtobufCMessage *row_message(const struct history_table *ht, struct arena *ar, int64_t id,
+				     int64_t ts_ns, const void *row)
+{
+	const ProtobufCMessageDescriptor *d = ht->t->message;
+	ProtobufCMessage *m = arena_alloc(ar, d->sizeof_message);
+	size_t i = 0;
+
+	if (!m)
+		return NULL;
+	d->message_init(m);
+	field_set_int(m, ht->f_id, id);
+	*(Google__Protobuf__Timestamp **)((char *)m + ht->f_time->offset) =
+	    timestamp_new(ar, ts_ns);
+	for (const struct event_column *c = ht->t->cols; c->name; c++, i++) {
+		const ProtobufCFieldDescriptor *f = ht->fields[i];
+		const unsigned char *p = (const unsigned char *)row + c->offset;
+
+		if (c->type == COL_TEXT) {
+			size_t n = strnlen((const char *)p, c->size);
+
+			if (!n && c->null == COL_NULL_EMPTY)
+				continue;
+			*(char **)((char *)m + f->offset) = arena_strndup(ar, (const char *)p, n);
+		} else if (c->type == COL_REAL) {
+			double v = *(const double *)p;
+
+			if (c->null == COL_NULL_ZERO && v == 0)
+				continue;
+			if (f->type == PROTOBUF_C_TYPE_FLOAT)
+				*(float *)((char *)m + f->offset) = (float)v;
+			else
+				*(double *)((char *)m + f->offset) = v;
+		} else {
+			int64_t v = store_col_int(c, row);
+
+			if ((c->null == COL_NULL_NEG && v < 0) || (c->null == COL_NULL_ZERO && !v))
+				continue;
+			field_set_int(m, f, v);
+		}
+		if (field_optional(f))
+			pbjson_field_set_present(m, f);
+	}
+	return ar->oom ? NULL : m;
+}
+
+/* ---- parameters ---- */
+
+static void domain_list(const struct col_domain *d, char *buf, size_t len)
+{
+	size_t off = 0;
+
+	buf[0] = '\0';
+	if (d->list) {
+		d->list(buf, len);
+		return;
+	}
+	for (size_t i = 0; d->values && d->values[i] && off < len; i++) {
+		int n = snprintf(buf + off, len - off, "%s%s", i ? ", " : "", d->values[i]);
+
+		if (n < 0 || (size_t)n >= len - off) {
+			buf[off] = '\0'; /* never half a name */
+			break;
+		}
+		off += (size_t)n;
+	}
+}
+
+/* Validates and normalises one filter value for column c into f. 0, or
+ * -EINVAL with a 400 in res. */
+static int filter_parse(const struct history_param *hp, const char *v, struct arena *ar,
+			struct store_filter *f, struct http_response *res, int enc)
+{
+	const struct event_column *c = hp->cols[0];
+	char canon[128], allowed[16384];
+
+	memcpy(f->cols, hp->cols, sizeof(f->cols));
+	f->n_cols = hp->n_cols;
+	switch (c->filter) {
+	case COL_FILTER_ENUM:
+		if (c->domain->values) {
+			for (size_t i = 0; c->domain->values[i]; i++) {
+				if (!strcasecmp(v, c->domain->values[i])) {
+					f->text = c->domain->values[i];
+					return 0;
+				}
+			}
+		} else if (c->domain->lookup && !c->domain->lookup(v, canon, sizeof(canon))) {
+			f->text = arena_strdup(ar, canon);
+			return 0;
+		}
+		domain_list(c->domain, allowed, sizeof(allowed));
+		api_error(res, enc, 400, "bad_request", "%s: unknown value \"%.64s\"; allowed: %s",
+			  hp->name, v, allowed);
+		return -EINVAL;
+	case COL_FILTER_ADDR: {
+		unsigned char a[16];
+
+		if (inet_pton(AF_INET, v, a) == 1    ? !inet_ntop(AF_INET, a, canon, sizeof(canon))
+		    : inet_pton(AF_INET6, v, a) == 1 ? !inet_ntop(AF_INET6, a, canon, sizeof(canon))
+						     : true) {
+			api_error(res, enc, 400, "bad_request",
+				  "%s: not an IPv4 or IPv6 address: \"%.64s\"", hp->name, v);
+			return -EINVAL;
+		}
+		f->text = arena_strdup(ar, canon);
+		return 0;
+	}
+	default:
+		break;
+	}
+	if (c->type == COL_TEXT) {
+		if (!*v || strlen(v) >= c->size) {
+			api_error(res, enc, 400, "bad_request", "%s: 1 to %u characters", hp->name,
+				  (unsigned)c->size - 1);
+			return -EINVAL;
+		}
+		f->text = v;
+		return 0;
+	}
+	{
+		int64_t lo = c->fmin, hi = c->fmax;
+		char *end;
+		long long n;
+
+		if (!hi)
+			hi = c->type == COL_BOOL   ? 1
+			     : c->size >= 8	   ? INT64_MAX
+			     : c->type == COL_UINT ? (int64_t)((1ULL << (8 * c->size)) - 1)
+						   : (int64_t)((1ULL << (8 * c->size - 1)) - 1);
+		errno = 0;
+		n = strtoll(v, &end, 10);
+		if (!*v || *end || errno || v[0] == '+' || v[0] == ' ' || n < lo || n > hi) {
+			api_error(res, enc, 400, "bad_request",
+				  "%s: expected an integer from %" PRId64 " to %" PRId64
+				  ", got \"%.64s\"",
+				  hp->name, lo, hi, v);
+			return -EINVAL;
+		}
+		f->value = n;
+	}
+	return 0;
+}
+
+/* ---- one table's route ---- */
+
+struct page_ctx {
+	const struct history_table *ht;
+	struct arena *ar;
+	ProtobufCMessage **rows;
+	int64_t *ids;
+	size_t n, cap;
+};
+
+static int page_row(int64_t id, int64_t ts_ns, const void *row, void *arg)
+{
+	struct page_ctx *x = arg;
+	ProtobufCMessage *m;
+
+	if (x->n == x->cap)
+		return 0; /* the one extra row only says a next page exists */
+	m = row_message(x->ht, x->ar, id, ts_ns, row);
+	if (!m)
+		return -ENOMEM;
+	x->rows[x->n] = m;
+	x->ids[x->n++] = id;
+	return 0;
+}
+
+/* Runs the page query of ht: rows into x, more = a row follows. */
+static int history_query(const struct history_table *ht, const struct query_window *w,
+			 const struct store_filter *filters, size_t n_filters, struct page_ctx *x,
+			 bool *more)
+{
+	struct store_page_query q = {
+	    .cursor = w->cursor,
+	    .start_ns = w->start_ns,
+	    .end_ns = w->end_ns,
+	    .limit = w->limit + 1,
+	    .filters = filters,
+	    .n_filters = n_filters,
+	};
+	int n;
+
+	x->ht = ht;
+	x->n = 0;
+	x->cap = w->limit;
+	x->rows = arena_alloc(x->ar, (w->limit + 1) * sizeof(*x->rows));
+	x->ids = arena_alloc(x->ar, (w->limit + 1) * sizeof(*x->ids));
+	if (!x->rows || !x->ids)
+		return -ENOMEM;
+	n = store_history_page(ht->store, ht->t, &q, page_row, x);
+	if (n < 0)
+		return n;
+	*more = (size_t)n > w->limit;
+	return 0;
+}
+
+static void reply_query_error(struct http_response *res, int enc, int err)
+{
+	if (err == -EBUSY)
+		api_error(res, enc, 503, "unavailable", "no database reader free, retry");
+	else if (err == -ENOMEM)
+		api_error(res, enc, 500, "internal", "out of memory");
+	else
+		api_error(res, enc, 500, "internal", "reading the database failed");
+}
+
+/* Sets list.data and list.next_cursor. */
+static void list_fill(ProtobufCMessage *list, const ProtobufCFieldDescriptor *f_data,
+		      const ProtobufCFieldDescriptor *f_cursor, ProtobufCMessage **rows, size_t n,
+		      int64_t next, struct arena *ar)
+{
+	*(size_t *)((char *)list + f_data->quantifier_offset) = n;
+	*(ProtobufCMessage ***)((char *)list + f_data->offset) = rows;
+	if (next > 0)
+		*(char **)((char *)list + f_cursor->offset) = arena_printf(ar, "%" PRId64, next);
+}
+
+static void history_serve(const struct http_request *req, struct http_response *res, void *arg)
+{
+	const struct history_table *ht = arg;
+	struct store_filter filters[STORE_FILTERS_MAX];
+	struct arena ar = {0};
+	struct page_ctx x = {.ar = &ar};
+	struct query_window w;
+	size_t nf = 0;
+	bool more = false;
+	int enc, err;
+
+	enc = api_encoding(req, res);
+	if (enc < 0 || query_params_check(req, ht->allowed, res) ||
+	    query_window_parse(req, &w, res))
+		return;
+	for (size_t i = 0; i < ht->n_params; i++) {
+		const char *v = http_query(req, ht->params[i].name);
+
+		if (!v)
+			continue;
+		memset(&filters[nf], 0, sizeof(filters[nf]));
+		if (filter_parse(&ht->params[i], v, &ar, &filters[nf], res, enc))
+			goto out;
+		nf++;
+	}
+	err = history_query(ht, &w, filters, nf, &x, &more);
+	if (err) {
+		reply_query_error(res, enc, err);
+		goto out;
+	}
+	{
+		const ProtobufCMessageDescriptor *ld = ht->t->list_message;
+		ProtobufCMessage *list = arena_alloc(&ar, ld->sizeof_message);
+
+		if (!list) {
+			reply_query_error(res, enc, -ENOMEM);
+			goto out;
+		}
+		ld->message_init(list);
+		list_fill(list, ht->f_data, ht->f_cursor, x.rows, x.n,
+			  more && x.n ? x.ids[x.n - 1] : 0, &ar);
+		if (ar.oom)
+			reply_query_error(res, enc, -ENOMEM);
+		else
+			api_reply(res, 200, enc, list);
+	}
+out:
+	arena_free(&ar);
+}
+
+/* ---- /api/v1/events: every table, merged by id ---- */
+
+static void events_serve(const struct http_request *req, struct http_response *res, void *arg)
+{
+	static const char *const allowed[] = {"collector", QUERY_WINDOW_PARAMS, NULL};
+	struct history *h = arg;
+	Sysobs__V1__EventList list = SYSOBS__V1__EVENT_LIST__INIT;
+	struct arena ar = {0};
+	struct page_ctx *x;
+	struct query_window w;
+	const char *collector;
+	size_t *pos, total = 0, want;
+	bool any = false;
+	int enc, err;
+
+	enc = api_encoding(req, res);
+	if (enc < 0 || query_params_check(req, allowed, res) || query_window_parse(req, &w, res))
+		return;
+	collector = http_query(req, "collector");
+	if (collector && !*collector)
+		collector = NULL;
+	x = arena_alloc(&ar, h->n_tables * sizeof(*x));
+	pos = arena_alloc(&ar, h->n_tables * sizeof(*pos));
+	list.data = arena_alloc(&ar, (w.limit + 1) * sizeof(*list.data));
+	if (!x || !pos || !list.data) {
+		reply_query_error(res, enc, -ENOMEM);
+		goto out;
+	}
+	for (size_t i = 0; i < h->n_tables; i++) {
+		bool more;
+
+		x[i].ar = &ar;
+		if (collector && strcmp(collector, h->tables[i].t->collector))
+			continue;
+		any = true;
+		/* Each table's newest limit + 1: the merge needs no more. */
+		w.limit++;
+		err = history_query(&h->tables[i], &w, NULL, 0, &x[i], &more);
+		w.limit--;
+		if (err) {
+			reply_query_error(res, enc, err);
+			goto out;
+		}
+	}
+	if (!any) {
+		char known[512] = "";
+		size_t off = 0;
+
+		for (size_t i = 0; i < h->n_tables && off < sizeof(known); i++)
+			off += (size_t)snprintf(known + off, sizeof(known) - off, "%s%s",
+						i ? ", " : "", h->tables[i].t->collector);
+		api_error(
+		    res, enc, 400, "bad_request",
+		    "collector: \"%.64s\" keeps no event history (collectors with events: %s)",
+		    collector, known);
+		goto out;
+	}
+	want = w.limit + 1;
+	while (total < want) {
+		size_t best = h->n_tables;
+		Sysobs__V1__Event *ev;
+		const struct history_table *ht;
+		ProtobufCMessage *row;
+
+		for (size_t i = 0; i < h->n_tables; i++)
+			if (pos[i] < x[i].n &&
+			    (best == h->n_tables || x[i].ids[pos[i]] > x[best].ids[pos[best]]))
+				best = i;
+		if (best == h->n_tables)
+			break;
+		ht = &h->tables[best];
+		row = x[best].rows[pos[best]++];
+		ev = arena_alloc(&ar, sizeof(*ev));
+		if (!ev)
+			break;
+		sysobs__v1__event__init(ev);
+		ev->id = *(int64_t *)((char *)row + ht->f_id->offset);
+		ev->time = *(Google__Protobuf__Timestamp **)((char *)row + ht->f_time->offset);
+		ev->collector = (char *)ht->t->collector;
+		ev->table = (char *)ht->t->name;
+		*(ProtobufCMessage **)((char *)ev + ht->f_event->offset) = row;
+		*(uint32_t *)((char *)ev + ht->f_event->quantifier_offset) = ht->f_event->id;
+		list.data[total++] = (Sysobs__V1__Event *)ev;
+	}
+	if (ar.oom) {
+		reply_query_error(res, enc, -ENOMEM);
+		goto out;
+	}
+	list.n_data = total > w.limit ? w.limit : total;
+	if (total > w.limit)
+		list.next_cursor = arena_printf(&ar, "%" PRId64, list.data[w.limit - 1]->id);
+	api_reply(res, 200, enc, &list.base);
+out:
+	arena_free(&ar);
+}
+
+/* ---- registration ---- */
+
+static int history_table_init(struct history_table *ht, const struct event_table *t,
+			      struct store *s, char *err, size_t errlen)
+{
+	const ProtobufCMessageDescriptor *ed = &sysobs__v1__event__descriptor;
+	size_t i = 0, na = 0;
+
+	if (history_check_table(t, err, errlen))
+		return -EINVAL;
+	ht->t = t;
+	ht->store = s;
+	ht->f_id = protobuf_c_message_descriptor_get_field_by_name(t->message, "id");
+	ht->f_time = protobuf_c_message_descriptor_get_field_by_name(t->message, "time");
+	ht->f_data = protobuf_c_message_descriptor_get_field_by_name(t->list_message, "data");
+	ht->f_cursor =
+	    protobuf_c_message_descriptor_get_field_by_name(t->list_message, "next_cursor");
+	for (unsigned k = 0; k < ed->n_fields; k++)
+		if (ed->fields[k].type == PROTOBUF_C_TYPE_MESSAGE &&
+		    ed->fields[k].descriptor == t->message)
+			ht->f_event = &ed->fields[k];
+	if (!ht->f_event) {
+		snprintf(err, errlen, "table %s: Event has no row field of type %s", t->name,
+			 t->message->name);
+		return -EINVAL;
+	}
+	for (const struct event_column *c = t->cols; c->name; c++, i++) {
+		const char *pname = c->param ? c->param : c->name;
+		struct history_param *hp = NULL;
+
+		if (i >= sizeof(ht->fields) / sizeof(ht->fields[0])) {
+			snprintf(err, errlen, "table %s: too many columns", t->name);
+			return -EINVAL;
+		}
+		ht->fields[i] =
+		    protobuf_c_message_descriptor_get_field_by_name(t->message, c->name);
+		if (c->filter == COL_FILTER_NONE)
+			continue;
+		for (size_t k = 0; k < ht->n_params; k++)
+			if (!strcmp(ht->params[k].name, pname))
+				hp = &ht->params[k];
+		if (!hp) {
+			if (ht->n_params == STORE_FILTERS_MAX) {
+				snprintf(err, errlen, "table %s: too many filters", t->name);
+				return -EINVAL;
+			}
+			hp = &ht->params[ht->n_params++];
+			hp->name = pname;
+		}
+		if (hp->n_cols == STORE_FILTER_COLS_MAX ||
+		    (hp->n_cols &&
+		     (hp->cols[0]->filter != c->filter || hp->cols[0]->type != c->type))) {
+			snprintf(err, errlen, "table %s: parameter %s: columns of different kinds",
+				 t->name, pname);
+			return -EINVAL;
+		}
+		hp->cols[hp->n_cols++] = c;
+	}
+	for (size_t k = 0; k < ht->n_params; k++)
+		ht->allowed[na++] = ht->params[k].name;
+	ht->allowed[na++] = "start";
+	ht->allowed[na++] = "end";
+	ht->allowed[na++] = "limit";
+	ht->allowed[na++] = "cursor";
+	ht->allowed[na] = NULL;
+	return 0;
+}
+
+int history_routes_register(struct http_server *http, struct store *s,
+			    const struct event_table *const *tables)
+{
+	char err[256];
+	size_t n = 0;
+	int rc;
+
+	while (tables && tables[n])
+		n++;
+	history.tables = calloc(n ? n : 1, sizeof(*history.tables));
+	if (!history.tables)
+		return -ENOMEM;
+	history.n_tables = n;
+	history.store = s;
+	for (size_t i = 0; i < n; i++) {
+		struct history_table *ht = &history.tables[i];
+
+		if (history_table_init(ht, tables[i], s, err, sizeof(err))) {
+			log_err("http", "history route: %s", err);
+			return -EINVAL;
+		}
+		rc = http_route(http, "GET", ht->t->route, false, history_serve, ht);
+		if (rc) {
+			log_err("http", "cannot register GET %s: %s", ht->t->route, strerror(-rc));
+			return rc;
+		}
+	}
+	rc = http_route(http, "GET", "/api/v1/events", false, events_serve, &history);
+	if (rc)
+		log_err("http", "cannot register GET /api/v1/events: %s", strerror(-rc));
+	return rc;
+}
+
+void history_routes_free(void)
+{
+	free(history.tables);
+	history.tables = NULL;
+	history.n_tables = 0;
+}
