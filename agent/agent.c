@@ -205,14 +205,15 @@ static void collector_set_up(struct collector *c)
 	static const char *const state_labels[] = {"collector", "state", NULL};
 	static const enum collector_state states[] = {COLLECTOR_DISABLED, COLLECTOR_UNAVAILABLE,
 						      COLLECTOR_RUNNING, COLLECTOR_FAILED};
-	struct metric *up = metrics_gauge(c->agent->metrics, "sysobs_collector_up",
-					  "1 if the collector is running, 0 if it is disabled, "
-					  "unavailable or failed.",
-					  labels);
+	struct metric *up =
+	    metrics_gauge(((struct agent *)c->owner)->metrics, "sysobs_collector_up",
+			  "1 if the collector is running, 0 if it is disabled, "
+			  "unavailable or failed.",
+			  labels);
 	/* A state set: "unavailable" (the host lacks the feature) must not page
 	 * anyone, "failed" (it ran, or should have, and broke) should. */
 	struct metric *state =
-	    metrics_gauge(c->agent->metrics, "sysobs_collector_state",
+	    metrics_gauge(((struct agent *)c->owner)->metrics, "sysobs_collector_state",
 			  "1 for the collector's current state (disabled, unavailable, running, "
 			  "failed), 0 for the others.",
 			  state_labels);
@@ -234,8 +235,8 @@ static void collector_fail(struct collector *c, int err, const char *what)
 		snprintf(c->why, sizeof(c->why), "%s: %s", what, strerror(-err));
 	c->state = COLLECTOR_FAILED;
 	log_err(c->ops->name, "failed: %s", c->why);
-	loop_remove(c->agent->loop, c->loop_fd_src);
-	loop_remove(c->agent->loop, c->loop_timer_src);
+	loop_remove(((struct agent *)c->owner)->loop, c->loop_fd_src);
+	loop_remove(((struct agent *)c->owner)->loop, c->loop_timer_src);
 	c->loop_fd_src = c->loop_timer_src = NULL;
 	collector_set_up(c);
 }
@@ -312,7 +313,7 @@ static int collectors_init(struct agent *a)
 		int err;
 
 		c->ops = collector_registry[i];
-		c->agent = a;
+		c->owner = a;
 		c->sysfs_root = a->sysfs_root ? a->sysfs_root : "/sys";
 		c->hostname = a->hostname ? a->hostname : "";
 		if (cfg_get_bool(&a->cfg, "http", "admin", &c->admin)) {
@@ -504,8 +505,7 @@ int agent_start(struct agent *a, const char *port_file)
 	host.collectors = agent_collectors_status;
 	host.arg = a;
 	if (!a->http || api_routes_register(a->http, &host) ||
-	    history_routes_register(a->http, a->store, tables) ||
-	    collector_routes_register(a))
+	    history_routes_register(a->http, a->store, tables) || collector_routes_register(a))
 		return 1;
 	if (http_start(a->http)) {
 		log_err("http", "cannot listen on %s", hc.listen);

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The agent: what a collector may reach through c->agent.
+ * The agent: the one place that wires config, store, metrics, HTTP and
+ * collectors together. Nothing else includes this header.
  */
 #ifndef SYSOBS_AGENT_H
 #define SYSOBS_AGENT_H

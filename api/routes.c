@@ -176,8 +176,8 @@ static void route_index(const struct http_request *req, struct http_response *re
 			const char *sp = strchr(c->routes[k], ' ');
 
 			/* The tables' history routes are listed above. */
-			if (!sp || (!strncmp(c->routes[k], "GET ", 4) &&
-					    routes_is_table(host, sp + 1)))
+			if (!sp ||
+			    (!strncmp(c->routes[k], "GET ", 4) && routes_is_table(host, sp + 1)))
 				continue;
 			*(char *)sp = '\0';
 			html_route(&b, c->routes[k], sp + 1, what);
@@ -188,9 +188,8 @@ static void route_index(const struct http_request *req, struct http_response *re
 			"<th>errors</th><th>what it does</th></tr>\n");
 	for (size_t i = 0; i < cl->n_data; i++) {
 		const Sysobs__V1__Collector *c = cl->data[i];
-		const ProtobufCEnumValue *ev =
-		    protobuf_c_enum_descriptor_get_value(&sysobs__v1__collector_state__descriptor,
-							 (int)c->state);
+		const ProtobufCEnumValue *ev = protobuf_c_enum_descriptor_get_value(
+		    &sysobs__v1__collector_state__descriptor, (int)c->state);
 		int64_t last = c->last_activity ? c->last_activity->seconds * 1000000000 +
 						      c->last_activity->nanos
 						: 0;

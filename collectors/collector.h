@@ -26,10 +26,8 @@
  * ops->cfg_size bytes) and the agent fills c->cfg before init; a value that
  * is wrong only together with another is reported with
  * collector_config_error().
- *
- * Transitional: the custom history routes (ops->routes) still read the store
- * through c->agent; they are replaced by the API's generic history handler,
- * after which c->agent goes.
+ * History is served by the API's generic route of each table; ops->routes
+ * are only for what it cannot serve (live state, actions).
  */
 #ifndef SYSOBS_COLLECTOR_H
 #define SYSOBS_COLLECTOR_H
@@ -41,7 +39,6 @@
 #include "agent/config.h"
 #include "collectors/sink.h"
 
-struct agent;
 struct collector;
 
 enum collector_state {
@@ -57,9 +54,9 @@ struct ProtobufCMessageDescriptor;
 
 /* A request to a collector's own route, decoded by the agent. */
 struct route_request {
-	const char *subpath;	   /* after the route's path (prefix routes), or "" */
-	const char *const *args;   /* query pairs: args[2i] key, args[2i + 1] value */
-	size_t n_args;		   /* (only keys listed in the route's params) */
+	const char *subpath;		     /* after the route's path (prefix routes), or "" */
+	const char *const *args;	     /* query pairs: args[2i] key, args[2i + 1] value */
+	size_t n_args;			     /* (only keys listed in the route's params) */
 	const struct ProtobufCMessage *body; /* POST: the route's body message */
 	struct arena *arena;		     /* memory of the reply: freed once sent */
 };
@@ -110,7 +107,6 @@ struct collector_ops {
 
 struct collector {
 	const struct collector_ops *ops;
-	struct agent *agent; /* transitional: custom routes only */
 	struct sink *sink;
 	const void *cfg;	 /* ops->cfg_size bytes, parsed from [collector.NAME] */
 	char section[64];	 /* "collector.NAME" */
@@ -127,6 +123,7 @@ struct collector {
 	int64_t last_activity_ns;	    /* wall clock of the last on_ready/collect */
 	uint64_t errors;		    /* on_ready/collect failures */
 	void *loop_fd_src, *loop_timer_src; /* agent-owned */
+	void *owner;			    /* agent-owned: the agent */
 };
 
 /* The explicit list, NULL-terminated (collectors/registry.c). */

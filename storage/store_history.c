@@ -92,7 +92,8 @@ int store_history_page(struct store *s, const struct event_table *t,
 			 cols, t->name);
 	} else if ((q->end_ns != INT64_MAX &&
 		    !store_window_small(db, t->name, "ts >= ?1", q->end_ns, 0)) ||
-		   store_window_small(db, t->name, "ts >= ?1 AND ts < ?2", q->start_ns, q->end_ns)) {
+		   store_window_small(db, t->name, "ts >= ?1 AND ts < ?2", q->start_ns,
+				      q->end_ns)) {
 		/* Many rows newer than the window, or few in it: ids from the
 		 * ts index alone, then just those rows. The + keeps SQLite off
 		 * the rowid order in the inner query. */

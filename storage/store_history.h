@@ -15,8 +15,8 @@
 
 struct store;
 
-#define STORE_FILTERS_MAX      16
-#define STORE_FILTER_COLS_MAX  4
+#define STORE_FILTERS_MAX     16
+#define STORE_FILTER_COLS_MAX 4
 
 /* Rows where any of cols equals the value (text when text != NULL). */
 struct store_filter {
@@ -27,9 +27,9 @@ struct store_filter {
 };
 
 struct store_page_query {
-	int64_t cursor;		/* rows with id < cursor (INT64_MAX: from the newest) */
+	int64_t cursor;		  /* rows with id < cursor (INT64_MAX: from the newest) */
 	int64_t start_ns, end_ns; /* start <= ts < end (0 and INT64_MAX: all) */
-	unsigned limit;		/* rows at most */
+	unsigned limit;		  /* rows at most */
 	const struct store_filter *filters;
 	size_t n_filters;
 };

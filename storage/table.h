@@ -67,8 +67,8 @@ struct event_column {
 	uint16_t offset, size; /* in the row struct */
 	enum col_null null;
 	enum col_filter filter;
-	const char *param; /* query parameter; NULL = name. Columns sharing a
-			    * parameter are OR'ed (addr = saddr or daddr). */
+	const char *param;		 /* query parameter; NULL = name. Columns sharing a
+					  * parameter are OR'ed (addr = saddr or daddr). */
 	const struct col_domain *domain; /* COL_FILTER_ENUM */
 	int64_t fmin, fmax;		 /* COL_FILTER_EQ on numbers; both 0 = type range */
 };
@@ -83,10 +83,10 @@ struct event_column {
 #define EVENT_ROW_MAX 512 /* largest row struct a table may declare */
 
 struct event_table {
-	const char *name;      /* SQL table; also the migrations component */
-	const char *collector; /* owner */
-	const char *route;     /* GET path of its history, e.g. "/api/v1/drops/samples" */
-	const char *help;      /* one line for the route list */
+	const char *name;		 /* SQL table; also the migrations component */
+	const char *collector;		 /* owner */
+	const char *route;		 /* GET path of its history, e.g. "/api/v1/drops/samples" */
+	const char *help;		 /* one line for the route list */
 	const struct event_column *cols; /* {0}-terminated */
 	size_t row_size;		 /* <= EVENT_ROW_MAX */
 	/* Extra indexes, each one "CREATE INDEX IF NOT EXISTS ..." statement;

@@ -14,14 +14,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "agent/agent.h" /* the slow route reads the store (transitional) */
 #include "agent/log.h"
-#include "api/query.h"
 #include "collectors/cachefiles/backend.h"
 #include "collectors/cachefiles/cachefiles_decode.h"
 #include "api/proto/sysobs.pb-c.h"
 #include "collectors/collector.h"
-#include "storage/store_query.h"
 
 /* One row of cachefiles_slow (fixed size for the store queue). */
 struct cachefiles_slow_row {
@@ -408,7 +405,6 @@ static void cachefiles_stop(struct collector *c)
 	c->priv = NULL;
 	c->fd = -1;
 }
-
 
 const struct collector_ops cachefiles_collector = {
     .name = "cachefiles",
