@@ -14,11 +14,11 @@
  * ring fills and new rows are dropped and counted.
  */
 #include <errno.h>
-#include <stdarg.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,150 +27,8 @@
 #include <unistd.h>
 
 #include "storage/store.h"
+#include "storage/store_internal.h"
 #include "storage/store_schema.h"
-
-#define STORE_DEF_QUEUE_ROWS	 65536
-#define STORE_DEF_BATCH_ROWS	 1000
-#define STORE_DEF_BATCH_MS	 200
-#define STORE_DEF_BUSY_MS	 5000
-#define STORE_DEF_READERS	 2
-#define STORE_DELETE_BATCH	 5000 /* rows per retention transaction */
-#define STORE_DELETE_BUDGET	 20   /* retention transactions per writer turn */
-#define STORE_RETENTION_MS	 60000
-#define STORE_RETENTION_AGAIN_MS 50 /* retention had more to do */
-#define STORE_CHECKPOINT_MS	 10000
-#define STORE_CKPT_FRAMES	 1000 /* WAL frames that wake the checkpointer */
-#define STORE_CKPT_HARD_FRAMES	 8192 /* the writer checkpoints itself past this */
-#define STORE_PUBLISH_MS	 1000
-#define STORE_BACKOFF_MIN_MS	 50
-#define STORE_BACKOFF_MAX_MS	 2000
-#define STORE_STOP_RETRIES	 3 /* commit attempts left at close when stuck */
-#define STORE_READER_WAIT_MS	 2000
-#define STORE_JOURNAL_LIMIT	 (64 * 1024 * 1024)
-#define STORE_SLOT_HDR		 16
-
-/* Slot layout: header, then the row at a 16-byte aligned offset. */
-struct store_slot {
-	int64_t ts;
-	uint32_t table;
-	uint32_t pad;
-};
-
-_Static_assert(sizeof(struct store_slot) == STORE_SLOT_HDR, "slot header size");
-
-/* In-memory dictionary of metric_series ids ("name\x01labels" -> id); only
- * the writer thread touches it. Open addressing, power-of-two size. */
-struct store_series_ent {
-	char *key;
-	uint64_t hash;
-	int64_t id;
-};
-
-/* A metric history sample in a queue slot (table STORE_TABLE_SAMPLE):
- * the value, then "name\x01labels\0". */
-#define STORE_TABLE_SAMPLE UINT32_MAX
-#define STORE_SAMPLE_MIN   384 /* slot payload kept at least this big */
-struct store_sample_row {
-	double value;
-	char key[];
-};
-
-enum store_err_op {
-	STORE_OP_COMMIT,
-	STORE_OP_INSERT,
-	STORE_OP_RETENTION,
-	STORE_OP_SNAPSHOT,
-	STORE_OP_CHECKPOINT,
-	STORE_OP_MAX,
-};
-
-_Static_assert(STORE_OP_MAX == STORE_ERROR_OPS, "store_stats.errors size");
-
-static const char *const store_err_op_names[STORE_OP_MAX] = {
-    "commit", "insert", "retention", "snapshot", "checkpoint",
-};
-
-/* At most one line per interval per call site, saying how many were
- * swallowed meanwhile (a lost count under a race is harmless). */
-struct store_ratelimit {
-	int64_t next_ns;
-	uint64_t suppressed;
-};
-
-/* An event table known to the database: registered now, or created by an
- * earlier run (listed in schema_migrations) whose collector is off today.
- * Both take part in retention and in the id sequence. */
-struct store_known_table {
-	char *name;
-	uint64_t retention_ms; /* 0: [storage] retention_ms */
-};
-
-struct store {
-	struct store_config cfg;
-	char *path;
-	const struct event_table **tables; /* NULL-terminated copy */
-	size_t n_tables;
-	struct store_known_table *known;
-	size_t n_known;
-
-	sqlite3 *db;	    /* writer connection */
-	sqlite3_stmt **ins; /* per registered table */
-	sqlite3_stmt *st_begin, *st_commit;
-	sqlite3_stmt *st_sample, *st_series_get, *st_series_add;
-
-	/* Queue (mu). */
-	pthread_mutex_t mu;
-	pthread_cond_t cv_writer; /* CLOCK_MONOTONIC */
-	pthread_cond_t cv_done;	  /* CLOCK_MONOTONIC */
-	unsigned char *ring;
-	size_t slot_size;
-	uint64_t cap;
-	uint64_t head, tail;
-	/* Sequence number stored in slot 0. Moved to head whenever the queue
-	 * drains, so a lightly loaded agent keeps reusing the first slots and
-	 * only touches (makes resident) the few pages they live on. */
-	uint64_t base;
-	uint64_t flush_target;
-	bool writer_idle; /* writer sleeps with an empty queue */
-	bool started, stop, writer_done;
-	uint64_t dropped_full;
-
-	/* Writer state (writer thread only once started). */
-	int64_t next_id;
-	int64_t batch_deadline;
-	int64_t retry_at;
-	unsigned backoff_ms;
-	int64_t next_retention, next_checkpoint, next_publish;
-	struct store_series_ent *series;
-	size_t series_cap, series_len;
-	uint64_t samples_written, samples_dropped;
-
-	/* Statistics (atomics). */
-	uint64_t rows_written, batches, write_errors, rows_dropped_error;
-	uint64_t rows_deleted_age, rows_deleted_size;
-	uint64_t errors_op[STORE_OP_MAX];
-	uint64_t db_bytes;
-
-	/* Reader pool (rd_mu). */
-	pthread_mutex_t rd_mu;
-	pthread_cond_t rd_cv;
-	sqlite3 **readers;
-	size_t n_readers;
-	sqlite3 **rd_free;
-	size_t n_free;
-
-	struct store_ratelimit rl_commit, rl_insert, rl_maint, rl_submit;
-	pthread_t thread;
-
-	/* Checkpointer thread: own connection, PASSIVE checkpoints when the
-	 * WAL grows (woken by the writer's WAL hook) and every 10 s, so the
-	 * copy into the database file and its fsync stay off the writer. */
-	sqlite3 *ck_db;
-	pthread_t ck_thread;
-	pthread_mutex_t ck_mu;
-	pthread_cond_t ck_cv;
-	bool ck_pending, ck_stop, ck_started;
-};
 
 /* Core schema, versioned with PRAGMA user_version: entry i brings the
  * database from version i to i + 1. Append only; never edit a shipped entry. */
@@ -186,7 +44,7 @@ static const char *const store_core_migrations[] = {
     NULL,
 };
 
-static int64_t store_mono_ns(void)
+int64_t store_mono_ns(void)
 {
 	struct timespec ts;
 
@@ -196,11 +54,11 @@ static int64_t store_mono_ns(void)
 
 /* Messages go to the agent's logger (store_config.log), never to stderr
  * directly: the store has no logger of its own. rl may be NULL. */
-static void store_log(const struct store *s, struct store_ratelimit *rl, unsigned interval_ms,
-		      enum store_log_level lvl, const char *fmt, ...)
+void store_log(const struct store *s, struct store_ratelimit *rl, unsigned interval_ms,
+	       enum store_log_level lvl, const char *fmt, ...)
     __attribute__((format(printf, 5, 6)));
-static void store_log(const struct store *s, struct store_ratelimit *rl, unsigned interval_ms,
-		      enum store_log_level lvl, const char *fmt, ...)
+void store_log(const struct store *s, struct store_ratelimit *rl, unsigned interval_ms,
+	       enum store_log_level lvl, const char *fmt, ...)
 {
 	char msg[512];
 	size_t n = 0;
@@ -229,7 +87,7 @@ static void store_log(const struct store *s, struct store_ratelimit *rl, unsigne
 	s->cfg.log(lvl, msg, s->cfg.log_arg);
 }
 
-static int64_t store_wall_ns(void)
+int64_t store_wall_ns(void)
 {
 	struct timespec ts;
 
@@ -237,30 +95,30 @@ static int64_t store_wall_ns(void)
 	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-static void store_abs_mono(int64_t ns, struct timespec *out)
+void store_abs_mono(int64_t ns, struct timespec *out)
 {
 	out->tv_sec = ns / 1000000000;
 	out->tv_nsec = ns % 1000000000;
 }
 
-static void store_stat_add(uint64_t *p, uint64_t v)
+void store_stat_add(uint64_t *p, uint64_t v)
 {
 	__atomic_fetch_add(p, v, __ATOMIC_RELAXED);
 }
 
-static uint64_t store_stat_get(const uint64_t *p)
+uint64_t store_stat_get(const uint64_t *p)
 {
 	return __atomic_load_n(p, __ATOMIC_RELAXED);
 }
 
-static void store_count_error(struct store *s, enum store_err_op op)
+void store_count_error(struct store *s, enum store_err_op op)
 {
 	store_stat_add(&s->errors_op[op], 1);
 }
 
 /* Table names end up in SQL text: accept plain identifiers only. */
 /* Runs one SQL statement returning a single integer (PRAGMA, SELECT). */
-static int store_query_int(sqlite3 *db, const char *sql, int64_t *out)
+int store_query_int(sqlite3 *db, const char *sql, int64_t *out)
 {
 	sqlite3_stmt *st;
 	int rc;
@@ -281,7 +139,7 @@ static int store_query_int(sqlite3 *db, const char *sql, int64_t *out)
 }
 
 /* Runs a PRAGMA or statement to completion, ignoring result rows. */
-static int store_exec_rows(sqlite3 *db, const char *sql)
+int store_exec_rows(sqlite3 *db, const char *sql)
 {
 	sqlite3_stmt *st;
 	int rc;
@@ -920,11 +778,6 @@ static int store_table_index(const struct store *s, const struct event_table *t)
 	return -1;
 }
 
-static inline struct store_slot *store_slot_at(const struct store *s, uint64_t seq)
-{
-	return (struct store_slot *)(s->ring + ((seq - s->base) % s->cap) * s->slot_size);
-}
-
 /* Copies a row (len bytes, then tail bytes of tail_len) into the next slot.
  * Never waits: -EAGAIN when the queue is full or closing. */
 static int store_enqueue(struct store *s, uint32_t table, int64_t ts_ns, const void *row,
@@ -995,686 +848,6 @@ size_t store_queue_depth(const struct store *s)
 const struct event_table *const *store_tables(const struct store *s)
 {
 	return (const struct event_table *const *)s->tables;
-}
-
-/* ---- writer ---- */
-
-static bool store_rc_transient(int rc)
-{
-	switch (rc & 0xff) {
-	case SQLITE_FULL:
-	case SQLITE_IOERR:
-	case SQLITE_BUSY:
-	case SQLITE_LOCKED:
-	case SQLITE_NOMEM:
-	case SQLITE_CANTOPEN:
-	case SQLITE_PROTOCOL:
-	case SQLITE_READONLY:
-		return true;
-	default:
-		return false;
-	}
-}
-
-static void store_rollback(struct store *s)
-{
-	if (!sqlite3_get_autocommit(s->db))
-		sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
-}
-
-/*
- * Inserts rows [start, start + n) of the ring in one transaction. Returns 0
- * when committed, or a transient SQLite code after rolling back (the caller
- * keeps the rows and retries). A row that fails on its own (bind error,
- * constraint) is skipped and counted, it would fail forever otherwise.
- */
-static int store_write_sample(struct store *s, struct store_slot *slot);
-static void store_series_forget(struct store *s);
-
-static int store_write_batch(struct store *s, uint64_t start, uint64_t n)
-{
-	int64_t id0 = s->next_id;
-	uint64_t written = 0, skipped = 0, samples = 0, skipped_samples = 0;
-	int rc;
-
-	rc = sqlite3_step(s->st_begin);
-	sqlite3_reset(s->st_begin);
-	if (rc != SQLITE_DONE)
-		goto out_fail;
-	for (uint64_t i = 0; i < n; i++) {
-		struct store_slot *slot = store_slot_at(s, start + i);
-		const struct event_table *t;
-		sqlite3_stmt *st;
-
-		if (slot->table == STORE_TABLE_SAMPLE) {
-			rc = store_write_sample(s, slot);
-			if (rc == SQLITE_DONE) {
-				samples++;
-				continue;
-			}
-			if (store_rc_transient(rc))
-				goto out_fail;
-			skipped_samples++;
-			store_count_error(s, STORE_OP_SNAPSHOT);
-			continue;
-		}
-		t = s->tables[slot->table];
-		st = s->ins[slot->table];
-		sqlite3_bind_int64(st, 1, s->next_id);
-		sqlite3_bind_int64(st, 2, slot->ts);
-		rc = store_schema_bind(st, t, (unsigned char *)slot + STORE_SLOT_HDR);
-		if (rc == SQLITE_OK)
-			rc = sqlite3_step(st);
-		sqlite3_reset(st);
-		if (rc == SQLITE_DONE) {
-			s->next_id++;
-			written++;
-			continue;
-		}
-		if (store_rc_transient(rc))
-			goto out_fail;
-		skipped++;
-		store_count_error(s, STORE_OP_INSERT);
-		store_log(s, &s->rl_insert, 10000, STORE_LOG_WARN, "table %s: row dropped: %s",
-			  t->name, sqlite3_errstr(rc));
-	}
-	rc = sqlite3_step(s->st_commit);
-	sqlite3_reset(s->st_commit);
-	if (rc != SQLITE_DONE)
-		goto out_fail;
-	store_stat_add(&s->rows_written, written);
-	store_stat_add(&s->rows_dropped_error, skipped);
-	store_stat_add(&s->samples_written, samples);
-	store_stat_add(&s->samples_dropped, skipped_samples);
-	store_stat_add(&s->batches, 1);
-	return 0;
-
-out_fail:
-	store_rollback(s);
-	/* Series added inside the rolled-back transaction are gone again. */
-	store_series_forget(s);
-	s->next_id = id0;
-	return rc ? rc : SQLITE_ERROR;
-}
-
-/* ---- metric history ---- */
-
-static uint64_t store_hash(const char *key)
-{
-	uint64_t h = 1469598103934665603ULL;
-
-	for (const unsigned char *p = (const unsigned char *)key; *p; p++) {
-		h ^= *p;
-		h *= 1099511628211ULL;
-	}
-	return h;
-}
-
-static struct store_series_ent *store_series_find(struct store *s, const char *key, uint64_t h)
-{
-	if (!s->series_cap)
-		return NULL;
-	for (size_t i = h & (s->series_cap - 1);; i = (i + 1) & (s->series_cap - 1)) {
-		struct store_series_ent *e = &s->series[i];
-
-		if (!e->key)
-			return e;
-		if (e->hash == h && strcmp(e->key, key) == 0)
-			return e;
-	}
-}
-
-static int store_series_insert(struct store *s, char *key, int64_t id)
-{
-	struct store_series_ent *e;
-	uint64_t h = store_hash(key);
-
-	if ((s->series_len + 1) * 2 > s->series_cap) {
-		size_t ncap = s->series_cap ? s->series_cap * 2 : 256;
-		struct store_series_ent *old = s->series;
-		size_t ocap = s->series_cap;
-
-		s->series = calloc(ncap, sizeof(*s->series));
-		if (!s->series) {
-			s->series = old;
-			return -ENOMEM;
-		}
-		s->series_cap = ncap;
-		for (size_t i = 0; i < ocap; i++) {
-			if (!old[i].key)
-				continue;
-			*store_series_find(s, old[i].key, old[i].hash) = old[i];
-		}
-		free(old);
-	}
-	e = store_series_find(s, key, h);
-	if (e->key) {
-		free(key);
-		e->id = id;
-		return 0;
-	}
-	e->key = key;
-	e->hash = h;
-	e->id = id;
-	s->series_len++;
-	return 0;
-}
-
-static void store_series_forget(struct store *s)
-{
-	for (size_t i = 0; i < s->series_cap; i++)
-		free(s->series[i].key);
-	memset(s->series, 0, s->series_cap * sizeof(*s->series));
-	s->series_len = 0;
-}
-
-/* The metric_series id of key ("name\x01labels"), from the cache or the
- * database (adding the series when new). */
-static int store_series_resolve(struct store *s, char *key, int64_t *out)
-{
-	uint64_t h = store_hash(key);
-	struct store_series_ent *e = store_series_find(s, key, h);
-	char *sep = strchr(key, '\x01');
-	int64_t id = -1;
-	int rc;
-
-	if (e && e->key) {
-		*out = e->id;
-		return SQLITE_OK;
-	}
-	if (!sep)
-		return SQLITE_MISMATCH;
-	*sep = '\0';
-	sqlite3_bind_text(s->st_series_get, 1, key, -1, SQLITE_STATIC);
-	sqlite3_bind_text(s->st_series_get, 2, sep + 1, -1, SQLITE_STATIC);
-	rc = sqlite3_step(s->st_series_get);
-	if (rc == SQLITE_ROW)
-		id = sqlite3_column_int64(s->st_series_get, 0);
-	sqlite3_reset(s->st_series_get);
-	if (rc != SQLITE_ROW && rc != SQLITE_DONE)
-		goto out;
-	if (id < 0) {
-		sqlite3_bind_text(s->st_series_add, 1, key, -1, SQLITE_STATIC);
-		sqlite3_bind_text(s->st_series_add, 2, sep + 1, -1, SQLITE_STATIC);
-		rc = sqlite3_step(s->st_series_add);
-		sqlite3_reset(s->st_series_add);
-		if (rc != SQLITE_DONE)
-			goto out;
-		id = sqlite3_last_insert_rowid(s->db);
-	}
-	rc = SQLITE_OK;
-	*out = id;
-out:
-	*sep = '\x01';
-	if (rc == SQLITE_OK) {
-		char *dup = strdup(key);
-
-		/* Not cached: looked up again next time, nothing lost. */
-		if (dup && store_series_insert(s, dup, id))
-			free(dup);
-	}
-	return rc;
-}
-
-/* One metric history sample of the batch. */
-static int store_write_sample(struct store *s, struct store_slot *slot)
-{
-	struct store_sample_row *r = (void *)((unsigned char *)slot + STORE_SLOT_HDR);
-	int64_t id = -1;
-	int rc;
-
-	rc = store_series_resolve(s, r->key, &id);
-	if (rc != SQLITE_OK)
-		return rc;
-	sqlite3_bind_int64(s->st_sample, 1, id);
-	sqlite3_bind_int64(s->st_sample, 2, slot->ts);
-	sqlite3_bind_double(s->st_sample, 3, r->value);
-	rc = sqlite3_step(s->st_sample);
-	sqlite3_reset(s->st_sample);
-	return rc;
-}
-
-/* ---- retention ---- */
-
-static int store_db_size(struct store *s, int64_t *used, int64_t *total)
-{
-	int64_t pages, free_pages, page_size;
-
-	if (store_query_int(s->db, "PRAGMA page_count", &pages) != SQLITE_OK ||
-	    store_query_int(s->db, "PRAGMA freelist_count", &free_pages) != SQLITE_OK ||
-	    store_query_int(s->db, "PRAGMA page_size", &page_size) != SQLITE_OK)
-		return -EIO;
-	*total = pages * page_size;
-	*used = (pages - free_pages) * page_size;
-	__atomic_store_n(&s->db_bytes, (uint64_t)*total, __ATOMIC_RELAXED);
-	return 0;
-}
-
-/* Runs sql (with ?1 bound to arg) in its own transaction, recording the id
- * high-water mark so deleting the newest rows cannot make ids restart.
- * Returns rows changed, or -1. */
-static int64_t store_delete_txn(struct store *s, const char *sql, int64_t arg)
-{
-	sqlite3_stmt *st = NULL, *meta = NULL;
-	int64_t changed = -1;
-	int rc;
-
-	rc = sqlite3_prepare_v2(s->db, sql, -1, &st, NULL);
-	if (rc != SQLITE_OK)
-		goto out;
-	rc = sqlite3_prepare_v2(
-	    s->db, "INSERT OR REPLACE INTO store_meta(key, value) VALUES('id_floor', ?1)", -1,
-	    &meta, NULL);
-	if (rc != SQLITE_OK)
-		goto out;
-	rc = sqlite3_step(s->st_begin);
-	sqlite3_reset(s->st_begin);
-	if (rc != SQLITE_DONE)
-		goto out;
-	sqlite3_bind_int64(st, 1, arg);
-	rc = sqlite3_step(st);
-	if (rc != SQLITE_DONE)
-		goto out_rollback;
-	changed = sqlite3_changes(s->db);
-	sqlite3_bind_int64(meta, 1, s->next_id - 1);
-	rc = sqlite3_step(meta);
-	if (rc != SQLITE_DONE)
-		goto out_rollback;
-	rc = sqlite3_step(s->st_commit);
-	sqlite3_reset(s->st_commit);
-	if (rc == SQLITE_DONE)
-		goto out;
-out_rollback:
-	changed = -1;
-	store_rollback(s);
-out:
-	if (changed < 0) {
-		store_count_error(s, STORE_OP_RETENTION);
-		store_log(s, &s->rl_maint, 60000, STORE_LOG_WARN, "retention: %s",
-			  sqlite3_errmsg(s->db));
-	}
-	sqlite3_finalize(st);
-	sqlite3_finalize(meta);
-	return changed;
-}
-
-/* Deletes rows older than their table's retention, STORE_DELETE_BATCH per
- * transaction. *budget counts transactions left for this turn. Returns true
- * when it ran out of budget with work left. */
-static bool store_retain_age(struct store *s, int *budget)
-{
-	int64_t now = store_wall_ns();
-
-	for (size_t i = 0; i <= s->n_known; i++) {
-		const char *name = i < s->n_known ? s->known[i].name : "metric_samples";
-		uint64_t ms = i < s->n_known && s->known[i].retention_ms ? s->known[i].retention_ms
-									 : s->cfg.retention_ms;
-		char sql[256];
-		int64_t cutoff, n;
-
-		if (!ms)
-			continue;
-		cutoff = ms >= (uint64_t)now / 1000000 ? INT64_MIN : now - (int64_t)ms * 1000000;
-		snprintf(sql, sizeof(sql),
-			 "DELETE FROM \"%s\" WHERE rowid IN (SELECT rowid FROM \"%s\""
-			 " WHERE ts < ?1 LIMIT %d)",
-			 name, name, STORE_DELETE_BATCH);
-		do {
-			if (*budget <= 0)
-				return true;
-			(*budget)--;
-			n = store_delete_txn(s, sql, cutoff);
-			if (n > 0)
-				store_stat_add(&s->rows_deleted_age, (uint64_t)n);
-		} while (n == STORE_DELETE_BATCH);
-	}
-	return false;
-}
-
-struct store_idts {
-	int64_t id, ts;
-};
-
-static int store_idts_cmp(const void *a, const void *b)
-{
-	const struct store_idts *x = a, *y = b;
-
-	return x->id < y->id ? -1 : x->id > y->id;
-}
-
-/* One step of size retention: the STORE_DELETE_BATCH oldest event rows
- * across all tables (by global id) plus metric samples up to the newest of
- * their timestamps. Returns rows deleted, 0 when nothing is left, -1. */
-static int64_t store_retain_size_step(struct store *s)
-{
-	struct store_idts *v;
-	size_t n = 0;
-	int64_t cut_id, cut_ts = INT64_MIN, total = 0, k;
-	char sql[256];
-	int rc;
-
-	v = malloc(sizeof(*v) * STORE_DELETE_BATCH * (s->n_known ? s->n_known : 1));
-	if (!v)
-		return -1;
-	for (size_t i = 0; i < s->n_known; i++) {
-		sqlite3_stmt *st;
-
-		snprintf(sql, sizeof(sql), "SELECT id, ts FROM \"%s\" ORDER BY id LIMIT %d",
-			 s->known[i].name, STORE_DELETE_BATCH);
-		rc = sqlite3_prepare_v2(s->db, sql, -1, &st, NULL);
-		if (rc != SQLITE_OK)
-			continue;
-		while (sqlite3_step(st) == SQLITE_ROW) {
-			v[n].id = sqlite3_column_int64(st, 0);
-			v[n].ts = sqlite3_column_int64(st, 1);
-			n++;
-		}
-		sqlite3_finalize(st);
-	}
-	if (n == 0) {
-		free(v);
-		snprintf(sql, sizeof(sql),
-			 "DELETE FROM metric_samples WHERE rowid IN (SELECT rowid FROM "
-			 "metric_samples ORDER BY rowid LIMIT %d) AND ?1 = ?1",
-			 STORE_DELETE_BATCH);
-		return store_delete_txn(s, sql, 0);
-	}
-	qsort(v, n, sizeof(*v), store_idts_cmp);
-	k = n < STORE_DELETE_BATCH ? (int64_t)n : STORE_DELETE_BATCH;
-	cut_id = v[k - 1].id;
-	for (int64_t i = 0; i < k; i++)
-		cut_ts = v[i].ts > cut_ts ? v[i].ts : cut_ts;
-	free(v);
-	for (size_t i = 0; i < s->n_known; i++) {
-		int64_t d;
-
-		snprintf(sql, sizeof(sql), "DELETE FROM \"%s\" WHERE id <= ?1", s->known[i].name);
-		d = store_delete_txn(s, sql, cut_id);
-		if (d < 0)
-			return -1;
-		total += d;
-	}
-	snprintf(sql, sizeof(sql),
-		 "DELETE FROM metric_samples WHERE rowid IN (SELECT rowid FROM metric_samples"
-		 " WHERE ts <= ?1 LIMIT %d)",
-		 STORE_DELETE_BATCH);
-	k = store_delete_txn(s, sql, cut_ts);
-	if (k < 0)
-		return -1;
-	return total + k;
-}
-
-static bool store_retain_size(struct store *s, int *budget)
-{
-	int64_t used, total, n;
-
-	if (!s->cfg.max_bytes)
-		return false;
-	for (;;) {
-		if (store_db_size(s, &used, &total))
-			return false;
-		if ((uint64_t)used <= s->cfg.max_bytes)
-			return false;
-		if (*budget <= 0)
-			return true;
-		(*budget)--;
-		n = store_retain_size_step(s);
-		if (n <= 0)
-			return false;
-		store_stat_add(&s->rows_deleted_size, (uint64_t)n);
-	}
-}
-
-/* Age, then size; then gives freed pages back to the file system. Returns
- * true when it stopped early with rows left to delete. */
-static bool store_retention(struct store *s)
-{
-	int budget = STORE_DELETE_BUDGET;
-	int64_t before =
-	    (int64_t)(store_stat_get(&s->rows_deleted_age) + store_stat_get(&s->rows_deleted_size));
-	bool more;
-	int64_t used, total;
-
-	more = store_retain_age(s, &budget);
-	if (!more)
-		more = store_retain_size(s, &budget);
-	if ((int64_t)(store_stat_get(&s->rows_deleted_age) +
-		      store_stat_get(&s->rows_deleted_size)) != before &&
-	    store_exec_rows(s->db, "PRAGMA incremental_vacuum") != SQLITE_OK) {
-		store_count_error(s, STORE_OP_RETENTION);
-		store_log(s, &s->rl_maint, 60000, STORE_LOG_WARN, "incremental_vacuum: %s",
-			  sqlite3_errmsg(s->db));
-	}
-	store_db_size(s, &used, &total);
-	return more;
-}
-
-/* ---- own metrics ---- */
-
-/* ---- writer thread ---- */
-
-static int store_checkpoint(struct store *s, sqlite3 *db);
-
-static int64_t store_min(int64_t a, int64_t b)
-{
-	return a < b ? a : b;
-}
-
-/* Periodic work, run without the queue lock. */
-static void store_maintenance(struct store *s, int64_t now)
-{
-	if (now >= s->next_retention) {
-		bool more = store_retention(s);
-
-		s->next_retention =
-		    now + (int64_t)(more ? STORE_RETENTION_AGAIN_MS : STORE_RETENTION_MS) * 1000000;
-	}
-	if (now >= s->next_checkpoint) {
-		/* With the checkpointer thread running this is its job; the
-		 * timer must move on all the same. */
-		if (!s->ck_started)
-			store_checkpoint(s, s->db);
-		s->next_checkpoint = now + (int64_t)STORE_CHECKPOINT_MS * 1000000;
-	}
-	if (now >= s->next_publish) {
-		int64_t used, total;
-
-		store_db_size(s, &used, &total);
-		s->next_publish = now + (int64_t)STORE_PUBLISH_MS * 1000000;
-	}
-}
-
-static int64_t store_next_timer(const struct store *s)
-{
-	int64_t t = store_min(s->next_retention, s->next_checkpoint);
-
-	return store_min(t, s->next_publish);
-}
-
-static void *store_writer_main(void *arg)
-{
-	struct store *s = arg;
-	unsigned stop_retries = STORE_STOP_RETRIES;
-
-	pthread_mutex_lock(&s->mu);
-	for (;;) {
-		int64_t now = store_mono_ns(), wake;
-		uint64_t depth, n, start;
-		bool due;
-		int rc;
-
-		if (now >= store_next_timer(s) && !s->stop) {
-			pthread_mutex_unlock(&s->mu);
-			store_maintenance(s, now);
-			pthread_mutex_lock(&s->mu);
-			continue;
-		}
-		depth = s->head - s->tail;
-		if (s->stop && (depth == 0 || stop_retries == 0))
-			break;
-		if (s->retry_at > now && !s->stop) {
-			struct timespec ts;
-
-			store_abs_mono(store_min(s->retry_at, store_next_timer(s)), &ts);
-			pthread_cond_timedwait(&s->cv_writer, &s->mu, &ts);
-			continue;
-		}
-		if (depth > 0 && !s->batch_deadline)
-			s->batch_deadline = now + (int64_t)s->cfg.batch_ms * 1000000;
-		due = depth > 0 && (depth >= s->cfg.batch_rows || s->flush_target > s->tail ||
-				    s->stop || now >= s->batch_deadline);
-		if (!due) {
-			struct timespec ts;
-
-			wake = store_next_timer(s);
-			if (depth > 0)
-				wake = store_min(wake, s->batch_deadline);
-			s->writer_idle = depth == 0;
-			store_abs_mono(wake, &ts);
-			pthread_cond_timedwait(&s->cv_writer, &s->mu, &ts);
-			s->writer_idle = false;
-			continue;
-		}
-		n = depth < s->cfg.batch_rows ? depth : s->cfg.batch_rows;
-		start = s->tail;
-		pthread_mutex_unlock(&s->mu);
-		rc = store_write_batch(s, start, n);
-		pthread_mutex_lock(&s->mu);
-		if (rc == 0) {
-			__atomic_store_n(&s->tail, s->tail + n, __ATOMIC_RELAXED);
-			if (s->tail == s->head)
-				s->base = s->head; /* no slot in use: restart at 0 */
-			s->batch_deadline = 0;
-			s->backoff_ms = 0;
-			s->retry_at = 0;
-			pthread_cond_broadcast(&s->cv_done);
-			continue;
-		}
-		store_stat_add(&s->write_errors, 1);
-		store_count_error(s, STORE_OP_COMMIT);
-		s->backoff_ms = s->backoff_ms ? s->backoff_ms * 2 : STORE_BACKOFF_MIN_MS;
-		if (s->backoff_ms > STORE_BACKOFF_MAX_MS)
-			s->backoff_ms = STORE_BACKOFF_MAX_MS;
-		s->retry_at = store_mono_ns() + (int64_t)s->backoff_ms * 1000000;
-		if (s->stop && stop_retries)
-			stop_retries--;
-		pthread_cond_broadcast(&s->cv_done);
-		depth = s->head - s->tail;
-		pthread_mutex_unlock(&s->mu);
-		/* A checkpointed WAL is rewritten from its start instead of
-		 * growing: the cheapest space to get back on a full disk. */
-		if ((rc & 0xff) == SQLITE_FULL)
-			sqlite3_wal_checkpoint_v2(s->db, NULL, SQLITE_CHECKPOINT_PASSIVE, NULL,
-						  NULL);
-		store_log(s, &s->rl_commit, 10000, STORE_LOG_ERR,
-			  "commit of %" PRIu64 " rows failed: %s; %" PRIu64
-			  " rows kept in the queue, retrying in %u ms",
-			  n, sqlite3_errstr(rc), depth, s->backoff_ms);
-		pthread_mutex_lock(&s->mu);
-	}
-	if (s->head != s->tail)
-		store_log(s, NULL, 0, STORE_LOG_ERR,
-			  "closing with %" PRIu64 " rows not written (writes failing)",
-			  s->head - s->tail);
-	s->writer_done = true;
-	pthread_cond_broadcast(&s->cv_done);
-	pthread_mutex_unlock(&s->mu);
-	return NULL;
-}
-
-static int store_checkpoint(struct store *s, sqlite3 *db)
-{
-	int rc = sqlite3_wal_checkpoint_v2(db, NULL, SQLITE_CHECKPOINT_PASSIVE, NULL, NULL);
-
-	if (rc != SQLITE_OK && rc != SQLITE_BUSY) {
-		store_count_error(s, STORE_OP_CHECKPOINT);
-		store_log(s, &s->rl_maint, 60000, STORE_LOG_WARN, "checkpoint: %s",
-			  sqlite3_errstr(rc));
-	}
-	return rc;
-}
-
-/* Called by SQLite on the writer thread after each commit, with the WAL
- * size in frames. */
-static int store_wal_hook(void *arg, sqlite3 *db, const char *name, int frames)
-{
-	struct store *s = arg;
-
-	if (frames >= STORE_CKPT_HARD_FRAMES) {
-		/* The checkpointer never caught up (sustained load, no pause
-		 * between batches): checkpoint here, with no write running,
-		 * so the WAL can restart from its beginning. */
-		store_checkpoint(s, db);
-	} else if (frames >= STORE_CKPT_FRAMES) {
-		pthread_mutex_lock(&s->ck_mu);
-		if (!s->ck_pending) {
-			s->ck_pending = true;
-			pthread_cond_signal(&s->ck_cv);
-		}
-		pthread_mutex_unlock(&s->ck_mu);
-	}
-	return SQLITE_OK;
-}
-
-static void *store_ckpt_main(void *arg)
-{
-	struct store *s = arg;
-
-	pthread_mutex_lock(&s->ck_mu);
-	while (!s->ck_stop) {
-		if (!s->ck_pending) {
-			struct timespec ts;
-
-			store_abs_mono(store_mono_ns() + (int64_t)STORE_CHECKPOINT_MS * 1000000,
-				       &ts);
-			pthread_cond_timedwait(&s->ck_cv, &s->ck_mu, &ts);
-			if (s->ck_stop)
-				break;
-		}
-		s->ck_pending = false;
-		pthread_mutex_unlock(&s->ck_mu);
-		store_checkpoint(s, s->ck_db);
-		pthread_mutex_lock(&s->ck_mu);
-	}
-	pthread_mutex_unlock(&s->ck_mu);
-	return NULL;
-}
-
-/* Without it the writer checkpoints by itself (wal_autocheckpoint), which
- * is correct, only slower. */
-static void store_ckpt_start(struct store *s)
-{
-	if (sqlite3_open_v2(s->path, &s->ck_db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX,
-			    NULL) != SQLITE_OK ||
-	    store_exec_rows(s->ck_db, "PRAGMA synchronous = NORMAL") != SQLITE_OK)
-		goto out_fail;
-	if (pthread_create(&s->ck_thread, NULL, store_ckpt_main, s) != 0)
-		goto out_fail;
-	s->ck_started = true;
-	sqlite3_wal_hook(s->db, store_wal_hook, s); /* replaces the autocheckpoint */
-	return;
-
-out_fail:
-	store_log(s, NULL, 0, STORE_LOG_WARN,
-		  "no checkpoint thread (%s); the writer checkpoints itself",
-		  s->ck_db ? sqlite3_errmsg(s->ck_db) : "out of memory");
-	sqlite3_close(s->ck_db);
-	s->ck_db = NULL;
-}
-
-static void store_ckpt_stop(struct store *s)
-{
-	if (!s->ck_started)
-		return;
-	pthread_mutex_lock(&s->ck_mu);
-	s->ck_stop = true;
-	pthread_cond_signal(&s->ck_cv);
-	pthread_mutex_unlock(&s->ck_mu);
-	pthread_join(s->ck_thread, NULL);
-	s->ck_started = false;
-	sqlite3_wal_autocheckpoint(s->db, 2000);
-	sqlite3_close(s->ck_db);
-	s->ck_db = NULL;
 }
 
 int store_start(struct store *s)
@@ -1826,6 +999,10 @@ void store_get_stats(struct store *s, struct store_stats *out)
 	for (int i = 0; i < STORE_OP_MAX; i++)
 		out->errors[i] = store_stat_get(&s->errors_op[i]);
 }
+
+static const char *const store_err_op_names[STORE_OP_MAX] = {
+    "commit", "insert", "retention", "snapshot", "checkpoint",
+};
 
 const char *store_error_op_name(int op)
 {

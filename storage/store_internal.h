@@ -1,0 +1,187 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * What the store's files share (storage/store.c: open, migrations, queue,
+ * readers; store_writer.c: the writer and checkpointer threads and metric
+ * history samples; store_retention.c: deletion by age and size). Not for
+ * use outside storage/.
+ */
+#ifndef SYSOBS_STORE_INTERNAL_H
+#define SYSOBS_STORE_INTERNAL_H
+
+#include <pthread.h>
+#include <sqlite3.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <time.h>
+
+#include "storage/store.h"
+
+#define STORE_DEF_QUEUE_ROWS	 65536
+#define STORE_DEF_BATCH_ROWS	 1000
+#define STORE_DEF_BATCH_MS	 200
+#define STORE_DEF_BUSY_MS	 5000
+#define STORE_DEF_READERS	 2
+#define STORE_DELETE_BATCH	 5000 /* rows per retention transaction */
+#define STORE_DELETE_BUDGET	 20   /* retention transactions per writer turn */
+#define STORE_RETENTION_MS	 60000
+#define STORE_RETENTION_AGAIN_MS 50 /* retention had more to do */
+#define STORE_CHECKPOINT_MS	 10000
+#define STORE_CKPT_FRAMES	 1000 /* WAL frames that wake the checkpointer */
+#define STORE_CKPT_HARD_FRAMES	 8192 /* the writer checkpoints itself past this */
+#define STORE_PUBLISH_MS	 1000
+#define STORE_BACKOFF_MIN_MS	 50
+#define STORE_BACKOFF_MAX_MS	 2000
+#define STORE_STOP_RETRIES	 3 /* commit attempts left at close when stuck */
+#define STORE_READER_WAIT_MS	 2000
+#define STORE_JOURNAL_LIMIT	 (64 * 1024 * 1024)
+#define STORE_SLOT_HDR		 16
+
+/* Slot layout: header, then the row at a 16-byte aligned offset. */
+struct store_slot {
+	int64_t ts;
+	uint32_t table;
+	uint32_t pad;
+};
+
+_Static_assert(sizeof(struct store_slot) == STORE_SLOT_HDR, "slot header size");
+
+/* In-memory dictionary of metric_series ids ("name\x01labels" -> id); only
+ * the writer thread touches it. Open addressing, power-of-two size. */
+struct store_series_ent {
+	char *key;
+	uint64_t hash;
+	int64_t id;
+};
+
+/* A metric history sample in a queue slot (table STORE_TABLE_SAMPLE):
+ * the value, then "name\x01labels\0". */
+#define STORE_TABLE_SAMPLE UINT32_MAX
+#define STORE_SAMPLE_MIN   384 /* slot payload kept at least this big */
+struct store_sample_row {
+	double value;
+	char key[];
+};
+
+enum store_err_op {
+	STORE_OP_COMMIT,
+	STORE_OP_INSERT,
+	STORE_OP_RETENTION,
+	STORE_OP_SNAPSHOT,
+	STORE_OP_CHECKPOINT,
+	STORE_OP_MAX,
+};
+
+_Static_assert(STORE_OP_MAX == STORE_ERROR_OPS, "store_stats.errors size");
+
+/* At most one line per interval per call site, saying how many were
+ * swallowed meanwhile (a lost count under a race is harmless). */
+struct store_ratelimit {
+	int64_t next_ns;
+	uint64_t suppressed;
+};
+
+/* An event table known to the database: registered now, or created by an
+ * earlier run (listed in schema_migrations) whose collector is off today.
+ * Both take part in retention and in the id sequence. */
+struct store_known_table {
+	char *name;
+	uint64_t retention_ms; /* 0: [storage] retention_ms */
+};
+
+struct store {
+	struct store_config cfg;
+	char *path;
+	const struct event_table **tables; /* NULL-terminated copy */
+	size_t n_tables;
+	struct store_known_table *known;
+	size_t n_known;
+
+	sqlite3 *db;	    /* writer connection */
+	sqlite3_stmt **ins; /* per registered table */
+	sqlite3_stmt *st_begin, *st_commit;
+	sqlite3_stmt *st_sample, *st_series_get, *st_series_add;
+
+	/* Queue (mu). */
+	pthread_mutex_t mu;
+	pthread_cond_t cv_writer; /* CLOCK_MONOTONIC */
+	pthread_cond_t cv_done;	  /* CLOCK_MONOTONIC */
+	unsigned char *ring;
+	size_t slot_size;
+	uint64_t cap;
+	uint64_t head, tail;
+	/* Sequence number stored in slot 0. Moved to head whenever the queue
+	 * drains, so a lightly loaded agent keeps reusing the first slots and
+	 * only touches (makes resident) the few pages they live on. */
+	uint64_t base;
+	uint64_t flush_target;
+	bool writer_idle; /* writer sleeps with an empty queue */
+	bool started, stop, writer_done;
+	uint64_t dropped_full;
+
+	/* Writer state (writer thread only once started). */
+	int64_t next_id;
+	int64_t batch_deadline;
+	int64_t retry_at;
+	unsigned backoff_ms;
+	int64_t next_retention, next_checkpoint, next_publish;
+	struct store_series_ent *series;
+	size_t series_cap, series_len;
+	uint64_t samples_written, samples_dropped;
+
+	/* Statistics (atomics). */
+	uint64_t rows_written, batches, write_errors, rows_dropped_error;
+	uint64_t rows_deleted_age, rows_deleted_size;
+	uint64_t errors_op[STORE_OP_MAX];
+	uint64_t db_bytes;
+
+	/* Reader pool (rd_mu). */
+	pthread_mutex_t rd_mu;
+	pthread_cond_t rd_cv;
+	sqlite3 **readers;
+	size_t n_readers;
+	sqlite3 **rd_free;
+	size_t n_free;
+
+	struct store_ratelimit rl_commit, rl_insert, rl_maint, rl_submit;
+	pthread_t thread;
+
+	/* Checkpointer thread: own connection, PASSIVE checkpoints when the
+	 * WAL grows (woken by the writer's WAL hook) and every 10 s, so the
+	 * copy into the database file and its fsync stay off the writer. */
+	sqlite3 *ck_db;
+	pthread_t ck_thread;
+	pthread_mutex_t ck_mu;
+	pthread_cond_t ck_cv;
+	bool ck_pending, ck_stop, ck_started;
+};
+
+int64_t store_mono_ns(void);
+void store_log(const struct store *s, struct store_ratelimit *rl, unsigned interval_ms,
+	       enum store_log_level lvl, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+int64_t store_wall_ns(void);
+void store_abs_mono(int64_t ns, struct timespec *out);
+void store_stat_add(uint64_t *p, uint64_t v);
+uint64_t store_stat_get(const uint64_t *p);
+void store_count_error(struct store *s, enum store_err_op op);
+int store_query_int(sqlite3 *db, const char *sql, int64_t *out);
+int store_exec_rows(sqlite3 *db, const char *sql);
+bool store_rc_transient(int rc);
+void store_rollback(struct store *s);
+int store_write_batch(struct store *s, uint64_t start, uint64_t n);
+void store_series_forget(struct store *s);
+int store_db_size(struct store *s, int64_t *used, int64_t *total);
+bool store_retention(struct store *s);
+void *store_writer_main(void *arg);
+int store_checkpoint(struct store *s, sqlite3 *db);
+int store_wal_hook(void *arg, sqlite3 *db, const char *name, int frames);
+void store_ckpt_start(struct store *s);
+void store_ckpt_stop(struct store *s);
+
+/* The slot of queue sequence number seq. */
+static inline struct store_slot *store_slot_at(const struct store *s, uint64_t seq)
+{
+	return (struct store_slot *)(s->ring + ((seq - s->base) % s->cap) * s->slot_size);
+}
+
+#endif

@@ -1,0 +1,237 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Retention: delete rows older than their table's retention, and the oldest
+ * rows past [storage] max_size, in bounded transactions so the writer keeps
+ * committing between them. Runs on the writer thread.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "storage/store.h"
+#include "storage/store_internal.h"
+#include "storage/store_schema.h"
+
+/* ---- retention ---- */
+
+int store_db_size(struct store *s, int64_t *used, int64_t *total)
+{
+	int64_t pages, free_pages, page_size;
+
+	if (store_query_int(s->db, "PRAGMA page_count", &pages) != SQLITE_OK ||
+	    store_query_int(s->db, "PRAGMA freelist_count", &free_pages) != SQLITE_OK ||
+	    store_query_int(s->db, "PRAGMA page_size", &page_size) != SQLITE_OK)
+		return -EIO;
+	*total = pages * page_size;
+	*used = (pages - free_pages) * page_size;
+	__atomic_store_n(&s->db_bytes, (uint64_t)*total, __ATOMIC_RELAXED);
+	return 0;
+}
+
+/* Runs sql (with ?1 bound to arg) in its own transaction, recording the id
+ * high-water mark so deleting the newest rows cannot make ids restart.
+ * Returns rows changed, or -1. */
+static int64_t store_delete_txn(struct store *s, const char *sql, int64_t arg)
+{
+	sqlite3_stmt *st = NULL, *meta = NULL;
+	int64_t changed = -1;
+	int rc;
+
+	rc = sqlite3_prepare_v2(s->db, sql, -1, &st, NULL);
+	if (rc != SQLITE_OK)
+		goto out;
+	rc = sqlite3_prepare_v2(
+	    s->db, "INSERT OR REPLACE INTO store_meta(key, value) VALUES('id_floor', ?1)", -1,
+	    &meta, NULL);
+	if (rc != SQLITE_OK)
+		goto out;
+	rc = sqlite3_step(s->st_begin);
+	sqlite3_reset(s->st_begin);
+	if (rc != SQLITE_DONE)
+		goto out;
+	sqlite3_bind_int64(st, 1, arg);
+	rc = sqlite3_step(st);
+	if (rc != SQLITE_DONE)
+		goto out_rollback;
+	changed = sqlite3_changes(s->db);
+	sqlite3_bind_int64(meta, 1, s->next_id - 1);
+	rc = sqlite3_step(meta);
+	if (rc != SQLITE_DONE)
+		goto out_rollback;
+	rc = sqlite3_step(s->st_commit);
+	sqlite3_reset(s->st_commit);
+	if (rc == SQLITE_DONE)
+		goto out;
+out_rollback:
+	changed = -1;
+	store_rollback(s);
+out:
+	if (changed < 0) {
+		store_count_error(s, STORE_OP_RETENTION);
+		store_log(s, &s->rl_maint, 60000, STORE_LOG_WARN, "retention: %s",
+			  sqlite3_errmsg(s->db));
+	}
+	sqlite3_finalize(st);
+	sqlite3_finalize(meta);
+	return changed;
+}
+
+/* Deletes rows older than their table's retention, STORE_DELETE_BATCH per
+ * transaction. *budget counts transactions left for this turn. Returns true
+ * when it ran out of budget with work left. */
+static bool store_retain_age(struct store *s, int *budget)
+{
+	int64_t now = store_wall_ns();
+
+	for (size_t i = 0; i <= s->n_known; i++) {
+		const char *name = i < s->n_known ? s->known[i].name : "metric_samples";
+		uint64_t ms = i < s->n_known && s->known[i].retention_ms ? s->known[i].retention_ms
+									 : s->cfg.retention_ms;
+		char sql[256];
+		int64_t cutoff, n;
+
+		if (!ms)
+			continue;
+		cutoff = ms >= (uint64_t)now / 1000000 ? INT64_MIN : now - (int64_t)ms * 1000000;
+		snprintf(sql, sizeof(sql),
+			 "DELETE FROM \"%s\" WHERE rowid IN (SELECT rowid FROM \"%s\""
+			 " WHERE ts < ?1 LIMIT %d)",
+			 name, name, STORE_DELETE_BATCH);
+		do {
+			if (*budget <= 0)
+				return true;
+			(*budget)--;
+			n = store_delete_txn(s, sql, cutoff);
+			if (n > 0)
+				store_stat_add(&s->rows_deleted_age, (uint64_t)n);
+		} while (n == STORE_DELETE_BATCH);
+	}
+	return false;
+}
+
+struct store_idts {
+	int64_t id, ts;
+};
+
+static int store_idts_cmp(const void *a, const void *b)
+{
+	const struct store_idts *x = a, *y = b;
+
+	return x->id < y->id ? -1 : x->id > y->id;
+}
+
+/* One step of size retention: the STORE_DELETE_BATCH oldest event rows
+ * across all tables (by global id) plus metric samples up to the newest of
+ * their timestamps. Returns rows deleted, 0 when nothing is left, -1. */
+static int64_t store_retain_size_step(struct store *s)
+{
+	struct store_idts *v;
+	size_t n = 0;
+	int64_t cut_id, cut_ts = INT64_MIN, total = 0, k;
+	char sql[256];
+	int rc;
+
+	v = malloc(sizeof(*v) * STORE_DELETE_BATCH * (s->n_known ? s->n_known : 1));
+	if (!v)
+		return -1;
+	for (size_t i = 0; i < s->n_known; i++) {
+		sqlite3_stmt *st;
+
+		snprintf(sql, sizeof(sql), "SELECT id, ts FROM \"%s\" ORDER BY id LIMIT %d",
+			 s->known[i].name, STORE_DELETE_BATCH);
+		rc = sqlite3_prepare_v2(s->db, sql, -1, &st, NULL);
+		if (rc != SQLITE_OK)
+			continue;
+		while (sqlite3_step(st) == SQLITE_ROW) {
+			v[n].id = sqlite3_column_int64(st, 0);
+			v[n].ts = sqlite3_column_int64(st, 1);
+			n++;
+		}
+		sqlite3_finalize(st);
+	}
+	if (n == 0) {
+		free(v);
+		snprintf(sql, sizeof(sql),
+			 "DELETE FROM metric_samples WHERE rowid IN (SELECT rowid FROM "
+			 "metric_samples ORDER BY rowid LIMIT %d) AND ?1 = ?1",
+			 STORE_DELETE_BATCH);
+		return store_delete_txn(s, sql, 0);
+	}
+	qsort(v, n, sizeof(*v), store_idts_cmp);
+	k = n < STORE_DELETE_BATCH ? (int64_t)n : STORE_DELETE_BATCH;
+	cut_id = v[k - 1].id;
+	for (int64_t i = 0; i < k; i++)
+		cut_ts = v[i].ts > cut_ts ? v[i].ts : cut_ts;
+	free(v);
+	for (size_t i = 0; i < s->n_known; i++) {
+		int64_t d;
+
+		snprintf(sql, sizeof(sql), "DELETE FROM \"%s\" WHERE id <= ?1", s->known[i].name);
+		d = store_delete_txn(s, sql, cut_id);
+		if (d < 0)
+			return -1;
+		total += d;
+	}
+	snprintf(sql, sizeof(sql),
+		 "DELETE FROM metric_samples WHERE rowid IN (SELECT rowid FROM metric_samples"
+		 " WHERE ts <= ?1 LIMIT %d)",
+		 STORE_DELETE_BATCH);
+	k = store_delete_txn(s, sql, cut_ts);
+	if (k < 0)
+		return -1;
+	return total + k;
+}
+
+static bool store_retain_size(struct store *s, int *budget)
+{
+	int64_t used, total, n;
+
+	if (!s->cfg.max_bytes)
+		return false;
+	for (;;) {
+		if (store_db_size(s, &used, &total))
+			return false;
+		if ((uint64_t)used <= s->cfg.max_bytes)
+			return false;
+		if (*budget <= 0)
+			return true;
+		(*budget)--;
+		n = store_retain_size_step(s);
+		if (n <= 0)
+			return false;
+		store_stat_add(&s->rows_deleted_size, (uint64_t)n);
+	}
+}
+
+/* Age, then size; then gives freed pages back to the file system. Returns
+ * true when it stopped early with rows left to delete. */
+bool store_retention(struct store *s)
+{
+	int budget = STORE_DELETE_BUDGET;
+	int64_t before =
+	    (int64_t)(store_stat_get(&s->rows_deleted_age) + store_stat_get(&s->rows_deleted_size));
+	bool more;
+	int64_t used, total;
+
+	more = store_retain_age(s, &budget);
+	if (!more)
+		more = store_retain_size(s, &budget);
+	if ((int64_t)(store_stat_get(&s->rows_deleted_age) +
+		      store_stat_get(&s->rows_deleted_size)) != before &&
+	    store_exec_rows(s->db, "PRAGMA incremental_vacuum") != SQLITE_OK) {
+		store_count_error(s, STORE_OP_RETENTION);
+		store_log(s, &s->rl_maint, 60000, STORE_LOG_WARN, "incremental_vacuum: %s",
+			  sqlite3_errmsg(s->db));
+	}
+	store_db_size(s, &used, &total);
+	return more;
+}

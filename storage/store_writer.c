@@ -1,0 +1,486 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The writer thread: batched commits of queued rows with retry and backoff
+ * (a failed commit leaves its rows in the queue), metric history samples
+ * (series ids cached in memory), periodic maintenance, and the checkpointer
+ * thread that keeps WAL copies and fsyncs off the writer. See store.c for
+ * the queue.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "storage/store.h"
+#include "storage/store_internal.h"
+#include "storage/store_schema.h"
+
+/* ---- writer ---- */
+
+bool store_rc_transient(int rc)
+{
+	switch (rc & 0xff) {
+	case SQLITE_FULL:
+	case SQLITE_IOERR:
+	case SQLITE_BUSY:
+	case SQLITE_LOCKED:
+	case SQLITE_NOMEM:
+	case SQLITE_CANTOPEN:
+	case SQLITE_PROTOCOL:
+	case SQLITE_READONLY:
+		return true;
+	default:
+		return false;
+	}
+}
+
+void store_rollback(struct store *s)
+{
+	if (!sqlite3_get_autocommit(s->db))
+		sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+}
+
+/*
+ * Inserts rows [start, start + n) of the ring in one transaction. Returns 0
+ * when committed, or a transient SQLite code after rolling back (the caller
+ * keeps the rows and retries). A row that fails on its own (bind error,
+ * constraint) is skipped and counted, it would fail forever otherwise.
+ */
+void store_series_forget(struct store *s);
+
+static int store_write_sample(struct store *s, struct store_slot *slot);
+
+int store_write_batch(struct store *s, uint64_t start, uint64_t n)
+{
+	int64_t id0 = s->next_id;
+	uint64_t written = 0, skipped = 0, samples = 0, skipped_samples = 0;
+	int rc;
+
+	rc = sqlite3_step(s->st_begin);
+	sqlite3_reset(s->st_begin);
+	if (rc != SQLITE_DONE)
+		goto out_fail;
+	for (uint64_t i = 0; i < n; i++) {
+		struct store_slot *slot = store_slot_at(s, start + i);
+		const struct event_table *t;
+		sqlite3_stmt *st;
+
+		if (slot->table == STORE_TABLE_SAMPLE) {
+			rc = store_write_sample(s, slot);
+			if (rc == SQLITE_DONE) {
+				samples++;
+				continue;
+			}
+			if (store_rc_transient(rc))
+				goto out_fail;
+			skipped_samples++;
+			store_count_error(s, STORE_OP_SNAPSHOT);
+			continue;
+		}
+		t = s->tables[slot->table];
+		st = s->ins[slot->table];
+		sqlite3_bind_int64(st, 1, s->next_id);
+		sqlite3_bind_int64(st, 2, slot->ts);
+		rc = store_schema_bind(st, t, (unsigned char *)slot + STORE_SLOT_HDR);
+		if (rc == SQLITE_OK)
+			rc = sqlite3_step(st);
+		sqlite3_reset(st);
+		if (rc == SQLITE_DONE) {
+			s->next_id++;
+			written++;
+			continue;
+		}
+		if (store_rc_transient(rc))
+			goto out_fail;
+		skipped++;
+		store_count_error(s, STORE_OP_INSERT);
+		store_log(s, &s->rl_insert, 10000, STORE_LOG_WARN, "table %s: row dropped: %s",
+			  t->name, sqlite3_errstr(rc));
+	}
+	rc = sqlite3_step(s->st_commit);
+	sqlite3_reset(s->st_commit);
+	if (rc != SQLITE_DONE)
+		goto out_fail;
+	store_stat_add(&s->rows_written, written);
+	store_stat_add(&s->rows_dropped_error, skipped);
+	store_stat_add(&s->samples_written, samples);
+	store_stat_add(&s->samples_dropped, skipped_samples);
+	store_stat_add(&s->batches, 1);
+	return 0;
+
+out_fail:
+	store_rollback(s);
+	/* Series added inside the rolled-back transaction are gone again. */
+	store_series_forget(s);
+	s->next_id = id0;
+	return rc ? rc : SQLITE_ERROR;
+}
+
+/* ---- metric history ---- */
+
+static uint64_t store_hash(const char *key)
+{
+	uint64_t h = 1469598103934665603ULL;
+
+	for (const unsigned char *p = (const unsigned char *)key; *p; p++) {
+		h ^= *p;
+		h *= 1099511628211ULL;
+	}
+	return h;
+}
+
+static struct store_series_ent *store_series_find(struct store *s, const char *key, uint64_t h)
+{
+	if (!s->series_cap)
+		return NULL;
+	for (size_t i = h & (s->series_cap - 1);; i = (i + 1) & (s->series_cap - 1)) {
+		struct store_series_ent *e = &s->series[i];
+
+		if (!e->key)
+			return e;
+		if (e->hash == h && strcmp(e->key, key) == 0)
+			return e;
+	}
+}
+
+static int store_series_insert(struct store *s, char *key, int64_t id)
+{
+	struct store_series_ent *e;
+	uint64_t h = store_hash(key);
+
+	if ((s->series_len + 1) * 2 > s->series_cap) {
+		size_t ncap = s->series_cap ? s->series_cap * 2 : 256;
+		struct store_series_ent *old = s->series;
+		size_t ocap = s->series_cap;
+
+		s->series = calloc(ncap, sizeof(*s->series));
+		if (!s->series) {
+			s->series = old;
+			return -ENOMEM;
+		}
+		s->series_cap = ncap;
+		for (size_t i = 0; i < ocap; i++) {
+			if (!old[i].key)
+				continue;
+			*store_series_find(s, old[i].key, old[i].hash) = old[i];
+		}
+		free(old);
+	}
+	e = store_series_find(s, key, h);
+	if (e->key) {
+		free(key);
+		e->id = id;
+		return 0;
+	}
+	e->key = key;
+	e->hash = h;
+	e->id = id;
+	s->series_len++;
+	return 0;
+}
+
+void store_series_forget(struct store *s)
+{
+	for (size_t i = 0; i < s->series_cap; i++)
+		free(s->series[i].key);
+	memset(s->series, 0, s->series_cap * sizeof(*s->series));
+	s->series_len = 0;
+}
+
+/* The metric_series id of key ("name\x01labels"), from the cache or the
+ * database (adding the series when new). */
+static int store_series_resolve(struct store *s, char *key, int64_t *out)
+{
+	uint64_t h = store_hash(key);
+	struct store_series_ent *e = store_series_find(s, key, h);
+	char *sep = strchr(key, '\x01');
+	int64_t id = -1;
+	int rc;
+
+	if (e && e->key) {
+		*out = e->id;
+		return SQLITE_OK;
+	}
+	if (!sep)
+		return SQLITE_MISMATCH;
+	*sep = '\0';
+	sqlite3_bind_text(s->st_series_get, 1, key, -1, SQLITE_STATIC);
+	sqlite3_bind_text(s->st_series_get, 2, sep + 1, -1, SQLITE_STATIC);
+	rc = sqlite3_step(s->st_series_get);
+	if (rc == SQLITE_ROW)
+		id = sqlite3_column_int64(s->st_series_get, 0);
+	sqlite3_reset(s->st_series_get);
+	if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+		goto out;
+	if (id < 0) {
+		sqlite3_bind_text(s->st_series_add, 1, key, -1, SQLITE_STATIC);
+		sqlite3_bind_text(s->st_series_add, 2, sep + 1, -1, SQLITE_STATIC);
+		rc = sqlite3_step(s->st_series_add);
+		sqlite3_reset(s->st_series_add);
+		if (rc != SQLITE_DONE)
+			goto out;
+		id = sqlite3_last_insert_rowid(s->db);
+	}
+	rc = SQLITE_OK;
+	*out = id;
+out:
+	*sep = '\x01';
+	if (rc == SQLITE_OK) {
+		char *dup = strdup(key);
+
+		/* Not cached: looked up again next time, nothing lost. */
+		if (dup && store_series_insert(s, dup, id))
+			free(dup);
+	}
+	return rc;
+}
+
+/* One metric history sample of the batch. */
+static int store_write_sample(struct store *s, struct store_slot *slot)
+{
+	struct store_sample_row *r = (void *)((unsigned char *)slot + STORE_SLOT_HDR);
+	int64_t id = -1;
+	int rc;
+
+	rc = store_series_resolve(s, r->key, &id);
+	if (rc != SQLITE_OK)
+		return rc;
+	sqlite3_bind_int64(s->st_sample, 1, id);
+	sqlite3_bind_int64(s->st_sample, 2, slot->ts);
+	sqlite3_bind_double(s->st_sample, 3, r->value);
+	rc = sqlite3_step(s->st_sample);
+	sqlite3_reset(s->st_sample);
+	return rc;
+}
+
+/* ---- writer thread ---- */
+
+static int64_t store_min(int64_t a, int64_t b)
+{
+	return a < b ? a : b;
+}
+
+/* Periodic work, run without the queue lock. */
+static void store_maintenance(struct store *s, int64_t now)
+{
+	if (now >= s->next_retention) {
+		bool more = store_retention(s);
+
+		s->next_retention =
+		    now + (int64_t)(more ? STORE_RETENTION_AGAIN_MS : STORE_RETENTION_MS) * 1000000;
+	}
+	if (now >= s->next_checkpoint) {
+		/* With the checkpointer thread running this is its job; the
+		 * timer must move on all the same. */
+		if (!s->ck_started)
+			store_checkpoint(s, s->db);
+		s->next_checkpoint = now + (int64_t)STORE_CHECKPOINT_MS * 1000000;
+	}
+	if (now >= s->next_publish) {
+		int64_t used, total;
+
+		store_db_size(s, &used, &total);
+		s->next_publish = now + (int64_t)STORE_PUBLISH_MS * 1000000;
+	}
+}
+
+static int64_t store_next_timer(const struct store *s)
+{
+	int64_t t = store_min(s->next_retention, s->next_checkpoint);
+
+	return store_min(t, s->next_publish);
+}
+
+void *store_writer_main(void *arg)
+{
+	struct store *s = arg;
+	unsigned stop_retries = STORE_STOP_RETRIES;
+
+	pthread_mutex_lock(&s->mu);
+	for (;;) {
+		int64_t now = store_mono_ns(), wake;
+		uint64_t depth, n, start;
+		bool due;
+		int rc;
+
+		if (now >= store_next_timer(s) && !s->stop) {
+			pthread_mutex_unlock(&s->mu);
+			store_maintenance(s, now);
+			pthread_mutex_lock(&s->mu);
+			continue;
+		}
+		depth = s->head - s->tail;
+		if (s->stop && (depth == 0 || stop_retries == 0))
+			break;
+		if (s->retry_at > now && !s->stop) {
+			struct timespec ts;
+
+			store_abs_mono(store_min(s->retry_at, store_next_timer(s)), &ts);
+			pthread_cond_timedwait(&s->cv_writer, &s->mu, &ts);
+			continue;
+		}
+		if (depth > 0 && !s->batch_deadline)
+			s->batch_deadline = now + (int64_t)s->cfg.batch_ms * 1000000;
+		due = depth > 0 && (depth >= s->cfg.batch_rows || s->flush_target > s->tail ||
+				    s->stop || now >= s->batch_deadline);
+		if (!due) {
+			struct timespec ts;
+
+			wake = store_next_timer(s);
+			if (depth > 0)
+				wake = store_min(wake, s->batch_deadline);
+			s->writer_idle = depth == 0;
+			store_abs_mono(wake, &ts);
+			pthread_cond_timedwait(&s->cv_writer, &s->mu, &ts);
+			s->writer_idle = false;
+			continue;
+		}
+		n = depth < s->cfg.batch_rows ? depth : s->cfg.batch_rows;
+		start = s->tail;
+		pthread_mutex_unlock(&s->mu);
+		rc = store_write_batch(s, start, n);
+		pthread_mutex_lock(&s->mu);
+		if (rc == 0) {
+			__atomic_store_n(&s->tail, s->tail + n, __ATOMIC_RELAXED);
+			if (s->tail == s->head)
+				s->base = s->head; /* no slot in use: restart at 0 */
+			s->batch_deadline = 0;
+			s->backoff_ms = 0;
+			s->retry_at = 0;
+			pthread_cond_broadcast(&s->cv_done);
+			continue;
+		}
+		store_stat_add(&s->write_errors, 1);
+		store_count_error(s, STORE_OP_COMMIT);
+		s->backoff_ms = s->backoff_ms ? s->backoff_ms * 2 : STORE_BACKOFF_MIN_MS;
+		if (s->backoff_ms > STORE_BACKOFF_MAX_MS)
+			s->backoff_ms = STORE_BACKOFF_MAX_MS;
+		s->retry_at = store_mono_ns() + (int64_t)s->backoff_ms * 1000000;
+		if (s->stop && stop_retries)
+			stop_retries--;
+		pthread_cond_broadcast(&s->cv_done);
+		depth = s->head - s->tail;
+		pthread_mutex_unlock(&s->mu);
+		/* A checkpointed WAL is rewritten from its start instead of
+		 * growing: the cheapest space to get back on a full disk. */
+		if ((rc & 0xff) == SQLITE_FULL)
+			sqlite3_wal_checkpoint_v2(s->db, NULL, SQLITE_CHECKPOINT_PASSIVE, NULL,
+						  NULL);
+		store_log(s, &s->rl_commit, 10000, STORE_LOG_ERR,
+			  "commit of %" PRIu64 " rows failed: %s; %" PRIu64
+			  " rows kept in the queue, retrying in %u ms",
+			  n, sqlite3_errstr(rc), depth, s->backoff_ms);
+		pthread_mutex_lock(&s->mu);
+	}
+	if (s->head != s->tail)
+		store_log(s, NULL, 0, STORE_LOG_ERR,
+			  "closing with %" PRIu64 " rows not written (writes failing)",
+			  s->head - s->tail);
+	s->writer_done = true;
+	pthread_cond_broadcast(&s->cv_done);
+	pthread_mutex_unlock(&s->mu);
+	return NULL;
+}
+
+int store_checkpoint(struct store *s, sqlite3 *db)
+{
+	int rc = sqlite3_wal_checkpoint_v2(db, NULL, SQLITE_CHECKPOINT_PASSIVE, NULL, NULL);
+
+	if (rc != SQLITE_OK && rc != SQLITE_BUSY) {
+		store_count_error(s, STORE_OP_CHECKPOINT);
+		store_log(s, &s->rl_maint, 60000, STORE_LOG_WARN, "checkpoint: %s",
+			  sqlite3_errstr(rc));
+	}
+	return rc;
+}
+
+/* Called by SQLite on the writer thread after each commit, with the WAL
+ * size in frames. */
+int store_wal_hook(void *arg, sqlite3 *db, const char *name, int frames)
+{
+	struct store *s = arg;
+
+	if (frames >= STORE_CKPT_HARD_FRAMES) {
+		/* The checkpointer never caught up (sustained load, no pause
+		 * between batches): checkpoint here, with no write running,
+		 * so the WAL can restart from its beginning. */
+		store_checkpoint(s, db);
+	} else if (frames >= STORE_CKPT_FRAMES) {
+		pthread_mutex_lock(&s->ck_mu);
+		if (!s->ck_pending) {
+			s->ck_pending = true;
+			pthread_cond_signal(&s->ck_cv);
+		}
+		pthread_mutex_unlock(&s->ck_mu);
+	}
+	return SQLITE_OK;
+}
+
+static void *store_ckpt_main(void *arg)
+{
+	struct store *s = arg;
+
+	pthread_mutex_lock(&s->ck_mu);
+	while (!s->ck_stop) {
+		if (!s->ck_pending) {
+			struct timespec ts;
+
+			store_abs_mono(store_mono_ns() + (int64_t)STORE_CHECKPOINT_MS * 1000000,
+				       &ts);
+			pthread_cond_timedwait(&s->ck_cv, &s->ck_mu, &ts);
+			if (s->ck_stop)
+				break;
+		}
+		s->ck_pending = false;
+		pthread_mutex_unlock(&s->ck_mu);
+		store_checkpoint(s, s->ck_db);
+		pthread_mutex_lock(&s->ck_mu);
+	}
+	pthread_mutex_unlock(&s->ck_mu);
+	return NULL;
+}
+
+/* Without it the writer checkpoints by itself (wal_autocheckpoint), which
+ * is correct, only slower. */
+void store_ckpt_start(struct store *s)
+{
+	if (sqlite3_open_v2(s->path, &s->ck_db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX,
+			    NULL) != SQLITE_OK ||
+	    store_exec_rows(s->ck_db, "PRAGMA synchronous = NORMAL") != SQLITE_OK)
+		goto out_fail;
+	if (pthread_create(&s->ck_thread, NULL, store_ckpt_main, s) != 0)
+		goto out_fail;
+	s->ck_started = true;
+	sqlite3_wal_hook(s->db, store_wal_hook, s); /* replaces the autocheckpoint */
+	return;
+
+out_fail:
+	store_log(s, NULL, 0, STORE_LOG_WARN,
+		  "no checkpoint thread (%s); the writer checkpoints itself",
+		  s->ck_db ? sqlite3_errmsg(s->ck_db) : "out of memory");
+	sqlite3_close(s->ck_db);
+	s->ck_db = NULL;
+}
+
+void store_ckpt_stop(struct store *s)
+{
+	if (!s->ck_started)
+		return;
+	pthread_mutex_lock(&s->ck_mu);
+	s->ck_stop = true;
+	pthread_cond_signal(&s->ck_cv);
+	pthread_mutex_unlock(&s->ck_mu);
+	pthread_join(s->ck_thread, NULL);
+	s->ck_started = false;
+	sqlite3_wal_autocheckpoint(s->db, 2000);
+	sqlite3_close(s->ck_db);
+	s->ck_db = NULL;
+}
