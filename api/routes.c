@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "agent/arena.h"
+#include "agent/buf.h"
 #include "agent/log.h"
 #include "api/http.h"
 #include "api/metrics.h"
@@ -46,45 +47,6 @@ static struct api_ctx api_ctx = {.health_lock = PTHREAD_MUTEX_INITIALIZER};
 
 /* ---- HTML landing page ---- */
 
-struct sbuf {
-	char *p;
-	size_t len, cap;
-	bool oom;
-};
-
-static void sbuf_printf(struct sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-static void sbuf_printf(struct sbuf *b, const char *fmt, ...)
-{
-	va_list ap;
-	int n;
-
-	if (b->oom)
-		return;
-	for (;;) {
-		va_start(ap, fmt);
-		n = vsnprintf(b->p + b->len, b->cap - b->len, fmt, ap);
-		va_end(ap);
-		if (n < 0) {
-			b->oom = true;
-			return;
-		}
-		if (b->len + n < b->cap) {
-			b->len += n;
-			return;
-		}
-		size_t cap = (b->cap ? b->cap * 2 : 4096) + n;
-		char *p = realloc(b->p, cap);
-
-		if (!p) {
-			b->oom = true;
-			return;
-		}
-		b->p = p;
-		b->cap = cap;
-	}
-}
-
 /* HTML-escapes s into buf (truncating). */
 static const char *html_esc(const char *s, char *buf, size_t len)
 {
@@ -112,16 +74,16 @@ static const char *html_esc(const char *s, char *buf, size_t len)
 	return buf;
 }
 
-static void html_route(struct sbuf *b, const char *method, const char *path, const char *what)
+static void html_route(struct buf *b, const char *method, const char *path, const char *what)
 {
 	char p[512], w[512];
 
 	html_esc(path, p, sizeof(p));
 	html_esc(what, w, sizeof(w));
 	if (!strcmp(method, "GET"))
-		sbuf_printf(b, "<li><a href=\"%s\">%s</a> &mdash; %s</li>\n", p, p, w);
+		buf_printf(b, "<li><a href=\"%s\">%s</a> &mdash; %s</li>\n", p, p, w);
 	else
-		sbuf_printf(b, "<li>%s %s &mdash; %s</li>\n", method, p, w);
+		buf_printf(b, "<li>%s %s &mdash; %s</li>\n", method, p, w);
 }
 
 static bool routes_is_table(const struct api_host *host, const char *path)
@@ -138,7 +100,7 @@ static void route_index(const struct http_request *req, struct http_response *re
 	const struct api_host *host = &ctx->host;
 	Sysobs__V1__CollectorList *cl;
 	struct arena ar = {0};
-	struct sbuf b = {0};
+	struct buf b = {0};
 	char e1[512], e2[512], e3[64];
 
 	if (query_params_check(req, NULL, res))
@@ -149,13 +111,13 @@ static void route_index(const struct http_request *req, struct http_response *re
 		http_reply_error(res, 500, "internal", "out of memory");
 		return;
 	}
-	sbuf_printf(&b,
-		    "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>sysobs</title>"
-		    "</head>\n<body>\n<h1>sysobs %s</h1>\n",
-		    SYSOBS_VERSION);
+	buf_printf(&b,
+		   "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>sysobs</title>"
+		   "</head>\n<body>\n<h1>sysobs %s</h1>\n",
+		   SYSOBS_VERSION);
 	if (host->hostname && *host->hostname)
-		sbuf_printf(&b, "<p>host: %s</p>\n", html_esc(host->hostname, e1, sizeof(e1)));
-	sbuf_printf(&b, "<h2>Endpoints</h2>\n<ul>\n");
+		buf_printf(&b, "<p>host: %s</p>\n", html_esc(host->hostname, e1, sizeof(e1)));
+	buf_printf(&b, "<h2>Endpoints</h2>\n<ul>\n");
 	html_route(&b, "GET", "/metrics", "Prometheus metrics (text format 0.0.4)");
 	html_route(&b, "GET", "/healthz", "health check");
 	html_route(&b, "GET", "/api/v1/collectors", "collectors and their state");
@@ -183,9 +145,9 @@ static void route_index(const struct http_request *req, struct http_response *re
 			html_route(&b, c->routes[k], sp + 1, what);
 		}
 	}
-	sbuf_printf(&b, "</ul>\n<h2>Collectors</h2>\n<table border=\"1\" cellpadding=\"4\">\n"
-			"<tr><th>name</th><th>state</th><th>reason</th><th>last activity</th>"
-			"<th>errors</th><th>what it does</th></tr>\n");
+	buf_printf(&b, "</ul>\n<h2>Collectors</h2>\n<table border=\"1\" cellpadding=\"4\">\n"
+		       "<tr><th>name</th><th>state</th><th>reason</th><th>last activity</th>"
+		       "<th>errors</th><th>what it does</th></tr>\n");
 	for (size_t i = 0; i < cl->n_data; i++) {
 		const Sysobs__V1__Collector *c = cl->data[i];
 		const ProtobufCEnumValue *ev = protobuf_c_enum_descriptor_get_value(
@@ -196,15 +158,15 @@ static void route_index(const struct http_request *req, struct http_response *re
 
 		if (last <= 0 || time_format_rfc3339(last, e3, sizeof(e3)) < 0)
 			strcpy(e3, "-");
-		sbuf_printf(&b, "<tr><td>%s</td><td>%s</td><td>", c->name, ev ? ev->name : "?");
-		sbuf_printf(&b, "%s</td><td>%s</td><td>%llu</td><td>%s</td></tr>\n",
-			    html_esc(c->reason, e1, sizeof(e1)), e3, (unsigned long long)c->errors,
-			    html_esc(c->help, e2, sizeof(e2)));
+		buf_printf(&b, "<tr><td>%s</td><td>%s</td><td>", c->name, ev ? ev->name : "?");
+		buf_printf(&b, "%s</td><td>%s</td><td>%llu</td><td>%s</td></tr>\n",
+			   html_esc(c->reason, e1, sizeof(e1)), e3, (unsigned long long)c->errors,
+			   html_esc(c->help, e2, sizeof(e2)));
 	}
-	sbuf_printf(&b, "</table>\n</body></html>\n");
+	buf_printf(&b, "</table>\n</body></html>\n");
 	arena_free(&ar);
 	if (b.oom) {
-		free(b.p);
+		buf_free(&b);
 		http_reply_error(res, 500, "internal", "out of memory");
 		return;
 	}

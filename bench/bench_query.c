@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: MIT
 /*
- * REST history query time: store_query_events() on a 5,000,000-row database
- * spread over 4 collectors' tables (ids interleaved from the global
- * sequence, as the writer assigns them).
+ * History read time of the store: store_history_page() (what every history
+ * route runs) on a 5,000,000-row database spread over 4 collectors' tables
+ * (ids interleaved from the global sequence, as the writer assigns them).
+ * "All collectors" is one page of each table, as /api/v1/events reads them
+ * before merging. End-to-end HTTP figures: bench/data_path.sh.
  *
  *   bench_query [rows]       (default 5,000,000)
  *
@@ -21,7 +23,7 @@
 #include <unistd.h>
 
 #include "storage/store.h"
-#include "storage/store_query.h"
+#include "storage/store_history.h"
 
 #define N_TABLES 4
 #define RUNS	 1000
@@ -138,34 +140,41 @@ struct shape {
 	bool open_until; /* since only */
 };
 
+static int count_row(int64_t id, int64_t ts_ns, const void *row, void *arg)
+{
+	(*(size_t *)arg)++;
+	return 0;
+}
+
 static void run_shape(struct store *s, const struct shape *sh, uint64_t rows)
 {
-	int64_t lat[RUNS], max_id = (int64_t)rows, next;
+	int64_t lat[RUNS], max_id = (int64_t)rows;
 	size_t got = 0;
-	char err[256];
 
 	for (int r = 0; r < RUNS; r++) {
-		const char *coll = sh->all ? NULL : bq_tables[r % N_TABLES].collector;
-		int64_t cursor = sh->cursor_pct ? max_id * sh->cursor_pct / 100 : 0;
-		int64_t since = 0, until = INT64_MAX;
-		json_t *out = NULL;
+		int64_t cursor = sh->cursor_pct ? max_id * sh->cursor_pct / 100 : INT64_MAX;
+		struct store_page_query q = {
+		    .cursor = cursor, .end_ns = INT64_MAX, .limit = sh->limit + 1};
 		int64_t t0;
-		int ret;
+		int ret = 0;
 
 		if (sh->window_pct) {
-			since = BASE_TS + (int64_t)rows * STEP_TS * sh->window_pct / 100;
-			until = sh->open_until ? INT64_MAX : since + (int64_t)rows * STEP_TS / 100;
+			q.start_ns = BASE_TS + (int64_t)rows * STEP_TS * sh->window_pct / 100;
+			q.end_ns =
+			    sh->open_until ? INT64_MAX : q.start_ns + (int64_t)rows * STEP_TS / 100;
 		}
+		got = 0;
 		t0 = mono_ns();
-		ret = store_query_events(s, coll, since, until, cursor, sh->limit, &out, &next, err,
-					 sizeof(err));
+		for (int t = 0; t < N_TABLES && ret >= 0; t++) {
+			if (!sh->all && t != r % N_TABLES)
+				continue;
+			ret = store_history_page(s, &bq_tables[t], &q, count_row, &got);
+		}
 		lat[r] = mono_ns() - t0;
-		if (ret) {
-			fprintf(stderr, "%s: %s\n", sh->what, err);
+		if (ret < 0) {
+			fprintf(stderr, "%s: %s\n", sh->what, strerror(-ret));
 			return;
 		}
-		got = json_array_size(out);
-		json_decref(out);
 	}
 	qsort(lat, RUNS, sizeof(lat[0]), cmp_i64);
 	printf("%-44s rows/query=%-4zu p50 %7.3f ms  p99 %7.3f ms  max %7.3f ms\n", sh->what, got,

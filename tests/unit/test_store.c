@@ -27,6 +27,7 @@
 #include <cmocka.h>
 
 #include "storage/store.h"
+#include "storage/store_history.h"
 #include "storage/store_query.h"
 
 struct ev_row {
@@ -703,13 +704,53 @@ static void test_retention_by_size(void **state)
 			 max_id - n_left + 1);
 }
 
-static void test_events_query_paging(void **state)
+/* What a page of store_history_page() handed over, in call order. */
+struct page {
+	int64_t ids[128], ts[128];
+	struct ev_row rows[128];
+	size_t n;
+};
+
+static int page_row(int64_t id, int64_t ts, const void *row, void *arg)
+{
+	struct page *p = arg;
+
+	if (p->n == 128)
+		return -ENOSPC;
+	p->ids[p->n] = id;
+	p->ts[p->n] = ts;
+	memcpy(&p->rows[p->n++], row, sizeof(struct ev_row));
+	return 0;
+}
+
+static int history_page(struct store *s, const struct event_table *t, int64_t cursor, int64_t start,
+			int64_t end, unsigned limit, const struct store_filter *f, size_t nf,
+			struct page *p)
+{
+	struct store_page_query q = {
+	    .cursor = cursor ? cursor : INT64_MAX,
+	    .start_ns = start,
+	    .end_ns = end,
+	    .limit = limit,
+	    .filters = f,
+	    .n_filters = nf,
+	};
+
+	p->n = 0;
+	return store_history_page(s, t, &q, page_row, p);
+}
+
+/* Pages of one table: newest first, rows read back into the row struct
+ * with NULL columns as their sentinel, a cursor continues below the last
+ * id, a window and filters (OR over columns sharing one) select rows. */
+static void test_history_page(void **state)
 {
 	struct store_config cfg = default_cfg();
-	int64_t base = 1700000000LL * 1000000000, next = -1, cursor = 0, prev = INT64_MAX;
+	int64_t base = 1700000000LL * 1000000000, cursor = 0, prev = INT64_MAX;
+	struct store_filter f = {0};
 	size_t seen = 0;
+	struct page p;
 	struct store *s;
-	json_t *rows;
 
 	s = open_started(&cfg, tables_ab);
 	for (int i = 0; i < 25; i++) {
@@ -721,113 +762,88 @@ static void test_events_query_paging(void **state)
 	}
 	assert_int_equal(store_flush(s), 0);
 
-	/* All collectors, pages of 10: 10 + 10 + 5, newest first, no overlap. */
+	/* test_a holds the 12 odd pids: pages of 5 are 5 + 5 + 2. */
 	for (int page = 0; page < 3; page++) {
-		assert_int_equal(store_query_events(s, NULL, 0, INT64_MAX, cursor, 10, &rows, &next,
-						    err, sizeof(err)),
-				 0);
-		assert_int_equal(json_array_size(rows), page < 2 ? 10 : 5);
-		for (size_t i = 0; i < json_array_size(rows); i++) {
-			json_t *row = json_array_get(rows, i);
-			int64_t id = json_integer_value(json_object_get(row, "id"));
-			int64_t pid = json_integer_value(json_object_get(row, "pid"));
-
-			assert_true(id < prev);
-			prev = id;
-			assert_int_equal(id, pid + 1);
-			assert_string_equal(json_string_value(json_object_get(row, "table")),
-					    pid % 2 ? "test_a" : "test_b");
-			assert_string_equal(json_string_value(json_object_get(row, "collector")),
-					    pid % 2 ? "alpha" : "beta");
-			assert_non_null(json_object_get(row, "time"));
-			assert_true(json_is_real(json_object_get(row, "value")));
-			assert_true(json_is_null(json_object_get(row, "note")));
+		assert_int_equal(history_page(s, &table_a, cursor, 0, INT64_MAX, 5, NULL, 0, &p),
+				 page < 2 ? 5 : 2);
+		for (size_t i = 0; i < p.n; i++) {
+			assert_true(p.ids[i] < prev);
+			prev = p.ids[i];
+			assert_int_equal(p.ids[i], p.rows[i].pid + 1);
+			assert_int_equal(p.rows[i].pid % 2, 1);
+			assert_int_equal(p.ts[i], base + (int64_t)p.rows[i].pid * 1000000000);
+			assert_string_equal(p.rows[i].note, ""); /* NULL reads back as "" */
 			seen++;
 		}
-		if (page < 2)
-			assert_int_equal(next, prev);
-		else
-			assert_int_equal(next, -1);
-		cursor = next;
-		json_decref(rows);
+		cursor = p.ids[p.n - 1];
 	}
-	assert_int_equal(seen, 25);
+	assert_int_equal(seen, 12);
 
-	/* One collector, exact fit: no next page. */
-	assert_int_equal(
-	    store_query_events(s, "alpha", 0, INT64_MAX, 0, 12, &rows, &next, err, sizeof(err)), 0);
-	assert_int_equal(json_array_size(rows), 12);
-	assert_int_equal(next, -1);
-	json_t *first = json_array_get(rows, 0);
-	assert_int_equal(json_integer_value(json_object_get(first, "pid")), 23);
-	assert_string_equal(json_string_value(json_object_get(first, "time")),
-			    "2023-11-14T22:13:43.000000000Z");
-	json_decref(rows);
+	/* Window [base + 10 s, base + 15 s) of test_b: pids 14, 12, 10. */
+	assert_int_equal(history_page(s, &table_b, 0, base + 10000000000LL, base + 15000000000LL,
+				      100, NULL, 0, &p),
+			 3);
+	assert_int_equal(p.rows[0].pid, 14);
+	assert_int_equal(p.rows[2].pid, 10);
 
-	/* Time window [base + 10 s, base + 15 s): pids 10..14. */
-	assert_int_equal(store_query_events(s, NULL, base + 10000000000LL, base + 15000000000LL, 0,
-					    100, &rows, &next, err, sizeof(err)),
-			 0);
-	assert_int_equal(json_array_size(rows), 5);
-	assert_int_equal(json_integer_value(json_object_get(json_array_get(rows, 0), "pid")), 14);
-	assert_int_equal(json_integer_value(json_object_get(json_array_get(rows, 4), "pid")), 10);
-	json_decref(rows);
-
-	assert_int_equal(
-	    store_query_events(s, "nope", 0, INT64_MAX, 0, 10, &rows, &next, err, sizeof(err)),
-	    -ENOENT);
-	assert_null(rows);
+	/* A filter: pid = 7 in test_a only. */
+	f.cols[0] = &ev_cols[0];
+	f.n_cols = 1;
+	f.value = 7;
+	assert_int_equal(history_page(s, &table_a, 0, 0, INT64_MAX, 100, &f, 1, &p), 1);
+	assert_int_equal(p.rows[0].pid, 7);
+	assert_int_equal(history_page(s, &table_b, 0, 0, INT64_MAX, 100, &f, 1, &p), 0);
+	/* Two columns OR'ed under one filter: pid = 4 or cpu = 4 (never). */
+	f.cols[1] = &ev_cols[1];
+	f.n_cols = 2;
+	f.value = 4;
+	assert_int_equal(history_page(s, &table_b, 0, 0, INT64_MAX, 100, &f, 1, &p), 1);
+	assert_int_equal(p.rows[0].pid, 4);
+	/* Text filter. */
+	f = (struct store_filter){.cols = {&ev_cols[2]}, .n_cols = 1, .text = "proc3"};
+	assert_int_equal(history_page(s, &table_a, 0, 0, INT64_MAX, 100, &f, 1, &p), 1);
+	assert_int_equal(p.rows[0].pid, 3);
 	store_close(s);
 }
 
-/* Collects the ids of every page of a windowed query, checking each page
- * against the same window computed by brute force in SQL. */
-static void check_window(struct store *s, const char *collector, int64_t since, int64_t until)
+/* Every page of a windowed query of table t, checked against the same
+ * window computed by brute force in SQL. */
+static void check_window(struct store *s, const struct event_table *t, int64_t since, int64_t until)
 {
-	const char *src = !collector			? "SELECT id, ts FROM test_a UNION ALL "
-							  "SELECT id, ts FROM test_b"
-			  : !strcmp(collector, "alpha") ? "SELECT id, ts FROM test_a"
-							: "SELECT id, ts FROM test_b";
-	int64_t cursor = 0, next;
+	int64_t cursor = 0;
 	char sql[512];
 	int pages = 0;
+	struct page p;
 
 	do {
-		json_t *rows;
-		size_t n;
+		int n = history_page(s, t, cursor, since, until, 100, NULL, 0, &p);
+		int64_t expect;
 
-		assert_int_equal(store_query_events(s, collector, since, until, cursor, 100, &rows,
-						    &next, err, sizeof(err)),
-				 0);
-		n = json_array_size(rows);
+		assert_true(n >= 0);
 		snprintf(sql, sizeof(sql),
-			 "SELECT count(*) FROM (%s) WHERE ts >= %lld AND ts < %lld AND id < %lld",
-			 src, (long long)since, (long long)until,
+			 "SELECT count(*) FROM %s WHERE ts >= %lld AND ts < %lld AND id < %lld",
+			 t->name, (long long)since, (long long)until,
 			 (long long)(cursor ? cursor : INT64_MAX));
-		int64_t expect = db_int(sql);
+		expect = db_int(sql);
 		assert_int_equal(n, expect < 100 ? expect : 100);
-		for (size_t i = 0; i < n; i++) {
-			json_t *row = json_array_get(rows, i);
-			int64_t id = json_integer_value(json_object_get(row, "id"));
-
+		for (int i = 0; i < n; i++) {
 			/* The i-th newest id of the window below the cursor. */
 			snprintf(sql, sizeof(sql),
-				 "SELECT id FROM (%s) WHERE ts >= %lld AND ts < %lld AND id < %lld "
-				 "ORDER BY id DESC LIMIT 1 OFFSET %zu",
-				 src, (long long)since, (long long)until,
+				 "SELECT id FROM %s WHERE ts >= %lld AND ts < %lld AND id < %lld "
+				 "ORDER BY id DESC LIMIT 1 OFFSET %d",
+				 t->name, (long long)since, (long long)until,
 				 (long long)(cursor ? cursor : INT64_MAX), i);
 			if (i == 0 || i == n - 1)
-				assert_int_equal(id, db_int(sql));
+				assert_int_equal(p.ids[i], db_int(sql));
 		}
-		json_decref(rows);
-		cursor = next;
-	} while (next > 0 && ++pages < 3);
+		cursor = n ? p.ids[n - 1] : 0;
+	} while (p.n == 100 && ++pages < 3);
 }
 
 /* The three plans of a windowed page (rowid walk, ts index for a small
  * window, ts index when many rows are newer) give the same answer as brute
  * force, with ts not in id order. */
-static void test_events_query_window_plans(void **state)
+static void test_history_window_plans(void **state)
 {
 	struct store_config cfg = default_cfg();
 	int64_t base = 1700000000LL * 1000000000, us = 1000;
@@ -846,18 +862,17 @@ static void test_events_query_window_plans(void **state)
 		" 1700000000000000000 + i * 1000 + (i % 7) * 5000, i, i % 4, 'proc' || i,"
 		" i * 0.5, i * 100 FROM c WHERE i % 2 = 0;");
 	s = open_started(&cfg, tables_ab);
-	/* since only, large window at the newest end: rowid walk. */
-	check_window(s, NULL, base + 15000 * us, INT64_MAX);
-	check_window(s, "beta", base + 15000 * us, INT64_MAX);
+	/* start only, large window at the newest end: rowid walk. */
+	check_window(s, &table_a, base + 15000 * us, INT64_MAX);
+	check_window(s, &table_b, base + 15000 * us, INT64_MAX);
 	/* small window deep in the past: ts index. */
-	check_window(s, NULL, base + 1000 * us, base + 1500 * us);
+	check_window(s, &table_a, base + 1000 * us, base + 1500 * us);
 	/* large window, many rows newer: ts index. */
-	check_window(s, NULL, base + 100 * us, base + 25000 * us);
-	check_window(s, "alpha", base + 100 * us, base + 25000 * us);
-	/* large window reaching the newest rows, bounded until: rowid walk. */
-	check_window(s, NULL, base + 5000 * us, base + 55000 * us);
+	check_window(s, &table_b, base + 100 * us, base + 25000 * us);
+	/* large window reaching the newest rows, bounded end: rowid walk. */
+	check_window(s, &table_a, base + 5000 * us, base + 55000 * us);
 	/* empty window after everything. */
-	check_window(s, NULL, base + 100000 * us, INT64_MAX);
+	check_window(s, &table_a, base + 100000 * us, INT64_MAX);
 	store_close(s);
 }
 
@@ -1081,106 +1096,6 @@ static void test_metric_history_samples(void **state)
 			 4);
 }
 
-static void page_decorate(sqlite3_stmt *st, json_t *row)
-{
-	json_object_set_new(row, "twice", json_integer(2 * sqlite3_column_int64(st, 0)));
-}
-
-/* A page of "limit" rows from a query fetching limit + 1: next_cursor only
- * when a row follows, and the id of the last row returned. */
-static json_t *page(sqlite3 *db, int64_t cursor, unsigned limit, bool decorate, int *err)
-{
-	sqlite3_stmt *st;
-	json_t *p;
-
-	assert_int_equal(sqlite3_prepare_v2(db,
-					    "SELECT id, v FROM t WHERE id < ?1 ORDER BY id DESC"
-					    " LIMIT ?2",
-					    -1, &st, NULL),
-			 SQLITE_OK);
-	sqlite3_bind_int64(st, 1, cursor);
-	sqlite3_bind_int64(st, 2, (int64_t)limit + 1);
-	p = store_page_json(st, limit, "rows", decorate ? page_decorate : NULL, err);
-	sqlite3_finalize(st);
-	return p;
-}
-
-static void test_page_json(void **state)
-{
-	sqlite3 *db;
-	json_t *p;
-	int err;
-
-	(void)state;
-	assert_int_equal(sqlite3_open(":memory:", &db), SQLITE_OK);
-	assert_int_equal(
-	    sqlite3_exec(db,
-			 "CREATE TABLE t(id INTEGER PRIMARY KEY, v TEXT);"
-			 "INSERT INTO t VALUES (1,'a'),(2,'b'),(3,'c'),(4,'d'),(5,'e');",
-			 NULL, NULL, NULL),
-	    SQLITE_OK);
-	/* exactly all rows: no next page */
-	p = page(db, INT64_MAX, 5, false, &err);
-	assert_non_null(p);
-	assert_int_equal(err, 0);
-	assert_int_equal(json_array_size(json_object_get(p, "rows")), 5);
-	assert_true(json_is_null(json_object_get(p, "next_cursor")));
-	json_decref(p);
-	/* one fewer: a cursor naming the last row returned (id 2) */
-	p = page(db, INT64_MAX, 4, false, &err);
-	assert_int_equal(json_array_size(json_object_get(p, "rows")), 4);
-	assert_string_equal(json_string_value(json_object_get(p, "next_cursor")), "2");
-	json_decref(p);
-	/* following it: the one row left, then nothing more */
-	p = page(db, 2, 4, true, &err);
-	assert_int_equal(json_array_size(json_object_get(p, "rows")), 1);
-	assert_int_equal(json_integer_value(json_object_get(
-			     json_array_get(json_object_get(p, "rows"), 0), "twice")),
-			 2);
-	assert_true(json_is_null(json_object_get(p, "next_cursor")));
-	json_decref(p);
-	/* past the end: an empty page */
-	p = page(db, 1, 10, false, &err);
-	assert_int_equal(json_array_size(json_object_get(p, "rows")), 0);
-	assert_true(json_is_null(json_object_get(p, "next_cursor")));
-	json_decref(p);
-	sqlite3_close(db);
-}
-
-static void test_row_json_types(void **state)
-{
-	sqlite3 *db;
-	sqlite3_stmt *st;
-	json_t *o;
-	char buf[48];
-
-	assert_int_equal(sqlite3_open(":memory:", &db), SQLITE_OK);
-	assert_int_equal(sqlite3_prepare_v2(db,
-					    "SELECT 42 AS n, 1.5 AS r, 'hé' AS t, x'00ff10' AS b,"
-					    " NULL AS z, -1500000000 AS ts, CAST(x'41ff42' AS TEXT)"
-					    " AS bad",
-					    -1, &st, NULL),
-			 SQLITE_OK);
-	assert_int_equal(sqlite3_step(st), SQLITE_ROW);
-	o = store_row_json(st);
-	assert_non_null(o);
-	assert_int_equal(json_integer_value(json_object_get(o, "n")), 42);
-	assert_true(json_real_value(json_object_get(o, "r")) == 1.5);
-	assert_string_equal(json_string_value(json_object_get(o, "t")), "hé");
-	assert_string_equal(json_string_value(json_object_get(o, "b")), "00ff10");
-	assert_true(json_is_null(json_object_get(o, "z")));
-	assert_string_equal(json_string_value(json_object_get(o, "time")),
-			    "1969-12-31T23:59:58.500000000Z");
-	assert_string_equal(json_string_value(json_object_get(o, "bad")), "A?B");
-	json_decref(o);
-	sqlite3_finalize(st);
-	sqlite3_close(db);
-
-	assert_int_equal(store_format_time(1764729180123456789LL, buf, sizeof(buf)), 30);
-	assert_string_equal(buf, "2025-12-03T02:33:00.123456789Z");
-	assert_int_equal(store_format_time(0, buf, 10), -ENOSPC);
-}
-
 /*
  * Disk full: the database lives on a 24 MiB tmpfs (private mount namespace);
  * a filler file takes the rest. Commits fail with SQLITE_FULL, rows stay
@@ -1284,14 +1199,12 @@ int main(void)
 					    teardown),
 	    cmocka_unit_test_setup_teardown(test_retention_by_age, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_retention_by_size, setup, teardown),
-	    cmocka_unit_test_setup_teardown(test_events_query_paging, setup, teardown),
-	    cmocka_unit_test_setup_teardown(test_events_query_window_plans, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_history_page, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_history_window_plans, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_series_each, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_series_samples, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_series_no_reader, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_metric_history_samples, setup, teardown),
-	    cmocka_unit_test(test_row_json_types),
-	    cmocka_unit_test(test_page_json),
 	    cmocka_unit_test_setup_teardown(test_disk_full_recovers, setup, teardown),
 	};
 
