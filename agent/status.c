@@ -13,7 +13,7 @@
 #include "agent/arena.h"
 #include "agent/status.h"
 #include "collectors/collector.h"
-#include "google/protobuf/timestamp.pb-c.h"
+#include "api/proto/pbmsg.h"
 
 static Sysobs__V1__CollectorState state_enum(enum collector_state s)
 {
@@ -54,14 +54,8 @@ static Sysobs__V1__Collector *collector_status(const struct collector *c, struct
 	m->state = state_enum(st);
 	m->reason = arena_strdup(ar, why);
 	m->errors = __atomic_load_n(&c->errors, __ATOMIC_RELAXED);
-	if (last > 0) {
-		m->last_activity = arena_alloc(ar, sizeof(*m->last_activity));
-		if (m->last_activity) {
-			google__protobuf__timestamp__init(m->last_activity);
-			m->last_activity->seconds = last / 1000000000;
-			m->last_activity->nanos = (int32_t)(last % 1000000000);
-		}
-	}
+	if (last > 0)
+		m->last_activity = pbmsg_time(ar, last);
 	for (const struct event_table *const *t = c->ops->tables; t && *t; t++)
 		n++;
 	for (const struct collector_route *r = c->ops->routes; r && r->path; r++)

@@ -25,6 +25,7 @@
 #include "api/history.h"
 #include "api/http.h"
 #include "api/pbjson.h"
+#include "api/proto/pbmsg.h"
 #include "api/proto/sysobs.pb-c.h"
 #include "api/query.h"
 #include "api/reply.h"
@@ -152,23 +153,6 @@ static void field_set_int(ProtobufCMessage *m, const ProtobufCFieldDescriptor *f
 	}
 }
 
-static Google__Protobuf__Timestamp *timestamp_new(struct arena *ar, int64_t ns)
-{
-	Google__Protobuf__Timestamp *ts = arena_alloc(ar, sizeof(*ts));
-	int64_t s = ns / 1000000000, r = ns % 1000000000;
-
-	if (!ts)
-		return NULL;
-	google__protobuf__timestamp__init(ts);
-	if (r < 0) {
-		r += 1000000000;
-		s--;
-	}
-	ts->seconds = s;
-	ts->nanos = (int32_t)r;
-	return ts;
-}
-
 /* One row struct as its message, in the arena. */
 static ProtobufCMessage *row_message(const struct history_table *ht, struct arena *ar, int64_t id,
 				     int64_t ts_ns, const void *row)
@@ -181,8 +165,7 @@ static ProtobufCMessage *row_message(const struct history_table *ht, struct aren
 		return NULL;
 	d->message_init(m);
 	field_set_int(m, ht->f_id, id);
-	*(Google__Protobuf__Timestamp **)((char *)m + ht->f_time->offset) =
-	    timestamp_new(ar, ts_ns);
+	*(Google__Protobuf__Timestamp **)((char *)m + ht->f_time->offset) = pbmsg_time(ar, ts_ns);
 	for (const struct event_column *c = ht->t->cols; c->name; c++, i++) {
 		const ProtobufCFieldDescriptor *f = ht->fields[i];
 		const unsigned char *p = (const unsigned char *)row + c->offset;

@@ -28,6 +28,7 @@
 
 #include "agent/arena.h"
 #include "agent/log.h"
+#include "api/proto/pbmsg.h"
 #include "api/proto/sysobs.pb-c.h"
 #include "collectors/collector.h"
 #include "collectors/ifs/ifs_alert.h"
@@ -1081,39 +1082,12 @@ static struct ifs_priv *route_lock(struct collector *c, struct route_reply *rep)
 	return p;
 }
 
-/* A new message of type T in the arena, initialised; NULL when out of memory. */
-#define MSG_NEW(ar, T, d) ((T *)msg_new((ar), sizeof(T), &(d)))
-
-static void *msg_new(struct arena *ar, size_t size, const ProtobufCMessageDescriptor *d)
-{
-	void *m = arena_alloc(ar, size);
-
-	if (m)
-		protobuf_c_message_init(d, m);
-	return m;
-}
-
-/* A Timestamp for a wall clock in ns; NULL for 0 or out of memory. */
-static Google__Protobuf__Timestamp *msg_time(struct arena *ar, int64_t ns)
-{
-	Google__Protobuf__Timestamp *t;
-
-	if (!ns)
-		return NULL;
-	t = MSG_NEW(ar, Google__Protobuf__Timestamp, google__protobuf__timestamp__descriptor);
-	if (t) {
-		t->seconds = ns / 1000000000 - (ns % 1000000000 < 0);
-		t->nanos = (int32_t)(ns - t->seconds * 1000000000);
-	}
-	return t;
-}
-
 /* The last result of test t on a core; only the test when it never ran. */
 static Sysobs__V1__IfsTestResult *test_result_msg(struct arena *ar, enum ifs_test t,
 						  const struct ifs_last *l)
 {
 	Sysobs__V1__IfsTestResult *m =
-	    MSG_NEW(ar, Sysobs__V1__IfsTestResult, sysobs__v1__ifs_test_result__descriptor);
+	    PBMSG_NEW(ar, Sysobs__V1__IfsTestResult, sysobs__v1__ifs_test_result__descriptor);
 
 	if (!m)
 		return NULL;
@@ -1122,7 +1096,7 @@ static Sysobs__V1__IfsTestResult *test_result_msg(struct arena *ar, enum ifs_tes
 		return m;
 	m->status = arena_strdup(ar, ifs_result_name(l->result));
 	m->_status_case = SYSOBS__V1__IFS_TEST_RESULT___STATUS_STATUS;
-	m->time = msg_time(ar, l->ts_ns);
+	m->time = pbmsg_time(ar, l->ts_ns);
 	if (l->cpu >= 0) {
 		m->cpu = (uint32_t)l->cpu;
 		m->_cpu_case = SYSOBS__V1__IFS_TEST_RESULT___CPU_CPU;
@@ -1145,7 +1119,8 @@ static Sysobs__V1__IfsTestResult *test_result_msg(struct arena *ar, enum ifs_tes
 static Sysobs__V1__IfsCore *core_msg(struct arena *ar, struct ifs_priv *p, size_t i)
 {
 	const struct ifs_core_info *ci = &p->topo.cores[i];
-	Sysobs__V1__IfsCore *m = MSG_NEW(ar, Sysobs__V1__IfsCore, sysobs__v1__ifs_core__descriptor);
+	Sysobs__V1__IfsCore *m =
+	    PBMSG_NEW(ar, Sysobs__V1__IfsCore, sysobs__v1__ifs_core__descriptor);
 
 	if (!m)
 		return NULL;
@@ -1172,7 +1147,7 @@ static Sysobs__V1__IfsCore *core_msg(struct arena *ar, struct ifs_priv *p, size_
 static Sysobs__V1__IfsDevice *device_msg(struct arena *ar, enum ifs_test t, const struct ifs_dev *d)
 {
 	Sysobs__V1__IfsDevice *m =
-	    MSG_NEW(ar, Sysobs__V1__IfsDevice, sysobs__v1__ifs_device__descriptor);
+	    PBMSG_NEW(ar, Sysobs__V1__IfsDevice, sysobs__v1__ifs_device__descriptor);
 
 	if (!m)
 		return NULL;
@@ -1203,12 +1178,13 @@ static void route_cores(struct collector *c, const struct route_request *req,
 
 	if (!(p = route_lock(c, rep)))
 		return;
-	m = MSG_NEW(ar, Sysobs__V1__IfsCoreList, sysobs__v1__ifs_core_list__descriptor);
+	m = PBMSG_NEW(ar, Sysobs__V1__IfsCoreList, sysobs__v1__ifs_core_list__descriptor);
 	if (!m)
 		goto out_nomem;
 	m->data = arena_alloc(ar, (p->topo.n_cores ? p->topo.n_cores : 1) * sizeof(*m->data));
 	m->devices = arena_alloc(ar, IFS_TEST_MAX * sizeof(*m->devices));
-	m->scheduler = MSG_NEW(ar, Sysobs__V1__IfsScheduler, sysobs__v1__ifs_scheduler__descriptor);
+	m->scheduler =
+	    PBMSG_NEW(ar, Sysobs__V1__IfsScheduler, sysobs__v1__ifs_scheduler__descriptor);
 	if (!m->data || !m->devices || !m->scheduler)
 		goto out_nomem;
 	for (size_t i = 0; i < p->topo.n_cores; i++)
@@ -1334,7 +1310,7 @@ static void route_scans_post(struct collector *c, const struct route_request *re
 		goto out_unlock;
 	}
 	/* The whole answer before the first request is queued. */
-	out = MSG_NEW(ar, Sysobs__V1__IfsScanReply, sysobs__v1__ifs_scan_reply__descriptor);
+	out = PBMSG_NEW(ar, Sysobs__V1__IfsScanReply, sysobs__v1__ifs_scan_reply__descriptor);
 	qs = arena_alloc(ar, n_sel * IFS_TEST_MAX * sizeof(*qs));
 	if (out) {
 		out->scans = arena_alloc(ar, n_sel * IFS_TEST_MAX * sizeof(*out->scans));

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* Live MPTCP state of the mptcp collector; see mptcp_state.h. */
+#include "api/proto/pbmsg.h"
 #include "collectors/mptcp/mptcp_state.h"
 
 #include <arpa/inet.h>
@@ -423,33 +424,6 @@ void mptcp_state_counts(struct mptcp_state *st, size_t *conns, size_t *subflows)
 	pthread_mutex_unlock(&st->lock);
 }
 
-/* A new message of type T in the arena, initialised; NULL when out of memory. */
-#define MSG_NEW(ar, T, d) ((T *)mptcp_msg_new((ar), sizeof(T), &(d)))
-
-static void *mptcp_msg_new(struct arena *ar, size_t size, const ProtobufCMessageDescriptor *d)
-{
-	void *m = arena_alloc(ar, size);
-
-	if (m)
-		protobuf_c_message_init(d, m);
-	return m;
-}
-
-/* A Timestamp for a wall clock in ns; NULL for 0 (never) or out of memory. */
-static Google__Protobuf__Timestamp *mptcp_msg_time(struct arena *ar, int64_t ns)
-{
-	Google__Protobuf__Timestamp *t;
-
-	if (!ns)
-		return NULL;
-	t = MSG_NEW(ar, Google__Protobuf__Timestamp, google__protobuf__timestamp__descriptor);
-	if (t) {
-		t->seconds = ns / 1000000000 - (ns % 1000000000 < 0);
-		t->nanos = (int32_t)(ns - t->seconds * 1000000000);
-	}
-	return t;
-}
-
 /* The text of an address in the arena, NULL when the family is unknown. */
 static char *mptcp_msg_addr(struct arena *ar, uint8_t family, const struct in6_addr *a)
 {
@@ -475,7 +449,7 @@ static const char *mptcp_family_name(uint8_t family)
 static Sysobs__V1__MptcpSubflow *mptcp_subflow_msg(struct arena *ar, const struct mptcp_subflow *sf)
 {
 	Sysobs__V1__MptcpSubflow *m =
-	    MSG_NEW(ar, Sysobs__V1__MptcpSubflow, sysobs__v1__mptcp_subflow__descriptor);
+	    PBMSG_NEW(ar, Sysobs__V1__MptcpSubflow, sysobs__v1__mptcp_subflow__descriptor);
 
 	if (!m)
 		return NULL;
@@ -490,14 +464,14 @@ static Sysobs__V1__MptcpSubflow *mptcp_subflow_msg(struct arena *ar, const struc
 	m->rem_id = sf->rem_id;
 	m->backup = !!sf->backup;
 	m->if_idx = sf->if_idx;
-	m->since = mptcp_msg_time(ar, sf->since_ns);
+	m->since = pbmsg_time(ar, sf->since_ns);
 	return m;
 }
 
 static Sysobs__V1__MptcpAddress *mptcp_address_msg(struct arena *ar, const struct mptcp_addr *a)
 {
 	Sysobs__V1__MptcpAddress *m =
-	    MSG_NEW(ar, Sysobs__V1__MptcpAddress, sysobs__v1__mptcp_address__descriptor);
+	    PBMSG_NEW(ar, Sysobs__V1__MptcpAddress, sysobs__v1__mptcp_address__descriptor);
 
 	if (!m)
 		return NULL;
@@ -505,15 +479,15 @@ static Sysobs__V1__MptcpAddress *mptcp_address_msg(struct arena *ar, const struc
 	MSG_OPT_STR(m, addr, SYSOBS__V1__MPTCP_ADDRESS___ADDR_ADDR,
 		    mptcp_msg_addr(ar, a->family, &a->addr));
 	m->port = a->port;
-	m->announced = mptcp_msg_time(ar, a->announced_ns);
-	m->removed = mptcp_msg_time(ar, a->removed_ns);
+	m->announced = pbmsg_time(ar, a->announced_ns);
+	m->removed = pbmsg_time(ar, a->removed_ns);
 	return m;
 }
 
 static Sysobs__V1__MptcpConnection *mptcp_conn_msg(struct arena *ar, const struct mptcp_conn *c)
 {
 	Sysobs__V1__MptcpConnection *m =
-	    MSG_NEW(ar, Sysobs__V1__MptcpConnection, sysobs__v1__mptcp_connection__descriptor);
+	    PBMSG_NEW(ar, Sysobs__V1__MptcpConnection, sysobs__v1__mptcp_connection__descriptor);
 
 	if (!m)
 		return NULL;
@@ -531,8 +505,8 @@ static Sysobs__V1__MptcpConnection *mptcp_conn_msg(struct arena *ar, const struc
 	m->established = !!c->established;
 	m->resynced = !!c->resynced;
 	m->flags = c->flags;
-	m->created = mptcp_msg_time(ar, c->created_ns);
-	m->established_at = mptcp_msg_time(ar, c->established_ns);
+	m->created = pbmsg_time(ar, c->created_ns);
+	m->established_at = pbmsg_time(ar, c->established_ns);
 	m->subflows = arena_alloc(ar, (c->n_sf ? c->n_sf : 1) * sizeof(*m->subflows));
 	m->addresses = arena_alloc(ar, (c->n_addrs ? c->n_addrs : 1) * sizeof(*m->addresses));
 	if (!m->subflows || !m->addresses)
@@ -550,7 +524,7 @@ static Sysobs__V1__MptcpListener *mptcp_listener_msg(struct arena *ar,
 						     const struct mptcp_listener *l)
 {
 	Sysobs__V1__MptcpListener *m =
-	    MSG_NEW(ar, Sysobs__V1__MptcpListener, sysobs__v1__mptcp_listener__descriptor);
+	    PBMSG_NEW(ar, Sysobs__V1__MptcpListener, sysobs__v1__mptcp_listener__descriptor);
 
 	if (!m)
 		return NULL;
@@ -559,7 +533,7 @@ static Sysobs__V1__MptcpListener *mptcp_listener_msg(struct arena *ar,
 	MSG_OPT_STR(m, addr, SYSOBS__V1__MPTCP_LISTENER___ADDR_ADDR,
 		    mptcp_msg_addr(ar, l->t.family, &l->t.saddr));
 	m->port = l->t.sport;
-	m->since = mptcp_msg_time(ar, l->since_ns);
+	m->since = pbmsg_time(ar, l->since_ns);
 	return m;
 }
 
@@ -612,8 +586,8 @@ Sysobs__V1__MptcpConnectionList *mptcp_state_msg(struct mptcp_state *st, uint64_
 			lsnap[n_ls++] = st->listeners[i];
 	pthread_mutex_unlock(&st->lock);
 
-	out = MSG_NEW(ar, Sysobs__V1__MptcpConnectionList,
-		      sysobs__v1__mptcp_connection_list__descriptor);
+	out = PBMSG_NEW(ar, Sysobs__V1__MptcpConnectionList,
+			sysobs__v1__mptcp_connection_list__descriptor);
 	if (!out)
 		goto out_free;
 	out->n_connections = (uint32_t)n_conns;
