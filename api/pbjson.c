@@ -21,6 +21,7 @@
 
 #include <jansson.h>
 
+#include "agent/buf.h"
 #include "api/pbjson.h"
 #include "google/protobuf/timestamp.pb-c.h"
 
@@ -33,44 +34,17 @@
 /* ---- output buffer -------------------------------------------------------- */
 
 /*
- * A growable char buffer. The first failed allocation sets oom and every
- * later append is a no-op, so writers check once at the end.
+ * The output is the one growable buffer (agent/buf.h). Its room check is
+ * inlined here because the encoder writes numbers and escapes straight into
+ * b->p: the NUL that struct buf keeps after len is written once, at the end
+ * (pbj_buf_take), not after every byte.
  */
-struct pbj_buf {
-	char *p;
-	size_t len, cap;
-	bool oom;
-};
-
-/* Grows b so that n more bytes fit; false (and oom) if it cannot. */
-static bool pbj_buf_grow(struct pbj_buf *b, size_t n)
-{
-	size_t cap = b->cap ? b->cap : 1024;
-	char *p;
-
-	if (b->oom)
-		return false;
-	while (cap - b->len < n) {
-		if (cap > SIZE_MAX / 2) {
-			b->oom = true;
-			return false;
-		}
-		cap *= 2;
-	}
-	p = realloc(b->p, cap);
-	if (!p) {
-		b->oom = true;
-		return false;
-	}
-	b->p = p;
-	b->cap = cap;
-	return true;
-}
+#define pbj_buf buf
 
 /* Room for n more bytes at b->p + b->len. */
 static inline bool pbj_buf_room(struct pbj_buf *b, size_t n)
 {
-	return b->cap - b->len >= n || pbj_buf_grow(b, n);
+	return (b->cap > b->len && b->cap - b->len > n) || buf_reserve(b, n) == 0;
 }
 
 static inline void pbj_buf_put(struct pbj_buf *b, const void *s, size_t n)
@@ -96,17 +70,13 @@ static inline void pbj_buf_puts(struct pbj_buf *b, const char *s)
 /* Hands the NUL-terminated text to the caller; the buffer is empty after. */
 static int pbj_buf_take(struct pbj_buf *b, char **out, size_t *len)
 {
-	if (!pbj_buf_room(b, 1)) {
-		free(b->p);
-		*b = (struct pbj_buf){0};
+	if (!pbj_buf_room(b, 0)) {
+		buf_free(b);
 		return -ENOMEM;
 	}
 	b->p[b->len] = '\0';
-	*out = b->p;
-	if (len)
-		*len = b->len;
-	*b = (struct pbj_buf){0};
-	return 0;
+	*out = buf_steal(b, len);
+	return *out ? 0 : -ENOMEM;
 }
 
 /* ---- reflection helpers ------------------------------------------------- */
@@ -672,7 +642,7 @@ int pbjson_encode(const ProtobufCMessage *m, char **out, size_t *len)
 	if (!err && b.oom)
 		err = -ENOMEM;
 	if (err) {
-		free(b.p);
+		buf_free(&b);
 		return err;
 	}
 	return pbj_buf_take(&b, out, len);
