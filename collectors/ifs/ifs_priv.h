@@ -1,0 +1,91 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The ifs collector's state, shared by the collector (ifs.c, main loop) and
+ * its routes (ifs_routes.c, HTTP threads, under p->lock).
+ */
+#ifndef SYSOBS_IFS_PRIV_H
+#define SYSOBS_IFS_PRIV_H
+
+#include <limits.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "collectors/collector.h"
+#include "collectors/ifs/ifs_alert.h"
+#include "collectors/ifs/ifs_decode.h"
+#include "collectors/ifs/ifs_sched.h"
+#include "collectors/ifs/ifs_sysfs.h"
+#include "collectors/ifs/ifs_worker.h"
+
+#define MS_NS		1000000LL
+#define IFS_MAX_PENDING 4096 /* queued API scans */
+
+struct ifs_dev {
+	bool present;
+	char dir[PATH_MAX];
+	bool image_loaded;
+	uint32_t image_version;
+	bool batch_loaded;
+	unsigned batch;
+	char image_text[32];
+	char seen_status[16], seen_details[32]; /* last values read */
+	bool seen_valid;
+	struct sink_series *image_s, *failing_s;
+};
+
+struct ifs_last {
+	bool has;
+	enum ifs_result result;
+	int64_t ts_ns;
+	int cpu;
+	uint64_t details;
+	char error_name[40];
+	uint64_t scan_id;
+	bool alert_firing;
+	struct sink_series *status_s, *ts_s;
+};
+
+struct ifs_api_req {
+	int package, core_id; /* by identity: the topology may change meanwhile */
+	enum ifs_test test;
+	uint64_t scan_id;
+	int cpu; /* asked for by CPU number, else -1 */
+};
+
+struct ifs_priv {
+	struct collector *c;
+	char root[PATH_MAX];
+	char host[256];
+	bool schedule;
+	uint64_t poll_ms;
+	struct ifs_sched_config scfg;
+	struct ifs_sched sched;
+	int efd;
+	struct ifs_worker *worker;
+	struct ifs_alerter *alert;
+	char alert_url[512], alert_labels[512];
+	uint64_t alert_resend_ms;
+
+	/* Shared with HTTP threads. */
+	pthread_mutex_t lock;
+	bool started;
+	struct ifs_topology topo;
+	char online_text[1024];
+	struct ifs_dev dev[IFS_TEST_MAX];
+	unsigned tests;			       /* runnable tests: device present (+ image) */
+	struct ifs_last (*last)[IFS_TEST_MAX]; /* per core of topo */
+	struct ifs_api_req *reqs;
+	size_t n_reqs;
+	uint64_t next_scan_id;
+	bool running;
+	struct ifs_job cur;
+	int cur_package, cur_core_id; /* identity of cur.core at dispatch */
+
+	struct sink_family *m_scans, *m_status, *m_last_ts, *m_failing, *m_image;
+};
+
+/* GET /api/v1/ifs/cores, POST /api/v1/ifs/scans (ifs_routes.c). */
+extern const struct collector_route ifs_routes[];
+
+#endif

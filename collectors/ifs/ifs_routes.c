@@ -1,0 +1,346 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The ifs collector's own routes, on HTTP threads: the cores' live state
+ * (GET /api/v1/ifs/cores) and scans asked for by an operator (POST
+ * /api/v1/ifs/scans, admin only). Both read or queue under p->lock and wake
+ * the main loop through its eventfd; nothing here touches sysfs.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "agent/arena.h"
+#include "agent/log.h"
+#include "api/proto/pbmsg.h"
+#include "api/proto/sysobs.pb-c.h"
+#include "collectors/ifs/ifs_priv.h"
+#include "collectors/ifs/ifs_request.h"
+
+/* The collector state with p->lock held, or NULL after an error reply. The
+ * agent only calls a route of a running collector; start() may not have
+ * finished yet. */
+static struct ifs_priv *route_lock(struct collector *c, struct route_reply *rep)
+{
+	struct ifs_priv *p = c->priv;
+
+	if (!p) {
+		route_error(rep, 503, "unavailable", "the ifs collector is not started");
+		return NULL;
+	}
+	pthread_mutex_lock(&p->lock);
+	if (!p->started) {
+		pthread_mutex_unlock(&p->lock);
+		route_error(rep, 503, "unavailable", "the ifs collector is starting");
+		return NULL;
+	}
+	return p;
+}
+
+/* The last result of test t on a core; only the test when it never ran. */
+static Sysobs__V1__IfsTestResult *test_result_msg(struct arena *ar, enum ifs_test t,
+						  const struct ifs_last *l)
+{
+	Sysobs__V1__IfsTestResult *m =
+	    PBMSG_NEW(ar, Sysobs__V1__IfsTestResult, sysobs__v1__ifs_test_result__descriptor);
+
+	if (!m)
+		return NULL;
+	m->test = arena_strdup(ar, ifs_test_name(t));
+	if (!l->has)
+		return m;
+	m->status = arena_strdup(ar, ifs_result_name(l->result));
+	m->_status_case = SYSOBS__V1__IFS_TEST_RESULT___STATUS_STATUS;
+	m->time = pbmsg_time(ar, l->ts_ns);
+	if (l->cpu >= 0) {
+		m->cpu = (uint32_t)l->cpu;
+		m->_cpu_case = SYSOBS__V1__IFS_TEST_RESULT___CPU_CPU;
+	}
+	m->details = arena_printf(ar, "%#" PRIx64, l->details);
+	m->_details_case = SYSOBS__V1__IFS_TEST_RESULT___DETAILS_DETAILS;
+	if (l->error_name[0]) {
+		m->error_name = arena_strdup(ar, l->error_name);
+		m->_error_name_case = SYSOBS__V1__IFS_TEST_RESULT___ERROR_NAME_ERROR_NAME;
+	}
+	if (l->scan_id) {
+		m->scan_id = (int64_t)l->scan_id;
+		m->_scan_id_case = SYSOBS__V1__IFS_TEST_RESULT___SCAN_ID_SCAN_ID;
+	}
+	return m;
+}
+
+/* Core i of the topology with the last result of every present test.
+ * p->lock held. */
+static Sysobs__V1__IfsCore *core_msg(struct arena *ar, struct ifs_priv *p, size_t i)
+{
+	const struct ifs_core_info *ci = &p->topo.cores[i];
+	Sysobs__V1__IfsCore *m =
+	    PBMSG_NEW(ar, Sysobs__V1__IfsCore, sysobs__v1__ifs_core__descriptor);
+
+	if (!m)
+		return NULL;
+	m->package = (uint32_t)ci->package;
+	m->core = (uint32_t)ci->core_id;
+	m->allowed = ifs_sched_core_allowed(&p->sched, i);
+	m->cpus = arena_alloc(ar, (ci->n_cpus ? ci->n_cpus : 1) * sizeof(*m->cpus));
+	m->last = arena_alloc(ar, IFS_TEST_MAX * sizeof(*m->last));
+	if (!m->cpus || !m->last)
+		return NULL;
+	for (unsigned k = 0; k < ci->n_cpus; k++) {
+		m->cpus[m->n_cpus++] = (uint32_t)ci->cpus[k];
+		m->online |= ci->online[k];
+	}
+	for (int t = 0; t < IFS_TEST_MAX; t++) {
+		if (!p->dev[t].present)
+			continue;
+		if (!(m->last[m->n_last++] = test_result_msg(ar, t, &p->last[i][t])))
+			return NULL;
+	}
+	return m;
+}
+
+static Sysobs__V1__IfsDevice *device_msg(struct arena *ar, enum ifs_test t, const struct ifs_dev *d)
+{
+	Sysobs__V1__IfsDevice *m =
+	    PBMSG_NEW(ar, Sysobs__V1__IfsDevice, sysobs__v1__ifs_device__descriptor);
+
+	if (!m)
+		return NULL;
+	m->device = arena_printf(ar, "intel_ifs_%d", t);
+	m->test = arena_strdup(ar, ifs_test_name(t));
+	m->image_loaded = d->image_loaded;
+	if (t == IFS_TEST_ARRAY) /* runs without an image */
+		return m;
+	if (d->image_text[0]) {
+		m->image_version = arena_strdup(ar, d->image_text);
+		m->_image_version_case = SYSOBS__V1__IFS_DEVICE___IMAGE_VERSION_IMAGE_VERSION;
+	}
+	if (d->batch_loaded) {
+		m->batch = d->batch;
+		m->_batch_case = SYSOBS__V1__IFS_DEVICE___BATCH_BATCH;
+	}
+	return m;
+}
+
+/* GET /api/v1/ifs/cores -> IfsCoreList: every core with its CPUs, flags and
+ * last results, the devices, the scheduler. */
+static void route_cores(struct collector *c, const struct route_request *req,
+			struct route_reply *rep)
+{
+	struct arena *ar = req->arena;
+	Sysobs__V1__IfsCoreList *m;
+	struct ifs_priv *p;
+
+	if (!(p = route_lock(c, rep)))
+		return;
+	m = PBMSG_NEW(ar, Sysobs__V1__IfsCoreList, sysobs__v1__ifs_core_list__descriptor);
+	if (!m)
+		goto out_nomem;
+	m->data = arena_alloc(ar, (p->topo.n_cores ? p->topo.n_cores : 1) * sizeof(*m->data));
+	m->devices = arena_alloc(ar, IFS_TEST_MAX * sizeof(*m->devices));
+	m->scheduler =
+	    PBMSG_NEW(ar, Sysobs__V1__IfsScheduler, sysobs__v1__ifs_scheduler__descriptor);
+	if (!m->data || !m->devices || !m->scheduler)
+		goto out_nomem;
+	for (size_t i = 0; i < p->topo.n_cores; i++)
+		if (!(m->data[m->n_data++] = core_msg(ar, p, i)))
+			goto out_nomem;
+	for (int t = 0; t < IFS_TEST_MAX; t++) {
+		if (!p->dev[t].present)
+			continue;
+		if (!(m->devices[m->n_devices++] = device_msg(ar, t, &p->dev[t])))
+			goto out_nomem;
+	}
+	m->scheduler->enabled = p->schedule;
+	m->scheduler->running = p->running;
+	m->scheduler->pending = (uint32_t)(ifs_sched_pending(&p->sched) + p->n_reqs);
+	m->scheduler->hour_used_ms =
+	    (uint32_t)(ifs_sched_hour_used(&p->sched, clock_mono_ns()) / MS_NS);
+	pthread_mutex_unlock(&p->lock);
+	rep->msg = &m->base;
+	return;
+
+out_nomem:
+	pthread_mutex_unlock(&p->lock);
+	route_error(rep, 500, "internal", "out of memory");
+}
+
+/* Finds the core of a cpu or (package, core) in the topology; -1 if none. */
+static int core_of_cpu(const struct ifs_priv *p, long long cpu)
+{
+	if (cpu < 0 || cpu >= IFS_MAX_CPUS)
+		return -1;
+	return p->topo.cpu_core[cpu];
+}
+
+/*
+ * POST /api/v1/ifs/scans (admin), body IfsScanRequest -> 202 IfsScanReply:
+ * one scan per selected core and test, queued all or nothing (400 for a
+ * CPU or core that does not exist, 409 for one that cannot be scanned or a
+ * test that cannot run here, 503 when too many are pending). The results
+ * come in GET /api/v1/ifs/scans?scan_id=N, the history route of ifs_scans.
+ */
+static void route_scans_post(struct collector *c, const struct route_request *req,
+			     struct route_reply *rep)
+{
+	const Sysobs__V1__IfsScanRequest *body = (const Sysobs__V1__IfsScanRequest *)req->body;
+	struct arena *ar = req->arena;
+	struct ifs_priv *p;
+	struct ifs_scan_request rq;
+	Sysobs__V1__IfsScanReply *out;
+	Sysobs__V1__IfsQueuedScan *qs;
+	char why[256];
+	size_t i, n_sel = 0;
+	int sel[IFS_MAX_CPUS], sel_cpu[IFS_MAX_CPUS];
+	unsigned test_mask;
+	struct ifs_api_req *nr;
+	uint64_t one = 1;
+
+	if (ifs_scan_request_parse(body, &rq, why, sizeof(why))) {
+		route_error(rep, 400, "bad_request", "%s", why);
+		return;
+	}
+	p = route_lock(c, rep);
+	if (!p)
+		return;
+	test_mask = rq.tests ? rq.tests : p->tests;
+	if ((test_mask & p->tests) != test_mask) {
+		route_error(rep, 409, "conflict",
+			    "a requested test has no device or no image loaded here");
+		goto out_unlock;
+	}
+	for (i = 0; i < rq.n; i++) {
+		const struct ifs_scan_target *tg = &rq.targets[i];
+		int found = -1;
+
+		if (rq.by_cpu) {
+			found = core_of_cpu(p, tg->id);
+		} else if (tg->package < 0) {
+			/* A core id alone: every package's core of that id. */
+			for (size_t k = 0; k < p->topo.n_cores && n_sel < IFS_MAX_CPUS; k++) {
+				if (p->topo.cores[k].core_id != tg->id)
+					continue;
+				if (found >= 0) {
+					sel_cpu[n_sel] = -1;
+					sel[n_sel++] = found;
+				}
+				found = (int)k;
+			}
+		} else {
+			for (size_t k = 0; k < p->topo.n_cores; k++)
+				if (p->topo.cores[k].package == tg->package &&
+				    p->topo.cores[k].core_id == tg->id)
+					found = (int)k;
+		}
+		if (found < 0) {
+			route_error(rep, 400, "bad_request", "%s[%zu]: no such %s",
+				    rq.by_cpu ? "cpus" : "cores", i, rq.by_cpu ? "CPU" : "core");
+			goto out_unlock;
+		}
+		if (n_sel < IFS_MAX_CPUS) {
+			sel_cpu[n_sel] = rq.by_cpu ? tg->id : -1;
+			sel[n_sel++] = found;
+		}
+	}
+	/* Check every core before queueing anything: all or nothing. */
+	for (i = 0; i < n_sel; i++) {
+		const struct ifs_core_info *ci = &p->topo.cores[sel[i]];
+
+		if (!ifs_sched_core_allowed(&p->sched, sel[i]) ||
+		    ifs_sched_core_cpu(&p->sched, sel[i]) < 0) {
+			route_error(rep, 409, "conflict",
+				    "package %d core %d cannot be scanned: %s", ci->package,
+				    ci->core_id,
+				    ifs_sched_core_allowed(&p->sched, sel[i])
+					? "all of its CPUs are offline"
+					: "excluded by allow_cpus/deny_cpus");
+			goto out_unlock;
+		}
+	}
+	/* Requests wait for one core at a time: bound the backlog. */
+	if (p->n_reqs + ifs_sched_pending(&p->sched) + n_sel * IFS_TEST_MAX > IFS_MAX_PENDING) {
+		route_error(rep, 503, "busy",
+			    "more than %d scans already pending; retry when they ran",
+			    IFS_MAX_PENDING);
+		goto out_unlock;
+	}
+	/* The whole answer before the first request is queued. */
+	out = PBMSG_NEW(ar, Sysobs__V1__IfsScanReply, sysobs__v1__ifs_scan_reply__descriptor);
+	qs = arena_alloc(ar, n_sel * IFS_TEST_MAX * sizeof(*qs));
+	if (out) {
+		out->scans = arena_alloc(ar, n_sel * IFS_TEST_MAX * sizeof(*out->scans));
+		out->poll = arena_strdup(ar, "/api/v1/ifs/scans?scan_id=<scan_id>");
+	}
+	nr = realloc(p->reqs, (p->n_reqs + n_sel * IFS_TEST_MAX) * sizeof(*nr));
+	if (nr)
+		p->reqs = nr;
+	if (!out || !qs || !out->scans || !out->poll || !nr) {
+		route_error(rep, 503, "busy", "out of memory");
+		goto out_unlock;
+	}
+	for (i = 0; i < n_sel; i++) {
+		const struct ifs_core_info *ci = &p->topo.cores[sel[i]];
+		int cpu = ifs_sched_core_cpu(&p->sched, sel[i]);
+		bool dup = false;
+
+		for (size_t k = 0; k < i; k++)
+			dup |= sel[k] == sel[i];
+		if (dup)
+			continue;
+		/* The thread asked for runs the test if it is online. */
+		for (unsigned k = 0; k < ci->n_cpus; k++)
+			if (ci->cpus[k] == sel_cpu[i] && ci->online[k])
+				cpu = sel_cpu[i];
+		for (int t = 0; t < IFS_TEST_MAX; t++) {
+			Sysobs__V1__IfsQueuedScan *q = &qs[out->n_scans];
+			struct ifs_api_req *r;
+
+			if (!(test_mask & (1u << t)))
+				continue;
+			r = &p->reqs[p->n_reqs++];
+			r->package = ci->package;
+			r->core_id = ci->core_id;
+			r->test = t;
+			r->scan_id = ++p->next_scan_id;
+			r->cpu = sel_cpu[i];
+			sysobs__v1__ifs_queued_scan__init(q);
+			q->scan_id = (int64_t)r->scan_id;
+			/* Static: nothing may fail once requests are queued. */
+			q->test = (char *)ifs_test_name(t);
+			q->package = (uint32_t)ci->package;
+			q->core = (uint32_t)ci->core_id;
+			q->cpu = cpu;
+			out->scans[out->n_scans++] = q;
+		}
+	}
+	pthread_mutex_unlock(&p->lock);
+	if (write(p->efd, &one, sizeof(one)) < 0) {
+		/* the next poll tick picks the requests up anyway */
+	}
+	rep->status = 202;
+	rep->msg = &out->base;
+	return;
+
+out_unlock:
+	pthread_mutex_unlock(&p->lock);
+}
+
+const struct collector_route ifs_routes[] = {
+    {
+	.path = "/api/v1/ifs/cores",
+	.help = "every core with its CPUs and last results, the devices, the scheduler",
+	.fn = route_cores,
+    },
+    {
+	.method = "POST",
+	.path = "/api/v1/ifs/scans",
+	.body = &sysobs__v1__ifs_scan_request__descriptor,
+	.admin = true,
+	.help = "queue scans of CPUs or cores; results in GET /api/v1/ifs/scans?scan_id=",
+	.fn = route_scans_post,
+    },
+    {0},
+};
