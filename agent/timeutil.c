@@ -19,15 +19,6 @@
 
 #define SEC_PER_DAY 86400LL
 
-int64_t time_now_ns(void)
-{
-	struct timespec ts;
-
-	if (clock_gettime(CLOCK_REALTIME, &ts))
-		return 0;
-	return (int64_t)ts.tv_sec * NSEC_PER_SEC + ts.tv_nsec;
-}
-
 /* ---- formatting ---- */
 
 /* y-m-d of a day count since 1970-01-01, proleptic Gregorian (H. Hinnant's

@@ -3,7 +3,7 @@
  * Times and durations, once for the whole daemon: the RFC 3339 formatter every
  * JSON answer uses, the time parser behind ?start=/?end=, and the one duration
  * grammar shared by the config file and ?step=. Pure functions over libc
- * (only time_now_ns() reads a clock); times are int64 unix nanoseconds, which
+ * (the clock is clock_wall_ns() in agent/log.h); times are int64 unix nanoseconds, which
  * span 1677-09-21 to 2262-04-11.
  */
 #ifndef SYSOBS_TIMEUTIL_H
@@ -20,9 +20,6 @@
 /* Enough for any duration_format() output ("-292y24w3d23h47m16s854ms", or
  * "-9223372036.854775808") and its NUL. */
 #define DURATION_FMT_SIZE 32
-
-/* CLOCK_REALTIME in unix ns (0 if the clock cannot be read). */
-int64_t time_now_ns(void);
 
 /*
  * Formats unix ns as RFC 3339 in UTC with always nine fractional digits,

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "agent/log.h"
 #include "api/http.h"
 #include "api/query.h"
 
@@ -173,15 +174,6 @@ int query_window_parse_at(const struct http_request *req, int64_t now_ns, struct
 	    .limit = QUERY_LIMIT_DEFAULT,
 	    .cursor = INT64_MAX,
 	};
-	/* Transitional: a route whose allowed list still names the old
-	 * since/until would otherwise ignore them silently. Unreachable once
-	 * every list is QUERY_WINDOW_PARAMS (query_params_check() refuses them
-	 * first); delete then. */
-	if (http_query(req, "since") || http_query(req, "until")) {
-		http_reply_error(res, 400, "bad_request",
-				 "since and until are no longer taken: use start and end");
-		return -EINVAL;
-	}
 	if (window_time(req, "start", now_ns, &w->start_ns, &w->start_set, res) ||
 	    window_time(req, "end", now_ns, &w->end_ns, &w->end_set, res))
 		return -EINVAL;
@@ -219,7 +211,7 @@ int query_window_parse_at(const struct http_request *req, int64_t now_ns, struct
 int query_window_parse(const struct http_request *req, struct query_window *w,
 		       struct http_response *res)
 {
-	return query_window_parse_at(req, time_now_ns(), w, res);
+	return query_window_parse_at(req, clock_wall_ns(), w, res);
 }
 
 int query_step_parse(const struct http_request *req, int64_t *step_ns, struct http_response *res)

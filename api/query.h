@@ -43,16 +43,8 @@ int query_params_check(const struct http_request *req, const char *const *allowe
 
 /* The paging window every history route takes. */
 struct query_window {
-	/* since_ns / until_ns: the names before start/end; to be dropped once
-	 * every route reads start_ns / end_ns. */
-	union {
-		int64_t start_ns; /* default: 0 */
-		int64_t since_ns;
-	};
-	union {
-		int64_t end_ns; /* default: INT64_MAX */
-		int64_t until_ns;
-	};
+	int64_t start_ns;	 /* default: 0 */
+	int64_t end_ns;		 /* default: INT64_MAX */
 	unsigned limit;		 /* default QUERY_LIMIT_DEFAULT, capped at QUERY_LIMIT_MAX */
 	int64_t cursor;		 /* rows with id < cursor; default INT64_MAX */
 	bool start_set, end_set; /* given in the request (not the defaults) */
@@ -63,38 +55,12 @@ struct query_window {
  * both. */
 int query_window_parse_at(const struct http_request *req, int64_t now_ns, struct query_window *w,
 			  struct http_response *res);
-/* The same against time_now_ns(). */
+/* The same against clock_wall_ns(). */
 int query_window_parse(const struct http_request *req, struct query_window *w,
 		       struct http_response *res);
 
 /* Parses ?step= into *step_ns if given (left untouched if not); on error
  * writes a 400 into res and returns -EINVAL. */
 int query_step_parse(const struct http_request *req, int64_t *step_ns, struct http_response *res);
-
-/*
- * Compatibility for callers not yet switched (api/routes.c): to be deleted.
- * query_format_time() now writes the nine fraction digits of
- * time_format_rfc3339() and returns 0; query_parse_step() is
- * duration_parse_ns() refusing 0 with -ERANGE.
- */
-static inline int query_format_time(int64_t ns, char *buf, size_t len)
-{
-	int n = time_format_rfc3339(ns, buf, len);
-
-	return n < 0 ? n : 0;
-}
-
-static inline int query_parse_step(const char *s, int64_t *ns)
-{
-	int64_t v;
-	int err = duration_parse_ns(s, &v);
-
-	if (err)
-		return err;
-	if (v <= 0)
-		return -ERANGE;
-	*ns = v;
-	return 0;
-}
 
 #endif

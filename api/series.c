@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "agent/log.h"
 #include "api/http.h"
 #include "api/metrics.h"
 #include "api/proto/sysobs.pb-c.h"
@@ -732,5 +733,5 @@ void api_series_at(const struct http_request *req, struct http_response *res, st
 
 void api_series(const struct http_request *req, struct http_response *res, struct store *store)
 {
-	api_series_at(req, res, store, time_now_ns());
+	api_series_at(req, res, store, clock_wall_ns());
 }

@@ -125,9 +125,6 @@ static void test_window_defaults_to_everything(void **state)
 	assert_false(w.start_set);
 	assert_false(w.end_set);
 	assert_null(res.body);
-	/* the names before start/end read the same fields */
-	assert_int_equal(w.since_ns, 0);
-	assert_int_equal(w.until_ns, INT64_MAX);
 }
 
 static void test_window_reads_every_time_form(void **state)
@@ -258,14 +255,6 @@ static void test_window_start_after_end_names_both(void **state)
 	assert_int_equal(query_window_parse_at(&r, NOW, &w, &res), -EINVAL);
 	assert_error(&res, 400, "start (default) is after end \"1969-01-01T00:00:00Z\"");
 
-	/* a route still allowing the old names gets a 400, not a silent default */
-	r = REQ("since", "1");
-	assert_int_equal(query_window_parse_at(&r, NOW, &w, &res), -EINVAL);
-	assert_error(&res, 400, "since and until are no longer taken: use start and end");
-	r = REQ("until", "1");
-	assert_int_equal(query_window_parse_at(&r, NOW, &w, &res), -EINVAL);
-	assert_error(&res, 400, "since and until are no longer taken: use start and end");
-
 	/* equal is an empty window, not an error */
 	r = REQ("start", "now", "end", "1796205600");
 	assert_int_equal(query_window_parse_at(&r, NOW, &w, &res), 0);
@@ -323,21 +312,6 @@ static void test_step_takes_the_duration_grammar(void **state)
 	assert_int_equal(query_step_parse(&r, &ns, &res), 0);
 	assert_int_equal(ns, 42);
 	assert_null(res.body);
-}
-
-/* The wrappers kept for callers not yet switched to agent/timeutil. */
-static void test_compat_wrappers_follow_timeutil(void **state)
-{
-	char buf[48];
-	int64_t ns = 0;
-
-	assert_int_equal(query_format_time(1796205600 * S + S / 4, buf, sizeof(buf)), 0);
-	assert_string_equal(buf, "2026-12-02T10:00:00.250000000Z");
-	assert_int_equal(query_format_time(0, buf, 10), -ENOSPC);
-	assert_int_equal(query_parse_step("1h30m", &ns), 0);
-	assert_int_equal(ns, 5400 * S);
-	assert_int_equal(query_parse_step("0s", &ns), -ERANGE);
-	assert_int_equal(query_parse_step("1h1h", &ns), -EINVAL);
 }
 
 static void test_params_check(void **state)
@@ -876,7 +850,6 @@ int main(void)
 	    cmocka_unit_test(test_window_refuses_bad_values_with_a_400),
 	    cmocka_unit_test(test_window_start_after_end_names_both),
 	    cmocka_unit_test(test_step_takes_the_duration_grammar),
-	    cmocka_unit_test(test_compat_wrappers_follow_timeutil),
 	    cmocka_unit_test(test_params_check),
 	    cmocka_unit_test(test_listen_parse),
 	    cmocka_unit_test(test_server),
