@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * In-memory metrics registry and its Prometheus text encoder (format 0.0.4).
+ * In-memory metrics registry (the encoders are metrics_text.c and
+ * metrics_pb.c).
  *
  * Families live in an array sorted by name (registration is rare, rendering
  * walks them in order). Each family keeps its series in a doubly-linked list
@@ -13,9 +14,11 @@
  * One mutex protects everything: updates from the main thread are a few
  * instructions under it, and a scrape holds it for the time of one render.
  *
- * The text encoder is hand-written: no Debian-packaged C library renders the
- * Prometheus text format (prometheus-client-c is not packaged), and the format
- * is small.
+ * Native histogram buckets (nhist.c) are kept beside the classic ones for
+ * histograms fed by series_observe(); a histogram set whole from a kernel
+ * (series_histogram_set) gets its native buckets re-binned from the classic
+ * counts at render time. A series whose object is gone stays until
+ * metrics_expire() removes it after the grace period.
  */
 #include <errno.h>
 #include <math.h>
@@ -24,108 +27,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "api/metrics.h"
+#include "api/metrics_internal.h"
+#include "agent/log.h"
 
 #define HASH_MIN_BUCKETS 16
 
-struct metric_series {
-	struct metric *f;
-	struct metric_series *hnext;	   /* hash chain */
-	struct metric_series *prev, *next; /* family list, creation order */
-	uint64_t hash;
-	const char **values; /* f->n_labels copies, in this allocation */
-	char *labels;	     /* `{a="b",c="d"}` or "" */
-	size_t labels_len;
-	double value;	  /* counters, gauges */
-	double sum;	  /* histograms */
-	uint64_t *counts; /* histograms: n_bounds + 1, not cumulative */
-	/* Text of the last fractional value or sum rendered: formatting a
-	 * non-integer exactly costs ~1 us, and most values do not change from
-	 * one scrape to the next. Written under the registry lock. */
-	double text_v;
-	uint8_t text_len; /* 0: empty */
-	char text[METRICS_VALUE_MAX - 8];
-};
-
-struct metric {
-	struct metrics *m;
-	enum metric_type type;
-	char *name;
-	char *help;
-	char *name_bucket, *name_sum, *name_count; /* histograms */
-	char *labels[METRIC_MAX_LABELS];
-	size_t n_labels;
-	double *bounds;
-	char **le; /* rendered bounds, n_bounds + 1 ("+Inf") */
-	size_t n_bounds;
-
-	struct metric_series **table;
-	size_t n_buckets; /* power of two */
-	size_t n_series;
-	struct metric_series *head, *tail;
-
-	struct metric_series **order; /* render order, valid unless order_dirty */
-	size_t order_cap;
-	bool order_dirty;
-};
-
-struct metrics {
-	pthread_mutex_t lock;
-	struct metric **fams; /* sorted by name */
-	size_t n_fams, cap_fams;
-	size_t n_series;
-	size_t last_render_len; /* sizing hint for the next render */
-};
-
-/* ---- growable output buffer ---- */
-
-struct obuf {
-	char *p;
-	size_t len, cap;
-	bool oom;
-};
-
-static bool obuf_reserve(struct obuf *b, size_t extra)
-{
-	size_t want = b->len + extra + 1;
-	char *p;
-
-	if (b->oom)
-		return false;
-	if (want <= b->cap)
-		return true;
-	size_t cap = b->cap ? b->cap : 4096;
-	while (cap < want)
-		cap *= 2;
-	p = realloc(b->p, cap);
-	if (!p) {
-		b->oom = true;
-		return false;
-	}
-	b->p = p;
-	b->cap = cap;
-	return true;
-}
-
-static void obuf_put(struct obuf *b, const char *s, size_t n)
-{
-	if (!obuf_reserve(b, n))
-		return;
-	memcpy(b->p + b->len, s, n);
-	b->len += n;
-}
-
-static void obuf_puts(struct obuf *b, const char *s)
-{
-	obuf_put(b, s, strlen(s));
-}
-
-static void obuf_putc(struct obuf *b, char c)
-{
-	if (!obuf_reserve(b, 1))
-		return;
-	b->p[b->len++] = c;
-}
+static void series_unlink_locked(struct metric *f, struct metric_series *s);
 
 /* ---- names, values, escaping ---- */
 
@@ -155,7 +62,7 @@ bool metrics_label_name_valid(const char *name)
 }
 
 /* Label values must be UTF-8 (the exposition format says so). */
-static bool utf8_valid(const char *s)
+bool metrics_utf8_valid(const char *s)
 {
 	const unsigned char *p = (const unsigned char *)s;
 
@@ -194,7 +101,7 @@ static bool utf8_valid(const char *s)
 }
 
 /* Label value escaping: backslash, double quote and line feed. */
-static void obuf_label_value(struct obuf *b, const char *s)
+void metrics_buf_label_value(struct buf *b, const char *s)
 {
 	const char *run = s;
 
@@ -209,29 +116,14 @@ static void obuf_label_value(struct obuf *b, const char *s)
 			esc = "\\n";
 		if (!esc)
 			continue;
-		obuf_put(b, run, s - run);
-		obuf_put(b, esc, 2);
+		buf_append(b, run, (size_t)(s - run));
+		buf_append(b, esc, 2);
 		run = s + 1;
 	}
-	obuf_put(b, run, s - run);
+	buf_append(b, run, (size_t)(s - run));
 }
 
-/* HELP escaping: backslash and line feed only. */
-static void obuf_help(struct obuf *b, const char *s)
-{
-	const char *run = s;
-
-	for (; *s; s++) {
-		if (*s != '\\' && *s != '\n')
-			continue;
-		obuf_put(b, run, s - run);
-		obuf_put(b, *s == '\\' ? "\\\\" : "\\n", 2);
-		run = s + 1;
-	}
-	obuf_put(b, run, s - run);
-}
-
-static size_t fmt_u64(uint64_t v, char *out)
+size_t metrics_fmt_u64(uint64_t v, char *out)
 {
 	char tmp[24];
 	size_t n = 0;
@@ -261,9 +153,9 @@ size_t metrics_format_value(double v, char *buf)
 	if (fabs(v) <= 9007199254740992.0 && v == trunc(v)) {
 		if (v < 0) {
 			buf[0] = '-';
-			return 1 + fmt_u64((uint64_t)-v, buf + 1);
+			return 1 + metrics_fmt_u64((uint64_t)-v, buf + 1);
 		}
-		return fmt_u64((uint64_t)v, buf);
+		return metrics_fmt_u64((uint64_t)v, buf);
 	}
 	for (int prec = 15; prec <= 17; prec++) {
 		int n = snprintf(buf, METRICS_VALUE_MAX, "%.*g", prec, v);
@@ -271,20 +163,6 @@ size_t metrics_format_value(double v, char *buf)
 			return (size_t)n;
 	}
 	return 0; /* not reached */
-}
-
-static void obuf_value(struct obuf *b, double v)
-{
-	char tmp[METRICS_VALUE_MAX];
-
-	obuf_put(b, tmp, metrics_format_value(v, tmp));
-}
-
-static void obuf_u64(struct obuf *b, uint64_t v)
-{
-	char tmp[24];
-
-	obuf_put(b, tmp, fmt_u64(v, tmp));
 }
 
 /* ---- registry ---- */
@@ -296,11 +174,47 @@ struct metrics *metrics_new(void)
 	if (!m)
 		return NULL;
 	pthread_mutex_init(&m->lock, NULL);
+	m->native = (struct metrics_native){
+	    .enabled = true,
+	    .schema = 3,
+	    .zero_threshold = NHIST_ZERO_THRESHOLD_DEFAULT,
+	    .max_buckets = NHIST_MAX_BUCKETS_DEFAULT,
+	};
 	return m;
+}
+
+int metrics_set_native(struct metrics *m, const struct metrics_native *n)
+{
+	if (!m || !n || n->schema < NHIST_SCHEMA_MIN || n->schema > NHIST_SCHEMA_MAX ||
+	    !(n->zero_threshold >= 0) || !isfinite(n->zero_threshold) ||
+	    (n->max_buckets && n->max_buckets < 2))
+		return -EINVAL;
+	pthread_mutex_lock(&m->lock);
+	m->native = *n;
+	pthread_mutex_unlock(&m->lock);
+	return 0;
+}
+
+int metrics_add_hook(struct metrics *m, metrics_hook_fn fn, void *arg)
+{
+	int err = 0;
+
+	pthread_mutex_lock(&m->lock);
+	if (m->n_hooks == METRICS_HOOKS_MAX) {
+		err = -ENOSPC;
+	} else {
+		m->hooks[m->n_hooks].fn = fn;
+		m->hooks[m->n_hooks].arg = arg;
+		m->n_hooks++;
+	}
+	pthread_mutex_unlock(&m->lock);
+	return err;
 }
 
 static void series_free(struct metric_series *s)
 {
+	nhist_free(&s->nh);
+	free(s->ex);
 	free(s);
 }
 
@@ -338,6 +252,7 @@ static void family_free(struct metric *f)
 	free(f->order);
 	free(f->name);
 	free(f->help);
+	free(f->owner);
 	free(f->name_bucket);
 	free(f->name_sum);
 	free(f->name_count);
@@ -411,6 +326,7 @@ static int family_init(struct metric *f, enum metric_type type, const char *name
 		       size_t n_bounds)
 {
 	f->type = type;
+	f->unit = metrics_name_unit(name, type == METRIC_COUNTER);
 	f->name = strdup(name);
 	f->help = strdup(help ? help : "");
 	if (!f->name || !f->help)
@@ -461,7 +377,7 @@ static struct metric *metrics_register(struct metrics *m, enum metric_type type,
 	bool found;
 	int err;
 
-	if (!m || !metrics_name_valid(name) || (help && !utf8_valid(help))) {
+	if (!m || !metrics_name_valid(name) || (help && !metrics_utf8_valid(help))) {
 		errno = EINVAL;
 		return NULL;
 	}
@@ -620,21 +536,21 @@ static struct metric_series *series_alloc(struct metric *f, const char *const *v
 {
 	size_t n = f->n_labels, size, labels_len = 0, values_len = 0;
 	struct metric_series *s;
-	struct obuf lb = {0};
+	struct buf lb = {0};
 	char *p;
 
 	if (n) {
-		obuf_putc(&lb, '{');
+		buf_putc(&lb, '{');
 		for (size_t i = 0; i < n; i++) {
 			if (i)
-				obuf_putc(&lb, ',');
-			obuf_puts(&lb, f->labels[i]);
-			obuf_put(&lb, "=\"", 2);
-			obuf_label_value(&lb, values[i]);
-			obuf_putc(&lb, '"');
+				buf_putc(&lb, ',');
+			buf_puts(&lb, f->labels[i]);
+			buf_append(&lb, "=\"", 2);
+			metrics_buf_label_value(&lb, values[i]);
+			buf_putc(&lb, '"');
 			values_len += strlen(values[i]) + 1;
 		}
-		obuf_putc(&lb, '}');
+		buf_putc(&lb, '}');
 		if (lb.oom) {
 			free(lb.p);
 			return NULL;
@@ -683,7 +599,7 @@ struct metric_series *metric_series(struct metric *f, const char *const *values)
 		return NULL;
 	}
 	for (size_t i = 0; i < f->n_labels; i++) {
-		if (!values[i] || !utf8_valid(values[i])) {
+		if (!values[i] || !metrics_utf8_valid(values[i])) {
 			errno = EINVAL;
 			return NULL;
 		}
@@ -693,8 +609,10 @@ struct metric_series *metric_series(struct metric *f, const char *const *values)
 	pthread_mutex_lock(&f->m->lock);
 	b = h & (f->n_buckets - 1);
 	for (s = f->table[b]; s; s = s->hnext) {
-		if (s->hash == h && values_equal(s, values, f->n_labels))
+		if (s->hash == h && values_equal(s, values, f->n_labels)) {
+			s->gone_ns = 0; /* its object is back */
 			goto out_unlock;
+		}
 	}
 	if (f->n_series >= METRIC_MAX_SERIES) {
 		errno = ENOSPC;
@@ -706,6 +624,8 @@ struct metric_series *metric_series(struct metric *f, const char *const *values)
 		goto out_unlock;
 	}
 	s->hash = h;
+	s->created = (double)clock_wall_ns() / 1e9;
+	s->nh.schema = (int8_t)f->m->native.schema;
 	s->hnext = f->table[b];
 	f->table[b] = s;
 	s->prev = f->tail;
@@ -726,28 +646,10 @@ out_unlock:
 
 void metric_series_remove(struct metric *f, struct metric_series *s)
 {
-	struct metric_series **pp;
-
 	if (!f || !s || s->f != f)
 		return;
 	pthread_mutex_lock(&f->m->lock);
-	for (pp = &f->table[s->hash & (f->n_buckets - 1)]; *pp; pp = &(*pp)->hnext) {
-		if (*pp == s) {
-			*pp = s->hnext;
-			break;
-		}
-	}
-	if (s->prev)
-		s->prev->next = s->next;
-	else
-		f->head = s->next;
-	if (s->next)
-		s->next->prev = s->prev;
-	else
-		f->tail = s->prev;
-	f->n_series--;
-	f->m->n_series--;
-	f->order_dirty = true;
+	series_unlink_locked(f, s);
 	pthread_mutex_unlock(&f->m->lock);
 	series_free(s);
 }
@@ -779,33 +681,45 @@ void series_set(struct metric_series *s, double v)
 		return;
 	pthread_mutex_lock(&s->f->m->lock);
 	s->value = v;
+	/* A counter set from a total kept elsewhere (a kernel map, a MIB):
+	 * when it started counting is not known here. */
+	s->created_unknown = true;
 	pthread_mutex_unlock(&s->f->m->lock);
+}
+
+/* First classic bucket whose upper bound is >= v (le is inclusive); NaN
+ * lands in +Inf, like in the Go client. */
+static size_t bucket_of(const struct metric *f, double v)
+{
+	size_t lo = 0, hi = f->n_bounds;
+
+	if (isnan(v))
+		return hi;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (f->bounds[mid] >= v)
+			hi = mid;
+		else
+			lo = mid + 1;
+	}
+	return hi;
 }
 
 void series_observe(struct metric_series *s, double v)
 {
 	const struct metric *f;
-	size_t lo = 0, hi;
+	size_t hi;
 
 	if (!s || s->f->type != METRIC_HISTOGRAM)
 		return;
 	f = s->f;
-	/* First bucket whose upper bound is >= v (le is inclusive); NaN lands in
-	 * +Inf, like in the Go client. */
-	hi = f->n_bounds;
-	if (!isnan(v)) {
-		while (lo < hi) {
-			size_t mid = lo + (hi - lo) / 2;
-
-			if (f->bounds[mid] >= v)
-				hi = mid;
-			else
-				lo = mid + 1;
-		}
-	}
+	hi = bucket_of(f, v);
 	pthread_mutex_lock(&f->m->lock);
 	s->counts[hi]++;
 	s->sum += v;
+	if (f->m->native.enabled)
+		nhist_add(&s->nh, v, 1, f->m->native.zero_threshold, f->m->native.max_buckets);
 	pthread_mutex_unlock(&f->m->lock);
 }
 
@@ -816,6 +730,7 @@ void series_histogram_set(struct metric_series *s, const uint64_t *counts, doubl
 	pthread_mutex_lock(&s->f->m->lock);
 	memcpy(s->counts, counts, (s->f->n_bounds + 1) * sizeof(*counts));
 	s->sum = sum;
+	s->created_unknown = true;
 	pthread_mutex_unlock(&s->f->m->lock);
 }
 
@@ -848,7 +763,227 @@ size_t metrics_series_count(struct metrics *m)
 	return n;
 }
 
-/* ---- rendering ---- */
+int metric_set_owner(struct metric *f, const char *owner)
+{
+	char *o = owner ? strdup(owner) : NULL;
+
+	if (!f || (owner && !o))
+		return -ENOMEM;
+	pthread_mutex_lock(&f->m->lock);
+	free(f->owner);
+	f->owner = o;
+	pthread_mutex_unlock(&f->m->lock);
+	return 0;
+}
+
+/* ---- series whose object is gone ---- */
+
+void metric_series_gone(struct metric *f, struct metric_series *s, int64_t now_ns)
+{
+	if (!f || !s || s->f != f)
+		return;
+	pthread_mutex_lock(&f->m->lock);
+	if (!s->gone_ns)
+		s->gone_ns = now_ns > 0 ? now_ns : 1;
+	pthread_mutex_unlock(&f->m->lock);
+}
+
+void metrics_owner_gone(struct metrics *m, const char *owner, int64_t now_ns)
+{
+	if (!m || !owner)
+		return;
+	pthread_mutex_lock(&m->lock);
+	for (size_t i = 0; i < m->n_fams; i++) {
+		struct metric *f = m->fams[i];
+
+		if (!f->owner || strcmp(f->owner, owner))
+			continue;
+		for (struct metric_series *s = f->head; s; s = s->next)
+			if (!s->gone_ns)
+				s->gone_ns = now_ns > 0 ? now_ns : 1;
+	}
+	pthread_mutex_unlock(&m->lock);
+}
+
+/* Unlinks s from f (hash chain and list); the caller frees it. */
+static void series_unlink_locked(struct metric *f, struct metric_series *s)
+{
+	struct metric_series **pp;
+
+	for (pp = &f->table[s->hash & (f->n_buckets - 1)]; *pp; pp = &(*pp)->hnext) {
+		if (*pp == s) {
+			*pp = s->hnext;
+			break;
+		}
+	}
+	if (s->prev)
+		s->prev->next = s->next;
+	else
+		f->head = s->next;
+	if (s->next)
+		s->next->prev = s->prev;
+	else
+		f->tail = s->prev;
+	f->n_series--;
+	f->m->n_series--;
+	f->order_dirty = true;
+}
+
+#define EXPIRE_OWNERS_MAX 32
+
+size_t metrics_expire(struct metrics *m, int64_t now_ns, int64_t grace_ns, metrics_removed_fn fn,
+		      void *arg)
+{
+	struct {
+		const char *owner; /* families (and owners) live as long as m */
+		size_t n;
+	} by[EXPIRE_OWNERS_MAX];
+	size_t n_by = 0, total = 0;
+
+	if (!m)
+		return 0;
+	pthread_mutex_lock(&m->lock);
+	for (size_t i = 0; i < m->n_fams; i++) {
+		struct metric *f = m->fams[i];
+		size_t n = 0;
+
+		for (struct metric_series *s = f->head, *next; s; s = next) {
+			next = s->next;
+			if (!s->gone_ns || now_ns - s->gone_ns < grace_ns)
+				continue;
+			series_unlink_locked(f, s);
+			series_free(s);
+			n++;
+		}
+		if (!n)
+			continue;
+		total += n;
+		size_t j = 0;
+		while (j < n_by && !(by[j].owner == f->owner ||
+				     (by[j].owner && f->owner && !strcmp(by[j].owner, f->owner))))
+			j++;
+		if (j == n_by && n_by < EXPIRE_OWNERS_MAX)
+			by[n_by++] = (typeof(by[0])){f->owner, 0};
+		if (j < n_by)
+			by[j].n += n;
+	}
+	pthread_mutex_unlock(&m->lock);
+	for (size_t j = 0; fn && j < n_by; j++)
+		fn(by[j].owner, by[j].n, arg);
+	return total;
+}
+
+/* ---- exemplars ---- */
+
+int series_exemplar(struct metric_series *s, const char *name, const char *value, double v,
+		    double ts)
+{
+	struct metric_exemplar *e;
+	size_t nl, vl, slot = 0;
+
+	if (!s || !metrics_label_name_valid(name) || !value || !metrics_utf8_valid(value))
+		return -EINVAL;
+	nl = strlen(name);
+	vl = strlen(value);
+	if (nl + vl > METRIC_EXEMPLAR_MAX)
+		return -EINVAL;
+	if (s->f->type == METRIC_GAUGE)
+		return -EINVAL;
+	if (s->f->type == METRIC_HISTOGRAM)
+		slot = bucket_of(s->f, v);
+	pthread_mutex_lock(&s->f->m->lock);
+	if (!s->ex) {
+		size_t n = s->f->type == METRIC_HISTOGRAM ? s->f->n_bounds + 1 : 1;
+
+		s->ex = calloc(n, sizeof(*s->ex));
+		if (!s->ex) {
+			pthread_mutex_unlock(&s->f->m->lock);
+			return -ENOMEM;
+		}
+	}
+	e = &s->ex[slot];
+	e->value = v;
+	e->ts = ts;
+	e->name_len = (uint8_t)nl;
+	memcpy(e->text, name, nl + 1);
+	memcpy(e->text + nl + 1, value, vl + 1);
+	pthread_mutex_unlock(&s->f->m->lock);
+	return 0;
+}
+
+/* ---- what encoders share ---- */
+
+const char *metrics_name_unit(const char *name, bool counter)
+{
+	static const char *const units[] = {"seconds", "bytes", "ratio", "celsius", NULL};
+	size_t n = strlen(name);
+
+	if (counter && n > 6 && !strcmp(name + n - 6, "_total"))
+		n -= 6;
+	for (size_t i = 0; units[i]; i++) {
+		size_t u = strlen(units[i]);
+
+		if (n > u + 1 && name[n - u - 1] == '_' && !strncmp(name + n - u, units[i], u))
+			return units[i];
+	}
+	return NULL;
+}
+
+bool family_selected(const struct metric *f, const char *const *owners)
+{
+	if (!owners || !f->owner)
+		return true;
+	for (; *owners; owners++)
+		if (!strcmp(*owners, f->owner))
+			return true;
+	return false;
+}
+
+uint64_t series_count_locked(const struct metric_series *s)
+{
+	uint64_t n = 0;
+
+	for (size_t i = 0; i <= s->f->n_bounds; i++)
+		n += s->counts[i];
+	return n;
+}
+
+/*
+ * A histogram set whole from kernel buckets has no exact native form: each
+ * classic bucket (lo, hi] lands in the native bucket holding its geometric
+ * middle (the first one, (0, b0], at b0; +Inf above twice the last bound),
+ * so a quantile read from it is off by at most one classic bucket. Observed
+ * histograms have exact native buckets.
+ */
+const struct nhist *series_native_locked(const struct metric_series *s, struct nhist *tmp)
+{
+	const struct metric *f = s->f;
+	const struct metrics_native *cfg = &f->m->native;
+
+	if (!cfg->enabled || f->type != METRIC_HISTOGRAM)
+		return NULL;
+	if (!s->created_unknown)
+		return &s->nh;
+	memset(tmp, 0, sizeof(*tmp));
+	tmp->schema = (int8_t)cfg->schema;
+	for (size_t i = 0; i <= f->n_bounds; i++) {
+		double at;
+
+		if (!s->counts[i])
+			continue;
+		if (i == f->n_bounds)
+			at = f->n_bounds ? 2 * f->bounds[f->n_bounds - 1] : 1;
+		else if (i == 0 || f->bounds[i - 1] <= 0)
+			at = f->bounds[i];
+		else
+			at = sqrt(f->bounds[i - 1] * f->bounds[i]);
+		if (nhist_add(tmp, at, s->counts[i], cfg->zero_threshold, cfg->max_buckets)) {
+			nhist_free(tmp);
+			return NULL;
+		}
+	}
+	return tmp;
+}
 
 static int series_cmp(const void *a, const void *b)
 {
@@ -864,8 +999,7 @@ static int series_cmp(const void *a, const void *b)
 	return 0;
 }
 
-/* Rebuilds the sorted view of a family's series after it changed. */
-static int family_order_locked(struct metric *f)
+int family_order_locked(struct metric *f)
 {
 	size_t i = 0;
 
@@ -888,147 +1022,47 @@ static int family_order_locked(struct metric *f)
 	return 0;
 }
 
-static const char *type_name(enum metric_type t)
+int metrics_render(struct metrics *m, enum metrics_format fmt, const char *const *owners,
+		   char **out, size_t *len)
 {
-	switch (t) {
-	case METRIC_COUNTER:
-		return "counter";
-	case METRIC_GAUGE:
-		return "gauge";
-	case METRIC_HISTOGRAM:
-		return "histogram";
-	}
-	return "untyped";
-}
+	struct buf b = {0};
+	size_t hint;
+	int err;
 
-/* Formats v through the series' one-entry cache. */
-static void obuf_value_cached(struct obuf *b, struct metric_series *s, double v)
-{
-	if (v == trunc(v) || !isfinite(v)) {
-		obuf_value(b, v); /* integers and specials are cheap */
-		return;
-	}
-	if (!s->text_len || memcmp(&s->text_v, &v, sizeof(v))) {
-		char tmp[METRICS_VALUE_MAX];
-		size_t n = metrics_format_value(v, tmp);
-
-		if (n >= sizeof(s->text)) {
-			obuf_put(b, tmp, n);
-			return;
-		}
-		memcpy(s->text, tmp, n);
-		s->text_len = (uint8_t)n;
-		s->text_v = v;
-	}
-	obuf_put(b, s->text, s->text_len);
-}
-
-/* `name{labels} value\n`; extra (e.g. `le="0.5"`) goes inside the braces. */
-static void obuf_sample(struct obuf *b, const char *name, struct metric_series *s, const char *le,
-			double v)
-{
-	obuf_puts(b, name);
-	if (le) {
-		if (s->labels_len) {
-			obuf_put(b, s->labels, s->labels_len - 1);
-			obuf_put(b, ",le=\"", 5);
-		} else {
-			obuf_put(b, "{le=\"", 5);
-		}
-		obuf_puts(b, le);
-		obuf_put(b, "\"}", 2);
-	} else {
-		obuf_put(b, s->labels, s->labels_len);
-	}
-	obuf_putc(b, ' ');
-	obuf_value_cached(b, s, v);
-	obuf_putc(b, '\n');
-}
-
-static void obuf_sample_u64(struct obuf *b, const char *name, const struct metric_series *s,
-			    const char *le, uint64_t v)
-{
-	obuf_puts(b, name);
-	if (le) {
-		if (s->labels_len) {
-			obuf_put(b, s->labels, s->labels_len - 1);
-			obuf_put(b, ",le=\"", 5);
-		} else {
-			obuf_put(b, "{le=\"", 5);
-		}
-		obuf_puts(b, le);
-		obuf_put(b, "\"}", 2);
-	} else {
-		obuf_put(b, s->labels, s->labels_len);
-	}
-	obuf_putc(b, ' ');
-	obuf_u64(b, v);
-	obuf_putc(b, '\n');
-}
-
-static void family_render_locked(struct metric *f, struct obuf *b)
-{
-	if (!f->n_series)
-		return; /* no samples: no metadata either, like the Go client */
-	if (family_order_locked(f)) {
-		b->oom = true;
-		return;
-	}
-	if (f->help[0]) {
-		obuf_put(b, "# HELP ", 7);
-		obuf_puts(b, f->name);
-		obuf_putc(b, ' ');
-		obuf_help(b, f->help);
-		obuf_putc(b, '\n');
-	}
-	obuf_put(b, "# TYPE ", 7);
-	obuf_puts(b, f->name);
-	obuf_putc(b, ' ');
-	obuf_puts(b, type_name(f->type));
-	obuf_putc(b, '\n');
-
-	for (size_t i = 0; i < f->n_series; i++) {
-		struct metric_series *s = f->order[i];
-		uint64_t cum = 0;
-
-		if (f->type != METRIC_HISTOGRAM) {
-			obuf_sample(b, f->name, s, NULL, s->value);
-			continue;
-		}
-		for (size_t j = 0; j <= f->n_bounds; j++) {
-			cum += s->counts[j];
-			obuf_sample_u64(b, f->name_bucket, s, f->le[j], cum);
-		}
-		obuf_sample(b, f->name_sum, s, NULL, s->sum);
-		obuf_sample_u64(b, f->name_count, s, NULL, cum);
-	}
-}
-
-int metrics_render_text(struct metrics *m, char **buf, size_t *len)
-{
-	struct obuf b = {0};
-
-	if (!m || !buf || !len)
+	if (!m || !out || !len || (unsigned)fmt > METRICS_FMT_PROTOBUF)
 		return -EINVAL;
+	/* Hooks update series, which takes the lock: run them before. */
+	pthread_mutex_lock(&m->lock);
+	size_t n_hooks = m->n_hooks;
+	pthread_mutex_unlock(&m->lock);
+	for (size_t i = 0; i < n_hooks; i++)
+		m->hooks[i].fn(m, m->hooks[i].arg);
+
 	pthread_mutex_lock(&m->lock);
 	/* Start at the last size plus some slack: one allocation per scrape. */
-	obuf_reserve(&b, m->last_render_len + m->last_render_len / 8 + 1024);
-	for (size_t i = 0; i < m->n_fams && !b.oom; i++)
-		family_render_locked(m->fams[i], &b);
-	if (!b.oom)
-		m->last_render_len = b.len;
+	hint = m->last_render_len[fmt];
+	buf_reserve(&b, hint + hint / 8 + 1024);
+	if (fmt == METRICS_FMT_PROTOBUF)
+		err = metrics_render_pb_locked(m, owners, &b);
+	else
+		err = metrics_render_text_locked(m, fmt == METRICS_FMT_OPENMETRICS, owners, &b);
+	if (!err && b.oom)
+		err = -ENOMEM;
+	if (!err)
+		m->last_render_len[fmt] = b.len;
 	pthread_mutex_unlock(&m->lock);
-
-	if (b.oom || !obuf_reserve(&b, 0)) {
-		free(b.p);
-		return -ENOMEM;
+	if (err) {
+		buf_free(&b);
+		return err;
 	}
-	b.p[b.len] = '\0';
-	*buf = b.p;
-	*len = b.len;
-	return 0;
+	*out = buf_steal(&b, len);
+	return *out ? 0 : -ENOMEM;
 }
 
+int metrics_render_text(struct metrics *m, char **out, size_t *len)
+{
+	return metrics_render(m, METRICS_FMT_TEXT, NULL, out, len);
+}
 void metrics_visit(struct metrics *m, metrics_visit_fn fn, void *arg)
 {
 	if (!m || !fn)

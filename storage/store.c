@@ -781,7 +781,7 @@ static int store_table_index(const struct store *s, const struct event_table *t)
 /* Copies a row (len bytes, then tail bytes of tail_len) into the next slot.
  * Never waits: -EAGAIN when the queue is full or closing. */
 static int store_enqueue(struct store *s, uint32_t table, int64_t ts_ns, const void *row,
-			 size_t len, const void *tail, size_t tail_len)
+			 size_t len, const void *tail, size_t tail_len, int64_t *id)
 {
 	struct store_slot *slot;
 	uint64_t depth;
@@ -796,6 +796,12 @@ static int store_enqueue(struct store *s, uint32_t table, int64_t ts_ns, const v
 	slot = store_slot_at(s, s->head);
 	slot->ts = ts_ns;
 	slot->table = table;
+	slot->id = 0;
+	if (id) {
+		slot->id = s->next_id;
+		__atomic_store_n(&s->next_id, s->next_id + 1, __ATOMIC_RELAXED);
+		*id = slot->id;
+	}
 	memcpy((unsigned char *)slot + STORE_SLOT_HDR, row, len);
 	if (tail_len)
 		memcpy((unsigned char *)slot + STORE_SLOT_HDR + len, tail, tail_len);
@@ -810,13 +816,20 @@ static int store_enqueue(struct store *s, uint32_t table, int64_t ts_ns, const v
 	return 0;
 }
 
-int store_submit(struct store *s, const struct event_table *t, int64_t ts_ns, const void *row)
+int store_submit_id(struct store *s, const struct event_table *t, int64_t ts_ns, const void *row,
+		    int64_t *id)
 {
 	int idx = store_table_index(s, t);
+	int64_t dummy;
 
 	if (idx < 0)
 		return -ENOENT;
-	return store_enqueue(s, (uint32_t)idx, ts_ns, row, t->row_size, NULL, 0);
+	return store_enqueue(s, (uint32_t)idx, ts_ns, row, t->row_size, NULL, 0, id ? id : &dummy);
+}
+
+int store_submit(struct store *s, const struct event_table *t, int64_t ts_ns, const void *row)
+{
+	return store_submit_id(s, t, ts_ns, row, NULL);
 }
 
 int store_submit_sample(struct store *s, int64_t ts_ns, const char *name, const char *labels,
@@ -834,7 +847,7 @@ int store_submit_sample(struct store *s, int64_t ts_ns, const char *name, const 
 	key[nlen] = '\x01';
 	memcpy(key + nlen + 1, labels, llen + 1);
 	return store_enqueue(s, STORE_TABLE_SAMPLE, ts_ns, &value, sizeof(value), key,
-			     nlen + llen + 2);
+			     nlen + llen + 2, NULL);
 }
 
 size_t store_queue_depth(const struct store *s)

@@ -59,6 +59,12 @@ void store_close(struct store *s);
 /* Copies row (t->row_size bytes) into the queue. Never blocks: returns
  * -EAGAIN when the queue is full (counted as dropped, reason="queue_full"). */
 int store_submit(struct store *s, const struct event_table *t, int64_t ts_ns, const void *row);
+/* Same, and *id is the id the row will have in its table (and in
+ * /api/v1/events) once committed. A row the queue takes is written with that
+ * id unless SQLite refuses it on its own (counted in rows_dropped_error) or
+ * the agent dies before the commit. */
+int store_submit_id(struct store *s, const struct event_table *t, int64_t ts_ns, const void *row,
+		    int64_t *id);
 /* Queues one metric history sample (series name + rendered label set
  * `{a="b"}`, value) through the same queue as event rows. -EAGAIN when the
  * queue is full, -E2BIG for a name and labels longer than a slot (counted

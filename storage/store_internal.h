@@ -34,11 +34,12 @@
 #define STORE_STOP_RETRIES	 3 /* commit attempts left at close when stuck */
 #define STORE_READER_WAIT_MS	 2000
 #define STORE_JOURNAL_LIMIT	 (64 * 1024 * 1024)
-#define STORE_SLOT_HDR		 16
+#define STORE_SLOT_HDR		 24
 
 /* Slot layout: header, then the row at a 16-byte aligned offset. */
 struct store_slot {
 	int64_t ts;
+	int64_t id; /* event rows: given at submit (store_submit_id) */
 	uint32_t table;
 	uint32_t pad;
 };
@@ -118,8 +119,13 @@ struct store {
 	bool started, stop, writer_done;
 	uint64_t dropped_full;
 
-	/* Writer state (writer thread only once started). */
+	/* Next event row id: given under mu when a row is queued, so the
+	 * submitter knows it at once (exemplars point at rows by id); the
+	 * writer inserts with the slot's id. A row SQLite refuses leaves a
+	 * gap; rows of a rolled-back batch keep their ids for the retry. */
 	int64_t next_id;
+
+	/* Writer state (writer thread only once started). */
 	int64_t batch_deadline;
 	int64_t retry_at;
 	unsigned backoff_ms;

@@ -63,7 +63,7 @@ static int64_t store_delete_txn(struct store *s, const char *sql, int64_t arg)
 	if (rc != SQLITE_DONE)
 		goto out_rollback;
 	changed = sqlite3_changes(s->db);
-	sqlite3_bind_int64(meta, 1, s->next_id - 1);
+	sqlite3_bind_int64(meta, 1, __atomic_load_n(&s->next_id, __ATOMIC_RELAXED) - 1);
 	rc = sqlite3_step(meta);
 	if (rc != SQLITE_DONE)
 		goto out_rollback;

@@ -60,7 +60,6 @@ static int store_write_sample(struct store *s, struct store_slot *slot);
 
 int store_write_batch(struct store *s, uint64_t start, uint64_t n)
 {
-	int64_t id0 = s->next_id;
 	uint64_t written = 0, skipped = 0, samples = 0, skipped_samples = 0;
 	int rc;
 
@@ -87,14 +86,13 @@ int store_write_batch(struct store *s, uint64_t start, uint64_t n)
 		}
 		t = s->tables[slot->table];
 		st = s->ins[slot->table];
-		sqlite3_bind_int64(st, 1, s->next_id);
+		sqlite3_bind_int64(st, 1, slot->id);
 		sqlite3_bind_int64(st, 2, slot->ts);
 		rc = store_schema_bind(st, t, (unsigned char *)slot + STORE_SLOT_HDR);
 		if (rc == SQLITE_OK)
 			rc = sqlite3_step(st);
 		sqlite3_reset(st);
 		if (rc == SQLITE_DONE) {
-			s->next_id++;
 			written++;
 			continue;
 		}
@@ -120,7 +118,6 @@ out_fail:
 	store_rollback(s);
 	/* Series added inside the rolled-back transaction are gone again. */
 	store_series_forget(s);
-	s->next_id = id0;
 	return rc ? rc : SQLITE_ERROR;
 }
 
