@@ -18,6 +18,7 @@
 #include "agent/collector_routes.h"
 #include "agent/log.h"
 #include "agent/sink_impl.h"
+#include "agent/expose.h"
 #include "agent/snapshot.h"
 #include "agent/status.h"
 #include "api/history.h"
@@ -71,7 +72,8 @@ int agent_config_declare(struct agent *a)
 
 	if ((err = cfg_declare(&a->cfg, "agent", agent_keys)) ||
 	    (err = cfg_declare(&a->cfg, "http", http_keys)) ||
-	    (err = cfg_declare(&a->cfg, "storage", storage_keys)))
+	    (err = cfg_declare(&a->cfg, "storage", storage_keys)) ||
+	    (err = expose_config_declare(&a->cfg)))
 		return err;
 	for (size_t i = 0; collector_registry[i]; i++) {
 		const struct collector_ops *ops = collector_registry[i];
@@ -239,6 +241,8 @@ static void collector_fail(struct collector *c, int err, const char *what)
 	loop_remove(((struct agent *)c->owner)->loop, c->loop_timer_src);
 	c->loop_fd_src = c->loop_timer_src = NULL;
 	collector_set_up(c);
+	/* Its series say nothing any more: gone, removed after the grace. */
+	metrics_owner_gone(((struct agent *)c->owner)->metrics, c->ops->name, clock_mono_ns());
 }
 
 static int collector_fd_ready(int fd, void *arg)
@@ -446,9 +450,7 @@ int agent_start(struct agent *a, const char *port_file)
 	struct store_config sc = {0};
 	struct http_config hc = {0};
 	struct api_host host = {0};
-	static const char *const build_labels[] = {"version", NULL};
-	const char *version[] = {SYSOBS_VERSION};
-	struct metric *build;
+	static const char *names[64];
 	char err[512];
 	size_t nt = 0;
 	sigset_t mask;
@@ -465,10 +467,15 @@ int agent_start(struct agent *a, const char *port_file)
 	a->loop = loop_new();
 	if (!a->metrics || !a->loop)
 		return 1;
-	build = metrics_gauge(a->metrics, "sysobs_build_info",
-			      "Always 1; the version label says which sysobsd runs.", build_labels);
-	if (build)
-		series_set(metric_series(build, version), 1);
+	rc = expose_start(&a->expose, &a->cfg, a->metrics, a->loop);
+	if (rc == -EINVAL) {
+		log_err("agent", "%s", a->cfg.err);
+		return 2;
+	}
+	if (rc)
+		return 1;
+	for (size_t i = 0; collector_registry[i] && i < 63; i++)
+		names[i] = collector_registry[i]->name;
 
 	/* Every collector's tables are registered, enabled or not, so history
 	 * written earlier stays queryable and the schema does not depend on
@@ -504,6 +511,7 @@ int agent_start(struct agent *a, const char *port_file)
 	host.tables = tables;
 	host.collectors = agent_collectors_status;
 	host.arg = a;
+	host.collector_names = names;
 	if (!a->http || api_routes_register(a->http, &host) ||
 	    history_routes_register(a->http, a->store, tables) || collector_routes_register(a))
 		return 1;

@@ -9,6 +9,7 @@
 #include <stddef.h>
 
 #include "agent/config.h"
+#include "agent/expose.h"
 #include "agent/loop.h"
 #include "api/http.h"
 #include "api/metrics.h"
@@ -29,6 +30,7 @@ struct agent {
 	uint64_t snapshot_ms;		   /* metric history period; 0 = off */
 	struct store_series *store_series; /* the store's statistics as metrics */
 	void *route_bindings;		   /* collector routes on the server */
+	struct expose expose;		   /* [metrics], build info, stale series */
 };
 
 /* Declares [agent], [http], [storage] and every collector's section. */

@@ -24,12 +24,13 @@ struct agent_sink {
 	struct log_ratelimit rl;
 };
 
-static int as_event(struct sink *k, const struct event_table *t, int64_t ts_ns, const void *row)
+static int as_event_id(struct sink *k, const struct event_table *t, int64_t ts_ns,
+		       const void *row, int64_t *id)
 {
 	struct agent_sink *as = k->impl;
 	int err;
 
-	err = store_submit(as->store, t, ts_ns, row);
+	err = store_submit_id(as->store, t, ts_ns, row, id);
 	if (err == -EAGAIN) {
 		series_add(as->dropped, 1);
 		log_ratelimited(&as->rl, 10000, LOG_LVL_WARN, k->collector,
@@ -40,6 +41,13 @@ static int as_event(struct sink *k, const struct event_table *t, int64_t ts_ns, 
 				"cannot queue a %s row: %s", t->name, strerror(-err));
 	}
 	return err;
+}
+
+static int as_event(struct sink *k, const struct event_table *t, int64_t ts_ns, const void *row)
+{
+	int64_t id;
+
+	return as_event_id(k, t, ts_ns, row, &id);
 }
 
 static struct sink_family *as_family(struct sink *k, const struct metric_desc *d)
@@ -60,6 +68,8 @@ static struct sink_family *as_family(struct sink *k, const struct metric_desc *d
 	}
 	if (!f)
 		log_warn(k->collector, "metric %s: %s", d->name, strerror(errno));
+	else
+		metric_set_owner(f, k->collector);
 	return (struct sink_family *)f;
 }
 
@@ -71,7 +81,7 @@ static struct sink_series *as_series(struct sink *k, struct sink_family *f,
 
 static void as_series_gone(struct sink *k, struct sink_family *f, struct sink_series *s)
 {
-	metric_series_remove((struct metric *)f, (struct metric_series *)s);
+	metric_series_gone((struct metric *)f, (struct metric_series *)s, clock_mono_ns());
 }
 
 static void as_family_clear(struct sink *k, struct sink_family *f)
@@ -99,6 +109,12 @@ static void as_histogram_set(struct sink_series *s, const uint64_t *counts, doub
 	series_histogram_set((struct metric_series *)s, counts, sum);
 }
 
+static void as_exemplar(struct sink_series *s, const char *name, const char *value, double v,
+			int64_t ts_ns)
+{
+	series_exemplar((struct metric_series *)s, name, value, v, (double)ts_ns / 1e9);
+}
+
 static double as_value(const struct sink_series *s)
 {
 	return series_value((const struct metric_series *)s);
@@ -121,6 +137,7 @@ static size_t as_queue_depth(struct sink *k)
 
 static const struct sink_ops agent_sink_ops = {
     .event = as_event,
+    .event_id = as_event_id,
     .family = as_family,
     .series = as_series,
     .series_gone = as_series_gone,
@@ -130,6 +147,7 @@ static const struct sink_ops agent_sink_ops = {
     .observe = as_observe,
     .histogram_set = as_histogram_set,
     .value = as_value,
+    .exemplar = as_exemplar,
     .latest = as_latest,
     .queue_depth = as_queue_depth,
 };

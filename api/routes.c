@@ -20,6 +20,7 @@
 #include "agent/log.h"
 #include "api/http.h"
 #include "api/metrics.h"
+#include "api/negotiate.h"
 #include "api/query.h"
 #include "api/reply.h"
 #include "api/routes.h"
@@ -118,7 +119,9 @@ static void route_index(const struct http_request *req, struct http_response *re
 	if (host->hostname && *host->hostname)
 		buf_printf(&b, "<p>host: %s</p>\n", html_esc(host->hostname, e1, sizeof(e1)));
 	buf_printf(&b, "<h2>Endpoints</h2>\n<ul>\n");
-	html_route(&b, "GET", "/metrics", "Prometheus metrics (text format 0.0.4)");
+	html_route(&b, "GET", "/metrics",
+		   "Prometheus metrics (text 0.0.4, OpenMetrics 1.0.0 or protobuf, by Accept; "
+		   "?collect[]=NAME)");
 	html_route(&b, "GET", "/healthz", "health check");
 	html_route(&b, "GET", "/api/v1/collectors", "collectors and their state");
 	html_route(&b, "GET", "/api/v1/events",
@@ -175,18 +178,55 @@ static void route_index(const struct http_request *req, struct http_response *re
 
 /* ---- /metrics ---- */
 
+/*
+ * Negotiated like the Go client does it: text 0.0.4 when the client states
+ * no preference, the format with the highest q otherwise, and text again for
+ * an Accept that allows none of the three (a scrape should not fail on a
+ * header). collect[]=NAME (repeatable) keeps the families of those
+ * collectors, as node_exporter's does; the agent's own families always stay.
+ * An unknown collector is a 400 naming it. Other parameters are ignored:
+ * scrape configs add their own.
+ */
 static void route_metrics(const struct http_request *req, struct http_response *res, void *arg)
 {
+	static const char *const offers[] = {
+	    [METRICS_FMT_TEXT] = "text/plain;version=0.0.4",
+	    [METRICS_FMT_OPENMETRICS] = "application/openmetrics-text;version=1.0.0",
+	    [METRICS_FMT_PROTOBUF] = "application/vnd.google.protobuf;"
+				     "proto=io.prometheus.client.MetricFamily;encoding=delimited",
+	};
+	static const char *const ctypes[] = {
+	    [METRICS_FMT_TEXT] = METRICS_CT_TEXT,
+	    [METRICS_FMT_OPENMETRICS] = METRICS_CT_OPENMETRICS,
+	    [METRICS_FMT_PROTOBUF] = METRICS_CT_PROTOBUF,
+	};
 	struct api_ctx *ctx = arg;
 	int64_t t0 = clock_mono_ns();
-	size_t len;
+	const char *collect[HTTP_ARGS_MAX + 1];
+	size_t n_collect, len;
+	int fmt;
 	char *buf;
 	int err;
 
-	/* Prometheus sends no parameters; refuse typos rather than ignore them. */
-	if (query_params_check(req, NULL, res))
-		return;
-	err = metrics_render_text(ctx->host.metrics, &buf, &len);
+	fmt = http_negotiate(req->accept, offers, 3);
+	if (fmt < 0)
+		fmt = METRICS_FMT_TEXT;
+	n_collect = http_query_all(req, "collect[]", collect, HTTP_ARGS_MAX);
+	for (size_t i = 0; i < n_collect; i++) {
+		size_t j = 0;
+
+		while (ctx->host.collector_names && ctx->host.collector_names[j] &&
+		       strcmp(ctx->host.collector_names[j], collect[i]))
+			j++;
+		if (!ctx->host.collector_names || !ctx->host.collector_names[j]) {
+			http_reply_error(res, 400, "bad_request",
+					 "collect[]: unknown collector \"%.64s\"", collect[i]);
+			return;
+		}
+	}
+	collect[n_collect] = NULL;
+	err = metrics_render(ctx->host.metrics, (enum metrics_format)fmt,
+			     n_collect ? collect : NULL, &buf, &len);
 	if (err) {
 		http_reply_error(res, 500, "internal", "cannot render metrics: %s", strerror(-err));
 		return;
@@ -194,7 +234,7 @@ static void route_metrics(const struct http_request *req, struct http_response *
 	/* After the render: the registry lock is free again. The value shows in
 	 * the next scrape, like every "last scrape" metric. */
 	series_set(ctx->scrape, (double)(clock_mono_ns() - t0) / 1e9);
-	http_reply_text(res, 200, API_METRICS_CONTENT_TYPE, buf, len);
+	http_reply_text(res, 200, ctypes[fmt], buf, len);
 }
 
 /* ---- /healthz ---- */

@@ -27,12 +27,13 @@ struct api_host {
 	 * threads. NULL when out of memory. */
 	Sysobs__V1__CollectorList *(*collectors)(void *arg, struct arena *ar);
 	void *arg;
+	/* Names /metrics?collect[]= accepts: every collector of this build,
+	 * NULL-terminated. */
+	const char *const *collector_names;
 };
 
 /* host is copied. Returns 0 or -errno. */
 int api_routes_register(struct http_server *h, const struct api_host *host);
 
-/* Content-Type of /metrics. */
-#define API_METRICS_CONTENT_TYPE "text/plain; version=0.0.4; charset=utf-8"
 
 #endif

@@ -137,7 +137,7 @@ static void h_metrics(const struct http_request *req, struct http_response *res,
 		http_reply_error(res, 500, "internal", "render failed");
 		return;
 	}
-	http_reply_text(res, 200, API_METRICS_CONTENT_TYPE, buf, len);
+	http_reply_text(res, 200, METRICS_CT_TEXT, buf, len);
 }
 
 static size_t count_body(char *p, size_t sz, size_t n, void *arg)

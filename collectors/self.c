@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The "self" collector: the agent's own CPU time, memory, open fds, threads
- * and storage queue depth. It is polled like any collector and writes a row
- * per poll, so it exercises the whole pipeline (collector -> metrics and
- * queue -> writer -> SQLite -> REST) on any host.
+ * and storage queue depth, as history. It is polled like any collector and
+ * writes a row per poll, so it exercises the whole pipeline (collector ->
+ * queue -> writer -> SQLite -> REST) on any host. The live values are the
+ * standard process_* metrics, read at every scrape (api/process_metrics.c);
+ * this collector adds only the thread count.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -29,30 +31,13 @@ struct self_cfg {
 	uint64_t interval; /* ms */
 };
 
-enum {
-	SELF_M_CPU,
-	SELF_M_RSS,
-	SELF_M_FDS,
-	SELF_M_THREADS,
-	SELF_M_START_TIME,
-};
-
 static const struct metric_desc self_metrics[] = {
-    [SELF_M_CPU] = {"sysobs_process_cpu_seconds_total",
-		    "User and system CPU time spent by sysobsd, in seconds.", METRIC_KIND_COUNTER},
-    [SELF_M_RSS] = {"sysobs_process_resident_memory_bytes", "Resident memory of sysobsd, in bytes.",
-		    METRIC_KIND_GAUGE},
-    [SELF_M_FDS] = {"sysobs_process_open_fds", "Open file descriptors of sysobsd.",
-		    METRIC_KIND_GAUGE},
-    [SELF_M_THREADS] = {"sysobs_process_threads", "Threads of sysobsd.", METRIC_KIND_GAUGE},
-    [SELF_M_START_TIME] = {"sysobs_process_start_time_seconds",
-			   "Start time of sysobsd since the unix epoch, in seconds.",
-			   METRIC_KIND_GAUGE},
+    {"sysobs_threads", "Threads of sysobsd.", METRIC_KIND_GAUGE},
     {0},
 };
 
 struct self_state {
-	struct sink_series *cpu, *rss, *fds, *threads, *start_time;
+	struct sink_series *threads;
 	long page_size;
 };
 
@@ -102,10 +87,9 @@ static int64_t count_open_fds(void)
 
 /* RSS pages and thread count from /proc/self/stat: fields 20 (num_threads)
  * and 24 (rss), counted after the ")" that closes the command name. */
-static int read_proc_stat(long *threads, long *rss_pages, double *start_s)
+static int read_proc_stat(long *threads, long *rss_pages)
 {
 	char buf[1024], *p;
-	unsigned long long starttime;
 	FILE *f = fopen("/proc/self/stat", "r");
 	size_t n;
 
@@ -120,26 +104,10 @@ static int read_proc_stat(long *threads, long *rss_pages, double *start_s)
 	/* After ") " comes field 3 (state). */
 	if (sscanf(p + 2,
 		   "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d %ld %*d "
-		   "%llu %*u %ld",
-		   threads, &starttime, rss_pages) != 3)
+		   "%*u %*u %ld",
+		   threads, rss_pages) != 2)
 		return -EINVAL;
-	*start_s = (double)starttime / (double)sysconf(_SC_CLK_TCK);
 	return 0;
-}
-
-static double boot_time_s(void)
-{
-	FILE *f = fopen("/proc/stat", "r");
-	char line[256];
-	double bt = 0;
-
-	if (!f)
-		return 0;
-	while (fgets(line, sizeof(line), f))
-		if (sscanf(line, "btime %lf", &bt) == 1)
-			break;
-	fclose(f);
-	return bt;
 }
 
 static int self_init(struct collector *c)
@@ -159,20 +127,9 @@ static int self_init(struct collector *c)
 static int self_start(struct collector *c)
 {
 	struct self_state *st = c->priv;
-	struct sink *k = c->sink;
-	double start_s = 0;
-	long threads, rss;
 
-	st->cpu = sink_series1(k, &self_metrics[SELF_M_CPU]);
-	st->rss = sink_series1(k, &self_metrics[SELF_M_RSS]);
-	st->fds = sink_series1(k, &self_metrics[SELF_M_FDS]);
-	st->threads = sink_series1(k, &self_metrics[SELF_M_THREADS]);
-	st->start_time = sink_series1(k, &self_metrics[SELF_M_START_TIME]);
-	if (!st->cpu || !st->rss || !st->fds || !st->threads || !st->start_time)
-		return -ENOMEM;
-	if (read_proc_stat(&threads, &rss, &start_s) == 0)
-		sink_set(k, st->start_time, boot_time_s() + start_s);
-	return 0;
+	st->threads = sink_series1(c->sink, &self_metrics[0]);
+	return st->threads ? 0 : -ENOMEM;
 }
 
 static int self_collect(struct collector *c)
@@ -180,7 +137,6 @@ static int self_collect(struct collector *c)
 	struct self_state *st = c->priv;
 	struct self_row row = {0};
 	struct rusage ru;
-	double start_s;
 	long threads = 0, rss_pages = 0;
 	int err;
 
@@ -188,7 +144,7 @@ static int self_collect(struct collector *c)
 		return -errno;
 	row.cpu_seconds = ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 + ru.ru_stime.tv_sec +
 			  ru.ru_stime.tv_usec / 1e6;
-	err = read_proc_stat(&threads, &rss_pages, &start_s);
+	err = read_proc_stat(&threads, &rss_pages);
 	if (err)
 		return err;
 	row.rss_bytes = (int64_t)rss_pages * st->page_size;
@@ -196,9 +152,6 @@ static int self_collect(struct collector *c)
 	row.open_fds = count_open_fds();
 	row.queue_depth = (int64_t)sink_queue_depth(c->sink);
 
-	sink_set(c->sink, st->cpu, row.cpu_seconds);
-	sink_set(c->sink, st->rss, (double)row.rss_bytes);
-	sink_set(c->sink, st->fds, (double)row.open_fds);
 	sink_set(c->sink, st->threads, (double)row.threads);
 
 	/* A full queue is the sink's business; the sample is simply lost. */

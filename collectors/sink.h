@@ -68,6 +68,12 @@ struct sink_ops {
 	int (*latest)(struct sink *k, const struct event_table *t, const char *group_by,
 		      const char *where, sink_row_fn fn, void *arg);
 	size_t (*queue_depth)(struct sink *k);
+	/* Added with exemplars; a sink may leave them NULL (sink_event_id()
+	 * then reports no id, sink_exemplar() does nothing). */
+	int (*event_id)(struct sink *k, const struct event_table *t, int64_t ts_ns,
+			const void *row, int64_t *id);
+	void (*exemplar)(struct sink_series *s, const char *name, const char *value, double v,
+			 int64_t ts_ns);
 };
 
 struct sink {
@@ -85,6 +91,21 @@ static inline int sink_event(struct sink *k, const struct event_table *t, int64_
 			     const void *row)
 {
 	return k->ops->event(k, t, ts_ns, row);
+}
+
+/*
+ * sink_event(), and *id is the id the row gets in its table and in
+ * /api/v1/events (for an exemplar that points at it); 0 when the sink gives
+ * no ids. The id holds unless SQLite refuses the row or the agent dies
+ * before the commit.
+ */
+static inline int sink_event_id(struct sink *k, const struct event_table *t, int64_t ts_ns,
+				const void *row, int64_t *id)
+{
+	*id = 0;
+	if (!k->ops->event_id)
+		return k->ops->event(k, t, ts_ns, row);
+	return k->ops->event_id(k, t, ts_ns, row, id);
 }
 
 /* Registers (or finds) the family of d. NULL + errno on a conflicting
@@ -109,7 +130,10 @@ static inline struct sink_series *sink_series1(struct sink *k, const struct metr
 	return sink_series(k, sink_family(k, d), NULL);
 }
 
-/* The object behind s is gone: the series leaves /metrics. */
+/* The object behind s is gone: the series leaves /metrics after the
+ * agent's grace period ([metrics] stale_series_grace), so its last
+ * increments are still scraped; finding it again with sink_series() makes it
+ * live again. Do not use s after this call. */
 static inline void sink_series_gone(struct sink *k, struct sink_family *f, struct sink_series *s)
 {
 	if (f && s)
@@ -148,6 +172,20 @@ static inline void sink_histogram_set(struct sink *k, struct sink_series *s, con
 {
 	if (s)
 		k->ops->histogram_set(s, counts, sum);
+}
+
+/*
+ * Exemplar on a counter series or, for a histogram, on the bucket of v: one
+ * label (name="value", e.g. sample_id="1234" from sink_event_id()), the
+ * observed value and its time. Replaces the previous one there; shown in
+ * OpenMetrics and protobuf scrapes, so a user goes from a graph to the
+ * stored record.
+ */
+static inline void sink_exemplar(struct sink *k, struct sink_series *s, const char *name,
+				 const char *value, double v, int64_t ts_ns)
+{
+	if (s && k->ops->exemplar)
+		k->ops->exemplar(s, name, value, v, ts_ns);
 }
 
 static inline double sink_value(struct sink *k, const struct sink_series *s)

@@ -11,6 +11,7 @@ PKGS=(
 	libbpf-dev bpftool libelf-dev zlib1g-dev
 	# tests
 	libcmocka-dev curl jq sqlite3 bc iproute2 nftables prometheus procps
+	python3-prometheus-client
 	prometheus-alertmanager bpftrace libfuse3-dev fuse3
 	# VM tests (tests/vm): test kernel build, qemu, initramfs, EROFS/ext4 images
 	linux-source-6.12 flex bison bc libssl-dev dwarves cpio kmod xz-utils

@@ -58,7 +58,12 @@ assert_eq "GET /healthz body (Health, no reason when healthy)" '{"status":"ok"}'
 req GET /metrics
 body=$BODY
 assert_eq "GET /metrics status" 200 "$HTTP_CODE"
-grep -q '^sysobs_build_info{version="[0-9.]*"} 1$' <<<"$body" || fail "no sysobs_build_info"
+grep -Eq '^sysobs_build_info\{version="[0-9.]+",revision="([0-9a-f]{12}(-dirty)?|unknown)",libbpf="([0-9.]+|none)",kernel="'"$(uname -r)"'"\} 1$' <<<"$body" ||
+	fail "sysobs_build_info lacks version, revision, libbpf or kernel: $(grep build_info <<<"$body")"
+for m in process_cpu_seconds_total process_resident_memory_bytes process_virtual_memory_bytes \
+	process_open_fds process_max_fds process_start_time_seconds; do
+	grep -q "^$m [0-9]" <<<"$body" || fail "no standard $m"
+done
 grep -q '^sysobs_collector_up{collector="self"} 1$' <<<"$body" || fail "self collector not up"
 ctype=$(curl -sS -o /dev/null -w '%{content_type}' "http://127.0.0.1:$PORT/metrics")
 grep -q '^text/plain; version=0.0.4' <<<"$ctype" || fail "metrics content type: $ctype"
