@@ -14,7 +14,13 @@
 
 #include "api/nhist.h"
 
-/* bounds[s][j] = 2^(j/2^s - 1) for schema s in 1..8: 2^9 - 2 values. */
+/*
+ * bounds[s][j] = 2^(j/2^s - 1) for schema s in 1..8, rounded *down* to a
+ * double: the bound is irrational (j > 0), so for a double v, v <= 2^x holds
+ * exactly when v <= the largest double below 2^x. Rounding to nearest would
+ * put a v just above the bound (2^0.5 as a double is above sqrt(2)) in the
+ * bucket below. exp2l's 64-bit mantissa decides the direction.
+ */
 static double bounds_tab[NHIST_SCHEMA_MAX + 1][1 << NHIST_SCHEMA_MAX];
 static pthread_once_t bounds_once = PTHREAD_ONCE_INIT;
 
@@ -23,8 +29,14 @@ static void bounds_init(void)
 	for (int s = 1; s <= NHIST_SCHEMA_MAX; s++) {
 		int n = 1 << s;
 
-		for (int j = 0; j < n; j++)
-			bounds_tab[s][j] = exp2((double)j / n - 1);
+		for (int j = 0; j < n; j++) {
+			long double x = exp2l((long double)j / n - 1);
+			double d = (double)x;
+
+			if ((long double)d > x)
+				d = nextafter(d, 0);
+			bounds_tab[s][j] = d;
+		}
 	}
 }
 
