@@ -36,6 +36,7 @@
 struct api_ctx {
 	struct api_host host;
 	struct metric_series *scrape;
+	struct metric_series *scrapes[3]; /* by enum metrics_format */
 
 	pthread_mutex_t health_lock;
 	uint64_t health_rows;	    /* rows_written at the last sign of progress */
@@ -234,6 +235,7 @@ static void route_metrics(const struct http_request *req, struct http_response *
 	/* After the render: the registry lock is free again. The value shows in
 	 * the next scrape, like every "last scrape" metric. */
 	series_set(ctx->scrape, (double)(clock_mono_ns() - t0) / 1e9);
+	series_add(ctx->scrapes[fmt], 1);
 	http_reply_text(res, 200, ctypes[fmt], buf, len);
 }
 
@@ -341,6 +343,16 @@ int api_routes_register(struct http_server *h, const struct api_host *host)
 					"Time the previous /metrics scrape took to render.");
 	if (!api_ctx.scrape)
 		return -errno;
+	static const char *const fmt_labels[] = {"format", NULL};
+	static const char *const fmt_names[] = {"text", "openmetrics", "protobuf"};
+	struct metric *scrapes = metrics_counter(
+	    host->metrics, "sysobs_scrapes_total",
+	    "Successful /metrics renders by the format the client negotiated.", fmt_labels);
+	for (size_t i = 0; i < 3; i++) {
+		const char *v[] = {fmt_names[i]};
+
+		api_ctx.scrapes[i] = metric_series(scrapes, v);
+	}
 	if (host->store)
 		store_get_stats(host->store, &st);
 	api_ctx.health_rows = st.rows_written;

@@ -29,7 +29,6 @@ FAKE="$SYSOBS_BUILD/tests/fakes/ifs_fake"
 [ -x "$FAKE" ] || skip "ifs_fake not built (libfuse3-dev missing at build time)"
 
 # ---- Alertmanager on a free loopback port ----
-port_free() { ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 for _ in $(seq 1 50); do
 	AM_PORT=$((20000 + RANDOM % 30000))
 	port_free "$AM_PORT" && break

@@ -166,3 +166,32 @@ wait_for() {
 		sleep 0.1
 	done
 }
+
+# port_free PORT: nothing listens on 127.0.0.1:PORT.
+port_free() { ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+
+# start_prometheus NAME CONFIG [flags...]: runs Debian's prometheus on a free
+# loopback port with its TSDB in $T/prom-NAME; sets PROM_PORT (and
+# PROM_PORT_<NAME>), stops it on exit, waits until it is ready.
+start_prometheus() {
+	local name=$1 cfg=$2 port pid
+	shift 2
+	for _ in $(seq 1 50); do
+		port=$((20000 + RANDOM % 30000))
+		port_free "$port" && break
+	done
+	prometheus --config.file="$cfg" --storage.tsdb.path="$T/prom-$name" \
+		--web.listen-address="127.0.0.1:$port" "$@" >"$T/prometheus-$name.log" 2>&1 &
+	pid=$!
+	on_exit "kill $pid; wait $pid 2>/dev/null"
+	PROM_PORT=$port
+	printf -v "PROM_PORT_$name" '%s' "$port"
+	wait_for 30 curl -sf --max-time 2 "http://127.0.0.1:$port/-/ready" -o /dev/null ||
+		fail "prometheus $name not ready: $(tail -5 "$T/prometheus-$name.log")"
+}
+
+# promq PORT 'PromQL': the instant query's result array (JSON).
+promq() {
+	curl -sS -g --max-time 5 "http://127.0.0.1:$1/api/v1/query" \
+		--data-urlencode "query=$2" | jq -c '.data.result'
+}
