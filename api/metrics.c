@@ -624,7 +624,7 @@ struct metric_series *metric_series(struct metric *f, const char *const *values)
 		goto out_unlock;
 	}
 	s->hash = h;
-	s->created = (double)clock_wall_ns() / 1e9;
+	s->created_ms = clock_wall_ns() / 1000000;
 	s->nh.schema = (int8_t)f->m->native.schema;
 	s->hnext = f->table[b];
 	f->table[b] = s;
@@ -903,7 +903,7 @@ int series_exemplar(struct metric_series *s, const char *name, const char *value
 	}
 	e = &s->ex[slot];
 	e->value = v;
-	e->ts = ts;
+	e->ts_ms = (int64_t)llround(ts * 1000);
 	e->name_len = (uint8_t)nl;
 	memcpy(e->text, name, nl + 1);
 	memcpy(e->text + nl + 1, value, vl + 1);

@@ -22,7 +22,7 @@
 /* The last exemplar of a counter, or of one classic bucket of a histogram. */
 struct metric_exemplar {
 	double value;
-	double ts; /* unix seconds; 0: no exemplar */
+	int64_t ts_ms; /* unix milliseconds; 0: no exemplar */
 	uint8_t name_len;
 	char text[METRIC_EXEMPLAR_MAX + 2]; /* name NUL value NUL */
 };
@@ -42,7 +42,7 @@ struct metric_series {
 	/* Counters: 1; histograms: n_bounds + 1 (one per classic bucket).
 	 * Allocated with the first exemplar. */
 	struct metric_exemplar *ex;
-	double created;	   /* unix seconds the series started from zero */
+	int64_t created_ms; /* unix time the series started from zero */
 	int64_t gone_ns;   /* monotonic time its object went; 0: live */
 	bool created_unknown; /* counter mirrored from a total (series_set) or
 			       * histogram set whole: its start is not ours */

@@ -30,21 +30,15 @@ typedef Io__Prometheus__Client__Bucket PbBucket;
 typedef Io__Prometheus__Client__BucketSpan PbSpan;
 typedef Io__Prometheus__Client__Exemplar PbExemplar;
 
-static Google__Protobuf__Timestamp *pb_time(struct arena *ar, double unix_s)
+static Google__Protobuf__Timestamp *pb_time(struct arena *ar, int64_t ms)
 {
 	Google__Protobuf__Timestamp *t = arena_alloc(ar, sizeof(*t));
 
 	if (!t)
 		return NULL;
 	google__protobuf__timestamp__init(t);
-	t->seconds = (int64_t)unix_s;
-	t->nanos = (int32_t)((unix_s - (double)t->seconds) * 1e9);
-	if (t->nanos < 0) {
-		t->seconds--;
-		t->nanos += 1000000000;
-	}
-	if (t->nanos > 999999999)
-		t->nanos = 999999999;
+	t->seconds = ms / 1000;
+	t->nanos = (int32_t)(ms % 1000) * 1000000;
 	return t;
 }
 
@@ -53,7 +47,7 @@ static PbExemplar *pb_exemplar(struct arena *ar, const struct metric_exemplar *e
 	PbExemplar *x;
 	PbLabel *l;
 
-	if (!e || e->ts <= 0)
+	if (!e || e->ts_ms <= 0)
 		return NULL;
 	x = arena_alloc(ar, sizeof(*x));
 	l = arena_alloc(ar, sizeof(*l));
@@ -69,7 +63,7 @@ static PbExemplar *pb_exemplar(struct arena *ar, const struct metric_exemplar *e
 	x->label = ls;
 	x->has_value = 1;
 	x->value = e->value;
-	x->timestamp = pb_time(ar, e->ts);
+	x->timestamp = pb_time(ar, e->ts_ms);
 	return x;
 }
 
@@ -138,7 +132,7 @@ static int pb_histogram(struct arena *ar, const struct metric_series *s, PbHisto
 		h->bucket[h->n_bucket++] = bk;
 	}
 	if (!s->created_unknown)
-		h->created_timestamp = pb_time(ar, s->created);
+		h->created_timestamp = pb_time(ar, s->created_ms);
 
 	nh = series_native_locked(s, &tmp);
 	if (!nh)
@@ -189,7 +183,7 @@ static int pb_metric(struct arena *ar, const struct metric_series *s, PbMetric *
 		c->value = s->value;
 		c->exemplar = pb_exemplar(ar, s->ex);
 		if (!s->created_unknown)
-			c->created_timestamp = pb_time(ar, s->created);
+			c->created_timestamp = pb_time(ar, s->created_ms);
 		pm->counter = c;
 		return 0;
 	}

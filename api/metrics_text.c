@@ -66,6 +66,20 @@ static void put_value_cached(struct buf *b, struct metric_series *s, double v, b
 	buf_append(b, s->text, s->text_len);
 }
 
+/* Unix milliseconds as seconds with 3 decimals ("1733230000.250"): exact,
+ * and ~20x cheaper than the shortest-round-trip float formatting. */
+static void put_time_ms(struct buf *b, int64_t ms)
+{
+	char tmp[32];
+	size_t n = metrics_fmt_u64((uint64_t)(ms / 1000), tmp);
+
+	tmp[n++] = '.';
+	tmp[n++] = (char)('0' + ms % 1000 / 100);
+	tmp[n++] = (char)('0' + ms % 100 / 10);
+	tmp[n++] = (char)('0' + ms % 10);
+	buf_append(b, tmp, n);
+}
+
 /* HELP escaping: backslash and line feed; OpenMetrics also the quote. */
 static void put_help(struct buf *b, const char *s, bool om)
 {
@@ -116,7 +130,7 @@ static void put_name_labels(struct buf *b, const char *name, const char *suffix,
 
 static void put_exemplar(struct buf *b, const struct metric_exemplar *e)
 {
-	if (!e || e->ts <= 0)
+	if (!e || e->ts_ms <= 0)
 		return;
 	buf_append(b, " # {", 4);
 	buf_append(b, e->text, e->name_len);
@@ -125,7 +139,7 @@ static void put_exemplar(struct buf *b, const struct metric_exemplar *e)
 	buf_append(b, "\"} ", 3);
 	put_value(b, e->value, true);
 	buf_putc(b, ' ');
-	put_value(b, e->ts, false);
+	put_time_ms(b, e->ts_ms);
 }
 
 /* `fam_created{labels} <unix seconds>`: fam is the family name (fam_len
@@ -135,7 +149,7 @@ static void put_created(struct buf *b, const char *fam, size_t fam_len,
 {
 	buf_append(b, fam, fam_len);
 	put_name_labels(b, "", "_created", s, NULL, true);
-	put_value(b, s->created, true);
+	put_time_ms(b, s->created_ms);
 	buf_putc(b, '\n');
 }
 

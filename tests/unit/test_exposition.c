@@ -405,7 +405,7 @@ static void test_openmetrics_format(void **state)
 	assert_null(strstr(o, "# TYPE t_drops_total"));
 	assert_non_null(
 	    strstr(o, "t_drops_total{reason=\"NO_SOCKET\"} 42.0 # {sample_id=\"1234\"} 1.0 "
-		      "1733230000.5\n"));
+		      "1733230000.500\n"));
 	/* _created for the counter that counted from zero, not for the mirror. */
 	assert_non_null(strstr(o, "t_drops_created{reason=\"NO_SOCKET\"} "));
 	assert_null(strstr(o, "t_drops_created{reason=\"a"));
@@ -414,7 +414,7 @@ static void test_openmetrics_format(void **state)
 	assert_non_null(strstr(o, "# HELP t_queue_depth Queue \\\"depth\\\".\\nSecond line.\n"));
 	assert_non_null(strstr(o, "t_latency_seconds_bucket{le=\"1.0\"} "));
 	assert_non_null(strstr(o, "t_latency_seconds_bucket{le=\"0.1\"} 10 # {request_id=\"77\"} "
-				  "0.05 1733230001\n"));
+				  "0.05 1733230001.000\n"));
 	assert_non_null(strstr(o, "t_latency_seconds_created "));
 	assert_null(strstr(o, "t_kernel_seconds_created"));
 	/* Text 0.0.4 has none of it. */
