@@ -5,6 +5,7 @@
  * reported and left behind; the agent keeps serving.
  */
 #include <errno.h>
+#include <pwd.h>
 #include <fcntl.h>
 #include <malloc.h>
 #include <signal.h>
@@ -19,6 +20,7 @@
 #include "agent/log.h"
 #include "agent/sink_impl.h"
 #include "agent/expose.h"
+#include "agent/privsep.h"
 #include "agent/snapshot.h"
 #include "agent/status.h"
 #include "api/history.h"
@@ -32,6 +34,12 @@ static const struct cfg_key agent_keys[] = {
     {"log_level", "info", "error, warn, info or debug"},
     {"hostname", "", "host name used in alerts; empty = gethostname()"},
     {"sysfs_root", "/sys", "root of sysfs (point at the IFS fake to try the ifs collector)"},
+    {"user", "sysobs",
+     "after start-up, run as this user without capabilities (sysobs, else nobody; root "
+     "keeps every privilege); IFS writes go through a helper"},
+    {"seccomp", "errno",
+     "system calls outside the agent's allow-list after start-up: errno (fail with EPERM), "
+     "kill (end the agent), log (allow and log), off"},
     {0},
 };
 
@@ -429,6 +437,36 @@ static int on_signal(int fd, void *arg)
 	return 0;
 }
 
+static const char *const seccomp_modes[] = {
+    [PRIVSEP_SECCOMP_OFF] = "off",
+    [PRIVSEP_SECCOMP_LOG] = "log",
+    [PRIVSEP_SECCOMP_ERRNO] = "errno",
+    [PRIVSEP_SECCOMP_KILL] = "kill",
+};
+
+/* [agent] user and seccomp, checked before anything starts. */
+static int privsep_config(struct agent *a, struct privsep_config *pc)
+{
+	const struct cfg_section *sec = cfg_section(&a->cfg, "agent");
+	const char *mode = cfg_get(sec, "seccomp");
+
+	pc->user = cfg_get(sec, "user");
+	/* The default, written out (as in the example config), falls back too. */
+	pc->user_is_default = cfg_line(sec, "user") == 0 || !strcmp(pc->user, "sysobs");
+	pc->sysfs_root = a->sysfs_root;
+	for (size_t i = 0; i < sizeof(seccomp_modes) / sizeof(seccomp_modes[0]); i++)
+		if (!strcmp(mode, seccomp_modes[i])) {
+			pc->seccomp = (enum privsep_seccomp)i;
+			goto user;
+		}
+	return cfg_error(&a->cfg, "agent", "seccomp", "must be errno, kill, log or off");
+user:
+	if (!pc->user[0] || (!pc->user_is_default && strcmp(pc->user, "root") &&
+			     !getpwnam(pc->user)))
+		return cfg_error(&a->cfg, "agent", "user", "no user named \"%s\"", pc->user);
+	return 0;
+}
+
 static int write_port_file(const char *path, uint16_t port)
 {
 	char tmp[4096];
@@ -450,6 +488,7 @@ int agent_start(struct agent *a, const char *port_file)
 	struct store_config sc = {0};
 	struct http_config hc = {0};
 	struct api_host host = {0};
+	struct privsep_config pc = {0};
 	static const char *names[64];
 	char err[512];
 	size_t nt = 0;
@@ -458,9 +497,23 @@ int agent_start(struct agent *a, const char *port_file)
 
 	a->sysfs_root = cfg_get(cfg_section(&a->cfg, "agent"), "sysfs_root");
 	a->hostname = cfg_get(cfg_section(&a->cfg, "agent"), "hostname");
-	if (storage_config(a, &sc) || http_config(a, &hc)) {
+	if (storage_config(a, &sc) || http_config(a, &hc) || privsep_config(a, &pc)) {
 		log_err("agent", "%s", a->cfg.err);
 		return 2;
+	}
+	{
+		char *dir = strdup(sc.path), *slash = dir ? strrchr(dir, '/') : NULL;
+
+		if (slash)
+			*slash = '\0';
+		rc = dir ? privsep_check_access(&pc, slash ? (dir[0] ? dir : "/") : ".", err,
+						sizeof(err))
+			 : 0;
+		free(dir);
+		if (rc) {
+			log_err("agent", "%s", err);
+			return 2;
+		}
 	}
 
 	a->metrics = metrics_new();
@@ -542,6 +595,21 @@ int agent_start(struct agent *a, const char *port_file)
 
 	if (port_file && write_port_file(port_file, http_port(a->http))) {
 		log_err("agent", "cannot write port file %s: %s", port_file, strerror(errno));
+		return 1;
+	}
+
+	/* Everything privileged is done: keep root for the IFS writes alone,
+	 * in the helper, and drop the rest. */
+	if (geteuid() == 0 && strcmp(pc.user, "root")) {
+		rc = privsep_helper_start(a->sysfs_root);
+		if (rc) {
+			log_err("agent", "cannot start the privileged helper: %s", strerror(-rc));
+			return 1;
+		}
+	}
+	pc.db_path = store_path(a->store);
+	if (privsep_drop(&pc, err, sizeof(err))) {
+		log_err("agent", "%s", err);
 		return 1;
 	}
 	return 0;

@@ -53,6 +53,8 @@ NSINUM=$(stat -L -c %i "/run/netns/$NS")
 start_agent() {	# start_agent SAMPLE_RATE [BURST]
 	rm -f "$T"/db* "$T/port"
 	cat >"$T/sysobsd.ini" <<INI
+[agent]
+user = root
 [http]
 listen = 127.0.0.1:0
 [storage]

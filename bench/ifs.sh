@@ -36,6 +36,7 @@ INI
 for _ in $(seq 50); do [ -e "$T/mnt/devices/virtual/misc/intel_ifs_0/status" ] && break; sleep 0.1; done
 cat >"$T/a.ini" <<INI
 [agent]
+user = root
 sysfs_root = $T/mnt
 [http]
 listen = 127.0.0.1:0

@@ -59,6 +59,8 @@ cpu_ms() { # pid -> utime+stime in ms
 run() { # label rcvbuf
 	local label=$1 rcvbuf=$2 port apid mon out ms rc rows ev ov mon_err a0 m0 a1 m1 t0 t1 i bp gen
 	cat >"$T/sysobsd.ini" <<INI
+[agent]
+user = root
 [http]
 listen = 127.0.0.1:0
 [storage]

@@ -87,7 +87,8 @@ fi
 on_exit '[ -z "$AGENT_PID" ] || { kill -9 "$AGENT_PID"; wait "$AGENT_PID"; } 2>/dev/null'
 
 {
-	[ -n "$IFS_NOTE" ] || printf '[agent]\nsysfs_root = %s\n' "$T/mnt"
+	printf '[agent]\nuser = root\n'
+	[ -n "$IFS_NOTE" ] || printf 'sysfs_root = %s\n' "$T/mnt"
 	cat <<INI
 [http]
 listen = 127.0.0.1:0

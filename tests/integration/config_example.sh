@@ -18,7 +18,10 @@ done
 
 # The agent starts from the example (flags move the port and database), and
 # every collector is in a state the example's defaults allow.
+# As root it drops to the unprivileged user of the example ([agent] user):
+# the database directory must be reachable by that user.
 cp "$EX" "$T/sysobsd.ini"
+chmod 755 "$T"
 start_agent --listen 127.0.0.1:0 --db "$T/sysobs.db"
 req GET /healthz
 assert_eq "healthz from the example config" 200 "$HTTP_CODE"

@@ -102,6 +102,7 @@ pass "the fake serialises writers across devices (${ms} ms for two runs), EINVAL
 # 0 core 1 is never scanned.
 cat >"$T/sysobsd.ini" <<INI
 [agent]
+user = root
 sysfs_root = $T/mnt
 hostname = it-host
 log_level = debug

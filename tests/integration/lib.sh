@@ -66,8 +66,12 @@ assert_eq() { [ "$2" = "$3" ] || fail "$1: expected '$2', got '$3'"; }
 assert_ge() { [ "$3" -ge "$2" ] 2>/dev/null || fail "$1: expected >= $2, got '$3'"; }
 
 # Minimal config: temp database, every collector at its defaults.
+# Tests keep root ([agent] user = root): each checks one thing, and
+# integration.privsep checks the agent that drops its privileges.
 write_base_config() {
 	cat >"$T/sysobsd.ini" <<INI
+[agent]
+user = root
 [http]
 listen = 127.0.0.1:0
 [storage]

@@ -1,0 +1,68 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Least privilege. Everything privileged happens at start (BPF load and
+ * attach, ring buffers and map fds, netlink sockets in every configured
+ * netns, the database); then:
+ *
+ *  1. privsep_helper_start() forks a helper that stays uid 0 with no
+ *     capabilities, no new privileges and a seccomp filter of a handful of
+ *     syscalls. It serves one fixed command set over a socketpair: write a
+ *     CPU number to intel_ifs_<N>/run_test, write a batch number to
+ *     intel_ifs_<N>/current_batch (root-owned 0200 files under the
+ *     configured sysfs root, which root may write as their owner without any
+ *     capability). It refuses anything else and exits with the agent.
+ *  2. privsep_drop() switches the agent to [agent] user (default sysobs,
+ *     else nobody): the database files change owner, supplementary groups
+ *     go, uid/gid change on every thread (which clears every capability), the
+ *     bounding set is emptied, PR_SET_NO_NEW_PRIVS is set and a seccomp
+ *     allow-list of what the running agent uses is loaded on every thread.
+ *
+ * Kernel facts this relies on: operations on BPF map and ring buffer fds
+ * already held need no capability since 5.19 (older kernels: keep user =
+ * root there); joining a netns after start needs CAP_SYS_ADMIN, so
+ * namespaces that appear later are not watched after the drop.
+ */
+#ifndef SYSOBS_PRIVSEP_H
+#define SYSOBS_PRIVSEP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+enum privsep_seccomp { PRIVSEP_SECCOMP_OFF, PRIVSEP_SECCOMP_LOG, PRIVSEP_SECCOMP_ERRNO,
+		       PRIVSEP_SECCOMP_KILL };
+
+struct privsep_config {
+	const char *user;	/* "root": keep privileges */
+	bool user_is_default;	/* fall back to nobody when it does not exist */
+	enum privsep_seccomp seccomp;
+	const char *sysfs_root; /* the helper's only tree */
+	const char *db_path;	/* chowned to the user with its -wal/-shm */
+};
+
+/* Forks the helper (as root, before the drop) and installs the forwarding
+ * of collectors' privileged writes (collectors/privwrite.h). 0 or -errno. */
+int privsep_helper_start(const char *sysfs_root);
+pid_t privsep_helper_pid(void);
+
+/* Before anything starts: can the user the agent will become reach dir (the
+ * database's)? 0, or -EACCES with a message in err. */
+int privsep_check_access(const struct privsep_config *cfg, const char *dir, char *err,
+			 size_t errlen);
+/* Drops privileges as described above. 0, or -errno with a message in err. */
+int privsep_drop(const struct privsep_config *cfg, char *err, size_t errlen);
+
+/* Commands of the helper's wire protocol (tests speak it directly). */
+enum privsep_op { PRIVSEP_RUN_TEST = 1, PRIVSEP_LOAD_BATCH = 2 };
+struct privsep_req {
+	unsigned op, dev, value;
+};
+struct privsep_rep {
+	int rc; /* 0 or -errno; -EPERM for a refused command */
+	int at_open;
+};
+/* The helper's loop on fd, for the forked child and for tests: serves until
+ * EOF. Returns the number of refused commands. */
+int privsep_serve(int fd, const char *sysfs_root);
+
+#endif
