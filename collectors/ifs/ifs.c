@@ -150,7 +150,8 @@ static const struct cfg_key ifs_keys[] = {
     IFS_KEY(deny_cpus, CFG_STRING, "", 0, 0,
 	    "CPU list never scanned: a core with any thread listed is skipped"),
     IFS_KEY(max_scan_seconds_per_hour, CFG_U64, "60", 0, 3600,
-	    "cap on the scan time of the last hour (0 = no cap)"),
+	    "cap on the scan time of the last hour (0 = no cap); a run longer than the cap "
+	    "still runs once the hour before it is empty"),
     IFS_KEY(retry_max, CFG_U64, "3", 0, 100,
 	    "retries of a retryable outcome (busy core, interrupted) per run"),
     IFS_KEY(retry_backoff, CFG_DURATION, "1m", 10, 86400000,
@@ -235,10 +236,7 @@ static int ifs_read_config(struct collector *c, struct ifs_priv *p)
 	p->schedule = cfg->schedule;
 	p->scfg.periodic = p->schedule;
 	p->scfg.interval_ns = (int64_t)cfg->interval * MS_NS;
-	if (cfg->max_scan_seconds_per_hour == 1)
-		return collector_config_error(
-		    c, "max_scan_seconds_per_hour",
-		    "must be 0 (no cap) or at least 2 s: one scan may take 1 s");
+	/* Any cap admits progress, even one below a single run (ifs_sched.c). */
 	p->scfg.max_scan_ns_per_hour = (int64_t)cfg->max_scan_seconds_per_hour * 1000 * MS_NS;
 	p->scfg.retry_max = (unsigned)cfg->retry_max;
 	p->scfg.retry_backoff_ns = (int64_t)cfg->retry_backoff * MS_NS;

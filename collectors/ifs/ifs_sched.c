@@ -227,25 +227,34 @@ int64_t ifs_sched_hour_used(struct ifs_sched *s, int64_t now)
 	return used;
 }
 
-/* Under the hourly cap, may a run of the usual length start now? If not,
- * *wake is when enough of the window will have expired. */
+/*
+ * Under the hourly cap, may a run of the usual length start now? If not,
+ * *wake is when enough of the window will have expired.
+ *
+ * The estimate is the last run's duration, which can exceed the whole cap:
+ * SBAF may run 2 s plus its last bundle, and a writer waits on the driver's
+ * ifs_sem while someone else tests. Capped at the cap itself, so an empty
+ * window always admits a run: the budget slows scanning down, it never stops
+ * it (a 2.2 s run under a 2 s cap used to block every later scan).
+ */
 static bool cap_allows(struct ifs_sched *s, int64_t now, int64_t *wake)
 {
 	int64_t used, cap = s->cfg.max_scan_ns_per_hour;
+	int64_t need = s->last_dur < cap ? s->last_dur : cap;
 
 	if (cap <= 0)
 		return true;
 	used = ifs_sched_hour_used(s, now);
-	if (used + s->last_dur <= cap)
+	if (used + need <= cap)
 		return true;
 	for (size_t i = 0; i < s->n_runs; i++) {
 		used -= s->runs[i].dur;
-		if (used + s->last_dur <= cap) {
+		if (used + need <= cap) {
 			*wake = s->runs[i].end + HOUR_NS;
 			return false;
 		}
 	}
-	*wake = now + HOUR_NS;
+	*wake = now + HOUR_NS; /* not reached: without runs, used is 0 */
 	return false;
 }
 

@@ -12,7 +12,9 @@
  * - a core runs only if none of its threads is in deny_cpus and, with an
  *   allow list, all of its threads are in it; and only if one of its threads
  *   is online (that thread is written to run_test);
- * - the scan time of the last hour stays below max_scan_ns_per_hour;
+ * - the scan time of the last hour stays below max_scan_ns_per_hour, except
+ *   that a run always starts once the hour before it is empty, however
+ *   long the last run took (a cap must slow scanning, never stop it);
  * - a retryable outcome is retried after backoff * 2^n, up to retry_max;
  * - optional batch rotation: once every eligible core ran a test with the
  *   current batch, the next batch of the list is used.

@@ -1,8 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The IFS worker thread. Writing run_test blocks for the whole test (up to
- * ~1 s, longer while another writer holds the driver's semaphore), so it
- * never runs on the event loop. One job at a time: the main thread submits,
+ * The IFS worker thread. Writing run_test blocks for the whole test, for no
+ * bounded time: scan and array BIST stop at 0.5 s plus the last pass, SBAF
+ * at 2 s plus the last bundle, and a writer first waits on the driver's
+ * ifs_sem for as long as another test (ours or anyone's) holds it; a
+ * current_batch write authenticates the image on every package. So it never
+ * runs on the event loop, and nothing here times it out. One job at a time: the main thread submits,
  * the worker runs it and signals an eventfd, the main thread takes the result.
  *
  * ifs_run_test() is the only function in sysobs that writes to the IFS

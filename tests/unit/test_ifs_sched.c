@@ -181,6 +181,42 @@ static void test_hourly_cap(void **state)
 	ifs_sched_free(&s);
 }
 
+/* Issue 13: one run longer than the whole cap (SBAF may take 2 s plus a
+ * bundle, a writer may wait on ifs_sem) must not stop scanning for good.
+ * Cap 2 s, a 2.2 s run, then ten simulated hours asked every second. */
+static void test_hourly_cap_long_run(void **state)
+{
+	struct ifs_sched_config cfg = {
+	    .periodic = true,
+	    .interval_ns = 10 * SEC,
+	    .max_scan_ns_per_hour = 2 * SEC,
+	};
+	struct ifs_sched s;
+	struct ifs_job j;
+	int64_t t, wake, api_start = -1;
+	int later = 0;
+
+	setup(&s, &cfg, 2, SCAN);
+	assert_int_equal(run_one(&s, 0, 2200 * MS, IFS_OUT_DONE, NULL), 0);
+	assert_int_equal(ifs_sched_request(&s, 1, IFS_TEST_SCAN, 7, -1), 0);
+	for (t = 3 * SEC; t < 10 * HOUR; t += SEC) {
+		if (ifs_sched_next(&s, t, &j, &wake))
+			continue;
+		if (j.by == IFS_BY_API && api_start < 0)
+			api_start = t;
+		ifs_sched_done(&s, &j, t, t + 200 * MS, IFS_OUT_DONE);
+		later++;
+	}
+	print_message("cap 2 s, one 2.2 s run: %d later runs in 10 h, API request after %lld s\n",
+		      later, (long long)(api_start < 0 ? -1 : api_start / SEC));
+	/* The API request runs once the long run leaves the window (an hour
+	 * after it ended), and the periodic scans go on, ten 200 ms runs per
+	 * hour. */
+	assert_true(api_start > 0 && api_start <= HOUR + 3 * SEC);
+	assert_true(later >= 9 * 10);
+	ifs_sched_free(&s);
+}
+
 static void test_retries_with_backoff(void **state)
 {
 	struct ifs_sched_config cfg = {
@@ -349,6 +385,7 @@ int main(void)
 	    cmocka_unit_test(test_tests_interleaved),
 	    cmocka_unit_test(test_deny_and_allow),
 	    cmocka_unit_test(test_hourly_cap),
+	    cmocka_unit_test(test_hourly_cap_long_run),
 	    cmocka_unit_test(test_retries_with_backoff),
 	    cmocka_unit_test(test_offline_cpus),
 	    cmocka_unit_test(test_api_only_when_off),
