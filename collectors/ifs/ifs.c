@@ -54,7 +54,9 @@ struct ifs_row {
 	char error_name[40];
 	char image_version[16];
 	char requested_by[12]; /* scheduler, api, external */
-	char reason[128];
+	char reason[160];
+	char error_file[16]; /* the file whose write failed: run_test, current_batch */
+	int32_t write_errno; /* its errno; -1: none */
 	/* The status word decoded, per test (-1: another test's, or no word). */
 	int64_t array_bitmask;				     /* array: arrays still to test */
 	int32_t control_error, signature_error;		     /* scan: 0/1 */
@@ -101,6 +103,8 @@ static const struct event_column ifs_cols[] = {
     IFS_COL(pgm_idx, COL_INT, COL_NULL_NEG),
     IFS_COL(sbaf_status, COL_INT, COL_NULL_NEG),
     IFS_COL(test_fail, COL_INT, COL_NULL_NEG),
+    IFS_COL(error_file, COL_TEXT, COL_NULL_EMPTY),
+    IFS_COL(write_errno, COL_INT, COL_NULL_NEG),
     {0},
 };
 
@@ -389,6 +393,7 @@ static void row_init(struct ifs_row *row)
 	row->duration_ns = -1;
 	row->cpu = row->core = row->package = -1;
 	row->error_code = row->retryable = -1;
+	row->write_errno = -1;
 	row->chunk_num = row->chunk_stop_index = row->batch = -1;
 	row->array_bitmask = -1;
 	row->control_error = row->signature_error = -1;
@@ -636,28 +641,16 @@ static void handle_result(struct ifs_priv *p, const struct ifs_work_result *r)
 	}
 	if (r->rc) {
 		/* The write failed: no test ran, status/details are stale. */
-		static const struct {
-			int err;
-			const char *name, *reason;
-		} errs[] = {
-		    {-EINVAL, "cpu_invalid_or_offline", "run_test refused the CPU (offline?)"},
-		    {-EPERM, "no_image", "no test image loaded on the device"},
-		    {-EINTR, "interrupted", "interrupted while waiting for the driver"},
-		    {-ENOENT, "batch_missing", "the image batch file is missing"},
-		};
+		struct ifs_write_error we;
 
+		ifs_write_error_describe(r->err_file, r->err_at_open, r->rc, &we);
 		snprintf(row.status, sizeof(row.status), "error");
-		snprintf(row.error_name, sizeof(row.error_name), "write_error");
-		snprintf(row.reason, sizeof(row.reason), "%s: %s",
-			 r->batch_rc ? "current_batch" : "run_test", strerror(-r->rc));
-		for (size_t i = 0; i < sizeof(errs) / sizeof(errs[0]); i++) {
-			if (errs[i].err == r->rc) {
-				snprintf(row.error_name, sizeof(row.error_name), "%s",
-					 errs[i].name);
-				snprintf(row.reason, sizeof(row.reason), "%s", errs[i].reason);
-			}
-		}
-		out = r->rc == -EINTR ? IFS_OUT_RETRY : IFS_OUT_ERROR;
+		snprintf(row.error_name, sizeof(row.error_name), "%s", we.name);
+		snprintf(row.error_file, sizeof(row.error_file), "%s", we.file);
+		row.write_errno = -r->rc;
+		snprintf(row.reason, sizeof(row.reason), "%s: %s (%s)", we.file, we.reason,
+			 strerror(-r->rc));
+		out = we.retryable ? IFS_OUT_RETRY : IFS_OUT_ERROR;
 		count_scan(p, job->test, "error");
 	} else if (ifs_status_parse(r->status, &result) || ifs_details_parse(r->details, &raw)) {
 		snprintf(row.status, sizeof(row.status), "error");

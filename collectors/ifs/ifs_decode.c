@@ -369,6 +369,65 @@ void ifs_details_decode(enum ifs_test t, uint64_t raw, struct ifs_details *out)
 	}
 }
 
+void ifs_write_error_describe(enum ifs_file f, bool at_open, int err, struct ifs_write_error *out)
+{
+	bool batch = f == IFS_FILE_CURRENT_BATCH;
+
+	memset(out, 0, sizeof(*out));
+	out->file = batch ? "current_batch" : "run_test";
+	out->name = batch ? "load_error" : "write_error";
+	out->reason = batch ? "the image did not load" : "the test did not start";
+	if (at_open) {
+		if (err == -ENOENT) {
+			out->name = batch ? "no_current_batch" : "device_missing";
+			out->reason = batch ? "no such file (kernel before 6.2, or the device went away)"
+					    : "no such file (the intel_ifs device went away)";
+		}
+		return;
+	}
+	switch (err) {
+	case -EINTR: /* down_interruptible(&ifs_sem), both files */
+		out->name = "interrupted";
+		out->reason = "interrupted while waiting for the driver's lock";
+		out->retryable = true;
+		break;
+	case -EINVAL:
+		/* run_test: CPU out of range or offline (do_core_test);
+		 * current_batch: batch above 0xff or the image refused by
+		 * image_sanity_check/validate_ifs_metadata (header version,
+		 * size, checksum, CPU signature, batch in the metadata). */
+		out->name = batch ? "image_invalid" : "cpu_invalid_or_offline";
+		out->reason = batch ? "the image was refused (header, size, checksum, CPU "
+				      "signature or metadata)"
+				    : "the CPU was refused (offline or out of range)";
+		out->batch_bad = batch;
+		break;
+	case -EIO:
+		if (batch) { /* hash copy or chunk authentication failed */
+			out->name = "image_auth_failed";
+			out->reason = "hash copy or chunk authentication of the image failed";
+			out->batch_bad = true;
+		}
+		break;
+	case -ENOENT:
+		if (batch) { /* request_firmware_direct */
+			out->name = "batch_missing";
+			out->reason = "the image file of the batch is missing from "
+				      "/lib/firmware/intel/ifs_<N>/";
+			out->batch_bad = true;
+		}
+		break;
+	case -EPERM:
+		if (!batch) { /* do_core_test: !ifsd->loaded */
+			out->name = "no_image";
+			out->reason = "no test image loaded on the device";
+		}
+		break;
+	default:
+		break;
+	}
+}
+
 uint64_t ifs_scan_word(unsigned chunk, unsigned stop, unsigned err, bool ctrl, bool sig)
 {
 	uint64_t w;

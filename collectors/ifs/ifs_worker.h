@@ -15,16 +15,19 @@
 #define SYSOBS_IFS_WORKER_H
 
 #include <limits.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "collectors/ifs/ifs_sched.h"
 
 /* Writes cpu to <dev_dir>/run_test. 0 or -errno (-EINVAL bad/offline CPU,
- * -EPERM no image, -EINTR interrupted while waiting for the driver). */
-int ifs_run_test(const char *dev_dir, int cpu);
-/* Writes batch to <dev_dir>/current_batch (loads that image). 0 or -errno
- * (-ENOENT no such batch file). */
-int ifs_load_batch(const char *dev_dir, unsigned batch);
+ * -EPERM no image, -EINTR interrupted while waiting for the driver);
+ * *at_open: the error came from opening the file. */
+int ifs_run_test(const char *dev_dir, int cpu, bool *at_open);
+/* Writes batch to <dev_dir>/current_batch (loads that image, even the one
+ * already loaded). 0 or -errno (-ENOENT no such batch file, -EINVAL image
+ * refused, -EIO authentication failed, -EINTR); *at_open as above. */
+int ifs_load_batch(const char *dev_dir, unsigned batch, bool *at_open);
 
 struct ifs_work {
 	struct ifs_job job;
@@ -34,7 +37,9 @@ struct ifs_work {
 struct ifs_work_result {
 	struct ifs_job job;
 	int batch_rc;		      /* current_batch write, 0 if none */
-	int rc;			      /* run_test write */
+	int rc;			      /* the failed write's -errno, else 0 */
+	enum ifs_file err_file;	      /* which file rc came from */
+	bool err_at_open;	      /* rc came from open(), not write() */
 	int64_t start_mono, end_mono; /* ns */
 	int64_t start_wall;	      /* ns */
 	/* Read right after the write. The driver's lock is released by then,

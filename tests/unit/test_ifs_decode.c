@@ -247,6 +247,57 @@ static void test_sbaf_layout(void **state)
 	}
 }
 
+/* Issue 13: a failed write is named from the file and the errno it came
+ * from (sysfs.c, load.c, runtest.c), and says which file. */
+static void test_write_errors(void **state)
+{
+	static const struct {
+		enum ifs_file f;
+		bool at_open;
+		int err;
+		const char *name;
+		bool retryable, batch_bad;
+	} cases[] = {
+	    /* run_test_store: kstrtouint / cpu >= nr_cpu_ids, do_core_test: offline */
+	    {IFS_FILE_RUN_TEST, false, -EINVAL, "cpu_invalid_or_offline", false, false},
+	    /* do_core_test: !ifsd->loaded */
+	    {IFS_FILE_RUN_TEST, false, -EPERM, "no_image", false, false},
+	    /* down_interruptible(&ifs_sem) */
+	    {IFS_FILE_RUN_TEST, false, -EINTR, "interrupted", true, false},
+	    /* no run_test at all: the device went away */
+	    {IFS_FILE_RUN_TEST, true, -ENOENT, "device_missing", false, false},
+	    {IFS_FILE_RUN_TEST, false, -EIO, "write_error", false, false},
+	    /* ifs_load_firmware: request_firmware_direct */
+	    {IFS_FILE_CURRENT_BATCH, false, -ENOENT, "batch_missing", false, true},
+	    /* batch > 0xff, image_sanity_check, validate_ifs_metadata */
+	    {IFS_FILE_CURRENT_BATCH, false, -EINVAL, "image_invalid", false, true},
+	    /* hash copy or chunk authentication */
+	    {IFS_FILE_CURRENT_BATCH, false, -EIO, "image_auth_failed", false, true},
+	    {IFS_FILE_CURRENT_BATCH, false, -EINTR, "interrupted", true, false},
+	    /* 5.19 has `reload`, not current_batch */
+	    {IFS_FILE_CURRENT_BATCH, true, -ENOENT, "no_current_batch", false, false},
+	};
+	unsigned wrong = 0;
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct ifs_write_error e;
+		const char *file = cases[i].f == IFS_FILE_RUN_TEST ? "run_test" : "current_batch";
+
+		ifs_write_error_describe(cases[i].f, cases[i].at_open, cases[i].err, &e);
+		if (strcmp(e.name, cases[i].name) || strcmp(e.file, file) ||
+		    e.retryable != cases[i].retryable || e.batch_bad != cases[i].batch_bad) {
+			print_message("%s %s %d: %s (retryable %d, batch_bad %d), want %s\n", file,
+				      cases[i].at_open ? "open" : "write", cases[i].err, e.name,
+				      e.retryable, e.batch_bad, cases[i].name);
+			wrong++;
+		}
+		assert_non_null(e.reason);
+	}
+	print_message("%u of %zu write errors mislabelled\n", wrong,
+		      sizeof(cases) / sizeof(cases[0]));
+	assert_int_equal(wrong, 0);
+}
+
 static void test_cpulist(void **state)
 {
 	uint64_t b[2];
@@ -270,6 +321,7 @@ int main(void)
 	    cmocka_unit_test(test_sysfs_text),	cmocka_unit_test(test_scan_layout),
 	    cmocka_unit_test(test_scan_codes),	cmocka_unit_test(test_array_layout),
 	    cmocka_unit_test(test_sbaf_layout), cmocka_unit_test(test_cpulist),
+	    cmocka_unit_test(test_write_errors),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -117,6 +117,7 @@ static void test_devices(void **state)
 {
 	char dir[512], path[600], buf[64];
 	unsigned mask;
+	bool at_open;
 	int fd;
 
 	assert_int_equal(ifs_devices_discover(root, &mask), -ENOENT);
@@ -130,17 +131,21 @@ static void test_devices(void **state)
 	/* The narrow write: the CPU number and a newline, in one write(). */
 	ifs_device_dir(root, 0, dir, sizeof(dir));
 	put("devices/virtual/misc/intel_ifs_0/run_test", "");
-	assert_int_equal(ifs_run_test(dir, 13), 0);
+	assert_int_equal(ifs_run_test(dir, 13, &at_open), 0);
 	snprintf(path, sizeof(path), "%s/run_test", dir);
 	assert_int_equal(ifs_read_text(path, buf, sizeof(buf)), 3);
 	assert_string_equal(buf, "13\n");
-	assert_int_equal(ifs_run_test(dir, -1), -EINVAL);
-	/* Never creates a file: a missing attribute is an error. */
-	assert_int_equal(ifs_load_batch(dir, 2), -ENOENT);
+	assert_int_equal(ifs_run_test(dir, -1, &at_open), -EINVAL);
+	assert_false(at_open);
+	/* Never creates a file: a missing attribute is an error, at open. */
+	assert_int_equal(ifs_load_batch(dir, 2, &at_open), -ENOENT);
+	assert_true(at_open);
 	put("devices/virtual/misc/intel_ifs_0/current_batch", "none\n");
-	assert_int_equal(ifs_load_batch(dir, 2), 0);
+	assert_int_equal(ifs_load_batch(dir, 2, &at_open), 0);
+	assert_false(at_open);
 	snprintf(path, sizeof(path), "%s/nope", dir);
-	assert_int_equal(ifs_run_test(path, 1), -ENOENT);
+	assert_int_equal(ifs_run_test(path, 1, &at_open), -ENOENT);
+	assert_true(at_open);
 	fd = ifs_read_text("/nonexistent/file", buf, sizeof(buf));
 	assert_int_equal(fd, -ENOENT);
 }
