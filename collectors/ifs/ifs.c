@@ -57,6 +57,7 @@ struct ifs_row {
 	char reason[160];
 	char error_file[16]; /* the file whose write failed: run_test, current_batch */
 	int32_t write_errno; /* its errno; -1: none */
+	int32_t reloaded;    /* 0/1: the image was reloaded right before; -1 unknown */
 	/* The status word decoded, per test (-1: another test's, or no word). */
 	int64_t array_bitmask;				     /* array: arrays still to test */
 	int32_t control_error, signature_error;		     /* scan: 0/1 */
@@ -105,6 +106,7 @@ static const struct event_column ifs_cols[] = {
     IFS_COL(test_fail, COL_INT, COL_NULL_NEG),
     IFS_COL(error_file, COL_TEXT, COL_NULL_EMPTY),
     IFS_COL(write_errno, COL_INT, COL_NULL_NEG),
+    IFS_COL(reloaded, COL_INT, COL_NULL_NEG),
     {0},
 };
 
@@ -178,6 +180,7 @@ enum {
 	IFS_M_CORE_LAST_TS,
 	IFS_M_FAILING,
 	IFS_M_IMAGE,
+	IFS_M_RELOADS,
 	IFS_M_N,
 };
 
@@ -201,6 +204,11 @@ static const struct metric_desc ifs_metrics[] = {
     [IFS_M_IMAGE] = {"sysobs_ifs_image_loaded",
 		     "1 if the device has a test image loaded (scan and SBAF only).",
 		     METRIC_KIND_GAUGE, ifs_test_labels},
+    [IFS_M_RELOADS] = {"sysobs_ifs_image_reloads_total",
+		       "Image reloads (current_batch written again) after a result asking for one "
+		       "(scan control_error or error 0xB, SBAF error 0x4 or 0xB), by result: ok, "
+		       "error.",
+		       METRIC_KIND_COUNTER, ifs_scan_labels},
     [IFS_M_N] = {0},
 };
 
@@ -394,6 +402,7 @@ static void row_init(struct ifs_row *row)
 	row->cpu = row->core = row->package = -1;
 	row->error_code = row->retryable = -1;
 	row->write_errno = -1;
+	row->reloaded = -1;
 	row->chunk_num = row->chunk_stop_index = row->batch = -1;
 	row->array_bitmask = -1;
 	row->control_error = row->signature_error = -1;
@@ -615,6 +624,7 @@ static void handle_result(struct ifs_priv *p, const struct ifs_work_result *r)
 	row.duration_ns = r->end_mono - r->start_mono;
 	row.scan_id = (int64_t)job->scan_id;
 	row.cpu = job->cpu;
+	row.reloaded = r->reloaded;
 	snprintf(row.device, sizeof(row.device), "intel_ifs_%d", job->test);
 	snprintf(row.test, sizeof(row.test), "%s", ifs_test_name(job->test));
 	snprintf(row.requested_by, sizeof(row.requested_by), "%s", requester_name(job->by));
@@ -628,6 +638,13 @@ static void handle_result(struct ifs_priv *p, const struct ifs_work_result *r)
 			row.batch = (int32_t)b;
 	}
 
+	if (r->reloaded) {
+		const char *v[] = {ifs_test_name(job->test), r->batch_rc ? "error" : "ok"};
+
+		sink_add(c->sink, sink_series(c->sink, p->m_reloads, v), 1);
+		clog_info(c, "%s: image reloaded before retrying cpu %d: %s", ifs_test_name(job->test),
+			  job->cpu, r->batch_rc ? strerror(-r->batch_rc) : "ok");
+	}
 	pthread_mutex_lock(&p->lock);
 	/* By identity: the topology may have been re-read during the run. */
 	row.core = p->cur_core_id;
@@ -670,6 +687,9 @@ static void handle_result(struct ifs_priv *p, const struct ifs_work_result *r)
 		 * invisible in the word); the decoded fields explain it. */
 		if (result == IFS_RESULT_UNTESTED && d.retryable)
 			out = IFS_OUT_RETRY;
+		/* The driver says the image is corrupted: reload once, retry. */
+		if (d.reload && result != IFS_RESULT_PASS)
+			out = IFS_OUT_RELOAD;
 		if (result != IFS_RESULT_UNTESTED)
 			row.retryable = 0;
 		if (result == IFS_RESULT_PASS) {
@@ -876,7 +896,9 @@ static int ifs_start(struct collector *c)
 	p->m_last_ts = sink_family(k, &ifs_metrics[IFS_M_CORE_LAST_TS]);
 	p->m_failing = sink_family(k, &ifs_metrics[IFS_M_FAILING]);
 	p->m_image = sink_family(k, &ifs_metrics[IFS_M_IMAGE]);
-	if (!p->m_scans || !p->m_status || !p->m_last_ts || !p->m_failing || !p->m_image)
+	p->m_reloads = sink_family(k, &ifs_metrics[IFS_M_RELOADS]);
+	if (!p->m_scans || !p->m_status || !p->m_last_ts || !p->m_failing || !p->m_image ||
+	    !p->m_reloads)
 		return -ENOMEM;
 
 	ifs_sched_init(&p->sched, &p->scfg);

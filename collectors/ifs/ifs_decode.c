@@ -270,8 +270,10 @@ static void decode_scan(uint64_t raw, struct ifs_details *d)
 		d->error_name = "control_error";
 		d->reason = "scan controller error loading the image; reloading it may help";
 		d->retryable = false;
+		d->reload = true; /* message_not_tested(): "Reloading the image may fix" */
 	} else if (d->error_code) {
 		d->result = IFS_RESULT_UNTESTED;
+		d->reload = d->error_code == 0xB; /* IFS_CORRUPTED_CHUNK: "Try reloading" */
 	} else {
 		d->result = IFS_RESULT_PASS;
 	}
@@ -317,6 +319,9 @@ static void decode_sbaf(uint64_t raw, struct ifs_details *d)
 		d->retryable = false;
 	} else if (d->error_code) {
 		d->result = IFS_RESULT_UNTESTED;
+		/* IFS_SBAF_INVALID_BUNDLE_INDEX ("Reload test image") and
+		 * IFS_SBAF_CORRUPTED_CHUNK. */
+		d->reload = d->error_code == 0x4 || d->error_code == 0xB;
 	} else if (d->sbaf_status == 2) {
 		d->result = IFS_RESULT_UNTESTED;
 		d->error_name = "interrupted";

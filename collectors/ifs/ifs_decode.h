@@ -54,6 +54,7 @@ struct ifs_details {
 	const char *error_name; /* short snake_case name, never NULL */
 	const char *reason;	/* one human sentence, never NULL */
 	bool retryable;		/* a later attempt may complete the test */
+	bool reload;		/* the driver says: reload the image, then retry */
 	/* scan */
 	unsigned chunk_num, chunk_stop_index;
 	bool wide_chunks; /* gen2+ 16-bit chunk fields detected */

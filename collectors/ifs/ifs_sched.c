@@ -186,13 +186,9 @@ void ifs_sched_set_tests(struct ifs_sched *s, unsigned mask, int64_t now)
 	spread_new_pairs(s, now);
 }
 
-int ifs_sched_request(struct ifs_sched *s, unsigned core, enum ifs_test test, uint64_t scan_id,
-		      int cpu)
+/* Queues q at the back, or at the front (a reload retry goes first). */
+static int req_push(struct ifs_sched *s, const struct ifs_sched_req *q, bool front)
 {
-	if (core >= s->n_cores || !test_ok(s, test))
-		return -ENOENT;
-	if (!ifs_sched_core_allowed(s, core))
-		return -EPERM;
 	if (s->n_reqs == s->cap_reqs) {
 		size_t cap = s->cap_reqs ? s->cap_reqs * 2 : 16;
 		struct ifs_sched_req *r = realloc(s->reqs, cap * sizeof(*r));
@@ -202,8 +198,24 @@ int ifs_sched_request(struct ifs_sched *s, unsigned core, enum ifs_test test, ui
 		s->reqs = r;
 		s->cap_reqs = cap;
 	}
-	s->reqs[s->n_reqs++] = (struct ifs_sched_req){core, test, scan_id, cpu};
+	if (front) {
+		memmove(&s->reqs[1], &s->reqs[0], s->n_reqs * sizeof(*s->reqs));
+		s->reqs[0] = *q;
+	} else {
+		s->reqs[s->n_reqs] = *q;
+	}
+	s->n_reqs++;
 	return 0;
+}
+
+int ifs_sched_request(struct ifs_sched *s, unsigned core, enum ifs_test test, uint64_t scan_id,
+		      int cpu)
+{
+	if (core >= s->n_cores || !test_ok(s, test))
+		return -ENOENT;
+	if (!ifs_sched_core_allowed(s, core))
+		return -EPERM;
+	return req_push(s, &(struct ifs_sched_req){core, test, scan_id, cpu, false}, false);
 }
 
 size_t ifs_sched_pending(const struct ifs_sched *s)
@@ -295,6 +307,7 @@ int ifs_sched_next(struct ifs_sched *s, int64_t now, struct ifs_job *job, int64_
 		    .batch = job_batch(s, q.test),
 		    .by = IFS_BY_API,
 		    .scan_id = q.scan_id,
+		    .reload = q.reload,
 		};
 		goto start;
 	}
@@ -325,6 +338,7 @@ int ifs_sched_next(struct ifs_sched *s, int64_t now, struct ifs_job *job, int64_
 	    .batch = job_batch(s, best_t),
 	    .by = IFS_BY_SCHEDULER,
 	    .attempt = s->pairs[best_c][best_t].retries,
+	    .reload = s->pairs[best_c][best_t].reload,
 	};
 start:
 	s->running = true;
@@ -380,6 +394,25 @@ void ifs_sched_done(struct ifs_sched *s, const struct ifs_job *job, int64_t star
 	if (core >= s->n_cores || (unsigned)job->test >= IFS_TEST_MAX)
 		return; /* the core is gone */
 	p = &s->pairs[core][job->test];
+	if (job->by == IFS_BY_SCHEDULER)
+		p->reload = false;
+
+	if (out == IFS_OUT_RELOAD && !job->reload) {
+		/* Once, right away, on the same thread: the result of the run
+		 * after the reload is the one that counts. */
+		if (job->by == IFS_BY_API) {
+			struct ifs_sched_req q = {core, job->test, job->scan_id, job->cpu, true};
+
+			if (req_push(s, &q, true) == 0)
+				return;
+		} else {
+			p->reload = true;
+			p->next_due = end;
+			return;
+		}
+	}
+	if (out == IFS_OUT_RELOAD)
+		out = IFS_OUT_DONE; /* reloaded and still asking: final */
 
 	if (job->by == IFS_BY_API) {
 		/* A completed requested run counts as this interval's run. */

@@ -20,6 +20,9 @@
  *   current batch, the next batch of the list is used.
  * Requests from the API go first (FIFO), still subject to deny lists,
  * offline CPUs and the hourly cap, and do not retry.
+ * An outcome that asks for an image reload (scan control_error or error
+ * 0xB, SBAF error 0x4 or 0xB) is run once more right away with job.reload
+ * set, API requests included; it is not a retry and costs no backoff.
  */
 #ifndef SYSOBS_IFS_SCHED_H
 #define SYSOBS_IFS_SCHED_H
@@ -64,12 +67,14 @@ struct ifs_job {
 	enum ifs_requester by;
 	uint64_t scan_id; /* API: id returned to the client; else 0 */
 	unsigned attempt; /* 0 first try, n = n-th retry */
+	bool reload;	  /* write current_batch first, even the batch loaded */
 };
 
 enum ifs_outcome {
 	IFS_OUT_DONE,  /* pass, fail or a final untested */
 	IFS_OUT_RETRY, /* retryable untested or -EINTR */
 	IFS_OUT_ERROR, /* the write failed (-EINVAL, -EPERM, ...) */
+	IFS_OUT_RELOAD, /* the driver asks for an image reload: once, right away */
 };
 
 struct ifs_sched_pair {
@@ -77,6 +82,7 @@ struct ifs_sched_pair {
 	int64_t last_start; /* 0 = never */
 	unsigned retries;
 	bool spread; /* first due time assigned */
+	bool reload; /* the next run reloads the image first */
 };
 
 struct ifs_sched_req {
@@ -84,6 +90,7 @@ struct ifs_sched_req {
 	enum ifs_test test;
 	uint64_t scan_id;
 	int cpu; /* thread asked for, -1 any */
+	bool reload;
 };
 
 struct ifs_sched_run {

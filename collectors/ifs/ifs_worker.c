@@ -86,15 +86,24 @@ static void run_work(const struct ifs_work *w, struct ifs_work_result *r)
 
 	memset(r, 0, sizeof(*r));
 	r->job = w->job;
-	if (w->job.batch >= 0) {
-		bool loaded;
-		unsigned b;
+	if (w->job.batch >= 0 || w->job.reload) {
+		bool loaded = false;
+		unsigned b = 0;
+		int want = w->job.batch;
 
-		/* Load the batch only if another one is in place: a load costs
-		 * an image authentication per package. */
 		read_into(w->dev_dir, "current_batch", cur, sizeof(cur));
-		if (ifs_batch_parse(cur, &loaded, &b) || !loaded || b != (unsigned)w->job.batch)
-			r->batch_rc = ifs_load_batch(w->dev_dir, (unsigned)w->job.batch, &at_open);
+		if (ifs_batch_parse(cur, &loaded, &b))
+			loaded = false;
+		if (want < 0 && loaded)
+			want = (int)b; /* a reload of the batch in place */
+		/* Load the batch only if another one is in place (a load costs
+		 * an image authentication per package), or to reload: writing
+		 * current_batch reloads even the batch already loaded
+		 * (current_batch_store -> ifs_load_firmware). */
+		if (want >= 0 && (w->job.reload || !loaded || b != (unsigned)want)) {
+			r->reloaded = w->job.reload;
+			r->batch_rc = ifs_load_batch(w->dev_dir, (unsigned)want, &at_open);
+		}
 	}
 	r->start_wall = clock_ns(CLOCK_REALTIME);
 	r->start_mono = clock_ns(CLOCK_MONOTONIC);

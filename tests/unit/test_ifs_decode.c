@@ -298,6 +298,36 @@ static void test_write_errors(void **state)
 	assert_int_equal(wrong, 0);
 }
 
+/* Issue 13: which words ask for an image reload (runtest.c: scan
+ * message_not_tested "Reloading the image may fix this issue" for
+ * control_error, IFS_CORRUPTED_CHUNK "Try reloading"; SBAF
+ * IFS_SBAF_INVALID_BUNDLE_INDEX "Reload test image", IFS_SBAF_CORRUPTED_CHUNK). */
+static void test_reload_words(void **state)
+{
+	struct ifs_details d;
+
+	ifs_details_decode(IFS_TEST_SCAN, ifs_scan_word(0, 15, 0, true, false), &d);
+	assert_true(d.reload);
+	ifs_details_decode(IFS_TEST_SCAN, ifs_scan_word(3, 15, 0xB, false, false), &d);
+	assert_true(d.reload);
+	assert_string_equal(d.error_name, "corrupted_chunk");
+	/* A signature error is a failed core, not an image problem. */
+	ifs_details_decode(IFS_TEST_SCAN, ifs_scan_word(3, 15, 0, true, true), &d);
+	assert_false(d.reload);
+	ifs_details_decode(IFS_TEST_SCAN, ifs_scan_word(3, 15, 0x4, false, false), &d);
+	assert_false(d.reload);
+	ifs_details_decode(IFS_TEST_SBAF, ifs_sbaf_word(2, 0, 0x4, false, 0), &d);
+	assert_true(d.reload);
+	ifs_details_decode(IFS_TEST_SBAF, ifs_sbaf_word(2, 0, 0xB, false, 0), &d);
+	assert_true(d.reload);
+	ifs_details_decode(IFS_TEST_SBAF, ifs_sbaf_word(2, 0, 0xA, false, 0), &d);
+	assert_false(d.reload);
+	ifs_details_decode(IFS_TEST_SBAF, ifs_sbaf_word(2, 0, 0xB, false, 1), &d);
+	assert_false(d.reload); /* signature fail wins, as in the driver */
+	ifs_details_decode(IFS_TEST_ARRAY, 0x8000000000000000ULL, &d);
+	assert_false(d.reload);
+}
+
 static void test_cpulist(void **state)
 {
 	uint64_t b[2];
@@ -322,6 +352,7 @@ int main(void)
 	    cmocka_unit_test(test_scan_codes),	cmocka_unit_test(test_array_layout),
 	    cmocka_unit_test(test_sbaf_layout), cmocka_unit_test(test_cpulist),
 	    cmocka_unit_test(test_write_errors),
+	    cmocka_unit_test(test_reload_words),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -217,6 +217,59 @@ static void test_hourly_cap_long_run(void **state)
 	ifs_sched_free(&s);
 }
 
+/* Issue 13: a result asking for an image reload is run once more right
+ * away with job.reload, for the scheduler and for API requests; a second
+ * such result is final. Before, the collector reported it as a final
+ * result: no reload, the core's next attempt one interval later. */
+static void test_reload_once_then_retry(void **state)
+{
+	struct ifs_sched_config cfg = {
+	    .periodic = true,
+	    .interval_ns = 24 * HOUR,
+	    .retry_max = 3,
+	    .retry_backoff_ns = 60 * SEC,
+	};
+	struct ifs_sched s;
+	struct ifs_job j;
+	int64_t wake;
+	unsigned reloads = 0;
+
+	setup(&s, &cfg, 2, SCAN);
+	assert_int_equal(run_one(&s, 0, 200 * MS, IFS_OUT_RELOAD, &j), 0);
+	assert_false(j.reload);
+	/* Right away, the same core, reloading first; not a retry. */
+	assert_int_equal(ifs_sched_next(&s, 200 * MS, &j, &wake), 0);
+	assert_int_equal(j.core, 0);
+	assert_true(j.reload);
+	assert_int_equal(j.attempt, 0);
+	reloads += j.reload;
+	/* Still corrupted after the reload: final for this interval. */
+	ifs_sched_done(&s, &j, 200 * MS, 400 * MS, IFS_OUT_RELOAD);
+	assert_int_equal(ifs_sched_next(&s, SEC, &j, &wake), -EAGAIN);
+	assert_true(wake == 12 * HOUR); /* core 1's first run */
+	assert_int_equal(run_one(&s, 12 * HOUR, 200 * MS, IFS_OUT_DONE, &j), 1);
+	assert_false(j.reload);
+
+	/* An API request: the reload retry keeps its scan id and goes first. */
+	assert_int_equal(ifs_sched_request(&s, 1, IFS_TEST_SCAN, 77, 3), 0);
+	assert_int_equal(ifs_sched_request(&s, 0, IFS_TEST_SCAN, 78, -1), 0);
+	assert_int_equal(run_one(&s, 13 * HOUR, 200 * MS, IFS_OUT_RELOAD, &j), 1);
+	assert_true(j.scan_id == 77);
+	assert_int_equal(ifs_sched_next(&s, 13 * HOUR + SEC, &j, &wake), 0);
+	assert_true(j.scan_id == 77);
+	assert_true(j.reload);
+	assert_int_equal(j.cpu, 3);
+	reloads += j.reload;
+	ifs_sched_done(&s, &j, 13 * HOUR + SEC, 13 * HOUR + 2 * SEC, IFS_OUT_DONE);
+	assert_int_equal(run_one(&s, 13 * HOUR + 3 * SEC, 200 * MS, IFS_OUT_DONE, &j), 0);
+	assert_true(j.scan_id == 78);
+	assert_false(j.reload);
+	print_message("2 results asking for a reload: %u reload retries, each 0 s later\n",
+		      reloads);
+	assert_int_equal(reloads, 2);
+	ifs_sched_free(&s);
+}
+
 static void test_retries_with_backoff(void **state)
 {
 	struct ifs_sched_config cfg = {
@@ -386,6 +439,7 @@ int main(void)
 	    cmocka_unit_test(test_deny_and_allow),
 	    cmocka_unit_test(test_hourly_cap),
 	    cmocka_unit_test(test_hourly_cap_long_run),
+	    cmocka_unit_test(test_reload_once_then_retry),
 	    cmocka_unit_test(test_retries_with_backoff),
 	    cmocka_unit_test(test_offline_cpus),
 	    cmocka_unit_test(test_api_only_when_off),

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <cmocka.h>
@@ -150,11 +151,65 @@ static void test_devices(void **state)
 	assert_int_equal(fd, -ENOENT);
 }
 
+static void worker_run(struct ifs_worker *w, int efd, const struct ifs_work *work,
+		       struct ifs_work_result *r)
+{
+	uint64_t n;
+
+	assert_int_equal(ifs_worker_submit(w, work), 0);
+	assert_int_equal(read(efd, &n, sizeof(n)), (ssize_t)sizeof(n));
+	assert_int_equal(ifs_worker_take(w, r), 0);
+}
+
+/* Issue 13: a reload writes current_batch even when that batch is loaded
+ * (the driver reloads it), then runs the test; without reload, the batch in
+ * place is not written again. */
+static void test_worker_reload(void **state)
+{
+	struct ifs_work work = {.job = {.cpu = 5, .batch = -1}};
+	struct ifs_work_result r;
+	char path[600], buf[64];
+	struct ifs_worker *w;
+	int efd = eventfd(0, EFD_CLOEXEC);
+
+	assert_true(efd >= 0);
+	put("devices/virtual/misc/intel_ifs_0/run_test", "");
+	put("devices/virtual/misc/intel_ifs_0/current_batch", "0x02\n");
+	ifs_device_dir(root, 0, work.dev_dir, sizeof(work.dev_dir));
+	w = ifs_worker_start(efd);
+	assert_non_null(w);
+
+	work.job.batch = 2; /* in place: not written */
+	worker_run(w, efd, &work, &r);
+	assert_int_equal(r.rc, 0);
+	assert_false(r.reloaded);
+	snprintf(path, sizeof(path), "%s/current_batch", work.dev_dir);
+	assert_true(ifs_read_text(path, buf, sizeof(buf)) > 0);
+	assert_string_equal(buf, "0x02\n");
+
+	work.job.batch = -1;
+	work.job.reload = true;
+	worker_run(w, efd, &work, &r);
+	assert_int_equal(r.rc, 0);
+	assert_true(r.reloaded);
+	assert_int_equal(r.batch_rc, 0);
+	assert_true(ifs_read_text(path, buf, sizeof(buf)) > 0);
+	/* The loaded batch, written again (over a plain file: no truncation). */
+	assert_memory_equal(buf, "2\n", 2);
+	snprintf(path, sizeof(path), "%s/run_test", work.dev_dir);
+	assert_true(ifs_read_text(path, buf, sizeof(buf)) > 0);
+	assert_memory_equal(buf, "5\n", 2);
+
+	ifs_worker_stop(w);
+	close(efd);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test_setup_teardown(test_topology, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_devices, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_worker_reload, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
