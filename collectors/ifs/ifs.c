@@ -667,7 +667,7 @@ static void handle_result(struct ifs_priv *p, const struct ifs_work_result *r)
 		row.write_errno = -r->rc;
 		snprintf(row.reason, sizeof(row.reason), "%s: %s (%s)", we.file, we.reason,
 			 strerror(-r->rc));
-		out = we.retryable ? IFS_OUT_RETRY : IFS_OUT_ERROR;
+		out = we.retryable ? IFS_OUT_RETRY : we.batch_bad ? IFS_OUT_BATCH_ERROR : IFS_OUT_ERROR;
 		count_scan(p, job->test, "error");
 	} else if (ifs_status_parse(r->status, &result) || ifs_details_parse(r->details, &raw)) {
 		snprintf(row.status, sizeof(row.status), "error");
@@ -685,8 +685,8 @@ static void handle_result(struct ifs_priv *p, const struct ifs_work_result *r)
 		trim_nl(row.details);
 		/* The status file is authoritative (SBAF's "bundles left" is
 		 * invisible in the word); the decoded fields explain it. */
-		if (result == IFS_RESULT_UNTESTED && d.retryable)
-			out = IFS_OUT_RETRY;
+		if (result == IFS_RESULT_UNTESTED)
+			out = d.retryable ? IFS_OUT_RETRY : IFS_OUT_UNTESTED;
 		/* The driver says the image is corrupted: reload once, retry. */
 		if (d.reload && result != IFS_RESULT_PASS)
 			out = IFS_OUT_RELOAD;

@@ -35,7 +35,8 @@ struct ifs_code {
 	bool retryable;
 };
 
-/* Scan error codes, runtest.c enum ifs_status_err_code and can_restart(). */
+/* Scan error codes, runtest.c enum ifs_status_err_code and can_restart(),
+ * plus 6 (see below). */
 static const struct ifs_code scan_codes[] = {
     [0x0] = {"no_error", "no error", true},
     [0x1] = {"other_thread_could_not_join", "other thread could not join", true},
@@ -44,7 +45,9 @@ static const struct ifs_code scan_codes[] = {
     [0x3] = {"power_mgmt_inadequate", "core abort due to a power management condition", true},
     [0x4] = {"invalid_chunk_range", "non-valid chunks in the range", false},
     [0x5] = {"mismatch_arguments_between_threads", "mismatch in arguments between threads", false},
-    [0x6] = {"core_not_capable_currently", "core not capable of performing scan currently", false},
+    /* The driver does not retry 6 itself (can_restart), but it is a state
+     * of the moment, not of the core: OpenDCDiag retries it. */
+    [0x6] = {"core_not_capable_currently", "core not capable of performing scan currently", true},
     [0x7] = {"unassigned_0x7", "unassigned error code 0x7", false},
     [0x8] = {"exceed_threads_concurrent",
 	     "exceeded the number of logical processors allowed to scan concurrently", true},
@@ -62,7 +65,7 @@ static const struct ifs_code sbaf_codes[] = {
     [0x3] = {"unassigned_0x3", "unassigned error code 0x3", false},
     [0x4] = {"invalid_bundle_index", "non-valid SBAF bundles; reload the test image", false},
     [0x5] = {"mismatch_arguments_between_threads", "mismatch in arguments between threads", false},
-    [0x6] = {"core_not_capable_currently", "core not capable of performing SBAF currently", false},
+    [0x6] = {"core_not_capable_currently", "core not capable of performing SBAF currently", true},
     [0x7] = {"unassigned_0x7", "unassigned error code 0x7", false},
     [0x8] = {"exceed_threads_concurrent",
 	     "exceeded the number of logical processors allowed to scan concurrently", true},

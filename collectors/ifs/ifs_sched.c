@@ -359,6 +359,16 @@ static void round_note(struct ifs_sched *s, unsigned core, enum ifs_test t)
 	memset(s->in_round[t], 0, s->n_cores * sizeof(bool));
 }
 
+/* The batch of job did not load on this host: the rotation moves on to
+ * the next one for every core (unless it moved already). */
+static void batch_skip(struct ifs_sched *s, enum ifs_test t, int batch)
+{
+	if (!s->cfg.n_batches || t == IFS_TEST_ARRAY || batch < 0 || batch != job_batch(s, t))
+		return;
+	s->batch_idx[t] = (s->batch_idx[t] + 1) % s->cfg.n_batches;
+	memset(s->in_round[t], 0, s->n_cores * sizeof(bool));
+}
+
 static void runs_add(struct ifs_sched *s, int64_t end, int64_t dur)
 {
 	if (s->n_runs == s->cap_runs) {
@@ -412,7 +422,9 @@ void ifs_sched_done(struct ifs_sched *s, const struct ifs_job *job, int64_t star
 		}
 	}
 	if (out == IFS_OUT_RELOAD)
-		out = IFS_OUT_DONE; /* reloaded and still asking: final */
+		out = IFS_OUT_UNTESTED; /* reloaded and still asking: final */
+	if (out == IFS_OUT_BATCH_ERROR)
+		batch_skip(s, job->test, job->batch);
 
 	if (job->by == IFS_BY_API) {
 		/* A completed requested run counts as this interval's run. */
@@ -425,7 +437,7 @@ void ifs_sched_done(struct ifs_sched *s, const struct ifs_job *job, int64_t star
 		}
 		return;
 	}
-	if (out != IFS_OUT_DONE && p->retries < s->cfg.retry_max) {
+	if (out != IFS_OUT_DONE && out != IFS_OUT_UNTESTED && p->retries < s->cfg.retry_max) {
 		int64_t backoff = s->cfg.retry_backoff_ns;
 
 		for (unsigned i = 0; i < p->retries && backoff < HOUR_NS; i++)
@@ -439,7 +451,10 @@ void ifs_sched_done(struct ifs_sched *s, const struct ifs_job *job, int64_t star
 	p->next_due = start + s->cfg.interval_ns;
 	if (p->next_due < end)
 		p->next_due = end;
-	/* Final, even if failed: a batch that cannot load must not stop the
-	 * rotation. */
-	round_note(s, core, job->test);
+	/* Only a test that ran (pass or fail) is the core's run of the batch:
+	 * an untested result or a failed write leaves the round waiting for
+	 * the core's next attempt. A batch that cannot load was skipped above,
+	 * so it does not stop the rotation. */
+	if (out == IFS_OUT_DONE)
+		round_note(s, core, job->test);
 }

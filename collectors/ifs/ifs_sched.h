@@ -16,8 +16,9 @@
  *   that a run always starts once the hour before it is empty, however
  *   long the last run took (a cap must slow scanning, never stop it);
  * - a retryable outcome is retried after backoff * 2^n, up to retry_max;
- * - optional batch rotation: once every eligible core ran a test with the
- *   current batch, the next batch of the list is used.
+ * - optional batch rotation: once every eligible core was tested (pass or
+ *   fail; not untested, not a failed write) with the current batch, the
+ *   next batch of the list is used; a batch that does not load is skipped.
  * Requests from the API go first (FIFO), still subject to deny lists,
  * offline CPUs and the hourly cap, and do not retry.
  * An outcome that asks for an image reload (scan control_error or error
@@ -71,9 +72,11 @@ struct ifs_job {
 };
 
 enum ifs_outcome {
-	IFS_OUT_DONE,  /* pass, fail or a final untested */
-	IFS_OUT_RETRY, /* retryable untested or -EINTR */
-	IFS_OUT_ERROR, /* the write failed (-EINVAL, -EPERM, ...) */
+	IFS_OUT_DONE,	     /* the core was tested: pass or fail */
+	IFS_OUT_RETRY,	     /* retryable untested or -EINTR */
+	IFS_OUT_ERROR,	     /* the write failed (-EINVAL, -EPERM, ...) */
+	IFS_OUT_UNTESTED,    /* a final untested: not the core's run of the batch */
+	IFS_OUT_BATCH_ERROR, /* the batch did not load (missing, refused, auth) */
 	IFS_OUT_RELOAD, /* the driver asks for an image reload: once, right away */
 };
 

@@ -398,6 +398,48 @@ static void test_batch_rotation(void **state)
 	ifs_sched_free(&s);
 }
 
+/* Issue 13: only a real test (pass or fail) counts as a core's run of a
+ * batch: an untested result (retries exhausted, or final) or a failed
+ * write leaves the core out of the round, so the rotation waits for it. */
+static void test_rotation_counts_only_tested(void **state)
+{
+	struct ifs_sched_config cfg = {
+	    .periodic = true,
+	    .interval_ns = 2 * SEC,
+	    .retry_max = 0,
+	    .batches = {1, 2},
+	    .n_batches = 2,
+	};
+	struct ifs_sched s;
+	struct ifs_job j = {0};
+
+	setup(&s, &cfg, 2, SCAN);
+	assert_int_equal(run_one(&s, 0, MS, IFS_OUT_DONE, &j), 0);
+	assert_int_equal(j.batch, 1);
+	/* Core 1: busy (retryable, no retry left), then a write error. */
+	assert_int_equal(run_one(&s, SEC, MS, IFS_OUT_RETRY, &j), 1);
+	assert_int_equal(j.batch, 1);
+	assert_int_equal(run_one(&s, 2 * SEC, MS, IFS_OUT_DONE, &j), 0);
+	print_message("after core 1 untested: core 0 runs batch %d (1 = waits for core 1)\n",
+		      j.batch);
+	assert_int_equal(j.batch, 1);
+	assert_int_equal(run_one(&s, 3 * SEC + MS, MS, IFS_OUT_ERROR, &j), 1);
+	assert_int_equal(run_one(&s, 4 * SEC, MS, IFS_OUT_UNTESTED, &j), 0);
+	assert_int_equal(j.batch, 1);
+	/* Core 1 tests batch 1: the round is complete (core 0 passed it). */
+	assert_int_equal(run_one(&s, 5 * SEC + 2 * MS, MS, IFS_OUT_DONE, &j), 1);
+	assert_int_equal(j.batch, 1);
+	assert_int_equal(run_one(&s, 6 * SEC, MS, IFS_OUT_DONE, &j), 0);
+	assert_int_equal(j.batch, 2);
+
+	/* A batch that cannot load is skipped at once, for every core. */
+	assert_int_equal(run_one(&s, 7 * SEC + 3 * MS, MS, IFS_OUT_BATCH_ERROR, &j), 1);
+	assert_int_equal(j.batch, 2);
+	assert_int_equal(run_one(&s, 8 * SEC, MS, IFS_OUT_DONE, &j), 0);
+	assert_int_equal(j.batch, 1);
+	ifs_sched_free(&s);
+}
+
 static void test_topology_change_during_a_run(void **state)
 {
 	struct ifs_sched_config cfg = {.periodic = true, .interval_ns = 3 * HOUR};
@@ -444,6 +486,7 @@ int main(void)
 	    cmocka_unit_test(test_offline_cpus),
 	    cmocka_unit_test(test_api_only_when_off),
 	    cmocka_unit_test(test_batch_rotation),
+	    cmocka_unit_test(test_rotation_counts_only_tested),
 	    cmocka_unit_test(test_topology_change_during_a_run),
 	};
 
