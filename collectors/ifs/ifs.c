@@ -349,8 +349,12 @@ static int refresh_topology(struct ifs_priv *p, bool force)
 	if (!force && !strcmp(online, p->online_text))
 		return 0;
 	err = ifs_topology_read(p->root, &nt);
-	if (err)
+	if (!err)
+		err = ifs_topology_remember(&nt, &p->topo);
+	if (err) {
+		ifs_topology_free(&nt);
 		return err;
+	}
 	nl = calloc(nt.n_cores ? nt.n_cores : 1, sizeof(*nl));
 	if (!nl) {
 		ifs_topology_free(&nt);
@@ -361,8 +365,9 @@ static int refresh_topology(struct ifs_priv *p, bool force)
 			if (p->topo.cores[j].package == nt.cores[i].package &&
 			    p->topo.cores[j].core_id == nt.cores[i].core_id)
 				memcpy(nl[i], p->last[j], sizeof(nl[i]));
-	/* Cores that vanished (all threads offline, topology removed) keep
-	 * their series: a core's last result stays meaningful. */
+	/* A core whose threads went offline is remembered (its topology is
+	 * gone from sysfs); one that was never seen online since the start is
+	 * unknown, but keeps its series: its last result stays meaningful. */
 	free(p->last);
 	p->last = nl;
 	ifs_topology_free(&p->topo);
@@ -642,8 +647,9 @@ static void handle_result(struct ifs_priv *p, const struct ifs_work_result *r)
 		const char *v[] = {ifs_test_name(job->test), r->batch_rc ? "error" : "ok"};
 
 		sink_add(c->sink, sink_series(c->sink, p->m_reloads, v), 1);
-		clog_info(c, "%s: image reloaded before retrying cpu %d: %s", ifs_test_name(job->test),
-			  job->cpu, r->batch_rc ? strerror(-r->batch_rc) : "ok");
+		clog_info(c, "%s: image reloaded before retrying cpu %d: %s",
+			  ifs_test_name(job->test), job->cpu,
+			  r->batch_rc ? strerror(-r->batch_rc) : "ok");
 	}
 	pthread_mutex_lock(&p->lock);
 	/* By identity: the topology may have been re-read during the run. */
@@ -667,7 +673,9 @@ static void handle_result(struct ifs_priv *p, const struct ifs_work_result *r)
 		row.write_errno = -r->rc;
 		snprintf(row.reason, sizeof(row.reason), "%s: %s (%s)", we.file, we.reason,
 			 strerror(-r->rc));
-		out = we.retryable ? IFS_OUT_RETRY : we.batch_bad ? IFS_OUT_BATCH_ERROR : IFS_OUT_ERROR;
+		out = we.retryable   ? IFS_OUT_RETRY
+		      : we.batch_bad ? IFS_OUT_BATCH_ERROR
+				     : IFS_OUT_ERROR;
 		count_scan(p, job->test, "error");
 	} else if (ifs_status_parse(r->status, &result) || ifs_details_parse(r->details, &raw)) {
 		snprintf(row.status, sizeof(row.status), "error");

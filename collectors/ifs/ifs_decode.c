@@ -388,8 +388,9 @@ void ifs_write_error_describe(enum ifs_file f, bool at_open, int err, struct ifs
 	if (at_open) {
 		if (err == -ENOENT) {
 			out->name = batch ? "no_current_batch" : "device_missing";
-			out->reason = batch ? "no such file (kernel before 6.2, or the device went away)"
-					    : "no such file (the intel_ifs device went away)";
+			out->reason =
+			    batch ? "no such file (kernel before 6.2, or the device went away)"
+				  : "no such file (the intel_ifs device went away)";
 		}
 		return;
 	}

@@ -77,7 +77,7 @@ enum ifs_outcome {
 	IFS_OUT_ERROR,	     /* the write failed (-EINVAL, -EPERM, ...) */
 	IFS_OUT_UNTESTED,    /* a final untested: not the core's run of the batch */
 	IFS_OUT_BATCH_ERROR, /* the batch did not load (missing, refused, auth) */
-	IFS_OUT_RELOAD, /* the driver asks for an image reload: once, right away */
+	IFS_OUT_RELOAD,	     /* the driver asks for an image reload: once, right away */
 };
 
 struct ifs_sched_pair {

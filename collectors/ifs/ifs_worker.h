@@ -5,8 +5,8 @@
  * at 2 s plus the last bundle, and a writer first waits on the driver's
  * ifs_sem for as long as another test (ours or anyone's) holds it; a
  * current_batch write authenticates the image on every package. So it never
- * runs on the event loop, and nothing here times it out. One job at a time: the main thread submits,
- * the worker runs it and signals an eventfd, the main thread takes the result.
+ * runs on the event loop, and nothing here times it out. One job at a time: the main thread
+ * submits, the worker runs it and signals an eventfd, the main thread takes the result.
  *
  * ifs_run_test() is the only function in sysobs that writes to the IFS
  * driver's run_test, kept narrow so privilege separation can own it later.

@@ -348,11 +348,10 @@ static void test_cpulist(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_sysfs_text),	cmocka_unit_test(test_scan_layout),
-	    cmocka_unit_test(test_scan_codes),	cmocka_unit_test(test_array_layout),
-	    cmocka_unit_test(test_sbaf_layout), cmocka_unit_test(test_cpulist),
-	    cmocka_unit_test(test_write_errors),
-	    cmocka_unit_test(test_reload_words),
+	    cmocka_unit_test(test_sysfs_text),	 cmocka_unit_test(test_scan_layout),
+	    cmocka_unit_test(test_scan_codes),	 cmocka_unit_test(test_array_layout),
+	    cmocka_unit_test(test_sbaf_layout),	 cmocka_unit_test(test_cpulist),
+	    cmocka_unit_test(test_write_errors), cmocka_unit_test(test_reload_words),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

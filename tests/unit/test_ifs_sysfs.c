@@ -114,6 +114,51 @@ static void test_topology(void **state)
 	ifs_topology_free(NULL);
 }
 
+/* Issue 13: the kernel removes cpuN/topology at hot-unplug. The collector
+ * remembers the core of a thread it saw online; one it never saw is only
+ * known to be offline. */
+static void test_topology_remember(void **state)
+{
+	struct ifs_topology before, after;
+	char rel[128];
+
+	cpu(0, NULL, 0, 0);
+	cpu(1, "1\n", 0, 1);
+	cpu(2, "1\n", 0, 0);
+	cpu(3, "1\n", 0, 1);
+	assert_int_equal(ifs_topology_read(root, &before), 0);
+	assert_int_equal(before.n_cores, 2);
+
+	/* cpu 2 (sibling of cpu 0) and both threads of core 1 go offline. */
+	for (int c = 1; c <= 3; c++) {
+		snprintf(rel, sizeof(rel), "rm -rf '%s/devices/system/cpu/cpu%d/topology'", root,
+			 c);
+		assert_int_equal(system(rel), 0);
+		snprintf(rel, sizeof(rel), "devices/system/cpu/cpu%d/online", c);
+		put(rel, "0\n");
+	}
+	assert_int_equal(ifs_topology_read(root, &after), 0);
+	assert_int_equal(after.n_cores, 1); /* what sysfs alone says */
+	assert_int_equal(after.cores[0].n_cpus, 1);
+	assert_true(ifs_cpu_isset(after.offline, 2) && ifs_cpu_isset(after.offline, 3));
+	assert_false(ifs_cpu_isset(after.offline, 0));
+
+	assert_int_equal(ifs_topology_remember(&after, &before), 0);
+	assert_int_equal(after.n_cores, 2);
+	assert_int_equal(after.cores[0].n_cpus, 2);
+	assert_int_equal(after.cores[0].cpus[1], 2);
+	assert_false(after.cores[0].online[1]);
+	assert_int_equal(after.cores[1].core_id, 1);
+	assert_int_equal(after.cores[1].n_cpus, 2);
+	assert_false(after.cores[1].online[0] || after.cores[1].online[1]);
+	assert_int_equal(after.cpu_core[3], 1);
+	/* Remembering twice adds nothing. */
+	assert_int_equal(ifs_topology_remember(&after, &before), 0);
+	assert_int_equal(after.cores[0].n_cpus, 2);
+	ifs_topology_free(&before);
+	ifs_topology_free(&after);
+}
+
 static void test_devices(void **state)
 {
 	char dir[512], path[600], buf[64];
@@ -208,6 +253,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test_setup_teardown(test_topology, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_topology_remember, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_devices, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_worker_reload, setup, teardown),
 	};
