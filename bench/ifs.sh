@@ -32,7 +32,7 @@ packages = 2
 scan_ms = 50
 devices = 0
 INI
-"$FAKE" "$T/fake.ini" "$T/mnt" -f 2>/dev/null &
+"$FAKE" -f "$T/fake.ini" "$T/mnt" 2>/dev/null &
 for _ in $(seq 50); do [ -e "$T/mnt/devices/virtual/misc/intel_ifs_0/status" ] && break; sleep 0.1; done
 cat >"$T/a.ini" <<INI
 [agent]

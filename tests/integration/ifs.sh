@@ -80,6 +80,8 @@ on_exit "fusermount3 -u $T/mnt || fusermount3 -uz $T/mnt; wait $FAKE_PID 2>/dev/
 on_exit '[ -z "$AGENT_PID" ] || { kill -9 "$AGENT_PID"; wait "$AGENT_PID"; } 2>/dev/null'
 fake_up() { [ -e "$T/mnt/devices/virtual/misc/intel_ifs_0/status" ]; }
 wait_for 10 fake_up || fail "ifs_fake did not mount: $(cat "$T/fake.log")"
+# -f: the fake stays in the foreground, so $! is the fake itself (issue 12).
+assert_eq "\$! of ifs_fake -f" ifs_fake "$(cat "/proc/$FAKE_PID/comm" 2>/dev/null)"
 
 # The fake behaves like the driver: two writers on two devices are
 # serialised (the second blocks, it is not refused), an offline or unknown
