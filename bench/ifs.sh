@@ -60,7 +60,8 @@ URL=http://127.0.0.1:$PORT
 
 # Back-to-back runs of 32 cores.
 cores=$(seq 0 31 | paste -sd, -)
-curl -s -X POST "$URL/api/v1/ifs/scans" -d "{\"cpus\":[$cores]}" >/dev/null
+curl -s -X POST "$URL/api/v1/ifs/scans" -H 'Content-Type: application/json' \
+	-d "{\"cpus\":[$cores]}" >/dev/null
 for _ in $(seq 200); do
 	[ "$(wc -l <"$T/mnt/fake_runs")" -ge 32 ] && break
 	sleep 0.05
@@ -72,9 +73,10 @@ sort -n "$T/mnt/fake_runs" | awk '
 
 # POST-to-row latency of one scan.
 t0=$(date +%s%N)
-sid=$(curl -s -X POST "$URL/api/v1/ifs/scans" -d '{"cpus":[40]}' | jq -r '.scans[0].scan_id')
+sid=$(curl -s -X POST "$URL/api/v1/ifs/scans" -H 'Content-Type: application/json' \
+	-d '{"cpus":[40]}' | jq -r '.scans[0].scan_id')
 for _ in $(seq 400); do
-	[ "$(curl -s "$URL/api/v1/ifs/scans?scan_id=$sid" | jq '.scans | length')" = 1 ] && break
+	[ "$(curl -s "$URL/api/v1/ifs/scans?scan_id=$sid" | jq '.data | length')" = 1 ] && break
 	sleep 0.005
 done
 t1=$(date +%s%N)
