@@ -156,8 +156,7 @@ static const struct cfg_key ifs_keys[] = {
     IFS_KEY(deny_cpus, CFG_STRING, "", 0, 0,
 	    "CPU list never scanned: a core with any thread listed is skipped"),
     IFS_KEY(max_scan_seconds_per_hour, CFG_U64, "60", 0, 3600,
-	    "cap on the scan time of the last hour (0 = no cap); a run longer than the cap "
-	    "still runs once the hour before it is empty"),
+	    "cap on the scan time of the last hour (0 = no cap)"),
     IFS_KEY(retry_max, CFG_U64, "3", 0, 100,
 	    "retries of a retryable outcome (busy core, interrupted) per run"),
     IFS_KEY(retry_backoff, CFG_DURATION, "1m", 10, 86400000,
