@@ -32,7 +32,7 @@ packages = 2
 scan_ms = 50
 devices = 0
 INI
-"$FAKE" "$T/fake.ini" "$T/mnt" -f 2>/dev/null &
+"$FAKE" -f "$T/fake.ini" "$T/mnt" 2>/dev/null &
 for _ in $(seq 50); do [ -e "$T/mnt/devices/virtual/misc/intel_ifs_0/status" ] && break; sleep 0.1; done
 cat >"$T/a.ini" <<INI
 [agent]
@@ -61,7 +61,8 @@ URL=http://127.0.0.1:$PORT
 
 # Back-to-back runs of 32 cores.
 cores=$(seq 0 31 | paste -sd, -)
-curl -s -X POST "$URL/api/v1/ifs/scans" -d "{\"cpus\":[$cores]}" >/dev/null
+curl -s -X POST "$URL/api/v1/ifs/scans" -H 'Content-Type: application/json' \
+	-d "{\"cpus\":[$cores]}" >/dev/null
 for _ in $(seq 200); do
 	[ "$(wc -l <"$T/mnt/fake_runs")" -ge 32 ] && break
 	sleep 0.05
@@ -73,9 +74,10 @@ sort -n "$T/mnt/fake_runs" | awk '
 
 # POST-to-row latency of one scan.
 t0=$(date +%s%N)
-sid=$(curl -s -X POST "$URL/api/v1/ifs/scans" -d '{"cpus":[40]}' | jq -r '.scans[0].scan_id')
+sid=$(curl -s -X POST "$URL/api/v1/ifs/scans" -H 'Content-Type: application/json' \
+	-d '{"cpus":[40]}' | jq -r '.scans[0].scan_id')
 for _ in $(seq 400); do
-	[ "$(curl -s "$URL/api/v1/ifs/scans?scan_id=$sid" | jq '.scans | length')" = 1 ] && break
+	[ "$(curl -s "$URL/api/v1/ifs/scans?scan_id=$sid" | jq '.data | length')" = 1 ] && break
 	sleep 0.005
 done
 t1=$(date +%s%N)

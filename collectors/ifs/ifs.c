@@ -54,7 +54,10 @@ struct ifs_row {
 	char error_name[40];
 	char image_version[16];
 	char requested_by[12]; /* scheduler, api, external */
-	char reason[128];
+	char reason[160];
+	char error_file[16]; /* the file whose write failed: run_test, current_batch */
+	int32_t write_errno; /* its errno; -1: none */
+	int32_t reloaded;    /* 0/1: the image was reloaded right before; -1 unknown */
 	/* The status word decoded, per test (-1: another test's, or no word). */
 	int64_t array_bitmask;				     /* array: arrays still to test */
 	int32_t control_error, signature_error;		     /* scan: 0/1 */
@@ -101,6 +104,9 @@ static const struct event_column ifs_cols[] = {
     IFS_COL(pgm_idx, COL_INT, COL_NULL_NEG),
     IFS_COL(sbaf_status, COL_INT, COL_NULL_NEG),
     IFS_COL(test_fail, COL_INT, COL_NULL_NEG),
+    IFS_COL(error_file, COL_TEXT, COL_NULL_EMPTY),
+    IFS_COL(write_errno, COL_INT, COL_NULL_NEG),
+    IFS_COL(reloaded, COL_INT, COL_NULL_NEG),
     {0},
 };
 
@@ -173,6 +179,7 @@ enum {
 	IFS_M_CORE_LAST_TS,
 	IFS_M_FAILING,
 	IFS_M_IMAGE,
+	IFS_M_RELOADS,
 	IFS_M_N,
 };
 
@@ -196,6 +203,11 @@ static const struct metric_desc ifs_metrics[] = {
     [IFS_M_IMAGE] = {"sysobs_ifs_image_loaded",
 		     "1 if the device has a test image loaded (scan and SBAF only).",
 		     METRIC_KIND_GAUGE, ifs_test_labels},
+    [IFS_M_RELOADS] = {"sysobs_ifs_image_reloads_total",
+		       "Image reloads (current_batch written again) after a result asking for one "
+		       "(scan control_error or error 0xB, SBAF error 0x4 or 0xB), by result: ok, "
+		       "error.",
+		       METRIC_KIND_COUNTER, ifs_scan_labels},
     [IFS_M_N] = {0},
 };
 
@@ -235,10 +247,7 @@ static int ifs_read_config(struct collector *c, struct ifs_priv *p)
 	p->schedule = cfg->schedule;
 	p->scfg.periodic = p->schedule;
 	p->scfg.interval_ns = (int64_t)cfg->interval * MS_NS;
-	if (cfg->max_scan_seconds_per_hour == 1)
-		return collector_config_error(
-		    c, "max_scan_seconds_per_hour",
-		    "must be 0 (no cap) or at least 2 s: one scan may take 1 s");
+	/* Any cap admits progress, even one below a single run (ifs_sched.c). */
 	p->scfg.max_scan_ns_per_hour = (int64_t)cfg->max_scan_seconds_per_hour * 1000 * MS_NS;
 	p->scfg.retry_max = (unsigned)cfg->retry_max;
 	p->scfg.retry_backoff_ns = (int64_t)cfg->retry_backoff * MS_NS;
@@ -339,8 +348,12 @@ static int refresh_topology(struct ifs_priv *p, bool force)
 	if (!force && !strcmp(online, p->online_text))
 		return 0;
 	err = ifs_topology_read(p->root, &nt);
-	if (err)
+	if (!err)
+		err = ifs_topology_remember(&nt, &p->topo);
+	if (err) {
+		ifs_topology_free(&nt);
 		return err;
+	}
 	nl = calloc(nt.n_cores ? nt.n_cores : 1, sizeof(*nl));
 	if (!nl) {
 		ifs_topology_free(&nt);
@@ -351,8 +364,9 @@ static int refresh_topology(struct ifs_priv *p, bool force)
 			if (p->topo.cores[j].package == nt.cores[i].package &&
 			    p->topo.cores[j].core_id == nt.cores[i].core_id)
 				memcpy(nl[i], p->last[j], sizeof(nl[i]));
-	/* Cores that vanished (all threads offline, topology removed) keep
-	 * their series: a core's last result stays meaningful. */
+	/* A core whose threads went offline is remembered (its topology is
+	 * gone from sysfs); one that was never seen online since the start is
+	 * unknown, but keeps its series: its last result stays meaningful. */
 	free(p->last);
 	p->last = nl;
 	ifs_topology_free(&p->topo);
@@ -391,6 +405,8 @@ static void row_init(struct ifs_row *row)
 	row->duration_ns = -1;
 	row->cpu = row->core = row->package = -1;
 	row->error_code = row->retryable = -1;
+	row->write_errno = -1;
+	row->reloaded = -1;
 	row->chunk_num = row->chunk_stop_index = row->batch = -1;
 	row->array_bitmask = -1;
 	row->control_error = row->signature_error = -1;
@@ -612,6 +628,7 @@ static void handle_result(struct ifs_priv *p, const struct ifs_work_result *r)
 	row.duration_ns = r->end_mono - r->start_mono;
 	row.scan_id = (int64_t)job->scan_id;
 	row.cpu = job->cpu;
+	row.reloaded = r->reloaded;
 	snprintf(row.device, sizeof(row.device), "intel_ifs_%d", job->test);
 	snprintf(row.test, sizeof(row.test), "%s", ifs_test_name(job->test));
 	snprintf(row.requested_by, sizeof(row.requested_by), "%s", requester_name(job->by));
@@ -625,6 +642,14 @@ static void handle_result(struct ifs_priv *p, const struct ifs_work_result *r)
 			row.batch = (int32_t)b;
 	}
 
+	if (r->reloaded) {
+		const char *v[] = {ifs_test_name(job->test), r->batch_rc ? "error" : "ok"};
+
+		sink_add(c->sink, sink_series(c->sink, p->m_reloads, v), 1);
+		clog_info(c, "%s: image reloaded before retrying cpu %d: %s",
+			  ifs_test_name(job->test), job->cpu,
+			  r->batch_rc ? strerror(-r->batch_rc) : "ok");
+	}
 	pthread_mutex_lock(&p->lock);
 	/* By identity: the topology may have been re-read during the run. */
 	row.core = p->cur_core_id;
@@ -638,28 +663,18 @@ static void handle_result(struct ifs_priv *p, const struct ifs_work_result *r)
 	}
 	if (r->rc) {
 		/* The write failed: no test ran, status/details are stale. */
-		static const struct {
-			int err;
-			const char *name, *reason;
-		} errs[] = {
-		    {-EINVAL, "cpu_invalid_or_offline", "run_test refused the CPU (offline?)"},
-		    {-EPERM, "no_image", "no test image loaded on the device"},
-		    {-EINTR, "interrupted", "interrupted while waiting for the driver"},
-		    {-ENOENT, "batch_missing", "the image batch file is missing"},
-		};
+		struct ifs_write_error we;
 
+		ifs_write_error_describe(r->err_file, r->err_at_open, r->rc, &we);
 		snprintf(row.status, sizeof(row.status), "error");
-		snprintf(row.error_name, sizeof(row.error_name), "write_error");
-		snprintf(row.reason, sizeof(row.reason), "%s: %s",
-			 r->batch_rc ? "current_batch" : "run_test", strerror(-r->rc));
-		for (size_t i = 0; i < sizeof(errs) / sizeof(errs[0]); i++) {
-			if (errs[i].err == r->rc) {
-				snprintf(row.error_name, sizeof(row.error_name), "%s",
-					 errs[i].name);
-				snprintf(row.reason, sizeof(row.reason), "%s", errs[i].reason);
-			}
-		}
-		out = r->rc == -EINTR ? IFS_OUT_RETRY : IFS_OUT_ERROR;
+		snprintf(row.error_name, sizeof(row.error_name), "%s", we.name);
+		snprintf(row.error_file, sizeof(row.error_file), "%s", we.file);
+		row.write_errno = -r->rc;
+		snprintf(row.reason, sizeof(row.reason), "%s: %s (%s)", we.file, we.reason,
+			 strerror(-r->rc));
+		out = we.retryable   ? IFS_OUT_RETRY
+		      : we.batch_bad ? IFS_OUT_BATCH_ERROR
+				     : IFS_OUT_ERROR;
 		count_scan(p, job->test, "error");
 	} else if (ifs_status_parse(r->status, &result) || ifs_details_parse(r->details, &raw)) {
 		snprintf(row.status, sizeof(row.status), "error");
@@ -677,8 +692,11 @@ static void handle_result(struct ifs_priv *p, const struct ifs_work_result *r)
 		trim_nl(row.details);
 		/* The status file is authoritative (SBAF's "bundles left" is
 		 * invisible in the word); the decoded fields explain it. */
-		if (result == IFS_RESULT_UNTESTED && d.retryable)
-			out = IFS_OUT_RETRY;
+		if (result == IFS_RESULT_UNTESTED)
+			out = d.retryable ? IFS_OUT_RETRY : IFS_OUT_UNTESTED;
+		/* The driver says the image is corrupted: reload once, retry. */
+		if (d.reload && result != IFS_RESULT_PASS)
+			out = IFS_OUT_RELOAD;
 		if (result != IFS_RESULT_UNTESTED)
 			row.retryable = 0;
 		if (result == IFS_RESULT_PASS) {
@@ -885,7 +903,9 @@ static int ifs_start(struct collector *c)
 	p->m_last_ts = sink_family(k, &ifs_metrics[IFS_M_CORE_LAST_TS]);
 	p->m_failing = sink_family(k, &ifs_metrics[IFS_M_FAILING]);
 	p->m_image = sink_family(k, &ifs_metrics[IFS_M_IMAGE]);
-	if (!p->m_scans || !p->m_status || !p->m_last_ts || !p->m_failing || !p->m_image)
+	p->m_reloads = sink_family(k, &ifs_metrics[IFS_M_RELOADS]);
+	if (!p->m_scans || !p->m_status || !p->m_last_ts || !p->m_failing || !p->m_image ||
+	    !p->m_reloads)
 		return -ENOMEM;
 
 	ifs_sched_init(&p->sched, &p->scfg);

@@ -35,7 +35,8 @@ struct ifs_code {
 	bool retryable;
 };
 
-/* Scan error codes, runtest.c enum ifs_status_err_code and can_restart(). */
+/* Scan error codes, runtest.c enum ifs_status_err_code and can_restart(),
+ * plus 6 (see below). */
 static const struct ifs_code scan_codes[] = {
     [0x0] = {"no_error", "no error", true},
     [0x1] = {"other_thread_could_not_join", "other thread could not join", true},
@@ -44,7 +45,9 @@ static const struct ifs_code scan_codes[] = {
     [0x3] = {"power_mgmt_inadequate", "core abort due to a power management condition", true},
     [0x4] = {"invalid_chunk_range", "non-valid chunks in the range", false},
     [0x5] = {"mismatch_arguments_between_threads", "mismatch in arguments between threads", false},
-    [0x6] = {"core_not_capable_currently", "core not capable of performing scan currently", false},
+    /* The driver does not retry 6 itself (can_restart), but it is a state
+     * of the moment, not of the core: OpenDCDiag retries it. */
+    [0x6] = {"core_not_capable_currently", "core not capable of performing scan currently", true},
     [0x7] = {"unassigned_0x7", "unassigned error code 0x7", false},
     [0x8] = {"exceed_threads_concurrent",
 	     "exceeded the number of logical processors allowed to scan concurrently", true},
@@ -62,7 +65,7 @@ static const struct ifs_code sbaf_codes[] = {
     [0x3] = {"unassigned_0x3", "unassigned error code 0x3", false},
     [0x4] = {"invalid_bundle_index", "non-valid SBAF bundles; reload the test image", false},
     [0x5] = {"mismatch_arguments_between_threads", "mismatch in arguments between threads", false},
-    [0x6] = {"core_not_capable_currently", "core not capable of performing SBAF currently", false},
+    [0x6] = {"core_not_capable_currently", "core not capable of performing SBAF currently", true},
     [0x7] = {"unassigned_0x7", "unassigned error code 0x7", false},
     [0x8] = {"exceed_threads_concurrent",
 	     "exceeded the number of logical processors allowed to scan concurrently", true},
@@ -270,8 +273,10 @@ static void decode_scan(uint64_t raw, struct ifs_details *d)
 		d->error_name = "control_error";
 		d->reason = "scan controller error loading the image; reloading it may help";
 		d->retryable = false;
+		d->reload = true; /* message_not_tested(): "Reloading the image may fix" */
 	} else if (d->error_code) {
 		d->result = IFS_RESULT_UNTESTED;
+		d->reload = d->error_code == 0xB; /* IFS_CORRUPTED_CHUNK: "Try reloading" */
 	} else {
 		d->result = IFS_RESULT_PASS;
 	}
@@ -317,6 +322,9 @@ static void decode_sbaf(uint64_t raw, struct ifs_details *d)
 		d->retryable = false;
 	} else if (d->error_code) {
 		d->result = IFS_RESULT_UNTESTED;
+		/* IFS_SBAF_INVALID_BUNDLE_INDEX ("Reload test image") and
+		 * IFS_SBAF_CORRUPTED_CHUNK. */
+		d->reload = d->error_code == 0x4 || d->error_code == 0xB;
 	} else if (d->sbaf_status == 2) {
 		d->result = IFS_RESULT_UNTESTED;
 		d->error_name = "interrupted";
@@ -365,6 +373,66 @@ void ifs_details_decode(enum ifs_test t, uint64_t raw, struct ifs_details *out)
 		out->result = IFS_RESULT_UNTESTED;
 		set_code(out, &unknown_code);
 		out->reason = "unknown test type";
+		break;
+	}
+}
+
+void ifs_write_error_describe(enum ifs_file f, bool at_open, int err, struct ifs_write_error *out)
+{
+	bool batch = f == IFS_FILE_CURRENT_BATCH;
+
+	memset(out, 0, sizeof(*out));
+	out->file = batch ? "current_batch" : "run_test";
+	out->name = batch ? "load_error" : "write_error";
+	out->reason = batch ? "the image did not load" : "the test did not start";
+	if (at_open) {
+		if (err == -ENOENT) {
+			out->name = batch ? "no_current_batch" : "device_missing";
+			out->reason =
+			    batch ? "no such file (kernel before 6.2, or the device went away)"
+				  : "no such file (the intel_ifs device went away)";
+		}
+		return;
+	}
+	switch (err) {
+	case -EINTR: /* down_interruptible(&ifs_sem), both files */
+		out->name = "interrupted";
+		out->reason = "interrupted while waiting for the driver's lock";
+		out->retryable = true;
+		break;
+	case -EINVAL:
+		/* run_test: CPU out of range or offline (do_core_test);
+		 * current_batch: batch above 0xff or the image refused by
+		 * image_sanity_check/validate_ifs_metadata (header version,
+		 * size, checksum, CPU signature, batch in the metadata). */
+		out->name = batch ? "image_invalid" : "cpu_invalid_or_offline";
+		out->reason = batch ? "the image was refused (header, size, checksum, CPU "
+				      "signature or metadata)"
+				    : "the CPU was refused (offline or out of range)";
+		out->batch_bad = batch;
+		break;
+	case -EIO:
+		if (batch) { /* hash copy or chunk authentication failed */
+			out->name = "image_auth_failed";
+			out->reason = "hash copy or chunk authentication of the image failed";
+			out->batch_bad = true;
+		}
+		break;
+	case -ENOENT:
+		if (batch) { /* request_firmware_direct */
+			out->name = "batch_missing";
+			out->reason = "the image file of the batch is missing from "
+				      "/lib/firmware/intel/ifs_<N>/";
+			out->batch_bad = true;
+		}
+		break;
+	case -EPERM:
+		if (!batch) { /* do_core_test: !ifsd->loaded */
+			out->name = "no_image";
+			out->reason = "no test image loaded on the device";
+		}
+		break;
+	default:
 		break;
 	}
 }

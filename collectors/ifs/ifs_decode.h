@@ -54,6 +54,7 @@ struct ifs_details {
 	const char *error_name; /* short snake_case name, never NULL */
 	const char *reason;	/* one human sentence, never NULL */
 	bool retryable;		/* a later attempt may complete the test */
+	bool reload;		/* the driver says: reload the image, then retry */
 	/* scan */
 	unsigned chunk_num, chunk_stop_index;
 	bool wide_chunks; /* gen2+ 16-bit chunk fields detected */
@@ -98,8 +99,31 @@ void ifs_details_reconcile(struct ifs_details *d, enum ifs_result status);
 /* Error-code names per test type ("other_thread_could_not_join", ...). */
 const char *ifs_error_name(enum ifs_test t, unsigned code);
 /* Codes the driver itself would retry (kernel can_restart()), plus the two
- * driver codes, which say the core was busy rather than broken. */
+ * driver codes, which say the core was busy rather than broken, and 6 (core
+ * not capable currently), which OpenDCDiag retries. */
 bool ifs_error_retryable(enum ifs_test t, unsigned code);
+
+/* The two files sysobs writes. */
+enum ifs_file {
+	IFS_FILE_RUN_TEST,
+	IFS_FILE_CURRENT_BATCH,
+};
+
+/* What a failed write of run_test or current_batch means. */
+struct ifs_write_error {
+	const char *file;   /* "run_test" or "current_batch" */
+	const char *name;   /* snake_case, the row's error_name */
+	const char *reason; /* one sentence, without the file */
+	bool retryable;	    /* a later attempt may succeed as is (-EINTR) */
+	bool batch_bad;	    /* the batch itself cannot load on this host */
+};
+
+/*
+ * Names the error err (-errno) of opening (at_open) or writing file f, from
+ * the driver's code paths: sysfs.c run_test_store/current_batch_store,
+ * runtest.c do_core_test, load.c ifs_load_firmware.
+ */
+void ifs_write_error_describe(enum ifs_file f, bool at_open, int err, struct ifs_write_error *out);
 
 /* Builders used by the fake driver and the tests: the words the hardware
  * would report for a result. */

@@ -82,7 +82,7 @@ struct ifs_priv {
 	struct ifs_job cur;
 	int cur_package, cur_core_id; /* identity of cur.core at dispatch */
 
-	struct sink_family *m_scans, *m_status, *m_last_ts, *m_failing, *m_image;
+	struct sink_family *m_scans, *m_status, *m_last_ts, *m_failing, *m_image, *m_reloads;
 };
 
 /* GET /api/v1/ifs/cores, POST /api/v1/ifs/scans (ifs_routes.c). */

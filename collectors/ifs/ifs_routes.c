@@ -235,9 +235,22 @@ static void route_scans_post(struct collector *c, const struct route_request *re
 				    p->topo.cores[k].core_id == tg->id)
 					found = (int)k;
 		}
+		if (found < 0 && rq.by_cpu && tg->id < IFS_MAX_CPUS &&
+		    ifs_cpu_isset(p->topo.offline, (unsigned)tg->id)) {
+			/* What sysfs says of an offline CPU sysobs never saw
+			 * online: it exists, its core is unknown. */
+			route_error(rep, 409, "conflict",
+				    "cpus[%zu]: CPU %d is offline and its core unknown (the kernel "
+				    "removes the topology of an offline CPU)",
+				    i, tg->id);
+			goto out_unlock;
+		}
 		if (found < 0) {
-			route_error(rep, 400, "bad_request", "%s[%zu]: no such %s",
-				    rq.by_cpu ? "cpus" : "cores", i, rq.by_cpu ? "CPU" : "core");
+			route_error(rep, 400, "bad_request", "%s[%zu]: no such %s%s",
+				    rq.by_cpu ? "cpus" : "cores", i, rq.by_cpu ? "CPU" : "core",
+				    rq.by_cpu ? ""
+					      : " (a core whose CPUs are all offline is unknown "
+						"until one is back online)");
 			goto out_unlock;
 		}
 		if (n_sel < IFS_MAX_CPUS) {

@@ -186,13 +186,9 @@ void ifs_sched_set_tests(struct ifs_sched *s, unsigned mask, int64_t now)
 	spread_new_pairs(s, now);
 }
 
-int ifs_sched_request(struct ifs_sched *s, unsigned core, enum ifs_test test, uint64_t scan_id,
-		      int cpu)
+/* Queues q at the back, or at the front (a reload retry goes first). */
+static int req_push(struct ifs_sched *s, const struct ifs_sched_req *q, bool front)
 {
-	if (core >= s->n_cores || !test_ok(s, test))
-		return -ENOENT;
-	if (!ifs_sched_core_allowed(s, core))
-		return -EPERM;
 	if (s->n_reqs == s->cap_reqs) {
 		size_t cap = s->cap_reqs ? s->cap_reqs * 2 : 16;
 		struct ifs_sched_req *r = realloc(s->reqs, cap * sizeof(*r));
@@ -202,8 +198,24 @@ int ifs_sched_request(struct ifs_sched *s, unsigned core, enum ifs_test test, ui
 		s->reqs = r;
 		s->cap_reqs = cap;
 	}
-	s->reqs[s->n_reqs++] = (struct ifs_sched_req){core, test, scan_id, cpu};
+	if (front) {
+		memmove(&s->reqs[1], &s->reqs[0], s->n_reqs * sizeof(*s->reqs));
+		s->reqs[0] = *q;
+	} else {
+		s->reqs[s->n_reqs] = *q;
+	}
+	s->n_reqs++;
 	return 0;
+}
+
+int ifs_sched_request(struct ifs_sched *s, unsigned core, enum ifs_test test, uint64_t scan_id,
+		      int cpu)
+{
+	if (core >= s->n_cores || !test_ok(s, test))
+		return -ENOENT;
+	if (!ifs_sched_core_allowed(s, core))
+		return -EPERM;
+	return req_push(s, &(struct ifs_sched_req){core, test, scan_id, cpu, false}, false);
 }
 
 size_t ifs_sched_pending(const struct ifs_sched *s)
@@ -227,25 +239,34 @@ int64_t ifs_sched_hour_used(struct ifs_sched *s, int64_t now)
 	return used;
 }
 
-/* Under the hourly cap, may a run of the usual length start now? If not,
- * *wake is when enough of the window will have expired. */
+/*
+ * Under the hourly cap, may a run of the usual length start now? If not,
+ * *wake is when enough of the window will have expired.
+ *
+ * The estimate is the last run's duration, which can exceed the whole cap:
+ * SBAF may run 2 s plus its last bundle, and a writer waits on the driver's
+ * ifs_sem while someone else tests. Capped at the cap itself, so an empty
+ * window always admits a run: the budget slows scanning down, it never stops
+ * it (a 2.2 s run under a 2 s cap used to block every later scan).
+ */
 static bool cap_allows(struct ifs_sched *s, int64_t now, int64_t *wake)
 {
 	int64_t used, cap = s->cfg.max_scan_ns_per_hour;
+	int64_t need = s->last_dur < cap ? s->last_dur : cap;
 
 	if (cap <= 0)
 		return true;
 	used = ifs_sched_hour_used(s, now);
-	if (used + s->last_dur <= cap)
+	if (used + need <= cap)
 		return true;
 	for (size_t i = 0; i < s->n_runs; i++) {
 		used -= s->runs[i].dur;
-		if (used + s->last_dur <= cap) {
+		if (used + need <= cap) {
 			*wake = s->runs[i].end + HOUR_NS;
 			return false;
 		}
 	}
-	*wake = now + HOUR_NS;
+	*wake = now + HOUR_NS; /* not reached: without runs, used is 0 */
 	return false;
 }
 
@@ -286,6 +307,7 @@ int ifs_sched_next(struct ifs_sched *s, int64_t now, struct ifs_job *job, int64_
 		    .batch = job_batch(s, q.test),
 		    .by = IFS_BY_API,
 		    .scan_id = q.scan_id,
+		    .reload = q.reload,
 		};
 		goto start;
 	}
@@ -316,6 +338,7 @@ int ifs_sched_next(struct ifs_sched *s, int64_t now, struct ifs_job *job, int64_
 	    .batch = job_batch(s, best_t),
 	    .by = IFS_BY_SCHEDULER,
 	    .attempt = s->pairs[best_c][best_t].retries,
+	    .reload = s->pairs[best_c][best_t].reload,
 	};
 start:
 	s->running = true;
@@ -332,6 +355,16 @@ static void round_note(struct ifs_sched *s, unsigned core, enum ifs_test t)
 		if (ifs_sched_core_cpu(s, c) >= 0 && !s->in_round[t][c])
 			return;
 	/* Every core that can run has run this batch: move to the next. */
+	s->batch_idx[t] = (s->batch_idx[t] + 1) % s->cfg.n_batches;
+	memset(s->in_round[t], 0, s->n_cores * sizeof(bool));
+}
+
+/* The batch of job did not load on this host: the rotation moves on to
+ * the next one for every core (unless it moved already). */
+static void batch_skip(struct ifs_sched *s, enum ifs_test t, int batch)
+{
+	if (!s->cfg.n_batches || t == IFS_TEST_ARRAY || batch < 0 || batch != job_batch(s, t))
+		return;
 	s->batch_idx[t] = (s->batch_idx[t] + 1) % s->cfg.n_batches;
 	memset(s->in_round[t], 0, s->n_cores * sizeof(bool));
 }
@@ -371,6 +404,27 @@ void ifs_sched_done(struct ifs_sched *s, const struct ifs_job *job, int64_t star
 	if (core >= s->n_cores || (unsigned)job->test >= IFS_TEST_MAX)
 		return; /* the core is gone */
 	p = &s->pairs[core][job->test];
+	if (job->by == IFS_BY_SCHEDULER)
+		p->reload = false;
+
+	if (out == IFS_OUT_RELOAD && !job->reload) {
+		/* Once, right away, on the same thread: the result of the run
+		 * after the reload is the one that counts. */
+		if (job->by == IFS_BY_API) {
+			struct ifs_sched_req q = {core, job->test, job->scan_id, job->cpu, true};
+
+			if (req_push(s, &q, true) == 0)
+				return;
+		} else {
+			p->reload = true;
+			p->next_due = end;
+			return;
+		}
+	}
+	if (out == IFS_OUT_RELOAD)
+		out = IFS_OUT_UNTESTED; /* reloaded and still asking: final */
+	if (out == IFS_OUT_BATCH_ERROR)
+		batch_skip(s, job->test, job->batch);
 
 	if (job->by == IFS_BY_API) {
 		/* A completed requested run counts as this interval's run. */
@@ -383,7 +437,7 @@ void ifs_sched_done(struct ifs_sched *s, const struct ifs_job *job, int64_t star
 		}
 		return;
 	}
-	if (out != IFS_OUT_DONE && p->retries < s->cfg.retry_max) {
+	if (out != IFS_OUT_DONE && out != IFS_OUT_UNTESTED && p->retries < s->cfg.retry_max) {
 		int64_t backoff = s->cfg.retry_backoff_ns;
 
 		for (unsigned i = 0; i < p->retries && backoff < HOUR_NS; i++)
@@ -397,7 +451,10 @@ void ifs_sched_done(struct ifs_sched *s, const struct ifs_job *job, int64_t star
 	p->next_due = start + s->cfg.interval_ns;
 	if (p->next_due < end)
 		p->next_due = end;
-	/* Final, even if failed: a batch that cannot load must not stop the
-	 * rotation. */
-	round_note(s, core, job->test);
+	/* Only a test that ran (pass or fail) is the core's run of the batch:
+	 * an untested result or a failed write leaves the round waiting for
+	 * the core's next attempt. A batch that cannot load was skipped above,
+	 * so it does not stop the rotation. */
+	if (out == IFS_OUT_DONE)
+		round_note(s, core, job->test);
 }

@@ -12,12 +12,18 @@
  * - a core runs only if none of its threads is in deny_cpus and, with an
  *   allow list, all of its threads are in it; and only if one of its threads
  *   is online (that thread is written to run_test);
- * - the scan time of the last hour stays below max_scan_ns_per_hour;
+ * - the scan time of the last hour stays below max_scan_ns_per_hour, except
+ *   that a run always starts once the hour before it is empty, however
+ *   long the last run took (a cap must slow scanning, never stop it);
  * - a retryable outcome is retried after backoff * 2^n, up to retry_max;
- * - optional batch rotation: once every eligible core ran a test with the
- *   current batch, the next batch of the list is used.
+ * - optional batch rotation: once every eligible core was tested (pass or
+ *   fail; not untested, not a failed write) with the current batch, the
+ *   next batch of the list is used; a batch that does not load is skipped.
  * Requests from the API go first (FIFO), still subject to deny lists,
  * offline CPUs and the hourly cap, and do not retry.
+ * An outcome that asks for an image reload (scan control_error or error
+ * 0xB, SBAF error 0x4 or 0xB) is run once more right away with job.reload
+ * set, API requests included; it is not a retry and costs no backoff.
  */
 #ifndef SYSOBS_IFS_SCHED_H
 #define SYSOBS_IFS_SCHED_H
@@ -62,12 +68,16 @@ struct ifs_job {
 	enum ifs_requester by;
 	uint64_t scan_id; /* API: id returned to the client; else 0 */
 	unsigned attempt; /* 0 first try, n = n-th retry */
+	bool reload;	  /* write current_batch first, even the batch loaded */
 };
 
 enum ifs_outcome {
-	IFS_OUT_DONE,  /* pass, fail or a final untested */
-	IFS_OUT_RETRY, /* retryable untested or -EINTR */
-	IFS_OUT_ERROR, /* the write failed (-EINVAL, -EPERM, ...) */
+	IFS_OUT_DONE,	     /* the core was tested: pass or fail */
+	IFS_OUT_RETRY,	     /* retryable untested or -EINTR */
+	IFS_OUT_ERROR,	     /* the write failed (-EINVAL, -EPERM, ...) */
+	IFS_OUT_UNTESTED,    /* a final untested: not the core's run of the batch */
+	IFS_OUT_BATCH_ERROR, /* the batch did not load (missing, refused, auth) */
+	IFS_OUT_RELOAD,	     /* the driver asks for an image reload: once, right away */
 };
 
 struct ifs_sched_pair {
@@ -75,6 +85,7 @@ struct ifs_sched_pair {
 	int64_t last_start; /* 0 = never */
 	unsigned retries;
 	bool spread; /* first due time assigned */
+	bool reload; /* the next run reloads the image first */
 };
 
 struct ifs_sched_req {
@@ -82,6 +93,7 @@ struct ifs_sched_req {
 	enum ifs_test test;
 	uint64_t scan_id;
 	int cpu; /* thread asked for, -1 any */
+	bool reload;
 };
 
 struct ifs_sched_run {

@@ -120,6 +120,17 @@ static int add_cpu(struct ifs_topology *t, int cpu, int package, int core_id, bo
 	return 0;
 }
 
+/* Sorts the cores by (package, core_id) and indexes their CPUs. */
+static void index_cores(struct ifs_topology *t)
+{
+	qsort(t->cores, t->n_cores, sizeof(*t->cores), core_cmp);
+	for (unsigned i = 0; i < IFS_MAX_CPUS; i++)
+		t->cpu_core[i] = -1;
+	for (size_t k = 0; k < t->n_cores; k++)
+		for (unsigned i = 0; i < t->cores[k].n_cpus; i++)
+			t->cpu_core[t->cores[k].cpus[i]] = (int)k;
+}
+
 int ifs_topology_read(const char *root, struct ifs_topology *t)
 {
 	char path[PATH_MAX];
@@ -149,8 +160,11 @@ int ifs_topology_read(const char *root, struct ifs_topology *t)
 			continue;
 		snprintf(path, sizeof(path),
 			 "%s/devices/system/cpu/cpu%d/topology/physical_package_id", root, cpu);
-		if (read_int(path, &package))
-			continue; /* offline, topology removed */
+		if (read_int(path, &package)) {
+			if (!online) /* offline, topology removed by the kernel */
+				t->offline[cpu / 64] |= 1ULL << (cpu % 64);
+			continue;
+		}
 		snprintf(path, sizeof(path), "%s/devices/system/cpu/cpu%d/topology/core_id", root,
 			 cpu);
 		if (read_int(path, &core_id))
@@ -166,12 +180,43 @@ int ifs_topology_read(const char *root, struct ifs_topology *t)
 		ifs_topology_free(t);
 		return err;
 	}
-	qsort(t->cores, t->n_cores, sizeof(*t->cores), core_cmp);
-	for (unsigned i = 0; i < IFS_MAX_CPUS; i++)
-		t->cpu_core[i] = -1;
-	for (size_t k = 0; k < t->n_cores; k++)
-		for (unsigned i = 0; i < t->cores[k].n_cpus; i++)
-			t->cpu_core[t->cores[k].cpus[i]] = (int)k;
+	index_cores(t);
+	return 0;
+}
+
+int ifs_topology_remember(struct ifs_topology *t, const struct ifs_topology *old)
+{
+	struct ifs_topology n = *t;
+	bool added = false;
+
+	if (!old || !old->n_cores)
+		return 0;
+	n.cores = malloc((t->n_cores + old->n_cores) * sizeof(*n.cores));
+	if (!n.cores)
+		return -ENOMEM;
+	if (t->n_cores)
+		memcpy(n.cores, t->cores, t->n_cores * sizeof(*n.cores));
+	for (size_t k = 0; k < old->n_cores; k++) {
+		const struct ifs_core_info *c = &old->cores[k];
+
+		for (unsigned i = 0; i < c->n_cpus; i++) {
+			int cpu = c->cpus[i];
+
+			if (cpu < 0 || cpu >= IFS_MAX_CPUS || t->cpu_core[cpu] >= 0 ||
+			    !ifs_cpu_isset(t->offline, (unsigned)cpu))
+				continue;
+			if (add_cpu(&n, cpu, c->package, c->core_id, false))
+				continue;
+			added = true;
+		}
+	}
+	if (!added) {
+		free(n.cores);
+		return 0;
+	}
+	free(t->cores);
+	*t = n;
+	index_cores(t);
 	return 0;
 }
 

@@ -10,6 +10,7 @@
 #include <limits.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "collectors/ifs/ifs_sched.h"
 
@@ -18,6 +19,9 @@ struct ifs_topology {
 	size_t n_cores;
 	int cpu_core[IFS_MAX_CPUS]; /* core index of a cpu, -1 unknown */
 	unsigned n_cpus;	    /* highest cpu seen + 1 */
+	/* CPUs that exist but are offline without a topology directory: their
+	 * core is unknown to sysfs until they are back online. */
+	uint64_t offline[IFS_CPU_WORDS];
 };
 
 /* Reads a small sysfs file into buf (NUL-terminated). Returns the length or
@@ -37,6 +41,14 @@ int ifs_devices_discover(const char *root, unsigned *mask);
  * known core and is left out. Returns 0 or -errno.
  */
 int ifs_topology_read(const char *root, struct ifs_topology *t);
+/*
+ * Keeps in t, as offline threads of their old core, the CPUs of old that are
+ * now offline without topology (t->offline): hot-unplug does not move a
+ * thread to another core, and without this a core with an offline thread
+ * would lose it from its thread list (deny_cpus included), and a core with
+ * every thread offline would vanish. 0 or -ENOMEM (t unchanged then).
+ */
+int ifs_topology_remember(struct ifs_topology *t, const struct ifs_topology *old);
 void ifs_topology_free(struct ifs_topology *t);
 
 #endif

@@ -28,33 +28,38 @@ struct ifs_worker {
 	struct ifs_work_result res;
 };
 
-static int write_number(const char *dev_dir, const char *file, unsigned v)
+/* Writes v to <dev_dir>/<file>. 0 or -errno; *at_open says the open failed. */
+static int write_number(const char *dev_dir, const char *file, unsigned v, bool *at_open)
 {
 	char path[PATH_MAX], buf[16];
 	int fd, n, rc = 0;
 
+	*at_open = false;
 	snprintf(path, sizeof(path), "%s/%s", dev_dir, file);
 	n = snprintf(buf, sizeof(buf), "%u\n", v);
 	fd = open(path, O_WRONLY | O_CLOEXEC);
-	if (fd < 0)
+	if (fd < 0) {
+		*at_open = true;
 		return -errno;
-	/* The driver runs the whole test inside this write(). */
+	}
+	/* The driver runs the whole test (or image load) inside this write(). */
 	if (write(fd, buf, n) != n)
 		rc = errno ? -errno : -EIO;
 	close(fd);
 	return rc;
 }
 
-int ifs_run_test(const char *dev_dir, int cpu)
+int ifs_run_test(const char *dev_dir, int cpu, bool *at_open)
 {
+	*at_open = false;
 	if (cpu < 0)
 		return -EINVAL;
-	return write_number(dev_dir, "run_test", (unsigned)cpu);
+	return write_number(dev_dir, "run_test", (unsigned)cpu, at_open);
 }
 
-int ifs_load_batch(const char *dev_dir, unsigned batch)
+int ifs_load_batch(const char *dev_dir, unsigned batch, bool *at_open)
 {
-	return write_number(dev_dir, "current_batch", batch);
+	return write_number(dev_dir, "current_batch", batch, at_open);
 }
 
 static int64_t clock_ns(clockid_t id)
@@ -77,22 +82,39 @@ static void read_into(const char *dir, const char *file, char *buf, size_t len)
 static void run_work(const struct ifs_work *w, struct ifs_work_result *r)
 {
 	char cur[16];
+	bool at_open = false;
 
 	memset(r, 0, sizeof(*r));
 	r->job = w->job;
-	if (w->job.batch >= 0) {
-		bool loaded;
-		unsigned b;
+	if (w->job.batch >= 0 || w->job.reload) {
+		bool loaded = false;
+		unsigned b = 0;
+		int want = w->job.batch;
 
-		/* Load the batch only if another one is in place: a load costs
-		 * an image authentication per package. */
 		read_into(w->dev_dir, "current_batch", cur, sizeof(cur));
-		if (ifs_batch_parse(cur, &loaded, &b) || !loaded || b != (unsigned)w->job.batch)
-			r->batch_rc = ifs_load_batch(w->dev_dir, (unsigned)w->job.batch);
+		if (ifs_batch_parse(cur, &loaded, &b))
+			loaded = false;
+		if (want < 0 && loaded)
+			want = (int)b; /* a reload of the batch in place */
+		/* Load the batch only if another one is in place (a load costs
+		 * an image authentication per package), or to reload: writing
+		 * current_batch reloads even the batch already loaded
+		 * (current_batch_store -> ifs_load_firmware). */
+		if (want >= 0 && (w->job.reload || !loaded || b != (unsigned)want)) {
+			r->reloaded = w->job.reload;
+			r->batch_rc = ifs_load_batch(w->dev_dir, (unsigned)want, &at_open);
+		}
 	}
 	r->start_wall = clock_ns(CLOCK_REALTIME);
 	r->start_mono = clock_ns(CLOCK_MONOTONIC);
-	r->rc = r->batch_rc ? r->batch_rc : ifs_run_test(w->dev_dir, w->job.cpu);
+	if (r->batch_rc) {
+		r->rc = r->batch_rc;
+		r->err_file = IFS_FILE_CURRENT_BATCH;
+	} else {
+		r->rc = ifs_run_test(w->dev_dir, w->job.cpu, &at_open);
+		r->err_file = IFS_FILE_RUN_TEST;
+	}
+	r->err_at_open = r->rc && at_open;
 	r->end_mono = clock_ns(CLOCK_MONOTONIC);
 	read_into(w->dev_dir, "status", r->status, sizeof(r->status));
 	read_into(w->dev_dir, "details", r->details, sizeof(r->details));

@@ -4,25 +4,36 @@
  * and the CPU topology in sysfs, for hosts without IFS hardware (all of them,
  * here). Mount it and point sysobsd --sysfs-root at the mount point.
  *
- *   ifs_fake CONFIG.ini MOUNTPOINT [-f] [fuse options]
+ *   ifs_fake [-f] CONFIG.ini MOUNTPOINT [fuse options]
  *
- * It presents, the way drivers/platform/x86/intel/ifs/sysfs.c does:
+ *   -f  stay in the foreground (no daemonizing), so that `ifs_fake -f ... &`
+ *       leaves $! pointing at the fake itself; without -f it daemonizes.
+ *
+ * Faithful to drivers/platform/x86/intel/ifs/ (sysfs.c, runtest.c, load.c,
+ * ifs.h) of the kernel named in docs/ifs.md. It presents, as sysfs.c does:
  *   devices/virtual/misc/intel_ifs_<N>/{run_test,status,details}
  *	+ {image_version,current_batch} for scan (0) and SBAF (2)
  *   devices/system/cpu/{online,possible,present}
- *   devices/system/cpu/cpu<N>/{online,topology/{physical_package_id,core_id,
- *	thread_siblings_list,core_cpus_list}} (cpu0 has no `online`, as on x86)
- * and, outside the sysfs tree, fake_runs: one line per finished run
- * "<start_ms> <end_ms> intel_ifs_<N> <cpu> <status> <details>" so tests can
- * check the order and that runs never overlapped.
+ *   devices/system/cpu/cpu<N>/online (not cpu0, as on x86) and, while the
+ *	CPU is online only, cpu<N>/topology/{physical_package_id,core_id,
+ *	thread_siblings_list,core_cpus_list}: the kernel removes the topology
+ *	directory of an offline CPU and drops it from its siblings' lists;
+ * and, outside the sysfs tree:
+ *   fake_runs: one line per finished run "<start_ms> <end_ms> intel_ifs_<N>
+ *	<cpu> <status> <details>", so tests can check order and overlap;
+ *   fake_loads: one line per current_batch write that took the lock,
+ *	"<start_ms> <end_ms> intel_ifs_<N> <batch> <errno>" (0 = loaded).
  *
  * Driver behaviour reproduced: writing a CPU number to run_test blocks inside
- * write() for the scan time, under ONE lock shared by all devices (a second
- * writer waits, as on ifs_sem); a bad or offline CPU gives EINVAL; no image
- * loaded gives EPERM; status/details then describe that LAST run of the
- * device (not of a core). Writing current_batch loads the batch if it is
- * listed as available, else ENOENT and no image. Writing 0/1 to cpuN/online
- * takes a CPU offline or back.
+ * write() for the test time, under ONE lock shared by all devices and by
+ * current_batch writes (ifs_sem: a second writer waits); a bad or offline CPU
+ * gives EINVAL, no image loaded EPERM, an interrupted wait EINTR (scripted:
+ * `eintr`); status/details then describe that LAST run of the device, not of
+ * a core. Writing current_batch loads the batch (taking load_ms), even the
+ * batch already loaded: ENOENT if its file is not listed in `batches`, else
+ * the `load` script's outcome (EINVAL: image refused, EIO: authentication
+ * failed, EINTR); a failed load leaves no image (`none`). Writing 0/1 to
+ * cpuN/online takes a CPU offline or back.
  *
  * Config (INI):
  *   [fake]
@@ -31,16 +42,31 @@
  *   packages = 1
  *   offline = 5             ; CPU list
  *   scan_ms = 200           ; time one run_test write blocks
+ *   load_ms = 0             ; time one current_batch write blocks
  *   devices = 0,1           ; which intel_ifs_<N> exist
  *   [device.0]
  *   image_version = 0x8000  ; or none (image_version of batch b = this + b)
  *   batch = 1
  *   batches = 1,2,3         ; batch files "present" for current_batch writes
+ *   load = ok,eio           ; outcome of each current_batch write: ok, eio,
+ *                           ; einval, eintr (one per write, the last repeats)
+ *   scan_ms = 2100          ; this device's run time (default: [fake]'s)
+ *   scan_gen = 2            ; scan: 0 (8-bit chunk fields) or 2 (16-bit)
+ *   chunks = 16             ; scan: valid chunks of the image
+ *   array_gen = 1           ; array BIST: 0 (MSR_ARRAY_BIST) or 1 (pass/fail bit 0)
+ *   max_bundle = 7          ; SBAF: last bundle
  *   default = pass          ; script of every core without its own line
  *   core.2 = fail           ; core = the CPU number of its first thread
  *   core.3 = untested:1,pass   ; a sequence, one per run; the last repeats
- * Results: pass, fail, untested:<code>, partial (0xFE), timeout (0xFD),
- * control (scan control_error), testfail and intr (SBAF status 3 and 2).
+ * Results, each only for the tests whose driver code can produce its word
+ * (checked at start): pass, fail (all); untested:<code> (scan, SBAF: code
+ * 1-255 in bits 32-39, the last pass's word; array gen0: arrays left at the
+ * 0.5 s timeout); partial (0xFE: no forward progress after 5 tries; on SBAF
+ * with sbaf_status 2, the only way the driver makes it) and intr (SBAF, the
+ * same word); timeout (0xFD; scan, SBAF); control (scan control_error);
+ * corrupt (scan error 0xB, SBAF 0x4 "invalid bundle": every run fails so
+ * until the image is reloaded); testfail (SBAF status 3); eintr (run_test
+ * refused with EINTR, no test). Array gen1 only passes or fails.
  */
 #define FUSE_USE_VERSION 31
 
@@ -62,7 +88,20 @@
 #define MAX_SCRIPT  16
 #define MAX_BATCHES 16
 
-enum res_kind { R_PASS, R_FAIL, R_UNTESTED, R_PARTIAL, R_TIMEOUT, R_CONTROL, R_TESTFAIL, R_INTR };
+enum res_kind {
+	R_PASS,
+	R_FAIL,
+	R_UNTESTED,
+	R_PARTIAL,
+	R_TIMEOUT,
+	R_CONTROL,
+	R_TESTFAIL,
+	R_INTR,
+	R_CORRUPT,
+	R_EINTR,
+};
+
+enum load_kind { L_OK, L_EIO, L_EINVAL, L_EINTR };
 
 struct step {
 	enum res_kind kind;
@@ -77,10 +116,15 @@ struct script {
 struct fdev {
 	bool present;
 	bool loaded;
+	bool corrupt; /* until the next successful load */
 	uint32_t version_base;
 	unsigned batch;
 	unsigned batches[MAX_BATCHES];
 	unsigned n_batches;
+	unsigned run_ms; /* 0: [fake] scan_ms */
+	unsigned scan_gen, chunks, array_gen, max_bundle;
+	enum load_kind load[MAX_SCRIPT];
+	unsigned n_load, next_load;
 	struct script def;
 	struct script core[MAX_CPUS];
 	enum ifs_result status;
@@ -88,13 +132,13 @@ struct fdev {
 };
 
 static struct {
-	unsigned cpus, tpc, packages, cores, scan_ms;
+	unsigned cpus, tpc, packages, cores, scan_ms, load_ms;
 	bool online[MAX_CPUS];
 	struct fdev dev[MAX_DEVS];
 	pthread_mutex_t ifs_sem; /* the driver's semaphore: held across a run */
 	pthread_mutex_t state;	 /* protects the fields above */
-	char *runs;		 /* fake_runs contents */
-	size_t runs_len;
+	char *runs, *loads;	 /* fake_runs, fake_loads contents */
+	size_t runs_len, loads_len;
 } F = {
     .cpus = 4,
     .tpc = 1,
@@ -120,7 +164,7 @@ static int parse_step(const char *s, struct step *st)
 	} names[] = {
 	    {"pass", R_PASS},	    {"fail", R_FAIL},	    {"partial", R_PARTIAL},
 	    {"timeout", R_TIMEOUT}, {"control", R_CONTROL}, {"testfail", R_TESTFAIL},
-	    {"intr", R_INTR},
+	    {"intr", R_INTR},	    {"corrupt", R_CORRUPT}, {"eintr", R_EINTR},
 	};
 
 	while (*s == ' ' || *s == '\t')
@@ -131,7 +175,8 @@ static int parse_step(const char *s, struct step *st)
 		st->code = 1;
 		if (s[8] == ':')
 			st->code = strtoul(s + 9, NULL, 0);
-		return 0;
+		/* Error code 0 is a pass (scan) or a completed bundle (SBAF). */
+		return st->code >= 1 && st->code <= 0xff ? 0 : -EINVAL;
 	}
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
 		size_t n = strlen(names[i].name);
@@ -156,6 +201,27 @@ static int parse_script(const char *v, struct script *sc)
 		sc->n++;
 	}
 	return sc->n ? 0 : -EINVAL;
+}
+
+static int parse_load(const char *v, struct fdev *d)
+{
+	static const char *const names[] = {
+	    [L_OK] = "ok", [L_EIO] = "eio", [L_EINVAL] = "einval", [L_EINTR] = "eintr"};
+	char buf[512], *save, *tok;
+
+	snprintf(buf, sizeof(buf), "%s", v);
+	d->n_load = d->next_load = 0;
+	for (tok = strtok_r(buf, ", \t", &save); tok; tok = strtok_r(NULL, ", \t", &save)) {
+		unsigned k;
+
+		for (k = 0; k < sizeof(names) / sizeof(names[0]); k++)
+			if (!strcmp(tok, names[k]))
+				break;
+		if (k == sizeof(names) / sizeof(names[0]) || d->n_load == MAX_SCRIPT)
+			return -EINVAL;
+		d->load[d->n_load++] = k;
+	}
+	return d->n_load ? 0 : -EINVAL;
 }
 
 static int parse_list(const char *v, unsigned *out, unsigned max, unsigned *n)
@@ -189,6 +255,8 @@ static int fake_ini_line(void *user, const char *section, const char *name, cons
 			F.packages = strtoul(value, NULL, 0);
 		else if (!strcmp(name, "scan_ms"))
 			F.scan_ms = strtoul(value, NULL, 0);
+		else if (!strcmp(name, "load_ms"))
+			F.load_ms = strtoul(value, NULL, 0);
 		else if (!strcmp(name, "offline")) {
 			if (parse_list(value, list, MAX_CPUS, &n))
 				return 0;
@@ -220,6 +288,22 @@ static int fake_ini_line(void *user, const char *section, const char *name, cons
 	} else if (!strcmp(name, "batches")) {
 		if (parse_list(value, F.dev[d].batches, MAX_BATCHES, &F.dev[d].n_batches))
 			return 0;
+	} else if (!strcmp(name, "load")) {
+		return parse_load(value, &F.dev[d]) == 0;
+	} else if (!strcmp(name, "scan_ms")) {
+		F.dev[d].run_ms = strtoul(value, NULL, 0);
+	} else if (!strcmp(name, "scan_gen")) {
+		F.dev[d].scan_gen = strtoul(value, NULL, 0);
+		return d == IFS_TEST_SCAN && (F.dev[d].scan_gen == 0 || F.dev[d].scan_gen == 2);
+	} else if (!strcmp(name, "chunks")) {
+		F.dev[d].chunks = strtoul(value, NULL, 0);
+		return d == IFS_TEST_SCAN && F.dev[d].chunks >= 1 && F.dev[d].chunks <= 0xffff;
+	} else if (!strcmp(name, "array_gen")) {
+		F.dev[d].array_gen = strtoul(value, NULL, 0);
+		return d == IFS_TEST_ARRAY && F.dev[d].array_gen <= 1;
+	} else if (!strcmp(name, "max_bundle")) {
+		F.dev[d].max_bundle = strtoul(value, NULL, 0);
+		return d == IFS_TEST_SBAF && F.dev[d].max_bundle <= 0x1ff;
 	} else if (!strcmp(name, "default")) {
 		return parse_script(value, &F.dev[d].def) == 0;
 	} else if (!strncmp(name, "core.", 5)) {
@@ -239,49 +323,123 @@ static unsigned cpu_core(unsigned cpu)
 	return cpu % F.cores;
 }
 
-/* The status word the hardware would leave for this outcome. */
-static void step_result(int dev, const struct step *st, enum ifs_result *res, uint64_t *word)
+/* MSR_SCAN_STATUS: gen0 chunk fields are 8 bits (0-7, 8-15), gen2+ 16 bits
+ * (0-15, 16-31); error_code 32-39, control_error 62, signature_error 63. */
+static uint64_t scan_word(const struct fdev *d, unsigned chunk, unsigned err, bool ctrl, bool sig)
 {
-	unsigned err = st->code;
+	unsigned stop = d->chunks - 1;
+	uint64_t w = d->scan_gen ? (uint64_t)(chunk & 0xffff) | (uint64_t)(stop & 0xffff) << 16
+				 : (uint64_t)(chunk & 0xff) | (uint64_t)(stop & 0xff) << 8;
 
-	switch (st->kind) {
-	case R_PASS:
-		*res = IFS_RESULT_PASS;
-		*word = dev == 0   ? ifs_scan_word(16, 15, 0, false, false)
-			: dev == 1 ? ifs_array_word(0, 0, false)
-				   : ifs_sbaf_word(7, 0, 0, false, 0);
-		return;
-	case R_FAIL:
-		*res = IFS_RESULT_FAIL;
-		*word = dev == 0   ? ifs_scan_word(5, 15, 0, false, true)
-			: dev == 1 ? ifs_array_word(0x00f0, 2, true)
-				   : ifs_sbaf_word(3, 1, 0, false, 1);
-		return;
-	case R_TESTFAIL:
-		*res = IFS_RESULT_FAIL;
-		*word = ifs_sbaf_word(3, 1, 0, true, 3);
-		return;
-	case R_INTR:
-		*res = IFS_RESULT_UNTESTED;
-		*word = ifs_sbaf_word(2, 0, 0, false, 2);
-		return;
-	case R_CONTROL:
-		*res = IFS_RESULT_UNTESTED;
-		*word = ifs_scan_word(0, 15, 0, true, false);
-		return;
-	case R_PARTIAL:
-		err = IFS_ERR_SW_PARTIAL_COMPLETE;
-		break;
-	case R_TIMEOUT:
-		err = IFS_ERR_SW_TIMEOUT;
-		break;
-	case R_UNTESTED:
-		break;
+	return w | (uint64_t)(err & 0xff) << 32 | (uint64_t)ctrl << 62 | (uint64_t)sig << 63;
+}
+
+/* Whether the driver can leave a word for this step on device dev (the
+ * config is refused otherwise): runtest.c ifs_test_core, ifs_array_test_core,
+ * ifs_array_test_gen1, ifs_sbaf_test_core. */
+static bool step_possible(int dev, const struct fdev *d, enum res_kind k)
+{
+	if (k == R_PASS || k == R_FAIL || k == R_EINTR)
+		return true;
+	switch (dev) {
+	case IFS_TEST_SCAN:
+		return k == R_UNTESTED || k == R_PARTIAL || k == R_TIMEOUT || k == R_CONTROL ||
+		       k == R_CORRUPT;
+	case IFS_TEST_ARRAY:
+		/* gen0: arrays left at the timeout; gen1 only passes or fails */
+		return k == R_UNTESTED && d->array_gen == 0;
+	case IFS_TEST_SBAF:
+		return k == R_UNTESTED || k == R_PARTIAL || k == R_TIMEOUT || k == R_TESTFAIL ||
+		       k == R_INTR || k == R_CORRUPT;
 	}
+	return false;
+}
+
+/* The status word the driver would leave for this outcome, and its status. */
+static void step_result(int dev, const struct fdev *d, const struct step *st, enum ifs_result *res,
+			uint64_t *word)
+{
+	unsigned fail_chunk = d->chunks * 5 / 16;
+
 	*res = IFS_RESULT_UNTESTED;
-	*word = dev == 0   ? ifs_scan_word(3, 15, err, false, false)
-		: dev == 1 ? ifs_array_word(0x0300, 1, false)
-			   : ifs_sbaf_word(2, 0, err, false, 0);
+	switch (dev) {
+	case IFS_TEST_SCAN:
+		switch (st->kind) {
+		case R_PASS: /* every chunk ran: chunk_num is one past the last */
+			*res = IFS_RESULT_PASS;
+			*word = scan_word(d, d->chunks, 0, false, false);
+			return;
+		case R_FAIL:
+			*res = IFS_RESULT_FAIL;
+			*word = scan_word(d, fail_chunk, 0, false, true);
+			return;
+		case R_CONTROL: /* untested since 6.x: "Scan controller error" */
+			*word = scan_word(d, 0, 0, true, false);
+			return;
+		case R_CORRUPT: /* IFS_CORRUPTED_CHUNK: "Try reloading" */
+			*word = scan_word(d, 0, 0xB, false, false);
+			return;
+		case R_PARTIAL: /* error 0 without progress, 5 times */
+			*word = scan_word(d, 3, IFS_ERR_SW_PARTIAL_COMPLETE, false, false);
+			return;
+		case R_TIMEOUT: /* the last pass's word, error overwritten */
+			*word = scan_word(d, 3, IFS_ERR_SW_TIMEOUT, false, false);
+			return;
+		default: /* R_UNTESTED */
+			*word = scan_word(d, 3, st->code, false, false);
+			return;
+		}
+	case IFS_TEST_ARRAY:
+		if (d->array_gen) { /* MSR_ARRAY_STATUS, bit 0 = fail */
+			*res = st->kind == R_PASS ? IFS_RESULT_PASS : IFS_RESULT_FAIL;
+			*word = st->kind == R_PASS ? 0 : 1;
+			return;
+		}
+		switch (st->kind) {
+		case R_PASS:
+			*res = IFS_RESULT_PASS;
+			*word = ifs_array_word(0, 0, false);
+			return;
+		case R_FAIL:
+			*res = IFS_RESULT_FAIL;
+			*word = ifs_array_word(0x00f0, 2, true);
+			return;
+		default: /* timed out with arrays left */
+			*word = ifs_array_word(0x0300, 1, false);
+			return;
+		}
+	default: /* SBAF */
+		switch (st->kind) {
+		case R_PASS: /* the last bundle completed */
+			*res = IFS_RESULT_PASS;
+			*word = ifs_sbaf_word(d->max_bundle, 0, 0, false, 0);
+			return;
+		case R_FAIL:
+			*res = IFS_RESULT_FAIL;
+			*word = ifs_sbaf_word(3, 1, 0, false, 1);
+			return;
+		case R_TESTFAIL:
+			*res = IFS_RESULT_FAIL;
+			*word = ifs_sbaf_word(3, 1, 0, true, 3);
+			return;
+		case R_INTR:
+		case R_PARTIAL:
+			/* Interrupted (status 2) with error 0 is restartable: the
+			 * driver retries and, without progress, sets 0xFE. A word
+			 * with status 2 and error 0 never reaches sysfs. */
+			*word = ifs_sbaf_word(2, 1, IFS_ERR_SW_PARTIAL_COMPLETE, false, 2);
+			return;
+		case R_TIMEOUT: /* 2 s passed after a completed bundle */
+			*word = ifs_sbaf_word(2, 0, IFS_ERR_SW_TIMEOUT, false, 0);
+			return;
+		case R_CORRUPT: /* IFS_SBAF_INVALID_BUNDLE_INDEX: "Reload test image" */
+			*word = ifs_sbaf_word(0, 0, 0x4, false, 0);
+			return;
+		default:
+			*word = ifs_sbaf_word(2, 0, st->code, false, 0);
+			return;
+		}
+	}
 }
 
 static const struct step *script_next(struct script *sc)
@@ -308,7 +466,9 @@ enum node_kind {
 	N_PKG,
 	N_CORE_ID,
 	N_SIBLINGS,
+	N_TOPO_DIR,
 	N_RUNS,
+	N_LOADS,
 };
 
 struct node {
@@ -344,6 +504,7 @@ static void build_tree(void)
 {
 	add_node(N_DIR, 0, 0755, "/");
 	add_node(N_RUNS, 0, 0444, "/fake_runs");
+	add_node(N_LOADS, 0, 0444, "/fake_loads");
 	add_node(N_DIR, 0, 0755, "/devices");
 	add_node(N_DIR, 0, 0755, "/devices/virtual");
 	add_node(N_DIR, 0, 0755, "/devices/virtual/misc");
@@ -373,7 +534,7 @@ static void build_tree(void)
 		add_node(N_DIR, c, 0755, "%s%u", b, c);
 		if (c)
 			add_node(N_CPU_ONLINE, c, 0644, "%s%u/online", b, c);
-		add_node(N_DIR, c, 0755, "%s%u/topology", b, c);
+		add_node(N_TOPO_DIR, c, 0755, "%s%u/topology", b, c);
 		add_node(N_PKG, c, 0444, "%s%u/topology/physical_package_id", b, c);
 		add_node(N_CORE_ID, c, 0444, "%s%u/topology/core_id", b, c);
 		add_node(N_SIBLINGS, c, 0444, "%s%u/topology/thread_siblings_list", b, c);
@@ -381,11 +542,32 @@ static void build_tree(void)
 	}
 }
 
+/* cpuN/topology and what is in it exist only while cpu N is online: the
+ * kernel removes the directory at hot-unplug (topology_remove_dev). */
+static bool node_visible(const struct node *n)
+{
+	bool v = true;
+
+	switch (n->kind) {
+	case N_TOPO_DIR:
+	case N_PKG:
+	case N_CORE_ID:
+	case N_SIBLINGS:
+		pthread_mutex_lock(&F.state);
+		v = F.online[n->idx];
+		pthread_mutex_unlock(&F.state);
+		break;
+	default:
+		break;
+	}
+	return v;
+}
+
 static struct node *node_find(const char *path)
 {
 	for (size_t i = 0; i < n_nodes; i++)
 		if (!strcmp(nodes[i].path, path))
-			return &nodes[i];
+			return node_visible(&nodes[i]) ? &nodes[i] : NULL;
 	return NULL;
 }
 
@@ -460,13 +642,19 @@ static char *node_render(const struct node *n)
 		snprintf(buf, 4096, "%u\n", cpu_core(c) % cores_per_pkg);
 		break;
 	case N_SIBLINGS:
+		/* An offline thread leaves its siblings' masks too
+		 * (remove_siblinginfo). */
 		for (unsigned t = 0; t < F.tpc; t++)
-			set[cpu_core(c) + t * F.cores] = true;
+			set[cpu_core(c) + t * F.cores] = F.online[cpu_core(c) + t * F.cores];
 		cpulist_print(buf, 4096, set, F.cpus);
 		break;
 	case N_RUNS:
 		free(buf);
 		buf = strndup(F.runs ? F.runs : "", F.runs_len);
+		break;
+	case N_LOADS:
+		free(buf);
+		buf = strndup(F.loads ? F.loads : "", F.loads_len);
 		break;
 	default:
 		buf[0] = '\0';
@@ -493,7 +681,7 @@ static int fake_getattr(const char *path, struct stat *st, struct fuse_file_info
 	if (!n)
 		return -ENOENT;
 	memset(st, 0, sizeof(*st));
-	if (n->kind == N_DIR) {
+	if (n->kind == N_DIR || n->kind == N_TOPO_DIR) {
 		st->st_mode = S_IFDIR | n->mode;
 		st->st_nlink = 2;
 	} else {
@@ -525,7 +713,7 @@ static int fake_readdir(const char *path, void *buf, fuse_fill_dir_t fill, off_t
 				continue;
 			rest = p + plen + 1;
 		}
-		if (*rest && !strchr(rest, '/'))
+		if (*rest && !strchr(rest, '/') && node_visible(&nodes[i]))
 			fill(buf, rest, NULL, 0, 0);
 	}
 	return 0;
@@ -537,7 +725,7 @@ static int fake_open(const char *path, struct fuse_file_info *fi)
 
 	if (!n)
 		return -ENOENT;
-	if (n->kind == N_DIR)
+	if (n->kind == N_DIR || n->kind == N_TOPO_DIR)
 		return -EISDIR;
 	if ((fi->flags & O_ACCMODE) != O_RDONLY && !(n->mode & 0200))
 		return -EACCES;
@@ -592,53 +780,69 @@ static int parse_uint(const char *buf, size_t size, unsigned *out)
 	return 0;
 }
 
+static void log_append(char **log, size_t *len, const char *line, int n)
+{
+	char *p = realloc(*log, *len + n + 1);
+
+	if (!p)
+		return;
+	memcpy(p + *len, line, n + 1);
+	*log = p;
+	*len += n;
+}
+
 static void runs_append(int64_t t0, int64_t t1, int dev, unsigned cpu, enum ifs_result r,
 			uint64_t details)
 {
 	char line[128];
 	int n = snprintf(line, sizeof(line), "%lld %lld intel_ifs_%d %u %s %#llx\n", (long long)t0,
 			 (long long)t1, dev, cpu, ifs_result_name(r), (unsigned long long)details);
-	char *p = realloc(F.runs, F.runs_len + n + 1);
 
-	if (!p)
-		return;
-	memcpy(p + F.runs_len, line, n + 1);
-	F.runs = p;
-	F.runs_len += n;
+	log_append(&F.runs, &F.runs_len, line, n);
 }
 
 static int run_test(int dev, unsigned cpu)
 {
 	struct fdev *d = &F.dev[dev];
-	const struct step *st;
+	const struct step *st = NULL;
+	struct step corrupt = {.kind = R_CORRUPT};
 	enum ifs_result res;
 	uint64_t word;
 	int64_t t0, t1;
+	unsigned ms;
 	int rc = 0;
 
+	/* run_test_store: kstrtouint, cpu >= nr_cpu_ids */
 	if (cpu >= F.cpus)
 		return -EINVAL;
 	/* A second writer, on any device, waits here (ifs_sem). */
 	pthread_mutex_lock(&F.ifs_sem);
 	pthread_mutex_lock(&F.state);
-	if (!F.online[cpu])
-		rc = -EINVAL;
-	else if (dev != IFS_TEST_ARRAY && !d->loaded)
+	if (!F.online[cpu]) {
+		rc = -EINVAL; /* do_core_test: !cpu_online(cpu) */
+	} else if (dev != IFS_TEST_ARRAY && !d->loaded) {
 		rc = -EPERM;
-	else {
+	} else {
 		struct script *sc = &d->core[cpu_core(cpu)];
 
 		st = script_next(sc->n ? sc : &d->def);
+		if (st->kind == R_EINTR)
+			rc = -EINTR; /* down_interruptible: a signal while waiting */
+		else if (d->corrupt)
+			st = &corrupt; /* the image stays bad until reloaded */
+		else if (st->kind == R_CORRUPT)
+			d->corrupt = true;
 	}
+	ms = d->run_ms ? d->run_ms : F.scan_ms;
 	pthread_mutex_unlock(&F.state);
 	if (rc) {
 		pthread_mutex_unlock(&F.ifs_sem);
 		return rc;
 	}
 	t0 = now_ms();
-	usleep(F.scan_ms * 1000);
+	usleep(ms * 1000);
 	t1 = now_ms();
-	step_result(dev, st, &res, &word);
+	step_result(dev, d, st, &res, &word);
 	pthread_mutex_lock(&F.state);
 	d->status = res;
 	d->details = word;
@@ -648,23 +852,48 @@ static int run_test(int dev, unsigned cpu)
 	return 0;
 }
 
+/* current_batch_store -> ifs_load_firmware: loads the batch even if it is
+ * the one loaded; a failure leaves no image (ifsd->loaded = ret == 0). */
 static int load_batch(int dev, unsigned batch)
 {
 	struct fdev *d = &F.dev[dev];
-	int rc = -ENOENT;
+	enum load_kind k = L_OK;
+	bool present = false;
+	int64_t t0, t1;
+	char line[96];
+	int rc, n;
 
 	if (batch > 0xff)
 		return -EINVAL;
 	pthread_mutex_lock(&F.ifs_sem);
 	pthread_mutex_lock(&F.state);
-	d->batch = batch;
-	d->loaded = false;
-	for (unsigned i = 0; i < d->n_batches; i++) {
-		if (d->batches[i] == batch) {
-			d->loaded = true;
-			rc = 0;
-		}
+	if (d->n_load) {
+		k = d->load[d->next_load];
+		if (d->next_load + 1 < d->n_load)
+			d->next_load++;
 	}
+	pthread_mutex_unlock(&F.state);
+	if (k == L_EINTR) { /* down_interruptible: nothing changed */
+		pthread_mutex_unlock(&F.ifs_sem);
+		return -EINTR;
+	}
+	for (unsigned i = 0; i < d->n_batches; i++)
+		present |= d->batches[i] == batch;
+	t0 = now_ms();
+	/* request_firmware_direct fails fast; authenticating a present image
+	 * (hash copy, every chunk, every package) takes load_ms. */
+	if (present)
+		usleep(F.load_ms * 1000);
+	t1 = now_ms();
+	rc = !present ? -ENOENT : k == L_EIO ? -EIO : k == L_EINVAL ? -EINVAL : 0;
+	pthread_mutex_lock(&F.state);
+	d->batch = batch;
+	d->loaded = rc == 0;
+	if (!rc)
+		d->corrupt = false;
+	n = snprintf(line, sizeof(line), "%lld %lld intel_ifs_%d %u %d\n", (long long)t0,
+		     (long long)t1, dev, batch, -rc);
+	log_append(&F.loads, &F.loads_len, line, n);
 	pthread_mutex_unlock(&F.state);
 	pthread_mutex_unlock(&F.ifs_sem);
 	return rc;
@@ -718,12 +947,57 @@ static const struct fuse_operations fake_ops = {
     .truncate = fake_truncate,
 };
 
+/* Refuses a script step the device's driver code cannot produce. */
+static int scripts_check(const char *prog)
+{
+	for (int dev = 0; dev < MAX_DEVS; dev++) {
+		const struct fdev *d = &F.dev[dev];
+
+		for (int c = -1; c < MAX_CPUS; c++) {
+			const struct script *sc = c < 0 ? &d->def : &d->core[c];
+
+			for (unsigned i = 0; i < sc->n; i++) {
+				if (step_possible(dev, d, sc->steps[i].kind))
+					continue;
+				fprintf(stderr,
+					"%s: device.%d %s: step %u is no word the driver makes for "
+					"this test\n",
+					prog, dev, c < 0 ? "default" : "core.N", i + 1);
+				return -EINVAL;
+			}
+		}
+	}
+	return 0;
+}
+
+static void usage(const char *prog)
+{
+	fprintf(
+	    stderr,
+	    "usage: %s [-f] CONFIG.ini MOUNTPOINT [fuse options]\n"
+	    "  -f  stay in the foreground (no daemonizing): `%s -f ... &` leaves $! = its pid\n",
+	    prog, prog);
+}
+
 int main(int argc, char **argv)
 {
-	int rc;
+	char **fargv = calloc(argc + 1, sizeof(*fargv));
+	const char *config = NULL;
+	int rc, fargc = 0;
 
-	if (argc < 3) {
-		fprintf(stderr, "usage: %s CONFIG.ini MOUNTPOINT [-f] [fuse options]\n", argv[0]);
+	if (!fargv)
+		return 1;
+	/* The first argument that is no option is the config; everything else,
+	 * -f included, goes to fuse_main in its order. */
+	fargv[fargc++] = argv[0];
+	for (int i = 1; i < argc; i++) {
+		if (!config && argv[i][0] != '-')
+			config = argv[i];
+		else
+			fargv[fargc++] = argv[i];
+	}
+	if (!config || fargc < 2) {
+		usage(argv[0]);
 		return 2;
 	}
 	for (unsigned i = 0; i < MAX_CPUS; i++)
@@ -735,10 +1009,12 @@ int main(int argc, char **argv)
 	for (int d = 0; d < MAX_DEVS; d++) {
 		parse_script("pass", &F.dev[d].def);
 		F.dev[d].status = IFS_RESULT_UNTESTED; /* SCAN_NOT_TESTED until a run */
+		F.dev[d].chunks = 16;
+		F.dev[d].max_bundle = 7;
 	}
-	rc = ini_parse(argv[1], fake_ini_line, NULL);
+	rc = ini_parse(config, fake_ini_line, NULL);
 	if (rc) {
-		fprintf(stderr, "%s: %s line %d: bad or unknown setting\n", argv[0], argv[1], rc);
+		fprintf(stderr, "%s: %s line %d: bad or unknown setting\n", argv[0], config, rc);
 		return 2;
 	}
 	if (!F.cpus || F.cpus > MAX_CPUS || !F.tpc || F.cpus % F.tpc || !F.packages ||
@@ -747,10 +1023,14 @@ int main(int argc, char **argv)
 			argv[0]);
 		return 2;
 	}
+	if (F.dev[IFS_TEST_SCAN].scan_gen == 0 && F.dev[IFS_TEST_SCAN].chunks > 0xff) {
+		fprintf(stderr, "%s: scan_gen 0 has 8-bit chunk fields: chunks <= 255\n", argv[0]);
+		return 2;
+	}
+	if (scripts_check(argv[0]))
+		return 2;
 	F.cores = F.cpus / F.tpc;
 	F.online[0] = true; /* cpu0 cannot go offline here */
 	build_tree();
-	/* fuse_main gets argv without the config file. */
-	argv[1] = argv[0];
-	return fuse_main(argc - 1, argv + 1, &fake_ops, NULL);
+	return fuse_main(fargc, fargv, &fake_ops, NULL);
 }

@@ -40,6 +40,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	ifs_details_decode((enum ifs_test)(data[0] % (IFS_TEST_MAX + 1)), raw, &d);
 	if (!d.error_name || !d.reason || (unsigned)d.result >= IFS_RESULT_MAX)
 		abort();
+	/* Any errno from either file, at open or at write, is named. */
+	{
+		struct ifs_write_error we;
+
+		ifs_write_error_describe((enum ifs_file)(data[0] & 1), data[0] & 2,
+					 -(int)(raw % 200), &we);
+		if (!we.file || !we.name || !we.reason)
+			abort();
+	}
 	free(s);
 	return 0;
 }

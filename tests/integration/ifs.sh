@@ -72,13 +72,15 @@ default = pass
 image_version = none
 batches = 1,2
 INI
-"$FAKE" "$T/fake.ini" "$T/mnt" -f >"$T/fake.log" 2>&1 &
+"$FAKE" -f "$T/fake.ini" "$T/mnt" >"$T/fake.log" 2>&1 &
 FAKE_PID=$!
 on_exit "fusermount3 -u $T/mnt || fusermount3 -uz $T/mnt; wait $FAKE_PID 2>/dev/null"
 # The agent may be inside a run_test write: stop it before unmounting.
 on_exit '[ -z "$AGENT_PID" ] || { kill -9 "$AGENT_PID"; wait "$AGENT_PID"; } 2>/dev/null'
 fake_up() { [ -e "$T/mnt/devices/virtual/misc/intel_ifs_0/status" ]; }
 wait_for 10 fake_up || fail "ifs_fake did not mount: $(cat "$T/fake.log")"
+# -f: the fake stays in the foreground, so $! is the fake itself (issue 12).
+assert_eq "\$! of ifs_fake -f" ifs_fake "$(cat "/proc/$FAKE_PID/comm" 2>/dev/null)"
 
 # The fake behaves like the driver: two writers on two devices are
 # serialised (the second blocks, it is not refused), an offline or unknown
@@ -96,6 +98,16 @@ err=$( (echo 1 >"$M/intel_ifs_2/run_test") 2>&1)
 [[ $err == *"not permitted"* ]] || fail "no image not EPERM: $err"
 assert_eq "image_version without image" none "$(cat "$M/intel_ifs_2/image_version")"
 pass "the fake serialises writers across devices (${ms} ms for two runs), EINVAL, EPERM"
+# The kernel removes an offline CPU's topology directory and drops it from
+# its siblings' lists (topology_remove_dev, remove_siblinginfo).
+C=$T/mnt/devices/system/cpu
+echo 0 >"$C/cpu7/online"
+[ -e "$C/cpu7/topology" ] && fail "cpu7/topology still there while cpu7 is offline"
+assert_eq "siblings of cpu3 with cpu7 offline" 3 "$(cat "$C/cpu3/topology/thread_siblings_list")"
+echo 1 >"$C/cpu7/online"
+assert_eq "cpu7 back: core_id" 1 "$(cat "$C/cpu7/topology/core_id")"
+assert_eq "siblings of cpu3 with cpu7 online" 3,7 "$(cat "$C/cpu3/topology/thread_siblings_list")"
+pass "an offline CPU has no topology directory, as in the kernel"
 
 # ---- phase 1: scheduler on, admin on ----
 # 4 cores x 2 tests over 8 s: one run a second. cpu 5 is denied, so package
@@ -384,12 +396,22 @@ echo 0 >"$T/mnt/devices/system/cpu/cpu2/online"
 echo 0 >"$T/mnt/devices/system/cpu/cpu6/online"
 offline_seen() { [ "$(api GET /api/v1/ifs/cores | jq '[.data[] | select(.package == 1 and .core == 0) | .online][0]')" = false ]; }
 wait_for 10 offline_seen || fail "offline core not seen: $(api GET /api/v1/ifs/cores)"
+# The collector saw core 2 online: it remembers its threads, offline.
+assert_eq "remembered offline core" '{"cpus":[2,6],"online":false}' \
+	"$(api GET /api/v1/ifs/cores | jq -c '.data[] | select(.package == 1 and .core == 0) | {cpus, online}')"
 stop_agent
 sed -i 's/^admin = false/admin = true/' "$T/sysobsd.ini"
 start_agent
-post '{"cpus":[2]}' >/dev/null
-assert_eq "POST on an offline core" 409 "$HTTP_CODE"
-pass "an offline core is reported and cannot be requested"
+# After a restart, sysfs alone says cpu 2 is offline and nothing of its
+# core (its topology is gone): the core is unknown, the CPU is refused.
+post '{"cpus":[2]}' >"$T/err.json"
+assert_eq "POST on an offline CPU" 409 "$HTTP_CODE"
+grep -q 'CPU 2 is offline and its core unknown' "$T/err.json" || fail "offline CPU message: $(cat "$T/err.json")"
+assert_eq "cores after restart with core 2 offline" '[]' \
+	"$(api GET /api/v1/ifs/cores | jq -c '[.data[] | select(.package == 1 and .core == 0)]')"
+post '{"cores":[{"package":1,"core":0}]}' >/dev/null
+assert_eq "POST on a core not seen online" 400 "$HTTP_CODE"
+pass "an offline CPU is reported and cannot be requested; its core is unknown after a restart"
 post '{"cores":[{"package":1,"core":1}],"tests":["array"]}' >"$T/post.json"
 assert_eq "POST with the scheduler off" 202 "$HTTP_CODE"
 sid=$(jq -r '.scans[0].scan_id' "$T/post.json")
@@ -450,3 +472,154 @@ rc=$?
 assert_eq "exit status on a bad CPU list" 2 "$rc"
 grep -q 'allow_cpus' "$T/bad.log" || fail "error does not name the key: $(cat "$T/bad.log")"
 pass "a bad allow_cpus is refused at start with the key named"
+
+# ---- phase 5: the driver paths a faithful fake now has ----
+# One more fake: 16-bit chunk fields (scan gen2, 1000 chunks), array BIST
+# gen1 (pass/fail in bit 0), SBAF runs of 1.5 s (longer than the ~1 s sysobs
+# once assumed) ending interrupted the only way the driver reports it (status
+# 2 with 0xFE), a corrupted scan image (error 0xB until reloaded), an EINTR,
+# error code 6, 300 ms image loads failing with EIO then EINVAL.
+mkdir -p "$T/mnt2"
+cat >"$T/fake2.ini" <<'INI'
+[fake]
+cpus = 4
+threads_per_core = 1
+scan_ms = 50
+load_ms = 300
+devices = 0,1,2
+[device.0]
+image_version = 0x9000
+batch = 1
+batches = 1,2,3
+load = ok,eio,einval,ok
+scan_gen = 2
+chunks = 1000
+core.0 = corrupt,pass
+core.1 = eintr,pass
+core.2 = fail
+core.3 = untested:6,pass
+[device.1]
+array_gen = 1
+core.1 = fail
+[device.2]
+image_version = 0x100
+batch = 1
+batches = 1
+scan_ms = 1500
+default = intr
+INI
+"$FAKE" -f "$T/fake2.ini" "$T/mnt2" >"$T/fake2.log" 2>&1 &
+FAKE2_PID=$!
+on_exit "fusermount3 -u $T/mnt2 || fusermount3 -uz $T/mnt2; wait $FAKE2_PID 2>/dev/null"
+on_exit '[ -z "$AGENT_PID" ] || { kill -9 "$AGENT_PID"; wait "$AGENT_PID"; } 2>/dev/null'
+fake2_up() { [ -e "$T/mnt2/devices/virtual/misc/intel_ifs_0/status" ]; }
+wait_for 10 fake2_up || fail "second ifs_fake did not mount: $(cat "$T/fake2.log")"
+# A script step the driver cannot produce is refused: SBAF has no control_error.
+printf '[fake]\ndevices = 2\n[device.2]\ndefault = control\n' >"$T/bad-fake.ini"
+"$FAKE" -f "$T/bad-fake.ini" "$T/mnt-bad" >"$T/bad-fake.log" 2>&1 && fail "fake accepted an SBAF control error"
+grep -q 'no word the driver makes' "$T/bad-fake.log" || fail "bad fake config: $(cat "$T/bad-fake.log")"
+
+cat >"$T/sysobsd.ini" <<INI
+[agent]
+sysfs_root = $T/mnt2
+log_level = debug
+[http]
+listen = 127.0.0.1:0
+admin = true
+[storage]
+path = $T/sysobs5.db
+batch_ms = 50
+[collector.ifs]
+schedule = false
+poll = 200ms
+retry_backoff = 100ms
+[collector.drops]
+enabled = false
+[collector.cachefiles]
+enabled = false
+[collector.mptcp]
+enabled = false
+INI
+start_agent
+# scan_one CPU TEST: POSTs one scan, waits for its final row, leaves its rows
+# oldest first in $T/rows.json and its id in $sid.
+scan_one() {
+	post "{\"cpus\":[$1],\"tests\":[\"$2\"]}" >"$T/post.json"
+	[ "$HTTP_CODE" = 202 ] || fail "POST cpu $1 $2: $HTTP_CODE $(cat "$T/post.json")"
+	sid=$(jq -r '.scans[0].scan_id' "$T/post.json")
+	wait_for 15 api_row_final || fail "scan $sid ($2 on cpu $1) never recorded"
+	rows "&scan_id=$sid" | jq -c '.data | reverse' >"$T/rows.json"
+}
+# The final row of scan $sid is there (a reload retry makes a second one).
+api_row_final() {
+	local r
+	r=$(rows "&scan_id=$sid" | jq -c '.data')
+	[ "$(jq length <<<"$r")" -ge 1 ] && { [ "$(jq -r '.[0].error_name' <<<"$r")" != corrupted_chunk ] ||
+		[ "$(jq -r '.[0].reloaded' <<<"$r")" = true ]; }
+}
+
+# Corrupted image: reloaded once (current_batch written with the same batch),
+# then the retry passes.
+scan_one 0 scan
+r=$(jq -c '[.[] | [.status, .error_name, .reloaded]]' "$T/rows.json")
+assert_eq "corrupted image: reload, retry" '[["untested","corrupted_chunk",false],["pass","none",true]]' "$r"
+assert_eq "reloads of batch 1" 1 "$(awk '$3 == "intel_ifs_0" && $4 == 1 && $5 == 0' "$T/mnt2/fake_loads" | wc -l)"
+ld=$(awk '$3 == "intel_ifs_0" { print $2 - $1; exit }' "$T/mnt2/fake_loads")
+assert_ge "load latency (ms)" 290 "$ld"
+assert_eq "reloads metric" 1 "$(metric 'sysobs_ifs_image_reloads_total{test="scan",result="ok"}')"
+pass "a corrupted scan image (error 0xB) is reloaded once (${ld} ms) and the retry passes"
+
+# EINTR from run_test: an error from run_test, not a test result.
+scan_one 1 scan
+r=$(jq -c '.[0] | [.status, .error_name, .error_file, .write_errno]' "$T/rows.json")
+assert_eq "EINTR row" '["error","interrupted","run_test",4]' "$r"
+# Gen2 scan word: chunk fields 16 bits wide (chunk 312 of 1000).
+scan_one 2 scan
+r=$(jq -c '.[0] | [.status, .details, .chunk_num, .chunk_stop_index, .signature_error]' "$T/rows.json")
+assert_eq "gen2 fail row" '["fail","0x8000000003e70138",312,999,true]' "$r"
+# Error code 6: retryable.
+scan_one 3 scan
+r=$(jq -c '.[0] | [.status, .error_name, .retryable]' "$T/rows.json")
+assert_eq "code 6 row" '["untested","core_not_capable_currently",true]' "$r"
+# Array BIST gen1: fail in bit 0.
+scan_one 1 array
+r=$(jq -c '.[0] | [.status, .details, .error_name, .ctrl_result]' "$T/rows.json")
+assert_eq "array gen1 fail row" '["fail","0x1","array_fail",false]' "$r"
+pass "EINTR, 16-bit chunk fields, code 6 retryable, array gen1 fail: each recorded as the driver reports it"
+
+# A 1.5 s SBAF run: the API stays responsive while it runs, and its word is
+# one the driver makes (interrupted: status 2 with 0xFE, never with 0).
+post '{"cpus":[0],"tests":["sbaf"]}' >"$T/post.json"
+sid=$(jq -r '.scans[0].scan_id' "$T/post.json")
+sleep 0.5
+t0=$(date +%s%N)
+api GET /api/v1/ifs/cores >/dev/null
+cores_ms=$((($(date +%s%N) - t0) / 1000000))
+assert_eq "GET during a long run" 200 "$HTTP_CODE"
+[ "$cores_ms" -lt 500 ] || fail "GET /api/v1/ifs/cores took $cores_ms ms during a run"
+wait_for 10 api_row_final || fail "SBAF scan $sid never recorded"
+r=$(rows "&scan_id=$sid" | jq -c '.data[0] | [.status, .details, .error_name, .sbaf_status, .retryable]')
+assert_eq "SBAF interrupted row" '["untested","0x800000fe00004002","sw_partial_completion",2,true]' "$r"
+d=$(rows "&scan_id=$sid" | jq -r '.data[0].duration_ns')
+assert_ge "SBAF run duration_ns" 1500000000 "$d"
+stop_agent
+pass "a 1.5 s SBAF run is recorded ($((d / 1000000)) ms); GET answered in ${cores_ms} ms meanwhile"
+
+# Batch rotation on the scheduler: batch 2's load fails authentication
+# (EIO), batch 3's image is refused (EINVAL); both are named from
+# current_batch and skipped, and batch 1 loads again.
+sed -i -e 's/^schedule = false/schedule = true\ninterval = 1s\nallow_cpus = 0\nrotate_batches = 1-3/' \
+	"$T/sysobsd.ini"
+since=$(date +%s.%N)
+start_agent
+loads() {
+	rows "&start=$since&test=scan&result=error" |
+		jq -c '[.data | reverse | .[] | [.error_name, .error_file, .write_errno, .batch]] | unique'
+}
+rot5() { [ "$(loads)" = '[["image_auth_failed","current_batch",5,null],["image_invalid","current_batch",22,null]]' ] &&
+	rows "&start=$since&test=scan&result=pass" | jq -e '[.data[].batch] | index(1)' >/dev/null; }
+wait_for 40 rot5 || fail "load errors: $(loads) rows: $(rows "&start=$since&test=scan" | jq -c '[.data[] | [.status, .batch, .error_name]]')"
+reason=$(rows "&start=$since&test=scan&result=error" | jq -r '[.data[] | select(.error_name == "image_auth_failed")][0].reason')
+[[ $reason == current_batch:* ]] || fail "reason does not name the file: $reason"
+stop_agent
+pass "image loads failing with EIO and EINVAL are named from current_batch and their batches skipped"

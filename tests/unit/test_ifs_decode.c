@@ -119,7 +119,7 @@ static void test_scan_codes(void **state)
 	    {0x3, "power_mgmt_inadequate", true},
 	    {0x4, "invalid_chunk_range", false},
 	    {0x5, "mismatch_arguments_between_threads", false},
-	    {0x6, "core_not_capable_currently", false},
+	    {0x6, "core_not_capable_currently", true}, /* issue 13: OpenDCDiag retries it */
 	    {0x7, "unassigned_0x7", false},
 	    {0x8, "exceed_threads_concurrent", true},
 	    {0x9, "interrupted_during_execution", true},
@@ -229,7 +229,7 @@ static void test_sbaf_layout(void **state)
 	    {0x3, "unassigned_0x3", false},
 	    {0x4, "invalid_bundle_index", false},
 	    {0x5, "mismatch_arguments_between_threads", false},
-	    {0x6, "core_not_capable_currently", false},
+	    {0x6, "core_not_capable_currently", true},
 	    {0x7, "unassigned_0x7", false},
 	    {0x8, "exceed_threads_concurrent", true},
 	    {0x9, "interrupted_during_execution", true},
@@ -245,6 +245,87 @@ static void test_sbaf_layout(void **state)
 		assert_string_equal(d.error_name, want[i].name);
 		assert_int_equal(d.retryable, want[i].retryable);
 	}
+}
+
+/* Issue 13: a failed write is named from the file and the errno it came
+ * from (sysfs.c, load.c, runtest.c), and says which file. */
+static void test_write_errors(void **state)
+{
+	static const struct {
+		enum ifs_file f;
+		bool at_open;
+		int err;
+		const char *name;
+		bool retryable, batch_bad;
+	} cases[] = {
+	    /* run_test_store: kstrtouint / cpu >= nr_cpu_ids, do_core_test: offline */
+	    {IFS_FILE_RUN_TEST, false, -EINVAL, "cpu_invalid_or_offline", false, false},
+	    /* do_core_test: !ifsd->loaded */
+	    {IFS_FILE_RUN_TEST, false, -EPERM, "no_image", false, false},
+	    /* down_interruptible(&ifs_sem) */
+	    {IFS_FILE_RUN_TEST, false, -EINTR, "interrupted", true, false},
+	    /* no run_test at all: the device went away */
+	    {IFS_FILE_RUN_TEST, true, -ENOENT, "device_missing", false, false},
+	    {IFS_FILE_RUN_TEST, false, -EIO, "write_error", false, false},
+	    /* ifs_load_firmware: request_firmware_direct */
+	    {IFS_FILE_CURRENT_BATCH, false, -ENOENT, "batch_missing", false, true},
+	    /* batch > 0xff, image_sanity_check, validate_ifs_metadata */
+	    {IFS_FILE_CURRENT_BATCH, false, -EINVAL, "image_invalid", false, true},
+	    /* hash copy or chunk authentication */
+	    {IFS_FILE_CURRENT_BATCH, false, -EIO, "image_auth_failed", false, true},
+	    {IFS_FILE_CURRENT_BATCH, false, -EINTR, "interrupted", true, false},
+	    /* 5.19 has `reload`, not current_batch */
+	    {IFS_FILE_CURRENT_BATCH, true, -ENOENT, "no_current_batch", false, false},
+	};
+	unsigned wrong = 0;
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct ifs_write_error e;
+		const char *file = cases[i].f == IFS_FILE_RUN_TEST ? "run_test" : "current_batch";
+
+		ifs_write_error_describe(cases[i].f, cases[i].at_open, cases[i].err, &e);
+		if (strcmp(e.name, cases[i].name) || strcmp(e.file, file) ||
+		    e.retryable != cases[i].retryable || e.batch_bad != cases[i].batch_bad) {
+			print_message("%s %s %d: %s (retryable %d, batch_bad %d), want %s\n", file,
+				      cases[i].at_open ? "open" : "write", cases[i].err, e.name,
+				      e.retryable, e.batch_bad, cases[i].name);
+			wrong++;
+		}
+		assert_non_null(e.reason);
+	}
+	print_message("%u of %zu write errors mislabelled\n", wrong,
+		      sizeof(cases) / sizeof(cases[0]));
+	assert_int_equal(wrong, 0);
+}
+
+/* Issue 13: which words ask for an image reload (runtest.c: scan
+ * message_not_tested "Reloading the image may fix this issue" for
+ * control_error, IFS_CORRUPTED_CHUNK "Try reloading"; SBAF
+ * IFS_SBAF_INVALID_BUNDLE_INDEX "Reload test image", IFS_SBAF_CORRUPTED_CHUNK). */
+static void test_reload_words(void **state)
+{
+	struct ifs_details d;
+
+	ifs_details_decode(IFS_TEST_SCAN, ifs_scan_word(0, 15, 0, true, false), &d);
+	assert_true(d.reload);
+	ifs_details_decode(IFS_TEST_SCAN, ifs_scan_word(3, 15, 0xB, false, false), &d);
+	assert_true(d.reload);
+	assert_string_equal(d.error_name, "corrupted_chunk");
+	/* A signature error is a failed core, not an image problem. */
+	ifs_details_decode(IFS_TEST_SCAN, ifs_scan_word(3, 15, 0, true, true), &d);
+	assert_false(d.reload);
+	ifs_details_decode(IFS_TEST_SCAN, ifs_scan_word(3, 15, 0x4, false, false), &d);
+	assert_false(d.reload);
+	ifs_details_decode(IFS_TEST_SBAF, ifs_sbaf_word(2, 0, 0x4, false, 0), &d);
+	assert_true(d.reload);
+	ifs_details_decode(IFS_TEST_SBAF, ifs_sbaf_word(2, 0, 0xB, false, 0), &d);
+	assert_true(d.reload);
+	ifs_details_decode(IFS_TEST_SBAF, ifs_sbaf_word(2, 0, 0xA, false, 0), &d);
+	assert_false(d.reload);
+	ifs_details_decode(IFS_TEST_SBAF, ifs_sbaf_word(2, 0, 0xB, false, 1), &d);
+	assert_false(d.reload); /* signature fail wins, as in the driver */
+	ifs_details_decode(IFS_TEST_ARRAY, 0x8000000000000000ULL, &d);
+	assert_false(d.reload);
 }
 
 static void test_cpulist(void **state)
@@ -267,9 +348,10 @@ static void test_cpulist(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_sysfs_text),	cmocka_unit_test(test_scan_layout),
-	    cmocka_unit_test(test_scan_codes),	cmocka_unit_test(test_array_layout),
-	    cmocka_unit_test(test_sbaf_layout), cmocka_unit_test(test_cpulist),
+	    cmocka_unit_test(test_sysfs_text),	 cmocka_unit_test(test_scan_layout),
+	    cmocka_unit_test(test_scan_codes),	 cmocka_unit_test(test_array_layout),
+	    cmocka_unit_test(test_sbaf_layout),	 cmocka_unit_test(test_cpulist),
+	    cmocka_unit_test(test_write_errors), cmocka_unit_test(test_reload_words),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -181,6 +181,95 @@ static void test_hourly_cap(void **state)
 	ifs_sched_free(&s);
 }
 
+/* Issue 13: one run longer than the whole cap (SBAF may take 2 s plus a
+ * bundle, a writer may wait on ifs_sem) must not stop scanning for good.
+ * Cap 2 s, a 2.2 s run, then ten simulated hours asked every second. */
+static void test_hourly_cap_long_run(void **state)
+{
+	struct ifs_sched_config cfg = {
+	    .periodic = true,
+	    .interval_ns = 10 * SEC,
+	    .max_scan_ns_per_hour = 2 * SEC,
+	};
+	struct ifs_sched s;
+	struct ifs_job j;
+	int64_t t, wake, api_start = -1;
+	int later = 0;
+
+	setup(&s, &cfg, 2, SCAN);
+	assert_int_equal(run_one(&s, 0, 2200 * MS, IFS_OUT_DONE, NULL), 0);
+	assert_int_equal(ifs_sched_request(&s, 1, IFS_TEST_SCAN, 7, -1), 0);
+	for (t = 3 * SEC; t < 10 * HOUR; t += SEC) {
+		if (ifs_sched_next(&s, t, &j, &wake))
+			continue;
+		if (j.by == IFS_BY_API && api_start < 0)
+			api_start = t;
+		ifs_sched_done(&s, &j, t, t + 200 * MS, IFS_OUT_DONE);
+		later++;
+	}
+	print_message("cap 2 s, one 2.2 s run: %d later runs in 10 h, API request after %lld s\n",
+		      later, (long long)(api_start < 0 ? -1 : api_start / SEC));
+	/* The API request runs once the long run leaves the window (an hour
+	 * after it ended), and the periodic scans go on, ten 200 ms runs per
+	 * hour. */
+	assert_true(api_start > 0 && api_start <= HOUR + 3 * SEC);
+	assert_true(later >= 9 * 10);
+	ifs_sched_free(&s);
+}
+
+/* Issue 13: a result asking for an image reload is run once more right
+ * away with job.reload, for the scheduler and for API requests; a second
+ * such result is final. Before, the collector reported it as a final
+ * result: no reload, the core's next attempt one interval later. */
+static void test_reload_once_then_retry(void **state)
+{
+	struct ifs_sched_config cfg = {
+	    .periodic = true,
+	    .interval_ns = 24 * HOUR,
+	    .retry_max = 3,
+	    .retry_backoff_ns = 60 * SEC,
+	};
+	struct ifs_sched s;
+	struct ifs_job j;
+	int64_t wake;
+	unsigned reloads = 0;
+
+	setup(&s, &cfg, 2, SCAN);
+	assert_int_equal(run_one(&s, 0, 200 * MS, IFS_OUT_RELOAD, &j), 0);
+	assert_false(j.reload);
+	/* Right away, the same core, reloading first; not a retry. */
+	assert_int_equal(ifs_sched_next(&s, 200 * MS, &j, &wake), 0);
+	assert_int_equal(j.core, 0);
+	assert_true(j.reload);
+	assert_int_equal(j.attempt, 0);
+	reloads += j.reload;
+	/* Still corrupted after the reload: final for this interval. */
+	ifs_sched_done(&s, &j, 200 * MS, 400 * MS, IFS_OUT_RELOAD);
+	assert_int_equal(ifs_sched_next(&s, SEC, &j, &wake), -EAGAIN);
+	assert_true(wake == 12 * HOUR); /* core 1's first run */
+	assert_int_equal(run_one(&s, 12 * HOUR, 200 * MS, IFS_OUT_DONE, &j), 1);
+	assert_false(j.reload);
+
+	/* An API request: the reload retry keeps its scan id and goes first. */
+	assert_int_equal(ifs_sched_request(&s, 1, IFS_TEST_SCAN, 77, 3), 0);
+	assert_int_equal(ifs_sched_request(&s, 0, IFS_TEST_SCAN, 78, -1), 0);
+	assert_int_equal(run_one(&s, 13 * HOUR, 200 * MS, IFS_OUT_RELOAD, &j), 1);
+	assert_true(j.scan_id == 77);
+	assert_int_equal(ifs_sched_next(&s, 13 * HOUR + SEC, &j, &wake), 0);
+	assert_true(j.scan_id == 77);
+	assert_true(j.reload);
+	assert_int_equal(j.cpu, 3);
+	reloads += j.reload;
+	ifs_sched_done(&s, &j, 13 * HOUR + SEC, 13 * HOUR + 2 * SEC, IFS_OUT_DONE);
+	assert_int_equal(run_one(&s, 13 * HOUR + 3 * SEC, 200 * MS, IFS_OUT_DONE, &j), 0);
+	assert_true(j.scan_id == 78);
+	assert_false(j.reload);
+	print_message("2 results asking for a reload: %u reload retries, each 0 s later\n",
+		      reloads);
+	assert_int_equal(reloads, 2);
+	ifs_sched_free(&s);
+}
+
 static void test_retries_with_backoff(void **state)
 {
 	struct ifs_sched_config cfg = {
@@ -309,6 +398,48 @@ static void test_batch_rotation(void **state)
 	ifs_sched_free(&s);
 }
 
+/* Issue 13: only a real test (pass or fail) counts as a core's run of a
+ * batch: an untested result (retries exhausted, or final) or a failed
+ * write leaves the core out of the round, so the rotation waits for it. */
+static void test_rotation_counts_only_tested(void **state)
+{
+	struct ifs_sched_config cfg = {
+	    .periodic = true,
+	    .interval_ns = 2 * SEC,
+	    .retry_max = 0,
+	    .batches = {1, 2},
+	    .n_batches = 2,
+	};
+	struct ifs_sched s;
+	struct ifs_job j = {0};
+
+	setup(&s, &cfg, 2, SCAN);
+	assert_int_equal(run_one(&s, 0, MS, IFS_OUT_DONE, &j), 0);
+	assert_int_equal(j.batch, 1);
+	/* Core 1: busy (retryable, no retry left), then a write error. */
+	assert_int_equal(run_one(&s, SEC, MS, IFS_OUT_RETRY, &j), 1);
+	assert_int_equal(j.batch, 1);
+	assert_int_equal(run_one(&s, 2 * SEC, MS, IFS_OUT_DONE, &j), 0);
+	print_message("after core 1 untested: core 0 runs batch %d (1 = waits for core 1)\n",
+		      j.batch);
+	assert_int_equal(j.batch, 1);
+	assert_int_equal(run_one(&s, 3 * SEC + MS, MS, IFS_OUT_ERROR, &j), 1);
+	assert_int_equal(run_one(&s, 4 * SEC, MS, IFS_OUT_UNTESTED, &j), 0);
+	assert_int_equal(j.batch, 1);
+	/* Core 1 tests batch 1: the round is complete (core 0 passed it). */
+	assert_int_equal(run_one(&s, 5 * SEC + 2 * MS, MS, IFS_OUT_DONE, &j), 1);
+	assert_int_equal(j.batch, 1);
+	assert_int_equal(run_one(&s, 6 * SEC, MS, IFS_OUT_DONE, &j), 0);
+	assert_int_equal(j.batch, 2);
+
+	/* A batch that cannot load is skipped at once, for every core. */
+	assert_int_equal(run_one(&s, 7 * SEC + 3 * MS, MS, IFS_OUT_BATCH_ERROR, &j), 1);
+	assert_int_equal(j.batch, 2);
+	assert_int_equal(run_one(&s, 8 * SEC, MS, IFS_OUT_DONE, &j), 0);
+	assert_int_equal(j.batch, 1);
+	ifs_sched_free(&s);
+}
+
 static void test_topology_change_during_a_run(void **state)
 {
 	struct ifs_sched_config cfg = {.periodic = true, .interval_ns = 3 * HOUR};
@@ -349,10 +480,13 @@ int main(void)
 	    cmocka_unit_test(test_tests_interleaved),
 	    cmocka_unit_test(test_deny_and_allow),
 	    cmocka_unit_test(test_hourly_cap),
+	    cmocka_unit_test(test_hourly_cap_long_run),
+	    cmocka_unit_test(test_reload_once_then_retry),
 	    cmocka_unit_test(test_retries_with_backoff),
 	    cmocka_unit_test(test_offline_cpus),
 	    cmocka_unit_test(test_api_only_when_off),
 	    cmocka_unit_test(test_batch_rotation),
+	    cmocka_unit_test(test_rotation_counts_only_tested),
 	    cmocka_unit_test(test_topology_change_during_a_run),
 	};
 

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <cmocka.h>
@@ -113,10 +114,56 @@ static void test_topology(void **state)
 	ifs_topology_free(NULL);
 }
 
+/* Issue 13: the kernel removes cpuN/topology at hot-unplug. The collector
+ * remembers the core of a thread it saw online; one it never saw is only
+ * known to be offline. */
+static void test_topology_remember(void **state)
+{
+	struct ifs_topology before, after;
+	char rel[128];
+
+	cpu(0, NULL, 0, 0);
+	cpu(1, "1\n", 0, 1);
+	cpu(2, "1\n", 0, 0);
+	cpu(3, "1\n", 0, 1);
+	assert_int_equal(ifs_topology_read(root, &before), 0);
+	assert_int_equal(before.n_cores, 2);
+
+	/* cpu 2 (sibling of cpu 0) and both threads of core 1 go offline. */
+	for (int c = 1; c <= 3; c++) {
+		snprintf(rel, sizeof(rel), "rm -rf '%s/devices/system/cpu/cpu%d/topology'", root,
+			 c);
+		assert_int_equal(system(rel), 0);
+		snprintf(rel, sizeof(rel), "devices/system/cpu/cpu%d/online", c);
+		put(rel, "0\n");
+	}
+	assert_int_equal(ifs_topology_read(root, &after), 0);
+	assert_int_equal(after.n_cores, 1); /* what sysfs alone says */
+	assert_int_equal(after.cores[0].n_cpus, 1);
+	assert_true(ifs_cpu_isset(after.offline, 2) && ifs_cpu_isset(after.offline, 3));
+	assert_false(ifs_cpu_isset(after.offline, 0));
+
+	assert_int_equal(ifs_topology_remember(&after, &before), 0);
+	assert_int_equal(after.n_cores, 2);
+	assert_int_equal(after.cores[0].n_cpus, 2);
+	assert_int_equal(after.cores[0].cpus[1], 2);
+	assert_false(after.cores[0].online[1]);
+	assert_int_equal(after.cores[1].core_id, 1);
+	assert_int_equal(after.cores[1].n_cpus, 2);
+	assert_false(after.cores[1].online[0] || after.cores[1].online[1]);
+	assert_int_equal(after.cpu_core[3], 1);
+	/* Remembering twice adds nothing. */
+	assert_int_equal(ifs_topology_remember(&after, &before), 0);
+	assert_int_equal(after.cores[0].n_cpus, 2);
+	ifs_topology_free(&before);
+	ifs_topology_free(&after);
+}
+
 static void test_devices(void **state)
 {
 	char dir[512], path[600], buf[64];
 	unsigned mask;
+	bool at_open;
 	int fd;
 
 	assert_int_equal(ifs_devices_discover(root, &mask), -ENOENT);
@@ -130,26 +177,85 @@ static void test_devices(void **state)
 	/* The narrow write: the CPU number and a newline, in one write(). */
 	ifs_device_dir(root, 0, dir, sizeof(dir));
 	put("devices/virtual/misc/intel_ifs_0/run_test", "");
-	assert_int_equal(ifs_run_test(dir, 13), 0);
+	assert_int_equal(ifs_run_test(dir, 13, &at_open), 0);
 	snprintf(path, sizeof(path), "%s/run_test", dir);
 	assert_int_equal(ifs_read_text(path, buf, sizeof(buf)), 3);
 	assert_string_equal(buf, "13\n");
-	assert_int_equal(ifs_run_test(dir, -1), -EINVAL);
-	/* Never creates a file: a missing attribute is an error. */
-	assert_int_equal(ifs_load_batch(dir, 2), -ENOENT);
+	assert_int_equal(ifs_run_test(dir, -1, &at_open), -EINVAL);
+	assert_false(at_open);
+	/* Never creates a file: a missing attribute is an error, at open. */
+	assert_int_equal(ifs_load_batch(dir, 2, &at_open), -ENOENT);
+	assert_true(at_open);
 	put("devices/virtual/misc/intel_ifs_0/current_batch", "none\n");
-	assert_int_equal(ifs_load_batch(dir, 2), 0);
+	assert_int_equal(ifs_load_batch(dir, 2, &at_open), 0);
+	assert_false(at_open);
 	snprintf(path, sizeof(path), "%s/nope", dir);
-	assert_int_equal(ifs_run_test(path, 1), -ENOENT);
+	assert_int_equal(ifs_run_test(path, 1, &at_open), -ENOENT);
+	assert_true(at_open);
 	fd = ifs_read_text("/nonexistent/file", buf, sizeof(buf));
 	assert_int_equal(fd, -ENOENT);
+}
+
+static void worker_run(struct ifs_worker *w, int efd, const struct ifs_work *work,
+		       struct ifs_work_result *r)
+{
+	uint64_t n;
+
+	assert_int_equal(ifs_worker_submit(w, work), 0);
+	assert_int_equal(read(efd, &n, sizeof(n)), (ssize_t)sizeof(n));
+	assert_int_equal(ifs_worker_take(w, r), 0);
+}
+
+/* Issue 13: a reload writes current_batch even when that batch is loaded
+ * (the driver reloads it), then runs the test; without reload, the batch in
+ * place is not written again. */
+static void test_worker_reload(void **state)
+{
+	struct ifs_work work = {.job = {.cpu = 5, .batch = -1}};
+	struct ifs_work_result r;
+	char path[600], buf[64];
+	struct ifs_worker *w;
+	int efd = eventfd(0, EFD_CLOEXEC);
+
+	assert_true(efd >= 0);
+	put("devices/virtual/misc/intel_ifs_0/run_test", "");
+	put("devices/virtual/misc/intel_ifs_0/current_batch", "0x02\n");
+	ifs_device_dir(root, 0, work.dev_dir, sizeof(work.dev_dir));
+	w = ifs_worker_start(efd);
+	assert_non_null(w);
+
+	work.job.batch = 2; /* in place: not written */
+	worker_run(w, efd, &work, &r);
+	assert_int_equal(r.rc, 0);
+	assert_false(r.reloaded);
+	snprintf(path, sizeof(path), "%s/current_batch", work.dev_dir);
+	assert_true(ifs_read_text(path, buf, sizeof(buf)) > 0);
+	assert_string_equal(buf, "0x02\n");
+
+	work.job.batch = -1;
+	work.job.reload = true;
+	worker_run(w, efd, &work, &r);
+	assert_int_equal(r.rc, 0);
+	assert_true(r.reloaded);
+	assert_int_equal(r.batch_rc, 0);
+	assert_true(ifs_read_text(path, buf, sizeof(buf)) > 0);
+	/* The loaded batch, written again (over a plain file: no truncation). */
+	assert_memory_equal(buf, "2\n", 2);
+	snprintf(path, sizeof(path), "%s/run_test", work.dev_dir);
+	assert_true(ifs_read_text(path, buf, sizeof(buf)) > 0);
+	assert_memory_equal(buf, "5\n", 2);
+
+	ifs_worker_stop(w);
+	close(efd);
 }
 
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test_setup_teardown(test_topology, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_topology_remember, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_devices, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_worker_reload, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -582,7 +582,9 @@ static const struct real {
     {"ifs_scans",
      ", control_error INTEGER, signature_error INTEGER, array_bitmask INTEGER,"
      " array_bank INTEGER, ctrl_result INTEGER, bundle_idx INTEGER, pgm_idx INTEGER,"
-     " sbaf_status INTEGER, test_fail INTEGER",
+     " sbaf_status INTEGER, test_fail INTEGER"
+     /* issue 13: the file and errno of a failed write, the reload retry */
+     ", error_file TEXT, write_errno INTEGER, reloaded INTEGER",
      ", decoded TEXT"},
     {"cachefiles_slow", ""}, /* collectors/cachefiles/cachefiles.c */
 };
