@@ -180,8 +180,13 @@ enum {
 	IFS_M_FAILING,
 	IFS_M_IMAGE,
 	IFS_M_RELOADS,
+	IFS_M_DURATION,
 	IFS_M_N,
 };
+
+/* A run_test write lasts from ~0.5 s (scan, array) to 2 s plus a bundle
+ * (SBAF), plus any wait on the driver's lock. */
+static const double ifs_duration_bounds[] = {0.05, 0.1, 0.25, 0.5, 1, 2, 2.5, 5, 10, 30, 60};
 
 static const char *const ifs_scan_labels[] = {"test", "result", NULL};
 static const char *const ifs_core_labels[] = {"test", "package", "core", NULL};
@@ -208,6 +213,11 @@ static const struct metric_desc ifs_metrics[] = {
 		       "(scan control_error or error 0xB, SBAF error 0x4 or 0xB), by result: ok, "
 		       "error.",
 		       METRIC_KIND_COUNTER, ifs_scan_labels},
+    [IFS_M_DURATION] = {"sysobs_ifs_scan_duration_seconds",
+			"Time a run_test write took (the test, and any wait on the driver's "
+			"lock), by test; runs whose write failed are not observed.",
+			METRIC_KIND_HISTOGRAM, ifs_test_labels, ifs_duration_bounds,
+			sizeof(ifs_duration_bounds) / sizeof(ifs_duration_bounds[0])},
     [IFS_M_N] = {0},
 };
 
@@ -629,6 +639,12 @@ static void handle_result(struct ifs_priv *p, const struct ifs_work_result *r)
 	row.scan_id = (int64_t)job->scan_id;
 	row.cpu = job->cpu;
 	row.reloaded = r->reloaded;
+	if (!r->rc) {
+		const char *tv[] = {ifs_test_name(job->test)};
+
+		sink_observe(c->sink, sink_series(c->sink, p->m_duration, tv),
+			     (double)row.duration_ns / 1e9);
+	}
 	snprintf(row.device, sizeof(row.device), "intel_ifs_%d", job->test);
 	snprintf(row.test, sizeof(row.test), "%s", ifs_test_name(job->test));
 	snprintf(row.requested_by, sizeof(row.requested_by), "%s", requester_name(job->by));
@@ -904,7 +920,8 @@ static int ifs_start(struct collector *c)
 	p->m_failing = sink_family(k, &ifs_metrics[IFS_M_FAILING]);
 	p->m_image = sink_family(k, &ifs_metrics[IFS_M_IMAGE]);
 	p->m_reloads = sink_family(k, &ifs_metrics[IFS_M_RELOADS]);
-	if (!p->m_scans || !p->m_status || !p->m_last_ts || !p->m_failing || !p->m_image ||
+	p->m_duration = sink_family(k, &ifs_metrics[IFS_M_DURATION]);
+	if (!p->m_scans || !p->m_duration || !p->m_status || !p->m_last_ts || !p->m_failing || !p->m_image ||
 	    !p->m_reloads)
 		return -ENOMEM;
 

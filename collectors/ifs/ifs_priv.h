@@ -82,7 +82,8 @@ struct ifs_priv {
 	struct ifs_job cur;
 	int cur_package, cur_core_id; /* identity of cur.core at dispatch */
 
-	struct sink_family *m_scans, *m_status, *m_last_ts, *m_failing, *m_image, *m_reloads;
+	struct sink_family *m_scans, *m_status, *m_last_ts, *m_failing, *m_image, *m_reloads,
+	    *m_duration;
 };
 
 /* GET /api/v1/ifs/cores, POST /api/v1/ifs/scans (ifs_routes.c). */

@@ -14,6 +14,7 @@
 
 #include "collectors/ifs/ifs_sysfs.h"
 #include "collectors/ifs/ifs_worker.h"
+#include "collectors/privwrite.h"
 
 enum worker_state { W_IDLE, W_QUEUED, W_RUNNING, W_DONE };
 
@@ -28,25 +29,18 @@ struct ifs_worker {
 	struct ifs_work_result res;
 };
 
-/* Writes v to <dev_dir>/<file>. 0 or -errno; *at_open says the open failed. */
+/* Writes v to <dev_dir>/<file>: through the agent's privileged helper once
+ * it has dropped its privileges (collectors/privwrite.h). 0 or -errno;
+ * *at_open says the open failed. */
 static int write_number(const char *dev_dir, const char *file, unsigned v, bool *at_open)
 {
-	char path[PATH_MAX], buf[16];
-	int fd, n, rc = 0;
+	char path[PATH_MAX];
 
 	*at_open = false;
-	snprintf(path, sizeof(path), "%s/%s", dev_dir, file);
-	n = snprintf(buf, sizeof(buf), "%u\n", v);
-	fd = open(path, O_WRONLY | O_CLOEXEC);
-	if (fd < 0) {
-		*at_open = true;
-		return -errno;
-	}
+	if ((size_t)snprintf(path, sizeof(path), "%s/%s", dev_dir, file) >= sizeof(path))
+		return -ENAMETOOLONG;
 	/* The driver runs the whole test (or image load) inside this write(). */
-	if (write(fd, buf, n) != n)
-		rc = errno ? -errno : -EIO;
-	close(fd);
-	return rc;
+	return priv_write_number(path, v, at_open);
 }
 
 int ifs_run_test(const char *dev_dir, int cpu, bool *at_open)

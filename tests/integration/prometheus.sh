@@ -7,6 +7,9 @@
 #     for native ones;
 #   - without the flag it negotiates OpenMetrics 1.0.0 and gets the classic
 #     buckets; histogram_count() has nothing to work on;
+#   - histogram_quantile(0.99, rate(...[1m])) over the native buckets of
+#     the IFS scan duration answers inside the native bucket (schema 3) of
+#     the 300 ms every run_test write of the IFS fake takes;
 #   - a scrape job with params collect[]: [self] gets the self collector's
 #     families and the agent's own (process_*), nothing of another collector;
 #   - the text format passes promtool check metrics, the OpenMetrics text
@@ -21,10 +24,42 @@ PY=/usr/bin/python3
 $PY -c 'import prometheus_client.openmetrics.parser' 2>/dev/null ||
 	skip "needs python3-prometheus-client (scripts/deps.sh installs it)"
 
+# The IFS fake: every array BIST run blocks its run_test write for 300 ms.
+HAVE_IFS=
+FAKE=$SYSOBS_BUILD/tests/fakes/ifs_fake
+if [ "$(id -u)" = 0 ] && [ -c /dev/fuse ] && command -v fusermount3 >/dev/null && [ -x "$FAKE" ]; then
+	mkdir -p "$T/mnt"
+	cat >"$T/fake.ini" <<'INI'
+[fake]
+cpus = 2
+threads_per_core = 1
+packages = 1
+scan_ms = 300
+devices = 1
+[device.1]
+default = pass
+INI
+	"$FAKE" "$T/fake.ini" "$T/mnt" -f >"$T/fake.log" 2>&1 &
+	FAKE_PID=$!
+	on_exit "fusermount3 -u $T/mnt || fusermount3 -uz $T/mnt; wait $FAKE_PID 2>/dev/null"
+	fake_up() { [ -e "$T/mnt/devices/virtual/misc/intel_ifs_1/status" ]; }
+	wait_for 10 fake_up && HAVE_IFS=1
+fi
+# The agent may be inside a run_test write: stop it before unmounting.
+on_exit '[ -z "$AGENT_PID" ] || { kill -9 "$AGENT_PID"; wait "$AGENT_PID"; } 2>/dev/null'
 write_base_config
 cat >>"$T/sysobsd.ini" <<INI
 [collector.self]
 interval = 1s
+INI
+[ -z "$HAVE_IFS" ] || cat >>"$T/sysobsd.ini" <<INI
+[agent]
+sysfs_root = $T/mnt
+[collector.ifs]
+schedule = true
+interval = 1s
+poll = 100ms
+max_scan_seconds_per_hour = 3600
 INI
 start_agent
 
@@ -75,6 +110,23 @@ n=$(promq "$NATIVE" "$HQ" | jq -r '.[0].value[1]')
 assert_eq "classic Prometheus has no native histogram" 0 "$(promq "$CLASSIC" "$HQ" | jq 'length')"
 [ "$(promq "$CLASSIC" 'sysobs_http_request_duration_seconds_bucket{route="/metrics",le="+Inf"}' | jq 'length')" -ge 1 ] ||
 	fail "classic Prometheus lacks the classic buckets"
+# The quantile from native buckets lands in the bucket of 300 ms: schema 3
+# bucket -13 is (2^(-14/8), 2^(-13/8)] = (0.2973, 0.3242] s.
+if [ -n "$HAVE_IFS" ]; then
+	QQ='histogram_quantile(0.99, rate(sysobs_ifs_scan_duration_seconds{test="array"}[1m]))'
+	quantile() { [ "$(promq "$NATIVE" "$QQ" | jq 'length')" -ge 1 ] &&
+		[ "$(promq "$NATIVE" "$QQ" | jq -r '.[0].value[1]')" != NaN ]; }
+	wait_for 40 quantile || fail "no native IFS scan duration quantile: $(promq "$NATIVE" "$QQ")"
+	q=$(promq "$NATIVE" "$QQ" | jq -r '.[0].value[1]')
+	awk -v q="$q" 'BEGIN { exit !(q > 2^(-14/8) && q <= 2^(-13/8)) }' ||
+		fail "p99 of 300 ms runs from native buckets is $q, outside (0.2973, 0.3242]"
+	echo "IFS scan p99 from native buckets: $q s (runs of 300 ms)"
+	# Classic buckets say only (0.25, 0.5].
+	cq=$(promq "$CLASSIC" 'histogram_quantile(0.99, rate(sysobs_ifs_scan_duration_seconds_bucket{test="array"}[1m]))' | jq -r '.[0].value[1]')
+	echo "IFS scan p99 from classic buckets: $cq s"
+else
+	echo "note: IFS quantile not checked (needs root, /dev/fuse, fusermount3 and ifs_fake)"
+fi
 # The native scrape still carries process_* and build info.
 [ "$(promq "$NATIVE" 'process_resident_memory_bytes > 0' | jq 'length')" = 1 ] ||
 	fail "no process_resident_memory_bytes via protobuf"
