@@ -15,6 +15,7 @@
 #include "storage/store.h"
 
 struct collector;
+struct remote_write;
 
 struct agent {
 	struct config cfg;
@@ -29,6 +30,7 @@ struct agent {
 	uint64_t snapshot_ms;		   /* metric history period; 0 = off */
 	struct store_series *store_series; /* the store's statistics as metrics */
 	void *route_bindings;		   /* collector routes on the server */
+	struct remote_write *rw;	   /* NULL unless [remote_write] url */
 };
 
 /* Declares [agent], [http], [storage] and every collector's section. */

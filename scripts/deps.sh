@@ -9,6 +9,7 @@ PKGS=(
 	libsqlite3-dev libmicrohttpd-dev libjansson-dev libinih-dev libmnl-dev
 	libprotobuf-c-dev protobuf-c-compiler libcurl4-openssl-dev libprotobuf-dev protobuf-compiler python3-protobuf
 	libbpf-dev bpftool libelf-dev zlib1g-dev
+	libsnappy-dev
 	# tests
 	libcmocka-dev curl jq sqlite3 bc iproute2 nftables prometheus procps
 	prometheus-alertmanager bpftrace libfuse3-dev fuse3
