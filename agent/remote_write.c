@@ -330,13 +330,12 @@ int rw_batch_add(struct rw_batch *b, int64_t series_id, const char *name, const 
 	return 0;
 }
 
-static const struct rw_row *rw_sort_rows; /* qsort has no argument: encode is one thread's */
-
 /* Timestamp order; rows of equal timestamps keep their commit order. */
-static int rw_order_cmp(const void *a, const void *b)
+static int rw_order_cmp(const void *a, const void *b, void *arg)
 {
+	const struct rw_row *rows = arg;
 	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-	int64_t tx = rw_sort_rows[x].ts_ms, ty = rw_sort_rows[y].ts_ms;
+	int64_t tx = rows[x].ts_ms, ty = rows[y].ts_ms;
 
 	if (tx != ty)
 		return tx < ty ? -1 : 1;
@@ -422,7 +421,6 @@ int rw_batch_encode(struct rw_batch *b, const struct rw_label *ext, size_t n_ext
 
 		order[s->start + s->count++] = (uint32_t)r;
 	}
-	rw_sort_rows = b->rows;
 	for (size_t i = 0; i < b->n_series; i++) {
 		struct rw_series *s = &b->series[i];
 		uint32_t *o = order + s->start;
@@ -432,7 +430,7 @@ int rw_batch_encode(struct rw_batch *b, const struct rw_label *ext, size_t n_ext
 		 * would break it, and the spec wants timestamp order. */
 		for (size_t j = 1; j < s->count; j++)
 			if (b->rows[o[j]].ts_ms < b->rows[o[j - 1]].ts_ms) {
-				qsort(o, s->count, sizeof(*o), rw_order_cmp);
+				qsort_r(o, s->count, sizeof(*o), rw_order_cmp, b->rows);
 				break;
 			}
 		for (size_t j = 0; j < s->count; j++) {

@@ -11,8 +11,8 @@ EX=$SYSOBS_SRC/deploy/sysobsd.example.ini
 sed '1,/^$/d' "$EX" >"$T/example-body.ini"
 diff -u "$T/defaults.ini" "$T/example-body.ini" >&2 ||
 	fail "deploy/sysobsd.example.ini differs from --print-config: regenerate it"
-grep -c '^\[' "$T/defaults.ini" | grep -qx 8 ||
-	fail "expected 8 sections ([agent] [http] [storage] + 5 collectors)"
+grep -c '^\[' "$T/defaults.ini" | grep -qx 9 ||
+	fail "expected 9 sections ([agent] [http] [storage] [remote_write] + 5 collectors)"
 
 # The agent starts from the example (flags move the port and database), and
 # every collector is in a state the example's defaults allow.
