@@ -74,6 +74,7 @@ INI
 	# The schema comes from the agent; the backlog from SQL. The first
 	# start has url set too, so stop it before it sends anything.
 	sed 's/^url = .*/url =/' "$t/a.ini" >"$t/init.ini"
+	rm -f "$t/port"
 	"$bin" --config "$t/init.ini" --port-file "$t/port" --log-level warn 2>>"$t/agent.log" &
 	pid=$!
 	for _ in $(seq 100); do [ -s "$t/port" ] && break; sleep 0.1; done
