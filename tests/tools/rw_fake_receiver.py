@@ -3,7 +3,7 @@
 """A remote-write receiver that answers a scripted sequence of statuses, for
 tests/integration/remote_write.sh. Loopback only.
 
-  rw_fake_receiver.py PORTFILE LOGFILE STATUS...
+  rw_fake_receiver.py [--tls CERT KEY [--client-ca CA]] PORTFILE LOGFILE STATUS...
 
 STATUS is a code (200, 400, 503, ...) or CODE:RETRY_AFTER (429:2); requests
 after the list get 204. Writes the port it listens on to PORTFILE, and one
@@ -13,10 +13,17 @@ import hashlib
 import http.server
 import json
 import os
+import ssl
 import sys
 import time
 
-portfile, logfile, script = sys.argv[1], sys.argv[2], sys.argv[3:]
+args = sys.argv[1:]
+tls = client_ca = None
+if args and args[0] == "--tls":
+    tls, args = (args[1], args[2]), args[3:]
+    if args and args[0] == "--client-ca":
+        client_ca, args = args[1], args[2:]
+portfile, logfile, script = args[0], args[1], args[2:]
 count = 0
 
 
@@ -56,6 +63,13 @@ class Handler(http.server.BaseHTTPRequestHandler):
 
 
 srv = http.server.HTTPServer(("127.0.0.1", 0), Handler)
+if tls:
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx.load_cert_chain(*tls)
+    if client_ca:
+        ctx.verify_mode = ssl.CERT_REQUIRED
+        ctx.load_verify_locations(client_ca)
+    srv.socket = ctx.wrap_socket(srv.socket, server_side=True)
 with open(portfile + ".tmp", "w") as f:
     f.write(str(srv.server_address[1]))
 os.rename(portfile + ".tmp", portfile)
