@@ -30,6 +30,11 @@
 #define RW_SECRET_MAX	      (64 * 1024)
 #define RW_RESP_MAX	      256 /* response body kept for the log */
 #define RW_CONNECT_MAX_MS     10000
+/* At shutdown a request in flight gets this long to finish: one the
+ * receiver already applied but whose answer was cut off would be sent again
+ * after the restart, and a receiver without an out-of-order window refuses
+ * a batch with older samples of a series it has (400). */
+#define RW_STOP_GRACE_NS      (2 * 1000000000ll)
 
 #define RWK(f, t, d, lo, hi, h) CFG_KEY(struct remote_write_config, f, t, d, lo, hi, h)
 
@@ -504,6 +509,7 @@ struct remote_write {
 	pthread_mutex_t mu;
 	pthread_cond_t cv; /* CLOCK_MONOTONIC */
 	bool stop;
+	int64_t stop_ns; /* clock_mono_ns() of the stop request */
 };
 
 /* A password or token file: its content without trailing blanks. */
@@ -685,12 +691,14 @@ static size_t rw_on_body(char *p, size_t size, size_t n, void *arg)
 	return len;
 }
 
-/* Called by libcurl at least once a second during a transfer. */
+/* Called by libcurl at least once a second during a transfer: aborts it
+ * once a stop has waited RW_STOP_GRACE_NS. */
 static int rw_on_progress(void *arg, curl_off_t dt, curl_off_t dn, curl_off_t ut, curl_off_t un)
 {
 	struct remote_write *rw = arg;
 
-	return __atomic_load_n(&rw->stop, __ATOMIC_RELAXED);
+	return __atomic_load_n(&rw->stop, __ATOMIC_RELAXED) &&
+	       clock_mono_ns() - __atomic_load_n(&rw->stop_ns, __ATOMIC_RELAXED) > RW_STOP_GRACE_NS;
 }
 
 static int rw_curl_setup(struct remote_write *rw)
@@ -921,8 +929,8 @@ static uint64_t rw_turn(struct remote_write *rw)
 
 	t0 = clock_mono_ns();
 	status = rw_post(rw);
-	if (__atomic_load_n(&rw->stop, __ATOMIC_RELAXED))
-		return 0;
+	if (!status && __atomic_load_n(&rw->stop, __ATOMIC_RELAXED))
+		return 0; /* aborted by the stop: nothing to count */
 	if (rw->m.duration)
 		series_observe(rw->m.duration, (double)(clock_mono_ns() - t0) / 1e9);
 
@@ -1074,6 +1082,7 @@ void remote_write_free(struct remote_write *rw)
 		return;
 	if (rw->started) {
 		pthread_mutex_lock(&rw->mu);
+		__atomic_store_n(&rw->stop_ns, clock_mono_ns(), __ATOMIC_RELAXED);
 		__atomic_store_n(&rw->stop, true, __ATOMIC_RELAXED);
 		pthread_cond_signal(&rw->cv);
 		pthread_mutex_unlock(&rw->mu);

@@ -59,7 +59,8 @@ int remote_write_new(struct config *cfg, struct remote_write **out);
 /* Registers the sender's metrics and starts its thread; 0 when rw is NULL.
  * -errno with a message logged. */
 int remote_write_start(struct remote_write *rw, struct store *s, struct metrics *m);
-/* Stops the thread (an in-flight request is aborted within ~1 s) and frees.
+/* Stops the thread (a request in flight gets 2 s to finish, then is aborted
+ * within about a second more) and frees.
  * Accepts NULL. Call before the store and the registry go. */
 void remote_write_free(struct remote_write *rw);
 
