@@ -101,6 +101,42 @@ assert_ge "samples_sent_total" $((2 * BATCH)) "$sent"
 stop_agent
 pass "headers as the spec says; 503/429 retried with the same body (Retry-After gap ${ra_gap}s); 400 not retried; retried=$((3 * BATCH)) failed=$BATCH sent=$sent"
 
+# ---- 2a. max_age: history older than it is dropped and counted, exactly ----
+rm -f "$T/sysobs.db"* "$T/fake.log" "$T/fake.port"
+python3 "$SYSOBS_SRC/tests/tools/rw_fake_receiver.py" "$T/fake.port" "$T/fake.log" \
+	>"$T/fake.out" 2>&1 &
+FAKE2_PID=$!
+on_exit "kill $FAKE2_PID"
+wait_for 10 test -s "$T/fake.port" || fail "fake receiver did not start"
+write_base_config
+start_agent # creates the schema; no remote_write yet
+stop_agent
+OLD=3000 NEW=500
+now_ns=$(($(date +%s) * 1000000000))
+sqlite3 "$T/sysobs.db" <<SQL
+INSERT INTO metric_series(name, labels) VALUES('it_old', '{k="v"}');
+WITH RECURSIVE p(k) AS (SELECT 0 UNION ALL SELECT k + 1 FROM p WHERE k < $OLD + $NEW - 1)
+INSERT INTO metric_samples(series_id, ts, value)
+SELECT (SELECT id FROM metric_series WHERE name = 'it_old'),
+       CASE WHEN k < $OLD THEN $now_ns - (7200 + $OLD - k) * 1000000000
+            ELSE $now_ns - ($OLD + $NEW - k) * 1000000 END, k FROM p;
+SQL
+cat >>"$T/sysobsd.ini" <<INI
+snapshot_interval = 0
+[remote_write]
+url = http://127.0.0.1:$(cat "$T/fake.port")/api/v1/write
+max_age = 1h
+batch_samples = 700
+INI
+start_agent
+drained() { [ "$(metric sysobs_remote_write_samples_sent_total)" = "$NEW" ]; }
+wait_for 15 drained || fail "sent $(metric sysobs_remote_write_samples_sent_total) of $NEW young samples"
+assert_eq "dropped too_old" "$OLD" "$(metric 'sysobs_remote_write_samples_dropped_total{reason="too_old"}')"
+none_pending() { [ "$(metric sysobs_remote_write_pending_samples)" = 0 ]; }
+wait_for 5 none_pending || fail "pending after the drain: $(metric sysobs_remote_write_pending_samples)"
+stop_agent
+pass "max_age: $OLD samples 2h old dropped and counted as too_old, the $NEW young ones sent"
+
 # ---- 2b. TLS (server verified against our CA, client certificate) and
 # basic auth; without the CA the receiver is not trusted ----
 if command -v openssl >/dev/null; then
