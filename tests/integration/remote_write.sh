@@ -5,6 +5,8 @@
 #  2. scripted receiver: the spec's headers; 503 and 429 retry the same batch
 #     (same body), 429's Retry-After is honoured; a 400 is not retried (the
 #     next request carries the next batch); the counters say so exactly;
+#     max_age drops exactly the older history (too_old); TLS with a test CA
+#     and a client certificate, basic auth, an untrusted server refused;
 #  3. Prometheus sees the agent's series with the external labels; then it is
 #     stopped for RW_OUTAGE_S (120) seconds while drops are generated, the
 #     agent is restarted once in between, Prometheus comes back: the raw
