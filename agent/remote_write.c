@@ -34,7 +34,7 @@
  * receiver already applied but whose answer was cut off would be sent again
  * after the restart, and a receiver without an out-of-order window refuses
  * a batch with older samples of a series it has (400). */
-#define RW_STOP_GRACE_NS      (2 * 1000000000ll)
+#define RW_STOP_GRACE_NS (2 * 1000000000ll)
 
 #define RWK(f, t, d, lo, hi, h) CFG_KEY(struct remote_write_config, f, t, d, lo, hi, h)
 
@@ -54,8 +54,8 @@ const struct cfg_key remote_write_keys[] = {
 	"first wait before retrying a 5xx, 429 or transport error; doubles per failure"),
     RWK(max_backoff, CFG_DURATION, "5s", 1, 3600000,
 	"longest wait between retries (a receiver's Retry-After is honoured up to 5m)"),
-    RWK(external_labels, CFG_STRING, "",
-	0, 0, "labels added to every series unless it has them, e.g. cluster=eu1, replica=a"),
+    RWK(external_labels, CFG_STRING, "", 0, 0,
+	"labels added to every series unless it has them, e.g. cluster=eu1, replica=a"),
     RWK(basic_auth_user, CFG_STRING, "", 0, 0, "HTTP basic auth user name"),
     RWK(basic_auth_password_file, CFG_STRING, "", 0, 0,
 	"file holding the basic auth password (trailing newline ignored)"),
@@ -209,7 +209,8 @@ int rw_retry_after_parse(const char *v, time_t now, uint64_t *ms)
 		uint64_t s = 0;
 
 		for (; isdigit((unsigned char)*p); p++)
-			s = s < UINT64_MAX / 10000 ? s * 10 + (uint64_t)(*p - '0') : UINT64_MAX / 1000;
+			s = s < UINT64_MAX / 10000 ? s * 10 + (uint64_t)(*p - '0')
+						   : UINT64_MAX / 1000;
 		while (*p == ' ' || *p == '\t' || *p == '\r' || *p == '\n')
 			p++;
 		if (*p)
@@ -397,8 +398,7 @@ static int rw_series_labels(struct rw_batch *b, const struct rw_series *s,
 	return 0;
 }
 
-int rw_batch_encode(struct rw_batch *b, const struct rw_label *ext, size_t n_ext,
-		    size_t *n_samples)
+int rw_batch_encode(struct rw_batch *b, const struct rw_label *ext, size_t n_ext, size_t *n_samples)
 {
 	Prometheus__WriteRequest wr = PROMETHEUS__WRITE_REQUEST__INIT;
 	Prometheus__TimeSeries *ts, **tsp;
@@ -555,8 +555,8 @@ static int rw_check_url(struct config *cfg, const char *url)
 		err = cfg_error(cfg, "remote_write", "url", "'%s' is not a URL", url);
 	else if (curl_url_get(u, CURLUPART_SCHEME, &scheme, 0) != CURLUE_OK ||
 		 (strcmp(scheme, "http") && strcmp(scheme, "https")))
-		err = cfg_error(cfg, "remote_write", "url", "'%s': the scheme must be http or https",
-				url);
+		err = cfg_error(cfg, "remote_write", "url",
+				"'%s': the scheme must be http or https", url);
 	else if (curl_url_get(u, CURLUPART_HOST, &host, 0) != CURLUE_OK || !*host)
 		err = cfg_error(cfg, "remote_write", "url", "'%s' names no host", url);
 	curl_free(scheme);
@@ -598,7 +598,8 @@ int remote_write_new(struct config *cfg, struct remote_write **out)
 	if ((err = rw_check_url(cfg, c->url)))
 		goto out_free;
 	if (c->min_backoff > c->max_backoff) {
-		err = cfg_error(cfg, "remote_write", "max_backoff", "must not be below min_backoff");
+		err =
+		    cfg_error(cfg, "remote_write", "max_backoff", "must not be below min_backoff");
 		goto out_free;
 	}
 	rw->ext_text = strdup(c->external_labels);
@@ -622,13 +623,15 @@ int remote_write_new(struct config *cfg, struct remote_write **out)
 		goto out_free;
 	}
 	if (!*c->basic_auth_user != !*c->basic_auth_password_file) {
-		err = cfg_error(cfg, "remote_write",
-				*c->basic_auth_user ? "basic_auth_user" : "basic_auth_password_file",
-				"basic auth needs both basic_auth_user and basic_auth_password_file");
+		err =
+		    cfg_error(cfg, "remote_write",
+			      *c->basic_auth_user ? "basic_auth_user" : "basic_auth_password_file",
+			      "basic auth needs both basic_auth_user and basic_auth_password_file");
 		goto out_free;
 	}
 	if (!*c->tls_cert_file != !*c->tls_key_file) {
-		err = cfg_error(cfg, "remote_write", *c->tls_cert_file ? "tls_cert_file" : "tls_key_file",
+		err = cfg_error(cfg, "remote_write",
+				*c->tls_cert_file ? "tls_cert_file" : "tls_key_file",
 				"a client certificate needs both tls_cert_file and tls_key_file");
 		goto out_free;
 	}
@@ -952,9 +955,9 @@ static uint64_t rw_turn(struct remote_write *rw)
 		rw->backoff_ms = rw_backoff_next(rw->backoff_ms, c->min_backoff, c->max_backoff);
 		wait = rw->backoff_ms;
 		if (rw->retry_after[0] && !rw_retry_after_parse(rw->retry_after, time(NULL), &ra))
-			wait = ra < c->min_backoff	     ? c->min_backoff
+			wait = ra < c->min_backoff	    ? c->min_backoff
 			       : ra > RW_RETRY_AFTER_MAX_MS ? RW_RETRY_AFTER_MAX_MS
-							     : ra;
+							    : ra;
 		if (status)
 			log_ratelimited(&rw->rl_fail, 10000, LOG_LVL_WARN, RW_COMPONENT,
 					"%s answered %ld (%.120s); retrying %zu samples in %" PRIu64
@@ -1016,9 +1019,8 @@ static void rw_metrics_register(struct remote_write *rw, struct metrics *m)
 	rw->m.pending = metrics_gauge1(
 	    m, "sysobs_remote_write_pending_samples",
 	    "Metric history samples after the sender's cursor (committed, not yet sent).");
-	rw->m.last_send =
-	    metrics_gauge1(m, "sysobs_remote_write_last_send_timestamp_seconds",
-			   "Unix time of the last request the receiver accepted.");
+	rw->m.last_send = metrics_gauge1(m, "sysobs_remote_write_last_send_timestamp_seconds",
+					 "Unix time of the last request the receiver accepted.");
 	rw->m.highest = metrics_gauge1(m, "sysobs_remote_write_highest_sent_timestamp_seconds",
 				       "Timestamp of the newest sample the receiver accepted.");
 	rw->m.bytes = metrics_counter1(m, "sysobs_remote_write_bytes_sent_total",

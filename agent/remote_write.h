@@ -33,10 +33,10 @@ struct metrics;
 /* [remote_write]: field names are the key names (CFG_KEY). */
 struct remote_write_config {
 	const char *url;
-	uint64_t max_age;	/* ms */
-	uint64_t batch_samples; /* samples per request */
-	uint64_t send_interval; /* ms between looks at the history when caught up */
-	uint64_t timeout;	/* ms per request */
+	uint64_t max_age;		   /* ms */
+	uint64_t batch_samples;		   /* samples per request */
+	uint64_t send_interval;		   /* ms between looks at the history when caught up */
+	uint64_t timeout;		   /* ms per request */
 	uint64_t min_backoff, max_backoff; /* ms */
 	const char *external_labels;
 	const char *basic_auth_user, *basic_auth_password_file;

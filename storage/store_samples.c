@@ -42,8 +42,9 @@ int store_samples_after(struct store *s, int64_t after, size_t limit, store_samp
 		    .rowid = sqlite3_column_int64(st, 0),
 		    .series_id = sqlite3_column_int64(st, 1),
 		    .ts_ns = sqlite3_column_int64(st, 2),
-		    .value = sqlite3_column_type(st, 3) == SQLITE_NULL ? NAN
-								       : sqlite3_column_double(st, 3),
+		    .value = sqlite3_column_type(st, 3) == SQLITE_NULL
+				 ? NAN
+				 : sqlite3_column_double(st, 3),
 		    .name = n ? n : "",
 		    .labels = l ? l : "",
 		};
@@ -90,8 +91,7 @@ void store_cursor_close(struct store_cursor *c)
 	free(c);
 }
 
-struct store_cursor *store_cursor_open(struct store *s, const char *name, char *err,
-				       size_t errlen)
+struct store_cursor *store_cursor_open(struct store *s, const char *name, char *err, size_t errlen)
 {
 	struct store_cursor *c = calloc(1, sizeof(*c));
 	int rc;

@@ -55,8 +55,7 @@ int store_samples_last(struct store *s, int64_t *out);
 struct store_cursor;
 
 /* NULL with a message in err (unopenable file, name too long). */
-struct store_cursor *store_cursor_open(struct store *s, const char *name, char *err,
-				       size_t errlen);
+struct store_cursor *store_cursor_open(struct store *s, const char *name, char *err, size_t errlen);
 /* The stored value, 0 when never set. 0 or -EIO. */
 int store_cursor_get(struct store_cursor *c, int64_t *out);
 /* Stores v (committed when this returns 0). 0, -EBUSY or -EIO. */

@@ -50,9 +50,9 @@ static void test_rendered_label_sets_parse_back(void **state)
 	assert_string_equal(l[1].value, "x,y=}");
 
 	static const char *const bad[] = {
-	    "{",	   "a=\"b\"",	      "{a=\"b\"",     "{a=\"b\",}", "{a=b}",
-	    "{9a=\"b\"}", "{a=\"b\"}x",	      "{a=\"b\\q\"}", "{a-b=\"c\"}", "{a=\"x\",a=\"y\"}",
-	    "{=\"x\"}",   "{a=\"unterminated}",
+	    "{",	   "a=\"b\"",		"{a=\"b\"",   "{a=\"b\",}",
+	    "{a=b}",	   "{9a=\"b\"}",	"{a=\"b\"}x", "{a=\"b\\q\"}",
+	    "{a-b=\"c\"}", "{a=\"x\",a=\"y\"}", "{=\"x\"}",   "{a=\"unterminated}",
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
 		assert_int_equal(rw_labels_parse(bad[i], &a, l, RW_MAX_LABELS, &n), -EINVAL);
@@ -88,8 +88,8 @@ static void test_external_labels_are_checked(void **state)
 
 static void test_labels_sort_bytewise(void **state)
 {
-	struct rw_label l[] = {{"reason", ""}, {"__name__", ""}, {"Zone", ""}, {"_x", ""},
-			       {"a", ""}};
+	struct rw_label l[] = {
+	    {"reason", ""}, {"__name__", ""}, {"Zone", ""}, {"_x", ""}, {"a", ""}};
 
 	rw_labels_sort(l, 5);
 	/* 'Z' (0x5a) < '_' (0x5f) < 'a': what Go's sort.Strings gives. */
