@@ -20,6 +20,7 @@ need_cmd python3
 need_cmd jq
 need_cmd sqlite3
 need_cmd ip
+need_cmd bc
 [ -r /sys/kernel/btf/vmlinux ] || skip "kernel without BTF (/sys/kernel/btf/vmlinux)"
 GEN=${SYSOBS_BUILD:?}/tests/drops_gen
 [ -x "$GEN" ] || fail "traffic generator $GEN not built"
@@ -290,6 +291,7 @@ done
 t1=$(date +%s)
 pending_at_return=$(metric sysobs_remote_write_pending_samples)
 start_prom
+t_ready=$(date +%s.%N)
 caught_up() {
 	local r
 	r=$(rss_kb)
@@ -297,6 +299,7 @@ caught_up() {
 	[ "$(metric sysobs_remote_write_pending_samples)" -lt 500 ]
 }
 wait_for 60 caught_up || fail "sender did not catch up: $(metric sysobs_remote_write_pending_samples) pending"
+catch_up_s=$(printf '%.1f' "$(echo "$(date +%s.%N) - $t_ready" | bc -l)")
 # Every drop made is in the agent's counter; Prometheus must say the same.
 final=$(metric "$SERIES")
 same() { [ "$(prom "$SEL" | jq -r '.[0].value[1] // empty')" = "$final" ]; }
@@ -323,4 +326,4 @@ rss_growth=$((rss_peak - rss_before))
 [ "$rss_growth" -le $((16 * 1024)) ] ||
 	fail "agent RSS grew by ${rss_growth} KiB while catching up (from $rss_before KiB)"
 stop_agent
-pass "outage of ${OUTAGE_S}s with an agent restart: no gap (max ${gap_build}s build_info over $n_build samples, ${gap_drops}s drops over $n_drops), $pending_at_return samples pending when Prometheus came back, drop counter $final in both, RSS ${rss_before} -> peak ${rss_peak} KiB"
+pass "outage of ${OUTAGE_S}s with an agent restart: no gap (max ${gap_build}s build_info over $n_build samples, ${gap_drops}s drops over $n_drops), $pending_at_return samples pending when Prometheus came back (below 500 ${catch_up_s}s after it was ready), drop counter $final in both, RSS ${rss_before} -> peak ${rss_peak} KiB"
