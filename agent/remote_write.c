@@ -501,6 +501,7 @@ struct remote_write {
 	size_t resp_len;
 	struct rw_batch batch;
 	uint64_t backoff_ms;
+	unsigned failures; /* retried attempts since the last success */
 	struct rw_metrics m;
 	struct log_ratelimit rl_fail, rl_store;
 
@@ -944,6 +945,10 @@ static uint64_t rw_turn(struct remote_write *rw)
 			series_set(rw->m.last_send, (double)clock_wall_ns() / 1e9);
 		if (rw->m.highest)
 			series_set(rw->m.highest, (double)x.newest_ms / 1e3);
+		if (rw->failures)
+			log_info(RW_COMPONENT, "%s accepts again after %u failed attempts", c->url,
+				 rw->failures);
+		rw->failures = 0;
 		rw->backoff_ms = 0;
 		rw_advance(rw, &x);
 		return x.last < last ? 0 : c->send_interval;
@@ -952,6 +957,7 @@ static uint64_t rw_turn(struct remote_write *rw)
 		uint64_t wait, ra;
 
 		rw_add(rw->m.retried, n);
+		rw->failures++;
 		rw->backoff_ms = rw_backoff_next(rw->backoff_ms, c->min_backoff, c->max_backoff);
 		wait = rw->backoff_ms;
 		if (rw->retry_after[0] && !rw_retry_after_parse(rw->retry_after, time(NULL), &ra))
