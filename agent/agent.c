@@ -18,6 +18,7 @@
 #include "agent/agent.h"
 #include "agent/collector_routes.h"
 #include "agent/log.h"
+#include "agent/remote_write.h"
 #include "agent/sink_impl.h"
 #include "agent/expose.h"
 #include "agent/privsep.h"
@@ -81,7 +82,8 @@ int agent_config_declare(struct agent *a)
 	if ((err = cfg_declare(&a->cfg, "agent", agent_keys)) ||
 	    (err = cfg_declare(&a->cfg, "http", http_keys)) ||
 	    (err = cfg_declare(&a->cfg, "storage", storage_keys)) ||
-	    (err = expose_config_declare(&a->cfg)))
+	    (err = expose_config_declare(&a->cfg)) ||
+	    (err = cfg_declare(&a->cfg, "remote_write", remote_write_keys)))
 		return err;
 	for (size_t i = 0; collector_registry[i]; i++) {
 		const struct collector_ops *ops = collector_registry[i];
@@ -497,7 +499,8 @@ int agent_start(struct agent *a, const char *port_file)
 
 	a->sysfs_root = cfg_get(cfg_section(&a->cfg, "agent"), "sysfs_root");
 	a->hostname = cfg_get(cfg_section(&a->cfg, "agent"), "hostname");
-	if (storage_config(a, &sc) || http_config(a, &hc) || privsep_config(a, &pc)) {
+	if (storage_config(a, &sc) || http_config(a, &hc) || privsep_config(a, &pc) ||
+	    remote_write_new(&a->cfg, &a->rw)) {
 		log_err("agent", "%s", a->cfg.err);
 		return 2;
 	}
@@ -584,6 +587,8 @@ int agent_start(struct agent *a, const char *port_file)
 	if (!loop_add_timer(a->loop, AGENT_PUBLISH_MS, on_publish, a) ||
 	    (a->snapshot_ms && !loop_add_timer(a->loop, a->snapshot_ms, on_snapshot, a)))
 		return 1;
+	if (remote_write_start(a->rw, a->store, a->metrics))
+		return 1;
 
 	sigemptyset(&mask);
 	sigaddset(&mask, SIGTERM);
@@ -639,6 +644,8 @@ void agent_stop(struct agent *a)
 	free(a->collectors);
 	a->collectors = NULL;
 	a->n_collectors = 0;
+	remote_write_free(a->rw); /* reads the store, updates metrics */
+	a->rw = NULL;
 	store_close(a->store);
 	a->store = NULL;
 	agent_store_metrics_free(a->store_series);

@@ -16,6 +16,7 @@
 #include "storage/store.h"
 
 struct collector;
+struct remote_write;
 
 struct agent {
 	struct config cfg;
@@ -31,6 +32,7 @@ struct agent {
 	struct store_series *store_series; /* the store's statistics as metrics */
 	void *route_bindings;		   /* collector routes on the server */
 	struct expose expose;		   /* [metrics], build info, stale series */
+	struct remote_write *rw;	   /* NULL unless [remote_write] url */
 };
 
 /* Declares [agent], [http], [storage] and every collector's section. */

@@ -110,20 +110,30 @@ n=$(promq "$NATIVE" "$HQ" | jq -r '.[0].value[1]')
 assert_eq "classic Prometheus has no native histogram" 0 "$(promq "$CLASSIC" "$HQ" | jq 'length')"
 [ "$(promq "$CLASSIC" 'sysobs_http_request_duration_seconds_bucket{route="/metrics",le="+Inf"}' | jq 'length')" -ge 1 ] ||
 	fail "classic Prometheus lacks the classic buckets"
-# The quantile from native buckets lands in the bucket of 300 ms: schema 3
-# bucket -13 is (2^(-14/8), 2^(-13/8)] = (0.2973, 0.3242] s.
+# Quantiles from native buckets land in the native bucket of the latency
+# the runs had: schema 3 bucket -13 is (2^(-14/8), 2^(-13/8)] =
+# (0.2973, 0.3242] s for the median of 300 ms runs; the p99 is in or below
+# the bucket of the slowest run the agent stored (a loaded machine adds a
+# few ms to a FUSE write now and then).
 if [ -n "$HAVE_IFS" ]; then
 	QQ='histogram_quantile(0.99, rate(sysobs_ifs_scan_duration_seconds{test="array"}[1m]))'
+	QM='histogram_quantile(0.5, rate(sysobs_ifs_scan_duration_seconds{test="array"}[1m]))'
 	quantile() { [ "$(promq "$NATIVE" "$QQ" | jq 'length')" -ge 1 ] &&
 		[ "$(promq "$NATIVE" "$QQ" | jq -r '.[0].value[1]')" != NaN ]; }
 	wait_for 40 quantile || fail "no native IFS scan duration quantile: $(promq "$NATIVE" "$QQ")"
 	q=$(promq "$NATIVE" "$QQ" | jq -r '.[0].value[1]')
-	awk -v q="$q" 'BEGIN { exit !(q > 2^(-14/8) && q <= 2^(-13/8)) }' ||
-		fail "p99 of 300 ms runs from native buckets is $q, outside (0.2973, 0.3242]"
-	echo "IFS scan p99 from native buckets: $q s (runs of 300 ms)"
-	# Classic buckets say only (0.25, 0.5].
-	cq=$(promq "$CLASSIC" 'histogram_quantile(0.99, rate(sysobs_ifs_scan_duration_seconds_bucket{test="array"}[1m]))' | jq -r '.[0].value[1]')
-	echo "IFS scan p99 from classic buckets: $cq s"
+	m=$(promq "$NATIVE" "$QM" | jq -r '.[0].value[1]')
+	slowest=$(api GET '/api/v1/ifs/scans?test=array&limit=1000' |
+		jq '[.data[].duration_ns | tonumber] | max / 1e9')
+	awk -v m="$m" 'BEGIN { exit !(m > 2^(-14/8) && m <= 2^(-13/8)) }' ||
+		fail "median of 300 ms runs from native buckets is $m, outside (0.2973, 0.3242]"
+	awk -v q="$q" -v s="$slowest" 'BEGIN { up = 2^(int(8 * log(s) / log(2) + 1) / 8);
+		exit !(q > 2^(-14/8) && q <= up) }' ||
+		fail "p99 from native buckets is $q: not in (0.2973, bucket of the slowest run $slowest]"
+	echo "IFS scan from native buckets: p50 $m s, p99 $q s (runs of 300 ms, slowest $slowest s)"
+	# Classic buckets only say (0.25, 0.5].
+	cq=$(promq "$CLASSIC" 'histogram_quantile(0.5, rate(sysobs_ifs_scan_duration_seconds_bucket{test="array"}[1m]))' | jq -r '.[0].value[1]')
+	echo "IFS scan p50 from classic buckets: $cq s"
 else
 	echo "note: IFS quantile not checked (needs root, /dev/fuse, fusermount3 and ifs_fake)"
 fi

@@ -1,0 +1,1108 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Prometheus remote-write 1.0 sender: metric history (SQLite) -> WriteRequest
+ * (protobuf-c) -> snappy block -> libcurl POST, on a thread of its own. See
+ * remote_write.h for the design and docs/remote_write.md for the user's view.
+ */
+#include <ctype.h>
+#include <curl/curl.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <math.h>
+#include <pthread.h>
+#include <snappy-c.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include "agent/log.h"
+#include "agent/remote_write.h"
+#include "api/metrics.h"
+#include "api/proto/prometheus/remote.pb-c.h"
+#include "storage/store.h"
+#include "storage/store_samples.h"
+
+#define RW_COMPONENT	      "remote_write"
+#define RW_RETRY_AFTER_MAX_MS (5 * 60 * 1000) /* a Retry-After longer than this is capped */
+#define RW_SECRET_MAX	      (64 * 1024)
+#define RW_RESP_MAX	      256 /* response body kept for the log */
+#define RW_CONNECT_MAX_MS     10000
+/* At shutdown a request in flight gets this long to finish: one the
+ * receiver already applied but whose answer was cut off would be sent again
+ * after the restart, and a receiver without an out-of-order window refuses
+ * a batch with older samples of a series it has (400). */
+#define RW_STOP_GRACE_NS (2 * 1000000000ll)
+
+#define RWK(f, t, d, lo, hi, h) CFG_KEY(struct remote_write_config, f, t, d, lo, hi, h)
+
+const struct cfg_key remote_write_keys[] = {
+    RWK(url, CFG_STRING, "", 0, 0,
+	"receiver endpoint, http:// or https://, e.g. http://127.0.0.1:9090/api/v1/write "
+	"(empty = remote_write off)"),
+    RWK(max_age, CFG_DURATION, "1h", 1000, 31ull * 86400000,
+	"history older than this when its turn comes is dropped and counted (receivers "
+	"such as Prometheus refuse samples much older than their newest)"),
+    RWK(batch_samples, CFG_U64, "2000", 1, 100000,
+	"samples per request; one batch is held in memory at a time"),
+    RWK(send_interval, CFG_DURATION, "1s", 100, 60000,
+	"how often to look for new history once everything was sent"),
+    RWK(timeout, CFG_DURATION, "30s", 100, 600000, "time limit of one request"),
+    RWK(min_backoff, CFG_DURATION, "30ms", 1, 600000,
+	"first wait before retrying a 5xx, 429 or transport error; doubles per failure"),
+    RWK(max_backoff, CFG_DURATION, "5s", 1, 3600000,
+	"longest wait between retries (a receiver's Retry-After is honoured up to 5m)"),
+    RWK(external_labels, CFG_STRING, "", 0, 0,
+	"labels added to every series unless it has them, e.g. cluster=eu1, replica=a"),
+    RWK(basic_auth_user, CFG_STRING, "", 0, 0, "HTTP basic auth user name"),
+    RWK(basic_auth_password_file, CFG_STRING, "", 0, 0,
+	"file holding the basic auth password (trailing newline ignored)"),
+    RWK(bearer_token, CFG_STRING, "", 0, 0, "Authorization: Bearer token"),
+    RWK(bearer_token_file, CFG_STRING, "", 0, 0, "file holding the bearer token"),
+    RWK(tls_ca_file, CFG_STRING, "", 0, 0, "CA bundle to verify the receiver (default: system)"),
+    RWK(tls_cert_file, CFG_STRING, "", 0, 0, "client certificate (PEM), with tls_key_file"),
+    RWK(tls_key_file, CFG_STRING, "", 0, 0, "client key (PEM)"),
+    RWK(tls_insecure_skip_verify, CFG_BOOL, "false", 0, 0,
+	"do not verify the receiver's certificate and host name (testing only)"),
+    {0},
+};
+
+/* ---- label sets ---- */
+
+static bool rw_label_name_ok(const char *s, size_t n)
+{
+	if (!n || !(isalpha((unsigned char)s[0]) || s[0] == '_'))
+		return false;
+	for (size_t i = 1; i < n; i++)
+		if (!(isalnum((unsigned char)s[i]) || s[i] == '_'))
+			return false;
+	return true;
+}
+
+int rw_labels_parse(const char *rendered, struct arena *a, struct rw_label *out, size_t max,
+		    size_t *n)
+{
+	const char *p = rendered;
+
+	*n = 0;
+	if (!*p)
+		return 0;
+	if (*p++ != '{')
+		return -EINVAL;
+	if (*p == '}')
+		return p[1] ? -EINVAL : 0;
+	for (;;) {
+		const char *name = p, *v;
+		size_t nlen, vlen = 0;
+		char *val;
+
+		while (*p && *p != '=')
+			p++;
+		nlen = (size_t)(p - name);
+		if (*p != '=' || p[1] != '"' || !rw_label_name_ok(name, nlen))
+			return -EINVAL;
+		p += 2;
+		/* Unescaped length first, then the copy. */
+		for (v = p; *v && *v != '"'; v++, vlen++)
+			if (*v == '\\' && !*++v)
+				return -EINVAL;
+		if (*v != '"')
+			return -EINVAL;
+		val = arena_alloc(a, vlen + 1);
+		if (!val)
+			return -ENOMEM;
+		for (size_t i = 0; p < v; p++) {
+			if (*p == '\\') {
+				p++;
+				if (*p == 'n')
+					val[i++] = '\n';
+				else if (*p == '\\' || *p == '"')
+					val[i++] = *p;
+				else
+					return -EINVAL;
+			} else {
+				val[i++] = *p;
+			}
+		}
+		p = v + 1;
+		if (vlen) { /* an empty value is an absent label */
+			char *nm = arena_strndup(a, name, nlen);
+
+			if (!nm)
+				return -ENOMEM;
+			if (*n >= max)
+				return -EINVAL;
+			for (size_t i = 0; i < *n; i++)
+				if (!strcmp(out[i].name, nm))
+					return -EINVAL;
+			out[*n].name = nm;
+			out[*n].value = val;
+			(*n)++;
+		}
+		if (*p == '}')
+			return p[1] ? -EINVAL : 0;
+		if (*p++ != ',')
+			return -EINVAL;
+	}
+}
+
+int rw_external_labels_parse(char *text, struct rw_label *out, size_t max, size_t *n,
+			     const char **why)
+{
+	char *save = NULL;
+
+	*n = 0;
+	for (char *tok = strtok_r(text, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		char *k, *v;
+
+		if (!*cfg_trim(tok))
+			continue;
+		if (cfg_kv_split(tok, &k, &v)) {
+			*why = "expected NAME=VALUE, NAME2=VALUE2";
+			return -EINVAL;
+		}
+		if (!rw_label_name_ok(k, strlen(k)) || !strncmp(k, "__", 2)) {
+			*why = "a label name is [a-zA-Z_][a-zA-Z0-9_]* and does not start with __";
+			return -EINVAL;
+		}
+		if (!*v) {
+			*why = "a label value must not be empty";
+			return -EINVAL;
+		}
+		for (size_t i = 0; i < *n; i++)
+			if (!strcmp(out[i].name, k)) {
+				*why = "a label name is given twice";
+				return -EINVAL;
+			}
+		if (*n >= max) {
+			*why = "too many labels";
+			return -EINVAL;
+		}
+		out[*n].name = k;
+		out[(*n)++].value = v;
+	}
+	return 0;
+}
+
+static int rw_label_cmp(const void *a, const void *b)
+{
+	return strcmp(((const struct rw_label *)a)->name, ((const struct rw_label *)b)->name);
+}
+
+void rw_labels_sort(struct rw_label *l, size_t n)
+{
+	qsort(l, n, sizeof(*l), rw_label_cmp);
+}
+
+/* ---- retries ---- */
+
+int rw_retry_after_parse(const char *v, time_t now, uint64_t *ms)
+{
+	const char *p = v;
+	time_t t;
+
+	while (*p == ' ' || *p == '\t')
+		p++;
+	if (isdigit((unsigned char)*p)) {
+		uint64_t s = 0;
+
+		for (; isdigit((unsigned char)*p); p++)
+			s = s < UINT64_MAX / 10000 ? s * 10 + (uint64_t)(*p - '0')
+						   : UINT64_MAX / 1000;
+		while (*p == ' ' || *p == '\t' || *p == '\r' || *p == '\n')
+			p++;
+		if (*p)
+			return -EINVAL;
+		*ms = s * 1000;
+		return 0;
+	}
+	/* HTTP-date in any of the three forms RFC 9110 lets a recipient see
+	 * (IMF-fixdate, RFC 850, asctime): libcurl's parser reads them all. */
+	t = curl_getdate(p, NULL);
+	if (t == -1)
+		return -EINVAL;
+	*ms = t > now ? (uint64_t)(t - now) * 1000 : 0;
+	return 0;
+}
+
+uint64_t rw_backoff_next(uint64_t cur, uint64_t min, uint64_t max)
+{
+	if (!cur)
+		return min < max ? min : max;
+	return cur >= max / 2 ? max : cur * 2;
+}
+
+/* ---- batch ---- */
+
+struct rw_row {
+	int64_t ts_ms;
+	double value;
+	uint32_t series;
+};
+
+struct rw_series {
+	int64_t id;
+	const char *name;
+	struct rw_label *labels;
+	size_t n_labels;
+	size_t count, start; /* rows of this series, then their offset in order[] */
+};
+
+int rw_batch_init(struct rw_batch *b, size_t cap)
+{
+	memset(b, 0, sizeof(*b));
+	b->cap = cap;
+	b->n_slots = 16;
+	while (b->n_slots < 2 * cap)
+		b->n_slots *= 2;
+	b->rows = calloc(cap, sizeof(*b->rows));
+	b->series = calloc(cap, sizeof(*b->series));
+	b->slots = malloc(b->n_slots * sizeof(*b->slots));
+	if (!b->rows || !b->series || !b->slots) {
+		rw_batch_free(b);
+		return -ENOMEM;
+	}
+	memset(b->slots, 0xff, b->n_slots * sizeof(*b->slots));
+	return 0;
+}
+
+void rw_batch_reset(struct rw_batch *b)
+{
+	arena_free(&b->arena);
+	b->arena.oom = false;
+	b->n_rows = b->n_series = 0;
+	b->invalid = 0;
+	b->body_len = 0;
+	if (b->slots)
+		memset(b->slots, 0xff, b->n_slots * sizeof(*b->slots));
+}
+
+void rw_batch_free(struct rw_batch *b)
+{
+	arena_free(&b->arena);
+	free(b->rows);
+	free(b->series);
+	free(b->slots);
+	free(b->pb);
+	free(b->body);
+	memset(b, 0, sizeof(*b));
+}
+
+static size_t rw_slot_of(const struct rw_batch *b, int64_t id)
+{
+	uint64_t h = (uint64_t)id * 0x9e3779b97f4a7c15ull;
+
+	return (size_t)(h >> 32) & (b->n_slots - 1);
+}
+
+int rw_batch_add(struct rw_batch *b, int64_t series_id, const char *name, const char *labels,
+		 int64_t ts_ms, double value)
+{
+	struct rw_label tmp[RW_MAX_LABELS];
+	size_t i, n;
+	int err;
+
+	if (b->n_rows >= b->cap)
+		return -ENOSPC;
+	for (i = rw_slot_of(b, series_id); b->slots[i] >= 0; i = (i + 1) & (b->n_slots - 1))
+		if (b->series[b->slots[i]].id == series_id)
+			break;
+	if (b->slots[i] < 0) {
+		struct rw_series *s = &b->series[b->n_series];
+
+		/* One label fewer than the cap: __name__ joins them. */
+		err = rw_labels_parse(labels, &b->arena, tmp, RW_MAX_LABELS - 1, &n);
+		if (err == -EINVAL || !*name)
+			b->invalid++;
+		if (err || !*name)
+			return err ? err : -EINVAL;
+		memset(s, 0, sizeof(*s));
+		s->id = series_id;
+		s->name = arena_strdup(&b->arena, name);
+		s->labels = arena_alloc(&b->arena, (n ? n : 1) * sizeof(*s->labels));
+		if (!s->name || !s->labels)
+			return -ENOMEM;
+		memcpy(s->labels, tmp, n * sizeof(*tmp));
+		s->n_labels = n;
+		b->slots[i] = (int32_t)b->n_series++;
+	}
+	b->rows[b->n_rows].series = (uint32_t)b->slots[i];
+	b->rows[b->n_rows].ts_ms = ts_ms;
+	b->rows[b->n_rows].value = value;
+	b->series[b->slots[i]].count++;
+	b->n_rows++;
+	return 0;
+}
+
+/* Timestamp order; rows of equal timestamps keep their commit order. */
+static int rw_order_cmp(const void *a, const void *b, void *arg)
+{
+	const struct rw_row *rows = arg;
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+	int64_t tx = rows[x].ts_ms, ty = rows[y].ts_ms;
+
+	if (tx != ty)
+		return tx < ty ? -1 : 1;
+	return x < y ? -1 : x > y;
+}
+
+static int rw_grow(uint8_t **p, size_t *cap, size_t need)
+{
+	uint8_t *n;
+
+	if (*cap >= need)
+		return 0;
+	n = realloc(*p, need);
+	if (!n)
+		return -ENOMEM;
+	*p = n;
+	*cap = need;
+	return 0;
+}
+
+/* The labels of one series on the wire: __name__, its own, then every
+ * external label it does not have; sorted. */
+static int rw_series_labels(struct rw_batch *b, const struct rw_series *s,
+			    const struct rw_label *ext, size_t n_ext, Prometheus__TimeSeries *ts)
+{
+	size_t n = 0, cap = s->n_labels + 1 + n_ext;
+	struct rw_label *l = arena_alloc(&b->arena, cap * sizeof(*l));
+	Prometheus__Label *pl = arena_alloc(&b->arena, cap * sizeof(*pl));
+	Prometheus__Label **pp = arena_alloc(&b->arena, cap * sizeof(*pp));
+
+	if (!l || !pl || !pp)
+		return -ENOMEM;
+	l[n].name = "__name__";
+	l[n++].value = s->name;
+	for (size_t i = 0; i < s->n_labels; i++)
+		l[n++] = s->labels[i];
+	for (size_t e = 0; e < n_ext; e++) {
+		bool have = false;
+
+		for (size_t i = 0; i < s->n_labels && !have; i++)
+			have = !strcmp(s->labels[i].name, ext[e].name);
+		if (!have)
+			l[n++] = ext[e];
+	}
+	rw_labels_sort(l, n);
+	for (size_t i = 0; i < n; i++) {
+		prometheus__label__init(&pl[i]);
+		pl[i].name = (char *)l[i].name;
+		pl[i].value = (char *)l[i].value;
+		pp[i] = &pl[i];
+	}
+	ts->labels = pp;
+	ts->n_labels = n;
+	return 0;
+}
+
+int rw_batch_encode(struct rw_batch *b, const struct rw_label *ext, size_t n_ext, size_t *n_samples)
+{
+	Prometheus__WriteRequest wr = PROMETHEUS__WRITE_REQUEST__INIT;
+	Prometheus__TimeSeries *ts, **tsp;
+	Prometheus__Sample *sm, **smp;
+	uint32_t *order;
+	size_t off = 0, k = 0, packed, zlen;
+
+	*n_samples = 0;
+	b->body_len = 0;
+	order = arena_alloc(&b->arena, (b->n_rows ? b->n_rows : 1) * sizeof(*order));
+	ts = arena_alloc(&b->arena, (b->n_series ? b->n_series : 1) * sizeof(*ts));
+	tsp = arena_alloc(&b->arena, (b->n_series ? b->n_series : 1) * sizeof(*tsp));
+	sm = arena_alloc(&b->arena, (b->n_rows ? b->n_rows : 1) * sizeof(*sm));
+	smp = arena_alloc(&b->arena, (b->n_rows ? b->n_rows : 1) * sizeof(*smp));
+	if (!order || !ts || !tsp || !sm || !smp)
+		return -ENOMEM;
+	/* Rows by series, commit order within each (a counting sort). */
+	for (size_t i = 0; i < b->n_series; i++) {
+		b->series[i].start = off;
+		off += b->series[i].count;
+		b->series[i].count = 0;
+	}
+	for (size_t r = 0; r < b->n_rows; r++) {
+		struct rw_series *s = &b->series[b->rows[r].series];
+
+		order[s->start + s->count++] = (uint32_t)r;
+	}
+	for (size_t i = 0; i < b->n_series; i++) {
+		struct rw_series *s = &b->series[i];
+		uint32_t *o = order + s->start;
+		size_t first = k;
+
+		/* Snapshots commit in time order; a clock step back is what
+		 * would break it, and the spec wants timestamp order. */
+		for (size_t j = 1; j < s->count; j++)
+			if (b->rows[o[j]].ts_ms < b->rows[o[j - 1]].ts_ms) {
+				qsort_r(o, s->count, sizeof(*o), rw_order_cmp, b->rows);
+				break;
+			}
+		for (size_t j = 0; j < s->count; j++) {
+			const struct rw_row *r = &b->rows[o[j]];
+
+			/* Equal timestamps: the receiver would refuse the
+			 * second as a duplicate; keep the later one. */
+			if (k > first && sm[k - 1].timestamp == r->ts_ms) {
+				sm[k - 1].value = r->value;
+				continue;
+			}
+			prometheus__sample__init(&sm[k]);
+			sm[k].timestamp = r->ts_ms;
+			sm[k].value = r->value;
+			smp[k] = &sm[k];
+			k++;
+		}
+		prometheus__time_series__init(&ts[i]);
+		ts[i].samples = smp + first;
+		ts[i].n_samples = k - first;
+		if (rw_series_labels(b, s, ext, n_ext, &ts[i]))
+			return -ENOMEM;
+		tsp[i] = &ts[i];
+	}
+	wr.timeseries = tsp;
+	wr.n_timeseries = b->n_series;
+	packed = prometheus__write_request__get_packed_size(&wr);
+	zlen = snappy_max_compressed_length(packed);
+	if (rw_grow(&b->pb, &b->pb_cap, packed ? packed : 1) ||
+	    rw_grow(&b->body, &b->body_cap, zlen))
+		return -ENOMEM;
+	prometheus__write_request__pack(&wr, b->pb);
+	if (snappy_compress((const char *)b->pb, packed, (char *)b->body, &zlen) != SNAPPY_OK)
+		return -ENOMEM;
+	b->body_len = zlen;
+	*n_samples = k;
+	return 0;
+}
+
+/* ---- the sender ---- */
+
+struct rw_metrics {
+	struct metric_series *sent, *failed, *retried, *pending, *last_send, *highest, *duration,
+	    *bytes, *cpu;
+	struct metric_series *drop_old, *drop_deleted, *drop_invalid;
+};
+
+struct remote_write {
+	struct remote_write_config cfg; /* strings point into the agent's config */
+	char *ext_text;
+	struct rw_label ext[RW_MAX_LABELS];
+	size_t n_ext;
+	char *password, *bearer;
+
+	struct store *store;
+	struct store_cursor *cursor;
+	int64_t pos; /* rowid of the last sample accepted or given up */
+	CURL *curl;
+	struct curl_slist *hdr;
+	char errbuf[CURL_ERROR_SIZE];
+	char retry_after[64];
+	char resp[RW_RESP_MAX];
+	size_t resp_len;
+	struct rw_batch batch;
+	uint64_t backoff_ms;
+	unsigned failures; /* retried attempts since the last success */
+	struct rw_metrics m;
+	struct log_ratelimit rl_fail, rl_store;
+
+	pthread_t thread;
+	bool started, curl_global;
+	pthread_mutex_t mu;
+	pthread_cond_t cv; /* CLOCK_MONOTONIC */
+	bool stop;
+	int64_t stop_ns; /* clock_mono_ns() of the stop request */
+};
+
+/* A password or token file: its content without trailing blanks. */
+static int rw_read_secret(const char *path, char **out, const char **why)
+{
+	FILE *f = fopen(path, "r");
+	char *buf;
+	size_t n;
+
+	if (!f) {
+		*why = strerror(errno);
+		return -EINVAL;
+	}
+	buf = malloc(RW_SECRET_MAX + 1);
+	if (!buf) {
+		fclose(f);
+		*why = "out of memory";
+		return -ENOMEM;
+	}
+	n = fread(buf, 1, RW_SECRET_MAX + 1, f);
+	fclose(f);
+	while (n && isspace((unsigned char)buf[n - 1]))
+		n--;
+	buf[n] = '\0';
+	if (n > RW_SECRET_MAX || !n || memchr(buf, '\n', n) || strlen(buf) != n) {
+		*why = n ? "must hold one line of at most 64 KiB" : "is empty";
+		free(buf);
+		return -EINVAL;
+	}
+	*out = buf;
+	return 0;
+}
+
+static int rw_check_url(struct config *cfg, const char *url)
+{
+	CURLU *u = curl_url();
+	char *scheme = NULL, *host = NULL;
+	int err = 0;
+
+	if (!u)
+		return -ENOMEM;
+	if (curl_url_set(u, CURLUPART_URL, url, CURLU_NON_SUPPORT_SCHEME) != CURLUE_OK)
+		err = cfg_error(cfg, "remote_write", "url", "'%s' is not a URL", url);
+	else if (curl_url_get(u, CURLUPART_SCHEME, &scheme, 0) != CURLUE_OK ||
+		 (strcmp(scheme, "http") && strcmp(scheme, "https")))
+		err = cfg_error(cfg, "remote_write", "url",
+				"'%s': the scheme must be http or https", url);
+	else if (curl_url_get(u, CURLUPART_HOST, &host, 0) != CURLUE_OK || !*host)
+		err = cfg_error(cfg, "remote_write", "url", "'%s' names no host", url);
+	curl_free(scheme);
+	curl_free(host);
+	curl_url_cleanup(u);
+	return err;
+}
+
+static int rw_check_file(struct config *cfg, const char *key, const char *path)
+{
+	if (*path && access(path, R_OK))
+		return cfg_error(cfg, "remote_write", key, "%s: %s", path, strerror(errno));
+	return 0;
+}
+
+static void rw_free_settings(struct remote_write *rw)
+{
+	free(rw->ext_text);
+	free(rw->password);
+	free(rw->bearer);
+	free(rw);
+}
+
+int remote_write_new(struct config *cfg, struct remote_write **out)
+{
+	struct remote_write *rw;
+	struct remote_write_config *c;
+	const char *why = NULL;
+	int err;
+
+	*out = NULL;
+	rw = calloc(1, sizeof(*rw));
+	if (!rw)
+		return -ENOMEM;
+	c = &rw->cfg;
+	err = cfg_section_parse(cfg, "remote_write", c);
+	if (err || !*c->url)
+		goto out_free;
+	if ((err = rw_check_url(cfg, c->url)))
+		goto out_free;
+	if (c->min_backoff > c->max_backoff) {
+		err =
+		    cfg_error(cfg, "remote_write", "max_backoff", "must not be below min_backoff");
+		goto out_free;
+	}
+	rw->ext_text = strdup(c->external_labels);
+	if (!rw->ext_text) {
+		err = -ENOMEM;
+		goto out_free;
+	}
+	/* __name__ takes one of a series' RW_MAX_LABELS. */
+	if (rw_external_labels_parse(rw->ext_text, rw->ext, RW_MAX_LABELS - 1, &rw->n_ext, &why)) {
+		err = cfg_error(cfg, "remote_write", "external_labels", "%s", why);
+		goto out_free;
+	}
+	if (*c->bearer_token && *c->bearer_token_file) {
+		err = cfg_error(cfg, "remote_write", "bearer_token_file",
+				"set bearer_token or bearer_token_file, not both");
+		goto out_free;
+	}
+	if (*c->basic_auth_user && (*c->bearer_token || *c->bearer_token_file)) {
+		err = cfg_error(cfg, "remote_write", "basic_auth_user",
+				"basic auth and a bearer token exclude each other");
+		goto out_free;
+	}
+	if (!*c->basic_auth_user != !*c->basic_auth_password_file) {
+		err =
+		    cfg_error(cfg, "remote_write",
+			      *c->basic_auth_user ? "basic_auth_user" : "basic_auth_password_file",
+			      "basic auth needs both basic_auth_user and basic_auth_password_file");
+		goto out_free;
+	}
+	if (!*c->tls_cert_file != !*c->tls_key_file) {
+		err = cfg_error(cfg, "remote_write",
+				*c->tls_cert_file ? "tls_cert_file" : "tls_key_file",
+				"a client certificate needs both tls_cert_file and tls_key_file");
+		goto out_free;
+	}
+	if ((err = rw_check_file(cfg, "tls_ca_file", c->tls_ca_file)) ||
+	    (err = rw_check_file(cfg, "tls_cert_file", c->tls_cert_file)) ||
+	    (err = rw_check_file(cfg, "tls_key_file", c->tls_key_file)))
+		goto out_free;
+	if (*c->basic_auth_password_file &&
+	    rw_read_secret(c->basic_auth_password_file, &rw->password, &why)) {
+		err = cfg_error(cfg, "remote_write", "basic_auth_password_file", "%s: %s",
+				c->basic_auth_password_file, why);
+		goto out_free;
+	}
+	if (*c->bearer_token_file && rw_read_secret(c->bearer_token_file, &rw->bearer, &why)) {
+		err = cfg_error(cfg, "remote_write", "bearer_token_file", "%s: %s",
+				c->bearer_token_file, why);
+		goto out_free;
+	}
+	if (*c->bearer_token && !(rw->bearer = strdup(c->bearer_token))) {
+		err = -ENOMEM;
+		goto out_free;
+	}
+	*out = rw;
+	return 0;
+
+out_free:
+	rw_free_settings(rw);
+	return err;
+}
+
+static size_t rw_on_header(char *p, size_t size, size_t n, void *arg)
+{
+	struct remote_write *rw = arg;
+	size_t len = size * n;
+	static const char key[] = "retry-after:";
+
+	if (len >= 5 && !strncmp(p, "HTTP/", 5)) {
+		rw->retry_after[0] = '\0'; /* a new response (after a 100) */
+	} else if (len > sizeof(key) - 1 && !strncasecmp(p, key, sizeof(key) - 1)) {
+		size_t v = len - (sizeof(key) - 1);
+
+		if (v >= sizeof(rw->retry_after))
+			v = sizeof(rw->retry_after) - 1;
+		memcpy(rw->retry_after, p + sizeof(key) - 1, v);
+		rw->retry_after[v] = '\0';
+	}
+	return len;
+}
+
+static size_t rw_on_body(char *p, size_t size, size_t n, void *arg)
+{
+	struct remote_write *rw = arg;
+	size_t len = size * n, room = sizeof(rw->resp) - 1 - rw->resp_len;
+
+	if (room) {
+		memcpy(rw->resp + rw->resp_len, p, len < room ? len : room);
+		rw->resp_len += len < room ? len : room;
+		rw->resp[rw->resp_len] = '\0';
+	}
+	return len;
+}
+
+/* Called by libcurl at least once a second during a transfer: aborts it
+ * once a stop has waited RW_STOP_GRACE_NS. */
+static int rw_on_progress(void *arg, curl_off_t dt, curl_off_t dn, curl_off_t ut, curl_off_t un)
+{
+	struct remote_write *rw = arg;
+
+	return __atomic_load_n(&rw->stop, __ATOMIC_RELAXED) &&
+	       clock_mono_ns() - __atomic_load_n(&rw->stop_ns, __ATOMIC_RELAXED) > RW_STOP_GRACE_NS;
+}
+
+static int rw_curl_setup(struct remote_write *rw)
+{
+	const struct remote_write_config *c = &rw->cfg;
+	CURL *h = curl_easy_init();
+	struct curl_slist *l = NULL;
+
+	if (!h)
+		return -ENOMEM;
+	rw->curl = h;
+	/* The spec's headers; "Expect:" off so a large body is not held back
+	 * for a 100-continue round trip. */
+	l = curl_slist_append(l, "Content-Encoding: snappy");
+	if (l)
+		l = curl_slist_append(l, "Content-Type: application/x-protobuf");
+	if (l)
+		l = curl_slist_append(l, "X-Prometheus-Remote-Write-Version: 0.1.0");
+	if (l)
+		l = curl_slist_append(l, "Expect:");
+	if (l && rw->bearer) {
+		char *v = malloc(strlen(rw->bearer) + 32);
+
+		if (v) {
+			sprintf(v, "Authorization: Bearer %s", rw->bearer);
+			l = curl_slist_append(l, v);
+			free(v);
+		} else {
+			l = NULL;
+		}
+	}
+	if (!l)
+		return -ENOMEM;
+	rw->hdr = l;
+	curl_easy_setopt(h, CURLOPT_URL, c->url);
+	curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
+	curl_easy_setopt(h, CURLOPT_HTTPHEADER, rw->hdr);
+	curl_easy_setopt(h, CURLOPT_USERAGENT, "sysobsd/" SYSOBS_VERSION);
+	curl_easy_setopt(h, CURLOPT_POST, 1L);
+	curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, (long)c->timeout);
+	curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS,
+			 (long)(c->timeout < RW_CONNECT_MAX_MS ? c->timeout : RW_CONNECT_MAX_MS));
+	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(h, CURLOPT_ERRORBUFFER, rw->errbuf);
+	curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, rw_on_header);
+	curl_easy_setopt(h, CURLOPT_HEADERDATA, rw);
+	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, rw_on_body);
+	curl_easy_setopt(h, CURLOPT_WRITEDATA, rw);
+	curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
+	curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, rw_on_progress);
+	curl_easy_setopt(h, CURLOPT_XFERINFODATA, rw);
+	if (*c->basic_auth_user) {
+		curl_easy_setopt(h, CURLOPT_HTTPAUTH, (long)CURLAUTH_BASIC);
+		curl_easy_setopt(h, CURLOPT_USERNAME, c->basic_auth_user);
+		curl_easy_setopt(h, CURLOPT_PASSWORD, rw->password);
+	}
+	if (*c->tls_ca_file)
+		curl_easy_setopt(h, CURLOPT_CAINFO, c->tls_ca_file);
+	if (*c->tls_cert_file) {
+		curl_easy_setopt(h, CURLOPT_SSLCERT, c->tls_cert_file);
+		curl_easy_setopt(h, CURLOPT_SSLKEY, c->tls_key_file);
+	}
+	if (c->tls_insecure_skip_verify) {
+		curl_easy_setopt(h, CURLOPT_SSL_VERIFYPEER, 0L);
+		curl_easy_setopt(h, CURLOPT_SSL_VERIFYHOST, 0L);
+	}
+	return 0;
+}
+
+/* Sleeps up to ms; false when asked to stop. */
+static bool rw_sleep(struct remote_write *rw, uint64_t ms)
+{
+	struct timespec ts;
+	bool stop;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	ts.tv_sec += (time_t)(ms / 1000);
+	ts.tv_nsec += (long)(ms % 1000) * 1000000;
+	if (ts.tv_nsec >= 1000000000) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000;
+	}
+	pthread_mutex_lock(&rw->mu);
+	while (!rw->stop && pthread_cond_timedwait(&rw->cv, &rw->mu, &ts) != ETIMEDOUT)
+		;
+	stop = rw->stop;
+	pthread_mutex_unlock(&rw->mu);
+	return !stop;
+}
+
+static void rw_cursor_save(struct remote_write *rw)
+{
+	int err = store_cursor_set(rw->cursor, rw->pos);
+
+	if (err)
+		log_ratelimited(&rw->rl_store, 60000, LOG_LVL_WARN, RW_COMPONENT,
+				"cannot store the cursor (%s); it stays in memory and is "
+				"stored with the next batch",
+				strerror(-err));
+}
+
+static void rw_add(struct metric_series *s, uint64_t v)
+{
+	if (s && v)
+		series_add(s, (double)v);
+}
+
+static void rw_publish_cpu(struct remote_write *rw)
+{
+	struct rusage ru;
+
+	if (rw->m.cpu && !getrusage(RUSAGE_THREAD, &ru))
+		series_set(rw->m.cpu, (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 +
+					  (double)ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6);
+}
+
+/* One batch read from the history. */
+struct rw_read {
+	struct remote_write *rw;
+	int64_t cutoff_ns;
+	int64_t first, last; /* rowids read */
+	int64_t newest_ms;   /* newest timestamp in the batch */
+	uint64_t too_old;
+	int err;
+};
+
+static int rw_read_row(const struct store_sample *smp, void *arg)
+{
+	struct rw_read *x = arg;
+	int64_t ms = smp->ts_ns / 1000000;
+	int err;
+
+	if (!x->first)
+		x->first = smp->rowid;
+	x->last = smp->rowid;
+	if (smp->ts_ns < x->cutoff_ns) {
+		x->too_old++;
+		return 0;
+	}
+	err = rw_batch_add(&x->rw->batch, smp->series_id, smp->name, smp->labels, ms, smp->value);
+	if (err == -ENOMEM)
+		return err;
+	if (!err && ms > x->newest_ms)
+		x->newest_ms = ms;
+	return 0;
+}
+
+/* The cursor moves past the batch: count what it leaves unsent. */
+static void rw_advance(struct remote_write *rw, const struct rw_read *x)
+{
+	if (rw->pos > 0 && x->first > rw->pos + 1)
+		rw_add(rw->m.drop_deleted, (uint64_t)(x->first - rw->pos - 1));
+	rw_add(rw->m.drop_old, x->too_old);
+	rw_add(rw->m.drop_invalid, rw->batch.invalid);
+	rw->pos = x->last;
+	rw_cursor_save(rw);
+}
+
+/* POSTs the batch's body: the HTTP status, or 0 for a transport error. */
+static long rw_post(struct remote_write *rw)
+{
+	long status = 0;
+	CURLcode rc;
+
+	rw->retry_after[0] = '\0';
+	rw->resp[0] = '\0';
+	rw->resp_len = 0;
+	rw->errbuf[0] = '\0';
+	curl_easy_setopt(rw->curl, CURLOPT_POSTFIELDS, rw->batch.body);
+	curl_easy_setopt(rw->curl, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)rw->batch.body_len);
+	rc = curl_easy_perform(rw->curl);
+	if (rc == CURLE_OK)
+		curl_easy_getinfo(rw->curl, CURLINFO_RESPONSE_CODE, &status);
+	else if (!rw->errbuf[0])
+		snprintf(rw->errbuf, sizeof(rw->errbuf), "%s", curl_easy_strerror(rc));
+	return status;
+}
+
+/* One turn of the sender: reads a batch after the cursor, sends it, and
+ * returns how long to wait before the next turn (ms). */
+static uint64_t rw_turn(struct remote_write *rw)
+{
+	const struct remote_write_config *c = &rw->cfg;
+	struct rw_read x = {.rw = rw};
+	int64_t last, t0;
+	size_t n;
+	long status;
+	int err;
+
+	err = store_samples_last(rw->store, &last);
+	if (err) {
+		log_ratelimited(&rw->rl_store, 60000, LOG_LVL_WARN, RW_COMPONENT,
+				"cannot read the metric history: %s", strerror(-err));
+		return c->send_interval;
+	}
+	if (last < rw->pos) {
+		log_warn(RW_COMPONENT,
+			 "the metric history was renumbered (emptied or a new database): "
+			 "sending it from its start");
+		rw->pos = 0;
+		rw_cursor_save(rw);
+	}
+	if (rw->m.pending)
+		series_set(rw->m.pending, (double)(last - rw->pos));
+	if (last == rw->pos)
+		return c->send_interval;
+
+	rw_batch_reset(&rw->batch);
+	x.cutoff_ns = clock_wall_ns() - (int64_t)c->max_age * 1000000;
+	err = store_samples_after(rw->store, rw->pos, c->batch_samples, rw_read_row, &x);
+	if (err || rw->batch.arena.oom) {
+		log_ratelimited(&rw->rl_store, 60000, LOG_LVL_WARN, RW_COMPONENT,
+				"cannot read the metric history: %s",
+				strerror(err ? -err : ENOMEM));
+		return c->send_interval;
+	}
+	if (!x.last)
+		return c->send_interval;
+	if (!rw->batch.n_rows) { /* all too old or invalid: nothing to send */
+		rw_advance(rw, &x);
+		return 0;
+	}
+	if (rw_batch_encode(&rw->batch, rw->ext, rw->n_ext, &n)) {
+		log_ratelimited(&rw->rl_fail, 10000, LOG_LVL_WARN, RW_COMPONENT,
+				"out of memory encoding %zu samples", rw->batch.n_rows);
+		return c->max_backoff;
+	}
+
+	t0 = clock_mono_ns();
+	status = rw_post(rw);
+	if (!status && __atomic_load_n(&rw->stop, __ATOMIC_RELAXED))
+		return 0; /* aborted by the stop: nothing to count */
+	if (rw->m.duration)
+		series_observe(rw->m.duration, (double)(clock_mono_ns() - t0) / 1e9);
+
+	if (status >= 200 && status < 300) {
+		rw_add(rw->m.sent, n);
+		rw_add(rw->m.bytes, rw->batch.body_len);
+		if (rw->m.last_send)
+			series_set(rw->m.last_send, (double)clock_wall_ns() / 1e9);
+		if (rw->m.highest)
+			series_set(rw->m.highest, (double)x.newest_ms / 1e3);
+		if (rw->failures)
+			log_info(RW_COMPONENT, "%s accepts again after %u failed attempts", c->url,
+				 rw->failures);
+		rw->failures = 0;
+		rw->backoff_ms = 0;
+		rw_advance(rw, &x);
+		return x.last < last ? 0 : c->send_interval;
+	}
+	if (status == 0 || status == 429 || status >= 500) {
+		uint64_t wait, ra;
+
+		rw_add(rw->m.retried, n);
+		rw->failures++;
+		rw->backoff_ms = rw_backoff_next(rw->backoff_ms, c->min_backoff, c->max_backoff);
+		wait = rw->backoff_ms;
+		if (rw->retry_after[0] && !rw_retry_after_parse(rw->retry_after, time(NULL), &ra))
+			wait = ra < c->min_backoff	    ? c->min_backoff
+			       : ra > RW_RETRY_AFTER_MAX_MS ? RW_RETRY_AFTER_MAX_MS
+							    : ra;
+		if (status)
+			log_ratelimited(&rw->rl_fail, 10000, LOG_LVL_WARN, RW_COMPONENT,
+					"%s answered %ld (%.120s); retrying %zu samples in %" PRIu64
+					" ms",
+					c->url, status, rw->resp, n, wait);
+		else
+			log_ratelimited(&rw->rl_fail, 10000, LOG_LVL_WARN, RW_COMPONENT,
+					"%s: %s; retrying %zu samples in %" PRIu64 " ms", c->url,
+					rw->errbuf, n, wait);
+		return wait;
+	}
+	/* 4xx other than 429 (and anything else): it would refuse it again. */
+	rw_add(rw->m.failed, n);
+	log_ratelimited(&rw->rl_fail, 10000, LOG_LVL_WARN, RW_COMPONENT,
+			"%s refused %zu samples with %ld (%.160s); dropped, not retried", c->url, n,
+			status, rw->resp);
+	rw->backoff_ms = 0;
+	rw_advance(rw, &x);
+	return 0;
+}
+
+static void *rw_main(void *arg)
+{
+	struct remote_write *rw = arg;
+	uint64_t wait;
+
+	do {
+		wait = rw_turn(rw);
+		rw_publish_cpu(rw);
+	} while (!__atomic_load_n(&rw->stop, __ATOMIC_RELAXED) && (!wait || rw_sleep(rw, wait)));
+	return NULL;
+}
+
+static void rw_metrics_register(struct remote_write *rw, struct metrics *m)
+{
+	static const char *const reason[] = {"reason", NULL};
+	static const double bounds[] = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1,
+					0.25,  0.5,    1,     2.5,  5,	   10,	 30};
+	struct metric *f;
+
+	rw->m.sent = metrics_counter1(m, "sysobs_remote_write_samples_sent_total",
+				      "Samples the remote-write receiver accepted (2xx).");
+	rw->m.failed = metrics_counter1(
+	    m, "sysobs_remote_write_samples_failed_total",
+	    "Samples in requests the receiver refused with a 4xx other than 429 (not retried).");
+	rw->m.retried =
+	    metrics_counter1(m, "sysobs_remote_write_samples_retried_total",
+			     "Samples in requests that failed with a 5xx, a 429 or a transport "
+			     "error and are sent again.");
+	f = metrics_counter(m, "sysobs_remote_write_samples_dropped_total",
+			    "Metric history samples never sent: too_old (older than max_age), "
+			    "deleted (by retention before their turn), invalid (label set).",
+			    reason);
+	if (f) {
+		rw->m.drop_old = metric_series(f, (const char *const[]){"too_old"});
+		rw->m.drop_deleted = metric_series(f, (const char *const[]){"deleted"});
+		rw->m.drop_invalid = metric_series(f, (const char *const[]){"invalid"});
+	}
+	rw->m.pending = metrics_gauge1(
+	    m, "sysobs_remote_write_pending_samples",
+	    "Metric history samples after the sender's cursor (committed, not yet sent).");
+	rw->m.last_send = metrics_gauge1(m, "sysobs_remote_write_last_send_timestamp_seconds",
+					 "Unix time of the last request the receiver accepted.");
+	rw->m.highest = metrics_gauge1(m, "sysobs_remote_write_highest_sent_timestamp_seconds",
+				       "Timestamp of the newest sample the receiver accepted.");
+	rw->m.bytes = metrics_counter1(m, "sysobs_remote_write_bytes_sent_total",
+				       "Request bytes (snappy-compressed) the receiver accepted.");
+	rw->m.cpu = metrics_counter1(m, "sysobs_remote_write_cpu_seconds_total",
+				     "CPU time (user + system) of the sender thread.");
+	f = metrics_histogram(m, "sysobs_remote_write_batch_duration_seconds",
+			      "Duration of each request of a batch, retries included.", NULL,
+			      bounds, sizeof(bounds) / sizeof(bounds[0]));
+	rw->m.duration = f ? metric_series(f, NULL) : NULL;
+}
+
+int remote_write_start(struct remote_write *rw, struct store *s, struct metrics *m)
+{
+	pthread_condattr_t ca;
+	char err[256];
+	int rc;
+
+	if (!rw)
+		return 0;
+	rw->store = s;
+	if (curl_global_init(CURL_GLOBAL_DEFAULT)) {
+		log_err(RW_COMPONENT, "libcurl initialisation failed");
+		return -EIO;
+	}
+	rw->curl_global = true;
+	rw->cursor = store_cursor_open(s, "remote_write", err, sizeof(err));
+	if (!rw->cursor) {
+		log_err(RW_COMPONENT, "cannot open its cursor: %s", err);
+		return -EIO;
+	}
+	if (store_cursor_get(rw->cursor, &rw->pos)) {
+		log_err(RW_COMPONENT, "cannot read its cursor");
+		return -EIO;
+	}
+	if (rw_batch_init(&rw->batch, rw->cfg.batch_samples) || rw_curl_setup(rw)) {
+		log_err(RW_COMPONENT, "out of memory");
+		return -ENOMEM;
+	}
+	rw_metrics_register(rw, m);
+	pthread_mutex_init(&rw->mu, NULL);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&rw->cv, &ca);
+	pthread_condattr_destroy(&ca);
+	rc = pthread_create(&rw->thread, NULL, rw_main, rw);
+	if (rc) {
+		log_err(RW_COMPONENT, "cannot start its thread: %s", strerror(rc));
+		return -rc;
+	}
+	pthread_setname_np(rw->thread, "sysobs-rw");
+	rw->started = true;
+	log_info(RW_COMPONENT, "sending metric history to %s from sample %" PRId64, rw->cfg.url,
+		 rw->pos);
+	return 0;
+}
+
+void remote_write_free(struct remote_write *rw)
+{
+	if (!rw)
+		return;
+	if (rw->started) {
+		pthread_mutex_lock(&rw->mu);
+		__atomic_store_n(&rw->stop_ns, clock_mono_ns(), __ATOMIC_RELAXED);
+		__atomic_store_n(&rw->stop, true, __ATOMIC_RELAXED);
+		pthread_cond_signal(&rw->cv);
+		pthread_mutex_unlock(&rw->mu);
+		pthread_join(rw->thread, NULL);
+		pthread_cond_destroy(&rw->cv);
+		pthread_mutex_destroy(&rw->mu);
+	}
+	curl_easy_cleanup(rw->curl);
+	if (rw->curl_global)
+		curl_global_cleanup();
+	curl_slist_free_all(rw->hdr);
+	store_cursor_close(rw->cursor);
+	rw_batch_free(&rw->batch);
+	rw_free_settings(rw);
+}

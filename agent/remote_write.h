@@ -1,0 +1,137 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Prometheus remote-write 1.0 sender ([remote_write], off unless url is set).
+ *
+ * The metric history in SQLite is the write-ahead log: every snapshot the
+ * agent takes is committed there first, and the sender, on a thread of its
+ * own, reads it in commit order after a cursor kept durably in the same
+ * database (storage/store_samples.h). A batch (up to batch_samples rows)
+ * becomes one WriteRequest (labels sorted, __name__ included, external
+ * labels added, samples in timestamp order per series), protobuf-encoded,
+ * snappy block-compressed and POSTed with libcurl. The cursor moves past the
+ * batch only once the receiver answered 2xx (sent) or a 4xx other than 429
+ * (dropped: it would refuse it again). 5xx, 429 and transport errors are
+ * retried after an exponential backoff or the receiver's Retry-After, from
+ * the database again, so an outage or an agent restart loses nothing.
+ * Samples older than max_age when their turn comes are dropped and counted.
+ * One batch is in memory at a time.
+ */
+#ifndef SYSOBS_REMOTE_WRITE_H
+#define SYSOBS_REMOTE_WRITE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <time.h>
+
+#include "agent/arena.h"
+#include "agent/config.h"
+
+struct store;
+struct metrics;
+
+/* [remote_write]: field names are the key names (CFG_KEY). */
+struct remote_write_config {
+	const char *url;
+	uint64_t max_age;		   /* ms */
+	uint64_t batch_samples;		   /* samples per request */
+	uint64_t send_interval;		   /* ms between looks at the history when caught up */
+	uint64_t timeout;		   /* ms per request */
+	uint64_t min_backoff, max_backoff; /* ms */
+	const char *external_labels;
+	const char *basic_auth_user, *basic_auth_password_file;
+	const char *bearer_token, *bearer_token_file;
+	const char *tls_ca_file, *tls_cert_file, *tls_key_file;
+	bool tls_insecure_skip_verify;
+};
+
+extern const struct cfg_key remote_write_keys[];
+
+struct remote_write;
+
+/*
+ * Parses and checks [remote_write] (URL scheme http or https, external
+ * labels, backoff range, auth and TLS file combinations; reads the password
+ * and token files). 0 with *out NULL when url is empty (off); 0 with *out
+ * set; -EINVAL with cfg->err ("file:line: [remote_write] key: reason").
+ */
+int remote_write_new(struct config *cfg, struct remote_write **out);
+/* Registers the sender's metrics and starts its thread; 0 when rw is NULL.
+ * -errno with a message logged. */
+int remote_write_start(struct remote_write *rw, struct store *s, struct metrics *m);
+/* Stops the thread (a request in flight gets 2 s to finish, then is aborted
+ * within about a second more) and frees.
+ * Accepts NULL. Call before the store and the registry go. */
+void remote_write_free(struct remote_write *rw);
+
+/* ---- pure parts (unit-tested) ---- */
+
+#define RW_MAX_LABELS 16 /* per series, __name__ and external labels included */
+
+struct rw_label {
+	const char *name, *value;
+};
+
+/*
+ * A rendered label set as the registry writes it (`{a="b",c="d\"e"}`, ""
+ * for none; escapes \\, \" and \n) into out[max] with strings in arena.
+ * Labels with an empty value are left out (the same as absent for
+ * Prometheus). 0, or -EINVAL (malformed, bad or duplicate name, too many).
+ */
+int rw_labels_parse(const char *rendered, struct arena *a, struct rw_label *out, size_t max,
+		    size_t *n);
+
+/* [remote_write] external_labels, "k=v, k2=v2", parsed in place in text.
+ * -EINVAL with a reason in *why. */
+int rw_external_labels_parse(char *text, struct rw_label *out, size_t max, size_t *n,
+			     const char **why);
+
+/* Sorts labels by name, bytewise (the order the spec requires). */
+void rw_labels_sort(struct rw_label *l, size_t n);
+
+/* Retry-After: delay-seconds or an HTTP-date, relative to now, in ms.
+ * 0 or -EINVAL. */
+int rw_retry_after_parse(const char *v, time_t now, uint64_t *ms);
+
+/* The wait after cur (0 = no failure yet): min, then doubling, capped. */
+uint64_t rw_backoff_next(uint64_t cur, uint64_t min, uint64_t max);
+
+/*
+ * One batch: rows added in commit order, grouped by series at encode time.
+ * All memory of a batch is in its arena, and the encode buffers are reused:
+ * one batch is what the sender holds.
+ */
+struct rw_series;
+struct rw_row;
+
+struct rw_batch {
+	struct arena arena;
+	struct rw_row *rows;
+	size_t n_rows, cap;
+	struct rw_series *series;
+	size_t n_series;
+	int32_t *slots; /* series_id -> index in series, open addressing */
+	size_t n_slots;
+	uint64_t invalid; /* rows left out: label set that does not parse */
+	/* Encoded body (snappy of the protobuf), reused across batches. */
+	uint8_t *pb, *body;
+	size_t pb_cap, body_cap, body_len;
+};
+
+int rw_batch_init(struct rw_batch *b, size_t cap);
+void rw_batch_reset(struct rw_batch *b);
+void rw_batch_free(struct rw_batch *b);
+/* Adds one sample (ts in ms). -ENOSPC when full, -EINVAL for a label set
+ * that does not parse (counted in b->invalid), -ENOMEM. */
+int rw_batch_add(struct rw_batch *b, int64_t series_id, const char *name, const char *labels,
+		 int64_t ts_ms, double value);
+/*
+ * Builds the WriteRequest (each series' labels plus the external ones it
+ * does not have, sorted; samples by timestamp, the last of equal timestamps
+ * kept) into b->body/b->body_len, snappy-compressed. *n_samples: samples in
+ * the request. 0 or -ENOMEM.
+ */
+int rw_batch_encode(struct rw_batch *b, const struct rw_label *ext, size_t n_ext,
+		    size_t *n_samples);
+
+#endif

@@ -1,0 +1,70 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Fuzz target of what the remote-write sender parses: the first byte picks
+ * the parser, the rest is its input. 0: a Retry-After header value (from the
+ * network); 1: a rendered label set read back from the database; 2: the
+ * external_labels config value; 3: a label set through a whole batch and its
+ * encoding. Each must accept or reject without reading out of bounds, and
+ * what it accepts must be well-formed.
+ */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "agent/arena.h"
+#include "agent/remote_write.h"
+
+/* Not assert(): the replay test is built with NDEBUG. */
+#define CHECK(c)                                                                                   \
+	do {                                                                                       \
+		if (!(c))                                                                          \
+			abort();                                                                   \
+	} while (0)
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	struct rw_label l[RW_MAX_LABELS];
+	struct arena a = {0};
+	struct rw_batch b;
+	const char *why;
+	uint64_t ms;
+	size_t n;
+	char *s;
+
+	if (!size)
+		return 0;
+	s = malloc(size);
+	if (!s)
+		return 0;
+	memcpy(s, data + 1, size - 1);
+	s[size - 1] = '\0';
+	switch (data[0] % 4) {
+	case 0:
+		rw_retry_after_parse(s, 1445412480, &ms);
+		break;
+	case 1:
+		if (!rw_labels_parse(s, &a, l, RW_MAX_LABELS, &n)) {
+			CHECK(n <= RW_MAX_LABELS);
+			for (size_t i = 0; i < n; i++)
+				CHECK(*l[i].name && *l[i].value);
+		}
+		break;
+	case 2:
+		if (!rw_external_labels_parse(s, l, RW_MAX_LABELS, &n, &why))
+			for (size_t i = 0; i < n; i++)
+				CHECK(*l[i].name && *l[i].value && strncmp(l[i].name, "__", 2));
+		break;
+	case 3:
+		if (!rw_batch_init(&b, 4)) {
+			rw_batch_add(&b, 1, "m", s, 1000, 1);
+			rw_batch_add(&b, 1, "m", s, 999, 2);
+			if (!rw_batch_encode(&b, NULL, 0, &n))
+				CHECK(n == b.n_rows && (!n || b.body_len));
+			rw_batch_free(&b);
+		}
+		break;
+	}
+	arena_free(&a);
+	free(s);
+	return 0;
+}

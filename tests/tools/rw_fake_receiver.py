@@ -1,0 +1,76 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""A remote-write receiver that answers a scripted sequence of statuses, for
+tests/integration/remote_write.sh. Loopback only.
+
+  rw_fake_receiver.py [--tls CERT KEY [--client-ca CA]] PORTFILE LOGFILE STATUS...
+
+STATUS is a code (200, 400, 503, ...) or CODE:RETRY_AFTER (429:2); requests
+after the list get 204. Writes the port it listens on to PORTFILE, and one
+JSON line per request to LOGFILE: arrival time, status answered, the body's
+sha256 and length, and the request headers the spec names."""
+import hashlib
+import http.server
+import json
+import os
+import ssl
+import sys
+import time
+
+args = sys.argv[1:]
+tls = client_ca = None
+if args and args[0] == "--tls":
+    tls, args = (args[1], args[2]), args[3:]
+    if args and args[0] == "--client-ca":
+        client_ca, args = args[1], args[2:]
+portfile, logfile, script = args[0], args[1], args[2:]
+count = 0
+
+
+class Handler(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def do_POST(self):
+        global count
+        t = time.time()
+        n = int(self.headers.get("Content-Length", "0"))
+        body = self.rfile.read(n)
+        step = script[count] if count < len(script) else "204"
+        count += 1
+        code, _, retry_after = step.partition(":")
+        entry = {
+            "t": t,
+            "status": int(code),
+            "sha": hashlib.sha256(body).hexdigest(),
+            "len": len(body),
+            "path": self.path,
+        }
+        for h in ("Content-Encoding", "Content-Type", "X-Prometheus-Remote-Write-Version",
+                  "User-Agent", "Authorization"):
+            entry[h] = self.headers.get(h)
+        with open(logfile, "a") as f:
+            f.write(json.dumps(entry) + "\n")
+        msg = b"" if code == "204" else b"scripted answer\n"  # 204 has no body
+        self.send_response(int(code))
+        if retry_after:
+            self.send_header("Retry-After", retry_after)
+        self.send_header("Content-Length", str(len(msg)))
+        self.end_headers()
+        self.wfile.write(msg)
+
+    def log_message(self, *args):
+        pass
+
+
+srv = http.server.HTTPServer(("127.0.0.1", 0), Handler)
+if tls:
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx.load_cert_chain(*tls)
+    if client_ca:
+        ctx.verify_mode = ssl.CERT_REQUIRED
+        ctx.load_verify_locations(client_ca)
+    srv.socket = ctx.wrap_socket(srv.socket, server_side=True)
+with open(portfile + ".tmp", "w") as f:
+    f.write(str(srv.server_address[1]))
+os.rename(portfile + ".tmp", portfile)
+srv.serve_forever()

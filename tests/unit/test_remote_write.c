@@ -1,0 +1,353 @@
+// SPDX-License-Identifier: MIT
+/*
+ * remote_write: a WriteRequest built from a batch decodes back with
+ * protobuf-c after a snappy round trip (labels sorted with __name__ and the
+ * external labels, samples in timestamp order per series); the registry's
+ * rendered label sets parse back; Retry-After in seconds and the three
+ * HTTP-date forms; the backoff sequence; the metric history read as a log
+ * after a durable cursor that survives a reopen.
+ */
+#include <errno.h>
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+#include <snappy-c.h>
+
+#include "agent/arena.h"
+#include "agent/remote_write.h"
+#include "api/proto/prometheus/remote.pb-c.h"
+#include "storage/store.h"
+#include "storage/store_samples.h"
+
+static void test_rendered_label_sets_parse_back(void **state)
+{
+	struct arena a = {0};
+	struct rw_label l[RW_MAX_LABELS];
+	size_t n = 99;
+
+	assert_int_equal(rw_labels_parse("", &a, l, RW_MAX_LABELS, &n), 0);
+	assert_int_equal(n, 0);
+	assert_int_equal(rw_labels_parse("{}", &a, l, RW_MAX_LABELS, &n), 0);
+	assert_int_equal(n, 0);
+	assert_int_equal(
+	    rw_labels_parse("{reason=\"a\\\"b\\\\c\\nd\",collector=\"\",z_9=\"x,y=}\"}", &a, l,
+			    RW_MAX_LABELS, &n),
+	    0);
+	/* collector="" is the same as no collector label for Prometheus. */
+	assert_int_equal(n, 2);
+	assert_string_equal(l[0].name, "reason");
+	assert_string_equal(l[0].value, "a\"b\\c\nd");
+	assert_string_equal(l[1].name, "z_9");
+	assert_string_equal(l[1].value, "x,y=}");
+
+	static const char *const bad[] = {
+	    "{",	   "a=\"b\"",		"{a=\"b\"",   "{a=\"b\",}",
+	    "{a=b}",	   "{9a=\"b\"}",	"{a=\"b\"}x", "{a=\"b\\q\"}",
+	    "{a-b=\"c\"}", "{a=\"x\",a=\"y\"}", "{=\"x\"}",   "{a=\"unterminated}",
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		assert_int_equal(rw_labels_parse(bad[i], &a, l, RW_MAX_LABELS, &n), -EINVAL);
+	assert_int_equal(rw_labels_parse("{a=\"1\",b=\"2\",c=\"3\"}", &a, l, 2, &n), -EINVAL);
+	arena_free(&a);
+}
+
+static void test_external_labels_are_checked(void **state)
+{
+	struct rw_label l[4];
+	const char *why = NULL;
+	size_t n;
+	char ok[] = " cluster = eu1 ,replica=a, ";
+	char bad_name[] = "__tenant=x";
+	char no_eq[] = "cluster";
+	char empty[] = "cluster=";
+	char dup[] = "a=1,a=2";
+	char many[] = "a=1,b=2,c=3,d=4,e=5";
+
+	assert_int_equal(rw_external_labels_parse(ok, l, 4, &n, &why), 0);
+	assert_int_equal(n, 2);
+	assert_string_equal(l[0].name, "cluster");
+	assert_string_equal(l[0].value, "eu1");
+	assert_string_equal(l[1].name, "replica");
+	assert_string_equal(l[1].value, "a");
+	assert_int_equal(rw_external_labels_parse(bad_name, l, 4, &n, &why), -EINVAL);
+	assert_int_equal(rw_external_labels_parse(no_eq, l, 4, &n, &why), -EINVAL);
+	assert_int_equal(rw_external_labels_parse(empty, l, 4, &n, &why), -EINVAL);
+	assert_int_equal(rw_external_labels_parse(dup, l, 4, &n, &why), -EINVAL);
+	assert_int_equal(rw_external_labels_parse(many, l, 4, &n, &why), -EINVAL);
+	assert_non_null(why);
+}
+
+static void test_labels_sort_bytewise(void **state)
+{
+	struct rw_label l[] = {
+	    {"reason", ""}, {"__name__", ""}, {"Zone", ""}, {"_x", ""}, {"a", ""}};
+
+	rw_labels_sort(l, 5);
+	/* 'Z' (0x5a) < '_' (0x5f) < 'a': what Go's sort.Strings gives. */
+	assert_string_equal(l[0].name, "Zone");
+	assert_string_equal(l[1].name, "__name__");
+	assert_string_equal(l[2].name, "_x");
+	assert_string_equal(l[3].name, "a");
+	assert_string_equal(l[4].name, "reason");
+}
+
+static void test_retry_after_reads_seconds_and_dates(void **state)
+{
+	/* Wed, 21 Oct 2015 07:28:00 GMT */
+	const time_t t = 1445412480;
+	uint64_t ms = 1;
+
+	assert_int_equal(rw_retry_after_parse("120", t, &ms), 0);
+	assert_int_equal(ms, 120000);
+	assert_int_equal(rw_retry_after_parse(" 3\r\n", t, &ms), 0);
+	assert_int_equal(ms, 3000);
+	assert_int_equal(rw_retry_after_parse("0", t, &ms), 0);
+	assert_int_equal(ms, 0);
+	assert_int_equal(rw_retry_after_parse("Wed, 21 Oct 2015 07:28:00 GMT", t - 10, &ms), 0);
+	assert_int_equal(ms, 10000);
+	assert_int_equal(rw_retry_after_parse("Wednesday, 21-Oct-15 07:28:00 GMT", t - 7, &ms), 0);
+	assert_int_equal(ms, 7000);
+	assert_int_equal(rw_retry_after_parse("Wed Oct 21 07:28:00 2015", t - 2, &ms), 0);
+	assert_int_equal(ms, 2000);
+	/* A date in the past: retry now. */
+	assert_int_equal(rw_retry_after_parse("Wed, 21 Oct 2015 07:28:00 GMT", t + 60, &ms), 0);
+	assert_int_equal(ms, 0);
+	/* Huge numbers saturate instead of wrapping. */
+	assert_int_equal(rw_retry_after_parse("99999999999999999999999", t, &ms), 0);
+	assert_true(ms >= 1000);
+	assert_int_equal(rw_retry_after_parse("12s", t, &ms), -EINVAL);
+	assert_int_equal(rw_retry_after_parse("-5", t, &ms), -EINVAL);
+	assert_int_equal(rw_retry_after_parse("soon", t, &ms), -EINVAL);
+	assert_int_equal(rw_retry_after_parse("", t, &ms), -EINVAL);
+}
+
+static void test_backoff_doubles_up_to_its_cap(void **state)
+{
+	uint64_t b = 0;
+	const uint64_t want[] = {30, 60, 120, 240, 480, 960, 1920, 3840, 5000, 5000};
+
+	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+		b = rw_backoff_next(b, 30, 5000);
+		assert_int_equal(b, want[i]);
+	}
+	assert_int_equal(rw_backoff_next(0, 100, 50), 50);
+	assert_int_equal(rw_backoff_next(UINT64_MAX / 2 + 7, 1, UINT64_MAX), UINT64_MAX);
+}
+
+/* The labels of one decoded series as "a=b,c=d". */
+static void labels_text(const Prometheus__TimeSeries *ts, char *out, size_t len)
+{
+	size_t off = 0;
+
+	out[0] = '\0';
+	for (size_t i = 0; i < ts->n_labels; i++)
+		off += (size_t)snprintf(out + off, len - off, "%s%s=%s", i ? "," : "",
+					ts->labels[i]->name, ts->labels[i]->value);
+}
+
+static Prometheus__WriteRequest *decode(const struct rw_batch *b)
+{
+	size_t n = 0;
+	char *raw;
+	Prometheus__WriteRequest *wr;
+
+	assert_int_equal(snappy_validate_compressed_buffer((const char *)b->body, b->body_len),
+			 SNAPPY_OK);
+	assert_int_equal(snappy_uncompressed_length((const char *)b->body, b->body_len, &n),
+			 SNAPPY_OK);
+	raw = malloc(n ? n : 1);
+	assert_non_null(raw);
+	assert_int_equal(snappy_uncompress((const char *)b->body, b->body_len, raw, &n), SNAPPY_OK);
+	wr = prometheus__write_request__unpack(NULL, n, (const uint8_t *)raw);
+	free(raw);
+	assert_non_null(wr);
+	return wr;
+}
+
+static void test_write_request_decodes_back_after_snappy(void **state)
+{
+	struct rw_batch b;
+	char ext_text[] = "cluster=eu1,reason=from_ext";
+	struct rw_label ext[4];
+	const char *why;
+	size_t n_ext, n = 0;
+	char text[512];
+	Prometheus__WriteRequest *wr;
+
+	assert_int_equal(rw_external_labels_parse(ext_text, ext, 4, &n_ext, &why), 0);
+	assert_int_equal(rw_batch_init(&b, 8), 0);
+	/* Commit order interleaves two series; series 7 has a clock step back
+	 * (t=3000 after t=4000) and a repeated timestamp. */
+	assert_int_equal(rw_batch_add(&b, 7, "sysobs_packet_drops_total",
+				      "{reason=\"NO_SOCKET\",proto=\"udp\"}", 4000, 1),
+			 0);
+	assert_int_equal(rw_batch_add(&b, 9, "sysobs_up", "", 4000, 1), 0);
+	assert_int_equal(rw_batch_add(&b, 7, "sysobs_packet_drops_total",
+				      "{reason=\"NO_SOCKET\",proto=\"udp\"}", 3000, 0.5),
+			 0);
+	assert_int_equal(rw_batch_add(&b, 9, "sysobs_up", "", 5000, NAN), 0);
+	assert_int_equal(rw_batch_add(&b, 7, "sysobs_packet_drops_total",
+				      "{reason=\"NO_SOCKET\",proto=\"udp\"}", 5000, 2),
+			 0);
+	assert_int_equal(rw_batch_add(&b, 7, "sysobs_packet_drops_total",
+				      "{reason=\"NO_SOCKET\",proto=\"udp\"}", 5000, 3),
+			 0);
+	/* A label set that does not parse is left out and counted. */
+	assert_int_equal(rw_batch_add(&b, 11, "sysobs_bad", "{x=1}", 5000, 1), -EINVAL);
+	assert_int_equal(b.invalid, 1);
+	assert_int_equal(b.n_rows, 6);
+	assert_int_equal(rw_batch_encode(&b, ext, n_ext, &n), 0);
+	assert_int_equal(n, 5); /* the repeated timestamp counted once */
+	assert_true(b.body_len > 0);
+
+	wr = decode(&b);
+	assert_int_equal(wr->n_timeseries, 2);
+	assert_int_equal(wr->n_metadata, 0);
+	/* Sorted by name, __name__ included, the series' own reason kept over
+	 * the external one. */
+	labels_text(wr->timeseries[0], text, sizeof(text));
+	assert_string_equal(text, "__name__=sysobs_packet_drops_total,cluster=eu1,proto=udp,"
+				  "reason=NO_SOCKET");
+	assert_int_equal(wr->timeseries[0]->n_samples, 3);
+	assert_int_equal(wr->timeseries[0]->samples[0]->timestamp, 3000);
+	assert_true(wr->timeseries[0]->samples[0]->value == 0.5);
+	assert_int_equal(wr->timeseries[0]->samples[1]->timestamp, 4000);
+	assert_int_equal(wr->timeseries[0]->samples[2]->timestamp, 5000);
+	assert_true(wr->timeseries[0]->samples[2]->value == 3);
+	labels_text(wr->timeseries[1], text, sizeof(text));
+	assert_string_equal(text, "__name__=sysobs_up,cluster=eu1,reason=from_ext");
+	assert_int_equal(wr->timeseries[1]->n_samples, 2);
+	assert_int_equal(wr->timeseries[1]->samples[0]->timestamp, 4000);
+	assert_true(isnan(wr->timeseries[1]->samples[1]->value));
+	prometheus__write_request__free_unpacked(wr, NULL);
+
+	/* Full: the batch holds cap rows. */
+	assert_int_equal(rw_batch_add(&b, 9, "sysobs_up", "", 6000, 1), 0);
+	assert_int_equal(rw_batch_add(&b, 9, "sysobs_up", "", 7000, 1), 0);
+	assert_int_equal(rw_batch_add(&b, 9, "sysobs_up", "", 8000, 1), -ENOSPC);
+
+	/* Reset: the next batch starts empty and reuses the buffers. */
+	rw_batch_reset(&b);
+	assert_int_equal(b.n_rows, 0);
+	assert_int_equal(rw_batch_add(&b, 9, "sysobs_up", "", 9000, 1), 0);
+	assert_int_equal(rw_batch_encode(&b, NULL, 0, &n), 0);
+	assert_int_equal(n, 1);
+	wr = decode(&b);
+	assert_int_equal(wr->n_timeseries, 1);
+	labels_text(wr->timeseries[0], text, sizeof(text));
+	assert_string_equal(text, "__name__=sysobs_up");
+	prometheus__write_request__free_unpacked(wr, NULL);
+	rw_batch_free(&b);
+}
+
+/* ---- the history as a log, after a durable cursor ---- */
+
+struct seen {
+	int64_t rowid[16];
+	char key[16][96];
+	int n;
+};
+
+static int collect(const struct store_sample *smp, void *arg)
+{
+	struct seen *s = arg;
+
+	if (s->n >= 16)
+		return -E2BIG;
+	s->rowid[s->n] = smp->rowid;
+	snprintf(s->key[s->n], sizeof(s->key[0]), "%s%s=%g@%lld", smp->name, smp->labels,
+		 smp->value, (long long)smp->ts_ns);
+	s->n++;
+	return 0;
+}
+
+static void test_history_reads_after_a_durable_cursor(void **state)
+{
+	char dir[] = "/tmp/test_remote_write.XXXXXX", path[128], err[256], cmd[160];
+	struct store_config cfg = {.batch_ms = 10};
+	struct store_cursor *c;
+	struct seen seen = {0};
+	struct store *s;
+	int64_t last, v;
+
+	assert_non_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/sysobs.db", dir);
+	cfg.path = path;
+	s = store_open(&cfg, NULL, err, sizeof(err));
+	assert_non_null(s);
+	assert_int_equal(store_start(s), 0);
+	assert_int_equal(store_samples_last(s, &last), 0);
+	assert_int_equal(last, 0);
+	for (int i = 0; i < 5; i++) {
+		assert_int_equal(store_submit_sample(s, 1000 + i, "m_a", "{k=\"v\"}", i), 0);
+		assert_int_equal(store_submit_sample(s, 1000 + i, "m_b", "", 10 + i), 0);
+	}
+	assert_int_equal(store_flush(s), 0);
+	assert_int_equal(store_samples_last(s, &last), 0);
+	assert_int_equal(last, 10);
+
+	c = store_cursor_open(s, "remote_write", err, sizeof(err));
+	assert_non_null(c);
+	assert_int_equal(store_cursor_get(c, &v), 0);
+	assert_int_equal(v, 0);
+	assert_int_equal(store_samples_after(s, v, 3, collect, &seen), 0);
+	assert_int_equal(seen.n, 3);
+	assert_int_equal(seen.rowid[0], 1);
+	assert_string_equal(seen.key[0], "m_a{k=\"v\"}=0@1000");
+	assert_string_equal(seen.key[1], "m_b=10@1000");
+	assert_string_equal(seen.key[2], "m_a{k=\"v\"}=1@1001");
+	assert_int_equal(store_cursor_set(c, seen.rowid[2]), 0);
+	store_cursor_close(c);
+	store_close(s);
+
+	/* Reopened: the cursor is where it was left, the walk goes on from it. */
+	s = store_open(&cfg, NULL, err, sizeof(err));
+	assert_non_null(s);
+	assert_int_equal(store_start(s), 0);
+	c = store_cursor_open(s, "remote_write", err, sizeof(err));
+	assert_non_null(c);
+	assert_int_equal(store_cursor_get(c, &v), 0);
+	assert_int_equal(v, 3);
+	seen.n = 0;
+	assert_int_equal(store_samples_after(s, v, 100, collect, &seen), 0);
+	assert_int_equal(seen.n, 7);
+	assert_int_equal(seen.rowid[0], 4);
+	assert_string_equal(seen.key[6], "m_b=14@1004");
+	seen.n = 0;
+	assert_int_equal(store_samples_after(s, 10, 100, collect, &seen), 0);
+	assert_int_equal(seen.n, 0);
+	/* Another cursor name is another row. */
+	store_cursor_close(c);
+	c = store_cursor_open(s, "other", err, sizeof(err));
+	assert_non_null(c);
+	assert_int_equal(store_cursor_get(c, &v), 0);
+	assert_int_equal(v, 0);
+	store_cursor_close(c);
+	store_close(s);
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	assert_int_equal(system(cmd), 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_rendered_label_sets_parse_back),
+	    cmocka_unit_test(test_external_labels_are_checked),
+	    cmocka_unit_test(test_labels_sort_bytewise),
+	    cmocka_unit_test(test_retry_after_reads_seconds_and_dates),
+	    cmocka_unit_test(test_backoff_doubles_up_to_its_cap),
+	    cmocka_unit_test(test_write_request_decodes_back_after_snappy),
+	    cmocka_unit_test(test_history_reads_after_a_durable_cursor),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
