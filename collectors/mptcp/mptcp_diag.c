@@ -40,11 +40,10 @@ enum {
 	 (1u << MPTCP_TCP_CLOSE_WAIT) | (1u << MPTCP_TCP_LISTEN))
 #define MPTCP_DIAG_SF_STATES ((1u << MPTCP_TCP_ESTABLISHED) | (1u << MPTCP_TCP_CLOSE_WAIT))
 
-/* The socket's addresses; v4-mapped IPv6 becomes IPv4, as in the events. */
+/* The socket's addresses, in the live state's canonical form
+ * (mptcp_tuple_canon: v4-mapped IPv6 becomes IPv4, as in the state). */
 static void mptcp_diag_tuple(const struct inet_diag_msg *m, struct mptcp_tuple *t)
 {
-	static const uint8_t v4mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
-
 	memset(t, 0, sizeof(*t));
 	t->family = m->idiag_family;
 	t->sport = ntohs(m->id.idiag_sport);
@@ -55,14 +54,8 @@ static void mptcp_diag_tuple(const struct inet_diag_msg *m, struct mptcp_tuple *
 	} else {
 		memcpy(&t->saddr, m->id.idiag_src, 16);
 		memcpy(&t->daddr, m->id.idiag_dst, 16);
-		if (!memcmp(&t->saddr, v4mapped, 12) && !memcmp(&t->daddr, v4mapped, 12)) {
-			t->family = AF_INET;
-			memmove(&t->saddr, (char *)&t->saddr + 12, 4);
-			memset((char *)&t->saddr + 4, 0, 12);
-			memmove(&t->daddr, (char *)&t->daddr + 12, 4);
-			memset((char *)&t->daddr + 4, 0, 12);
-		}
 	}
+	mptcp_tuple_canon(t);
 }
 
 /* MPTCP subflow info inside INET_DIAG_ULP_INFO. 0 if found. */

@@ -114,6 +114,34 @@ static int mptcp_tuple_eq(const struct mptcp_tuple *a, const struct mptcp_tuple 
 	       !memcmp(&a->daddr, &b->daddr, sizeof(a->daddr));
 }
 
+static int mptcp_addr_v4mapped(const struct in6_addr *a)
+{
+	static const uint8_t pfx[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+
+	return !memcmp(a, pfx, sizeof(pfx));
+}
+
+static int mptcp_addr_zero(const struct in6_addr *a)
+{
+	static const struct in6_addr zero;
+
+	return !memcmp(a, &zero, sizeof(zero));
+}
+
+void mptcp_tuple_canon(struct mptcp_tuple *t)
+{
+	int s4 = mptcp_addr_v4mapped(&t->saddr), d4 = mptcp_addr_v4mapped(&t->daddr);
+
+	if (t->family != AF_INET6 || !(s4 || d4) || (!s4 && !mptcp_addr_zero(&t->saddr)) ||
+	    (!d4 && !mptcp_addr_zero(&t->daddr)))
+		return;
+	t->family = AF_INET;
+	memmove(&t->saddr, (char *)&t->saddr + 12, 4);
+	memset((char *)&t->saddr + 4, 0, 12);
+	memmove(&t->daddr, (char *)&t->daddr + 12, 4);
+	memset((char *)&t->daddr + 4, 0, 12);
+}
+
 static void mptcp_tuple_from_event(struct mptcp_tuple *t, const struct mptcp_event *ev)
 {
 	memset(t, 0, sizeof(*t));
@@ -124,6 +152,7 @@ static void mptcp_tuple_from_event(struct mptcp_tuple *t, const struct mptcp_eve
 	t->daddr = ev->daddr;
 	t->sport = ev->sport;
 	t->dport = ev->dport;
+	mptcp_tuple_canon(t);
 }
 
 static struct mptcp_subflow *mptcp_conn_subflow_find(struct mptcp_conn *c,

@@ -32,6 +32,16 @@ struct mptcp_tuple {
 	uint16_t dport;
 };
 
+/*
+ * The one form of a tuple in the live state: a v4-mapped IPv6 tuple (the
+ * subflows of a dual-stack AF_INET6 socket, which the kernel reports as
+ * FAMILY=AF_INET6 with ::ffff:a.b.c.d in events and as AF_INET6 in
+ * sock_diag) becomes IPv4, so a tuple learnt from either source matches the
+ * other. Events are stored as the kernel sent them; only the live state is
+ * canonical. An address that is all zero (absent) does not prevent it.
+ */
+void mptcp_tuple_canon(struct mptcp_tuple *t);
+
 struct mptcp_subflow {
 	struct mptcp_tuple t;
 	uint8_t loc_id;

@@ -332,6 +332,74 @@ static void test_address_cap(void **state)
 	mptcp_state_free(st);
 }
 
+/* A subflow event of an IPv6 socket with v4-mapped addresses. */
+static void ev_subflow(struct mptcp_event *ev, unsigned type, uint32_t token, int mapped,
+		       const char *sa, const char *da, uint16_t sport, uint16_t dport)
+{
+	char s6[64], d6[64];
+
+	memset(ev, 0, sizeof(*ev));
+	ev->type = type;
+	ev->token = token;
+	ev->present = (1u << MPTCP_EVA_TOKEN) | (1u << MPTCP_EVA_FAMILY) |
+		      (1u << MPTCP_EVA_SPORT) | (1u << MPTCP_EVA_DPORT);
+	ev->sport = sport;
+	ev->dport = dport;
+	if (mapped) {
+		snprintf(s6, sizeof(s6), "::ffff:%s", sa);
+		snprintf(d6, sizeof(d6), "::ffff:%s", da);
+		ev->family = ev->saddr_family = ev->daddr_family = AF_INET6;
+		assert_int_equal(inet_pton(AF_INET6, s6, &ev->saddr), 1);
+		assert_int_equal(inet_pton(AF_INET6, d6, &ev->daddr), 1);
+	} else {
+		ev->family = ev->saddr_family = ev->daddr_family = AF_INET;
+		assert_int_equal(inet_pton(AF_INET, sa, &ev->saddr), 1);
+		assert_int_equal(inet_pton(AF_INET, da, &ev->daddr), 1);
+	}
+}
+
+/* Events of a dual-stack socket carry ::ffff:a.b.c.d; sock_diag gives the
+ * same sockets; the state keeps one (IPv4) form, so a SUB_CLOSED matches a
+ * subflow learnt from a resync. */
+static void test_v4mapped_one_form(void **state)
+{
+	struct mptcp_state *st = mptcp_state_new(), *fresh = mptcp_state_new();
+	struct mptcp_subflow sf;
+	struct mptcp_conn *c;
+	struct mptcp_event ev;
+
+	ev_subflow(&ev, MPTCP_EV_ESTABLISHED, 7, 1, "10.0.0.2", "10.0.0.1", 80, 4000);
+	assert_int_equal(mptcp_state_apply(st, NS, &ev, SEC, NULL, NULL), 0);
+	c = mptcp_state_conn_get(st, NS, 7, 0);
+	assert_int_equal(c->t.family, AF_INET);
+	assert_int_equal(c->sf[0].t.family, AF_INET);
+	/* The resync learns the join subflow (as mptcp_diag_tuple gives it). */
+	c = mptcp_state_conn_get(fresh, NS, 7, 1);
+	c->resynced = 1;
+	memset(&sf, 0, sizeof(sf));
+	ev_subflow(&ev, MPTCP_EV_SUB_ESTABLISHED, 7, 1, "10.0.0.2", "10.0.1.1", 80, 4001);
+	sf.t.family = AF_INET6;
+	sf.t.saddr = ev.saddr;
+	sf.t.daddr = ev.daddr;
+	sf.t.sport = 80;
+	sf.t.dport = 4001;
+	mptcp_tuple_canon(&sf.t);
+	assert_int_equal(sf.t.family, AF_INET);
+	assert_int_equal(mptcp_state_subflow_put(fresh, c, &sf), 0);
+	mptcp_state_resync(st, NS, fresh);
+	assert_counts(st, 1, 1);
+	ev.type = MPTCP_EV_SUB_CLOSED;
+	assert_int_equal(mptcp_state_apply(st, NS, &ev, 2 * SEC, NULL, NULL), 0);
+	assert_counts(st, 1, 0);
+	/* A listener on :: stays IPv6. */
+	memset(&sf.t, 0, sizeof(sf.t));
+	sf.t.family = AF_INET6;
+	mptcp_tuple_canon(&sf.t);
+	assert_int_equal(sf.t.family, AF_INET6);
+	mptcp_state_free(fresh);
+	mptcp_state_free(st);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -341,6 +409,7 @@ int main(void)
 	    cmocka_unit_test(test_resync_merge),
 	    cmocka_unit_test(test_unknown_and_tokenless),
 	    cmocka_unit_test(test_address_cap),
+	    cmocka_unit_test(test_v4mapped_one_form),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,169 @@
+#!/usr/bin/env bash
+# mptcp collector: the live state against the kernel's own view, case by
+# case, each generated in the two-path topology (tests/integration/
+# mptcp_topo.sh) with the agent watching both namespaces, `ip mptcp monitor`
+# on both as the reference for events (flags included), and `ss -M` / the
+# TCP socket dump (what mptcp_diag and the subflow ULP info say) as the
+# reference for what is live. Every case is checked again after a resync
+# (the agent restarted: state rebuilt from sock_diag).
+#
+#   1. dual-stack listener: an IPv6 server socket accepts IPv4 subflows
+#      (v4-mapped); after a resync a subflow's SUB_CLOSED must still match:
+#      the subflow gauge equals the kernel's subflow count.
+#
+# Each check prints "FIGURE: name expected=.. got=..". MPTCP_TRUTH_SOFT=1
+# makes failed checks non-fatal (to measure an older build), the test still
+# exits 1 at the end if any failed.
+HERE=$(cd "$(dirname "$0")" && pwd)
+source "$HERE/lib.sh"
+source "$HERE/mptcp_topo.sh"
+mptcp_need
+need_cmd jq
+need_cmd curl
+need_cmd ss
+PEER=$SYSOBS_BUILD/tests/mptcp_peer
+[ -x "$PEER" ] || fail "mptcp_peer not built ($PEER)"
+
+NFAIL=0
+# check NAME EXPECTED ACTUAL
+check() {
+	echo "FIGURE: $1 expected=$2 got=$3"
+	if [ "$2" != "$3" ]; then
+		NFAIL=$((NFAIL + 1))
+		[ "${MPTCP_TRUTH_SOFT:-0}" = 1 ] || fail "$1: expected '$2', got '$3'"
+	fi
+}
+
+mptcp_topo_up || fail "topology setup failed"
+INO_A=$(stat -L -c %i "/run/netns/$NS_A")
+INO_B=$(stat -L -c %i "/run/netns/$NS_B")
+write_base_config
+cat >>"$T/sysobsd.ini" <<INI
+[collector.mptcp]
+netns = /run/netns/$NS_A,/run/netns/$NS_B
+INI
+
+# The kernel's view of one namespace: live MPTCP connections (ss -M, not
+# listening, not fallen back to TCP) and their subflows (TCP sockets with the
+# mptcp ULP, established or half-closed, owned by a connection).
+real_conns() {
+	ip netns exec "$1" ss -MHn state established state syn-sent state syn-recv \
+		state close-wait state fin-wait-1 state fin-wait-2 state last-ack state closing -i |
+		grep -c 'token:' | grep -v fallback
+}
+real_subflows() {
+	ip netns exec "$1" ss -tHn -O -i -e state established state close-wait state fin-wait-1 \
+		state fin-wait-2 state last-ack state closing 2>/dev/null | grep "tcp-ulp-mptcp" | grep -vc 'ino:0 '
+}
+gauge_conns() { curl -sf "http://127.0.0.1:$PORT/api/v1/mptcp/connections?netns=$1" | jq -r .n_connections; }
+gauge_subflows() { curl -sf "http://127.0.0.1:$PORT/api/v1/mptcp/connections?netns=$1" | jq -r .n_subflows; }
+# until_eq TIMEOUT_S EXPECTED CMD...: waits until CMD prints EXPECTED; prints what it printed last.
+until_eq() {
+	local t=$1 want=$2 got
+	shift 2
+	local end=$((SECONDS + t))
+	while :; do
+		got=$("$@")
+		[ "$got" = "$want" ] || [ $SECONDS -ge "$end" ] || { sleep 0.1; continue; }
+		echo "$got"
+		return 0
+	done
+}
+
+# Events of one token from `ip mptcp monitor`, flags kept: "TYPE k=v ...".
+norm_monitor() {
+	grep "token=$2" "$1" | sed -E 's/^\[ *([A-Z_]+)\] /\1 /' |
+		sed -E 's/^SF_PRIO /SUB_PRIORITY /; s/^SF_/SUB_/; s/saddr[46]=/saddr=/; s/daddr[46]=/daddr=/' |
+		awk '{ out = $1; for (i = 2; i <= NF; i++) { split($i, kv, "="); if (kv[1] != "token") out = out " " $i }; print out }'
+}
+# The same from the agent's history rows (newest first in .data).
+norm_rows() {
+	jq -r '.data | reverse | .[] | [.type,
+		(if .rem_id != null then "remid=\(.rem_id)" else empty end),
+		(if .loc_id != null then "locid=\(.loc_id)" else empty end),
+		(if .saddr != null then "saddr=\(.saddr)" else empty end),
+		(if .daddr != null then "daddr=\(.daddr)" else empty end),
+		(if .sport != null then "sport=\(.sport)" else empty end),
+		(if .dport != null then "dport=\(.dport)" else empty end),
+		(if .backup != null then "backup=\(if .backup then 1 else 0 end)" else empty end),
+		(if .error != null and .error != 0 then "error=\(.error)" else empty end),
+		(if .if_idx != null and .if_idx != 0 then "ifindex=\(.if_idx)" else empty end),
+		(if .flags != null and .flags != 0 then "flags=\(.flags)" else empty end)
+		] | join(" ")'
+}
+# compare_monitor MONFILE NETNS_INO TOKEN: the agent's history of TOKEN equals the monitor's.
+compare_monitor() {
+	local hex
+	hex=$(printf '%08x' "$3")
+	norm_monitor "$1" "$hex" >"$T/mon.norm"
+	api GET "/api/v1/mptcp/events?netns=$2&token=$3" | norm_rows >"$T/agent.norm"
+	diff -u "$T/mon.norm" "$T/agent.norm" >&2
+}
+token_of() { sed -n 's/^token=\([0-9]*\).*/\1/p' "$1"; }
+# The peer's token is the client's; the server side has its own.
+server_token() { # -> the token of the only live connection of NS_B in the agent
+	curl -sf "http://127.0.0.1:$PORT/api/v1/mptcp/connections?netns=$INO_B" | jq -r '.data[0].token // empty'
+}
+
+start_monitors() {
+	timeout 120 ip -n "$NS_A" mptcp monitor >"$T/monA.txt" 2>&1 &
+	on_exit "kill $! 2>/dev/null"
+	timeout 120 ip -n "$NS_B" mptcp monitor >"$T/monB.txt" 2>&1 &
+	on_exit "kill $! 2>/dev/null"
+	sleep 0.3
+}
+start_server() { # ADDR [peer server flags]
+	local a=$1
+	shift
+	ip netns exec "$NS_B" timeout 120 "$PEER" server "$a" "$MP_PORT" "$@" >"$T/server.txt" 2>&1 &
+	SRV=$!
+	on_exit "kill $SRV 2>/dev/null"
+	wait_for 5 grep -q listening "$T/server.txt" || fail "server did not listen"
+}
+stop_server() { kill "$SRV" 2>/dev/null; wait "$SRV" 2>/dev/null; SRV=; }
+start_client() { # SUBFLOWS
+	rm -f "$T/ctl"
+	mkfifo "$T/ctl"
+	ip netns exec "$NS_A" timeout 120 "$PEER" client "$MP_B1" "$MP_PORT" -s "$1" -t 3000 \
+		<"$T/ctl" >"$T/client.txt" 2>&1 &
+	CLI=$!
+	on_exit "kill $CLI 2>/dev/null"
+	exec 4>"$T/ctl"
+	wait_for 10 grep -q '^token=' "$T/client.txt" || fail "client did not connect"
+}
+client_say() { echo "$1" >&4; }
+client_end() { exec 4>&-; wait "$CLI" 2>/dev/null; CLI=; }
+restart_agent() { stop_agent; start_agent; }
+
+start_monitors
+start_agent
+
+# ---- 1. dual-stack listener: v4-mapped subflows ---------------------------
+start_server ::
+start_client 2
+grep -q 'subflows=2' "$T/client.txt" || fail "no second subflow: $(cat "$T/client.txt")"
+TOK_A=$(token_of "$T/client.txt")
+until_eq 5 1 gauge_conns "$INO_B" >/dev/null
+TOK_B=$(server_token)
+[ -n "$TOK_B" ] || fail "server connection not seen"
+sf=$(curl -sf "http://127.0.0.1:$PORT/api/v1/mptcp/connections?netns=$INO_B" | jq -r '[.data[0].subflows[] | "\(.family) \(.saddr)"] | sort | join(",")')
+check "dual-stack: server subflows in one form (ipv4)" "ipv4 $MP_B1,ipv4 $MP_B1" "$sf"
+restart_agent # resync: the state is rebuilt from sock_diag
+check "dual-stack: subflows after resync (real $(real_subflows "$NS_B"))" 2 "$(until_eq 5 2 gauge_subflows "$INO_B")"
+# The client withdraws its path-2 endpoint: the subflow closes on both sides.
+ip -n "$NS_A" mptcp endpoint delete id 2 || fail "endpoint delete"
+real=$(until_eq 5 1 real_subflows "$NS_B")
+check "dual-stack: real server subflows after SUB_CLOSED" 1 "$real"
+check "dual-stack: subflow gauge after SUB_CLOSED = real" "$real" "$(until_eq 5 "$real" gauge_subflows "$INO_B")"
+client_say close
+client_end
+check "dual-stack: connections after CLOSED" 0 "$(until_eq 5 0 gauge_conns "$INO_B")"
+check "dual-stack: unmatched events" 0 "$(metric sysobs_mptcp_unmatched_events_total)"
+sleep 0.3
+compare_monitor "$T/monB.txt" "$INO_B" "$TOK_B" || check "dual-stack: server events = ip mptcp monitor" same differ
+stop_server
+ip -n "$NS_A" mptcp endpoint add $MP_A2 dev mpa2 id 2 subflow || fail "endpoint re-add"
+
+stop_agent
+[ "$NFAIL" = 0 ] || fail "$NFAIL checks failed"
+pass "mptcp live state = kernel: dual-stack v4-mapped subflows across a resync"
