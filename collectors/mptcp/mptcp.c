@@ -9,9 +9,15 @@
  * An overrun (ENOBUFS) is counted, logged rate-limited, and repaired by
  * rebuilding that netns's live state from sock_diag (mptcp_diag.c).
  *
+ * Every `reconcile` the live state of each netns is compared with a fresh
+ * sock_diag dump (mptcp_state_reconcile: a difference seen in two dumps in a
+ * row is corrected and counted), so what sends no event (MP_FASTCLOSE) cannot
+ * leave a connection live for ever.
+ *
  * Config [collector.mptcp]:
- *   netns   comma list of "self", /run/netns/NAME or /proc/PID/ns/net
- *   rcvbuf  receive buffer of each event socket
+ *   netns      comma list of "self", /run/netns/NAME or /proc/PID/ns/net
+ *   rcvbuf     receive buffer of each event socket
+ *   reconcile  period of the comparison with the socket dump
  *
  * A watched namespace stays alive while its sockets are open (until stop),
  * even after `ip netns del`.
@@ -46,6 +52,7 @@
 struct mptcp_cfg {
 	const char *netns; /* comma list, parsed by mptcp_config_netns() */
 	uint64_t rcvbuf;
+	uint64_t reconcile; /* ms */
 };
 
 static const struct cfg_key mptcp_keys[] = {
@@ -54,6 +61,9 @@ static const struct cfg_key mptcp_keys[] = {
 	    "/run/netns/NAME or /proc/PID/ns/net"),
     CFG_KEY(struct mptcp_cfg, rcvbuf, CFG_SIZE, "4M", 4096, 1ull << 30,
 	    "receive buffer of each event socket (bytes; k/M suffixes)"),
+    CFG_KEY(struct mptcp_cfg, reconcile, CFG_DURATION, "10s", 500, 3600000,
+	    "period of the comparison of the live state with the MPTCP socket dump (sock_diag); "
+	    "a difference seen in two dumps in a row is corrected and counted"),
     {0},
 };
 
@@ -69,11 +79,15 @@ enum {
 	MPTCP_M_UNKNOWN_ATTRS,
 	MPTCP_M_MALFORMED,
 	MPTCP_M_UNMATCHED,
+	MPTCP_M_CORRECTIONS,
 	MPTCP_M_N,
 };
 
 static const char *const mptcp_type_l[] = {"type", NULL};
 static const char *const mptcp_reason_l[] = {"reason", NULL};
+static const char *const mptcp_kind_l[] = {"kind", NULL};
+static const char *const mptcp_correction_kinds[] = {"connection_removed", "connection_added",
+						     "subflow_removed", "subflow_added"};
 static const double mptcp_lifetime_bounds[] = {0.01, 0.1, 1, 10, 60, 300, 1800, 3600, 21600, 86400};
 
 static const struct metric_desc mptcp_metrics[] = {
@@ -109,6 +123,10 @@ static const struct metric_desc mptcp_metrics[] = {
 			   "Events about a connection or subflow the live state did not know "
 			   "(e.g. after an overrun).",
 			   METRIC_KIND_COUNTER},
+    [MPTCP_M_CORRECTIONS] = {"sysobs_mptcp_reconcile_corrections_total",
+			     "Live-state corrections by the periodic comparison with the MPTCP "
+			     "socket dump (what the events missed), by kind.",
+			     METRIC_KIND_COUNTER, mptcp_kind_l},
     [MPTCP_M_N] = {0},
 };
 
@@ -123,6 +141,8 @@ struct mptcp_watch {
 	int pm_warned;
 	int resync_pending; /* overrun seen, resync once the queue is drained */
 	uint64_t overruns;
+	struct mptcp_state *prev_dump; /* the last reconciliation's dump */
+	int64_t prev_dump_ns;
 	struct log_ratelimit overrun_rl;
 };
 
@@ -134,9 +154,12 @@ struct mptcp_priv {
 	size_t n_w;
 	struct mptcp_state *state;
 	int64_t next_pm_check_ns;
+	int64_t reconcile_ns, next_reconcile_ns;
 
 	struct sink_family *events_total; /* {type} */
 	struct sink_family *resets_total; /* {reason} */
+	struct sink_family *corrections;  /* {kind} */
+	struct sink_series *correction_s[4];
 	struct sink_series *ev_series[MPTCP_EV_MAX + 1];
 	struct sink_series *lifetime_s;
 	struct sink_series *conns_g, *subflows_g, *overruns_c, *unknown_ev_c, *unknown_attr_c,
@@ -340,6 +363,8 @@ static int mptcp_probe_here(struct mptcp_watch *w, struct mptcp_priv *p)
 
 static void mptcp_watch_close(struct mptcp_watch *w)
 {
+	mptcp_state_free(w->prev_dump);
+	w->prev_dump = NULL;
 	if (w->nl)
 		mnl_socket_close(w->nl);
 	if (w->diag_fd >= 0)
@@ -437,6 +462,7 @@ static int mptcp_init(struct collector *c)
 	for (size_t i = 0; i < MPTCP_MAX_NETNS; i++)
 		p->w[i].diag_fd = p->w[i].pm_type_fd = -1;
 	p->rcvbuf = cfg->rcvbuf;
+	p->reconcile_ns = (int64_t)cfg->reconcile * 1000000;
 	err = mptcp_config_netns(c, p);
 	if (err)
 		return err;
@@ -498,6 +524,9 @@ static int mptcp_resync(struct mptcp_priv *p, struct mptcp_watch *w)
 		return -ENOMEM;
 	n = mptcp_diag_dump(w->diag_fd, w->ino, fresh, clock_wall_ns());
 	if (n >= 0) {
+		/* The next reconciliation starts over from its own dump. */
+		mptcp_state_free(w->prev_dump);
+		w->prev_dump = NULL;
 		mptcp_state_resync(p->state, w->ino, fresh);
 		sink_add(p->c->sink, p->resyncs_c, 1);
 		mptcp_update_gauges(p);
@@ -598,6 +627,50 @@ static void mptcp_watch_read(struct mptcp_priv *p, struct mptcp_watch *w)
 	}
 }
 
+/*
+ * One periodic reconciliation of w: the event queue is drained first (what
+ * it held is then in the state), the socket dump taken, and differences
+ * seen in this dump and the previous one corrected (mptcp_state_reconcile).
+ */
+static void mptcp_reconcile(struct mptcp_priv *p, struct mptcp_watch *w)
+{
+	struct mptcp_reconcile_stats rs = {0};
+	struct mptcp_state *fresh;
+	int64_t now;
+	int n;
+
+	mptcp_watch_read(p, w);
+	if (w->resync_pending)
+		return; /* an overrun's resync comes first */
+	fresh = mptcp_state_new();
+	if (!fresh)
+		return;
+	now = clock_wall_ns();
+	n = mptcp_diag_dump(w->diag_fd, w->ino, fresh, now);
+	if (n < 0) {
+		clog_warn(p->c, "netns %s: sock_diag reconciliation failed: %s", w->path,
+			  strerror(-n));
+		mptcp_state_free(fresh);
+		return;
+	}
+	mptcp_state_reconcile(p->state, w->ino, fresh, w->prev_dump, w->prev_dump_ns, &rs);
+	mptcp_state_free(w->prev_dump);
+	w->prev_dump = fresh;
+	w->prev_dump_ns = now;
+	sink_add(p->c->sink, p->correction_s[0], rs.conns_removed);
+	sink_add(p->c->sink, p->correction_s[1], rs.conns_added);
+	sink_add(p->c->sink, p->correction_s[2], rs.subflows_removed);
+	sink_add(p->c->sink, p->correction_s[3], rs.subflows_added);
+	if (rs.conns_removed || rs.conns_added || rs.subflows_removed || rs.subflows_added) {
+		clog_info(p->c,
+			  "netns %s: reconciled with the socket dump: connections -%u +%u, "
+			  "subflows -%u +%u",
+			  w->path, rs.conns_removed, rs.conns_added, rs.subflows_removed,
+			  rs.subflows_added);
+		mptcp_update_gauges(p);
+	}
+}
+
 static int mptcp_start(struct collector *c)
 {
 	struct mptcp_priv *p = c->priv;
@@ -606,6 +679,9 @@ static int mptcp_start(struct collector *c)
 
 	p->events_total = sink_family(k, &mptcp_metrics[MPTCP_M_EVENTS]);
 	p->resets_total = sink_family(k, &mptcp_metrics[MPTCP_M_RESETS]);
+	p->corrections = sink_family(k, &mptcp_metrics[MPTCP_M_CORRECTIONS]);
+	for (size_t i = 0; i < 4; i++)
+		p->correction_s[i] = sink_series(k, p->corrections, &mptcp_correction_kinds[i]);
 	p->lifetime_s = sink_series1(k, &mptcp_metrics[MPTCP_M_LIFETIME]);
 	p->conns_g = sink_series1(k, &mptcp_metrics[MPTCP_M_CONNS]);
 	p->subflows_g = sink_series1(k, &mptcp_metrics[MPTCP_M_SUBFLOWS]);
@@ -617,7 +693,7 @@ static int mptcp_start(struct collector *c)
 	p->unmatched_c = sink_series1(k, &mptcp_metrics[MPTCP_M_UNMATCHED]);
 	if (!p->events_total || !p->resets_total || !p->lifetime_s || !p->conns_g ||
 	    !p->subflows_g || !p->overruns_c || !p->resyncs_c || !p->unknown_ev_c ||
-	    !p->unknown_attr_c || !p->malformed_c || !p->unmatched_c)
+	    !p->unknown_attr_c || !p->malformed_c || !p->unmatched_c || !p->correction_s[3])
 		return -ENOMEM;
 	/* Known types start at 0 so rate() works from the first event. */
 	for (unsigned t = 1; t <= MPTCP_EV_MAX; t++)
@@ -651,6 +727,9 @@ static int mptcp_start(struct collector *c)
 	mptcp_update_gauges(p);
 	c->fd = p->epfd;
 	c->interval_ms = MPTCP_PM_CHECK_MS;
+	if ((uint64_t)p->reconcile_ns / 1000000 < c->interval_ms)
+		c->interval_ms = (uint64_t)p->reconcile_ns / 1000000;
+	p->next_reconcile_ns = clock_wall_ns() + p->reconcile_ns;
 	return 0;
 }
 
@@ -672,7 +751,11 @@ static int mptcp_on_ready(struct collector *c)
 static int mptcp_collect(struct collector *c)
 {
 	struct mptcp_priv *p = c->priv;
+	int64_t now = clock_wall_ns();
+	int reconcile = now >= p->next_reconcile_ns;
 
+	if (reconcile)
+		p->next_reconcile_ns = now + p->reconcile_ns;
 	for (size_t i = 0; i < p->n_w; i++) {
 		struct mptcp_watch *w = &p->w[i];
 
@@ -682,6 +765,8 @@ static int mptcp_collect(struct collector *c)
 			w->resync_pending = 0;
 			mptcp_resync(p, w);
 		}
+		if (reconcile)
+			mptcp_reconcile(p, w);
 	}
 	return 0;
 }

@@ -26,18 +26,34 @@ enum {
 	MPTCP_TCP_ESTABLISHED = 1,
 	MPTCP_TCP_SYN_SENT = 2,
 	MPTCP_TCP_SYN_RECV = 3,
+	MPTCP_TCP_FIN_WAIT1 = 4,
+	MPTCP_TCP_FIN_WAIT2 = 5,
 	MPTCP_TCP_CLOSE_WAIT = 8,
+	MPTCP_TCP_LAST_ACK = 9,
 	MPTCP_TCP_LISTEN = 10,
+	MPTCP_TCP_CLOSING = 11,
 };
 
+/* The states a socket reaches after its side sent a FIN (shutdown or close). */
+#define MPTCP_DIAG_FIN_STATES                                                                      \
+	((1u << MPTCP_TCP_FIN_WAIT1) | (1u << MPTCP_TCP_FIN_WAIT2) | (1u << MPTCP_TCP_CLOSING) |   \
+	 (1u << MPTCP_TCP_LAST_ACK))
+
 /*
- * A connection is live from CREATED until the user closes it (the kernel
- * sends CLOSED then), so the states after a local close (FIN_WAIT*, LAST_ACK,
- * CLOSING, TIME_WAIT) are left out; likewise for subflows after SUB_CLOSED.
+ * A connection is live from CREATED until its user closes it: the kernel
+ * sends CLOSED from __mptcp_close() (net/mptcp/protocol.c), whatever the
+ * state. A half-closed connection (shutdown(SHUT_WR): FIN_WAIT*, or
+ * LAST_ACK after the peer's FIN) whose user still holds the socket is live;
+ * after close() the socket is orphaned and the kernel reports inode 0 for it
+ * (sock_i_ino()), so FIN states count only with an inode. A connection not
+ * yet accepted has no inode either, but it is in SYN_RECV/ESTABLISHED/
+ * CLOSE_WAIT, where no inode is needed. TIME_WAIT and CLOSE are never live.
  */
 #define MPTCP_DIAG_MSK_STATES                                                                      \
 	((1u << MPTCP_TCP_ESTABLISHED) | (1u << MPTCP_TCP_SYN_SENT) | (1u << MPTCP_TCP_SYN_RECV) | \
-	 (1u << MPTCP_TCP_CLOSE_WAIT) | (1u << MPTCP_TCP_LISTEN))
+	 (1u << MPTCP_TCP_CLOSE_WAIT) | (1u << MPTCP_TCP_LISTEN) | MPTCP_DIAG_FIN_STATES)
+/* Subflows stay ESTABLISHED while their connection is half-closed (the
+ * DATA_FIN is MPTCP-level; checked on 6.18). */
 #define MPTCP_DIAG_SF_STATES ((1u << MPTCP_TCP_ESTABLISHED) | (1u << MPTCP_TCP_CLOSE_WAIT))
 
 /* The socket's addresses, in the live state's canonical form
@@ -144,10 +160,14 @@ int mptcp_diag_msg_apply(const struct nlmsghdr *nlh, size_t len, int proto, uint
 								   : sizeof(mi));
 		if (!mi.mptcpi_token)
 			return 0;
+		if (m->idiag_state < 32 && ((1u << m->idiag_state) & MPTCP_DIAG_FIN_STATES) &&
+		    !m->idiag_inode)
+			return 0; /* closed by its user: CLOSED was sent */
 		c = mptcp_state_conn_get(fresh, netns, mi.mptcpi_token, 1);
 		if (!c)
 			return -ENOMEM;
 		c->t = t;
+		c->fallback = !!(mi.mptcpi_flags & MPTCP_INFO_FLAG_FALLBACK);
 		c->established =
 		    m->idiag_state != MPTCP_TCP_SYN_SENT && m->idiag_state != MPTCP_TCP_SYN_RECV;
 		c->resynced = 1;

@@ -399,6 +399,10 @@ void mptcp_state_resync(struct mptcp_state *st, uint64_t netns, struct mptcp_sta
 			if (f->netns != netns)
 				continue;
 			mptcp_state_conn_unlink(fresh, f);
+			if (f->fallback && !old) {
+				mptcp_conn_free(f);
+				continue;
+			}
 			if (old) {
 				for (uint32_t i = 0; i < f->n_sf; i++) {
 					struct mptcp_subflow *o =
@@ -412,6 +416,7 @@ void mptcp_state_resync(struct mptcp_state *st, uint64_t netns, struct mptcp_sta
 				f->server_side = old->server_side;
 				f->flags = old->flags;
 				f->resynced = old->resynced;
+				/* f->fallback: the dump's word */
 				memcpy(f->addrs, old->addrs, sizeof(f->addrs));
 				f->n_addrs = old->n_addrs;
 				mptcp_state_conn_unlink(st, old);
@@ -443,6 +448,91 @@ void mptcp_state_resync(struct mptcp_state *st, uint64_t netns, struct mptcp_sta
 						 fresh->listeners[i].since_ns);
 	pthread_mutex_unlock(&st->lock);
 	mptcp_state_clear(fresh);
+}
+
+/* The connection of a dump, const (the lookup does not create). */
+static const struct mptcp_conn *mptcp_dump_conn(const struct mptcp_state *d, uint64_t netns,
+						uint32_t token)
+{
+	return d ? mptcp_state_conn_get((struct mptcp_state *)d, netns, token, 0) : NULL;
+}
+
+static int mptcp_dump_has_subflow(const struct mptcp_conn *c, const struct mptcp_tuple *t)
+{
+	return c && mptcp_conn_subflow_find((struct mptcp_conn *)c, t);
+}
+
+void mptcp_state_reconcile(struct mptcp_state *st, uint64_t netns, const struct mptcp_state *fresh,
+			   const struct mptcp_state *prev, int64_t prev_ns,
+			   struct mptcp_reconcile_stats *out)
+{
+	if (!prev)
+		return;
+	pthread_mutex_lock(&st->lock);
+	/* What the state has and the kernel no longer has. */
+	for (size_t b = 0; b < st->n_buckets; b++) {
+		struct mptcp_conn *c = st->buckets[b], *next;
+
+		for (; c; c = next) {
+			const struct mptcp_conn *f, *p;
+
+			next = c->next;
+			if (c->netns != netns)
+				continue;
+			f = mptcp_dump_conn(fresh, netns, c->token);
+			p = mptcp_dump_conn(prev, netns, c->token);
+			if (!f && !p && c->created_ns < prev_ns) {
+				mptcp_state_conn_unlink(st, c);
+				mptcp_conn_free(c);
+				out->conns_removed++;
+				continue;
+			}
+			if (!f)
+				continue;
+			c->fallback = f->fallback;
+			for (uint32_t i = 0; i < c->n_sf;) {
+				struct mptcp_subflow *sf = &c->sf[i];
+
+				if (!mptcp_dump_has_subflow(f, &sf->t) &&
+				    !mptcp_dump_has_subflow(p, &sf->t) && sf->since_ns < prev_ns) {
+					mptcp_conn_subflow_del(st, c, sf);
+					out->subflows_removed++;
+					continue;
+				}
+				i++;
+			}
+			/* Subflows the kernel had in both dumps. */
+			for (uint32_t i = 0; i < f->n_sf; i++) {
+				if (!mptcp_dump_has_subflow(p, &f->sf[i].t) ||
+				    mptcp_conn_subflow_find(c, &f->sf[i].t))
+					continue;
+				if (mptcp_state_subflow_put(st, c, &f->sf[i]) == 0)
+					out->subflows_added++;
+			}
+		}
+	}
+	/* What the kernel had in both dumps and the state does not know. */
+	for (size_t b = 0; b < fresh->n_buckets; b++) {
+		for (const struct mptcp_conn *f = fresh->buckets[b]; f; f = f->next) {
+			struct mptcp_conn *c;
+
+			if (f->netns != netns || f->fallback || !mptcp_dump_conn(prev, netns, f->token) ||
+			    mptcp_state_conn_get(st, netns, f->token, 0))
+				continue;
+			c = mptcp_state_conn_get(st, netns, f->token, 1);
+			if (!c)
+				break;
+			c->t = f->t;
+			c->server_side = f->server_side;
+			c->established = f->established;
+			c->resynced = 1;
+			c->created_ns = f->created_ns;
+			out->conns_added++;
+			for (uint32_t i = 0; i < f->n_sf; i++)
+				mptcp_state_subflow_put(st, c, &f->sf[i]);
+		}
+	}
+	pthread_mutex_unlock(&st->lock);
 }
 
 void mptcp_state_counts(struct mptcp_state *st, size_t *conns, size_t *subflows)
@@ -533,6 +623,7 @@ static Sysobs__V1__MptcpConnection *mptcp_conn_msg(struct arena *ar, const struc
 	m->server_side = !!c->server_side;
 	m->established = !!c->established;
 	m->resynced = !!c->resynced;
+	m->fallback = !!c->fallback;
 	m->flags = c->flags;
 	m->created = pbmsg_time(ar, c->created_ns);
 	m->established_at = pbmsg_time(ar, c->established_ns);

@@ -68,6 +68,7 @@ struct mptcp_conn {
 	uint8_t server_side;
 	uint8_t established;
 	uint8_t resynced; /* learnt from sock_diag, not from events */
+	uint8_t fallback; /* sock_diag: fell back to plain TCP (MPTCP_INFO_FLAG_FALLBACK) */
 	uint16_t flags;
 	int64_t created_ns;
 	int64_t established_ns;
@@ -119,9 +120,34 @@ int mptcp_state_listener_put(struct mptcp_state *st, uint64_t netns, const struc
 /*
  * Replaces everything st knows about netns with what fresh (built from a
  * sock_diag dump of that netns) holds, keeping creation times, announced
- * addresses and subflow "since" times of what survived. fresh is emptied.
+ * addresses and subflow "since" times of what survived. A connection that
+ * fell back to TCP is taken only if the state knew it (events announced it
+ * as MPTCP); a client that fell back at the handshake never sends CREATED.
+ * fresh is emptied.
  */
 void mptcp_state_resync(struct mptcp_state *st, uint64_t netns, struct mptcp_state *fresh);
+
+/* What one reconciliation changed in the live state. */
+struct mptcp_reconcile_stats {
+	uint32_t conns_removed, conns_added;
+	uint32_t subflows_removed, subflows_added;
+};
+
+/*
+ * Periodic reconciliation of netns with the kernel's socket dump, for what
+ * sends no event (MP_FASTCLOSE: neither SUB_CLOSED nor CLOSED) or events
+ * lost without an overrun. An event still queued when a dump is taken must
+ * not cause a false correction, so only a difference seen in two consecutive
+ * dumps counts: fresh is the dump just taken, prev the one before (taken at
+ * prev_ns; NULL: nothing is corrected yet). A connection or subflow known
+ * since before prev_ns and absent from both dumps is removed; one present in
+ * both dumps and unknown to the state is added (as resynced). Connections
+ * that fell back to TCP are never added. fresh is left as it is (it becomes
+ * the next call's prev). Adds what it changed to *out.
+ */
+void mptcp_state_reconcile(struct mptcp_state *st, uint64_t netns, const struct mptcp_state *fresh,
+			   const struct mptcp_state *prev, int64_t prev_ns,
+			   struct mptcp_reconcile_stats *out);
 
 void mptcp_state_counts(struct mptcp_state *st, size_t *conns, size_t *subflows);
 

@@ -10,6 +10,14 @@
 #   1. dual-stack listener: an IPv6 server socket accepts IPv4 subflows
 #      (v4-mapped); after a resync a subflow's SUB_CLOSED must still match:
 #      the subflow gauge equals the kernel's subflow count.
+#   2. half-close: the client shuts its write side down (FIN_WAIT2, the
+#      server CLOSE_WAIT) and still holds the socket: live on both sides,
+#      also after a resync, and its CLOSED later matches.
+#   3. fallback: an MPTCP client against a plain TCP server: the kernel
+#      sends only CLOSED; a resync must not count it live.
+#   4. MP_FASTCLOSE: the client closes with SO_LINGER 0; the server side
+#      gets neither SUB_CLOSED nor CLOSED. The periodic reconciliation with
+#      the socket dump (reconcile = 1s here) removes it and counts it.
 #
 # Each check prints "FIGURE: name expected=.. got=..". MPTCP_TRUTH_SOFT=1
 # makes failed checks non-fatal (to measure an older build), the test still
@@ -41,6 +49,7 @@ write_base_config
 cat >>"$T/sysobsd.ini" <<INI
 [collector.mptcp]
 netns = /run/netns/$NS_A,/run/netns/$NS_B
+reconcile = 1s
 INI
 
 # The kernel's view of one namespace: live MPTCP connections (ss -M, not
@@ -49,7 +58,7 @@ INI
 real_conns() {
 	ip netns exec "$1" ss -MHn state established state syn-sent state syn-recv \
 		state close-wait state fin-wait-1 state fin-wait-2 state last-ack state closing -i |
-		grep -c 'token:' | grep -v fallback
+		grep 'token:' | grep -vc fallback
 }
 real_subflows() {
 	ip netns exec "$1" ss -tHn -O -i -e state established state close-wait state fin-wait-1 \
@@ -164,6 +173,56 @@ compare_monitor "$T/monB.txt" "$INO_B" "$TOK_B" || check "dual-stack: server eve
 stop_server
 ip -n "$NS_A" mptcp endpoint add $MP_A2 dev mpa2 id 2 subflow || fail "endpoint re-add"
 
+# ---- 2. half-closed connection -------------------------------------------
+start_server 0.0.0.0 -k
+start_client 2
+TOK_A=$(token_of "$T/client.txt")
+client_say shut
+wait_for 5 grep -q '^shut' "$T/client.txt" || fail "client did not shut down"
+wait_for 5 bash -c "ip netns exec $NS_A ss -MHn state fin-wait-2 | grep -q ." || fail "client not in FIN_WAIT2"
+restart_agent
+check "half-close: client connections after resync (real $(real_conns "$NS_A"))" 1 "$(until_eq 5 1 gauge_conns "$INO_A")"
+check "half-close: server connections after resync (real $(real_conns "$NS_B"))" 1 "$(until_eq 5 1 gauge_conns "$INO_B")"
+check "half-close: client subflows after resync (real $(real_subflows "$NS_A"))" 2 "$(gauge_subflows "$INO_A")"
+sleep 2.5 # two reconciliations: nothing to correct
+check "half-close: connections after reconciliations" 1 "$(gauge_conns "$INO_A")"
+client_say close
+client_end
+check "half-close: client connections after CLOSED" 0 "$(until_eq 5 0 gauge_conns "$INO_A")"
+check "half-close: unmatched events" 0 "$(metric sysobs_mptcp_unmatched_events_total)"
+stop_server
+check "half-close: server connections after its close" 0 "$(until_eq 5 0 gauge_conns "$INO_B")"
+compare_monitor "$T/monA.txt" "$INO_A" "$TOK_A" || check "half-close: client events = ip mptcp monitor" same differ
+
+# ---- 3. fallback to TCP ----------------------------------------------------
+start_server 0.0.0.0 -T
+start_client 2
+wait_for 5 bash -c "ip netns exec $NS_A ss -MHni | grep -q fallback" || fail "no fallback connection"
+restart_agent
+check "fallback: client connections after resync (real MPTCP $(real_conns "$NS_A"))" 0 "$(until_eq 3 0 gauge_conns "$INO_A")"
+client_say close
+client_end
+check "fallback: client connections after close" 0 "$(until_eq 3 0 gauge_conns "$INO_A")"
+stop_server
+
+# ---- 4. MP_FASTCLOSE ---------------------------------------------------------
+before=$(metric 'sysobs_mptcp_reconcile_corrections_total{kind="connection_removed"}')
+start_server 0.0.0.0
+start_client 2
+until_eq 5 1 gauge_conns "$INO_B" >/dev/null
+client_say reset
+client_end
+real=$(until_eq 5 0 real_conns "$NS_B")
+check "fastclose: real server connections" 0 "$real"
+check "fastclose: server connections (reconciled)" "$real" "$(until_eq 6 "$real" gauge_conns "$INO_B")"
+check "fastclose: server subflows (reconciled)" 0 "$(gauge_subflows "$INO_B")"
+after=$(metric 'sysobs_mptcp_reconcile_corrections_total{kind="connection_removed"}')
+check "fastclose: corrections counted" 1 "$((${after:-0} - ${before:-0}))"
+check "fastclose: client connections after its close" 0 "$(until_eq 3 0 gauge_conns "$INO_A")"
+MPTCP_FASTCLOSE_RX=$(ip netns exec "$NS_B" nstat -az MPTcpExtMPFastcloseRx | awk '/MPTcpExt/ {print $2}')
+check "fastclose: kernel counted MP_FASTCLOSE received" 1 "$([ "${MPTCP_FASTCLOSE_RX:-0}" -ge 1 ] && echo 1 || echo 0)"
+stop_server
+
 stop_agent
 [ "$NFAIL" = 0 ] || fail "$NFAIL checks failed"
-pass "mptcp live state = kernel: dual-stack v4-mapped subflows across a resync"
+pass "mptcp live state = kernel: dual-stack v4-mapped subflows, half-close, fallback, MP_FASTCLOSE (reconciled), each across a resync"

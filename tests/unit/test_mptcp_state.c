@@ -400,6 +400,66 @@ static void test_v4mapped_one_form(void **state)
 	mptcp_state_free(st);
 }
 
+static struct mptcp_conn *dump_conn(struct mptcp_state *d, uint32_t token, int n_sf)
+{
+	struct mptcp_conn *c = mptcp_state_conn_get(d, NS, token, 1);
+	struct mptcp_subflow sf;
+
+	c->resynced = 1;
+	for (int i = 0; i < n_sf; i++) {
+		memset(&sf, 0, sizeof(sf));
+		sf.t.family = AF_INET;
+		sf.t.sport = (uint16_t)(1000 + i);
+		assert_int_equal(mptcp_state_subflow_put(d, c, &sf), 0);
+	}
+	return c;
+}
+
+/* Only what two dumps in a row agree on is corrected, and only what the
+ * state knew before the first of them. */
+static void test_reconcile_two_dumps(void **state)
+{
+	struct mptcp_state *st = mptcp_state_new(), *prev = mptcp_state_new(),
+			   *fresh = mptcp_state_new();
+	struct mptcp_reconcile_stats rs = {0};
+	struct mptcp_conn *c;
+
+	/* In the state: 1 (gone from both dumps: fast-closed), 2 (created
+	 * after the previous dump: its CREATED raced it), 3 (one subflow of
+	 * two gone from both dumps). */
+	c = mptcp_state_conn_get(st, NS, 1, 1);
+	c->created_ns = 1 * SEC;
+	c = mptcp_state_conn_get(st, NS, 2, 1);
+	c->created_ns = 5 * SEC;
+	c = dump_conn(st, 3, 2);
+	c->created_ns = 1 * SEC;
+	c->sf[0].since_ns = c->sf[1].since_ns = 1 * SEC;
+	/* Dumps: 3 with its first subflow only; 4 in both (missed events);
+	 * 5 in the fresh one only; 6 fell back, in both. */
+	dump_conn(prev, 3, 1);
+	dump_conn(fresh, 3, 1);
+	dump_conn(prev, 4, 2);
+	dump_conn(fresh, 4, 2);
+	dump_conn(fresh, 5, 1);
+	dump_conn(prev, 6, 1)->fallback = 1;
+	dump_conn(fresh, 6, 1)->fallback = 1;
+	mptcp_state_reconcile(st, NS, fresh, NULL, 4 * SEC, &rs);
+	assert_counts(st, 3, 2); /* no previous dump: nothing corrected */
+	mptcp_state_reconcile(st, NS, fresh, prev, 4 * SEC, &rs);
+	assert_int_equal(rs.conns_removed, 1);
+	assert_int_equal(rs.conns_added, 1);
+	assert_int_equal(rs.subflows_removed, 1);
+	assert_null(mptcp_state_conn_get(st, NS, 1, 0));
+	assert_non_null(mptcp_state_conn_get(st, NS, 2, 0));
+	assert_non_null(mptcp_state_conn_get(st, NS, 4, 0));
+	assert_null(mptcp_state_conn_get(st, NS, 5, 0));
+	assert_null(mptcp_state_conn_get(st, NS, 6, 0));
+	assert_counts(st, 3, 3); /* 2: none, 3: one, 4: two */
+	mptcp_state_free(fresh);
+	mptcp_state_free(prev);
+	mptcp_state_free(st);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -410,6 +470,7 @@ int main(void)
 	    cmocka_unit_test(test_unknown_and_tokenless),
 	    cmocka_unit_test(test_address_cap),
 	    cmocka_unit_test(test_v4mapped_one_form),
+	    cmocka_unit_test(test_reconcile_two_dumps),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
