@@ -80,12 +80,15 @@ enum {
 	MPTCP_M_MALFORMED,
 	MPTCP_M_UNMATCHED,
 	MPTCP_M_CORRECTIONS,
+	MPTCP_M_FALLBACKS,
+	MPTCP_M_JOIN_FAILURES,
 	MPTCP_M_N,
 };
 
 static const char *const mptcp_type_l[] = {"type", NULL};
 static const char *const mptcp_reason_l[] = {"reason", NULL};
 static const char *const mptcp_kind_l[] = {"kind", NULL};
+static const char *const mptcp_errno_l[] = {"errno", NULL};
 static const char *const mptcp_correction_kinds[] = {"connection_removed", "connection_added",
 						     "subflow_removed", "subflow_added"};
 static const double mptcp_lifetime_bounds[] = {0.01, 0.1, 1, 10, 60, 300, 1800, 3600, 21600, 86400};
@@ -127,6 +130,14 @@ static const struct metric_desc mptcp_metrics[] = {
 			     "Live-state corrections by the periodic comparison with the MPTCP "
 			     "socket dump (what the events missed), by kind.",
 			     METRIC_KIND_COUNTER, mptcp_kind_l},
+    [MPTCP_M_FALLBACKS] = {"sysobs_mptcp_client_fallbacks_total",
+			   "Connections closed without CREATED: clients that fell back to TCP at "
+			   "the handshake (the kernel sends them CLOSED only).",
+			   METRIC_KIND_COUNTER},
+    [MPTCP_M_JOIN_FAILURES] = {"sysobs_mptcp_join_failures_total",
+			       "Subflows closed without SUB_ESTABLISHED (joins that failed), by "
+			       "the error the kernel reported (none: no ERROR attribute).",
+			       METRIC_KIND_COUNTER, mptcp_errno_l},
     [MPTCP_M_N] = {0},
 };
 
@@ -159,6 +170,8 @@ struct mptcp_priv {
 	struct sink_family *events_total; /* {type} */
 	struct sink_family *resets_total; /* {reason} */
 	struct sink_family *corrections;  /* {kind} */
+	struct sink_family *join_failures; /* {errno} */
+	struct sink_series *fallbacks_c;
 	struct sink_series *correction_s[4];
 	struct sink_series *ev_series[MPTCP_EV_MAX + 1];
 	struct sink_series *lifetime_s;
@@ -549,6 +562,27 @@ static struct sink_series *mptcp_type_series(struct mptcp_priv *p, unsigned type
 	return p->ev_series[type];
 }
 
+/* The series of join failures for the event's ERROR (an errno; u8). */
+static struct sink_series *mptcp_join_failure_series(struct mptcp_priv *p,
+						     const struct mptcp_event *ev)
+{
+	char buf[24];
+	const char *name = NULL;
+	const char *lv[1];
+
+	if (!mptcp_event_has(ev, MPTCP_EVA_ERROR) || !ev->error) {
+		name = "none";
+	} else {
+		name = strerrorname_np(ev->error);
+		if (!name) {
+			snprintf(buf, sizeof(buf), "%u", ev->error);
+			name = buf;
+		}
+	}
+	lv[0] = name;
+	return sink_series(p->c->sink, p->join_failures, lv);
+}
+
 /* One event message: metrics, live state, history row. */
 static void mptcp_handle_event(struct mptcp_priv *p, struct mptcp_watch *w,
 			       const struct nlmsghdr *nlh, int64_t now_ns)
@@ -576,6 +610,10 @@ static void mptcp_handle_event(struct mptcp_priv *p, struct mptcp_watch *w,
 	err = mptcp_state_apply(p->state, w->ino, &ev, now_ns, mptcp_on_subflow_end, p);
 	if (err == -ENOENT)
 		sink_add(k, p->unmatched_c, 1);
+	else if (err == MPTCP_APPLY_FALLBACK_CLOSED)
+		sink_add(k, p->fallbacks_c, 1);
+	else if (err == MPTCP_APPLY_JOIN_FAILED)
+		sink_add(k, mptcp_join_failure_series(p, &ev), 1);
 	mptcp_row_fill(&ev, (uint32_t)w->ino, &row);
 	sink_event(k, &mptcp_events_table, now_ns, &row);
 }
@@ -680,6 +718,8 @@ static int mptcp_start(struct collector *c)
 	p->events_total = sink_family(k, &mptcp_metrics[MPTCP_M_EVENTS]);
 	p->resets_total = sink_family(k, &mptcp_metrics[MPTCP_M_RESETS]);
 	p->corrections = sink_family(k, &mptcp_metrics[MPTCP_M_CORRECTIONS]);
+	p->join_failures = sink_family(k, &mptcp_metrics[MPTCP_M_JOIN_FAILURES]);
+	p->fallbacks_c = sink_series1(k, &mptcp_metrics[MPTCP_M_FALLBACKS]);
 	for (size_t i = 0; i < 4; i++)
 		p->correction_s[i] = sink_series(k, p->corrections, &mptcp_correction_kinds[i]);
 	p->lifetime_s = sink_series1(k, &mptcp_metrics[MPTCP_M_LIFETIME]);
@@ -693,7 +733,8 @@ static int mptcp_start(struct collector *c)
 	p->unmatched_c = sink_series1(k, &mptcp_metrics[MPTCP_M_UNMATCHED]);
 	if (!p->events_total || !p->resets_total || !p->lifetime_s || !p->conns_g ||
 	    !p->subflows_g || !p->overruns_c || !p->resyncs_c || !p->unknown_ev_c ||
-	    !p->unknown_attr_c || !p->malformed_c || !p->unmatched_c || !p->correction_s[3])
+	    !p->unknown_attr_c || !p->malformed_c || !p->unmatched_c || !p->correction_s[3] ||
+	    !p->join_failures || !p->fallbacks_c)
 		return -ENOMEM;
 	/* Known types start at 0 so rate() works from the first event. */
 	for (unsigned t = 1; t <= MPTCP_EV_MAX; t++)

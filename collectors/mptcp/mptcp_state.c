@@ -287,7 +287,8 @@ static int mptcp_state_apply_locked(struct mptcp_state *st, uint64_t netns,
 	case MPTCP_EV_CLOSED:
 		c = mptcp_state_conn_get(st, netns, ev->token, 0);
 		if (!c)
-			return -ENOENT;
+			return mptcp_event_has(ev, MPTCP_EVA_TOKEN) ? MPTCP_APPLY_FALLBACK_CLOSED
+								    : -ENOENT;
 		/* The kernel sends no SUB_CLOSED for subflows still open at
 		 * CLOSED: they end here. */
 		if (end_fn)
@@ -352,7 +353,7 @@ static int mptcp_state_apply_locked(struct mptcp_state *st, uint64_t netns,
 			return -ENOENT;
 		old = mptcp_conn_subflow_find(c, &t);
 		if (!old)
-			return -ENOENT;
+			return MPTCP_APPLY_JOIN_FAILED;
 		if (end_fn)
 			end_fn((double)(now_ns - old->since_ns) / 1e9, arg);
 		mptcp_conn_subflow_del(st, c, old);

@@ -101,10 +101,23 @@ typedef void (*mptcp_subflow_end_fn)(double seconds, void *arg);
 struct mptcp_state *mptcp_state_new(void);
 void mptcp_state_free(struct mptcp_state *st); /* accepts NULL */
 
+/* What mptcp_state_apply() made of an event it could not match. */
+enum mptcp_apply_result {
+	MPTCP_APPLY_OK = 0,
+	/* CLOSED of a connection never announced by CREATED: a client that
+	 * fell back to TCP at the handshake (the kernel sends it CLOSED only). */
+	MPTCP_APPLY_FALLBACK_CLOSED = 1,
+	/* SUB_CLOSED of a known connection without SUB_ESTABLISHED: a join
+	 * that failed (its ERROR attribute says why). */
+	MPTCP_APPLY_JOIN_FAILED = 2,
+};
+
 /*
- * Applies one decoded event seen in netns at now_ns. Returns 0, -ENOMEM, or
- * -ENOENT when the event refers to a connection or subflow the state does not
- * know (the state is still consistent; the caller may count it).
+ * Applies one decoded event seen in netns at now_ns. Returns an
+ * enum mptcp_apply_result, -ENOMEM, or -ENOENT when the event refers to a
+ * connection, subflow or listener the state does not know and that is
+ * nothing of the above (the state is still consistent; the caller may
+ * count it).
  */
 int mptcp_state_apply(struct mptcp_state *st, uint64_t netns, const struct mptcp_event *ev,
 		      int64_t now_ns, mptcp_subflow_end_fn end_fn, void *arg);

@@ -18,6 +18,10 @@
 #   4. MP_FASTCLOSE: the client closes with SO_LINGER 0; the server side
 #      gets neither SUB_CLOSED nor CLOSED. The periodic reconciliation with
 #      the socket dump (reconcile = 1s here) removes it and counts it.
+#   5. failed join: the server rejects path 2's SYN+MP_JOIN with a TCP RST
+#      (nft); the client gets SUB_CLOSED error=111 without SUB_ESTABLISHED:
+#      counted as a join failure by errno, not as unmatched; the fallback's
+#      CLOSED (3.) counts as a client fallback.
 #
 # Each check prints "FIGURE: name expected=.. got=..". MPTCP_TRUTH_SOFT=1
 # makes failed checks non-fatal (to measure an older build), the test still
@@ -203,6 +207,14 @@ check "fallback: client connections after resync (real MPTCP $(real_conns "$NS_A
 client_say close
 client_end
 check "fallback: client connections after close" 0 "$(until_eq 3 0 gauge_conns "$INO_A")"
+check "fallback: CLOSED without CREATED counted as client fallback" 1 "$(until_eq 3 1 metric sysobs_mptcp_client_fallbacks_total)"
+check "fallback: unmatched events" 0 "$(metric sysobs_mptcp_unmatched_events_total)"
+sleep 0.3
+mon=$(grep -c '^\[ *CLOSED\]' "$T/monA.txt")
+api GET "/api/v1/mptcp/events?netns=$INO_A&type=CLOSED" >"$T/body"
+check "fallback: CLOSED events (agent history = ip mptcp monitor)" "$mon" "$(jq '.data | length' "$T/body")"
+hex=$(grep '^\[ *CLOSED\]' "$T/monA.txt" | tail -1 | sed -E 's/.*token=([0-9a-f]+).*/\1/')
+check "fallback: CLOSED token = monitor's" "$((16#$hex))" "$(jq -r '.data[0].token' "$T/body")"
 stop_server
 
 # ---- 4. MP_FASTCLOSE ---------------------------------------------------------
@@ -223,6 +235,35 @@ MPTCP_FASTCLOSE_RX=$(ip netns exec "$NS_B" nstat -az MPTcpExtMPFastcloseRx | awk
 check "fastclose: kernel counted MP_FASTCLOSE received" 1 "$([ "${MPTCP_FASTCLOSE_RX:-0}" -ge 1 ] && echo 1 || echo 0)"
 stop_server
 
+# ---- 5. failed join ------------------------------------------------------
+need_cmd nft
+ip netns exec "$NS_B" nft -f - <<NFT || fail "nft rule"
+table inet sysobs_join {
+	chain input {
+		type filter hook input priority 0;
+		iifname "mpb2" tcp flags syn reject with tcp reset
+	}
+}
+NFT
+start_server 0.0.0.0
+start_client 2 # path 2's join is refused: the client reports 1 subflow
+TOK_A=$(token_of "$T/client.txt")
+wait_for 5 grep -q "SF_CLOSED.*token=$(printf %08x "$TOK_A")" "$T/monA.txt" || fail "no SF_CLOSED for the join: $(cat "$T/monA.txt")"
+mon=$(grep "SF_CLOSED.*token=$(printf %08x "$TOK_A")" "$T/monA.txt")
+grep -q 'error=111' <<<"$mon" || fail "monitor SF_CLOSED without error=111: $mon"
+check "failed join: join_failures_total{errno=ECONNREFUSED}" 1 "$(until_eq 3 1 metric 'sysobs_mptcp_join_failures_total{errno="ECONNREFUSED"}')"
+check "failed join: unmatched events" 0 "$(metric sysobs_mptcp_unmatched_events_total)"
+real=$(real_subflows "$NS_A")
+check "failed join: client subflows (real $real)" 1 "$(gauge_subflows "$INO_A")"
+restart_agent
+check "failed join: client subflows after resync" "$real" "$(until_eq 5 "$real" gauge_subflows "$INO_A")"
+client_say close
+client_end
+stop_server
+ip netns exec "$NS_B" nft delete table inet sysobs_join
+sleep 0.3
+compare_monitor "$T/monA.txt" "$INO_A" "$TOK_A" || check "failed join: client events = ip mptcp monitor" same differ
+
 stop_agent
 [ "$NFAIL" = 0 ] || fail "$NFAIL checks failed"
-pass "mptcp live state = kernel: dual-stack v4-mapped subflows, half-close, fallback, MP_FASTCLOSE (reconciled), each across a resync"
+pass "mptcp live state = kernel: dual-stack v4-mapped subflows, half-close, fallback, MP_FASTCLOSE (reconciled), failed join by errno, each across a resync"

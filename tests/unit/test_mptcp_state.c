@@ -153,8 +153,10 @@ static void test_client_sequence(void **state)
 	assert_int_equal(l.n, 3);
 	assert_true((l.v[1] == 9.0 && l.v[2] == 7.0) || (l.v[1] == 7.0 && l.v[2] == 9.0));
 
-	/* Again: nothing left to close. */
-	assert_int_equal(replay(st, NS, "client-0008-CLOSED.bin", 11 * SEC, on_end, &l), -ENOENT);
+	/* Again: CLOSED without CREATED is what a client that fell back gets;
+	 * a SUB_CLOSED of an unknown connection stays unmatched. */
+	assert_int_equal(replay(st, NS, "client-0008-CLOSED.bin", 11 * SEC, on_end, &l),
+			 MPTCP_APPLY_FALLBACK_CLOSED);
 	assert_int_equal(replay(st, NS, "client-0007-SUB_CLOSED.bin", 11 * SEC, on_end, &l),
 			 -ENOENT);
 	mptcp_state_free(st);
@@ -391,6 +393,10 @@ static void test_v4mapped_one_form(void **state)
 	ev.type = MPTCP_EV_SUB_CLOSED;
 	assert_int_equal(mptcp_state_apply(st, NS, &ev, 2 * SEC, NULL, NULL), 0);
 	assert_counts(st, 1, 0);
+	/* The same again: a SUB_CLOSED of a known connection without its
+	 * SUB_ESTABLISHED is a failed join. */
+	assert_int_equal(mptcp_state_apply(st, NS, &ev, 2 * SEC, NULL, NULL),
+			 MPTCP_APPLY_JOIN_FAILED);
 	/* A listener on :: stays IPv6. */
 	memset(&sf.t, 0, sizeof(sf.t));
 	sf.t.family = AF_INET6;
