@@ -33,6 +33,7 @@
 #include <sys/epoll.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/utsname.h>
 #include <unistd.h>
 
 #include "agent/arena.h"
@@ -166,6 +167,7 @@ struct mptcp_priv {
 	struct mptcp_state *state;
 	int64_t next_pm_check_ns;
 	int64_t reconcile_ns, next_reconcile_ns;
+	int absent_side_is_client; /* kernel 5.19+: see mptcp_event_side_resolve() */
 
 	struct sink_family *events_total; /* {type} */
 	struct sink_family *resets_total; /* {reason} */
@@ -213,6 +215,7 @@ static const struct event_column mptcp_cols[] = {
     MPTCP_COL(server_side, COL_INT, COL_NULL_NEG),
     MPTCP_COL(unknown_attrs, COL_TEXT, COL_NULL_EMPTY),
     MPTCP_COL(reset_reason_name, COL_TEXT, COL_NULL_EMPTY),
+    MPTCP_COL(deny_join_id0, COL_INT, COL_NULL_NEG),
     {0},
 };
 
@@ -280,13 +283,11 @@ void mptcp_row_fill(const struct mptcp_event *ev, uint32_t netns, struct mptcp_r
 	r->if_idx = mptcp_attr(ev, MPTCP_EVA_IF_IDX, ev->if_idx);
 	r->reset_reason = mptcp_attr(ev, MPTCP_EVA_RESET_REASON, ev->reset_reason);
 	r->reset_flags = mptcp_attr(ev, MPTCP_EVA_RESET_FLAGS, ev->reset_flags);
-	/* CREATED/ESTABLISHED always say which side we are: newer kernels
-	 * only set FLAGS bit 1 on the server side and send nothing otherwise. */
-	if (mptcp_event_has(ev, MPTCP_EVA_SERVER_SIDE) || mptcp_event_has(ev, MPTCP_EVA_FLAGS) ||
-	    ev->type == MPTCP_EV_CREATED || ev->type == MPTCP_EV_ESTABLISHED)
-		r->server_side = ev->server_side;
-	else
-		r->server_side = -1;
+	/* Unknown unless the kernel said it (mptcp_event_side_resolve()). */
+	r->server_side = ev->side;
+	r->deny_join_id0 = mptcp_event_has(ev, MPTCP_EVA_FLAGS)
+			       ? !!(ev->flags & MPTCP_EV_FLAG_DENY_JOIN_ID0)
+			       : -1;
 	r->unknown_attrs[0] = '\0';
 	mptcp_event_unknown_str(ev, r->unknown_attrs, sizeof(r->unknown_attrs));
 	reason = r->reset_reason >= 0 ? mptcp_reset_reason_name((uint32_t)r->reset_reason) : NULL;
@@ -476,6 +477,11 @@ static int mptcp_init(struct collector *c)
 		p->w[i].diag_fd = p->w[i].pm_type_fd = -1;
 	p->rcvbuf = cfg->rcvbuf;
 	p->reconcile_ns = (int64_t)cfg->reconcile * 1000000;
+	{
+		struct utsname u;
+
+		p->absent_side_is_client = uname(&u) == 0 && mptcp_kernel_reports_side(u.release);
+	}
 	err = mptcp_config_netns(c, p);
 	if (err)
 		return err;
@@ -596,6 +602,7 @@ static void mptcp_handle_event(struct mptcp_priv *p, struct mptcp_watch *w,
 		sink_add(k, p->malformed_c, 1);
 		return;
 	}
+	mptcp_event_side_resolve(&ev, p->absent_side_is_client);
 	sink_add(k, mptcp_type_series(p, ev.type), 1);
 	if (!mptcp_event_type_name(ev.type))
 		sink_add(k, p->unknown_ev_c, 1);

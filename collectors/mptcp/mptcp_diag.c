@@ -192,7 +192,10 @@ int mptcp_diag_msg_apply(const struct nlmsghdr *nlh, size_t len, int proto, uint
 		sf.t = t;
 		sf.loc_id = loc_id;
 		sf.rem_id = rem_id;
-		sf.backup = !!(flags & MPTCP_SUBFLOW_FLAG_BKUP_LOC);
+		/* Events carry the subflow's `backup` (net/mptcp/pm_netlink.c),
+		 * which is the peer's bit: BKUP_REM in the dump (net/mptcp/diag.c:
+		 * sf->backup -> BKUP_REM, sf->request_bkup -> BKUP_LOC). */
+		sf.backup = !!(flags & MPTCP_SUBFLOW_FLAG_BKUP_REM);
 		sf.if_idx = (int32_t)m->id.idiag_if;
 		sf.since_ns = now_ns;
 		return mptcp_state_subflow_put(fresh, c, &sf) ?: 1;

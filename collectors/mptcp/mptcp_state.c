@@ -86,6 +86,7 @@ struct mptcp_conn *mptcp_state_conn_get(struct mptcp_state *st, uint64_t netns, 
 		return NULL;
 	c->netns = netns;
 	c->token = token;
+	c->server_side = -1;
 	c->next = st->buckets[b];
 	st->buckets[b] = c;
 	st->n_conns++;
@@ -306,8 +307,10 @@ static int mptcp_state_apply_locked(struct mptcp_state *st, uint64_t netns,
 			return -ENOMEM;
 		if (t.family)
 			c->t = t;
-		c->server_side = ev->server_side;
-		c->flags = ev->flags;
+		if (ev->side >= 0)
+			c->server_side = ev->side;
+		if (mptcp_event_has(ev, MPTCP_EVA_FLAGS))
+			c->flags = ev->flags;
 		c->resynced = 0;
 		if (!c->created_ns)
 			c->created_ns = now_ns;
@@ -621,7 +624,10 @@ static Sysobs__V1__MptcpConnection *mptcp_conn_msg(struct arena *ar, const struc
 		    mptcp_msg_addr(ar, c->t.family, &c->t.daddr));
 	m->sport = c->t.sport;
 	m->dport = c->t.dport;
-	m->server_side = !!c->server_side;
+	if (c->server_side >= 0) {
+		m->server_side = c->server_side == 1;
+		m->_server_side_case = SYSOBS__V1__MPTCP_CONNECTION___SERVER_SIDE_SERVER_SIDE;
+	}
 	m->established = !!c->established;
 	m->resynced = !!c->resynced;
 	m->fallback = !!c->fallback;

@@ -46,7 +46,7 @@ struct mptcp_subflow {
 	struct mptcp_tuple t;
 	uint8_t loc_id;
 	uint8_t rem_id;
-	uint8_t backup;
+	uint8_t backup; /* the peer's backup bit, as events carry it */
 	int32_t if_idx;
 	int64_t since_ns; /* wall clock it was seen established */
 };
@@ -65,7 +65,7 @@ struct mptcp_conn {
 	uint64_t netns;		 /* netns inode */
 	uint32_t token;
 	struct mptcp_tuple t; /* the initial subflow's */
-	uint8_t server_side;
+	int8_t server_side; /* 1, 0, -1: the kernel did not say (e.g. resynced) */
 	uint8_t established;
 	uint8_t resynced; /* learnt from sock_diag, not from events */
 	uint8_t fallback; /* sock_diag: fell back to plain TCP (MPTCP_INFO_FLAG_FALLBACK) */

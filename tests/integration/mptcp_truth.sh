@@ -22,6 +22,13 @@
 #      (nft); the client gets SUB_CLOSED error=111 without SUB_ESTABLISHED:
 #      counted as a join failure by errno, not as unmatched; the fallback's
 #      CLOSED (3.) counts as a client fallback.
+#   6. backup, side and FLAGS: the client marks its path-2 endpoint backup
+#      (MP_PRIO: the server gets SUB_PRIORITY backup=1, the peer's bit); after
+#      a resync each side's backup is what its events said; a resynced
+#      connection's side is unknown (absent), not "client"; CREATED rows
+#      carry server_side and deny_join_id0 decoded from FLAGS (the server
+#      sets net.mptcp.allow_join_initial_addr_port=0: the client's CREATED
+#      has flags=1), equal to ip mptcp monitor.
 #
 # Each check prints "FIGURE: name expected=.. got=..". MPTCP_TRUTH_SOFT=1
 # makes failed checks non-fatal (to measure an older build), the test still
@@ -128,6 +135,7 @@ start_monitors() {
 start_server() { # ADDR [peer server flags]
 	local a=$1
 	shift
+	rm -f "$T/server.txt" # not the last server's "listening"
 	ip netns exec "$NS_B" timeout 120 "$PEER" server "$a" "$MP_PORT" "$@" >"$T/server.txt" 2>&1 &
 	SRV=$!
 	on_exit "kill $SRV 2>/dev/null"
@@ -135,7 +143,7 @@ start_server() { # ADDR [peer server flags]
 }
 stop_server() { kill "$SRV" 2>/dev/null; wait "$SRV" 2>/dev/null; SRV=; }
 start_client() { # SUBFLOWS
-	rm -f "$T/ctl"
+	rm -f "$T/ctl" "$T/client.txt" # not the last client's token
 	mkfifo "$T/ctl"
 	ip netns exec "$NS_A" timeout 120 "$PEER" client "$MP_B1" "$MP_PORT" -s "$1" -t 3000 \
 		<"$T/ctl" >"$T/client.txt" 2>&1 &
@@ -264,6 +272,52 @@ ip netns exec "$NS_B" nft delete table inet sysobs_join
 sleep 0.3
 compare_monitor "$T/monA.txt" "$INO_A" "$TOK_A" || check "failed join: client events = ip mptcp monitor" same differ
 
+# ---- 6. backup, side, FLAGS --------------------------------------------------
+live_sf() { # NETNS_INO SADDR_OR_DADDR FIELD -> the field of the subflow with that address
+	curl -sf "http://127.0.0.1:$PORT/api/v1/mptcp/connections?netns=$1" |
+		jq -r --arg a "$2" "[.data[0].subflows[] | select(.saddr == \$a or .daddr == \$a) | .$3] | if length > 0 then first else \"none\" end"
+}
+live_conn() { # NETNS_INO FIELD
+	curl -sf "http://127.0.0.1:$PORT/api/v1/mptcp/connections?netns=$1" | jq -r ".data[0] | if has(\"$2\") then .$2 else \"absent\" end"
+}
+start_server 0.0.0.0
+start_client 2
+TOK_A=$(token_of "$T/client.txt")
+until_eq 5 1 gauge_conns "$INO_B" >/dev/null
+TOK_B=$(server_token)
+check "side: client connection server_side (from events)" false "$(live_conn "$INO_A" server_side)"
+check "side: server connection server_side (from events)" true "$(live_conn "$INO_B" server_side)"
+ip -n "$NS_A" mptcp endpoint change id 2 backup || fail "endpoint change"
+wait_for 5 grep -q "SF_PRIO.*token=$(printf %08x "$TOK_B").*backup=1" "$T/monB.txt" || fail "no SF_PRIO backup=1 on the server: $(cat "$T/monB.txt")"
+check "backup: server path-2 subflow (events)" true "$(until_eq 3 true live_sf "$INO_B" "$MP_A2" backup)"
+restart_agent
+check "backup: server path-2 subflow after resync (monitor backup=1)" true "$(until_eq 5 true live_sf "$INO_B" "$MP_A2" backup)"
+check "backup: client path-2 subflow after resync (its events: backup=0)" false "$(until_eq 5 false live_sf "$INO_A" "$MP_A2" backup)"
+check "side: resynced client connection server_side" absent "$(live_conn "$INO_A" server_side)"
+check "side: resynced server connection server_side" absent "$(live_conn "$INO_B" server_side)"
+client_say close
+client_end
+stop_server
+ip -n "$NS_A" mptcp endpoint change id 2 nobackup
+sleep 0.3
+compare_monitor "$T/monB.txt" "$INO_B" "$TOK_B" || check "backup: server events = ip mptcp monitor" same differ
+api GET "/api/v1/mptcp/events?netns=$INO_B&token=$TOK_B&type=CREATED" >"$T/body"
+check "flags: server CREATED server_side/deny_join_id0/flags" "true false 2" "$(jq -r '.data[0] | "\(.server_side) \(.deny_join_id0) \(.flags)"' "$T/body")"
+# The server denies joins to its initial address: FLAGS bit 0 on the client.
+ip netns exec "$NS_B" sysctl -qw net.mptcp.allow_join_initial_addr_port=0 || fail "sysctl"
+start_server 0.0.0.0
+start_client 1
+TOK_A=$(token_of "$T/client.txt")
+client_say close
+client_end
+stop_server
+ip netns exec "$NS_B" sysctl -qw net.mptcp.allow_join_initial_addr_port=1
+sleep 0.3
+grep -q "CREATED.*token=$(printf %08x "$TOK_A").*flags=1" "$T/monA.txt" || fail "monitor: client CREATED without flags=1: $(grep "token=$(printf %08x "$TOK_A")" "$T/monA.txt")"
+api GET "/api/v1/mptcp/events?netns=$INO_A&token=$TOK_A&type=CREATED" >"$T/body"
+check "flags: client CREATED server_side/deny_join_id0/flags" "false true 1" "$(jq -r '.data[0] | "\(.server_side) \(.deny_join_id0) \(.flags)"' "$T/body")"
+compare_monitor "$T/monA.txt" "$INO_A" "$TOK_A" || check "flags: client events = ip mptcp monitor" same differ
+
 stop_agent
 [ "$NFAIL" = 0 ] || fail "$NFAIL checks failed"
-pass "mptcp live state = kernel: dual-stack v4-mapped subflows, half-close, fallback, MP_FASTCLOSE (reconciled), failed join by errno, each across a resync"
+pass "mptcp live state = kernel: dual-stack v4-mapped subflows, half-close, fallback, MP_FASTCLOSE (reconciled), failed join by errno, backup bit, unknown side, FLAGS decoded, each across a resync"

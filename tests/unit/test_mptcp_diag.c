@@ -94,13 +94,15 @@ static void test_connection_and_subflows(void **state)
 	assert_int_equal(c->t.sport, 40000);
 	assert_string_equal(inet_ntop(AF_INET, &c->t.daddr, a, sizeof(a)), "10.231.1.2");
 
-	/* Initial subflow and the path-2 subflow (backup, bound to if 3). */
+	/* Initial subflow and the path-2 subflow (the peer marked it backup,
+	 * bound to if 3). backup is the peer's bit, as in events. */
 	nlh = diag_msg(AF_INET, 1, "10.231.1.1", "10.231.1.2", 40000, 10080, 0);
-	put_ulp(nlh, "mptcp", 0xabcd, 0, 0, MPTCP_SUBFLOW_FLAG_MCAP_LOC);
+	/* Our own request for backup (BKUP_LOC) is not what events report. */
+	put_ulp(nlh, "mptcp", 0xabcd, 0, 0, MPTCP_SUBFLOW_FLAG_MCAP_LOC | MPTCP_SUBFLOW_FLAG_BKUP_LOC);
 	assert_int_equal(mptcp_diag_msg_apply(nlh, nlh->nlmsg_len, IPPROTO_TCP, NS, fresh, 7), 1);
 	nlh = diag_msg(AF_INET, 1, "10.231.2.1", "10.231.1.2", 40001, 10080, 3);
 	put_ulp(nlh, "mptcp", 0xabcd, 2, 0,
-		MPTCP_SUBFLOW_FLAG_JOIN_LOC | MPTCP_SUBFLOW_FLAG_BKUP_LOC);
+		MPTCP_SUBFLOW_FLAG_JOIN_LOC | MPTCP_SUBFLOW_FLAG_BKUP_REM);
 	assert_int_equal(mptcp_diag_msg_apply(nlh, nlh->nlmsg_len, IPPROTO_TCP, NS, fresh, 7), 1);
 	assert_int_equal(c->n_sf, 2);
 	assert_int_equal(c->sf[1].loc_id, 2);
@@ -210,7 +212,9 @@ static int replay_dump(const char *name, int proto, struct mptcp_state *fresh)
 }
 
 /* Real 6.18 replies, client netns, one connection whose path-2 endpoint was
- * switched to backup: the MPTCP socket and its two subflows. */
+ * switched to backup: the MPTCP socket and its two subflows. The switch was
+ * local (BKUP_LOC); events carry the peer's bit (the server got
+ * SUB_PRIORITY backup=1, the client nothing), so backup stays 0 here. */
 static void test_recorded_client(void **state)
 {
 	struct mptcp_state *fresh = mptcp_state_new();
@@ -233,7 +237,7 @@ static void test_recorded_client(void **state)
 			found++;
 			assert_int_equal(c->sf[i].loc_id, 2);
 			assert_int_equal(c->sf[i].rem_id, 0);
-			assert_int_equal(c->sf[i].backup, 1);
+			assert_int_equal(c->sf[i].backup, 0);
 			assert_int_equal(c->sf[i].if_idx, 3);
 		} else {
 			assert_string_equal(a, "10.231.1.1");

@@ -38,6 +38,7 @@ static int replay(struct mptcp_state *st, uint64_t netns, const char *name, int6
 	n = fread(buf, 1, sizeof(buf), f);
 	fclose(f);
 	assert_int_equal(mptcp_event_decode((struct nlmsghdr *)buf, n, &ev), 0);
+	mptcp_event_side_resolve(&ev, 1); /* recorded on 6.18 */
 	return mptcp_state_apply(st, netns, &ev, now, fn, arg);
 }
 
