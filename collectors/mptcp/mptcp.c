@@ -43,6 +43,7 @@
 #include "collectors/mptcp/mptcp.h"
 #include "collectors/mptcp/mptcp_decode.h"
 #include "collectors/mptcp/mptcp_diag.h"
+#include "collectors/mptcp/mptcp_mib.h"
 #include "collectors/mptcp/mptcp_nl.h"
 #include "collectors/mptcp/mptcp_state.h"
 
@@ -83,6 +84,8 @@ enum {
 	MPTCP_M_CORRECTIONS,
 	MPTCP_M_FALLBACKS,
 	MPTCP_M_JOIN_FAILURES,
+	MPTCP_M_MIB,
+	MPTCP_M_MIB_GAUGE,
 	MPTCP_M_N,
 };
 
@@ -90,6 +93,7 @@ static const char *const mptcp_type_l[] = {"type", NULL};
 static const char *const mptcp_reason_l[] = {"reason", NULL};
 static const char *const mptcp_kind_l[] = {"kind", NULL};
 static const char *const mptcp_errno_l[] = {"errno", NULL};
+static const char *const mptcp_mib_l[] = {"netns", "counter", NULL};
 static const char *const mptcp_correction_kinds[] = {"connection_removed", "connection_added",
 						     "subflow_removed", "subflow_added"};
 static const double mptcp_lifetime_bounds[] = {0.01, 0.1, 1, 10, 60, 300, 1800, 3600, 21600, 86400};
@@ -139,6 +143,15 @@ static const struct metric_desc mptcp_metrics[] = {
 			       "Subflows closed without SUB_ESTABLISHED (joins that failed), by "
 			       "the error the kernel reported (none: no ERROR attribute).",
 			       METRIC_KIND_COUNTER, mptcp_errno_l},
+    [MPTCP_M_MIB] = {"sysobs_mptcp_mib_total",
+		     "The kernel's MPTcpExt MIB counters of each watched namespace (/proc/net/netstat "
+		     "read inside it), by counter name as the kernel spells it without the MPTcpExt "
+		     "prefix (nstat: MPTcpExt<counter>).",
+		     METRIC_KIND_COUNTER, mptcp_mib_l},
+    [MPTCP_M_MIB_GAUGE] = {"sysobs_mptcp_mib",
+			   "The MPTcpExt MIB entries that are gauges (MPCurrEstab: established "
+			   "MPTCP connections), per watched namespace.",
+			   METRIC_KIND_GAUGE, mptcp_mib_l},
     [MPTCP_M_N] = {0},
 };
 
@@ -150,6 +163,8 @@ struct mptcp_watch {
 	uint16_t family;       /* mptcp_pm genl family id in that netns */
 	int diag_fd;	       /* NETLINK_SOCK_DIAG socket in that netns */
 	int pm_type_fd;	       /* /proc/sys/net/mptcp/pm_type of that netns */
+	int netstat_fd;	       /* /proc/net/netstat of that netns (MPTcpExt) */
+	char ino_s[24];	       /* ino as a label value */
 	int pm_warned;
 	int resync_pending; /* overrun seen, resync once the queue is drained */
 	uint64_t overruns;
@@ -173,6 +188,8 @@ struct mptcp_priv {
 	struct sink_family *resets_total; /* {reason} */
 	struct sink_family *corrections;  /* {kind} */
 	struct sink_family *join_failures; /* {errno} */
+	struct sink_family *mib_total, *mib_gauge; /* {netns,counter} */
+	struct mptcp_mib mib;		   /* scratch of mptcp_mib_read() */
 	struct sink_series *fallbacks_c;
 	struct sink_series *correction_s[4];
 	struct sink_series *ev_series[MPTCP_EV_MAX + 1];
@@ -360,6 +377,10 @@ static int mptcp_watch_open_here(struct mptcp_watch *w, struct mptcp_priv *p)
 	}
 	/* Optional: pm_type exists from Linux 6.0. */
 	w->pm_type_fd = open("/proc/sys/net/mptcp/pm_type", O_RDONLY | O_CLOEXEC);
+	/* A proc/net file shows the netns it was opened in, for ever; the
+	 * thread's own (it is the one that switched netns). */
+	w->netstat_fd = open("/proc/thread-self/net/netstat", O_RDONLY | O_CLOEXEC);
+	snprintf(w->ino_s, sizeof(w->ino_s), "%llu", (unsigned long long)w->ino);
 	return 0;
 }
 
@@ -385,8 +406,10 @@ static void mptcp_watch_close(struct mptcp_watch *w)
 		close(w->diag_fd);
 	if (w->pm_type_fd >= 0)
 		close(w->pm_type_fd);
+	if (w->netstat_fd >= 0)
+		close(w->netstat_fd);
 	w->nl = NULL;
-	w->diag_fd = w->pm_type_fd = -1;
+	w->diag_fd = w->pm_type_fd = w->netstat_fd = -1;
 }
 
 /* Trap (KERNEL.md): with net.mptcp.pm_type=1 the kernel behaves, while
@@ -474,7 +497,7 @@ static int mptcp_init(struct collector *c)
 	p->c = c;
 	p->epfd = -1;
 	for (size_t i = 0; i < MPTCP_MAX_NETNS; i++)
-		p->w[i].diag_fd = p->w[i].pm_type_fd = -1;
+		p->w[i].diag_fd = p->w[i].pm_type_fd = p->w[i].netstat_fd = -1;
 	p->rcvbuf = cfg->rcvbuf;
 	p->reconcile_ns = (int64_t)cfg->reconcile * 1000000;
 	{
@@ -554,6 +577,35 @@ static int mptcp_resync(struct mptcp_priv *p, struct mptcp_watch *w)
 	}
 	mptcp_state_free(fresh);
 	return n;
+}
+
+/* Publishes the MPTcpExt MIB of w: every counter the kernel has, as it
+ * spells it (new kernels' counters appear by themselves). */
+static void mptcp_mib_read(struct mptcp_priv *p, struct mptcp_watch *w)
+{
+	static char buf[1 << 16];
+	size_t len = 0;
+	ssize_t n;
+	int cnt;
+
+	if (w->netstat_fd < 0)
+		return;
+	/* A seq_file: read from offset 0 each time, to its end. */
+	while (len < sizeof(buf) &&
+	       (n = pread(w->netstat_fd, buf + len, sizeof(buf) - len, (off_t)len)) > 0)
+		len += (size_t)n;
+	cnt = mptcp_mib_parse(buf, len, &p->mib);
+	if (cnt < 0) {
+		clog_warn(p->c, "netns %s: /proc/net/netstat: MPTcpExt lines do not parse", w->path);
+		return;
+	}
+	for (size_t i = 0; i < p->mib.n; i++) {
+		const char *lv[2] = {w->ino_s, p->mib.name[i]};
+		int gauge = mptcp_mib_is_gauge(p->mib.name[i]);
+
+		sink_set(p->c->sink, sink_series(p->c->sink, gauge ? p->mib_gauge : p->mib_total, lv),
+			 (double)p->mib.value[i]);
+	}
 }
 
 static struct sink_series *mptcp_type_series(struct mptcp_priv *p, unsigned type)
@@ -726,6 +778,8 @@ static int mptcp_start(struct collector *c)
 	p->resets_total = sink_family(k, &mptcp_metrics[MPTCP_M_RESETS]);
 	p->corrections = sink_family(k, &mptcp_metrics[MPTCP_M_CORRECTIONS]);
 	p->join_failures = sink_family(k, &mptcp_metrics[MPTCP_M_JOIN_FAILURES]);
+	p->mib_total = sink_family(k, &mptcp_metrics[MPTCP_M_MIB]);
+	p->mib_gauge = sink_family(k, &mptcp_metrics[MPTCP_M_MIB_GAUGE]);
 	p->fallbacks_c = sink_series1(k, &mptcp_metrics[MPTCP_M_FALLBACKS]);
 	for (size_t i = 0; i < 4; i++)
 		p->correction_s[i] = sink_series(k, p->corrections, &mptcp_correction_kinds[i]);
@@ -741,7 +795,7 @@ static int mptcp_start(struct collector *c)
 	if (!p->events_total || !p->resets_total || !p->lifetime_s || !p->conns_g ||
 	    !p->subflows_g || !p->overruns_c || !p->resyncs_c || !p->unknown_ev_c ||
 	    !p->unknown_attr_c || !p->malformed_c || !p->unmatched_c || !p->correction_s[3] ||
-	    !p->join_failures || !p->fallbacks_c)
+	    !p->join_failures || !p->fallbacks_c || !p->mib_total || !p->mib_gauge)
 		return -ENOMEM;
 	/* Known types start at 0 so rate() works from the first event. */
 	for (unsigned t = 1; t <= MPTCP_EV_MAX; t++)
@@ -767,6 +821,7 @@ static int mptcp_start(struct collector *c)
 		if (epoll_ctl(p->epfd, EPOLL_CTL_ADD, mnl_socket_get_fd(w->nl), &ev) < 0)
 			return -errno;
 		mptcp_pm_type_check(p, w);
+		mptcp_mib_read(p, w);
 		/* Connections that predate us: subscribed first, then dumped,
 		 * so nothing falls in between. */
 		mptcp_resync(p, w);
@@ -808,6 +863,7 @@ static int mptcp_collect(struct collector *c)
 		struct mptcp_watch *w = &p->w[i];
 
 		mptcp_pm_type_check(p, w);
+		mptcp_mib_read(p, w);
 		/* An overrun whose drain ended exactly on the read budget. */
 		if (w->resync_pending) {
 			w->resync_pending = 0;

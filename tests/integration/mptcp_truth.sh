@@ -29,6 +29,10 @@
 #      carry server_side and deny_join_id0 decoded from FLAGS (the server
 #      sets net.mptcp.allow_join_initial_addr_port=0: the client's CREATED
 #      has flags=1), equal to ip mptcp monitor.
+#   7. MIB: every MPTcpExt counter of both namespaces in /metrics
+#      (sysobs_mptcp_mib_total{netns,counter}, MPCurrEstab as the gauge
+#      sysobs_mptcp_mib) equals `nstat -az` in that namespace, after all the
+#      traffic above (fast closes, failed joins, fallbacks included).
 #
 # Each check prints "FIGURE: name expected=.. got=..". MPTCP_TRUTH_SOFT=1
 # makes failed checks non-fatal (to measure an older build), the test still
@@ -139,7 +143,7 @@ start_server() { # ADDR [peer server flags]
 	ip netns exec "$NS_B" timeout 120 "$PEER" server "$a" "$MP_PORT" "$@" >"$T/server.txt" 2>&1 &
 	SRV=$!
 	on_exit "kill $SRV 2>/dev/null"
-	wait_for 5 grep -q listening "$T/server.txt" || fail "server did not listen"
+	wait_for 5 grep -qs listening "$T/server.txt" || fail "server did not listen"
 }
 stop_server() { kill "$SRV" 2>/dev/null; wait "$SRV" 2>/dev/null; SRV=; }
 start_client() { # SUBFLOWS
@@ -150,7 +154,7 @@ start_client() { # SUBFLOWS
 	CLI=$!
 	on_exit "kill $CLI 2>/dev/null"
 	exec 4>"$T/ctl"
-	wait_for 10 grep -q '^token=' "$T/client.txt" || fail "client did not connect"
+	wait_for 10 grep -qs "^token=" "$T/client.txt" || fail "client did not connect"
 }
 client_say() { echo "$1" >&4; }
 client_end() { exec 4>&-; wait "$CLI" 2>/dev/null; CLI=; }
@@ -318,6 +322,21 @@ api GET "/api/v1/mptcp/events?netns=$INO_A&token=$TOK_A&type=CREATED" >"$T/body"
 check "flags: client CREATED server_side/deny_join_id0/flags" "false true 1" "$(jq -r '.data[0] | "\(.server_side) \(.deny_join_id0) \(.flags)"' "$T/body")"
 compare_monitor "$T/monA.txt" "$INO_A" "$TOK_A" || check "flags: client events = ip mptcp monitor" same differ
 
+# ---- 7. MPTcpExt MIB = nstat ---------------------------------------------------
+sleep 1.5 # one collect (every reconcile period, 1 s here) after the last traffic
+curl -sf "http://127.0.0.1:$PORT/metrics" >"$T/metrics.txt" || fail "metrics"
+for ns in "$NS_A:$INO_A" "$NS_B:$INO_B"; do
+	name=${ns%%:*} ino=${ns##*:}
+	ip netns exec "$name" nstat -asz 2>/dev/null | awk '$1 ~ /^MPTcpExt/ { sub(/^MPTcpExt/, "", $1); print $1, $2 }' |
+		sort >"$T/nstat.$ino"
+	awk -v ino="$ino" 'match($0, /^sysobs_mptcp_mib(_total)?\{netns="[0-9]+",counter="[A-Za-z0-9_]+"\} /) {
+			split($0, a, "\""); if (a[2] == ino) print a[4], $2 }' "$T/metrics.txt" | sort >"$T/agent_mib.$ino"
+	check "mib: $name counters in /metrics = nstat ($(wc -l <"$T/nstat.$ino") counters)" same \
+		"$(diff -q "$T/nstat.$ino" "$T/agent_mib.$ino" >/dev/null && echo same || diff "$T/nstat.$ino" "$T/agent_mib.$ino" | head -5 | tr '\n' ' ')"
+done
+check "mib: server MPFastcloseRx > 0" 1 "$(awk '$1 == "MPFastcloseRx" { print ($2 > 0) }' "$T/agent_mib.$INO_B")"
+check "mib: client MPCapableFallbackSYNACK > 0" 1 "$(awk '$1 == "MPCapableFallbackSYNACK" { print ($2 > 0) }' "$T/agent_mib.$INO_A")"
+
 stop_agent
 [ "$NFAIL" = 0 ] || fail "$NFAIL checks failed"
-pass "mptcp live state = kernel: dual-stack v4-mapped subflows, half-close, fallback, MP_FASTCLOSE (reconciled), failed join by errno, backup bit, unknown side, FLAGS decoded, each across a resync"
+pass "mptcp live state = kernel: MPTcpExt MIB = nstat, dual-stack v4-mapped subflows, half-close, fallback, MP_FASTCLOSE (reconciled), failed join by errno, backup bit, unknown side, FLAGS decoded, each across a resync"

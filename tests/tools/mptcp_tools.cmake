@@ -11,6 +11,7 @@ sysobs_unit_test(mptcp_decode)
 sysobs_unit_test(mptcp_state)
 sysobs_unit_test(mptcp_diag)
 sysobs_unit_test(mptcp_table)
+sysobs_unit_test(mptcp_mib)
 sysobs_fuzz_target(mptcp)
 
 # Integration tests (root + kernel MPTCP; SKIP otherwise). They need the tools.
