@@ -96,7 +96,11 @@ static const char *const mptcp_errno_l[] = {"errno", NULL};
 static const char *const mptcp_mib_l[] = {"netns", "counter", NULL};
 static const char *const mptcp_correction_kinds[] = {"connection_removed", "connection_added",
 						     "subflow_removed", "subflow_added"};
-static const double mptcp_lifetime_bounds[] = {0.01, 0.1, 1, 10, 60, 300, 1800, 3600, 21600, 86400};
+/* 1 ms (a join torn down at once) .. 1 day (long-lived connections), about
+ * 1-2-5 per decade below a minute, then minutes and hours. */
+static const double mptcp_lifetime_bounds[] = {0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1,  0.2,
+					       0.5,   1,     2,	    5,	  10,	30,   60,   300,
+					       900,   1800,  3600,  7200, 21600, 43200, 86400};
 
 static const struct metric_desc mptcp_metrics[] = {
     [MPTCP_M_EVENTS] = {"sysobs_mptcp_events_total",
@@ -106,7 +110,9 @@ static const struct metric_desc mptcp_metrics[] = {
 			"Subflows closed by an MP_TCPRST, by reset reason.", METRIC_KIND_COUNTER,
 			mptcp_reason_l},
     [MPTCP_M_LIFETIME] = {"sysobs_mptcp_subflow_lifetime_seconds",
-			  "Lifetime of MPTCP subflows from established to closed.",
+			  "Lifetime of MPTCP subflows, from SUB_ESTABLISHED (the connection's "
+			  "ESTABLISHED for the initial subflow) to SUB_CLOSED or CLOSED; subflows "
+			  "whose start only a socket dump saw are not observed.",
 			  METRIC_KIND_HISTOGRAM, NULL, mptcp_lifetime_bounds,
 			  sizeof(mptcp_lifetime_bounds) / sizeof(mptcp_lifetime_bounds[0])},
     [MPTCP_M_CONNS] = {"sysobs_mptcp_connections",

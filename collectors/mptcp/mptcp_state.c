@@ -172,9 +172,13 @@ int mptcp_state_subflow_put(struct mptcp_state *st, struct mptcp_conn *c,
 
 	if (old) {
 		int64_t since = old->since_ns;
+		uint8_t known = old->since_known;
 
 		*old = *sf;
-		old->since_ns = since ? since : sf->since_ns;
+		if (since) {
+			old->since_ns = since;
+			old->since_known = known;
+		}
 		return 0;
 	}
 	if (c->n_sf == c->cap_sf) {
@@ -294,7 +298,8 @@ static int mptcp_state_apply_locked(struct mptcp_state *st, uint64_t netns,
 		 * CLOSED: they end here. */
 		if (end_fn)
 			for (uint32_t i = 0; i < c->n_sf; i++)
-				end_fn((double)(now_ns - c->sf[i].since_ns) / 1e9, arg);
+				if (c->sf[i].since_known)
+					end_fn((double)(now_ns - c->sf[i].since_ns) / 1e9, arg);
 		mptcp_state_conn_unlink(st, c);
 		mptcp_conn_free(c);
 		return 0;
@@ -323,7 +328,8 @@ static int mptcp_state_apply_locked(struct mptcp_state *st, uint64_t netns,
 			return 0;
 		memset(&sf, 0, sizeof(sf));
 		sf.t = t;
-		sf.since_ns = c->created_ns;
+		sf.since_ns = now_ns;
+		sf.since_known = 1;
 		return mptcp_state_subflow_put(st, c, &sf);
 	case MPTCP_EV_ANNOUNCED:
 	case MPTCP_EV_REMOVED:
@@ -344,6 +350,7 @@ static int mptcp_state_apply_locked(struct mptcp_state *st, uint64_t netns,
 		sf.backup = ev->backup;
 		sf.if_idx = ev->if_idx;
 		sf.since_ns = now_ns;
+		sf.since_known = 1;
 		old = mptcp_conn_subflow_find(c, &t);
 		if (ev->type == MPTCP_EV_SUB_PRIORITY && old) {
 			old->backup = ev->backup;
@@ -357,7 +364,7 @@ static int mptcp_state_apply_locked(struct mptcp_state *st, uint64_t netns,
 		old = mptcp_conn_subflow_find(c, &t);
 		if (!old)
 			return MPTCP_APPLY_JOIN_FAILED;
-		if (end_fn)
+		if (end_fn && old->since_known)
 			end_fn((double)(now_ns - old->since_ns) / 1e9, arg);
 		mptcp_conn_subflow_del(st, c, old);
 		return 0;
@@ -412,8 +419,10 @@ void mptcp_state_resync(struct mptcp_state *st, uint64_t netns, struct mptcp_sta
 					struct mptcp_subflow *o =
 					    mptcp_conn_subflow_find(old, &f->sf[i].t);
 
-					if (o)
+					if (o) {
 						f->sf[i].since_ns = o->since_ns;
+						f->sf[i].since_known = o->since_known;
+					}
 				}
 				f->created_ns = old->created_ns;
 				f->established_ns = old->established_ns;

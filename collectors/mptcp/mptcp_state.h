@@ -49,6 +49,9 @@ struct mptcp_subflow {
 	uint8_t backup; /* the peer's backup bit, as events carry it */
 	int32_t if_idx;
 	int64_t since_ns; /* wall clock it was seen established */
+	/* since_ns is when it was established (an event said it), not when a
+	 * socket dump first showed it: only then is its lifetime measured. */
+	uint8_t since_known;
 };
 
 struct mptcp_addr {
@@ -95,7 +98,9 @@ struct mptcp_state {
 };
 
 /* Called for every subflow that ends (SUB_CLOSED, or still open at CLOSED),
- * with how long it lived. */
+ * with how long it lived: from its SUB_ESTABLISHED (the connection's
+ * ESTABLISHED for the initial subflow). Not called for a subflow whose start
+ * only a socket dump saw, nor for one the reconciliation removes. */
 typedef void (*mptcp_subflow_end_fn)(double seconds, void *arg);
 
 struct mptcp_state *mptcp_state_new(void);

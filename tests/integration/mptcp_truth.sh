@@ -29,7 +29,11 @@
 #      carry server_side and deny_join_id0 decoded from FLAGS (the server
 #      sets net.mptcp.allow_join_initial_addr_port=0: the client's CREATED
 #      has flags=1), equal to ip mptcp monitor.
-#   7. MIB: every MPTcpExt counter of both namespaces in /metrics
+#   7. subflow lifetime histogram: one connection with two subflows held
+#      about 1.5 s on both sides: 4 observations in the (1, 2] s bucket whose
+#      sum equals the history's ESTABLISHED/SUB_ESTABLISHED -> CLOSED times;
+#      subflows only a resync saw (2.) are not observed.
+#   8. MIB: every MPTcpExt counter of both namespaces in /metrics
 #      (sysobs_mptcp_mib_total{netns,counter}, MPCurrEstab as the gauge
 #      sysobs_mptcp_mib) equals `nstat -az` in that namespace, after all the
 #      traffic above (fast closes, failed joins, fallbacks included).
@@ -208,6 +212,7 @@ check "half-close: client connections after CLOSED" 0 "$(until_eq 5 0 gauge_conn
 check "half-close: unmatched events" 0 "$(metric sysobs_mptcp_unmatched_events_total)"
 stop_server
 check "half-close: server connections after its close" 0 "$(until_eq 5 0 gauge_conns "$INO_B")"
+check "half-close: lifetimes observed of subflows only a resync saw" 0 "$(metric sysobs_mptcp_subflow_lifetime_seconds_count)"
 compare_monitor "$T/monA.txt" "$INO_A" "$TOK_A" || check "half-close: client events = ip mptcp monitor" same differ
 
 # ---- 3. fallback to TCP ----------------------------------------------------
@@ -322,7 +327,37 @@ api GET "/api/v1/mptcp/events?netns=$INO_A&token=$TOK_A&type=CREATED" >"$T/body"
 check "flags: client CREATED server_side/deny_join_id0/flags" "false true 1" "$(jq -r '.data[0] | "\(.server_side) \(.deny_join_id0) \(.flags)"' "$T/body")"
 compare_monitor "$T/monA.txt" "$INO_A" "$TOK_A" || check "flags: client events = ip mptcp monitor" same differ
 
-# ---- 7. MPTcpExt MIB = nstat ---------------------------------------------------
+# ---- 7. subflow lifetime histogram ------------------------------------------
+H=sysobs_mptcp_subflow_lifetime_seconds
+h_count0=$(metric "${H}_count") h_sum0=$(metric "${H}_sum")
+h_le1_0=$(metric "${H}_bucket{le=\"1\"}") h_le2_0=$(metric "${H}_bucket{le=\"2\"}")
+start_server 0.0.0.0
+start_client 2
+TOK_A=$(token_of "$T/client.txt")
+until_eq 5 1 gauge_conns "$INO_B" >/dev/null
+TOK_B=$(server_token)
+sleep 1.5
+client_say close
+client_end
+stop_server
+until_eq 5 0 gauge_conns "$INO_B" >/dev/null
+check "lifetime: observations" 4 "$(( $(metric "${H}_count") - h_count0 ))"
+check "lifetime: observations <= 1 s" 0 "$(( $(metric "${H}_bucket{le=\"1\"}") - h_le1_0 ))"
+check "lifetime: observations <= 2 s" 4 "$(( $(metric "${H}_bucket{le=\"2\"}") - h_le2_0 ))"
+ts() { date -d "$1" +%s.%N; }
+hist_sum=0
+for tk in "$INO_A:$TOK_A" "$INO_B:$TOK_B"; do
+	api GET "/api/v1/mptcp/events?netns=${tk%%:*}&token=${tk##*:}" >"$T/body"
+	closed=$(ts "$(jq -r '.data[] | select(.type == "CLOSED") | .time' "$T/body")")
+	for t in $(jq -r '.data[] | select(.type == "ESTABLISHED" or .type == "SUB_ESTABLISHED") | .time' "$T/body"); do
+		hist_sum=$(echo "$hist_sum + $closed - $(ts "$t")" | bc -l)
+	done
+done
+got=$(echo "$(metric "${H}_sum") - $h_sum0" | bc -l)
+check "lifetime: sum = history's (established -> CLOSED), to 10 us" 1 "$(echo "d = $got - $hist_sum; if (d < 0) d = -d; d < 0.00001" | bc -l)"
+echo "lifetime: sum $got s, from the history $hist_sum s"
+
+# ---- 8. MPTcpExt MIB = nstat ---------------------------------------------------
 sleep 1.5 # one collect (every reconcile period, 1 s here) after the last traffic
 curl -sf "http://127.0.0.1:$PORT/metrics" >"$T/metrics.txt" || fail "metrics"
 for ns in "$NS_A:$INO_A" "$NS_B:$INO_B"; do
