@@ -218,7 +218,8 @@ int main(int argc, char **argv)
 
 		for (int k = 0; k < 3; k++) {
 			for (int i = 1; i <= n_conn; i++) {
-				struct mptcp_conn *c = mptcp_state_conn_get(all[k], 1, (uint32_t)i, 1);
+				struct mptcp_conn *c =
+				    mptcp_state_conn_get(all[k], 1, (uint32_t)i, 1);
 				struct mptcp_subflow sf = {.t = {.family = 2}};
 
 				c->created_ns = 1;

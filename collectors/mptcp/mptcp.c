@@ -98,9 +98,12 @@ static const char *const mptcp_correction_kinds[] = {"connection_removed", "conn
 						     "subflow_removed", "subflow_added"};
 /* 1 ms (a join torn down at once) .. 1 day (long-lived connections), about
  * 1-2-5 per decade below a minute, then minutes and hours. */
-static const double mptcp_lifetime_bounds[] = {0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1,  0.2,
-					       0.5,   1,     2,	    5,	  10,	30,   60,   300,
-					       900,   1800,  3600,  7200, 21600, 43200, 86400};
+// clang-format off
+static const double mptcp_lifetime_bounds[] = {
+    0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 30, 60,
+    300, 900, 1800, 3600, 7200, 21600, 43200, 86400,
+};
+// clang-format on
 
 static const struct metric_desc mptcp_metrics[] = {
     [MPTCP_M_EVENTS] = {"sysobs_mptcp_events_total",
@@ -149,11 +152,12 @@ static const struct metric_desc mptcp_metrics[] = {
 			       "Subflows closed without SUB_ESTABLISHED (joins that failed), by "
 			       "the error the kernel reported (none: no ERROR attribute).",
 			       METRIC_KIND_COUNTER, mptcp_errno_l},
-    [MPTCP_M_MIB] = {"sysobs_mptcp_mib_total",
-		     "The kernel's MPTcpExt MIB counters of each watched namespace (/proc/net/netstat "
-		     "read inside it), by counter name as the kernel spells it without the MPTcpExt "
-		     "prefix (nstat: MPTcpExt<counter>).",
-		     METRIC_KIND_COUNTER, mptcp_mib_l},
+    [MPTCP_M_MIB] =
+	{"sysobs_mptcp_mib_total",
+	 "The kernel's MPTcpExt MIB counters of each watched namespace (/proc/net/netstat "
+	 "read inside it), by counter name as the kernel spells it without the MPTcpExt "
+	 "prefix (nstat: MPTcpExt<counter>).",
+	 METRIC_KIND_COUNTER, mptcp_mib_l},
     [MPTCP_M_MIB_GAUGE] = {"sysobs_mptcp_mib",
 			   "The MPTcpExt MIB entries that are gauges (MPCurrEstab: established "
 			   "MPTCP connections), per watched namespace.",
@@ -190,12 +194,12 @@ struct mptcp_priv {
 	int64_t reconcile_ns, next_reconcile_ns;
 	int absent_side_is_client; /* kernel 5.19+: see mptcp_event_side_resolve() */
 
-	struct sink_family *events_total; /* {type} */
-	struct sink_family *resets_total; /* {reason} */
-	struct sink_family *corrections;  /* {kind} */
-	struct sink_family *join_failures; /* {errno} */
+	struct sink_family *events_total;	   /* {type} */
+	struct sink_family *resets_total;	   /* {reason} */
+	struct sink_family *corrections;	   /* {kind} */
+	struct sink_family *join_failures;	   /* {errno} */
 	struct sink_family *mib_total, *mib_gauge; /* {netns,counter} */
-	struct mptcp_mib mib;		   /* scratch of mptcp_mib_read() */
+	struct mptcp_mib mib;			   /* scratch of mptcp_mib_read() */
 	struct sink_series *fallbacks_c;
 	struct sink_series *correction_s[4];
 	struct sink_series *ev_series[MPTCP_EV_MAX + 1];
@@ -308,9 +312,8 @@ void mptcp_row_fill(const struct mptcp_event *ev, uint32_t netns, struct mptcp_r
 	r->reset_flags = mptcp_attr(ev, MPTCP_EVA_RESET_FLAGS, ev->reset_flags);
 	/* Unknown unless the kernel said it (mptcp_event_side_resolve()). */
 	r->server_side = ev->side;
-	r->deny_join_id0 = mptcp_event_has(ev, MPTCP_EVA_FLAGS)
-			       ? !!(ev->flags & MPTCP_EV_FLAG_DENY_JOIN_ID0)
-			       : -1;
+	r->deny_join_id0 =
+	    mptcp_event_has(ev, MPTCP_EVA_FLAGS) ? !!(ev->flags & MPTCP_EV_FLAG_DENY_JOIN_ID0) : -1;
 	r->unknown_attrs[0] = '\0';
 	mptcp_event_unknown_str(ev, r->unknown_attrs, sizeof(r->unknown_attrs));
 	reason = r->reset_reason >= 0 ? mptcp_reset_reason_name((uint32_t)r->reset_reason) : NULL;
@@ -602,14 +605,16 @@ static void mptcp_mib_read(struct mptcp_priv *p, struct mptcp_watch *w)
 		len += (size_t)n;
 	cnt = mptcp_mib_parse(buf, len, &p->mib);
 	if (cnt < 0) {
-		clog_warn(p->c, "netns %s: /proc/net/netstat: MPTcpExt lines do not parse", w->path);
+		clog_warn(p->c, "netns %s: /proc/net/netstat: MPTcpExt lines do not parse",
+			  w->path);
 		return;
 	}
 	for (size_t i = 0; i < p->mib.n; i++) {
 		const char *lv[2] = {w->ino_s, p->mib.name[i]};
 		int gauge = mptcp_mib_is_gauge(p->mib.name[i]);
 
-		sink_set(p->c->sink, sink_series(p->c->sink, gauge ? p->mib_gauge : p->mib_total, lv),
+		sink_set(p->c->sink,
+			 sink_series(p->c->sink, gauge ? p->mib_gauge : p->mib_total, lv),
 			 (double)p->mib.value[i]);
 	}
 }

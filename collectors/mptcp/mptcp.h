@@ -16,7 +16,7 @@
 struct mptcp_row {
 	int64_t token, family, sport, dport, loc_id, rem_id, backup, error, flags, timeout, if_idx,
 	    reset_reason, reset_flags, server_side, deny_join_id0; /* -1: not sent */
-	uint32_t netns;				    /* netns inode */
+	uint32_t netns;						   /* netns inode */
 	char type[24];
 	char saddr[INET6_ADDRSTRLEN], daddr[INET6_ADDRSTRLEN];
 	char reset_reason_name[24];

@@ -97,7 +97,7 @@ struct mptcp_event {
 	/* Which side the kernel said we are: 1 server, 0 client, -1 it did not
 	 * say (no SERVER_SIDE, no FLAGS); see mptcp_event_side_resolve(). */
 	int8_t side;
-	uint16_t n_unknown;  /* unknown or mis-sized attributes, all counted */
+	uint16_t n_unknown; /* unknown or mis-sized attributes, all counted */
 	struct mptcp_ev_unknown unknown[MPTCP_EV_MAX_UNKNOWN]; /* the first ones */
 };
 

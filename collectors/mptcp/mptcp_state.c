@@ -529,7 +529,8 @@ void mptcp_state_reconcile(struct mptcp_state *st, uint64_t netns, const struct 
 		for (const struct mptcp_conn *f = fresh->buckets[b]; f; f = f->next) {
 			struct mptcp_conn *c;
 
-			if (f->netns != netns || f->fallback || !mptcp_dump_conn(prev, netns, f->token) ||
+			if (f->netns != netns || f->fallback ||
+			    !mptcp_dump_conn(prev, netns, f->token) ||
 			    mptcp_state_conn_get(st, netns, f->token, 0))
 				continue;
 			c = mptcp_state_conn_get(st, netns, f->token, 1);

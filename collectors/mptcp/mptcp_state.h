@@ -68,7 +68,7 @@ struct mptcp_conn {
 	uint64_t netns;		 /* netns inode */
 	uint32_t token;
 	struct mptcp_tuple t; /* the initial subflow's */
-	int8_t server_side; /* 1, 0, -1: the kernel did not say (e.g. resynced) */
+	int8_t server_side;   /* 1, 0, -1: the kernel did not say (e.g. resynced) */
 	uint8_t established;
 	uint8_t resynced; /* learnt from sock_diag, not from events */
 	uint8_t fallback; /* sock_diag: fell back to plain TCP (MPTCP_INFO_FLAG_FALLBACK) */

@@ -98,7 +98,8 @@ static void test_connection_and_subflows(void **state)
 	 * bound to if 3). backup is the peer's bit, as in events. */
 	nlh = diag_msg(AF_INET, 1, "10.231.1.1", "10.231.1.2", 40000, 10080, 0);
 	/* Our own request for backup (BKUP_LOC) is not what events report. */
-	put_ulp(nlh, "mptcp", 0xabcd, 0, 0, MPTCP_SUBFLOW_FLAG_MCAP_LOC | MPTCP_SUBFLOW_FLAG_BKUP_LOC);
+	put_ulp(nlh, "mptcp", 0xabcd, 0, 0,
+		MPTCP_SUBFLOW_FLAG_MCAP_LOC | MPTCP_SUBFLOW_FLAG_BKUP_LOC);
 	assert_int_equal(mptcp_diag_msg_apply(nlh, nlh->nlmsg_len, IPPROTO_TCP, NS, fresh, 7), 1);
 	nlh = diag_msg(AF_INET, 1, "10.231.2.1", "10.231.1.2", 40001, 10080, 3);
 	put_ulp(nlh, "mptcp", 0xabcd, 2, 0,

@@ -44,15 +44,16 @@ static void test_no_mptcp_and_bad_text(void **state)
 {
 	assert_int_equal(parse("TcpExt: A\nTcpExt: 1\n"), 0);
 	assert_int_equal(parse(""), 0);
-	assert_int_equal(parse("MPTcpExt: A B\n"), -EINVAL);		     /* no values */
-	assert_int_equal(parse("MPTcpExt: A B\nMPTcpExt: 1\n"), -EINVAL);	     /* fewer */
-	assert_int_equal(parse("MPTcpExt: A\nMPTcpExt: 1 2\n"), -EINVAL);	     /* more */
-	assert_int_equal(parse("MPTcpExt: A\nMPTcpExt: x\n"), -EINVAL);	     /* not a number */
+	assert_int_equal(parse("MPTcpExt: A B\n"), -EINVAL);		  /* no values */
+	assert_int_equal(parse("MPTcpExt: A B\nMPTcpExt: 1\n"), -EINVAL); /* fewer */
+	assert_int_equal(parse("MPTcpExt: A\nMPTcpExt: 1 2\n"), -EINVAL); /* more */
+	assert_int_equal(parse("MPTcpExt: A\nMPTcpExt: x\n"), -EINVAL);	  /* not a number */
 	assert_int_equal(parse("MPTcpExt: A\nMPTcpExt: 18446744073709551616\n"), -EINVAL);
 	assert_int_equal(parse("MPTcpExt: A\nMPTcpExt: -1\n"), -EINVAL);
-	assert_int_equal(parse("MPTcpExt: AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA\n"
-			       "MPTcpExt: 1\n"),
-			 -EINVAL); /* name too long */
+	assert_int_equal(
+	    parse("MPTcpExt: AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA\n"
+		  "MPTcpExt: 1\n"),
+	    -EINVAL); /* name too long */
 }
 
 static void test_too_many(void **state)

@@ -361,8 +361,8 @@ static void ev_subflow(struct mptcp_event *ev, unsigned type, uint32_t token, in
 	memset(ev, 0, sizeof(*ev));
 	ev->type = type;
 	ev->token = token;
-	ev->present = (1u << MPTCP_EVA_TOKEN) | (1u << MPTCP_EVA_FAMILY) |
-		      (1u << MPTCP_EVA_SPORT) | (1u << MPTCP_EVA_DPORT);
+	ev->present = (1u << MPTCP_EVA_TOKEN) | (1u << MPTCP_EVA_FAMILY) | (1u << MPTCP_EVA_SPORT) |
+		      (1u << MPTCP_EVA_DPORT);
 	ev->sport = sport;
 	ev->dport = dport;
 	if (mapped) {
