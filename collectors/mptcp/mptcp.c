@@ -137,8 +137,9 @@ static const struct metric_desc mptcp_metrics[] = {
     [MPTCP_M_MALFORMED] = {"sysobs_mptcp_malformed_messages_total",
 			   "Netlink messages that could not be decoded.", METRIC_KIND_COUNTER},
     [MPTCP_M_UNMATCHED] = {"sysobs_mptcp_unmatched_events_total",
-			   "Events about a connection or subflow the live state did not know "
-			   "(e.g. after an overrun).",
+			   "Events about a connection, subflow or listener the live state did not "
+			   "know, other than a client fallback's CLOSED and a failed join's "
+			   "SUB_CLOSED (e.g. after an overrun).",
 			   METRIC_KIND_COUNTER},
     [MPTCP_M_CORRECTIONS] = {"sysobs_mptcp_reconcile_corrections_total",
 			     "Live-state corrections by the periodic comparison with the MPTCP "
