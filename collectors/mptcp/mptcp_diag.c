@@ -28,26 +28,30 @@ enum {
 	MPTCP_TCP_SYN_RECV = 3,
 	MPTCP_TCP_FIN_WAIT1 = 4,
 	MPTCP_TCP_FIN_WAIT2 = 5,
+	MPTCP_TCP_CLOSE = 7,
 	MPTCP_TCP_CLOSE_WAIT = 8,
 	MPTCP_TCP_LAST_ACK = 9,
 	MPTCP_TCP_LISTEN = 10,
 	MPTCP_TCP_CLOSING = 11,
 };
 
-/* The states a socket reaches after its side sent a FIN (shutdown or close). */
+/* The states a connection reaches after its side sent a DATA_FIN (shutdown
+ * or close): FIN_WAIT*, CLOSING, LAST_ACK, and CLOSE once both sides did. */
 #define MPTCP_DIAG_FIN_STATES                                                                      \
 	((1u << MPTCP_TCP_FIN_WAIT1) | (1u << MPTCP_TCP_FIN_WAIT2) | (1u << MPTCP_TCP_CLOSING) |   \
-	 (1u << MPTCP_TCP_LAST_ACK))
+	 (1u << MPTCP_TCP_LAST_ACK) | (1u << MPTCP_TCP_CLOSE))
 
 /*
  * A connection is live from CREATED until its user closes it: the kernel
  * sends CLOSED from __mptcp_close() (net/mptcp/protocol.c), whatever the
- * state. A half-closed connection (shutdown(SHUT_WR): FIN_WAIT*, or
- * LAST_ACK after the peer's FIN) whose user still holds the socket is live;
- * after close() the socket is orphaned and the kernel reports inode 0 for it
- * (sock_i_ino()), so FIN states count only with an inode. A connection not
- * yet accepted has no inode either, but it is in SYN_RECV/ESTABLISHED/
- * CLOSE_WAIT, where no inode is needed. TIME_WAIT and CLOSE are never live.
+ * state, as long as the connection has its token, i.e. is in the token hash
+ * that mptcp_diag walks. A half-closed connection (shutdown(SHUT_WR):
+ * FIN_WAIT*, or LAST_ACK after the peer's DATA_FIN), and one both sides
+ * shut down (CLOSE, seen on 6.18), whose user still holds the socket is
+ * live; after close() the socket is orphaned and the kernel reports inode 0
+ * for it (sock_i_ino()), so those states count only with an inode. A
+ * connection not yet accepted has no inode either, but it is in SYN_RECV/
+ * ESTABLISHED/CLOSE_WAIT, where no inode is needed.
  */
 #define MPTCP_DIAG_MSK_STATES                                                                      \
 	((1u << MPTCP_TCP_ESTABLISHED) | (1u << MPTCP_TCP_SYN_SENT) | (1u << MPTCP_TCP_SYN_RECV) | \

@@ -13,6 +13,9 @@
 #   2. half-close: the client shuts its write side down (FIN_WAIT2, the
 #      server CLOSE_WAIT) and still holds the socket: live on both sides,
 #      also after a resync, and its CLOSED later matches.
+#   2b. both directions shut down, both users still hold their sockets: the
+#      connections are in CLOSE (6.18) and still live (CLOSED comes at
+#      close()): kept at resync and by the reconciliation.
 #   3. fallback: an MPTCP client against a plain TCP server: the kernel
 #      sends only CLOSED; a resync must not count it live.
 #   4. MP_FASTCLOSE: the client closes with SO_LINGER 0; the server side
@@ -75,9 +78,8 @@ INI
 # listening, not fallen back to TCP) and their subflows (TCP sockets with the
 # mptcp ULP, established or half-closed, owned by a connection).
 real_conns() {
-	ip netns exec "$1" ss -MHn state established state syn-sent state syn-recv \
-		state close-wait state fin-wait-1 state fin-wait-2 state last-ack state closing -i |
-		grep 'token:' | grep -vc fallback
+	ip netns exec "$1" ss -MHnaeiO 2>/dev/null | awk '$1 != "LISTEN" && !/fallback/ &&
+		(/ino:[1-9]/ || $1 == "ESTAB" || $1 == "CLOSE-WAIT" || $1 == "SYN-RECV")' | grep -c .
 }
 real_subflows() {
 	ip netns exec "$1" ss -tHn -O -i -e state established state close-wait state fin-wait-1 \
@@ -214,6 +216,28 @@ stop_server
 check "half-close: server connections after its close" 0 "$(until_eq 5 0 gauge_conns "$INO_B")"
 check "half-close: lifetimes observed of subflows only a resync saw" 0 "$(metric sysobs_mptcp_subflow_lifetime_seconds_count)"
 compare_monitor "$T/monA.txt" "$INO_A" "$TOK_A" || check "half-close: client events = ip mptcp monitor" same differ
+
+# ---- 2b. both directions shut down, sockets held ------------------------------
+start_server 0.0.0.0 -S
+start_client 2
+TOK_A=$(token_of "$T/client.txt")
+client_say shut
+wait_for 5 grep -q '^shut' "$T/client.txt" || fail "client did not shut down"
+wait_for 5 bash -c "ip netns exec $NS_A ss -MHn state close | grep -q ." || fail "client connection not in CLOSE"
+restart_agent
+check "both shut: client connections after resync (real $(real_conns "$NS_A"))" 1 "$(until_eq 5 1 gauge_conns "$INO_A")"
+check "both shut: server connections after resync (real $(real_conns "$NS_B"))" 1 "$(until_eq 5 1 gauge_conns "$INO_B")"
+sleep 2.5 # two reconciliations: nothing to correct
+check "both shut: connections after reconciliations" "1 1" "$(gauge_conns "$INO_A") $(gauge_conns "$INO_B")"
+check "both shut: corrections" 0 "$(metric_sum sysobs_mptcp_reconcile_corrections_total 'kind=')"
+client_say close
+client_end
+check "both shut: client connections after CLOSED" 0 "$(until_eq 5 0 gauge_conns "$INO_A")"
+stop_server
+check "both shut: server connections after CLOSED" 0 "$(until_eq 5 0 gauge_conns "$INO_B")"
+check "both shut: unmatched + fallback-classified" "0 0" "$(metric sysobs_mptcp_unmatched_events_total) $(metric sysobs_mptcp_client_fallbacks_total)"
+sleep 0.3
+compare_monitor "$T/monA.txt" "$INO_A" "$TOK_A" || check "both shut: client events = ip mptcp monitor" same differ
 
 # ---- 3. fallback to TCP ----------------------------------------------------
 start_server 0.0.0.0 -T

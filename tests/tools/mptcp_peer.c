@@ -9,7 +9,9 @@
  *	Listens; every accepted connection is read until EOF and closed.
  *	Runs until SIGTERM/SIGINT. Prints "listening" once bound. -T: a plain
  *	TCP listener (an MPTCP client falls back). -k: keep connections open
- *	after EOF (the peer that shut down stays half-closed) until stopped.
+ *	after EOF (the peer that shut down stays half-closed) until stopped;
+ *	-S: as -k, and shut its own write side down at EOF (both directions
+ *	closed, both sockets still held by their users).
  *   mptcp_peer client ADDR PORT [-s SUBFLOWS] [-t TIMEOUT_MS]
  *	Connects, waits until the connection has SUBFLOWS subflows (MPTCP_INFO),
  *	prints "token=<u32> subflows=<n>", then holds the connection until a
@@ -108,7 +110,7 @@ static int peer_info(int fd, uint32_t *token)
 	return mi.mptcpi_subflows + 1;
 }
 
-static int peer_server(const struct sockaddr_storage *ss, socklen_t sl, int tcp, int keep)
+static int peer_server(const struct sockaddr_storage *ss, socklen_t sl, int tcp, int keep, int shut)
 {
 	static struct pollfd pfd[PEER_MAX_FDS];
 	int one = 1, n = 1, lfd;
@@ -145,6 +147,8 @@ static int peer_server(const struct sockaddr_storage *ss, socklen_t sl, int tcp,
 			if (got > 0 || (got < 0 && errno == EAGAIN))
 				continue;
 			if (keep && got == 0) {
+				if (shut)
+					shutdown(pfd[i].fd, SHUT_WR);
 				/* Half-closed: held until stopped, out of the poll
 				 * set (a negative fd is ignored by poll). */
 				pfd[i].fd = ~pfd[i].fd;
@@ -307,7 +311,7 @@ static int peer_burst(const struct sockaddr_storage *ss, socklen_t sl, int count
 
 static int peer_usage(void)
 {
-	fprintf(stderr, "usage: mptcp_peer server ADDR PORT [-T] [-k]\n"
+	fprintf(stderr, "usage: mptcp_peer server ADDR PORT [-T] [-k|-S]\n"
 			"       mptcp_peer client ADDR PORT [-s SUBFLOWS] [-t TIMEOUT_MS]\n"
 			"       mptcp_peer burst ADDR PORT -n COUNT [-s SUBFLOWS] [-b BATCH] "
 			"[-t TIMEOUT_MS] [-H]\n");
@@ -318,7 +322,8 @@ int main(int argc, char **argv)
 {
 	struct sockaddr_storage ss;
 	struct sigaction sa = {.sa_handler = peer_on_signal};
-	int want = 2, timeout_ms = 5000, count = 1, batch = 50, hold = 0, tcp = 0, keep = 0, opt;
+	int want = 2, timeout_ms = 5000, count = 1, batch = 50, hold = 0, tcp = 0, keep = 0,
+	    shut = 0, opt;
 	socklen_t sl;
 
 	if (argc < 4)
@@ -326,7 +331,7 @@ int main(int argc, char **argv)
 	if (peer_addr_parse(argv[2], argv[3], &ss, &sl) < 0)
 		return peer_usage();
 	optind = 4;
-	while ((opt = getopt(argc, argv, "s:t:n:b:HTk")) != -1) {
+	while ((opt = getopt(argc, argv, "s:t:n:b:HTkS")) != -1) {
 		switch (opt) {
 		case 's':
 			want = atoi(optarg);
@@ -349,6 +354,9 @@ int main(int argc, char **argv)
 		case 'k':
 			keep = 1;
 			break;
+		case 'S':
+			keep = shut = 1;
+			break;
 		default:
 			return peer_usage();
 		}
@@ -359,7 +367,7 @@ int main(int argc, char **argv)
 	setvbuf(stdout, NULL, _IOLBF, 0);
 
 	if (!strcmp(argv[1], "server"))
-		return peer_server(&ss, sl, tcp, keep);
+		return peer_server(&ss, sl, tcp, keep, shut);
 	if (!strcmp(argv[1], "client"))
 		return peer_client(&ss, sl, want, timeout_ms);
 	if (!strcmp(argv[1], "burst"))
