@@ -264,6 +264,47 @@ static void test_recorded_server(void **state)
 	mptcp_state_free(fresh);
 }
 
+/* The MPTCP socket of a connection in state with inode ino and flags. */
+static int apply_conn(struct mptcp_state *fresh, int state, uint32_t ino, uint32_t token,
+		      uint32_t flags)
+{
+	struct nlmsghdr *nlh = diag_msg(AF_INET, state, "10.0.0.1", "10.0.0.2", 1000, 80, 0);
+	struct inet_diag_msg *m = mnl_nlmsg_get_payload(nlh);
+	struct mptcp_info mi;
+
+	m->idiag_inode = ino;
+	memset(&mi, 0, sizeof(mi));
+	mi.mptcpi_token = token;
+	mi.mptcpi_flags = flags;
+	mnl_attr_put(nlh, INET_DIAG_INFO, sizeof(mi), &mi);
+	return mptcp_diag_msg_apply(nlh, nlh->nlmsg_len, IPPROTO_MPTCP, NS, fresh, 7);
+}
+
+/* Live until its user closes it: after a DATA_FIN (FIN_WAIT1/2, CLOSING,
+ * LAST_ACK, CLOSE) only while the socket has an inode (not orphaned). */
+static void test_closing_states_and_fallback(void **state)
+{
+	struct mptcp_state *fresh = mptcp_state_new();
+	static const int fin_states[] = {4, 5, 7, 9, 11};
+
+	for (size_t i = 0; i < sizeof(fin_states) / sizeof(fin_states[0]); i++) {
+		assert_int_equal(apply_conn(fresh, fin_states[i], 0, 100 + i, 0), 0);
+		assert_int_equal(apply_conn(fresh, fin_states[i], 555, 200 + i, 0), 1);
+	}
+	/* Not yet accepted: no inode, live. */
+	assert_int_equal(apply_conn(fresh, 1, 0, 300, 0), 1);
+	assert_int_equal(apply_conn(fresh, 8, 0, 301, 0), 1);
+	assert_int_equal(fresh->n_conns, 5 + 2);
+	assert_null(mptcp_state_conn_get(fresh, NS, 100, 0));
+	assert_non_null(mptcp_state_conn_get(fresh, NS, 202, 0));
+	/* Fallen back to TCP: taken, marked. */
+	assert_int_equal(apply_conn(fresh, 1, 556, 400, MPTCP_INFO_FLAG_FALLBACK), 1);
+	assert_int_equal(mptcp_state_conn_get(fresh, NS, 400, 0)->fallback, 1);
+	assert_int_equal(mptcp_state_conn_get(fresh, NS, 300, 0)->fallback, 0);
+	assert_int_equal(mptcp_state_conn_get(fresh, NS, 300, 0)->server_side, -1);
+	mptcp_state_free(fresh);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -273,6 +314,7 @@ int main(void)
 	    cmocka_unit_test(test_malformed),
 	    cmocka_unit_test(test_recorded_client),
 	    cmocka_unit_test(test_recorded_server),
+	    cmocka_unit_test(test_closing_states_and_fallback),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
