@@ -504,20 +504,6 @@ int agent_start(struct agent *a, const char *port_file)
 		log_err("agent", "%s", a->cfg.err);
 		return 2;
 	}
-	{
-		char *dir = strdup(sc.path), *slash = dir ? strrchr(dir, '/') : NULL;
-
-		if (slash)
-			*slash = '\0';
-		rc = dir ? privsep_check_access(&pc, slash ? (dir[0] ? dir : "/") : ".", err,
-						sizeof(err))
-			 : 0;
-		free(dir);
-		if (rc) {
-			log_err("agent", "%s", err);
-			return 2;
-		}
-	}
 
 	a->metrics = metrics_new();
 	a->loop = loop_new();
@@ -555,6 +541,21 @@ int agent_start(struct agent *a, const char *port_file)
 	rc = collectors_init(a);
 	if (rc)
 		return rc;
+	/* After every config value was checked: an environment error. */
+	{
+		char *dir = strdup(sc.path), *slash = dir ? strrchr(dir, '/') : NULL;
+
+		if (slash)
+			*slash = '\0';
+		rc = dir ? privsep_check_access(&pc, slash ? (dir[0] ? dir : "/") : ".", err,
+						sizeof(err))
+			 : 0;
+		free(dir);
+		if (rc) {
+			log_err("agent", "%s", err);
+			return 2;
+		}
+	}
 	if (store_start(a->store)) {
 		log_err("store", "cannot start the writer thread");
 		return 1;

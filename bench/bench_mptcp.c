@@ -17,6 +17,13 @@
  *                      file) and store_flush(): every row committed. The
  *                      producer retries on -EAGAIN, so this is the sustained
  *                      end-to-end ceiling of the collector's hot path.
+ *   reconcile merge    mptcp_state_reconcile() of 10,000 connections x 2
+ *                      subflows against two identical dumps (the periodic
+ *                      reconciliation's in-memory part)
+ *   sock_diag dump     with BENCH_MPTCP_DUMP=1 (root, run inside a netns with
+ *                      live MPTCP connections: ip netns exec NS bench_mptcp):
+ *                      one mptcp_diag_dump() of that netns, the reconciliation's
+ *                      kernel part
  * Figures only, no assertions. The database goes to $TMPDIR (default /tmp).
  */
 #include <dirent.h>
@@ -30,6 +37,7 @@
 
 #include "collectors/mptcp/mptcp.h"
 #include "collectors/mptcp/mptcp_decode.h"
+#include "collectors/mptcp/mptcp_diag.h"
 #include "collectors/mptcp/mptcp_state.h"
 #include "storage/store.h"
 
@@ -199,6 +207,61 @@ int main(int argc, char **argv)
 	       (unsigned long long)stats.batches, retries);
 	store_close(s);
 	mptcp_state_free(st);
+
+	/* 4. reconciliation, in memory: nothing to correct, every lookup made */
+	{
+		struct mptcp_state *live = mptcp_state_new(), *prev = mptcp_state_new(),
+				   *fresh = mptcp_state_new();
+		struct mptcp_state *all[3] = {live, prev, fresh};
+		struct mptcp_reconcile_stats rs = {0};
+		const int n_conn = 10000, rounds = 50;
+
+		for (int k = 0; k < 3; k++) {
+			for (int i = 1; i <= n_conn; i++) {
+				struct mptcp_conn *c =
+				    mptcp_state_conn_get(all[k], 1, (uint32_t)i, 1);
+				struct mptcp_subflow sf = {.t = {.family = 2}};
+
+				c->created_ns = 1;
+				for (int j = 0; j < 2; j++) {
+					sf.t.sport = (uint16_t)(1000 + j);
+					sf.since_ns = 1;
+					mptcp_state_subflow_put(all[k], c, &sf);
+				}
+			}
+		}
+		t0 = now_s();
+		for (int r = 0; r < rounds; r++)
+			mptcp_state_reconcile(live, 1, fresh, prev, 2, &rs);
+		t = now_s() - t0;
+		printf("  reconcile merge     %10.2f ms per pass of %d connections x 2 subflows "
+		       "(%u corrections)\n",
+		       t / rounds * 1e3, n_conn, rs.conns_removed + rs.conns_added);
+		for (int k = 0; k < 3; k++)
+			mptcp_state_free(all[k]);
+	}
+	/* 5. the kernel part: one socket dump of this netns */
+	if (getenv("BENCH_MPTCP_DUMP")) {
+		int fd = mptcp_diag_open(), n = 0;
+		const int rounds = 20;
+
+		if (fd < 0) {
+			fprintf(stderr, "bench_mptcp: sock_diag: %s\n", strerror(-fd));
+		} else {
+			t0 = now_s();
+			for (int r = 0; r < rounds; r++) {
+				struct mptcp_state *d = mptcp_state_new();
+
+				n = mptcp_diag_dump(fd, 1, d, 1);
+				mptcp_state_free(d);
+			}
+			t = now_s() - t0;
+			printf("  sock_diag dump      %10.2f ms per dump (%d sockets: connections, "
+			       "listeners, subflows)\n",
+			       t / rounds * 1e3, n);
+			close(fd);
+		}
+	}
 	unlink(dbpath);
 	snprintf(err, sizeof(err), "%s-wal", dbpath);
 	unlink(err);

@@ -9,9 +9,15 @@
  * An overrun (ENOBUFS) is counted, logged rate-limited, and repaired by
  * rebuilding that netns's live state from sock_diag (mptcp_diag.c).
  *
+ * Every `reconcile` the live state of each netns is compared with a fresh
+ * sock_diag dump (mptcp_state_reconcile: a difference seen in two dumps in a
+ * row is corrected and counted), so what sends no event (MP_FASTCLOSE) cannot
+ * leave a connection live for ever.
+ *
  * Config [collector.mptcp]:
- *   netns   comma list of "self", /run/netns/NAME or /proc/PID/ns/net
- *   rcvbuf  receive buffer of each event socket
+ *   netns      comma list of "self", /run/netns/NAME or /proc/PID/ns/net
+ *   rcvbuf     receive buffer of each event socket
+ *   reconcile  period of the comparison with the socket dump
  *
  * A watched namespace stays alive while its sockets are open (until stop),
  * even after `ip netns del`.
@@ -27,6 +33,7 @@
 #include <sys/epoll.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/utsname.h>
 #include <unistd.h>
 
 #include "agent/arena.h"
@@ -36,6 +43,7 @@
 #include "collectors/mptcp/mptcp.h"
 #include "collectors/mptcp/mptcp_decode.h"
 #include "collectors/mptcp/mptcp_diag.h"
+#include "collectors/mptcp/mptcp_mib.h"
 #include "collectors/mptcp/mptcp_nl.h"
 #include "collectors/mptcp/mptcp_state.h"
 
@@ -46,6 +54,7 @@
 struct mptcp_cfg {
 	const char *netns; /* comma list, parsed by mptcp_config_netns() */
 	uint64_t rcvbuf;
+	uint64_t reconcile; /* ms */
 };
 
 static const struct cfg_key mptcp_keys[] = {
@@ -54,6 +63,9 @@ static const struct cfg_key mptcp_keys[] = {
 	    "/run/netns/NAME or /proc/PID/ns/net"),
     CFG_KEY(struct mptcp_cfg, rcvbuf, CFG_SIZE, "4M", 4096, 1ull << 30,
 	    "receive buffer of each event socket (bytes; k/M suffixes)"),
+    CFG_KEY(struct mptcp_cfg, reconcile, CFG_DURATION, "10s", 500, 3600000,
+	    "period of the comparison of the live state with the MPTCP socket dump (sock_diag); "
+	    "a difference seen in two dumps in a row is corrected and counted"),
     {0},
 };
 
@@ -69,12 +81,29 @@ enum {
 	MPTCP_M_UNKNOWN_ATTRS,
 	MPTCP_M_MALFORMED,
 	MPTCP_M_UNMATCHED,
+	MPTCP_M_CORRECTIONS,
+	MPTCP_M_FALLBACKS,
+	MPTCP_M_JOIN_FAILURES,
+	MPTCP_M_MIB,
+	MPTCP_M_MIB_GAUGE,
 	MPTCP_M_N,
 };
 
 static const char *const mptcp_type_l[] = {"type", NULL};
 static const char *const mptcp_reason_l[] = {"reason", NULL};
-static const double mptcp_lifetime_bounds[] = {0.01, 0.1, 1, 10, 60, 300, 1800, 3600, 21600, 86400};
+static const char *const mptcp_kind_l[] = {"kind", NULL};
+static const char *const mptcp_errno_l[] = {"errno", NULL};
+static const char *const mptcp_mib_l[] = {"netns", "counter", NULL};
+static const char *const mptcp_correction_kinds[] = {"connection_removed", "connection_added",
+						     "subflow_removed", "subflow_added"};
+/* 1 ms (a join torn down at once) .. 1 day (long-lived connections), about
+ * 1-2-5 per decade below a minute, then minutes and hours. */
+// clang-format off
+static const double mptcp_lifetime_bounds[] = {
+    0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 30, 60,
+    300, 900, 1800, 3600, 7200, 21600, 43200, 86400,
+};
+// clang-format on
 
 static const struct metric_desc mptcp_metrics[] = {
     [MPTCP_M_EVENTS] = {"sysobs_mptcp_events_total",
@@ -84,7 +113,9 @@ static const struct metric_desc mptcp_metrics[] = {
 			"Subflows closed by an MP_TCPRST, by reset reason.", METRIC_KIND_COUNTER,
 			mptcp_reason_l},
     [MPTCP_M_LIFETIME] = {"sysobs_mptcp_subflow_lifetime_seconds",
-			  "Lifetime of MPTCP subflows from established to closed.",
+			  "Lifetime of MPTCP subflows, from SUB_ESTABLISHED (the connection's "
+			  "ESTABLISHED for the initial subflow) to SUB_CLOSED or CLOSED; subflows "
+			  "whose start only a socket dump saw are not observed.",
 			  METRIC_KIND_HISTOGRAM, NULL, mptcp_lifetime_bounds,
 			  sizeof(mptcp_lifetime_bounds) / sizeof(mptcp_lifetime_bounds[0])},
     [MPTCP_M_CONNS] = {"sysobs_mptcp_connections",
@@ -106,9 +137,32 @@ static const struct metric_desc mptcp_metrics[] = {
     [MPTCP_M_MALFORMED] = {"sysobs_mptcp_malformed_messages_total",
 			   "Netlink messages that could not be decoded.", METRIC_KIND_COUNTER},
     [MPTCP_M_UNMATCHED] = {"sysobs_mptcp_unmatched_events_total",
-			   "Events about a connection or subflow the live state did not know "
-			   "(e.g. after an overrun).",
+			   "Events about a connection, subflow or listener the live state did not "
+			   "know, other than a client fallback's CLOSED and a failed join's "
+			   "SUB_CLOSED (e.g. after an overrun).",
 			   METRIC_KIND_COUNTER},
+    [MPTCP_M_CORRECTIONS] = {"sysobs_mptcp_reconcile_corrections_total",
+			     "Live-state corrections by the periodic comparison with the MPTCP "
+			     "socket dump (what the events missed), by kind.",
+			     METRIC_KIND_COUNTER, mptcp_kind_l},
+    [MPTCP_M_FALLBACKS] = {"sysobs_mptcp_client_fallbacks_total",
+			   "Connections closed without CREATED: clients that fell back to TCP at "
+			   "the handshake (the kernel sends them CLOSED only).",
+			   METRIC_KIND_COUNTER},
+    [MPTCP_M_JOIN_FAILURES] = {"sysobs_mptcp_join_failures_total",
+			       "Subflows closed without SUB_ESTABLISHED (joins that failed), by "
+			       "the error the kernel reported (none: no ERROR attribute).",
+			       METRIC_KIND_COUNTER, mptcp_errno_l},
+    [MPTCP_M_MIB] =
+	{"sysobs_mptcp_mib_total",
+	 "The kernel's MPTcpExt MIB counters of each watched namespace (/proc/net/netstat "
+	 "read inside it), by counter name as the kernel spells it without the MPTcpExt "
+	 "prefix (nstat: MPTcpExt<counter>).",
+	 METRIC_KIND_COUNTER, mptcp_mib_l},
+    [MPTCP_M_MIB_GAUGE] = {"sysobs_mptcp_mib",
+			   "The MPTcpExt MIB entries that are gauges (MPCurrEstab: established "
+			   "MPTCP connections), per watched namespace.",
+			   METRIC_KIND_GAUGE, mptcp_mib_l},
     [MPTCP_M_N] = {0},
 };
 
@@ -120,9 +174,13 @@ struct mptcp_watch {
 	uint16_t family;       /* mptcp_pm genl family id in that netns */
 	int diag_fd;	       /* NETLINK_SOCK_DIAG socket in that netns */
 	int pm_type_fd;	       /* /proc/sys/net/mptcp/pm_type of that netns */
+	int netstat_fd;	       /* /proc/net/netstat of that netns (MPTcpExt) */
+	char ino_s[24];	       /* ino as a label value */
 	int pm_warned;
 	int resync_pending; /* overrun seen, resync once the queue is drained */
 	uint64_t overruns;
+	struct mptcp_state *prev_dump; /* the last reconciliation's dump */
+	int64_t prev_dump_ns;
 	struct log_ratelimit overrun_rl;
 };
 
@@ -134,9 +192,17 @@ struct mptcp_priv {
 	size_t n_w;
 	struct mptcp_state *state;
 	int64_t next_pm_check_ns;
+	int64_t reconcile_ns, next_reconcile_ns;
+	int absent_side_is_client; /* kernel 5.19+: see mptcp_event_side_resolve() */
 
-	struct sink_family *events_total; /* {type} */
-	struct sink_family *resets_total; /* {reason} */
+	struct sink_family *events_total;	   /* {type} */
+	struct sink_family *resets_total;	   /* {reason} */
+	struct sink_family *corrections;	   /* {kind} */
+	struct sink_family *join_failures;	   /* {errno} */
+	struct sink_family *mib_total, *mib_gauge; /* {netns,counter} */
+	struct mptcp_mib mib;			   /* scratch of mptcp_mib_read() */
+	struct sink_series *fallbacks_c;
+	struct sink_series *correction_s[4];
 	struct sink_series *ev_series[MPTCP_EV_MAX + 1];
 	struct sink_series *lifetime_s;
 	struct sink_series *conns_g, *subflows_g, *overruns_c, *unknown_ev_c, *unknown_attr_c,
@@ -177,6 +243,7 @@ static const struct event_column mptcp_cols[] = {
     MPTCP_COL(server_side, COL_INT, COL_NULL_NEG),
     MPTCP_COL(unknown_attrs, COL_TEXT, COL_NULL_EMPTY),
     MPTCP_COL(reset_reason_name, COL_TEXT, COL_NULL_EMPTY),
+    MPTCP_COL(deny_join_id0, COL_INT, COL_NULL_NEG),
     {0},
 };
 
@@ -244,13 +311,10 @@ void mptcp_row_fill(const struct mptcp_event *ev, uint32_t netns, struct mptcp_r
 	r->if_idx = mptcp_attr(ev, MPTCP_EVA_IF_IDX, ev->if_idx);
 	r->reset_reason = mptcp_attr(ev, MPTCP_EVA_RESET_REASON, ev->reset_reason);
 	r->reset_flags = mptcp_attr(ev, MPTCP_EVA_RESET_FLAGS, ev->reset_flags);
-	/* CREATED/ESTABLISHED always say which side we are: newer kernels
-	 * only set FLAGS bit 1 on the server side and send nothing otherwise. */
-	if (mptcp_event_has(ev, MPTCP_EVA_SERVER_SIDE) || mptcp_event_has(ev, MPTCP_EVA_FLAGS) ||
-	    ev->type == MPTCP_EV_CREATED || ev->type == MPTCP_EV_ESTABLISHED)
-		r->server_side = ev->server_side;
-	else
-		r->server_side = -1;
+	/* Unknown unless the kernel said it (mptcp_event_side_resolve()). */
+	r->server_side = ev->side;
+	r->deny_join_id0 =
+	    mptcp_event_has(ev, MPTCP_EVA_FLAGS) ? !!(ev->flags & MPTCP_EV_FLAG_DENY_JOIN_ID0) : -1;
 	r->unknown_attrs[0] = '\0';
 	mptcp_event_unknown_str(ev, r->unknown_attrs, sizeof(r->unknown_attrs));
 	reason = r->reset_reason >= 0 ? mptcp_reset_reason_name((uint32_t)r->reset_reason) : NULL;
@@ -323,6 +387,10 @@ static int mptcp_watch_open_here(struct mptcp_watch *w, struct mptcp_priv *p)
 	}
 	/* Optional: pm_type exists from Linux 6.0. */
 	w->pm_type_fd = open("/proc/sys/net/mptcp/pm_type", O_RDONLY | O_CLOEXEC);
+	/* A proc/net file shows the netns it was opened in, for ever; the
+	 * thread's own (it is the one that switched netns). */
+	w->netstat_fd = open("/proc/thread-self/net/netstat", O_RDONLY | O_CLOEXEC);
+	snprintf(w->ino_s, sizeof(w->ino_s), "%llu", (unsigned long long)w->ino);
 	return 0;
 }
 
@@ -340,14 +408,18 @@ static int mptcp_probe_here(struct mptcp_watch *w, struct mptcp_priv *p)
 
 static void mptcp_watch_close(struct mptcp_watch *w)
 {
+	mptcp_state_free(w->prev_dump);
+	w->prev_dump = NULL;
 	if (w->nl)
 		mnl_socket_close(w->nl);
 	if (w->diag_fd >= 0)
 		close(w->diag_fd);
 	if (w->pm_type_fd >= 0)
 		close(w->pm_type_fd);
+	if (w->netstat_fd >= 0)
+		close(w->netstat_fd);
 	w->nl = NULL;
-	w->diag_fd = w->pm_type_fd = -1;
+	w->diag_fd = w->pm_type_fd = w->netstat_fd = -1;
 }
 
 /* Trap (KERNEL.md): with net.mptcp.pm_type=1 the kernel behaves, while
@@ -435,8 +507,14 @@ static int mptcp_init(struct collector *c)
 	p->c = c;
 	p->epfd = -1;
 	for (size_t i = 0; i < MPTCP_MAX_NETNS; i++)
-		p->w[i].diag_fd = p->w[i].pm_type_fd = -1;
+		p->w[i].diag_fd = p->w[i].pm_type_fd = p->w[i].netstat_fd = -1;
 	p->rcvbuf = cfg->rcvbuf;
+	p->reconcile_ns = (int64_t)cfg->reconcile * 1000000;
+	{
+		struct utsname u;
+
+		p->absent_side_is_client = uname(&u) == 0 && mptcp_kernel_reports_side(u.release);
+	}
 	err = mptcp_config_netns(c, p);
 	if (err)
 		return err;
@@ -498,6 +576,9 @@ static int mptcp_resync(struct mptcp_priv *p, struct mptcp_watch *w)
 		return -ENOMEM;
 	n = mptcp_diag_dump(w->diag_fd, w->ino, fresh, clock_wall_ns());
 	if (n >= 0) {
+		/* The next reconciliation starts over from its own dump. */
+		mptcp_state_free(w->prev_dump);
+		w->prev_dump = NULL;
 		mptcp_state_resync(p->state, w->ino, fresh);
 		sink_add(p->c->sink, p->resyncs_c, 1);
 		mptcp_update_gauges(p);
@@ -506,6 +587,37 @@ static int mptcp_resync(struct mptcp_priv *p, struct mptcp_watch *w)
 	}
 	mptcp_state_free(fresh);
 	return n;
+}
+
+/* Publishes the MPTcpExt MIB of w: every counter the kernel has, as it
+ * spells it (new kernels' counters appear by themselves). */
+static void mptcp_mib_read(struct mptcp_priv *p, struct mptcp_watch *w)
+{
+	static char buf[1 << 16];
+	size_t len = 0;
+	ssize_t n;
+	int cnt;
+
+	if (w->netstat_fd < 0)
+		return;
+	/* A seq_file: read from offset 0 each time, to its end. */
+	while (len < sizeof(buf) &&
+	       (n = pread(w->netstat_fd, buf + len, sizeof(buf) - len, (off_t)len)) > 0)
+		len += (size_t)n;
+	cnt = mptcp_mib_parse(buf, len, &p->mib);
+	if (cnt < 0) {
+		clog_warn(p->c, "netns %s: /proc/net/netstat: MPTcpExt lines do not parse",
+			  w->path);
+		return;
+	}
+	for (size_t i = 0; i < p->mib.n; i++) {
+		const char *lv[2] = {w->ino_s, p->mib.name[i]};
+		int gauge = mptcp_mib_is_gauge(p->mib.name[i]);
+
+		sink_set(p->c->sink,
+			 sink_series(p->c->sink, gauge ? p->mib_gauge : p->mib_total, lv),
+			 (double)p->mib.value[i]);
+	}
 }
 
 static struct sink_series *mptcp_type_series(struct mptcp_priv *p, unsigned type)
@@ -518,6 +630,27 @@ static struct sink_series *mptcp_type_series(struct mptcp_priv *p, unsigned type
 	if (!p->ev_series[type])
 		p->ev_series[type] = sink_series(p->c->sink, p->events_total, lv);
 	return p->ev_series[type];
+}
+
+/* The series of join failures for the event's ERROR (an errno; u8). */
+static struct sink_series *mptcp_join_failure_series(struct mptcp_priv *p,
+						     const struct mptcp_event *ev)
+{
+	char buf[24];
+	const char *name = NULL;
+	const char *lv[1];
+
+	if (!mptcp_event_has(ev, MPTCP_EVA_ERROR) || !ev->error) {
+		name = "none";
+	} else {
+		name = strerrorname_np(ev->error);
+		if (!name) {
+			snprintf(buf, sizeof(buf), "%u", ev->error);
+			name = buf;
+		}
+	}
+	lv[0] = name;
+	return sink_series(p->c->sink, p->join_failures, lv);
 }
 
 /* One event message: metrics, live state, history row. */
@@ -533,6 +666,7 @@ static void mptcp_handle_event(struct mptcp_priv *p, struct mptcp_watch *w,
 		sink_add(k, p->malformed_c, 1);
 		return;
 	}
+	mptcp_event_side_resolve(&ev, p->absent_side_is_client);
 	sink_add(k, mptcp_type_series(p, ev.type), 1);
 	if (!mptcp_event_type_name(ev.type))
 		sink_add(k, p->unknown_ev_c, 1);
@@ -547,6 +681,10 @@ static void mptcp_handle_event(struct mptcp_priv *p, struct mptcp_watch *w,
 	err = mptcp_state_apply(p->state, w->ino, &ev, now_ns, mptcp_on_subflow_end, p);
 	if (err == -ENOENT)
 		sink_add(k, p->unmatched_c, 1);
+	else if (err == MPTCP_APPLY_FALLBACK_CLOSED)
+		sink_add(k, p->fallbacks_c, 1);
+	else if (err == MPTCP_APPLY_JOIN_FAILED)
+		sink_add(k, mptcp_join_failure_series(p, &ev), 1);
 	mptcp_row_fill(&ev, (uint32_t)w->ino, &row);
 	sink_event(k, &mptcp_events_table, now_ns, &row);
 }
@@ -598,6 +736,50 @@ static void mptcp_watch_read(struct mptcp_priv *p, struct mptcp_watch *w)
 	}
 }
 
+/*
+ * One periodic reconciliation of w: the event queue is drained first (what
+ * it held is then in the state), the socket dump taken, and differences
+ * seen in this dump and the previous one corrected (mptcp_state_reconcile).
+ */
+static void mptcp_reconcile(struct mptcp_priv *p, struct mptcp_watch *w)
+{
+	struct mptcp_reconcile_stats rs = {0};
+	struct mptcp_state *fresh;
+	int64_t now;
+	int n;
+
+	mptcp_watch_read(p, w);
+	if (w->resync_pending)
+		return; /* an overrun's resync comes first */
+	fresh = mptcp_state_new();
+	if (!fresh)
+		return;
+	now = clock_wall_ns();
+	n = mptcp_diag_dump(w->diag_fd, w->ino, fresh, now);
+	if (n < 0) {
+		clog_warn(p->c, "netns %s: sock_diag reconciliation failed: %s", w->path,
+			  strerror(-n));
+		mptcp_state_free(fresh);
+		return;
+	}
+	mptcp_state_reconcile(p->state, w->ino, fresh, w->prev_dump, w->prev_dump_ns, &rs);
+	mptcp_state_free(w->prev_dump);
+	w->prev_dump = fresh;
+	w->prev_dump_ns = now;
+	sink_add(p->c->sink, p->correction_s[0], rs.conns_removed);
+	sink_add(p->c->sink, p->correction_s[1], rs.conns_added);
+	sink_add(p->c->sink, p->correction_s[2], rs.subflows_removed);
+	sink_add(p->c->sink, p->correction_s[3], rs.subflows_added);
+	if (rs.conns_removed || rs.conns_added || rs.subflows_removed || rs.subflows_added) {
+		clog_info(p->c,
+			  "netns %s: reconciled with the socket dump: connections -%u +%u, "
+			  "subflows -%u +%u",
+			  w->path, rs.conns_removed, rs.conns_added, rs.subflows_removed,
+			  rs.subflows_added);
+		mptcp_update_gauges(p);
+	}
+}
+
 static int mptcp_start(struct collector *c)
 {
 	struct mptcp_priv *p = c->priv;
@@ -606,6 +788,13 @@ static int mptcp_start(struct collector *c)
 
 	p->events_total = sink_family(k, &mptcp_metrics[MPTCP_M_EVENTS]);
 	p->resets_total = sink_family(k, &mptcp_metrics[MPTCP_M_RESETS]);
+	p->corrections = sink_family(k, &mptcp_metrics[MPTCP_M_CORRECTIONS]);
+	p->join_failures = sink_family(k, &mptcp_metrics[MPTCP_M_JOIN_FAILURES]);
+	p->mib_total = sink_family(k, &mptcp_metrics[MPTCP_M_MIB]);
+	p->mib_gauge = sink_family(k, &mptcp_metrics[MPTCP_M_MIB_GAUGE]);
+	p->fallbacks_c = sink_series1(k, &mptcp_metrics[MPTCP_M_FALLBACKS]);
+	for (size_t i = 0; i < 4; i++)
+		p->correction_s[i] = sink_series(k, p->corrections, &mptcp_correction_kinds[i]);
 	p->lifetime_s = sink_series1(k, &mptcp_metrics[MPTCP_M_LIFETIME]);
 	p->conns_g = sink_series1(k, &mptcp_metrics[MPTCP_M_CONNS]);
 	p->subflows_g = sink_series1(k, &mptcp_metrics[MPTCP_M_SUBFLOWS]);
@@ -617,7 +806,8 @@ static int mptcp_start(struct collector *c)
 	p->unmatched_c = sink_series1(k, &mptcp_metrics[MPTCP_M_UNMATCHED]);
 	if (!p->events_total || !p->resets_total || !p->lifetime_s || !p->conns_g ||
 	    !p->subflows_g || !p->overruns_c || !p->resyncs_c || !p->unknown_ev_c ||
-	    !p->unknown_attr_c || !p->malformed_c || !p->unmatched_c)
+	    !p->unknown_attr_c || !p->malformed_c || !p->unmatched_c || !p->correction_s[3] ||
+	    !p->join_failures || !p->fallbacks_c || !p->mib_total || !p->mib_gauge)
 		return -ENOMEM;
 	/* Known types start at 0 so rate() works from the first event. */
 	for (unsigned t = 1; t <= MPTCP_EV_MAX; t++)
@@ -643,6 +833,7 @@ static int mptcp_start(struct collector *c)
 		if (epoll_ctl(p->epfd, EPOLL_CTL_ADD, mnl_socket_get_fd(w->nl), &ev) < 0)
 			return -errno;
 		mptcp_pm_type_check(p, w);
+		mptcp_mib_read(p, w);
 		/* Connections that predate us: subscribed first, then dumped,
 		 * so nothing falls in between. */
 		mptcp_resync(p, w);
@@ -651,6 +842,9 @@ static int mptcp_start(struct collector *c)
 	mptcp_update_gauges(p);
 	c->fd = p->epfd;
 	c->interval_ms = MPTCP_PM_CHECK_MS;
+	if ((uint64_t)p->reconcile_ns / 1000000 < c->interval_ms)
+		c->interval_ms = (uint64_t)p->reconcile_ns / 1000000;
+	p->next_reconcile_ns = clock_wall_ns() + p->reconcile_ns;
 	return 0;
 }
 
@@ -672,16 +866,23 @@ static int mptcp_on_ready(struct collector *c)
 static int mptcp_collect(struct collector *c)
 {
 	struct mptcp_priv *p = c->priv;
+	int64_t now = clock_wall_ns();
+	int reconcile = now >= p->next_reconcile_ns;
 
+	if (reconcile)
+		p->next_reconcile_ns = now + p->reconcile_ns;
 	for (size_t i = 0; i < p->n_w; i++) {
 		struct mptcp_watch *w = &p->w[i];
 
 		mptcp_pm_type_check(p, w);
+		mptcp_mib_read(p, w);
 		/* An overrun whose drain ended exactly on the read budget. */
 		if (w->resync_pending) {
 			w->resync_pending = 0;
 			mptcp_resync(p, w);
 		}
+		if (reconcile)
+			mptcp_reconcile(p, w);
 	}
 	return 0;
 }

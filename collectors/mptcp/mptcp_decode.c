@@ -142,7 +142,30 @@ int mptcp_event_decode(const struct nlmsghdr *nlh, size_t len, struct mptcp_even
 		}
 		mptcp_event_put_attr(out, type, mnl_attr_get_payload(attr));
 	}
+	/* SERVER_SIDE wins over FLAGS: a kernel sending both agrees anyway. */
+	if (mptcp_event_has(out, MPTCP_EVA_SERVER_SIDE))
+		out->side = out->server_side ? 1 : 0;
+	else if (mptcp_event_has(out, MPTCP_EVA_FLAGS))
+		out->side = (out->flags & MPTCP_EV_FLAG_SERVER_SIDE) ? 1 : 0;
+	else
+		out->side = -1;
 	return 0;
+}
+
+void mptcp_event_side_resolve(struct mptcp_event *ev, int absent_is_client)
+{
+	if (ev->side < 0 && absent_is_client &&
+	    (ev->type == MPTCP_EV_CREATED || ev->type == MPTCP_EV_ESTABLISHED))
+		ev->side = 0;
+}
+
+int mptcp_kernel_reports_side(const char *release)
+{
+	unsigned major = 0, minor = 0;
+
+	if (!release || sscanf(release, "%u.%u", &major, &minor) != 2)
+		return 0;
+	return major > 5 || (major == 5 && minor >= 19);
 }
 
 static const char *const mptcp_event_names[] = {

@@ -94,7 +94,10 @@ struct mptcp_event {
 	uint32_t reset_reason;
 	uint32_t reset_flags;
 	uint8_t server_side; /* SERVER_SIDE attribute, or FLAGS bit 1 */
-	uint16_t n_unknown;  /* unknown or mis-sized attributes, all counted */
+	/* Which side the kernel said we are: 1 server, 0 client, -1 it did not
+	 * say (no SERVER_SIDE, no FLAGS); see mptcp_event_side_resolve(). */
+	int8_t side;
+	uint16_t n_unknown; /* unknown or mis-sized attributes, all counted */
 	struct mptcp_ev_unknown unknown[MPTCP_EV_MAX_UNKNOWN]; /* the first ones */
 };
 
@@ -132,6 +135,20 @@ static inline const struct nlmsghdr *mptcp_nlmsg_next(const struct nlmsghdr *nlh
 #define mptcp_nlmsg_for_each(nlh, buf, len, left)                                                  \
 	for ((left) = (len), (nlh) = (const struct nlmsghdr *)(buf); mptcp_nlmsg_ok(nlh, left);    \
 	     (nlh) = mptcp_nlmsg_next(nlh, &(left)))
+
+/*
+ * What a CREATED/ESTABLISHED without SERVER_SIDE and FLAGS means depends on
+ * the kernel: 5.12-5.18 have no server-side information at all (unknown);
+ * 5.19 added SERVER_SIDE, sent on both sides (0/1); newer kernels send FLAGS
+ * with bit 1 and SERVER_SIDE=1 on the server side only and nothing on the
+ * client side. absent_is_client (the kernel is 5.19 or newer) turns the
+ * absence into "client"; otherwise side stays -1 (unknown).
+ */
+void mptcp_event_side_resolve(struct mptcp_event *ev, int absent_is_client);
+
+/* 1 when a running kernel of this release ("6.18.4-...") reports the
+ * server side (5.19+), 0 when it does not or the release is unreadable. */
+int mptcp_kernel_reports_side(const char *release);
 
 /* "CREATED", "SUB_ESTABLISHED", ... or NULL for an unknown type. */
 const char *mptcp_event_type_name(unsigned type);

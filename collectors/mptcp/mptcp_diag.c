@@ -26,25 +26,44 @@ enum {
 	MPTCP_TCP_ESTABLISHED = 1,
 	MPTCP_TCP_SYN_SENT = 2,
 	MPTCP_TCP_SYN_RECV = 3,
+	MPTCP_TCP_FIN_WAIT1 = 4,
+	MPTCP_TCP_FIN_WAIT2 = 5,
+	MPTCP_TCP_CLOSE = 7,
 	MPTCP_TCP_CLOSE_WAIT = 8,
+	MPTCP_TCP_LAST_ACK = 9,
 	MPTCP_TCP_LISTEN = 10,
+	MPTCP_TCP_CLOSING = 11,
 };
 
+/* The states a connection reaches after its side sent a DATA_FIN (shutdown
+ * or close): FIN_WAIT*, CLOSING, LAST_ACK, and CLOSE once both sides did. */
+#define MPTCP_DIAG_FIN_STATES                                                                      \
+	((1u << MPTCP_TCP_FIN_WAIT1) | (1u << MPTCP_TCP_FIN_WAIT2) | (1u << MPTCP_TCP_CLOSING) |   \
+	 (1u << MPTCP_TCP_LAST_ACK) | (1u << MPTCP_TCP_CLOSE))
+
 /*
- * A connection is live from CREATED until the user closes it (the kernel
- * sends CLOSED then), so the states after a local close (FIN_WAIT*, LAST_ACK,
- * CLOSING, TIME_WAIT) are left out; likewise for subflows after SUB_CLOSED.
+ * A connection is live from CREATED until its user closes it: the kernel
+ * sends CLOSED from __mptcp_close() (net/mptcp/protocol.c), whatever the
+ * state, as long as the connection has its token, i.e. is in the token hash
+ * that mptcp_diag walks. A half-closed connection (shutdown(SHUT_WR):
+ * FIN_WAIT*, or LAST_ACK after the peer's DATA_FIN), and one both sides
+ * shut down (CLOSE, seen on 6.18), whose user still holds the socket is
+ * live; after close() the socket is orphaned and the kernel reports inode 0
+ * for it (sock_i_ino()), so those states count only with an inode. A
+ * connection not yet accepted has no inode either, but it is in SYN_RECV/
+ * ESTABLISHED/CLOSE_WAIT, where no inode is needed.
  */
 #define MPTCP_DIAG_MSK_STATES                                                                      \
 	((1u << MPTCP_TCP_ESTABLISHED) | (1u << MPTCP_TCP_SYN_SENT) | (1u << MPTCP_TCP_SYN_RECV) | \
-	 (1u << MPTCP_TCP_CLOSE_WAIT) | (1u << MPTCP_TCP_LISTEN))
+	 (1u << MPTCP_TCP_CLOSE_WAIT) | (1u << MPTCP_TCP_LISTEN) | MPTCP_DIAG_FIN_STATES)
+/* Subflows stay ESTABLISHED while their connection is half-closed (the
+ * DATA_FIN is MPTCP-level; checked on 6.18). */
 #define MPTCP_DIAG_SF_STATES ((1u << MPTCP_TCP_ESTABLISHED) | (1u << MPTCP_TCP_CLOSE_WAIT))
 
-/* The socket's addresses; v4-mapped IPv6 becomes IPv4, as in the events. */
+/* The socket's addresses, in the live state's canonical form
+ * (mptcp_tuple_canon: v4-mapped IPv6 becomes IPv4, as in the state). */
 static void mptcp_diag_tuple(const struct inet_diag_msg *m, struct mptcp_tuple *t)
 {
-	static const uint8_t v4mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
-
 	memset(t, 0, sizeof(*t));
 	t->family = m->idiag_family;
 	t->sport = ntohs(m->id.idiag_sport);
@@ -55,14 +74,8 @@ static void mptcp_diag_tuple(const struct inet_diag_msg *m, struct mptcp_tuple *
 	} else {
 		memcpy(&t->saddr, m->id.idiag_src, 16);
 		memcpy(&t->daddr, m->id.idiag_dst, 16);
-		if (!memcmp(&t->saddr, v4mapped, 12) && !memcmp(&t->daddr, v4mapped, 12)) {
-			t->family = AF_INET;
-			memmove(&t->saddr, (char *)&t->saddr + 12, 4);
-			memset((char *)&t->saddr + 4, 0, 12);
-			memmove(&t->daddr, (char *)&t->daddr + 12, 4);
-			memset((char *)&t->daddr + 4, 0, 12);
-		}
 	}
+	mptcp_tuple_canon(t);
 }
 
 /* MPTCP subflow info inside INET_DIAG_ULP_INFO. 0 if found. */
@@ -151,10 +164,14 @@ int mptcp_diag_msg_apply(const struct nlmsghdr *nlh, size_t len, int proto, uint
 								   : sizeof(mi));
 		if (!mi.mptcpi_token)
 			return 0;
+		if (m->idiag_state < 32 && ((1u << m->idiag_state) & MPTCP_DIAG_FIN_STATES) &&
+		    !m->idiag_inode)
+			return 0; /* closed by its user: CLOSED was sent */
 		c = mptcp_state_conn_get(fresh, netns, mi.mptcpi_token, 1);
 		if (!c)
 			return -ENOMEM;
 		c->t = t;
+		c->fallback = !!(mi.mptcpi_flags & MPTCP_INFO_FLAG_FALLBACK);
 		c->established =
 		    m->idiag_state != MPTCP_TCP_SYN_SENT && m->idiag_state != MPTCP_TCP_SYN_RECV;
 		c->resynced = 1;
@@ -179,7 +196,10 @@ int mptcp_diag_msg_apply(const struct nlmsghdr *nlh, size_t len, int proto, uint
 		sf.t = t;
 		sf.loc_id = loc_id;
 		sf.rem_id = rem_id;
-		sf.backup = !!(flags & MPTCP_SUBFLOW_FLAG_BKUP_LOC);
+		/* Events carry the subflow's `backup` (net/mptcp/pm_netlink.c),
+		 * which is the peer's bit: BKUP_REM in the dump (net/mptcp/diag.c:
+		 * sf->backup -> BKUP_REM, sf->request_bkup -> BKUP_LOC). */
+		sf.backup = !!(flags & MPTCP_SUBFLOW_FLAG_BKUP_REM);
 		sf.if_idx = (int32_t)m->id.idiag_if;
 		sf.since_ns = now_ns;
 		return mptcp_state_subflow_put(fresh, c, &sf) ?: 1;

@@ -86,6 +86,7 @@ struct mptcp_conn *mptcp_state_conn_get(struct mptcp_state *st, uint64_t netns, 
 		return NULL;
 	c->netns = netns;
 	c->token = token;
+	c->server_side = -1;
 	c->next = st->buckets[b];
 	st->buckets[b] = c;
 	st->n_conns++;
@@ -114,6 +115,34 @@ static int mptcp_tuple_eq(const struct mptcp_tuple *a, const struct mptcp_tuple 
 	       !memcmp(&a->daddr, &b->daddr, sizeof(a->daddr));
 }
 
+static int mptcp_addr_v4mapped(const struct in6_addr *a)
+{
+	static const uint8_t pfx[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+
+	return !memcmp(a, pfx, sizeof(pfx));
+}
+
+static int mptcp_addr_zero(const struct in6_addr *a)
+{
+	static const struct in6_addr zero;
+
+	return !memcmp(a, &zero, sizeof(zero));
+}
+
+void mptcp_tuple_canon(struct mptcp_tuple *t)
+{
+	int s4 = mptcp_addr_v4mapped(&t->saddr), d4 = mptcp_addr_v4mapped(&t->daddr);
+
+	if (t->family != AF_INET6 || !(s4 || d4) || (!s4 && !mptcp_addr_zero(&t->saddr)) ||
+	    (!d4 && !mptcp_addr_zero(&t->daddr)))
+		return;
+	t->family = AF_INET;
+	memmove(&t->saddr, (char *)&t->saddr + 12, 4);
+	memset((char *)&t->saddr + 4, 0, 12);
+	memmove(&t->daddr, (char *)&t->daddr + 12, 4);
+	memset((char *)&t->daddr + 4, 0, 12);
+}
+
 static void mptcp_tuple_from_event(struct mptcp_tuple *t, const struct mptcp_event *ev)
 {
 	memset(t, 0, sizeof(*t));
@@ -124,6 +153,7 @@ static void mptcp_tuple_from_event(struct mptcp_tuple *t, const struct mptcp_eve
 	t->daddr = ev->daddr;
 	t->sport = ev->sport;
 	t->dport = ev->dport;
+	mptcp_tuple_canon(t);
 }
 
 static struct mptcp_subflow *mptcp_conn_subflow_find(struct mptcp_conn *c,
@@ -142,9 +172,13 @@ int mptcp_state_subflow_put(struct mptcp_state *st, struct mptcp_conn *c,
 
 	if (old) {
 		int64_t since = old->since_ns;
+		uint8_t known = old->since_known;
 
 		*old = *sf;
-		old->since_ns = since ? since : sf->since_ns;
+		if (since) {
+			old->since_ns = since;
+			old->since_known = known;
+		}
 		return 0;
 	}
 	if (c->n_sf == c->cap_sf) {
@@ -258,12 +292,14 @@ static int mptcp_state_apply_locked(struct mptcp_state *st, uint64_t netns,
 	case MPTCP_EV_CLOSED:
 		c = mptcp_state_conn_get(st, netns, ev->token, 0);
 		if (!c)
-			return -ENOENT;
+			return mptcp_event_has(ev, MPTCP_EVA_TOKEN) ? MPTCP_APPLY_FALLBACK_CLOSED
+								    : -ENOENT;
 		/* The kernel sends no SUB_CLOSED for subflows still open at
 		 * CLOSED: they end here. */
 		if (end_fn)
 			for (uint32_t i = 0; i < c->n_sf; i++)
-				end_fn((double)(now_ns - c->sf[i].since_ns) / 1e9, arg);
+				if (c->sf[i].since_known)
+					end_fn((double)(now_ns - c->sf[i].since_ns) / 1e9, arg);
 		mptcp_state_conn_unlink(st, c);
 		mptcp_conn_free(c);
 		return 0;
@@ -276,8 +312,10 @@ static int mptcp_state_apply_locked(struct mptcp_state *st, uint64_t netns,
 			return -ENOMEM;
 		if (t.family)
 			c->t = t;
-		c->server_side = ev->server_side;
-		c->flags = ev->flags;
+		if (ev->side >= 0)
+			c->server_side = ev->side;
+		if (mptcp_event_has(ev, MPTCP_EVA_FLAGS))
+			c->flags = ev->flags;
 		c->resynced = 0;
 		if (!c->created_ns)
 			c->created_ns = now_ns;
@@ -290,7 +328,8 @@ static int mptcp_state_apply_locked(struct mptcp_state *st, uint64_t netns,
 			return 0;
 		memset(&sf, 0, sizeof(sf));
 		sf.t = t;
-		sf.since_ns = c->created_ns;
+		sf.since_ns = now_ns;
+		sf.since_known = 1;
 		return mptcp_state_subflow_put(st, c, &sf);
 	case MPTCP_EV_ANNOUNCED:
 	case MPTCP_EV_REMOVED:
@@ -311,6 +350,7 @@ static int mptcp_state_apply_locked(struct mptcp_state *st, uint64_t netns,
 		sf.backup = ev->backup;
 		sf.if_idx = ev->if_idx;
 		sf.since_ns = now_ns;
+		sf.since_known = 1;
 		old = mptcp_conn_subflow_find(c, &t);
 		if (ev->type == MPTCP_EV_SUB_PRIORITY && old) {
 			old->backup = ev->backup;
@@ -323,8 +363,8 @@ static int mptcp_state_apply_locked(struct mptcp_state *st, uint64_t netns,
 			return -ENOENT;
 		old = mptcp_conn_subflow_find(c, &t);
 		if (!old)
-			return -ENOENT;
-		if (end_fn)
+			return MPTCP_APPLY_JOIN_FAILED;
+		if (end_fn && old->since_known)
 			end_fn((double)(now_ns - old->since_ns) / 1e9, arg);
 		mptcp_conn_subflow_del(st, c, old);
 		return 0;
@@ -370,19 +410,26 @@ void mptcp_state_resync(struct mptcp_state *st, uint64_t netns, struct mptcp_sta
 			if (f->netns != netns)
 				continue;
 			mptcp_state_conn_unlink(fresh, f);
+			if (f->fallback && !old) {
+				mptcp_conn_free(f);
+				continue;
+			}
 			if (old) {
 				for (uint32_t i = 0; i < f->n_sf; i++) {
 					struct mptcp_subflow *o =
 					    mptcp_conn_subflow_find(old, &f->sf[i].t);
 
-					if (o)
+					if (o) {
 						f->sf[i].since_ns = o->since_ns;
+						f->sf[i].since_known = o->since_known;
+					}
 				}
 				f->created_ns = old->created_ns;
 				f->established_ns = old->established_ns;
 				f->server_side = old->server_side;
 				f->flags = old->flags;
 				f->resynced = old->resynced;
+				/* f->fallback: the dump's word */
 				memcpy(f->addrs, old->addrs, sizeof(f->addrs));
 				f->n_addrs = old->n_addrs;
 				mptcp_state_conn_unlink(st, old);
@@ -414,6 +461,92 @@ void mptcp_state_resync(struct mptcp_state *st, uint64_t netns, struct mptcp_sta
 						 fresh->listeners[i].since_ns);
 	pthread_mutex_unlock(&st->lock);
 	mptcp_state_clear(fresh);
+}
+
+/* The connection of a dump, const (the lookup does not create). */
+static const struct mptcp_conn *mptcp_dump_conn(const struct mptcp_state *d, uint64_t netns,
+						uint32_t token)
+{
+	return d ? mptcp_state_conn_get((struct mptcp_state *)d, netns, token, 0) : NULL;
+}
+
+static int mptcp_dump_has_subflow(const struct mptcp_conn *c, const struct mptcp_tuple *t)
+{
+	return c && mptcp_conn_subflow_find((struct mptcp_conn *)c, t);
+}
+
+void mptcp_state_reconcile(struct mptcp_state *st, uint64_t netns, const struct mptcp_state *fresh,
+			   const struct mptcp_state *prev, int64_t prev_ns,
+			   struct mptcp_reconcile_stats *out)
+{
+	if (!prev)
+		return;
+	pthread_mutex_lock(&st->lock);
+	/* What the state has and the kernel no longer has. */
+	for (size_t b = 0; b < st->n_buckets; b++) {
+		struct mptcp_conn *c = st->buckets[b], *next;
+
+		for (; c; c = next) {
+			const struct mptcp_conn *f, *p;
+
+			next = c->next;
+			if (c->netns != netns)
+				continue;
+			f = mptcp_dump_conn(fresh, netns, c->token);
+			p = mptcp_dump_conn(prev, netns, c->token);
+			if (!f && !p && c->created_ns < prev_ns) {
+				mptcp_state_conn_unlink(st, c);
+				mptcp_conn_free(c);
+				out->conns_removed++;
+				continue;
+			}
+			if (!f)
+				continue;
+			c->fallback = f->fallback;
+			for (uint32_t i = 0; i < c->n_sf;) {
+				struct mptcp_subflow *sf = &c->sf[i];
+
+				if (!mptcp_dump_has_subflow(f, &sf->t) &&
+				    !mptcp_dump_has_subflow(p, &sf->t) && sf->since_ns < prev_ns) {
+					mptcp_conn_subflow_del(st, c, sf);
+					out->subflows_removed++;
+					continue;
+				}
+				i++;
+			}
+			/* Subflows the kernel had in both dumps. */
+			for (uint32_t i = 0; i < f->n_sf; i++) {
+				if (!mptcp_dump_has_subflow(p, &f->sf[i].t) ||
+				    mptcp_conn_subflow_find(c, &f->sf[i].t))
+					continue;
+				if (mptcp_state_subflow_put(st, c, &f->sf[i]) == 0)
+					out->subflows_added++;
+			}
+		}
+	}
+	/* What the kernel had in both dumps and the state does not know. */
+	for (size_t b = 0; b < fresh->n_buckets; b++) {
+		for (const struct mptcp_conn *f = fresh->buckets[b]; f; f = f->next) {
+			struct mptcp_conn *c;
+
+			if (f->netns != netns || f->fallback ||
+			    !mptcp_dump_conn(prev, netns, f->token) ||
+			    mptcp_state_conn_get(st, netns, f->token, 0))
+				continue;
+			c = mptcp_state_conn_get(st, netns, f->token, 1);
+			if (!c)
+				break;
+			c->t = f->t;
+			c->server_side = f->server_side;
+			c->established = f->established;
+			c->resynced = 1;
+			c->created_ns = f->created_ns;
+			out->conns_added++;
+			for (uint32_t i = 0; i < f->n_sf; i++)
+				mptcp_state_subflow_put(st, c, &f->sf[i]);
+		}
+	}
+	pthread_mutex_unlock(&st->lock);
 }
 
 void mptcp_state_counts(struct mptcp_state *st, size_t *conns, size_t *subflows)
@@ -501,9 +634,13 @@ static Sysobs__V1__MptcpConnection *mptcp_conn_msg(struct arena *ar, const struc
 		    mptcp_msg_addr(ar, c->t.family, &c->t.daddr));
 	m->sport = c->t.sport;
 	m->dport = c->t.dport;
-	m->server_side = !!c->server_side;
+	if (c->server_side >= 0) {
+		m->server_side = c->server_side == 1;
+		m->_server_side_case = SYSOBS__V1__MPTCP_CONNECTION___SERVER_SIDE_SERVER_SIDE;
+	}
 	m->established = !!c->established;
 	m->resynced = !!c->resynced;
+	m->fallback = !!c->fallback;
 	m->flags = c->flags;
 	m->created = pbmsg_time(ar, c->created_ns);
 	m->established_at = pbmsg_time(ar, c->established_ns);

@@ -32,13 +32,26 @@ struct mptcp_tuple {
 	uint16_t dport;
 };
 
+/*
+ * The one form of a tuple in the live state: a v4-mapped IPv6 tuple (the
+ * subflows of a dual-stack AF_INET6 socket, which the kernel reports as
+ * FAMILY=AF_INET6 with ::ffff:a.b.c.d in events and as AF_INET6 in
+ * sock_diag) becomes IPv4, so a tuple learnt from either source matches the
+ * other. Events are stored as the kernel sent them; only the live state is
+ * canonical. An address that is all zero (absent) does not prevent it.
+ */
+void mptcp_tuple_canon(struct mptcp_tuple *t);
+
 struct mptcp_subflow {
 	struct mptcp_tuple t;
 	uint8_t loc_id;
 	uint8_t rem_id;
-	uint8_t backup;
+	uint8_t backup; /* the peer's backup bit, as events carry it */
 	int32_t if_idx;
 	int64_t since_ns; /* wall clock it was seen established */
+	/* since_ns is when it was established (an event said it), not when a
+	 * socket dump first showed it: only then is its lifetime measured. */
+	uint8_t since_known;
 };
 
 struct mptcp_addr {
@@ -55,9 +68,10 @@ struct mptcp_conn {
 	uint64_t netns;		 /* netns inode */
 	uint32_t token;
 	struct mptcp_tuple t; /* the initial subflow's */
-	uint8_t server_side;
+	int8_t server_side;   /* 1, 0, -1: the kernel did not say (e.g. resynced) */
 	uint8_t established;
 	uint8_t resynced; /* learnt from sock_diag, not from events */
+	uint8_t fallback; /* sock_diag: fell back to plain TCP (MPTCP_INFO_FLAG_FALLBACK) */
 	uint16_t flags;
 	int64_t created_ns;
 	int64_t established_ns;
@@ -84,16 +98,31 @@ struct mptcp_state {
 };
 
 /* Called for every subflow that ends (SUB_CLOSED, or still open at CLOSED),
- * with how long it lived. */
+ * with how long it lived: from its SUB_ESTABLISHED (the connection's
+ * ESTABLISHED for the initial subflow). Not called for a subflow whose start
+ * only a socket dump saw, nor for one the reconciliation removes. */
 typedef void (*mptcp_subflow_end_fn)(double seconds, void *arg);
 
 struct mptcp_state *mptcp_state_new(void);
 void mptcp_state_free(struct mptcp_state *st); /* accepts NULL */
 
+/* What mptcp_state_apply() made of an event it could not match. */
+enum mptcp_apply_result {
+	MPTCP_APPLY_OK = 0,
+	/* CLOSED of a connection never announced by CREATED: a client that
+	 * fell back to TCP at the handshake (the kernel sends it CLOSED only). */
+	MPTCP_APPLY_FALLBACK_CLOSED = 1,
+	/* SUB_CLOSED of a known connection without SUB_ESTABLISHED: a join
+	 * that failed (its ERROR attribute says why). */
+	MPTCP_APPLY_JOIN_FAILED = 2,
+};
+
 /*
- * Applies one decoded event seen in netns at now_ns. Returns 0, -ENOMEM, or
- * -ENOENT when the event refers to a connection or subflow the state does not
- * know (the state is still consistent; the caller may count it).
+ * Applies one decoded event seen in netns at now_ns. Returns an
+ * enum mptcp_apply_result, -ENOMEM, or -ENOENT when the event refers to a
+ * connection, subflow or listener the state does not know and that is
+ * nothing of the above (the state is still consistent; the caller may
+ * count it).
  */
 int mptcp_state_apply(struct mptcp_state *st, uint64_t netns, const struct mptcp_event *ev,
 		      int64_t now_ns, mptcp_subflow_end_fn end_fn, void *arg);
@@ -109,9 +138,34 @@ int mptcp_state_listener_put(struct mptcp_state *st, uint64_t netns, const struc
 /*
  * Replaces everything st knows about netns with what fresh (built from a
  * sock_diag dump of that netns) holds, keeping creation times, announced
- * addresses and subflow "since" times of what survived. fresh is emptied.
+ * addresses and subflow "since" times of what survived. A connection that
+ * fell back to TCP is taken only if the state knew it (events announced it
+ * as MPTCP); a client that fell back at the handshake never sends CREATED.
+ * fresh is emptied.
  */
 void mptcp_state_resync(struct mptcp_state *st, uint64_t netns, struct mptcp_state *fresh);
+
+/* What one reconciliation changed in the live state. */
+struct mptcp_reconcile_stats {
+	uint32_t conns_removed, conns_added;
+	uint32_t subflows_removed, subflows_added;
+};
+
+/*
+ * Periodic reconciliation of netns with the kernel's socket dump, for what
+ * sends no event (MP_FASTCLOSE: neither SUB_CLOSED nor CLOSED) or events
+ * lost without an overrun. An event still queued when a dump is taken must
+ * not cause a false correction, so only a difference seen in two consecutive
+ * dumps counts: fresh is the dump just taken, prev the one before (taken at
+ * prev_ns; NULL: nothing is corrected yet). A connection or subflow known
+ * since before prev_ns and absent from both dumps is removed; one present in
+ * both dumps and unknown to the state is added (as resynced). Connections
+ * that fell back to TCP are never added. fresh is left as it is (it becomes
+ * the next call's prev). Adds what it changed to *out.
+ */
+void mptcp_state_reconcile(struct mptcp_state *st, uint64_t netns, const struct mptcp_state *fresh,
+			   const struct mptcp_state *prev, int64_t prev_ns,
+			   struct mptcp_reconcile_stats *out);
 
 void mptcp_state_counts(struct mptcp_state *st, size_t *conns, size_t *subflows);
 

@@ -3,7 +3,8 @@
  * Fuzz target of the MPTCP event decoder. The input is a netlink datagram as
  * recv() returns it (one or more messages); every message goes through
  * mptcp_event_decode() and the text helpers, as the collector does. The
- * corpus is tests/data/mptcp/ (messages recorded from a real kernel).
+ * corpus is tests/data/mptcp/ (messages recorded from a real kernel). The
+ * same bytes also go through the MPTcpExt MIB parser (/proc/net/netstat text).
  */
 #include <libmnl/libmnl.h>
 #include <stdint.h>
@@ -12,6 +13,7 @@
 
 #include "collectors/mptcp/mptcp_decode.h"
 #include "collectors/mptcp/mptcp_diag.h"
+#include "collectors/mptcp/mptcp_mib.h"
 #include "collectors/mptcp/mptcp_nl.h"
 #include "collectors/mptcp/mptcp_state.h"
 
@@ -37,6 +39,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	memcpy(copy, data, size);
 	/* The whole buffer as one message, whatever its header claims. */
+	{
+		static struct mptcp_mib mib;
+
+		mptcp_mib_parse(copy, size, &mib);
+	}
 	if (mptcp_event_decode(copy, size, &ev) == 0) {
 		mptcp_event_saddr_str(&ev, s, sizeof(s));
 		mptcp_event_daddr_str(&ev, d, sizeof(d));
@@ -48,8 +55,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	/* And walked as the collector walks a datagram. */
 	mptcp_nlmsg_for_each(nlh, copy, size, left)
 	{
-		if (mptcp_event_decode(nlh, nlh->nlmsg_len, &ev) == 0)
+		if (mptcp_event_decode(nlh, nlh->nlmsg_len, &ev) == 0) {
 			mptcp_event_unknown_str(&ev, u, sizeof(u));
+			mptcp_event_side_resolve(&ev, 1);
+		}
 	}
 	/* The same datagram as a sock_diag reply of either dump. */
 	st = mptcp_state_new();

@@ -5,13 +5,20 @@
  * in-kernel path manager creates the extra subflows configured with
  * `ip mptcp endpoint`.
  *
- *   mptcp_peer server ADDR PORT
+ *   mptcp_peer server ADDR PORT [-T] [-k]
  *	Listens; every accepted connection is read until EOF and closed.
- *	Runs until SIGTERM/SIGINT. Prints "listening" once bound.
+ *	Runs until SIGTERM/SIGINT. Prints "listening" once bound. -T: a plain
+ *	TCP listener (an MPTCP client falls back). -k: keep connections open
+ *	after EOF (the peer that shut down stays half-closed) until stopped;
+ *	-S: as -k, and shut its own write side down at EOF (both directions
+ *	closed, both sockets still held by their users).
  *   mptcp_peer client ADDR PORT [-s SUBFLOWS] [-t TIMEOUT_MS]
  *	Connects, waits until the connection has SUBFLOWS subflows (MPTCP_INFO),
  *	prints "token=<u32> subflows=<n>", then holds the connection until a
- *	line (or EOF) arrives on stdin, prints "closing" and closes.
+ *	line (or EOF) arrives on stdin, prints "closing" and closes. The line
+ *	"send" writes 1 MiB first; "shut" shuts the write side down (prints
+ *	"shut") and waits for another line; "reset" closes with SO_LINGER 0
+ *	(MPTCP sends MP_FASTCLOSE).
  *   mptcp_peer burst ADDR PORT -n COUNT [-s SUBFLOWS] [-b BATCH] [-t TIMEOUT_MS] [-H]
  *	Opens COUNT connections, BATCH at a time; waits for each to reach
  *	SUBFLOWS subflows, then closes the batch. Prints a summary line:
@@ -103,13 +110,13 @@ static int peer_info(int fd, uint32_t *token)
 	return mi.mptcpi_subflows + 1;
 }
 
-static int peer_server(const struct sockaddr_storage *ss, socklen_t sl)
+static int peer_server(const struct sockaddr_storage *ss, socklen_t sl, int tcp, int keep, int shut)
 {
 	static struct pollfd pfd[PEER_MAX_FDS];
 	int one = 1, n = 1, lfd;
 	char buf[4096];
 
-	lfd = socket(ss->ss_family, SOCK_STREAM | SOCK_NONBLOCK, IPPROTO_MPTCP);
+	lfd = socket(ss->ss_family, SOCK_STREAM | SOCK_NONBLOCK, tcp ? IPPROTO_TCP : IPPROTO_MPTCP);
 	if (lfd < 0) {
 		perror("socket(IPPROTO_MPTCP)");
 		return 1;
@@ -139,6 +146,14 @@ static int peer_server(const struct sockaddr_storage *ss, socklen_t sl)
 			got = read(pfd[i].fd, buf, sizeof(buf));
 			if (got > 0 || (got < 0 && errno == EAGAIN))
 				continue;
+			if (keep && got == 0) {
+				if (shut)
+					shutdown(pfd[i].fd, SHUT_WR);
+				/* Half-closed: held until stopped, out of the poll
+				 * set (a negative fd is ignored by poll). */
+				pfd[i].fd = ~pfd[i].fd;
+				continue;
+			}
 			close(pfd[i].fd);
 			pfd[i] = pfd[--n];
 		}
@@ -155,7 +170,7 @@ static int peer_server(const struct sockaddr_storage *ss, socklen_t sl)
 		}
 	}
 	for (int i = 0; i < n; i++)
-		close(pfd[i].fd);
+		close(pfd[i].fd < 0 ? ~pfd[i].fd : pfd[i].fd);
 	return 0;
 }
 
@@ -228,6 +243,18 @@ static int peer_client(const struct sockaddr_storage *ss, socklen_t sl, int want
 		if (!fgets(line, sizeof(line), stdin))
 			line[0] = 0;
 	}
+	if (!strncmp(line, "shut", 4)) {
+		shutdown(fd, SHUT_WR);
+		printf("shut\n");
+		fflush(stdout);
+		if (!fgets(line, sizeof(line), stdin))
+			line[0] = 0;
+	}
+	if (!strncmp(line, "reset", 5)) {
+		struct linger lg = {.l_onoff = 1, .l_linger = 0};
+
+		setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
+	}
 	printf("closing\n");
 	fflush(stdout);
 	close(fd);
@@ -284,7 +311,7 @@ static int peer_burst(const struct sockaddr_storage *ss, socklen_t sl, int count
 
 static int peer_usage(void)
 {
-	fprintf(stderr, "usage: mptcp_peer server ADDR PORT\n"
+	fprintf(stderr, "usage: mptcp_peer server ADDR PORT [-T] [-k|-S]\n"
 			"       mptcp_peer client ADDR PORT [-s SUBFLOWS] [-t TIMEOUT_MS]\n"
 			"       mptcp_peer burst ADDR PORT -n COUNT [-s SUBFLOWS] [-b BATCH] "
 			"[-t TIMEOUT_MS] [-H]\n");
@@ -295,7 +322,8 @@ int main(int argc, char **argv)
 {
 	struct sockaddr_storage ss;
 	struct sigaction sa = {.sa_handler = peer_on_signal};
-	int want = 2, timeout_ms = 5000, count = 1, batch = 50, hold = 0, opt;
+	int want = 2, timeout_ms = 5000, count = 1, batch = 50, hold = 0, tcp = 0, keep = 0,
+	    shut = 0, opt;
 	socklen_t sl;
 
 	if (argc < 4)
@@ -303,7 +331,7 @@ int main(int argc, char **argv)
 	if (peer_addr_parse(argv[2], argv[3], &ss, &sl) < 0)
 		return peer_usage();
 	optind = 4;
-	while ((opt = getopt(argc, argv, "s:t:n:b:H")) != -1) {
+	while ((opt = getopt(argc, argv, "s:t:n:b:HTkS")) != -1) {
 		switch (opt) {
 		case 's':
 			want = atoi(optarg);
@@ -320,6 +348,15 @@ int main(int argc, char **argv)
 		case 'H':
 			hold = 1;
 			break;
+		case 'T':
+			tcp = 1;
+			break;
+		case 'k':
+			keep = 1;
+			break;
+		case 'S':
+			keep = shut = 1;
+			break;
 		default:
 			return peer_usage();
 		}
@@ -330,7 +367,7 @@ int main(int argc, char **argv)
 	setvbuf(stdout, NULL, _IOLBF, 0);
 
 	if (!strcmp(argv[1], "server"))
-		return peer_server(&ss, sl);
+		return peer_server(&ss, sl, tcp, keep, shut);
 	if (!strcmp(argv[1], "client"))
 		return peer_client(&ss, sl, want, timeout_ms);
 	if (!strcmp(argv[1], "burst"))

@@ -11,9 +11,11 @@ sysobs_unit_test(mptcp_decode)
 sysobs_unit_test(mptcp_state)
 sysobs_unit_test(mptcp_diag)
 sysobs_unit_test(mptcp_table)
+sysobs_unit_test(mptcp_mib)
 sysobs_fuzz_target(mptcp)
 
 # Integration tests (root + kernel MPTCP; SKIP otherwise). They need the tools.
 sysobs_integration_test(mptcp)
 sysobs_integration_test(mptcp_burst)
 sysobs_integration_test(mptcp_ipv6)
+sysobs_integration_test(mptcp_truth)

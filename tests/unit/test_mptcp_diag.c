@@ -94,13 +94,16 @@ static void test_connection_and_subflows(void **state)
 	assert_int_equal(c->t.sport, 40000);
 	assert_string_equal(inet_ntop(AF_INET, &c->t.daddr, a, sizeof(a)), "10.231.1.2");
 
-	/* Initial subflow and the path-2 subflow (backup, bound to if 3). */
+	/* Initial subflow and the path-2 subflow (the peer marked it backup,
+	 * bound to if 3). backup is the peer's bit, as in events. */
 	nlh = diag_msg(AF_INET, 1, "10.231.1.1", "10.231.1.2", 40000, 10080, 0);
-	put_ulp(nlh, "mptcp", 0xabcd, 0, 0, MPTCP_SUBFLOW_FLAG_MCAP_LOC);
+	/* Our own request for backup (BKUP_LOC) is not what events report. */
+	put_ulp(nlh, "mptcp", 0xabcd, 0, 0,
+		MPTCP_SUBFLOW_FLAG_MCAP_LOC | MPTCP_SUBFLOW_FLAG_BKUP_LOC);
 	assert_int_equal(mptcp_diag_msg_apply(nlh, nlh->nlmsg_len, IPPROTO_TCP, NS, fresh, 7), 1);
 	nlh = diag_msg(AF_INET, 1, "10.231.2.1", "10.231.1.2", 40001, 10080, 3);
 	put_ulp(nlh, "mptcp", 0xabcd, 2, 0,
-		MPTCP_SUBFLOW_FLAG_JOIN_LOC | MPTCP_SUBFLOW_FLAG_BKUP_LOC);
+		MPTCP_SUBFLOW_FLAG_JOIN_LOC | MPTCP_SUBFLOW_FLAG_BKUP_REM);
 	assert_int_equal(mptcp_diag_msg_apply(nlh, nlh->nlmsg_len, IPPROTO_TCP, NS, fresh, 7), 1);
 	assert_int_equal(c->n_sf, 2);
 	assert_int_equal(c->sf[1].loc_id, 2);
@@ -210,7 +213,9 @@ static int replay_dump(const char *name, int proto, struct mptcp_state *fresh)
 }
 
 /* Real 6.18 replies, client netns, one connection whose path-2 endpoint was
- * switched to backup: the MPTCP socket and its two subflows. */
+ * switched to backup: the MPTCP socket and its two subflows. The switch was
+ * local (BKUP_LOC); events carry the peer's bit (the server got
+ * SUB_PRIORITY backup=1, the client nothing), so backup stays 0 here. */
 static void test_recorded_client(void **state)
 {
 	struct mptcp_state *fresh = mptcp_state_new();
@@ -233,7 +238,7 @@ static void test_recorded_client(void **state)
 			found++;
 			assert_int_equal(c->sf[i].loc_id, 2);
 			assert_int_equal(c->sf[i].rem_id, 0);
-			assert_int_equal(c->sf[i].backup, 1);
+			assert_int_equal(c->sf[i].backup, 0);
 			assert_int_equal(c->sf[i].if_idx, 3);
 		} else {
 			assert_string_equal(a, "10.231.1.1");
@@ -259,6 +264,47 @@ static void test_recorded_server(void **state)
 	mptcp_state_free(fresh);
 }
 
+/* The MPTCP socket of a connection in state with inode ino and flags. */
+static int apply_conn(struct mptcp_state *fresh, int state, uint32_t ino, uint32_t token,
+		      uint32_t flags)
+{
+	struct nlmsghdr *nlh = diag_msg(AF_INET, state, "10.0.0.1", "10.0.0.2", 1000, 80, 0);
+	struct inet_diag_msg *m = mnl_nlmsg_get_payload(nlh);
+	struct mptcp_info mi;
+
+	m->idiag_inode = ino;
+	memset(&mi, 0, sizeof(mi));
+	mi.mptcpi_token = token;
+	mi.mptcpi_flags = flags;
+	mnl_attr_put(nlh, INET_DIAG_INFO, sizeof(mi), &mi);
+	return mptcp_diag_msg_apply(nlh, nlh->nlmsg_len, IPPROTO_MPTCP, NS, fresh, 7);
+}
+
+/* Live until its user closes it: after a DATA_FIN (FIN_WAIT1/2, CLOSING,
+ * LAST_ACK, CLOSE) only while the socket has an inode (not orphaned). */
+static void test_closing_states_and_fallback(void **state)
+{
+	struct mptcp_state *fresh = mptcp_state_new();
+	static const int fin_states[] = {4, 5, 7, 9, 11};
+
+	for (size_t i = 0; i < sizeof(fin_states) / sizeof(fin_states[0]); i++) {
+		assert_int_equal(apply_conn(fresh, fin_states[i], 0, 100 + i, 0), 0);
+		assert_int_equal(apply_conn(fresh, fin_states[i], 555, 200 + i, 0), 1);
+	}
+	/* Not yet accepted: no inode, live. */
+	assert_int_equal(apply_conn(fresh, 1, 0, 300, 0), 1);
+	assert_int_equal(apply_conn(fresh, 8, 0, 301, 0), 1);
+	assert_int_equal(fresh->n_conns, 5 + 2);
+	assert_null(mptcp_state_conn_get(fresh, NS, 100, 0));
+	assert_non_null(mptcp_state_conn_get(fresh, NS, 202, 0));
+	/* Fallen back to TCP: taken, marked. */
+	assert_int_equal(apply_conn(fresh, 1, 556, 400, MPTCP_INFO_FLAG_FALLBACK), 1);
+	assert_int_equal(mptcp_state_conn_get(fresh, NS, 400, 0)->fallback, 1);
+	assert_int_equal(mptcp_state_conn_get(fresh, NS, 300, 0)->fallback, 0);
+	assert_int_equal(mptcp_state_conn_get(fresh, NS, 300, 0)->server_side, -1);
+	mptcp_state_free(fresh);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -268,6 +314,7 @@ int main(void)
 	    cmocka_unit_test(test_malformed),
 	    cmocka_unit_test(test_recorded_client),
 	    cmocka_unit_test(test_recorded_server),
+	    cmocka_unit_test(test_closing_states_and_fallback),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -575,9 +575,10 @@ static const struct real {
 	 * stays in an existing table, unread). */
 	const char *removed;
 } real_tables[] = {
-    {"self_samples", ""},			  /* collectors/self.c */
-    {"drop_samples", ""},			  /* collectors/drops/drops.c */
-    {"mptcp_events", ", reset_reason_name TEXT"}, /* collectors/mptcp/mptcp.c */
+    {"self_samples", ""}, /* collectors/self.c */
+    {"drop_samples", ""}, /* collectors/drops/drops.c */
+    {"mptcp_events",
+     ", reset_reason_name TEXT, deny_join_id0 INTEGER"}, /* collectors/mptcp/mptcp.c */
     /* collectors/ifs/ifs.c: the JSON-in-a-string "decoded" became columns */
     {"ifs_scans",
      ", control_error INTEGER, signature_error INTEGER, array_bitmask INTEGER,"
