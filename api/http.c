@@ -1096,6 +1096,11 @@ static void mhd_log(void *cls, const char *fmt, va_list ap)
 
 /* ---- lifecycle ---- */
 
+/* A deep accept queue: under a connection flood the server accepts and
+ * evicts quickly, but a fresh client's SYN dropped on a full queue costs it
+ * the 1 s SYN retransmission. The kernel caps it at net.core.somaxconn. */
+#define SOMAXCONN_WANTED 4096
+
 static int listen_socket(struct http_server *h, int *fd_out)
 {
 	struct sockaddr_storage ss;
@@ -1113,7 +1118,7 @@ static int listen_socket(struct http_server *h, int *fd_out)
 		log_err("http", "cannot bind %s: %s", h->listen, strerror(-err));
 		goto out_close;
 	}
-	if (listen(fd, 128) < 0) {
+	if (listen(fd, SOMAXCONN_WANTED) < 0) {
 		err = -errno;
 		log_err("http", "cannot listen on %s: %s", h->listen, strerror(-err));
 		goto out_close;
@@ -1158,14 +1163,16 @@ int http_start(struct http_server *h)
 	}
 	/*
 	 * The logger first, or MHD prints its early messages itself. The
-	 * per-address limit and eviction are ours (http_conn.c); MHD's global
-	 * limit stays as the hard cap. The thread pool option is last so that
-	 * it can end the list when there is no pool.
+	 * limits are ours (http_conn.c: max_connections live ones, evicting);
+	 * MHD's own limit is a hard cap above them, with room for the ones
+	 * shut down but not yet closed (at its limit MHD stops accepting and
+	 * a fresh client waits in the accept queue) and split between the
+	 * pool's threads.
 	 */
 	struct MHD_OptionItem opts[16] = {
 	    {MHD_OPTION_EXTERNAL_LOGGER, (intptr_t)mhd_log, h},
 	    {MHD_OPTION_LISTEN_SOCKET, fd, NULL},
-	    {MHD_OPTION_CONNECTION_LIMIT, h->cfg.max_connections, NULL},
+	    {MHD_OPTION_CONNECTION_LIMIT, 2 * h->cfg.max_connections + h->cfg.threads, NULL},
 	    {MHD_OPTION_CONNECTION_TIMEOUT, h->cfg.timeout_s, NULL},
 	    {MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)on_completed, h},
 	    {MHD_OPTION_NOTIFY_CONNECTION, (intptr_t)http_conns_notify, h},

@@ -10,8 +10,9 @@
  *   libmicrohttpd's STARTED notice to its CLOSED one; a new connection
  *   beyond max_per_ip for its address, or one that leaves fewer than one
  *   free slot of max_connections, shuts down the oldest connection that
- *   has no request in progress (of that address, resp. of any). A request
- *   whose header is complete is never evicted.
+ *   has no request in progress (of that address, resp. of any) and no
+ *   request bytes waiting to be read. A request whose header is complete
+ *   is never evicted.
  * - A deadline for the whole request header (slowloris): a thread shuts
  *   down every connection that has not completed a request header within
  *   header_timeout of being accepted or of its previous response
@@ -28,6 +29,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <netinet/in.h>
 #include <time.h>
@@ -80,10 +82,15 @@ static void doom(struct http_conns *cs, struct http_sock *s, enum http_close_rea
 static struct http_sock *oldest_idle(struct http_conns *cs, const struct http_sock *except,
 				     const struct http_sock *like)
 {
+	int pending;
+
 	for (struct http_sock *s = cs->head.next; s != &cs->head; s = s->next) {
 		if (s == except || s->busy || s->doomed)
 			continue;
 		if (like && !same_addr(s, like))
+			continue;
+		/* A request waiting to be read is about to be served. */
+		if (ioctl(s->fd, FIONREAD, &pending) == 0 && pending > 0)
 			continue;
 		return s;
 	}

@@ -116,11 +116,13 @@ class Flood:
 
 def probe(port, src, path, timeout):
     t0 = time.monotonic()
+    t_conn = None
     try:
         s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         s.settimeout(timeout)
         s.bind((src, 0))
         s.connect(("127.0.0.1", port))
+        t_conn = time.monotonic() - t0
         s.sendall(f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n"
                   "Connection: close\r\n\r\n".encode())
         data = b""
@@ -133,7 +135,7 @@ def probe(port, src, path, timeout):
         ok = data.startswith(b"HTTP/1.1 200")
     except OSError:
         ok = False
-    return time.monotonic() - t0, ok
+    return time.monotonic() - t0, ok, t_conn
 
 
 def main():
@@ -157,11 +159,13 @@ def main():
     t = threading.Thread(target=lambda: res.update(held=f.run(a.duration)))
     t.start()
     time.sleep(min(2.0, a.duration / 4))  # let the attack build up
-    lat, fails = [], 0
+    lat, conn, fails = [], [], 0
     end = time.monotonic() + a.duration - min(2.0, a.duration / 4) - 0.5
     while time.monotonic() < end:
-        d, ok = probe(a.port, a.probe_from, a.path, a.probe_timeout)
+        d, ok, c = probe(a.port, a.probe_from, a.path, a.probe_timeout)
         lat.append(d)
+        if c is not None:
+            conn.append(c)
         fails += not ok
         time.sleep(0.5)
     f.stop = True
@@ -170,6 +174,7 @@ def main():
         "probes": len(lat), "failures": fails,
         "max_s": round(max(lat), 4) if lat else None,
         "median_s": round(statistics.median(lat), 4) if lat else None,
+        "max_connect_s": round(max(conn), 4) if conn else None,
         "attacker_reconnects": f.reconnects, "attacker_held_at_end": res.get("held"),
     }))
 
