@@ -851,31 +851,95 @@ static enum MHD_Result dispatch(struct http_server *h, struct MHD_Connection *co
  * down, so libmicrohttpd closes the connection. Over TLS the socket is
  * only shut down.
  */
-static void refuse_early(struct http_server *h, struct MHD_Connection *conn, struct http_conn *c,
-			 int status, const char *reason, const char *code, const char *msg)
+static const char *reason_phrase(int status)
 {
-	const union MHD_ConnectionInfo *ci =
-	    MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+	switch (status) {
+	case 400: return "Bad Request";
+	case 408: return "Request Timeout";
+	case 413: return "Content Too Large";
+	case 414: return "URI Too Long";
+	case 431: return "Request Header Fields Too Large";
+	default: return "Error";
+	}
+}
+
+void http_write_error(struct http_server *h, int fd, int status, const char *code,
+		      const char *msg, int64_t start_ns)
+{
 	struct http_response res = {0};
 	char head[256];
 	int n;
 
-	c->refused = true;
-	if (ci && !h->tls) {
-		http_reply_error(&res, status, code, "%s", msg);
-		n = snprintf(head, sizeof(head),
-			     "HTTP/1.1 %d %s\r\nConnection: close\r\nContent-Type: %s\r\n"
-			     "X-Content-Type-Options: nosniff\r\nCache-Control: no-store\r\n"
-			     "Content-Length: %zu\r\n\r\n",
-			     status, reason, res.content_type ? res.content_type : CT_JSON,
-			     res.len);
-		if (n > 0 && (size_t)n < sizeof(head) &&
-		    send(ci->connect_fd, head, (size_t)n, MSG_NOSIGNAL | MSG_DONTWAIT) == n && res.body)
-			(void)!send(ci->connect_fd, res.body, res.len, MSG_NOSIGNAL | MSG_DONTWAIT);
-		free(res.body);
+	http_reply_error(&res, status, code, "%s", msg);
+	n = snprintf(head, sizeof(head),
+		     "HTTP/1.1 %d %s\r\nConnection: close\r\nContent-Type: %s\r\n"
+		     "X-Content-Type-Options: nosniff\r\nCache-Control: no-store\r\n"
+		     "Content-Length: %zu\r\n\r\n",
+		     status, reason_phrase(status), res.content_type ? res.content_type : CT_JSON,
+		     res.len);
+	if (n > 0 && (size_t)n < sizeof(head) &&
+	    send(fd, head, (size_t)n, MSG_NOSIGNAL | MSG_DONTWAIT) == n && res.body)
+		(void)!send(fd, res.body, res.len, MSG_NOSIGNAL | MSG_DONTWAIT);
+	free(res.body);
+	if (h) {
+		struct http_conn c = {.start_ns = start_ns};
+
+		count_request(h, NULL, &c, status);
 	}
+}
+
+int http_target_check(const char *uri, size_t len, char *msg, size_t msglen, const char **code)
+{
+	const char *q, *end = uri + len;
+	size_t n_args = 0;
+
+	*code = "bad_request";
+	if (len > HTTP_URL_MAX) {
+		*code = "uri_too_long";
+		snprintf(msg, msglen, "request target longer than %d bytes", HTTP_URL_MAX);
+		return 414;
+	}
+	/* libmicrohttpd decodes %00 into a NUL that cuts a key or a value
+	 * short ("limit=5%00x" would read as "limit=5"). */
+	for (const char *p = uri; p + 2 < end; p++)
+		if (p[0] == '%' && p[1] == '0' && p[2] == '0') {
+			snprintf(msg, msglen, "NUL (%%00) in the request target");
+			return 400;
+		}
+	q = memchr(uri, '?', len);
+	if (q)
+		for (n_args = 1; (q = memchr(q + 1, '&', (size_t)(end - q - 1))); n_args++)
+			;
+	if (n_args > HTTP_ARGS_MAX) {
+		snprintf(msg, msglen, "more than %d query parameters", HTTP_ARGS_MAX);
+		return 400;
+	}
+	return 0;
+}
+
+/*
+ * Answers a request from the URI callback, before libmicrohttpd parses its
+ * arguments: each argument takes a record of libmicrohttpd's per-connection
+ * memory, and 600 empty ones ("?&&&...", 1.2 KB) exhaust it, after which
+ * libmicrohttpd cannot even build its own error and holds the connection
+ * until its timeout. The JSON answer is written to the socket directly
+ * (nothing else was sent on it for this request) and the socket is shut
+ * down, so libmicrohttpd closes the connection. Over TLS the socket is
+ * only shut down. (A connection's first request is screened earlier, in
+ * http_accept.c; this catches the next ones of a kept-alive connection.)
+ */
+static void refuse_early(struct http_server *h, struct MHD_Connection *conn, struct http_conn *c,
+			 int status, const char *code, const char *msg)
+{
+	const union MHD_ConnectionInfo *ci =
+	    MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+
+	c->refused = true;
+	if (ci && !h->tls)
+		http_write_error(h, ci->connect_fd, status, code, msg, c->start_ns);
+	else
+		count_request(h, NULL, c, status);
 	http_conns_close(h, conn, HTTP_CLOSE_REJECTED);
-	count_request(h, NULL, c, status);
 }
 
 /* MHD_OPTION_URI_LOG_CALLBACK: the raw request target, before decoding;
@@ -884,39 +948,18 @@ static void *on_uri(void *cls, const char *uri, struct MHD_Connection *conn)
 {
 	struct http_server *h = cls;
 	struct http_conn *c = calloc(1, sizeof(*c));
-	const char *q;
-	size_t n_args = 0;
+	const char *code;
+	char msg[128];
+	int status;
 
 	if (!c)
 		return NULL;
 	c->start_ns = clock_mono_ns();
 	if (!uri)
 		return c;
-	if (strnlen(uri, HTTP_URL_MAX + 1) > HTTP_URL_MAX) {
-		char msg[64];
-
-		snprintf(msg, sizeof(msg), "request target longer than %d bytes", HTTP_URL_MAX);
-		refuse_early(h, conn, c, 414, "URI Too Long", "uri_too_long", msg);
-		return c;
-	}
-	/* libmicrohttpd decodes %00 into a NUL that cuts a key or a value
-	 * short ("limit=5%00x" would read as "limit=5"). */
-	for (const char *p = uri; (p = strchr(p, '%')); p++)
-		if (p[1] == '0' && p[2] == '0') {
-			refuse_early(h, conn, c, 400, "Bad Request", "bad_request",
-				     "NUL (%00) in the request target");
-			return c;
-		}
-	q = strchr(uri, '?');
-	if (q)
-		for (n_args = 1; (q = strchr(q + 1, '&')); n_args++)
-			;
-	if (n_args > HTTP_ARGS_MAX) {
-		char msg[64];
-
-		snprintf(msg, sizeof(msg), "more than %d query parameters", HTTP_ARGS_MAX);
-		refuse_early(h, conn, c, 400, "Bad Request", "bad_request", msg);
-	}
+	status = http_target_check(uri, strnlen(uri, HTTP_URL_MAX + 1), msg, sizeof(msg), &code);
+	if (status)
+		refuse_early(h, conn, c, status, code, msg);
 	return c;
 }
 
@@ -1140,7 +1183,7 @@ out_close:
 int http_start(struct http_server *h)
 {
 	unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO | MHD_USE_ERROR_LOG |
-			 MHD_ALLOW_SUSPEND_RESUME;
+			 MHD_ALLOW_SUSPEND_RESUME | MHD_USE_NO_LISTEN_SOCKET;
 	const struct web_config *w = h ? h->web : NULL;
 	int fd = -1, err;
 
@@ -1171,14 +1214,13 @@ int http_start(struct http_server *h)
 	 */
 	struct MHD_OptionItem opts[16] = {
 	    {MHD_OPTION_EXTERNAL_LOGGER, (intptr_t)mhd_log, h},
-	    {MHD_OPTION_LISTEN_SOCKET, fd, NULL},
 	    {MHD_OPTION_CONNECTION_LIMIT, 2 * h->cfg.max_connections + h->cfg.threads, NULL},
 	    {MHD_OPTION_CONNECTION_TIMEOUT, h->cfg.timeout_s, NULL},
 	    {MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)on_completed, h},
 	    {MHD_OPTION_NOTIFY_CONNECTION, (intptr_t)http_conns_notify, h},
 	    {MHD_OPTION_URI_LOG_CALLBACK, (intptr_t)on_uri, h},
 	};
-	size_t no = 7;
+	size_t no = 6;
 
 	if (h->tls) {
 		opts[no++] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_CERT, 0, w->cert_pem};
@@ -1202,8 +1244,14 @@ int http_start(struct http_server *h)
 			h->tls ? " (check the TLS certificate and key)" : "");
 		return -EIO;
 	}
+	/* The listening socket is ours (http_accept.c): connections reach
+	 * libmicrohttpd with their first request header complete. */
 	err = http_conns_start(h);
+	if (!err)
+		err = http_acceptor_start(h, fd);
 	if (err) {
+		close(fd);
+		http_conns_stop(h);
 		MHD_stop_daemon(h->daemon);
 		h->daemon = NULL;
 		return err;
@@ -1222,6 +1270,7 @@ void http_free(struct http_server *h)
 {
 	if (!h)
 		return;
+	http_acceptor_stop(h);
 	http_conns_stop(h);
 	if (h->daemon)
 		MHD_stop_daemon(h->daemon);

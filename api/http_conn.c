@@ -308,7 +308,7 @@ int http_conns_init(struct http_server *h)
 	if (!h->metrics)
 		return 0;
 	cs->open = metrics_gauge1(h->metrics, "sysobs_http_connections",
-				  "HTTP connections open now.");
+				  "HTTP connections open now that have sent a complete first request header (before that they wait in the accepting thread).");
 	struct metric *closed = metrics_counter(
 	    h->metrics, "sysobs_http_connections_closed_total",
 	    "HTTP connections the server shut down itself, by reason: limit (the oldest idle one "

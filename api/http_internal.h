@@ -67,6 +67,23 @@ struct http_conns {
 	struct metric_series *closed[HTTP_CLOSE_N];
 };
 
+/* http_accept.c: a connection until its first request header is in. */
+struct http_pending {
+	struct http_pending *prev, *next; /* oldest first */
+	int fd;
+	int64_t t0;
+	struct sockaddr_storage addr;
+	socklen_t addrlen;
+};
+
+struct http_acceptor {
+	int listen_fd, ep, wake_fd;
+	struct http_pending head; /* list sentinel */
+	unsigned n;
+	pthread_t thread;
+	bool running;
+};
+
 struct http_server {
 	struct http_config cfg;
 	char *listen;
@@ -83,7 +100,20 @@ struct http_server {
 	struct web_config *web; /* owned; NULL: plain HTTP without auth */
 	bool tls;
 	struct http_conns conns;
+	struct http_acceptor acceptor;
 };
+
+/* http_accept.c: takes listen_fd (closed by http_acceptor_stop). */
+int http_acceptor_start(struct http_server *h, int listen_fd);
+void http_acceptor_stop(struct http_server *h); /* before MHD_stop_daemon */
+
+/* http.c */
+/* Writes a complete JSON error response (Connection: close) to fd, without
+ * blocking, and counts it. */
+void http_write_error(struct http_server *h, int fd, int status, const char *code,
+		      const char *msg, int64_t start_ns);
+/* Checks a raw request target: 0, or 400/414 with msg and the error code. */
+int http_target_check(const char *uri, size_t len, char *msg, size_t msglen, const char **code);
 
 /* http_conn.c */
 int http_conns_init(struct http_server *h);

@@ -260,11 +260,13 @@ long=$(head -c 5000 /dev/zero | tr '\0' a)
 req GET "/api/v1/collectors?x=$long"
 assert_eq "5 KB request target" 414 "$HTTP_CODE"
 assert_eq "414: JSON" uri_too_long "$(json_code)"
-resp=$(python3 - "$PORT" <<'PY'
+# raw REQUEST STATUS CODE: one response, one header block, the JSON error
+raw() {
+	local resp
+	resp=$(python3 - "$PORT" "$1" <<'PY'
 import socket, sys
 s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=5)
-s.sendall(b"POST /api/v1/ifs/scans HTTP/1.1\r\nHost: 127.0.0.1:%s\r\n"
-          b"Content-Type: application/json\r\nContent-Length: 1000000000000\r\n\r\n" % sys.argv[1].encode())
+s.sendall(sys.argv[2].encode().decode("unicode_escape").encode("latin-1"))
 d = b""
 while True:
     b = s.recv(65536)
@@ -274,10 +276,16 @@ while True:
 print(d.decode(errors="replace").replace("\r", ""))
 PY
 )
-case $(head -1 <<<"$resp") in "HTTP/1.1 413 "*) ;; *) fail "1 TB Content-Length: $resp" ;; esac
-[ "$(grep -c '^HTTP/1.1' <<<"$resp")" = 1 ] || fail "413 repeats its header block: $resp"
-grep -q '"payload_too_large"' <<<"$resp" || fail "413 is not the JSON ErrorResponse: $resp"
-pass "parsing: %00 in values/keys 400 JSON, 600 empty arguments 400 JSON in $many_ms ms, 5 KB target 414 JSON, 1 TB Content-Length one 413 JSON"
+	case $(head -1 <<<"$resp") in "HTTP/1.1 $2 "*) ;; *) fail "$3: $(head -3 <<<"$resp")" ;; esac
+	[ "$(grep -c '^HTTP/1.1' <<<"$resp")" = 1 ] || fail "$3: the header block is repeated"
+	grep -q "\"code\":\"$4\"" <<<"$resp" || fail "$3: not the JSON ErrorResponse: $resp"
+}
+H="POST /api/v1/ifs/scans HTTP/1.1\\r\\nHost: 127.0.0.1:$PORT\\r\\nContent-Type: application/json\\r\\n"
+raw "${H}Content-Length: 1000000000000\\r\\n\\r\\n" 413 "1 TB Content-Length" payload_too_large
+raw "${H}Content-Length: 99999999999999999999999\\r\\n\\r\\n" 413 "Content-Length beyond 2^64" payload_too_large
+raw "GET /metrics HTTP/1.1\\r\\nHost: x\\r\\nX-Big: $(head -c 40000 /dev/zero | tr '\0' a)\\r\\n\\r\\n" 431 "40 KB header" header_too_large
+raw "GET /metrics HTTP/1.1\\r\\nHost: x\\r\\n$(for i in $(seq 150); do printf 'X-%d: y\\r\\n' "$i"; done)\\r\\n" 431 "150 header fields" header_too_large
+pass "parsing: %00 in values/keys 400 JSON, 600 empty arguments 400 JSON in $many_ms ms, 5 KB target 414 JSON, 1 TB and >2^64 Content-Length one 413 JSON, 40 KB header and 150 fields 431 JSON"
 
 # slowloris: one header byte every 0.5 s; header_timeout = 2s
 slow_s=$(python3 - "$PORT" <<'PY'
