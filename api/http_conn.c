@@ -32,6 +32,7 @@
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <netinet/in.h>
+#include <sched.h>
 #include <time.h>
 
 #include "agent/log.h"
@@ -221,12 +222,18 @@ int http_conns_delay(struct http_server *h, struct MHD_Connection *conn, unsigne
 		cs->delayed = t;
 		cs->cap_delayed = cap;
 	}
-	/* Suspended before the thread can see it, so the resume never comes
-	 * first. */
-	MHD_suspend_connection(conn);
 	cs->delayed[cs->n_delayed].conn = conn;
 	cs->delayed[cs->n_delayed].at_ns = clock_mono_ns() + (int64_t)ms * 1000000;
+	cs->delayed[cs->n_delayed].suspended = false;
 	cs->n_delayed++;
+	pthread_mutex_unlock(&cs->lock);
+	/* Outside our lock (libmicrohttpd takes its own); the entry is only
+	 * resumed once marked suspended, so the resume never comes first. */
+	MHD_suspend_connection(conn);
+	pthread_mutex_lock(&cs->lock);
+	for (size_t i = 0; i < cs->n_delayed; i++)
+		if (cs->delayed[i].conn == conn)
+			cs->delayed[i].suspended = true;
 	pthread_cond_signal(&cs->cond);
 	pthread_mutex_unlock(&cs->lock);
 	return 0;
@@ -244,7 +251,7 @@ static void resume_due(struct http_conns *cs, bool all)
 		n = 0;
 		pthread_mutex_lock(&cs->lock);
 		for (size_t i = 0; i < cs->n_delayed && n < 64;) {
-			if (all || cs->delayed[i].at_ns <= now) {
+			if (cs->delayed[i].suspended && (all || cs->delayed[i].at_ns <= now)) {
 				due[n++] = cs->delayed[i].conn;
 				cs->delayed[i] = cs->delayed[--cs->n_delayed];
 			} else {
@@ -256,6 +263,13 @@ static void resume_due(struct http_conns *cs, bool all)
 		 * http_conns_notify (our lock) with its lock held. */
 		for (size_t i = 0; i < n; i++)
 			MHD_resume_connection(due[i]);
+		if (all && !n) { /* one may be between its entry and its suspend */
+			pthread_mutex_lock(&cs->lock);
+			n = cs->n_delayed ? 64 : 0;
+			pthread_mutex_unlock(&cs->lock);
+			if (n)
+				sched_yield();
+		}
 	} while (n == 64);
 }
 
@@ -274,7 +288,7 @@ static void *deadline_thread(void *arg)
 			if (!s->busy && !s->doomed && now - s->since_ns > limit)
 				doom(cs, s, HTTP_CLOSE_DEADLINE);
 		for (size_t i = 0; i < cs->n_delayed; i++)
-			if (cs->delayed[i].at_ns < wake)
+			if (cs->delayed[i].suspended && cs->delayed[i].at_ns < wake)
 				wake = cs->delayed[i].at_ns;
 		if (cs->n_delayed && wake <= now) {
 			pthread_mutex_unlock(&cs->lock);

@@ -52,6 +52,7 @@ enum http_close_reason {
 struct http_delayed {
 	struct MHD_Connection *conn;
 	int64_t at_ns;
+	bool suspended; /* MHD_suspend_connection returned */
 };
 
 struct http_conns {

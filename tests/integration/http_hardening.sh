@@ -151,7 +151,14 @@ if command -v prometheus-node-exporter >/dev/null; then
 else
 	echo "note: prometheus-node-exporter not installed; promtool check web-config only"
 fi
+# SIGTERM while wrong passwords wait out their delay (suspended connections)
+for i in $(seq 8); do
+	curl -s --max-time 5 --cacert "$T/ca.crt" -u "prometheus:wrong$i" -o /dev/null "$U/metrics" &
+done
+sleep 0.2
 stop_agent
+wait
+pass "SIGTERM with 8 failed logins in their delay: clean exit"
 
 # ---- 2. client certificates, and a real Prometheus scraping with all of it ----
 cat >"$T/web-mtls.yml" <<EOF
