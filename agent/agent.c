@@ -26,6 +26,7 @@
 #include "agent/status.h"
 #include "api/history.h"
 #include "api/routes.h"
+#include "api/webconfig.h"
 #include "collectors/collector.h"
 
 #define MAX_TABLES	 64
@@ -46,8 +47,19 @@ static const struct cfg_key agent_keys[] = {
 
 static const struct cfg_key http_keys[] = {
     {"listen", "127.0.0.1:9559", "address:port to serve on (port 0 = any free port)"},
-    {"max_connections", "64", "simultaneous HTTP connections"},
+    {"max_connections", "64",
+     "simultaneous HTTP connections; a new one past this closes the oldest without a request in "
+     "progress"},
+    {"max_per_ip", "0",
+     "connections per client address (0 = half of max_connections); a new one past this closes "
+     "that address's oldest idle one"},
     {"timeout", "10s", "idle connection timeout"},
+    {"header_timeout", "10s",
+     "a connection must send a complete request header within this after it is accepted or "
+     "after its previous response (slowloris)"},
+    {"web_config_file", "",
+     "exporter-toolkit web config (YAML: tls_server_config, basic_auth_users, "
+     "http_server_config), as for node_exporter's --web.config.file; empty = plain HTTP"},
     {"threads", "2", "HTTP worker threads"},
     {"admin", "false", "allow state-changing endpoints such as POST /api/v1/ifs/scans"},
     {"gzip", "auto",
@@ -184,16 +196,29 @@ static int table_retention(struct agent *a)
 static int http_config(struct agent *a, struct http_config *hc)
 {
 	struct config *cfg = &a->cfg;
-	uint64_t maxc, timeout, threads;
-	const char *gz;
+	uint64_t maxc, timeout, threads, per_ip, header_timeout;
+	const char *gz, *web;
 	bool admin;
 	int err;
 
 	if ((err = cfg_get_u64(cfg, "http", "max_connections", 1, 10000, &maxc)) ||
 	    (err = cfg_get_duration_ms(cfg, "http", "timeout", 1000, 3600000, &timeout)) ||
 	    (err = cfg_get_u64(cfg, "http", "threads", 1, 64, &threads)) ||
+	    (err = cfg_get_u64(cfg, "http", "max_per_ip", 0, 10000, &per_ip)) ||
+	    (err = cfg_get_duration_ms(cfg, "http", "header_timeout", 100, 3600000,
+				       &header_timeout)) ||
 	    (err = cfg_get_bool(cfg, "http", "admin", &admin)))
 		return err;
+	hc->max_per_ip = per_ip;
+	hc->header_timeout_ms = header_timeout;
+	web = cfg_get(cfg_section(cfg, "http"), "web_config_file");
+	if (web && *web) {
+		char msg[512];
+
+		hc->web = web_config_load(web, msg, sizeof(msg));
+		if (!hc->web)
+			return cfg_error(cfg, "http", "web_config_file", "%s", msg);
+	}
 	hc->listen = cfg_get(cfg_section(cfg, "http"), "listen");
 	hc->max_connections = maxc;
 	hc->timeout_s = timeout / 1000;

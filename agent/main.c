@@ -28,6 +28,9 @@ static void usage(FILE *out)
 		"  -L, --log-level LEVEL   error, warn, info or debug ([agent] log_level)\n"
 		"      --sysfs-root DIR    sysfs root, e.g. the IFS fake ([agent] sysfs_root)\n"
 		"      --port-file FILE    write the bound HTTP port here once listening\n"
+		"      --web.config.file FILE\n"
+		"                          TLS and basic auth in exporter-toolkit's YAML format\n"
+		"                          ([http] web_config_file)\n"
 		"      --print-config      print every config key with its default and exit\n"
 		"  -h, --help              this help\n"
 		"  -V, --version           version\n"
@@ -37,7 +40,7 @@ static void usage(FILE *out)
 			collector_registry[i]->help ? collector_registry[i]->help : "");
 }
 
-enum { OPT_SYSFS_ROOT = 256, OPT_PORT_FILE, OPT_PRINT_CONFIG };
+enum { OPT_SYSFS_ROOT = 256, OPT_PORT_FILE, OPT_PRINT_CONFIG, OPT_WEB_CONFIG };
 
 int main(int argc, char **argv)
 {
@@ -48,6 +51,7 @@ int main(int argc, char **argv)
 	    {"log-level", required_argument, NULL, 'L'},
 	    {"sysfs-root", required_argument, NULL, OPT_SYSFS_ROOT},
 	    {"port-file", required_argument, NULL, OPT_PORT_FILE},
+	    {"web.config.file", required_argument, NULL, OPT_WEB_CONFIG},
 	    {"print-config", no_argument, NULL, OPT_PRINT_CONFIG},
 	    {"help", no_argument, NULL, 'h'},
 	    {"version", no_argument, NULL, 'V'},
@@ -80,6 +84,10 @@ int main(int argc, char **argv)
 			break;
 		case OPT_SYSFS_ROOT:
 			overrides[n_over++] = (typeof(overrides[0])){"agent", "sysfs_root", optarg};
+			break;
+		case OPT_WEB_CONFIG:
+			overrides[n_over++] =
+			    (typeof(overrides[0])){"http", "web_config_file", optarg};
 			break;
 		case OPT_PORT_FILE:
 			port_file = optarg;

@@ -23,6 +23,8 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <gnutls/gnutls.h>
+#include <gnutls/x509.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
 #include <stdarg.h>
@@ -35,6 +37,8 @@
 
 #include "agent/log.h"
 #include "api/http.h"
+#include "api/http_internal.h"
+#include "api/webconfig.h"
 #include "api/negotiate.h"
 #include "api/reply.h"
 #include "api/metrics.h"
@@ -42,35 +46,14 @@
 #define CT_JSON "application/json"
 #define CT_TEXT "text/plain; charset=utf-8"
 
-struct http_route_entry {
-	char *method;
-	char *path;
-	size_t path_len;
-	bool prefix;
-	http_handler fn;
-	void *arg;
-	struct metric_series *duration; /* this route's histogram series */
-};
-
-struct http_server {
-	struct http_config cfg;
-	char *listen;
-	struct sockaddr_storage addr;
-	socklen_t addrlen;
-	struct metrics *metrics;
-	struct metric *m_requests;
-	struct metric *m_duration;
-	struct metric_series *other_duration;
-	struct http_route_entry *routes;
-	size_t n_routes, cap_routes;
-	struct MHD_Daemon *daemon;
-	uint16_t port;
-};
-
 /* Per-request state, from the first call of the access handler to the
  * completion callback. */
 struct http_conn {
 	int64_t start_ns;
+	bool seen;	   /* the access handler ran once */
+	bool refused;	   /* answered from the URI callback; close */
+	int deny_status;   /* 401/403 to send when resumed after a delay */
+	char deny_msg[160];
 	char *body;
 	size_t body_len, body_cap;
 	bool too_large;
@@ -158,13 +141,20 @@ struct http_server *http_new(const struct http_config *cfg, struct metrics *m)
 	int err;
 
 	if (!cfg || !cfg->listen) {
+		if (cfg)
+			web_config_free(cfg->web);
 		errno = EINVAL;
 		return NULL;
 	}
 	h = calloc(1, sizeof(*h));
-	if (!h)
+	if (!h) {
+		web_config_free(cfg->web);
 		return NULL;
+	}
 	h->cfg = *cfg;
+	h->web = cfg->web;
+	h->cfg.web = NULL;
+	h->tls = h->web && h->web->cert_pem;
 	h->listen = strdup(cfg->listen);
 	if (!h->listen) {
 		err = -ENOMEM;
@@ -179,6 +169,10 @@ struct http_server *http_new(const struct http_config *cfg, struct metrics *m)
 		h->cfg.threads = 1;
 	if (!h->cfg.max_per_ip)
 		h->cfg.max_per_ip = h->cfg.max_connections > 1 ? h->cfg.max_connections / 2 : 1;
+	if (h->cfg.max_per_ip > h->cfg.max_connections)
+		h->cfg.max_per_ip = h->cfg.max_connections;
+	if (!h->cfg.header_timeout_ms)
+		h->cfg.header_timeout_ms = 10000;
 	err = http_listen_parse(cfg->listen, &h->addr, &h->addrlen);
 	if (err) {
 		log_err("http", "listen address \"%s\": expected HOST:PORT, [IPV6]:PORT or :PORT",
@@ -202,9 +196,15 @@ struct http_server *http_new(const struct http_config *cfg, struct metrics *m)
 
 		h->other_duration = metric_series(h->m_duration, v);
 	}
+	err = http_conns_init(h);
+	if (err) {
+		http_conns_free(h);
+		goto out_free;
+	}
 	return h;
 
 out_free:
+	web_config_free(h->web);
 	free(h->listen);
 	free(h);
 	errno = -err;
@@ -579,9 +579,184 @@ static enum MHD_Result queue(const struct http_server *h, struct MHD_Connection 
 	MHD_add_response_header(mr, MHD_HTTP_HEADER_VARY, MHD_HTTP_HEADER_ACCEPT_ENCODING);
 	if (gz)
 		MHD_add_response_header(mr, MHD_HTTP_HEADER_CONTENT_ENCODING, "gzip");
+	if (res->status == 401)
+		MHD_add_response_header(mr, MHD_HTTP_HEADER_WWW_AUTHENTICATE,
+					"Basic realm=\"sysobs\", charset=\"UTF-8\"");
+	for (size_t i = 0; h->web && i < h->web->n_headers; i++)
+		MHD_add_response_header(mr, h->web->headers[i].name, h->web->headers[i].value);
 	ret = MHD_queue_response(conn, (unsigned)res->status, mr);
 	MHD_destroy_response(mr);
 	return ret;
+}
+
+/* ---- state-changing routes ---- */
+
+/* The address this connection arrived at (the listen address, or for a
+ * wildcard listener the local address the client chose). */
+static bool local_addr(struct MHD_Connection *conn, struct sockaddr_storage *ss)
+{
+	const union MHD_ConnectionInfo *ci =
+	    MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+	socklen_t len = sizeof(*ss);
+
+	return ci && !getsockname(ci->connect_fd, (struct sockaddr *)ss, &len);
+}
+
+static bool addr_is_loopback(const struct sockaddr_storage *ss)
+{
+	if (ss->ss_family == AF_INET)
+		return (ntohl(((const struct sockaddr_in *)ss)->sin_addr.s_addr) >> 24) == 127;
+	if (ss->ss_family == AF_INET6) {
+		const struct in6_addr *a = &((const struct sockaddr_in6 *)ss)->sin6_addr;
+
+		return IN6_IS_ADDR_LOOPBACK(a) ||
+		       (IN6_IS_ADDR_V4MAPPED(a) && a->s6_addr[12] == 127);
+	}
+	return false;
+}
+
+/*
+ * Does an authority ("host[:port]" of a Host header or an Origin) name this
+ * server as the client reached it? The host must be the local address of
+ * the connection, or for a loopback one any loopback form (localhost,
+ * 127.0.0.1, [::1]); the port must be ours (or absent when ours is the
+ * scheme's default). Names other than localhost are not resolved, so a
+ * DNS rebinding page cannot pass.
+ */
+static bool authority_is_us(const struct http_server *h, const struct sockaddr_storage *local,
+			    const char *a, size_t len)
+{
+	char host[64];
+	const char *colon = NULL, *hend;
+	unsigned long port = h->tls ? 443 : 80;
+	bool loop = addr_is_loopback(local);
+
+	if (len == 0 || len >= 128)
+		return false;
+	if (a[0] == '[') {
+		const char *close = memchr(a, ']', len);
+
+		if (!close)
+			return false;
+		hend = close + 1;
+		if (hend < a + len && *hend != ':')
+			return false;
+		colon = hend < a + len ? hend : NULL;
+	} else {
+		colon = memchr(a, ':', len);
+		hend = colon ? colon : a + len;
+	}
+	if (colon) {
+		char pbuf[8], *end;
+		size_t plen = (size_t)(a + len - colon - 1);
+
+		if (plen == 0 || plen >= sizeof(pbuf))
+			return false;
+		memcpy(pbuf, colon + 1, plen);
+		pbuf[plen] = '\0';
+		port = strtoul(pbuf, &end, 10);
+		if (*end || pbuf[0] < '0' || pbuf[0] > '9')
+			return false;
+	}
+	if (port != h->port)
+		return false;
+	if ((size_t)(hend - a) >= sizeof(host))
+		return false;
+	if (a[0] == '[') {
+		memcpy(host, a + 1, (size_t)(hend - a - 2));
+		host[hend - a - 2] = '\0';
+	} else {
+		memcpy(host, a, (size_t)(hend - a));
+		host[hend - a] = '\0';
+	}
+	if (!strcasecmp(host, "localhost"))
+		return loop;
+	struct sockaddr_storage ss = {0};
+
+	if (inet_pton(AF_INET, host, &((struct sockaddr_in *)&ss)->sin_addr) == 1)
+		ss.ss_family = AF_INET;
+	else if (a[0] == '[' && inet_pton(AF_INET6, host, &((struct sockaddr_in6 *)&ss)->sin6_addr) == 1)
+		ss.ss_family = AF_INET6;
+	else
+		return false;
+	if (loop && addr_is_loopback(&ss))
+		return true;
+	if (local->ss_family == AF_INET && ss.ss_family == AF_INET)
+		return ((const struct sockaddr_in *)local)->sin_addr.s_addr ==
+		       ((struct sockaddr_in *)&ss)->sin_addr.s_addr;
+	if (local->ss_family == AF_INET6 && ss.ss_family == AF_INET6)
+		return !memcmp(&((const struct sockaddr_in6 *)local)->sin6_addr,
+			       &((struct sockaddr_in6 *)&ss)->sin6_addr, 16);
+	return false;
+}
+
+/*
+ * Checks a request to a state-changing route: 403 unless [http] admin is
+ * on, the Host is this server, an Origin (if sent) is this server and the
+ * browser does not flag it cross-site; 415 unless a POST body is JSON (a form
+ * or text/plain body is what a cross-site page can send without a
+ * preflight; protobuf is as safe). 0 when it may run; msg says why not.
+ */
+static bool media_type_is(const char *ct, const char *type)
+{
+	size_t n = strlen(type);
+
+	while (*ct == ' ' || *ct == '\t')
+		ct++;
+	return !strncasecmp(ct, type, n) &&
+	       (!ct[n] || ct[n] == ';' || ct[n] == ' ' || ct[n] == '\t');
+}
+
+static int admin_check(const struct http_server *h, struct MHD_Connection *conn,
+		       const char *method, char *msg, size_t msglen)
+{
+	const char *host, *origin, *site, *ct;
+	struct sockaddr_storage local = {0};
+
+	if (!h->cfg.admin) {
+		snprintf(msg, msglen, "state-changing endpoints are disabled ([http] admin = false)");
+		return 403;
+	}
+	if (!conn)
+		return 0;
+	host = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_HOST);
+	origin = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Origin");
+	site = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Sec-Fetch-Site");
+	ct = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
+	if (!local_addr(conn, &local)) {
+		snprintf(msg, msglen, "cannot tell the local address");
+		return 403;
+	}
+	if (!host || !authority_is_us(h, &local, host, strlen(host))) {
+		snprintf(msg, msglen, "Host %.64s is not this server's address and port",
+			 host ? host : "(none)");
+		return 403;
+	}
+	if (origin) {
+		const char *scheme = h->tls ? "https://" : "http://";
+		size_t sl = strlen(scheme);
+
+		if (strncasecmp(origin, scheme, sl) ||
+		    !authority_is_us(h, &local, origin + sl, strlen(origin + sl))) {
+			snprintf(msg, msglen, "cross-origin request refused (Origin %.64s)", origin);
+			return 403;
+		}
+	}
+	if (site && strcasecmp(site, "same-origin") && strcasecmp(site, "none")) {
+		snprintf(msg, msglen, "cross-site request refused (Sec-Fetch-Site %.32s)", site);
+		return 403;
+	}
+	/* Only POST can come cross-site without a preflight, and only with a
+	 * form or text/plain body. */
+	if (strcmp(method, MHD_HTTP_METHOD_POST))
+		return 0;
+	if (!ct || (!media_type_is(ct, API_CT_JSON) && !media_type_is(ct, API_CT_PROTOBUF))) {
+		snprintf(msg, msglen,
+			 "the body must be Content-Type: application/json (or %s), not %.64s",
+			 API_CT_PROTOBUF, ct ? ct : "(none)");
+		return 415;
+	}
+	return 0;
 }
 
 static enum MHD_Result reply_error_now(struct http_server *h, struct MHD_Connection *conn,
@@ -625,11 +800,15 @@ static enum MHD_Result dispatch(struct http_server *h, struct MHD_Connection *co
 		snprintf(msg, sizeof(msg), "no such route: %.200s", url);
 		return reply_error_now(h, conn, c, NULL, 404, "not_found", msg, NULL);
 	}
-	if (!h->cfg.admin && strcmp(r->method, MHD_HTTP_METHOD_GET) &&
-	    strcmp(r->method, MHD_HTTP_METHOD_HEAD))
-		return reply_error_now(
-		    h, conn, c, r, 403, "forbidden",
-		    "state-changing endpoints are disabled ([http] admin = false)", NULL);
+	if (strcmp(r->method, MHD_HTTP_METHOD_GET) && strcmp(r->method, MHD_HTTP_METHOD_HEAD)) {
+		int status = admin_check(h, conn, method, msg, sizeof(msg));
+
+		if (status)
+			return reply_error_now(h, conn, c, r, status,
+					       status == 415 ? "unsupported_media_type"
+							     : "forbidden",
+					       msg, NULL);
+	}
 	if (c->too_large) {
 		snprintf(msg, sizeof(msg), "request body larger than %u bytes", HTTP_BODY_MAX);
 		return reply_error_now(h, conn, c, r, 413, "payload_too_large", msg, NULL);
@@ -662,6 +841,195 @@ static enum MHD_Result dispatch(struct http_server *h, struct MHD_Connection *co
 	return ret;
 }
 
+/*
+ * Answers a request from the URI callback, before libmicrohttpd parses its
+ * arguments: each argument takes a record of libmicrohttpd's per-connection
+ * memory, and 600 empty ones ("?&&&...", 1.2 KB) exhaust it, after which
+ * libmicrohttpd cannot even build its own error and holds the connection
+ * until its timeout. The JSON answer is written to the socket directly
+ * (nothing else was sent on it for this request) and the socket is shut
+ * down, so libmicrohttpd closes the connection. Over TLS the socket is
+ * only shut down.
+ */
+static const char *reason_phrase(int status)
+{
+	switch (status) {
+	case 400: return "Bad Request";
+	case 408: return "Request Timeout";
+	case 413: return "Content Too Large";
+	case 414: return "URI Too Long";
+	case 431: return "Request Header Fields Too Large";
+	default: return "Error";
+	}
+}
+
+void http_write_error(struct http_server *h, int fd, int status, const char *code,
+		      const char *msg, int64_t start_ns)
+{
+	struct http_response res = {0};
+	char head[256];
+	int n;
+
+	http_reply_error(&res, status, code, "%s", msg);
+	n = snprintf(head, sizeof(head),
+		     "HTTP/1.1 %d %s\r\nConnection: close\r\nContent-Type: %s\r\n"
+		     "X-Content-Type-Options: nosniff\r\nCache-Control: no-store\r\n"
+		     "Content-Length: %zu\r\n\r\n",
+		     status, reason_phrase(status), res.content_type ? res.content_type : CT_JSON,
+		     res.len);
+	if (n > 0 && (size_t)n < sizeof(head) &&
+	    send(fd, head, (size_t)n, MSG_NOSIGNAL | MSG_DONTWAIT) == n && res.body)
+		(void)!send(fd, res.body, res.len, MSG_NOSIGNAL | MSG_DONTWAIT);
+	free(res.body);
+	if (h) {
+		struct http_conn c = {.start_ns = start_ns};
+
+		count_request(h, NULL, &c, status);
+	}
+}
+
+int http_target_check(const char *uri, size_t len, char *msg, size_t msglen, const char **code)
+{
+	const char *q, *end = uri + len;
+	size_t n_args = 0;
+
+	*code = "bad_request";
+	if (len > HTTP_URL_MAX) {
+		*code = "uri_too_long";
+		snprintf(msg, msglen, "request target longer than %d bytes", HTTP_URL_MAX);
+		return 414;
+	}
+	/* libmicrohttpd decodes %00 into a NUL that cuts a key or a value
+	 * short ("limit=5%00x" would read as "limit=5"). */
+	for (const char *p = uri; p + 2 < end; p++)
+		if (p[0] == '%' && p[1] == '0' && p[2] == '0') {
+			snprintf(msg, msglen, "NUL (%%00) in the request target");
+			return 400;
+		}
+	q = memchr(uri, '?', len);
+	if (q)
+		for (n_args = 1; (q = memchr(q + 1, '&', (size_t)(end - q - 1))); n_args++)
+			;
+	if (n_args > HTTP_ARGS_MAX) {
+		snprintf(msg, msglen, "more than %d query parameters", HTTP_ARGS_MAX);
+		return 400;
+	}
+	return 0;
+}
+
+/*
+ * Answers a request from the URI callback, before libmicrohttpd parses its
+ * arguments: each argument takes a record of libmicrohttpd's per-connection
+ * memory, and 600 empty ones ("?&&&...", 1.2 KB) exhaust it, after which
+ * libmicrohttpd cannot even build its own error and holds the connection
+ * until its timeout. The JSON answer is written to the socket directly
+ * (nothing else was sent on it for this request) and the socket is shut
+ * down, so libmicrohttpd closes the connection. Over TLS the socket is
+ * only shut down. (A connection's first request is screened earlier, in
+ * http_accept.c; this catches the next ones of a kept-alive connection.)
+ */
+static void refuse_early(struct http_server *h, struct MHD_Connection *conn, struct http_conn *c,
+			 int status, const char *code, const char *msg)
+{
+	const union MHD_ConnectionInfo *ci =
+	    MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+
+	c->refused = true;
+	if (ci && !h->tls)
+		http_write_error(h, ci->connect_fd, status, code, msg, c->start_ns);
+	else
+		count_request(h, NULL, c, status);
+	http_conns_close(h, conn, HTTP_CLOSE_REJECTED);
+}
+
+/* MHD_OPTION_URI_LOG_CALLBACK: the raw request target, before decoding;
+ * what it returns is the request's state. */
+static void *on_uri(void *cls, const char *uri, struct MHD_Connection *conn)
+{
+	struct http_server *h = cls;
+	struct http_conn *c = calloc(1, sizeof(*c));
+	const char *code;
+	char msg[128];
+	int status;
+
+	if (!c)
+		return NULL;
+	c->start_ns = clock_mono_ns();
+	if (!uri)
+		return c;
+	status = http_target_check(uri, strnlen(uri, HTTP_URL_MAX + 1), msg, sizeof(msg), &code);
+	if (status)
+		refuse_early(h, conn, c, status, code, msg);
+	return c;
+}
+
+/* tls_server_config.client_auth_type, checked once per connection. */
+static bool client_cert_ok(struct http_server *h, struct MHD_Connection *conn, char *msg,
+			   size_t msglen)
+{
+	enum web_client_auth mode = h->web ? h->web->client_auth : WEB_CLIENT_NONE;
+	const union MHD_ConnectionInfo *ci;
+	struct http_sock *s;
+	gnutls_session_t tls;
+	unsigned n = 0, status = 0;
+	bool given, ok;
+
+	if (!h->tls || mode == WEB_CLIENT_NONE || mode == WEB_CLIENT_REQUEST)
+		return true;
+	s = http_conns_sock(conn);
+	if (s && s->tls_verdict)
+		return s->tls_verdict > 0;
+	ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_GNUTLS_SESSION);
+	tls = ci ? ci->tls_session : NULL;
+	given = tls && gnutls_certificate_get_peers(tls, &n) && n > 0;
+	if (!given)
+		ok = mode == WEB_CLIENT_VERIFY_IF_GIVEN;
+	else if (mode == WEB_CLIENT_REQUIRE_ANY)
+		ok = true;
+	else
+		ok = gnutls_certificate_verify_peers2(tls, &status) == 0 && status == 0;
+	if (!ok)
+		snprintf(msg, msglen, "%s",
+			 given ? "client certificate not signed by client_ca_file (or invalid)"
+			       : "a client certificate is required");
+	if (s)
+		s->tls_verdict = ok ? 1 : -1;
+	return ok;
+}
+
+/*
+ * basic_auth_users: 0 when the request may go on, else the status to answer
+ * (401). A wrong password is answered after HTTP_AUTH_DELAY_MS with the
+ * connection suspended, not a server thread asleep.
+ */
+static int basic_auth(struct http_server *h, struct MHD_Connection *conn, struct http_conn *c,
+		      bool *delay)
+{
+	char *pass = NULL, *user;
+	bool ok;
+
+	*delay = false;
+	if (!h->web || !h->web->n_users)
+		return 0;
+	user = MHD_basic_auth_get_username_password(conn, &pass);
+	if (!user) {
+		snprintf(c->deny_msg, sizeof(c->deny_msg), "authentication required");
+		MHD_free(pass);
+		return 401;
+	}
+	ok = pass && web_auth_check(h->web, user, pass);
+	if (pass) {
+		explicit_bzero(pass, strlen(pass));
+		MHD_free(pass);
+	}
+	MHD_free(user);
+	if (ok)
+		return 0;
+	snprintf(c->deny_msg, sizeof(c->deny_msg), "wrong user name or password");
+	*delay = true;
+	return 401;
+}
+
 static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const char *url,
 				 const char *method, const char *version, const char *upload_data,
 				 size_t *upload_data_size, void **con_cls)
@@ -669,14 +1037,37 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const c
 	struct http_server *h = cls;
 	struct http_conn *c = *con_cls;
 
-	if (!c) {
-		const char *cl;
-
+	if (!c) { /* no URI callback ran (a request built by hand) */
 		c = calloc(1, sizeof(*c));
 		if (!c)
 			return MHD_NO;
 		c->start_ns = clock_mono_ns();
 		*con_cls = c;
+	}
+	if (c->refused)
+		return MHD_NO;
+	if (c->deny_status) /* resumed after the failure delay */
+		return reply_error_now(h, conn, c, NULL, c->deny_status,
+				       c->deny_status == 401 ? "unauthorized" : "forbidden",
+				       c->deny_msg, NULL);
+	if (!c->seen) {
+		const char *cl;
+		bool delay;
+		int status;
+
+		c->seen = true;
+		http_conns_busy(h, conn, true);
+		if (!client_cert_ok(h, conn, c->deny_msg, sizeof(c->deny_msg)))
+			return reply_error_now(h, conn, c, NULL, 403, "forbidden", c->deny_msg,
+					       NULL);
+		status = basic_auth(h, conn, c, &delay);
+		if (status) {
+			c->deny_status = status;
+			if (delay && !http_conns_delay(h, conn, HTTP_AUTH_DELAY_MS))
+				return MHD_YES;
+			return reply_error_now(h, conn, c, NULL, status, "unauthorized",
+					       c->deny_msg, NULL);
+		}
 		/* Refuse a declared oversize body before reading any of it. */
 		cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
 						 MHD_HTTP_HEADER_CONTENT_LENGTH);
@@ -722,10 +1113,13 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const c
 static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 			 enum MHD_RequestTerminationCode toe)
 {
+	struct http_server *h = cls;
 	struct http_conn *c = *con_cls;
 
 	if (!c)
 		return;
+	if (c->seen)
+		http_conns_busy(h, conn, false);
 	free(c->body);
 	free(c);
 	*con_cls = NULL;
@@ -745,6 +1139,11 @@ static void mhd_log(void *cls, const char *fmt, va_list ap)
 
 /* ---- lifecycle ---- */
 
+/* A deep accept queue: under a connection flood the server accepts and
+ * evicts quickly, but a fresh client's SYN dropped on a full queue costs it
+ * the 1 s SYN retransmission. The kernel caps it at net.core.somaxconn. */
+#define SOMAXCONN_WANTED 4096
+
 static int listen_socket(struct http_server *h, int *fd_out)
 {
 	struct sockaddr_storage ss;
@@ -762,7 +1161,7 @@ static int listen_socket(struct http_server *h, int *fd_out)
 		log_err("http", "cannot bind %s: %s", h->listen, strerror(-err));
 		goto out_close;
 	}
-	if (listen(fd, 128) < 0) {
+	if (listen(fd, SOMAXCONN_WANTED) < 0) {
 		err = -errno;
 		log_err("http", "cannot listen on %s: %s", h->listen, strerror(-err));
 		goto out_close;
@@ -783,7 +1182,9 @@ out_close:
 
 int http_start(struct http_server *h)
 {
-	unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO | MHD_USE_ERROR_LOG;
+	unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO | MHD_USE_ERROR_LOG |
+			 MHD_ALLOW_SUSPEND_RESUME | MHD_USE_NO_LISTEN_SOCKET;
+	const struct web_config *w = h ? h->web : NULL;
 	int fd = -1, err;
 
 	if (!h)
@@ -795,25 +1196,65 @@ int http_start(struct http_server *h)
 		return err;
 	if (h->addr.ss_family == AF_INET6)
 		flags |= MHD_USE_IPv6;
-	/* The logger first, or MHD prints its early messages itself. */
-	struct MHD_OptionItem opts[] = {
+	if (h->tls) {
+		if (!MHD_is_feature_supported(MHD_FEATURE_TLS)) {
+			close(fd);
+			log_err("http", "this libmicrohttpd is built without TLS");
+			return -ENOTSUP;
+		}
+		flags |= MHD_USE_TLS;
+	}
+	/*
+	 * The logger first, or MHD prints its early messages itself. The
+	 * limits are ours (http_conn.c: max_connections live ones, evicting);
+	 * MHD's own limit is a hard cap above them, with room for the ones
+	 * shut down but not yet closed (at its limit MHD stops accepting and
+	 * a fresh client waits in the accept queue) and split between the
+	 * pool's threads.
+	 */
+	struct MHD_OptionItem opts[16] = {
 	    {MHD_OPTION_EXTERNAL_LOGGER, (intptr_t)mhd_log, h},
-	    {MHD_OPTION_LISTEN_SOCKET, fd, NULL},
-	    {MHD_OPTION_CONNECTION_LIMIT, h->cfg.max_connections, NULL},
-	    {MHD_OPTION_PER_IP_CONNECTION_LIMIT, h->cfg.max_per_ip, NULL},
+	    {MHD_OPTION_CONNECTION_LIMIT, 2 * h->cfg.max_connections + h->cfg.threads, NULL},
 	    {MHD_OPTION_CONNECTION_TIMEOUT, h->cfg.timeout_s, NULL},
 	    {MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)on_completed, h},
-	    {h->cfg.threads > 1 ? MHD_OPTION_THREAD_POOL_SIZE : MHD_OPTION_END, h->cfg.threads,
-	     NULL},
-	    {MHD_OPTION_END, 0, NULL},
+	    {MHD_OPTION_NOTIFY_CONNECTION, (intptr_t)http_conns_notify, h},
+	    {MHD_OPTION_URI_LOG_CALLBACK, (intptr_t)on_uri, h},
 	};
+	size_t no = 6;
+
+	if (h->tls) {
+		opts[no++] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_CERT, 0, w->cert_pem};
+		opts[no++] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_KEY, 0, w->key_pem};
+		opts[no++] =
+		    (struct MHD_OptionItem){MHD_OPTION_HTTPS_PRIORITIES, 0, w->tls_priorities};
+		if (w->client_ca_pem && w->client_auth != WEB_CLIENT_NONE)
+			opts[no++] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_TRUST, 0,
+							     w->client_ca_pem};
+	}
+	if (h->cfg.threads > 1)
+		opts[no++] = (struct MHD_OptionItem){MHD_OPTION_THREAD_POOL_SIZE, h->cfg.threads,
+						     NULL};
+	opts[no] = (struct MHD_OptionItem){MHD_OPTION_END, 0, NULL};
 
 	h->daemon = MHD_start_daemon(flags, 0, NULL, NULL, on_access, h, MHD_OPTION_ARRAY, opts,
 				     MHD_OPTION_END);
 	if (!h->daemon) {
 		close(fd);
-		log_err("http", "cannot start the HTTP server on %s", h->listen);
+		log_err("http", "cannot start the HTTP server on %s%s", h->listen,
+			h->tls ? " (check the TLS certificate and key)" : "");
 		return -EIO;
+	}
+	/* The listening socket is ours (http_accept.c): connections reach
+	 * libmicrohttpd with their first request header complete. */
+	err = http_conns_start(h);
+	if (!err)
+		err = http_acceptor_start(h, fd);
+	if (err) {
+		close(fd);
+		http_conns_stop(h);
+		MHD_stop_daemon(h->daemon);
+		h->daemon = NULL;
+		return err;
 	}
 	log_debug("http", "listening on %s (port %u, %u thread%s)", h->listen, h->port,
 		  h->cfg.threads, h->cfg.threads == 1 ? "" : "s");
@@ -829,8 +1270,12 @@ void http_free(struct http_server *h)
 {
 	if (!h)
 		return;
+	http_acceptor_stop(h);
+	http_conns_stop(h);
 	if (h->daemon)
 		MHD_stop_daemon(h->daemon);
+	http_conns_free(h);
+	web_config_free(h->web);
 	for (size_t i = 0; i < h->n_routes; i++) {
 		free(h->routes[i].method);
 		free(h->routes[i].path);

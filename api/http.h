@@ -6,6 +6,12 @@
  * routes through their ops (see collector.h).
  *
  * Errors are always JSON: {"error":{"code":"bad_request","message":"..."}}.
+ *
+ * With a web config (exporter-toolkit's --web.config.file): HTTPS, client
+ * certificates and basic auth on every route. State-changing routes (any
+ * method but GET/HEAD) answer only with [http] admin = true, and then only
+ * to a request of Content-Type application/json whose Host (and Origin, if
+ * any) names the address the server was reached at.
  */
 #ifndef SYSOBS_HTTP_H
 #define SYSOBS_HTTP_H
@@ -19,6 +25,7 @@
 struct http_server;
 struct MHD_Connection;
 struct metrics;
+struct web_config;
 
 struct http_request {
 	const char *method;
@@ -61,12 +68,18 @@ struct http_config {
 	enum http_gzip_mode gzip; /* compression of bodies >= HTTP_GZIP_MIN */
 	unsigned max_per_ip;	  /* connections per client address; 0: half of
 				   * max_connections */
+	unsigned header_timeout_ms; /* whole request header within this after
+				     * accept or the previous response; 0: 10 s */
+	struct web_config *web; /* TLS and basic auth (api/webconfig.h); taken
+				 * by http_new, even when it fails; NULL: none */
 };
 
 #define HTTP_BODY_MAX	 (64 * 1024) /* larger POST bodies get 413 */
 #define HTTP_ARGS_MAX	 64	     /* more query arguments get 400 */
 #define HTTP_ROUTE_OTHER "other"     /* route label of requests matching no route */
 #define HTTP_GZIP_MIN	 1024	     /* smaller bodies are sent as they are */
+#define HTTP_URL_MAX	 4096	     /* longer request targets get 414 */
+#define HTTP_AUTH_DELAY_MS 300	     /* a wrong password is answered after this */
 
 struct http_server *http_new(const struct http_config *cfg, struct metrics *m);
 /* prefix=true: matches path == p or path starting with p + '/'. */

@@ -368,6 +368,29 @@ static int family_init(struct metric *f, enum metric_type type, const char *name
 	return 0;
 }
 
+/*
+ * OpenMetrics names a counter family without its _total: a counter X_total
+ * and a family X would be two families of one name there (a scrape fails).
+ * Refused at registration, whichever comes second.
+ */
+static bool om_name_clash(const struct metrics *m, enum metric_type type, const char *name)
+{
+	size_t n = strlen(name), i;
+	bool counter_total = type == METRIC_COUNTER && n > 6 && !strcmp(name + n - 6, "_total");
+	char other[256];
+	bool found;
+
+	if (n + 7 > sizeof(other))
+		return false;
+	memcpy(other, name, n);
+	if (counter_total)
+		other[n - 6] = '\0'; /* X_total: is there an X? */
+	else
+		strcpy(other + n, "_total"); /* X: is there a counter X_total? */
+	i = family_find(m, other, &found);
+	return found && (counter_total || m->fams[i]->type == METRIC_COUNTER);
+}
+
 static struct metric *metrics_register(struct metrics *m, enum metric_type type, const char *name,
 				       const char *help, const char *const *labels,
 				       const double *bounds, size_t n_bounds)
@@ -407,6 +430,10 @@ static struct metric *metrics_register(struct metrics *m, enum metric_type type,
 	}
 
 	pthread_mutex_lock(&m->lock);
+	if (om_name_clash(m, type, name)) {
+		err = -EEXIST;
+		goto out_unlock;
+	}
 	pos = family_find(m, name, &found);
 	if (found) {
 		f = m->fams[pos];

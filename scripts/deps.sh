@@ -9,9 +9,11 @@ PKGS=(
 	libsqlite3-dev libmicrohttpd-dev libjansson-dev libinih-dev libmnl-dev
 	libprotobuf-c-dev protobuf-c-compiler libcurl4-openssl-dev libprotobuf-dev protobuf-compiler python3-protobuf
 	libbpf-dev bpftool libelf-dev zlib1g-dev libseccomp-dev libsnappy-dev
+	libyaml-dev libcrypt-dev libgnutls28-dev
 	# tests
 	libcmocka-dev curl jq sqlite3 bc iproute2 nftables prometheus procps
 	python3-prometheus-client
+	openssl
 	prometheus-alertmanager bpftrace libfuse3-dev fuse3
 	# VM tests (tests/vm): test kernel build, qemu, initramfs, EROFS/ext4 images
 	linux-source-6.12 flex bison bc libssl-dev dwarves cpio kmod xz-utils

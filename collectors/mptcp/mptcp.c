@@ -159,7 +159,7 @@ static const struct metric_desc mptcp_metrics[] = {
 	 "read inside it), by counter name as the kernel spells it without the MPTcpExt "
 	 "prefix (nstat: MPTcpExt<counter>).",
 	 METRIC_KIND_COUNTER, mptcp_mib_l},
-    [MPTCP_M_MIB_GAUGE] = {"sysobs_mptcp_mib",
+    [MPTCP_M_MIB_GAUGE] = {"sysobs_mptcp_mib_current",
 			   "The MPTcpExt MIB entries that are gauges (MPCurrEstab: established "
 			   "MPTCP connections), per watched namespace.",
 			   METRIC_KIND_GAUGE, mptcp_mib_l},

@@ -38,7 +38,7 @@
 #      subflows only a resync saw (2.) are not observed.
 #   8. MIB: every MPTcpExt counter of both namespaces in /metrics
 #      (sysobs_mptcp_mib_total{netns,counter}, MPCurrEstab as the gauge
-#      sysobs_mptcp_mib) equals `nstat -az` in that namespace, after all the
+#      sysobs_mptcp_mib_current) equals `nstat -az` in that namespace, after all the
 #      traffic above (fast closes, failed joins, fallbacks included).
 #
 # Each check prints "FIGURE: name expected=.. got=..". MPTCP_TRUTH_SOFT=1
@@ -388,7 +388,7 @@ for ns in "$NS_A:$INO_A" "$NS_B:$INO_B"; do
 	name=${ns%%:*} ino=${ns##*:}
 	ip netns exec "$name" nstat -asz 2>/dev/null | awk '$1 ~ /^MPTcpExt/ { sub(/^MPTcpExt/, "", $1); print $1, $2 }' |
 		sort >"$T/nstat.$ino"
-	awk -v ino="$ino" 'match($0, /^sysobs_mptcp_mib(_total)?\{netns="[0-9]+",counter="[A-Za-z0-9_]+"\} /) {
+	awk -v ino="$ino" 'match($0, /^sysobs_mptcp_mib(_total|_current)\{netns="[0-9]+",counter="[A-Za-z0-9_]+"\} /) {
 			split($0, a, "\""); if (a[2] == ino) print a[4], $2 }' "$T/metrics.txt" | sort >"$T/agent_mib.$ino"
 	check "mib: $name counters in /metrics = nstat ($(wc -l <"$T/nstat.$ino") counters)" same \
 		"$(diff -q "$T/nstat.$ino" "$T/agent_mib.$ino" >/dev/null && echo same || diff "$T/nstat.$ino" "$T/agent_mib.$ino" | head -5 | tr '\n' ' ')"

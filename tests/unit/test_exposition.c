@@ -487,6 +487,24 @@ static void test_gone_and_owners(void **state)
 	metrics_free(m);
 }
 
+static void test_openmetrics_name_clash(void **state)
+{
+	struct metrics *m = metrics_new();
+
+	/* Counter x_total is family x in OpenMetrics: a second x is refused. */
+	assert_non_null(metrics_counter(m, "t_mib_total", "", NULL));
+	errno = 0;
+	assert_null(metrics_gauge(m, "t_mib", "", NULL));
+	assert_int_equal(errno, EEXIST);
+	/* The other order too. */
+	assert_non_null(metrics_gauge(m, "t_other", "", NULL));
+	assert_null(metrics_counter(m, "t_other_total", "", NULL));
+	/* A gauge named ..._total is no counter family: no clash. */
+	assert_non_null(metrics_gauge(m, "t_g_total", "", NULL));
+	assert_non_null(metrics_gauge(m, "t_g", "", NULL));
+	metrics_free(m);
+}
+
 static void test_exemplar_validation(void **state)
 {
 	struct metrics *m = metrics_new();
@@ -511,6 +529,7 @@ int main(void)
 	    cmocka_unit_test(test_nhist_spans),	      cmocka_unit_test(test_encoders_agree),
 	    cmocka_unit_test(test_openmetrics_format), cmocka_unit_test(test_gone_and_owners),
 	    cmocka_unit_test(test_exemplar_validation),
+	    cmocka_unit_test(test_openmetrics_name_clash),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

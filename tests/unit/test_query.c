@@ -546,6 +546,8 @@ static struct reply http_do(uint16_t port, const char *method, const char *path,
 		curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
 		curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE, (long)body_len);
 		hdrs = curl_slist_append(hdrs, "Expect:");
+		/* state-changing routes take JSON (or protobuf) bodies only */
+		hdrs = curl_slist_append(hdrs, "Content-Type: application/json");
 		if (chunked)
 			hdrs = curl_slist_append(hdrs, "Transfer-Encoding: chunked");
 		curl_easy_setopt(c, CURLOPT_HTTPHEADER, hdrs);

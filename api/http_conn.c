@@ -1,0 +1,378 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Connections of the HTTP server: what libmicrohttpd's own limits do not
+ * give.
+ *
+ * - Limits that do not lock anyone out. libmicrohttpd refuses (or stops
+ *   accepting) at its global and per-address limits, so connections that
+ *   never send a request - idle or a byte every few seconds - keep a
+ *   scraper out for as long as they like. Here every socket is tracked from
+ *   libmicrohttpd's STARTED notice to its CLOSED one; a new connection
+ *   beyond max_per_ip for its address, or one that leaves fewer than one
+ *   free slot of max_connections, shuts down the oldest connection that
+ *   has no request in progress (of that address, resp. of any) and no
+ *   request bytes waiting to be read. A request whose header is complete
+ *   is never evicted.
+ * - A deadline for the whole request header (slowloris): a thread shuts
+ *   down every connection that has not completed a request header within
+ *   header_timeout of being accepted or of its previous response
+ *   (libmicrohttpd's own timeout only measures inactivity).
+ * - Delayed answers: a failed authentication is answered after a pause
+ *   without holding a server thread (suspend, then resume from here).
+ *
+ * Shutting a socket down (shutdown(2)) rather than closing it leaves the
+ * descriptor to libmicrohttpd, which sees the end of the stream and closes
+ * the connection itself. The descriptor stays valid while its entry is in
+ * the list: CLOSED is notified before libmicrohttpd closes it, and the
+ * entry is removed under the same lock.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <netinet/in.h>
+#include <sched.h>
+#include <time.h>
+
+#include "agent/log.h"
+#include "api/http_internal.h"
+#include "api/metrics.h"
+
+#define SWEEP_MS 200
+
+static void sock_addr(struct http_sock *s, const struct sockaddr *sa)
+{
+	s->addr_len = 0;
+	if (!sa)
+		return;
+	if (sa->sa_family == AF_INET) {
+		memcpy(s->addr, &((const struct sockaddr_in *)sa)->sin_addr, 4);
+		s->addr_len = 4;
+	} else if (sa->sa_family == AF_INET6) {
+		const struct in6_addr *a = &((const struct sockaddr_in6 *)sa)->sin6_addr;
+
+		if (IN6_IS_ADDR_V4MAPPED(a)) {
+			memcpy(s->addr, a->s6_addr + 12, 4);
+			s->addr_len = 4;
+		} else {
+			memcpy(s->addr, a->s6_addr, 16);
+			s->addr_len = 16;
+		}
+	}
+}
+
+static bool same_addr(const struct http_sock *a, const struct http_sock *b)
+{
+	return a->addr_len == b->addr_len && !memcmp(a->addr, b->addr, a->addr_len);
+}
+
+/* Called with the lock held. */
+static void doom(struct http_conns *cs, struct http_sock *s, enum http_close_reason why)
+{
+	if (s->doomed)
+		return;
+	s->doomed = true;
+	cs->n_live--;
+	shutdown(s->fd, SHUT_RDWR);
+	series_add(cs->closed[why], 1);
+}
+
+/* The oldest connection without a request in progress, other than except,
+ * of like's address when like is given. Lock held. */
+static struct http_sock *oldest_idle(struct http_conns *cs, const struct http_sock *except,
+				     const struct http_sock *like)
+{
+	int pending;
+
+	for (struct http_sock *s = cs->head.next; s != &cs->head; s = s->next) {
+		if (s == except || s->busy || s->doomed)
+			continue;
+		if (like && !same_addr(s, like))
+			continue;
+		/* A request waiting to be read is about to be served. */
+		if (ioctl(s->fd, FIONREAD, &pending) == 0 && pending > 0)
+			continue;
+		return s;
+	}
+	return NULL;
+}
+
+static void admit(struct http_server *h, struct http_sock *s)
+{
+	struct http_conns *cs = &h->conns;
+	struct http_sock *victim;
+	unsigned same = 0;
+
+	for (struct http_sock *t = cs->head.next; t != &cs->head; t = t->next)
+		if (!t->doomed && same_addr(t, s))
+			same++;
+	if (same > h->cfg.max_per_ip) {
+		victim = oldest_idle(cs, s, s);
+		doom(cs, victim ? victim : s, HTTP_CLOSE_PER_IP);
+		if (!victim)
+			return;
+	}
+	/* Keep one slot free for the next client. */
+	if (cs->n_live + 1 > h->cfg.max_connections) {
+		victim = oldest_idle(cs, s, NULL);
+		if (victim)
+			doom(cs, victim, HTTP_CLOSE_LIMIT);
+	}
+}
+
+void http_conns_notify(void *cls, struct MHD_Connection *conn, void **socket_context,
+		       enum MHD_ConnectionNotificationCode toe)
+{
+	struct http_server *h = cls;
+	struct http_conns *cs = &h->conns;
+	struct http_sock *s = *socket_context;
+
+	if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
+		const union MHD_ConnectionInfo *fd =
+		    MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+		const union MHD_ConnectionInfo *ca =
+		    MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+
+		s = calloc(1, sizeof(*s));
+		if (!s || !fd) {
+			free(s); /* untracked: libmicrohttpd's own limits still apply */
+			return;
+		}
+		s->fd = fd->connect_fd;
+		s->since_ns = clock_mono_ns();
+		sock_addr(s, ca ? ca->client_addr : NULL);
+		*socket_context = s;
+		pthread_mutex_lock(&cs->lock);
+		s->prev = cs->head.prev;
+		s->next = &cs->head;
+		cs->head.prev->next = s;
+		cs->head.prev = s;
+		cs->n_live++;
+		admit(h, s);
+		series_set(cs->open, cs->n_live);
+		pthread_mutex_unlock(&cs->lock);
+		return;
+	}
+	if (toe != MHD_CONNECTION_NOTIFY_CLOSED || !s)
+		return;
+	pthread_mutex_lock(&cs->lock);
+	s->prev->next = s->next;
+	s->next->prev = s->prev;
+	if (!s->doomed)
+		cs->n_live--;
+	series_set(cs->open, cs->n_live);
+	pthread_mutex_unlock(&cs->lock);
+	*socket_context = NULL;
+	free(s);
+}
+
+struct http_sock *http_conns_sock(struct MHD_Connection *conn)
+{
+	const union MHD_ConnectionInfo *ci;
+
+	if (!conn)
+		return NULL;
+	ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+	return ci ? ci->socket_context : NULL;
+}
+
+void http_conns_busy(struct http_server *h, struct MHD_Connection *conn, bool busy)
+{
+	struct http_sock *s = http_conns_sock(conn);
+
+	if (!s)
+		return;
+	pthread_mutex_lock(&h->conns.lock);
+	s->busy = busy;
+	if (!busy)
+		s->since_ns = clock_mono_ns();
+	pthread_mutex_unlock(&h->conns.lock);
+}
+
+void http_conns_close(struct http_server *h, struct MHD_Connection *conn,
+		      enum http_close_reason why)
+{
+	struct http_sock *s = http_conns_sock(conn);
+
+	if (!s)
+		return;
+	pthread_mutex_lock(&h->conns.lock);
+	doom(&h->conns, s, why);
+	pthread_mutex_unlock(&h->conns.lock);
+}
+
+int http_conns_delay(struct http_server *h, struct MHD_Connection *conn, unsigned ms)
+{
+	struct http_conns *cs = &h->conns;
+
+	pthread_mutex_lock(&cs->lock);
+	if (!cs->thread_running || cs->stop) {
+		pthread_mutex_unlock(&cs->lock);
+		return -ESRCH;
+	}
+	if (cs->n_delayed == cs->cap_delayed) {
+		size_t cap = cs->cap_delayed ? cs->cap_delayed * 2 : 16;
+		struct http_delayed *t = realloc(cs->delayed, cap * sizeof(*t));
+
+		if (!t) {
+			pthread_mutex_unlock(&cs->lock);
+			return -ENOMEM;
+		}
+		cs->delayed = t;
+		cs->cap_delayed = cap;
+	}
+	cs->delayed[cs->n_delayed].conn = conn;
+	cs->delayed[cs->n_delayed].at_ns = clock_mono_ns() + (int64_t)ms * 1000000;
+	cs->delayed[cs->n_delayed].suspended = false;
+	cs->n_delayed++;
+	pthread_mutex_unlock(&cs->lock);
+	/* Outside our lock (libmicrohttpd takes its own); the entry is only
+	 * resumed once marked suspended, so the resume never comes first. */
+	MHD_suspend_connection(conn);
+	pthread_mutex_lock(&cs->lock);
+	for (size_t i = 0; i < cs->n_delayed; i++)
+		if (cs->delayed[i].conn == conn)
+			cs->delayed[i].suspended = true;
+	pthread_cond_signal(&cs->cond);
+	pthread_mutex_unlock(&cs->lock);
+	return 0;
+}
+
+/* Resumes every delayed connection that is due (all of them when all). */
+static void resume_due(struct http_conns *cs, bool all)
+{
+	struct MHD_Connection *due[64];
+	size_t n;
+
+	do {
+		int64_t now = clock_mono_ns();
+
+		n = 0;
+		pthread_mutex_lock(&cs->lock);
+		for (size_t i = 0; i < cs->n_delayed && n < 64;) {
+			if (cs->delayed[i].suspended && (all || cs->delayed[i].at_ns <= now)) {
+				due[n++] = cs->delayed[i].conn;
+				cs->delayed[i] = cs->delayed[--cs->n_delayed];
+			} else {
+				i++;
+			}
+		}
+		pthread_mutex_unlock(&cs->lock);
+		/* Outside our lock: libmicrohttpd takes its own, and it calls
+		 * http_conns_notify (our lock) with its lock held. */
+		for (size_t i = 0; i < n; i++)
+			MHD_resume_connection(due[i]);
+		if (all && !n) { /* one may be between its entry and its suspend */
+			pthread_mutex_lock(&cs->lock);
+			n = cs->n_delayed ? 64 : 0;
+			pthread_mutex_unlock(&cs->lock);
+			if (n)
+				sched_yield();
+		}
+	} while (n == 64);
+}
+
+static void *deadline_thread(void *arg)
+{
+	struct http_server *h = arg;
+	struct http_conns *cs = &h->conns;
+	int64_t limit = (int64_t)h->cfg.header_timeout_ms * 1000000;
+
+	pthread_mutex_lock(&cs->lock);
+	while (!cs->stop) {
+		struct timespec ts;
+		int64_t now = clock_mono_ns(), wake = now + SWEEP_MS * 1000000LL;
+
+		for (struct http_sock *s = cs->head.next; s != &cs->head; s = s->next)
+			if (!s->busy && !s->doomed && now - s->since_ns > limit)
+				doom(cs, s, HTTP_CLOSE_DEADLINE);
+		for (size_t i = 0; i < cs->n_delayed; i++)
+			if (cs->delayed[i].suspended && cs->delayed[i].at_ns < wake)
+				wake = cs->delayed[i].at_ns;
+		if (cs->n_delayed && wake <= now) {
+			pthread_mutex_unlock(&cs->lock);
+			resume_due(cs, false);
+			pthread_mutex_lock(&cs->lock);
+			continue;
+		}
+		/* The condition variable runs on CLOCK_MONOTONIC. */
+		ts.tv_sec = wake / 1000000000;
+		ts.tv_nsec = wake % 1000000000;
+		pthread_cond_timedwait(&cs->cond, &cs->lock, &ts);
+	}
+	pthread_mutex_unlock(&cs->lock);
+	return NULL;
+}
+
+int http_conns_init(struct http_server *h)
+{
+	static const char *const reasons[HTTP_CLOSE_N] = {"limit", "per_address",
+							  "header_deadline", "rejected"};
+	static const char *const labels[] = {"reason", NULL};
+	struct http_conns *cs = &h->conns;
+	pthread_condattr_t ca;
+
+	cs->head.next = cs->head.prev = &cs->head;
+	pthread_mutex_init(&cs->lock, NULL);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&cs->cond, &ca);
+	pthread_condattr_destroy(&ca);
+	if (!h->metrics)
+		return 0;
+	cs->open = metrics_gauge1(h->metrics, "sysobs_http_connections",
+				  "HTTP connections open now that have sent a complete first request header (before that they wait in the accepting thread).");
+	struct metric *closed = metrics_counter(
+	    h->metrics, "sysobs_http_connections_closed_total",
+	    "HTTP connections the server shut down itself, by reason: limit (the oldest idle one "
+	    "for a new client at max_connections), per_address (at max_per_ip), "
+	    "header_deadline (no complete request header within header_timeout), rejected (a "
+	    "request refused before parsing).",
+	    labels);
+
+	if (!cs->open || !closed)
+		return -ENOMEM;
+	for (int i = 0; i < HTTP_CLOSE_N; i++) {
+		const char *v[] = {reasons[i]};
+
+		cs->closed[i] = metric_series(closed, v);
+	}
+	return 0;
+}
+
+int http_conns_start(struct http_server *h)
+{
+	int err = pthread_create(&h->conns.thread, NULL, deadline_thread, h);
+
+	if (err)
+		return -err;
+	h->conns.thread_running = true;
+	return 0;
+}
+
+void http_conns_stop(struct http_server *h)
+{
+	struct http_conns *cs = &h->conns;
+
+	if (!cs->thread_running)
+		return;
+	pthread_mutex_lock(&cs->lock);
+	cs->stop = true;
+	pthread_cond_signal(&cs->cond);
+	pthread_mutex_unlock(&cs->lock);
+	pthread_join(cs->thread, NULL);
+	cs->thread_running = false;
+	/* libmicrohttpd must not be stopped with suspended connections. */
+	resume_due(cs, true);
+}
+
+void http_conns_free(struct http_server *h)
+{
+	struct http_conns *cs = &h->conns;
+
+	free(cs->delayed);
+	cs->delayed = NULL;
+	pthread_cond_destroy(&cs->cond);
+	pthread_mutex_destroy(&cs->lock);
+}

@@ -1,0 +1,590 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * exporter-toolkit web configuration (see webconfig.h): YAML through libyaml's
+ * document API, bcrypt through libxcrypt's crypt_rn(), the verification
+ * cache keyed with GnuTLS's HMAC-SHA256.
+ */
+#include <crypt.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <gnutls/crypto.h>
+#include <gnutls/gnutls.h>
+#include <libgen.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <yaml.h>
+
+#include "api/webconfig.h"
+
+#define WEB_FILE_MAX	(1 << 20) /* a web-config or PEM file larger than this is refused */
+#define AUTH_CACHE_SIZE 64
+#define DIGEST_LEN	32
+
+struct auth_entry {
+	unsigned char digest[DIGEST_LEN]; /* HMAC(key, user NUL password) */
+	bool used, ok;
+	uint64_t tick;
+};
+
+struct web_auth_cache {
+	pthread_mutex_t lock;
+	unsigned char key[DIGEST_LEN];
+	struct auth_entry e[AUTH_CACHE_SIZE];
+	uint64_t tick;
+};
+
+/* A valid bcrypt hash of a random password: checked for unknown users so
+ * that they cost the same as known ones. */
+static const char dummy_hash[] = "$2y$10$GGZoXS5gq.M57hpFD.Ao..GolClGdfNiVpWukqv78eYiyhxQfgEkK";
+
+struct parse_ctx {
+	yaml_document_t *doc;
+	const char *path;
+	char *err;
+	size_t errlen;
+	char dir[4096];
+};
+
+static int fail(struct parse_ctx *p, const yaml_node_t *n, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static int fail(struct parse_ctx *p, const yaml_node_t *n, const char *fmt, ...)
+{
+	char msg[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	if (n)
+		snprintf(p->err, p->errlen, "%s:%zu: %s", p->path, n->start_mark.line + 1, msg);
+	else
+		snprintf(p->err, p->errlen, "%s: %s", p->path, msg);
+	return -EINVAL;
+}
+
+/* Reads a whole (small) file. */
+static char *read_file(const char *path, size_t *len, char *err, size_t errlen)
+{
+	struct stat st;
+	char *buf = NULL;
+	size_t n = 0;
+	int fd;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	if (fd < 0) {
+		snprintf(err, errlen, "cannot open %s: %s", path, strerror(errno));
+		return NULL;
+	}
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || st.st_size > WEB_FILE_MAX) {
+		snprintf(err, errlen, "%s: not a regular file of at most %d bytes", path,
+			 WEB_FILE_MAX);
+		goto out_close;
+	}
+	buf = malloc((size_t)st.st_size + 1);
+	if (!buf) {
+		snprintf(err, errlen, "out of memory");
+		goto out_close;
+	}
+	while (n < (size_t)st.st_size) {
+		ssize_t r = read(fd, buf + n, (size_t)st.st_size - n);
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0) {
+			snprintf(err, errlen, "cannot read %s: %s", path,
+				 r ? strerror(errno) : "short read");
+			free(buf);
+			buf = NULL;
+			goto out_close;
+		}
+		n += (size_t)r;
+	}
+	buf[n] = '\0';
+	*len = n;
+out_close:
+	close(fd);
+	return buf;
+}
+
+static const char *scalar(const yaml_node_t *n)
+{
+	return n && n->type == YAML_SCALAR_NODE ? (const char *)n->data.scalar.value : NULL;
+}
+
+/* A YAML null: "", "~" or "null" written plainly. */
+static bool is_null(const yaml_node_t *n)
+{
+	const char *s = scalar(n);
+
+	return !n || (s && n->data.scalar.style == YAML_PLAIN_SCALAR_STYLE &&
+		      (!*s || !strcmp(s, "~") || !strcmp(s, "null") || !strcmp(s, "Null") ||
+		       !strcmp(s, "NULL")));
+}
+
+/* Reads a PEM file named relative to the web-config file's folder. */
+static int load_pem(struct parse_ctx *p, const yaml_node_t *v, const char *key, char **out)
+{
+	char path[8192], msg[512];
+	const char *s = scalar(v);
+	size_t len;
+
+	if (!s || !*s)
+		return fail(p, v, "%s: expected a file name", key);
+	if (s[0] == '/')
+		snprintf(path, sizeof(path), "%s", s);
+	else
+		snprintf(path, sizeof(path), "%s/%s", p->dir, s);
+	free(*out);
+	*out = read_file(path, &len, msg, sizeof(msg));
+	if (!*out)
+		return fail(p, v, "%s: %s", key, msg);
+	if (!strstr(*out, "-----BEGIN "))
+		return fail(p, v, "%s: %s is not PEM", key, path);
+	return 0;
+}
+
+/* A list that may only be empty: settings this build cannot honour. */
+static int want_empty(struct parse_ctx *p, const yaml_node_t *v, const char *key, const char *why)
+{
+	if (is_null(v) || (v->type == YAML_SEQUENCE_NODE &&
+			   v->data.sequence.items.top == v->data.sequence.items.start))
+		return 0;
+	return fail(p, v, "%s is not supported: %s", key, why);
+}
+
+static int tls_version(struct parse_ctx *p, const yaml_node_t *v, const char *key, int *out)
+{
+	static const char *const names[] = {"TLS10", "TLS11", "TLS12", "TLS13"};
+	const char *s = scalar(v);
+
+	for (int i = 0; s && i < 4; i++)
+		if (!strcmp(s, names[i])) {
+			*out = i;
+			return 0;
+		}
+	return fail(p, v, "%s: expected TLS10, TLS11, TLS12 or TLS13", key);
+}
+
+#define FOR_PAIRS(p, map, pair)                                                                    \
+	for (yaml_node_pair_t *pair = (map)->data.mapping.pairs.start;                             \
+	     pair < (map)->data.mapping.pairs.top; pair++)
+
+static int parse_tls(struct parse_ctx *p, const yaml_node_t *map, struct web_config *wc)
+{
+	static const char *const auth_names[] = {
+	    "NoClientCert", "RequestClientCert", "RequireAnyClientCert",
+	    "VerifyClientCertIfGiven", "RequireAndVerifyClientCert"};
+	int min_v = 2, max_v = 3, err = 0;
+	bool have_auth = false;
+
+	if (is_null(map))
+		return 0;
+	if (map->type != YAML_MAPPING_NODE)
+		return fail(p, map, "tls_server_config: expected a mapping");
+	FOR_PAIRS(p, map, pair)
+	{
+		yaml_node_t *k = yaml_document_get_node(p->doc, pair->key);
+		yaml_node_t *v = yaml_document_get_node(p->doc, pair->value);
+		const char *key = scalar(k);
+
+		if (!key)
+			return fail(p, k, "tls_server_config: keys must be strings");
+		if (!strcmp(key, "cert_file"))
+			err = load_pem(p, v, key, &wc->cert_pem);
+		else if (!strcmp(key, "key_file"))
+			err = load_pem(p, v, key, &wc->key_pem);
+		else if (!strcmp(key, "client_ca_file"))
+			err = is_null(v) ? 0 : load_pem(p, v, key, &wc->client_ca_pem);
+		else if (!strcmp(key, "client_auth_type")) {
+			const char *s = scalar(v);
+			int i;
+
+			for (i = 0; s && i < 5 && strcmp(s, auth_names[i]); i++)
+				;
+			if (!s || i == 5)
+				return fail(p, v,
+					    "client_auth_type: expected NoClientCert, "
+					    "RequestClientCert, RequireAnyClientCert, "
+					    "VerifyClientCertIfGiven or RequireAndVerifyClientCert");
+			wc->client_auth = (enum web_client_auth)i;
+			have_auth = true;
+		} else if (!strcmp(key, "min_version"))
+			err = tls_version(p, v, key, &min_v);
+		else if (!strcmp(key, "max_version"))
+			err = tls_version(p, v, key, &max_v);
+		else if (!strcmp(key, "cipher_suites"))
+			err = want_empty(p, v, key,
+					 "the GnuTLS defaults for the allowed versions are used");
+		else if (!strcmp(key, "curve_preferences"))
+			err = want_empty(p, v, key, "the GnuTLS defaults are used");
+		else if (!strcmp(key, "client_allowed_sans"))
+			err = want_empty(p, v, key, "use a dedicated client CA instead");
+		else if (!strcmp(key, "prefer_server_cipher_suites"))
+			err = 0; /* a preference; GnuTLS chooses by its priority list */
+		else
+			return fail(p, k, "tls_server_config: unknown key \"%s\"", key);
+		if (err)
+			return err;
+	}
+	if (!wc->cert_pem && !wc->key_pem && !wc->client_ca_pem && !have_auth)
+		return 0; /* an empty section: no TLS, as in the toolkit */
+	if (!wc->cert_pem || !wc->key_pem)
+		return fail(p, map, "tls_server_config needs both cert_file and key_file");
+	if (wc->client_ca_pem && wc->client_auth == WEB_CLIENT_NONE && have_auth)
+		return fail(p, map, "client_ca_file is set but client_auth_type is NoClientCert");
+	if (wc->client_ca_pem && !have_auth)
+		wc->client_auth = WEB_CLIENT_REQUIRE_AND_VERIFY; /* toolkit default with a CA */
+	if (wc->client_auth != WEB_CLIENT_NONE && !wc->client_ca_pem)
+		return fail(p, map,
+			    "client_auth_type %s needs client_ca_file here (libmicrohttpd asks for "
+			    "a client certificate only when it has a trust list)",
+			    auth_names[wc->client_auth]);
+	if (min_v > max_v)
+		return fail(p, map, "min_version is above max_version");
+	/* GnuTLS priority: its NORMAL set, only the allowed protocol versions. */
+	char prio[128];
+	size_t n = (size_t)snprintf(prio, sizeof(prio), "NORMAL:-VERS-ALL");
+
+	for (int v = max_v; v >= min_v; v--)
+		n += (size_t)snprintf(prio + n, sizeof(prio) - n, ":+VERS-TLS1.%d", v);
+	wc->tls_priorities = strdup(prio);
+	return wc->tls_priorities ? 0 : -ENOMEM;
+}
+
+static int parse_server(struct parse_ctx *p, const yaml_node_t *map, struct web_config *wc)
+{
+	/* The response headers the toolkit lets one set. */
+	static const char *const allowed[] = {
+	    "Strict-Transport-Security", "X-Frame-Options", "X-Content-Type-Options",
+	    "X-XSS-Protection", "Content-Security-Policy"};
+
+	if (is_null(map))
+		return 0;
+	if (map->type != YAML_MAPPING_NODE)
+		return fail(p, map, "http_server_config: expected a mapping");
+	FOR_PAIRS(p, map, pair)
+	{
+		yaml_node_t *k = yaml_document_get_node(p->doc, pair->key);
+		yaml_node_t *v = yaml_document_get_node(p->doc, pair->value);
+		const char *key = scalar(k);
+
+		if (!key)
+			return fail(p, k, "http_server_config: keys must be strings");
+		if (!strcmp(key, "http2")) {
+			/* libmicrohttpd speaks HTTP/1.1 only; clients fall back. */
+			if (!scalar(v))
+				return fail(p, v, "http2: expected true or false");
+			continue;
+		}
+		if (strcmp(key, "headers"))
+			return fail(p, k, "http_server_config: unknown key \"%s\"", key);
+		if (is_null(v))
+			continue;
+		if (v->type != YAML_MAPPING_NODE)
+			return fail(p, v, "headers: expected a mapping");
+		FOR_PAIRS(p, v, hp)
+		{
+			yaml_node_t *hk = yaml_document_get_node(p->doc, hp->key);
+			yaml_node_t *hv = yaml_document_get_node(p->doc, hp->value);
+			const char *name = scalar(hk), *value = scalar(hv);
+			struct web_header *t;
+			size_t i;
+
+			for (i = 0; name && i < 5 && strcasecmp(name, allowed[i]); i++)
+				;
+			if (!name || i == 5)
+				return fail(p, hk,
+					    "headers: \"%s\" cannot be set (allowed: "
+					    "Strict-Transport-Security, X-Frame-Options, "
+					    "X-Content-Type-Options, X-XSS-Protection, "
+					    "Content-Security-Policy)",
+					    name ? name : "?");
+			if (!value || strpbrk(value, "\r\n"))
+				return fail(p, hv, "headers: %s: expected a one-line string", name);
+			t = realloc(wc->headers, (wc->n_headers + 1) * sizeof(*t));
+			if (!t)
+				return -ENOMEM;
+			wc->headers = t;
+			t[wc->n_headers].name = strdup(allowed[i]);
+			t[wc->n_headers].value = strdup(value);
+			wc->n_headers++;
+			if (!t[wc->n_headers - 1].name || !t[wc->n_headers - 1].value)
+				return -ENOMEM;
+		}
+	}
+	return 0;
+}
+
+static bool bcrypt_hash_valid(const char *h)
+{
+	struct crypt_data *cd;
+	const char *r;
+	bool ok;
+
+	if (strncmp(h, "$2y$", 4) && strncmp(h, "$2b$", 4) && strncmp(h, "$2a$", 4))
+		return false;
+	cd = calloc(1, sizeof(*cd));
+	if (!cd)
+		return false;
+	/* A malformed setting makes crypt_rn fail (NULL or a "*" string). */
+	r = crypt_rn("x", h, cd, sizeof(*cd));
+	ok = r && r[0] == '$' && strlen(r) == strlen(h);
+	free(cd);
+	return ok;
+}
+
+static int parse_users(struct parse_ctx *p, const yaml_node_t *map, struct web_config *wc)
+{
+	if (is_null(map))
+		return 0;
+	if (map->type != YAML_MAPPING_NODE)
+		return fail(p, map, "basic_auth_users: expected a mapping of user: bcrypt hash");
+	FOR_PAIRS(p, map, pair)
+	{
+		yaml_node_t *k = yaml_document_get_node(p->doc, pair->key);
+		yaml_node_t *v = yaml_document_get_node(p->doc, pair->value);
+		const char *user = scalar(k), *hash = scalar(v);
+		struct web_user *t;
+
+		if (!user || !*user || strchr(user, ':'))
+			return fail(p, k, "basic_auth_users: a user name is a string without ':'");
+		if (!hash || !bcrypt_hash_valid(hash))
+			return fail(p, v,
+				    "basic_auth_users: %s: expected a bcrypt hash ($2y$, $2b$ or "
+				    "$2a$), e.g. from htpasswd -nbBC 10 USER PASSWORD",
+				    user);
+		for (size_t i = 0; i < wc->n_users; i++)
+			if (!strcmp(wc->users[i].name, user))
+				return fail(p, k, "basic_auth_users: %s given twice", user);
+		t = realloc(wc->users, (wc->n_users + 1) * sizeof(*t));
+		if (!t)
+			return -ENOMEM;
+		wc->users = t;
+		t[wc->n_users].name = strdup(user);
+		t[wc->n_users].hash = strdup(hash);
+		wc->n_users++;
+		if (!t[wc->n_users - 1].name || !t[wc->n_users - 1].hash)
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+struct web_config *web_config_parse(const char *text, size_t len, const char *path, char *err,
+				    size_t errlen)
+{
+	struct parse_ctx p = {.path = path, .err = err, .errlen = errlen};
+	yaml_parser_t parser;
+	yaml_document_t doc;
+	struct web_config *wc;
+	yaml_node_t *root;
+	char tmp[4096];
+	int rc = 0;
+
+	snprintf(tmp, sizeof(tmp), "%s", path);
+	snprintf(p.dir, sizeof(p.dir), "%s", dirname(tmp));
+	wc = calloc(1, sizeof(*wc));
+	if (!wc) {
+		snprintf(err, errlen, "out of memory");
+		return NULL;
+	}
+	if (!yaml_parser_initialize(&parser)) {
+		snprintf(err, errlen, "out of memory");
+		free(wc);
+		return NULL;
+	}
+	yaml_parser_set_input_string(&parser, (const unsigned char *)text, len);
+	if (!yaml_parser_load(&parser, &doc)) {
+		snprintf(err, errlen, "%s:%zu: %s", path, parser.problem_mark.line + 1,
+			 parser.problem ? parser.problem : "YAML syntax error");
+		yaml_parser_delete(&parser);
+		free(wc);
+		return NULL;
+	}
+	p.doc = &doc;
+	root = yaml_document_get_root_node(&doc);
+	if (root && !is_null(root)) {
+		if (root->type != YAML_MAPPING_NODE) {
+			rc = fail(&p, root, "expected a mapping at the top");
+			goto out;
+		}
+		FOR_PAIRS(&p, root, pair)
+		{
+			yaml_node_t *k = yaml_document_get_node(&doc, pair->key);
+			yaml_node_t *v = yaml_document_get_node(&doc, pair->value);
+			const char *key = scalar(k);
+
+			if (key && !strcmp(key, "tls_server_config"))
+				rc = parse_tls(&p, v, wc);
+			else if (key && !strcmp(key, "http_server_config"))
+				rc = parse_server(&p, v, wc);
+			else if (key && !strcmp(key, "basic_auth_users"))
+				rc = parse_users(&p, v, wc);
+			else
+				rc = fail(&p, k,
+					  "unknown key \"%s\" (known: tls_server_config, "
+					  "http_server_config, basic_auth_users)",
+					  key ? key : "?");
+			if (rc)
+				goto out;
+		}
+	}
+	wc->cache = calloc(1, sizeof(*wc->cache));
+	if (!wc->cache || getrandom(wc->cache->key, sizeof(wc->cache->key), 0) !=
+			      (ssize_t)sizeof(wc->cache->key)) {
+		rc = fail(&p, NULL, "cannot set up the authentication cache");
+		goto out;
+	}
+	pthread_mutex_init(&wc->cache->lock, NULL);
+out:
+	if (rc == -ENOMEM)
+		snprintf(err, errlen, "out of memory");
+	yaml_document_delete(&doc);
+	yaml_parser_delete(&parser);
+	if (rc) {
+		web_config_free(wc);
+		return NULL;
+	}
+	return wc;
+}
+
+struct web_config *web_config_load(const char *path, char *err, size_t errlen)
+{
+	struct web_config *wc;
+	size_t len;
+	char *text = read_file(path, &len, err, errlen);
+
+	if (!text)
+		return NULL;
+	wc = web_config_parse(text, len, path, err, errlen);
+	free(text);
+	return wc;
+}
+
+void web_config_free(struct web_config *wc)
+{
+	if (!wc)
+		return;
+	free(wc->cert_pem);
+	if (wc->key_pem) {
+		explicit_bzero(wc->key_pem, strlen(wc->key_pem));
+		free(wc->key_pem);
+	}
+	free(wc->client_ca_pem);
+	free(wc->tls_priorities);
+	for (size_t i = 0; i < wc->n_headers; i++) {
+		free(wc->headers[i].name);
+		free(wc->headers[i].value);
+	}
+	free(wc->headers);
+	for (size_t i = 0; i < wc->n_users; i++) {
+		free(wc->users[i].name);
+		free(wc->users[i].hash);
+	}
+	free(wc->users);
+	if (wc->cache) {
+		pthread_mutex_destroy(&wc->cache->lock);
+		explicit_bzero(wc->cache, sizeof(*wc->cache));
+		free(wc->cache);
+	}
+	free(wc);
+}
+
+/* ---- authentication ---- */
+
+static bool digest_equal(const unsigned char *a, const unsigned char *b)
+{
+	unsigned char d = 0;
+
+	for (size_t i = 0; i < DIGEST_LEN; i++)
+		d |= a[i] ^ b[i];
+	return d == 0;
+}
+
+static bool bcrypt_check(const char *hash, const char *password)
+{
+	struct crypt_data *cd = calloc(1, sizeof(*cd));
+	const char *r;
+	bool ok = false;
+
+	if (!cd)
+		return false;
+	r = crypt_rn(password, hash, cd, sizeof(*cd));
+	if (r && strlen(r) == strlen(hash)) {
+		unsigned char d = 0;
+
+		for (size_t i = 0; hash[i]; i++)
+			d |= (unsigned char)(r[i] ^ hash[i]);
+		ok = d == 0;
+	}
+	explicit_bzero(cd, sizeof(*cd));
+	free(cd);
+	return ok;
+}
+
+bool web_auth_check(struct web_config *wc, const char *user, const char *password)
+{
+	struct web_auth_cache *c;
+	unsigned char digest[DIGEST_LEN];
+	const struct web_user *u = NULL;
+	struct auth_entry *slot = NULL;
+	gnutls_hmac_hd_t hm;
+	bool ok;
+
+	if (!wc || !wc->cache || !user || !password)
+		return false;
+	c = wc->cache;
+	for (size_t i = 0; i < wc->n_users; i++)
+		if (!strcmp(wc->users[i].name, user))
+			u = &wc->users[i];
+	/* The pair's digest, never the password, is what the cache keeps;
+	 * the key is random per process. */
+	if (gnutls_hmac_init(&hm, GNUTLS_MAC_SHA256, c->key, sizeof(c->key)) < 0)
+		return false;
+	gnutls_hmac(hm, user, strlen(user) + 1);
+	gnutls_hmac(hm, password, strlen(password));
+	gnutls_hmac_deinit(hm, digest);
+
+	pthread_mutex_lock(&c->lock);
+	for (size_t i = 0; i < AUTH_CACHE_SIZE; i++) {
+		struct auth_entry *e = &c->e[i];
+
+		if (e->used && digest_equal(e->digest, digest)) {
+			e->tick = ++c->tick;
+			ok = e->ok;
+			pthread_mutex_unlock(&c->lock);
+			explicit_bzero(digest, sizeof(digest));
+			return ok;
+		}
+	}
+	pthread_mutex_unlock(&c->lock);
+
+	/* Not seen: one bcrypt (an unknown user against a dummy hash, so
+	 * that it takes as long). */
+	ok = bcrypt_check(u ? u->hash : dummy_hash, password) && u;
+
+	pthread_mutex_lock(&c->lock);
+	for (size_t i = 0; i < AUTH_CACHE_SIZE; i++) {
+		struct auth_entry *e = &c->e[i];
+
+		if (!e->used) {
+			slot = e;
+			break;
+		}
+		if (!slot || e->tick < slot->tick)
+			slot = e;
+	}
+	memcpy(slot->digest, digest, sizeof(digest));
+	slot->used = true;
+	slot->ok = ok;
+	slot->tick = ++c->tick;
+	pthread_mutex_unlock(&c->lock);
+	explicit_bzero(digest, sizeof(digest));
+	return ok;
+}

@@ -1,0 +1,77 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The web configuration file of the Prometheus exporter-toolkit
+ * (--web.config.file), so that a node_exporter web-config works unchanged:
+ *
+ *   tls_server_config:
+ *     cert_file: server.crt
+ *     key_file: server.key
+ *     client_auth_type: RequireAndVerifyClientCert
+ *     client_ca_file: ca.crt
+ *     min_version: TLS12
+ *   http_server_config:
+ *     headers: {Strict-Transport-Security: max-age=31536000}
+ *   basic_auth_users:
+ *     alice: $2y$10$...   # bcrypt
+ *
+ * The files are read at load time (before the agent drops privileges);
+ * relative paths are relative to the web-config file, as in the toolkit.
+ * A key this build does not know or cannot honour is an error, never
+ * silently ignored.
+ */
+#ifndef SYSOBS_WEBCONFIG_H
+#define SYSOBS_WEBCONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+enum web_client_auth {
+	WEB_CLIENT_NONE,	       /* NoClientCert */
+	WEB_CLIENT_REQUEST,	       /* RequestClientCert */
+	WEB_CLIENT_REQUIRE_ANY,	       /* RequireAnyClientCert */
+	WEB_CLIENT_VERIFY_IF_GIVEN,    /* VerifyClientCertIfGiven */
+	WEB_CLIENT_REQUIRE_AND_VERIFY, /* RequireAndVerifyClientCert */
+};
+
+struct web_header {
+	char *name, *value;
+};
+
+struct web_user {
+	char *name;
+	char *hash; /* bcrypt, "$2y$..." / "$2b$..." / "$2a$..." */
+};
+
+struct web_auth_cache;
+
+struct web_config {
+	/* TLS: PEM text read from the files; NULL when TLS is off. */
+	char *cert_pem, *key_pem, *client_ca_pem;
+	enum web_client_auth client_auth;
+	char *tls_priorities; /* GnuTLS priority string from min/max_version */
+	/* http_server_config.headers: added to every response. */
+	struct web_header *headers;
+	size_t n_headers;
+	/* basic_auth_users; none: no authentication. */
+	struct web_user *users;
+	size_t n_users;
+	struct web_auth_cache *cache;
+};
+
+/* Loads and validates FILE. NULL with a message in err on any problem. */
+struct web_config *web_config_load(const char *path, char *err, size_t errlen);
+void web_config_free(struct web_config *wc); /* accepts NULL */
+
+/* Parses YAML text (path only for messages and relative file names). */
+struct web_config *web_config_parse(const char *text, size_t len, const char *path, char *err,
+				    size_t errlen);
+
+/*
+ * Checks a user and password against basic_auth_users: bcrypt once per
+ * (user, password), then a keyed SHA-256 of the pair from a small cache,
+ * compared in constant time. An unknown user costs one bcrypt as well.
+ * Thread-safe. true when they match.
+ */
+bool web_auth_check(struct web_config *wc, const char *user, const char *password);
+
+#endif
