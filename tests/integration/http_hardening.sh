@@ -66,6 +66,8 @@ EOF
 promtool check web-config "$T/web.yml" >/dev/null 2>&1 || fail "promtool rejects our web-config"
 
 cat >"$T/sysobsd.ini" <<INI
+[agent]
+user = root
 [http]
 listen = 127.0.0.1:0
 admin = true
