@@ -521,6 +521,7 @@ grep -q 'no word the driver makes' "$T/bad-fake.log" || fail "bad fake config: $
 
 cat >"$T/sysobsd.ini" <<INI
 [agent]
+user = root
 sysfs_root = $T/mnt2
 log_level = debug
 [http]
