@@ -13,6 +13,8 @@ PKGS=(
 	libcmocka-dev curl jq sqlite3 bc iproute2 nftables prometheus procps
 	python3-prometheus-client
 	prometheus-alertmanager bpftrace libfuse3-dev fuse3
+	# status page test: headless browser and its WebDriver
+	chromium chromium-driver
 	# VM tests (tests/vm): test kernel build, qemu, initramfs, EROFS/ext4 images
 	linux-source-6.12 flex bison bc libssl-dev dwarves cpio kmod xz-utils
 	qemu-system-x86 busybox-static erofs-utils e2fsprogs
