@@ -12,7 +12,8 @@
 # /metrics before and after the render; the connection with the client's
 # token and its 2 subflows; every core's status per test as the fake's
 # script says; each collector's state as /api/v1/collectors says; the links
-# to /metrics and the API. Saves status.png in the test's directory
+# to /metrics and the API; the cachefiles section's bucket arithmetic (no
+# cachefiles here) against histogram_quantile's. Saves status.png in the test's directory
 # (KEEP_TMP=1 keeps it) and prints the page's render time with >= 10k drop
 # samples (median of 5 loads): the time from the page's first fetch to the
 # last section drawn, and from navigation start.
@@ -181,6 +182,16 @@ try:
 	  links: q("a").map(a => a.getAttribute("href")),
 	  errors: q(".err").map(txt),
 	};""")
+	# No cachefiles here: its section's arithmetic runs on buckets a test
+	# gives it, checked against what Prometheus' histogram_quantile answers
+	# for them (linear inside the bucket): p50 0.001, p99 0.091.
+	facts["cf_math"] = js(r"""
+	  const m = parseMetrics('d_bucket{op="read",volume="erofs,\\"v1\\"",le="0.001"} 50\n' +
+	    'd_bucket{op="read",volume="erofs,\\"v1\\"",le="0.01"} 90\n' +
+	    'd_bucket{op="read",volume="erofs,\\"v1\\"",le="0.1"} 100\n' +
+	    'd_bucket{op="read",volume="erofs,\\"v1\\"",le="+Inf"} 100\n');
+	  const b = m.get("d_bucket").map(x => [x.labels.le === "+Inf" ? Infinity : parseFloat(x.labels.le), x.value]);
+	  return {volume: m.get("d_bucket")[0].labels.volume, p50: quantile(0.5, b), p99: quantile(0.99, b)};""")
 	png = call("GET", f"/session/{sid}/screenshot")
 	open(f"{tmp}/status.png", "wb").write(base64.b64decode(png))
 	open(f"{tmp}/dom.html", "w").write(js("return document.documentElement.outerHTML"))
@@ -217,6 +228,13 @@ pass "mptcp: connection $TOKEN_HEX with 2 subflows (the client's token)"
 want='[{"core":"0/0","tests":{"array":"pass","scan":"pass"}},{"core":"0/1","tests":{"array":"pass","scan":"pass"}},{"core":"0/2","tests":{"array":"pass","scan":"fail"}},{"core":"0/3","tests":{"array":"pass","scan":"pass"}}]'
 assert_eq "IFS core grid" "$want" "$(jq -c '.cores | sort_by(.core) | map(.tests |= (to_entries | sort_by(.key) | from_entries))' -S <<<"$F")"
 pass "ifs: 4 cores x 2 tests as scripted (scan fails on core 2)"
+
+# cachefiles section arithmetic (no cachefiles on this host).
+assert_eq "label unescaping" 'erofs,"v1"' "$(jq -r .cf_math.volume <<<"$F")"
+awk -v a="$(jq .cf_math.p50 <<<"$F")" -v b="$(jq .cf_math.p99 <<<"$F")" \
+	'BEGIN { exit !(a == 0.001 && b > 0.0909999 && b < 0.0910001) }' ||
+	fail "cachefiles quantiles: $(jq -c .cf_math <<<"$F"), want p50 0.001, p99 0.091"
+pass "cachefiles section: label unescaping and p50/p99 as histogram_quantile computes them"
 
 # Collectors and agent health as the API says.
 api GET /api/v1/collectors >"$T/collectors.json"
