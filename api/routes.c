@@ -25,6 +25,7 @@
 #include "api/reply.h"
 #include "api/routes.h"
 #include "api/series.h"
+#include "api/status_page.h"
 #include "storage/store.h"
 #include "storage/store_query.h"
 
@@ -47,128 +48,18 @@ struct api_ctx {
 /* One agent per process: the context lives as long as the program. */
 static struct api_ctx api_ctx = {.health_lock = PTHREAD_MUTEX_INITIALIZER};
 
-/* ---- HTML landing page ---- */
+/* ---- status page ---- */
 
-/* HTML-escapes s into buf (truncating). */
-static const char *html_esc(const char *s, char *buf, size_t len)
-{
-	size_t n = 0;
-
-	for (; *s && n + 7 < len; s++) {
-		switch (*s) {
-		case '<':
-			n += snprintf(buf + n, len - n, "&lt;");
-			break;
-		case '>':
-			n += snprintf(buf + n, len - n, "&gt;");
-			break;
-		case '&':
-			n += snprintf(buf + n, len - n, "&amp;");
-			break;
-		case '"':
-			n += snprintf(buf + n, len - n, "&quot;");
-			break;
-		default:
-			buf[n++] = *s;
-		}
-	}
-	buf[n] = '\0';
-	return buf;
-}
-
-static void html_route(struct buf *b, const char *method, const char *path, const char *what)
-{
-	char p[512], w[512];
-
-	html_esc(path, p, sizeof(p));
-	html_esc(what, w, sizeof(w));
-	if (!strcmp(method, "GET"))
-		buf_printf(b, "<li><a href=\"%s\">%s</a> &mdash; %s</li>\n", p, p, w);
-	else
-		buf_printf(b, "<li>%s %s &mdash; %s</li>\n", method, p, w);
-}
-
-static bool routes_is_table(const struct api_host *host, const char *path)
-{
-	for (const struct event_table *const *t = host->tables; t && *t; t++)
-		if ((*t)->route && !strcmp((*t)->route, path))
-			return true;
-	return false;
-}
-
+/* The page is static: the browser fills it from the JSON API. */
 static void route_index(const struct http_request *req, struct http_response *res, void *arg)
 {
 	struct api_ctx *ctx = arg;
-	const struct api_host *host = &ctx->host;
-	Sysobs__V1__CollectorList *cl;
-	struct arena ar = {0};
+	const char *host = ctx->host.hostname && *ctx->host.hostname ? ctx->host.hostname : "-";
 	struct buf b = {0};
-	char e1[512], e2[512], e3[64];
 
 	if (query_params_check(req, NULL, res))
 		return;
-	cl = host->collectors(host->arg, &ar);
-	if (!cl) {
-		arena_free(&ar);
-		http_reply_error(res, 500, "internal", "out of memory");
-		return;
-	}
-	buf_printf(&b,
-		   "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>sysobs</title>"
-		   "</head>\n<body>\n<h1>sysobs %s</h1>\n",
-		   SYSOBS_VERSION);
-	if (host->hostname && *host->hostname)
-		buf_printf(&b, "<p>host: %s</p>\n", html_esc(host->hostname, e1, sizeof(e1)));
-	buf_printf(&b, "<h2>Endpoints</h2>\n<ul>\n");
-	html_route(&b, "GET", "/metrics",
-		   "Prometheus metrics (text 0.0.4, OpenMetrics 1.0.0 or protobuf, by Accept; "
-		   "?collect[]=NAME)");
-	html_route(&b, "GET", "/healthz", "health check");
-	html_route(&b, "GET", "/api/v1/collectors", "collectors and their state");
-	html_route(&b, "GET", "/api/v1/events",
-		   "event history: ?collector=&start=&end=&limit=&cursor=");
-	html_route(&b, "GET", "/api/v1/series",
-		   "metric history: ?metric=&match[]=&start=&end=&step= (default: the last hour)");
-	for (const struct event_table *const *t = host->tables; t && *t; t++)
-		html_route(&b, "GET", (*t)->route, (*t)->help ? (*t)->help : (*t)->name);
-	for (size_t i = 0; i < cl->n_data; i++) {
-		const Sysobs__V1__Collector *c = cl->data[i];
-		char what[128];
-
-		if (c->state == SYSOBS__V1__COLLECTOR_STATE__DISABLED)
-			continue;
-		snprintf(what, sizeof(what), "collector %s", c->name);
-		for (size_t k = 0; k < c->n_routes; k++) {
-			const char *sp = strchr(c->routes[k], ' ');
-
-			/* The tables' history routes are listed above. */
-			if (!sp ||
-			    (!strncmp(c->routes[k], "GET ", 4) && routes_is_table(host, sp + 1)))
-				continue;
-			*(char *)sp = '\0';
-			html_route(&b, c->routes[k], sp + 1, what);
-		}
-	}
-	buf_printf(&b, "</ul>\n<h2>Collectors</h2>\n<table border=\"1\" cellpadding=\"4\">\n"
-		       "<tr><th>name</th><th>state</th><th>reason</th><th>last activity</th>"
-		       "<th>errors</th><th>what it does</th></tr>\n");
-	for (size_t i = 0; i < cl->n_data; i++) {
-		const Sysobs__V1__Collector *c = cl->data[i];
-		const ProtobufCEnumValue *ev = protobuf_c_enum_descriptor_get_value(
-		    &sysobs__v1__collector_state__descriptor, (int)c->state);
-		int64_t last = c->last_activity ? c->last_activity->seconds * 1000000000 +
-						      c->last_activity->nanos
-						: 0;
-
-		if (last <= 0 || time_format_rfc3339(last, e3, sizeof(e3)) < 0)
-			strcpy(e3, "-");
-		buf_printf(&b, "<tr><td>%s</td><td>%s</td><td>", c->name, ev ? ev->name : "?");
-		buf_printf(&b, "%s</td><td>%s</td><td>%llu</td><td>%s</td></tr>\n",
-			   html_esc(c->reason, e1, sizeof(e1)), e3, (unsigned long long)c->errors,
-			   html_esc(c->help, e2, sizeof(e2)));
-	}
-	buf_printf(&b, "</table>\n</body></html>\n");
-	arena_free(&ar);
+	status_page_render(&b, SYSOBS_VERSION, host);
 	if (b.oom) {
 		buf_free(&b);
 		http_reply_error(res, 500, "internal", "out of memory");

@@ -15,6 +15,8 @@ PKGS=(
 	python3-prometheus-client
 	openssl
 	prometheus-alertmanager bpftrace libfuse3-dev fuse3
+	# status page test: headless browser and its WebDriver
+	chromium chromium-driver
 	# VM tests (tests/vm): test kernel build, qemu, initramfs, EROFS/ext4 images
 	linux-source-6.12 flex bison bc libssl-dev dwarves cpio kmod xz-utils
 	qemu-system-x86 busybox-static erofs-utils e2fsprogs

@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # integration.alert_rules: the shipped Prometheus rules load and pass their
-# own promtool unit tests (deploy/prometheus/sysobs-alerts.test.yml), and the
+# own promtool unit tests (deploy/prometheus/sysobs-alerts.test.yml: every
+# alert fires in a test, and data loss, storage, drop spikes, MPTCP resets,
+# cachefiles stalls each have a case that must not fire), every alert has a
+# runbook_url to a section of docs/runbooks.md and no inline runbook, and the
 # agent exports the collector state set the SysobsCollectorFailed rule reads,
 # one state at 1 per collector.
 source "$(dirname "$0")/lib.sh"
@@ -11,6 +14,25 @@ promtool check rules "$R/sysobs-alerts.yml" >"$T/check.out" 2>&1 ||
 	fail "promtool check rules: $(cat "$T/check.out")"
 (cd "$R" && promtool test rules sysobs-alerts.test.yml) >"$T/test.out" 2>&1 ||
 	fail "promtool test rules: $(cat "$T/test.out")"
+
+# Every alert: tested in the .test.yml, a runbook_url to an existing
+# section of docs/runbooks.md (GitHub-style anchor: the heading in lower
+# case), no long runbook annotation.
+alerts=$(sed -n 's/^ *- alert: *//p' "$R/sysobs-alerts.yml")
+[ -n "$alerts" ] || fail "no alert in the rules"
+grep -q '^ *runbook:' "$R/sysobs-alerts.yml" && fail "an inline runbook annotation is left"
+n_alerts=0
+for a in $alerts; do
+	n_alerts=$((n_alerts + 1))
+	lc=$(tr '[:upper:]' '[:lower:]' <<<"$a")
+	awk -v a="$a" -v u="runbooks.md#$lc\"" '$0 ~ "- alert: " a "$" { on = 1; next }
+		on && /- alert: / { exit }
+		on && index($0, "runbook_url:") && index($0, u) { found = 1; exit }
+		END { exit !found }' "$R/sysobs-alerts.yml" || fail "$a: no runbook_url to runbooks.md#$lc"
+	grep -q "^### $a\$" "$SYSOBS_SRC/docs/runbooks.md" || fail "$a: no section in docs/runbooks.md"
+	grep -q "alertname: $a\$" "$R/sysobs-alerts.test.yml" || fail "$a: not in sysobs-alerts.test.yml"
+done
+echo "$n_alerts alerts, each with a runbook section and a promtool test"
 
 write_base_config
 cat >>"$T/sysobsd.ini" <<INI

@@ -235,7 +235,7 @@ curl -sS "http://127.0.0.1:$PORT/metrics" | grep '^sysobs_ifs_core_status{' >"$T
             exp_annotations:
               summary: "In-Field Scan $t failed on it-host:9464 package $p core $c"
               description: "The last $t test of package $p core $c on it-host:9464 reported fail. The decoded details are in GET /api/v1/ifs/scans?core=$c&package=$p&result=fail."
-              runbook: '1. Stop placing latency- or correctness-critical work on the core: take its CPUs offline (echo 0 > /sys/devices/system/cpu/cpuN/online for every thread of the core, see GET /api/v1/ifs/cores) or drain the host. 2. Re-run the test once (POST /api/v1/ifs/scans {"cores":[{"package":P,"core":C}]}) to rule out a transient upset; a second fail confirms the fault. 3. Open a case with the hardware vendor with the details word, image version and batch from the history.'
+              runbook_url: "file:///usr/share/doc/sysobs/runbooks.md#sysobsifscorefailed"
 YML
 	done <"$T/status.prom"
 } >"$T/rules.test.yml"
