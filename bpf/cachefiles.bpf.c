@@ -14,6 +14,15 @@
  * not have cachefiles), so the few fields read here are declared locally with
  * preserve_access_index; CO-RE matches them by name against the running
  * kernel's BTF (the ___sysobs suffix is ignored when matching).
+ *
+ * One object for every on-demand kernel, 5.19 to current. The on-demand
+ * fields moved: 5.19-6.7 keep `int ondemand_id` in struct cachefiles_object
+ * itself; the failover series (6.8, backported to 6.1.y/6.6.y in mid-2024)
+ * moved it into struct cachefiles_ondemand_info *ondemand, with a `state`.
+ * A field the running kernel lacks makes libbpf poison the instruction that
+ * reads it, and the verifier rejects a reachable poisoned instruction: every
+ * read of a moved field sits behind bpf_core_field_exists(), which libbpf
+ * resolves to a constant so that the other branch is dead code.
  */
 #include "vmlinux.h"
 #include <bpf/bpf_core_read.h>
@@ -32,7 +41,15 @@ struct fscache_volume___sysobs {
 	__u8 *key; /* key[0] = strlen, then the string */
 } __attribute__((preserve_access_index));
 
+struct cachefiles_cache___sysobs {
+	unsigned long flags;
+} __attribute__((preserve_access_index));
+
+/* fs/cachefiles/internal.h, unchanged since 5.19: "T if in on-demand read mode" */
+#define CF_CACHEFILES_ONDEMAND_MODE 4
+
 struct cachefiles_volume___sysobs {
+	struct cachefiles_cache___sysobs *cache;
 	struct fscache_volume___sysobs *vcookie;
 } __attribute__((preserve_access_index));
 
@@ -47,10 +64,17 @@ struct cachefiles_ondemand_info___sysobs {
 	enum cachefiles_object_state___sysobs state;
 } __attribute__((preserve_access_index));
 
+/* 6.8+ (and the 6.1.y/6.6.y backports): on-demand state behind a pointer */
 struct cachefiles_object___sysobs {
 	struct cachefiles_volume___sysobs *volume;
 	int debug_id;
 	struct cachefiles_ondemand_info___sysobs *ondemand;
+} __attribute__((preserve_access_index));
+
+/* 5.19-6.7 (on-demand mode as first merged): the object id in the object
+ * itself, no state. */
+struct cachefiles_object___pre68 {
+	int ondemand_id;
 } __attribute__((preserve_access_index));
 
 struct cachefiles_msg___sysobs {
@@ -171,6 +195,58 @@ static __always_inline __u32 object_volume(struct cachefiles_object___sysobs *ob
 	return id;
 }
 
+/*
+ * The on-demand object id the daemon sees in its messages, from whichever
+ * layout the running kernel has; 0 when it has neither (or the object is not
+ * on-demand).
+ */
+static __always_inline int object_ondemand_id(struct cachefiles_object___sysobs *obj)
+{
+	struct cachefiles_object___pre68 *old = (void *)obj;
+	struct cachefiles_ondemand_info___sysobs *info;
+
+	if (bpf_core_field_exists(obj->ondemand)) {
+		info = BPF_CORE_READ(obj, ondemand);
+		if (!info || !bpf_core_field_exists(info->ondemand_id))
+			return 0;
+		return BPF_CORE_READ(info, ondemand_id);
+	}
+	if (bpf_core_field_exists(old->ondemand_id))
+		return BPF_CORE_READ(old, ondemand_id);
+	return 0;
+}
+
+/*
+ * Will cachefiles_ondemand_init_object(obj) send an OPEN? Mirrors its early
+ * returns: 6.8+ returns when obj->ondemand is NULL (not on-demand) or the
+ * state is OPEN; 5.19-6.7 return when ondemand_id > 0 (object id reused), and
+ * send_req returns 0 at once when the cache is not in on-demand mode.
+ */
+static __always_inline bool open_will_send(struct cachefiles_object___sysobs *obj)
+{
+	struct cachefiles_object___pre68 *old = (void *)obj;
+	struct cachefiles_ondemand_info___sysobs *info;
+	unsigned long flags;
+
+	if (bpf_core_field_exists(obj->ondemand)) {
+		info = BPF_CORE_READ(obj, ondemand);
+		if (!info)
+			return false;
+		if (bpf_core_field_exists(info->state))
+			return BPF_CORE_READ(info, state) != CF_OBJSTATE_OPEN___sysobs;
+		if (bpf_core_field_exists(info->ondemand_id))
+			return BPF_CORE_READ(info, ondemand_id) <= 0;
+		return true;
+	}
+	if (bpf_core_field_exists(old->ondemand_id)) {
+		if (BPF_CORE_READ(old, ondemand_id) > 0)
+			return false;
+		flags = BPF_CORE_READ(obj, volume, cache, flags);
+		return flags & (1UL << CF_CACHEFILES_ONDEMAND_MODE);
+	}
+	return true;
+}
+
 static __always_inline struct cf_hist *hist_get(struct cf_hist_key *k)
 {
 	struct cf_hist *h;
@@ -201,7 +277,7 @@ static __always_inline void request_enter(struct cachefiles_object___sysobs *obj
 	if (obj) {
 		s.volume_id = object_volume(obj);
 		s.object_debug_id = BPF_CORE_READ(obj, debug_id);
-		s.object_id = BPF_CORE_READ(obj, ondemand, ondemand_id);
+		s.object_id = object_ondemand_id(obj);
 	} else {
 		stat_add(CF_STAT_NULL_OBJECT, 1);
 	}
@@ -332,14 +408,11 @@ int BPF_PROG(cf_read_exit, struct cachefiles_object___sysobs *obj, loff_t pos, s
 SEC("fentry/cachefiles_ondemand_init_object")
 int BPF_PROG(cf_open_enter, struct cachefiles_object___sysobs *obj)
 {
-	struct cachefiles_ondemand_info___sysobs *info;
-
 	if (!obj) {
 		stat_add(CF_STAT_NULL_OBJECT, 1);
 		return 0;
 	}
-	info = BPF_CORE_READ(obj, ondemand);
-	if (!info || BPF_CORE_READ(info, state) == CF_OBJSTATE_OPEN___sysobs)
+	if (!open_will_send(obj))
 		return 0;
 	request_enter(obj, CF_OP_OPEN, 0, 0);
 	return 0;

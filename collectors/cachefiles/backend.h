@@ -23,6 +23,9 @@ struct cachefiles_backend;
 
 struct cachefiles_backend_cfg {
 	uint64_t slow_ns; /* requests at least this long are reported one by one */
+	/* Kernel BTF to relocate against and to look optional hooks up in;
+	 * NULL: the running kernel's. Tests load against edited copies. */
+	const char *btf_path;
 };
 
 /* One histogram: a (volume, op) pair. */

@@ -19,6 +19,7 @@
 #include "bpf/cachefiles.skel.h"
 #include "collectors/bpf_util.h"
 #include "collectors/cachefiles/backend.h"
+#include "collectors/cachefiles/backend_bpf.h"
 #include "collectors/cachefiles/cachefiles_decode.h"
 
 #define CF_LOG "cachefiles"
@@ -72,9 +73,72 @@ static int bpf_probe(char *why, size_t why_len)
 	return err;
 }
 
+/* Resolves typedefs, modifiers and type tags (char __user *). */
+static const struct btf_type *cf_btf_resolved(const struct btf *btf, __u32 id)
+{
+	int r = btf__resolve_type(btf, id);
+
+	return r < 0 ? NULL : btf__type_by_id(btf, r);
+}
+
+static bool cf_btf_is_int(const struct btf *btf, __u32 id, __u32 size)
+{
+	const struct btf_type *t = cf_btf_resolved(btf, id);
+
+	return t && btf_is_int(t) && t->size == size;
+}
+
+static bool cf_btf_is_ptr_to(const struct btf *btf, __u32 id, __u16 kind, const char *name,
+			     __u32 int_size)
+{
+	const struct btf_type *t = cf_btf_resolved(btf, id);
+
+	if (!t || !btf_is_ptr(t))
+		return false;
+	if (kind == BTF_KIND_INT)
+		return cf_btf_is_int(btf, t->type, int_size);
+	t = cf_btf_resolved(btf, t->type);
+	return t && btf_kind(t) == kind && !strcmp(btf__name_by_offset(btf, t->name_off), name);
+}
+
+int cachefiles_daemon_read_proto_check(const struct btf *btf, char *why, size_t why_len)
+{
+	const struct btf_type *fn, *proto;
+	const struct btf_param *p;
+	int id;
+
+	id = btf__find_by_name_kind(btf, "cachefiles_ondemand_daemon_read", BTF_KIND_FUNC);
+	if (id < 0) {
+		snprintf(why, why_len, "not in BTF");
+		return -ENOENT;
+	}
+	fn = btf__type_by_id(btf, id);
+	proto = fn ? btf__type_by_id(btf, fn->type) : NULL;
+	if (!proto || !btf_is_func_proto(proto)) {
+		snprintf(why, why_len, "no prototype in BTF");
+		return -EINVAL;
+	}
+	p = btf_params(proto);
+	if (btf_vlen(proto) != 3 ||
+	    !cf_btf_is_ptr_to(btf, p[0].type, BTF_KIND_STRUCT, "cachefiles_cache", 0) ||
+	    !cf_btf_is_ptr_to(btf, p[1].type, BTF_KIND_INT, NULL, 1) ||
+	    !cf_btf_is_int(btf, p[2].type, 8) || !cf_btf_is_int(btf, proto->type, 8)) {
+		snprintf(why, why_len,
+			 "prototype is not ssize_t (struct cachefiles_cache *, char __user *, "
+			 "size_t) (%u parameters)",
+			 btf_vlen(proto));
+		return -EINVAL;
+	}
+	return 0;
+}
+
 /* Tracepoints and the daemon-read hook are optional: kernels that lack them
- * still get latency histograms from the two required functions. */
-static void cf_optional_programs(struct cachefiles_bpf *skel)
+ * still get latency histograms from the two required functions. The hook
+ * reads its arguments by position (the user buffer, the return value), so it
+ * is enabled only for the prototype it was written for: a kernel that
+ * changes it (the read_iter series proposed for cachefiles) would otherwise
+ * fail the whole object at load. */
+static void cf_optional_programs(struct cachefiles_bpf *skel, const char *btf_path)
 {
 	/* tracepoints for tp_btf, and the one function for fexit */
 	static const struct {
@@ -93,14 +157,30 @@ static void cf_optional_programs(struct cachefiles_bpf *skel)
 	    skel->progs.cf_tp_fd_release, skel->progs.cf_daemon_read_exit,
 	};
 	struct bpf_util_btf b;
+	char why[160];
 
-	bpf_util_btf_load(&b, NULL, "cachefiles");
+	bpf_util_btf_load(&b, btf_path, "cachefiles");
 	for (size_t i = 0; i < sizeof(tps) / sizeof(tps[0]); i++) {
-		if (tps[i].is_fn ? bpf_util_btf_has(&b, tps[i].name, BTF_KIND_FUNC)
-				 : bpf_util_has_tp_btf(&b, tps[i].name))
+		if (!tps[i].is_fn && bpf_util_has_tp_btf(&b, tps[i].name))
 			continue;
-		log_info(CF_LOG, "kernel lacks %s%s: that part is not measured",
-			 tps[i].is_fn ? "" : "btf_trace_", tps[i].name);
+		if (tps[i].is_fn && bpf_util_btf_has(&b, tps[i].name, BTF_KIND_FUNC)) {
+			int err = b.module ? cachefiles_daemon_read_proto_check(b.module, why,
+										sizeof(why))
+					   : -ENOENT;
+
+			if (err == -ENOENT)
+				err =
+				    cachefiles_daemon_read_proto_check(b.vmlinux, why, sizeof(why));
+			if (!err)
+				continue;
+			log_info(CF_LOG,
+				 "kernel's %s: %s: the daemon pick-up of READs is not "
+				 "measured",
+				 tps[i].name, why);
+		} else {
+			log_info(CF_LOG, "kernel lacks %s%s: that part is not measured",
+				 tps[i].is_fn ? "" : "btf_trace_", tps[i].name);
+		}
 		bpf_program__set_autoload(progs[i], false);
 	}
 	bpf_util_btf_free(&b);
@@ -116,14 +196,18 @@ static int bpf_open(const struct cachefiles_backend_cfg *cfg, struct cachefiles_
 	if (!b)
 		return -ENOMEM;
 	bpf_util_load_begin(CF_LOG);
-	b->skel = cachefiles_bpf__open();
+	{
+		LIBBPF_OPTS(bpf_object_open_opts, opts, .btf_custom_path = cfg->btf_path);
+
+		b->skel = cachefiles_bpf__open_opts(&opts);
+	}
 	if (!b->skel) {
 		err = -errno;
 		snprintf(why, why_len, "open BPF object: %s", strerror(-err));
 		goto out_free;
 	}
 	b->skel->rodata->slow_ns = cfg->slow_ns;
-	cf_optional_programs(b->skel);
+	cf_optional_programs(b->skel, cfg->btf_path);
 	err = cachefiles_bpf__load(b->skel);
 	if (err) {
 		snprintf(why, why_len, "load BPF programs: %s; libbpf: %s", strerror(-err),

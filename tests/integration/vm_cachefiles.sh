@@ -35,6 +35,8 @@ need_cmd jq
 need_cmd curl
 DAEMON=$SYSOBS_BUILD/tests/ondemand_daemon
 [ -x "$DAEMON" ] || fail "$DAEMON not built"
+CORE_CHECK=$SYSOBS_BUILD/tests/cachefiles_core_check
+[ -x "$CORE_CHECK" ] || fail "$CORE_CHECK not built"
 
 # --- host kernel: unavailable with a reason (this machine has no cachefiles) ---
 if [ ! -e /sys/kernel/btf/vmlinux ] || ! grep -qw cachefiles_ondemand_read \
@@ -95,6 +97,7 @@ READ_AHEAD_KB=${SYSOBS_VM_READ_AHEAD_KB:-32}
 READERS=${SYSOBS_VM_READERS:-4}
 EOF
 vm_initramfs "$T/initrd.gz" --bin "$SYSOBSD=/bin/sysobsd" --bin "$DAEMON=/bin/ondemand_daemon" \
+	--bin "$CORE_CHECK=/bin/cachefiles_core_check" \
 	--bin "$(command -v curl)=/bin/curl" \
 	--file "$T/fs.img=/data/fs.img" --file "$T/files=/data/files" \
 	--file "$T/md5sums=/data/md5sums" --file "$T/vm-test.conf=/etc/vm-test.conf" \
@@ -110,6 +113,19 @@ if [ "$status" != 0 ]; then
 	tail -n 60 "$C" >&2
 	fail "guest scenario exited with '${status:-none}'"
 fi
+
+# CO-RE: the object loads against the BTF of every layout since 5.19
+vm_section core "$C" >"$T/core.txt"
+vm_section core_log "$C" >"$T/core.log"
+cat "$T/core.txt"
+for v in current pre68 nostate readiter; do
+	grep -q "^core variant=$v load=ok\$" "$T/core.txt" ||
+		fail "BPF object does not load against BTF variant $v: $(grep "variant=$v " "$T/core.txt")"
+done
+grep -q "cachefiles_ondemand_daemon_read: prototype is not" "$T/core.log" ||
+	fail "readiter: the daemon_read hook was not left out for its changed prototype"
+[ "$(grep -c "cachefiles_ondemand_daemon_read: prototype is not" "$T/core.log")" = 1 ] ||
+	fail "the daemon_read hook was refused for a variant other than readiter"
 
 vm_section collectors "$C" >"$T/vm-collectors.json"
 vm_section ondemand_stats "$C" >"$T/od.stats"

@@ -3,7 +3,8 @@
  * Unit tests of the cachefiles collector's pure parts: the log-linear bucket
  * layout shared with BPF, slow-record decoding, volume names, the probe
  * verdict, quantiles; and, on this host, that the BPF backend's probe refuses
- * a kernel without cachefiles_ondemand_read with the precise reason.
+ * a kernel without cachefiles_ondemand_read with the precise reason; the
+ * daemon_read prototype check on synthetic BTF.
  */
 #include <errno.h>
 #include <math.h>
@@ -17,7 +18,10 @@
 
 #include <cmocka.h>
 
+#include <bpf/btf.h>
+
 #include "collectors/cachefiles/backend.h"
+#include "collectors/cachefiles/backend_bpf.h"
 #include "collectors/cachefiles/cachefiles_decode.h"
 
 static void bucket_edges_are_consistent_with_bounds(void **state)
@@ -181,6 +185,59 @@ static void probe_verdict_names_what_is_missing(void **state)
 
 /* The real probe against the running kernel. Where the kernel has on-demand
  * cachefiles this only checks that probe agrees with available_filter_functions. */
+/* A BTF with cachefiles_ondemand_daemon_read(cache, <p1>, <p2>...) as the
+ * kernel spells it: typedefs for ssize_t/size_t, char __user * as a type tag. */
+static struct btf *daemon_read_btf(bool read_iter)
+{
+	struct btf *btf = btf__new_empty();
+	int chr, lng, ulng, ssz, sz, cache, cachep, user, ubuf, iter, iterp, proto;
+
+	assert_non_null(btf);
+	chr = btf__add_int(btf, "char", 1, BTF_INT_SIGNED);
+	lng = btf__add_int(btf, "long", 8, BTF_INT_SIGNED);
+	ulng = btf__add_int(btf, "unsigned long", 8, 0);
+	ssz = btf__add_typedef(btf, "ssize_t", lng);
+	sz = btf__add_typedef(btf, "size_t", ulng);
+	cache = btf__add_struct(btf, "cachefiles_cache", 8);
+	cachep = btf__add_ptr(btf, cache);
+	user = btf__add_type_tag(btf, "user", chr);
+	ubuf = btf__add_ptr(btf, user);
+	iter = btf__add_struct(btf, "iov_iter", 40);
+	iterp = btf__add_ptr(btf, iter);
+	proto = btf__add_func_proto(btf, ssz);
+	assert_true(chr > 0 && ssz > 0 && sz > 0 && cachep > 0 && ubuf > 0 && iterp > 0 &&
+		    proto > 0);
+	assert_int_equal(btf__add_func_param(btf, "cache", cachep), 0);
+	if (read_iter) {
+		assert_int_equal(btf__add_func_param(btf, "iter", iterp), 0);
+	} else {
+		assert_int_equal(btf__add_func_param(btf, "_buffer", ubuf), 0);
+		assert_int_equal(btf__add_func_param(btf, "buflen", sz), 0);
+	}
+	assert_true(btf__add_func(btf, "cachefiles_ondemand_daemon_read", BTF_FUNC_GLOBAL, proto) >
+		    0);
+	return btf;
+}
+
+static void daemon_read_hook_only_for_its_prototype(void **state)
+{
+	struct btf *btf, *empty;
+	char why[200] = "";
+
+	/* 5.19 to 6.12+: ssize_t (struct cachefiles_cache *, char __user *, size_t) */
+	btf = daemon_read_btf(false);
+	assert_int_equal(cachefiles_daemon_read_proto_check(btf, why, sizeof(why)), 0);
+	btf__free(btf);
+	/* the read_iter series: (struct cachefiles_cache *, struct iov_iter *) */
+	btf = daemon_read_btf(true);
+	assert_int_equal(cachefiles_daemon_read_proto_check(btf, why, sizeof(why)), -EINVAL);
+	assert_non_null(strstr(why, "2 parameters"));
+	btf__free(btf);
+	empty = btf__new_empty();
+	assert_int_equal(cachefiles_daemon_read_proto_check(empty, why, sizeof(why)), -ENOENT);
+	btf__free(empty);
+}
+
 static void bpf_probe_on_this_host(void **state)
 {
 	char why[256] = "";
@@ -213,6 +270,7 @@ int main(void)
 	    cmocka_unit_test(volume_names),
 	    cmocka_unit_test(probe_verdict_names_what_is_missing),
 	    cmocka_unit_test(bpf_probe_on_this_host),
+	    cmocka_unit_test(daemon_read_hook_only_for_its_prototype),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -23,6 +23,14 @@ mount -t ext4 /dev/vda /var/cache/fscache || {
 	exit 1
 }
 
+# The BPF object against edited copies of this kernel's BTF (older layouts,
+# a changed daemon_read prototype): each variant must load. Before the agent,
+# so that the loads do not overlap its own.
+cachefiles_core_check --dir /tmp >/tmp/core.txt 2>/tmp/core.log
+say "core check exit $?"
+section core /tmp/core.txt
+section core_log /tmp/core.log
+
 cat >/etc/sysobsd.ini <<EOF
 [http]
 listen = 127.0.0.1:9559
