@@ -87,20 +87,39 @@ struct cachefiles_msg___sysobs {
 #define CF_UAPI_OP_OPEN 0 /* CACHEFILES_OP_OPEN */
 #define CF_UAPI_OP_READ 2 /* CACHEFILES_OP_READ */
 
+/* PF_EXITING, include/linux/sched.h */
+#define CF_PF_EXITING 0x00000004
+
+/* A request in flight, by the thread waiting for it. */
 struct cf_start {
 	__u64 ts;
 	__u64 offset;
 	__u64 len;
+	__u64 obj;	 /* struct cachefiles_object * */
+	__u64 picked_ns; /* the daemon first read it; 0: not yet */
+	__u32 picks;	 /* times the daemon read it (> 1: re-queued by restore) */
 	__u32 op;
 	__u32 volume_id;
 	__u32 object_debug_id;
 	__s32 object_id;
+	__u32 pad;
 };
 
-/* Pending READ, for the daemon pick-up time: (object_id, offset) -> ts. */
+/*
+ * Pending READ -> the waiting thread. Keyed by the object, not by the
+ * on-demand object id: a daemon that dies closes its anonymous fds, and the
+ * object reopened for the next daemon gets a new id while its READs wait.
+ */
 struct cf_pending_key {
+	__u64 obj;
 	__u64 offset;
-	__s32 object_id;
+};
+
+/* (cache, on-demand object id) -> object, to find a READ's object from the
+ * message the daemon read. Ids are per cache (per daemon). */
+struct cf_objid_key {
+	__u64 cache;
+	__s32 id;
 	__u32 pad;
 };
 
@@ -136,15 +155,35 @@ struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 4096);
 	__type(key, __u64);   /* object pointer */
-	__type(value, __u64); /* OPEN issued at */
+	__type(value, __u32); /* thread waiting for the OPEN */
 } pending_open SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 4096);
 	__type(key, struct cf_pending_key);
-	__type(value, __u64); /* READ issued at */
+	__type(value, __u32); /* thread waiting for the READ */
 } pending_read SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, struct cf_objid_key);
+	__type(value, __u64); /* object pointer */
+} objids SEC(".maps");
+
+/* Daemons seen dying (tgid): one record per death, not one per fd. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 64);
+	__type(key, __u32);
+	__type(value, __u8);
+} dead_daemons SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 16 * 1024);
+} daemon_events SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -281,24 +320,24 @@ static __always_inline void request_enter(struct cachefiles_object___sysobs *obj
 	} else {
 		stat_add(CF_STAT_NULL_OBJECT, 1);
 	}
+	s.obj = (__u64)obj;
 	if (bpf_map_update_elem(&starts, &tid, &s, BPF_ANY)) {
 		stat_add(CF_STAT_START_FULL, 1);
 		return;
 	}
+	stat_add(CF_STAT_INFLIGHT_NOW, 1);
 	k.volume_id = s.volume_id;
 	k.op = op;
 	h = hist_get(&k);
 	if (h)
 		__sync_fetch_and_add(&h->inflight, 1);
 	if (op == CF_OP_OPEN && obj) {
-		__u64 p = (__u64)obj;
-
-		if (bpf_map_update_elem(&pending_open, &p, &s.ts, BPF_ANY))
+		if (bpf_map_update_elem(&pending_open, &s.obj, &tid, BPF_ANY))
 			stat_add(CF_STAT_PENDING_FULL, 1);
-	} else if (op == CF_OP_READ) {
-		struct cf_pending_key pk = {.offset = offset, .object_id = s.object_id};
+	} else if (op == CF_OP_READ && obj) {
+		struct cf_pending_key pk = {.obj = s.obj, .offset = offset};
 
-		if (bpf_map_update_elem(&pending_read, &pk, &s.ts, BPF_ANY))
+		if (bpf_map_update_elem(&pending_read, &pk, &tid, BPF_ANY))
 			stat_add(CF_STAT_PENDING_FULL, 1);
 	}
 }
@@ -339,10 +378,13 @@ static __always_inline void request_exit(__u32 op, long ret)
 	} else {
 		stat_add(CF_STAT_HIST_FULL, 1);
 	}
+	stat_add(CF_STAT_INFLIGHT_NOW, -1);
 	if (op == CF_OP_READ) {
-		struct cf_pending_key pk = {.offset = s->offset, .object_id = s->object_id};
+		struct cf_pending_key pk = {.obj = s->obj, .offset = s->offset};
 
 		bpf_map_delete_elem(&pending_read, &pk);
+	} else {
+		bpf_map_delete_elem(&pending_open, &s->obj);
 	}
 	if (lat >= slow_ns) {
 		r = bpf_ringbuf_reserve(&slow_events, sizeof(*r), 0);
@@ -371,10 +413,9 @@ static __always_inline void request_exit(__u32 op, long ret)
 	bpf_map_delete_elem(&starts, &tid);
 }
 
-static __always_inline void pickup_observe(__u32 op, __u64 issued)
+static __always_inline void pickup_observe(__u32 op, __u64 d)
 {
 	struct cf_pickup *p;
-	__u64 d = bpf_ktime_get_ns() - issued;
 	__u32 b;
 
 	p = bpf_map_lookup_elem(&pickups, &op);
@@ -385,6 +426,55 @@ static __always_inline void pickup_observe(__u32 op, __u64 issued)
 		__sync_fetch_and_add(&p->buckets[b], 1);
 	__sync_fetch_and_add(&p->sum_ns, d);
 	__sync_fetch_and_add(&p->count, 1);
+}
+
+/*
+ * The daemon read the request thread tid waits for. The first read is its
+ * pick-up; a later one is the same request re-queued by "restore" after a
+ * daemon died with it (counted apart, never a second pick-up).
+ */
+static __always_inline void request_picked(__u32 tid, __u32 op)
+{
+	struct cf_start *s = bpf_map_lookup_elem(&starts, &tid);
+	__u64 now = bpf_ktime_get_ns();
+
+	if (!s || s->op != op) {
+		stat_add(op == CF_OP_OPEN ? CF_STAT_OPEN_PICKED : CF_STAT_PICK_UNMATCHED, 1);
+		return;
+	}
+	/* one request is read by one daemon read() at a time: no race here */
+	if (s->picks++) {
+		stat_add(CF_STAT_REPICKED, 1);
+		return;
+	}
+	s->picked_ns = now;
+	pickup_observe(op, now - s->ts);
+	stat_add(op == CF_OP_OPEN ? CF_STAT_OPEN_PICKED : CF_STAT_READ_PICKED, 1);
+}
+
+static __always_inline __u64 object_cache(struct cachefiles_object___sysobs *obj)
+{
+	return (__u64)BPF_CORE_READ(obj, volume, cache);
+}
+
+static __always_inline void daemon_record(__u32 event)
+{
+	struct cf_daemon_record *r;
+	__u32 k = CF_STAT_INFLIGHT_NOW;
+	__u64 *inflight;
+
+	r = bpf_ringbuf_reserve(&daemon_events, sizeof(*r), 0);
+	if (!r) {
+		stat_add(CF_STAT_DAEMON_LOST, 1);
+		return;
+	}
+	r->ts_ns = bpf_ktime_get_ns();
+	r->event = event;
+	r->pid = bpf_get_current_pid_tgid() >> 32;
+	inflight = bpf_map_lookup_elem(&stats, &k);
+	r->inflight = inflight ? (__s64)*inflight : 0;
+	bpf_get_current_comm(r->comm, sizeof(r->comm));
+	bpf_ringbuf_submit(r, 0);
 }
 
 SEC("fentry/cachefiles_ondemand_read")
@@ -423,23 +513,23 @@ int BPF_PROG(cf_open_exit, struct cachefiles_object___sysobs *obj, int ret)
 {
 	__u32 tid = (__u32)bpf_get_current_pid_tgid();
 	struct cf_start *s = bpf_map_lookup_elem(&starts, &tid);
-	__u64 p = (__u64)obj;
 
 	/* not timed at entry (nothing sent): nothing to close */
 	if (!s || s->op != CF_OP_OPEN)
 		return 0;
-	bpf_map_delete_elem(&pending_open, &p);
 	request_exit(CF_OP_OPEN, ret);
 	return 0;
 }
 
-/* The daemon read() returned a READ message: pick-up time of that request. */
+/* The daemon read() returned a READ message: the request is picked up. */
 SEC("fexit/cachefiles_ondemand_daemon_read")
 int BPF_PROG(cf_daemon_read_exit, void *cache, char *ubuf, size_t buflen, long ret)
 {
 	struct cachefiles_msg___sysobs m;
+	struct cf_objid_key ok = {.cache = (__u64)cache};
 	struct cf_pending_key pk = {};
-	__u64 *issued;
+	__u64 *obj;
+	__u32 *tid;
 
 	if (ret < (long)(sizeof(m) + 16) || !ubuf)
 		return 0;
@@ -449,31 +539,43 @@ int BPF_PROG(cf_daemon_read_exit, void *cache, char *ubuf, size_t buflen, long r
 		return 0;
 	if (bpf_probe_read_user(&pk.offset, sizeof(pk.offset), ubuf + sizeof(m)))
 		return 0;
-	pk.object_id = m.object_id;
-	issued = bpf_map_lookup_elem(&pending_read, &pk);
-	if (issued) {
-		pickup_observe(CF_OP_READ, *issued);
-		bpf_map_delete_elem(&pending_read, &pk);
+	ok.id = m.object_id;
+	obj = bpf_map_lookup_elem(&objids, &ok);
+	if (!obj) {
+		stat_add(CF_STAT_PICK_UNMATCHED, 1);
+		return 0;
 	}
+	pk.obj = *obj;
+	tid = bpf_map_lookup_elem(&pending_read, &pk);
+	if (!tid) {
+		stat_add(CF_STAT_PICK_UNMATCHED, 1);
+		return 0;
+	}
+	request_picked(*tid, CF_OP_READ);
 	return 0;
 }
 
+/* The daemon read an OPEN: the object has its (new) on-demand id now. */
 SEC("tp_btf/cachefiles_ondemand_open")
 int BPF_PROG(cf_tp_open, struct cachefiles_object___sysobs *obj, void *msg, void *load)
 {
+	struct cf_objid_key ok = {};
 	__u64 p = (__u64)obj;
-	__u64 *issued;
+	__u32 *tid;
 
-	stat_add(CF_STAT_OPEN_PICKED, 1);
 	if (!obj) {
+		stat_add(CF_STAT_OPEN_PICKED, 1);
 		stat_add(CF_STAT_NULL_OBJECT, 1);
 		return 0;
 	}
-	issued = bpf_map_lookup_elem(&pending_open, &p);
-	if (issued) {
-		pickup_observe(CF_OP_OPEN, *issued);
-		bpf_map_delete_elem(&pending_open, &p);
-	}
+	ok.cache = object_cache(obj);
+	ok.id = object_ondemand_id(obj);
+	bpf_map_update_elem(&objids, &ok, &p, BPF_ANY);
+	tid = bpf_map_lookup_elem(&pending_open, &p);
+	if (tid)
+		request_picked(*tid, CF_OP_OPEN);
+	else
+		stat_add(CF_STAT_OPEN_PICKED, 1);
 	return 0;
 }
 
@@ -524,9 +626,51 @@ int BPF_PROG(cf_tp_fd_write, struct cachefiles_object___sysobs *obj, void *backe
 	return 0;
 }
 
+/*
+ * An anonymous fd released. By a task that is exiting, it is a daemon dying
+ * with objects open (crash, kill): their READs wait for a daemon that writes
+ * "restore" (6.8+), or fail when /dev/cachefiles closes. One record per
+ * dying daemon.
+ */
 SEC("tp_btf/cachefiles_ondemand_fd_release")
 int BPF_PROG(cf_tp_fd_release, struct cachefiles_object___sysobs *obj, int object_id)
 {
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct cf_objid_key ok = {.id = object_id};
+	__u32 tgid;
+	__u8 one = 1;
+
 	stat_add(CF_STAT_FD_RELEASE, 1);
+	if (obj) {
+		ok.cache = object_cache(obj);
+		bpf_map_delete_elem(&objids, &ok);
+	}
+	if (!(task->flags & CF_PF_EXITING))
+		return 0;
+	stat_add(CF_STAT_DEATH_FDS, 1);
+	tgid = bpf_get_current_pid_tgid() >> 32;
+	if (bpf_map_update_elem(&dead_daemons, &tgid, &one, BPF_NOEXIST))
+		return 0;
+	stat_add(CF_STAT_DAEMON_DEATH, 1);
+	daemon_record(CF_DAEMON_DEATH);
+	return 0;
+}
+
+/* "restore" (6.8+): a new daemon asks for every request in flight again. */
+SEC("fentry/cachefiles_ondemand_restore")
+int BPF_PROG(cf_restore, void *cache, char *args)
+{
+	stat_add(CF_STAT_RESTORE, 1);
+	daemon_record(CF_DAEMON_RESTORE);
+	return 0;
+}
+
+/* /dev/cachefiles released (the last daemon gone) or a cache I/O error:
+ * every request in flight is failed with EIO. */
+SEC("fentry/cachefiles_flush_reqs")
+int BPF_PROG(cf_flush, void *cache)
+{
+	stat_add(CF_STAT_FLUSH, 1);
+	daemon_record(CF_DAEMON_FLUSH);
 	return 0;
 }

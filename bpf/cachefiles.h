@@ -43,7 +43,32 @@ enum cf_stat {
 	CF_STAT_HIST_FULL,	/* requests in no histogram: hists map full */
 	CF_STAT_PENDING_FULL,	/* requests whose pick-up is not timed: map full */
 	CF_STAT_START_FULL,	/* requests not timed: starts map full at entry */
+	CF_STAT_READ_PICKED,	/* daemon read a READ (first time) */
+	CF_STAT_REPICKED,	/* daemon read a request again (after a restore) */
+	CF_STAT_PICK_UNMATCHED, /* daemon read a READ no waiter is known for */
+	CF_STAT_DAEMON_DEATH,	/* a daemon exited holding anonymous fds */
+	CF_STAT_DEATH_FDS,	/* anonymous fds closed by a dying daemon */
+	CF_STAT_RESTORE,	/* "restore" written to /dev/cachefiles */
+	CF_STAT_FLUSH,		/* cache withdrawn: requests in flight failed */
+	CF_STAT_DAEMON_LOST,	/* daemon records lost: ring buffer full */
+	CF_STAT_INFLIGHT_NOW,	/* gauge: requests timed and waiting now */
 	CF_STAT_MAX,
+};
+
+/* Daemon lifecycle records (ring buffer daemon_events). */
+enum cf_daemon_event {
+	CF_DAEMON_DEATH = 0,   /* exited holding anonymous fds (crash, kill) */
+	CF_DAEMON_RESTORE = 1, /* a daemon wrote "restore": requests re-queued */
+	CF_DAEMON_FLUSH = 2,   /* /dev/cachefiles closed or cache I/O error */
+	CF_DAEMON_MAX,
+};
+
+struct cf_daemon_record {
+	__u64 ts_ns;	/* bpf_ktime_get_ns() (CLOCK_MONOTONIC) */
+	__u32 event;	/* enum cf_daemon_event */
+	__u32 pid;	/* tgid of the task that did it */
+	__s64 inflight; /* requests timed and waiting for a daemon then */
+	char comm[CF_COMM_LEN];
 };
 
 /* Key of the per-(volume, op) histogram map. */

@@ -53,8 +53,25 @@ struct cachefiles_slow {
 	char volume[CF_VOLUME_NAME_LEN + 1];
 };
 
+/* A daemon lifecycle event, decoded (see cachefiles_daemon_decode()). */
+struct cachefiles_daemon_event {
+	int64_t ts_ns;	  /* wall clock */
+	uint32_t event;	  /* enum cf_daemon_event */
+	uint32_t pid;	  /* tgid of the dying daemon, or of the task that did it */
+	int64_t inflight; /* requests waiting for a daemon then */
+	char comm[CF_COMM_LEN + 1];
+};
+
 typedef void (*cachefiles_hist_fn)(const struct cachefiles_hist_snapshot *h, void *arg);
 typedef void (*cachefiles_slow_fn)(const struct cachefiles_slow *s, void *arg);
+typedef void (*cachefiles_daemon_fn)(const struct cachefiles_daemon_event *e, void *arg);
+
+/* Where drain() delivers records; both functions get arg. */
+struct cachefiles_drain {
+	cachefiles_slow_fn slow;
+	cachefiles_daemon_fn daemon;
+	void *arg;
+};
 
 struct cachefiles_backend_ops {
 	const char *name;
@@ -64,10 +81,11 @@ struct cachefiles_backend_ops {
 	/* Loads and attaches; *out on success. -errno and why on failure. */
 	int (*open)(const struct cachefiles_backend_cfg *cfg, struct cachefiles_backend **out,
 		    char *why, size_t why_len);
-	/* fd readable when slow requests are waiting, or -1. */
+	/* fd readable when slow requests or daemon events are waiting, or -1. */
 	int (*fd)(struct cachefiles_backend *b);
-	/* Delivers the waiting slow requests; returns how many, or -errno. */
-	int (*drain_slow)(struct cachefiles_backend *b, cachefiles_slow_fn fn, void *arg);
+	/* Delivers the waiting slow requests and daemon events; returns how
+	 * many, or -errno. */
+	int (*drain)(struct cachefiles_backend *b, const struct cachefiles_drain *d);
 	/* Calls fn for every histogram seen so far. 0 or -errno. */
 	int (*read_hists)(struct cachefiles_backend *b, cachefiles_hist_fn fn, void *arg);
 	/* Daemon-side counters (enum cf_stat); unsupported ones stay 0. */

@@ -26,9 +26,8 @@
 
 struct cachefiles_backend {
 	struct cachefiles_bpf *skel;
-	struct ring_buffer *rb;
-	cachefiles_slow_fn slow_fn;
-	void *slow_arg;
+	struct ring_buffer *rb; /* slow_events and daemon_events */
+	const struct cachefiles_drain *drain;
 	int delivered;
 };
 
@@ -140,30 +139,43 @@ int cachefiles_daemon_read_proto_check(const struct btf *btf, char *why, size_t 
  * fail the whole object at load. */
 static void cf_optional_programs(struct cachefiles_bpf *skel, const char *btf_path)
 {
-	/* tracepoints for tp_btf, and the one function for fexit */
+	/* tracepoints for tp_btf, functions for fentry/fexit */
+	enum { TP, FN, FN_DAEMON_READ };
 	static const struct {
 		const char *name;
-		bool is_fn;
+		int kind;
 	} tps[] = {
-	    {"cachefiles_ondemand_open"},	{"cachefiles_ondemand_read"},
-	    {"cachefiles_ondemand_cread"},	{"cachefiles_ondemand_copen"},
-	    {"cachefiles_ondemand_close"},	{"cachefiles_ondemand_fd_write"},
-	    {"cachefiles_ondemand_fd_release"}, {"cachefiles_ondemand_daemon_read", true},
+	    {"cachefiles_ondemand_open"},
+	    {"cachefiles_ondemand_read"},
+	    {"cachefiles_ondemand_cread"},
+	    {"cachefiles_ondemand_copen"},
+	    {"cachefiles_ondemand_close"},
+	    {"cachefiles_ondemand_fd_write"},
+	    {"cachefiles_ondemand_fd_release"},
+	    {"cachefiles_ondemand_daemon_read", FN_DAEMON_READ},
+	    {"cachefiles_ondemand_restore", FN}, /* 6.8+ */
+	    {"cachefiles_flush_reqs", FN},
 	};
 	struct bpf_program *progs[] = {
 	    skel->progs.cf_tp_open,	  skel->progs.cf_tp_read,
 	    skel->progs.cf_tp_cread,	  skel->progs.cf_tp_copen,
 	    skel->progs.cf_tp_close,	  skel->progs.cf_tp_fd_write,
 	    skel->progs.cf_tp_fd_release, skel->progs.cf_daemon_read_exit,
+	    skel->progs.cf_restore,	  skel->progs.cf_flush,
 	};
 	struct bpf_util_btf b;
 	char why[160];
 
+	_Static_assert(sizeof(tps) / sizeof(tps[0]) == sizeof(progs) / sizeof(progs[0]),
+		       "one program per optional hook");
 	bpf_util_btf_load(&b, btf_path, "cachefiles");
 	for (size_t i = 0; i < sizeof(tps) / sizeof(tps[0]); i++) {
-		if (!tps[i].is_fn && bpf_util_has_tp_btf(&b, tps[i].name))
+		if (tps[i].kind == TP && bpf_util_has_tp_btf(&b, tps[i].name))
 			continue;
-		if (tps[i].is_fn && bpf_util_btf_has(&b, tps[i].name, BTF_KIND_FUNC)) {
+		if (tps[i].kind == FN && bpf_util_has_fentry(&b, tps[i].name))
+			continue;
+		if (tps[i].kind == FN_DAEMON_READ &&
+		    bpf_util_btf_has(&b, tps[i].name, BTF_KIND_FUNC)) {
 			int err = b.module ? cachefiles_daemon_read_proto_check(b.module, why,
 										sizeof(why))
 					   : -ENOENT;
@@ -179,7 +191,7 @@ static void cf_optional_programs(struct cachefiles_bpf *skel, const char *btf_pa
 				 tps[i].name, why);
 		} else {
 			log_info(CF_LOG, "kernel lacks %s%s: that part is not measured",
-				 tps[i].is_fn ? "" : "btf_trace_", tps[i].name);
+				 tps[i].kind == TP ? "btf_trace_" : "", tps[i].name);
 		}
 		bpf_program__set_autoload(progs[i], false);
 	}
@@ -241,7 +253,23 @@ static int cf_ringbuf_sample(void *ctx, void *data, size_t size)
 		log_warn(CF_LOG, "bad slow-request record of %zu bytes", size);
 		return 0;
 	}
-	b->slow_fn(&s, b->slow_arg);
+	if (b->drain && b->drain->slow)
+		b->drain->slow(&s, b->drain->arg);
+	b->delivered++;
+	return 0;
+}
+
+static int cf_daemon_sample(void *ctx, void *data, size_t size)
+{
+	struct cachefiles_backend *b = ctx;
+	struct cachefiles_daemon_event e;
+
+	if (cachefiles_daemon_decode(data, size, clock_mono_ns(), clock_wall_ns(), &e)) {
+		log_warn(CF_LOG, "bad daemon record of %zu bytes", size);
+		return 0;
+	}
+	if (b->drain && b->drain->daemon)
+		b->drain->daemon(&e, b->drain->arg);
 	b->delivered++;
 	return 0;
 }
@@ -253,20 +281,26 @@ static int bpf_fd(struct cachefiles_backend *b)
 					 b, NULL);
 		if (!b->rb)
 			return -1;
+		if (ring_buffer__add(b->rb, bpf_map__fd(b->skel->maps.daemon_events),
+				     cf_daemon_sample, b)) {
+			ring_buffer__free(b->rb);
+			b->rb = NULL;
+			return -1;
+		}
 	}
 	return ring_buffer__epoll_fd(b->rb);
 }
 
-static int bpf_drain_slow(struct cachefiles_backend *b, cachefiles_slow_fn fn, void *arg)
+static int bpf_drain(struct cachefiles_backend *b, const struct cachefiles_drain *d)
 {
 	int err;
 
 	if (!b->rb && bpf_fd(b) < 0)
 		return -errno;
-	b->slow_fn = fn;
-	b->slow_arg = arg;
+	b->drain = d;
 	b->delivered = 0;
 	err = ring_buffer__consume(b->rb);
+	b->drain = NULL;
 	if (err < 0)
 		return err;
 	return b->delivered;
@@ -344,7 +378,7 @@ const struct cachefiles_backend_ops cachefiles_backend_bpf = {
     .probe = bpf_probe,
     .open = bpf_open,
     .fd = bpf_fd,
-    .drain_slow = bpf_drain_slow,
+    .drain = bpf_drain,
     .read_hists = bpf_read_hists,
     .read_stats = bpf_read_stats,
     .read_pickup = bpf_read_pickup,

@@ -34,6 +34,14 @@ struct cachefiles_slow_row {
 	char volume[CF_VOLUME_NAME_LEN + 1];
 };
 
+/* One row of cachefiles_daemon. */
+struct cachefiles_daemon_row {
+	int64_t inflight;
+	uint32_t pid;
+	char event[8];
+	char comm[CF_COMM_LEN + 1];
+};
+
 /* [collector.cachefiles], parsed by the agent from cachefiles_keys. */
 struct cachefiles_cfg {
 	uint64_t slow_threshold; /* ms */
@@ -104,7 +112,32 @@ const struct event_table cachefiles_slow_table = {
     .list_message = &sysobs__v1__cachefiles_slow_request_list__descriptor,
 };
 
-static const struct event_table *const cachefiles_tables[] = {&cachefiles_slow_table, NULL};
+static const char *const cachefiles_daemon_events[] = {"death", "restore", "flush", NULL};
+static const struct col_domain cachefiles_daemon_domain = {.values = cachefiles_daemon_events};
+
+#define CF_DCOL(f, t, n, ...) COL(struct cachefiles_daemon_row, f, t, n, __VA_ARGS__)
+static const struct event_column cachefiles_daemon_cols[] = {
+    CF_DCOL(event, COL_TEXT, COL_NOT_NULL, .filter = COL_FILTER_ENUM,
+	    .domain = &cachefiles_daemon_domain),
+    CF_DCOL(pid, COL_UINT, COL_NOT_NULL),
+    CF_DCOL(comm, COL_TEXT, COL_NOT_NULL),
+    CF_DCOL(inflight, COL_INT, COL_NOT_NULL),
+    {0},
+};
+
+const struct event_table cachefiles_daemon_table = {
+    .name = "cachefiles_daemon",
+    .collector = "cachefiles",
+    .route = "/api/v1/cachefiles/daemon",
+    .help = "on-demand daemon deaths, restores (failover) and cache flushes",
+    .cols = cachefiles_daemon_cols,
+    .row_size = sizeof(struct cachefiles_daemon_row),
+    .message = &sysobs__v1__cachefiles_daemon_event__descriptor,
+    .list_message = &sysobs__v1__cachefiles_daemon_event_list__descriptor,
+};
+
+static const struct event_table *const cachefiles_tables[] = {&cachefiles_slow_table,
+							      &cachefiles_daemon_table, NULL};
 
 static const struct cfg_key cachefiles_keys[] = {
     CFG_KEY(struct cachefiles_cfg, slow_threshold, CFG_DURATION, "100ms", 0, 3600000,
@@ -195,6 +228,14 @@ static const char *const cf_stat_events[CF_STAT_MAX] = {
     [CF_STAT_CLOSE] = "close",
     [CF_STAT_FD_WRITE] = "fd_write",
     [CF_STAT_FD_RELEASE] = "fd_release",
+    [CF_STAT_READ_PICKED] = "read_picked",
+    [CF_STAT_REPICKED] = "repicked",
+    [CF_STAT_PICK_UNMATCHED] = "pick_unmatched",
+    [CF_STAT_DAEMON_DEATH] = "daemon_death",
+    [CF_STAT_DEATH_FDS] = "death_fd_release",
+    [CF_STAT_RESTORE] = "restore",
+    [CF_STAT_FLUSH] = "flush",
+    [CF_STAT_DAEMON_LOST] = "daemon_record_lost",
 };
 
 static int cachefiles_init(struct collector *c)
@@ -285,10 +326,25 @@ static void cachefiles_on_slow(const struct cachefiles_slow *s, void *arg)
 	sink_event(c->sink, &cachefiles_slow_table, s->ts_ns, &row);
 }
 
+static void cachefiles_on_daemon(const struct cachefiles_daemon_event *e, void *arg)
+{
+	struct collector *c = arg;
+	struct cachefiles_daemon_row row = {0};
+
+	snprintf(row.event, sizeof(row.event), "%s", cachefiles_daemon_event_name(e->event));
+	row.pid = e->pid;
+	row.inflight = e->inflight;
+	memcpy(row.comm, e->comm, sizeof(row.comm));
+	clog_info(c, "daemon %s: pid %u (%s), %lld requests in flight", row.event, row.pid,
+		  row.comm, (long long)row.inflight);
+	sink_event(c->sink, &cachefiles_daemon_table, e->ts_ns, &row);
+}
+
 static int cachefiles_on_ready(struct collector *c)
 {
 	struct cachefiles_state *st = c->priv;
-	int n = st->be_ops->drain_slow(st->be, cachefiles_on_slow, c);
+	const struct cachefiles_drain d = {cachefiles_on_slow, cachefiles_on_daemon, c};
+	int n = st->be_ops->drain(st->be, &d);
 
 	return n < 0 ? n : 0;
 }

@@ -21,6 +21,9 @@ WARM_FSID=fswarm
 FAST_FSID=fsfast FAST_MS=${SYSOBS_VM_FAST_MS:-270}
 SLOW_FSID=fsslow SLOW_MS=${SYSOBS_VM_SLOW_MS:-540}
 SLOW_THRESHOLD_MS=${SYSOBS_VM_SLOW_THRESHOLD_MS:-400}
+# failover: the daemon dies twice on this volume (on its OPEN, then on its
+# FAIL_CRASH_READth READ with READs held); the next one restores each time
+FAIL_FSID=fsfail FAIL_MS=${SYSOBS_VM_FAIL_MS:-150} FAIL_CRASH_READ=${SYSOBS_VM_FAIL_CRASH_READ:-20}
 SLOW_THRESHOLD=${SLOW_THRESHOLD_MS}ms
 # Delays sit just above a bucket's lower edge (2^28 ns = 268.4 ms, 2^29 ns =
 # 536.9 ms): "within one bucket" then leaves ~65 ms and ~130 ms for what TCG on
@@ -60,6 +63,11 @@ if [ ! -e /sys/kernel/btf/vmlinux ] || ! grep -qw cachefiles_ondemand_read \
 	assert_eq "?limit=0" 400 "$HTTP_CODE"
 	api GET '/api/v1/cachefiles/slow?volumes=x' >/dev/null
 	assert_eq "?volumes= (unknown parameter)" 400 "$HTTP_CODE"
+	req GET /api/v1/cachefiles/daemon
+	assert_eq "daemon route status" 200 "$HTTP_CODE"
+	assert_eq "daemon route, no rows" 0 "$(jq -c '.data | length' <<<"$BODY")"
+	api GET '/api/v1/cachefiles/daemon?event=crash' >/dev/null
+	assert_eq "daemon ?event=crash" 400 "$HTTP_CODE"
 	stop_agent
 	pass "host kernel $(uname -r): cachefiles unavailable: $why"
 fi
@@ -93,6 +101,9 @@ FAST_MS=$FAST_MS
 SLOW_FSID=$SLOW_FSID
 SLOW_MS=$SLOW_MS
 SLOW_THRESHOLD=$SLOW_THRESHOLD
+FAIL_FSID=$FAIL_FSID
+FAIL_MS=$FAIL_MS
+FAIL_CRASH_READ=$FAIL_CRASH_READ
 READ_AHEAD_KB=${SYSOBS_VM_READ_AHEAD_KB:-32}
 READERS=${SYSOBS_VM_READERS:-4}
 EOF
@@ -183,8 +194,8 @@ hist_show() {
 }
 
 total_slow_expected=0
-# warm (no delay): counts only; fast and slow: counts and quantiles
-for pair in "$WARM_FSID:0" "$FAST_FSID:$FAST_MS" "$SLOW_FSID:$SLOW_MS"; do
+# warm (no delay) and fail (failover): counts only; fast and slow: counts and quantiles
+for pair in "$WARM_FSID:0" "$FAST_FSID:$FAST_MS" "$SLOW_FSID:$SLOW_MS" "$FAIL_FSID:0"; do
 	fsid=${pair%%:*} delay=${pair##*:} vol=erofs,${pair%%:*}
 	for op in open read; do
 		want=$(od_stat "$vol" "$op")
@@ -222,6 +233,34 @@ for m in sysobs_cachefiles_hist_full_total sysobs_cachefiles_pickup_untimed_tota
 done
 [ "$(od_stat "erofs,$WARM_FSID" open)" -ge 2 ] || fail "the warm volume was not opened twice"
 
+# --- failover: every request timed once through two daemon deaths ---
+odv() { sed -n "s/^$1=//p" "$T/od.stats"; }
+ev() { prom sysobs_cachefiles_daemon_events_total "event=\"$1\""; }
+sum_od() { awk -v f="$1" '{ for (i = 2; i <= NF; i++) { split($i, kv, "="); if (kv[1] == f) s += kv[2] } }
+	END { print s + 0 }' "$T/od.stats"; }
+opens=$(sum_od open) reads=$(sum_od read) abandoned=$(odv abandoned)
+echo "  failover: daemon answered $opens OPENs and $reads READs; the dead ones abandoned $abandoned;" \
+	"open_picked=$(ev open_picked) read_picked=$(ev read_picked) repicked=$(ev repicked)" \
+	"pickup counts open=$(prom sysobs_cachefiles_daemon_pickup_seconds_count 'op="open"')" \
+	"read=$(prom sysobs_cachefiles_daemon_pickup_seconds_count 'op="read"')"
+assert_eq "restores by the daemon" 2 "$(odv restores)"
+[ "$abandoned" -ge 2 ] || fail "the dead daemons abandoned $abandoned requests (want an OPEN and READs)"
+assert_eq "daemon_events{open_picked} (each OPEN once)" "$opens" "$(ev open_picked)"
+assert_eq "daemon_events{read_picked} (each READ once)" "$reads" "$(ev read_picked)"
+assert_eq "daemon_events{repicked} (re-read after restore)" "$abandoned" "$(ev repicked)"
+assert_eq "daemon_events{pick_unmatched}" 0 "$(ev pick_unmatched)"
+assert_eq "pickup_seconds_count{op=open}" "$opens" "$(prom sysobs_cachefiles_daemon_pickup_seconds_count 'op="open"')"
+assert_eq "pickup_seconds_count{op=read}" "$reads" "$(prom sysobs_cachefiles_daemon_pickup_seconds_count 'op="read"')"
+assert_eq "daemon_events{daemon_death}" 2 "$(ev daemon_death)"
+assert_eq "daemon_events{restore}" 2 "$(ev restore)"
+assert_eq "daemon_events{flush} (the supervisor closed /dev/cachefiles)" 1 "$(ev flush)"
+vm_section daemon "$C" >"$T/daemon.json"
+rows() { jq -r --arg e "$1" '[.data[] | select(.event == $e) | .pid] | sort | map(tostring) | join(",")' "$T/daemon.json"; }
+sorted() { tr , '\n' <<<"$1" | sort -n | paste -sd, -; }
+assert_eq "death rows: the dead daemons' pids" "$(sorted "$(odv dead_pids)")" "$(rows death)"
+assert_eq "restore rows: the restoring daemons' pids" "$(sorted "$(odv restore_pids)")" "$(rows restore)"
+assert_eq "flush rows" 1 "$(jq '[.data[] | select(.event == "flush")] | length' "$T/daemon.json")"
+
 # every request of the slow volume (delay >= threshold) is a stored row
 slow_rows=$(jq --arg v "erofs,$SLOW_FSID" '[.data[] | select(.volume == $v)] | length' "$T/slow.json")
 assert_eq "slow rows for erofs,$SLOW_FSID" "$total_slow_expected" "$slow_rows"
@@ -245,4 +284,4 @@ assert_eq "page 2 rows" 5 "$(jq '.data | length' "$T/page2.json")"
 	fail "cursor paging overlaps or goes forward"
 fast_slow=$(jq --arg v "erofs,$FAST_FSID" '[.data[] | select(.volume == $v)] | length' "$T/slow.json")
 
-pass "kernel $kver: counts exact for 3 volumes x {open,read}, p50/p99 within one bucket of ${FAST_MS} ms and ${SLOW_MS} ms, $slow_rows slow rows (fast volume: $fast_slow)"
+pass "kernel $kver: counts exact for 4 volumes x {open,read} (one through 2 daemon deaths + restores, $abandoned requests re-read, each timed once), p50/p99 within one bucket of ${FAST_MS} ms and ${SLOW_MS} ms, $slow_rows slow rows (fast volume: $fast_slow)"

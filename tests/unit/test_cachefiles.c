@@ -141,6 +141,35 @@ static void slow_record_edge_cases(void **state)
 	assert_int_equal(s.ts_ns, 100);
 }
 
+static void daemon_record_decodes(void **state)
+{
+	struct cf_daemon_record r = {
+	    .ts_ns = 5000000000ULL, .event = CF_DAEMON_DEATH, .pid = 321, .inflight = 4};
+	struct cachefiles_daemon_event e;
+
+	memcpy(r.comm, "ondemand_daemon", 15);
+	assert_int_equal(cachefiles_daemon_decode(&r, sizeof(r), 6000000000LL, 2000000000LL, &e),
+			 0);
+	assert_int_equal(e.ts_ns, 1000000000LL);
+	assert_int_equal(e.event, CF_DAEMON_DEATH);
+	assert_string_equal(cachefiles_daemon_event_name(e.event), "death");
+	assert_int_equal(e.pid, 321);
+	assert_int_equal(e.inflight, 4);
+	assert_string_equal(e.comm, "ondemand_daemon");
+	/* short, unknown event, unterminated comm, negative gauge (a race) */
+	assert_int_equal(cachefiles_daemon_decode(&r, sizeof(r) - 1, 0, 0, &e), -EINVAL);
+	r.event = CF_DAEMON_MAX;
+	assert_int_equal(cachefiles_daemon_decode(&r, sizeof(r), 0, 0, &e), -EINVAL);
+	assert_string_equal(cachefiles_daemon_event_name(CF_DAEMON_MAX), "unknown");
+	r.event = CF_DAEMON_RESTORE;
+	r.inflight = -1;
+	memset(r.comm, 'x', sizeof(r.comm));
+	assert_int_equal(cachefiles_daemon_decode(&r, sizeof(r), 6000000000LL, 100, &e), 0);
+	assert_string_equal(cachefiles_daemon_event_name(e.event), "restore");
+	assert_int_equal(e.inflight, 0);
+	assert_int_equal(strlen(e.comm), CF_COMM_LEN);
+}
+
 static void volume_names(void **state)
 {
 	char b[64];
@@ -267,6 +296,7 @@ int main(void)
 	    cmocka_unit_test(quantile_reads_the_bucket_holding_the_rank),
 	    cmocka_unit_test(slow_record_decodes_with_wall_time),
 	    cmocka_unit_test(slow_record_edge_cases),
+	    cmocka_unit_test(daemon_record_decodes),
 	    cmocka_unit_test(volume_names),
 	    cmocka_unit_test(probe_verdict_names_what_is_missing),
 	    cmocka_unit_test(bpf_probe_on_this_host),

@@ -8,12 +8,13 @@
 # Parameters come from /etc/vm-test.conf (written by the host script).
 set -u
 . /etc/vm-test.conf	# WARM_FSID FAST_FSID FAST_MS SLOW_FSID SLOW_MS SLOW_THRESHOLD READ_AHEAD_KB READERS
+			# FAIL_FSID FAIL_MS FAIL_CRASH_READ
 
 . /tests/lib.sh
 # busybox-static wget crashed here (static NSS); curl comes with its libraries
 get() { curl -sS --max-time 10 -o "$2" "http://127.0.0.1:9559$1"; }
 
-mkdir -p /var/cache/fscache /mnt/warm /mnt/fast /mnt/slow
+mkdir -p /var/cache/fscache /mnt/warm /mnt/fast /mnt/slow /mnt/fail
 mount -t ext4 /dev/vda /var/cache/fscache || {
 	say "FAIL cannot mount the cache disk /dev/vda"
 	exit 1
@@ -56,8 +57,13 @@ done
 get /api/v1/collectors /tmp/collectors.json
 section collectors /tmp/collectors.json
 
+# --failover: a supervisor holds /dev/cachefiles; on the fail volume the first
+# daemon dies reading its OPEN, the second (after "restore") dies reading its
+# FAIL_CRASH_READth READ with READs held, and the third restores and serves.
 ondemand_daemon --image /data/fs.img --dir /var/cache/fscache --tag sysobs \
 	--delay "erofs,$FAST_FSID=$FAST_MS/$FAST_MS" --delay "erofs,$SLOW_FSID=$SLOW_MS/$SLOW_MS" \
+	--delay "erofs,$FAIL_FSID=$FAIL_MS/0" --failover \
+	--crash "erofs,$FAIL_FSID=open:1" --crash "erofs,$FAIL_FSID=read:$FAIL_CRASH_READ" \
 	--stats /run/ondemand.stats --ready /run/ondemand.ready 2>/tmp/ondemand.log &
 daemon=$!
 i=0
@@ -74,11 +80,12 @@ done
 # warm: a first pass without delay, so that TCG has translated the kernel's
 # cold paths (first OPEN, first READ) before the measured volumes run.
 rc=0
-for which in warm fast slow; do
+for which in warm fast slow fail; do
 	case $which in
 	warm) fsid=$WARM_FSID ;;
 	fast) fsid=$FAST_FSID ;;
 	slow) fsid=$SLOW_FSID ;;
+	fail) fsid=$FAIL_FSID ;;
 	esac
 	if ! mount -t erofs none -o "fsid=$fsid" /mnt/$which; then
 		say "FAIL mount -t erofs -o fsid=$fsid"
@@ -148,6 +155,7 @@ sleep 1
 say "requests counted after $POLL_MS ms: $(counted) of $want"
 grep '^sysobs_cachefiles_\|^sysobs_collector_up' /tmp/metrics.txt >/tmp/metrics-cf.txt
 get '/api/v1/cachefiles/slow?limit=1000' /tmp/slow.json
+get '/api/v1/cachefiles/daemon?limit=100' /tmp/daemon.json
 get '/api/v1/cachefiles/slow?limit=5&op=open' /tmp/slow-open.json
 get '/api/v1/events?collector=cachefiles&limit=3' /tmp/events.json
 get '/api/v1/cachefiles/slow?limit=5' /tmp/page1.json
@@ -157,6 +165,7 @@ section ondemand_stats /run/ondemand.stats
 section ondemand_log /tmp/ondemand.log
 section metrics /tmp/metrics-cf.txt
 section slow /tmp/slow.json
+section daemon /tmp/daemon.json
 section slow_open /tmp/slow-open.json
 section events /tmp/events.json
 section page1 /tmp/page1.json
