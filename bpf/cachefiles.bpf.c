@@ -90,21 +90,6 @@ struct cachefiles_msg___sysobs {
 /* PF_EXITING, include/linux/sched.h */
 #define CF_PF_EXITING 0x00000004
 
-/* A request in flight, by the thread waiting for it. */
-struct cf_start {
-	__u64 ts;
-	__u64 offset;
-	__u64 len;
-	__u64 obj;	 /* struct cachefiles_object * */
-	__u64 picked_ns; /* the daemon first read it; 0: not yet */
-	__u32 picks;	 /* times the daemon read it (> 1: re-queued by restore) */
-	__u32 op;
-	__u32 volume_id;
-	__u32 object_debug_id;
-	__s32 object_id;
-	__u32 pad;
-};
-
 /*
  * Pending READ -> the waiting thread. Keyed by the object, not by the
  * on-demand object id: a daemon that dies closes its anonymous fds, and the
@@ -286,6 +271,36 @@ static __always_inline bool open_will_send(struct cachefiles_object___sysobs *ob
 	return true;
 }
 
+/*
+ * Will cachefiles_ondemand_clean_object(obj) send a CLOSE? Its
+ * init_close_req refuses an object that is not open: 6.8+ state OPEN,
+ * 5.19-6.7 an object id > 0 (and on-demand mode at all).
+ */
+static __always_inline bool close_will_send(struct cachefiles_object___sysobs *obj)
+{
+	struct cachefiles_object___pre68 *old = (void *)obj;
+	struct cachefiles_ondemand_info___sysobs *info;
+	unsigned long flags;
+
+	if (bpf_core_field_exists(obj->ondemand)) {
+		info = BPF_CORE_READ(obj, ondemand);
+		if (!info)
+			return false;
+		if (bpf_core_field_exists(info->state))
+			return BPF_CORE_READ(info, state) == CF_OBJSTATE_OPEN___sysobs;
+		if (bpf_core_field_exists(info->ondemand_id))
+			return BPF_CORE_READ(info, ondemand_id) > 0;
+		return false;
+	}
+	if (bpf_core_field_exists(old->ondemand_id)) {
+		if (BPF_CORE_READ(old, ondemand_id) <= 0)
+			return false;
+		flags = BPF_CORE_READ(obj, volume, cache, flags);
+		return flags & (1UL << CF_CACHEFILES_ONDEMAND_MODE);
+	}
+	return false;
+}
+
 static __always_inline struct cf_hist *hist_get(struct cf_hist_key *k)
 {
 	struct cf_hist *h;
@@ -383,7 +398,7 @@ static __always_inline void request_exit(__u32 op, long ret)
 		struct cf_pending_key pk = {.obj = s->obj, .offset = s->offset};
 
 		bpf_map_delete_elem(&pending_read, &pk);
-	} else {
+	} else if (op == CF_OP_OPEN) {
 		bpf_map_delete_elem(&pending_open, &s->obj);
 	}
 	if (lat >= slow_ns) {
@@ -518,6 +533,29 @@ int BPF_PROG(cf_open_exit, struct cachefiles_object___sysobs *obj, int ret)
 	if (!s || s->op != CF_OP_OPEN)
 		return 0;
 	request_exit(CF_OP_OPEN, ret);
+	return 0;
+}
+
+/* Object withdrawn (unmount, cookie relinquished): the CLOSE it sends waits
+ * until the daemon reads it. Optional: timed where the function exists. */
+SEC("fentry/cachefiles_ondemand_clean_object")
+int BPF_PROG(cf_close_enter, struct cachefiles_object___sysobs *obj)
+{
+	if (!obj || !close_will_send(obj))
+		return 0;
+	request_enter(obj, CF_OP_CLOSE, 0, 0);
+	return 0;
+}
+
+SEC("fexit/cachefiles_ondemand_clean_object")
+int BPF_PROG(cf_close_exit, struct cachefiles_object___sysobs *obj)
+{
+	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+	struct cf_start *s = bpf_map_lookup_elem(&starts, &tid);
+
+	if (!s || s->op != CF_OP_CLOSE)
+		return 0;
+	request_exit(CF_OP_CLOSE, 0);
 	return 0;
 }
 

@@ -24,6 +24,8 @@
 enum cf_op {
 	CF_OP_OPEN = 0,
 	CF_OP_READ = 1,
+	CF_OP_CLOSE = 2, /* cachefiles_ondemand_clean_object: waits for the daemon
+			  * to read the CLOSE (an unmount waits on it) */
 	CF_OP_MAX,
 };
 
@@ -69,6 +71,22 @@ struct cf_daemon_record {
 	__u32 pid;	/* tgid of the task that did it */
 	__s64 inflight; /* requests timed and waiting for a daemon then */
 	char comm[CF_COMM_LEN];
+};
+
+/* A request in flight, by the thread waiting for it (map starts; the agent
+ * reads it for the age of the oldest request). */
+struct cf_start {
+	__u64 ts;
+	__u64 offset;
+	__u64 len;
+	__u64 obj;	 /* struct cachefiles_object * */
+	__u64 picked_ns; /* the daemon first read it; 0: not yet */
+	__u32 picks;	 /* times the daemon read it (> 1: re-queued by restore) */
+	__u32 op;
+	__u32 volume_id;
+	__u32 object_debug_id;
+	__s32 object_id;
+	__u32 pad;
 };
 
 /* Key of the per-(volume, op) histogram map. */

@@ -14,6 +14,7 @@
 #define SYSOBS_CACHEFILES_BACKEND_H
 
 #include <linux/types.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -62,7 +63,16 @@ struct cachefiles_daemon_event {
 	char comm[CF_COMM_LEN + 1];
 };
 
+/* One request waiting for the daemon now. */
+struct cachefiles_inflight {
+	const char *volume; /* readable name, as in the histograms */
+	enum cf_op op;
+	uint64_t age_ns; /* since it was issued */
+	bool picked;	 /* read by the daemon, not answered yet */
+};
+
 typedef void (*cachefiles_hist_fn)(const struct cachefiles_hist_snapshot *h, void *arg);
+typedef void (*cachefiles_inflight_fn)(const struct cachefiles_inflight *r, void *arg);
 typedef void (*cachefiles_slow_fn)(const struct cachefiles_slow *s, void *arg);
 typedef void (*cachefiles_daemon_fn)(const struct cachefiles_daemon_event *e, void *arg);
 
@@ -88,6 +98,8 @@ struct cachefiles_backend_ops {
 	int (*drain)(struct cachefiles_backend *b, const struct cachefiles_drain *d);
 	/* Calls fn for every histogram seen so far. 0 or -errno. */
 	int (*read_hists)(struct cachefiles_backend *b, cachefiles_hist_fn fn, void *arg);
+	/* Calls fn for every request waiting for the daemon now. 0 or -errno. */
+	int (*read_inflight)(struct cachefiles_backend *b, cachefiles_inflight_fn fn, void *arg);
 	/* Daemon-side counters (enum cf_stat); unsupported ones stay 0. */
 	int (*read_stats)(struct cachefiles_backend *b, uint64_t stats[CF_STAT_MAX]);
 	/* Daemon pick-up histogram of op (may be all zero). */

@@ -155,6 +155,8 @@ static void cf_optional_programs(struct cachefiles_bpf *skel, const char *btf_pa
 	    {"cachefiles_ondemand_daemon_read", FN_DAEMON_READ},
 	    {"cachefiles_ondemand_restore", FN}, /* 6.8+ */
 	    {"cachefiles_flush_reqs", FN},
+	    {"cachefiles_ondemand_clean_object", FN},
+	    {"cachefiles_ondemand_clean_object", FN},
 	};
 	struct bpf_program *progs[] = {
 	    skel->progs.cf_tp_open,	  skel->progs.cf_tp_read,
@@ -162,6 +164,7 @@ static void cf_optional_programs(struct cachefiles_bpf *skel, const char *btf_pa
 	    skel->progs.cf_tp_close,	  skel->progs.cf_tp_fd_write,
 	    skel->progs.cf_tp_fd_release, skel->progs.cf_daemon_read_exit,
 	    skel->progs.cf_restore,	  skel->progs.cf_flush,
+	    skel->progs.cf_close_enter,	  skel->progs.cf_close_exit,
 	};
 	struct bpf_util_btf b;
 	char why[160];
@@ -306,6 +309,18 @@ static int bpf_drain(struct cachefiles_backend *b, const struct cachefiles_drain
 	return b->delivered;
 }
 
+/* Name of a volume id from the volumes map: "erofs,<fsid>", volume-<id>. */
+static void cf_volume_lookup(int vfd, __u32 id, char *name, size_t len)
+{
+	struct cf_volume vol = {0};
+
+	if (id && bpf_map_lookup_elem(vfd, &id, &vol) == 0)
+		vol.name[CF_VOLUME_NAME_LEN - 1] = '\0';
+	else
+		vol.name[0] = '\0';
+	cachefiles_volume_name(id, vol.name, name, len);
+}
+
 static int bpf_read_hists(struct cachefiles_backend *b, cachefiles_hist_fn fn, void *arg)
 {
 	int hfd = bpf_map__fd(b->skel->maps.hists);
@@ -319,16 +334,13 @@ static int bpf_read_hists(struct cachefiles_backend *b, cachefiles_hist_fn fn, v
 		return -ENOMEM;
 	while (bpf_map_get_next_key(hfd, prev, &next) == 0) {
 		struct cachefiles_hist_snapshot s = {0};
-		struct cf_volume vol = {0};
 		char name[CF_VOLUME_NAME_LEN + 1];
 
 		key = next;
 		prev = &key;
 		if (bpf_map_lookup_elem(hfd, &key, h))
 			continue; /* deleted meanwhile */
-		if (key.volume_id && bpf_map_lookup_elem(vfd, &key.volume_id, &vol) == 0)
-			vol.name[CF_VOLUME_NAME_LEN - 1] = '\0';
-		cachefiles_volume_name(key.volume_id, vol.name, name, sizeof(name));
+		cf_volume_lookup(vfd, key.volume_id, name, sizeof(name));
 		s.volume = name;
 		s.op = key.op;
 		s.buckets = h->buckets;
@@ -341,6 +353,32 @@ static int bpf_read_hists(struct cachefiles_backend *b, cachefiles_hist_fn fn, v
 	}
 	free(h);
 	return err;
+}
+
+static int bpf_read_inflight(struct cachefiles_backend *b, cachefiles_inflight_fn fn, void *arg)
+{
+	int sfd = bpf_map__fd(b->skel->maps.starts);
+	int vfd = bpf_map__fd(b->skel->maps.volumes);
+	__u32 key, next, *prev = NULL;
+	uint64_t now = (uint64_t)clock_mono_ns();
+
+	while (bpf_map_get_next_key(sfd, prev, &next) == 0) {
+		struct cachefiles_inflight r = {0};
+		char name[CF_VOLUME_NAME_LEN + 1];
+		struct cf_start s;
+
+		key = next;
+		prev = &key;
+		if (bpf_map_lookup_elem(sfd, &key, &s) || s.op >= CF_OP_MAX)
+			continue; /* returned meanwhile */
+		cf_volume_lookup(vfd, s.volume_id, name, sizeof(name));
+		r.volume = name;
+		r.op = s.op;
+		r.age_ns = now > s.ts ? now - s.ts : 0;
+		r.picked = s.picks > 0;
+		fn(&r, arg);
+	}
+	return 0;
 }
 
 static int bpf_read_stats(struct cachefiles_backend *b, uint64_t stats[CF_STAT_MAX])
@@ -380,6 +418,7 @@ const struct cachefiles_backend_ops cachefiles_backend_bpf = {
     .fd = bpf_fd,
     .drain = bpf_drain,
     .read_hists = bpf_read_hists,
+    .read_inflight = bpf_read_inflight,
     .read_stats = bpf_read_stats,
     .read_pickup = bpf_read_pickup,
     .close = bpf_close,

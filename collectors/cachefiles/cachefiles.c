@@ -64,7 +64,8 @@ struct cachefiles_state {
 	const struct cachefiles_backend_ops *be_ops;
 	struct cachefiles_backend *be;
 	struct cachefiles_backend_cfg cfg;
-	struct sink_family *duration, *requests, *inflight, *read_bytes, *pickup, *daemon_events;
+	struct sink_family *duration, *requests, *inflight, *inflight_oldest, *read_bytes, *pickup,
+	    *daemon_events;
 	struct sink_series *written_bytes, *lost_ring, *lost_start, *null_objects, *slow_total;
 	struct sink_series *hist_full, *pending_full, *start_full;
 	uint64_t slow_seen;
@@ -80,10 +81,14 @@ struct cf_agg {
 	enum cf_op op;
 	uint64_t buckets[CF_HIST_BUCKETS];
 	uint64_t sum_ns, ok, errors, bytes;
-	int64_t inflight;
+	/* waiting now, from the in-flight map: [0] not read by the daemon yet,
+	 * [1] read and not answered; and the age of the oldest of each */
+	uint64_t waiting[2], oldest_ns[2];
 };
 
-static const char *const cachefiles_ops[] = {"open", "read", NULL};
+static const char *const cf_wait_states[2] = {"unread", "read"};
+
+static const char *const cachefiles_ops[] = {"open", "read", "close", NULL};
 static const struct col_domain cachefiles_op_domain = {.values = cachefiles_ops};
 
 #define CF_COL(f, t, n, ...) COL(struct cachefiles_slow_row, f, t, n, __VA_ARGS__)
@@ -153,6 +158,7 @@ enum {
 	CF_M_DURATION,
 	CF_M_REQUESTS,
 	CF_M_INFLIGHT,
+	CF_M_INFLIGHT_OLDEST,
 	CF_M_READ_BYTES,
 	CF_M_PICKUP,
 	CF_M_DAEMON_EVENTS,
@@ -168,6 +174,7 @@ enum {
 
 static const char *const cf_op_vol[] = {"op", "volume", NULL};
 static const char *const cf_op_vol_res[] = {"op", "volume", "result", NULL};
+static const char *const cf_op_vol_state[] = {"op", "volume", "state", NULL};
 static const char *const cf_vol[] = {"volume", NULL};
 static const char *const cf_op[] = {"op", NULL};
 static const char *const cf_event[] = {"event", NULL};
@@ -181,8 +188,13 @@ static const struct metric_desc cachefiles_metrics[] = {
 		       "On-demand requests completed, by op, volume and result (ok or error).",
 		       METRIC_KIND_COUNTER, cf_op_vol_res},
     [CF_M_INFLIGHT] = {"sysobs_cachefiles_inflight_requests",
-		       "On-demand requests waiting for the user daemon.", METRIC_KIND_GAUGE,
-		       cf_op_vol},
+		       "On-demand requests waiting for the user daemon, by state: unread (the "
+		       "daemon has not read it) or read (read, not answered).",
+		       METRIC_KIND_GAUGE, cf_op_vol_state},
+    [CF_M_INFLIGHT_OLDEST] = {"sysobs_cachefiles_inflight_oldest_seconds",
+			      "Age of the oldest on-demand request waiting for the user daemon, "
+			      "by state (0: none waiting). A hung daemon shows here.",
+			      METRIC_KIND_GAUGE, cf_op_vol_state},
     [CF_M_READ_BYTES] = {"sysobs_cachefiles_read_bytes_total",
 			 "Bytes requested by on-demand READ requests.", METRIC_KIND_COUNTER,
 			 cf_vol},
@@ -269,6 +281,7 @@ static int cachefiles_handles_get(struct collector *c, struct cachefiles_state *
 	st->duration = sink_family(k, &d[CF_M_DURATION]);
 	st->requests = sink_family(k, &d[CF_M_REQUESTS]);
 	st->inflight = sink_family(k, &d[CF_M_INFLIGHT]);
+	st->inflight_oldest = sink_family(k, &d[CF_M_INFLIGHT_OLDEST]);
 	st->read_bytes = sink_family(k, &d[CF_M_READ_BYTES]);
 	st->pickup = sink_family(k, &d[CF_M_PICKUP]);
 	st->daemon_events = sink_family(k, &d[CF_M_DAEMON_EVENTS]);
@@ -280,10 +293,10 @@ static int cachefiles_handles_get(struct collector *c, struct cachefiles_state *
 	st->hist_full = sink_series1(k, &d[CF_M_HIST_FULL]);
 	st->start_full = sink_series1(k, &d[CF_M_UNTIMED]);
 	st->pending_full = sink_series1(k, &d[CF_M_PICKUP_UNTIMED]);
-	if (!st->duration || !st->requests || !st->inflight || !st->read_bytes || !st->pickup ||
-	    !st->daemon_events || !st->written_bytes || !st->null_objects || !st->lost_ring ||
-	    !st->lost_start || !st->slow_total || !st->hist_full || !st->pending_full ||
-	    !st->start_full)
+	if (!st->duration || !st->requests || !st->inflight || !st->inflight_oldest ||
+	    !st->read_bytes || !st->pickup || !st->daemon_events || !st->written_bytes ||
+	    !st->null_objects || !st->lost_ring || !st->lost_start || !st->slow_total ||
+	    !st->hist_full || !st->pending_full || !st->start_full)
 		return -ENOMEM;
 	return 0;
 }
@@ -349,37 +362,57 @@ static int cachefiles_on_ready(struct collector *c)
 	return n < 0 ? n : 0;
 }
 
+/* This collect's sum for (volume name, op), created empty; NULL without
+ * memory (this pass misses it, the next one retries). */
+static struct cf_agg *cachefiles_agg(struct cachefiles_state *st, const char *volume, enum cf_op op)
+{
+	struct cf_agg *a;
+
+	for (size_t i = 0; i < st->n_agg; i++)
+		if (st->agg[i].op == op && !strcmp(st->agg[i].volume, volume))
+			return &st->agg[i];
+	if (st->n_agg == st->cap_agg) {
+		size_t cap = st->cap_agg ? st->cap_agg * 2 : 8;
+		struct cf_agg *v = realloc(st->agg, cap * sizeof(*v));
+
+		if (!v)
+			return NULL;
+		st->agg = v;
+		st->cap_agg = cap;
+	}
+	a = &st->agg[st->n_agg++];
+	memset(a, 0, sizeof(*a));
+	snprintf(a->volume, sizeof(a->volume), "%s", volume);
+	a->op = op;
+	return a;
+}
+
 /* Adds one kernel histogram to its (volume name, op) sum. */
 static void cachefiles_on_hist(const struct cachefiles_hist_snapshot *h, void *arg)
 {
-	struct cachefiles_state *st = arg;
-	struct cf_agg *a = NULL;
+	struct cf_agg *a = cachefiles_agg(arg, h->volume, h->op);
 
-	for (size_t i = 0; i < st->n_agg && !a; i++)
-		if (st->agg[i].op == h->op && !strcmp(st->agg[i].volume, h->volume))
-			a = &st->agg[i];
-	if (!a) {
-		if (st->n_agg == st->cap_agg) {
-			size_t cap = st->cap_agg ? st->cap_agg * 2 : 8;
-			struct cf_agg *v = realloc(st->agg, cap * sizeof(*v));
-
-			if (!v)
-				return; /* this pass misses it; the next one retries */
-			st->agg = v;
-			st->cap_agg = cap;
-		}
-		a = &st->agg[st->n_agg++];
-		memset(a, 0, sizeof(*a));
-		snprintf(a->volume, sizeof(a->volume), "%s", h->volume);
-		a->op = h->op;
-	}
+	if (!a)
+		return;
 	for (size_t b = 0; b < CF_HIST_BUCKETS; b++)
 		a->buckets[b] += h->buckets[b];
 	a->sum_ns += h->sum_ns;
 	a->ok += h->ok;
 	a->errors += h->errors;
 	a->bytes += h->bytes;
-	a->inflight += h->inflight;
+}
+
+/* Counts one waiting request in its (volume name, op, state). */
+static void cachefiles_on_inflight(const struct cachefiles_inflight *r, void *arg)
+{
+	struct cf_agg *a = cachefiles_agg(arg, r->volume, r->op);
+	unsigned i = r->picked;
+
+	if (!a)
+		return;
+	a->waiting[i]++;
+	if (r->age_ns > a->oldest_ns[i])
+		a->oldest_ns[i] = r->age_ns;
 }
 
 static void cachefiles_publish(struct sink *k, struct cachefiles_state *st, const struct cf_agg *h)
@@ -395,7 +428,12 @@ static void cachefiles_publish(struct sink *k, struct cachefiles_state *st, cons
 	sink_set(k, sink_series(k, st->requests, ok), (double)h->ok);
 	if (h->errors)
 		sink_set(k, sink_series(k, st->requests, er), (double)h->errors);
-	sink_set(k, sink_series(k, st->inflight, lv), h->inflight > 0 ? (double)h->inflight : 0);
+	for (unsigned i = 0; i < 2; i++) {
+		const char *ls[] = {op, h->volume, cf_wait_states[i], NULL};
+
+		sink_set(k, sink_series(k, st->inflight, ls), (double)h->waiting[i]);
+		sink_set(k, sink_series(k, st->inflight_oldest, ls), (double)h->oldest_ns[i] / 1e9);
+	}
 	if (h->op == CF_OP_READ)
 		sink_set(k, sink_series(k, st->read_bytes, vol), (double)h->bytes);
 }
@@ -412,6 +450,8 @@ static int cachefiles_collect(struct collector *c)
 	cachefiles_on_ready(c);
 	st->n_agg = 0;
 	err = st->be_ops->read_hists(st->be, cachefiles_on_hist, st);
+	if (!err)
+		err = st->be_ops->read_inflight(st->be, cachefiles_on_inflight, st);
 	if (err)
 		return err;
 	for (size_t i = 0; i < st->n_agg; i++)

@@ -13,6 +13,8 @@ const char *cachefiles_op_name(unsigned op)
 		return "open";
 	case CF_OP_READ:
 		return "read";
+	case CF_OP_CLOSE:
+		return "close";
 	}
 	return "unknown";
 }

@@ -24,6 +24,9 @@ SLOW_THRESHOLD_MS=${SYSOBS_VM_SLOW_THRESHOLD_MS:-400}
 # failover: the daemon dies twice on this volume (on its OPEN, then on its
 # FAIL_CRASH_READth READ with READs held); the next one restores each time
 FAIL_FSID=fsfail FAIL_MS=${SYSOBS_VM_FAIL_MS:-150} FAIL_CRASH_READ=${SYSOBS_VM_FAIL_CRASH_READ:-20}
+# hung daemon: a READ held and another unread for HUNG_S seconds, then an
+# unmount whose CLOSE waits unread as long
+HUNG_FSID=fshung HUNG_S=${SYSOBS_VM_HUNG_S:-3}
 SLOW_THRESHOLD=${SLOW_THRESHOLD_MS}ms
 # Delays sit just above a bucket's lower edge (2^28 ns = 268.4 ms, 2^29 ns =
 # 536.9 ms): "within one bucket" then leaves ~65 ms and ~130 ms for what TCG on
@@ -104,6 +107,8 @@ SLOW_THRESHOLD=$SLOW_THRESHOLD
 FAIL_FSID=$FAIL_FSID
 FAIL_MS=$FAIL_MS
 FAIL_CRASH_READ=$FAIL_CRASH_READ
+HUNG_FSID=$HUNG_FSID
+HUNG_S=$HUNG_S
 READ_AHEAD_KB=${SYSOBS_VM_READ_AHEAD_KB:-32}
 READERS=${SYSOBS_VM_READERS:-4}
 EOF
@@ -195,7 +200,7 @@ hist_show() {
 
 total_slow_expected=0
 # warm (no delay) and fail (failover): counts only; fast and slow: counts and quantiles
-for pair in "$WARM_FSID:0" "$FAST_FSID:$FAST_MS" "$SLOW_FSID:$SLOW_MS" "$FAIL_FSID:0"; do
+for pair in "$WARM_FSID:0" "$FAST_FSID:$FAST_MS" "$SLOW_FSID:$SLOW_MS" "$FAIL_FSID:0" "$HUNG_FSID:0"; do
 	fsid=${pair%%:*} delay=${pair##*:} vol=erofs,${pair%%:*}
 	for op in open read; do
 		want=$(od_stat "$vol" "$op")
@@ -216,9 +221,14 @@ for pair in "$WARM_FSID:0" "$FAST_FSID:$FAST_MS" "$SLOW_FSID:$SLOW_MS" "$FAIL_FS
 			fi
 			echo "  $vol $op p$q: bucket le=$leq s (injected $delay ms -> le=$led s, $diff bucket(s) apart)"
 		done
-		inflight=$(prom sysobs_cachefiles_inflight_requests "op=\"$op\"" "volume=\"$vol\"")
-		assert_eq "inflight{op=$op,volume=$vol} at the end" 0 "${inflight:-0}"
+		inflight=$(awk -v op="op=\"$op\"" -v vol="volume=\"$vol\"" '
+			index($0, "sysobs_cachefiles_inflight_requests{") == 1 && index($0, op) &&
+			index($0, vol) { s += $NF; n++ } END { print n ? s : "none" }' "$T/metrics.txt")
+		assert_eq "inflight{op=$op,volume=$vol} (unread + read) at the end" 0 "$inflight"
 	done
+	# CLOSE (cachefiles_ondemand_clean_object, unmount): one per CLOSE read
+	assert_eq "requests_total{op=close,volume=$vol} vs daemon" "$(od_stat "$vol" close)" \
+		"$(prom sysobs_cachefiles_requests_total 'op="close"' "volume=\"$vol\"" 'result="ok"')"
 	want=$(od_stat "$vol" read_bytes)
 	got=$(prom sysobs_cachefiles_read_bytes_total "volume=\"$vol\"")
 	assert_eq "read_bytes_total{volume=$vol} vs daemon" "$want" "$got"
@@ -254,6 +264,33 @@ assert_eq "pickup_seconds_count{op=read}" "$reads" "$(prom sysobs_cachefiles_dae
 assert_eq "daemon_events{daemon_death}" 2 "$(ev daemon_death)"
 assert_eq "daemon_events{restore}" 2 "$(ev restore)"
 assert_eq "daemon_events{flush} (the supervisor closed /dev/cachefiles)" 1 "$(ev flush)"
+# --- a hung daemon: the oldest waiting request per op and volume, by state ---
+vm_section hung_read "$C" >"$T/hung-read.txt"
+vm_section hung_close "$C" >"$T/hung-close.txt"
+# gauge FILE NAME OP STATE -> value for volume erofs,fshung
+gauge() {
+	awk -v n="$2{" -v op="op=\"$3\"" -v st="state=\"$4\"" -v vol="volume=\"erofs,$HUNG_FSID\"" \
+		'index($0, n) == 1 && index($0, op) && index($0, st) && index($0, vol) { print $NF; exit }' "$1"
+}
+ge() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a + 0 >= b + 0) }'; }
+h_read=$(gauge "$T/hung-read.txt" sysobs_cachefiles_inflight_requests read read)
+h_unread=$(gauge "$T/hung-read.txt" sysobs_cachefiles_inflight_requests read unread)
+h_read_age=$(gauge "$T/hung-read.txt" sysobs_cachefiles_inflight_oldest_seconds read read)
+h_unread_age=$(gauge "$T/hung-read.txt" sysobs_cachefiles_inflight_oldest_seconds read unread)
+h_close=$(gauge "$T/hung-close.txt" sysobs_cachefiles_inflight_requests close unread)
+h_close_age=$(gauge "$T/hung-close.txt" sysobs_cachefiles_inflight_oldest_seconds close unread)
+echo "  hung daemon after ${HUNG_S} s: READs read-not-answered=$h_read (oldest $h_read_age s)," \
+	"not read=$h_unread (oldest $h_unread_age s); unmount: CLOSEs waiting=$h_close (oldest $h_close_age s)"
+assert_eq "hung: READs read and not answered" 1 "$h_read"
+ge "${h_unread:-0}" 1 || fail "hung: no READ waiting unread (got '${h_unread}')"
+ge "${h_read_age:-0}" "$((HUNG_S - 1))" || fail "hung: oldest read READ is ${h_read_age} s old, want >= $((HUNG_S - 1))"
+ge "${h_unread_age:-0}" "$((HUNG_S - 1))" || fail "hung: oldest unread READ is ${h_unread_age} s old"
+ge "${h_close:-0}" 1 || fail "hung unmount: no CLOSE waiting (got '${h_close}')"
+ge "${h_close_age:-0}" "$((HUNG_S - 1))" || fail "hung unmount: oldest CLOSE is ${h_close_age} s old"
+close_slow=$(jq --arg v "erofs,$HUNG_FSID" --argjson s "$((HUNG_S - 1))" \
+	'[.data[] | select(.volume == $v and .op == "close" and .latency_seconds >= $s)] | length' "$T/slow.json")
+ge "$close_slow" 1 || fail "hung unmount: no slow close row of ${HUNG_S} s"
+
 vm_section daemon "$C" >"$T/daemon.json"
 rows() { jq -r --arg e "$1" '[.data[] | select(.event == $e) | .pid] | sort | map(tostring) | join(",")' "$T/daemon.json"; }
 sorted() { tr , '\n' <<<"$1" | sort -n | paste -sd, -; }
@@ -262,7 +299,7 @@ assert_eq "restore rows: the restoring daemons' pids" "$(sorted "$(odv restore_p
 assert_eq "flush rows" 1 "$(jq '[.data[] | select(.event == "flush")] | length' "$T/daemon.json")"
 
 # every request of the slow volume (delay >= threshold) is a stored row
-slow_rows=$(jq --arg v "erofs,$SLOW_FSID" '[.data[] | select(.volume == $v)] | length' "$T/slow.json")
+slow_rows=$(jq --arg v "erofs,$SLOW_FSID" '[.data[] | select(.volume == $v and .op != "close")] | length' "$T/slow.json")
 assert_eq "slow rows for erofs,$SLOW_FSID" "$total_slow_expected" "$slow_rows"
 below=$(jq --argjson t "$SLOW_THRESHOLD_MS" '[.data[] | select(.latency_seconds * 1000 < $t)] | length' "$T/slow.json")
 assert_eq "slow rows under the threshold" 0 "$below"
@@ -284,4 +321,4 @@ assert_eq "page 2 rows" 5 "$(jq '.data | length' "$T/page2.json")"
 	fail "cursor paging overlaps or goes forward"
 fast_slow=$(jq --arg v "erofs,$FAST_FSID" '[.data[] | select(.volume == $v)] | length' "$T/slow.json")
 
-pass "kernel $kver: counts exact for 4 volumes x {open,read} (one through 2 daemon deaths + restores, $abandoned requests re-read, each timed once), p50/p99 within one bucket of ${FAST_MS} ms and ${SLOW_MS} ms, $slow_rows slow rows (fast volume: $fast_slow)"
+pass "kernel $kver: counts exact for 5 volumes x {open,read,close} (one through 2 daemon deaths + restores, $abandoned requests re-read, each timed once; a hung daemon: oldest read ${h_read_age} s, unread ${h_unread_age} s, close ${h_close_age} s), p50/p99 within one bucket of ${FAST_MS} ms and ${SLOW_MS} ms, $slow_rows slow rows (fast volume: $fast_slow)"

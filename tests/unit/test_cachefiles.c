@@ -116,6 +116,8 @@ static void slow_record_decodes_with_wall_time(void **state)
 	assert_string_equal(s.comm, "md5sum");
 	assert_string_equal(s.volume, "erofs,fsslow");
 	assert_string_equal(cachefiles_op_name(s.op), "read");
+	assert_string_equal(cachefiles_op_name(CF_OP_CLOSE), "close");
+	assert_string_equal(cachefiles_op_name(CF_OP_MAX), "unknown");
 }
 
 static void slow_record_edge_cases(void **state)

@@ -33,6 +33,10 @@
  * SIGKILL itself on reading its Nth request of OP for the volume, with the
  * READs it holds unanswered; the stats then say how many requests the dead
  * children abandoned, and the pids of the dead and restoring children.
+ *
+ * A hung daemon (--control DIR): while DIR/pause exists the daemon reads no
+ * request and answers no READ; when DIR/hold exists, the next READ read
+ * removes it and creates DIR/pause, so that request is "read, not answered".
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -108,6 +112,34 @@ static unsigned od_crash_seen;
  * either answered and counted, or abandoned and counted as such. */
 static pthread_mutex_t od_answer_lock = PTHREAD_MUTEX_INITIALIZER;
 static int od_crashing;
+static const char *od_control; /* --control DIR */
+
+/* Does DIR/name exist? */
+static int od_control_has(const char *name)
+{
+	char path[512];
+
+	if (!od_control)
+		return 0;
+	snprintf(path, sizeof(path), "%s/%s", od_control, name);
+	return access(path, F_OK) == 0;
+}
+
+/* DIR/hold -> DIR/pause: the READ just read is held. */
+static void od_control_hold(void)
+{
+	char hold[512], pause[512];
+	int fd;
+
+	if (!od_control_has("hold"))
+		return;
+	snprintf(hold, sizeof(hold), "%s/hold", od_control);
+	snprintf(pause, sizeof(pause), "%s/pause", od_control);
+	fd = open(pause, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	if (fd >= 0)
+		close(fd);
+	unlink(hold);
+}
 
 static void od_on_signal(int sig)
 {
@@ -365,6 +397,8 @@ out_complete:
 	free(buf);
 	if (j->delay_ms)
 		od_sleep_until(&j->start, j->delay_ms);
+	while (od_control_has("pause") && !od_stop)
+		usleep(10000);
 	pthread_mutex_lock(&od_answer_lock);
 	if (od_crashing) {
 		/* abandoned: the process is being killed */
@@ -412,6 +446,7 @@ static int od_handle_read(const struct cachefiles_msg *msg)
 		j->delay_ms = o->vol->read_delay_ms;
 		od_crash_check(o->vol->key, CACHEFILES_OP_READ);
 	}
+	od_control_hold();
 	__atomic_add_fetch(&od_busy, 1, __ATOMIC_ACQUIRE);
 	pthread_attr_init(&attr);
 	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
@@ -444,7 +479,8 @@ static void od_usage(FILE *f)
 {
 	fprintf(f, "usage: ondemand_daemon --image FILE [--dir DIR] [--tag TAG]\n"
 		   "       [--delay VOLUME_KEY=READ_MS[/OPEN_MS]]... [--stats FILE]\n"
-		   "       [--ready FILE] [--failover [--crash VOLUME_KEY=open|read:N]...]\n");
+		   "       [--ready FILE] [--failover [--crash VOLUME_KEY=open|read:N]...]\n"
+		   "       [--control DIR]\n");
 }
 
 /* The daemon proper: poll, read one request, answer it, until SIGTERM. */
@@ -462,13 +498,17 @@ static void od_serve(int devfd)
 			od_dump = 0;
 			od_stats_write();
 		}
+		if (od_control_has("pause")) {
+			usleep(20000);
+			continue;
+		}
 		c = poll(&pfd, 1, 200);
 		if (c < 0 && errno != EINTR) {
 			perror("ondemand: poll");
 			break;
 		}
-		if (c <= 0)
-			continue;
+		if (c <= 0 || od_control_has("pause"))
+			continue; /* paused while in poll(): read nothing */
 		n = read(devfd, msgbuf, sizeof(msgbuf));
 		if (n < 0) {
 			if (errno == EINTR || errno == EAGAIN)
@@ -545,11 +585,17 @@ static int od_supervise(int devfd)
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
-	    {"image", required_argument, NULL, 'i'}, {"dir", required_argument, NULL, 'd'},
-	    {"tag", required_argument, NULL, 't'},   {"delay", required_argument, NULL, 'D'},
-	    {"stats", required_argument, NULL, 's'}, {"ready", required_argument, NULL, 'r'},
-	    {"failover", no_argument, NULL, 'F'},    {"crash", required_argument, NULL, 'C'},
-	    {"help", no_argument, NULL, 'h'},	     {0},
+	    {"image", required_argument, NULL, 'i'},
+	    {"dir", required_argument, NULL, 'd'},
+	    {"tag", required_argument, NULL, 't'},
+	    {"delay", required_argument, NULL, 'D'},
+	    {"stats", required_argument, NULL, 's'},
+	    {"ready", required_argument, NULL, 'r'},
+	    {"failover", no_argument, NULL, 'F'},
+	    {"crash", required_argument, NULL, 'C'},
+	    {"control", required_argument, NULL, 'c'},
+	    {"help", no_argument, NULL, 'h'},
+	    {0},
 	};
 	const char *image = NULL, *dir = "/var/cache/fscache", *tag = "sysobs", *ready = NULL;
 	char cmd[512];
@@ -589,6 +635,9 @@ int main(int argc, char **argv)
 			break;
 		case 'F':
 			failover = 1;
+			break;
+		case 'c':
+			od_control = optarg;
 			break;
 		case 'C':
 			if (od_crash_parse(optarg)) {

@@ -8,13 +8,13 @@
 # Parameters come from /etc/vm-test.conf (written by the host script).
 set -u
 . /etc/vm-test.conf	# WARM_FSID FAST_FSID FAST_MS SLOW_FSID SLOW_MS SLOW_THRESHOLD READ_AHEAD_KB READERS
-			# FAIL_FSID FAIL_MS FAIL_CRASH_READ
+			# FAIL_FSID FAIL_MS FAIL_CRASH_READ HUNG_FSID HUNG_S
 
 . /tests/lib.sh
 # busybox-static wget crashed here (static NSS); curl comes with its libraries
 get() { curl -sS --max-time 10 -o "$2" "http://127.0.0.1:9559$1"; }
 
-mkdir -p /var/cache/fscache /mnt/warm /mnt/fast /mnt/slow /mnt/fail
+mkdir -p /var/cache/fscache /mnt/warm /mnt/fast /mnt/slow /mnt/fail /mnt/hung /run/od
 mount -t ext4 /dev/vda /var/cache/fscache || {
 	say "FAIL cannot mount the cache disk /dev/vda"
 	exit 1
@@ -64,7 +64,7 @@ ondemand_daemon --image /data/fs.img --dir /var/cache/fscache --tag sysobs \
 	--delay "erofs,$FAST_FSID=$FAST_MS/$FAST_MS" --delay "erofs,$SLOW_FSID=$SLOW_MS/$SLOW_MS" \
 	--delay "erofs,$FAIL_FSID=$FAIL_MS/0" --failover \
 	--crash "erofs,$FAIL_FSID=open:1" --crash "erofs,$FAIL_FSID=read:$FAIL_CRASH_READ" \
-	--stats /run/ondemand.stats --ready /run/ondemand.ready 2>/tmp/ondemand.log &
+	--control /run/od --stats /run/ondemand.stats --ready /run/ondemand.ready 2>/tmp/ondemand.log &
 daemon=$!
 i=0
 while [ ! -e /run/ondemand.ready ] && [ $i -lt 100 ]; do
@@ -137,6 +137,53 @@ else
 	say "FAIL remount fsid=$WARM_FSID"
 	rc=1
 fi
+
+# A hung daemon: it holds one READ (read, not answered) and reads nothing
+# more for HUNG_S seconds while a second reader waits (not read); then it
+# reads nothing while the volume is unmounted (the CLOSE waits unread).
+waitfile() { # waitfile PATH: up to 10 s
+	i=0
+	while [ ! -e "$1" ] && [ $i -lt 100 ]; do
+		sleep 0.1
+		i=$((i + 1))
+	done
+	[ -e "$1" ]
+}
+if mount -t erofs none -o "fsid=$HUNG_FSID" /mnt/hung; then
+	touch /run/od/hold
+	(cd /mnt/hung && md5sum part1.bin >/tmp/hung1) &
+	r1=$!
+	waitfile /run/od/pause || say "FAIL the daemon held no READ"
+	(cd /mnt/hung && md5sum part2.bin >/tmp/hung2) &
+	r2=$!
+	sleep "$HUNG_S"
+	get /metrics /tmp/hung-read.txt
+	rm -f /run/od/pause
+	wait $r1 $r2
+	cat /tmp/hung1 /tmp/hung2 >/tmp/md5-hung
+	if grep -q "$(cat /tmp/md5-hung | head -n1)" /data/md5sums &&
+		grep -q "$(tail -n1 /tmp/md5-hung)" /data/md5sums; then
+		say "OK content hung"
+	else
+		say "FAIL content hung differs"
+		rc=1
+	fi
+	touch /run/od/pause
+	umount /mnt/hung &
+	u=$!
+	sleep "$HUNG_S"
+	get /metrics /tmp/hung-close.txt
+	rm -f /run/od/pause
+	wait $u
+	say "OK unmount of $HUNG_FSID after a hung CLOSE"
+else
+	say "FAIL mount -t erofs -o fsid=$HUNG_FSID"
+	rc=1
+fi
+grep '^sysobs_cachefiles_inflight' /tmp/hung-read.txt >/tmp/hung-read-cf.txt
+grep '^sysobs_cachefiles_inflight' /tmp/hung-close.txt >/tmp/hung-close-cf.txt
+section hung_read /tmp/hung-read-cf.txt
+section hung_close /tmp/hung-close-cf.txt
 
 kill -TERM $daemon
 wait $daemon
