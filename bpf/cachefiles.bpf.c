@@ -35,6 +35,9 @@ char LICENSE[] SEC("license") = "GPL";
 
 /* Requests at or above this latency go to the ring buffer. Set before load. */
 const volatile __u64 slow_ns = 100000000ULL;
+/* Set when cf_prepare_ondemand_read_exit is loaded: a READ answered 0 waits
+ * there for what the reader really gets. */
+const volatile bool read_verdict_deferred = false;
 
 struct fscache_volume___sysobs {
 	unsigned int debug_id;
@@ -87,8 +90,21 @@ struct cachefiles_msg___sysobs {
 #define CF_UAPI_OP_OPEN 0 /* CACHEFILES_OP_OPEN */
 #define CF_UAPI_OP_READ 2 /* CACHEFILES_OP_READ */
 
-/* PF_EXITING, include/linux/sched.h */
-#define CF_PF_EXITING 0x00000004
+/* include/linux/sched.h */
+#define CF_PF_EXITING	0x00000004
+#define CF_PF_WQ_WORKER 0x00000020
+
+/* enum netfs_io_source (include/linux/netfs.h); the value is relocated */
+enum netfs_io_source___sysobs {
+	NETFS_READ_FROM_CACHE___sysobs = 3,
+};
+
+/* A READ that returned 0, waiting for the verdict of its caller. */
+struct cf_verdict {
+	struct cf_start s;
+	__u64 lat;
+	__u64 end;
+};
 
 /*
  * Pending READ -> the waiting thread. Keyed by the object, not by the
@@ -149,6 +165,13 @@ struct {
 	__type(key, struct cf_pending_key);
 	__type(value, __u32); /* thread waiting for the READ */
 } pending_read SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u32); /* thread id */
+	__type(value, struct cf_verdict);
+} verdicts SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
@@ -316,15 +339,72 @@ static __always_inline struct cf_hist *hist_get(struct cf_hist_key *k)
 	return bpf_map_lookup_elem(&hists, k);
 }
 
+/*
+ * The outcome of a request: ok or error in its histogram entry, and the slow
+ * record. ret is what the reader gets: the function's return value, or -EIO
+ * for a READ the daemon completed without writing the data (see
+ * cf_prepare_ondemand_read_exit).
+ */
+static __always_inline void request_result(const struct cf_start *s, __u32 op, __u64 lat, __u64 now,
+					   long ret, __u32 tid)
+{
+	struct cf_hist_key k = {.volume_id = s->volume_id, .op = op};
+	struct cf_slow_record *r;
+	struct cf_volume *vn;
+	struct cf_hist *h;
+
+	h = hist_get(&k);
+	if (h) {
+		if (ret < 0)
+			__sync_fetch_and_add(&h->errors, 1);
+		else
+			__sync_fetch_and_add(&h->ok, 1);
+	}
+	if (lat < slow_ns)
+		return;
+	r = bpf_ringbuf_reserve(&slow_events, sizeof(*r), 0);
+	if (!r) {
+		stat_add(CF_STAT_RINGBUF_FULL, 1);
+		return;
+	}
+	r->end_ns = now;
+	r->latency_ns = lat;
+	r->offset = s->offset;
+	r->len = s->len;
+	r->ret = ret;
+	r->op = op;
+	r->volume_id = s->volume_id;
+	r->object_debug_id = s->object_debug_id;
+	r->object_id = s->object_id;
+	r->pid = tid;
+	r->flags = s->flags;
+	bpf_get_current_comm(r->comm, sizeof(r->comm));
+	vn = bpf_map_lookup_elem(&volumes, &k.volume_id);
+	if (vn)
+		__builtin_memcpy(r->volume, vn->name, sizeof(r->volume));
+	else
+		r->volume[0] = 0;
+	bpf_ringbuf_submit(r, 0);
+}
+
 static __always_inline void request_enter(struct cachefiles_object___sysobs *obj, __u32 op,
 					  __u64 offset, __u64 len)
 {
 	__u32 tid = (__u32)bpf_get_current_pid_tgid();
 	struct cf_start s = {};
 	struct cf_hist_key k = {};
+	struct cf_verdict *v;
 	struct cf_hist *h;
 
+	v = bpf_map_lookup_elem(&verdicts, &tid);
+	if (v) {
+		/* a READ of this thread whose caller never gave a verdict */
+		request_result(&v->s, CF_OP_READ, v->lat, v->end, 0, tid);
+		bpf_map_delete_elem(&verdicts, &tid);
+	}
 	s.ts = bpf_ktime_get_ns();
+	if (bpf_get_current_task_btf()->flags & CF_PF_WQ_WORKER)
+		s.flags |= CF_SLOW_KWORKER;
 	s.op = op;
 	s.offset = offset;
 	s.len = len;
@@ -361,9 +441,7 @@ static __always_inline void request_exit(__u32 op, long ret)
 {
 	__u32 tid = (__u32)bpf_get_current_pid_tgid();
 	struct cf_hist_key k = {};
-	struct cf_slow_record *r;
 	struct cf_start *s;
-	struct cf_volume *vn;
 	struct cf_hist *h;
 	__u64 lat, now;
 	__u32 b;
@@ -383,10 +461,6 @@ static __always_inline void request_exit(__u32 op, long ret)
 		if (b < CF_HIST_BUCKETS)
 			__sync_fetch_and_add(&h->buckets[b], 1);
 		__sync_fetch_and_add(&h->sum_ns, lat);
-		if (ret < 0)
-			__sync_fetch_and_add(&h->errors, 1);
-		else
-			__sync_fetch_and_add(&h->ok, 1);
 		if (op == CF_OP_READ)
 			__sync_fetch_and_add(&h->bytes, s->len);
 		__sync_fetch_and_add(&h->inflight, -1);
@@ -401,30 +475,16 @@ static __always_inline void request_exit(__u32 op, long ret)
 	} else if (op == CF_OP_OPEN) {
 		bpf_map_delete_elem(&pending_open, &s->obj);
 	}
-	if (lat >= slow_ns) {
-		r = bpf_ringbuf_reserve(&slow_events, sizeof(*r), 0);
-		if (!r) {
-			stat_add(CF_STAT_RINGBUF_FULL, 1);
-		} else {
-			r->end_ns = now;
-			r->latency_ns = lat;
-			r->offset = s->offset;
-			r->len = s->len;
-			r->ret = ret;
-			r->op = op;
-			r->volume_id = s->volume_id;
-			r->object_debug_id = s->object_debug_id;
-			r->object_id = s->object_id;
-			r->pid = tid;
-			bpf_get_current_comm(r->comm, sizeof(r->comm));
-			vn = bpf_map_lookup_elem(&volumes, &k.volume_id);
-			if (vn)
-				__builtin_memcpy(r->volume, vn->name, sizeof(r->volume));
-			else
-				r->volume[0] = 0;
-			bpf_ringbuf_submit(r, 0);
+	/* A READ answered 0 may still have brought no data: the caller knows */
+	if (op == CF_OP_READ && ret == 0 && read_verdict_deferred) {
+		struct cf_verdict v = {.s = *s, .lat = lat, .end = now};
+
+		if (!bpf_map_update_elem(&verdicts, &tid, &v, BPF_ANY)) {
+			bpf_map_delete_elem(&starts, &tid);
+			return;
 		}
 	}
+	request_result(s, op, lat, now, ret, tid);
 	bpf_map_delete_elem(&starts, &tid);
 }
 
@@ -533,6 +593,41 @@ int BPF_PROG(cf_open_exit, struct cachefiles_object___sysobs *obj, int ret)
 	if (!s || s->op != CF_OP_OPEN)
 		return 0;
 	request_exit(CF_OP_OPEN, ret);
+	return 0;
+}
+
+/*
+ * cachefiles_ondemand_read() returned 0: the daemon answered READ_COMPLETE.
+ * Whether it wrote the data the caller tells: cachefiles_do_prepare_read()
+ * seeks for data again and returns NETFS_READ_FROM_CACHE only if it is
+ * there; anything else makes EROFS fail the read with -EIO. So the READ's
+ * result is decided here (6.1+, where EROFS reads through
+ * prepare_ondemand_read; elsewhere the function's return value stands).
+ */
+SEC("fexit/cachefiles_prepare_ondemand_read")
+int BPF_PROG(cf_prepare_ondemand_read_exit, void *cres, loff_t start, size_t *len, loff_t i_size,
+	     unsigned long *flags, ino_t ino, int source)
+{
+	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+	struct cf_verdict *v = bpf_map_lookup_elem(&verdicts, &tid);
+	long ret = 0;
+
+	if (!v)
+		return 0;
+	/* enum netfs_io_source is __mode(byte) in 6.x: only its size is set */
+	if (bpf_core_type_size(enum netfs_io_source___sysobs) == 1)
+		source &= 0xff;
+	else if (bpf_core_type_size(enum netfs_io_source___sysobs) == 2)
+		source &= 0xffff;
+	if (bpf_core_enum_value_exists(enum netfs_io_source___sysobs,
+				       NETFS_READ_FROM_CACHE___sysobs) &&
+	    source != bpf_core_enum_value(enum netfs_io_source___sysobs,
+					  NETFS_READ_FROM_CACHE___sysobs)) {
+		ret = -5; /* -EIO, what erofs_fscache_read_io_async returns */
+		stat_add(CF_STAT_READ_NO_DATA, 1);
+	}
+	request_result(&v->s, CF_OP_READ, v->lat, v->end, ret, tid);
+	bpf_map_delete_elem(&verdicts, &tid);
 	return 0;
 }
 

@@ -54,6 +54,7 @@ enum cf_stat {
 	CF_STAT_FLUSH,		/* cache withdrawn: requests in flight failed */
 	CF_STAT_DAEMON_LOST,	/* daemon records lost: ring buffer full */
 	CF_STAT_INFLIGHT_NOW,	/* gauge: requests timed and waiting now */
+	CF_STAT_READ_NO_DATA,	/* READs completed without the data: -EIO */
 	CF_STAT_MAX,
 };
 
@@ -86,8 +87,11 @@ struct cf_start {
 	__u32 volume_id;
 	__u32 object_debug_id;
 	__s32 object_id;
-	__u32 pad;
+	__u32 flags; /* CF_SLOW_* */
 };
+
+/* cf_start.flags, cf_slow_record.flags */
+#define CF_SLOW_KWORKER 0x1 /* the waiting thread is a workqueue worker (kworker) */
 
 /* Key of the per-(volume, op) histogram map. */
 struct cf_hist_key {
@@ -122,12 +126,15 @@ struct cf_slow_record {
 	__u64 latency_ns;
 	__u64 offset; /* READ: file offset; OPEN: 0 */
 	__u64 len;    /* READ: length; OPEN: 0 */
-	__s32 ret;    /* return value of the kernel function */
+	__s32 ret;    /* what the reader got: the kernel function's return
+		       * value, or -EIO for a READ completed without data */
 	__u32 op;     /* enum cf_op */
 	__u32 volume_id;
 	__u32 object_debug_id; /* cachefiles_object.debug_id */
 	__s32 object_id;       /* on-demand object id the daemon sees (READ) */
 	__u32 pid;	       /* thread id */
+	__u32 flags;	       /* CF_SLOW_* */
+	__u32 pad;
 	char comm[CF_COMM_LEN];
 	char volume[CF_VOLUME_NAME_LEN];
 };

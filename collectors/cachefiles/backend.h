@@ -50,6 +50,7 @@ struct cachefiles_slow {
 	uint32_t object_debug_id;
 	int32_t object_id;
 	uint32_t pid;
+	bool kworker; /* the waiting thread is a kworker (fscache's, for OPEN) */
 	char comm[CF_COMM_LEN + 1];
 	char volume[CF_VOLUME_NAME_LEN + 1];
 };

@@ -131,6 +131,39 @@ int cachefiles_daemon_read_proto_check(const struct btf *btf, char *why, size_t 
 	return 0;
 }
 
+/*
+ * cachefiles_prepare_ondemand_read (6.1+): the fexit reads the return value
+ * after six arguments. 0; -ENOENT when absent; -EINVAL, why, otherwise.
+ */
+int cachefiles_prepare_read_proto_check(const struct btf *btf, char *why, size_t why_len)
+{
+	const struct btf_type *fn, *proto, *ret;
+	int id;
+
+	id = btf__find_by_name_kind(btf, "cachefiles_prepare_ondemand_read", BTF_KIND_FUNC);
+	if (id < 0) {
+		snprintf(why, why_len, "not in BTF");
+		return -ENOENT;
+	}
+	fn = btf__type_by_id(btf, id);
+	proto = fn ? btf__type_by_id(btf, fn->type) : NULL;
+	if (!proto || !btf_is_func_proto(proto)) {
+		snprintf(why, why_len, "no prototype in BTF");
+		return -EINVAL;
+	}
+	/* the enum is __mode(byte) in 6.x: 1 byte; the program masks by size */
+	ret = cf_btf_resolved(btf, proto->type);
+	if (btf_vlen(proto) != 6 || !ret || !(btf_is_enum(ret) || btf_is_int(ret)) ||
+	    ret->size > 4) {
+		snprintf(why, why_len,
+			 "prototype is not enum netfs_io_source (6 arguments) (%u parameters, "
+			 "return of %u bytes)",
+			 btf_vlen(proto), ret ? ret->size : 0);
+		return -EINVAL;
+	}
+	return 0;
+}
+
 /* Tracepoints and the daemon-read hook are optional: kernels that lack them
  * still get latency histograms from the two required functions. The hook
  * reads its arguments by position (the user buffer, the return value), so it
@@ -140,7 +173,7 @@ int cachefiles_daemon_read_proto_check(const struct btf *btf, char *why, size_t 
 static void cf_optional_programs(struct cachefiles_bpf *skel, const char *btf_path)
 {
 	/* tracepoints for tp_btf, functions for fentry/fexit */
-	enum { TP, FN, FN_DAEMON_READ };
+	enum { TP, FN, FN_DAEMON_READ, FN_PREPARE_READ };
 	static const struct {
 		const char *name;
 		int kind;
@@ -157,14 +190,22 @@ static void cf_optional_programs(struct cachefiles_bpf *skel, const char *btf_pa
 	    {"cachefiles_flush_reqs", FN},
 	    {"cachefiles_ondemand_clean_object", FN},
 	    {"cachefiles_ondemand_clean_object", FN},
+	    {"cachefiles_prepare_ondemand_read", FN_PREPARE_READ}, /* 6.1+ */
 	};
 	struct bpf_program *progs[] = {
-	    skel->progs.cf_tp_open,	  skel->progs.cf_tp_read,
-	    skel->progs.cf_tp_cread,	  skel->progs.cf_tp_copen,
-	    skel->progs.cf_tp_close,	  skel->progs.cf_tp_fd_write,
-	    skel->progs.cf_tp_fd_release, skel->progs.cf_daemon_read_exit,
-	    skel->progs.cf_restore,	  skel->progs.cf_flush,
-	    skel->progs.cf_close_enter,	  skel->progs.cf_close_exit,
+	    skel->progs.cf_tp_open,
+	    skel->progs.cf_tp_read,
+	    skel->progs.cf_tp_cread,
+	    skel->progs.cf_tp_copen,
+	    skel->progs.cf_tp_close,
+	    skel->progs.cf_tp_fd_write,
+	    skel->progs.cf_tp_fd_release,
+	    skel->progs.cf_daemon_read_exit,
+	    skel->progs.cf_restore,
+	    skel->progs.cf_flush,
+	    skel->progs.cf_close_enter,
+	    skel->progs.cf_close_exit,
+	    skel->progs.cf_prepare_ondemand_read_exit,
 	};
 	struct bpf_util_btf b;
 	char why[160];
@@ -177,21 +218,23 @@ static void cf_optional_programs(struct cachefiles_bpf *skel, const char *btf_pa
 			continue;
 		if (tps[i].kind == FN && bpf_util_has_fentry(&b, tps[i].name))
 			continue;
-		if (tps[i].kind == FN_DAEMON_READ &&
-		    bpf_util_btf_has(&b, tps[i].name, BTF_KIND_FUNC)) {
-			int err = b.module ? cachefiles_daemon_read_proto_check(b.module, why,
-										sizeof(why))
-					   : -ENOENT;
+		if (tps[i].kind >= FN_DAEMON_READ && bpf_util_has_fentry(&b, tps[i].name)) {
+			int (*check)(const struct btf *, char *, size_t) =
+			    tps[i].kind == FN_DAEMON_READ ? cachefiles_daemon_read_proto_check
+							  : cachefiles_prepare_read_proto_check;
+			int err = b.module ? check(b.module, why, sizeof(why)) : -ENOENT;
 
 			if (err == -ENOENT)
-				err =
-				    cachefiles_daemon_read_proto_check(b.vmlinux, why, sizeof(why));
-			if (!err)
+				err = check(b.vmlinux, why, sizeof(why));
+			if (!err) {
+				if (tps[i].kind == FN_PREPARE_READ)
+					skel->rodata->read_verdict_deferred = true;
 				continue;
-			log_info(CF_LOG,
-				 "kernel's %s: %s: the daemon pick-up of READs is not "
-				 "measured",
-				 tps[i].name, why);
+			}
+			log_info(CF_LOG, "kernel's %s: %s: %s", tps[i].name, why,
+				 tps[i].kind == FN_DAEMON_READ
+				     ? "the daemon pick-up of READs is not measured"
+				     : "a READ completed without data counts as ok");
 		} else {
 			log_info(CF_LOG, "kernel lacks %s%s: that part is not measured",
 				 tps[i].kind == TP ? "btf_trace_" : "", tps[i].name);

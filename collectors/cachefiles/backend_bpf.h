@@ -17,4 +17,11 @@ struct btf;
  */
 int cachefiles_daemon_read_proto_check(const struct btf *btf, char *why, size_t why_len);
 
+/*
+ * Has cachefiles_prepare_ondemand_read() (6.1+) six parameters and an enum
+ * (netfs_io_source) return, which the fexit reads for a READ's verdict?
+ * 0; -ENOENT when absent; -EINVAL, with why, when it differs.
+ */
+int cachefiles_prepare_read_proto_check(const struct btf *btf, char *why, size_t why_len);
+
 #endif

@@ -10,6 +10,7 @@
  */
 #include <errno.h>
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,6 +30,7 @@ struct cachefiles_slow_row {
 	uint32_t object_debug_id;
 	int32_t object_id;
 	uint32_t pid;
+	bool kworker;
 	char op[8];
 	char comm[CF_COMM_LEN + 1];
 	char volume[CF_VOLUME_NAME_LEN + 1];
@@ -103,6 +105,7 @@ static const struct event_column cachefiles_slow_cols[] = {
     CF_COL(result, COL_INT, COL_NOT_NULL),
     CF_COL(pid, COL_UINT, COL_NOT_NULL),
     CF_COL(comm, COL_TEXT, COL_NOT_NULL),
+    CF_COL(kworker, COL_BOOL, COL_NOT_NULL),
     {0},
 };
 
@@ -248,6 +251,7 @@ static const char *const cf_stat_events[CF_STAT_MAX] = {
     [CF_STAT_RESTORE] = "restore",
     [CF_STAT_FLUSH] = "flush",
     [CF_STAT_DAEMON_LOST] = "daemon_record_lost",
+    [CF_STAT_READ_NO_DATA] = "read_no_data",
 };
 
 static int cachefiles_init(struct collector *c)
@@ -332,6 +336,7 @@ static void cachefiles_on_slow(const struct cachefiles_slow *s, void *arg)
 	row.object_debug_id = s->object_debug_id;
 	row.object_id = s->object_id;
 	row.pid = s->pid;
+	row.kworker = s->kworker;
 	memcpy(row.comm, s->comm, sizeof(row.comm));
 	memcpy(row.volume, s->volume, sizeof(row.volume));
 	st->slow_seen++;

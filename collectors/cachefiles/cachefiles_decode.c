@@ -89,6 +89,7 @@ int cachefiles_slow_decode(const void *buf, size_t len, int64_t mono_now_ns, int
 	out->object_debug_id = r.object_debug_id;
 	out->object_id = r.object_id;
 	out->pid = r.pid;
+	out->kworker = r.flags & CF_SLOW_KWORKER;
 	copy_cstr(out->comm, sizeof(out->comm), r.comm, sizeof(r.comm));
 	if (r.volume[0])
 		copy_cstr(out->volume, sizeof(out->volume), r.volume, sizeof(r.volume));

@@ -27,6 +27,8 @@ FAIL_FSID=fsfail FAIL_MS=${SYSOBS_VM_FAIL_MS:-150} FAIL_CRASH_READ=${SYSOBS_VM_F
 # hung daemon: a READ held and another unread for HUNG_S seconds, then an
 # unmount whose CLOSE waits unread as long
 HUNG_FSID=fshung HUNG_S=${SYSOBS_VM_HUNG_S:-3}
+# the daemon completes one READ of this volume without the data
+NODATA_FSID=fsnodata
 SLOW_THRESHOLD=${SLOW_THRESHOLD_MS}ms
 # Delays sit just above a bucket's lower edge (2^28 ns = 268.4 ms, 2^29 ns =
 # 536.9 ms): "within one bucket" then leaves ~65 ms and ~130 ms for what TCG on
@@ -109,6 +111,7 @@ FAIL_MS=$FAIL_MS
 FAIL_CRASH_READ=$FAIL_CRASH_READ
 HUNG_FSID=$HUNG_FSID
 HUNG_S=$HUNG_S
+NODATA_FSID=$NODATA_FSID
 READ_AHEAD_KB=${SYSOBS_VM_READ_AHEAD_KB:-32}
 READERS=${SYSOBS_VM_READERS:-4}
 EOF
@@ -200,15 +203,19 @@ hist_show() {
 
 total_slow_expected=0
 # warm (no delay) and fail (failover): counts only; fast and slow: counts and quantiles
-for pair in "$WARM_FSID:0" "$FAST_FSID:$FAST_MS" "$SLOW_FSID:$SLOW_MS" "$FAIL_FSID:0" "$HUNG_FSID:0"; do
+for pair in "$WARM_FSID:0" "$FAST_FSID:$FAST_MS" "$SLOW_FSID:$SLOW_MS" "$FAIL_FSID:0" "$HUNG_FSID:0" \
+	"$NODATA_FSID:0"; do
 	fsid=${pair%%:*} delay=${pair##*:} vol=erofs,${pair%%:*}
 	for op in open read; do
 		want=$(od_stat "$vol" "$op")
 		[ -n "$want" ] && [ "$want" -gt 0 ] || fail "daemon served no $op for $vol"
+		# a READ completed without the data is an error for the reader (EIO)
+		nodata=0
+		[ "$op" = open ] || nodata=$(od_stat "$vol" nodata)
 		got=$(prom sysobs_cachefiles_requests_total "op=\"$op\"" "volume=\"$vol\"" 'result="ok"')
-		assert_eq "requests_total{op=$op,volume=$vol,result=ok} vs daemon" "$want" "$got"
+		assert_eq "requests_total{op=$op,volume=$vol,result=ok} vs daemon" "$((want - nodata))" "$got"
 		err=$(prom sysobs_cachefiles_requests_total "op=\"$op\"" "volume=\"$vol\"" 'result="error"')
-		[ -z "$err" ] || [ "$err" = 0 ] || fail "$op errors on $vol: $err"
+		assert_eq "requests_total{op=$op,volume=$vol,result=error} vs daemon (no data)" "$nodata" "${err:-0}"
 		[ "$delay" -eq 0 ] || { echo "  $vol $op: requests per bucket"; hist_show "$op" "$vol"; }
 		for q in 0.5 0.99; do
 			[ "$delay" -gt 0 ] || break
@@ -291,6 +298,18 @@ close_slow=$(jq --arg v "erofs,$HUNG_FSID" --argjson s "$((HUNG_S - 1))" \
 	'[.data[] | select(.volume == $v and .op == "close" and .latency_seconds >= $s)] | length' "$T/slow.json")
 ge "$close_slow" 1 || fail "hung unmount: no slow close row of ${HUNG_S} s"
 
+assert_eq "daemon_events{read_no_data}" "$(sum_od nodata)" "$(ev read_no_data)"
+[ "$(sum_od nodata)" -ge 1 ] || fail "the daemon completed no READ without data"
+nd_row=$(jq -c --arg v "erofs,$NODATA_FSID" '[.data[] | select(.volume == $v and .result == -5)] | length' "$T/slow.json")
+echo "  no data: $(sum_od nodata) READ(s) completed without data, counted error; slow rows with result -5: $nd_row"
+# who waited: the slow volume's OPEN is sent by fscache's cookie worker
+jq -e --arg v "erofs,$SLOW_FSID" '[.data[] | select(.volume == $v and .op == "open")][0].kworker == true' \
+	"$T/slow.json" >/dev/null || fail "the slow OPEN row does not say kworker: $(jq -c --arg v "erofs,$SLOW_FSID" \
+	'[.data[] | select(.volume == $v and .op == "open")][0]' "$T/slow.json")"
+jq -e --arg v "erofs,$SLOW_FSID" '[.data[] | select(.volume == $v and .op == "read") | .kworker] | all(. == false)' \
+	"$T/slow.json" >/dev/null || fail "slow READ rows of the readers say kworker"
+echo "  slow OPEN row: $(jq -c --arg v "erofs,$SLOW_FSID" '[.data[] | select(.volume == $v and .op == "open")][0] | {pid, comm, kworker}' "$T/slow.json")"
+
 vm_section daemon "$C" >"$T/daemon.json"
 rows() { jq -r --arg e "$1" '[.data[] | select(.event == $e) | .pid] | sort | map(tostring) | join(",")' "$T/daemon.json"; }
 sorted() { tr , '\n' <<<"$1" | sort -n | paste -sd, -; }
@@ -321,4 +340,4 @@ assert_eq "page 2 rows" 5 "$(jq '.data | length' "$T/page2.json")"
 	fail "cursor paging overlaps or goes forward"
 fast_slow=$(jq --arg v "erofs,$FAST_FSID" '[.data[] | select(.volume == $v)] | length' "$T/slow.json")
 
-pass "kernel $kver: counts exact for 5 volumes x {open,read,close} (one through 2 daemon deaths + restores, $abandoned requests re-read, each timed once; a hung daemon: oldest read ${h_read_age} s, unread ${h_unread_age} s, close ${h_close_age} s), p50/p99 within one bucket of ${FAST_MS} ms and ${SLOW_MS} ms, $slow_rows slow rows (fast volume: $fast_slow)"
+pass "kernel $kver: counts exact for 6 volumes x {open,read,close} (a READ without data an error) (one through 2 daemon deaths + restores, $abandoned requests re-read, each timed once; a hung daemon: oldest read ${h_read_age} s, unread ${h_unread_age} s, close ${h_close_age} s), p50/p99 within one bucket of ${FAST_MS} ms and ${SLOW_MS} ms, $slow_rows slow rows (fast volume: $fast_slow)"

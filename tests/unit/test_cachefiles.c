@@ -114,7 +114,11 @@ static void slow_record_decodes_with_wall_time(void **state)
 	assert_int_equal(s.object_debug_id, 42);
 	assert_int_equal(s.pid, 1234);
 	assert_string_equal(s.comm, "md5sum");
+	assert_false(s.kworker);
 	assert_string_equal(s.volume, "erofs,fsslow");
+	r.flags = CF_SLOW_KWORKER;
+	assert_int_equal(cachefiles_slow_decode(&r, sizeof(r), 6000000000LL, 0, &s), 0);
+	assert_true(s.kworker);
 	assert_string_equal(cachefiles_op_name(s.op), "read");
 	assert_string_equal(cachefiles_op_name(CF_OP_CLOSE), "close");
 	assert_string_equal(cachefiles_op_name(CF_OP_MAX), "unknown");
@@ -269,6 +273,34 @@ static void daemon_read_hook_only_for_its_prototype(void **state)
 	btf__free(empty);
 }
 
+/* cachefiles_prepare_ondemand_read: enum netfs_io_source (a 1-byte enum,
+ * __mode(byte)) (cres, start, *len, i_size, *flags, ino) */
+static void prepare_read_hook_only_for_its_prototype(void **state)
+{
+	for (int variant = 0; variant < 3; variant++) {
+		struct btf *btf = btf__new_empty();
+		int src, ptr, l, proto;
+		char why[200] = "";
+
+		assert_non_null(btf);
+		src = btf__add_enum(btf, "netfs_io_source", variant == 2 ? 8 : 1);
+		assert_true(src > 0);
+		assert_int_equal(btf__add_enum_value(btf, "NETFS_READ_FROM_CACHE", 3), 0);
+		l = btf__add_int(btf, "long long", 8, BTF_INT_SIGNED);
+		ptr = btf__add_ptr(btf, l);
+		proto = btf__add_func_proto(btf, src);
+		assert_true(l > 0 && ptr > 0 && proto > 0);
+		/* variant 1: five parameters (another kernel's prototype) */
+		for (int i = 0; i < (variant == 1 ? 5 : 6); i++)
+			assert_int_equal(btf__add_func_param(btf, "a", i % 2 ? l : ptr), 0);
+		assert_true(btf__add_func(btf, "cachefiles_prepare_ondemand_read", BTF_FUNC_STATIC,
+					  proto) > 0);
+		assert_int_equal(cachefiles_prepare_read_proto_check(btf, why, sizeof(why)),
+				 variant ? -EINVAL : 0);
+		btf__free(btf);
+	}
+}
+
 static void bpf_probe_on_this_host(void **state)
 {
 	char why[256] = "";
@@ -303,6 +335,7 @@ int main(void)
 	    cmocka_unit_test(probe_verdict_names_what_is_missing),
 	    cmocka_unit_test(bpf_probe_on_this_host),
 	    cmocka_unit_test(daemon_read_hook_only_for_its_prototype),
+	    cmocka_unit_test(prepare_read_hook_only_for_its_prototype),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

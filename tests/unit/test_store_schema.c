@@ -584,7 +584,7 @@ static const struct real {
      " array_bank INTEGER, ctrl_result INTEGER, bundle_idx INTEGER, pgm_idx INTEGER,"
      " sbaf_status INTEGER, test_fail INTEGER",
      ", decoded TEXT"},
-    {"cachefiles_slow", ""}, /* collectors/cachefiles/cachefiles.c */
+    {"cachefiles_slow", ", kworker INTEGER"}, /* collectors/cachefiles/cachefiles.c */
 };
 
 #define N_REAL (sizeof(real_tables) / sizeof(real_tables[0]))

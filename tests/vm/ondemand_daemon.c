@@ -66,6 +66,9 @@ struct od_volume {
 	unsigned open_delay_ms;
 	unsigned long opens, reads, closes;
 	unsigned long long read_bytes;
+	unsigned nodata_at;    /* --nodata: this READ (1-based) gets no data */
+	unsigned long nodata;  /* READs completed without writing the data */
+	unsigned long n_reads; /* READs read (for nodata_at) */
 };
 
 struct od_object {
@@ -232,6 +235,25 @@ static void od_crash_check(const char *key, unsigned op)
 	pause();
 }
 
+/* "--nodata KEY=N": the Nth READ of the volume is completed without data */
+static int od_nodata_parse(const char *arg)
+{
+	char key[OD_VOLUME_LEN];
+	const char *eq = strrchr(arg, '=');
+	struct od_volume *v;
+	unsigned n;
+
+	if (!eq || (size_t)(eq - arg) >= sizeof(key) || sscanf(eq + 1, "%u", &n) != 1 || !n)
+		return -EINVAL;
+	memcpy(key, arg, eq - arg);
+	key[eq - arg] = 0;
+	v = od_volume_get(key);
+	if (!v)
+		return -ENOSPC;
+	v->nodata_at = n;
+	return 0;
+}
+
 /* "--delay KEY=READ_MS[/OPEN_MS]" */
 static int od_delay_parse(const char *arg)
 {
@@ -264,8 +286,11 @@ static void od_stats_write(void)
 	for (i = 0; i < od_n_volumes; i++) {
 		struct od_volume *v = &od_volumes[i];
 
-		fprintf(f, "volume=%s open=%lu read=%lu close=%lu read_bytes=%llu delay_ms=%u\n",
-			v->key, v->opens, v->reads, v->closes, v->read_bytes, v->read_delay_ms);
+		fprintf(f,
+			"volume=%s open=%lu read=%lu close=%lu read_bytes=%llu delay_ms=%u "
+			"nodata=%lu\n",
+			v->key, v->opens, v->reads, v->closes, v->read_bytes, v->read_delay_ms,
+			v->nodata);
 	}
 	fprintf(f, "errors=%lu\n", od_errors);
 	fprintf(f, "abandoned=%lu\n", od_sh->abandoned);
@@ -359,6 +384,7 @@ struct od_read_job {
 	uint64_t off, len;
 	int fd;
 	unsigned delay_ms;
+	int nodata; /* complete without writing: the reader gets -EIO */
 	struct od_volume *vol;
 };
 
@@ -375,7 +401,7 @@ static void *od_read_worker(void *arg)
 	}
 	if (end > (uint64_t)od_image_size)
 		end = od_image_size;
-	while (off < end) {
+	while (off < end && !j->nodata) {
 		size_t chunk = end - off < OD_CHUNK ? end - off : OD_CHUNK;
 		size_t padded = (chunk + OD_BLOCK - 1) & ~(size_t)(OD_BLOCK - 1);
 
@@ -409,6 +435,8 @@ out_complete:
 		fprintf(stderr, "ondemand: READ_COMPLETE %u: %s\n", j->msg_id, strerror(errno));
 		__atomic_add_fetch(&od_errors, 1, __ATOMIC_RELAXED);
 	} else if (j->vol) {
+		if (j->nodata)
+			__atomic_add_fetch(&j->vol->nodata, 1, __ATOMIC_RELAXED);
 		__atomic_add_fetch(&j->vol->reads, 1, __ATOMIC_RELAXED);
 		__atomic_add_fetch(&j->vol->read_bytes, j->len, __ATOMIC_RELAXED);
 	}
@@ -444,6 +472,7 @@ static int od_handle_read(const struct cachefiles_msg *msg)
 	j->vol = o->vol;
 	if (o->vol) {
 		j->delay_ms = o->vol->read_delay_ms;
+		j->nodata = ++o->vol->n_reads == o->vol->nodata_at;
 		od_crash_check(o->vol->key, CACHEFILES_OP_READ);
 	}
 	od_control_hold();
@@ -480,7 +509,7 @@ static void od_usage(FILE *f)
 	fprintf(f, "usage: ondemand_daemon --image FILE [--dir DIR] [--tag TAG]\n"
 		   "       [--delay VOLUME_KEY=READ_MS[/OPEN_MS]]... [--stats FILE]\n"
 		   "       [--ready FILE] [--failover [--crash VOLUME_KEY=open|read:N]...]\n"
-		   "       [--control DIR]\n");
+		   "       [--control DIR] [--nodata VOLUME_KEY=N]\n");
 }
 
 /* The daemon proper: poll, read one request, answer it, until SIGTERM. */
@@ -585,17 +614,12 @@ static int od_supervise(int devfd)
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
-	    {"image", required_argument, NULL, 'i'},
-	    {"dir", required_argument, NULL, 'd'},
-	    {"tag", required_argument, NULL, 't'},
-	    {"delay", required_argument, NULL, 'D'},
-	    {"stats", required_argument, NULL, 's'},
-	    {"ready", required_argument, NULL, 'r'},
-	    {"failover", no_argument, NULL, 'F'},
-	    {"crash", required_argument, NULL, 'C'},
-	    {"control", required_argument, NULL, 'c'},
-	    {"help", no_argument, NULL, 'h'},
-	    {0},
+	    {"image", required_argument, NULL, 'i'},   {"dir", required_argument, NULL, 'd'},
+	    {"tag", required_argument, NULL, 't'},     {"delay", required_argument, NULL, 'D'},
+	    {"stats", required_argument, NULL, 's'},   {"ready", required_argument, NULL, 'r'},
+	    {"failover", no_argument, NULL, 'F'},      {"crash", required_argument, NULL, 'C'},
+	    {"control", required_argument, NULL, 'c'}, {"nodata", required_argument, NULL, 'N'},
+	    {"help", no_argument, NULL, 'h'},	       {0},
 	};
 	const char *image = NULL, *dir = "/var/cache/fscache", *tag = "sysobs", *ready = NULL;
 	char cmd[512];
@@ -638,6 +662,12 @@ int main(int argc, char **argv)
 			break;
 		case 'c':
 			od_control = optarg;
+			break;
+		case 'N':
+			if (od_nodata_parse(optarg)) {
+				fprintf(stderr, "ondemand: bad --nodata '%s'\n", optarg);
+				return 2;
+			}
 			break;
 		case 'C':
 			if (od_crash_parse(optarg)) {

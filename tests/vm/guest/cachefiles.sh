@@ -8,13 +8,13 @@
 # Parameters come from /etc/vm-test.conf (written by the host script).
 set -u
 . /etc/vm-test.conf	# WARM_FSID FAST_FSID FAST_MS SLOW_FSID SLOW_MS SLOW_THRESHOLD READ_AHEAD_KB READERS
-			# FAIL_FSID FAIL_MS FAIL_CRASH_READ HUNG_FSID HUNG_S
+			# FAIL_FSID FAIL_MS FAIL_CRASH_READ HUNG_FSID HUNG_S NODATA_FSID
 
 . /tests/lib.sh
 # busybox-static wget crashed here (static NSS); curl comes with its libraries
 get() { curl -sS --max-time 10 -o "$2" "http://127.0.0.1:9559$1"; }
 
-mkdir -p /var/cache/fscache /mnt/warm /mnt/fast /mnt/slow /mnt/fail /mnt/hung /run/od
+mkdir -p /var/cache/fscache /mnt/warm /mnt/fast /mnt/slow /mnt/fail /mnt/hung /mnt/nodata /run/od
 mount -t ext4 /dev/vda /var/cache/fscache || {
 	say "FAIL cannot mount the cache disk /dev/vda"
 	exit 1
@@ -64,7 +64,7 @@ ondemand_daemon --image /data/fs.img --dir /var/cache/fscache --tag sysobs \
 	--delay "erofs,$FAST_FSID=$FAST_MS/$FAST_MS" --delay "erofs,$SLOW_FSID=$SLOW_MS/$SLOW_MS" \
 	--delay "erofs,$FAIL_FSID=$FAIL_MS/0" --failover \
 	--crash "erofs,$FAIL_FSID=open:1" --crash "erofs,$FAIL_FSID=read:$FAIL_CRASH_READ" \
-	--control /run/od --stats /run/ondemand.stats --ready /run/ondemand.ready 2>/tmp/ondemand.log &
+	--nodata "erofs,$NODATA_FSID=3" --control /run/od --stats /run/ondemand.stats --ready /run/ondemand.ready 2>/tmp/ondemand.log &
 daemon=$!
 i=0
 while [ ! -e /run/ondemand.ready ] && [ $i -lt 100 ]; do
@@ -180,6 +180,18 @@ else
 	say "FAIL mount -t erofs -o fsid=$HUNG_FSID"
 	rc=1
 fi
+# The daemon completes the third READ of this volume without writing the
+# data: that read fails with EIO in EROFS (a later retry of the page may
+# succeed); the agent must count an error, not ok.
+if mount -t erofs none -o "fsid=$NODATA_FSID" /mnt/nodata; then
+	md5sum /mnt/nodata/part3.bin >/dev/null 2>/tmp/nodata.err
+	say "nodata read exit $?: $(cat /tmp/nodata.err)"
+	umount /mnt/nodata
+else
+	say "FAIL mount -t erofs -o fsid=$NODATA_FSID"
+	rc=1
+fi
+
 grep '^sysobs_cachefiles_inflight' /tmp/hung-read.txt >/tmp/hung-read-cf.txt
 grep '^sysobs_cachefiles_inflight' /tmp/hung-close.txt >/tmp/hung-close-cf.txt
 section hung_read /tmp/hung-read-cf.txt
