@@ -180,6 +180,15 @@ struct {
 	__type(value, __u64); /* object pointer */
 } objids SEC(".maps");
 
+/* Volumes released (debug_id): the agent folds their histograms into its
+ * totals and deletes their entries from hists and volumes. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1024);
+	__type(key, __u32);
+	__type(value, __u8);
+} released SEC(".maps");
+
 /* Daemons seen dying (tgid): one record per death, not one per fd. */
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
@@ -786,6 +795,33 @@ int BPF_PROG(cf_tp_fd_release, struct cachefiles_object___sysobs *obj, int objec
 		return 0;
 	stat_add(CF_STAT_DAEMON_DEATH, 1);
 	daemon_record(CF_DAEMON_DEATH);
+	return 0;
+}
+
+static __always_inline void volume_released(__u32 id)
+{
+	__u8 one = 1;
+
+	stat_add(CF_STAT_VOLUME_RELEASE, 1);
+	if (id && bpf_map_update_elem(&released, &id, &one, BPF_ANY))
+		stat_add(CF_STAT_RELEASE_LOST, 1);
+}
+
+/* The fscache volume is freed (its last user, e.g. the mount, is gone). */
+SEC("fentry/cachefiles_free_volume")
+int BPF_PROG(cf_free_volume, struct fscache_volume___sysobs *vcookie)
+{
+	if (vcookie)
+		volume_released(BPF_CORE_READ(vcookie, debug_id));
+	return 0;
+}
+
+/* The cache is withdrawn (unbind) with the volume still there. */
+SEC("fentry/cachefiles_withdraw_volume")
+int BPF_PROG(cf_withdraw_volume, struct cachefiles_volume___sysobs *volume)
+{
+	if (volume)
+		volume_released(BPF_CORE_READ(volume, vcookie, debug_id));
 	return 0;
 }
 

@@ -55,6 +55,8 @@ enum cf_stat {
 	CF_STAT_DAEMON_LOST,	/* daemon records lost: ring buffer full */
 	CF_STAT_INFLIGHT_NOW,	/* gauge: requests timed and waiting now */
 	CF_STAT_READ_NO_DATA,	/* READs completed without the data: -EIO */
+	CF_STAT_VOLUME_RELEASE, /* cachefiles volumes freed or withdrawn */
+	CF_STAT_RELEASE_LOST,	/* ... not marked for the agent: map full */
 	CF_STAT_MAX,
 };
 

@@ -99,6 +99,10 @@ struct cachefiles_backend_ops {
 	int (*drain)(struct cachefiles_backend *b, const struct cachefiles_drain *d);
 	/* Calls fn for every histogram seen so far. 0 or -errno. */
 	int (*read_hists)(struct cachefiles_backend *b, cachefiles_hist_fn fn, void *arg);
+	/* For every volume released since the last call: calls fn with each
+	 * of its histograms and forgets them (the caller keeps the totals).
+	 * Returns the number of volumes, or -errno. */
+	int (*retire_volumes)(struct cachefiles_backend *b, cachefiles_hist_fn fn, void *arg);
 	/* Calls fn for every request waiting for the daemon now. 0 or -errno. */
 	int (*read_inflight)(struct cachefiles_backend *b, cachefiles_inflight_fn fn, void *arg);
 	/* Daemon-side counters (enum cf_stat); unsupported ones stay 0. */

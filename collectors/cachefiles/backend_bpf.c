@@ -191,6 +191,8 @@ static void cf_optional_programs(struct cachefiles_bpf *skel, const char *btf_pa
 	    {"cachefiles_ondemand_clean_object", FN},
 	    {"cachefiles_ondemand_clean_object", FN},
 	    {"cachefiles_prepare_ondemand_read", FN_PREPARE_READ}, /* 6.1+ */
+	    {"cachefiles_free_volume", FN},
+	    {"cachefiles_withdraw_volume", FN},
 	};
 	struct bpf_program *progs[] = {
 	    skel->progs.cf_tp_open,
@@ -206,6 +208,8 @@ static void cf_optional_programs(struct cachefiles_bpf *skel, const char *btf_pa
 	    skel->progs.cf_close_enter,
 	    skel->progs.cf_close_exit,
 	    skel->progs.cf_prepare_ondemand_read_exit,
+	    skel->progs.cf_free_volume,
+	    skel->progs.cf_withdraw_volume,
 	};
 	struct bpf_util_btf b;
 	char why[160];
@@ -398,6 +402,54 @@ static int bpf_read_hists(struct cachefiles_backend *b, cachefiles_hist_fn fn, v
 	return err;
 }
 
+static int bpf_retire_volumes(struct cachefiles_backend *b, cachefiles_hist_fn fn, void *arg)
+{
+	int rfd = bpf_map__fd(b->skel->maps.released);
+	int hfd = bpf_map__fd(b->skel->maps.hists);
+	int vfd = bpf_map__fd(b->skel->maps.volumes);
+	__u32 ids[256], key, *prev = NULL;
+	int n = 0, err = 0;
+	struct cf_hist *h;
+
+	/* the ids first: deleting while walking would restart the walk */
+	while (n < (int)(sizeof(ids) / sizeof(ids[0])) &&
+	       bpf_map_get_next_key(rfd, prev, &ids[n]) == 0) {
+		key = ids[n++];
+		prev = &key;
+	}
+	if (!n)
+		return 0;
+	h = malloc(sizeof(*h));
+	if (!h)
+		return -ENOMEM;
+	for (int i = 0; i < n; i++) {
+		char name[CF_VOLUME_NAME_LEN + 1];
+
+		cf_volume_lookup(vfd, ids[i], name, sizeof(name));
+		for (__u32 op = 0; op < CF_OP_MAX; op++) {
+			struct cf_hist_key k = {.volume_id = ids[i], .op = op};
+			struct cachefiles_hist_snapshot s = {0};
+
+			/* atomic: a late request makes a new entry, read live */
+			if (bpf_map_lookup_and_delete_elem(hfd, &k, h))
+				continue;
+			s.volume = name;
+			s.op = op;
+			s.buckets = h->buckets;
+			s.sum_ns = h->sum_ns;
+			s.ok = h->ok;
+			s.errors = h->errors;
+			s.bytes = h->bytes;
+			fn(&s, arg);
+		}
+		bpf_map_delete_elem(vfd, &ids[i]);
+		if (bpf_map_delete_elem(rfd, &ids[i]) && errno != ENOENT)
+			err = -errno;
+	}
+	free(h);
+	return err ? err : n;
+}
+
 static int bpf_read_inflight(struct cachefiles_backend *b, cachefiles_inflight_fn fn, void *arg)
 {
 	int sfd = bpf_map__fd(b->skel->maps.starts);
@@ -461,6 +513,7 @@ const struct cachefiles_backend_ops cachefiles_backend_bpf = {
     .fd = bpf_fd,
     .drain = bpf_drain,
     .read_hists = bpf_read_hists,
+    .retire_volumes = bpf_retire_volumes,
     .read_inflight = bpf_read_inflight,
     .read_stats = bpf_read_stats,
     .read_pickup = bpf_read_pickup,

@@ -76,6 +76,10 @@ struct cachefiles_state {
 	 * the same name. */
 	struct cf_agg *agg;
 	size_t n_agg, cap_agg;
+	/* Totals of released volumes, by (volume name, op): the kernel's
+	 * entries are deleted when a volume goes, the counters go on. */
+	struct cf_agg *retired;
+	size_t n_retired, cap_retired;
 };
 
 struct cf_agg {
@@ -252,6 +256,8 @@ static const char *const cf_stat_events[CF_STAT_MAX] = {
     [CF_STAT_FLUSH] = "flush",
     [CF_STAT_DAEMON_LOST] = "daemon_record_lost",
     [CF_STAT_READ_NO_DATA] = "read_no_data",
+    [CF_STAT_VOLUME_RELEASE] = "volume_release",
+    [CF_STAT_RELEASE_LOST] = "volume_release_lost",
 };
 
 static int cachefiles_init(struct collector *c)
@@ -367,29 +373,48 @@ static int cachefiles_on_ready(struct collector *c)
 	return n < 0 ? n : 0;
 }
 
-/* This collect's sum for (volume name, op), created empty; NULL without
- * memory (this pass misses it, the next one retries). */
-static struct cf_agg *cachefiles_agg(struct cachefiles_state *st, const char *volume, enum cf_op op)
+/* The entry for (volume name, op) in a growable array, created empty; NULL
+ * without memory. */
+static struct cf_agg *cf_agg_find(struct cf_agg **arr, size_t *n, size_t *cap, const char *volume,
+				  enum cf_op op)
 {
 	struct cf_agg *a;
 
-	for (size_t i = 0; i < st->n_agg; i++)
-		if (st->agg[i].op == op && !strcmp(st->agg[i].volume, volume))
-			return &st->agg[i];
-	if (st->n_agg == st->cap_agg) {
-		size_t cap = st->cap_agg ? st->cap_agg * 2 : 8;
-		struct cf_agg *v = realloc(st->agg, cap * sizeof(*v));
+	for (size_t i = 0; i < *n; i++)
+		if ((*arr)[i].op == op && !strcmp((*arr)[i].volume, volume))
+			return &(*arr)[i];
+	if (*n == *cap) {
+		size_t c = *cap ? *cap * 2 : 8;
+		struct cf_agg *v = realloc(*arr, c * sizeof(*v));
 
 		if (!v)
 			return NULL;
-		st->agg = v;
-		st->cap_agg = cap;
+		*arr = v;
+		*cap = c;
 	}
-	a = &st->agg[st->n_agg++];
+	a = &(*arr)[(*n)++];
 	memset(a, 0, sizeof(*a));
 	snprintf(a->volume, sizeof(a->volume), "%s", volume);
 	a->op = op;
 	return a;
+}
+
+/* This collect's sum for (volume name, op); NULL without memory (this pass
+ * misses it, the next one retries). */
+static struct cf_agg *cachefiles_agg(struct cachefiles_state *st, const char *volume, enum cf_op op)
+{
+	return cf_agg_find(&st->agg, &st->n_agg, &st->cap_agg, volume, op);
+}
+
+static void cf_agg_add(struct cf_agg *a, const __u64 *buckets, uint64_t sum_ns, uint64_t ok,
+		       uint64_t errors, uint64_t bytes)
+{
+	for (size_t b = 0; b < CF_HIST_BUCKETS; b++)
+		a->buckets[b] += buckets[b];
+	a->sum_ns += sum_ns;
+	a->ok += ok;
+	a->errors += errors;
+	a->bytes += bytes;
 }
 
 /* Adds one kernel histogram to its (volume name, op) sum. */
@@ -397,14 +422,22 @@ static void cachefiles_on_hist(const struct cachefiles_hist_snapshot *h, void *a
 {
 	struct cf_agg *a = cachefiles_agg(arg, h->volume, h->op);
 
-	if (!a)
-		return;
-	for (size_t b = 0; b < CF_HIST_BUCKETS; b++)
-		a->buckets[b] += h->buckets[b];
-	a->sum_ns += h->sum_ns;
-	a->ok += h->ok;
-	a->errors += h->errors;
-	a->bytes += h->bytes;
+	if (a)
+		cf_agg_add(a, h->buckets, h->sum_ns, h->ok, h->errors, h->bytes);
+}
+
+/* Keeps the totals of a released volume's histogram, deleted in the kernel. */
+static void cachefiles_on_retired(const struct cachefiles_hist_snapshot *h, void *arg)
+{
+	struct cachefiles_state *st = arg;
+	struct cf_agg *a =
+	    cf_agg_find(&st->retired, &st->n_retired, &st->cap_retired, h->volume, h->op);
+
+	if (a)
+		cf_agg_add(a, h->buckets, h->sum_ns, h->ok, h->errors, h->bytes);
+	else
+		log_warn("cachefiles", "out of memory: the counts of released volume %s are lost",
+			 h->volume);
 }
 
 /* Counts one waiting request in its (volume name, op, state). */
@@ -454,6 +487,24 @@ static int cachefiles_collect(struct collector *c)
 	/* Slow requests first, so a scrape after a burst sees them counted. */
 	cachefiles_on_ready(c);
 	st->n_agg = 0;
+	/* Released volumes' totals move from the kernel's maps to st->retired
+	 * before the live entries are read: each count is seen once. */
+	err = st->be_ops->retire_volumes(st->be, cachefiles_on_retired, st);
+	if (err < 0)
+		return err;
+	for (size_t i = 0; i < st->n_retired; i++) {
+		const struct cf_agg *r = &st->retired[i];
+		struct cf_agg *a = cachefiles_agg(st, r->volume, r->op);
+
+		if (!a)
+			continue;
+		for (size_t b = 0; b < CF_HIST_BUCKETS; b++)
+			a->buckets[b] += r->buckets[b];
+		a->sum_ns += r->sum_ns;
+		a->ok += r->ok;
+		a->errors += r->errors;
+		a->bytes += r->bytes;
+	}
 	err = st->be_ops->read_hists(st->be, cachefiles_on_hist, st);
 	if (!err)
 		err = st->be_ops->read_inflight(st->be, cachefiles_on_inflight, st);
@@ -502,6 +553,7 @@ static void cachefiles_stop(struct collector *c)
 	if (st->be_ops && st->be)
 		st->be_ops->close(st->be);
 	free(st->agg);
+	free(st->retired);
 	free(st);
 	c->priv = NULL;
 	c->fd = -1;

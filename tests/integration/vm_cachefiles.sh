@@ -29,6 +29,10 @@ FAIL_FSID=fsfail FAIL_MS=${SYSOBS_VM_FAIL_MS:-150} FAIL_CRASH_READ=${SYSOBS_VM_F
 HUNG_FSID=fshung HUNG_S=${SYSOBS_VM_HUNG_S:-3}
 # the daemon completes one READ of this volume without the data
 NODATA_FSID=fsnodata
+# the same fsid mounted again and again: each mount a new fscache volume,
+# more than the kernel maps hold (256 names, 1024 histograms: 2 per mount,
+# OPEN and CLOSE) without cleaning
+REMOUNT_FSID=fsremount REMOUNTS=${SYSOBS_VM_REMOUNTS:-520}
 SLOW_THRESHOLD=${SLOW_THRESHOLD_MS}ms
 # Delays sit just above a bucket's lower edge (2^28 ns = 268.4 ms, 2^29 ns =
 # 536.9 ms): "within one bucket" then leaves ~65 ms and ~130 ms for what TCG on
@@ -112,6 +116,8 @@ FAIL_CRASH_READ=$FAIL_CRASH_READ
 HUNG_FSID=$HUNG_FSID
 HUNG_S=$HUNG_S
 NODATA_FSID=$NODATA_FSID
+REMOUNT_FSID=$REMOUNT_FSID
+REMOUNTS=$REMOUNTS
 READ_AHEAD_KB=${SYSOBS_VM_READ_AHEAD_KB:-32}
 READERS=${SYSOBS_VM_READERS:-4}
 EOF
@@ -123,8 +129,8 @@ vm_initramfs "$T/initrd.gz" --bin "$SYSOBSD=/bin/sysobsd" --bin "$DAEMON=/bin/on
 	--file "$SYSOBS_SRC/tests/vm/guest/cachefiles.sh=/tests/cachefiles.sh" \
 	--file "$SYSOBS_SRC/tests/vm/guest/lib.sh=/tests/lib.sh"
 
-vm_boot "$KERNEL" "$T/initrd.gz" cachefiles --append "sysobs.test=cachefiles sysobs.timeout=120" \
-	--disk "$T/cache.img" --timeout "${SYSOBS_VM_TIMEOUT:-200}"
+vm_boot "$KERNEL" "$T/initrd.gz" cachefiles --append "sysobs.test=cachefiles sysobs.timeout=300" \
+	--disk "$T/cache.img" --timeout "${SYSOBS_VM_TIMEOUT:-400}"
 C=$T/cachefiles.console
 grep '^VM: ' "$C"
 status=$(vm_exit_status "$C")
@@ -204,7 +210,7 @@ hist_show() {
 total_slow_expected=0
 # warm (no delay) and fail (failover): counts only; fast and slow: counts and quantiles
 for pair in "$WARM_FSID:0" "$FAST_FSID:$FAST_MS" "$SLOW_FSID:$SLOW_MS" "$FAIL_FSID:0" "$HUNG_FSID:0" \
-	"$NODATA_FSID:0"; do
+	"$NODATA_FSID:0" "$REMOUNT_FSID:0"; do
 	fsid=${pair%%:*} delay=${pair##*:} vol=erofs,${pair%%:*}
 	for op in open read; do
 		want=$(od_stat "$vol" "$op")
@@ -309,6 +315,16 @@ jq -e --arg v "erofs,$SLOW_FSID" '[.data[] | select(.volume == $v and .op == "op
 jq -e --arg v "erofs,$SLOW_FSID" '[.data[] | select(.volume == $v and .op == "read") | .kworker] | all(. == false)' \
 	"$T/slow.json" >/dev/null || fail "slow READ rows of the readers say kworker"
 echo "  slow OPEN row: $(jq -c --arg v "erofs,$SLOW_FSID" '[.data[] | select(.volume == $v and .op == "open")][0] | {pid, comm, kworker}' "$T/slow.json")"
+
+# --- remounts: one label, no histogram lost, maps cleaned on volume release ---
+grep -q "VM: remounts $REMOUNTS of $REMOUNTS" "$C" || fail "the remount loop stopped: $(grep 'VM: remounts' "$C")"
+assert_eq "open requests of erofs,$REMOUNT_FSID (one per mount)" "$REMOUNTS" "$(od_stat "erofs,$REMOUNT_FSID" open)"
+bad_labels=$(grep -c 'volume="volume-\|volume="unknown"' "$T/metrics.txt")
+echo "  remounts: $REMOUNTS; series with a volume-<id> or unknown label: $bad_labels;" \
+	"hist_full_total $(prom sysobs_cachefiles_hist_full_total); volume_release $(ev volume_release)"
+assert_eq "series labelled volume-<id> or unknown after $REMOUNTS remounts" 0 "$bad_labels"
+ge "$(ev volume_release)" "$REMOUNTS" || fail "volume_release $(ev volume_release) < $REMOUNTS"
+assert_eq "daemon_events{volume_release_lost}" 0 "$(ev volume_release_lost)"
 
 vm_section daemon "$C" >"$T/daemon.json"
 rows() { jq -r --arg e "$1" '[.data[] | select(.event == $e) | .pid] | sort | map(tostring) | join(",")' "$T/daemon.json"; }

@@ -9,12 +9,13 @@
 set -u
 . /etc/vm-test.conf	# WARM_FSID FAST_FSID FAST_MS SLOW_FSID SLOW_MS SLOW_THRESHOLD READ_AHEAD_KB READERS
 			# FAIL_FSID FAIL_MS FAIL_CRASH_READ HUNG_FSID HUNG_S NODATA_FSID
+			# REMOUNT_FSID REMOUNTS
 
 . /tests/lib.sh
 # busybox-static wget crashed here (static NSS); curl comes with its libraries
 get() { curl -sS --max-time 10 -o "$2" "http://127.0.0.1:9559$1"; }
 
-mkdir -p /var/cache/fscache /mnt/warm /mnt/fast /mnt/slow /mnt/fail /mnt/hung /mnt/nodata /run/od
+mkdir -p /var/cache/fscache /mnt/warm /mnt/fast /mnt/slow /mnt/fail /mnt/hung /mnt/nodata /mnt/remount /run/od
 mount -t ext4 /dev/vda /var/cache/fscache || {
 	say "FAIL cannot mount the cache disk /dev/vda"
 	exit 1
@@ -191,6 +192,18 @@ else
 	say "FAIL mount -t erofs -o fsid=$NODATA_FSID"
 	rc=1
 fi
+
+# Remounts: each mount of the same fsid is a new fscache volume (a new
+# debug_id); the agent must keep one label and room in its kernel maps.
+start=$(date +%s)
+i=0
+while [ $i -lt "$REMOUNTS" ]; do
+	mount -t erofs none -o "fsid=$REMOUNT_FSID" /mnt/remount || break
+	cat /mnt/remount/small.txt >/dev/null
+	umount /mnt/remount || break
+	i=$((i + 1))
+done
+say "remounts $i of $REMOUNTS in $(($(date +%s) - start)) s"
 
 grep '^sysobs_cachefiles_inflight' /tmp/hung-read.txt >/tmp/hung-read-cf.txt
 grep '^sysobs_cachefiles_inflight' /tmp/hung-close.txt >/tmp/hung-close-cf.txt
