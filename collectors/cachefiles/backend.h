@@ -2,13 +2,22 @@
 /*
  * Measurement backend of the cachefiles collector.
  *
- * The collector (cachefiles.c) owns metrics, the slow-request table and the
- * HTTP route; a backend only measures. Today's backend is BPF on
- * fs/cachefiles/ondemand.c (backend_bpf.c). EROFS over fscache is deprecated
- * from Linux 6.12 in favour of file-backed mounts and fanotify pre-content
- * hooks; a backend for those implements the same ops and reports in the same
- * units: per (volume, op) log-linear histograms with the bucket layout of
- * bpf/cachefiles.h (cf_hist_bucket()), and slow requests one by one.
+ * The collector (cachefiles.c) owns metrics, the tables and the HTTP routes;
+ * a backend only measures. The one backend is BPF on
+ * fs/cachefiles/ondemand.c (backend_bpf.c), and this interface is shaped by
+ * it: per (fscache volume, op) log-linear histograms with the bucket layout
+ * of bpf/cachefiles.h (cf_hist_bucket()), slow requests one by one, requests
+ * in flight with their state, daemon lifecycle records, released volumes.
+ *
+ * EROFS over fscache is deprecated since 6.12 in favour of file-backed
+ * mounts and fanotify pre-content events. Honestly, not all of this would
+ * fit a backend for those (docs/cachefiles.md, "Successor"): drain,
+ * read_inflight, read_pickup and retire_volumes would; read_hists would
+ * with "volume" meaning a watched filesystem and no OPEN or CLOSE;
+ * read_stats (enum cf_stat: cachefiles tracepoints), the slow records'
+ * object ids and the "restore" record are cachefiles-only and would stay
+ * 0 or empty. A successor is more likely a collector of its own that
+ * shares the buckets and the in-flight logic than a second backend here.
  */
 #ifndef SYSOBS_CACHEFILES_BACKEND_H
 #define SYSOBS_CACHEFILES_BACKEND_H
