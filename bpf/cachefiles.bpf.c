@@ -14,6 +14,15 @@
  * not have cachefiles), so the few fields read here are declared locally with
  * preserve_access_index; CO-RE matches them by name against the running
  * kernel's BTF (the ___sysobs suffix is ignored when matching).
+ *
+ * One object for every on-demand kernel, 5.19 to current. The on-demand
+ * fields moved: 5.19-6.7 keep `int ondemand_id` in struct cachefiles_object
+ * itself; the failover series (6.8, backported to 6.1.y/6.6.y in mid-2024)
+ * moved it into struct cachefiles_ondemand_info *ondemand, with a `state`.
+ * A field the running kernel lacks makes libbpf poison the instruction that
+ * reads it, and the verifier rejects a reachable poisoned instruction: every
+ * read of a moved field sits behind bpf_core_field_exists(), which libbpf
+ * resolves to a constant so that the other branch is dead code.
  */
 #include "vmlinux.h"
 #include <bpf/bpf_core_read.h>
@@ -26,13 +35,24 @@ char LICENSE[] SEC("license") = "GPL";
 
 /* Requests at or above this latency go to the ring buffer. Set before load. */
 const volatile __u64 slow_ns = 100000000ULL;
+/* Set when cf_prepare_ondemand_read_exit is loaded: a READ answered 0 waits
+ * there for what the reader really gets. */
+const volatile bool read_verdict_deferred = false;
 
 struct fscache_volume___sysobs {
 	unsigned int debug_id;
 	__u8 *key; /* key[0] = strlen, then the string */
 } __attribute__((preserve_access_index));
 
+struct cachefiles_cache___sysobs {
+	unsigned long flags;
+} __attribute__((preserve_access_index));
+
+/* fs/cachefiles/internal.h, unchanged since 5.19: "T if in on-demand read mode" */
+#define CF_CACHEFILES_ONDEMAND_MODE 4
+
 struct cachefiles_volume___sysobs {
+	struct cachefiles_cache___sysobs *cache;
 	struct fscache_volume___sysobs *vcookie;
 } __attribute__((preserve_access_index));
 
@@ -47,10 +67,17 @@ struct cachefiles_ondemand_info___sysobs {
 	enum cachefiles_object_state___sysobs state;
 } __attribute__((preserve_access_index));
 
+/* 6.8+ (and the 6.1.y/6.6.y backports): on-demand state behind a pointer */
 struct cachefiles_object___sysobs {
 	struct cachefiles_volume___sysobs *volume;
 	int debug_id;
 	struct cachefiles_ondemand_info___sysobs *ondemand;
+} __attribute__((preserve_access_index));
+
+/* 5.19-6.7 (on-demand mode as first merged): the object id in the object
+ * itself, no state. */
+struct cachefiles_object___pre68 {
+	int ondemand_id;
 } __attribute__((preserve_access_index));
 
 struct cachefiles_msg___sysobs {
@@ -63,20 +90,37 @@ struct cachefiles_msg___sysobs {
 #define CF_UAPI_OP_OPEN 0 /* CACHEFILES_OP_OPEN */
 #define CF_UAPI_OP_READ 2 /* CACHEFILES_OP_READ */
 
-struct cf_start {
-	__u64 ts;
-	__u64 offset;
-	__u64 len;
-	__u32 op;
-	__u32 volume_id;
-	__u32 object_debug_id;
-	__s32 object_id;
+/* include/linux/sched.h */
+#define CF_PF_EXITING	0x00000004
+#define CF_PF_WQ_WORKER 0x00000020
+
+/* enum netfs_io_source (include/linux/netfs.h); the value is relocated */
+enum netfs_io_source___sysobs {
+	NETFS_READ_FROM_CACHE___sysobs = 3,
 };
 
-/* Pending READ, for the daemon pick-up time: (object_id, offset) -> ts. */
+/* A READ that returned 0, waiting for the verdict of its caller. */
+struct cf_verdict {
+	struct cf_start s;
+	__u64 lat;
+	__u64 end;
+};
+
+/*
+ * Pending READ -> the waiting thread. Keyed by the object, not by the
+ * on-demand object id: a daemon that dies closes its anonymous fds, and the
+ * object reopened for the next daemon gets a new id while its READs wait.
+ */
 struct cf_pending_key {
+	__u64 obj;
 	__u64 offset;
-	__s32 object_id;
+};
+
+/* (cache, on-demand object id) -> object, to find a READ's object from the
+ * message the daemon read. Ids are per cache (per daemon). */
+struct cf_objid_key {
+	__u64 cache;
+	__s32 id;
 	__u32 pad;
 };
 
@@ -112,15 +156,51 @@ struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 4096);
 	__type(key, __u64);   /* object pointer */
-	__type(value, __u64); /* OPEN issued at */
+	__type(value, __u32); /* thread waiting for the OPEN */
 } pending_open SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 4096);
 	__type(key, struct cf_pending_key);
-	__type(value, __u64); /* READ issued at */
+	__type(value, __u32); /* thread waiting for the READ */
 } pending_read SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u32); /* thread id */
+	__type(value, struct cf_verdict);
+} verdicts SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, struct cf_objid_key);
+	__type(value, __u64); /* object pointer */
+} objids SEC(".maps");
+
+/* Volumes released (debug_id): the agent folds their histograms into its
+ * totals and deletes their entries from hists and volumes. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1024);
+	__type(key, __u32);
+	__type(value, __u8);
+} released SEC(".maps");
+
+/* Daemons seen dying (tgid): one record per death, not one per fd. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 64);
+	__type(key, __u32);
+	__type(value, __u8);
+} dead_daemons SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 16 * 1024);
+} daemon_events SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -171,6 +251,88 @@ static __always_inline __u32 object_volume(struct cachefiles_object___sysobs *ob
 	return id;
 }
 
+/*
+ * The on-demand object id the daemon sees in its messages, from whichever
+ * layout the running kernel has; 0 when it has neither (or the object is not
+ * on-demand).
+ */
+static __always_inline int object_ondemand_id(struct cachefiles_object___sysobs *obj)
+{
+	struct cachefiles_object___pre68 *old = (void *)obj;
+	struct cachefiles_ondemand_info___sysobs *info;
+
+	if (bpf_core_field_exists(obj->ondemand)) {
+		info = BPF_CORE_READ(obj, ondemand);
+		if (!info || !bpf_core_field_exists(info->ondemand_id))
+			return 0;
+		return BPF_CORE_READ(info, ondemand_id);
+	}
+	if (bpf_core_field_exists(old->ondemand_id))
+		return BPF_CORE_READ(old, ondemand_id);
+	return 0;
+}
+
+/*
+ * Will cachefiles_ondemand_init_object(obj) send an OPEN? Mirrors its early
+ * returns: 6.8+ returns when obj->ondemand is NULL (not on-demand) or the
+ * state is OPEN; 5.19-6.7 return when ondemand_id > 0 (object id reused), and
+ * send_req returns 0 at once when the cache is not in on-demand mode.
+ */
+static __always_inline bool open_will_send(struct cachefiles_object___sysobs *obj)
+{
+	struct cachefiles_object___pre68 *old = (void *)obj;
+	struct cachefiles_ondemand_info___sysobs *info;
+	unsigned long flags;
+
+	if (bpf_core_field_exists(obj->ondemand)) {
+		info = BPF_CORE_READ(obj, ondemand);
+		if (!info)
+			return false;
+		if (bpf_core_field_exists(info->state))
+			return BPF_CORE_READ(info, state) != CF_OBJSTATE_OPEN___sysobs;
+		if (bpf_core_field_exists(info->ondemand_id))
+			return BPF_CORE_READ(info, ondemand_id) <= 0;
+		return true;
+	}
+	if (bpf_core_field_exists(old->ondemand_id)) {
+		if (BPF_CORE_READ(old, ondemand_id) > 0)
+			return false;
+		flags = BPF_CORE_READ(obj, volume, cache, flags);
+		return flags & (1UL << CF_CACHEFILES_ONDEMAND_MODE);
+	}
+	return true;
+}
+
+/*
+ * Will cachefiles_ondemand_clean_object(obj) send a CLOSE? Its
+ * init_close_req refuses an object that is not open: 6.8+ state OPEN,
+ * 5.19-6.7 an object id > 0 (and on-demand mode at all).
+ */
+static __always_inline bool close_will_send(struct cachefiles_object___sysobs *obj)
+{
+	struct cachefiles_object___pre68 *old = (void *)obj;
+	struct cachefiles_ondemand_info___sysobs *info;
+	unsigned long flags;
+
+	if (bpf_core_field_exists(obj->ondemand)) {
+		info = BPF_CORE_READ(obj, ondemand);
+		if (!info)
+			return false;
+		if (bpf_core_field_exists(info->state))
+			return BPF_CORE_READ(info, state) == CF_OBJSTATE_OPEN___sysobs;
+		if (bpf_core_field_exists(info->ondemand_id))
+			return BPF_CORE_READ(info, ondemand_id) > 0;
+		return false;
+	}
+	if (bpf_core_field_exists(old->ondemand_id)) {
+		if (BPF_CORE_READ(old, ondemand_id) <= 0)
+			return false;
+		flags = BPF_CORE_READ(obj, volume, cache, flags);
+		return flags & (1UL << CF_CACHEFILES_ONDEMAND_MODE);
+	}
+	return false;
+}
+
 static __always_inline struct cf_hist *hist_get(struct cf_hist_key *k)
 {
 	struct cf_hist *h;
@@ -186,43 +348,100 @@ static __always_inline struct cf_hist *hist_get(struct cf_hist_key *k)
 	return bpf_map_lookup_elem(&hists, k);
 }
 
+/*
+ * The outcome of a request: ok or error in its histogram entry, and the slow
+ * record. ret is what the reader gets: the function's return value, or -EIO
+ * for a READ the daemon completed without writing the data (see
+ * cf_prepare_ondemand_read_exit).
+ */
+static __always_inline void request_result(const struct cf_start *s, __u32 op, __u64 lat, __u64 now,
+					   long ret, __u32 tid)
+{
+	struct cf_hist_key k = {.volume_id = s->volume_id, .op = op};
+	struct cf_slow_record *r;
+	struct cf_volume *vn;
+	struct cf_hist *h;
+
+	h = hist_get(&k);
+	if (h) {
+		if (ret < 0)
+			__sync_fetch_and_add(&h->errors, 1);
+		else
+			__sync_fetch_and_add(&h->ok, 1);
+	}
+	if (lat < slow_ns)
+		return;
+	r = bpf_ringbuf_reserve(&slow_events, sizeof(*r), 0);
+	if (!r) {
+		stat_add(CF_STAT_RINGBUF_FULL, 1);
+		return;
+	}
+	r->end_ns = now;
+	r->latency_ns = lat;
+	r->offset = s->offset;
+	r->len = s->len;
+	r->ret = ret;
+	r->op = op;
+	r->volume_id = s->volume_id;
+	r->object_debug_id = s->object_debug_id;
+	r->object_id = s->object_id;
+	r->pid = tid;
+	r->flags = s->flags;
+	bpf_get_current_comm(r->comm, sizeof(r->comm));
+	vn = bpf_map_lookup_elem(&volumes, &k.volume_id);
+	if (vn)
+		__builtin_memcpy(r->volume, vn->name, sizeof(r->volume));
+	else
+		r->volume[0] = 0;
+	bpf_ringbuf_submit(r, 0);
+}
+
 static __always_inline void request_enter(struct cachefiles_object___sysobs *obj, __u32 op,
 					  __u64 offset, __u64 len)
 {
 	__u32 tid = (__u32)bpf_get_current_pid_tgid();
 	struct cf_start s = {};
 	struct cf_hist_key k = {};
+	struct cf_verdict *v;
 	struct cf_hist *h;
 
+	v = bpf_map_lookup_elem(&verdicts, &tid);
+	if (v) {
+		/* a READ of this thread whose caller never gave a verdict */
+		request_result(&v->s, CF_OP_READ, v->lat, v->end, 0, tid);
+		bpf_map_delete_elem(&verdicts, &tid);
+	}
 	s.ts = bpf_ktime_get_ns();
+	if (bpf_get_current_task_btf()->flags & CF_PF_WQ_WORKER)
+		s.flags |= CF_SLOW_KWORKER;
 	s.op = op;
 	s.offset = offset;
 	s.len = len;
 	if (obj) {
 		s.volume_id = object_volume(obj);
 		s.object_debug_id = BPF_CORE_READ(obj, debug_id);
-		s.object_id = BPF_CORE_READ(obj, ondemand, ondemand_id);
+		s.object_id = object_ondemand_id(obj);
 	} else {
 		stat_add(CF_STAT_NULL_OBJECT, 1);
 	}
+	s.obj = (__u64)obj;
 	if (bpf_map_update_elem(&starts, &tid, &s, BPF_ANY)) {
 		stat_add(CF_STAT_START_FULL, 1);
 		return;
 	}
+	stat_add(CF_STAT_INFLIGHT_NOW, 1);
 	k.volume_id = s.volume_id;
 	k.op = op;
 	h = hist_get(&k);
 	if (h)
 		__sync_fetch_and_add(&h->inflight, 1);
 	if (op == CF_OP_OPEN && obj) {
-		__u64 p = (__u64)obj;
-
-		if (bpf_map_update_elem(&pending_open, &p, &s.ts, BPF_ANY))
+		if (bpf_map_update_elem(&pending_open, &s.obj, &tid, BPF_ANY))
 			stat_add(CF_STAT_PENDING_FULL, 1);
-	} else if (op == CF_OP_READ) {
-		struct cf_pending_key pk = {.offset = offset, .object_id = s.object_id};
+	} else if (op == CF_OP_READ && obj) {
+		struct cf_pending_key pk = {.obj = s.obj, .offset = offset};
 
-		if (bpf_map_update_elem(&pending_read, &pk, &s.ts, BPF_ANY))
+		if (bpf_map_update_elem(&pending_read, &pk, &tid, BPF_ANY))
 			stat_add(CF_STAT_PENDING_FULL, 1);
 	}
 }
@@ -231,9 +450,7 @@ static __always_inline void request_exit(__u32 op, long ret)
 {
 	__u32 tid = (__u32)bpf_get_current_pid_tgid();
 	struct cf_hist_key k = {};
-	struct cf_slow_record *r;
 	struct cf_start *s;
-	struct cf_volume *vn;
 	struct cf_hist *h;
 	__u64 lat, now;
 	__u32 b;
@@ -253,52 +470,36 @@ static __always_inline void request_exit(__u32 op, long ret)
 		if (b < CF_HIST_BUCKETS)
 			__sync_fetch_and_add(&h->buckets[b], 1);
 		__sync_fetch_and_add(&h->sum_ns, lat);
-		if (ret < 0)
-			__sync_fetch_and_add(&h->errors, 1);
-		else
-			__sync_fetch_and_add(&h->ok, 1);
 		if (op == CF_OP_READ)
 			__sync_fetch_and_add(&h->bytes, s->len);
 		__sync_fetch_and_add(&h->inflight, -1);
 	} else {
 		stat_add(CF_STAT_HIST_FULL, 1);
 	}
+	stat_add(CF_STAT_INFLIGHT_NOW, -1);
 	if (op == CF_OP_READ) {
-		struct cf_pending_key pk = {.offset = s->offset, .object_id = s->object_id};
+		struct cf_pending_key pk = {.obj = s->obj, .offset = s->offset};
 
 		bpf_map_delete_elem(&pending_read, &pk);
+	} else if (op == CF_OP_OPEN) {
+		bpf_map_delete_elem(&pending_open, &s->obj);
 	}
-	if (lat >= slow_ns) {
-		r = bpf_ringbuf_reserve(&slow_events, sizeof(*r), 0);
-		if (!r) {
-			stat_add(CF_STAT_RINGBUF_FULL, 1);
-		} else {
-			r->end_ns = now;
-			r->latency_ns = lat;
-			r->offset = s->offset;
-			r->len = s->len;
-			r->ret = ret;
-			r->op = op;
-			r->volume_id = s->volume_id;
-			r->object_debug_id = s->object_debug_id;
-			r->object_id = s->object_id;
-			r->pid = tid;
-			bpf_get_current_comm(r->comm, sizeof(r->comm));
-			vn = bpf_map_lookup_elem(&volumes, &k.volume_id);
-			if (vn)
-				__builtin_memcpy(r->volume, vn->name, sizeof(r->volume));
-			else
-				r->volume[0] = 0;
-			bpf_ringbuf_submit(r, 0);
+	/* A READ answered 0 may still have brought no data: the caller knows */
+	if (op == CF_OP_READ && ret == 0 && read_verdict_deferred) {
+		struct cf_verdict v = {.s = *s, .lat = lat, .end = now};
+
+		if (!bpf_map_update_elem(&verdicts, &tid, &v, BPF_ANY)) {
+			bpf_map_delete_elem(&starts, &tid);
+			return;
 		}
 	}
+	request_result(s, op, lat, now, ret, tid);
 	bpf_map_delete_elem(&starts, &tid);
 }
 
-static __always_inline void pickup_observe(__u32 op, __u64 issued)
+static __always_inline void pickup_observe(__u32 op, __u64 d)
 {
 	struct cf_pickup *p;
-	__u64 d = bpf_ktime_get_ns() - issued;
 	__u32 b;
 
 	p = bpf_map_lookup_elem(&pickups, &op);
@@ -309,6 +510,55 @@ static __always_inline void pickup_observe(__u32 op, __u64 issued)
 		__sync_fetch_and_add(&p->buckets[b], 1);
 	__sync_fetch_and_add(&p->sum_ns, d);
 	__sync_fetch_and_add(&p->count, 1);
+}
+
+/*
+ * The daemon read the request thread tid waits for. The first read is its
+ * pick-up; a later one is the same request re-queued by "restore" after a
+ * daemon died with it (counted apart, never a second pick-up).
+ */
+static __always_inline void request_picked(__u32 tid, __u32 op)
+{
+	struct cf_start *s = bpf_map_lookup_elem(&starts, &tid);
+	__u64 now = bpf_ktime_get_ns();
+
+	if (!s || s->op != op) {
+		stat_add(op == CF_OP_OPEN ? CF_STAT_OPEN_PICKED : CF_STAT_PICK_UNMATCHED, 1);
+		return;
+	}
+	/* one request is read by one daemon read() at a time: no race here */
+	if (s->picks++) {
+		stat_add(CF_STAT_REPICKED, 1);
+		return;
+	}
+	s->picked_ns = now;
+	pickup_observe(op, now - s->ts);
+	stat_add(op == CF_OP_OPEN ? CF_STAT_OPEN_PICKED : CF_STAT_READ_PICKED, 1);
+}
+
+static __always_inline __u64 object_cache(struct cachefiles_object___sysobs *obj)
+{
+	return (__u64)BPF_CORE_READ(obj, volume, cache);
+}
+
+static __always_inline void daemon_record(__u32 event)
+{
+	struct cf_daemon_record *r;
+	__u32 k = CF_STAT_INFLIGHT_NOW;
+	__u64 *inflight;
+
+	r = bpf_ringbuf_reserve(&daemon_events, sizeof(*r), 0);
+	if (!r) {
+		stat_add(CF_STAT_DAEMON_LOST, 1);
+		return;
+	}
+	r->ts_ns = bpf_ktime_get_ns();
+	r->event = event;
+	r->pid = bpf_get_current_pid_tgid() >> 32;
+	inflight = bpf_map_lookup_elem(&stats, &k);
+	r->inflight = inflight ? (__s64)*inflight : 0;
+	bpf_get_current_comm(r->comm, sizeof(r->comm));
+	bpf_ringbuf_submit(r, 0);
 }
 
 SEC("fentry/cachefiles_ondemand_read")
@@ -332,14 +582,11 @@ int BPF_PROG(cf_read_exit, struct cachefiles_object___sysobs *obj, loff_t pos, s
 SEC("fentry/cachefiles_ondemand_init_object")
 int BPF_PROG(cf_open_enter, struct cachefiles_object___sysobs *obj)
 {
-	struct cachefiles_ondemand_info___sysobs *info;
-
 	if (!obj) {
 		stat_add(CF_STAT_NULL_OBJECT, 1);
 		return 0;
 	}
-	info = BPF_CORE_READ(obj, ondemand);
-	if (!info || BPF_CORE_READ(info, state) == CF_OBJSTATE_OPEN___sysobs)
+	if (!open_will_send(obj))
 		return 0;
 	request_enter(obj, CF_OP_OPEN, 0, 0);
 	return 0;
@@ -350,23 +597,81 @@ int BPF_PROG(cf_open_exit, struct cachefiles_object___sysobs *obj, int ret)
 {
 	__u32 tid = (__u32)bpf_get_current_pid_tgid();
 	struct cf_start *s = bpf_map_lookup_elem(&starts, &tid);
-	__u64 p = (__u64)obj;
 
 	/* not timed at entry (nothing sent): nothing to close */
 	if (!s || s->op != CF_OP_OPEN)
 		return 0;
-	bpf_map_delete_elem(&pending_open, &p);
 	request_exit(CF_OP_OPEN, ret);
 	return 0;
 }
 
-/* The daemon read() returned a READ message: pick-up time of that request. */
+/*
+ * cachefiles_ondemand_read() returned 0: the daemon answered READ_COMPLETE.
+ * Whether it wrote the data the caller tells: cachefiles_do_prepare_read()
+ * seeks for data again and returns NETFS_READ_FROM_CACHE only if it is
+ * there; anything else makes EROFS fail the read with -EIO. So the READ's
+ * result is decided here (6.1+, where EROFS reads through
+ * prepare_ondemand_read; elsewhere the function's return value stands).
+ */
+SEC("fexit/cachefiles_prepare_ondemand_read")
+int BPF_PROG(cf_prepare_ondemand_read_exit, void *cres, loff_t start, size_t *len, loff_t i_size,
+	     unsigned long *flags, ino_t ino, int source)
+{
+	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+	struct cf_verdict *v = bpf_map_lookup_elem(&verdicts, &tid);
+	long ret = 0;
+
+	if (!v)
+		return 0;
+	/* enum netfs_io_source is __mode(byte) in 6.x: only its size is set */
+	if (bpf_core_type_size(enum netfs_io_source___sysobs) == 1)
+		source &= 0xff;
+	else if (bpf_core_type_size(enum netfs_io_source___sysobs) == 2)
+		source &= 0xffff;
+	if (bpf_core_enum_value_exists(enum netfs_io_source___sysobs,
+				       NETFS_READ_FROM_CACHE___sysobs) &&
+	    source != bpf_core_enum_value(enum netfs_io_source___sysobs,
+					  NETFS_READ_FROM_CACHE___sysobs)) {
+		ret = -5; /* -EIO, what erofs_fscache_read_io_async returns */
+		stat_add(CF_STAT_READ_NO_DATA, 1);
+	}
+	request_result(&v->s, CF_OP_READ, v->lat, v->end, ret, tid);
+	bpf_map_delete_elem(&verdicts, &tid);
+	return 0;
+}
+
+/* Object withdrawn (unmount, cookie relinquished): the CLOSE it sends waits
+ * until the daemon reads it. Optional: timed where the function exists. */
+SEC("fentry/cachefiles_ondemand_clean_object")
+int BPF_PROG(cf_close_enter, struct cachefiles_object___sysobs *obj)
+{
+	if (!obj || !close_will_send(obj))
+		return 0;
+	request_enter(obj, CF_OP_CLOSE, 0, 0);
+	return 0;
+}
+
+SEC("fexit/cachefiles_ondemand_clean_object")
+int BPF_PROG(cf_close_exit, struct cachefiles_object___sysobs *obj)
+{
+	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+	struct cf_start *s = bpf_map_lookup_elem(&starts, &tid);
+
+	if (!s || s->op != CF_OP_CLOSE)
+		return 0;
+	request_exit(CF_OP_CLOSE, 0);
+	return 0;
+}
+
+/* The daemon read() returned a READ message: the request is picked up. */
 SEC("fexit/cachefiles_ondemand_daemon_read")
 int BPF_PROG(cf_daemon_read_exit, void *cache, char *ubuf, size_t buflen, long ret)
 {
 	struct cachefiles_msg___sysobs m;
+	struct cf_objid_key ok = {.cache = (__u64)cache};
 	struct cf_pending_key pk = {};
-	__u64 *issued;
+	__u64 *obj;
+	__u32 *tid;
 
 	if (ret < (long)(sizeof(m) + 16) || !ubuf)
 		return 0;
@@ -376,31 +681,43 @@ int BPF_PROG(cf_daemon_read_exit, void *cache, char *ubuf, size_t buflen, long r
 		return 0;
 	if (bpf_probe_read_user(&pk.offset, sizeof(pk.offset), ubuf + sizeof(m)))
 		return 0;
-	pk.object_id = m.object_id;
-	issued = bpf_map_lookup_elem(&pending_read, &pk);
-	if (issued) {
-		pickup_observe(CF_OP_READ, *issued);
-		bpf_map_delete_elem(&pending_read, &pk);
+	ok.id = m.object_id;
+	obj = bpf_map_lookup_elem(&objids, &ok);
+	if (!obj) {
+		stat_add(CF_STAT_PICK_UNMATCHED, 1);
+		return 0;
 	}
+	pk.obj = *obj;
+	tid = bpf_map_lookup_elem(&pending_read, &pk);
+	if (!tid) {
+		stat_add(CF_STAT_PICK_UNMATCHED, 1);
+		return 0;
+	}
+	request_picked(*tid, CF_OP_READ);
 	return 0;
 }
 
+/* The daemon read an OPEN: the object has its (new) on-demand id now. */
 SEC("tp_btf/cachefiles_ondemand_open")
 int BPF_PROG(cf_tp_open, struct cachefiles_object___sysobs *obj, void *msg, void *load)
 {
+	struct cf_objid_key ok = {};
 	__u64 p = (__u64)obj;
-	__u64 *issued;
+	__u32 *tid;
 
-	stat_add(CF_STAT_OPEN_PICKED, 1);
 	if (!obj) {
+		stat_add(CF_STAT_OPEN_PICKED, 1);
 		stat_add(CF_STAT_NULL_OBJECT, 1);
 		return 0;
 	}
-	issued = bpf_map_lookup_elem(&pending_open, &p);
-	if (issued) {
-		pickup_observe(CF_OP_OPEN, *issued);
-		bpf_map_delete_elem(&pending_open, &p);
-	}
+	ok.cache = object_cache(obj);
+	ok.id = object_ondemand_id(obj);
+	bpf_map_update_elem(&objids, &ok, &p, BPF_ANY);
+	tid = bpf_map_lookup_elem(&pending_open, &p);
+	if (tid)
+		request_picked(*tid, CF_OP_OPEN);
+	else
+		stat_add(CF_STAT_OPEN_PICKED, 1);
 	return 0;
 }
 
@@ -451,9 +768,78 @@ int BPF_PROG(cf_tp_fd_write, struct cachefiles_object___sysobs *obj, void *backe
 	return 0;
 }
 
+/*
+ * An anonymous fd released. By a task that is exiting, it is a daemon dying
+ * with objects open (crash, kill): their READs wait for a daemon that writes
+ * "restore" (6.8+), or fail when /dev/cachefiles closes. One record per
+ * dying daemon.
+ */
 SEC("tp_btf/cachefiles_ondemand_fd_release")
 int BPF_PROG(cf_tp_fd_release, struct cachefiles_object___sysobs *obj, int object_id)
 {
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct cf_objid_key ok = {.id = object_id};
+	__u32 tgid;
+	__u8 one = 1;
+
 	stat_add(CF_STAT_FD_RELEASE, 1);
+	if (obj) {
+		ok.cache = object_cache(obj);
+		bpf_map_delete_elem(&objids, &ok);
+	}
+	if (!(task->flags & CF_PF_EXITING))
+		return 0;
+	stat_add(CF_STAT_DEATH_FDS, 1);
+	tgid = bpf_get_current_pid_tgid() >> 32;
+	if (bpf_map_update_elem(&dead_daemons, &tgid, &one, BPF_NOEXIST))
+		return 0;
+	stat_add(CF_STAT_DAEMON_DEATH, 1);
+	daemon_record(CF_DAEMON_DEATH);
+	return 0;
+}
+
+static __always_inline void volume_released(__u32 id)
+{
+	__u8 one = 1;
+
+	stat_add(CF_STAT_VOLUME_RELEASE, 1);
+	if (id && bpf_map_update_elem(&released, &id, &one, BPF_ANY))
+		stat_add(CF_STAT_RELEASE_LOST, 1);
+}
+
+/* The fscache volume is freed (its last user, e.g. the mount, is gone). */
+SEC("fentry/cachefiles_free_volume")
+int BPF_PROG(cf_free_volume, struct fscache_volume___sysobs *vcookie)
+{
+	if (vcookie)
+		volume_released(BPF_CORE_READ(vcookie, debug_id));
+	return 0;
+}
+
+/* The cache is withdrawn (unbind) with the volume still there. */
+SEC("fentry/cachefiles_withdraw_volume")
+int BPF_PROG(cf_withdraw_volume, struct cachefiles_volume___sysobs *volume)
+{
+	if (volume)
+		volume_released(BPF_CORE_READ(volume, vcookie, debug_id));
+	return 0;
+}
+
+/* "restore" (6.8+): a new daemon asks for every request in flight again. */
+SEC("fentry/cachefiles_ondemand_restore")
+int BPF_PROG(cf_restore, void *cache, char *args)
+{
+	stat_add(CF_STAT_RESTORE, 1);
+	daemon_record(CF_DAEMON_RESTORE);
+	return 0;
+}
+
+/* /dev/cachefiles released (the last daemon gone) or a cache I/O error:
+ * every request in flight is failed with EIO. */
+SEC("fentry/cachefiles_flush_reqs")
+int BPF_PROG(cf_flush, void *cache)
+{
+	stat_add(CF_STAT_FLUSH, 1);
+	daemon_record(CF_DAEMON_FLUSH);
 	return 0;
 }

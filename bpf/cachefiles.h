@@ -24,6 +24,8 @@
 enum cf_op {
 	CF_OP_OPEN = 0,
 	CF_OP_READ = 1,
+	CF_OP_CLOSE = 2, /* cachefiles_ondemand_clean_object: waits for the daemon
+			  * to read the CLOSE (an unmount waits on it) */
 	CF_OP_MAX,
 };
 
@@ -43,8 +45,55 @@ enum cf_stat {
 	CF_STAT_HIST_FULL,	/* requests in no histogram: hists map full */
 	CF_STAT_PENDING_FULL,	/* requests whose pick-up is not timed: map full */
 	CF_STAT_START_FULL,	/* requests not timed: starts map full at entry */
+	CF_STAT_READ_PICKED,	/* daemon read a READ (first time) */
+	CF_STAT_REPICKED,	/* daemon read a request again (after a restore) */
+	CF_STAT_PICK_UNMATCHED, /* daemon read a READ no waiter is known for */
+	CF_STAT_DAEMON_DEATH,	/* a daemon exited holding anonymous fds */
+	CF_STAT_DEATH_FDS,	/* anonymous fds closed by a dying daemon */
+	CF_STAT_RESTORE,	/* "restore" written to /dev/cachefiles */
+	CF_STAT_FLUSH,		/* cache withdrawn: requests in flight failed */
+	CF_STAT_DAEMON_LOST,	/* daemon records lost: ring buffer full */
+	CF_STAT_INFLIGHT_NOW,	/* gauge: requests timed and waiting now */
+	CF_STAT_READ_NO_DATA,	/* READs completed without the data: -EIO */
+	CF_STAT_VOLUME_RELEASE, /* cachefiles volumes freed or withdrawn */
+	CF_STAT_RELEASE_LOST,	/* ... not marked for the agent: map full */
 	CF_STAT_MAX,
 };
+
+/* Daemon lifecycle records (ring buffer daemon_events). */
+enum cf_daemon_event {
+	CF_DAEMON_DEATH = 0,   /* exited holding anonymous fds (crash, kill) */
+	CF_DAEMON_RESTORE = 1, /* a daemon wrote "restore": requests re-queued */
+	CF_DAEMON_FLUSH = 2,   /* /dev/cachefiles closed or cache I/O error */
+	CF_DAEMON_MAX,
+};
+
+struct cf_daemon_record {
+	__u64 ts_ns;	/* bpf_ktime_get_ns() (CLOCK_MONOTONIC) */
+	__u32 event;	/* enum cf_daemon_event */
+	__u32 pid;	/* tgid of the task that did it */
+	__s64 inflight; /* requests timed and waiting for a daemon then */
+	char comm[CF_COMM_LEN];
+};
+
+/* A request in flight, by the thread waiting for it (map starts; the agent
+ * reads it for the age of the oldest request). */
+struct cf_start {
+	__u64 ts;
+	__u64 offset;
+	__u64 len;
+	__u64 obj;	 /* struct cachefiles_object * */
+	__u64 picked_ns; /* the daemon first read it; 0: not yet */
+	__u32 picks;	 /* times the daemon read it (> 1: re-queued by restore) */
+	__u32 op;
+	__u32 volume_id;
+	__u32 object_debug_id;
+	__s32 object_id;
+	__u32 flags; /* CF_SLOW_* */
+};
+
+/* cf_start.flags, cf_slow_record.flags */
+#define CF_SLOW_KWORKER 0x1 /* the waiting thread is a workqueue worker (kworker) */
 
 /* Key of the per-(volume, op) histogram map. */
 struct cf_hist_key {
@@ -79,12 +128,15 @@ struct cf_slow_record {
 	__u64 latency_ns;
 	__u64 offset; /* READ: file offset; OPEN: 0 */
 	__u64 len;    /* READ: length; OPEN: 0 */
-	__s32 ret;    /* return value of the kernel function */
+	__s32 ret;    /* what the reader got: the kernel function's return
+		       * value, or -EIO for a READ completed without data */
 	__u32 op;     /* enum cf_op */
 	__u32 volume_id;
 	__u32 object_debug_id; /* cachefiles_object.debug_id */
 	__s32 object_id;       /* on-demand object id the daemon sees (READ) */
 	__u32 pid;	       /* thread id */
+	__u32 flags;	       /* CF_SLOW_* */
+	__u32 pad;
 	char comm[CF_COMM_LEN];
 	char volume[CF_VOLUME_NAME_LEN];
 };

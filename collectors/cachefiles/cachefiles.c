@@ -10,6 +10,7 @@
  */
 #include <errno.h>
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,9 +30,18 @@ struct cachefiles_slow_row {
 	uint32_t object_debug_id;
 	int32_t object_id;
 	uint32_t pid;
+	bool kworker;
 	char op[8];
 	char comm[CF_COMM_LEN + 1];
 	char volume[CF_VOLUME_NAME_LEN + 1];
+};
+
+/* One row of cachefiles_daemon. */
+struct cachefiles_daemon_row {
+	int64_t inflight;
+	uint32_t pid;
+	char event[8];
+	char comm[CF_COMM_LEN + 1];
 };
 
 /* [collector.cachefiles], parsed by the agent from cachefiles_keys. */
@@ -56,7 +66,8 @@ struct cachefiles_state {
 	const struct cachefiles_backend_ops *be_ops;
 	struct cachefiles_backend *be;
 	struct cachefiles_backend_cfg cfg;
-	struct sink_family *duration, *requests, *inflight, *read_bytes, *pickup, *daemon_events;
+	struct sink_family *duration, *requests, *inflight, *inflight_oldest, *read_bytes, *pickup,
+	    *daemon_events;
 	struct sink_series *written_bytes, *lost_ring, *lost_start, *null_objects, *slow_total;
 	struct sink_series *hist_full, *pending_full, *start_full;
 	uint64_t slow_seen;
@@ -65,6 +76,10 @@ struct cachefiles_state {
 	 * the same name. */
 	struct cf_agg *agg;
 	size_t n_agg, cap_agg;
+	/* Totals of released volumes, by (volume name, op): the kernel's
+	 * entries are deleted when a volume goes, the counters go on. */
+	struct cf_agg *retired;
+	size_t n_retired, cap_retired;
 };
 
 struct cf_agg {
@@ -72,10 +87,14 @@ struct cf_agg {
 	enum cf_op op;
 	uint64_t buckets[CF_HIST_BUCKETS];
 	uint64_t sum_ns, ok, errors, bytes;
-	int64_t inflight;
+	/* waiting now, from the in-flight map: [0] not read by the daemon yet,
+	 * [1] read and not answered; and the age of the oldest of each */
+	uint64_t waiting[2], oldest_ns[2];
 };
 
-static const char *const cachefiles_ops[] = {"open", "read", NULL};
+static const char *const cf_wait_states[2] = {"unread", "read"};
+
+static const char *const cachefiles_ops[] = {"open", "read", "close", NULL};
 static const struct col_domain cachefiles_op_domain = {.values = cachefiles_ops};
 
 #define CF_COL(f, t, n, ...) COL(struct cachefiles_slow_row, f, t, n, __VA_ARGS__)
@@ -90,6 +109,7 @@ static const struct event_column cachefiles_slow_cols[] = {
     CF_COL(result, COL_INT, COL_NOT_NULL),
     CF_COL(pid, COL_UINT, COL_NOT_NULL),
     CF_COL(comm, COL_TEXT, COL_NOT_NULL),
+    CF_COL(kworker, COL_BOOL, COL_NOT_NULL),
     {0},
 };
 
@@ -104,7 +124,32 @@ const struct event_table cachefiles_slow_table = {
     .list_message = &sysobs__v1__cachefiles_slow_request_list__descriptor,
 };
 
-static const struct event_table *const cachefiles_tables[] = {&cachefiles_slow_table, NULL};
+static const char *const cachefiles_daemon_events[] = {"death", "restore", "flush", NULL};
+static const struct col_domain cachefiles_daemon_domain = {.values = cachefiles_daemon_events};
+
+#define CF_DCOL(f, t, n, ...) COL(struct cachefiles_daemon_row, f, t, n, __VA_ARGS__)
+static const struct event_column cachefiles_daemon_cols[] = {
+    CF_DCOL(event, COL_TEXT, COL_NOT_NULL, .filter = COL_FILTER_ENUM,
+	    .domain = &cachefiles_daemon_domain),
+    CF_DCOL(pid, COL_UINT, COL_NOT_NULL),
+    CF_DCOL(comm, COL_TEXT, COL_NOT_NULL),
+    CF_DCOL(inflight, COL_INT, COL_NOT_NULL),
+    {0},
+};
+
+const struct event_table cachefiles_daemon_table = {
+    .name = "cachefiles_daemon",
+    .collector = "cachefiles",
+    .route = "/api/v1/cachefiles/daemon",
+    .help = "on-demand daemon deaths, restores (failover) and cache flushes",
+    .cols = cachefiles_daemon_cols,
+    .row_size = sizeof(struct cachefiles_daemon_row),
+    .message = &sysobs__v1__cachefiles_daemon_event__descriptor,
+    .list_message = &sysobs__v1__cachefiles_daemon_event_list__descriptor,
+};
+
+static const struct event_table *const cachefiles_tables[] = {&cachefiles_slow_table,
+							      &cachefiles_daemon_table, NULL};
 
 static const struct cfg_key cachefiles_keys[] = {
     CFG_KEY(struct cachefiles_cfg, slow_threshold, CFG_DURATION, "100ms", 0, 3600000,
@@ -120,6 +165,7 @@ enum {
 	CF_M_DURATION,
 	CF_M_REQUESTS,
 	CF_M_INFLIGHT,
+	CF_M_INFLIGHT_OLDEST,
 	CF_M_READ_BYTES,
 	CF_M_PICKUP,
 	CF_M_DAEMON_EVENTS,
@@ -135,6 +181,7 @@ enum {
 
 static const char *const cf_op_vol[] = {"op", "volume", NULL};
 static const char *const cf_op_vol_res[] = {"op", "volume", "result", NULL};
+static const char *const cf_op_vol_state[] = {"op", "volume", "state", NULL};
 static const char *const cf_vol[] = {"volume", NULL};
 static const char *const cf_op[] = {"op", NULL};
 static const char *const cf_event[] = {"event", NULL};
@@ -148,8 +195,13 @@ static const struct metric_desc cachefiles_metrics[] = {
 		       "On-demand requests completed, by op, volume and result (ok or error).",
 		       METRIC_KIND_COUNTER, cf_op_vol_res},
     [CF_M_INFLIGHT] = {"sysobs_cachefiles_inflight_requests",
-		       "On-demand requests waiting for the user daemon.", METRIC_KIND_GAUGE,
-		       cf_op_vol},
+		       "On-demand requests waiting for the user daemon, by state: unread (the "
+		       "daemon has not read it) or read (read, not answered).",
+		       METRIC_KIND_GAUGE, cf_op_vol_state},
+    [CF_M_INFLIGHT_OLDEST] = {"sysobs_cachefiles_inflight_oldest_seconds",
+			      "Age of the oldest on-demand request waiting for the user daemon, "
+			      "by state (0: none waiting). A hung daemon shows here.",
+			      METRIC_KIND_GAUGE, cf_op_vol_state},
     [CF_M_READ_BYTES] = {"sysobs_cachefiles_read_bytes_total",
 			 "Bytes requested by on-demand READ requests.", METRIC_KIND_COUNTER,
 			 cf_vol},
@@ -195,6 +247,17 @@ static const char *const cf_stat_events[CF_STAT_MAX] = {
     [CF_STAT_CLOSE] = "close",
     [CF_STAT_FD_WRITE] = "fd_write",
     [CF_STAT_FD_RELEASE] = "fd_release",
+    [CF_STAT_READ_PICKED] = "read_picked",
+    [CF_STAT_REPICKED] = "repicked",
+    [CF_STAT_PICK_UNMATCHED] = "pick_unmatched",
+    [CF_STAT_DAEMON_DEATH] = "daemon_death",
+    [CF_STAT_DEATH_FDS] = "death_fd_release",
+    [CF_STAT_RESTORE] = "restore",
+    [CF_STAT_FLUSH] = "flush",
+    [CF_STAT_DAEMON_LOST] = "daemon_record_lost",
+    [CF_STAT_READ_NO_DATA] = "read_no_data",
+    [CF_STAT_VOLUME_RELEASE] = "volume_release",
+    [CF_STAT_RELEASE_LOST] = "volume_release_lost",
 };
 
 static int cachefiles_init(struct collector *c)
@@ -228,6 +291,7 @@ static int cachefiles_handles_get(struct collector *c, struct cachefiles_state *
 	st->duration = sink_family(k, &d[CF_M_DURATION]);
 	st->requests = sink_family(k, &d[CF_M_REQUESTS]);
 	st->inflight = sink_family(k, &d[CF_M_INFLIGHT]);
+	st->inflight_oldest = sink_family(k, &d[CF_M_INFLIGHT_OLDEST]);
 	st->read_bytes = sink_family(k, &d[CF_M_READ_BYTES]);
 	st->pickup = sink_family(k, &d[CF_M_PICKUP]);
 	st->daemon_events = sink_family(k, &d[CF_M_DAEMON_EVENTS]);
@@ -239,10 +303,10 @@ static int cachefiles_handles_get(struct collector *c, struct cachefiles_state *
 	st->hist_full = sink_series1(k, &d[CF_M_HIST_FULL]);
 	st->start_full = sink_series1(k, &d[CF_M_UNTIMED]);
 	st->pending_full = sink_series1(k, &d[CF_M_PICKUP_UNTIMED]);
-	if (!st->duration || !st->requests || !st->inflight || !st->read_bytes || !st->pickup ||
-	    !st->daemon_events || !st->written_bytes || !st->null_objects || !st->lost_ring ||
-	    !st->lost_start || !st->slow_total || !st->hist_full || !st->pending_full ||
-	    !st->start_full)
+	if (!st->duration || !st->requests || !st->inflight || !st->inflight_oldest ||
+	    !st->read_bytes || !st->pickup || !st->daemon_events || !st->written_bytes ||
+	    !st->null_objects || !st->lost_ring || !st->lost_start || !st->slow_total ||
+	    !st->hist_full || !st->pending_full || !st->start_full)
 		return -ENOMEM;
 	return 0;
 }
@@ -278,6 +342,7 @@ static void cachefiles_on_slow(const struct cachefiles_slow *s, void *arg)
 	row.object_debug_id = s->object_debug_id;
 	row.object_id = s->object_id;
 	row.pid = s->pid;
+	row.kworker = s->kworker;
 	memcpy(row.comm, s->comm, sizeof(row.comm));
 	memcpy(row.volume, s->volume, sizeof(row.volume));
 	st->slow_seen++;
@@ -285,45 +350,107 @@ static void cachefiles_on_slow(const struct cachefiles_slow *s, void *arg)
 	sink_event(c->sink, &cachefiles_slow_table, s->ts_ns, &row);
 }
 
+static void cachefiles_on_daemon(const struct cachefiles_daemon_event *e, void *arg)
+{
+	struct collector *c = arg;
+	struct cachefiles_daemon_row row = {0};
+
+	snprintf(row.event, sizeof(row.event), "%s", cachefiles_daemon_event_name(e->event));
+	row.pid = e->pid;
+	row.inflight = e->inflight;
+	memcpy(row.comm, e->comm, sizeof(row.comm));
+	clog_info(c, "daemon %s: pid %u (%s), %lld requests in flight", row.event, row.pid,
+		  row.comm, (long long)row.inflight);
+	sink_event(c->sink, &cachefiles_daemon_table, e->ts_ns, &row);
+}
+
 static int cachefiles_on_ready(struct collector *c)
 {
 	struct cachefiles_state *st = c->priv;
-	int n = st->be_ops->drain_slow(st->be, cachefiles_on_slow, c);
+	const struct cachefiles_drain d = {cachefiles_on_slow, cachefiles_on_daemon, c};
+	int n = st->be_ops->drain(st->be, &d);
 
 	return n < 0 ? n : 0;
+}
+
+/* The entry for (volume name, op) in a growable array, created empty; NULL
+ * without memory. */
+static struct cf_agg *cf_agg_find(struct cf_agg **arr, size_t *n, size_t *cap, const char *volume,
+				  enum cf_op op)
+{
+	struct cf_agg *a;
+
+	for (size_t i = 0; i < *n; i++)
+		if ((*arr)[i].op == op && !strcmp((*arr)[i].volume, volume))
+			return &(*arr)[i];
+	if (*n == *cap) {
+		size_t c = *cap ? *cap * 2 : 8;
+		struct cf_agg *v = realloc(*arr, c * sizeof(*v));
+
+		if (!v)
+			return NULL;
+		*arr = v;
+		*cap = c;
+	}
+	a = &(*arr)[(*n)++];
+	memset(a, 0, sizeof(*a));
+	snprintf(a->volume, sizeof(a->volume), "%s", volume);
+	a->op = op;
+	return a;
+}
+
+/* This collect's sum for (volume name, op); NULL without memory (this pass
+ * misses it, the next one retries). */
+static struct cf_agg *cachefiles_agg(struct cachefiles_state *st, const char *volume, enum cf_op op)
+{
+	return cf_agg_find(&st->agg, &st->n_agg, &st->cap_agg, volume, op);
+}
+
+static void cf_agg_add(struct cf_agg *a, const __u64 *buckets, uint64_t sum_ns, uint64_t ok,
+		       uint64_t errors, uint64_t bytes)
+{
+	for (size_t b = 0; b < CF_HIST_BUCKETS; b++)
+		a->buckets[b] += buckets[b];
+	a->sum_ns += sum_ns;
+	a->ok += ok;
+	a->errors += errors;
+	a->bytes += bytes;
 }
 
 /* Adds one kernel histogram to its (volume name, op) sum. */
 static void cachefiles_on_hist(const struct cachefiles_hist_snapshot *h, void *arg)
 {
+	struct cf_agg *a = cachefiles_agg(arg, h->volume, h->op);
+
+	if (a)
+		cf_agg_add(a, h->buckets, h->sum_ns, h->ok, h->errors, h->bytes);
+}
+
+/* Keeps the totals of a released volume's histogram, deleted in the kernel. */
+static void cachefiles_on_retired(const struct cachefiles_hist_snapshot *h, void *arg)
+{
 	struct cachefiles_state *st = arg;
-	struct cf_agg *a = NULL;
+	struct cf_agg *a =
+	    cf_agg_find(&st->retired, &st->n_retired, &st->cap_retired, h->volume, h->op);
 
-	for (size_t i = 0; i < st->n_agg && !a; i++)
-		if (st->agg[i].op == h->op && !strcmp(st->agg[i].volume, h->volume))
-			a = &st->agg[i];
-	if (!a) {
-		if (st->n_agg == st->cap_agg) {
-			size_t cap = st->cap_agg ? st->cap_agg * 2 : 8;
-			struct cf_agg *v = realloc(st->agg, cap * sizeof(*v));
+	if (a)
+		cf_agg_add(a, h->buckets, h->sum_ns, h->ok, h->errors, h->bytes);
+	else
+		log_warn("cachefiles", "out of memory: the counts of released volume %s are lost",
+			 h->volume);
+}
 
-			if (!v)
-				return; /* this pass misses it; the next one retries */
-			st->agg = v;
-			st->cap_agg = cap;
-		}
-		a = &st->agg[st->n_agg++];
-		memset(a, 0, sizeof(*a));
-		snprintf(a->volume, sizeof(a->volume), "%s", h->volume);
-		a->op = h->op;
-	}
-	for (size_t b = 0; b < CF_HIST_BUCKETS; b++)
-		a->buckets[b] += h->buckets[b];
-	a->sum_ns += h->sum_ns;
-	a->ok += h->ok;
-	a->errors += h->errors;
-	a->bytes += h->bytes;
-	a->inflight += h->inflight;
+/* Counts one waiting request in its (volume name, op, state). */
+static void cachefiles_on_inflight(const struct cachefiles_inflight *r, void *arg)
+{
+	struct cf_agg *a = cachefiles_agg(arg, r->volume, r->op);
+	unsigned i = r->picked;
+
+	if (!a)
+		return;
+	a->waiting[i]++;
+	if (r->age_ns > a->oldest_ns[i])
+		a->oldest_ns[i] = r->age_ns;
 }
 
 static void cachefiles_publish(struct sink *k, struct cachefiles_state *st, const struct cf_agg *h)
@@ -339,7 +466,12 @@ static void cachefiles_publish(struct sink *k, struct cachefiles_state *st, cons
 	sink_set(k, sink_series(k, st->requests, ok), (double)h->ok);
 	if (h->errors)
 		sink_set(k, sink_series(k, st->requests, er), (double)h->errors);
-	sink_set(k, sink_series(k, st->inflight, lv), h->inflight > 0 ? (double)h->inflight : 0);
+	for (unsigned i = 0; i < 2; i++) {
+		const char *ls[] = {op, h->volume, cf_wait_states[i], NULL};
+
+		sink_set(k, sink_series(k, st->inflight, ls), (double)h->waiting[i]);
+		sink_set(k, sink_series(k, st->inflight_oldest, ls), (double)h->oldest_ns[i] / 1e9);
+	}
 	if (h->op == CF_OP_READ)
 		sink_set(k, sink_series(k, st->read_bytes, vol), (double)h->bytes);
 }
@@ -355,7 +487,27 @@ static int cachefiles_collect(struct collector *c)
 	/* Slow requests first, so a scrape after a burst sees them counted. */
 	cachefiles_on_ready(c);
 	st->n_agg = 0;
+	/* Released volumes' totals move from the kernel's maps to st->retired
+	 * before the live entries are read: each count is seen once. */
+	err = st->be_ops->retire_volumes(st->be, cachefiles_on_retired, st);
+	if (err < 0)
+		return err;
+	for (size_t i = 0; i < st->n_retired; i++) {
+		const struct cf_agg *r = &st->retired[i];
+		struct cf_agg *a = cachefiles_agg(st, r->volume, r->op);
+
+		if (!a)
+			continue;
+		for (size_t b = 0; b < CF_HIST_BUCKETS; b++)
+			a->buckets[b] += r->buckets[b];
+		a->sum_ns += r->sum_ns;
+		a->ok += r->ok;
+		a->errors += r->errors;
+		a->bytes += r->bytes;
+	}
 	err = st->be_ops->read_hists(st->be, cachefiles_on_hist, st);
+	if (!err)
+		err = st->be_ops->read_inflight(st->be, cachefiles_on_inflight, st);
 	if (err)
 		return err;
 	for (size_t i = 0; i < st->n_agg; i++)
@@ -401,6 +553,7 @@ static void cachefiles_stop(struct collector *c)
 	if (st->be_ops && st->be)
 		st->be_ops->close(st->be);
 	free(st->agg);
+	free(st->retired);
 	free(st);
 	c->priv = NULL;
 	c->fd = -1;

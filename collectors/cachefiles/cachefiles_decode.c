@@ -13,6 +13,8 @@ const char *cachefiles_op_name(unsigned op)
 		return "open";
 	case CF_OP_READ:
 		return "read";
+	case CF_OP_CLOSE:
+		return "close";
 	}
 	return "unknown";
 }
@@ -58,6 +60,14 @@ static void copy_cstr(char *dst, size_t dst_len, const char *src, size_t src_len
 	dst[n] = '\0';
 }
 
+/* Wall time of a CLOCK_MONOTONIC instant; never in the future. */
+static int64_t cf_wall_time(uint64_t mono_ns, int64_t mono_now_ns, int64_t wall_now_ns)
+{
+	if ((int64_t)mono_ns > mono_now_ns || mono_ns == 0)
+		return wall_now_ns;
+	return wall_now_ns - (mono_now_ns - (int64_t)mono_ns);
+}
+
 int cachefiles_slow_decode(const void *buf, size_t len, int64_t mono_now_ns, int64_t wall_now_ns,
 			   struct cachefiles_slow *out)
 {
@@ -70,10 +80,7 @@ int cachefiles_slow_decode(const void *buf, size_t len, int64_t mono_now_ns, int
 		return -EINVAL;
 	memset(out, 0, sizeof(*out));
 	/* end_ns is CLOCK_MONOTONIC (bpf_ktime_get_ns); never in the future */
-	if ((int64_t)r.end_ns > mono_now_ns || r.end_ns == 0)
-		out->ts_ns = wall_now_ns;
-	else
-		out->ts_ns = wall_now_ns - (mono_now_ns - (int64_t)r.end_ns);
+	out->ts_ns = cf_wall_time(r.end_ns, mono_now_ns, wall_now_ns);
 	out->latency_ns = r.latency_ns;
 	out->offset = r.offset;
 	out->len = r.len;
@@ -82,12 +89,45 @@ int cachefiles_slow_decode(const void *buf, size_t len, int64_t mono_now_ns, int
 	out->object_debug_id = r.object_debug_id;
 	out->object_id = r.object_id;
 	out->pid = r.pid;
+	out->kworker = r.flags & CF_SLOW_KWORKER;
 	copy_cstr(out->comm, sizeof(out->comm), r.comm, sizeof(r.comm));
 	if (r.volume[0])
 		copy_cstr(out->volume, sizeof(out->volume), r.volume, sizeof(r.volume));
 	else
 		cachefiles_volume_name(r.volume_id, NULL, out->volume, sizeof(out->volume));
 	return 0;
+}
+
+int cachefiles_daemon_decode(const void *buf, size_t len, int64_t mono_now_ns, int64_t wall_now_ns,
+			     struct cachefiles_daemon_event *out)
+{
+	struct cf_daemon_record r;
+
+	if (!buf || len < sizeof(r))
+		return -EINVAL;
+	memcpy(&r, buf, sizeof(r));
+	if (r.event >= CF_DAEMON_MAX)
+		return -EINVAL;
+	memset(out, 0, sizeof(*out));
+	out->ts_ns = cf_wall_time(r.ts_ns, mono_now_ns, wall_now_ns);
+	out->event = r.event;
+	out->pid = r.pid;
+	out->inflight = r.inflight < 0 ? 0 : r.inflight;
+	copy_cstr(out->comm, sizeof(out->comm), r.comm, sizeof(r.comm));
+	return 0;
+}
+
+const char *cachefiles_daemon_event_name(unsigned event)
+{
+	switch (event) {
+	case CF_DAEMON_DEATH:
+		return "death";
+	case CF_DAEMON_RESTORE:
+		return "restore";
+	case CF_DAEMON_FLUSH:
+		return "flush";
+	}
+	return "unknown";
 }
 
 void cachefiles_volume_name(uint32_t id, const char *key, char *out, size_t len)

@@ -27,6 +27,17 @@ extern const double cachefiles_hist_bounds[CF_HIST_FINITE];
 int cachefiles_slow_decode(const void *buf, size_t len, int64_t mono_now_ns, int64_t wall_now_ns,
 			   struct cachefiles_slow *out);
 
+/*
+ * Decodes one struct cf_daemon_record (ring buffer daemon_events), with the
+ * clocks as for cachefiles_slow_decode(). 0, or -EINVAL for a short record
+ * or an unknown event.
+ */
+int cachefiles_daemon_decode(const void *buf, size_t len, int64_t mono_now_ns, int64_t wall_now_ns,
+			     struct cachefiles_daemon_event *out);
+
+/* "death", "restore", "flush", or "unknown". */
+const char *cachefiles_daemon_event_name(unsigned event);
+
 /* Readable volume name: the fscache volume key if known, "volume-<id>" if
  * not, "unknown" for id 0. */
 void cachefiles_volume_name(uint32_t id, const char *key, char *out, size_t len);

@@ -21,6 +21,18 @@ WARM_FSID=fswarm
 FAST_FSID=fsfast FAST_MS=${SYSOBS_VM_FAST_MS:-270}
 SLOW_FSID=fsslow SLOW_MS=${SYSOBS_VM_SLOW_MS:-540}
 SLOW_THRESHOLD_MS=${SYSOBS_VM_SLOW_THRESHOLD_MS:-400}
+# failover: the daemon dies twice on this volume (on its OPEN, then on its
+# FAIL_CRASH_READth READ with READs held); the next one restores each time
+FAIL_FSID=fsfail FAIL_MS=${SYSOBS_VM_FAIL_MS:-150} FAIL_CRASH_READ=${SYSOBS_VM_FAIL_CRASH_READ:-20}
+# hung daemon: a READ held and another unread for HUNG_S seconds, then an
+# unmount whose CLOSE waits unread as long
+HUNG_FSID=fshung HUNG_S=${SYSOBS_VM_HUNG_S:-3}
+# the daemon completes one READ of this volume without the data
+NODATA_FSID=fsnodata
+# the same fsid mounted again and again: each mount a new fscache volume,
+# more than the kernel maps hold (256 names, 1024 histograms: 2 per mount,
+# OPEN and CLOSE) without cleaning
+REMOUNT_FSID=fsremount REMOUNTS=${SYSOBS_VM_REMOUNTS:-520}
 SLOW_THRESHOLD=${SLOW_THRESHOLD_MS}ms
 # Delays sit just above a bucket's lower edge (2^28 ns = 268.4 ms, 2^29 ns =
 # 536.9 ms): "within one bucket" then leaves ~65 ms and ~130 ms for what TCG on
@@ -35,6 +47,8 @@ need_cmd jq
 need_cmd curl
 DAEMON=$SYSOBS_BUILD/tests/ondemand_daemon
 [ -x "$DAEMON" ] || fail "$DAEMON not built"
+CORE_CHECK=$SYSOBS_BUILD/tests/cachefiles_core_check
+[ -x "$CORE_CHECK" ] || fail "$CORE_CHECK not built"
 
 # --- host kernel: unavailable with a reason (this machine has no cachefiles) ---
 if [ ! -e /sys/kernel/btf/vmlinux ] || ! grep -qw cachefiles_ondemand_read \
@@ -58,6 +72,11 @@ if [ ! -e /sys/kernel/btf/vmlinux ] || ! grep -qw cachefiles_ondemand_read \
 	assert_eq "?limit=0" 400 "$HTTP_CODE"
 	api GET '/api/v1/cachefiles/slow?volumes=x' >/dev/null
 	assert_eq "?volumes= (unknown parameter)" 400 "$HTTP_CODE"
+	req GET /api/v1/cachefiles/daemon
+	assert_eq "daemon route status" 200 "$HTTP_CODE"
+	assert_eq "daemon route, no rows" 0 "$(jq -c '.data | length' <<<"$BODY")"
+	api GET '/api/v1/cachefiles/daemon?event=crash' >/dev/null
+	assert_eq "daemon ?event=crash" 400 "$HTTP_CODE"
 	stop_agent
 	pass "host kernel $(uname -r): cachefiles unavailable: $why"
 fi
@@ -91,18 +110,27 @@ FAST_MS=$FAST_MS
 SLOW_FSID=$SLOW_FSID
 SLOW_MS=$SLOW_MS
 SLOW_THRESHOLD=$SLOW_THRESHOLD
+FAIL_FSID=$FAIL_FSID
+FAIL_MS=$FAIL_MS
+FAIL_CRASH_READ=$FAIL_CRASH_READ
+HUNG_FSID=$HUNG_FSID
+HUNG_S=$HUNG_S
+NODATA_FSID=$NODATA_FSID
+REMOUNT_FSID=$REMOUNT_FSID
+REMOUNTS=$REMOUNTS
 READ_AHEAD_KB=${SYSOBS_VM_READ_AHEAD_KB:-32}
 READERS=${SYSOBS_VM_READERS:-4}
 EOF
 vm_initramfs "$T/initrd.gz" --bin "$SYSOBSD=/bin/sysobsd" --bin "$DAEMON=/bin/ondemand_daemon" \
+	--bin "$CORE_CHECK=/bin/cachefiles_core_check" \
 	--bin "$(command -v curl)=/bin/curl" \
 	--file "$T/fs.img=/data/fs.img" --file "$T/files=/data/files" \
 	--file "$T/md5sums=/data/md5sums" --file "$T/vm-test.conf=/etc/vm-test.conf" \
 	--file "$SYSOBS_SRC/tests/vm/guest/cachefiles.sh=/tests/cachefiles.sh" \
 	--file "$SYSOBS_SRC/tests/vm/guest/lib.sh=/tests/lib.sh"
 
-vm_boot "$KERNEL" "$T/initrd.gz" cachefiles --append "sysobs.test=cachefiles sysobs.timeout=120" \
-	--disk "$T/cache.img" --timeout "${SYSOBS_VM_TIMEOUT:-200}"
+vm_boot "$KERNEL" "$T/initrd.gz" cachefiles --append "sysobs.test=cachefiles sysobs.timeout=300" \
+	--disk "$T/cache.img" --timeout "${SYSOBS_VM_TIMEOUT:-400}"
 C=$T/cachefiles.console
 grep '^VM: ' "$C"
 status=$(vm_exit_status "$C")
@@ -110,6 +138,19 @@ if [ "$status" != 0 ]; then
 	tail -n 60 "$C" >&2
 	fail "guest scenario exited with '${status:-none}'"
 fi
+
+# CO-RE: the object loads against the BTF of every layout since 5.19
+vm_section core "$C" >"$T/core.txt"
+vm_section core_log "$C" >"$T/core.log"
+cat "$T/core.txt"
+for v in current pre68 nostate readiter; do
+	grep -q "^core variant=$v load=ok\$" "$T/core.txt" ||
+		fail "BPF object does not load against BTF variant $v: $(grep "variant=$v " "$T/core.txt")"
+done
+grep -q "cachefiles_ondemand_daemon_read: prototype is not" "$T/core.log" ||
+	fail "readiter: the daemon_read hook was not left out for its changed prototype"
+[ "$(grep -c "cachefiles_ondemand_daemon_read: prototype is not" "$T/core.log")" = 1 ] ||
+	fail "the daemon_read hook was refused for a variant other than readiter"
 
 vm_section collectors "$C" >"$T/vm-collectors.json"
 vm_section ondemand_stats "$C" >"$T/od.stats"
@@ -167,16 +208,20 @@ hist_show() {
 }
 
 total_slow_expected=0
-# warm (no delay): counts only; fast and slow: counts and quantiles
-for pair in "$WARM_FSID:0" "$FAST_FSID:$FAST_MS" "$SLOW_FSID:$SLOW_MS"; do
+# warm (no delay) and fail (failover): counts only; fast and slow: counts and quantiles
+for pair in "$WARM_FSID:0" "$FAST_FSID:$FAST_MS" "$SLOW_FSID:$SLOW_MS" "$FAIL_FSID:0" "$HUNG_FSID:0" \
+	"$NODATA_FSID:0" "$REMOUNT_FSID:0"; do
 	fsid=${pair%%:*} delay=${pair##*:} vol=erofs,${pair%%:*}
 	for op in open read; do
 		want=$(od_stat "$vol" "$op")
 		[ -n "$want" ] && [ "$want" -gt 0 ] || fail "daemon served no $op for $vol"
+		# a READ completed without the data is an error for the reader (EIO)
+		nodata=0
+		[ "$op" = open ] || nodata=$(od_stat "$vol" nodata)
 		got=$(prom sysobs_cachefiles_requests_total "op=\"$op\"" "volume=\"$vol\"" 'result="ok"')
-		assert_eq "requests_total{op=$op,volume=$vol,result=ok} vs daemon" "$want" "$got"
+		assert_eq "requests_total{op=$op,volume=$vol,result=ok} vs daemon" "$((want - nodata))" "$got"
 		err=$(prom sysobs_cachefiles_requests_total "op=\"$op\"" "volume=\"$vol\"" 'result="error"')
-		[ -z "$err" ] || [ "$err" = 0 ] || fail "$op errors on $vol: $err"
+		assert_eq "requests_total{op=$op,volume=$vol,result=error} vs daemon (no data)" "$nodata" "${err:-0}"
 		[ "$delay" -eq 0 ] || { echo "  $vol $op: requests per bucket"; hist_show "$op" "$vol"; }
 		for q in 0.5 0.99; do
 			[ "$delay" -gt 0 ] || break
@@ -189,9 +234,14 @@ for pair in "$WARM_FSID:0" "$FAST_FSID:$FAST_MS" "$SLOW_FSID:$SLOW_MS"; do
 			fi
 			echo "  $vol $op p$q: bucket le=$leq s (injected $delay ms -> le=$led s, $diff bucket(s) apart)"
 		done
-		inflight=$(prom sysobs_cachefiles_inflight_requests "op=\"$op\"" "volume=\"$vol\"")
-		assert_eq "inflight{op=$op,volume=$vol} at the end" 0 "${inflight:-0}"
+		inflight=$(awk -v op="op=\"$op\"" -v vol="volume=\"$vol\"" '
+			index($0, "sysobs_cachefiles_inflight_requests{") == 1 && index($0, op) &&
+			index($0, vol) { s += $NF; n++ } END { print n ? s : "none" }' "$T/metrics.txt")
+		assert_eq "inflight{op=$op,volume=$vol} (unread + read) at the end" 0 "$inflight"
 	done
+	# CLOSE (cachefiles_ondemand_clean_object, unmount): one per CLOSE read
+	assert_eq "requests_total{op=close,volume=$vol} vs daemon" "$(od_stat "$vol" close)" \
+		"$(prom sysobs_cachefiles_requests_total 'op="close"' "volume=\"$vol\"" 'result="ok"')"
 	want=$(od_stat "$vol" read_bytes)
 	got=$(prom sysobs_cachefiles_read_bytes_total "volume=\"$vol\"")
 	assert_eq "read_bytes_total{volume=$vol} vs daemon" "$want" "$got"
@@ -206,8 +256,85 @@ for m in sysobs_cachefiles_hist_full_total sysobs_cachefiles_pickup_untimed_tota
 done
 [ "$(od_stat "erofs,$WARM_FSID" open)" -ge 2 ] || fail "the warm volume was not opened twice"
 
+# --- failover: every request timed once through two daemon deaths ---
+odv() { sed -n "s/^$1=//p" "$T/od.stats"; }
+ev() { prom sysobs_cachefiles_daemon_events_total "event=\"$1\""; }
+sum_od() { awk -v f="$1" '{ for (i = 2; i <= NF; i++) { split($i, kv, "="); if (kv[1] == f) s += kv[2] } }
+	END { print s + 0 }' "$T/od.stats"; }
+opens=$(sum_od open) reads=$(sum_od read) abandoned=$(odv abandoned)
+echo "  failover: daemon answered $opens OPENs and $reads READs; the dead ones abandoned $abandoned;" \
+	"open_picked=$(ev open_picked) read_picked=$(ev read_picked) repicked=$(ev repicked)" \
+	"pickup counts open=$(prom sysobs_cachefiles_daemon_pickup_seconds_count 'op="open"')" \
+	"read=$(prom sysobs_cachefiles_daemon_pickup_seconds_count 'op="read"')"
+assert_eq "restores by the daemon" 2 "$(odv restores)"
+[ "$abandoned" -ge 2 ] || fail "the dead daemons abandoned $abandoned requests (want an OPEN and READs)"
+assert_eq "daemon_events{open_picked} (each OPEN once)" "$opens" "$(ev open_picked)"
+assert_eq "daemon_events{read_picked} (each READ once)" "$reads" "$(ev read_picked)"
+assert_eq "daemon_events{repicked} (re-read after restore)" "$abandoned" "$(ev repicked)"
+assert_eq "daemon_events{pick_unmatched}" 0 "$(ev pick_unmatched)"
+assert_eq "pickup_seconds_count{op=open}" "$opens" "$(prom sysobs_cachefiles_daemon_pickup_seconds_count 'op="open"')"
+assert_eq "pickup_seconds_count{op=read}" "$reads" "$(prom sysobs_cachefiles_daemon_pickup_seconds_count 'op="read"')"
+assert_eq "daemon_events{daemon_death}" 2 "$(ev daemon_death)"
+assert_eq "daemon_events{restore}" 2 "$(ev restore)"
+assert_eq "daemon_events{flush} (the supervisor closed /dev/cachefiles)" 1 "$(ev flush)"
+# --- a hung daemon: the oldest waiting request per op and volume, by state ---
+vm_section hung_read "$C" >"$T/hung-read.txt"
+vm_section hung_close "$C" >"$T/hung-close.txt"
+# gauge FILE NAME OP STATE -> value for volume erofs,fshung
+gauge() {
+	awk -v n="$2{" -v op="op=\"$3\"" -v st="state=\"$4\"" -v vol="volume=\"erofs,$HUNG_FSID\"" \
+		'index($0, n) == 1 && index($0, op) && index($0, st) && index($0, vol) { print $NF; exit }' "$1"
+}
+ge() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a + 0 >= b + 0) }'; }
+h_read=$(gauge "$T/hung-read.txt" sysobs_cachefiles_inflight_requests read read)
+h_unread=$(gauge "$T/hung-read.txt" sysobs_cachefiles_inflight_requests read unread)
+h_read_age=$(gauge "$T/hung-read.txt" sysobs_cachefiles_inflight_oldest_seconds read read)
+h_unread_age=$(gauge "$T/hung-read.txt" sysobs_cachefiles_inflight_oldest_seconds read unread)
+h_close=$(gauge "$T/hung-close.txt" sysobs_cachefiles_inflight_requests close unread)
+h_close_age=$(gauge "$T/hung-close.txt" sysobs_cachefiles_inflight_oldest_seconds close unread)
+echo "  hung daemon after ${HUNG_S} s: READs read-not-answered=$h_read (oldest $h_read_age s)," \
+	"not read=$h_unread (oldest $h_unread_age s); unmount: CLOSEs waiting=$h_close (oldest $h_close_age s)"
+assert_eq "hung: READs read and not answered" 1 "$h_read"
+ge "${h_unread:-0}" 1 || fail "hung: no READ waiting unread (got '${h_unread}')"
+ge "${h_read_age:-0}" "$((HUNG_S - 1))" || fail "hung: oldest read READ is ${h_read_age} s old, want >= $((HUNG_S - 1))"
+ge "${h_unread_age:-0}" "$((HUNG_S - 1))" || fail "hung: oldest unread READ is ${h_unread_age} s old"
+ge "${h_close:-0}" 1 || fail "hung unmount: no CLOSE waiting (got '${h_close}')"
+ge "${h_close_age:-0}" "$((HUNG_S - 1))" || fail "hung unmount: oldest CLOSE is ${h_close_age} s old"
+close_slow=$(jq --arg v "erofs,$HUNG_FSID" --argjson s "$((HUNG_S - 1))" \
+	'[.data[] | select(.volume == $v and .op == "close" and .latency_seconds >= $s)] | length' "$T/slow.json")
+ge "$close_slow" 1 || fail "hung unmount: no slow close row of ${HUNG_S} s"
+
+assert_eq "daemon_events{read_no_data}" "$(sum_od nodata)" "$(ev read_no_data)"
+[ "$(sum_od nodata)" -ge 1 ] || fail "the daemon completed no READ without data"
+nd_row=$(jq -c --arg v "erofs,$NODATA_FSID" '[.data[] | select(.volume == $v and .result == -5)] | length' "$T/slow.json")
+echo "  no data: $(sum_od nodata) READ(s) completed without data, counted error; slow rows with result -5: $nd_row"
+# who waited: the slow volume's OPEN is sent by fscache's cookie worker
+jq -e --arg v "erofs,$SLOW_FSID" '[.data[] | select(.volume == $v and .op == "open")][0].kworker == true' \
+	"$T/slow.json" >/dev/null || fail "the slow OPEN row does not say kworker: $(jq -c --arg v "erofs,$SLOW_FSID" \
+	'[.data[] | select(.volume == $v and .op == "open")][0]' "$T/slow.json")"
+jq -e --arg v "erofs,$SLOW_FSID" '[.data[] | select(.volume == $v and .op == "read") | .kworker] | all(. == false)' \
+	"$T/slow.json" >/dev/null || fail "slow READ rows of the readers say kworker"
+echo "  slow OPEN row: $(jq -c --arg v "erofs,$SLOW_FSID" '[.data[] | select(.volume == $v and .op == "open")][0] | {pid, comm, kworker}' "$T/slow.json")"
+
+# --- remounts: one label, no histogram lost, maps cleaned on volume release ---
+grep -q "VM: remounts $REMOUNTS of $REMOUNTS" "$C" || fail "the remount loop stopped: $(grep 'VM: remounts' "$C")"
+assert_eq "open requests of erofs,$REMOUNT_FSID (one per mount)" "$REMOUNTS" "$(od_stat "erofs,$REMOUNT_FSID" open)"
+bad_labels=$(grep -c 'volume="volume-\|volume="unknown"' "$T/metrics.txt")
+echo "  remounts: $REMOUNTS; series with a volume-<id> or unknown label: $bad_labels;" \
+	"hist_full_total $(prom sysobs_cachefiles_hist_full_total); volume_release $(ev volume_release)"
+assert_eq "series labelled volume-<id> or unknown after $REMOUNTS remounts" 0 "$bad_labels"
+ge "$(ev volume_release)" "$REMOUNTS" || fail "volume_release $(ev volume_release) < $REMOUNTS"
+assert_eq "daemon_events{volume_release_lost}" 0 "$(ev volume_release_lost)"
+
+vm_section daemon "$C" >"$T/daemon.json"
+rows() { jq -r --arg e "$1" '[.data[] | select(.event == $e) | .pid] | sort | map(tostring) | join(",")' "$T/daemon.json"; }
+sorted() { tr , '\n' <<<"$1" | sort -n | paste -sd, -; }
+assert_eq "death rows: the dead daemons' pids" "$(sorted "$(odv dead_pids)")" "$(rows death)"
+assert_eq "restore rows: the restoring daemons' pids" "$(sorted "$(odv restore_pids)")" "$(rows restore)"
+assert_eq "flush rows" 1 "$(jq '[.data[] | select(.event == "flush")] | length' "$T/daemon.json")"
+
 # every request of the slow volume (delay >= threshold) is a stored row
-slow_rows=$(jq --arg v "erofs,$SLOW_FSID" '[.data[] | select(.volume == $v)] | length' "$T/slow.json")
+slow_rows=$(jq --arg v "erofs,$SLOW_FSID" '[.data[] | select(.volume == $v and .op != "close")] | length' "$T/slow.json")
 assert_eq "slow rows for erofs,$SLOW_FSID" "$total_slow_expected" "$slow_rows"
 below=$(jq --argjson t "$SLOW_THRESHOLD_MS" '[.data[] | select(.latency_seconds * 1000 < $t)] | length' "$T/slow.json")
 assert_eq "slow rows under the threshold" 0 "$below"
@@ -229,4 +356,4 @@ assert_eq "page 2 rows" 5 "$(jq '.data | length' "$T/page2.json")"
 	fail "cursor paging overlaps or goes forward"
 fast_slow=$(jq --arg v "erofs,$FAST_FSID" '[.data[] | select(.volume == $v)] | length' "$T/slow.json")
 
-pass "kernel $kver: counts exact for 3 volumes x {open,read}, p50/p99 within one bucket of ${FAST_MS} ms and ${SLOW_MS} ms, $slow_rows slow rows (fast volume: $fast_slow)"
+pass "kernel $kver: counts exact for 6 volumes x {open,read,close} (a READ without data an error) (one through 2 daemon deaths + restores, $abandoned requests re-read, each timed once; a hung daemon: oldest read ${h_read_age} s, unread ${h_unread_age} s, close ${h_close_age} s), p50/p99 within one bucket of ${FAST_MS} ms and ${SLOW_MS} ms, $slow_rows slow rows (fast volume: $fast_slow)"

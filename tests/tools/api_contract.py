@@ -59,6 +59,7 @@ ROUTES = {
     "GET /api/v1/ifs/cores": "IfsCoreList",
     "POST /api/v1/ifs/scans": "IfsScanReply",
     "GET /api/v1/cachefiles/slow": "CachefilesSlowRequestList",
+    "GET /api/v1/cachefiles/daemon": "CachefilesDaemonEventList",
 }
 
 # The filters of each history route, as the contract names them.
@@ -68,6 +69,7 @@ FILTERS = {
     "/api/v1/mptcp/events": {"netns", "type", "token", "addr", "port"},
     "/api/v1/ifs/scans": {"test", "cpu", "core", "package", "result", "requested_by", "scan_id"},
     "/api/v1/cachefiles/slow": {"op", "volume"},
+    "/api/v1/cachefiles/daemon": {"event"},
 }
 # A parameter that filters on other fields than its own name.
 PARAM_FIELDS = {"result": ("status",), "addr": ("saddr", "daddr"), "port": ("sport", "dport")}

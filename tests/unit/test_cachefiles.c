@@ -3,7 +3,8 @@
  * Unit tests of the cachefiles collector's pure parts: the log-linear bucket
  * layout shared with BPF, slow-record decoding, volume names, the probe
  * verdict, quantiles; and, on this host, that the BPF backend's probe refuses
- * a kernel without cachefiles_ondemand_read with the precise reason.
+ * a kernel without cachefiles_ondemand_read with the precise reason; the
+ * daemon_read prototype check on synthetic BTF.
  */
 #include <errno.h>
 #include <math.h>
@@ -17,7 +18,10 @@
 
 #include <cmocka.h>
 
+#include <bpf/btf.h>
+
 #include "collectors/cachefiles/backend.h"
+#include "collectors/cachefiles/backend_bpf.h"
 #include "collectors/cachefiles/cachefiles_decode.h"
 
 static void bucket_edges_are_consistent_with_bounds(void **state)
@@ -110,8 +114,14 @@ static void slow_record_decodes_with_wall_time(void **state)
 	assert_int_equal(s.object_debug_id, 42);
 	assert_int_equal(s.pid, 1234);
 	assert_string_equal(s.comm, "md5sum");
+	assert_false(s.kworker);
 	assert_string_equal(s.volume, "erofs,fsslow");
+	r.flags = CF_SLOW_KWORKER;
+	assert_int_equal(cachefiles_slow_decode(&r, sizeof(r), 6000000000LL, 0, &s), 0);
+	assert_true(s.kworker);
 	assert_string_equal(cachefiles_op_name(s.op), "read");
+	assert_string_equal(cachefiles_op_name(CF_OP_CLOSE), "close");
+	assert_string_equal(cachefiles_op_name(CF_OP_MAX), "unknown");
 }
 
 static void slow_record_edge_cases(void **state)
@@ -135,6 +145,35 @@ static void slow_record_edge_cases(void **state)
 	r.end_ns = 9000000000ULL;
 	assert_int_equal(cachefiles_slow_decode(&r, sizeof(r), 6000000000LL, 100, &s), 0);
 	assert_int_equal(s.ts_ns, 100);
+}
+
+static void daemon_record_decodes(void **state)
+{
+	struct cf_daemon_record r = {
+	    .ts_ns = 5000000000ULL, .event = CF_DAEMON_DEATH, .pid = 321, .inflight = 4};
+	struct cachefiles_daemon_event e;
+
+	memcpy(r.comm, "ondemand_daemon", 15);
+	assert_int_equal(cachefiles_daemon_decode(&r, sizeof(r), 6000000000LL, 2000000000LL, &e),
+			 0);
+	assert_int_equal(e.ts_ns, 1000000000LL);
+	assert_int_equal(e.event, CF_DAEMON_DEATH);
+	assert_string_equal(cachefiles_daemon_event_name(e.event), "death");
+	assert_int_equal(e.pid, 321);
+	assert_int_equal(e.inflight, 4);
+	assert_string_equal(e.comm, "ondemand_daemon");
+	/* short, unknown event, unterminated comm, negative gauge (a race) */
+	assert_int_equal(cachefiles_daemon_decode(&r, sizeof(r) - 1, 0, 0, &e), -EINVAL);
+	r.event = CF_DAEMON_MAX;
+	assert_int_equal(cachefiles_daemon_decode(&r, sizeof(r), 0, 0, &e), -EINVAL);
+	assert_string_equal(cachefiles_daemon_event_name(CF_DAEMON_MAX), "unknown");
+	r.event = CF_DAEMON_RESTORE;
+	r.inflight = -1;
+	memset(r.comm, 'x', sizeof(r.comm));
+	assert_int_equal(cachefiles_daemon_decode(&r, sizeof(r), 6000000000LL, 100, &e), 0);
+	assert_string_equal(cachefiles_daemon_event_name(e.event), "restore");
+	assert_int_equal(e.inflight, 0);
+	assert_int_equal(strlen(e.comm), CF_COMM_LEN);
 }
 
 static void volume_names(void **state)
@@ -181,6 +220,87 @@ static void probe_verdict_names_what_is_missing(void **state)
 
 /* The real probe against the running kernel. Where the kernel has on-demand
  * cachefiles this only checks that probe agrees with available_filter_functions. */
+/* A BTF with cachefiles_ondemand_daemon_read(cache, <p1>, <p2>...) as the
+ * kernel spells it: typedefs for ssize_t/size_t, char __user * as a type tag. */
+static struct btf *daemon_read_btf(bool read_iter)
+{
+	struct btf *btf = btf__new_empty();
+	int chr, lng, ulng, ssz, sz, cache, cachep, user, ubuf, iter, iterp, proto;
+
+	assert_non_null(btf);
+	chr = btf__add_int(btf, "char", 1, BTF_INT_SIGNED);
+	lng = btf__add_int(btf, "long", 8, BTF_INT_SIGNED);
+	ulng = btf__add_int(btf, "unsigned long", 8, 0);
+	ssz = btf__add_typedef(btf, "ssize_t", lng);
+	sz = btf__add_typedef(btf, "size_t", ulng);
+	cache = btf__add_struct(btf, "cachefiles_cache", 8);
+	cachep = btf__add_ptr(btf, cache);
+	user = btf__add_type_tag(btf, "user", chr);
+	ubuf = btf__add_ptr(btf, user);
+	iter = btf__add_struct(btf, "iov_iter", 40);
+	iterp = btf__add_ptr(btf, iter);
+	proto = btf__add_func_proto(btf, ssz);
+	assert_true(chr > 0 && ssz > 0 && sz > 0 && cachep > 0 && ubuf > 0 && iterp > 0 &&
+		    proto > 0);
+	assert_int_equal(btf__add_func_param(btf, "cache", cachep), 0);
+	if (read_iter) {
+		assert_int_equal(btf__add_func_param(btf, "iter", iterp), 0);
+	} else {
+		assert_int_equal(btf__add_func_param(btf, "_buffer", ubuf), 0);
+		assert_int_equal(btf__add_func_param(btf, "buflen", sz), 0);
+	}
+	assert_true(btf__add_func(btf, "cachefiles_ondemand_daemon_read", BTF_FUNC_GLOBAL, proto) >
+		    0);
+	return btf;
+}
+
+static void daemon_read_hook_only_for_its_prototype(void **state)
+{
+	struct btf *btf, *empty;
+	char why[200] = "";
+
+	/* 5.19 to 6.12+: ssize_t (struct cachefiles_cache *, char __user *, size_t) */
+	btf = daemon_read_btf(false);
+	assert_int_equal(cachefiles_daemon_read_proto_check(btf, why, sizeof(why)), 0);
+	btf__free(btf);
+	/* the read_iter series: (struct cachefiles_cache *, struct iov_iter *) */
+	btf = daemon_read_btf(true);
+	assert_int_equal(cachefiles_daemon_read_proto_check(btf, why, sizeof(why)), -EINVAL);
+	assert_non_null(strstr(why, "2 parameters"));
+	btf__free(btf);
+	empty = btf__new_empty();
+	assert_int_equal(cachefiles_daemon_read_proto_check(empty, why, sizeof(why)), -ENOENT);
+	btf__free(empty);
+}
+
+/* cachefiles_prepare_ondemand_read: enum netfs_io_source (a 1-byte enum,
+ * __mode(byte)) (cres, start, *len, i_size, *flags, ino) */
+static void prepare_read_hook_only_for_its_prototype(void **state)
+{
+	for (int variant = 0; variant < 3; variant++) {
+		struct btf *btf = btf__new_empty();
+		int src, ptr, l, proto;
+		char why[200] = "";
+
+		assert_non_null(btf);
+		src = btf__add_enum(btf, "netfs_io_source", variant == 2 ? 8 : 1);
+		assert_true(src > 0);
+		assert_int_equal(btf__add_enum_value(btf, "NETFS_READ_FROM_CACHE", 3), 0);
+		l = btf__add_int(btf, "long long", 8, BTF_INT_SIGNED);
+		ptr = btf__add_ptr(btf, l);
+		proto = btf__add_func_proto(btf, src);
+		assert_true(l > 0 && ptr > 0 && proto > 0);
+		/* variant 1: five parameters (another kernel's prototype) */
+		for (int i = 0; i < (variant == 1 ? 5 : 6); i++)
+			assert_int_equal(btf__add_func_param(btf, "a", i % 2 ? l : ptr), 0);
+		assert_true(btf__add_func(btf, "cachefiles_prepare_ondemand_read", BTF_FUNC_STATIC,
+					  proto) > 0);
+		assert_int_equal(cachefiles_prepare_read_proto_check(btf, why, sizeof(why)),
+				 variant ? -EINVAL : 0);
+		btf__free(btf);
+	}
+}
+
 static void bpf_probe_on_this_host(void **state)
 {
 	char why[256] = "";
@@ -210,9 +330,12 @@ int main(void)
 	    cmocka_unit_test(quantile_reads_the_bucket_holding_the_rank),
 	    cmocka_unit_test(slow_record_decodes_with_wall_time),
 	    cmocka_unit_test(slow_record_edge_cases),
+	    cmocka_unit_test(daemon_record_decodes),
 	    cmocka_unit_test(volume_names),
 	    cmocka_unit_test(probe_verdict_names_what_is_missing),
 	    cmocka_unit_test(bpf_probe_on_this_host),
+	    cmocka_unit_test(daemon_read_hook_only_for_its_prototype),
+	    cmocka_unit_test(prepare_read_hook_only_for_its_prototype),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -587,7 +587,7 @@ static const struct real {
      /* issue 13: the file and errno of a failed write, the reload retry */
      ", error_file TEXT, write_errno INTEGER, reloaded INTEGER",
      ", decoded TEXT"},
-    {"cachefiles_slow", ""}, /* collectors/cachefiles/cachefiles.c */
+    {"cachefiles_slow", ", kworker INTEGER"}, /* collectors/cachefiles/cachefiles.c */
 };
 
 #define N_REAL (sizeof(real_tables) / sizeof(real_tables[0]))

@@ -19,7 +19,24 @@
  *       --delay erofs,fsa=20 --delay erofs,fsb=150 --stats /run/od.stats
  *
  * SIGTERM/SIGINT: write the per-volume request counts to --stats (or stdout)
- * and exit. SIGUSR1: write the counts and go on.
+ * and exit. SIGUSR1: write the counts and go on. A request is counted when it
+ * is answered (copen sent, READ_COMPLETE done), so that a request re-read
+ * after a failover counts once.
+ *
+ * Failover (--failover, kernel 6.8+): a supervisor process opens
+ * /dev/cachefiles, binds, and runs the daemon proper in a child that inherits
+ * the fd. When the child dies of a signal the supervisor starts another,
+ * which writes "restore" first: the kernel re-queues the requests the dead
+ * one had read but not answered, and reopens the objects whose anonymous
+ * fds died with it (new OPENs, new object ids). --crash VOLUME_KEY=OP:N
+ * (OP open or read; repeatable, one per child in order) makes that child
+ * SIGKILL itself on reading its Nth request of OP for the volume, with the
+ * READs it holds unanswered; the stats then say how many requests the dead
+ * children abandoned, and the pids of the dead and restoring children.
+ *
+ * A hung daemon (--control DIR): while DIR/pause exists the daemon reads no
+ * request and answers no READ; when DIR/hold exists, the next READ read
+ * removes it and creates DIR/pause, so that request is "read, not answered".
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -33,7 +50,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -47,6 +66,9 @@ struct od_volume {
 	unsigned open_delay_ms;
 	unsigned long opens, reads, closes;
 	unsigned long long read_bytes;
+	unsigned nodata_at;    /* --nodata: this READ (1-based) gets no data */
+	unsigned long nodata;  /* READs completed without writing the data */
+	unsigned long n_reads; /* READs read (for nodata_at) */
 };
 
 struct od_object {
@@ -55,15 +77,72 @@ struct od_object {
 	struct od_volume *vol;
 };
 
-static struct od_volume od_volumes[OD_MAX_VOLUMES];
-static unsigned od_n_volumes;
+#define OD_MAX_CRASHES 4
+
+struct od_crash {
+	char key[OD_VOLUME_LEN];
+	unsigned op; /* CACHEFILES_OP_OPEN or _READ */
+	unsigned n;
+};
+
+/* What outlives a daemon child: shared with the supervisor (MAP_SHARED). */
+struct od_shared {
+	struct od_volume volumes[OD_MAX_VOLUMES];
+	unsigned n_volumes;
+	unsigned long errors;
+	unsigned long abandoned; /* requests read by a dead child, unanswered */
+	unsigned long restores;
+	int dead_pids[OD_MAX_CRASHES], restore_pids[OD_MAX_CRASHES];
+	unsigned n_dead;
+};
+
+static struct od_shared *od_sh;
+#define od_volumes   (od_sh->volumes)
+#define od_n_volumes (od_sh->n_volumes)
+#define od_errors    (od_sh->errors)
+
 static struct od_object od_objects[OD_MAX_OBJECTS];
 static int od_image_fd = -1;
 static off_t od_image_size;
 static const char *od_stats_path;
 static volatile sig_atomic_t od_stop, od_dump;
-static unsigned long od_errors;
-static unsigned long od_busy; /* READ workers running */
+static unsigned long od_busy; /* READs read and not answered yet */
+static struct od_crash od_crashes[OD_MAX_CRASHES];
+static unsigned od_n_crashes;
+static const struct od_crash *od_crash_now; /* this child's, or NULL */
+static unsigned od_crash_seen;
+/* Held while answering a READ, and by a child about to crash: a READ is
+ * either answered and counted, or abandoned and counted as such. */
+static pthread_mutex_t od_answer_lock = PTHREAD_MUTEX_INITIALIZER;
+static int od_crashing;
+static const char *od_control; /* --control DIR */
+
+/* Does DIR/name exist? */
+static int od_control_has(const char *name)
+{
+	char path[512];
+
+	if (!od_control)
+		return 0;
+	snprintf(path, sizeof(path), "%s/%s", od_control, name);
+	return access(path, F_OK) == 0;
+}
+
+/* DIR/hold -> DIR/pause: the READ just read is held. */
+static void od_control_hold(void)
+{
+	char hold[512], pause[512];
+	int fd;
+
+	if (!od_control_has("hold"))
+		return;
+	snprintf(hold, sizeof(hold), "%s/hold", od_control);
+	snprintf(pause, sizeof(pause), "%s/pause", od_control);
+	fd = open(pause, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	if (fd >= 0)
+		close(fd);
+	unlink(hold);
+}
 
 static void od_on_signal(int sig)
 {
@@ -110,6 +189,71 @@ static struct od_volume *od_volume_get(const char *key)
 	return v;
 }
 
+/* "--crash KEY=open:N" or "--crash KEY=read:N" */
+static int od_crash_parse(const char *arg)
+{
+	const char *eq = strrchr(arg, '=');
+	struct od_crash *c;
+	char op[8];
+
+	if (!eq || od_n_crashes == OD_MAX_CRASHES || (size_t)(eq - arg) >= sizeof(c->key))
+		return -EINVAL;
+	c = &od_crashes[od_n_crashes];
+	memcpy(c->key, arg, eq - arg);
+	c->key[eq - arg] = 0;
+	if (sscanf(eq + 1, "%7[a-z]:%u", op, &c->n) != 2 || !c->n)
+		return -EINVAL;
+	if (!strcmp(op, "open"))
+		c->op = CACHEFILES_OP_OPEN;
+	else if (!strcmp(op, "read"))
+		c->op = CACHEFILES_OP_READ;
+	else
+		return -EINVAL;
+	od_n_crashes++;
+	return 0;
+}
+
+/*
+ * The child's crash point: its Nth request of op on the volume. Dies by
+ * SIGKILL with every READ it read and has not answered abandoned (and this
+ * request), as a daemon crash leaves them.
+ */
+static void od_crash_check(const char *key, unsigned op)
+{
+	if (!od_crash_now || od_crash_now->op != op || strcmp(od_crash_now->key, key))
+		return;
+	if (++od_crash_seen < od_crash_now->n)
+		return;
+	pthread_mutex_lock(&od_answer_lock);
+	od_crashing = 1;
+	__atomic_add_fetch(&od_sh->abandoned, od_busy + 1, __ATOMIC_SEQ_CST);
+	if (od_sh->n_dead < OD_MAX_CRASHES)
+		od_sh->dead_pids[od_sh->n_dead++] = getpid();
+	fprintf(stderr, "ondemand: pid %d crashing on %s request %u of %s (%lu READs held)\n",
+		getpid(), op == CACHEFILES_OP_OPEN ? "OPEN" : "READ", od_crash_seen, key, od_busy);
+	kill(getpid(), SIGKILL);
+	pause();
+}
+
+/* "--nodata KEY=N": the Nth READ of the volume is completed without data */
+static int od_nodata_parse(const char *arg)
+{
+	char key[OD_VOLUME_LEN];
+	const char *eq = strrchr(arg, '=');
+	struct od_volume *v;
+	unsigned n;
+
+	if (!eq || (size_t)(eq - arg) >= sizeof(key) || sscanf(eq + 1, "%u", &n) != 1 || !n)
+		return -EINVAL;
+	memcpy(key, arg, eq - arg);
+	key[eq - arg] = 0;
+	v = od_volume_get(key);
+	if (!v)
+		return -ENOSPC;
+	v->nodata_at = n;
+	return 0;
+}
+
 /* "--delay KEY=READ_MS[/OPEN_MS]" */
 static int od_delay_parse(const char *arg)
 {
@@ -142,10 +286,22 @@ static void od_stats_write(void)
 	for (i = 0; i < od_n_volumes; i++) {
 		struct od_volume *v = &od_volumes[i];
 
-		fprintf(f, "volume=%s open=%lu read=%lu close=%lu read_bytes=%llu delay_ms=%u\n",
-			v->key, v->opens, v->reads, v->closes, v->read_bytes, v->read_delay_ms);
+		fprintf(f,
+			"volume=%s open=%lu read=%lu close=%lu read_bytes=%llu delay_ms=%u "
+			"nodata=%lu\n",
+			v->key, v->opens, v->reads, v->closes, v->read_bytes, v->read_delay_ms,
+			v->nodata);
 	}
 	fprintf(f, "errors=%lu\n", od_errors);
+	fprintf(f, "abandoned=%lu\n", od_sh->abandoned);
+	fprintf(f, "restores=%lu\n", od_sh->restores);
+	fprintf(f, "dead_pids=");
+	for (i = 0; i < od_sh->n_dead; i++)
+		fprintf(f, "%s%d", i ? "," : "", od_sh->dead_pids[i]);
+	fprintf(f, "\nrestore_pids=");
+	for (i = 0; i < od_sh->restores && i < OD_MAX_CRASHES; i++)
+		fprintf(f, "%s%d", i ? "," : "", od_sh->restore_pids[i]);
+	fprintf(f, "\n");
 	if (f != stdout)
 		fclose(f);
 	else
@@ -185,14 +341,13 @@ static int od_handle_open(int devfd, const struct cachefiles_msg *msg)
 	memcpy(vkey, load->data, n);
 	vkey[n] = 0;
 	v = od_volume_get(vkey);
+	od_crash_check(vkey, CACHEFILES_OP_OPEN);
 	for (i = 0; i < OD_MAX_OBJECTS; i++) {
 		if (od_objects[i].fd < 0) {
 			o = &od_objects[i];
 			break;
 		}
 	}
-	if (v)
-		v->opens++;
 	if (!o) {
 		close(load->fd);
 		snprintf(reply, sizeof(reply), "copen %u,%d", msg->msg_id, -ENFILE);
@@ -204,7 +359,11 @@ static int od_handle_open(int devfd, const struct cachefiles_msg *msg)
 	if (v && v->open_delay_ms)
 		od_sleep_until(&od_req_start, v->open_delay_ms);
 	snprintf(reply, sizeof(reply), "copen %u,%lld", msg->msg_id, (long long)od_image_size);
-	return od_cmd(devfd, reply);
+	if (od_cmd(devfd, reply))
+		return -1;
+	if (v)
+		__atomic_add_fetch(&v->opens, 1, __ATOMIC_RELAXED);
+	return 0;
 }
 
 /*
@@ -225,6 +384,8 @@ struct od_read_job {
 	uint64_t off, len;
 	int fd;
 	unsigned delay_ms;
+	int nodata; /* complete without writing: the reader gets -EIO */
+	struct od_volume *vol;
 };
 
 static void *od_read_worker(void *arg)
@@ -240,7 +401,7 @@ static void *od_read_worker(void *arg)
 	}
 	if (end > (uint64_t)od_image_size)
 		end = od_image_size;
-	while (off < end) {
+	while (off < end && !j->nodata) {
 		size_t chunk = end - off < OD_CHUNK ? end - off : OD_CHUNK;
 		size_t padded = (chunk + OD_BLOCK - 1) & ~(size_t)(OD_BLOCK - 1);
 
@@ -262,11 +423,25 @@ out_complete:
 	free(buf);
 	if (j->delay_ms)
 		od_sleep_until(&j->start, j->delay_ms);
+	while (od_control_has("pause") && !od_stop)
+		usleep(10000);
+	pthread_mutex_lock(&od_answer_lock);
+	if (od_crashing) {
+		/* abandoned: the process is being killed */
+		pthread_mutex_unlock(&od_answer_lock);
+		pause();
+	}
 	if (ioctl(j->fd, CACHEFILES_IOC_READ_COMPLETE, j->msg_id) < 0) {
 		fprintf(stderr, "ondemand: READ_COMPLETE %u: %s\n", j->msg_id, strerror(errno));
 		__atomic_add_fetch(&od_errors, 1, __ATOMIC_RELAXED);
+	} else if (j->vol) {
+		if (j->nodata)
+			__atomic_add_fetch(&j->vol->nodata, 1, __ATOMIC_RELAXED);
+		__atomic_add_fetch(&j->vol->reads, 1, __ATOMIC_RELAXED);
+		__atomic_add_fetch(&j->vol->read_bytes, j->len, __ATOMIC_RELAXED);
 	}
 	__atomic_sub_fetch(&od_busy, 1, __ATOMIC_RELEASE);
+	pthread_mutex_unlock(&od_answer_lock);
 	free(j);
 	return NULL;
 }
@@ -294,11 +469,13 @@ static int od_handle_read(const struct cachefiles_msg *msg)
 	j->off = load->off;
 	j->len = load->len;
 	j->fd = o->fd;
+	j->vol = o->vol;
 	if (o->vol) {
-		o->vol->reads++;
-		o->vol->read_bytes += load->len;
 		j->delay_ms = o->vol->read_delay_ms;
+		j->nodata = ++o->vol->n_reads == o->vol->nodata_at;
+		od_crash_check(o->vol->key, CACHEFILES_OP_READ);
 	}
+	od_control_hold();
 	__atomic_add_fetch(&od_busy, 1, __ATOMIC_ACQUIRE);
 	pthread_attr_init(&attr);
 	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
@@ -318,7 +495,7 @@ static void od_handle_close(const struct cachefiles_msg *msg)
 	if (!o)
 		return;
 	if (o->vol)
-		o->vol->closes++;
+		__atomic_add_fetch(&o->vol->closes, 1, __ATOMIC_RELAXED);
 	/* the kernel sends CLOSE after the object's READs completed, but a
 	 * worker may still be returning: let them finish before closing */
 	while (__atomic_load_n(&od_busy, __ATOMIC_ACQUIRE))
@@ -331,22 +508,131 @@ static void od_usage(FILE *f)
 {
 	fprintf(f, "usage: ondemand_daemon --image FILE [--dir DIR] [--tag TAG]\n"
 		   "       [--delay VOLUME_KEY=READ_MS[/OPEN_MS]]... [--stats FILE]\n"
-		   "       [--ready FILE]\n");
+		   "       [--ready FILE] [--failover [--crash VOLUME_KEY=open|read:N]...]\n"
+		   "       [--control DIR] [--nodata VOLUME_KEY=N]\n");
+}
+
+/* The daemon proper: poll, read one request, answer it, until SIGTERM. */
+static void od_serve(int devfd)
+{
+	char msgbuf[CACHEFILES_MSG_MAX_SIZE];
+	int c;
+
+	while (!od_stop) {
+		struct pollfd pfd = {.fd = devfd, .events = POLLIN};
+		struct cachefiles_msg *msg = (void *)msgbuf;
+		ssize_t n;
+
+		if (od_dump) {
+			od_dump = 0;
+			od_stats_write();
+		}
+		if (od_control_has("pause")) {
+			usleep(20000);
+			continue;
+		}
+		c = poll(&pfd, 1, 200);
+		if (c < 0 && errno != EINTR) {
+			perror("ondemand: poll");
+			break;
+		}
+		if (c <= 0 || od_control_has("pause"))
+			continue; /* paused while in poll(): read nothing */
+		n = read(devfd, msgbuf, sizeof(msgbuf));
+		if (n < 0) {
+			if (errno == EINTR || errno == EAGAIN)
+				continue;
+			perror("ondemand: read");
+			od_errors++;
+			continue;
+		}
+		if (n == 0 || (size_t)n < sizeof(*msg))
+			continue;
+		clock_gettime(CLOCK_MONOTONIC, &od_req_start);
+		switch (msg->opcode) {
+		case CACHEFILES_OP_OPEN:
+			od_handle_open(devfd, msg);
+			break;
+		case CACHEFILES_OP_READ:
+			od_handle_read(msg);
+			break;
+		case CACHEFILES_OP_CLOSE:
+			od_handle_close(msg);
+			break;
+		default:
+			fprintf(stderr, "ondemand: unknown opcode %u\n", msg->opcode);
+			od_errors++;
+		}
+	}
+	while (__atomic_load_n(&od_busy, __ATOMIC_ACQUIRE))
+		usleep(1000);
+}
+
+/*
+ * Supervisor: children serve devfd in turn. A child killed by a signal is
+ * replaced by one that writes "restore" first; SIGTERM is passed on to the
+ * child, and ends the supervisor when the child has exited.
+ */
+static int od_supervise(int devfd)
+{
+	for (unsigned gen = 0;; gen++) {
+		pid_t pid = fork();
+		int status;
+
+		if (pid < 0) {
+			perror("ondemand: fork");
+			return 1;
+		}
+		if (pid == 0) {
+			od_crash_now = gen < od_n_crashes ? &od_crashes[gen] : NULL;
+			if (gen) {
+				if (od_cmd(devfd, "restore"))
+					_exit(1);
+				if (od_sh->restores < OD_MAX_CRASHES)
+					od_sh->restore_pids[od_sh->restores] = getpid();
+				od_sh->restores++;
+				fprintf(stderr, "ondemand: pid %d restored\n", getpid());
+			}
+			od_serve(devfd);
+			_exit(0);
+		}
+		while (waitpid(pid, &status, 0) < 0) {
+			if (errno != EINTR)
+				return 1;
+			if (od_stop)
+				kill(pid, SIGTERM);
+		}
+		if (WIFSIGNALED(status) && !od_stop) {
+			fprintf(stderr, "ondemand: child %d died of signal %d: failover\n", pid,
+				WTERMSIG(status));
+			continue;
+		}
+		return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
+	}
 }
 
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
-	    {"image", required_argument, NULL, 'i'}, {"dir", required_argument, NULL, 'd'},
-	    {"tag", required_argument, NULL, 't'},   {"delay", required_argument, NULL, 'D'},
-	    {"stats", required_argument, NULL, 's'}, {"ready", required_argument, NULL, 'r'},
-	    {"help", no_argument, NULL, 'h'},	     {0},
+	    {"image", required_argument, NULL, 'i'},   {"dir", required_argument, NULL, 'd'},
+	    {"tag", required_argument, NULL, 't'},     {"delay", required_argument, NULL, 'D'},
+	    {"stats", required_argument, NULL, 's'},   {"ready", required_argument, NULL, 'r'},
+	    {"failover", no_argument, NULL, 'F'},      {"crash", required_argument, NULL, 'C'},
+	    {"control", required_argument, NULL, 'c'}, {"nodata", required_argument, NULL, 'N'},
+	    {"help", no_argument, NULL, 'h'},	       {0},
 	};
 	const char *image = NULL, *dir = "/var/cache/fscache", *tag = "sysobs", *ready = NULL;
-	char cmd[512], msgbuf[CACHEFILES_MSG_MAX_SIZE];
+	char cmd[512];
 	struct sigaction sa = {.sa_handler = od_on_signal};
 	struct stat st;
-	int devfd, c, i;
+	int devfd, c, i, failover = 0, rc = 0;
+
+	od_sh =
+	    mmap(NULL, sizeof(*od_sh), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (od_sh == MAP_FAILED) {
+		perror("ondemand: mmap");
+		return 1;
+	}
 
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		switch (c) {
@@ -368,6 +654,24 @@ int main(int argc, char **argv)
 		case 'D':
 			if (od_delay_parse(optarg)) {
 				fprintf(stderr, "ondemand: bad --delay '%s'\n", optarg);
+				return 2;
+			}
+			break;
+		case 'F':
+			failover = 1;
+			break;
+		case 'c':
+			od_control = optarg;
+			break;
+		case 'N':
+			if (od_nodata_parse(optarg)) {
+				fprintf(stderr, "ondemand: bad --nodata '%s'\n", optarg);
+				return 2;
+			}
+			break;
+		case 'C':
+			if (od_crash_parse(optarg)) {
+				fprintf(stderr, "ondemand: bad --crash '%s'\n", optarg);
 				return 2;
 			}
 			break;
@@ -415,52 +719,12 @@ int main(int argc, char **argv)
 			close(fd);
 	}
 
-	while (!od_stop) {
-		struct pollfd pfd = {.fd = devfd, .events = POLLIN};
-		struct cachefiles_msg *msg = (void *)msgbuf;
-		ssize_t n;
-
-		if (od_dump) {
-			od_dump = 0;
-			od_stats_write();
-		}
-		c = poll(&pfd, 1, 200);
-		if (c < 0 && errno != EINTR) {
-			perror("ondemand: poll");
-			break;
-		}
-		if (c <= 0)
-			continue;
-		n = read(devfd, msgbuf, sizeof(msgbuf));
-		if (n < 0) {
-			if (errno == EINTR || errno == EAGAIN)
-				continue;
-			perror("ondemand: read");
-			od_errors++;
-			continue;
-		}
-		if (n == 0 || (size_t)n < sizeof(*msg))
-			continue;
-		clock_gettime(CLOCK_MONOTONIC, &od_req_start);
-		switch (msg->opcode) {
-		case CACHEFILES_OP_OPEN:
-			od_handle_open(devfd, msg);
-			break;
-		case CACHEFILES_OP_READ:
-			od_handle_read(msg);
-			break;
-		case CACHEFILES_OP_CLOSE:
-			od_handle_close(msg);
-			break;
-		default:
-			fprintf(stderr, "ondemand: unknown opcode %u\n", msg->opcode);
-			od_errors++;
-		}
-	}
-	while (__atomic_load_n(&od_busy, __ATOMIC_ACQUIRE))
-		usleep(1000);
+	if (failover)
+		rc = od_supervise(devfd);
+	else
+		od_serve(devfd);
 	od_stats_write();
 	/* Keep devfd open until here: closing it unbinds the cache. */
 	close(devfd);
-	return 0;
+	return rc;
 }

@@ -8,12 +8,14 @@
 # Parameters come from /etc/vm-test.conf (written by the host script).
 set -u
 . /etc/vm-test.conf	# WARM_FSID FAST_FSID FAST_MS SLOW_FSID SLOW_MS SLOW_THRESHOLD READ_AHEAD_KB READERS
+			# FAIL_FSID FAIL_MS FAIL_CRASH_READ HUNG_FSID HUNG_S NODATA_FSID
+			# REMOUNT_FSID REMOUNTS
 
 . /tests/lib.sh
 # busybox-static wget crashed here (static NSS); curl comes with its libraries
 get() { curl -sS --max-time 10 -o "$2" "http://127.0.0.1:9559$1"; }
 
-mkdir -p /var/cache/fscache /mnt/warm /mnt/fast /mnt/slow
+mkdir -p /var/cache/fscache /mnt/warm /mnt/fast /mnt/slow /mnt/fail /mnt/hung /mnt/nodata /mnt/remount /run/od
 mount -t ext4 /dev/vda /var/cache/fscache || {
 	say "FAIL cannot mount the cache disk /dev/vda"
 	exit 1
@@ -22,6 +24,14 @@ mount -t ext4 /dev/vda /var/cache/fscache || {
 	say "FAIL no /dev/cachefiles"
 	exit 1
 }
+
+# The BPF object against edited copies of this kernel's BTF (older layouts,
+# a changed daemon_read prototype): each variant must load. Before the agent,
+# so that the loads do not overlap its own.
+cachefiles_core_check --dir /tmp >/tmp/core.txt 2>/tmp/core.log
+say "core check exit $?"
+section core /tmp/core.txt
+section core_log /tmp/core.log
 
 cat >/etc/sysobsd.ini <<EOF
 [http]
@@ -48,9 +58,14 @@ done
 get /api/v1/collectors /tmp/collectors.json
 section collectors /tmp/collectors.json
 
+# --failover: a supervisor holds /dev/cachefiles; on the fail volume the first
+# daemon dies reading its OPEN, the second (after "restore") dies reading its
+# FAIL_CRASH_READth READ with READs held, and the third restores and serves.
 ondemand_daemon --image /data/fs.img --dir /var/cache/fscache --tag sysobs \
 	--delay "erofs,$FAST_FSID=$FAST_MS/$FAST_MS" --delay "erofs,$SLOW_FSID=$SLOW_MS/$SLOW_MS" \
-	--stats /run/ondemand.stats --ready /run/ondemand.ready 2>/tmp/ondemand.log &
+	--delay "erofs,$FAIL_FSID=$FAIL_MS/0" --failover \
+	--crash "erofs,$FAIL_FSID=open:1" --crash "erofs,$FAIL_FSID=read:$FAIL_CRASH_READ" \
+	--nodata "erofs,$NODATA_FSID=3" --control /run/od --stats /run/ondemand.stats --ready /run/ondemand.ready 2>/tmp/ondemand.log &
 daemon=$!
 i=0
 while [ ! -e /run/ondemand.ready ] && [ $i -lt 100 ]; do
@@ -66,11 +81,12 @@ done
 # warm: a first pass without delay, so that TCG has translated the kernel's
 # cold paths (first OPEN, first READ) before the measured volumes run.
 rc=0
-for which in warm fast slow; do
+for which in warm fast slow fail; do
 	case $which in
 	warm) fsid=$WARM_FSID ;;
 	fast) fsid=$FAST_FSID ;;
 	slow) fsid=$SLOW_FSID ;;
+	fail) fsid=$FAIL_FSID ;;
 	esac
 	if ! mount -t erofs none -o "fsid=$fsid" /mnt/$which; then
 		say "FAIL mount -t erofs -o fsid=$fsid"
@@ -123,6 +139,77 @@ else
 	rc=1
 fi
 
+# A hung daemon: it holds one READ (read, not answered) and reads nothing
+# more for HUNG_S seconds while a second reader waits (not read); then it
+# reads nothing while the volume is unmounted (the CLOSE waits unread).
+waitfile() { # waitfile PATH: up to 10 s
+	i=0
+	while [ ! -e "$1" ] && [ $i -lt 100 ]; do
+		sleep 0.1
+		i=$((i + 1))
+	done
+	[ -e "$1" ]
+}
+if mount -t erofs none -o "fsid=$HUNG_FSID" /mnt/hung; then
+	touch /run/od/hold
+	(cd /mnt/hung && md5sum part1.bin >/tmp/hung1) &
+	r1=$!
+	waitfile /run/od/pause || say "FAIL the daemon held no READ"
+	(cd /mnt/hung && md5sum part2.bin >/tmp/hung2) &
+	r2=$!
+	sleep "$HUNG_S"
+	get /metrics /tmp/hung-read.txt
+	rm -f /run/od/pause
+	wait $r1 $r2
+	cat /tmp/hung1 /tmp/hung2 >/tmp/md5-hung
+	if grep -q "$(cat /tmp/md5-hung | head -n1)" /data/md5sums &&
+		grep -q "$(tail -n1 /tmp/md5-hung)" /data/md5sums; then
+		say "OK content hung"
+	else
+		say "FAIL content hung differs"
+		rc=1
+	fi
+	touch /run/od/pause
+	umount /mnt/hung &
+	u=$!
+	sleep "$HUNG_S"
+	get /metrics /tmp/hung-close.txt
+	rm -f /run/od/pause
+	wait $u
+	say "OK unmount of $HUNG_FSID after a hung CLOSE"
+else
+	say "FAIL mount -t erofs -o fsid=$HUNG_FSID"
+	rc=1
+fi
+# The daemon completes the third READ of this volume without writing the
+# data: that read fails with EIO in EROFS (a later retry of the page may
+# succeed); the agent must count an error, not ok.
+if mount -t erofs none -o "fsid=$NODATA_FSID" /mnt/nodata; then
+	md5sum /mnt/nodata/part3.bin >/dev/null 2>/tmp/nodata.err
+	say "nodata read exit $?: $(cat /tmp/nodata.err)"
+	umount /mnt/nodata
+else
+	say "FAIL mount -t erofs -o fsid=$NODATA_FSID"
+	rc=1
+fi
+
+# Remounts: each mount of the same fsid is a new fscache volume (a new
+# debug_id); the agent must keep one label and room in its kernel maps.
+start=$(date +%s)
+i=0
+while [ $i -lt "$REMOUNTS" ]; do
+	mount -t erofs none -o "fsid=$REMOUNT_FSID" /mnt/remount || break
+	cat /mnt/remount/small.txt >/dev/null
+	umount /mnt/remount || break
+	i=$((i + 1))
+done
+say "remounts $i of $REMOUNTS in $(($(date +%s) - start)) s"
+
+grep '^sysobs_cachefiles_inflight' /tmp/hung-read.txt >/tmp/hung-read-cf.txt
+grep '^sysobs_cachefiles_inflight' /tmp/hung-close.txt >/tmp/hung-close-cf.txt
+section hung_read /tmp/hung-read-cf.txt
+section hung_close /tmp/hung-close-cf.txt
+
 kill -TERM $daemon
 wait $daemon
 # The last counts reach /metrics at a collect (interval 500 ms) that TCG on a
@@ -140,6 +227,7 @@ sleep 1
 say "requests counted after $POLL_MS ms: $(counted) of $want"
 grep '^sysobs_cachefiles_\|^sysobs_collector_up' /tmp/metrics.txt >/tmp/metrics-cf.txt
 get '/api/v1/cachefiles/slow?limit=1000' /tmp/slow.json
+get '/api/v1/cachefiles/daemon?limit=100' /tmp/daemon.json
 get '/api/v1/cachefiles/slow?limit=5&op=open' /tmp/slow-open.json
 get '/api/v1/events?collector=cachefiles&limit=3' /tmp/events.json
 get '/api/v1/cachefiles/slow?limit=5' /tmp/page1.json
@@ -149,6 +237,7 @@ section ondemand_stats /run/ondemand.stats
 section ondemand_log /tmp/ondemand.log
 section metrics /tmp/metrics-cf.txt
 section slow /tmp/slow.json
+section daemon /tmp/daemon.json
 section slow_open /tmp/slow-open.json
 section events /tmp/events.json
 section page1 /tmp/page1.json
