@@ -189,7 +189,7 @@ out_err:
 static int store_migrate_core(struct store *s, char *err, size_t errlen)
 {
 	size_t known = 0;
-	int64_t ver;
+	int64_t ver = 0;
 	char what[96];
 	int rc;
 
@@ -489,7 +489,7 @@ static int store_load_known(struct store *s, char *err, size_t errlen)
 	s->next_id = floor + 1;
 	for (size_t i = 0; i < s->n_known; i++) {
 		char sql[128];
-		int64_t max;
+		int64_t max = 0;
 
 		snprintf(sql, sizeof(sql), "SELECT max(id) FROM \"%s\"", s->known[i].name);
 		rc = store_query_int(s->db, sql, &max);
