@@ -359,17 +359,31 @@ static int store_check_path(const char *path, char *err, size_t errlen)
 	return ret;
 }
 
-/* PRAGMA quick_check must say "ok"; a file that is not a database fails
- * already at prepare/step with SQLITE_NOTADB. */
-static int store_check_integrity(struct store *s, char *err, size_t errlen)
+static int store_check_deadline(void *arg)
 {
+	return store_mono_ns() >= *(const int64_t *)arg;
+}
+
+/* PRAGMA quick_check must say "ok"; a file that is not a database fails
+ * already at prepare/step with SQLITE_NOTADB. With budget_ms, a check that
+ * takes longer is interrupted: -EINPROGRESS (nothing wrong found so far). */
+static int store_check_integrity(struct store *s, unsigned budget_ms, char *err, size_t errlen)
+{
+	int64_t deadline = store_mono_ns() + (int64_t)budget_ms * 1000000;
 	sqlite3_stmt *st;
 	int rc;
 
 	rc = sqlite3_prepare_v2(s->db, "PRAGMA quick_check(1)", -1, &st, NULL);
 	if (rc != SQLITE_OK)
 		goto out_err;
+	if (budget_ms)
+		sqlite3_progress_handler(s->db, 1000, store_check_deadline, &deadline);
 	rc = sqlite3_step(st);
+	sqlite3_progress_handler(s->db, 0, NULL, NULL);
+	if ((rc & 0xff) == SQLITE_INTERRUPT) {
+		sqlite3_finalize(st);
+		return -EINPROGRESS;
+	}
 	if (rc != SQLITE_ROW) {
 		sqlite3_finalize(st);
 		goto out_err;
@@ -392,6 +406,92 @@ out_err:
 		       "automatically)"
 		     : "");
 	return -EUCLEAN;
+}
+
+/* The rest of the check, on its own connection (a WAL reader: the writer
+ * goes on meanwhile). */
+static void *store_ic_main(void *arg)
+{
+	struct store *s = arg;
+	int64_t t0 = store_mono_ns();
+	sqlite3_stmt *st = NULL;
+	int rc;
+
+	rc = sqlite3_prepare_v2(s->ic_db, "PRAGMA quick_check(1)", -1, &st, NULL);
+	if (rc == SQLITE_OK)
+		rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW && !strcmp((const char *)sqlite3_column_text(st, 0), "ok")) {
+		store_log(s, NULL, 0, STORE_LOG_INFO, "background quick_check: ok (%.1f s)",
+			  (store_mono_ns() - t0) / 1e9);
+	} else if ((rc & 0xff) == SQLITE_INTERRUPT) {
+		store_log(s, NULL, 0, STORE_LOG_INFO,
+			  "background quick_check interrupted by the stop (%.1f s)",
+			  (store_mono_ns() - t0) / 1e9);
+	} else {
+		store_count_error(s, STORE_OP_INTEGRITY);
+		store_log(s, NULL, 0, STORE_LOG_ERR,
+			  "database is corrupt (quick_check: %s); stop sysobsd and move it aside",
+			  rc == SQLITE_ROW ? (const char *)sqlite3_column_text(st, 0)
+					   : sqlite3_errmsg(s->ic_db));
+	}
+	sqlite3_finalize(st);
+	return NULL;
+}
+
+static void store_ic_start(struct store *s)
+{
+	if (!s->ic_pending)
+		return;
+	if (sqlite3_open_v2(s->path, &s->ic_db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX,
+			    NULL) != SQLITE_OK ||
+	    pthread_create(&s->ic_thread, NULL, store_ic_main, s) != 0) {
+		store_log(s, NULL, 0, STORE_LOG_WARN, "no background quick_check: %s",
+			  s->ic_db ? sqlite3_errmsg(s->ic_db) : "out of memory");
+		sqlite3_close(s->ic_db);
+		s->ic_db = NULL;
+		return;
+	}
+	s->ic_started = true;
+}
+
+static void store_ic_stop(struct store *s)
+{
+	if (!s->ic_started)
+		return;
+	sqlite3_interrupt(s->ic_db);
+	pthread_join(s->ic_thread, NULL);
+	sqlite3_close(s->ic_db);
+	s->ic_db = NULL;
+	s->ic_started = false;
+}
+
+/* The writer connection's busy handler: busy_timeout_ms, as
+ * sqlite3_busy_timeout() would wait, but never past the stop deadline, so
+ * another process holding the lock cannot hold up a SIGTERM. */
+static int store_busy(void *arg, int n)
+{
+	struct store *s = arg;
+	int64_t now = store_mono_ns();
+	int64_t stop = __atomic_load_n(&s->stop_deadline, __ATOMIC_RELAXED);
+
+	if (n == 0)
+		s->busy_since = now;
+	if (now - s->busy_since >= (int64_t)s->cfg.busy_timeout_ms * 1000000 ||
+	    (stop && now >= stop))
+		return 0;
+	usleep(n < 4 ? 1000u << n : 20000u);
+	return 1;
+}
+
+/* A WAL file left beside the database: the last stop was not clean (SQLite
+ * removes it when the last connection closes). */
+static bool store_unclean_stop(const char *path)
+{
+	char wal[4096];
+	struct stat st;
+
+	snprintf(wal, sizeof(wal), "%s-wal", path);
+	return stat(wal, &st) == 0;
 }
 
 static int store_pragmas(struct store *s, bool fresh, char *err, size_t errlen)
@@ -678,7 +778,7 @@ struct store *store_open(const struct store_config *cfg, const struct event_tabl
 	static pthread_once_t once = PTHREAD_ONCE_INIT;
 	struct store *s;
 	int64_t n_objects = 0, ver = 0;
-	bool fresh;
+	bool fresh, unclean;
 	int rc;
 
 	pthread_once(&once, store_sqlite_config);
@@ -724,6 +824,7 @@ struct store *store_open(const struct store_config *cfg, const struct event_tabl
 		goto out_free;
 	}
 
+	unclean = store_unclean_stop(s->path);
 	rc =
 	    sqlite3_open_v2(s->path, &s->db,
 			    SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL);
@@ -736,10 +837,19 @@ struct store *store_open(const struct store_config *cfg, const struct event_tabl
 		snprintf(err, errlen, "%s: opened read-only; the agent needs to write it", s->path);
 		goto out_free;
 	}
-	sqlite3_busy_timeout(s->db, (int)s->cfg.busy_timeout_ms);
+	sqlite3_busy_handler(s->db, store_busy, s);
 	sqlite3_extended_result_codes(s->db, 1);
-	if (store_check_integrity(s, err, errlen))
+	rc = store_check_integrity(s, STORE_OPEN_CHECK_MS, err, errlen);
+	if (rc == -EINPROGRESS) {
+		s->ic_pending = unclean;
+		store_log(s, NULL, 0, STORE_LOG_INFO,
+			  "quick_check did not finish in %u ms; %s", STORE_OPEN_CHECK_MS,
+			  unclean ? "the last stop was unclean: checking the whole file in the "
+				    "background"
+				  : "the last stop was clean: not checking further");
+	} else if (rc) {
 		goto out_free;
+	}
 	if (store_query_int(s->db, "SELECT count(*) FROM sqlite_master", &n_objects) != SQLITE_OK ||
 	    store_query_int(s->db, "PRAGMA user_version", &ver) != SQLITE_OK) {
 		snprintf(err, errlen, "%s: %s", s->path, sqlite3_errmsg(s->db));
@@ -880,6 +990,7 @@ int store_start(struct store *s)
 		return -rc;
 	}
 	s->started = true;
+	store_ic_start(s);
 	return 0;
 }
 
@@ -935,6 +1046,9 @@ void store_close(struct store *s)
 {
 	if (!s)
 		return;
+	__atomic_store_n(&s->stop_deadline, store_mono_ns() + (int64_t)STORE_STOP_MS * 1000000,
+			 __ATOMIC_RELAXED);
+	store_ic_stop(s);
 	if (s->started) {
 		pthread_mutex_lock(&s->mu);
 		s->stop = true;
@@ -952,7 +1066,12 @@ void store_close(struct store *s)
 				break;
 			s->tail += n;
 		}
+		if (s->head != s->tail)
+			store_log(s, NULL, 0, STORE_LOG_ERR,
+				  "closing with %" PRIu64 " rows not written (writes failing)",
+				  s->head - s->tail);
 	}
+	s->rows_lost_close = s->head - s->tail;
 	/* Readers first: a TRUNCATE checkpoint needs no reader in the WAL. */
 	for (size_t i = 0; i < s->n_readers; i++)
 		sqlite3_close(s->readers[i]);
@@ -997,6 +1116,7 @@ void store_get_stats(struct store *s, struct store_stats *out)
 {
 	pthread_mutex_lock(&s->mu);
 	out->rows_dropped_full = s->dropped_full;
+	out->rows_lost_close = s->rows_lost_close;
 	out->queue_depth = (size_t)(s->head - s->tail);
 	pthread_mutex_unlock(&s->mu);
 	out->rows_written = store_stat_get(&s->rows_written);
@@ -1014,7 +1134,7 @@ void store_get_stats(struct store *s, struct store_stats *out)
 }
 
 static const char *const store_err_op_names[STORE_OP_MAX] = {
-    "commit", "insert", "retention", "snapshot", "checkpoint",
+    "commit", "insert", "retention", "snapshot", "checkpoint", "integrity",
 };
 
 const char *store_error_op_name(int op)

@@ -32,6 +32,8 @@
 #define STORE_BACKOFF_MIN_MS	 50
 #define STORE_BACKOFF_MAX_MS	 2000
 #define STORE_STOP_RETRIES	 3 /* commit attempts left at close when stuck */
+#define STORE_STOP_MS		 1500 /* store_close() gives up on locks after this */
+#define STORE_OPEN_CHECK_MS	 100  /* quick_check budget at open */
 #define STORE_READER_WAIT_MS	 2000
 #define STORE_JOURNAL_LIMIT	 (64 * 1024 * 1024)
 #define STORE_SLOT_HDR		 24
@@ -69,6 +71,7 @@ enum store_err_op {
 	STORE_OP_RETENTION,
 	STORE_OP_SNAPSHOT,
 	STORE_OP_CHECKPOINT,
+	STORE_OP_INTEGRITY,
 	STORE_OP_MAX,
 };
 
@@ -125,6 +128,11 @@ struct store {
 	 * gap; rows of a rolled-back batch keep their ids for the retry. */
 	int64_t next_id;
 
+	/* Set by store_close(): from then on the writer connection's busy
+	 * handler gives up at this time (mono ns), whoever holds the lock. */
+	int64_t stop_deadline;
+	int64_t busy_since; /* writer connection: first busy call of this wait */
+
 	/* Writer state (writer thread only once started). */
 	int64_t batch_deadline;
 	int64_t retry_at;
@@ -136,6 +144,7 @@ struct store {
 
 	/* Statistics (atomics). */
 	uint64_t rows_written, batches, write_errors, rows_dropped_error;
+	uint64_t rows_lost_close;
 	uint64_t rows_deleted_age, rows_deleted_size;
 	uint64_t errors_op[STORE_OP_MAX];
 	uint64_t db_bytes;
@@ -159,6 +168,13 @@ struct store {
 	pthread_mutex_t ck_mu;
 	pthread_cond_t ck_cv;
 	bool ck_pending, ck_stop, ck_started;
+
+	/* Background quick_check after an unclean stop, when the bounded check
+	 * at open did not get through the file: own read-only connection,
+	 * interrupted by store_close(). */
+	bool ic_pending, ic_started;
+	sqlite3 *ic_db;
+	pthread_t ic_thread;
 };
 
 int64_t store_mono_ns(void);

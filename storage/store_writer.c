@@ -260,6 +260,11 @@ static int store_write_sample(struct store *s, struct store_slot *slot)
 
 /* ---- writer thread ---- */
 
+static bool now_past(int64_t deadline)
+{
+	return deadline && store_mono_ns() >= deadline;
+}
+
 static int64_t store_min(int64_t a, int64_t b)
 {
 	return a < b ? a : b;
@@ -300,6 +305,7 @@ void *store_writer_main(void *arg)
 {
 	struct store *s = arg;
 	unsigned stop_retries = STORE_STOP_RETRIES;
+	int last_rc = SQLITE_OK;
 
 	pthread_mutex_lock(&s->mu);
 	for (;;) {
@@ -315,7 +321,7 @@ void *store_writer_main(void *arg)
 			continue;
 		}
 		depth = s->head - s->tail;
-		if (s->stop && (depth == 0 || stop_retries == 0))
+		if (s->stop && (depth == 0 || stop_retries == 0 || now >= s->stop_deadline))
 			break;
 		if (s->retry_at > now && !s->stop) {
 			struct timespec ts;
@@ -355,6 +361,7 @@ void *store_writer_main(void *arg)
 			pthread_cond_broadcast(&s->cv_done);
 			continue;
 		}
+		last_rc = rc;
 		store_stat_add(&s->write_errors, 1);
 		store_count_error(s, STORE_OP_COMMIT);
 		s->backoff_ms = s->backoff_ms ? s->backoff_ms * 2 : STORE_BACKOFF_MIN_MS;
@@ -379,8 +386,9 @@ void *store_writer_main(void *arg)
 	}
 	if (s->head != s->tail)
 		store_log(s, NULL, 0, STORE_LOG_ERR,
-			  "closing with %" PRIu64 " rows not written (writes failing)",
-			  s->head - s->tail);
+			  "closing with %" PRIu64 " rows not written (%s%s)", s->head - s->tail,
+			  sqlite3_errstr(last_rc),
+			  now_past(s->stop_deadline) ? ", at the stop deadline" : "");
 	s->writer_done = true;
 	pthread_cond_broadcast(&s->cv_done);
 	pthread_mutex_unlock(&s->mu);
