@@ -359,30 +359,22 @@ static int store_check_path(const char *path, char *err, size_t errlen)
 	return ret;
 }
 
-static int store_check_deadline(void *arg)
-{
-	return store_mono_ns() >= *(const int64_t *)arg;
-}
-
 /* PRAGMA quick_check must say "ok"; a file that is not a database fails
- * already at prepare/step with SQLITE_NOTADB. With budget_ms, a check that
- * takes longer is interrupted: -EINPROGRESS (nothing wrong found so far). */
-static int store_check_integrity(struct store *s, unsigned budget_ms, char *err, size_t errlen)
+ * already at prepare/step with SQLITE_NOTADB. -EINTR when interrupted
+ * (sqlite3_interrupt() from another thread), -EUCLEAN with err set when
+ * the file is not a sound database. */
+static int store_check_integrity(sqlite3 *db, const char *path, char *err, size_t errlen)
 {
-	int64_t deadline = store_mono_ns() + (int64_t)budget_ms * 1000000;
 	sqlite3_stmt *st;
 	int rc;
 
-	rc = sqlite3_prepare_v2(s->db, "PRAGMA quick_check(1)", -1, &st, NULL);
+	rc = sqlite3_prepare_v2(db, "PRAGMA quick_check(1)", -1, &st, NULL);
 	if (rc != SQLITE_OK)
 		goto out_err;
-	if (budget_ms)
-		sqlite3_progress_handler(s->db, 1000, store_check_deadline, &deadline);
 	rc = sqlite3_step(st);
-	sqlite3_progress_handler(s->db, 0, NULL, NULL);
 	if ((rc & 0xff) == SQLITE_INTERRUPT) {
 		sqlite3_finalize(st);
-		return -EINPROGRESS;
+		return -EINTR;
 	}
 	if (rc != SQLITE_ROW) {
 		sqlite3_finalize(st);
@@ -392,7 +384,7 @@ static int store_check_integrity(struct store *s, unsigned budget_ms, char *err,
 		snprintf(err, errlen,
 			 "%s: database is corrupt (quick_check: %s); move it aside, it is not "
 			 "re-created automatically",
-			 s->path, sqlite3_column_text(st, 0));
+			 path, sqlite3_column_text(st, 0));
 		sqlite3_finalize(st);
 		return -EUCLEAN;
 	}
@@ -400,7 +392,7 @@ static int store_check_integrity(struct store *s, unsigned budget_ms, char *err,
 	return 0;
 
 out_err:
-	snprintf(err, errlen, "%s: %s%s", s->path, sqlite3_errmsg(s->db),
+	snprintf(err, errlen, "%s: %s%s", path, sqlite3_errmsg(db),
 		 (rc & 0xff) == SQLITE_NOTADB || (rc & 0xff) == SQLITE_CORRUPT
 		     ? " (not a sysobs database, or corrupt; it is not re-created "
 		       "automatically)"
@@ -408,50 +400,39 @@ out_err:
 	return -EUCLEAN;
 }
 
-/* The rest of the check, on its own connection (a WAL reader: the writer
- * goes on meanwhile). */
+/* The quick_check thread, on its own read-only connection (a WAL reader:
+ * the writer goes on meanwhile). store_open() waits STORE_OPEN_CHECK_MS for
+ * it; past that, it either goes on in the background (ic_bg: it logs and
+ * counts what it finds) or is interrupted. */
 static void *store_ic_main(void *arg)
 {
 	struct store *s = arg;
 	int64_t t0 = store_mono_ns();
-	sqlite3_stmt *st = NULL;
+	char err[512];
+	bool bg;
 	int rc;
 
-	rc = sqlite3_prepare_v2(s->ic_db, "PRAGMA quick_check(1)", -1, &st, NULL);
-	if (rc == SQLITE_OK)
-		rc = sqlite3_step(st);
-	if (rc == SQLITE_ROW && !strcmp((const char *)sqlite3_column_text(st, 0), "ok")) {
+	rc = store_check_integrity(s->ic_db, s->path, err, sizeof(err));
+	pthread_mutex_lock(&s->ic_mu);
+	s->ic_rc = rc;
+	snprintf(s->ic_err, sizeof(s->ic_err), "%s", rc ? err : "");
+	s->ic_done = true;
+	bg = s->ic_bg;
+	pthread_mutex_unlock(&s->ic_mu);
+	if (!bg)
+		return NULL;
+	if (rc == 0) {
 		store_log(s, NULL, 0, STORE_LOG_INFO, "background quick_check: ok (%.1f s)",
 			  (store_mono_ns() - t0) / 1e9);
-	} else if ((rc & 0xff) == SQLITE_INTERRUPT) {
+	} else if (rc == -EINTR) {
 		store_log(s, NULL, 0, STORE_LOG_INFO,
 			  "background quick_check interrupted by the stop (%.1f s)",
 			  (store_mono_ns() - t0) / 1e9);
 	} else {
 		store_count_error(s, STORE_OP_INTEGRITY);
-		store_log(s, NULL, 0, STORE_LOG_ERR,
-			  "database is corrupt (quick_check: %s); stop sysobsd and move it aside",
-			  rc == SQLITE_ROW ? (const char *)sqlite3_column_text(st, 0)
-					   : sqlite3_errmsg(s->ic_db));
+		store_log(s, NULL, 0, STORE_LOG_ERR, "%s (found in the background)", err);
 	}
-	sqlite3_finalize(st);
 	return NULL;
-}
-
-static void store_ic_start(struct store *s)
-{
-	if (!s->ic_pending)
-		return;
-	if (sqlite3_open_v2(s->path, &s->ic_db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX,
-			    NULL) != SQLITE_OK ||
-	    pthread_create(&s->ic_thread, NULL, store_ic_main, s) != 0) {
-		store_log(s, NULL, 0, STORE_LOG_WARN, "no background quick_check: %s",
-			  s->ic_db ? sqlite3_errmsg(s->ic_db) : "out of memory");
-		sqlite3_close(s->ic_db);
-		s->ic_db = NULL;
-		return;
-	}
-	s->ic_started = true;
 }
 
 static void store_ic_stop(struct store *s)
@@ -463,6 +444,67 @@ static void store_ic_stop(struct store *s)
 	sqlite3_close(s->ic_db);
 	s->ic_db = NULL;
 	s->ic_started = false;
+}
+
+/*
+ * The integrity check at open, bounded in time so start-up does not grow
+ * with the file (quick_check reads all of it: 2.4 s for 762 MB). A check
+ * that finishes within STORE_OPEN_CHECK_MS decides here (a corrupt file is
+ * refused, as before); a longer one goes on in the background when the last
+ * stop was unclean, and is stopped when it was clean.
+ */
+static int store_open_check(struct store *s, bool unclean, char *err, size_t errlen)
+{
+	struct timespec ts;
+	bool done;
+
+	if (sqlite3_open_v2(s->path, &s->ic_db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX,
+			    NULL) != SQLITE_OK) {
+		snprintf(err, errlen, "%s: %s", s->path,
+			 s->ic_db ? sqlite3_errmsg(s->ic_db) : "out of memory");
+		sqlite3_close(s->ic_db);
+		s->ic_db = NULL;
+		return -EIO;
+	}
+	if (pthread_create(&s->ic_thread, NULL, store_ic_main, s) != 0) {
+		int rc = store_check_integrity(s->ic_db, s->path, err, errlen);
+
+		sqlite3_close(s->ic_db);
+		s->ic_db = NULL;
+		return rc;
+	}
+	s->ic_started = true;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_nsec += STORE_OPEN_CHECK_MS * 1000000L;
+	ts.tv_sec += ts.tv_nsec / 1000000000L;
+	ts.tv_nsec %= 1000000000L;
+	if (pthread_timedjoin_np(s->ic_thread, NULL, &ts) != 0) {
+		pthread_mutex_lock(&s->ic_mu);
+		done = s->ic_done;
+		if (!done && unclean)
+			s->ic_bg = true;
+		pthread_mutex_unlock(&s->ic_mu);
+		if (!done && unclean) {
+			store_log(s, NULL, 0, STORE_LOG_INFO,
+				  "the last stop was unclean: quick_check of the whole file goes "
+				  "on in the background");
+			return 0;
+		}
+		if (!done)
+			store_log(s, NULL, 0, STORE_LOG_INFO,
+				  "quick_check stopped after %u ms (the last stop was clean)",
+				  STORE_OPEN_CHECK_MS);
+		store_ic_stop(s);
+	} else {
+		sqlite3_close(s->ic_db);
+		s->ic_db = NULL;
+		s->ic_started = false;
+	}
+	if (s->ic_rc == -EUCLEAN) {
+		snprintf(err, errlen, "%s", s->ic_err);
+		return -EUCLEAN;
+	}
+	return 0;
 }
 
 /* The writer connection's busy handler: busy_timeout_ms, as
@@ -686,6 +728,7 @@ static void store_free(struct store *s)
 {
 	if (!s)
 		return;
+	store_ic_stop(s);
 	for (size_t i = 0; i < s->n_readers; i++)
 		sqlite3_close(s->readers[i]);
 	free(s->readers);
@@ -728,6 +771,7 @@ static int store_init_sync(struct store *s)
 	pthread_mutex_init(&s->mu, NULL);
 	pthread_mutex_init(&s->rd_mu, NULL);
 	pthread_mutex_init(&s->ck_mu, NULL);
+	pthread_mutex_init(&s->ic_mu, NULL);
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	pthread_cond_init(&s->cv_writer, &ca);
@@ -839,17 +883,8 @@ struct store *store_open(const struct store_config *cfg, const struct event_tabl
 	}
 	sqlite3_busy_handler(s->db, store_busy, s);
 	sqlite3_extended_result_codes(s->db, 1);
-	rc = store_check_integrity(s, STORE_OPEN_CHECK_MS, err, errlen);
-	if (rc == -EINPROGRESS) {
-		s->ic_pending = unclean;
-		store_log(s, NULL, 0, STORE_LOG_INFO,
-			  "quick_check did not finish in %u ms; %s", STORE_OPEN_CHECK_MS,
-			  unclean ? "the last stop was unclean: checking the whole file in the "
-				    "background"
-				  : "the last stop was clean: not checking further");
-	} else if (rc) {
+	if (store_open_check(s, unclean, err, errlen))
 		goto out_free;
-	}
 	if (store_query_int(s->db, "SELECT count(*) FROM sqlite_master", &n_objects) != SQLITE_OK ||
 	    store_query_int(s->db, "PRAGMA user_version", &ver) != SQLITE_OK) {
 		snprintf(err, errlen, "%s: %s", s->path, sqlite3_errmsg(s->db));
@@ -990,7 +1025,6 @@ int store_start(struct store *s)
 		return -rc;
 	}
 	s->started = true;
-	store_ic_start(s);
 	return 0;
 }
 

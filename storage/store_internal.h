@@ -169,12 +169,17 @@ struct store {
 	pthread_cond_t ck_cv;
 	bool ck_pending, ck_stop, ck_started;
 
-	/* Background quick_check after an unclean stop, when the bounded check
-	 * at open did not get through the file: own read-only connection,
-	 * interrupted by store_close(). */
-	bool ic_pending, ic_started;
+	/* quick_check thread (store_open_check()): own read-only connection;
+	 * after an unclean stop it goes on in the background (ic_bg) when the
+	 * file takes longer than STORE_OPEN_CHECK_MS; store_close()
+	 * interrupts it. ic_rc, ic_err, ic_done, ic_bg under ic_mu. */
+	bool ic_started;
 	sqlite3 *ic_db;
 	pthread_t ic_thread;
+	pthread_mutex_t ic_mu;
+	bool ic_done, ic_bg;
+	int ic_rc;
+	char ic_err[512];
 };
 
 int64_t store_mono_ns(void);
