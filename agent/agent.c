@@ -348,6 +348,8 @@ static int collectors_init(struct agent *a)
 		if (!c->cfg) /* disabled: collector_config() not run */
 			continue;
 		err = c->ops->init(c);
+		if (err == -EINVAL)
+			c->state = COLLECTOR_UNAVAILABLE; /* agent_stop() calls stop(): frees priv */
 		if (err == -EINVAL && c->cfg_err_key) {
 			cfg_error(&a->cfg, c->section, c->cfg_err_key, "%s", c->why);
 			log_err("agent", "%s", a->cfg.err);
@@ -480,7 +482,9 @@ static int listen_check(struct agent *a, const char *listen)
 
 int agent_start(struct agent *a, const char *port_file)
 {
-	const struct event_table *tables[MAX_TABLES + 1];
+	/* static: the API host and history routes keep pointing at it after
+	 * agent_start() returns (ASan: stack use after return) */
+	static const struct event_table *tables[MAX_TABLES + 1];
 	struct store_config sc = {0};
 	struct http_config hc = {0};
 	struct api_host host = {0};

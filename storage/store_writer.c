@@ -186,6 +186,8 @@ static int store_series_insert(struct store *s, char *key, int64_t id)
 
 void store_series_forget(struct store *s)
 {
+	if (!s->series)
+		return; /* memset(NULL, 0, 0) is undefined */
 	for (size_t i = 0; i < s->series_cap; i++)
 		free(s->series[i].key);
 	memset(s->series, 0, s->series_cap * sizeof(*s->series));
