@@ -31,6 +31,8 @@
 #define STORE_PUBLISH_MS	 1000
 #define STORE_BACKOFF_MIN_MS	 50
 #define STORE_BACKOFF_MAX_MS	 2000
+#define STORE_BACKOFF_FULL_MS	 250   /* retry period on a full disk */
+#define STORE_LOW_SPACE_MS	 60000 /* checkpoint every commit this long after */
 #define STORE_STOP_RETRIES	 3 /* commit attempts left at close when stuck */
 #define STORE_STOP_MS		 1500 /* store_close() gives up on locks after this */
 #define STORE_OPEN_CHECK_MS	 100  /* quick_check budget at open */
@@ -136,6 +138,7 @@ struct store {
 	/* Writer state (writer thread only once started). */
 	int64_t batch_deadline;
 	int64_t retry_at;
+	int64_t low_space_until; /* after SQLITE_FULL: checkpoint every commit */
 	unsigned backoff_ms;
 	int64_t next_retention, next_checkpoint, next_publish;
 	struct store_series_ent *series;

@@ -351,9 +351,30 @@ void *store_writer_main(void *arg)
 		n = depth < s->cfg.batch_rows ? depth : s->cfg.batch_rows;
 		start = s->tail;
 		pthread_mutex_unlock(&s->mu);
+		/*
+		 * Disk full: a commit appends to the WAL, which only restarts
+		 * from its beginning after a checkpoint copied all of it into
+		 * the database. Before each retry, checkpoint and truncate
+		 * it: that needs room only for the pages the WAL changed
+		 * (the database grows by them), and gives the rest of the
+		 * WAL's space back. Then for a while checkpoint after every
+		 * commit, so the WAL is rewritten in place instead of
+		 * growing into the space just freed. Without this, freeing a
+		 * few MB let writing resume for seconds only.
+		 */
+		if ((last_rc & 0xff) == SQLITE_FULL)
+			sqlite3_wal_checkpoint_v2(s->db, NULL, SQLITE_CHECKPOINT_TRUNCATE, NULL,
+						  NULL);
 		rc = store_write_batch(s, start, n);
+		if (rc == 0 && now < s->low_space_until)
+			sqlite3_wal_checkpoint_v2(s->db, NULL, SQLITE_CHECKPOINT_PASSIVE, NULL,
+						  NULL);
 		pthread_mutex_lock(&s->mu);
 		if (rc == 0) {
+			if ((last_rc & 0xff) == SQLITE_FULL)
+				store_log(s, NULL, 0, STORE_LOG_INFO,
+					  "writing again after a full disk");
+			last_rc = SQLITE_OK;
 			__atomic_store_n(&s->tail, s->tail + n, __ATOMIC_RELAXED);
 			if (s->tail == s->head)
 				s->base = s->head; /* no slot in use: restart at 0 */
@@ -369,17 +390,19 @@ void *store_writer_main(void *arg)
 		s->backoff_ms = s->backoff_ms ? s->backoff_ms * 2 : STORE_BACKOFF_MIN_MS;
 		if (s->backoff_ms > STORE_BACKOFF_MAX_MS)
 			s->backoff_ms = STORE_BACKOFF_MAX_MS;
+		if ((rc & 0xff) == SQLITE_FULL) {
+			/* a retry on a full disk fails fast: retry soon, so
+			 * writing resumes as soon as there is room */
+			if (s->backoff_ms > STORE_BACKOFF_FULL_MS)
+				s->backoff_ms = STORE_BACKOFF_FULL_MS;
+			s->low_space_until = store_mono_ns() + (int64_t)STORE_LOW_SPACE_MS * 1000000;
+		}
 		s->retry_at = store_mono_ns() + (int64_t)s->backoff_ms * 1000000;
 		if (s->stop && stop_retries)
 			stop_retries--;
 		pthread_cond_broadcast(&s->cv_done);
 		depth = s->head - s->tail;
 		pthread_mutex_unlock(&s->mu);
-		/* A checkpointed WAL is rewritten from its start instead of
-		 * growing: the cheapest space to get back on a full disk. */
-		if ((rc & 0xff) == SQLITE_FULL)
-			sqlite3_wal_checkpoint_v2(s->db, NULL, SQLITE_CHECKPOINT_PASSIVE, NULL,
-						  NULL);
 		store_log(s, &s->rl_commit, 10000, STORE_LOG_ERR,
 			  "commit of %" PRIu64 " rows failed: %s; %" PRIu64
 			  " rows kept in the queue, retrying in %u ms",
