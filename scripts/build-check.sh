@@ -25,12 +25,17 @@ fail() { echo "build-check: FAIL: $*" >&2; exit 1; }
 deb_flag() { DEB_BUILD_MAINT_OPTIONS=hardening=+all dpkg-buildflags --get "$1"; }
 
 check_hardening() {
-	local bin=$1
-	readelf -h "$bin" | grep -q 'Type:.*DYN' || fail "$bin is not PIE"
-	readelf -lW "$bin" | grep -q GNU_RELRO || fail "$bin has no RELRO segment"
-	readelf -dW "$bin" | grep -Eq 'BIND_NOW|FLAGS.*NOW' || fail "$bin is not linked -z now"
-	nm -D "$bin" | grep -q __stack_chk_fail || fail "$bin does not use the stack protector"
-	nm -D "$bin" | grep -Eq ' U __[a-z_]+_chk(@|$)' || fail "$bin uses no fortified function"
+	local bin=$1 hdr ph dyn syms
+	# captured first: grep -q on a pipe would SIGPIPE the writer (pipefail)
+	hdr=$(readelf -h "$bin") ph=$(readelf -lW "$bin") dyn=$(readelf -dW "$bin")
+	syms=$(nm -D "$bin")
+	grep -q 'Type:.*DYN' <<<"$hdr" || fail "$bin is not PIE"
+	grep -q GNU_RELRO <<<"$ph" || fail "$bin has no RELRO segment"
+	grep -Eq 'BIND_NOW|FLAGS.*NOW' <<<"$dyn" || fail "$bin is not linked -z now"
+	grep -q __stack_chk_fail <<<"$syms" || fail "$bin does not use the stack protector"
+	grep -Eq ' U __[a-z_]+_chk(@|$)' <<<"$syms" || fail "$bin uses no fortified function"
+	echo "build-check: $bin: PIE, RELRO, BIND_NOW, stack protector," \
+		"$(grep -Ec ' U __[a-z_]+_chk(@|$)' <<<"$syms") fortified functions"
 }
 
 for name in "${names[@]}"; do

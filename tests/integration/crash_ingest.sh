@@ -38,7 +38,7 @@ db="$T/sysobs.db"
 tables="self_samples drop_samples"
 
 # UDP to a port nobody listens on, paced, for longer than the test runs.
-ip netns exec "$NS" "$GEN" udp -d 127.0.0.1 -p 9 -n 1000000000 -r 40000 -t 600 >/dev/null &
+ip netns exec "$NS" "$GEN" udp -d 127.0.0.1 -p 9 -n 1000000000 -r 40000 -t 600 >"$T/gen.log" 2>&1 &
 gen=$!
 on_exit "kill $gen 2>/dev/null; wait $gen 2>/dev/null"
 
@@ -51,7 +51,8 @@ lost_total=0 checked=0
 for i in $(seq 1 "$KILLS"); do
 	start_agent
 	if [ "$i" = 1 ]; then
-		wait_for 15 test "$(drop_rows)" -ge 1 || fail "no drop samples written"
+		drops_seen() { [ "$(drop_rows)" -ge 1 ]; }
+		wait_for 30 drops_seen || fail "no drop samples written (generator: $(kill -0 $gen 2>/dev/null && echo running || echo exited) $(cat "$T/gen.log"); drops metrics: $(api GET /metrics | grep -E '^sysobs_(packet_drops|drop_samples|events)' | head -5))"
 	fi
 	sleep "0.$((RANDOM % 8 + 2))"
 	seen_ids >"$T/seen" || fail "events not served before kill $i"
