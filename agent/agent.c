@@ -12,7 +12,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <netinet/in.h>
 #include <sys/signalfd.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "agent/agent.h"
@@ -349,7 +351,6 @@ static int collectors_init(struct agent *a)
 	for (size_t i = 0; i < n; i++) {
 		struct collector *c = &a->collectors[i];
 		bool enabled;
-		int err;
 
 		c->ops = collector_registry[i];
 		c->owner = a;
@@ -372,7 +373,18 @@ static int collectors_init(struct agent *a)
 		}
 		if (collector_config(a, c))
 			return 2;
+	}
+	/* Every section parsed before the first init (which may load BPF):
+	 * a bad value anywhere exits 2 with nothing loaded. */
+	for (size_t i = 0; i < n; i++) {
+		struct collector *c = &a->collectors[i];
+		int err;
+
+		if (!c->cfg) /* disabled: collector_config() not run */
+			continue;
 		err = c->ops->init(c);
+		if (err == -EINVAL)
+			c->state = COLLECTOR_UNAVAILABLE; /* agent_stop() calls stop(): frees priv */
 		if (err == -EINVAL && c->cfg_err_key) {
 			cfg_error(&a->cfg, c->section, c->cfg_err_key, "%s", c->why);
 			log_err("agent", "%s", a->cfg.err);
@@ -509,9 +521,35 @@ static int write_port_file(const char *path, uint16_t port)
 	return rename(tmp, path) ? -errno : 0; /* readers never see a partial file */
 }
 
+/* [http] listen must parse and be bindable now, before anything is loaded
+ * or attached: a bad address or a port in use exits 2 at once. The probe
+ * socket is closed again; http_start() binds for real later. */
+static int listen_check(struct agent *a, const char *listen)
+{
+	struct sockaddr_storage ss;
+	socklen_t sslen;
+	int fd, one = 1, err = 0;
+
+	if (http_listen_parse(listen, &ss, &sslen))
+		return cfg_error(&a->cfg, "http", "listen",
+				 "expected HOST:PORT, [IPV6]:PORT or :PORT");
+	fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return 0; /* not the address's fault; http_start() reports it */
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (ss.ss_family == AF_INET6)
+		setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
+	if (bind(fd, (struct sockaddr *)&ss, sslen) < 0)
+		err = cfg_error(&a->cfg, "http", "listen", "cannot bind: %s", strerror(errno));
+	close(fd);
+	return err;
+}
+
 int agent_start(struct agent *a, const char *port_file)
 {
-	const struct event_table *tables[MAX_TABLES + 1];
+	/* static: the API host and history routes keep pointing at it after
+	 * agent_start() returns (ASan: stack use after return) */
+	static const struct event_table *tables[MAX_TABLES + 1];
 	struct store_config sc = {0};
 	struct http_config hc = {0};
 	struct api_host host = {0};
@@ -524,8 +562,8 @@ int agent_start(struct agent *a, const char *port_file)
 
 	a->sysfs_root = cfg_get(cfg_section(&a->cfg, "agent"), "sysfs_root");
 	a->hostname = cfg_get(cfg_section(&a->cfg, "agent"), "hostname");
-	if (storage_config(a, &sc) || http_config(a, &hc) || privsep_config(a, &pc) ||
-	    remote_write_new(&a->cfg, &a->rw)) {
+	if (storage_config(a, &sc) || http_config(a, &hc) || listen_check(a, hc.listen) ||
+	    privsep_config(a, &pc) || remote_write_new(&a->cfg, &a->rw)) {
 		log_err("agent", "%s", a->cfg.err);
 		return 2;
 	}

@@ -6,19 +6,24 @@
  */
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <ini.h>
 #include <limits.h>
+#include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "agent/config.h"
 #include "agent/timeutil.h"
 
 struct parse_ctx {
 	struct config *cfg;
-	FILE *f;
+	const char *p, *end; /* what is left of the buffer */
 	int line;
 	int failed;
 };
@@ -214,45 +219,171 @@ static int cfg_ini_handler(void *user, const char *section, const char *name, co
 	return 1;
 }
 
-/* ini_reader that counts lines, so the handler knows where a value is. */
+/* ini_reader over the buffer, fgets() style (at most num - 1 bytes, up to
+ * and including a newline), counting lines so the handler knows where a
+ * value is. */
 static char *line_reader(char *str, int num, void *stream)
 {
 	struct parse_ctx *ctx = stream;
-	char *s = fgets(str, num, ctx->f);
+	size_t n = 0;
 
-	if (s)
-		ctx->line++;
-	return s;
+	if (ctx->p >= ctx->end || num < 2)
+		return NULL;
+	while (ctx->p + n < ctx->end && n < (size_t)num - 1 && ctx->p[n] != '\n')
+		n++;
+	if (ctx->p + n < ctx->end && n < (size_t)num - 1)
+		n++; /* the newline */
+	memcpy(str, ctx->p, n);
+	str[n] = '\0';
+	ctx->p += n;
+	ctx->line++;
+	return str;
 }
 
-int cfg_load(struct config *cfg, const char *path)
+int cfg_load_buffer(struct config *cfg, const char *name, const char *buf, size_t len)
 {
-	struct parse_ctx ctx = {.cfg = cfg};
+	struct parse_ctx ctx = {.cfg = cfg, .p = buf, .end = buf + len};
+	const char *nul = memchr(buf, '\0', len);
+	char *dup = strdup(name);
 	int rc;
 
+	if (!dup) {
+		snprintf(cfg->err, sizeof(cfg->err), "%s: out of memory", name);
+		return -ENOMEM;
+	}
 	free(cfg->path);
-	cfg->path = strdup(path);
-	ctx.f = fopen(path, "r");
-	if (!ctx.f) {
-		rc = -errno;
-		snprintf(cfg->err, sizeof(cfg->err), "%s: cannot read config: %s", path,
-			 strerror(errno));
-		return rc;
+	cfg->path = dup;
+	if (len > CFG_MAX_BYTES) {
+		snprintf(cfg->err, sizeof(cfg->err), "%s: config larger than %u bytes", name,
+			 CFG_MAX_BYTES);
+		return -EFBIG;
+	}
+	if (nul) {
+		/* inih would stop at it and take the rest for gone */
+		size_t line = 1;
+
+		for (const char *q = buf; q < nul; q++)
+			line += *q == '\n';
+		snprintf(cfg->err, sizeof(cfg->err), "%s:%zu: NUL byte in the config (binary file?)",
+			 name, line);
+		return -EINVAL;
 	}
 	rc = ini_parse_stream(line_reader, &ctx, cfg_ini_handler, &ctx);
-	fclose(ctx.f);
 	if (ctx.failed)
 		return -EINVAL;
 	if (rc > 0) {
 		snprintf(cfg->err, sizeof(cfg->err),
-			 "%s:%d: syntax error (expected [section] or key = value)", path, rc);
+			 "%s:%d: syntax error (expected [section] or key = value)", name, rc);
 		return -EINVAL;
 	}
 	if (rc < 0) {
-		snprintf(cfg->err, sizeof(cfg->err), "%s: cannot parse config", path);
+		snprintf(cfg->err, sizeof(cfg->err), "%s: cannot parse config", name);
 		return -EIO;
 	}
 	return 0;
+}
+
+static int64_t mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/*
+ * Reads path into a new buffer (*out, *len): at most CFG_MAX_BYTES, within
+ * CFG_READ_DEADLINE_MS. Non-blocking and polled, so a FIFO without a writer
+ * or a slow writer, or an endless device (/dev/zero), fails in bounded time
+ * instead of hanging the start (with SIGTERM still blocked). A regular file
+ * on a hung network file system can still block in read(): no poll() helps
+ * there. Returns 0 or -errno with cfg->err set.
+ */
+static int cfg_read_file(struct config *cfg, const char *path, char **out, size_t *len)
+{
+	int64_t deadline = mono_ms() + CFG_READ_DEADLINE_MS;
+	size_t cap = 4096, n = 0;
+	char *buf = NULL, *nb;
+	struct stat st;
+	int fd, err;
+
+	fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+	if (fd < 0) {
+		err = -errno;
+		snprintf(cfg->err, sizeof(cfg->err), "%s: cannot read config: %s", path,
+			 strerror(errno));
+		return err;
+	}
+	if (fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) {
+		snprintf(cfg->err, sizeof(cfg->err), "%s: cannot read config: %s", path,
+			 strerror(EISDIR));
+		err = -EISDIR;
+		goto out_close;
+	}
+	for (;;) {
+		struct pollfd pfd = {.fd = fd, .events = POLLIN};
+		int64_t left = deadline - mono_ms();
+		ssize_t r;
+
+		if (n == cap || !buf) {
+			cap = buf ? cap * 2 : cap;
+			nb = realloc(buf, cap);
+			if (!nb) {
+				snprintf(cfg->err, sizeof(cfg->err), "%s: out of memory", path);
+				err = -ENOMEM;
+				goto out_close;
+			}
+			buf = nb;
+		}
+		if (left <= 0 || poll(&pfd, 1, (int)left) == 0) {
+			snprintf(cfg->err, sizeof(cfg->err),
+				 "%s: config not read within %u ms (a FIFO without a writer?)",
+				 path, CFG_READ_DEADLINE_MS);
+			err = -ETIMEDOUT;
+			goto out_close;
+		}
+		r = read(fd, buf + n, cap - n);
+		if (r < 0 && (errno == EINTR || errno == EAGAIN))
+			continue;
+		if (r < 0) {
+			err = -errno;
+			snprintf(cfg->err, sizeof(cfg->err), "%s: cannot read config: %s", path,
+				 strerror(errno));
+			goto out_close;
+		}
+		if (r == 0)
+			break;
+		n += (size_t)r;
+		if (n > CFG_MAX_BYTES) {
+			snprintf(cfg->err, sizeof(cfg->err), "%s: config larger than %u bytes",
+				 path, CFG_MAX_BYTES);
+			err = -EFBIG;
+			goto out_close;
+		}
+	}
+	close(fd);
+	*out = buf;
+	*len = n;
+	return 0;
+
+out_close:
+	close(fd);
+	free(buf);
+	return err;
+}
+
+int cfg_load(struct config *cfg, const char *path)
+{
+	size_t len = 0;
+	char *buf = NULL;
+	int rc;
+
+	rc = cfg_read_file(cfg, path, &buf, &len);
+	if (rc)
+		return rc;
+	rc = cfg_load_buffer(cfg, path, buf, len);
+	free(buf);
+	return rc;
 }
 
 void cfg_free(struct config *cfg)

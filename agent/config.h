@@ -69,8 +69,17 @@ struct config {
 
 /* Declares a section and its keys; must be done before cfg_load(). */
 int cfg_declare(struct config *cfg, const char *section, const struct cfg_key *keys);
-/* Reads an INI file. Returns 0, or -errno / -EINVAL with cfg->err set. */
+/* A config file is read whole, at most CFG_MAX_BYTES, within
+ * CFG_READ_DEADLINE_MS (a FIFO, a device: never a hang at start). */
+#define CFG_MAX_BYTES	     (1u << 20)
+#define CFG_READ_DEADLINE_MS 1000u
+
+/* Reads an INI file. Returns 0, or -errno / -EINVAL with cfg->err set
+ * (-EFBIG: too large, -ETIMEDOUT: not read in time). */
 int cfg_load(struct config *cfg, const char *path);
+/* Parses len bytes of INI text (need not be NUL-terminated), named name in
+ * errors. A NUL byte is an error. What cfg_load() does after reading. */
+int cfg_load_buffer(struct config *cfg, const char *name, const char *buf, size_t len);
 /* Sets a value (command-line override). Same validation as the file. */
 int cfg_set(struct config *cfg, const char *section, const char *key, const char *value);
 void cfg_free(struct config *cfg);

@@ -562,6 +562,27 @@ static int pbj_enc_map_key(struct pbj_buf *b, const ProtobufCFieldDescriptor *kf
 	return 0;
 }
 
+/* Binary protobuf may repeat a map key (the last entry wins); JSON object
+ * keys must be unique, so only the last entry of each key is written. */
+static bool pbj_map_key_repeated_later(const ProtobufCMessage *const *es, size_t i, size_t n,
+				       const ProtobufCFieldDescriptor *kf)
+{
+	const void *k = pbj_member(es[i], kf->offset);
+
+	for (size_t j = i + 1; j < n; j++) {
+		const void *o = es[j] ? pbj_member(es[j], kf->offset) : NULL;
+
+		if (!o)
+			continue;
+		if (kf->type == PROTOBUF_C_TYPE_STRING
+			? !strcmp(*(const char *const *)k ? *(const char *const *)k : "",
+				  *(const char *const *)o ? *(const char *const *)o : "")
+			: !memcmp(k, o, pbj_elem_size(kf->type)))
+			return true;
+	}
+	return false;
+}
+
 /* A repeated field as an array, or a map field as an object. */
 static int pbj_enc_repeated(struct pbj_buf *b, const ProtobufCMessage *m,
 			    const ProtobufCFieldDescriptor *f, int depth)
@@ -573,15 +594,18 @@ static int pbj_enc_repeated(struct pbj_buf *b, const ProtobufCMessage *m,
 	int err;
 
 	pbj_buf_putc(b, map ? '{' : '[');
-	for (size_t i = 0; i < n; i++) {
-		if (i)
-			pbj_buf_putc(b, ',');
+	for (size_t i = 0, out = 0; i < n; i++) {
 		if (map) {
-			const ProtobufCMessage *e = ((const ProtobufCMessage *const *)arr)[i];
+			const ProtobufCMessage *const *es = (const ProtobufCMessage *const *)arr;
+			const ProtobufCMessage *e = es[i];
 			const ProtobufCMessageDescriptor *ed = f->descriptor;
 
 			if (!e)
 				return -EINVAL;
+			if (pbj_map_key_repeated_later(es, i, n, &ed->fields[0]))
+				continue;
+			if (out++)
+				pbj_buf_putc(b, ',');
 			err =
 			    pbj_enc_map_key(b, &ed->fields[0], pbj_member(e, ed->fields[0].offset));
 			pbj_buf_putc(b, ':');
@@ -589,6 +613,8 @@ static int pbj_enc_repeated(struct pbj_buf *b, const ProtobufCMessage *m,
 				err = pbj_enc_value(b, &ed->fields[1],
 						    pbj_member(e, ed->fields[1].offset), depth + 1);
 		} else {
+			if (out++)
+				pbj_buf_putc(b, ',');
 			err = pbj_enc_value(b, f, arr + i * size, depth);
 		}
 		if (err)

@@ -84,8 +84,8 @@ static void route_metrics(const struct http_request *req, struct http_response *
 	static const char *const offers[] = {
 	    [METRICS_FMT_TEXT] = "text/plain;version=0.0.4",
 	    [METRICS_FMT_OPENMETRICS] = "application/openmetrics-text;version=1.0.0",
-	    [METRICS_FMT_PROTOBUF] = "application/vnd.google.protobuf;"
-				     "proto=io.prometheus.client.MetricFamily;encoding=delimited",
+	    [METRICS_FMT_PROTOBUF] = ("application/vnd.google.protobuf;"
+				      "proto=io.prometheus.client.MetricFamily;encoding=delimited"),
 	};
 	static const char *const ctypes[] = {
 	    [METRICS_FMT_TEXT] = METRICS_CT_TEXT,

@@ -6,6 +6,7 @@ set -euo pipefail
 PKGS=(
 	# build
 	build-essential cmake pkg-config clang llvm
+	libclang-rt-dev # libFuzzer and the sanitizer runtimes for clang (scripts/fuzz.sh)
 	libsqlite3-dev libmicrohttpd-dev libjansson-dev libinih-dev libmnl-dev
 	libprotobuf-c-dev protobuf-c-compiler libcurl4-openssl-dev libprotobuf-dev protobuf-compiler python3-protobuf
 	libbpf-dev bpftool libelf-dev zlib1g-dev libseccomp-dev libsnappy-dev

@@ -1,11 +1,51 @@
 #!/usr/bin/env bash
-# Installs what is missing, builds, and runs the whole test suite with ctest:
-# unit tests, fuzz-corpus replays, and integration tests against the real
-# daemon and kernel (tests that need root or a missing kernel feature skip
-# with the reason). Extra arguments go to ctest (e.g. -R unit).
+# Installs what is missing, builds, and runs the test suite in three stages:
+#   suite  the whole suite with ctest (build/): unit tests, fuzz-corpus
+#          replays, and integration tests against the real daemon and kernel
+#          (tests that need root or a missing kernel feature skip with the
+#          reason)
+#   asan   an ASan+UBSan build (build-asan/, -fno-sanitize-recover=all,
+#          halt_on_error=1): every unit test and corpus replay, and the
+#          integration tests that drive the agent's fault paths
+#   fuzz   with clang: every libFuzzer target for 10 s (scripts/fuzz.sh; SYSOBS_FUZZ_SECONDS)
+# Extra arguments go to the suite's ctest (e.g. -R unit) and then only that
+# stage runs; SYSOBS_TEST_STAGES="suite asan fuzz" picks stages explicitly.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/deps.sh
-./scripts/build.sh
-cd "${SYSOBS_BUILD_DIR:-build}"
-ctest --output-on-failure --timeout 1800 "$@"
+stages=${SYSOBS_TEST_STAGES:-suite asan fuzz}
+[ $# -eq 0 ] || stages=${SYSOBS_TEST_STAGES:-suite}
+stage() { [[ " $stages " == *" $1 "* ]]; }
+took() { echo "test.sh: stage $1: $(($(date +%s) - $2)) s"; }
+
+if stage suite; then
+	t0=$(date +%s)
+	./scripts/build.sh
+	(cd "${SYSOBS_BUILD_DIR:-build}" && ctest --output-on-failure --timeout 1800 "$@")
+	took suite "$t0"
+fi
+
+if stage asan; then
+	t0=$(date +%s)
+	SYSOBS_BUILD_DIR=build-asan ./scripts/build.sh -DSYSOBS_SANITIZE=address,undefined
+	export ASAN_OPTIONS=halt_on_error=1:abort_on_error=1:detect_leaks=1
+	export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
+	# The integration tests of the fault paths: start/stop, kill -9, a
+	# locked and a full database, retention, config and HTTP errors, and
+	# the drops and mptcp collectors' decoders on real kernel data.
+	(cd build-asan &&
+		ctest --output-on-failure --timeout 600 -j2 -R '^(unit|fuzz)\.' &&
+		ctest --output-on-failure --timeout 600 -R \
+			'^integration\.(http_api|restart|config_example|locked_db|disk_full|crash_ingest|retention|drops|mptcp)$')
+	took asan "$t0"
+fi
+
+if stage fuzz; then
+	t0=$(date +%s)
+	if command -v clang >/dev/null; then
+		./scripts/fuzz.sh "${SYSOBS_FUZZ_SECONDS:-10}"
+	else
+		echo "test.sh: SKIP fuzz: clang not installed"
+	fi
+	took fuzz "$t0"
+fi

@@ -189,7 +189,7 @@ out_err:
 static int store_migrate_core(struct store *s, char *err, size_t errlen)
 {
 	size_t known = 0;
-	int64_t ver;
+	int64_t ver = 0;
 	char what[96];
 	int rc;
 
@@ -360,16 +360,22 @@ static int store_check_path(const char *path, char *err, size_t errlen)
 }
 
 /* PRAGMA quick_check must say "ok"; a file that is not a database fails
- * already at prepare/step with SQLITE_NOTADB. */
-static int store_check_integrity(struct store *s, char *err, size_t errlen)
+ * already at prepare/step with SQLITE_NOTADB. -EINTR when interrupted
+ * (sqlite3_interrupt() from another thread), -EUCLEAN with err set when
+ * the file is not a sound database. */
+static int store_check_integrity(sqlite3 *db, const char *path, char *err, size_t errlen)
 {
 	sqlite3_stmt *st;
 	int rc;
 
-	rc = sqlite3_prepare_v2(s->db, "PRAGMA quick_check(1)", -1, &st, NULL);
+	rc = sqlite3_prepare_v2(db, "PRAGMA quick_check(1)", -1, &st, NULL);
 	if (rc != SQLITE_OK)
 		goto out_err;
 	rc = sqlite3_step(st);
+	if ((rc & 0xff) == SQLITE_INTERRUPT) {
+		sqlite3_finalize(st);
+		return -EINTR;
+	}
 	if (rc != SQLITE_ROW) {
 		sqlite3_finalize(st);
 		goto out_err;
@@ -378,7 +384,7 @@ static int store_check_integrity(struct store *s, char *err, size_t errlen)
 		snprintf(err, errlen,
 			 "%s: database is corrupt (quick_check: %s); move it aside, it is not "
 			 "re-created automatically",
-			 s->path, sqlite3_column_text(st, 0));
+			 path, sqlite3_column_text(st, 0));
 		sqlite3_finalize(st);
 		return -EUCLEAN;
 	}
@@ -386,12 +392,148 @@ static int store_check_integrity(struct store *s, char *err, size_t errlen)
 	return 0;
 
 out_err:
-	snprintf(err, errlen, "%s: %s%s", s->path, sqlite3_errmsg(s->db),
+	snprintf(err, errlen, "%s: %s%s", path, sqlite3_errmsg(db),
 		 (rc & 0xff) == SQLITE_NOTADB || (rc & 0xff) == SQLITE_CORRUPT
 		     ? " (not a sysobs database, or corrupt; it is not re-created "
 		       "automatically)"
 		     : "");
 	return -EUCLEAN;
+}
+
+/* The quick_check thread, on its own read-only connection (a WAL reader:
+ * the writer goes on meanwhile). store_open() waits STORE_OPEN_CHECK_MS for
+ * it; past that, it either goes on in the background (ic_bg: it logs and
+ * counts what it finds) or is interrupted. */
+static void *store_ic_main(void *arg)
+{
+	struct store *s = arg;
+	int64_t t0 = store_mono_ns();
+	char err[512];
+	bool bg;
+	int rc;
+
+	rc = store_check_integrity(s->ic_db, s->path, err, sizeof(err));
+	pthread_mutex_lock(&s->ic_mu);
+	s->ic_rc = rc;
+	snprintf(s->ic_err, sizeof(s->ic_err), "%s", rc ? err : "");
+	s->ic_done = true;
+	bg = s->ic_bg;
+	pthread_mutex_unlock(&s->ic_mu);
+	if (!bg)
+		return NULL;
+	if (rc == 0) {
+		store_log(s, NULL, 0, STORE_LOG_INFO, "background quick_check: ok (%.1f s)",
+			  (store_mono_ns() - t0) / 1e9);
+	} else if (rc == -EINTR) {
+		store_log(s, NULL, 0, STORE_LOG_INFO,
+			  "background quick_check interrupted by the stop (%.1f s)",
+			  (store_mono_ns() - t0) / 1e9);
+	} else {
+		store_count_error(s, STORE_OP_INTEGRITY);
+		store_log(s, NULL, 0, STORE_LOG_ERR, "%s (found in the background)", err);
+	}
+	return NULL;
+}
+
+static void store_ic_stop(struct store *s)
+{
+	if (!s->ic_started)
+		return;
+	sqlite3_interrupt(s->ic_db);
+	pthread_join(s->ic_thread, NULL);
+	sqlite3_close(s->ic_db);
+	s->ic_db = NULL;
+	s->ic_started = false;
+}
+
+/*
+ * The integrity check at open, bounded in time so start-up does not grow
+ * with the file (quick_check reads all of it: 2.4 s for 762 MB). A check
+ * that finishes within STORE_OPEN_CHECK_MS decides here (a corrupt file is
+ * refused, as before); a longer one goes on in the background when the last
+ * stop was unclean, and is stopped when it was clean.
+ */
+static int store_open_check(struct store *s, bool unclean, char *err, size_t errlen)
+{
+	struct timespec ts;
+	bool done;
+
+	if (sqlite3_open_v2(s->path, &s->ic_db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX,
+			    NULL) != SQLITE_OK) {
+		snprintf(err, errlen, "%s: %s", s->path,
+			 s->ic_db ? sqlite3_errmsg(s->ic_db) : "out of memory");
+		sqlite3_close(s->ic_db);
+		s->ic_db = NULL;
+		return -EIO;
+	}
+	if (pthread_create(&s->ic_thread, NULL, store_ic_main, s) != 0) {
+		int rc = store_check_integrity(s->ic_db, s->path, err, errlen);
+
+		sqlite3_close(s->ic_db);
+		s->ic_db = NULL;
+		return rc;
+	}
+	s->ic_started = true;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_nsec += STORE_OPEN_CHECK_MS * 1000000L;
+	ts.tv_sec += ts.tv_nsec / 1000000000L;
+	ts.tv_nsec %= 1000000000L;
+	if (pthread_timedjoin_np(s->ic_thread, NULL, &ts) != 0) {
+		pthread_mutex_lock(&s->ic_mu);
+		done = s->ic_done;
+		if (!done && unclean)
+			s->ic_bg = true;
+		pthread_mutex_unlock(&s->ic_mu);
+		if (!done && unclean) {
+			store_log(s, NULL, 0, STORE_LOG_INFO,
+				  "the last stop was unclean: quick_check of the whole file goes "
+				  "on in the background");
+			return 0;
+		}
+		if (!done)
+			store_log(s, NULL, 0, STORE_LOG_INFO,
+				  "quick_check stopped after %u ms (the last stop was clean)",
+				  STORE_OPEN_CHECK_MS);
+		store_ic_stop(s);
+	} else {
+		sqlite3_close(s->ic_db);
+		s->ic_db = NULL;
+		s->ic_started = false;
+	}
+	if (s->ic_rc == -EUCLEAN) {
+		snprintf(err, errlen, "%s", s->ic_err);
+		return -EUCLEAN;
+	}
+	return 0;
+}
+
+/* The writer connection's busy handler: busy_timeout_ms, as
+ * sqlite3_busy_timeout() would wait, but never past the stop deadline, so
+ * another process holding the lock cannot hold up a SIGTERM. */
+static int store_busy(void *arg, int n)
+{
+	struct store *s = arg;
+	int64_t now = store_mono_ns();
+	int64_t stop = __atomic_load_n(&s->stop_deadline, __ATOMIC_RELAXED);
+
+	if (n == 0)
+		s->busy_since = now;
+	if (now - s->busy_since >= (int64_t)s->cfg.busy_timeout_ms * 1000000 ||
+	    (stop && now >= stop))
+		return 0;
+	usleep(n < 4 ? 1000u << n : 20000u);
+	return 1;
+}
+
+/* A WAL file left beside the database: the last stop was not clean (SQLite
+ * removes it when the last connection closes). */
+static bool store_unclean_stop(const char *path)
+{
+	char wal[4096];
+	struct stat st;
+
+	snprintf(wal, sizeof(wal), "%s-wal", path);
+	return stat(wal, &st) == 0;
 }
 
 static int store_pragmas(struct store *s, bool fresh, char *err, size_t errlen)
@@ -489,7 +631,7 @@ static int store_load_known(struct store *s, char *err, size_t errlen)
 	s->next_id = floor + 1;
 	for (size_t i = 0; i < s->n_known; i++) {
 		char sql[128];
-		int64_t max;
+		int64_t max = 0;
 
 		snprintf(sql, sizeof(sql), "SELECT max(id) FROM \"%s\"", s->known[i].name);
 		rc = store_query_int(s->db, sql, &max);
@@ -586,6 +728,7 @@ static void store_free(struct store *s)
 {
 	if (!s)
 		return;
+	store_ic_stop(s);
 	for (size_t i = 0; i < s->n_readers; i++)
 		sqlite3_close(s->readers[i]);
 	free(s->readers);
@@ -628,6 +771,7 @@ static int store_init_sync(struct store *s)
 	pthread_mutex_init(&s->mu, NULL);
 	pthread_mutex_init(&s->rd_mu, NULL);
 	pthread_mutex_init(&s->ck_mu, NULL);
+	pthread_mutex_init(&s->ic_mu, NULL);
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	pthread_cond_init(&s->cv_writer, &ca);
@@ -678,7 +822,7 @@ struct store *store_open(const struct store_config *cfg, const struct event_tabl
 	static pthread_once_t once = PTHREAD_ONCE_INIT;
 	struct store *s;
 	int64_t n_objects = 0, ver = 0;
-	bool fresh;
+	bool fresh, unclean;
 	int rc;
 
 	pthread_once(&once, store_sqlite_config);
@@ -724,6 +868,7 @@ struct store *store_open(const struct store_config *cfg, const struct event_tabl
 		goto out_free;
 	}
 
+	unclean = store_unclean_stop(s->path);
 	rc =
 	    sqlite3_open_v2(s->path, &s->db,
 			    SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL);
@@ -736,9 +881,9 @@ struct store *store_open(const struct store_config *cfg, const struct event_tabl
 		snprintf(err, errlen, "%s: opened read-only; the agent needs to write it", s->path);
 		goto out_free;
 	}
-	sqlite3_busy_timeout(s->db, (int)s->cfg.busy_timeout_ms);
+	sqlite3_busy_handler(s->db, store_busy, s);
 	sqlite3_extended_result_codes(s->db, 1);
-	if (store_check_integrity(s, err, errlen))
+	if (store_open_check(s, unclean, err, errlen))
 		goto out_free;
 	if (store_query_int(s->db, "SELECT count(*) FROM sqlite_master", &n_objects) != SQLITE_OK ||
 	    store_query_int(s->db, "PRAGMA user_version", &ver) != SQLITE_OK) {
@@ -935,6 +1080,9 @@ void store_close(struct store *s)
 {
 	if (!s)
 		return;
+	__atomic_store_n(&s->stop_deadline, store_mono_ns() + (int64_t)STORE_STOP_MS * 1000000,
+			 __ATOMIC_RELAXED);
+	store_ic_stop(s);
 	if (s->started) {
 		pthread_mutex_lock(&s->mu);
 		s->stop = true;
@@ -952,7 +1100,12 @@ void store_close(struct store *s)
 				break;
 			s->tail += n;
 		}
+		if (s->head != s->tail)
+			store_log(s, NULL, 0, STORE_LOG_ERR,
+				  "closing with %" PRIu64 " rows not written (writes failing)",
+				  s->head - s->tail);
 	}
+	s->rows_lost_close = s->head - s->tail;
 	/* Readers first: a TRUNCATE checkpoint needs no reader in the WAL. */
 	for (size_t i = 0; i < s->n_readers; i++)
 		sqlite3_close(s->readers[i]);
@@ -997,6 +1150,7 @@ void store_get_stats(struct store *s, struct store_stats *out)
 {
 	pthread_mutex_lock(&s->mu);
 	out->rows_dropped_full = s->dropped_full;
+	out->rows_lost_close = s->rows_lost_close;
 	out->queue_depth = (size_t)(s->head - s->tail);
 	pthread_mutex_unlock(&s->mu);
 	out->rows_written = store_stat_get(&s->rows_written);
@@ -1014,7 +1168,7 @@ void store_get_stats(struct store *s, struct store_stats *out)
 }
 
 static const char *const store_err_op_names[STORE_OP_MAX] = {
-    "commit", "insert", "retention", "snapshot", "checkpoint",
+    "commit", "insert", "retention", "snapshot", "checkpoint", "integrity",
 };
 
 const char *store_error_op_name(int op)

@@ -48,12 +48,18 @@ struct store;
  * (NULL-terminated; may be NULL). Fails with a message in err on an unwritable
  * path, a corrupt file (quick_check) or a schema newer than this binary; it
  * never re-creates an existing file. Does not start the writer thread.
+ * The quick_check at open has a 100 ms budget, so start-up time does not grow
+ * with the file: a file it does not get through is checked whole in the
+ * background (store_start) only when the last stop was unclean (a WAL file
+ * was left); a corrupt result is logged and counted (errors, "integrity").
  */
 struct store *store_open(const struct store_config *cfg, const struct event_table *const *tables,
 			 char *err, size_t errlen);
 /* Starts the writer thread. */
 int store_start(struct store *s);
-/* Flushes the queue, stops the writer, checkpoints and closes. Accepts NULL. */
+/* Flushes the queue, stops the writer, checkpoints and closes, within about
+ * 1.5 s whatever holds the database lock: rows it could not write by then
+ * are logged and counted (rows_lost_close). Accepts NULL. */
 void store_close(struct store *s);
 
 /* Copies row (t->row_size bytes) into the queue. Never blocks: returns
@@ -86,7 +92,7 @@ void store_reader_put(struct store *s, sqlite3 *db);
 const struct event_table *const *store_tables(const struct store *s);
 size_t store_queue_depth(const struct store *s);
 
-#define STORE_ERROR_OPS 5 /* commit, insert, retention, snapshot, checkpoint */
+#define STORE_ERROR_OPS 6 /* commit, insert, retention, snapshot, checkpoint, integrity */
 
 /* Queue/writer statistics; the agent publishes them as metrics. */
 struct store_stats {
@@ -96,6 +102,7 @@ struct store_stats {
 	uint64_t samples_written, samples_dropped;
 	uint64_t batches;
 	uint64_t write_errors; /* failed commits (disk full, I/O) */
+	uint64_t rows_lost_close; /* queued rows store_close() could not write */
 	uint64_t rows_deleted_retention, rows_deleted_age, rows_deleted_size;
 	uint64_t db_bytes;
 	uint64_t errors[STORE_ERROR_OPS]; /* by store_error_op_name(i) */

@@ -31,7 +31,11 @@
 #define STORE_PUBLISH_MS	 1000
 #define STORE_BACKOFF_MIN_MS	 50
 #define STORE_BACKOFF_MAX_MS	 2000
+#define STORE_BACKOFF_FULL_MS	 250   /* retry period on a full disk */
+#define STORE_LOW_SPACE_MS	 60000 /* checkpoint every commit this long after */
 #define STORE_STOP_RETRIES	 3 /* commit attempts left at close when stuck */
+#define STORE_STOP_MS		 1500 /* store_close() gives up on locks after this */
+#define STORE_OPEN_CHECK_MS	 100  /* quick_check budget at open */
 #define STORE_READER_WAIT_MS	 2000
 #define STORE_JOURNAL_LIMIT	 (64 * 1024 * 1024)
 #define STORE_SLOT_HDR		 24
@@ -69,6 +73,7 @@ enum store_err_op {
 	STORE_OP_RETENTION,
 	STORE_OP_SNAPSHOT,
 	STORE_OP_CHECKPOINT,
+	STORE_OP_INTEGRITY,
 	STORE_OP_MAX,
 };
 
@@ -125,9 +130,15 @@ struct store {
 	 * gap; rows of a rolled-back batch keep their ids for the retry. */
 	int64_t next_id;
 
+	/* Set by store_close(): from then on the writer connection's busy
+	 * handler gives up at this time (mono ns), whoever holds the lock. */
+	int64_t stop_deadline;
+	int64_t busy_since; /* writer connection: first busy call of this wait */
+
 	/* Writer state (writer thread only once started). */
 	int64_t batch_deadline;
 	int64_t retry_at;
+	int64_t low_space_until; /* after SQLITE_FULL: checkpoint every commit */
 	unsigned backoff_ms;
 	int64_t next_retention, next_checkpoint, next_publish;
 	struct store_series_ent *series;
@@ -136,6 +147,7 @@ struct store {
 
 	/* Statistics (atomics). */
 	uint64_t rows_written, batches, write_errors, rows_dropped_error;
+	uint64_t rows_lost_close;
 	uint64_t rows_deleted_age, rows_deleted_size;
 	uint64_t errors_op[STORE_OP_MAX];
 	uint64_t db_bytes;
@@ -159,6 +171,18 @@ struct store {
 	pthread_mutex_t ck_mu;
 	pthread_cond_t ck_cv;
 	bool ck_pending, ck_stop, ck_started;
+
+	/* quick_check thread (store_open_check()): own read-only connection;
+	 * after an unclean stop it goes on in the background (ic_bg) when the
+	 * file takes longer than STORE_OPEN_CHECK_MS; store_close()
+	 * interrupts it. ic_rc, ic_err, ic_done, ic_bg under ic_mu. */
+	bool ic_started;
+	sqlite3 *ic_db;
+	pthread_t ic_thread;
+	pthread_mutex_t ic_mu;
+	bool ic_done, ic_bg;
+	int ic_rc;
+	char ic_err[512];
 };
 
 int64_t store_mono_ns(void);

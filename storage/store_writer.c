@@ -186,6 +186,8 @@ static int store_series_insert(struct store *s, char *key, int64_t id)
 
 void store_series_forget(struct store *s)
 {
+	if (!s->series)
+		return; /* memset(NULL, 0, 0) is undefined */
 	for (size_t i = 0; i < s->series_cap; i++)
 		free(s->series[i].key);
 	memset(s->series, 0, s->series_cap * sizeof(*s->series));
@@ -260,6 +262,11 @@ static int store_write_sample(struct store *s, struct store_slot *slot)
 
 /* ---- writer thread ---- */
 
+static bool now_past(int64_t deadline)
+{
+	return deadline && store_mono_ns() >= deadline;
+}
+
 static int64_t store_min(int64_t a, int64_t b)
 {
 	return a < b ? a : b;
@@ -300,6 +307,7 @@ void *store_writer_main(void *arg)
 {
 	struct store *s = arg;
 	unsigned stop_retries = STORE_STOP_RETRIES;
+	int last_rc = SQLITE_OK;
 
 	pthread_mutex_lock(&s->mu);
 	for (;;) {
@@ -315,7 +323,7 @@ void *store_writer_main(void *arg)
 			continue;
 		}
 		depth = s->head - s->tail;
-		if (s->stop && (depth == 0 || stop_retries == 0))
+		if (s->stop && (depth == 0 || stop_retries == 0 || now >= s->stop_deadline))
 			break;
 		if (s->retry_at > now && !s->stop) {
 			struct timespec ts;
@@ -343,9 +351,30 @@ void *store_writer_main(void *arg)
 		n = depth < s->cfg.batch_rows ? depth : s->cfg.batch_rows;
 		start = s->tail;
 		pthread_mutex_unlock(&s->mu);
+		/*
+		 * Disk full: a commit appends to the WAL, which only restarts
+		 * from its beginning after a checkpoint copied all of it into
+		 * the database. Before each retry, checkpoint and truncate
+		 * it: that needs room only for the pages the WAL changed
+		 * (the database grows by them), and gives the rest of the
+		 * WAL's space back. Then for a while checkpoint after every
+		 * commit, so the WAL is rewritten in place instead of
+		 * growing into the space just freed. Without this, freeing a
+		 * few MB let writing resume for seconds only.
+		 */
+		if ((last_rc & 0xff) == SQLITE_FULL)
+			sqlite3_wal_checkpoint_v2(s->db, NULL, SQLITE_CHECKPOINT_TRUNCATE, NULL,
+						  NULL);
 		rc = store_write_batch(s, start, n);
+		if (rc == 0 && now < s->low_space_until)
+			sqlite3_wal_checkpoint_v2(s->db, NULL, SQLITE_CHECKPOINT_PASSIVE, NULL,
+						  NULL);
 		pthread_mutex_lock(&s->mu);
 		if (rc == 0) {
+			if ((last_rc & 0xff) == SQLITE_FULL)
+				store_log(s, NULL, 0, STORE_LOG_INFO,
+					  "writing again after a full disk");
+			last_rc = SQLITE_OK;
 			__atomic_store_n(&s->tail, s->tail + n, __ATOMIC_RELAXED);
 			if (s->tail == s->head)
 				s->base = s->head; /* no slot in use: restart at 0 */
@@ -355,22 +384,25 @@ void *store_writer_main(void *arg)
 			pthread_cond_broadcast(&s->cv_done);
 			continue;
 		}
+		last_rc = rc;
 		store_stat_add(&s->write_errors, 1);
 		store_count_error(s, STORE_OP_COMMIT);
 		s->backoff_ms = s->backoff_ms ? s->backoff_ms * 2 : STORE_BACKOFF_MIN_MS;
 		if (s->backoff_ms > STORE_BACKOFF_MAX_MS)
 			s->backoff_ms = STORE_BACKOFF_MAX_MS;
+		if ((rc & 0xff) == SQLITE_FULL) {
+			/* a retry on a full disk fails fast: retry soon, so
+			 * writing resumes as soon as there is room */
+			if (s->backoff_ms > STORE_BACKOFF_FULL_MS)
+				s->backoff_ms = STORE_BACKOFF_FULL_MS;
+			s->low_space_until = store_mono_ns() + (int64_t)STORE_LOW_SPACE_MS * 1000000;
+		}
 		s->retry_at = store_mono_ns() + (int64_t)s->backoff_ms * 1000000;
 		if (s->stop && stop_retries)
 			stop_retries--;
 		pthread_cond_broadcast(&s->cv_done);
 		depth = s->head - s->tail;
 		pthread_mutex_unlock(&s->mu);
-		/* A checkpointed WAL is rewritten from its start instead of
-		 * growing: the cheapest space to get back on a full disk. */
-		if ((rc & 0xff) == SQLITE_FULL)
-			sqlite3_wal_checkpoint_v2(s->db, NULL, SQLITE_CHECKPOINT_PASSIVE, NULL,
-						  NULL);
 		store_log(s, &s->rl_commit, 10000, STORE_LOG_ERR,
 			  "commit of %" PRIu64 " rows failed: %s; %" PRIu64
 			  " rows kept in the queue, retrying in %u ms",
@@ -379,8 +411,9 @@ void *store_writer_main(void *arg)
 	}
 	if (s->head != s->tail)
 		store_log(s, NULL, 0, STORE_LOG_ERR,
-			  "closing with %" PRIu64 " rows not written (writes failing)",
-			  s->head - s->tail);
+			  "closing with %" PRIu64 " rows not written (%s%s)", s->head - s->tail,
+			  sqlite3_errstr(last_rc),
+			  now_past(s->stop_deadline) ? ", at the stop deadline" : "");
 	s->writer_done = true;
 	pthread_cond_broadcast(&s->cv_done);
 	pthread_mutex_unlock(&s->mu);

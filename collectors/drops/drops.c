@@ -687,7 +687,7 @@ static int drops_publish_counts(struct collector *c, struct drops_state *st)
 
 	st->events = 0;
 	while (bpf_map_get_next_key(fd, prev, &key) == 0) {
-		uint64_t sum;
+		uint64_t sum = 0;
 
 		prev = &key;
 		if (drops_sum_percpu(st, fd, &key, &sum))

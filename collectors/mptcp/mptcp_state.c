@@ -712,7 +712,8 @@ Sysobs__V1__MptcpConnectionList *mptcp_state_msg(struct mptcp_state *st, uint64_
 				continue;
 			snap[n_snap].c = *c;
 			snap[n_snap].c.next = NULL;
-			memcpy(&sfs[n_sf], c->sf, c->n_sf * sizeof(*sfs));
+			if (c->n_sf) /* c->sf is NULL without subflows: memcpy(x, NULL, 0) is UB */
+				memcpy(&sfs[n_sf], c->sf, c->n_sf * sizeof(*sfs));
 			snap[n_snap].c.sf = &sfs[n_sf];
 			n_sf += c->n_sf;
 			n_snap++;
