@@ -8,7 +8,7 @@ PKGS=(
 	build-essential cmake pkg-config clang llvm
 	libsqlite3-dev libmicrohttpd-dev libjansson-dev libinih-dev libmnl-dev
 	libprotobuf-c-dev protobuf-c-compiler libcurl4-openssl-dev libprotobuf-dev protobuf-compiler python3-protobuf
-	libbpf-dev bpftool libelf-dev zlib1g-dev libseccomp-dev libsnappy-dev
+	libbpf-dev bpftool libelf-dev zlib1g-dev libseccomp-dev libsnappy-dev libsystemd-dev
 	# tests
 	libcmocka-dev curl jq sqlite3 bc iproute2 nftables prometheus procps
 	python3-prometheus-client
