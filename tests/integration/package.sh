@@ -63,6 +63,9 @@ mkdir -p "$ROOT/root/new" "$ROOT/root/new2" "$T/results"
 cp "$DEB" "$ROOT/root/new/"
 cp "$T"/new2/*.deb "$ROOT/root/new2/"
 echo sysobs-pkgtest >"$ROOT/etc/hostname"
+# SYSOBS_CAPS_PROBE=1: also restart the unit without each capability of its
+# bounding set in turn and print what still works (R cap_... lines)
+[ "${SYSOBS_CAPS_PROBE:-0}" != 1 ] || touch "$ROOT/root/caps-probe"
 
 # dependencies into apt's cache (the one step with network), not installed
 systemd-nspawn -q -D "$ROOT" --register=no --keep-unit -E DEBIAN_FRONTEND=noninteractive sh -c \
@@ -107,6 +110,7 @@ assert_eq "seccomp mode (2 = filter)" 2 "$(res seccomp)"
 [[ "$(res user_exists)" == sysobs:/var/lib/sysobs:/usr/sbin/nologin ]] ||
 	fail "sysobs user: $(res user_exists)"
 [[ "$(res db)" == sysobs:* ]] || fail "database: $(res db)"
+assert_eq "databases outside /var/lib/sysobs/sysobs.db (the relative default)" 0 "$(res stray_db)"
 assert_eq "conffile" /etc/sysobs/sysobsd.ini "$(res conffile)"
 for c in self drops mptcp; do
 	assert_eq "collector $c under the unit" running "$(res collector_$c)"

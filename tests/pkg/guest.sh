@@ -29,6 +29,7 @@ r no_new_privs "$(awk '/^NoNewPrivs/ {print $2}' /proc/"$pid"/status)"
 r seccomp "$(awk '/^Seccomp:/ {print $2}' /proc/"$pid"/status)"
 r user_exists "$(getent passwd sysobs | cut -d: -f1,6,7)"
 r db "$(stat -c '%U:%G %a' /var/lib/sysobs/sysobs.db 2>/dev/null || echo missing)"
+r stray_db "$(ls /var/sysobs.db /sysobs.db /var/lib/sysobs/var 2>/dev/null | wc -l)"
 r statedir "$(stat -c '%U:%G %a' /var/lib/sysobs)"
 r conffile "$(dpkg-query -W -f='${Conffiles}' sysobs | awk '{print $1}' | tr -d '\n')"
 sysobs status >/results/status.txt 2>&1
@@ -72,6 +73,38 @@ sysobs drops port=$P >/results/drops.txt 2>&1
 r drop_rows "$(grep -c ' NO_SOCKET ' /results/drops.txt)"
 r drop_location "$(awk '/ NO_SOCKET / {print $NF; exit}' /results/drops.txt)"
 r kallsyms_copy_removed "$([ -e /run/sysobs/kallsyms ] && echo no || echo yes)"
+# SYSOBS_CAPS_PROBE=1 on the host: the unit again without each capability
+# of its bounding set in turn (a copy in /etc/systemd/system), restarted
+# over the existing database, with the mptcp collector also entering a
+# namespace (setns); what still works is recorded.
+if [ -e /root/caps-probe ]; then
+	mkdir -p /run/netns && touch /run/netns/probe && unshare --net=/run/netns/probe true
+	printf '[collector.mptcp]\nnetns = self, /run/netns/probe\n' >>/etc/sysobs/sysobsd.ini
+	caps=$(sed -n 's/^CapabilityBoundingSet=//p' /lib/systemd/system/sysobsd.service)
+	for cap in none $caps; do
+		sed "s/^\(CapabilityBoundingSet=.*\) $cap\b/\1/; s/^CapabilityBoundingSet=$cap /CapabilityBoundingSet=/" \
+			/lib/systemd/system/sysobsd.service >/etc/systemd/system/sysobsd.service
+		systemctl daemon-reload
+		systemctl restart sysobsd >/dev/null 2>&1
+		for _ in $(seq 1 30); do scrape && break; sleep 0.1; done
+		P=$((20000 + RANDOM % 20000))
+		echo x >/dev/udp/127.0.0.1/$P
+		sleep 1.5
+		st=$(sysobs status 2>/dev/null)
+		loc=$(sysobs drops port=$P 2>/dev/null | awk '/ NO_SOCKET / {print $NF; exit}')
+		mp=$(journalctl -u sysobsd --no-pager -o cat -n 40 | grep -c 'mptcp: watching netns /run/netns/probe')
+		if [ "$(systemctl is-active sysobsd)" != active ]; then
+			r "cap_$cap" "start-failed: $(journalctl -u sysobsd --no-pager -o cat -n 30 | grep -E 'error|cannot' | tail -1)"
+		else
+			r "cap_$cap" "drops=$(awk '$1 == "drops" {print $2}' <<<"$st")" \
+				"mptcp=$(awk '$1 == "mptcp" {print $2}' <<<"$st") setns=$mp" \
+				"location=${loc:-none} user=$(ps -o user= -p "$(systemctl show -P MainPID sysobsd)")"
+		fi
+	done
+	rm -f /etc/systemd/system/sysobsd.service
+	systemctl daemon-reload
+	systemctl restart sysobsd
+fi
 # remove, then purge
 apt-get remove -y -q sysobs >/results/remove.log 2>&1 || echo "FAIL remove"
 r removed_active "$(systemctl is-active sysobsd)"
