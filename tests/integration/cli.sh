@@ -146,4 +146,35 @@ assert_eq "exit status, unknown CA" 1 "$?"
 assert_eq "exit status, no client certificate" 1 "$?"
 cd - >/dev/null || true
 stop_agent
-pass "usage exit 2, status = API, $N drops by port (table/json/protobuf), --follow prints only new rows, TLS client cert + basic auth"
+
+# scan (admin) and ifs through the IFS fake: the queued scan's id, then its
+# result in `ifs scans` and in the core grid of `ifs`
+FAKE="$SYSOBS_BUILD/tests/fakes/ifs_fake"
+if [ -x "$FAKE" ] && [ -c /dev/fuse ]; then
+	mkdir -p "$T/mnt"
+	printf '[fake]\ncpus = 2\nthreads_per_core = 1\npackages = 1\nscan_ms = 50\ndevices = 0\n[device.0]\nimage_version = 0x8000\nbatch = 1\ndefault = pass\n' >"$T/fake.ini"
+	"$FAKE" -f "$T/fake.ini" "$T/mnt" >"$T/fake.log" 2>&1 &
+	FAKE_PID=$!
+	on_exit "fusermount3 -u $T/mnt || fusermount3 -uz $T/mnt; wait $FAKE_PID 2>/dev/null"
+	on_exit '[ -z "$AGENT_PID" ] || { kill -9 "$AGENT_PID"; wait "$AGENT_PID"; } 2>/dev/null'
+	wait_for 10 test -e "$T/mnt/devices/virtual/misc/intel_ifs_0/status" || fail "ifs_fake did not mount"
+	write_base_config
+	printf '[http]\nadmin = true\n' >>"$T/sysobsd.ini"
+	sed -i 's/^listen = 127.0.0.1:0$//' "$T/sysobsd.ini"
+	start_agent --listen 127.0.0.1:0 --sysfs-root "$T/mnt"
+	export SYSOBS_URL=http://127.0.0.1:$PORT
+	"$CLI" scan 1 test=scan >"$T/scan" 2>"$T/err" || fail "sysobs scan: $(cat "$T/err")"
+	id=$(awk 'NR == 2 {print $1}' "$T/scan")
+	[[ "$id" =~ ^[0-9]+$ ]] || fail "no scan id: $(cat "$T/scan")"
+	done_scan() { "$CLI" ifs scans "scan_id=$id" 2>/dev/null | grep -Eq "^[^ ]+ +$id +scan +0 +1 +1 +pass "; }
+	wait_for 10 done_scan || fail "scan $id not pass in 'ifs scans': $("$CLI" ifs scans 2>&1)"
+	"$CLI" ifs >"$T/ifs" || fail "sysobs ifs failed"
+	grep -Eq '^0 +1 +1 +yes +scan +pass ' "$T/ifs" || fail "core 1 not pass in 'ifs': $(cat "$T/ifs")"
+	"$CLI" scan 0:9 >/dev/null 2>"$T/err"
+	assert_eq "exit status, scan of a core that does not exist" 1 "$?"
+	stop_agent
+	ifs="scan + ifs through the IFS fake"
+else
+	ifs="(no IFS fake: scan untested)"
+fi
+pass "usage exit 2, status = API, $N drops by port (table/json/protobuf), --follow prints only new rows, TLS client cert + basic auth, $ifs"
