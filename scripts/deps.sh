@@ -13,6 +13,9 @@ PKGS=(
 	libcmocka-dev curl jq sqlite3 bc iproute2 nftables prometheus procps
 	python3-prometheus-client
 	prometheus-alertmanager bpftrace libfuse3-dev fuse3
+	# package (scripts/package.sh) and its test in a systemd-nspawn container;
+	# the CLI test's TLS proxy
+	debhelper dpkg-dev lintian mmdebstrap systemd-container openssl python3
 	# VM tests (tests/vm): test kernel build, qemu, initramfs, EROFS/ext4 images
 	linux-source-6.12 flex bison bc libssl-dev dwarves cpio kmod xz-utils
 	qemu-system-x86 busybox-static erofs-utils e2fsprogs
