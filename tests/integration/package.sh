@@ -119,6 +119,7 @@ assert_ge "sampled NO_SOCKET drops under the unit" 1 "$(res drop_rows)"
 [[ "$(res drop_location)" == [a-z_]*+0x* ]] || fail "drop location not named: $(res drop_location)"
 assert_eq "kallsyms copy removed once ready" yes "$(res kallsyms_copy_removed)"
 assert_eq "kallsyms warnings in the journal" 0 "$(res kallsyms_warning)"
+assert_eq "missing Documentation= files" 0 "$(res doc_missing)"
 assert_eq "man pages" 2 "$(res man)"
 exposure=$(res exposure)
 [ -n "$exposure" ] || fail "no exposure score"

@@ -39,6 +39,9 @@ done
 r kallsyms_warning "$(journalctl -u sysobsd --no-pager -o cat | grep -c 'drop locations stay hex')"
 r exposure "$(systemd-analyze security sysobsd 2>/dev/null | sed -n 's/.*Overall exposure level for sysobsd.service: \([0-9.]*\).*/\1/p')"
 systemd-analyze security sysobsd >/results/security.txt 2>&1
+# every file:// of the unit's Documentation= exists
+r doc_missing "$(systemctl show -P Documentation sysobsd | tr ' ' '\n' | sed -n 's|^file://||p' |
+	while read -r f; do [ -e "$f" ] || echo "$f"; done | wc -l)"
 r man "$(ls /usr/share/man/man8/sysobsd.8.gz /usr/share/man/man1/sysobs.1.gz 2>/dev/null | wc -l)"
 # journald: priority from the "<N>" prefix, no time stamp in MESSAGE
 journalctl -u sysobsd -o json --no-pager >/results/journal.json 2>/dev/null
