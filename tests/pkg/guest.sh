@@ -19,6 +19,10 @@ for _ in $(seq 1 300); do scrape && break; sleep 0.1; done
 t2=$(ms)
 scrape && r first_scrape_ms $((t2 - t0)) || echo "FAIL no scrape after install"
 r install_ms $((t1 - t0))
+# systemd's view: "Starting" to "Started" (READY=1) of the first start
+r start_to_ready_ms "$(journalctl -u sysobsd -o short-unix --no-pager |
+	awk '/Starting sysobsd.service/ && !s { s = $1 } /Started sysobsd.service/ && !e { e = $1 }
+	     END { if (s && e) printf "%d", (e - s) * 1000 }')"
 r active "$(systemctl is-active sysobsd)"
 r enabled "$(systemctl is-enabled sysobsd)"
 r type "$(systemctl show -P Type sysobsd)"
