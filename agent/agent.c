@@ -36,6 +36,9 @@
 
 static const struct cfg_key agent_keys[] = {
     {"log_level", "info", "error, warn, info or debug"},
+    {"log_format", "text",
+     "text, logfmt or json; under systemd (JOURNAL_STREAM) without time stamps and with "
+     "<N> priority prefixes"},
     {"hostname", "", "host name used in alerts; empty = gethostname()"},
     {"sysfs_root", "/sys", "root of sysfs (point at the IFS fake to try the ifs collector)"},
     {"user", "sysobs",
@@ -460,6 +463,91 @@ static int on_snapshot(int fd, void *arg)
 	return 0;
 }
 
+/* Keys SIGHUP applies to the running agent; every other key that changed is
+ * named in the log as needing a restart. Collectors read their typed config
+ * from their own threads and the store its retention from its writer
+ * thread, so those are not changed under them. */
+static const char *const reload_live_keys[] = {"agent.log_level", "agent.log_format", NULL};
+
+static bool reload_key_is_live(const char *section, const char *key)
+{
+	char name[128];
+
+	snprintf(name, sizeof(name), "%s.%s", section, key);
+	for (size_t i = 0; reload_live_keys[i]; i++)
+		if (!strcmp(name, reload_live_keys[i]))
+			return true;
+	return false;
+}
+
+/* SIGHUP: reads the config file again (command-line flags still win: a
+ * running value from line 0 that is not the default came from a flag), then
+ * applies the live keys and names the others that changed. A bad file is
+ * logged and changes nothing. The running config is kept as it was, so the
+ * next reload compares with what actually runs. */
+static void agent_reload(struct agent *a)
+{
+	struct agent fresh = {0};
+	enum log_level lvl;
+	enum log_format fmt;
+	unsigned restart = 0;
+
+	if (!a->cfg.path) {
+		log_info("agent", "SIGHUP: no config file to reload (embedded defaults)");
+		return;
+	}
+	if (agent_config_declare(&fresh) || cfg_load(&fresh.cfg, a->cfg.path)) {
+		log_err("agent", "SIGHUP: %s; nothing changed", fresh.cfg.err[0] ? fresh.cfg.err
+									: "cannot reload");
+		goto out;
+	}
+	for (size_t i = 0; i < a->cfg.n_sections; i++) {
+		const struct cfg_section *sec = &a->cfg.sections[i];
+
+		for (const struct cfg_key *k = sec->keys; k && k->key; k++) {
+			const char *v = cfg_get(sec, k->key);
+
+			if (cfg_line(sec, k->key) == 0 && strcmp(v, k->def ? k->def : "") &&
+			    cfg_set(&fresh.cfg, sec->name, k->key, v)) {
+				log_err("agent", "SIGHUP: %s; nothing changed", fresh.cfg.err);
+				goto out;
+			}
+		}
+	}
+	if (log_level_parse(cfg_get(cfg_section(&fresh.cfg, "agent"), "log_level"), &lvl) ||
+	    log_format_parse(cfg_get(cfg_section(&fresh.cfg, "agent"), "log_format"), &fmt)) {
+		log_err("agent", "SIGHUP: %s: [agent] log_level or log_format invalid; nothing changed",
+			a->cfg.path);
+		goto out;
+	}
+	log_set_level(lvl);
+	log_set_format(fmt);
+	for (size_t i = 0; i < a->cfg.n_sections; i++) {
+		const struct cfg_section *sec = &a->cfg.sections[i];
+		const struct cfg_section *nsec = cfg_section(&fresh.cfg, sec->name);
+
+		for (const struct cfg_key *k = sec->keys; nsec && k && k->key; k++) {
+			const char *was = cfg_get(sec, k->key), *now = cfg_get(nsec, k->key);
+
+			if (!was || !now || !strcmp(was, now))
+				continue;
+			if (reload_key_is_live(sec->name, k->key)) {
+				log_info("agent", "SIGHUP: [%s] %s = %s applied", sec->name, k->key, now);
+				continue;
+			}
+			restart++;
+			log_warn("agent", "SIGHUP: [%s] %s changed (\"%s\" -> \"%s\"): needs a restart",
+				 sec->name, k->key, was, now);
+		}
+	}
+	log_info("agent", "SIGHUP: reloaded %s (log_level %s, log_format %s); %u change%s need%s a "
+		 "restart", a->cfg.path, cfg_get(cfg_section(&fresh.cfg, "agent"), "log_level"),
+		 cfg_get(cfg_section(&fresh.cfg, "agent"), "log_format"), restart,
+		 restart == 1 ? "" : "s", restart == 1 ? "s" : "");
+out:
+	cfg_free(&fresh.cfg);
+}
+
 static int on_signal(int fd, void *arg)
 {
 	struct agent *a = arg;
@@ -468,7 +556,7 @@ static int on_signal(int fd, void *arg)
 	if (read(fd, &si, sizeof(si)) != sizeof(si))
 		return 0;
 	if (si.ssi_signo == SIGHUP) {
-		log_info("agent", "SIGHUP ignored: restart sysobsd to apply a new config");
+		agent_reload(a);
 		return 0;
 	}
 	log_info("agent", "%s: shutting down", strsignal(si.ssi_signo));

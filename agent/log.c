@@ -2,18 +2,60 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #include "agent/log.h"
 
 static enum log_level log_level = LOG_LVL_INFO;
+static enum log_format log_format = LOG_FMT_TEXT;
+static bool log_journal;
 static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
 static const char *const level_names[] = {"error", "warn", "info", "debug"};
+static const char *const format_names[] = {"text", "logfmt", "json"};
+/* syslog priorities (sd-daemon.h SD_ERR ... SD_DEBUG) of the levels */
+static const int level_prio[] = {3, 4, 6, 7};
 
 void log_set_level(enum log_level lvl)
 {
-	log_level = lvl;
+	__atomic_store_n(&log_level, lvl, __ATOMIC_RELAXED); /* SIGHUP changes it live */
+}
+
+void log_set_format(enum log_format fmt)
+{
+	__atomic_store_n(&log_format, fmt, __ATOMIC_RELAXED);
+}
+
+void log_set_journal(bool on)
+{
+	__atomic_store_n(&log_journal, on, __ATOMIC_RELAXED);
+}
+
+int log_format_parse(const char *s, enum log_format *out)
+{
+	for (size_t i = 0; i < sizeof(format_names) / sizeof(format_names[0]); i++) {
+		if (!strcmp(s, format_names[i])) {
+			*out = (enum log_format)i;
+			return 0;
+		}
+	}
+	return -EINVAL;
+}
+
+/* systemd sets JOURNAL_STREAM=DEV:INODE for a service whose stdout/stderr is
+ * the journal; a child that redirected stderr elsewhere must not think so,
+ * hence the comparison with fd 2 (systemd.exec(5), "Environment Variables"). */
+bool log_stderr_is_journal(void)
+{
+	const char *env = getenv("JOURNAL_STREAM");
+	unsigned long long dev, ino;
+	struct stat st;
+
+	if (!env || sscanf(env, "%llu:%llu", &dev, &ino) != 2 || fstat(2, &st))
+		return false;
+	return (unsigned long long)st.st_dev == dev && (unsigned long long)st.st_ino == ino;
 }
 
 enum log_level log_get_level(void)
@@ -52,31 +94,141 @@ int64_t clock_wall_ns(void)
 	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
+/* Appends s to buf[*n..size) quoted for fmt: logfmt and JSON quote '"' and
+ * '\\' and escape control characters; text copies as is. Hand-written: the
+ * logger is in the base layer, which links no JSON library, and it must not
+ * allocate. */
+static void log_put_escaped(char *buf, size_t size, size_t *n, enum log_format fmt, const char *s)
+{
+	for (; *s && *n + 7 < size; s++) {
+		unsigned char c = (unsigned char)*s;
+
+		if (fmt == LOG_FMT_TEXT) {
+			buf[(*n)++] = (char)c;
+		} else if (c == '"' || c == '\\') {
+			buf[(*n)++] = '\\';
+			buf[(*n)++] = (char)c;
+		} else if (c == '\n') {
+			buf[(*n)++] = '\\';
+			buf[(*n)++] = 'n';
+		} else if (c == '\t') {
+			buf[(*n)++] = '\\';
+			buf[(*n)++] = 't';
+		} else if (c < 0x20 || c == 0x7f) {
+			*n += (size_t)snprintf(buf + *n, size - *n, "\\u%04x", c);
+		} else {
+			buf[(*n)++] = (char)c;
+		}
+	}
+	buf[*n] = '\0';
+}
+
+static void log_put(char *buf, size_t size, size_t *n, const char *s)
+{
+	int k = snprintf(buf + *n, size - *n, "%s", s);
+
+	if (k > 0)
+		*n = *n + (size_t)k < size ? *n + (size_t)k : size - 1;
+}
+
+size_t log_format_line(char *buf, size_t size, enum log_format fmt, bool journal,
+		       int64_t wall_ns, enum log_level lvl, const char *component,
+		       const char *msg)
+{
+	char ts[40] = "", prio[8] = "";
+	size_t n = 0;
+
+	if (size < 16) {
+		if (size)
+			buf[0] = '\0';
+		return 0;
+	}
+	buf[0] = '\0';
+	if ((unsigned)lvl > LOG_LVL_DEBUG)
+		lvl = LOG_LVL_DEBUG;
+	if (!component)
+		component = "agent";
+	if (journal) {
+		snprintf(prio, sizeof(prio), "<%d>", level_prio[lvl]);
+	} else {
+		time_t sec = (time_t)(wall_ns / 1000000000);
+		struct tm tm;
+
+		gmtime_r(&sec, &tm);
+		snprintf(ts, sizeof(ts), "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ",
+			 tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min,
+			 tm.tm_sec, (int)(wall_ns % 1000000000 / 1000000));
+	}
+	log_put(buf, size, &n, prio);
+	switch (fmt) {
+	case LOG_FMT_LOGFMT:
+		if (!journal) {
+			log_put(buf, size, &n, "ts=");
+			log_put(buf, size, &n, ts);
+			log_put(buf, size, &n, " ");
+		}
+		log_put(buf, size, &n, "level=");
+		log_put(buf, size, &n, level_names[lvl]);
+		log_put(buf, size, &n, " component=");
+		log_put_escaped(buf, size, &n, fmt, component);
+		log_put(buf, size, &n, " msg=\"");
+		log_put_escaped(buf, size, &n, fmt, msg);
+		log_put(buf, size, &n, "\"");
+		break;
+	case LOG_FMT_JSON:
+		log_put(buf, size, &n, "{");
+		if (!journal) {
+			log_put(buf, size, &n, "\"ts\":\"");
+			log_put(buf, size, &n, ts);
+			log_put(buf, size, &n, "\",");
+		}
+		log_put(buf, size, &n, "\"level\":\"");
+		log_put(buf, size, &n, level_names[lvl]);
+		log_put(buf, size, &n, "\",\"component\":\"");
+		log_put_escaped(buf, size, &n, fmt, component);
+		log_put(buf, size, &n, "\",\"msg\":\"");
+		log_put_escaped(buf, size, &n, fmt, msg);
+		/* a cut message still closes its string and object */
+		if (n + 3 >= size)
+			n = size - 3;
+		buf[n++] = '"';
+		buf[n++] = '}';
+		buf[n] = '\0';
+		break;
+	default:
+		if (!journal) {
+			log_put(buf, size, &n, ts);
+			log_put(buf, size, &n, " ");
+			n += (size_t)snprintf(buf + n, size - n, "%-5s ", level_names[lvl]);
+			if (n >= size)
+				n = size - 1;
+		}
+		log_put(buf, size, &n, component);
+		log_put(buf, size, &n, ": ");
+		log_put(buf, size, &n, msg);
+		break;
+	}
+	return n;
+}
+
 void log_vmsg(enum log_level lvl, const char *component, const char *fmt, va_list ap)
 {
-	char line[1024];
-	struct timespec ts;
-	struct tm tm;
-	int n;
+	char msg[1024], line[2048];
+	size_t n;
 
-	if (lvl > log_level)
+	if (lvl > __atomic_load_n(&log_level, __ATOMIC_RELAXED))
 		return;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	gmtime_r(&ts.tv_sec, &tm);
-	n = snprintf(line, sizeof(line),
-		     "%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ %-5s %s: ", tm.tm_year + 1900,
-		     tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
-		     ts.tv_nsec / 1000000, level_names[lvl], component ? component : "agent");
-	if (n < 0 || (size_t)n >= sizeof(line))
-		n = 0;
-	vsnprintf(line + n, sizeof(line) - n, fmt, ap);
-	/* One write per line keeps lines from threads whole; strip the caller's
-	 * trailing newline (libbpf adds one) and add our own. */
-	n = strlen(line);
-	while (n > 0 && line[n - 1] == '\n')
-		line[--n] = '\0';
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	/* Strip the caller's trailing newline (libbpf adds one); we add our own. */
+	n = strlen(msg);
+	while (n > 0 && msg[n - 1] == '\n')
+		msg[--n] = '\0';
+	n = log_format_line(line, sizeof(line), __atomic_load_n(&log_format, __ATOMIC_RELAXED),
+			    __atomic_load_n(&log_journal, __ATOMIC_RELAXED), clock_wall_ns(), lvl,
+			    component, msg);
+	/* One write per line keeps lines from threads whole. */
 	pthread_mutex_lock(&log_lock);
-	fprintf(stderr, "%s\n", line);
+	fprintf(stderr, "%.*s\n", (int)n, line);
 	pthread_mutex_unlock(&log_lock);
 }
 

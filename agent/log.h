@@ -2,7 +2,15 @@
 /*
  * One logger for the whole agent. Every line carries a level and a component
  * ("agent", "store", "http", or a collector name). Lines go to stderr, which
- * systemd's journal or the terminal picks up.
+ * systemd's journal or the terminal picks up, in one of three formats
+ * ([agent] log_format):
+ *   text    2026-01-02T03:04:05.678Z info  agent: message
+ *   logfmt  ts=2026-01-02T03:04:05.678Z level=info component=agent msg="message"
+ *   json    {"ts":"2026-01-02T03:04:05.678Z","level":"info","component":"agent","msg":"message"}
+ * When stderr is the journal (JOURNAL_STREAM names it, see systemd.exec(5))
+ * the time stamp is left out, as the journal keeps its own, and each line
+ * starts with the syslog priority prefix "<N>" that journald turns into the
+ * entry's PRIORITY, so `journalctl -p warning` works.
  *
  * log_ratelimited() lets a hot failure path (disk full, ring buffer loss) log
  * at most once per interval per call site and say how many were suppressed.
@@ -11,14 +19,30 @@
 #define SYSOBS_LOG_H
 
 #include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 enum log_level { LOG_LVL_ERR, LOG_LVL_WARN, LOG_LVL_INFO, LOG_LVL_DEBUG };
+
+enum log_format { LOG_FMT_TEXT, LOG_FMT_LOGFMT, LOG_FMT_JSON };
 
 void log_set_level(enum log_level lvl);
 enum log_level log_get_level(void);
 /* "error", "warn", "info", "debug" -> level; -EINVAL if unknown. */
 int log_level_parse(const char *s, enum log_level *out);
+/* "text", "logfmt", "json" -> format; -EINVAL if unknown. */
+int log_format_parse(const char *s, enum log_format *out);
+void log_set_format(enum log_format fmt);
+/* Journal mode (no time stamps, "<N>" priority prefixes) on or off. */
+void log_set_journal(bool on);
+/* True when JOURNAL_STREAM names the device:inode of our stderr. */
+bool log_stderr_is_journal(void);
+/* Formats one line without the trailing newline into buf (pure; unit-tested):
+ * wall_ns is the time stamp, ignored in journal mode. Returns the length. */
+size_t log_format_line(char *buf, size_t size, enum log_format fmt, bool journal,
+		       int64_t wall_ns, enum log_level lvl, const char *component,
+		       const char *msg);
 
 void log_msg(enum log_level lvl, const char *component, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * sysobsd: kernel observability agent. Flags override the config file, which
- * overrides the embedded defaults. Exit status: 0 after SIGTERM/SIGINT,
+ * overrides the embedded defaults. SIGHUP reloads the config file (see
+ * agent_reload()); under systemd it reports READY=1/STOPPING=1 (Type=notify). Exit status: 0 after SIGTERM/SIGINT,
  * 2 for a bad command line, config or database, 1 for other start failures.
  */
 #include <getopt.h>
@@ -11,9 +12,19 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <curl/curl.h>
+#include <jansson.h>
+#include <microhttpd.h>
+#include <protobuf-c/protobuf-c.h>
+#include <snappy-c.h>
+#include <sqlite3.h>
+#include <systemd/sd-daemon.h>
+#include <zlib.h>
+
 #include "agent/agent.h"
 #include "agent/log.h"
 #include "collectors/collector.h"
+#include "sysobs_revision.h"
 
 static void usage(FILE *out)
 {
@@ -33,7 +44,7 @@ static void usage(FILE *out)
 		"                          ([http] web_config_file)\n"
 		"      --print-config      print every config key with its default and exit\n"
 		"  -h, --help              this help\n"
-		"  -V, --version           version\n"
+		"  -V, --version           version, git revision and library versions\n"
 		"\nCollectors:\n");
 	for (size_t i = 0; collector_registry[i]; i++)
 		fprintf(out, "  %-12s %s\n", collector_registry[i]->name,
@@ -41,6 +52,20 @@ static void usage(FILE *out)
 }
 
 enum { OPT_SYSFS_ROOT = 256, OPT_PORT_FILE, OPT_PRINT_CONFIG, OPT_WEB_CONFIG };
+
+/* --version: the release, the git revision it was built from, and the
+ * libraries it runs with (run-time versions where the library reports one). */
+static void version(void)
+{
+	curl_version_info_data *cv = curl_version_info(CURLVERSION_NOW);
+
+	printf("sysobsd %s (revision %s)\n", SYSOBS_VERSION, SYSOBS_REVISION);
+	printf("libbpf %s, sqlite %s, libmicrohttpd %s, libcurl %s, protobuf-c %s, jansson %s, "
+	       "zlib %s, libsystemd %s\n",
+	       SYSOBS_LIBBPF_VERSION, sqlite3_libversion(), MHD_get_version(),
+	       cv ? cv->version : "?", protobuf_c_version(), JANSSON_VERSION, zlibVersion(),
+	       LIBSYSTEMD_VERSION);
+}
 
 int main(int argc, char **argv)
 {
@@ -63,6 +88,7 @@ int main(int argc, char **argv)
 	struct agent a = {0};
 	const char *config = NULL, *port_file = NULL;
 	enum log_level lvl;
+	enum log_format fmt;
 	size_t n_over = 0;
 	bool print_config = false;
 	sigset_t mask;
@@ -99,7 +125,7 @@ int main(int argc, char **argv)
 			usage(stdout);
 			return 0;
 		case 'V':
-			printf("sysobsd %s\n", SYSOBS_VERSION);
+			version();
 			return 0;
 		default:
 			usage(stderr);
@@ -153,12 +179,25 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	log_set_level(lvl);
+	if (log_format_parse(cfg_get(cfg_section(&a.cfg, "agent"), "log_format"), &fmt)) {
+		cfg_error(&a.cfg, "agent", "log_format", "expected text, logfmt or json");
+		fprintf(stderr, "sysobsd: %s\n", a.cfg.err);
+		cfg_free(&a.cfg);
+		return 2;
+	}
+	log_set_format(fmt);
+	log_set_journal(log_stderr_is_journal());
 
-	log_info("agent", "sysobsd %s starting (config: %s)", SYSOBS_VERSION,
-		 config ? config : "embedded defaults");
+	log_info("agent", "sysobsd %s (revision %s) starting (config: %s)", SYSOBS_VERSION,
+		 SYSOBS_REVISION, config ? config : "embedded defaults");
 	rc = agent_start(&a, port_file);
-	if (rc == 0)
+	if (rc == 0) {
+		/* Type=notify: serving HTTP, collectors started, privileges dropped.
+		 * Without NOTIFY_SOCKET this does nothing. */
+		sd_notify(0, "READY=1\nSTATUS=serving");
 		rc = agent_run(&a) ? 1 : 0;
+		sd_notify(0, "STOPPING=1");
+	}
 	agent_stop(&a);
 	if (rc == 0)
 		log_info("agent", "stopped");

@@ -9,7 +9,7 @@ PKGS=(
 	libclang-rt-dev # libFuzzer and the sanitizer runtimes for clang (scripts/fuzz.sh)
 	libsqlite3-dev libmicrohttpd-dev libjansson-dev libinih-dev libmnl-dev
 	libprotobuf-c-dev protobuf-c-compiler libcurl4-openssl-dev libprotobuf-dev protobuf-compiler python3-protobuf
-	libbpf-dev bpftool libelf-dev zlib1g-dev libseccomp-dev libsnappy-dev
+	libbpf-dev bpftool libelf-dev zlib1g-dev libseccomp-dev libsnappy-dev libsystemd-dev
 	libyaml-dev libcrypt-dev libgnutls28-dev
 	# tests
 	libcmocka-dev curl jq sqlite3 bc iproute2 nftables prometheus procps
@@ -18,6 +18,9 @@ PKGS=(
 	prometheus-alertmanager bpftrace libfuse3-dev fuse3
 	# status page test: headless browser and its WebDriver
 	chromium chromium-driver
+	# package (scripts/package.sh) and its test in a systemd-nspawn container;
+	# the CLI test's TLS proxy
+	debhelper dpkg-dev lintian mmdebstrap systemd-container openssl python3
 	# VM tests (tests/vm): test kernel build, qemu, initramfs, EROFS/ext4 images
 	linux-source-6.12 flex bison bc libssl-dev dwarves cpio kmod xz-utils
 	qemu-system-x86 busybox-static erofs-utils e2fsprogs

@@ -1,0 +1,124 @@
+#!/bin/bash
+# Runs inside the booted Debian 12 container (systemd as PID 1), started by
+# pkgtest.service; tests/integration/package.sh reads /results/out.
+# Every line "R key value" is a result; "FAIL ..." a failure.
+exec >/results/out 2>&1
+set -u
+export DEBIAN_FRONTEND=noninteractive PATH=/usr/sbin:/usr/bin:/sbin:/bin
+r() { echo "R $*"; }
+ms() { date +%s%3N; }
+scrape() { curl -sf -o /dev/null --max-time 1 http://127.0.0.1:9559/metrics; }
+
+# install (dependencies are in apt's cache: nothing to fetch, and no network
+# here) -> first scrape
+t0=$(ms)
+apt-get install -y -q /root/new/sysobs_*.deb >/results/apt-install.log 2>&1 ||
+	echo "FAIL apt-get install: $(tail -3 /results/apt-install.log)"
+t1=$(ms)
+for _ in $(seq 1 300); do scrape && break; sleep 0.1; done
+t2=$(ms)
+scrape && r first_scrape_ms $((t2 - t0)) || echo "FAIL no scrape after install"
+r install_ms $((t1 - t0))
+# systemd's view: "Starting" to "Started" (READY=1) of the first start
+r start_to_ready_ms "$(journalctl -u sysobsd -o short-unix --no-pager |
+	awk '/Starting sysobsd.service/ && !s { s = $1 } /Started sysobsd.service/ && !e { e = $1 }
+	     END { if (s && e) printf "%d", (e - s) * 1000 }')"
+r active "$(systemctl is-active sysobsd)"
+r enabled "$(systemctl is-enabled sysobsd)"
+r type "$(systemctl show -P Type sysobsd)"
+pid=$(systemctl show -P MainPID sysobsd)
+r main_user "$(ps -o user= -p "$pid")"
+r main_caps "$(grep -E '^Cap(Eff|Bnd)' /proc/"$pid"/status | awk '{print $2}' | tr '\n' ' ')"
+r no_new_privs "$(awk '/^NoNewPrivs/ {print $2}' /proc/"$pid"/status)"
+r seccomp "$(awk '/^Seccomp:/ {print $2}' /proc/"$pid"/status)"
+r user_exists "$(getent passwd sysobs | cut -d: -f1,6,7)"
+r db "$(stat -c '%U:%G %a' /var/lib/sysobs/sysobs.db 2>/dev/null || echo missing)"
+r stray_db "$(ls /var/sysobs.db /sysobs.db /var/lib/sysobs/var 2>/dev/null | wc -l)"
+r statedir "$(stat -c '%U:%G %a' /var/lib/sysobs)"
+r conffile "$(dpkg-query -W -f='${Conffiles}' sysobs | awk '{print $1}' | tr -d '\n')"
+sysobs status >/results/status.txt 2>&1
+for c in self drops mptcp cachefiles ifs; do
+	r "collector_$c" "$(awk -v c="$c" '$1 == c {print $2}' /results/status.txt)"
+done
+r kallsyms_warning "$(journalctl -u sysobsd --no-pager -o cat | grep -c 'drop locations stay hex')"
+r exposure "$(systemd-analyze security sysobsd 2>/dev/null | sed -n 's/.*Overall exposure level for sysobsd.service: \([0-9.]*\).*/\1/p')"
+systemd-analyze security sysobsd >/results/security.txt 2>&1
+# every file:// of the unit's Documentation= exists
+r doc_missing "$(systemctl show -P Documentation sysobsd | tr ' ' '\n' | sed -n 's|^file://||p' |
+	while read -r f; do [ -e "$f" ] || echo "$f"; done | wc -l)"
+r man "$(ls /usr/share/man/man8/sysobsd.8.gz /usr/share/man/man1/sysobs.1.gz 2>/dev/null | wc -l)"
+# journald: priority from the "<N>" prefix, no time stamp in MESSAGE
+journalctl -u sysobsd -o json --no-pager >/results/journal.json 2>/dev/null
+r journal_listening "$(grep -m1 '"MESSAGE":"http: listening' /results/journal.json |
+	sed -n 's/.*"PRIORITY":"\([0-9]\)".*/\1/p')"
+r journal_warn_prio "$(grep -c '"PRIORITY":"4"' /results/journal.json)"
+# reload: SIGHUP through ExecReload
+sed -i 's/^log_level = info$/log_level = debug/' /etc/sysobs/sysobsd.ini
+systemctl reload sysobsd
+sleep 1
+r reload_logged "$(journalctl -u sysobsd --no-pager -o cat | grep -c 'SIGHUP: reloaded')"
+r reload_same_pid "$([ "$(systemctl show -P MainPID sysobsd)" = "$pid" ] && echo yes || echo no)"
+# upgrade to a newer version: restarted, history and the edited conffile kept
+# (the edit also lifts the drop sampling budget, which other traffic on a
+# shared host may use up, for the check below)
+printf 'sample_rate = 100000\nsample_burst = 10000\n' >>/etc/sysobs/sysobsd.ini
+rows_before=$(curl -s 'http://127.0.0.1:9559/api/v1/self/samples?limit=1000' | grep -o '"id"' | wc -l)
+dpkg -i /root/new2/sysobs_*.deb >/results/upgrade.log 2>&1 || echo "FAIL upgrade: $(tail -3 /results/upgrade.log)"
+for _ in $(seq 1 100); do scrape && break; sleep 0.1; done
+r upgraded_version "$(dpkg-query -W -f='${Version}' sysobs)"
+r upgrade_active "$(systemctl is-active sysobsd)"
+r upgrade_restarted "$([ "$(systemctl show -P MainPID sysobsd)" != "$pid" ] && echo yes || echo no)"
+r conffile_kept "$(grep -c '^log_level = debug$' /etc/sysobs/sysobsd.ini)"
+rows_after=$(curl -s 'http://127.0.0.1:9559/api/v1/self/samples?limit=1000' | grep -o '"id"' | wc -l)
+r history_kept "$([ "$rows_after" -ge "$rows_before" ] && [ "$rows_before" -gt 0 ] && echo yes || echo "no $rows_before $rows_after")"
+# after the upgrade: a drop the agent samples: UDP to a closed port; its kernel location named
+# (from the root copy of /proc/kallsyms the unit makes before start)
+P=$((20000 + RANDOM % 20000))
+echo x >/dev/udp/127.0.0.1/$P
+sleep 2
+sysobs drops port=$P >/results/drops.txt 2>&1
+r drop_rows "$(grep -c ' NO_SOCKET ' /results/drops.txt)"
+r drop_location "$(awk '/ NO_SOCKET / {print $NF; exit}' /results/drops.txt)"
+r kallsyms_copy_removed "$([ -e /run/sysobs/kallsyms ] && echo no || echo yes)"
+# SYSOBS_CAPS_PROBE=1 on the host: the unit again without each capability
+# of its bounding set in turn (a copy in /etc/systemd/system), restarted
+# over the existing database, with the mptcp collector also entering a
+# namespace (setns); what still works is recorded.
+if [ -e /root/caps-probe ]; then
+	mkdir -p /run/netns && touch /run/netns/probe && unshare --net=/run/netns/probe true
+	printf '[collector.mptcp]\nnetns = self, /run/netns/probe\n' >>/etc/sysobs/sysobsd.ini
+	caps=$(sed -n 's/^CapabilityBoundingSet=//p' /lib/systemd/system/sysobsd.service)
+	for cap in none $caps; do
+		sed "s/^\(CapabilityBoundingSet=.*\) $cap\b/\1/; s/^CapabilityBoundingSet=$cap /CapabilityBoundingSet=/" \
+			/lib/systemd/system/sysobsd.service >/etc/systemd/system/sysobsd.service
+		systemctl daemon-reload
+		systemctl restart sysobsd >/dev/null 2>&1
+		for _ in $(seq 1 30); do scrape && break; sleep 0.1; done
+		P=$((20000 + RANDOM % 20000))
+		echo x >/dev/udp/127.0.0.1/$P
+		sleep 1.5
+		st=$(sysobs status 2>/dev/null)
+		loc=$(sysobs drops port=$P 2>/dev/null | awk '/ NO_SOCKET / {print $NF; exit}')
+		mp=$(journalctl -u sysobsd --no-pager -o cat -n 40 | grep -c 'mptcp: watching netns /run/netns/probe')
+		if [ "$(systemctl is-active sysobsd)" != active ]; then
+			r "cap_$cap" "start-failed: $(journalctl -u sysobsd --no-pager -o cat -n 30 | grep -E 'error|cannot' | tail -1)"
+		else
+			r "cap_$cap" "drops=$(awk '$1 == "drops" {print $2}' <<<"$st")" \
+				"mptcp=$(awk '$1 == "mptcp" {print $2}' <<<"$st") setns=$mp" \
+				"location=${loc:-none} user=$(ps -o user= -p "$(systemctl show -P MainPID sysobsd)")"
+		fi
+	done
+	rm -f /etc/systemd/system/sysobsd.service
+	systemctl daemon-reload
+	systemctl restart sysobsd
+fi
+# remove, then purge
+apt-get remove -y -q sysobs >/results/remove.log 2>&1 || echo "FAIL remove"
+r removed_active "$(systemctl is-active sysobsd)"
+r removed_conf "$([ -f /etc/sysobs/sysobsd.ini ] && echo kept || echo gone)"
+apt-get purge -y -q sysobs >/results/purge.log 2>&1 || echo "FAIL purge"
+r purged_conf "$([ -e /etc/sysobs ] && echo kept || echo gone)"
+r purged_state "$([ -e /var/lib/sysobs ] && echo kept || echo gone)"
+r purged_unit "$([ -e /lib/systemd/system/sysobsd.service ] && echo kept || echo gone)"
+echo DONE
+systemctl poweroff --no-block
