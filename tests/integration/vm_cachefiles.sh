@@ -156,6 +156,7 @@ vm_section collectors "$C" >"$T/vm-collectors.json"
 vm_section ondemand_stats "$C" >"$T/od.stats"
 vm_section metrics "$C" >"$T/metrics.txt"
 vm_section slow "$C" >"$T/slow.json"
+vm_section exemplars "$C" >"$T/exemplars.txt"
 cat "$T/od.stats"
 kver=$(sed -n 's/.*SYSOBS-VM-BEGIN kernel=\([^ ]*\).*/\1/p' "$C")
 
@@ -355,5 +356,25 @@ assert_eq "page 2 rows" 5 "$(jq '.data | length' "$T/page2.json")"
 [ "$(jq '[.data[].id | tonumber] | max' "$T/page2.json")" -lt "$(jq '[.data[].id | tonumber] | min' "$T/page1.json")" ] ||
 	fail "cursor paging overlaps or goes forward"
 fast_slow=$(jq --arg v "erofs,$FAST_FSID" '[.data[] | select(.volume == $v)] | length' "$T/slow.json")
+
+# Exemplars point into history: each latency bucket's exemplar names a slow
+# row with that op, volume and latency (OpenMetrics scrape in the guest).
+n_ex=0
+while read -r line; do
+	id=$(sed -n 's/.* # {request_id="\([0-9]*\)"} \([0-9.e+-]*\) .*/\1/p' <<<"$line")
+	v=$(sed -n 's/.* # {request_id="\([0-9]*\)"} \([0-9.e+-]*\) .*/\2/p' <<<"$line")
+	op=$(sed -n 's/.*op="\([a-z]*\)".*/\1/p' <<<"$line")
+	vol=$(sed -n 's/.*volume="\([^"]*\)".*/\1/p' <<<"$line")
+	[ -n "$id" ] || fail "exemplar without request_id: $line"
+	row=$(jq -c --arg id "$id" '[.data[] | select(.id == $id)][0]' "$T/slow.json")
+	[ "$row" != null ] || fail "exemplar request_id=$id is no stored slow row"
+	assert_eq "exemplar $id op" "$op" "$(jq -r .op <<<"$row")"
+	assert_eq "exemplar $id volume" "$vol" "$(jq -r .volume <<<"$row")"
+	awk -v a="$v" -v b="$(jq -r .latency_seconds <<<"$row")" 'BEGIN { exit !((a - b) ^ 2 < 1e-12) }' ||
+		fail "exemplar $id value $v is not the row's latency"
+	n_ex=$((n_ex + 1))
+done <"$T/exemplars.txt"
+ge "$n_ex" 1 || fail "no request_id exemplar on the latency histogram"
+echo "  exemplars: $n_ex latency buckets name a stored slow request (op, volume, latency agree)"
 
 pass "kernel $kver: counts exact for 6 volumes x {open,read,close} (a READ without data an error) (one through 2 daemon deaths + restores, $abandoned requests re-read, each timed once; a hung daemon: oldest read ${h_read_age} s, unread ${h_unread_age} s, close ${h_close_age} s), p50/p99 within one bucket of ${FAST_MS} ms and ${SLOW_MS} ms, $slow_rows slow rows (fast volume: $fast_slow)"

@@ -227,6 +227,10 @@ sleep 1
 say "requests counted after $POLL_MS ms: $(counted) of $want"
 grep '^sysobs_cachefiles_\|^sysobs_collector_up' /tmp/metrics.txt >/tmp/metrics-cf.txt
 get '/api/v1/cachefiles/slow?limit=1000' /tmp/slow.json
+curl -sS --max-time 10 -H 'Accept: application/openmetrics-text;version=1.0.0' \
+	-o /tmp/metrics-om.txt http://127.0.0.1:9559/metrics
+grep '^sysobs_cachefiles_request_duration_seconds_bucket{.* # {request_id=' /tmp/metrics-om.txt \
+	>/tmp/exemplars.txt || true
 get '/api/v1/cachefiles/daemon?limit=100' /tmp/daemon.json
 get '/api/v1/cachefiles/slow?limit=5&op=open' /tmp/slow-open.json
 get '/api/v1/events?collector=cachefiles&limit=3' /tmp/events.json
@@ -237,6 +241,7 @@ section ondemand_stats /run/ondemand.stats
 section ondemand_log /tmp/ondemand.log
 section metrics /tmp/metrics-cf.txt
 section slow /tmp/slow.json
+section exemplars /tmp/exemplars.txt
 section daemon /tmp/daemon.json
 section slow_open /tmp/slow-open.json
 section events /tmp/events.json
