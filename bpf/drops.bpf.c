@@ -46,6 +46,24 @@ const volatile __u64 sample_burst_ns = 0;
 const volatile bool has_rdonly_cast = false;
 /* false: every drop goes to the counts hash (the fast slots off). */
 const volatile bool use_slots = true;
+/*
+ * Text of skb_release_data(), [frag_free_lo, frag_free_lo + frag_free_len),
+ * from kallsyms; length 0 when unknown. kfreeing a head skb releases its
+ * data with skb_release_data(), which frees every frag_list member (the
+ * other fragments of a reassembled IP datagram, GRO frag_list segments)
+ * with kfree_skb_list_reason(shinfo->frag_list, reason). That function is
+ * __fix_address (noinline), so the tracepoint's location for each member
+ * is its return address inside skb_release_data(), and the reason is the
+ * one skb_release_all() got: NOT_SPECIFIED from __kfree_skb(), whether the
+ * head was dropped (kfree_skb tracepoint, with the head's reason) or
+ * consumed (consume_skb tracepoint). Other callers of
+ * kfree_skb_list_reason() free lists of heads (GSO segments, qdisc to_free
+ * lists); their location is their own caller. So a location inside
+ * skb_release_data() is a member, never a drop of its own: the head's
+ * event already says whether the packet was dropped, and why.
+ */
+const volatile __u64 frag_free_lo = 0;
+const volatile __u64 frag_free_len = 0;
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
@@ -447,6 +465,12 @@ static __always_inline int handle_drop(struct sk_buff *skb, void *location, __u3
 	struct drops_parsed p = {};
 	__u64 now;
 
+	/* A frag_list member freed with its head (see frag_free_lo): folded
+	 * into the head's event. Constant-false when frag_free_len is 0. */
+	if ((__u64)location - frag_free_lo < frag_free_len) {
+		stat_inc(DROPS_STAT_FRAG_MEMBERS);
+		return 0;
+	}
 	/*
 	 * Not drops. SKB_NOT_DROPPED_YET = 0 ("net: skb: use
 	 * SKB_NOT_DROPPED_YET as the first value", v5.19) and SKB_CONSUMED

@@ -43,6 +43,7 @@ enum drops_stat {
 	DROPS_STAT_MAP_OVERFLOW, /* drop not aggregated: counters map full */
 	DROPS_STAT_SAMPLES,	 /* records submitted to the ring buffer */
 	DROPS_STAT_SAMPLES_LOST, /* ring buffer reservation failed */
+	DROPS_STAT_FRAG_MEMBERS, /* frag_list members freed with their head: not drops */
 	DROPS_STAT_MAX,
 };
 

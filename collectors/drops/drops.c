@@ -57,7 +57,8 @@ struct drops_state {
 	struct drops_ksyms *ksyms;
 	const char *attach_kind; /* "tp_btf" or "raw_tp" */
 
-	int nargs; /* kfree_skb tracepoint arguments */
+	int nargs;			     /* kfree_skb tracepoint arguments */
+	uint64_t frag_free_lo, frag_free_hi; /* skb_release_data() text, 0 unknown */
 	bool has_rdonly_cast;
 	int ncpus;	  /* possible CPUs: per-CPU value arrays */
 	uint64_t *percpu; /* ncpus values */
@@ -76,6 +77,7 @@ struct drops_state {
 
 	struct sink_family *drops;
 	struct sink_series *runs, *overflow, *samples, *lost, *throttled, *invalid_s, *keys;
+	struct sink_series *folded;
 };
 
 /* --- metrics ------------------------------------------------------------- */
@@ -88,6 +90,7 @@ enum {
 	DROPS_M_THROTTLED,
 	DROPS_M_INVALID,
 	DROPS_M_MAP_ENTRIES,
+	DROPS_M_FRAG_FOLDED,
 };
 
 static const struct metric_desc drops_metrics[] = {
@@ -113,6 +116,12 @@ static const struct metric_desc drops_metrics[] = {
 			     "Entries in use in the kernel counter hash (keys that missed "
 			     "the per-CPU fast slots); map_entries is its size.",
 			     METRIC_KIND_GAUGE},
+    [DROPS_M_FRAG_FOLDED] = {"sysobs_drops_fragments_folded_total",
+			     "kfree_skb events of frag_list members (the other fragments of a "
+			     "reassembled IP datagram, GRO frag_list segments) freed with their "
+			     "head: not drops of their own; the head's event is the drop, or "
+			     "the delivery.",
+			     METRIC_KIND_COUNTER},
     {0},
 };
 
@@ -340,6 +349,10 @@ static int drops_load(struct drops_state *st, bool tp_btf)
 	skel->rodata->has_rx_sk = st->nargs >= 4;
 	skel->rodata->use_slots = cfg->fast_slots;
 	skel->rodata->has_rdonly_cast = st->has_rdonly_cast;
+	if (st->frag_free_hi) {
+		skel->rodata->frag_free_lo = st->frag_free_lo;
+		skel->rodata->frag_free_len = st->frag_free_hi - st->frag_free_lo;
+	}
 	if (cfg->sample_rate) {
 		/* Host-wide rate split evenly over the online CPUs' buckets. */
 		uint64_t per_cpu_burst;
@@ -422,6 +435,21 @@ static int drops_init(struct collector *c)
 	st->slot_vals = calloc((size_t)DROPS_SLOTS * st->ncpus, sizeof(*st->slot_vals));
 	if (!st->percpu || !st->slot_keys || !st->slot_vals)
 		return -ENOMEM;
+
+	/* Before the load: the program needs skb_release_data()'s text to tell
+	 * frag_list members from drops (bpf/drops.bpf.c, frag_free_lo). */
+	st->ksyms = drops_ksyms_load(cfg->kallsyms);
+	if (!st->ksyms || !drops_ksyms_count(st->ksyms))
+		clog_warn(c, "no kernel symbols from %s: drop locations stay hex", cfg->kallsyms);
+	err =
+	    drops_ksyms_range(st->ksyms, "skb_release_data", &st->frag_free_lo, &st->frag_free_hi);
+	if (err) {
+		st->frag_free_lo = st->frag_free_hi = 0;
+		clog_warn(c,
+			  "skb_release_data not found in %s (%s): each extra fragment of a "
+			  "reassembled packet counts as a NOT_SPECIFIED drop",
+			  cfg->kallsyms, strerror(-err));
+	}
 
 	bpf_util_load_begin(c->ops->name);
 	err = drops_load(st, cfg->attach != DROPS_ATTACH_RAW_TP);
@@ -533,13 +561,10 @@ static int drops_start(struct collector *c)
 	st->throttled = sink_series1(k, &drops_metrics[DROPS_M_THROTTLED]);
 	st->invalid_s = sink_series1(k, &drops_metrics[DROPS_M_INVALID]);
 	st->keys = sink_series1(k, &drops_metrics[DROPS_M_MAP_ENTRIES]);
+	st->folded = sink_series1(k, &drops_metrics[DROPS_M_FRAG_FOLDED]);
 	if (!st->drops || !st->runs || !st->overflow || !st->samples || !st->lost ||
-	    !st->throttled || !st->invalid_s || !st->keys)
+	    !st->throttled || !st->invalid_s || !st->keys || !st->folded)
 		return -ENOMEM;
-
-	st->ksyms = drops_ksyms_load(cfg->kallsyms);
-	if (!st->ksyms || !drops_ksyms_count(st->ksyms))
-		clog_warn(c, "no kernel symbols from %s: drop locations stay hex", cfg->kallsyms);
 
 	st->mono_to_wall_ns = clock_wall_ns() - clock_mono_ns();
 	bpf_util_load_begin(c->ops->name);
@@ -740,7 +765,10 @@ static int drops_collect(struct collector *c)
 	/* The program counts only rare events; the rest is arithmetic. */
 	events = st->events + st->stat[DROPS_STAT_MAP_OVERFLOW];
 	sampled = st->stat[DROPS_STAT_SAMPLES] + st->stat[DROPS_STAT_SAMPLES_LOST];
-	sink_set(c->sink, st->runs, (double)(events + st->stat[DROPS_STAT_NOT_DROPS]));
+	sink_set(
+	    c->sink, st->runs,
+	    (double)(events + st->stat[DROPS_STAT_NOT_DROPS] + st->stat[DROPS_STAT_FRAG_MEMBERS]));
+	sink_set(c->sink, st->folded, (double)st->stat[DROPS_STAT_FRAG_MEMBERS]);
 	sink_set(c->sink, st->overflow, (double)st->stat[DROPS_STAT_MAP_OVERFLOW]);
 	sink_set(c->sink, st->samples, (double)st->stat[DROPS_STAT_SAMPLES]);
 	sink_set(c->sink, st->lost, (double)st->stat[DROPS_STAT_SAMPLES_LOST]);

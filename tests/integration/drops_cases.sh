@@ -1,0 +1,157 @@
+#!/usr/bin/env bash
+# drops collector, the cases where what skb:kfree_skb reports needs reading
+# before it is counted or labelled, each generated in a network namespace of
+# our own, with bpftrace on the same tracepoint as the reference count:
+#
+#  1. fragments: the extra fragments of a reassembled datagram (frag_list
+#     members) fire kfree_skb from skb_release_data() with NOT_SPECIFIED
+#     whether the datagram was delivered or dropped; they are not drops.
+#
+# The traffic generator runs under a per-case name (a symlink: the name is
+# the process's comm), so bpftrace can tell the cases apart; frees that run
+# elsewhere (ksoftirqd, RCU callbacks) are counted under "other".
+source "$(dirname "$0")/lib.sh"
+
+need_root
+need_cmd ip
+need_cmd jq
+need_cmd bpftrace
+[ -r /sys/kernel/btf/vmlinux ] || skip "kernel without BTF (/sys/kernel/btf/vmlinux)"
+GEN=${SYSOBS_BUILD:?}/tests/drops_gen
+[ -x "$GEN" ] || fail "traffic generator $GEN not built"
+[ -d /sys/kernel/tracing/events ] || mount -t tracefs tracefs /sys/kernel/tracing 2>/dev/null
+FORMAT=/sys/kernel/tracing/events/skb/kfree_skb/format
+[ -r "$FORMAT" ] || skip "no tracefs (bpftrace needs $FORMAT)"
+
+NS=sysobs-dcases-$$
+ip netns add "$NS" || skip "cannot create a network namespace"
+on_exit "ip netns del $NS"
+ip -n "$NS" link set lo up
+# An MTU that fragments 4000-byte datagrams into 4 (IPv6's minimum)
+ip -n "$NS" link set lo mtu 1280
+ip netns exec "$NS" sysctl -qw net.ipv4.ping_group_range="0 2147483647" ||
+	fail "cannot allow ping sockets in $NS"
+NSINUM=$(stat -L -c %i "/run/netns/$NS")
+# gen CASE ARGS...: the generator in $NS under the comm dg_CASE
+gen() {
+	local name=dg_$1
+	shift
+	ln -sf "$GEN" "$T/$name"
+	ip netns exec "$NS" "$T/$name" "$@"
+}
+
+# The reason's value on this kernel, from the tracepoint's own format file.
+reason_value() {
+	grep -o "{ [0-9]*, \"$1\" }" "$FORMAT" | grep -o '[0-9]*' | head -1
+}
+NOT_SPECIFIED=$(reason_value NOT_SPECIFIED)
+NO_SOCKET=$(reason_value NO_SOCKET)
+[ -n "$NOT_SPECIFIED" ] && [ -n "$NO_SOCKET" ] || fail "reasons not found in $FORMAT"
+
+# --- the reference: every kfree_skb event, by comm (dg_* or other), symbol
+# of the location and reason; printed when bpftrace gets SIGINT.
+bpftrace -e 'tracepoint:skb:kfree_skb {
+	if (strncmp(comm, "dg_", 3) == 0) { @[comm, ksym(args->location), args->reason] = count(); }
+	else { @["other", ksym(args->location), args->reason] = count(); }
+}' >"$T/bt.out" 2>&1 &
+BT_PID=$!
+on_exit "kill -INT $BT_PID 2>/dev/null; wait $BT_PID 2>/dev/null"
+bt_attached() { grep -q "Attaching" "$T/bt.out"; }
+wait_for 30 bt_attached || fail "bpftrace did not attach: $(head -3 "$T/bt.out")"
+sleep 1 # "Attaching" is printed before the attach itself
+bt_stop() {
+	kill -INT "$BT_PID"
+	wait "$BT_PID" 2>/dev/null
+	grep '^@\[' "$T/bt.out" | sed 's/^@\[//; s/\]: /, /; s/, /|/g' >"$T/bt.tab" || true
+}
+# bt COMM_GLOB SYM_GLOB REASON -> events the reference counted
+bt() {
+	awk -F'|' -v c="$1" -v s="$2" -v r="$3" '
+		function glob(p, x) { gsub(/\*/, ".*", p); return x ~ ("^" p "$") }
+		glob(c, $1) && glob(s, $2) && (r == "*" || $3 == r) { n += $4 }
+		END { print n + 0 }' "$T/bt.tab"
+}
+
+cat >>"$T/sysobsd.ini" <<INI
+[http]
+listen = 127.0.0.1:0
+[storage]
+path = $T/sysobs.db
+batch_ms = 50
+[collector.self]
+enabled = false
+[collector.drops]
+interval = 200ms
+netns_label = true
+sample_rate = 200
+sample_burst = 50
+INI
+start_agent
+state_is() {
+	[ "$(api GET /api/v1/collectors | jq -r '.data[] | select(.name == "drops") | .state')" = "$1" ]
+}
+wait_for 10 state_is RUNNING || fail "drops collector not running"
+grep -q "skb_release_data not found" "$T/agent.log" && fail "agent did not find skb_release_data"
+
+# ns_drops REASON PROTO: this namespace's counter; all_drops REASON: every series
+ns_drops() {
+	local v
+	v=$(metric "sysobs_packet_drops_total{reason=\"$1\",protocol=\"$2\",netns=\"$NSINUM\"}")
+	printf '%s' "${v:-0}"
+}
+all_drops() { metric_sum sysobs_packet_drops_total "reason=\"$1\""; }
+ns_total() { metric_sum sysobs_packet_drops_total "netns=\"$NSINUM\""; }
+folded() { local v; v=$(metric sysobs_drops_fragments_folded_total); printf "%s" "${v:-0}"; }
+settle() { sleep 0.6; } # three collect intervals
+
+# --- 1. fragments ------------------------------------------------------------
+ns0=$(ns_total)
+ns_unspec0=$(all_drops NOT_SPECIFIED)
+f0=$(folded)
+out=$(gen ping4 ping -d 127.0.0.1 -n 20 -l 4000) || fail "ping: $out"
+assert_eq "IPv4 pings" "sent 20 received 20" "$out"
+out=$(gen ping6 ping -d ::1 -n 20 -l 4000) || fail "ping6: $out"
+assert_eq "IPv6 pings" "sent 20 received 20" "$out"
+out=$(gen deliv4 deliver -d 127.0.0.1 -p 5000 -n 20 -l 4000) || fail "deliver: $out"
+assert_eq "IPv4 datagrams delivered" "sent 20 received 20" "$out"
+out=$(gen deliv6 deliver -d ::1 -p 5000 -n 20 -l 4000) || fail "deliver6: $out"
+assert_eq "IPv6 datagrams delivered" "sent 20 received 20" "$out"
+settle
+delivered_drops=$(($(ns_total) - ns0))
+f1=$(folded)
+out=$(gen frag4 udp -d 127.0.0.1 -p 9 -n 20 -l 4000 -s 41001) || fail "udp: $out"
+out=$(gen frag6 udp -d ::1 -p 9 -n 20 -l 4000 -s 41002) || fail "udp6: $out"
+settle
+frag_nosock=$(ns_drops NO_SOCKET udp)
+frag_unspec=$(ns_drops NOT_SPECIFIED udp)
+f2=$(folded)
+unspec_all=$(($(all_drops NOT_SPECIFIED) - ns_unspec0))
+echo "agent: delivered traffic $delivered_drops drops in $NS; dropped traffic NO_SOCKET $frag_nosock," \
+	"NOT_SPECIFIED $frag_unspec in $NS, NOT_SPECIFIED anywhere +$unspec_all; folded" \
+	"$((f1 - f0)) + $((f2 - f1))"
+
+bt_stop
+ref_members_delivered=$(bt 'dg_ping*' skb_release_data '*')
+ref_members_dropped=$(bt 'dg_frag*' skb_release_data '*')
+ref_nosock=$(bt 'dg_frag*' '*' "$NO_SOCKET")
+ref_unspec_other=$(($(bt '*' '*' "$NOT_SPECIFIED") - $(bt '*' skb_release_data "$NOT_SPECIFIED")))
+echo "reference: delivered pings fired $ref_members_delivered kfree_skb events from" \
+	"skb_release_data; 40 dropped fragmented datagrams $ref_nosock NO_SOCKET +" \
+	"$ref_members_dropped from skb_release_data"
+
+assert_ge "reference: phantom events of delivered pings" 1 "$ref_members_delivered"
+assert_eq "drops in $NS from delivered fragmented ping and UDP, v4 and v6" 0 "$delivered_drops"
+assert_ge "fragments folded during the delivered traffic" "$ref_members_delivered" $((f1 - f0))
+assert_eq "reference: NO_SOCKET of 40 dropped fragmented datagrams" 40 "$ref_nosock"
+assert_ge "reference: extra fragments of the dropped datagrams" 40 "$ref_members_dropped"
+assert_eq "NO_SOCKET/udp in $NS: one per dropped datagram" 40 "$frag_nosock"
+assert_eq "NOT_SPECIFIED/udp in $NS" 0 "$frag_unspec"
+assert_ge "fragments folded during the dropped traffic" "$ref_members_dropped" $((f2 - f1))
+# every NOT_SPECIFIED the agent counted anywhere is one the reference saw
+# away from skb_release_data (other hosts' traffic; 0 on a quiet host)
+[ "$unspec_all" -le "$ref_unspec_other" ] ||
+	fail "NOT_SPECIFIED grew by $unspec_all, the reference saw $ref_unspec_other outside skb_release_data"
+pass "fragments: 80 delivered fragmented datagrams (ping, UDP; v4, v6) -> 0 drops" \
+	"($ref_members_delivered phantom events in the reference); 40 dropped -> exactly 40" \
+	"NO_SOCKET, 0 NOT_SPECIFIED ($ref_members_dropped extra-fragment events folded)"
+stop_agent
