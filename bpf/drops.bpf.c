@@ -322,7 +322,42 @@ static __always_inline __u16 transport_offset(struct sk_buff *skb, const struct 
 	return th != NOHDR && th > p->nh ? th : p->nh + p->l3len;
 }
 
-static __always_inline __u32 netns_of(struct sk_buff *skb, struct sock *rx_sk, const bool direct)
+/*
+ * The namespace of the UDP socket udp_destruct_common() is destroying, by
+ * the task it runs in (fentry/fexit below). It frees the datagrams the
+ * socket never read with a plain kfree_skb(): no rx_sk, no skb->sk (UDP
+ * does not charge them with skb_set_owner_r()), and skb->dev is not a
+ * device but dev_scratch (udp_set_dev_scratch(): truesize, length and
+ * flags packed into the pointer's place). The socket's namespace is the
+ * datagrams'. Keyed by task, not CPU: in process context the function may
+ * migrate between its entry and a free; in softirq context (the RCU
+ * callback of a SOCK_RCU_FREE socket) the interrupted task does not change.
+ * Used only for a drop whose location lies inside udp_destruct_common()
+ * (sock_free_lo), so another drop in the same task never takes it.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1024);
+	__type(key, __u64);   /* task_struct address */
+	__type(value, __u32); /* netns inode */
+} sockctx SEC(".maps");
+
+/* udp_destruct_common()'s text (from kallsyms); length 0 = fentry/fexit
+ * not loaded. */
+const volatile __u64 sock_free_lo = 0;
+const volatile __u64 sock_free_len = 0;
+
+/*
+ * The namespace of a drop, and the device when skb->dev really is one.
+ * skb->dev shares its place with dev_scratch (UDP receive queues), so it is
+ * believed to be a device only when its nd_net reads: a scratch value is
+ * no kernel address (its high bits are a bool and a length), and the load
+ * of a non-kernel address yields 0 (PROBE_MEM loads, bpf_probe_read_kernel()
+ * failing). Without a device: the namespace of skb->sk, of rx_sk (v6.11),
+ * or of the UDP socket being destroyed on this CPU; 0 when none is known.
+ */
+static __always_inline __u32 netns_of(struct sk_buff *skb, void *location, struct sock *rx_sk,
+				      struct net_device **devp, const bool direct)
 {
 	struct net_device *dev = RD(skb, dev);
 	struct net *net = NULL;
@@ -330,22 +365,33 @@ static __always_inline __u32 netns_of(struct sk_buff *skb, struct sock *rx_sk, c
 
 	if (dev) {
 		net = RD(dev, nd_net.net);
-	} else {
-		sk = RD(skb, sk);
-		if (!sk)
-			sk = rx_sk;
-		if (sk)
-			net = RD(sk, __sk_common.skc_net.net);
+		if (net) {
+			*devp = dev;
+			return RD(net, ns.inum);
+		}
 	}
-	return net ? RD(net, ns.inum) : 0;
+	sk = RD(skb, sk);
+	if (!sk)
+		sk = rx_sk;
+	if (sk)
+		net = RD(sk, __sk_common.skc_net.net);
+	if (net)
+		return RD(net, ns.inum);
+	if ((__u64)location - sock_free_lo < sock_free_len) {
+		__u64 task = bpf_get_current_task();
+		__u32 *netns = bpf_map_lookup_elem(&sockctx, &task);
+
+		if (netns)
+			return *netns;
+	}
+	return 0;
 }
 
 static __always_inline void emit_sample(struct sk_buff *skb, void *location, __u32 reason,
-					struct drops_key *key, struct drops_parsed *p, __u64 now,
-					const bool direct)
+					struct drops_key *key, struct drops_parsed *p,
+					struct net_device *dev, __u64 now, const bool direct)
 {
 	struct drops_record *r;
-	struct net_device *dev;
 
 	/* Records are fixed-size, so plain bpf_ringbuf_reserve(): the dynptr
 	 * API (bpf_ringbuf_reserve_dynptr(), v5.19) pays off only for
@@ -369,7 +415,6 @@ static __always_inline void emit_sample(struct sk_buff *skb, void *location, __u
 	r->l4_proto = key->l4_proto;
 	r->flags = p->flags;
 
-	dev = RD(skb, dev);
 	if (dev) {
 		r->flags |= DROPS_F_HAS_DEV;
 		r->ifindex = RD(dev, ifindex);
@@ -463,6 +508,7 @@ static __always_inline int handle_drop(struct sk_buff *skb, void *location, __u3
 {
 	struct drops_key key = {};
 	struct drops_parsed p = {};
+	struct net_device *dev = NULL;
 	__u64 now;
 
 	/* A frag_list member freed with its head (see frag_free_lo): folded
@@ -491,7 +537,7 @@ static __always_inline int handle_drop(struct sk_buff *skb, void *location, __u3
 	key.reason = reason;
 	key.l3_proto = p.l3;
 	key.l4_proto = p.l4;
-	key.netns = netns_of(skb, rx_sk, direct);
+	key.netns = netns_of(skb, location, rx_sk, &dev, direct);
 
 	if (!use_slots || !count_in_slot(&key))
 		count_in_hash(&key);
@@ -503,7 +549,7 @@ static __always_inline int handle_drop(struct sk_buff *skb, void *location, __u3
 	now = sample_allowed();
 	if (!now)
 		return 0;
-	emit_sample(skb, location, reason, &key, &p, now, direct);
+	emit_sample(skb, location, reason, &key, &p, dev, now, direct);
 	return 0;
 }
 
@@ -528,6 +574,32 @@ int BPF_PROG(drops_raw_tp, struct sk_buff *skb, void *location, enum skb_drop_re
 	struct sock *rx_sk = has_rx_sk ? (struct sock *)ctx[3] : NULL;
 
 	return handle_drop(skb, location, reason, rx_sk, false);
+}
+
+/* See struct drops_sockctx. Loaded with the tp_btf program when the
+ * kernel's BTF has udp_destruct_common(); runs once per UDP socket
+ * destroyed, never per packet. */
+SEC("fentry/udp_destruct_common")
+int BPF_PROG(drops_udp_destruct_enter, struct sock *sk)
+{
+	__u64 task = bpf_get_current_task();
+	__u32 netns = sk->__sk_common.skc_net.net->ns.inum;
+
+	/* a full map: those datagrams stay in netns 0 */
+	bpf_map_update_elem(&sockctx, &task, &netns, BPF_ANY);
+	return 0;
+}
+
+/* A nested destroy in the same task (a softirq over a process-context one)
+ * deletes the entry early: the rest of the outer socket's datagrams count
+ * in netns 0, never in a wrong one. */
+SEC("fexit/udp_destruct_common")
+int BPF_PROG(drops_udp_destruct_exit, struct sock *sk)
+{
+	__u64 task = bpf_get_current_task();
+
+	bpf_map_delete_elem(&sockctx, &task);
+	return 0;
 }
 
 /*

@@ -54,7 +54,7 @@ enum drops_stat {
 #define DROPS_F_L3_PARSED 0x01 /* IP header read: addresses valid */
 #define DROPS_F_L4_PARSED 0x02 /* transport header read: ports / ICMP valid */
 #define DROPS_F_FRAGMENT  0x04 /* IPv4 non-first fragment: no L4 header */
-#define DROPS_F_HAS_DEV	  0x08 /* skb->dev was set: ifname valid */
+#define DROPS_F_HAS_DEV	  0x08 /* skb->dev was a device: ifname valid */
 
 #define DROPS_IFNAMSIZ 16
 

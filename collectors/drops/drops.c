@@ -60,6 +60,10 @@ struct drops_state {
 	int nargs;			     /* kfree_skb tracepoint arguments */
 	uint64_t frag_free_lo, frag_free_hi; /* skb_release_data() text, 0 unknown */
 	bool has_rdonly_cast;
+	bool has_udp_destruct;		     /* udp_destruct_common() in BTF: fentry/fexit */
+	bool sockctx;			     /* ... and loaded */
+	uint64_t sock_free_lo, sock_free_hi; /* udp_destruct_common() text */
+	struct bpf_link *sock_links[2];
 	int ncpus;	  /* possible CPUs: per-CPU value arrays */
 	uint64_t *percpu; /* ncpus values */
 	struct drops_agg *agg;
@@ -331,8 +335,9 @@ static void drops_scan_modules(struct drops_state *st)
 		btf__free(base);
 }
 
-/* Opens and loads the BPF object with one of its two programs. */
-static int drops_load(struct drops_state *st, bool tp_btf)
+/* Opens and loads the BPF object with one of its two programs (and, with
+ * sockctx, the fentry/fexit pair on udp_destruct_common()). */
+static int drops_load_once(struct drops_state *st, bool tp_btf, bool sockctx)
 {
 	const struct drops_cfg *cfg = st->cfg;
 	LIBBPF_OPTS(bpf_object_open_opts, oo, .btf_custom_path = cfg->btf_path);
@@ -346,6 +351,15 @@ static int drops_load(struct drops_state *st, bool tp_btf)
 	bpf_program__set_autoload(skel->progs.drops_tp_btf, tp_btf);
 	bpf_program__set_autoload(skel->progs.drops_raw_tp, !tp_btf);
 	bpf_program__set_autoload(skel->progs.drops_baseline, false);
+	/* fentry needs BPF trampolines: only next to the tp_btf program (a
+	 * kernel that refuses tp_btf gets raw_tp without them). */
+	st->sockctx = sockctx;
+	bpf_program__set_autoload(skel->progs.drops_udp_destruct_enter, st->sockctx);
+	bpf_program__set_autoload(skel->progs.drops_udp_destruct_exit, st->sockctx);
+	if (st->sockctx) {
+		skel->rodata->sock_free_lo = st->sock_free_lo;
+		skel->rodata->sock_free_len = st->sock_free_hi - st->sock_free_lo;
+	}
 	skel->rodata->has_rx_sk = st->nargs >= 4;
 	skel->rodata->use_slots = cfg->fast_slots;
 	skel->rodata->has_rdonly_cast = st->has_rdonly_cast;
@@ -377,6 +391,25 @@ static int drops_load(struct drops_state *st, bool tp_btf)
 
 err_destroy:
 	drops_bpf__destroy(skel);
+	return err;
+}
+
+static int drops_load(struct collector *c, struct drops_state *st, bool tp_btf)
+{
+	bool sockctx = tp_btf && st->has_udp_destruct && st->sock_free_hi;
+	int err = drops_load_once(st, tp_btf, sockctx);
+
+	/* Some kernels refuse fentry (no BPF trampolines, or a policy that
+	 * answers EPERM to tracing programs while tp_btf loads): the counting
+	 * program must not depend on it. */
+	if (err && sockctx) {
+		clog_warn(c,
+			  "fentry/fexit on udp_destruct_common refused (%s): loading without; "
+			  "datagrams a closed UDP socket never read count in netns 0",
+			  strerror(-err));
+		bpf_util_load_retry();
+		err = drops_load_once(st, tp_btf, false);
+	}
 	return err;
 }
 
@@ -423,6 +456,7 @@ static int drops_init(struct collector *c)
 	/* bpf_rdonly_cast() (v6.2) lets tp_btf read packet bytes without a
 	 * helper call; kfuncs are FUNCs in the kernel's BTF. */
 	st->has_rdonly_cast = bpf_util_btf_has(&st->btf, "bpf_rdonly_cast", BTF_KIND_FUNC);
+	st->has_udp_destruct = bpf_util_btf_has(&st->btf, "udp_destruct_common", BTF_KIND_FUNC);
 	/* Names are copied out. The parsed BTF is ~6 MiB: gone before libbpf
 	 * parses its own copy for CO-RE, and not part of the idle agent. */
 	bpf_util_btf_free(&st->btf);
@@ -450,13 +484,16 @@ static int drops_init(struct collector *c)
 			  "reassembled packet counts as a NOT_SPECIFIED drop",
 			  cfg->kallsyms, strerror(-err));
 	}
+	if (drops_ksyms_range(st->ksyms, "udp_destruct_common", &st->sock_free_lo,
+			      &st->sock_free_hi))
+		st->sock_free_lo = st->sock_free_hi = 0;
 
 	bpf_util_load_begin(c->ops->name);
-	err = drops_load(st, cfg->attach != DROPS_ATTACH_RAW_TP);
+	err = drops_load(c, st, cfg->attach != DROPS_ATTACH_RAW_TP);
 	if (err && cfg->attach == DROPS_ATTACH_AUTO && err != -EPERM) {
 		clog_warn(c, "tp_btf program did not load (%s); trying raw_tp", strerror(-err));
 		bpf_util_load_retry();
-		err = drops_load(st, false);
+		err = drops_load(c, st, false);
 	}
 	bpf_util_load_end();
 	/* The verifier also answers EACCES (a refused pointer access): only
@@ -579,7 +616,7 @@ static int drops_start(struct collector *c)
 		drops_bpf__destroy(st->skel);
 		st->skel = NULL;
 		bpf_util_load_retry();
-		err = drops_load(st, false);
+		err = drops_load(c, st, false);
 		if (err) {
 			snprintf(c->why, sizeof(c->why), "load raw_tp after tp_btf: %s; libbpf: %s",
 				 strerror(-err), bpf_util_load_cause(err));
@@ -592,6 +629,29 @@ static int drops_start(struct collector *c)
 		snprintf(c->why, sizeof(c->why), "attach %s/kfree_skb: %s; libbpf: %s",
 			 st->attach_kind, strerror(-err), bpf_util_load_cause(err));
 		goto out_load_end;
+	}
+	/* The namespace of unread datagrams freed at close (bpf/drops.bpf.c,
+	 * struct drops_sockctx): without it they count in netns 0. */
+	if (st->sockctx) {
+		/* exit before entry (and the reverse at stop): an entry is
+		 * never without its exit */
+		st->sock_links[1] = bpf_program__attach(st->skel->progs.drops_udp_destruct_exit);
+		if (st->sock_links[1])
+			st->sock_links[0] =
+			    bpf_program__attach(st->skel->progs.drops_udp_destruct_enter);
+		if (!st->sock_links[0] || !st->sock_links[1]) {
+			/* never one without the other */
+			err = -errno;
+			bpf_link__destroy(st->sock_links[0]);
+			bpf_link__destroy(st->sock_links[1]);
+			st->sock_links[0] = st->sock_links[1] = NULL;
+			errno = -err;
+			err = 0;
+			clog_warn(c,
+				  "fentry/fexit udp_destruct_common did not attach (%s): datagrams "
+				  "a closed UDP socket never read count in netns 0",
+				  strerror(errno));
+		}
 	}
 	/* after the attach: a raw_tp fallback has maps of its own */
 	st->rb = ring_buffer__new(bpf_map__fd(st->skel->maps.samples), drops_on_sample, c, NULL);
@@ -789,6 +849,8 @@ static void drops_stop(struct collector *c)
 	/* Drain what the kernel already wrote, then detach. */
 	if (st->rb)
 		ring_buffer__consume(st->rb);
+	bpf_link__destroy(st->sock_links[0]);
+	bpf_link__destroy(st->sock_links[1]);
 	bpf_link__destroy(st->link);
 	ring_buffer__free(st->rb);
 	drops_bpf__destroy(st->skel);

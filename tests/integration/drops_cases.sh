@@ -130,7 +130,9 @@ echo "agent: delivered traffic $delivered_drops drops in $NS; dropped traffic NO
 	"NOT_SPECIFIED $frag_unspec in $NS, NOT_SPECIFIED anywhere +$unspec_all; folded" \
 	"$((f1 - f0)) + $((f2 - f1))"
 
+# ======================== the reference's counts ==============================
 bt_stop
+# --- 1. fragments
 ref_members_delivered=$(bt 'dg_ping*' skb_release_data '*')
 ref_members_dropped=$(bt 'dg_frag*' skb_release_data '*')
 ref_nosock=$(bt 'dg_frag*' '*' "$NO_SOCKET")
@@ -154,4 +156,5 @@ assert_ge "fragments folded during the dropped traffic" "$ref_members_dropped" $
 pass "fragments: 80 delivered fragmented datagrams (ping, UDP; v4, v6) -> 0 drops" \
 	"($ref_members_delivered phantom events in the reference); 40 dropped -> exactly 40" \
 	"NO_SOCKET, 0 NOT_SPECIFIED ($ref_members_dropped extra-fragment events folded)"
+
 stop_agent
