@@ -213,6 +213,7 @@ struct drops_parsed {
 	__u8 flags;
 	__u16 nh;    /* offset of the network header from skb->head */
 	__u16 l3len; /* IP header length (IPv6: the fixed header only) */
+	__u32 tail;  /* end of the linear data, offset from skb->head */
 	unsigned char *head;
 };
 
@@ -304,13 +305,22 @@ static __always_inline void parse_headers(struct sk_buff *skb, struct drops_pars
 	if ((h.b0 >> 4) != (v6 ? 6 : 4) || (!v6 && (h.b0 & 0xf) < 5))
 		return;
 	p->l3 = v6 ? ETH_P_IPV6 : ETH_P_IP;
+	p->l3len = v6 ? sizeof(struct drops_ip6) : (h.b0 & 0xf) * 4;
+	/* Bytes past skb->tail are not the packet's (headers still in page
+	 * fragments, a truncated packet): the header must end within the
+	 * linear data to be believed. sk_buff_data_t is an offset from head
+	 * on 64-bit kernels (NET_SKBUFF_DATA_USES_OFFSET). */
+	p->tail = RD(skb, tail);
+	if ((__u32)nh + p->l3len > p->tail) {
+		p->flags |= DROPS_F_TRUNCATED;
+		return;
+	}
 	/* IPv6 extension headers are not walked: l4 is the first next header. */
 	p->l4 = h.proto;
 	p->nh = nh;
 	p->flags |= DROPS_F_L3_PARSED;
 	if (!v6 && (bpf_ntohs(h.frag_off) & IP_OFFSET))
 		p->flags |= DROPS_F_FRAGMENT;
-	p->l3len = v6 ? sizeof(struct drops_ip6) : (h.b0 & 0xf) * 4;
 }
 
 /* Transport header offset, for samples only (the counters do not need it). */
@@ -387,6 +397,65 @@ static __always_inline __u32 netns_of(struct sk_buff *skb, void *location, struc
 	return 0;
 }
 
+/*
+ * Transport fields of a sample, each only when its bytes lie within both
+ * the linear data and the IP datagram (never the bytes after a short
+ * header, nor Ethernet padding before ip_rcv() trims it): TCP ports and
+ * flags need 14 bytes, UDP, UDP-Lite and SCTP ports 4, ICMP type and code
+ * 2. A transport header shorter than its fixed size (TCP 20, UDP 8, SCTP
+ * 12, ICMP 8, ICMPv6 4) flags the sample truncated.
+ */
+static __always_inline void sample_l4(struct sk_buff *skb, struct drops_record *r,
+				      const struct drops_parsed *p, const bool direct)
+{
+	__u32 thoff = transport_offset(skb, p, direct), end = p->tail, ip_end, avail;
+	__u16 need = 0, full = 0;
+	__be16 iplen = 0;
+	__u8 l4[14];
+
+	/* IPv4 tot_len, IPv6 payload_len (0: a jumbogram, bounded by tail) */
+	if (bpf_probe_read_kernel(&iplen, 2, p->head + p->nh + (p->l3 == ETH_P_IP ? 2 : 4)))
+		return;
+	ip_end = p->nh + bpf_ntohs(iplen) + (p->l3 == ETH_P_IP ? 0 : sizeof(struct drops_ip6));
+	if (iplen && ip_end < end)
+		end = ip_end;
+	avail = end > thoff ? end - thoff : 0;
+	switch (p->l4) {
+	case IPPROTO_TCP:
+		need = 14, full = 20;
+		break;
+	case IPPROTO_UDP:
+	case IPPROTO_UDPLITE:
+		need = 4, full = 8;
+		break;
+	case IPPROTO_SCTP:
+		need = 4, full = 12;
+		break;
+	case IPPROTO_ICMP:
+		need = 2, full = 8;
+		break;
+	case IPPROTO_ICMPV6:
+		need = 2, full = 4;
+		break;
+	default:
+		return;
+	}
+	if (avail < full)
+		r->flags |= DROPS_F_TRUNCATED;
+	if (avail < need || bpf_probe_read_kernel(l4, sizeof(l4), p->head + thoff))
+		return;
+	if (p->l4 == IPPROTO_ICMP || p->l4 == IPPROTO_ICMPV6) {
+		r->icmp_type = l4[0];
+		r->icmp_code = l4[1];
+	} else {
+		if (p->l4 == IPPROTO_TCP)
+			r->tcp_flags = l4[13];
+		r->sport = ((__u16)l4[0] << 8) | l4[1];
+		r->dport = ((__u16)l4[2] << 8) | l4[3];
+	}
+	r->flags |= DROPS_F_L4_PARSED;
+}
+
 static __always_inline void emit_sample(struct sk_buff *skb, void *location, __u32 reason,
 					struct drops_key *key, struct drops_parsed *p,
 					struct net_device *dev, __u64 now, const bool direct)
@@ -432,31 +501,8 @@ static __always_inline void emit_sample(struct sk_buff *skb, void *location, __u
 			bpf_probe_read_kernel(r->daddr, 16, p->head + p->nh + 24);
 		}
 	}
-	if ((p->flags & DROPS_F_L3_PARSED) && !(p->flags & DROPS_F_FRAGMENT)) {
-		__u16 thoff = transport_offset(skb, p, direct);
-		__u8 l4[14];
-
-		if (bpf_probe_read_kernel(l4, sizeof(l4), p->head + thoff) == 0) {
-			switch (p->l4) {
-			case IPPROTO_TCP:
-				r->tcp_flags = l4[13];
-				/* fallthrough */
-			case IPPROTO_UDP:
-			case IPPROTO_UDPLITE:
-			case IPPROTO_SCTP:
-				r->sport = ((__u16)l4[0] << 8) | l4[1];
-				r->dport = ((__u16)l4[2] << 8) | l4[3];
-				r->flags |= DROPS_F_L4_PARSED;
-				break;
-			case IPPROTO_ICMP:
-			case IPPROTO_ICMPV6:
-				r->icmp_type = l4[0];
-				r->icmp_code = l4[1];
-				r->flags |= DROPS_F_L4_PARSED;
-				break;
-			}
-		}
-	}
+	if ((p->flags & DROPS_F_L3_PARSED) && !(p->flags & DROPS_F_FRAGMENT))
+		sample_l4(skb, r, p, direct);
 	bpf_ringbuf_submit(r, 0);
 	stat_inc(DROPS_STAT_SAMPLES);
 }

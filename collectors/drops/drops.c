@@ -275,6 +275,7 @@ static const struct event_column drops_cols[] = {
     DROPS_COL(tcp_flags, COL_INT, COL_NULL_NEG),
     DROPS_COL(len, COL_UINT, COL_NOT_NULL),
     DROPS_COL(cpu, COL_UINT, COL_NOT_NULL),
+    DROPS_COL(truncated, COL_BOOL, COL_NULL_ZERO),
     {0},
 };
 
@@ -547,6 +548,7 @@ static void drops_row_fill(struct drops_state *st, const struct drop_sample *s, 
 	r->tcp_flags = s->has_ports && s->l4_proto == 6 ? s->tcp_flags : -1;
 	r->len = s->len;
 	r->cpu = s->cpu;
+	r->truncated = s->truncated;
 }
 
 static int drops_on_sample(void *ctx, void *data, size_t len)

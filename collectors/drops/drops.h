@@ -42,6 +42,7 @@ struct drops_row {
 	int16_t tcp_flags;
 	uint32_t len;
 	uint32_t cpu;
+	bool truncated;
 };
 
 extern const struct event_table drops_samples_table;

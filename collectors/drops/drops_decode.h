@@ -26,6 +26,7 @@ struct drop_sample {
 	bool has_ports; /* sport/dport valid (TCP, UDP, UDP-Lite, SCTP) */
 	bool has_icmp;	/* icmp_type/code valid */
 	bool fragment;
+	bool truncated; /* a header ended early: its fields are left out */
 	uint16_t sport, dport;
 	uint8_t icmp_type, icmp_code;
 	uint8_t tcp_flags;

@@ -6,6 +6,8 @@
 #  1. fragments: the extra fragments of a reassembled datagram (frag_list
 #     members) fire kfree_skb from skb_release_data() with NOT_SPECIFIED
 #     whether the datagram was delivered or dropped; they are not drops.
+#  3. truncated headers: IP packets of protocol UDP with 2 bytes of UDP
+#     header: the sample says truncated and has no ports.
 #
 # The traffic generator runs under a per-case name (a symlink: the name is
 # the process's comm), so bpftrace can tell the cases apart; frees that run
@@ -130,6 +132,15 @@ echo "agent: delivered traffic $delivered_drops drops in $NS; dropped traffic NO
 	"NOT_SPECIFIED $frag_unspec in $NS, NOT_SPECIFIED anywhere +$unspec_all; folded" \
 	"$((f1 - f0)) + $((f2 - f1))"
 
+# --- 3. truncated UDP headers --------------------------------------------------
+out=$(gen short short -d 127.0.0.1 -n 20) || fail "short: $out"
+out=$(gen short short -d ::1 -n 20) || fail "short6: $out"
+short_got() { [ "$(ns_drops NOT_SPECIFIED udp)" -ge 40 ]; }
+wait_for 5 short_got || true
+settle
+short_ns=$(ns_drops NOT_SPECIFIED udp)
+short_rows=$(api GET "/api/v1/drops/samples?netns=$NSINUM&reason=NOT_SPECIFIED&protocol=udp&limit=100")
+
 # ======================== the reference's counts ==============================
 bt_stop
 # --- 1. fragments
@@ -156,5 +167,20 @@ assert_ge "fragments folded during the dropped traffic" "$ref_members_dropped" $
 pass "fragments: 80 delivered fragmented datagrams (ping, UDP; v4, v6) -> 0 drops" \
 	"($ref_members_delivered phantom events in the reference); 40 dropped -> exactly 40" \
 	"NO_SOCKET, 0 NOT_SPECIFIED ($ref_members_dropped extra-fragment events folded)"
+
+# --- 3. truncated headers
+ref_short=$(bt dg_short '__udp*_lib_rcv' "$NOT_SPECIFIED")
+n_rows=$(jq '.data | length' <<<"$short_rows")
+echo "reference: $ref_short NOT_SPECIFIED from __udp*_lib_rcv for 40 truncated headers;" \
+	"agent: $short_ns, $n_rows samples, $(jq -c '[.data[] | {truncated, sport, dport}] | unique' \
+		<<<"$short_rows")"
+assert_eq "reference: truncated UDP headers dropped" 40 "$ref_short"
+assert_eq "NOT_SPECIFIED/udp in $NS for 40 truncated UDP headers" 40 "$short_ns"
+assert_ge "samples of truncated headers" 1 "$n_rows"
+assert_eq "samples not flagged truncated" 0 "$(jq '[.data[] | select(.truncated != true)] | length' <<<"$short_rows")"
+assert_eq "samples with a port" 0 "$(jq '[.data[] | select(has("sport") or has("dport"))] | length' <<<"$short_rows")"
+assert_eq "samples of both families with addresses" '["127.0.0.1","::1"]' \
+	"$(jq -c '[.data[].daddr] | unique' <<<"$short_rows")"
+pass "truncated UDP headers: 40 drops counted, $n_rows samples flagged truncated, none with a port"
 
 stop_agent
