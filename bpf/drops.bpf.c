@@ -97,7 +97,7 @@ struct {
 
 struct drops_bucket {
 	__u64 last_ns;
-	__u64 credit_ns;
+	__s64 credit_ns;    /* below 0: the reserve is in use */
 	__u64 skip;	    /* drops to pass without looking at the clock */
 	__u64 skipped;	    /* drops passed since the last look */
 	__u64 skip_jiffies; /* jiffy in which skip was set */
@@ -125,30 +125,53 @@ static __always_inline void stat_inc(__u32 slot)
 
 #define DROPS_SKIP_MAX 256
 
+/* Jiffies per second, for the key period (libbpf reads the kernel config;
+ * 0 when it cannot: then 1000 is assumed, a period of 1 to 4 s). */
+extern unsigned int CONFIG_HZ __kconfig __weak;
+
 /*
- * Per-CPU token bucket: returns the time of the drop (non-zero) when it may
- * be sampled, 0 when not. Per-CPU state needs no atomics; the host-wide
- * rate is split evenly over CPUs.
+ * Whether a drop may be sampled: returns its time (non-zero) or 0.
  *
- * Reading the clock is the dearest part of the check, so once the bucket is
- * empty the program estimates how many drops will arrive before the next
- * token (from the arrival rate since the last look) and skips the clock for
- * those: in a flood the check costs one inlined map lookup and a decrement.
+ * Per-CPU token bucket, no atomics: the host-wide rate is split evenly over
+ * the CPUs; a sample costs sample_cost_ns of credit, credit accrues at 1 ns
+ * per ns up to sample_burst_ns.
+ *
+ * Fair to rare keys: a drop whose key (reason, protocols, netns) has not
+ * been sampled on this CPU within a key period (about a second; the first
+ * drop of a key is always due) may also draw on a reserve of
+ * sample_burst_ns below zero, which ordinary drops never touch. A flood of
+ * one reason keeps its credit near zero and its key never due (it gets a
+ * sample every 1/rate), so the first drop of a rare reason in the middle
+ * of the flood is sampled, and again once per period. The reserve is paid
+ * back from the same accrual: over any window samples stay within
+ * rate x time + 2 x burst. Keys in the counts hash (no slot) have no
+ * per-key state: only their first drop is due.
+ *
+ * Reading the clock is the dearest part of the check, so once the bucket
+ * is empty the program estimates how many drops will arrive before the
+ * next token (from the arrival rate since the last look) and skips the
+ * clock for those, unless the drop's key is due: in a flood the check is
+ * one inlined map lookup, a jiffies load and a decrement.
  */
-static __always_inline __u64 sample_allowed(void)
+static __always_inline __u64 sample_allowed(struct drops_slot *slot, bool new_key)
 {
+	__u64 hz = CONFIG_HZ ? CONFIG_HZ : 1000;
+	__s64 cost = sample_cost_ns, burst = sample_burst_ns, credit;
 	__u32 zero = 0;
 	struct drops_bucket *b;
-	__u64 now, elapsed, credit, need;
+	__u64 now, elapsed, need, j;
+	bool due;
 
 	b = bpf_map_lookup_elem(&buckets, &zero);
 	if (!b)
 		return 0;
+	j = bpf_jiffies64();
+	due = new_key || (slot && (__u32)j - slot->sampled_j >= hz);
 	/* A skip is only good within the jiffy it was set in: after a pause
 	 * the next drops must see the clock again (bpf_jiffies64() is a load,
 	 * far cheaper than bpf_ktime_get_ns()). */
 	if (b->skip) {
-		if (bpf_jiffies64() == b->skip_jiffies) {
+		if (j == b->skip_jiffies && !due) {
 			b->skip--;
 			b->skipped++;
 			return 0;
@@ -157,23 +180,25 @@ static __always_inline __u64 sample_allowed(void)
 	}
 	now = bpf_ktime_get_ns();
 	elapsed = now - b->last_ns;
-	credit = b->credit_ns + elapsed;
-	if (b->last_ns == 0 || credit > sample_burst_ns)
-		credit = sample_burst_ns;
+	credit = b->credit_ns + (__s64)elapsed;
+	if (b->last_ns == 0 || credit > burst)
+		credit = burst;
 	b->last_ns = now;
-	if (credit < sample_cost_ns) {
+	if (credit < cost && !(due && credit + burst >= cost)) {
 		/* Drops until the next token = time to it / inter-arrival time. */
-		need = (sample_cost_ns - credit) * (b->skipped + 1);
+		need = (__u64)(cost - credit) * (b->skipped + 1);
 		need = elapsed ? need / elapsed : DROPS_SKIP_MAX;
 		b->skip = need > DROPS_SKIP_MAX ? DROPS_SKIP_MAX : need;
 		if (b->skip)
-			b->skip_jiffies = bpf_jiffies64();
+			b->skip_jiffies = j;
 		b->skipped = 0;
 		b->credit_ns = credit;
 		return 0;
 	}
 	b->skipped = 0;
-	b->credit_ns = credit - sample_cost_ns;
+	b->credit_ns = credit - cost;
+	if (slot)
+		slot->sampled_j = (__u32)j;
 	return now;
 }
 
@@ -507,28 +532,32 @@ static __always_inline void emit_sample(struct sk_buff *skb, void *location, __u
 	stat_inc(DROPS_STAT_SAMPLES);
 }
 
-static __always_inline bool count_in_slot(const struct drops_key *key)
+/* Counts the drop in its fast slot: the slot, or NULL when another key
+ * owns it. *new_key: the key just claimed the slot. */
+static __always_inline struct drops_slot *count_in_slot(const struct drops_key *key, bool *new_key)
 {
 	__u32 idx = drops_slot_hash(key) & (DROPS_SLOTS - 1);
 	struct drops_slot *s = bpf_map_lookup_elem(&slots, &idx);
 
 	if (!s)
-		return false;
+		return NULL;
 	/* Per-CPU and never re-entered on one CPU (tracing programs do not
 	 * nest), so claim-then-count needs no atomics. */
 	if (!s->count) {
 		s->key = *key;
 		s->count = 1;
-		return true;
+		*new_key = true;
+		return s;
 	}
 	if (s->key.reason != key->reason || s->key.netns != key->netns ||
 	    s->key.l3_proto != key->l3_proto || s->key.l4_proto != key->l4_proto)
-		return false;
+		return NULL;
 	s->count++;
-	return true;
+	return s;
 }
 
-static __always_inline void count_in_hash(const struct drops_key *key)
+/* Counts the drop in the hash; true when it inserted the key. */
+static __always_inline bool count_in_hash(const struct drops_key *key)
 {
 	__u64 one = 1, *cnt;
 	long err;
@@ -536,7 +565,7 @@ static __always_inline void count_in_hash(const struct drops_key *key)
 	cnt = bpf_map_lookup_elem(&counts, key);
 	if (cnt) {
 		*cnt += 1;
-		return;
+		return false;
 	}
 	/* Per-CPU hash: another CPU may insert the same key first. */
 	err = bpf_map_update_elem(&counts, key, &one, BPF_NOEXIST);
@@ -544,9 +573,11 @@ static __always_inline void count_in_hash(const struct drops_key *key)
 		cnt = bpf_map_lookup_elem(&counts, key);
 		if (cnt)
 			*cnt += 1;
-	} else if (err) {
-		stat_inc(DROPS_STAT_MAP_OVERFLOW);
+		return false;
 	}
+	if (err)
+		stat_inc(DROPS_STAT_MAP_OVERFLOW);
+	return !err;
 }
 
 static __always_inline int handle_drop(struct sk_buff *skb, void *location, __u32 reason,
@@ -555,6 +586,8 @@ static __always_inline int handle_drop(struct sk_buff *skb, void *location, __u3
 	struct drops_key key = {};
 	struct drops_parsed p = {};
 	struct net_device *dev = NULL;
+	struct drops_slot *slot = NULL;
+	bool new_key = false;
 	__u64 now;
 
 	/* A frag_list member freed with its head (see frag_free_lo): folded
@@ -585,14 +618,16 @@ static __always_inline int handle_drop(struct sk_buff *skb, void *location, __u3
 	key.l4_proto = p.l4;
 	key.netns = netns_of(skb, location, rx_sk, &dev, direct);
 
-	if (!use_slots || !count_in_slot(&key))
-		count_in_hash(&key);
+	if (use_slots)
+		slot = count_in_slot(&key, &new_key);
+	if (!slot)
+		new_key = count_in_hash(&key);
 
 	if (!sample_cost_ns)
 		return 0;
 	/* bpf_ktime_get_coarse_ns() would be cheaper, but tracing programs
 	 * may not call it (they can run inside timekeeping). */
-	now = sample_allowed();
+	now = sample_allowed(slot, new_key);
 	if (!now)
 		return 0;
 	emit_sample(skb, location, reason, &key, &p, dev, now, direct);

@@ -22,8 +22,8 @@ struct drops_key {
 
 struct drops_slot {
 	struct drops_key key;
-	__u32 pad;
-	__u64 count; /* 0 = slot free */
+	__u32 sampled_j; /* low 32 bits of jiffies at this key's last sample */
+	__u64 count;	 /* 0 = slot free */
 };
 
 /* Slot of a key: the same function on both sides of the map. */

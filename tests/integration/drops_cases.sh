@@ -8,11 +8,17 @@
 #     whether the datagram was delivered or dropped; they are not drops.
 #  3. truncated headers: IP packets of protocol UDP with 2 bytes of UDP
 #     header: the sample says truncated and has no ports.
+#  4. fair sampling: 50 IP_NOPROTO drops in the middle of a NO_SOCKET flood
+#     on the same CPU get sampled; the total stays within the rate.
 #
 # The traffic generator runs under a per-case name (a symlink: the name is
 # the process's comm), so bpftrace can tell the cases apart; frees that run
 # elsewhere (ksoftirqd, RCU callbacks) are counted under "other".
+#
+# DROPS_CASES_MEASURE=1 reports a failed check and goes on (to measure an
+# older sysobsd: SYSOBSD=old/sysobsd); the exit status is then 0.
 source "$(dirname "$0")/lib.sh"
+[ "${DROPS_CASES_MEASURE:-0}" = 1 ] && fail() { echo "CHECK FAILED: $*"; }
 
 need_root
 need_cmd ip
@@ -39,7 +45,7 @@ gen() {
 	local name=dg_$1
 	shift
 	ln -sf "$GEN" "$T/$name"
-	ip netns exec "$NS" "$T/$name" "$@"
+	ip netns exec "$NS" ${PIN:+taskset -c "$PIN"} "$T/$name" "$@"
 }
 
 # The reason's value on this kernel, from the tracepoint's own format file.
@@ -48,6 +54,7 @@ reason_value() {
 }
 NOT_SPECIFIED=$(reason_value NOT_SPECIFIED)
 NO_SOCKET=$(reason_value NO_SOCKET)
+IP_NOPROTO=$(reason_value IP_NOPROTO)
 [ -n "$NOT_SPECIFIED" ] && [ -n "$NO_SOCKET" ] || fail "reasons not found in $FORMAT"
 
 # --- the reference: every kfree_skb event, by comm (dg_* or other), symbol
@@ -141,6 +148,25 @@ settle
 short_ns=$(ns_drops NOT_SPECIFIED udp)
 short_rows=$(api GET "/api/v1/drops/samples?netns=$NSINUM&reason=NOT_SPECIFIED&protocol=udp&limit=100")
 
+# --- 4. a rare reason under a flood on the same CPU ----------------------------
+need_cmd taskset
+s0=$(metric sysobs_drop_samples_total)
+t0=$(date +%s.%N)
+# one thread, one CPU: the 50 are spread through the stream, which never
+# pauses for them (a second process would, and its pause earns tokens)
+PIN=0 gen rare udp -d 127.0.0.1 -p 9 -t 2 -s 41010 -R 50 >"$T/flood.out" ||
+	fail "flood sender failed: $(cat "$T/flood.out")"
+flood_sent=$(awk '{ print $2 }' "$T/flood.out")
+rare_got() { [ "$(ns_drops IP_NOPROTO ip)" -ge 50 ]; }
+wait_for 5 rare_got || true
+settle
+t1=$(date +%s.%N)
+s1=$(metric sysobs_drop_samples_total)
+rare_ns=$(ns_drops IP_NOPROTO ip)
+rare_rows=$(api GET "/api/v1/drops/samples?netns=$NSINUM&reason=IP_NOPROTO&limit=100" | jq '.data | length')
+flood_rows=$(api GET "/api/v1/drops/samples?netns=$NSINUM&port=41010&limit=1000" | jq '.data | length')
+samples_cap=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%d", (b - a) * 200 + 2 * 50 }')
+
 # ======================== the reference's counts ==============================
 bt_stop
 # --- 1. fragments
@@ -182,5 +208,20 @@ assert_eq "samples with a port" 0 "$(jq '[.data[] | select(has("sport") or has("
 assert_eq "samples of both families with addresses" '["127.0.0.1","::1"]' \
 	"$(jq -c '[.data[].daddr] | unique' <<<"$short_rows")"
 pass "truncated UDP headers: 40 drops counted, $n_rows samples flagged truncated, none with a port"
+
+# --- 4. fair sampling
+ref_rare=$(bt dg_rare '*' "$IP_NOPROTO")
+ref_rare_all=$(bt '*' '*' "$IP_NOPROTO")
+echo "reference: $ref_rare IP_NOPROTO from dg_rare ($ref_rare_all from anyone); agent:" \
+	"$rare_ns IP_NOPROTO, $rare_rows of them sampled, $flood_rows flood samples of" \
+	"$flood_sent drops, $((s1 - s0)) samples in all (cap $samples_cap)"
+assert_eq "reference: IP_NOPROTO drops" 50 "$ref_rare_all"
+assert_eq "IP_NOPROTO/ip in $NS" 50 "$rare_ns"
+assert_ge "flood drops" 20000 "$flood_sent"
+assert_ge "IP_NOPROTO samples during the flood" 1 "$rare_rows"
+assert_ge "flood samples" 1 "$flood_rows"
+[ $((s1 - s0)) -le "$samples_cap" ] || fail "samples not within the rate: $((s1 - s0)) > $samples_cap"
+pass "fair sampling: 50 IP_NOPROTO drops under a flood of $flood_sent on one CPU ->" \
+	"$rare_rows sampled; $((s1 - s0)) samples in all (cap $samples_cap)"
 
 stop_agent

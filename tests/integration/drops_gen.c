@@ -25,11 +25,15 @@
  *   drops_gen short  -d ADDR -n COUNT
  *       COUNT IP packets of protocol UDP carrying only 2 bytes (a truncated
  *       UDP header), through a raw socket.
- *   drops_gen proto  -d ADDR -p PROTO -n COUNT
- *       COUNT IP packets of an IP protocol nobody handles (e.g. 253), through
- *       a raw socket: one IP_NOPROTO drop each.
+ *   drops_gen proto  -d IPV4ADDR -p PROTO -n COUNT
+ *       COUNT IPv4 packets of an IP protocol nobody handles (e.g. 253), built
+ *       whole through an IPPROTO_RAW socket (a raw socket of that protocol
+ *       would receive them itself): one IP_NOPROTO drop each.
  * udp and deliver take -l LEN (payload bytes, default 1), udp takes -D: an
- * IPv6 Destination Options header (PadN) on every datagram.
+ * IPv6 Destination Options header (PadN) on every datagram, and -R N: N
+ * IPv4 packets of protocol 253 (IP_NOPROTO drops) spread through the
+ * stream, one after every 16 batches of 64, from the same thread (no pause in the
+ * stream around them).
  * Prints "sent N" (and "received R dropped D" for rcvbuf, "received R" for
  * deliver and ping) on stdout.
  */
@@ -54,9 +58,34 @@ struct opts {
 	unsigned port, sport;
 	unsigned long count, rate;
 	double seconds;
-	size_t len;   /* payload bytes */
-	bool dstopts; /* IPv6 Destination Options header */
+	size_t len;	    /* payload bytes */
+	bool dstopts;	    /* IPv6 Destination Options header */
+	unsigned long rare; /* -R: protocol-253 packets within the stream */
 };
+
+static int proto_socket(void)
+{
+	int fd = socket(AF_INET, SOCK_RAW, IPPROTO_RAW);
+
+	if (fd < 0) {
+		perror("IPPROTO_RAW socket");
+		exit(1);
+	}
+	return fd;
+}
+
+/* An IPv4 packet of protocol `proto` to dst, built whole (IPPROTO_RAW: a
+ * raw socket of that protocol would receive it itself); the kernel fills
+ * the checksum, the id and the source address. */
+static int send_proto(int fd, const struct sockaddr_in *dst, unsigned proto)
+{
+	unsigned char pkt[28] = {0x45, 0, 0, sizeof(pkt), 0, 0, 0x40, 0, 64, 0};
+
+	pkt[9] = (unsigned char)proto;
+	memcpy(pkt + 16, &dst->sin_addr, 4);
+	return sendto(fd, pkt, sizeof(pkt), 0, (const struct sockaddr *)dst, sizeof(*dst)) < 0 ? -1
+											       : 0;
+}
 
 static char payload[65000];
 
@@ -98,7 +127,8 @@ static unsigned long send_udp(const struct opts *o, int fd, const struct sockadd
 	struct mmsghdr msgs[BATCH];
 	struct iovec iov = {payload, o->len};
 	int64_t start = now_ns(), end = start + (int64_t)(o->seconds * 1e9);
-	unsigned long sent = 0;
+	unsigned long sent = 0, batches = 0, rare = 0;
+	int rare_fd = o->rare ? proto_socket() : -1;
 
 	memset(msgs, 0, sizeof(msgs));
 	for (int i = 0; i < BATCH; i++) {
@@ -131,6 +161,14 @@ static unsigned long send_udp(const struct opts *o, int fd, const struct sockadd
 				nanosleep(&ts, NULL);
 			}
 		}
+		if (rare < o->rare && batches++ % 16 == 8) {
+			if (dst->ss_family != AF_INET ||
+			    send_proto(rare_fd, (const struct sockaddr_in *)dst, 253)) {
+				perror("-R (IPv4 only)");
+				exit(1);
+			}
+			rare++;
+		}
 		n = sendmmsg(fd, msgs, want, 0);
 		if (n < 0) {
 			if (errno == EINTR || errno == ECONNREFUSED || errno == ENOBUFS ||
@@ -141,6 +179,13 @@ static unsigned long send_udp(const struct opts *o, int fd, const struct sockadd
 		}
 		sent += n;
 	}
+	if (rare < o->rare) {
+		fprintf(stderr, "-R: only %lu of %lu rare packets fit in the stream\n", rare,
+			o->rare);
+		exit(1);
+	}
+	if (rare_fd >= 0)
+		close(rare_fd);
 	return sent;
 }
 
@@ -344,6 +389,30 @@ static int run_raw(const struct opts *o, int proto, size_t len)
 	return 0;
 }
 
+static int run_proto(const struct opts *o)
+{
+	struct sockaddr_storage dst;
+	unsigned long sent = 0;
+	int fd;
+
+	make_addr(o->addr, 0, &dst);
+	if (dst.ss_family != AF_INET) {
+		fprintf(stderr, "proto: IPv4 only\n");
+		return 1;
+	}
+	fd = proto_socket();
+	for (unsigned long i = 0; i < o->count; i++) {
+		if (send_proto(fd, (struct sockaddr_in *)&dst, o->port)) {
+			perror("sendto");
+			return 1;
+		}
+		sent++;
+	}
+	printf("sent %lu\n", sent);
+	close(fd);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	struct opts o = {.addr = "127.0.0.1", .port = 9, .len = 1};
@@ -352,14 +421,14 @@ int main(int argc, char **argv)
 	if (argc < 2) {
 		fprintf(stderr,
 			"usage: %s udp|tcp|rcvbuf|deliver|ping|unread|short|proto -d ADDR "
-			"-p PORT -n COUNT [-s SPORT] [-r PPS] [-t SECONDS] [-l LEN] [-D]\n",
+			"-p PORT -n COUNT [-s SPORT] [-r PPS] [-t SECONDS] [-l LEN] [-D] [-R N]\n",
 			argv[0]);
 		return 2;
 	}
 	o.mode = argv[1];
 	optind = 2;
 	memset(payload, 'x', sizeof(payload));
-	while ((c = getopt(argc, argv, "d:p:n:s:r:t:l:D")) != -1) {
+	while ((c = getopt(argc, argv, "d:p:n:s:r:t:l:DR:")) != -1) {
 		switch (c) {
 		case 'd':
 			o.addr = optarg;
@@ -389,6 +458,9 @@ int main(int argc, char **argv)
 		case 'D':
 			o.dstopts = true;
 			break;
+		case 'R':
+			o.rare = strtoul(optarg, NULL, 10);
+			break;
 		default:
 			return 2;
 		}
@@ -408,7 +480,7 @@ int main(int argc, char **argv)
 	if (!strcmp(o.mode, "short"))
 		return run_raw(&o, IPPROTO_UDP, 2);
 	if (!strcmp(o.mode, "proto"))
-		return run_raw(&o, (int)o.port, 8);
+		return run_proto(&o);
 	fprintf(stderr, "unknown mode %s\n", o.mode);
 	return 2;
 }
