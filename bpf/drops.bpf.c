@@ -239,6 +239,7 @@ struct drops_parsed {
 	__u16 nh;    /* offset of the network header from skb->head */
 	__u16 l3len; /* IP header length (IPv6: the fixed header only) */
 	__u32 tail;  /* end of the linear data, offset from skb->head */
+	__u32 thoff; /* transport header found by the IPv6 extension walk, 0 none */
 	unsigned char *head;
 };
 
@@ -295,6 +296,65 @@ static __always_inline int read_l3min(const unsigned char *at, bool v6, struct d
 	return 0;
 }
 
+#define NEXTHDR_HOP	 0
+#define NEXTHDR_ROUTING	 43
+#define NEXTHDR_FRAGMENT 44
+#define NEXTHDR_AUTH	 51
+#define NEXTHDR_DEST	 60
+#define IP6_OFFSET	 0xfff8
+#define DROPS_EXT_MAX	 8 /* extension headers walked at most */
+
+static __always_inline bool ipv6_ext_hdr(__u8 nexthdr)
+{
+	return nexthdr == NEXTHDR_HOP || nexthdr == NEXTHDR_ROUTING ||
+	       nexthdr == NEXTHDR_FRAGMENT || nexthdr == NEXTHDR_AUTH || nexthdr == NEXTHDR_DEST;
+}
+
+/*
+ * Walks IPv6 extension headers (hop-by-hop, routing, fragment,
+ * destination options, AH; at most DROPS_EXT_MAX, each within the linear
+ * data) to the upper-layer protocol, as ipv6_skip_exthdr() does: lengths in
+ * 8-octet units past the first 8, AH's in 4-octet units past the first 8
+ * (RFC 4302), the fragment header 8 bytes. A fragment with a non-zero
+ * offset carries no transport header: flagged DROPS_F_FRAGMENT, the walk
+ * stops with l4 the fragment header's next header. ESP, no next header or
+ * an unknown one end the walk. Only packets with extension headers pay.
+ */
+static __always_inline void ipv6_walk(struct drops_parsed *p)
+{
+	__u32 off = (__u32)p->nh + sizeof(struct drops_ip6);
+	__u8 nexthdr = p->l4;
+	__u8 ext[4];
+
+	for (int i = 0; i < DROPS_EXT_MAX; i++) {
+		if (!ipv6_ext_hdr(nexthdr))
+			break;
+		if (off + 8 > p->tail || bpf_probe_read_kernel(ext, sizeof(ext), p->head + off)) {
+			p->flags |= DROPS_F_TRUNCATED;
+			return;
+		}
+		if (nexthdr == NEXTHDR_FRAGMENT) {
+			if (((__u16)ext[2] << 8 | ext[3]) & IP6_OFFSET) {
+				p->flags |= DROPS_F_FRAGMENT;
+				p->l4 = ext[0];
+				return;
+			}
+			off += 8;
+		} else if (nexthdr == NEXTHDR_AUTH) {
+			off += ((__u32)ext[1] + 2) * 4;
+		} else {
+			off += ((__u32)ext[1] + 1) * 8;
+		}
+		nexthdr = ext[0];
+	}
+	if (ipv6_ext_hdr(nexthdr)) { /* more than DROPS_EXT_MAX */
+		p->flags |= DROPS_F_TRUNCATED;
+		return;
+	}
+	p->l4 = nexthdr;
+	p->thoff = off;
+}
+
 /*
  * Finds L3/L4 protocols from the packet bytes. network_header is an offset
  * from skb->head; it may be unset (~0) or still 0 on skbs freed before the
@@ -340,12 +400,13 @@ static __always_inline void parse_headers(struct sk_buff *skb, struct drops_pars
 		p->flags |= DROPS_F_TRUNCATED;
 		return;
 	}
-	/* IPv6 extension headers are not walked: l4 is the first next header. */
 	p->l4 = h.proto;
 	p->nh = nh;
 	p->flags |= DROPS_F_L3_PARSED;
 	if (!v6 && (bpf_ntohs(h.frag_off) & IP_OFFSET))
 		p->flags |= DROPS_F_FRAGMENT;
+	if (v6 && ipv6_ext_hdr(h.proto))
+		ipv6_walk(p);
 }
 
 /* Transport header offset, for samples only (the counters do not need it). */
@@ -354,6 +415,10 @@ static __always_inline __u16 transport_offset(struct sk_buff *skb, const struct 
 {
 	__u16 th = RD(skb, transport_header);
 
+	/* past IPv6 extension headers: the walk read the packet itself,
+	 * transport_header may still point at one of them */
+	if (p->thoff)
+		return p->thoff;
 	return th != NOHDR && th > p->nh ? th : p->nh + p->l3len;
 }
 
@@ -392,7 +457,8 @@ const volatile __u64 sock_free_len = 0;
  * or of the UDP socket being destroyed on this CPU; 0 when none is known.
  */
 static __always_inline __u32 netns_of(struct sk_buff *skb, void *location, struct sock *rx_sk,
-				      struct net_device **devp, const bool direct)
+				      struct net_device **devp, struct net **netp,
+				      const bool direct)
 {
 	struct net_device *dev = RD(skb, dev);
 	struct net *net = NULL;
@@ -410,8 +476,10 @@ static __always_inline __u32 netns_of(struct sk_buff *skb, void *location, struc
 		sk = rx_sk;
 	if (sk)
 		net = RD(sk, __sk_common.skc_net.net);
-	if (net)
+	if (net) {
+		*netp = net;
 		return RD(net, ns.inum);
+	}
 	if ((__u64)location - sock_free_lo < sock_free_len) {
 		__u64 task = bpf_get_current_task();
 		__u32 *netns = bpf_map_lookup_elem(&sockctx, &task);
@@ -481,9 +549,40 @@ static __always_inline void sample_l4(struct sk_buff *skb, struct drops_record *
 	r->flags |= DROPS_F_L4_PARSED;
 }
 
+#define NETDEV_HASHBITS 8 /* include/linux/netdevice.h: net->dev_index_head buckets */
+#define DROPS_DEV_CHAIN 8 /* devices of one bucket looked at, at most */
+
+/*
+ * The device of ifindex in net, as dev_get_by_index_rcu() finds it: the
+ * chain net->dev_index_head[ifindex & 255] of net_device.index_hlist
+ * nodes. Tracepoints run under RCU, as that function does; every read is
+ * bpf_probe_read_kernel() (these are not pointers the verifier trusts).
+ * For samples only: a drop without a device but with skb_iif and a socket
+ * (QUEUE_PURGE, SOCKET_CLOSE, ...) gets its device's name.
+ */
+static __always_inline struct net_device *dev_by_index(struct net *net, int ifindex)
+{
+	__u32 off = bpf_core_field_offset(struct net_device, index_hlist);
+	struct hlist_head *heads = BPF_CORE_READ(net, dev_index_head);
+	struct hlist_node *n = NULL;
+
+	if (!heads ||
+	    bpf_probe_read_kernel(&n, sizeof(n), &heads[ifindex & ((1 << NETDEV_HASHBITS) - 1)]))
+		return NULL;
+	for (int i = 0; i < DROPS_DEV_CHAIN && n; i++) {
+		struct net_device *d = (void *)n - off;
+
+		if (BPF_CORE_READ(d, ifindex) == ifindex)
+			return d;
+		n = BPF_CORE_READ(n, next);
+	}
+	return NULL;
+}
+
 static __always_inline void emit_sample(struct sk_buff *skb, void *location, __u32 reason,
 					struct drops_key *key, struct drops_parsed *p,
-					struct net_device *dev, __u64 now, const bool direct)
+					struct net_device *dev, struct net *net, __u64 now,
+					const bool direct)
 {
 	struct drops_record *r;
 
@@ -515,6 +614,10 @@ static __always_inline void emit_sample(struct sk_buff *skb, void *location, __u
 		bpf_probe_read_kernel_str(r->ifname, sizeof(r->ifname), &dev->name);
 	} else {
 		r->ifindex = RD(skb, skb_iif);
+		if (r->ifindex > 0 && net && (dev = dev_by_index(net, r->ifindex))) {
+			r->flags |= DROPS_F_HAS_DEV;
+			bpf_probe_read_kernel_str(r->ifname, sizeof(r->ifname), &dev->name);
+		}
 	}
 
 	if (p->flags & DROPS_F_L3_PARSED) {
@@ -586,6 +689,7 @@ static __always_inline int handle_drop(struct sk_buff *skb, void *location, __u3
 	struct drops_key key = {};
 	struct drops_parsed p = {};
 	struct net_device *dev = NULL;
+	struct net *net = NULL;
 	struct drops_slot *slot = NULL;
 	bool new_key = false;
 	__u64 now;
@@ -616,7 +720,7 @@ static __always_inline int handle_drop(struct sk_buff *skb, void *location, __u3
 	key.reason = reason;
 	key.l3_proto = p.l3;
 	key.l4_proto = p.l4;
-	key.netns = netns_of(skb, location, rx_sk, &dev, direct);
+	key.netns = netns_of(skb, location, rx_sk, &dev, &net, direct);
 
 	if (use_slots)
 		slot = count_in_slot(&key, &new_key);
@@ -630,7 +734,7 @@ static __always_inline int handle_drop(struct sk_buff *skb, void *location, __u3
 	now = sample_allowed(slot, new_key);
 	if (!now)
 		return 0;
-	emit_sample(skb, location, reason, &key, &p, dev, now, direct);
+	emit_sample(skb, location, reason, &key, &p, dev, net, now, direct);
 	return 0;
 }
 

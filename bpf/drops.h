@@ -53,8 +53,8 @@ enum drops_stat {
 /* record flags */
 #define DROPS_F_L3_PARSED 0x01 /* IP header read: addresses valid */
 #define DROPS_F_L4_PARSED 0x02 /* transport header read: ports / ICMP valid */
-#define DROPS_F_FRAGMENT  0x04 /* IPv4 non-first fragment: no L4 header */
-#define DROPS_F_HAS_DEV	  0x08 /* skb->dev was a device: ifname valid */
+#define DROPS_F_FRAGMENT  0x04 /* non-first IPv4/IPv6 fragment: no L4 header */
+#define DROPS_F_HAS_DEV	  0x08 /* ifname valid: skb->dev, or skb_iif's device */
 /* A header ends past the packet's linear data (skb->tail) or past the IP
  * datagram (tot_len / payload_len): what lies beyond is not read. */
 #define DROPS_F_TRUNCATED 0x10

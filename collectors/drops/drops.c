@@ -81,7 +81,7 @@ struct drops_state {
 
 	struct sink_family *drops;
 	struct sink_series *runs, *overflow, *samples, *lost, *throttled, *invalid_s, *keys;
-	struct sink_series *folded;
+	struct sink_series *folded, *recursion;
 };
 
 /* --- metrics ------------------------------------------------------------- */
@@ -95,6 +95,7 @@ enum {
 	DROPS_M_INVALID,
 	DROPS_M_MAP_ENTRIES,
 	DROPS_M_FRAG_FOLDED,
+	DROPS_M_RECURSION,
 };
 
 static const struct metric_desc drops_metrics[] = {
@@ -126,6 +127,11 @@ static const struct metric_desc drops_metrics[] = {
 			     "head: not drops of their own; the head's event is the drop, or "
 			     "the delivery.",
 			     METRIC_KIND_COUNTER},
+    [DROPS_M_RECURSION] = {"sysobs_drops_recursion_misses_total",
+			   "kfree_skb events the kernel did not run the drops program for because "
+			   "it was already running on that CPU (bpf_prog_info.recursion_misses): "
+			   "drops missing from every counter.",
+			   METRIC_KIND_COUNTER},
     {0},
 };
 
@@ -276,6 +282,7 @@ static const struct event_column drops_cols[] = {
     DROPS_COL(len, COL_UINT, COL_NOT_NULL),
     DROPS_COL(cpu, COL_UINT, COL_NOT_NULL),
     DROPS_COL(truncated, COL_BOOL, COL_NULL_ZERO),
+    DROPS_COL(fragment, COL_BOOL, COL_NULL_ZERO),
     {0},
 };
 
@@ -549,6 +556,7 @@ static void drops_row_fill(struct drops_state *st, const struct drop_sample *s, 
 	r->len = s->len;
 	r->cpu = s->cpu;
 	r->truncated = s->truncated;
+	r->fragment = s->fragment;
 }
 
 static int drops_on_sample(void *ctx, void *data, size_t len)
@@ -601,8 +609,9 @@ static int drops_start(struct collector *c)
 	st->invalid_s = sink_series1(k, &drops_metrics[DROPS_M_INVALID]);
 	st->keys = sink_series1(k, &drops_metrics[DROPS_M_MAP_ENTRIES]);
 	st->folded = sink_series1(k, &drops_metrics[DROPS_M_FRAG_FOLDED]);
+	st->recursion = sink_series1(k, &drops_metrics[DROPS_M_RECURSION]);
 	if (!st->drops || !st->runs || !st->overflow || !st->samples || !st->lost ||
-	    !st->throttled || !st->invalid_s || !st->keys || !st->folded)
+	    !st->throttled || !st->invalid_s || !st->keys || !st->folded || !st->recursion)
 		return -ENOMEM;
 
 	st->mono_to_wall_ns = clock_wall_ns() - clock_mono_ns();
@@ -810,6 +819,27 @@ static int drops_publish_counts(struct collector *c, struct drops_state *st)
 	return 0;
 }
 
+/*
+ * A tracing program is not run for an event that arrives while it already
+ * runs on that CPU (a drop in an NMI during the program, say): the kernel
+ * counts it in the program's recursion_misses and nothing else does, so
+ * the counters are exact only while this stays 0.
+ */
+static void drops_publish_recursion(struct collector *c, struct drops_state *st)
+{
+	struct bpf_prog_info info = {0};
+	__u32 len = sizeof(info);
+	struct bpf_program *prog;
+
+	if (!st->skel)
+		return;
+	prog = strcmp(st->attach_kind, "tp_btf") ? st->skel->progs.drops_raw_tp
+						 : st->skel->progs.drops_tp_btf;
+	if (bpf_obj_get_info_by_fd(bpf_program__fd(prog), &info, &len))
+		return;
+	sink_set(c->sink, st->recursion, (double)info.recursion_misses);
+}
+
 static int drops_collect(struct collector *c)
 {
 	struct drops_state *st = c->priv;
@@ -831,6 +861,7 @@ static int drops_collect(struct collector *c)
 	    c->sink, st->runs,
 	    (double)(events + st->stat[DROPS_STAT_NOT_DROPS] + st->stat[DROPS_STAT_FRAG_MEMBERS]));
 	sink_set(c->sink, st->folded, (double)st->stat[DROPS_STAT_FRAG_MEMBERS]);
+	drops_publish_recursion(c, st);
 	sink_set(c->sink, st->overflow, (double)st->stat[DROPS_STAT_MAP_OVERFLOW]);
 	sink_set(c->sink, st->samples, (double)st->stat[DROPS_STAT_SAMPLES]);
 	sink_set(c->sink, st->lost, (double)st->stat[DROPS_STAT_SAMPLES_LOST]);

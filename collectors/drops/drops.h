@@ -43,6 +43,7 @@ struct drops_row {
 	uint32_t len;
 	uint32_t cpu;
 	bool truncated;
+	bool fragment;
 };
 
 extern const struct event_table drops_samples_table;

@@ -10,6 +10,9 @@
 #     header: the sample says truncated and has no ports.
 #  4. fair sampling: 50 IP_NOPROTO drops in the middle of a NO_SOCKET flood
 #     on the same CPU get sampled; the total stays within the rate.
+#  5. IPv6 with a Destination Options header: protocol udp, ports sampled.
+#  6. a device known only by skb_iif (QUEUE_PURGE of a FIN queued to a
+#     closed TCP socket): the sample names it.
 #
 # The traffic generator runs under a per-case name (a symlink: the name is
 # the process's comm), so bpftrace can tell the cases apart; frees that run
@@ -55,6 +58,7 @@ reason_value() {
 NOT_SPECIFIED=$(reason_value NOT_SPECIFIED)
 NO_SOCKET=$(reason_value NO_SOCKET)
 IP_NOPROTO=$(reason_value IP_NOPROTO)
+QUEUE_PURGE=$(reason_value QUEUE_PURGE)
 [ -n "$NOT_SPECIFIED" ] && [ -n "$NO_SOCKET" ] || fail "reasons not found in $FORMAT"
 
 # --- the reference: every kfree_skb event, by comm (dg_* or other), symbol
@@ -167,6 +171,26 @@ rare_rows=$(api GET "/api/v1/drops/samples?netns=$NSINUM&reason=IP_NOPROTO&limit
 flood_rows=$(api GET "/api/v1/drops/samples?netns=$NSINUM&port=41010&limit=1000" | jq '.data | length')
 samples_cap=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%d", (b - a) * 200 + 2 * 50 }')
 
+# --- 5. IPv6 Destination Options ---------------------------------------------
+nosock0=$(ns_drops NO_SOCKET udp)
+out=$(gen dstopt udp -d ::1 -p 9 -n 20 -s 41020 -D) || fail "dstopts: $out"
+dst_got() { [ "$(ns_drops NO_SOCKET udp)" -ge $((nosock0 + 20)) ]; }
+wait_for 5 dst_got || true
+settle
+dst_udp=$(($(ns_drops NO_SOCKET udp) - nosock0))
+dst_ip=$(ns_drops NO_SOCKET ip)
+dst_rows=$(api GET "/api/v1/drops/samples?netns=$NSINUM&addr=::1&reason=NO_SOCKET&limit=1000" |
+	jq -c '[.data[] | select(.len == 9)]') # 8 bytes of options + 1 of payload
+
+# --- 6. ifname from skb_iif ----------------------------------------------------
+out=$(gen fin tcpfin -d 127.0.0.1 -p 6000 -n 10) || fail "tcpfin: $out"
+fin_got() { [ "$(ns_drops QUEUE_PURGE tcp)" -ge 10 ]; }
+wait_for 5 fin_got || true
+settle
+fin_ns=$(ns_drops QUEUE_PURGE tcp)
+fin_rows=$(api GET "/api/v1/drops/samples?netns=$NSINUM&reason=QUEUE_PURGE&limit=100" |
+	jq -c '[.data[] | {ifindex, ifname}] | unique')
+
 # ======================== the reference's counts ==============================
 bt_stop
 # --- 1. fragments
@@ -223,5 +247,32 @@ assert_ge "flood samples" 1 "$flood_rows"
 [ $((s1 - s0)) -le "$samples_cap" ] || fail "samples not within the rate: $((s1 - s0)) > $samples_cap"
 pass "fair sampling: 50 IP_NOPROTO drops under a flood of $flood_sent on one CPU ->" \
 	"$rare_rows sampled; $((s1 - s0)) samples in all (cap $samples_cap)"
+
+# --- 5. IPv6 Destination Options
+ref_dst=$(bt dg_dstopt '*' "$NO_SOCKET")
+echo "reference: $ref_dst NO_SOCKET for 20 IPv6 datagrams with Destination Options; agent:" \
+	"NO_SOCKET/udp +$dst_udp, NO_SOCKET/ip $dst_ip; samples" \
+	"$(jq -c '[.[] | {protocol, sport, dport}] | unique' <<<"$dst_rows")"
+assert_eq "reference: NO_SOCKET with Destination Options" 20 "$ref_dst"
+assert_eq "NO_SOCKET/udp in $NS with Destination Options" 20 "$dst_udp"
+assert_eq "NO_SOCKET/ip in $NS (an unwalked extension header)" 0 "$dst_ip"
+assert_ge "samples of the Destination Options datagrams" 1 "$(jq length <<<"$dst_rows")"
+assert_eq "their protocol and ports" '[{"protocol":"udp","sport":41020,"dport":9}]' \
+	"$(jq -c '[.[] | {protocol, sport, dport}] | unique' <<<"$dst_rows")"
+pass "IPv6 Destination Options: 20 datagrams -> NO_SOCKET/udp 20, samples with ports 41020 -> 9"
+
+# --- 6. ifname from skb_iif
+ref_fin=$(bt dg_fin '*' "$QUEUE_PURGE")
+echo "reference: $ref_fin QUEUE_PURGE from dg_fin; agent: QUEUE_PURGE/tcp $fin_ns, samples $fin_rows"
+assert_eq "reference: QUEUE_PURGE of the FINs" 10 "$ref_fin"
+assert_eq "QUEUE_PURGE/tcp in $NS" 10 "$fin_ns"
+assert_eq "QUEUE_PURGE samples' device" '[{"ifindex":1,"ifname":"lo"}]' "$fin_rows"
+pass "skb_iif only: 10 QUEUE_PURGE drops, samples name the device (ifindex 1, lo)"
+
+# The kernel skips a nested run on one CPU and counts it only there: the
+# exact counts above hold while this is 0.
+rec=$(metric sysobs_drops_recursion_misses_total)
+assert_eq "sysobs_drops_recursion_misses_total (bpf_prog_info.recursion_misses)" 0 "$rec"
+pass "recursion misses exported: $rec"
 
 stop_agent

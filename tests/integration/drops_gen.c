@@ -19,6 +19,14 @@
  *   drops_gen ping   -d ADDR -n COUNT [-l LEN]
  *       COUNT echo requests of LEN bytes through an ICMP ping socket (needs
  *       net.ipv4.ping_group_range to include the caller's group), replies read.
+ *   drops_gen tcpfin -d ADDR -p PORT -n COUNT
+ *       COUNT TCP connections to a listener of our own; the client closes
+ *       first, then the server: the server's FIN reaches the client in
+ *       FIN_WAIT2 and is queued, and freed when the socket is destroyed
+ *       (QUEUE_PURGE: skb->sk set, skb->dev cleared, skb_iif the device).
+ *   drops_gen pingq  -d ADDR -n COUNT
+ *       Like ping, but the replies are left in the socket, which is closed
+ *       with them queued (QUEUE_PURGE: skb->sk set, skb->dev cleared).
  *   drops_gen unread -d ADDR -p PORT -n COUNT [-l LEN]
  *       COUNT datagrams into a bound socket that is closed without reading:
  *       the kernel frees them from its receive queue when it closes it.
@@ -360,8 +368,45 @@ static int run_ping(const struct opts *o)
 		}
 		sent++;
 	}
-	printf("sent %lu received %lu\n", sent, read_all(fd, sent));
+	if (!strcmp(o->mode, "pingq")) {
+		struct timespec ts = {0, 300 * 1000 * 1000}; /* the replies are in */
+
+		nanosleep(&ts, NULL);
+		printf("sent %lu\n", sent);
+	} else {
+		printf("sent %lu received %lu\n", sent, read_all(fd, sent));
+	}
 	close(fd);
+	return 0;
+}
+
+static int run_tcpfin(const struct opts *o)
+{
+	struct sockaddr_storage dst;
+	socklen_t dlen = make_addr(o->addr, o->port, &dst);
+	int lfd = socket(dst.ss_family, SOCK_STREAM, 0), one = 1;
+	unsigned long done = 0;
+
+	setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (lfd < 0 || bind(lfd, (struct sockaddr *)&dst, dlen) || listen(lfd, 128)) {
+		perror("listener");
+		return 1;
+	}
+	for (unsigned long i = 0; i < o->count; i++) {
+		int c = socket(dst.ss_family, SOCK_STREAM, 0), a;
+
+		if (c < 0 || connect(c, (struct sockaddr *)&dst, dlen) ||
+		    (a = accept(lfd, NULL, NULL)) < 0) {
+			perror("connect/accept");
+			return 1;
+		}
+		close(c); /* client first: FIN_WAIT2 */
+		read_all(a, 1);
+		close(a); /* the server's FIN */
+		done++;
+	}
+	close(lfd);
+	printf("sent %lu\n", done);
 	return 0;
 }
 
@@ -419,10 +464,11 @@ int main(int argc, char **argv)
 	int c;
 
 	if (argc < 2) {
-		fprintf(stderr,
-			"usage: %s udp|tcp|rcvbuf|deliver|ping|unread|short|proto -d ADDR "
-			"-p PORT -n COUNT [-s SPORT] [-r PPS] [-t SECONDS] [-l LEN] [-D] [-R N]\n",
-			argv[0]);
+		fprintf(
+		    stderr,
+		    "usage: %s udp|tcp|rcvbuf|deliver|ping|pingq|tcpfin|unread|short|proto -d ADDR "
+		    "-p PORT -n COUNT [-s SPORT] [-r PPS] [-t SECONDS] [-l LEN] [-D] [-R N]\n",
+		    argv[0]);
 		return 2;
 	}
 	o.mode = argv[1];
@@ -475,7 +521,9 @@ int main(int argc, char **argv)
 		return run_deliver(&o);
 	if (!strcmp(o.mode, "unread"))
 		return run_unread(&o);
-	if (!strcmp(o.mode, "ping"))
+	if (!strcmp(o.mode, "tcpfin"))
+		return run_tcpfin(&o);
+	if (!strcmp(o.mode, "ping") || !strcmp(o.mode, "pingq"))
 		return run_ping(&o);
 	if (!strcmp(o.mode, "short"))
 		return run_raw(&o, IPPROTO_UDP, 2);

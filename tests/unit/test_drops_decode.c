@@ -74,6 +74,13 @@ static void test_truncated(void **state)
 	r = udp4_record();
 	assert_int_equal(drops_record_decode(&r, sizeof(r), &s), 0);
 	assert_false(s.truncated);
+	assert_false(s.fragment);
+	/* a non-first fragment: addresses and protocol, no ports */
+	r.flags = DROPS_F_L3_PARSED | DROPS_F_FRAGMENT;
+	assert_int_equal(drops_record_decode(&r, sizeof(r), &s), 0);
+	assert_true(s.fragment);
+	assert_false(s.has_ports);
+	assert_string_equal(drops_protocol_name(s.l3_proto, s.l4_proto), "udp");
 }
 
 static void test_tcp6(void **state)
