@@ -320,39 +320,60 @@ static __always_inline bool ipv6_ext_hdr(__u8 nexthdr)
  * stops with l4 the fragment header's next header. ESP, no next header or
  * an unknown one end the walk. Only packets with extension headers pay.
  */
-static __always_inline void ipv6_walk(struct drops_parsed *p)
+struct ipv6_walk_ctx {
+	struct drops_parsed *p;
+	__u32 off;
+	__u8 nexthdr;
+	bool stopped; /* by a non-first fragment or a header past the data */
+};
+
+/* One extension header; 1 ends the walk. A bpf_loop() callback: the
+ * verifier checks it once, not once per header and path (an unrolled loop
+ * of 8 made loading the program take seconds). */
+static long ipv6_walk_one(__u32 i, void *data)
 {
-	__u32 off = (__u32)p->nh + sizeof(struct drops_ip6);
-	__u8 nexthdr = p->l4;
+	struct ipv6_walk_ctx *c = data;
+	struct drops_parsed *p = c->p;
 	__u8 ext[4];
 
-	for (int i = 0; i < DROPS_EXT_MAX; i++) {
-		if (!ipv6_ext_hdr(nexthdr))
-			break;
-		if (off + 8 > p->tail || bpf_probe_read_kernel(ext, sizeof(ext), p->head + off)) {
-			p->flags |= DROPS_F_TRUNCATED;
-			return;
-		}
-		if (nexthdr == NEXTHDR_FRAGMENT) {
-			if (((__u16)ext[2] << 8 | ext[3]) & IP6_OFFSET) {
-				p->flags |= DROPS_F_FRAGMENT;
-				p->l4 = ext[0];
-				return;
-			}
-			off += 8;
-		} else if (nexthdr == NEXTHDR_AUTH) {
-			off += ((__u32)ext[1] + 2) * 4;
-		} else {
-			off += ((__u32)ext[1] + 1) * 8;
-		}
-		nexthdr = ext[0];
+	if (!ipv6_ext_hdr(c->nexthdr))
+		return 1;
+	if (c->off + 8 > p->tail || bpf_probe_read_kernel(ext, sizeof(ext), p->head + c->off)) {
+		p->flags |= DROPS_F_TRUNCATED;
+		c->stopped = true;
+		return 1;
 	}
-	if (ipv6_ext_hdr(nexthdr)) { /* more than DROPS_EXT_MAX */
+	if (c->nexthdr == NEXTHDR_FRAGMENT) {
+		if (((__u16)ext[2] << 8 | ext[3]) & IP6_OFFSET) {
+			p->flags |= DROPS_F_FRAGMENT;
+			p->l4 = ext[0];
+			c->stopped = true;
+			return 1;
+		}
+		c->off += 8;
+	} else if (c->nexthdr == NEXTHDR_AUTH) {
+		c->off += ((__u32)ext[1] + 2) * 4;
+	} else {
+		c->off += ((__u32)ext[1] + 1) * 8;
+	}
+	c->nexthdr = ext[0];
+	return 0;
+}
+
+static __always_inline void ipv6_walk(struct drops_parsed *p)
+{
+	struct ipv6_walk_ctx c = {
+	    .p = p, .off = (__u32)p->nh + sizeof(struct drops_ip6), .nexthdr = p->l4};
+
+	bpf_loop(DROPS_EXT_MAX, ipv6_walk_one, &c, 0);
+	if (c.stopped)
+		return;
+	if (ipv6_ext_hdr(c.nexthdr)) { /* more than DROPS_EXT_MAX */
 		p->flags |= DROPS_F_TRUNCATED;
 		return;
 	}
-	p->l4 = nexthdr;
-	p->thoff = off;
+	p->l4 = c.nexthdr;
+	p->thoff = c.off;
 }
 
 /*
@@ -458,7 +479,7 @@ const volatile __u64 sock_free_len = 0;
  */
 static __always_inline __u32 netns_of(struct sk_buff *skb, void *location, struct sock *rx_sk,
 				      struct net_device **devp, struct net **netp,
-				      const bool direct)
+				      struct sock **skp, const bool direct)
 {
 	struct net_device *dev = RD(skb, dev);
 	struct net *net = NULL;
@@ -474,6 +495,7 @@ static __always_inline __u32 netns_of(struct sk_buff *skb, void *location, struc
 	sk = RD(skb, sk);
 	if (!sk)
 		sk = rx_sk;
+	*skp = sk;
 	if (sk)
 		net = RD(sk, __sk_common.skc_net.net);
 	if (net) {
@@ -560,29 +582,47 @@ static __always_inline void sample_l4(struct sk_buff *skb, struct drops_record *
  * For samples only: a drop without a device but with skb_iif and a socket
  * (QUEUE_PURGE, SOCKET_CLOSE, ...) gets its device's name.
  */
+struct dev_find_ctx {
+	struct hlist_node *n;
+	__u32 off; /* of index_hlist in struct net_device */
+	int ifindex;
+	struct net_device *found;
+};
+
+static long dev_find_one(__u32 i, void *data)
+{
+	struct dev_find_ctx *c = data;
+	struct hlist_node *n = c->n;
+	struct net_device *d;
+
+	if (!n)
+		return 1;
+	d = (void *)n - c->off;
+	if (BPF_CORE_READ(d, ifindex) == c->ifindex) {
+		c->found = d;
+		return 1;
+	}
+	c->n = BPF_CORE_READ(n, next);
+	return 0;
+}
+
 static __always_inline struct net_device *dev_by_index(struct net *net, int ifindex)
 {
-	__u32 off = bpf_core_field_offset(struct net_device, index_hlist);
+	struct dev_find_ctx c = {.off = bpf_core_field_offset(struct net_device, index_hlist),
+				 .ifindex = ifindex};
 	struct hlist_head *heads = BPF_CORE_READ(net, dev_index_head);
-	struct hlist_node *n = NULL;
 
 	if (!heads ||
-	    bpf_probe_read_kernel(&n, sizeof(n), &heads[ifindex & ((1 << NETDEV_HASHBITS) - 1)]))
+	    bpf_probe_read_kernel(&c.n, sizeof(c.n), &heads[ifindex & ((1 << NETDEV_HASHBITS) - 1)]))
 		return NULL;
-	for (int i = 0; i < DROPS_DEV_CHAIN && n; i++) {
-		struct net_device *d = (void *)n - off;
-
-		if (BPF_CORE_READ(d, ifindex) == ifindex)
-			return d;
-		n = BPF_CORE_READ(n, next);
-	}
-	return NULL;
+	bpf_loop(DROPS_DEV_CHAIN, dev_find_one, &c, 0);
+	return c.found;
 }
 
 static __always_inline void emit_sample(struct sk_buff *skb, void *location, __u32 reason,
 					struct drops_key *key, struct drops_parsed *p,
-					struct net_device *dev, struct net *net, __u64 now,
-					const bool direct)
+					struct net_device *dev, struct net *net, struct sock *sk,
+					__u64 now, const bool direct)
 {
 	struct drops_record *r;
 
@@ -631,6 +671,11 @@ static __always_inline void emit_sample(struct sk_buff *skb, void *location, __u
 	}
 	if ((p->flags & DROPS_F_L3_PARSED) && !(p->flags & DROPS_F_FRAGMENT))
 		sample_l4(skb, r, p, direct);
+	/* The cgroup (v2) the socket was created in (sock_cgroup_data, set at
+	 * socket creation, CONFIG_SOCK_CGROUP_DATA); its id is the kernfs
+	 * node id, the inode number of its directory in cgroupfs. */
+	if (sk && bpf_core_field_exists(sk->sk_cgrp_data))
+		r->cgroup_id = BPF_CORE_READ(sk, sk_cgrp_data.cgroup, kn, id);
 	bpf_ringbuf_submit(r, 0);
 	stat_inc(DROPS_STAT_SAMPLES);
 }
@@ -690,6 +735,7 @@ static __always_inline int handle_drop(struct sk_buff *skb, void *location, __u3
 	struct drops_parsed p = {};
 	struct net_device *dev = NULL;
 	struct net *net = NULL;
+	struct sock *sk = NULL;
 	struct drops_slot *slot = NULL;
 	bool new_key = false;
 	__u64 now;
@@ -720,7 +766,7 @@ static __always_inline int handle_drop(struct sk_buff *skb, void *location, __u3
 	key.reason = reason;
 	key.l3_proto = p.l3;
 	key.l4_proto = p.l4;
-	key.netns = netns_of(skb, location, rx_sk, &dev, &net, direct);
+	key.netns = netns_of(skb, location, rx_sk, &dev, &net, &sk, direct);
 
 	if (use_slots)
 		slot = count_in_slot(&key, &new_key);
@@ -734,7 +780,37 @@ static __always_inline int handle_drop(struct sk_buff *skb, void *location, __u3
 	now = sample_allowed(slot, new_key);
 	if (!now)
 		return 0;
-	emit_sample(skb, location, reason, &key, &p, dev, net, now, direct);
+	if (!sk) /* a drop with a device: netns_of() did not look */
+		sk = RD(skb, sk) ?: rx_sk;
+	emit_sample(skb, location, reason, &key, &p, dev, net, sk, now, direct);
+	return 0;
+}
+
+/* See sockctx. Loaded with the tp_btf program when the kernel's BTF has
+ * udp_destruct_common(); runs once per UDP socket destroyed, never per
+ * packet. Defined before the kfree_skb programs: libbpf loads programs in
+ * this order, so a kernel that refuses fentry says so before the big
+ * program is verified (the agent then loads again without them). */
+SEC("fentry/udp_destruct_common")
+int BPF_PROG(drops_udp_destruct_enter, struct sock *sk)
+{
+	__u64 task = bpf_get_current_task();
+	__u32 netns = sk->__sk_common.skc_net.net->ns.inum;
+
+	/* a full map: those datagrams stay in netns 0 */
+	bpf_map_update_elem(&sockctx, &task, &netns, BPF_ANY);
+	return 0;
+}
+
+/* A nested destroy in the same task (a softirq over a process-context one)
+ * deletes the entry early: the rest of the outer socket's datagrams count
+ * in netns 0, never in a wrong one. */
+SEC("fexit/udp_destruct_common")
+int BPF_PROG(drops_udp_destruct_exit, struct sock *sk)
+{
+	__u64 task = bpf_get_current_task();
+
+	bpf_map_delete_elem(&sockctx, &task);
 	return 0;
 }
 
@@ -759,32 +835,6 @@ int BPF_PROG(drops_raw_tp, struct sk_buff *skb, void *location, enum skb_drop_re
 	struct sock *rx_sk = has_rx_sk ? (struct sock *)ctx[3] : NULL;
 
 	return handle_drop(skb, location, reason, rx_sk, false);
-}
-
-/* See struct drops_sockctx. Loaded with the tp_btf program when the
- * kernel's BTF has udp_destruct_common(); runs once per UDP socket
- * destroyed, never per packet. */
-SEC("fentry/udp_destruct_common")
-int BPF_PROG(drops_udp_destruct_enter, struct sock *sk)
-{
-	__u64 task = bpf_get_current_task();
-	__u32 netns = sk->__sk_common.skc_net.net->ns.inum;
-
-	/* a full map: those datagrams stay in netns 0 */
-	bpf_map_update_elem(&sockctx, &task, &netns, BPF_ANY);
-	return 0;
-}
-
-/* A nested destroy in the same task (a softirq over a process-context one)
- * deletes the entry early: the rest of the outer socket's datagrams count
- * in netns 0, never in a wrong one. */
-SEC("fexit/udp_destruct_common")
-int BPF_PROG(drops_udp_destruct_exit, struct sock *sk)
-{
-	__u64 task = bpf_get_current_task();
-
-	bpf_map_delete_elem(&sockctx, &task);
-	return 0;
 }
 
 /*

@@ -48,7 +48,7 @@ enum drops_stat {
 };
 
 #define DROPS_RECORD_MAGIC   0x44524f50u /* "DROP" */
-#define DROPS_RECORD_VERSION 1
+#define DROPS_RECORD_VERSION 2 /* 2: cgroup_id */
 
 /* record flags */
 #define DROPS_F_L3_PARSED 0x01 /* IP header read: addresses valid */
@@ -85,6 +85,7 @@ struct drops_record {
 	__u8 tcp_flags;
 	__u8 pad;
 	char ifname[DROPS_IFNAMSIZ];
+	__u64 cgroup_id; /* cgroup v2 id of the drop's socket, 0 none */
 };
 
 #endif

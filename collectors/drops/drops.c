@@ -34,6 +34,7 @@
 #include "collectors/collector.h"
 #include "collectors/drops/drops.h"
 #include "collectors/drops/drops_btf.h"
+#include "collectors/drops/drops_cgroup.h"
 #include "collectors/drops/drops_decode.h"
 #include "collectors/drops/drops_ksym.h"
 
@@ -55,7 +56,8 @@ struct drops_state {
 	struct bpf_util_btf btf; /* vmlinux during init only */
 	struct drops_reasons *reasons;
 	struct drops_ksyms *ksyms;
-	const char *attach_kind; /* "tp_btf" or "raw_tp" */
+	struct drops_cgroups *cgroups; /* NULL: no cgroup2 (ids only) */
+	const char *attach_kind;       /* "tp_btf" or "raw_tp" */
 
 	int nargs;			     /* kfree_skb tracepoint arguments */
 	uint64_t frag_free_lo, frag_free_hi; /* skb_release_data() text, 0 unknown */
@@ -283,6 +285,9 @@ static const struct event_column drops_cols[] = {
     DROPS_COL(cpu, COL_UINT, COL_NOT_NULL),
     DROPS_COL(truncated, COL_BOOL, COL_NULL_ZERO),
     DROPS_COL(fragment, COL_BOOL, COL_NULL_ZERO),
+    DROPS_COL(cgroup_id, COL_UINT, COL_NULL_ZERO),
+    DROPS_COL(cgroup, COL_TEXT, COL_NULL_EMPTY),
+    DROPS_COL(container, COL_TEXT, COL_NULL_EMPTY),
     {0},
 };
 
@@ -557,6 +562,10 @@ static void drops_row_fill(struct drops_state *st, const struct drop_sample *s, 
 	r->cpu = s->cpu;
 	r->truncated = s->truncated;
 	r->fragment = s->fragment;
+	r->cgroup_id = s->cgroup_id;
+	if (s->cgroup_id &&
+	    !drops_cgroups_path(st->cgroups, s->cgroup_id, r->cgroup, sizeof(r->cgroup)))
+		drops_container_id(r->cgroup, r->container, sizeof(r->container));
 }
 
 static int drops_on_sample(void *ctx, void *data, size_t len)
@@ -614,6 +623,12 @@ static int drops_start(struct collector *c)
 	    !st->throttled || !st->invalid_s || !st->keys || !st->folded || !st->recursion)
 		return -ENOMEM;
 
+	st->cgroups = drops_cgroups_new(NULL);
+	if (!st->cgroups)
+		clog_warn(c,
+			  "no cgroup2 mount in /proc/self/mountinfo (%s): samples carry the cgroup "
+			  "id only",
+			  strerror(errno));
 	st->mono_to_wall_ns = clock_wall_ns() - clock_mono_ns();
 	bpf_util_load_begin(c->ops->name);
 	st->link =
@@ -888,6 +903,7 @@ static void drops_stop(struct collector *c)
 	ring_buffer__free(st->rb);
 	drops_bpf__destroy(st->skel);
 	drops_ksyms_free(st->ksyms);
+	drops_cgroups_free(st->cgroups);
 	drops_reasons_free(st->reasons);
 	drops_names_free_all();
 	bpf_util_btf_free(&st->btf);

@@ -33,6 +33,7 @@ struct drop_sample {
 	char saddr[INET6_ADDRSTRLEN];
 	char daddr[INET6_ADDRSTRLEN];
 	char ifname[16]; /* "" when the skb had no device */
+	uint64_t cgroup_id; /* cgroup v2 id of the drop's socket, 0 none */
 };
 
 /* Decodes one ring-buffer record. 0, or -EINVAL for a short/foreign/corrupt

@@ -13,6 +13,9 @@
 #  5. IPv6 with a Destination Options header: protocol udp, ports sampled.
 #  6. a device known only by skb_iif (QUEUE_PURGE of a FIN queued to a
 #     closed TCP socket): the sample names it.
+#  7. container attribution: SOCKET_RCVBUFF drops of a socket created in a
+#     cgroup the test makes (docker-<id>.scope): samples carry its id, path
+#     and container id.
 #
 # The traffic generator runs under a per-case name (a symlink: the name is
 # the process's comm), so bpftrace can tell the cases apart; frees that run
@@ -59,6 +62,7 @@ NOT_SPECIFIED=$(reason_value NOT_SPECIFIED)
 NO_SOCKET=$(reason_value NO_SOCKET)
 IP_NOPROTO=$(reason_value IP_NOPROTO)
 QUEUE_PURGE=$(reason_value QUEUE_PURGE)
+SOCKET_RCVBUFF=$(reason_value SOCKET_RCVBUFF)
 [ -n "$NOT_SPECIFIED" ] && [ -n "$NO_SOCKET" ] || fail "reasons not found in $FORMAT"
 
 # --- the reference: every kfree_skb event, by comm (dg_* or other), symbol
@@ -191,6 +195,25 @@ fin_ns=$(ns_drops QUEUE_PURGE tcp)
 fin_rows=$(api GET "/api/v1/drops/samples?netns=$NSINUM&reason=QUEUE_PURGE&limit=100" |
 	jq -c '[.data[] | {ifindex, ifname}] | unique')
 
+# --- 7. container attribution --------------------------------------------------
+CG2=$(awk '$0 ~ / - cgroup2 / { print $5; exit }' /proc/self/mountinfo)
+[ -n "$CG2" ] || fail "no cgroup2 mount"
+CID=$(printf 'sysobs%d' $$ | sha256sum | cut -c1-64)
+CGREL=/sysobs-dcases-$$/docker-$CID.scope
+mkdir -p "$CG2$CGREL" || fail "cannot create cgroup $CG2$CGREL"
+on_exit "rmdir $CG2$CGREL $CG2/sysobs-dcases-$$"
+CGID=$(stat -c %i "$CG2$CGREL")
+ln -sf "$GEN" "$T/dg_cgroup"
+out=$(bash -c "echo \$\$ >$CG2$CGREL/cgroup.procs && exec ip netns exec $NS $T/dg_cgroup rcvbuf -d 127.0.0.1 -p 7001 -n 2000 -s 41030") ||
+	fail "rcvbuf in a cgroup: $out"
+cg_dropped=${out##*dropped }
+cg_got() { [ "$(ns_drops SOCKET_RCVBUFF udp)" -ge "$cg_dropped" ]; }
+wait_for 5 cg_got || true
+settle
+cg_ns=$(ns_drops SOCKET_RCVBUFF udp)
+cg_rows=$(api GET "/api/v1/drops/samples?netns=$NSINUM&reason=SOCKET_RCVBUFF&limit=100" |
+	jq -c '[.data[] | {cgroup_id, cgroup, container}] | unique')
+
 # ======================== the reference's counts ==============================
 bt_stop
 # --- 1. fragments
@@ -268,6 +291,15 @@ assert_eq "reference: QUEUE_PURGE of the FINs" 10 "$ref_fin"
 assert_eq "QUEUE_PURGE/tcp in $NS" 10 "$fin_ns"
 assert_eq "QUEUE_PURGE samples' device" '[{"ifindex":1,"ifname":"lo"}]' "$fin_rows"
 pass "skb_iif only: 10 QUEUE_PURGE drops, samples name the device (ifindex 1, lo)"
+
+# --- 7. container attribution
+ref_cg=$(bt dg_cgroup '*' "$SOCKET_RCVBUFF")
+echo "reference: $ref_cg SOCKET_RCVBUFF from dg_cgroup; agent: $cg_ns; samples $cg_rows"
+assert_eq "reference: SOCKET_RCVBUFF drops in the cgroup" "$cg_dropped" "$ref_cg"
+assert_eq "SOCKET_RCVBUFF/udp in $NS" "$cg_dropped" "$cg_ns"
+assert_eq "samples' cgroup" "[{\"cgroup_id\":\"$CGID\",\"cgroup\":\"$CGREL\",\"container\":\"$CID\"}]" "$cg_rows"
+pass "container attribution: $cg_dropped drops of a socket in $CGREL -> samples with its" \
+	"cgroup id, path and container id"
 
 # The kernel skips a nested run on one CPU and counts it only there: the
 # exact counts above hold while this is 0.
