@@ -125,9 +125,11 @@ static __always_inline void stat_inc(__u32 slot)
 
 #define DROPS_SKIP_MAX 256
 
-/* Jiffies per second, for the key period (libbpf reads the kernel config;
- * 0 when it cannot: then 1000 is assumed, a period of 1 to 4 s). */
-extern unsigned int CONFIG_HZ __kconfig __weak;
+/* The key period, in jiffies: 1 s at HZ=1000, 4 s at 250, 10 s at 100. Not
+ * CONFIG_HZ through a __kconfig extern: libbpf then refuses to load the
+ * object on a kernel without a readable config (Debian's 6.1 cloud kernel
+ * under qemu has neither /proc/config.gz nor /boot/config-*). */
+#define DROPS_KEY_PERIOD_J 1000
 
 /*
  * Whether a drop may be sampled: returns its time (non-zero) or 0.
@@ -137,8 +139,8 @@ extern unsigned int CONFIG_HZ __kconfig __weak;
  * per ns up to sample_burst_ns.
  *
  * Fair to rare keys: a drop whose key (reason, protocols, netns) has not
- * been sampled on this CPU within a key period (about a second; the first
- * drop of a key is always due) may also draw on a reserve of
+ * been sampled on this CPU within a key period (DROPS_KEY_PERIOD_J; the
+ * first drop of a key is always due) may also draw on a reserve of
  * sample_burst_ns below zero, which ordinary drops never touch. A flood of
  * one reason keeps its credit near zero and its key never due (it gets a
  * sample every 1/rate), so the first drop of a rare reason in the middle
@@ -155,7 +157,6 @@ extern unsigned int CONFIG_HZ __kconfig __weak;
  */
 static __always_inline __u64 sample_allowed(struct drops_slot *slot, bool new_key)
 {
-	__u64 hz = CONFIG_HZ ? CONFIG_HZ : 1000;
 	__s64 cost = sample_cost_ns, burst = sample_burst_ns, credit;
 	__u32 zero = 0;
 	struct drops_bucket *b;
@@ -166,7 +167,7 @@ static __always_inline __u64 sample_allowed(struct drops_slot *slot, bool new_ke
 	if (!b)
 		return 0;
 	j = bpf_jiffies64();
-	due = new_key || (slot && (__u32)j - slot->sampled_j >= hz);
+	due = new_key || (slot && (__u32)j - slot->sampled_j >= DROPS_KEY_PERIOD_J);
 	/* A skip is only good within the jiffy it was set in: after a pause
 	 * the next drops must see the clock again (bpf_jiffies64() is a load,
 	 * far cheaper than bpf_ktime_get_ns()). */
@@ -612,8 +613,8 @@ static __always_inline struct net_device *dev_by_index(struct net *net, int ifin
 				 .ifindex = ifindex};
 	struct hlist_head *heads = BPF_CORE_READ(net, dev_index_head);
 
-	if (!heads ||
-	    bpf_probe_read_kernel(&c.n, sizeof(c.n), &heads[ifindex & ((1 << NETDEV_HASHBITS) - 1)]))
+	if (!heads || bpf_probe_read_kernel(&c.n, sizeof(c.n),
+					    &heads[ifindex & ((1 << NETDEV_HASHBITS) - 1)]))
 		return NULL;
 	bpf_loop(DROPS_DEV_CHAIN, dev_find_one, &c, 0);
 	return c.found;
@@ -674,8 +675,13 @@ static __always_inline void emit_sample(struct sk_buff *skb, void *location, __u
 	/* The cgroup (v2) the socket was created in (sock_cgroup_data, set at
 	 * socket creation, CONFIG_SOCK_CGROUP_DATA); its id is the kernfs
 	 * node id, the inode number of its directory in cgroupfs. */
-	if (sk && bpf_core_field_exists(sk->sk_cgrp_data))
-		r->cgroup_id = BPF_CORE_READ(sk, sk_cgrp_data.cgroup, kn, id);
+	if (bpf_core_field_exists(sk->sk_cgrp_data.cgroup) && sk) {
+		/* a kernel without cgroups has an empty sock_cgroup_data */
+		struct cgroup *cg = BPF_CORE_READ(sk, sk_cgrp_data.cgroup);
+
+		if (cg)
+			r->cgroup_id = BPF_CORE_READ(cg, kn, id);
+	}
 	bpf_ringbuf_submit(r, 0);
 	stat_inc(DROPS_STAT_SAMPLES);
 }

@@ -48,7 +48,7 @@ enum drops_stat {
 };
 
 #define DROPS_RECORD_MAGIC   0x44524f50u /* "DROP" */
-#define DROPS_RECORD_VERSION 2 /* 2: cgroup_id */
+#define DROPS_RECORD_VERSION 2		 /* 2: cgroup_id */
 
 /* record flags */
 #define DROPS_F_L3_PARSED 0x01 /* IP header read: addresses valid */
