@@ -442,7 +442,9 @@ static int write_port_file(const char *path, uint16_t port)
 
 int agent_start(struct agent *a, const char *port_file)
 {
-	const struct event_table *tables[MAX_TABLES + 1];
+	/* static: the HTTP routes keep a pointer to it (host.tables) after
+	 * this function returns */
+	static const struct event_table *tables[MAX_TABLES + 1];
 	struct store_config sc = {0};
 	struct http_config hc = {0};
 	struct api_host host = {0};

@@ -575,8 +575,10 @@ static const struct real {
 	 * stays in an existing table, unread). */
 	const char *removed;
 } real_tables[] = {
-    {"self_samples", ""},			  /* collectors/self.c */
-    {"drop_samples", ""},			  /* collectors/drops/drops.c */
+    {"self_samples", ""}, /* collectors/self.c */
+    /* collectors/drops/drops.c; issue 14 added the last five */
+    {"drop_samples", ", truncated INTEGER, fragment INTEGER, cgroup_id INTEGER, cgroup TEXT,"
+		     " container TEXT"},
     {"mptcp_events", ", reset_reason_name TEXT"}, /* collectors/mptcp/mptcp.c */
     /* collectors/ifs/ifs.c: the JSON-in-a-string "decoded" became columns */
     {"ifs_scans",
