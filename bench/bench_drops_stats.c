@@ -81,6 +81,8 @@ int main(int argc, char **argv)
 			return 1;
 		bpf_program__set_autoload(base->progs.drops_tp_btf, false);
 		bpf_program__set_autoload(base->progs.drops_raw_tp, false);
+		bpf_program__set_autoload(base->progs.drops_udp_destruct_enter, false);
+		bpf_program__set_autoload(base->progs.drops_udp_destruct_exit, false);
 		if (drops_bpf__load(base) ||
 		    !(base_link = bpf_program__attach(base->progs.drops_baseline))) {
 			fprintf(stderr, "baseline program: %s\n", strerror(errno));

@@ -16,6 +16,7 @@
 # tests (drops_gen) and benchmarks (bench_drops_stats).
 #
 #   SYSOBS_BUILD=build bash bench/drops.sh   [SECONDS per phase, default 5]
+#   COST_ONLY=1 ... runs part 1 only
 set -uo pipefail
 
 BUILD=${SYSOBS_BUILD:-build}
@@ -79,7 +80,7 @@ INI
 	for _ in $(seq 1 100); do
 		state=$(curl -s "http://127.0.0.1:$PORT/api/v1/collectors" |
 			jq -r '.data[] | select(.name == "drops") | .state')
-		[ "$state" = running ] && return 0
+		[ "${state,,}" = running ] && return 0
 		sleep 0.1
 	done
 	echo "drops collector not running"
@@ -131,6 +132,8 @@ awk -v a="$ns_ours" -v b="$ns_bt" -v f="$ns_base" 'BEGIN {
 	if (b > f) printf "above the baseline floor: sysobs %.1f ns, bpftrace %.1f ns, ratio %.2f\n", a - f, b - f, (a - f) / (b - f)
 }'
 stop_agent
+# COST_ONLY=1: the side-by-side cost only (before/after comparisons)
+[ "${COST_ONLY:-0}" = 1 ] && exit 0
 
 # --- 2. user CPU of sysobsd at >= 300k drops/s ----------------------------------
 echo

@@ -46,6 +46,24 @@ const volatile __u64 sample_burst_ns = 0;
 const volatile bool has_rdonly_cast = false;
 /* false: every drop goes to the counts hash (the fast slots off). */
 const volatile bool use_slots = true;
+/*
+ * Text of skb_release_data(), [frag_free_lo, frag_free_lo + frag_free_len),
+ * from kallsyms; length 0 when unknown. kfreeing a head skb releases its
+ * data with skb_release_data(), which frees every frag_list member (the
+ * other fragments of a reassembled IP datagram, GRO frag_list segments)
+ * with kfree_skb_list_reason(shinfo->frag_list, reason). That function is
+ * __fix_address (noinline), so the tracepoint's location for each member
+ * is its return address inside skb_release_data(), and the reason is the
+ * one skb_release_all() got: NOT_SPECIFIED from __kfree_skb(), whether the
+ * head was dropped (kfree_skb tracepoint, with the head's reason) or
+ * consumed (consume_skb tracepoint). Other callers of
+ * kfree_skb_list_reason() free lists of heads (GSO segments, qdisc to_free
+ * lists); their location is their own caller. So a location inside
+ * skb_release_data() is a member, never a drop of its own: the head's
+ * event already says whether the packet was dropped, and why.
+ */
+const volatile __u64 frag_free_lo = 0;
+const volatile __u64 frag_free_len = 0;
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
@@ -79,7 +97,7 @@ struct {
 
 struct drops_bucket {
 	__u64 last_ns;
-	__u64 credit_ns;
+	__s64 credit_ns;    /* below 0: the reserve is in use */
 	__u64 skip;	    /* drops to pass without looking at the clock */
 	__u64 skipped;	    /* drops passed since the last look */
 	__u64 skip_jiffies; /* jiffy in which skip was set */
@@ -107,30 +125,54 @@ static __always_inline void stat_inc(__u32 slot)
 
 #define DROPS_SKIP_MAX 256
 
+/* The key period, in jiffies: 1 s at HZ=1000, 4 s at 250, 10 s at 100. Not
+ * CONFIG_HZ through a __kconfig extern: libbpf then refuses to load the
+ * object on a kernel without a readable config (Debian's 6.1 cloud kernel
+ * under qemu has neither /proc/config.gz nor /boot/config-*). */
+#define DROPS_KEY_PERIOD_J 1000
+
 /*
- * Per-CPU token bucket: returns the time of the drop (non-zero) when it may
- * be sampled, 0 when not. Per-CPU state needs no atomics; the host-wide
- * rate is split evenly over CPUs.
+ * Whether a drop may be sampled: returns its time (non-zero) or 0.
  *
- * Reading the clock is the dearest part of the check, so once the bucket is
- * empty the program estimates how many drops will arrive before the next
- * token (from the arrival rate since the last look) and skips the clock for
- * those: in a flood the check costs one inlined map lookup and a decrement.
+ * Per-CPU token bucket, no atomics: the host-wide rate is split evenly over
+ * the CPUs; a sample costs sample_cost_ns of credit, credit accrues at 1 ns
+ * per ns up to sample_burst_ns.
+ *
+ * Fair to rare keys: a drop whose key (reason, protocols, netns) has not
+ * been sampled on this CPU within a key period (DROPS_KEY_PERIOD_J; the
+ * first drop of a key is always due) may also draw on a reserve of
+ * sample_burst_ns below zero, which ordinary drops never touch. A flood of
+ * one reason keeps its credit near zero and its key never due (it gets a
+ * sample every 1/rate), so the first drop of a rare reason in the middle
+ * of the flood is sampled, and again once per period. The reserve is paid
+ * back from the same accrual: over any window samples stay within
+ * rate x time + 2 x burst. Keys in the counts hash (no slot) have no
+ * per-key state: only their first drop is due.
+ *
+ * Reading the clock is the dearest part of the check, so once the bucket
+ * is empty the program estimates how many drops will arrive before the
+ * next token (from the arrival rate since the last look) and skips the
+ * clock for those, unless the drop's key is due: in a flood the check is
+ * one inlined map lookup, a jiffies load and a decrement.
  */
-static __always_inline __u64 sample_allowed(void)
+static __always_inline __u64 sample_allowed(struct drops_slot *slot, bool new_key)
 {
+	__s64 cost = sample_cost_ns, burst = sample_burst_ns, credit;
 	__u32 zero = 0;
 	struct drops_bucket *b;
-	__u64 now, elapsed, credit, need;
+	__u64 now, elapsed, need, j;
+	bool due;
 
 	b = bpf_map_lookup_elem(&buckets, &zero);
 	if (!b)
 		return 0;
+	j = bpf_jiffies64();
+	due = new_key || (slot && (__u32)j - slot->sampled_j >= DROPS_KEY_PERIOD_J);
 	/* A skip is only good within the jiffy it was set in: after a pause
 	 * the next drops must see the clock again (bpf_jiffies64() is a load,
 	 * far cheaper than bpf_ktime_get_ns()). */
 	if (b->skip) {
-		if (bpf_jiffies64() == b->skip_jiffies) {
+		if (j == b->skip_jiffies && !due) {
 			b->skip--;
 			b->skipped++;
 			return 0;
@@ -139,23 +181,25 @@ static __always_inline __u64 sample_allowed(void)
 	}
 	now = bpf_ktime_get_ns();
 	elapsed = now - b->last_ns;
-	credit = b->credit_ns + elapsed;
-	if (b->last_ns == 0 || credit > sample_burst_ns)
-		credit = sample_burst_ns;
+	credit = b->credit_ns + (__s64)elapsed;
+	if (b->last_ns == 0 || credit > burst)
+		credit = burst;
 	b->last_ns = now;
-	if (credit < sample_cost_ns) {
+	if (credit < cost && !(due && credit + burst >= cost)) {
 		/* Drops until the next token = time to it / inter-arrival time. */
-		need = (sample_cost_ns - credit) * (b->skipped + 1);
+		need = (__u64)(cost - credit) * (b->skipped + 1);
 		need = elapsed ? need / elapsed : DROPS_SKIP_MAX;
 		b->skip = need > DROPS_SKIP_MAX ? DROPS_SKIP_MAX : need;
 		if (b->skip)
-			b->skip_jiffies = bpf_jiffies64();
+			b->skip_jiffies = j;
 		b->skipped = 0;
 		b->credit_ns = credit;
 		return 0;
 	}
 	b->skipped = 0;
-	b->credit_ns = credit - sample_cost_ns;
+	b->credit_ns = credit - cost;
+	if (slot)
+		slot->sampled_j = (__u32)j;
 	return now;
 }
 
@@ -195,6 +239,8 @@ struct drops_parsed {
 	__u8 flags;
 	__u16 nh;    /* offset of the network header from skb->head */
 	__u16 l3len; /* IP header length (IPv6: the fixed header only) */
+	__u32 tail;  /* end of the linear data, offset from skb->head */
+	__u32 thoff; /* transport header found by the IPv6 extension walk, 0 none */
 	unsigned char *head;
 };
 
@@ -251,6 +297,86 @@ static __always_inline int read_l3min(const unsigned char *at, bool v6, struct d
 	return 0;
 }
 
+#define NEXTHDR_HOP	 0
+#define NEXTHDR_ROUTING	 43
+#define NEXTHDR_FRAGMENT 44
+#define NEXTHDR_AUTH	 51
+#define NEXTHDR_DEST	 60
+#define IP6_OFFSET	 0xfff8
+#define DROPS_EXT_MAX	 8 /* extension headers walked at most */
+
+static __always_inline bool ipv6_ext_hdr(__u8 nexthdr)
+{
+	return nexthdr == NEXTHDR_HOP || nexthdr == NEXTHDR_ROUTING ||
+	       nexthdr == NEXTHDR_FRAGMENT || nexthdr == NEXTHDR_AUTH || nexthdr == NEXTHDR_DEST;
+}
+
+/*
+ * Walks IPv6 extension headers (hop-by-hop, routing, fragment,
+ * destination options, AH; at most DROPS_EXT_MAX, each within the linear
+ * data) to the upper-layer protocol, as ipv6_skip_exthdr() does: lengths in
+ * 8-octet units past the first 8, AH's in 4-octet units past the first 8
+ * (RFC 4302), the fragment header 8 bytes. A fragment with a non-zero
+ * offset carries no transport header: flagged DROPS_F_FRAGMENT, the walk
+ * stops with l4 the fragment header's next header. ESP, no next header or
+ * an unknown one end the walk. Only packets with extension headers pay.
+ */
+struct ipv6_walk_ctx {
+	struct drops_parsed *p;
+	__u32 off;
+	__u8 nexthdr;
+	bool stopped; /* by a non-first fragment or a header past the data */
+};
+
+/* One extension header; 1 ends the walk. A bpf_loop() callback: the
+ * verifier checks it once, not once per header and path (an unrolled loop
+ * of 8 made loading the program take seconds). */
+static long ipv6_walk_one(__u32 i, void *data)
+{
+	struct ipv6_walk_ctx *c = data;
+	struct drops_parsed *p = c->p;
+	__u8 ext[4];
+
+	if (!ipv6_ext_hdr(c->nexthdr))
+		return 1;
+	if (c->off + 8 > p->tail || bpf_probe_read_kernel(ext, sizeof(ext), p->head + c->off)) {
+		p->flags |= DROPS_F_TRUNCATED;
+		c->stopped = true;
+		return 1;
+	}
+	if (c->nexthdr == NEXTHDR_FRAGMENT) {
+		if (((__u16)ext[2] << 8 | ext[3]) & IP6_OFFSET) {
+			p->flags |= DROPS_F_FRAGMENT;
+			p->l4 = ext[0];
+			c->stopped = true;
+			return 1;
+		}
+		c->off += 8;
+	} else if (c->nexthdr == NEXTHDR_AUTH) {
+		c->off += ((__u32)ext[1] + 2) * 4;
+	} else {
+		c->off += ((__u32)ext[1] + 1) * 8;
+	}
+	c->nexthdr = ext[0];
+	return 0;
+}
+
+static __always_inline void ipv6_walk(struct drops_parsed *p)
+{
+	struct ipv6_walk_ctx c = {
+	    .p = p, .off = (__u32)p->nh + sizeof(struct drops_ip6), .nexthdr = p->l4};
+
+	bpf_loop(DROPS_EXT_MAX, ipv6_walk_one, &c, 0);
+	if (c.stopped)
+		return;
+	if (ipv6_ext_hdr(c.nexthdr)) { /* more than DROPS_EXT_MAX */
+		p->flags |= DROPS_F_TRUNCATED;
+		return;
+	}
+	p->l4 = c.nexthdr;
+	p->thoff = c.off;
+}
+
 /*
  * Finds L3/L4 protocols from the packet bytes. network_header is an offset
  * from skb->head; it may be unset (~0) or still 0 on skbs freed before the
@@ -286,13 +412,23 @@ static __always_inline void parse_headers(struct sk_buff *skb, struct drops_pars
 	if ((h.b0 >> 4) != (v6 ? 6 : 4) || (!v6 && (h.b0 & 0xf) < 5))
 		return;
 	p->l3 = v6 ? ETH_P_IPV6 : ETH_P_IP;
-	/* IPv6 extension headers are not walked: l4 is the first next header. */
+	p->l3len = v6 ? sizeof(struct drops_ip6) : (h.b0 & 0xf) * 4;
+	/* Bytes past skb->tail are not the packet's (headers still in page
+	 * fragments, a truncated packet): the header must end within the
+	 * linear data to be believed. sk_buff_data_t is an offset from head
+	 * on 64-bit kernels (NET_SKBUFF_DATA_USES_OFFSET). */
+	p->tail = RD(skb, tail);
+	if ((__u32)nh + p->l3len > p->tail) {
+		p->flags |= DROPS_F_TRUNCATED;
+		return;
+	}
 	p->l4 = h.proto;
 	p->nh = nh;
 	p->flags |= DROPS_F_L3_PARSED;
 	if (!v6 && (bpf_ntohs(h.frag_off) & IP_OFFSET))
 		p->flags |= DROPS_F_FRAGMENT;
-	p->l3len = v6 ? sizeof(struct drops_ip6) : (h.b0 & 0xf) * 4;
+	if (v6 && ipv6_ext_hdr(h.proto))
+		ipv6_walk(p);
 }
 
 /* Transport header offset, for samples only (the counters do not need it). */
@@ -301,10 +437,50 @@ static __always_inline __u16 transport_offset(struct sk_buff *skb, const struct 
 {
 	__u16 th = RD(skb, transport_header);
 
+	/* past IPv6 extension headers: the walk read the packet itself,
+	 * transport_header may still point at one of them */
+	if (p->thoff)
+		return p->thoff;
 	return th != NOHDR && th > p->nh ? th : p->nh + p->l3len;
 }
 
-static __always_inline __u32 netns_of(struct sk_buff *skb, struct sock *rx_sk, const bool direct)
+/*
+ * The namespace of the UDP socket udp_destruct_common() is destroying, by
+ * the task it runs in (fentry/fexit below). It frees the datagrams the
+ * socket never read with a plain kfree_skb(): no rx_sk, no skb->sk (UDP
+ * does not charge them with skb_set_owner_r()), and skb->dev is not a
+ * device but dev_scratch (udp_set_dev_scratch(): truesize, length and
+ * flags packed into the pointer's place). The socket's namespace is the
+ * datagrams'. Keyed by task, not CPU: in process context the function may
+ * migrate between its entry and a free; in softirq context (the RCU
+ * callback of a SOCK_RCU_FREE socket) the interrupted task does not change.
+ * Used only for a drop whose location lies inside udp_destruct_common()
+ * (sock_free_lo), so another drop in the same task never takes it.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1024);
+	__type(key, __u64);   /* task_struct address */
+	__type(value, __u32); /* netns inode */
+} sockctx SEC(".maps");
+
+/* udp_destruct_common()'s text (from kallsyms); length 0 = fentry/fexit
+ * not loaded. */
+const volatile __u64 sock_free_lo = 0;
+const volatile __u64 sock_free_len = 0;
+
+/*
+ * The namespace of a drop, and the device when skb->dev really is one.
+ * skb->dev shares its place with dev_scratch (UDP receive queues), so it is
+ * believed to be a device only when its nd_net reads: a scratch value is
+ * no kernel address (its high bits are a bool and a length), and the load
+ * of a non-kernel address yields 0 (PROBE_MEM loads, bpf_probe_read_kernel()
+ * failing). Without a device: the namespace of skb->sk, of rx_sk (v6.11),
+ * or of the UDP socket being destroyed on this CPU; 0 when none is known.
+ */
+static __always_inline __u32 netns_of(struct sk_buff *skb, void *location, struct sock *rx_sk,
+				      struct net_device **devp, struct net **netp,
+				      struct sock **skp, const bool direct)
 {
 	struct net_device *dev = RD(skb, dev);
 	struct net *net = NULL;
@@ -312,22 +488,144 @@ static __always_inline __u32 netns_of(struct sk_buff *skb, struct sock *rx_sk, c
 
 	if (dev) {
 		net = RD(dev, nd_net.net);
-	} else {
-		sk = RD(skb, sk);
-		if (!sk)
-			sk = rx_sk;
-		if (sk)
-			net = RD(sk, __sk_common.skc_net.net);
+		if (net) {
+			*devp = dev;
+			return RD(net, ns.inum);
+		}
 	}
-	return net ? RD(net, ns.inum) : 0;
+	sk = RD(skb, sk);
+	if (!sk)
+		sk = rx_sk;
+	*skp = sk;
+	if (sk)
+		net = RD(sk, __sk_common.skc_net.net);
+	if (net) {
+		*netp = net;
+		return RD(net, ns.inum);
+	}
+	if ((__u64)location - sock_free_lo < sock_free_len) {
+		__u64 task = bpf_get_current_task();
+		__u32 *netns = bpf_map_lookup_elem(&sockctx, &task);
+
+		if (netns)
+			return *netns;
+	}
+	return 0;
+}
+
+/*
+ * Transport fields of a sample, each only when its bytes lie within both
+ * the linear data and the IP datagram (never the bytes after a short
+ * header, nor Ethernet padding before ip_rcv() trims it): TCP ports and
+ * flags need 14 bytes, UDP, UDP-Lite and SCTP ports 4, ICMP type and code
+ * 2. A transport header shorter than its fixed size (TCP 20, UDP 8, SCTP
+ * 12, ICMP 8, ICMPv6 4) flags the sample truncated.
+ */
+static __always_inline void sample_l4(struct sk_buff *skb, struct drops_record *r,
+				      const struct drops_parsed *p, const bool direct)
+{
+	__u32 thoff = transport_offset(skb, p, direct), end = p->tail, ip_end, avail;
+	__u16 need = 0, full = 0;
+	__be16 iplen = 0;
+	__u8 l4[14];
+
+	/* IPv4 tot_len, IPv6 payload_len (0: a jumbogram, bounded by tail) */
+	if (bpf_probe_read_kernel(&iplen, 2, p->head + p->nh + (p->l3 == ETH_P_IP ? 2 : 4)))
+		return;
+	ip_end = p->nh + bpf_ntohs(iplen) + (p->l3 == ETH_P_IP ? 0 : sizeof(struct drops_ip6));
+	if (iplen && ip_end < end)
+		end = ip_end;
+	avail = end > thoff ? end - thoff : 0;
+	switch (p->l4) {
+	case IPPROTO_TCP:
+		need = 14, full = 20;
+		break;
+	case IPPROTO_UDP:
+	case IPPROTO_UDPLITE:
+		need = 4, full = 8;
+		break;
+	case IPPROTO_SCTP:
+		need = 4, full = 12;
+		break;
+	case IPPROTO_ICMP:
+		need = 2, full = 8;
+		break;
+	case IPPROTO_ICMPV6:
+		need = 2, full = 4;
+		break;
+	default:
+		return;
+	}
+	if (avail < full)
+		r->flags |= DROPS_F_TRUNCATED;
+	if (avail < need || bpf_probe_read_kernel(l4, sizeof(l4), p->head + thoff))
+		return;
+	if (p->l4 == IPPROTO_ICMP || p->l4 == IPPROTO_ICMPV6) {
+		r->icmp_type = l4[0];
+		r->icmp_code = l4[1];
+	} else {
+		if (p->l4 == IPPROTO_TCP)
+			r->tcp_flags = l4[13];
+		r->sport = ((__u16)l4[0] << 8) | l4[1];
+		r->dport = ((__u16)l4[2] << 8) | l4[3];
+	}
+	r->flags |= DROPS_F_L4_PARSED;
+}
+
+#define NETDEV_HASHBITS 8 /* include/linux/netdevice.h: net->dev_index_head buckets */
+#define DROPS_DEV_CHAIN 8 /* devices of one bucket looked at, at most */
+
+/*
+ * The device of ifindex in net, as dev_get_by_index_rcu() finds it: the
+ * chain net->dev_index_head[ifindex & 255] of net_device.index_hlist
+ * nodes. Tracepoints run under RCU, as that function does; every read is
+ * bpf_probe_read_kernel() (these are not pointers the verifier trusts).
+ * For samples only: a drop without a device but with skb_iif and a socket
+ * (QUEUE_PURGE, SOCKET_CLOSE, ...) gets its device's name.
+ */
+struct dev_find_ctx {
+	struct hlist_node *n;
+	__u32 off; /* of index_hlist in struct net_device */
+	int ifindex;
+	struct net_device *found;
+};
+
+static long dev_find_one(__u32 i, void *data)
+{
+	struct dev_find_ctx *c = data;
+	struct hlist_node *n = c->n;
+	struct net_device *d;
+
+	if (!n)
+		return 1;
+	d = (void *)n - c->off;
+	if (BPF_CORE_READ(d, ifindex) == c->ifindex) {
+		c->found = d;
+		return 1;
+	}
+	c->n = BPF_CORE_READ(n, next);
+	return 0;
+}
+
+static __always_inline struct net_device *dev_by_index(struct net *net, int ifindex)
+{
+	struct dev_find_ctx c = {.off = bpf_core_field_offset(struct net_device, index_hlist),
+				 .ifindex = ifindex};
+	struct hlist_head *heads = BPF_CORE_READ(net, dev_index_head);
+
+	if (!heads || bpf_probe_read_kernel(&c.n, sizeof(c.n),
+					    &heads[ifindex & ((1 << NETDEV_HASHBITS) - 1)]))
+		return NULL;
+	bpf_loop(DROPS_DEV_CHAIN, dev_find_one, &c, 0);
+	return c.found;
 }
 
 static __always_inline void emit_sample(struct sk_buff *skb, void *location, __u32 reason,
-					struct drops_key *key, struct drops_parsed *p, __u64 now,
-					const bool direct)
+					struct drops_key *key, struct drops_parsed *p,
+					struct net_device *dev, struct net *net, struct sock *sk,
+					__u64 now, const bool direct)
 {
 	struct drops_record *r;
-	struct net_device *dev;
 
 	/* Records are fixed-size, so plain bpf_ringbuf_reserve(): the dynptr
 	 * API (bpf_ringbuf_reserve_dynptr(), v5.19) pays off only for
@@ -351,13 +649,16 @@ static __always_inline void emit_sample(struct sk_buff *skb, void *location, __u
 	r->l4_proto = key->l4_proto;
 	r->flags = p->flags;
 
-	dev = RD(skb, dev);
 	if (dev) {
 		r->flags |= DROPS_F_HAS_DEV;
 		r->ifindex = RD(dev, ifindex);
 		bpf_probe_read_kernel_str(r->ifname, sizeof(r->ifname), &dev->name);
 	} else {
 		r->ifindex = RD(skb, skb_iif);
+		if (r->ifindex > 0 && net && (dev = dev_by_index(net, r->ifindex))) {
+			r->flags |= DROPS_F_HAS_DEV;
+			bpf_probe_read_kernel_str(r->ifname, sizeof(r->ifname), &dev->name);
+		}
 	}
 
 	if (p->flags & DROPS_F_L3_PARSED) {
@@ -369,57 +670,48 @@ static __always_inline void emit_sample(struct sk_buff *skb, void *location, __u
 			bpf_probe_read_kernel(r->daddr, 16, p->head + p->nh + 24);
 		}
 	}
-	if ((p->flags & DROPS_F_L3_PARSED) && !(p->flags & DROPS_F_FRAGMENT)) {
-		__u16 thoff = transport_offset(skb, p, direct);
-		__u8 l4[14];
+	if ((p->flags & DROPS_F_L3_PARSED) && !(p->flags & DROPS_F_FRAGMENT))
+		sample_l4(skb, r, p, direct);
+	/* The cgroup (v2) the socket was created in (sock_cgroup_data, set at
+	 * socket creation, CONFIG_SOCK_CGROUP_DATA); its id is the kernfs
+	 * node id, the inode number of its directory in cgroupfs. */
+	if (bpf_core_field_exists(sk->sk_cgrp_data.cgroup) && sk) {
+		/* a kernel without cgroups has an empty sock_cgroup_data */
+		struct cgroup *cg = BPF_CORE_READ(sk, sk_cgrp_data.cgroup);
 
-		if (bpf_probe_read_kernel(l4, sizeof(l4), p->head + thoff) == 0) {
-			switch (p->l4) {
-			case IPPROTO_TCP:
-				r->tcp_flags = l4[13];
-				/* fallthrough */
-			case IPPROTO_UDP:
-			case IPPROTO_UDPLITE:
-			case IPPROTO_SCTP:
-				r->sport = ((__u16)l4[0] << 8) | l4[1];
-				r->dport = ((__u16)l4[2] << 8) | l4[3];
-				r->flags |= DROPS_F_L4_PARSED;
-				break;
-			case IPPROTO_ICMP:
-			case IPPROTO_ICMPV6:
-				r->icmp_type = l4[0];
-				r->icmp_code = l4[1];
-				r->flags |= DROPS_F_L4_PARSED;
-				break;
-			}
-		}
+		if (cg)
+			r->cgroup_id = BPF_CORE_READ(cg, kn, id);
 	}
 	bpf_ringbuf_submit(r, 0);
 	stat_inc(DROPS_STAT_SAMPLES);
 }
 
-static __always_inline bool count_in_slot(const struct drops_key *key)
+/* Counts the drop in its fast slot: the slot, or NULL when another key
+ * owns it. *new_key: the key just claimed the slot. */
+static __always_inline struct drops_slot *count_in_slot(const struct drops_key *key, bool *new_key)
 {
 	__u32 idx = drops_slot_hash(key) & (DROPS_SLOTS - 1);
 	struct drops_slot *s = bpf_map_lookup_elem(&slots, &idx);
 
 	if (!s)
-		return false;
+		return NULL;
 	/* Per-CPU and never re-entered on one CPU (tracing programs do not
 	 * nest), so claim-then-count needs no atomics. */
 	if (!s->count) {
 		s->key = *key;
 		s->count = 1;
-		return true;
+		*new_key = true;
+		return s;
 	}
 	if (s->key.reason != key->reason || s->key.netns != key->netns ||
 	    s->key.l3_proto != key->l3_proto || s->key.l4_proto != key->l4_proto)
-		return false;
+		return NULL;
 	s->count++;
-	return true;
+	return s;
 }
 
-static __always_inline void count_in_hash(const struct drops_key *key)
+/* Counts the drop in the hash; true when it inserted the key. */
+static __always_inline bool count_in_hash(const struct drops_key *key)
 {
 	__u64 one = 1, *cnt;
 	long err;
@@ -427,7 +719,7 @@ static __always_inline void count_in_hash(const struct drops_key *key)
 	cnt = bpf_map_lookup_elem(&counts, key);
 	if (cnt) {
 		*cnt += 1;
-		return;
+		return false;
 	}
 	/* Per-CPU hash: another CPU may insert the same key first. */
 	err = bpf_map_update_elem(&counts, key, &one, BPF_NOEXIST);
@@ -435,9 +727,11 @@ static __always_inline void count_in_hash(const struct drops_key *key)
 		cnt = bpf_map_lookup_elem(&counts, key);
 		if (cnt)
 			*cnt += 1;
-	} else if (err) {
-		stat_inc(DROPS_STAT_MAP_OVERFLOW);
+		return false;
 	}
+	if (err)
+		stat_inc(DROPS_STAT_MAP_OVERFLOW);
+	return !err;
 }
 
 static __always_inline int handle_drop(struct sk_buff *skb, void *location, __u32 reason,
@@ -445,8 +739,19 @@ static __always_inline int handle_drop(struct sk_buff *skb, void *location, __u3
 {
 	struct drops_key key = {};
 	struct drops_parsed p = {};
+	struct net_device *dev = NULL;
+	struct net *net = NULL;
+	struct sock *sk = NULL;
+	struct drops_slot *slot = NULL;
+	bool new_key = false;
 	__u64 now;
 
+	/* A frag_list member freed with its head (see frag_free_lo): folded
+	 * into the head's event. Constant-false when frag_free_len is 0. */
+	if ((__u64)location - frag_free_lo < frag_free_len) {
+		stat_inc(DROPS_STAT_FRAG_MEMBERS);
+		return 0;
+	}
 	/*
 	 * Not drops. SKB_NOT_DROPPED_YET = 0 ("net: skb: use
 	 * SKB_NOT_DROPPED_YET as the first value", v5.19) and SKB_CONSUMED
@@ -467,19 +772,51 @@ static __always_inline int handle_drop(struct sk_buff *skb, void *location, __u3
 	key.reason = reason;
 	key.l3_proto = p.l3;
 	key.l4_proto = p.l4;
-	key.netns = netns_of(skb, rx_sk, direct);
+	key.netns = netns_of(skb, location, rx_sk, &dev, &net, &sk, direct);
 
-	if (!use_slots || !count_in_slot(&key))
-		count_in_hash(&key);
+	if (use_slots)
+		slot = count_in_slot(&key, &new_key);
+	if (!slot)
+		new_key = count_in_hash(&key);
 
 	if (!sample_cost_ns)
 		return 0;
 	/* bpf_ktime_get_coarse_ns() would be cheaper, but tracing programs
 	 * may not call it (they can run inside timekeeping). */
-	now = sample_allowed();
+	now = sample_allowed(slot, new_key);
 	if (!now)
 		return 0;
-	emit_sample(skb, location, reason, &key, &p, now, direct);
+	if (!sk) /* a drop with a device: netns_of() did not look */
+		sk = RD(skb, sk) ?: rx_sk;
+	emit_sample(skb, location, reason, &key, &p, dev, net, sk, now, direct);
+	return 0;
+}
+
+/* See sockctx. Loaded with the tp_btf program when the kernel's BTF has
+ * udp_destruct_common(); runs once per UDP socket destroyed, never per
+ * packet. Defined before the kfree_skb programs: libbpf loads programs in
+ * this order, so a kernel that refuses fentry says so before the big
+ * program is verified (the agent then loads again without them). */
+SEC("fentry/udp_destruct_common")
+int BPF_PROG(drops_udp_destruct_enter, struct sock *sk)
+{
+	__u64 task = bpf_get_current_task();
+	__u32 netns = sk->__sk_common.skc_net.net->ns.inum;
+
+	/* a full map: those datagrams stay in netns 0 */
+	bpf_map_update_elem(&sockctx, &task, &netns, BPF_ANY);
+	return 0;
+}
+
+/* A nested destroy in the same task (a softirq over a process-context one)
+ * deletes the entry early: the rest of the outer socket's datagrams count
+ * in netns 0, never in a wrong one. */
+SEC("fexit/udp_destruct_common")
+int BPF_PROG(drops_udp_destruct_exit, struct sock *sk)
+{
+	__u64 task = bpf_get_current_task();
+
+	bpf_map_delete_elem(&sockctx, &task);
 	return 0;
 }
 

@@ -22,8 +22,8 @@ struct drops_key {
 
 struct drops_slot {
 	struct drops_key key;
-	__u32 pad;
-	__u64 count; /* 0 = slot free */
+	__u32 sampled_j; /* low 32 bits of jiffies at this key's last sample */
+	__u64 count;	 /* 0 = slot free */
 };
 
 /* Slot of a key: the same function on both sides of the map. */
@@ -43,17 +43,21 @@ enum drops_stat {
 	DROPS_STAT_MAP_OVERFLOW, /* drop not aggregated: counters map full */
 	DROPS_STAT_SAMPLES,	 /* records submitted to the ring buffer */
 	DROPS_STAT_SAMPLES_LOST, /* ring buffer reservation failed */
+	DROPS_STAT_FRAG_MEMBERS, /* frag_list members freed with their head: not drops */
 	DROPS_STAT_MAX,
 };
 
 #define DROPS_RECORD_MAGIC   0x44524f50u /* "DROP" */
-#define DROPS_RECORD_VERSION 1
+#define DROPS_RECORD_VERSION 2		 /* 2: cgroup_id */
 
 /* record flags */
 #define DROPS_F_L3_PARSED 0x01 /* IP header read: addresses valid */
 #define DROPS_F_L4_PARSED 0x02 /* transport header read: ports / ICMP valid */
-#define DROPS_F_FRAGMENT  0x04 /* IPv4 non-first fragment: no L4 header */
-#define DROPS_F_HAS_DEV	  0x08 /* skb->dev was set: ifname valid */
+#define DROPS_F_FRAGMENT  0x04 /* non-first IPv4/IPv6 fragment: no L4 header */
+#define DROPS_F_HAS_DEV	  0x08 /* ifname valid: skb->dev, or skb_iif's device */
+/* A header ends past the packet's linear data (skb->tail) or past the IP
+ * datagram (tot_len / payload_len): what lies beyond is not read. */
+#define DROPS_F_TRUNCATED 0x10
 
 #define DROPS_IFNAMSIZ 16
 
@@ -81,6 +85,7 @@ struct drops_record {
 	__u8 tcp_flags;
 	__u8 pad;
 	char ifname[DROPS_IFNAMSIZ];
+	__u64 cgroup_id; /* cgroup v2 id of the drop's socket, 0 none */
 };
 
 #endif

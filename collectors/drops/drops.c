@@ -34,6 +34,7 @@
 #include "collectors/collector.h"
 #include "collectors/drops/drops.h"
 #include "collectors/drops/drops_btf.h"
+#include "collectors/drops/drops_cgroup.h"
 #include "collectors/drops/drops_decode.h"
 #include "collectors/drops/drops_ksym.h"
 
@@ -55,10 +56,16 @@ struct drops_state {
 	struct bpf_util_btf btf; /* vmlinux during init only */
 	struct drops_reasons *reasons;
 	struct drops_ksyms *ksyms;
-	const char *attach_kind; /* "tp_btf" or "raw_tp" */
+	struct drops_cgroups *cgroups; /* NULL: no cgroup2 (ids only) */
+	const char *attach_kind;       /* "tp_btf" or "raw_tp" */
 
-	int nargs; /* kfree_skb tracepoint arguments */
+	int nargs;			     /* kfree_skb tracepoint arguments */
+	uint64_t frag_free_lo, frag_free_hi; /* skb_release_data() text, 0 unknown */
 	bool has_rdonly_cast;
+	bool has_udp_destruct;		     /* udp_destruct_common() in BTF: fentry/fexit */
+	bool sockctx;			     /* ... and loaded */
+	uint64_t sock_free_lo, sock_free_hi; /* udp_destruct_common() text */
+	struct bpf_link *sock_links[2];
 	int ncpus;	  /* possible CPUs: per-CPU value arrays */
 	uint64_t *percpu; /* ncpus values */
 	struct drops_agg *agg;
@@ -76,6 +83,7 @@ struct drops_state {
 
 	struct sink_family *drops;
 	struct sink_series *runs, *overflow, *samples, *lost, *throttled, *invalid_s, *keys;
+	struct sink_series *folded, *recursion;
 };
 
 /* --- metrics ------------------------------------------------------------- */
@@ -88,6 +96,8 @@ enum {
 	DROPS_M_THROTTLED,
 	DROPS_M_INVALID,
 	DROPS_M_MAP_ENTRIES,
+	DROPS_M_FRAG_FOLDED,
+	DROPS_M_RECURSION,
 };
 
 static const struct metric_desc drops_metrics[] = {
@@ -113,6 +123,17 @@ static const struct metric_desc drops_metrics[] = {
 			     "Entries in use in the kernel counter hash (keys that missed "
 			     "the per-CPU fast slots); map_entries is its size.",
 			     METRIC_KIND_GAUGE},
+    [DROPS_M_FRAG_FOLDED] = {"sysobs_drops_fragments_folded_total",
+			     "kfree_skb events of frag_list members (the other fragments of a "
+			     "reassembled IP datagram, GRO frag_list segments) freed with their "
+			     "head: not drops of their own; the head's event is the drop, or "
+			     "the delivery.",
+			     METRIC_KIND_COUNTER},
+    [DROPS_M_RECURSION] = {"sysobs_drops_recursion_misses_total",
+			   "kfree_skb events the kernel did not run the drops program for because "
+			   "it was already running on that CPU (bpf_prog_info.recursion_misses): "
+			   "drops missing from every counter.",
+			   METRIC_KIND_COUNTER},
     {0},
 };
 
@@ -262,6 +283,11 @@ static const struct event_column drops_cols[] = {
     DROPS_COL(tcp_flags, COL_INT, COL_NULL_NEG),
     DROPS_COL(len, COL_UINT, COL_NOT_NULL),
     DROPS_COL(cpu, COL_UINT, COL_NOT_NULL),
+    DROPS_COL(truncated, COL_BOOL, COL_NULL_ZERO),
+    DROPS_COL(fragment, COL_BOOL, COL_NULL_ZERO),
+    DROPS_COL(cgroup_id, COL_UINT, COL_NULL_ZERO),
+    DROPS_COL(cgroup, COL_TEXT, COL_NULL_EMPTY),
+    DROPS_COL(container, COL_TEXT, COL_NULL_EMPTY),
     {0},
 };
 
@@ -322,8 +348,9 @@ static void drops_scan_modules(struct drops_state *st)
 		btf__free(base);
 }
 
-/* Opens and loads the BPF object with one of its two programs. */
-static int drops_load(struct drops_state *st, bool tp_btf)
+/* Opens and loads the BPF object with one of its two programs (and, with
+ * sockctx, the fentry/fexit pair on udp_destruct_common()). */
+static int drops_load_once(struct drops_state *st, bool tp_btf, bool sockctx)
 {
 	const struct drops_cfg *cfg = st->cfg;
 	LIBBPF_OPTS(bpf_object_open_opts, oo, .btf_custom_path = cfg->btf_path);
@@ -337,9 +364,22 @@ static int drops_load(struct drops_state *st, bool tp_btf)
 	bpf_program__set_autoload(skel->progs.drops_tp_btf, tp_btf);
 	bpf_program__set_autoload(skel->progs.drops_raw_tp, !tp_btf);
 	bpf_program__set_autoload(skel->progs.drops_baseline, false);
+	/* fentry needs BPF trampolines: only next to the tp_btf program (a
+	 * kernel that refuses tp_btf gets raw_tp without them). */
+	st->sockctx = sockctx;
+	bpf_program__set_autoload(skel->progs.drops_udp_destruct_enter, st->sockctx);
+	bpf_program__set_autoload(skel->progs.drops_udp_destruct_exit, st->sockctx);
+	if (st->sockctx) {
+		skel->rodata->sock_free_lo = st->sock_free_lo;
+		skel->rodata->sock_free_len = st->sock_free_hi - st->sock_free_lo;
+	}
 	skel->rodata->has_rx_sk = st->nargs >= 4;
 	skel->rodata->use_slots = cfg->fast_slots;
 	skel->rodata->has_rdonly_cast = st->has_rdonly_cast;
+	if (st->frag_free_hi) {
+		skel->rodata->frag_free_lo = st->frag_free_lo;
+		skel->rodata->frag_free_len = st->frag_free_hi - st->frag_free_lo;
+	}
 	if (cfg->sample_rate) {
 		/* Host-wide rate split evenly over the online CPUs' buckets. */
 		uint64_t per_cpu_burst;
@@ -364,6 +404,25 @@ static int drops_load(struct drops_state *st, bool tp_btf)
 
 err_destroy:
 	drops_bpf__destroy(skel);
+	return err;
+}
+
+static int drops_load(struct collector *c, struct drops_state *st, bool tp_btf)
+{
+	bool sockctx = tp_btf && st->has_udp_destruct && st->sock_free_hi;
+	int err = drops_load_once(st, tp_btf, sockctx);
+
+	/* Some kernels refuse fentry (no BPF trampolines, or a policy that
+	 * answers EPERM to tracing programs while tp_btf loads): the counting
+	 * program must not depend on it. */
+	if (err && sockctx) {
+		clog_warn(c,
+			  "fentry/fexit on udp_destruct_common refused (%s): loading without; "
+			  "datagrams a closed UDP socket never read count in netns 0",
+			  strerror(-err));
+		bpf_util_load_retry();
+		err = drops_load_once(st, tp_btf, false);
+	}
 	return err;
 }
 
@@ -410,6 +469,7 @@ static int drops_init(struct collector *c)
 	/* bpf_rdonly_cast() (v6.2) lets tp_btf read packet bytes without a
 	 * helper call; kfuncs are FUNCs in the kernel's BTF. */
 	st->has_rdonly_cast = bpf_util_btf_has(&st->btf, "bpf_rdonly_cast", BTF_KIND_FUNC);
+	st->has_udp_destruct = bpf_util_btf_has(&st->btf, "udp_destruct_common", BTF_KIND_FUNC);
 	/* Names are copied out. The parsed BTF is ~6 MiB: gone before libbpf
 	 * parses its own copy for CO-RE, and not part of the idle agent. */
 	bpf_util_btf_free(&st->btf);
@@ -423,12 +483,30 @@ static int drops_init(struct collector *c)
 	if (!st->percpu || !st->slot_keys || !st->slot_vals)
 		return -ENOMEM;
 
+	/* Before the load: the program needs skb_release_data()'s text to tell
+	 * frag_list members from drops (bpf/drops.bpf.c, frag_free_lo). */
+	st->ksyms = drops_ksyms_load(cfg->kallsyms);
+	if (!st->ksyms || !drops_ksyms_count(st->ksyms))
+		clog_warn(c, "no kernel symbols from %s: drop locations stay hex", cfg->kallsyms);
+	err =
+	    drops_ksyms_range(st->ksyms, "skb_release_data", &st->frag_free_lo, &st->frag_free_hi);
+	if (err) {
+		st->frag_free_lo = st->frag_free_hi = 0;
+		clog_warn(c,
+			  "skb_release_data not found in %s (%s): each extra fragment of a "
+			  "reassembled packet counts as a NOT_SPECIFIED drop",
+			  cfg->kallsyms, strerror(-err));
+	}
+	if (drops_ksyms_range(st->ksyms, "udp_destruct_common", &st->sock_free_lo,
+			      &st->sock_free_hi))
+		st->sock_free_lo = st->sock_free_hi = 0;
+
 	bpf_util_load_begin(c->ops->name);
-	err = drops_load(st, cfg->attach != DROPS_ATTACH_RAW_TP);
+	err = drops_load(c, st, cfg->attach != DROPS_ATTACH_RAW_TP);
 	if (err && cfg->attach == DROPS_ATTACH_AUTO && err != -EPERM) {
 		clog_warn(c, "tp_btf program did not load (%s); trying raw_tp", strerror(-err));
 		bpf_util_load_retry();
-		err = drops_load(st, false);
+		err = drops_load(c, st, false);
 	}
 	bpf_util_load_end();
 	/* The verifier also answers EACCES (a refused pointer access): only
@@ -482,6 +560,12 @@ static void drops_row_fill(struct drops_state *st, const struct drop_sample *s, 
 	r->tcp_flags = s->has_ports && s->l4_proto == 6 ? s->tcp_flags : -1;
 	r->len = s->len;
 	r->cpu = s->cpu;
+	r->truncated = s->truncated;
+	r->fragment = s->fragment;
+	r->cgroup_id = s->cgroup_id;
+	if (s->cgroup_id &&
+	    !drops_cgroups_path(st->cgroups, s->cgroup_id, r->cgroup, sizeof(r->cgroup)))
+		drops_container_id(r->cgroup, r->container, sizeof(r->container));
 }
 
 static int drops_on_sample(void *ctx, void *data, size_t len)
@@ -490,14 +574,25 @@ static int drops_on_sample(void *ctx, void *data, size_t len)
 	struct drops_state *st = c->priv;
 	struct drop_sample s;
 	struct drops_row row;
+	int64_t ts, id;
 
 	if (drops_record_decode(data, len, &s)) {
 		st->invalid++;
 		return 0;
 	}
 	drops_row_fill(st, &s, &row);
-	sink_event(c->sink, &drops_samples_table, (int64_t)s.ts_mono_ns + st->mono_to_wall_ns,
-		   &row);
+	ts = (int64_t)s.ts_mono_ns + st->mono_to_wall_ns;
+	/* The stored sample's id, as the exemplar of its drop counter: from a
+	 * graph of sysobs_packet_drops_total to GET /api/v1/drops/samples. */
+	if (!sink_event_id(c->sink, &drops_samples_table, ts, &row, &id) && id > 0) {
+		char netns[16], ids[24];
+		const char *values[4] = {row.reason, row.protocol, netns, NULL};
+
+		snprintf(netns, sizeof(netns), "%" PRIu32, s.netns);
+		snprintf(ids, sizeof(ids), "%lld", (long long)id);
+		sink_exemplar(c->sink, sink_series(c->sink, st->drops, values), "sample_id", ids, 1,
+			      ts);
+	}
 	/* Budget per wakeup: a negative return stops ring_buffer__consume()
 	 * (this record already consumed); the ring fd stays readable, so the
 	 * loop comes back after serving everything else. */
@@ -533,14 +628,18 @@ static int drops_start(struct collector *c)
 	st->throttled = sink_series1(k, &drops_metrics[DROPS_M_THROTTLED]);
 	st->invalid_s = sink_series1(k, &drops_metrics[DROPS_M_INVALID]);
 	st->keys = sink_series1(k, &drops_metrics[DROPS_M_MAP_ENTRIES]);
+	st->folded = sink_series1(k, &drops_metrics[DROPS_M_FRAG_FOLDED]);
+	st->recursion = sink_series1(k, &drops_metrics[DROPS_M_RECURSION]);
 	if (!st->drops || !st->runs || !st->overflow || !st->samples || !st->lost ||
-	    !st->throttled || !st->invalid_s || !st->keys)
+	    !st->throttled || !st->invalid_s || !st->keys || !st->folded || !st->recursion)
 		return -ENOMEM;
 
-	st->ksyms = drops_ksyms_load(cfg->kallsyms);
-	if (!st->ksyms || !drops_ksyms_count(st->ksyms))
-		clog_warn(c, "no kernel symbols from %s: drop locations stay hex", cfg->kallsyms);
-
+	st->cgroups = drops_cgroups_new(NULL);
+	if (!st->cgroups)
+		clog_warn(c,
+			  "no cgroup2 mount in /proc/self/mountinfo (%s): samples carry the cgroup "
+			  "id only",
+			  strerror(errno));
 	st->mono_to_wall_ns = clock_wall_ns() - clock_mono_ns();
 	bpf_util_load_begin(c->ops->name);
 	st->link =
@@ -554,7 +653,7 @@ static int drops_start(struct collector *c)
 		drops_bpf__destroy(st->skel);
 		st->skel = NULL;
 		bpf_util_load_retry();
-		err = drops_load(st, false);
+		err = drops_load(c, st, false);
 		if (err) {
 			snprintf(c->why, sizeof(c->why), "load raw_tp after tp_btf: %s; libbpf: %s",
 				 strerror(-err), bpf_util_load_cause(err));
@@ -567,6 +666,29 @@ static int drops_start(struct collector *c)
 		snprintf(c->why, sizeof(c->why), "attach %s/kfree_skb: %s; libbpf: %s",
 			 st->attach_kind, strerror(-err), bpf_util_load_cause(err));
 		goto out_load_end;
+	}
+	/* The namespace of unread datagrams freed at close (bpf/drops.bpf.c,
+	 * struct drops_sockctx): without it they count in netns 0. */
+	if (st->sockctx) {
+		/* exit before entry (and the reverse at stop): an entry is
+		 * never without its exit */
+		st->sock_links[1] = bpf_program__attach(st->skel->progs.drops_udp_destruct_exit);
+		if (st->sock_links[1])
+			st->sock_links[0] =
+			    bpf_program__attach(st->skel->progs.drops_udp_destruct_enter);
+		if (!st->sock_links[0] || !st->sock_links[1]) {
+			/* never one without the other */
+			err = -errno;
+			bpf_link__destroy(st->sock_links[0]);
+			bpf_link__destroy(st->sock_links[1]);
+			st->sock_links[0] = st->sock_links[1] = NULL;
+			errno = -err;
+			err = 0;
+			clog_warn(c,
+				  "fentry/fexit udp_destruct_common did not attach (%s): datagrams "
+				  "a closed UDP socket never read count in netns 0",
+				  strerror(errno));
+		}
 	}
 	/* after the attach: a raw_tp fallback has maps of its own */
 	st->rb = ring_buffer__new(bpf_map__fd(st->skel->maps.samples), drops_on_sample, c, NULL);
@@ -723,6 +845,27 @@ static int drops_publish_counts(struct collector *c, struct drops_state *st)
 	return 0;
 }
 
+/*
+ * A tracing program is not run for an event that arrives while it already
+ * runs on that CPU (a drop in an NMI during the program, say): the kernel
+ * counts it in the program's recursion_misses and nothing else does, so
+ * the counters are exact only while this stays 0.
+ */
+static void drops_publish_recursion(struct collector *c, struct drops_state *st)
+{
+	struct bpf_prog_info info = {0};
+	__u32 len = sizeof(info);
+	struct bpf_program *prog;
+
+	if (!st->skel)
+		return;
+	prog = strcmp(st->attach_kind, "tp_btf") ? st->skel->progs.drops_raw_tp
+						 : st->skel->progs.drops_tp_btf;
+	if (bpf_obj_get_info_by_fd(bpf_program__fd(prog), &info, &len))
+		return;
+	sink_set(c->sink, st->recursion, (double)info.recursion_misses);
+}
+
 static int drops_collect(struct collector *c)
 {
 	struct drops_state *st = c->priv;
@@ -740,7 +883,11 @@ static int drops_collect(struct collector *c)
 	/* The program counts only rare events; the rest is arithmetic. */
 	events = st->events + st->stat[DROPS_STAT_MAP_OVERFLOW];
 	sampled = st->stat[DROPS_STAT_SAMPLES] + st->stat[DROPS_STAT_SAMPLES_LOST];
-	sink_set(c->sink, st->runs, (double)(events + st->stat[DROPS_STAT_NOT_DROPS]));
+	sink_set(
+	    c->sink, st->runs,
+	    (double)(events + st->stat[DROPS_STAT_NOT_DROPS] + st->stat[DROPS_STAT_FRAG_MEMBERS]));
+	sink_set(c->sink, st->folded, (double)st->stat[DROPS_STAT_FRAG_MEMBERS]);
+	drops_publish_recursion(c, st);
 	sink_set(c->sink, st->overflow, (double)st->stat[DROPS_STAT_MAP_OVERFLOW]);
 	sink_set(c->sink, st->samples, (double)st->stat[DROPS_STAT_SAMPLES]);
 	sink_set(c->sink, st->lost, (double)st->stat[DROPS_STAT_SAMPLES_LOST]);
@@ -761,10 +908,13 @@ static void drops_stop(struct collector *c)
 	/* Drain what the kernel already wrote, then detach. */
 	if (st->rb)
 		ring_buffer__consume(st->rb);
+	bpf_link__destroy(st->sock_links[0]);
+	bpf_link__destroy(st->sock_links[1]);
 	bpf_link__destroy(st->link);
 	ring_buffer__free(st->rb);
 	drops_bpf__destroy(st->skel);
 	drops_ksyms_free(st->ksyms);
+	drops_cgroups_free(st->cgroups);
 	drops_reasons_free(st->reasons);
 	drops_names_free_all();
 	bpf_util_btf_free(&st->btf);

@@ -29,7 +29,7 @@ struct drops_cfg {
 struct drops_row {
 	char reason[64];
 	uint32_t reason_code;
-	char location[128]; /* "sym+0xoff" or hex */
+	char location[96]; /* "sym+0xoff [module]" or hex */
 	int32_t ifindex;
 	char ifname[16];
 	uint32_t netns;
@@ -42,6 +42,11 @@ struct drops_row {
 	int16_t tcp_flags;
 	uint32_t len;
 	uint32_t cpu;
+	bool truncated;
+	bool fragment;
+	uint64_t cgroup_id; /* cgroup v2 id of the socket, 0 none */
+	char cgroup[104];   /* its path under the cgroup2 root, cut from the left */
+	char container[65]; /* the container id the path carries */
 };
 
 extern const struct event_table drops_samples_table;

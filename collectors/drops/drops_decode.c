@@ -38,6 +38,8 @@ int drops_record_decode(const void *buf, size_t len, struct drop_sample *out)
 	out->l3_proto = r.l3_proto;
 	out->l4_proto = r.l4_proto;
 	out->fragment = r.flags & DROPS_F_FRAGMENT;
+	out->truncated = r.flags & DROPS_F_TRUNCATED;
+	out->cgroup_id = r.cgroup_id;
 
 	if (r.flags & DROPS_F_L3_PARSED) {
 		af = r.l3_proto == ETH_P_IP ? AF_INET : AF_INET6;

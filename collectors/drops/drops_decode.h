@@ -26,12 +26,14 @@ struct drop_sample {
 	bool has_ports; /* sport/dport valid (TCP, UDP, UDP-Lite, SCTP) */
 	bool has_icmp;	/* icmp_type/code valid */
 	bool fragment;
+	bool truncated; /* a header ended early: its fields are left out */
 	uint16_t sport, dport;
 	uint8_t icmp_type, icmp_code;
 	uint8_t tcp_flags;
 	char saddr[INET6_ADDRSTRLEN];
 	char daddr[INET6_ADDRSTRLEN];
-	char ifname[16]; /* "" when the skb had no device */
+	char ifname[16];    /* "" when the skb had no device */
+	uint64_t cgroup_id; /* cgroup v2 id of the drop's socket, 0 none */
 };
 
 /* Decodes one ring-buffer record. 0, or -EINVAL for a short/foreign/corrupt

@@ -353,3 +353,28 @@ int drops_ksyms_format(const struct drops_ksyms *k, uint64_t addr, char *buf, si
 		snprintf(buf, len, "%s+0x%" PRIx64, k->names + s->name, off - s->off);
 	return 0;
 }
+
+int drops_ksyms_range(const struct drops_ksyms *k, const char *name, uint64_t *start, uint64_t *end)
+{
+	size_t found = SIZE_MAX, next;
+
+	/* A linear pass (~65,000 symbols, about a millisecond): done once at
+	 * start, not worth an index by name. */
+	for (size_t i = 0; k && i < k->n; i++) {
+		if (k->v[i].mod || strcmp(k->names + k->v[i].name, name))
+			continue;
+		if (found != SIZE_MAX)
+			return -EEXIST;
+		found = i;
+	}
+	if (found == SIZE_MAX)
+		return -ENOENT;
+	/* the end is the next symbol at a higher address (aliases share one) */
+	for (next = found + 1; next < k->n && k->v[next].off == k->v[found].off; next++)
+		;
+	if (next == k->n || k->v[next].off - k->v[found].off >= KSYM_MAX_SPAN)
+		return -ENOENT;
+	*start = k->base + k->v[found].off;
+	*end = k->base + k->v[next].off;
+	return 0;
+}

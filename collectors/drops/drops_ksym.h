@@ -29,6 +29,12 @@ size_t drops_ksyms_count(const struct drops_ksyms *k);
 /* Heap bytes the table holds. */
 size_t drops_ksyms_bytes(const struct drops_ksyms *k);
 
+/* Text range [*start, *end) of the vmlinux symbol `name`: from its address
+ * to the next symbol's. 0; -ENOENT when absent, -EEXIST when more than one
+ * vmlinux symbol has that name (static functions of the same name). */
+int drops_ksyms_range(const struct drops_ksyms *k, const char *name, uint64_t *start,
+		      uint64_t *end);
+
 /* "sym+0xoff" (or "sym+0xoff [module]") into buf; "0x<addr>" and -ENOENT
  * when no symbol covers addr (k may be NULL). */
 int drops_ksyms_format(const struct drops_ksyms *k, uint64_t addr, char *buf, size_t len);

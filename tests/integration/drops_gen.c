@@ -13,12 +13,44 @@
  *       COUNT datagrams into a bound socket with the smallest receive buffer
  *       that is never read while sending; then drains it. The datagrams that
  *       did not fit were dropped by the kernel (SOCKET_RCVBUFF).
- * Prints "sent N" (and "received R dropped D" for rcvbuf) on stdout.
+ *   drops_gen deliver -d ADDR -p PORT -n COUNT [-l LEN]
+ *       COUNT datagrams of LEN bytes into a socket bound to PORT, all read
+ *       back: nothing is dropped (LEN above the MTU: reassembled datagrams).
+ *   drops_gen ping   -d ADDR -n COUNT [-l LEN]
+ *       COUNT echo requests of LEN bytes through an ICMP ping socket (needs
+ *       net.ipv4.ping_group_range to include the caller's group), replies read.
+ *   drops_gen tcpfin -d ADDR -p PORT -n COUNT
+ *       COUNT TCP connections to a listener of our own; the client closes
+ *       first, then the server: the server's FIN reaches the client in
+ *       FIN_WAIT2 and is queued, and freed when the socket is destroyed
+ *       (QUEUE_PURGE: skb->sk set, skb->dev cleared, skb_iif the device).
+ *   drops_gen pingq  -d ADDR -n COUNT
+ *       Like ping, but the replies are left in the socket, which is closed
+ *       with them queued (QUEUE_PURGE: skb->sk set, skb->dev cleared).
+ *   drops_gen unread -d ADDR -p PORT -n COUNT [-l LEN]
+ *       COUNT datagrams into a bound socket that is closed without reading:
+ *       the kernel frees them from its receive queue when it closes it.
+ *   drops_gen short  -d ADDR -n COUNT
+ *       COUNT IP packets of protocol UDP carrying only 2 bytes (a truncated
+ *       UDP header), through a raw socket.
+ *   drops_gen proto  -d IPV4ADDR -p PROTO -n COUNT
+ *       COUNT IPv4 packets of an IP protocol nobody handles (e.g. 253), built
+ *       whole through an IPPROTO_RAW socket (a raw socket of that protocol
+ *       would receive them itself): one IP_NOPROTO drop each.
+ * udp and deliver take -l LEN (payload bytes, default 1), udp takes -D: an
+ * IPv6 Destination Options header (PadN) on every datagram, and -R N: N
+ * IPv4 packets of protocol 253 (IP_NOPROTO drops) spread through the
+ * stream, one after every 16 batches of 64, from the same thread (no pause in the
+ * stream around them).
+ * Prints "sent N" (and "received R dropped D" for rcvbuf, "received R" for
+ * deliver and ping) on stdout.
  */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <poll.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,7 +66,36 @@ struct opts {
 	unsigned port, sport;
 	unsigned long count, rate;
 	double seconds;
+	size_t len;	    /* payload bytes */
+	bool dstopts;	    /* IPv6 Destination Options header */
+	unsigned long rare; /* -R: protocol-253 packets within the stream */
 };
+
+static int proto_socket(void)
+{
+	int fd = socket(AF_INET, SOCK_RAW, IPPROTO_RAW);
+
+	if (fd < 0) {
+		perror("IPPROTO_RAW socket");
+		exit(1);
+	}
+	return fd;
+}
+
+/* An IPv4 packet of protocol `proto` to dst, built whole (IPPROTO_RAW: a
+ * raw socket of that protocol would receive it itself); the kernel fills
+ * the checksum, the id and the source address. */
+static int send_proto(int fd, const struct sockaddr_in *dst, unsigned proto)
+{
+	unsigned char pkt[28] = {0x45, 0, 0, sizeof(pkt), 0, 0, 0x40, 0, 64, 0};
+
+	pkt[9] = (unsigned char)proto;
+	memcpy(pkt + 16, &dst->sin_addr, 4);
+	return sendto(fd, pkt, sizeof(pkt), 0, (const struct sockaddr *)dst, sizeof(*dst)) < 0 ? -1
+											       : 0;
+}
+
+static char payload[65000];
 
 static int64_t now_ns(void)
 {
@@ -71,11 +132,11 @@ static socklen_t make_addr(const char *addr, unsigned port, struct sockaddr_stor
 static unsigned long send_udp(const struct opts *o, int fd, const struct sockaddr_storage *dst,
 			      socklen_t dlen)
 {
-	static char payload[2] = "x";
 	struct mmsghdr msgs[BATCH];
-	struct iovec iov = {payload, 1};
+	struct iovec iov = {payload, o->len};
 	int64_t start = now_ns(), end = start + (int64_t)(o->seconds * 1e9);
-	unsigned long sent = 0;
+	unsigned long sent = 0, batches = 0, rare = 0;
+	int rare_fd = o->rare ? proto_socket() : -1;
 
 	memset(msgs, 0, sizeof(msgs));
 	for (int i = 0; i < BATCH; i++) {
@@ -108,6 +169,14 @@ static unsigned long send_udp(const struct opts *o, int fd, const struct sockadd
 				nanosleep(&ts, NULL);
 			}
 		}
+		if (rare < o->rare && batches++ % 16 == 8) {
+			if (dst->ss_family != AF_INET ||
+			    send_proto(rare_fd, (const struct sockaddr_in *)dst, 253)) {
+				perror("-R (IPv4 only)");
+				exit(1);
+			}
+			rare++;
+		}
 		n = sendmmsg(fd, msgs, want, 0);
 		if (n < 0) {
 			if (errno == EINTR || errno == ECONNREFUSED || errno == ENOBUFS ||
@@ -118,6 +187,13 @@ static unsigned long send_udp(const struct opts *o, int fd, const struct sockadd
 		}
 		sent += n;
 	}
+	if (rare < o->rare) {
+		fprintf(stderr, "-R: only %lu of %lu rare packets fit in the stream\n", rare,
+			o->rare);
+		exit(1);
+	}
+	if (rare_fd >= 0)
+		close(rare_fd);
 	return sent;
 }
 
@@ -147,6 +223,17 @@ static int run_udp(const struct opts *o)
 	struct sockaddr_storage dst;
 	socklen_t dlen = make_addr(o->addr, o->port, &dst);
 	int fd = udp_socket(dst.ss_family, o->sport);
+
+	if (o->dstopts) {
+		/* next header (set by the kernel), length 0 (8 bytes), PadN of 4 */
+		static const unsigned char opt[8] = {0, 0, 1, 4, 0, 0, 0, 0};
+
+		if (dst.ss_family != AF_INET6 ||
+		    setsockopt(fd, IPPROTO_IPV6, IPV6_DSTOPTS, opt, sizeof(opt))) {
+			perror("IPV6_DSTOPTS (IPv6 only)");
+			exit(1);
+		}
+	}
 
 	printf("sent %lu\n", send_udp(o, fd, &dst, dlen));
 	close(fd);
@@ -205,21 +292,189 @@ static int run_rcvbuf(const struct opts *o)
 	return 0;
 }
 
+/* Reads datagrams until none arrives for 500 ms or `want` are in. */
+static unsigned long read_all(int fd, unsigned long want)
+{
+	struct pollfd pfd = {fd, POLLIN, 0};
+	unsigned long got = 0;
+
+	while (got < want && poll(&pfd, 1, 500) == 1)
+		if (recv(fd, payload, sizeof(payload), MSG_DONTWAIT) >= 0)
+			got++;
+	return got;
+}
+
+static int bound_udp(const struct opts *o, struct sockaddr_storage *dst, socklen_t *dlen)
+{
+	int rx;
+
+	*dlen = make_addr(o->addr, o->port, dst);
+	rx = socket(dst->ss_family, SOCK_DGRAM, 0);
+	if (rx < 0 || bind(rx, (struct sockaddr *)dst, *dlen)) {
+		perror("receiver");
+		exit(1);
+	}
+	return rx;
+}
+
+static int run_deliver(const struct opts *o)
+{
+	struct sockaddr_storage dst;
+	socklen_t dlen;
+	int rx = bound_udp(o, &dst, &dlen), tx = udp_socket(dst.ss_family, o->sport);
+	unsigned long sent = send_udp(o, tx, &dst, dlen);
+
+	printf("sent %lu received %lu\n", sent, read_all(rx, sent));
+	close(tx);
+	close(rx);
+	return 0;
+}
+
+static int run_unread(const struct opts *o)
+{
+	struct sockaddr_storage dst;
+	socklen_t dlen;
+	int rx = bound_udp(o, &dst, &dlen), tx = udp_socket(dst.ss_family, o->sport);
+	unsigned long sent = send_udp(o, tx, &dst, dlen);
+
+	close(rx); /* with every datagram still queued */
+	close(tx);
+	printf("sent %lu\n", sent);
+	return 0;
+}
+
+static int run_ping(const struct opts *o)
+{
+	struct sockaddr_storage dst;
+	socklen_t dlen = make_addr(o->addr, 0, &dst);
+	bool v6 = dst.ss_family == AF_INET6;
+	int fd = socket(dst.ss_family, SOCK_DGRAM, v6 ? IPPROTO_ICMPV6 : IPPROTO_ICMP);
+	unsigned long sent = 0;
+
+	if (fd < 0) {
+		perror("ping socket (net.ipv4.ping_group_range?)");
+		return 1;
+	}
+	for (unsigned long i = 0; i < o->count; i++) {
+		/* type, code, checksum, id, sequence: the kernel fills the
+		 * checksum and the id of a ping socket */
+		payload[0] = v6 ? (char)128 : 8;
+		payload[1] = 0;
+		payload[6] = (char)(i >> 8);
+		payload[7] = (char)i;
+		if (sendto(fd, payload, 8 + o->len, 0, (struct sockaddr *)&dst, dlen) < 0) {
+			perror("sendto");
+			return 1;
+		}
+		sent++;
+	}
+	if (!strcmp(o->mode, "pingq")) {
+		struct timespec ts = {0, 300 * 1000 * 1000}; /* the replies are in */
+
+		nanosleep(&ts, NULL);
+		printf("sent %lu\n", sent);
+	} else {
+		printf("sent %lu received %lu\n", sent, read_all(fd, sent));
+	}
+	close(fd);
+	return 0;
+}
+
+static int run_tcpfin(const struct opts *o)
+{
+	struct sockaddr_storage dst;
+	socklen_t dlen = make_addr(o->addr, o->port, &dst);
+	int lfd = socket(dst.ss_family, SOCK_STREAM, 0), one = 1;
+	unsigned long done = 0;
+
+	setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (lfd < 0 || bind(lfd, (struct sockaddr *)&dst, dlen) || listen(lfd, 128)) {
+		perror("listener");
+		return 1;
+	}
+	for (unsigned long i = 0; i < o->count; i++) {
+		int c = socket(dst.ss_family, SOCK_STREAM, 0), a;
+
+		if (c < 0 || connect(c, (struct sockaddr *)&dst, dlen) ||
+		    (a = accept(lfd, NULL, NULL)) < 0) {
+			perror("connect/accept");
+			return 1;
+		}
+		close(c); /* client first: FIN_WAIT2 */
+		read_all(a, 1);
+		close(a); /* the server's FIN */
+		done++;
+	}
+	close(lfd);
+	printf("sent %lu\n", done);
+	return 0;
+}
+
+/* Raw IP packets of protocol `proto` with `len` bytes of payload. */
+static int run_raw(const struct opts *o, int proto, size_t len)
+{
+	struct sockaddr_storage dst;
+	socklen_t dlen = make_addr(o->addr, 0, &dst);
+	int fd = socket(dst.ss_family, SOCK_RAW, proto);
+	unsigned long sent = 0;
+
+	if (fd < 0) {
+		perror("raw socket");
+		return 1;
+	}
+	for (unsigned long i = 0; i < o->count; i++) {
+		if (sendto(fd, payload, len, 0, (struct sockaddr *)&dst, dlen) < 0) {
+			perror("sendto");
+			return 1;
+		}
+		sent++;
+	}
+	printf("sent %lu\n", sent);
+	close(fd);
+	return 0;
+}
+
+static int run_proto(const struct opts *o)
+{
+	struct sockaddr_storage dst;
+	unsigned long sent = 0;
+	int fd;
+
+	make_addr(o->addr, 0, &dst);
+	if (dst.ss_family != AF_INET) {
+		fprintf(stderr, "proto: IPv4 only\n");
+		return 1;
+	}
+	fd = proto_socket();
+	for (unsigned long i = 0; i < o->count; i++) {
+		if (send_proto(fd, (struct sockaddr_in *)&dst, o->port)) {
+			perror("sendto");
+			return 1;
+		}
+		sent++;
+	}
+	printf("sent %lu\n", sent);
+	close(fd);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
-	struct opts o = {.addr = "127.0.0.1", .port = 9};
+	struct opts o = {.addr = "127.0.0.1", .port = 9, .len = 1};
 	int c;
 
 	if (argc < 2) {
-		fprintf(stderr,
-			"usage: %s udp|tcp|rcvbuf -d ADDR -p PORT -n COUNT [-s SPORT] "
-			"[-r PPS] [-t SECONDS]\n",
-			argv[0]);
+		fprintf(
+		    stderr,
+		    "usage: %s udp|tcp|rcvbuf|deliver|ping|pingq|tcpfin|unread|short|proto -d ADDR "
+		    "-p PORT -n COUNT [-s SPORT] [-r PPS] [-t SECONDS] [-l LEN] [-D] [-R N]\n",
+		    argv[0]);
 		return 2;
 	}
 	o.mode = argv[1];
 	optind = 2;
-	while ((c = getopt(argc, argv, "d:p:n:s:r:t:")) != -1) {
+	memset(payload, 'x', sizeof(payload));
+	while ((c = getopt(argc, argv, "d:p:n:s:r:t:l:DR:")) != -1) {
 		switch (c) {
 		case 'd':
 			o.addr = optarg;
@@ -239,6 +494,19 @@ int main(int argc, char **argv)
 		case 't':
 			o.seconds = strtod(optarg, NULL);
 			break;
+		case 'l':
+			o.len = strtoul(optarg, NULL, 10);
+			if (o.len > sizeof(payload) - 8) {
+				fprintf(stderr, "-l: at most %zu\n", sizeof(payload) - 8);
+				return 2;
+			}
+			break;
+		case 'D':
+			o.dstopts = true;
+			break;
+		case 'R':
+			o.rare = strtoul(optarg, NULL, 10);
+			break;
 		default:
 			return 2;
 		}
@@ -249,6 +517,18 @@ int main(int argc, char **argv)
 		return run_tcp(&o);
 	if (!strcmp(o.mode, "rcvbuf"))
 		return run_rcvbuf(&o);
+	if (!strcmp(o.mode, "deliver"))
+		return run_deliver(&o);
+	if (!strcmp(o.mode, "unread"))
+		return run_unread(&o);
+	if (!strcmp(o.mode, "tcpfin"))
+		return run_tcpfin(&o);
+	if (!strcmp(o.mode, "ping") || !strcmp(o.mode, "pingq"))
+		return run_ping(&o);
+	if (!strcmp(o.mode, "short"))
+		return run_raw(&o, IPPROTO_UDP, 2);
+	if (!strcmp(o.mode, "proto"))
+		return run_proto(&o);
 	fprintf(stderr, "unknown mode %s\n", o.mode);
 	return 2;
 }

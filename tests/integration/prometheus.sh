@@ -10,6 +10,10 @@
 #   - histogram_quantile(0.99, rate(...[1m])) over the native buckets of
 #     the IFS scan duration answers inside the native bucket (schema 3) of
 #     the 300 ms every run_test write of the IFS fake takes;
+#   - with --enable-feature=exemplar-storage, the drop counter's exemplar
+#     (sample_id) names a sample stored in the agent's history whose
+#     destination port is the test's (UDP to a closed port in a netns the
+#     test creates);
 #   - a scrape job with params collect[]: [self] gets the self collector's
 #     families and the agent's own (process_*), nothing of another collector;
 #   - the text format passes promtool check metrics, the OpenMetrics text
@@ -47,10 +51,21 @@ INI
 fi
 # The agent may be inside a run_test write: stop it before unmounting.
 on_exit '[ -z "$AGENT_PID" ] || { kill -9 "$AGENT_PID"; wait "$AGENT_PID"; } 2>/dev/null'
+# Drops in a namespace of our own: UDP to a closed port.
+NS=
+if [ "$(id -u)" = 0 ] && [ -r /sys/kernel/btf/vmlinux ] && ip netns add "sysobs-prom-$$" 2>/dev/null; then
+	NS=sysobs-prom-$$
+	on_exit "ip netns del $NS"
+	ip -n "$NS" link set lo up
+	NSINUM=$(stat -L -c %i "/run/netns/$NS")
+fi
 write_base_config
 cat >>"$T/sysobsd.ini" <<INI
 [collector.self]
 interval = 1s
+[collector.drops]
+interval = 200ms
+netns_label = true
 INI
 [ -z "$HAVE_IFS" ] || cat >>"$T/sysobsd.ini" <<INI
 [agent]
@@ -136,6 +151,29 @@ if [ -n "$HAVE_IFS" ]; then
 	echo "IFS scan p50 from classic buckets: $cq s"
 else
 	echo "note: IFS quantile not checked (needs root, /dev/fuse, fusermount3 and ifs_fake)"
+fi
+# Exemplars into history: the drop counter's exemplar is a stored sample.
+if [ -n "$NS" ]; then
+	ip netns exec "$NS" bash -c 'for i in $(seq 1 30); do echo x >/dev/udp/127.0.0.1/4242; sleep 0.05; done'
+	EQ="sysobs_packet_drops_total{reason=\"NO_SOCKET\",protocol=\"udp\",netns=\"$NSINUM\"}"
+	exemplar_ids() {
+		curl -sS -g --max-time 5 "http://127.0.0.1:$NATIVE/api/v1/query_exemplars" \
+			--data-urlencode "query=$EQ" --data-urlencode "start=$(($(date +%s) - 300))" \
+			--data-urlencode "end=$(($(date +%s) + 60))" |
+			jq -r '[.data[].exemplars[].labels.sample_id] | unique | .[]'
+	}
+	have_exemplar() { [ -n "$(exemplar_ids)" ]; }
+	wait_for 30 have_exemplar || fail "no exemplar for $EQ in Prometheus"
+	api GET "/api/v1/drops/samples?netns=$NSINUM&limit=1000" >"$T/samples.json"
+	n=0
+	for id in $(exemplar_ids); do
+		dport=$(jq -r --arg id "$id" '.data[] | select(.id == $id) | .dport' "$T/samples.json")
+		assert_eq "exemplar sample_id=$id: stored sample's destination port" 4242 "$dport"
+		n=$((n + 1))
+	done
+	echo "exemplars: $n sample_id(s) from Prometheus resolve to stored samples with dport 4242"
+else
+	echo "note: exemplars not checked (needs root, BTF and a network namespace)"
 fi
 # The native scrape still carries process_* and build info.
 [ "$(promq "$NATIVE" 'process_resident_memory_bytes > 0' | jq 'length')" = 1 ] ||

@@ -57,6 +57,32 @@ static void test_udp4(void **state)
 	assert_string_equal(drops_protocol_name(s.l3_proto, s.l4_proto), "udp");
 }
 
+/* A truncated UDP header: addresses, no ports, the flag passed on. */
+static void test_truncated(void **state)
+{
+	struct drops_record r = udp4_record();
+	struct drop_sample s;
+
+	r.flags = DROPS_F_L3_PARSED | DROPS_F_TRUNCATED;
+	r.sport = r.dport = 0;
+	assert_int_equal(drops_record_decode(&r, sizeof(r), &s), 0);
+	assert_true(s.truncated);
+	assert_true(s.has_addrs);
+	assert_false(s.has_ports);
+	assert_false(s.has_icmp);
+	assert_string_equal(s.ifname, ""); /* no DROPS_F_HAS_DEV: not a device */
+	r = udp4_record();
+	assert_int_equal(drops_record_decode(&r, sizeof(r), &s), 0);
+	assert_false(s.truncated);
+	assert_false(s.fragment);
+	/* a non-first fragment: addresses and protocol, no ports */
+	r.flags = DROPS_F_L3_PARSED | DROPS_F_FRAGMENT;
+	assert_int_equal(drops_record_decode(&r, sizeof(r), &s), 0);
+	assert_true(s.fragment);
+	assert_false(s.has_ports);
+	assert_string_equal(drops_protocol_name(s.l3_proto, s.l4_proto), "udp");
+}
+
 static void test_tcp6(void **state)
 {
 	struct drops_record r = udp4_record();
@@ -158,6 +184,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_udp4),
+	    cmocka_unit_test(test_truncated),
 	    cmocka_unit_test(test_tcp6),
 	    cmocka_unit_test(test_icmp_and_unparsed),
 	    cmocka_unit_test(test_rejects),

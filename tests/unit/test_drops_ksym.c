@@ -45,6 +45,34 @@ static void test_lookup(void **state)
 	drops_ksyms_free(k);
 }
 
+/* A vmlinux function's text: from its address to the next symbol's. */
+static void test_range(void **state)
+{
+	static const char text[] = "ffffffff81000000 T _stext\n"
+				   "ffffffff81000100 t skb_release_data\n"
+				   "ffffffff81000100 t skb_release_data_alias\n"
+				   "ffffffff81000180 T __pfx_kfree_skbmem\n"
+				   "ffffffff81000190 T kfree_skbmem\n"
+				   "ffffffff81000200 t dup\n"
+				   "ffffffff81000300 t dup\n"
+				   "ffffffffc0000000 t modfn\t[m]\n"
+				   "ffffffffc0000100 t modfn2\t[m]\n";
+	struct drops_ksyms *k = drops_ksyms_parse(text, strlen(text));
+	uint64_t lo = 0, hi = 0;
+
+	assert_non_null(k);
+	assert_int_equal(drops_ksyms_range(k, "skb_release_data", &lo, &hi), 0);
+	assert_true(lo == 0xffffffff81000100ull);
+	/* the alias at the same address is not the end; __pfx_ symbols are
+	 * left out, so the padding before the next function is inside */
+	assert_true(hi == 0xffffffff81000190ull);
+	assert_int_equal(drops_ksyms_range(k, "dup", &lo, &hi), -EEXIST);
+	assert_int_equal(drops_ksyms_range(k, "modfn", &lo, &hi), -ENOENT); /* vmlinux only */
+	assert_int_equal(drops_ksyms_range(k, "nope", &lo, &hi), -ENOENT);
+	assert_int_equal(drops_ksyms_range(NULL, "nope", &lo, &hi), -ENOENT);
+	drops_ksyms_free(k);
+}
+
 /* kptr_restrict hides addresses as zeros: nothing to look up, hex output. */
 static void test_restricted(void **state)
 {
@@ -131,6 +159,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_lookup),
 	    cmocka_unit_test(test_restricted),
+	    cmocka_unit_test(test_range),
 	    cmocka_unit_test(test_pfx_and_modules),
 	    cmocka_unit_test(test_proc),
 	};
