@@ -90,6 +90,8 @@ struct cf_agg {
 	/* waiting now, from the in-flight map: [0] not read by the daemon yet,
 	 * [1] read and not answered; and the age of the oldest of each */
 	uint64_t waiting[2], oldest_ns[2];
+	bool live;   /* the kernel still has this (volume, op): not only retired totals */
+	bool gone;   /* retired entries: its series were declared gone */
 };
 
 static const char *const cf_wait_states[2] = {"unread", "read"};
@@ -409,6 +411,15 @@ static struct cf_agg *cf_agg_find(struct cf_agg **arr, size_t *n, size_t *cap, c
 	return a;
 }
 
+/* The entry of (volume, op) in arr, or NULL. */
+static struct cf_agg *cf_agg_lookup(struct cf_agg *arr, size_t n, const char *volume, enum cf_op op)
+{
+	for (size_t i = 0; i < n; i++)
+		if (arr[i].op == op && !strcmp(arr[i].volume, volume))
+			return &arr[i];
+	return NULL;
+}
+
 /* This collect's sum for (volume name, op); NULL without memory (this pass
  * misses it, the next one retries). */
 static struct cf_agg *cachefiles_agg(struct cachefiles_state *st, const char *volume, enum cf_op op)
@@ -432,8 +443,10 @@ static void cachefiles_on_hist(const struct cachefiles_hist_snapshot *h, void *a
 {
 	struct cf_agg *a = cachefiles_agg(arg, h->volume, h->op);
 
-	if (a)
+	if (a) {
 		cf_agg_add(a, h->buckets, h->sum_ns, h->ok, h->errors, h->bytes);
+		a->live = true;
+	}
 }
 
 /* Keeps the totals of a released volume's histogram, deleted in the kernel. */
@@ -443,11 +456,13 @@ static void cachefiles_on_retired(const struct cachefiles_hist_snapshot *h, void
 	struct cf_agg *a =
 	    cf_agg_find(&st->retired, &st->n_retired, &st->cap_retired, h->volume, h->op);
 
-	if (a)
+	if (a) {
 		cf_agg_add(a, h->buckets, h->sum_ns, h->ok, h->errors, h->bytes);
-	else
+		a->gone = false; /* new totals: published once more, then gone again */
+	} else {
 		log_warn("cachefiles", "out of memory: the counts of released volume %s are lost",
 			 h->volume);
+	}
 }
 
 /* Counts one waiting request in its (volume name, op, state). */
@@ -458,9 +473,37 @@ static void cachefiles_on_inflight(const struct cachefiles_inflight *r, void *ar
 
 	if (!a)
 		return;
+	a->live = true;
 	a->waiting[i]++;
 	if (r->age_ns > a->oldest_ns[i])
 		a->oldest_ns[i] = r->age_ns;
+}
+
+/*
+ * A released volume (unmounted) keeps its totals in st->retired, so a
+ * remount of the same name counts on from them; its series are declared
+ * gone once (they leave /metrics after [metrics] stale_series_grace) and
+ * are not published again until the name is live again.
+ */
+static void cachefiles_series_gone(struct sink *k, struct cachefiles_state *st,
+				   const struct cf_agg *h)
+{
+	const char *op = cachefiles_op_name(h->op);
+	const char *lv[] = {op, h->volume, NULL};
+	const char *vol[] = {h->volume, NULL};
+
+	sink_series_gone(k, st->duration, sink_series(k, st->duration, lv));
+	for (unsigned i = 0; i < 2; i++) {
+		const char *res[] = {op, h->volume, i ? "error" : "ok", NULL};
+		const char *ls[] = {op, h->volume, cf_wait_states[i], NULL};
+
+		if (!i || h->errors)
+			sink_series_gone(k, st->requests, sink_series(k, st->requests, res));
+		sink_series_gone(k, st->inflight, sink_series(k, st->inflight, ls));
+		sink_series_gone(k, st->inflight_oldest, sink_series(k, st->inflight_oldest, ls));
+	}
+	if (h->op == CF_OP_READ)
+		sink_series_gone(k, st->read_bytes, sink_series(k, st->read_bytes, vol));
 }
 
 static void cachefiles_publish(struct sink *k, struct cachefiles_state *st, const struct cf_agg *h)
@@ -520,8 +563,21 @@ static int cachefiles_collect(struct collector *c)
 		err = st->be_ops->read_inflight(st->be, cachefiles_on_inflight, st);
 	if (err)
 		return err;
-	for (size_t i = 0; i < st->n_agg; i++)
-		cachefiles_publish(k, st, &st->agg[i]);
+	for (size_t i = 0; i < st->n_agg; i++) {
+		struct cf_agg *a = &st->agg[i];
+		struct cf_agg *ret = cf_agg_lookup(st->retired, st->n_retired, a->volume, a->op);
+
+		if (a->live) {
+			/* live (again): publish; its retired totals may go again */
+			if (ret)
+				ret->gone = false;
+			cachefiles_publish(k, st, a);
+		} else if (ret && !ret->gone) {
+			cachefiles_publish(k, st, a); /* the last totals, once */
+			cachefiles_series_gone(k, st, a);
+			ret->gone = true;
+		}
+	}
 	err = st->be_ops->read_stats(st->be, stats);
 	if (err)
 		return err;
