@@ -85,6 +85,9 @@ static const struct cfg_key storage_keys[] = {
      "(tables: self_samples, drop_samples, mptcp_events, ifs_scans, cachefiles_slow)"},
     {"max_size", "1G", "delete the oldest history past this database size (0 = no cap)"},
     {"busy_timeout", "5s", "how long a statement waits on a locked database"},
+    {"query_timeout", "5s",
+     "an API read running longer is stopped (503 query_timeout): one expensive query "
+     "cannot hold an HTTP worker"},
     {"readers", "4", "read-only connections for the HTTP API"},
     {0},
 };
@@ -134,7 +137,7 @@ static void store_log_to_agent(enum store_log_level lvl, const char *msg, void *
 static int storage_config(struct agent *a, struct store_config *sc)
 {
 	struct config *cfg = &a->cfg;
-	uint64_t queue, batch, batch_ms, snap, ret, size, busy, readers;
+	uint64_t queue, batch, batch_ms, snap, ret, size, busy, readers, qt;
 	int err;
 
 	if ((err = cfg_get_u64(cfg, "storage", "queue_rows", 16, 1u << 24, &queue)) ||
@@ -144,6 +147,7 @@ static int storage_config(struct agent *a, struct store_config *sc)
 	    (err = cfg_get_duration_ms(cfg, "storage", "retention", 0, UINT64_MAX, &ret)) ||
 	    (err = cfg_get_size(cfg, "storage", "max_size", 0, UINT64_MAX, &size)) ||
 	    (err = cfg_get_duration_ms(cfg, "storage", "busy_timeout", 0, 600000, &busy)) ||
+	    (err = cfg_get_duration_ms(cfg, "storage", "query_timeout", 10, 600000, &qt)) ||
 	    (err = cfg_get_u64(cfg, "storage", "readers", 1, 64, &readers)))
 		return err;
 	if (snap && snap < 1000)
@@ -160,6 +164,7 @@ static int storage_config(struct agent *a, struct store_config *sc)
 	sc->retention_ms = ret;
 	sc->max_bytes = size;
 	sc->busy_timeout_ms = busy;
+	sc->query_timeout_ms = (unsigned)qt;
 	sc->readers = readers;
 	sc->log = store_log_to_agent;
 	return 0;

@@ -354,6 +354,10 @@ static void reply_query_error(struct http_response *res, int enc, int err)
 {
 	if (err == -EBUSY)
 		api_error(res, enc, 503, "unavailable", "no database reader free, retry");
+	else if (err == -ETIMEDOUT)
+		api_error(res, enc, 503, "query_timeout",
+			  "the query ran past [storage] query_timeout: narrow the time window or "
+			  "add filters");
 	else if (err == -ENOMEM)
 		api_error(res, enc, 500, "internal", "out of memory");
 	else

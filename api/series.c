@@ -720,6 +720,10 @@ void api_series_at(const struct http_request *req, struct http_response *res, st
 		api_error(res, enc, 400, "bad_request", "%s", err);
 	else if (ret == -EBUSY)
 		api_error(res, enc, 503, "unavailable", "all database readers are busy");
+	else if (ret == -ETIMEDOUT)
+		api_error(res, enc, 503, "query_timeout",
+			  "the query ran past [storage] query_timeout: narrow the time window or "
+			  "the match[] selectors");
 	else if (ret == -ENOMEM)
 		api_error(res, enc, 500, "internal", "out of memory");
 	else if (ret)

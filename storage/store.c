@@ -701,7 +701,8 @@ static int store_open_readers(struct store *s, char *err, size_t errlen)
 {
 	s->readers = calloc(s->cfg.readers, sizeof(*s->readers));
 	s->rd_free = calloc(s->cfg.readers, sizeof(*s->rd_free));
-	if (!s->readers || !s->rd_free) {
+	s->rd_deadline = calloc(s->cfg.readers, sizeof(*s->rd_deadline));
+	if (!s->readers || !s->rd_free || !s->rd_deadline) {
 		snprintf(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
@@ -718,6 +719,9 @@ static int store_open_readers(struct store *s, char *err, size_t errlen)
 			return -EIO;
 		}
 		sqlite3_busy_timeout(db, (int)s->cfg.busy_timeout_ms);
+		/* Checked every 1000 VM steps (~10 us): past the deadline the
+		 * statement ends with SQLITE_INTERRUPT. */
+		sqlite3_progress_handler(db, 1000, store_reader_over, &s->rd_deadline[s->n_readers]);
 		s->readers[s->n_readers++] = db;
 		s->rd_free[s->n_free++] = db;
 	}
@@ -733,6 +737,7 @@ static void store_free(struct store *s)
 		sqlite3_close(s->readers[i]);
 	free(s->readers);
 	free(s->rd_free);
+	free(s->rd_deadline);
 	for (size_t i = 0; s->ins && i < s->n_tables; i++)
 		sqlite3_finalize(s->ins[i]);
 	free(s->ins);
@@ -846,6 +851,8 @@ struct store *store_open(const struct store_config *cfg, const struct event_tabl
 		s->cfg.batch_ms = STORE_DEF_BATCH_MS;
 	if (!s->cfg.busy_timeout_ms)
 		s->cfg.busy_timeout_ms = STORE_DEF_BUSY_MS;
+	if (!s->cfg.query_timeout_ms)
+		s->cfg.query_timeout_ms = 5000;
 	if (!s->cfg.readers)
 		s->cfg.readers = STORE_DEF_READERS;
 	s->cfg.path = s->path;
@@ -1117,6 +1124,14 @@ void store_close(struct store *s)
 
 /* ---- readers ---- */
 
+/* Progress handler of a pooled reader: non-zero ends the statement. */
+int store_reader_over(void *arg)
+{
+	int64_t deadline = __atomic_load_n((int64_t *)arg, __ATOMIC_RELAXED);
+
+	return deadline && store_mono_ns() > deadline;
+}
+
 sqlite3 *store_reader_get(struct store *s)
 {
 	struct timespec ts;
@@ -1130,6 +1145,11 @@ sqlite3 *store_reader_get(struct store *s)
 	}
 	if (s->n_free)
 		db = s->rd_free[--s->n_free];
+	for (size_t i = 0; db && i < s->n_readers; i++)
+		if (s->readers[i] == db)
+			__atomic_store_n(&s->rd_deadline[i],
+					 store_mono_ns() + (int64_t)s->cfg.query_timeout_ms * 1000000,
+					 __ATOMIC_RELAXED);
 	pthread_mutex_unlock(&s->rd_mu);
 	if (!db)
 		errno = EBUSY;

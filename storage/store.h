@@ -36,6 +36,10 @@ struct store_config {
 	uint64_t max_bytes;    /* delete oldest rows past this size; 0 = no cap */
 	unsigned busy_timeout_ms;
 	unsigned readers; /* read-only connections in the pool */
+	/* A read on a pooled connection is interrupted past this (0: 5000);
+	 * the reader answers -ETIMEDOUT. Keeps one expensive query from
+	 * holding an HTTP worker and a reader. */
+	unsigned query_timeout_ms;
 	/* Where the store's messages go (rate-limited already); NULL = nowhere. */
 	void (*log)(enum store_log_level lvl, const char *msg, void *arg);
 	void *log_arg;

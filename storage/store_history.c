@@ -138,5 +138,7 @@ out:
 	store_reader_put(s, db);
 	if (rc == SQLITE_NOMEM)
 		return -ENOMEM;
+	if (rc == SQLITE_INTERRUPT)
+		return -ETIMEDOUT; /* past [storage] query_timeout */
 	return rc == SQLITE_DONE ? n : -EIO;
 }

@@ -158,6 +158,7 @@ struct store {
 	sqlite3 **readers;
 	size_t n_readers;
 	sqlite3 **rd_free;
+	int64_t *rd_deadline; /* per readers[i]: monotonic ns, 0 when idle */
 	size_t n_free;
 
 	struct store_ratelimit rl_commit, rl_insert, rl_maint, rl_submit;
@@ -186,6 +187,7 @@ struct store {
 };
 
 int64_t store_mono_ns(void);
+int store_reader_over(void *arg);
 void store_log(const struct store *s, struct store_ratelimit *rl, unsigned interval_ms,
 	       enum store_log_level lvl, const char *fmt, ...)
     __attribute__((format(printf, 5, 6)));

@@ -45,7 +45,7 @@ int store_series_each(struct store *s, const char *name, store_series_fn fn, voi
 		rc = SQLITE_OK;
 	}
 	if (!ret && rc != SQLITE_DONE)
-		ret = -EIO;
+		ret = rc == SQLITE_INTERRUPT ? -ETIMEDOUT : -EIO;
 	sqlite3_finalize(st);
 	store_reader_put(s, db);
 	return ret;
@@ -83,7 +83,7 @@ int store_series_samples(struct store *s, int64_t series_id, int64_t from_ns, in
 		rc = SQLITE_OK;
 	}
 	if (!ret && rc != SQLITE_DONE)
-		ret = -EIO;
+		ret = rc == SQLITE_INTERRUPT ? -ETIMEDOUT : -EIO;
 	sqlite3_finalize(st);
 	store_reader_put(s, db);
 	return ret;
@@ -115,7 +115,7 @@ int store_latest(struct store *s, const struct event_table *t, const char *group
 		rc = SQLITE_OK;
 	}
 	if (rc != SQLITE_DONE)
-		ret = -EIO;
+		ret = rc == SQLITE_INTERRUPT ? -ETIMEDOUT : -EIO;
 	sqlite3_finalize(st);
 	store_reader_put(s, db);
 	return ret;

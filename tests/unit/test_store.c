@@ -429,6 +429,43 @@ static void test_unwritable_path_refused(void **state)
 	assert_int_equal(access(cfg.path, F_OK), -1);
 }
 
+/* A read on a pooled connection is stopped at [storage] query_timeout (an
+ * endless recursive query here), and the connection serves the next one. */
+static void test_query_timeout_stops_a_read(void **state)
+{
+	struct store_config cfg = default_cfg();
+	struct store *s;
+	sqlite3_stmt *st;
+	sqlite3 *db;
+	int64_t t0;
+	int rc;
+
+	cfg.query_timeout_ms = 100;
+	cfg.readers = 1;
+	s = open_started(&cfg, tables_ab);
+	db = store_reader_get(s);
+	assert_non_null(db);
+	assert_int_equal(sqlite3_prepare_v2(db,
+					    "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 "
+					    "FROM c) SELECT count(*) FROM c",
+					    -1, &st, NULL),
+			 SQLITE_OK);
+	t0 = now_ns();
+	rc = sqlite3_step(st);
+	sqlite3_finalize(st);
+	store_reader_put(s, db);
+	assert_int_equal(rc, SQLITE_INTERRUPT);
+	/* Stopped near the deadline, not after minutes. */
+	assert_true(now_ns() - t0 < 2000000000LL);
+	db = store_reader_get(s);
+	assert_non_null(db);
+	assert_int_equal(sqlite3_prepare_v2(db, "SELECT 1", -1, &st, NULL), SQLITE_OK);
+	assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+	sqlite3_finalize(st);
+	store_reader_put(s, db);
+	store_close(s);
+}
+
 static void test_batching_visible_after_flush(void **state)
 {
 	struct store_config cfg = default_cfg();
@@ -1190,6 +1227,7 @@ int main(void)
 					    teardown),
 	    cmocka_unit_test_setup_teardown(test_corrupt_database_refused, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_unwritable_path_refused, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_query_timeout_stops_a_read, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_batching_visible_after_flush, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_queue_full_counted, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_ring_bursts_wrap, setup, teardown),
