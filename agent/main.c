@@ -38,6 +38,8 @@ static void usage(FILE *out)
 		"  -d, --db FILE           SQLite database ([storage] path)\n"
 		"  -L, --log-level LEVEL   error, warn, info or debug ([agent] log_level)\n"
 		"      --sysfs-root DIR    sysfs root, e.g. the IFS fake ([agent] sysfs_root)\n"
+		"  -u, --user USER         user to run as after start-up ([agent] user; root keeps\n"
+		"                          every privilege)\n"
 		"      --port-file FILE    write the bound HTTP port here once listening\n"
 		"      --web.config.file FILE\n"
 		"                          TLS and basic auth in exporter-toolkit's YAML format\n"
@@ -75,6 +77,7 @@ int main(int argc, char **argv)
 	    {"db", required_argument, NULL, 'd'},
 	    {"log-level", required_argument, NULL, 'L'},
 	    {"sysfs-root", required_argument, NULL, OPT_SYSFS_ROOT},
+	    {"user", required_argument, NULL, 'u'},
 	    {"port-file", required_argument, NULL, OPT_PORT_FILE},
 	    {"web.config.file", required_argument, NULL, OPT_WEB_CONFIG},
 	    {"print-config", no_argument, NULL, OPT_PRINT_CONFIG},
@@ -84,7 +87,7 @@ int main(int argc, char **argv)
 	};
 	struct {
 		const char *section, *key, *value;
-	} overrides[8];
+	} overrides[16];
 	struct agent a = {0};
 	const char *config = NULL, *port_file = NULL;
 	enum log_level lvl;
@@ -94,8 +97,15 @@ int main(int argc, char **argv)
 	sigset_t mask;
 	int opt, rc;
 
-	while ((opt = getopt_long(argc, argv, "c:l:d:L:hV", opts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "c:l:d:L:u:hV", opts, NULL)) != -1) {
+		if (n_over == sizeof(overrides) / sizeof(overrides[0])) {
+			fprintf(stderr, "sysobsd: too many options\n");
+			return 2;
+		}
 		switch (opt) {
+		case 'u':
+			overrides[n_over++] = (typeof(overrides[0])){"agent", "user", optarg};
+			break;
 		case 'c':
 			config = optarg;
 			break;
