@@ -199,3 +199,24 @@ promq() {
 	curl -sS -g --max-time 5 "http://127.0.0.1:$1/api/v1/query" \
 		--data-urlencode "query=$2" | jq -c '.data.result'
 }
+
+# ifs_fake_usable: what the IFS fake needs is here (root, /dev/fuse,
+# fusermount3, the built tests/fakes/ifs_fake).
+ifs_fake_usable() {
+	[ "$(id -u)" = 0 ] && [ -c /dev/fuse ] && command -v fusermount3 >/dev/null &&
+		[ -x "$SYSOBS_BUILD/tests/fakes/ifs_fake" ]
+}
+
+# start_ifs_fake CONFIG: mounts the IFS fake (foreground mode, FAKE_PID)
+# with that config at $T/mnt and waits for it; at exit the agent is killed
+# first (it may be inside a run_test write), then the fake unmounted.
+start_ifs_fake() {
+	mkdir -p "$T/mnt"
+	"$SYSOBS_BUILD/tests/fakes/ifs_fake" -f "$1" "$T/mnt" >"$T/fake.log" 2>&1 &
+	FAKE_PID=$!
+	on_exit "fusermount3 -u $T/mnt || fusermount3 -uz $T/mnt; wait $FAKE_PID 2>/dev/null"
+	on_exit '[ -z "$AGENT_PID" ] || { kill -9 "$AGENT_PID"; wait "$AGENT_PID"; } 2>/dev/null'
+	_fake_up() { [ -e "$T/mnt/devices/virtual/misc/intel_ifs_1/status" ] ||
+		[ -e "$T/mnt/devices/virtual/misc/intel_ifs_0/status" ]; }
+	wait_for 10 _fake_up || fail "ifs_fake did not mount: $(cat "$T/fake.log")"
+}

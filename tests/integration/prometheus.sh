@@ -30,9 +30,7 @@ $PY -c 'import prometheus_client.openmetrics.parser' 2>/dev/null ||
 
 # The IFS fake: every array BIST run blocks its run_test write for 300 ms.
 HAVE_IFS=
-FAKE=$SYSOBS_BUILD/tests/fakes/ifs_fake
-if [ "$(id -u)" = 0 ] && [ -c /dev/fuse ] && command -v fusermount3 >/dev/null && [ -x "$FAKE" ]; then
-	mkdir -p "$T/mnt"
+if ifs_fake_usable; then
 	cat >"$T/fake.ini" <<'INI'
 [fake]
 cpus = 2
@@ -43,14 +41,9 @@ devices = 1
 [device.1]
 default = pass
 INI
-	"$FAKE" "$T/fake.ini" "$T/mnt" -f >"$T/fake.log" 2>&1 &
-	FAKE_PID=$!
-	on_exit "fusermount3 -u $T/mnt || fusermount3 -uz $T/mnt; wait $FAKE_PID 2>/dev/null"
-	fake_up() { [ -e "$T/mnt/devices/virtual/misc/intel_ifs_1/status" ]; }
-	wait_for 10 fake_up && HAVE_IFS=1
+	start_ifs_fake "$T/fake.ini"
+	HAVE_IFS=1
 fi
-# The agent may be inside a run_test write: stop it before unmounting.
-on_exit '[ -z "$AGENT_PID" ] || { kill -9 "$AGENT_PID"; wait "$AGENT_PID"; } 2>/dev/null'
 # Drops in a namespace of our own: UDP to a closed port.
 NS=
 if [ "$(id -u)" = 0 ] && [ -r /sys/kernel/btf/vmlinux ] && ip netns add "sysobs-prom-$$" 2>/dev/null; then

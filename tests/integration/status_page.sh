@@ -59,12 +59,7 @@ core.2 = fail
 [device.1]
 default = pass
 INI
-"$FAKE" -f "$T/fake.ini" "$T/mnt" >"$T/fake.log" 2>&1 &
-FAKE_PID=$!
-on_exit "fusermount3 -u $T/mnt || fusermount3 -uz $T/mnt; wait $FAKE_PID 2>/dev/null"
-on_exit '[ -z "$AGENT_PID" ] || { kill -9 "$AGENT_PID"; wait "$AGENT_PID"; } 2>/dev/null'
-fake_up() { [ -e "$T/mnt/devices/virtual/misc/intel_ifs_1/status" ]; }
-wait_for 10 fake_up || fail "ifs_fake did not mount: $(cat "$T/fake.log")"
+start_ifs_fake "$T/fake.ini"
 
 write_base_config
 cat >>"$T/sysobsd.ini" <<INI
