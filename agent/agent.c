@@ -392,7 +392,8 @@ static int collectors_init(struct agent *a)
 			continue;
 		err = c->ops->init(c);
 		if (err == -EINVAL)
-			c->state = COLLECTOR_UNAVAILABLE; /* agent_stop() calls stop(): frees priv */
+			c->state =
+			    COLLECTOR_UNAVAILABLE; /* agent_stop() calls stop(): frees priv */
 		if (err == -EINVAL && c->cfg_err_key) {
 			cfg_error(&a->cfg, c->section, c->cfg_err_key, "%s", c->why);
 			log_err("agent", "%s", a->cfg.err);
@@ -502,8 +503,8 @@ static void agent_reload(struct agent *a)
 		return;
 	}
 	if (agent_config_declare(&fresh) || cfg_load(&fresh.cfg, a->cfg.path)) {
-		log_err("agent", "SIGHUP: %s; nothing changed", fresh.cfg.err[0] ? fresh.cfg.err
-									: "cannot reload");
+		log_err("agent", "SIGHUP: %s; nothing changed",
+			fresh.cfg.err[0] ? fresh.cfg.err : "cannot reload");
 		goto out;
 	}
 	for (size_t i = 0; i < a->cfg.n_sections; i++) {
@@ -521,7 +522,8 @@ static void agent_reload(struct agent *a)
 	}
 	if (log_level_parse(cfg_get(cfg_section(&fresh.cfg, "agent"), "log_level"), &lvl) ||
 	    log_format_parse(cfg_get(cfg_section(&fresh.cfg, "agent"), "log_format"), &fmt)) {
-		log_err("agent", "SIGHUP: %s: [agent] log_level or log_format invalid; nothing changed",
+		log_err("agent",
+			"SIGHUP: %s: [agent] log_level or log_format invalid; nothing changed",
 			a->cfg.path);
 		goto out;
 	}
@@ -537,16 +539,20 @@ static void agent_reload(struct agent *a)
 			if (!was || !now || !strcmp(was, now))
 				continue;
 			if (reload_key_is_live(sec->name, k->key)) {
-				log_info("agent", "SIGHUP: [%s] %s = %s applied", sec->name, k->key, now);
+				log_info("agent", "SIGHUP: [%s] %s = %s applied", sec->name, k->key,
+					 now);
 				continue;
 			}
 			restart++;
-			log_warn("agent", "SIGHUP: [%s] %s changed (\"%s\" -> \"%s\"): needs a restart",
+			log_warn("agent",
+				 "SIGHUP: [%s] %s changed (\"%s\" -> \"%s\"): needs a restart",
 				 sec->name, k->key, was, now);
 		}
 	}
-	log_info("agent", "SIGHUP: reloaded %s (log_level %s, log_format %s); %u change%s need%s a "
-		 "restart", a->cfg.path, cfg_get(cfg_section(&fresh.cfg, "agent"), "log_level"),
+	log_info("agent",
+		 "SIGHUP: reloaded %s (log_level %s, log_format %s); %u change%s need%s a "
+		 "restart",
+		 a->cfg.path, cfg_get(cfg_section(&fresh.cfg, "agent"), "log_level"),
 		 cfg_get(cfg_section(&fresh.cfg, "agent"), "log_format"), restart,
 		 restart == 1 ? "" : "s", restart == 1 ? "s" : "");
 out:
@@ -593,8 +599,8 @@ static int privsep_config(struct agent *a, struct privsep_config *pc)
 		}
 	return cfg_error(&a->cfg, "agent", "seccomp", "must be errno, kill, log or off");
 user:
-	if (!pc->user[0] || (!pc->user_is_default && strcmp(pc->user, "root") &&
-			     !getpwnam(pc->user)))
+	if (!pc->user[0] ||
+	    (!pc->user_is_default && strcmp(pc->user, "root") && !getpwnam(pc->user)))
 		return cfg_error(&a->cfg, "agent", "user", "no user named \"%s\"", pc->user);
 	return 0;
 }

@@ -264,8 +264,8 @@ int cfg_load_buffer(struct config *cfg, const char *name, const char *buf, size_
 
 		for (const char *q = buf; q < nul; q++)
 			line += *q == '\n';
-		snprintf(cfg->err, sizeof(cfg->err), "%s:%zu: NUL byte in the config (binary file?)",
-			 name, line);
+		snprintf(cfg->err, sizeof(cfg->err),
+			 "%s:%zu: NUL byte in the config (binary file?)", name, line);
 		return -EINVAL;
 	}
 	rc = ini_parse_stream(line_reader, &ctx, cfg_ini_handler, &ctx);

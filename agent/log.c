@@ -131,9 +131,8 @@ static void log_put(char *buf, size_t size, size_t *n, const char *s)
 		*n = *n + (size_t)k < size ? *n + (size_t)k : size - 1;
 }
 
-size_t log_format_line(char *buf, size_t size, enum log_format fmt, bool journal,
-		       int64_t wall_ns, enum log_level lvl, const char *component,
-		       const char *msg)
+size_t log_format_line(char *buf, size_t size, enum log_format fmt, bool journal, int64_t wall_ns,
+		       enum log_level lvl, const char *component, const char *msg)
 {
 	char ts[40] = "", prio[8] = "";
 	size_t n = 0;
@@ -155,9 +154,9 @@ size_t log_format_line(char *buf, size_t size, enum log_format fmt, bool journal
 		struct tm tm;
 
 		gmtime_r(&sec, &tm);
-		snprintf(ts, sizeof(ts), "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ",
-			 tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min,
-			 tm.tm_sec, (int)(wall_ns % 1000000000 / 1000000));
+		snprintf(ts, sizeof(ts), "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900,
+			 tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
+			 (int)(wall_ns % 1000000000 / 1000000));
 	}
 	log_put(buf, size, &n, prio);
 	switch (fmt) {

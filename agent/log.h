@@ -40,9 +40,8 @@ void log_set_journal(bool on);
 bool log_stderr_is_journal(void);
 /* Formats one line without the trailing newline into buf (pure; unit-tested):
  * wall_ns is the time stamp, ignored in journal mode. Returns the length. */
-size_t log_format_line(char *buf, size_t size, enum log_format fmt, bool journal,
-		       int64_t wall_ns, enum log_level lvl, const char *component,
-		       const char *msg);
+size_t log_format_line(char *buf, size_t size, enum log_format fmt, bool journal, int64_t wall_ns,
+		       enum log_level lvl, const char *component, const char *msg);
 
 void log_msg(enum log_level lvl, const char *component, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));

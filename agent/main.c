@@ -2,8 +2,8 @@
 /*
  * sysobsd: kernel observability agent. Flags override the config file, which
  * overrides the embedded defaults. SIGHUP reloads the config file (see
- * agent_reload()); under systemd it reports READY=1/STOPPING=1 (Type=notify). Exit status: 0 after SIGTERM/SIGINT,
- * 2 for a bad command line, config or database, 1 for other start failures.
+ * agent_reload()); under systemd it reports READY=1/STOPPING=1 (Type=notify). Exit status: 0 after
+ * SIGTERM/SIGINT, 2 for a bad command line, config or database, 1 for other start failures.
  */
 #include <getopt.h>
 #include <pthread.h>
@@ -28,26 +28,27 @@
 
 static void usage(FILE *out)
 {
-	fprintf(out,
-		"Usage: sysobsd [OPTION]...\n"
-		"Watch IFS core scans, cachefiles on-demand latency, MPTCP path-manager\n"
-		"events and packet-drop reasons; keep history in SQLite; serve it over HTTP.\n"
-		"\n"
-		"  -c, --config FILE       INI config file (default: embedded defaults)\n"
-		"  -l, --listen ADDR:PORT  HTTP address, e.g. 127.0.0.1:9559 ([http] listen)\n"
-		"  -d, --db FILE           SQLite database ([storage] path)\n"
-		"  -L, --log-level LEVEL   error, warn, info or debug ([agent] log_level)\n"
-		"      --sysfs-root DIR    sysfs root, e.g. the IFS fake ([agent] sysfs_root)\n"
-		"  -u, --user USER         user to run as after start-up ([agent] user; root keeps\n"
-		"                          every privilege)\n"
-		"      --port-file FILE    write the bound HTTP port here once listening\n"
-		"      --web.config.file FILE\n"
-		"                          TLS and basic auth in exporter-toolkit's YAML format\n"
-		"                          ([http] web_config_file)\n"
-		"      --print-config      print every config key with its default and exit\n"
-		"  -h, --help              this help\n"
-		"  -V, --version           version, git revision and library versions\n"
-		"\nCollectors:\n");
+	fprintf(
+	    out,
+	    "Usage: sysobsd [OPTION]...\n"
+	    "Watch IFS core scans, cachefiles on-demand latency, MPTCP path-manager\n"
+	    "events and packet-drop reasons; keep history in SQLite; serve it over HTTP.\n"
+	    "\n"
+	    "  -c, --config FILE       INI config file (default: embedded defaults)\n"
+	    "  -l, --listen ADDR:PORT  HTTP address, e.g. 127.0.0.1:9559 ([http] listen)\n"
+	    "  -d, --db FILE           SQLite database ([storage] path)\n"
+	    "  -L, --log-level LEVEL   error, warn, info or debug ([agent] log_level)\n"
+	    "      --sysfs-root DIR    sysfs root, e.g. the IFS fake ([agent] sysfs_root)\n"
+	    "  -u, --user USER         user to run as after start-up ([agent] user; root keeps\n"
+	    "                          every privilege)\n"
+	    "      --port-file FILE    write the bound HTTP port here once listening\n"
+	    "      --web.config.file FILE\n"
+	    "                          TLS and basic auth in exporter-toolkit's YAML format\n"
+	    "                          ([http] web_config_file)\n"
+	    "      --print-config      print every config key with its default and exit\n"
+	    "  -h, --help              this help\n"
+	    "  -V, --version           version, git revision and library versions\n"
+	    "\nCollectors:\n");
 	for (size_t i = 0; collector_registry[i]; i++)
 		fprintf(out, "  %-12s %s\n", collector_registry[i]->name,
 			collector_registry[i]->help ? collector_registry[i]->help : "");

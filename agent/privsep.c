@@ -22,9 +22,9 @@
 #include "agent/privsep.h"
 #include "collectors/privwrite.h"
 
-#define IFS_DIR "/devices/virtual/misc/intel_ifs_"
-#define DEV_MAX 64
-#define CPU_MAX 65535
+#define IFS_DIR	  "/devices/virtual/misc/intel_ifs_"
+#define DEV_MAX	  64
+#define CPU_MAX	  65535
 #define BATCH_MAX 0xffff
 
 static struct {
@@ -109,10 +109,11 @@ static int agent_args_rules(scmp_filter_ctx ctx)
 {
 	static const int families[] = {AF_UNIX, AF_INET, AF_INET6, AF_NETLINK};
 	static const int bpf_cmds[] = {
-	    BPF_MAP_LOOKUP_ELEM,	 BPF_MAP_UPDATE_ELEM,	 BPF_MAP_DELETE_ELEM,
-	    BPF_MAP_GET_NEXT_KEY,	 BPF_OBJ_GET_INFO_BY_FD, BPF_MAP_LOOKUP_AND_DELETE_ELEM,
-	    BPF_MAP_LOOKUP_BATCH,	 BPF_MAP_LOOKUP_AND_DELETE_BATCH, BPF_MAP_UPDATE_BATCH,
-	    BPF_MAP_DELETE_BATCH,
+	    BPF_MAP_LOOKUP_ELEM,    BPF_MAP_UPDATE_ELEM,
+	    BPF_MAP_DELETE_ELEM,    BPF_MAP_GET_NEXT_KEY,
+	    BPF_OBJ_GET_INFO_BY_FD, BPF_MAP_LOOKUP_AND_DELETE_ELEM,
+	    BPF_MAP_LOOKUP_BATCH,   BPF_MAP_LOOKUP_AND_DELETE_BATCH,
+	    BPF_MAP_UPDATE_BATCH,   BPF_MAP_DELETE_BATCH,
 	};
 	int rc = 0;
 
@@ -149,9 +150,9 @@ static int seccomp_load_list(const int *calls, size_t n, uint32_t deflt, bool ag
 static void helper_main(int fd, const char *root)
 {
 	static const int calls[] = {
-	    SCMP_SYS(read),	    SCMP_SYS(write),	    SCMP_SYS(openat),
-	    SCMP_SYS(open),	    SCMP_SYS(close),	    SCMP_SYS(recvfrom),
-	    SCMP_SYS(sendto),	    SCMP_SYS(exit_group),   SCMP_SYS(exit),
+	    SCMP_SYS(read),	    SCMP_SYS(write),	       SCMP_SYS(openat),
+	    SCMP_SYS(open),	    SCMP_SYS(close),	       SCMP_SYS(recvfrom),
+	    SCMP_SYS(sendto),	    SCMP_SYS(exit_group),      SCMP_SYS(exit),
 	    SCMP_SYS(rt_sigreturn), SCMP_SYS(restart_syscall),
 	};
 
@@ -250,36 +251,127 @@ int privsep_helper_start(const char *sysfs_root)
  * /proc and sysfs reads. Found by running every collector and route under
  * [agent] seccomp = kill (integration.privsep). */
 static const int agent_calls[] = {
-    SCMP_SYS(read), SCMP_SYS(write), SCMP_SYS(readv), SCMP_SYS(writev), SCMP_SYS(pread64),
-    SCMP_SYS(pwrite64), SCMP_SYS(open), SCMP_SYS(openat), SCMP_SYS(close), SCMP_SYS(close_range),
-    SCMP_SYS(fstat), SCMP_SYS(stat), SCMP_SYS(lstat), SCMP_SYS(newfstatat), SCMP_SYS(statx),
-    SCMP_SYS(statfs), SCMP_SYS(fstatfs), SCMP_SYS(lseek), SCMP_SYS(access), SCMP_SYS(faccessat),
-    SCMP_SYS(faccessat2), SCMP_SYS(getdents64), SCMP_SYS(readlink), SCMP_SYS(readlinkat),
-    SCMP_SYS(getcwd), SCMP_SYS(fcntl), SCMP_SYS(ioctl), SCMP_SYS(flock), SCMP_SYS(fsync),
-    SCMP_SYS(fdatasync), SCMP_SYS(ftruncate), SCMP_SYS(fallocate), SCMP_SYS(unlink),
-    SCMP_SYS(unlinkat), SCMP_SYS(rename), SCMP_SYS(renameat), SCMP_SYS(renameat2),
-    SCMP_SYS(dup), SCMP_SYS(dup2), SCMP_SYS(dup3), SCMP_SYS(pipe2), SCMP_SYS(mmap),
-    SCMP_SYS(munmap), SCMP_SYS(mremap), SCMP_SYS(mprotect), SCMP_SYS(madvise), SCMP_SYS(brk),
-    SCMP_SYS(futex), SCMP_SYS(clone), SCMP_SYS(clone3), SCMP_SYS(set_robust_list),
-    SCMP_SYS(rseq), SCMP_SYS(exit), SCMP_SYS(exit_group), SCMP_SYS(rt_sigaction),
-    SCMP_SYS(rt_sigprocmask), SCMP_SYS(rt_sigreturn), SCMP_SYS(sigaltstack), SCMP_SYS(tgkill),
-    SCMP_SYS(getpid), SCMP_SYS(gettid), SCMP_SYS(getuid), SCMP_SYS(geteuid), SCMP_SYS(getgid),
-    SCMP_SYS(getegid), SCMP_SYS(getppid), SCMP_SYS(nanosleep), SCMP_SYS(clock_nanosleep),
-    SCMP_SYS(clock_gettime), SCMP_SYS(clock_getres), SCMP_SYS(gettimeofday), SCMP_SYS(time),
-    SCMP_SYS(getrandom), SCMP_SYS(poll), SCMP_SYS(ppoll), SCMP_SYS(select),
-    SCMP_SYS(pselect6), SCMP_SYS(epoll_create1), SCMP_SYS(epoll_ctl), SCMP_SYS(epoll_wait),
-    SCMP_SYS(epoll_pwait), SCMP_SYS(eventfd2), SCMP_SYS(timerfd_create),
-    SCMP_SYS(timerfd_settime), SCMP_SYS(timerfd_gettime), SCMP_SYS(signalfd4),
-    SCMP_SYS(socketpair), SCMP_SYS(connect), SCMP_SYS(accept),
-    SCMP_SYS(accept4), SCMP_SYS(bind), SCMP_SYS(listen), SCMP_SYS(getsockname),
-    SCMP_SYS(getpeername), SCMP_SYS(setsockopt), SCMP_SYS(getsockopt), SCMP_SYS(sendto),
-    SCMP_SYS(recvfrom), SCMP_SYS(sendmsg), SCMP_SYS(recvmsg), SCMP_SYS(sendmmsg),
-    SCMP_SYS(recvmmsg), SCMP_SYS(shutdown), SCMP_SYS(uname), SCMP_SYS(sysinfo),
-    SCMP_SYS(prlimit64), SCMP_SYS(getrlimit), SCMP_SYS(getrusage), SCMP_SYS(sched_yield),
-    SCMP_SYS(sched_getaffinity), SCMP_SYS(membarrier), SCMP_SYS(restart_syscall),
-    SCMP_SYS(prctl), SCMP_SYS(mincore), SCMP_SYS(umask), SCMP_SYS(fchmod),
-    SCMP_SYS(getpriority), SCMP_SYS(sched_getparam), SCMP_SYS(sched_getscheduler),
-    SCMP_SYS(fadvise64), SCMP_SYS(set_tid_address),
+    SCMP_SYS(read),
+    SCMP_SYS(write),
+    SCMP_SYS(readv),
+    SCMP_SYS(writev),
+    SCMP_SYS(pread64),
+    SCMP_SYS(pwrite64),
+    SCMP_SYS(open),
+    SCMP_SYS(openat),
+    SCMP_SYS(close),
+    SCMP_SYS(close_range),
+    SCMP_SYS(fstat),
+    SCMP_SYS(stat),
+    SCMP_SYS(lstat),
+    SCMP_SYS(newfstatat),
+    SCMP_SYS(statx),
+    SCMP_SYS(statfs),
+    SCMP_SYS(fstatfs),
+    SCMP_SYS(lseek),
+    SCMP_SYS(access),
+    SCMP_SYS(faccessat),
+    SCMP_SYS(faccessat2),
+    SCMP_SYS(getdents64),
+    SCMP_SYS(readlink),
+    SCMP_SYS(readlinkat),
+    SCMP_SYS(getcwd),
+    SCMP_SYS(fcntl),
+    SCMP_SYS(ioctl),
+    SCMP_SYS(flock),
+    SCMP_SYS(fsync),
+    SCMP_SYS(fdatasync),
+    SCMP_SYS(ftruncate),
+    SCMP_SYS(fallocate),
+    SCMP_SYS(unlink),
+    SCMP_SYS(unlinkat),
+    SCMP_SYS(rename),
+    SCMP_SYS(renameat),
+    SCMP_SYS(renameat2),
+    SCMP_SYS(dup),
+    SCMP_SYS(dup2),
+    SCMP_SYS(dup3),
+    SCMP_SYS(pipe2),
+    SCMP_SYS(mmap),
+    SCMP_SYS(munmap),
+    SCMP_SYS(mremap),
+    SCMP_SYS(mprotect),
+    SCMP_SYS(madvise),
+    SCMP_SYS(brk),
+    SCMP_SYS(futex),
+    SCMP_SYS(clone),
+    SCMP_SYS(clone3),
+    SCMP_SYS(set_robust_list),
+    SCMP_SYS(rseq),
+    SCMP_SYS(exit),
+    SCMP_SYS(exit_group),
+    SCMP_SYS(rt_sigaction),
+    SCMP_SYS(rt_sigprocmask),
+    SCMP_SYS(rt_sigreturn),
+    SCMP_SYS(sigaltstack),
+    SCMP_SYS(tgkill),
+    SCMP_SYS(getpid),
+    SCMP_SYS(gettid),
+    SCMP_SYS(getuid),
+    SCMP_SYS(geteuid),
+    SCMP_SYS(getgid),
+    SCMP_SYS(getegid),
+    SCMP_SYS(getppid),
+    SCMP_SYS(nanosleep),
+    SCMP_SYS(clock_nanosleep),
+    SCMP_SYS(clock_gettime),
+    SCMP_SYS(clock_getres),
+    SCMP_SYS(gettimeofday),
+    SCMP_SYS(time),
+    SCMP_SYS(getrandom),
+    SCMP_SYS(poll),
+    SCMP_SYS(ppoll),
+    SCMP_SYS(select),
+    SCMP_SYS(pselect6),
+    SCMP_SYS(epoll_create1),
+    SCMP_SYS(epoll_ctl),
+    SCMP_SYS(epoll_wait),
+    SCMP_SYS(epoll_pwait),
+    SCMP_SYS(eventfd2),
+    SCMP_SYS(timerfd_create),
+    SCMP_SYS(timerfd_settime),
+    SCMP_SYS(timerfd_gettime),
+    SCMP_SYS(signalfd4),
+    SCMP_SYS(socketpair),
+    SCMP_SYS(connect),
+    SCMP_SYS(accept),
+    SCMP_SYS(accept4),
+    SCMP_SYS(bind),
+    SCMP_SYS(listen),
+    SCMP_SYS(getsockname),
+    SCMP_SYS(getpeername),
+    SCMP_SYS(setsockopt),
+    SCMP_SYS(getsockopt),
+    SCMP_SYS(sendto),
+    SCMP_SYS(recvfrom),
+    SCMP_SYS(sendmsg),
+    SCMP_SYS(recvmsg),
+    SCMP_SYS(sendmmsg),
+    SCMP_SYS(recvmmsg),
+    SCMP_SYS(shutdown),
+    SCMP_SYS(uname),
+    SCMP_SYS(sysinfo),
+    SCMP_SYS(prlimit64),
+    SCMP_SYS(getrlimit),
+    SCMP_SYS(getrusage),
+    SCMP_SYS(sched_yield),
+    SCMP_SYS(sched_getaffinity),
+    SCMP_SYS(membarrier),
+    SCMP_SYS(restart_syscall),
+    SCMP_SYS(prctl),
+    SCMP_SYS(mincore),
+    SCMP_SYS(umask),
+    SCMP_SYS(fchmod),
+    SCMP_SYS(getpriority),
+    SCMP_SYS(sched_getparam),
+    SCMP_SYS(sched_getscheduler),
+    SCMP_SYS(fadvise64),
+    SCMP_SYS(set_tid_address),
 };
 
 static void chown_db(const char *path, uid_t uid, gid_t gid)
@@ -358,8 +450,8 @@ int privsep_drop(const struct privsep_config *cfg, char *err, size_t errlen)
 
 		chown_db(cfg->db_path, pw->pw_uid, pw->pw_gid);
 		if (setgroups(0, NULL) || setresgid(pw->pw_gid, pw->pw_gid, pw->pw_gid)) {
-			snprintf(err, errlen, "cannot switch to group %u: %s",
-				 (unsigned)pw->pw_gid, strerror(errno));
+			snprintf(err, errlen, "cannot switch to group %u: %s", (unsigned)pw->pw_gid,
+				 strerror(errno));
 			return -errno;
 		}
 		/* Bounding set first: emptying it needs CAP_SETPCAP, which the

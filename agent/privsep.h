@@ -29,12 +29,16 @@
 #include <stddef.h>
 #include <sys/types.h>
 
-enum privsep_seccomp { PRIVSEP_SECCOMP_OFF, PRIVSEP_SECCOMP_LOG, PRIVSEP_SECCOMP_ERRNO,
-		       PRIVSEP_SECCOMP_KILL };
+enum privsep_seccomp {
+	PRIVSEP_SECCOMP_OFF,
+	PRIVSEP_SECCOMP_LOG,
+	PRIVSEP_SECCOMP_ERRNO,
+	PRIVSEP_SECCOMP_KILL
+};
 
 struct privsep_config {
-	const char *user;	/* "root": keep privileges */
-	bool user_is_default;	/* fall back to nobody when it does not exist */
+	const char *user;     /* "root": keep privileges */
+	bool user_is_default; /* fall back to nobody when it does not exist */
 	enum privsep_seccomp seccomp;
 	const char *sysfs_root; /* the helper's only tree */
 	const char *db_path;	/* chowned to the user with its -wal/-shm */

@@ -24,8 +24,8 @@ struct agent_sink {
 	struct log_ratelimit rl;
 };
 
-static int as_event_id(struct sink *k, const struct event_table *t, int64_t ts_ns,
-		       const void *row, int64_t *id)
+static int as_event_id(struct sink *k, const struct event_table *t, int64_t ts_ns, const void *row,
+		       int64_t *id)
 {
 	struct agent_sink *as = k->impl;
 	int err;

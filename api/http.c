@@ -50,9 +50,9 @@
  * completion callback. */
 struct http_conn {
 	int64_t start_ns;
-	bool seen;	   /* the access handler ran once */
-	bool refused;	   /* answered from the URI callback; close */
-	int deny_status;   /* 401/403 to send when resumed after a delay */
+	bool seen;	 /* the access handler ran once */
+	bool refused;	 /* answered from the URI callback; close */
+	int deny_status; /* 401/403 to send when resumed after a delay */
 	char deny_msg[160];
 	char *body;
 	size_t body_len, body_cap;
@@ -675,7 +675,8 @@ static bool authority_is_us(const struct http_server *h, const struct sockaddr_s
 
 	if (inet_pton(AF_INET, host, &((struct sockaddr_in *)&ss)->sin_addr) == 1)
 		ss.ss_family = AF_INET;
-	else if (a[0] == '[' && inet_pton(AF_INET6, host, &((struct sockaddr_in6 *)&ss)->sin6_addr) == 1)
+	else if (a[0] == '[' &&
+		 inet_pton(AF_INET6, host, &((struct sockaddr_in6 *)&ss)->sin6_addr) == 1)
 		ss.ss_family = AF_INET6;
 	else
 		return false;
@@ -707,14 +708,15 @@ static bool media_type_is(const char *ct, const char *type)
 	       (!ct[n] || ct[n] == ';' || ct[n] == ' ' || ct[n] == '\t');
 }
 
-static int admin_check(const struct http_server *h, struct MHD_Connection *conn,
-		       const char *method, char *msg, size_t msglen)
+static int admin_check(const struct http_server *h, struct MHD_Connection *conn, const char *method,
+		       char *msg, size_t msglen)
 {
 	const char *host, *origin, *site, *ct;
 	struct sockaddr_storage local = {0};
 
 	if (!h->cfg.admin) {
-		snprintf(msg, msglen, "state-changing endpoints are disabled ([http] admin = false)");
+		snprintf(msg, msglen,
+			 "state-changing endpoints are disabled ([http] admin = false)");
 		return 403;
 	}
 	if (!conn)
@@ -738,7 +740,8 @@ static int admin_check(const struct http_server *h, struct MHD_Connection *conn,
 
 		if (strncasecmp(origin, scheme, sl) ||
 		    !authority_is_us(h, &local, origin + sl, strlen(origin + sl))) {
-			snprintf(msg, msglen, "cross-origin request refused (Origin %.64s)", origin);
+			snprintf(msg, msglen, "cross-origin request refused (Origin %.64s)",
+				 origin);
 			return 403;
 		}
 	}
@@ -804,10 +807,9 @@ static enum MHD_Result dispatch(struct http_server *h, struct MHD_Connection *co
 		int status = admin_check(h, conn, method, msg, sizeof(msg));
 
 		if (status)
-			return reply_error_now(h, conn, c, r, status,
-					       status == 415 ? "unsupported_media_type"
-							     : "forbidden",
-					       msg, NULL);
+			return reply_error_now(
+			    h, conn, c, r, status,
+			    status == 415 ? "unsupported_media_type" : "forbidden", msg, NULL);
 	}
 	if (c->too_large) {
 		snprintf(msg, sizeof(msg), "request body larger than %u bytes", HTTP_BODY_MAX);
@@ -854,17 +856,23 @@ static enum MHD_Result dispatch(struct http_server *h, struct MHD_Connection *co
 static const char *reason_phrase(int status)
 {
 	switch (status) {
-	case 400: return "Bad Request";
-	case 408: return "Request Timeout";
-	case 413: return "Content Too Large";
-	case 414: return "URI Too Long";
-	case 431: return "Request Header Fields Too Large";
-	default: return "Error";
+	case 400:
+		return "Bad Request";
+	case 408:
+		return "Request Timeout";
+	case 413:
+		return "Content Too Large";
+	case 414:
+		return "URI Too Long";
+	case 431:
+		return "Request Header Fields Too Large";
+	default:
+		return "Error";
 	}
 }
 
-void http_write_error(struct http_server *h, int fd, int status, const char *code,
-		      const char *msg, int64_t start_ns)
+void http_write_error(struct http_server *h, int fd, int status, const char *code, const char *msg,
+		      int64_t start_ns)
 {
 	struct http_response res = {0};
 	char head[256];
@@ -1232,8 +1240,8 @@ int http_start(struct http_server *h)
 							     w->client_ca_pem};
 	}
 	if (h->cfg.threads > 1)
-		opts[no++] = (struct MHD_OptionItem){MHD_OPTION_THREAD_POOL_SIZE, h->cfg.threads,
-						     NULL};
+		opts[no++] =
+		    (struct MHD_OptionItem){MHD_OPTION_THREAD_POOL_SIZE, h->cfg.threads, NULL};
 	opts[no] = (struct MHD_OptionItem){MHD_OPTION_END, 0, NULL};
 
 	h->daemon = MHD_start_daemon(flags, 0, NULL, NULL, on_access, h, MHD_OPTION_ARRAY, opts,

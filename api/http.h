@@ -64,22 +64,22 @@ struct http_config {
 	unsigned max_connections;
 	unsigned timeout_s;
 	unsigned threads;
-	bool admin;		  /* allow state-changing POST endpoints */
-	enum http_gzip_mode gzip; /* compression of bodies >= HTTP_GZIP_MIN */
-	unsigned max_per_ip;	  /* connections per client address; 0: half of
-				   * max_connections */
+	bool admin;		    /* allow state-changing POST endpoints */
+	enum http_gzip_mode gzip;   /* compression of bodies >= HTTP_GZIP_MIN */
+	unsigned max_per_ip;	    /* connections per client address; 0: half of
+				     * max_connections */
 	unsigned header_timeout_ms; /* whole request header within this after
 				     * accept or the previous response; 0: 10 s */
-	struct web_config *web; /* TLS and basic auth (api/webconfig.h); taken
-				 * by http_new, even when it fails; NULL: none */
+	struct web_config *web;	    /* TLS and basic auth (api/webconfig.h); taken
+				     * by http_new, even when it fails; NULL: none */
 };
 
-#define HTTP_BODY_MAX	 (64 * 1024) /* larger POST bodies get 413 */
-#define HTTP_ARGS_MAX	 64	     /* more query arguments get 400 */
-#define HTTP_ROUTE_OTHER "other"     /* route label of requests matching no route */
-#define HTTP_GZIP_MIN	 1024	     /* smaller bodies are sent as they are */
-#define HTTP_URL_MAX	 4096	     /* longer request targets get 414 */
-#define HTTP_AUTH_DELAY_MS 300	     /* a wrong password is answered after this */
+#define HTTP_BODY_MAX	   (64 * 1024) /* larger POST bodies get 413 */
+#define HTTP_ARGS_MAX	   64	       /* more query arguments get 400 */
+#define HTTP_ROUTE_OTHER   "other"     /* route label of requests matching no route */
+#define HTTP_GZIP_MIN	   1024	       /* smaller bodies are sent as they are */
+#define HTTP_URL_MAX	   4096	       /* longer request targets get 414 */
+#define HTTP_AUTH_DELAY_MS 300	       /* a wrong password is answered after this */
 
 struct http_server *http_new(const struct http_config *cfg, struct metrics *m);
 /* prefix=true: matches path == p or path starting with p + '/'. */

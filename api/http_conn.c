@@ -307,8 +307,8 @@ static void *deadline_thread(void *arg)
 
 int http_conns_init(struct http_server *h)
 {
-	static const char *const reasons[HTTP_CLOSE_N] = {"limit", "per_address",
-							  "header_deadline", "rejected"};
+	static const char *const reasons[HTTP_CLOSE_N] = {"limit", "per_address", "header_deadline",
+							  "rejected"};
 	static const char *const labels[] = {"reason", NULL};
 	struct http_conns *cs = &h->conns;
 	pthread_condattr_t ca;
@@ -321,8 +321,10 @@ int http_conns_init(struct http_server *h)
 	pthread_condattr_destroy(&ca);
 	if (!h->metrics)
 		return 0;
-	cs->open = metrics_gauge1(h->metrics, "sysobs_http_connections",
-				  "HTTP connections open now that have sent a complete first request header (before that they wait in the accepting thread).");
+	cs->open =
+	    metrics_gauge1(h->metrics, "sysobs_http_connections",
+			   "HTTP connections open now that have sent a complete first request "
+			   "header (before that they wait in the accepting thread).");
 	struct metric *closed = metrics_counter(
 	    h->metrics, "sysobs_http_connections_closed_total",
 	    "HTTP connections the server shut down itself, by reason: limit (the oldest idle one "

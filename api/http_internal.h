@@ -33,19 +33,19 @@ struct http_route_entry {
 struct http_sock {
 	struct http_sock *prev, *next; /* oldest first */
 	int fd;
-	int64_t since_ns;	   /* accepted, or its last response done */
-	bool busy;		   /* a request's header is in; not evictable */
-	bool doomed;		   /* shut down by us; MHD closes it soon */
-	signed char tls_verdict;   /* client certificate: 0 unchecked, 1 ok, -1 refused */
-	unsigned char addr[16];	   /* client address (IPv4 in the first 4 bytes) */
+	int64_t since_ns;	 /* accepted, or its last response done */
+	bool busy;		 /* a request's header is in; not evictable */
+	bool doomed;		 /* shut down by us; MHD closes it soon */
+	signed char tls_verdict; /* client certificate: 0 unchecked, 1 ok, -1 refused */
+	unsigned char addr[16];	 /* client address (IPv4 in the first 4 bytes) */
 	unsigned char addr_len;
 };
 
 enum http_close_reason {
-	HTTP_CLOSE_LIMIT,	/* evicted for a new connection at max_connections */
-	HTTP_CLOSE_PER_IP,	/* evicted or refused at max_per_ip */
-	HTTP_CLOSE_DEADLINE,	/* no complete request header within header_timeout */
-	HTTP_CLOSE_REJECTED,	/* answered early (bad URL) and closed */
+	HTTP_CLOSE_LIMIT,    /* evicted for a new connection at max_connections */
+	HTTP_CLOSE_PER_IP,   /* evicted or refused at max_per_ip */
+	HTTP_CLOSE_DEADLINE, /* no complete request header within header_timeout */
+	HTTP_CLOSE_REJECTED, /* answered early (bad URL) and closed */
 	HTTP_CLOSE_N,
 };
 
@@ -111,8 +111,8 @@ void http_acceptor_stop(struct http_server *h); /* before MHD_stop_daemon */
 /* http.c */
 /* Writes a complete JSON error response (Connection: close) to fd, without
  * blocking, and counts it. */
-void http_write_error(struct http_server *h, int fd, int status, const char *code,
-		      const char *msg, int64_t start_ns);
+void http_write_error(struct http_server *h, int fd, int status, const char *code, const char *msg,
+		      int64_t start_ns);
 /* Checks a raw request target: 0, or 400/414 with msg and the error code. */
 int http_target_check(const char *uri, size_t len, char *msg, size_t msglen, const char **code);
 

@@ -37,10 +37,10 @@
 enum metrics_format { METRICS_FMT_TEXT, METRICS_FMT_OPENMETRICS, METRICS_FMT_PROTOBUF };
 
 /* The Content-Type of each format, exactly. */
-#define METRICS_CT_TEXT "text/plain; version=0.0.4; charset=utf-8"
+#define METRICS_CT_TEXT	       "text/plain; version=0.0.4; charset=utf-8"
 #define METRICS_CT_OPENMETRICS "application/openmetrics-text; version=1.0.0; charset=utf-8"
 #define METRICS_CT_PROTOBUF                                                                        \
-	"application/vnd.google.protobuf; proto=io.prometheus.client.MetricFamily; "              \
+	"application/vnd.google.protobuf; proto=io.prometheus.client.MetricFamily; "               \
 	"encoding=delimited"
 
 /* Native histogram settings of a registry. */

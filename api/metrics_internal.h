@@ -42,8 +42,8 @@ struct metric_series {
 	/* Counters: 1; histograms: n_bounds + 1 (one per classic bucket).
 	 * Allocated with the first exemplar. */
 	struct metric_exemplar *ex;
-	int64_t created_ms; /* unix time the series started from zero */
-	int64_t gone_ns;   /* monotonic time its object went; 0: live */
+	int64_t created_ms;   /* unix time the series started from zero */
+	int64_t gone_ns;      /* monotonic time its object went; 0: live */
 	bool created_unknown; /* counter mirrored from a total (series_set) or
 			       * histogram set whole: its start is not ours */
 	/* Text of the last fractional value or sum rendered: formatting a
@@ -59,7 +59,7 @@ struct metric {
 	enum metric_type type;
 	char *name;
 	char *help;
-	char *owner; /* collector, for collect[]; NULL: the agent's own */
+	char *owner;	  /* collector, for collect[]; NULL: the agent's own */
 	const char *unit; /* from the name's suffix ("seconds", "bytes"), or NULL */
 	char *name_bucket, *name_sum, *name_count; /* histograms */
 	char *labels[METRIC_MAX_LABELS];

@@ -203,7 +203,8 @@ static void family_render(struct metric *f, struct buf *b, bool om)
 
 		if (f->type != METRIC_HISTOGRAM) {
 			/* A counter without _total still gets it in OpenMetrics. */
-			bool add_total = om && f->type == METRIC_COUNTER && fam_len == strlen(f->name);
+			bool add_total =
+			    om && f->type == METRIC_COUNTER && fam_len == strlen(f->name);
 
 			put_name_labels(b, f->name, add_total ? "_total" : NULL, s, NULL, om);
 			put_value_cached(b, s, s->value, om);
@@ -233,8 +234,7 @@ static void family_render(struct metric *f, struct buf *b, bool om)
 	}
 }
 
-int metrics_render_text_locked(struct metrics *m, bool om, const char *const *owners,
-			       struct buf *b)
+int metrics_render_text_locked(struct metrics *m, bool om, const char *const *owners, struct buf *b)
 {
 	for (size_t i = 0; i < m->n_fams && !b->oom; i++) {
 		struct metric *f = m->fams[i];

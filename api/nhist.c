@@ -89,7 +89,8 @@ static int side_add(struct nhist_side *s, int32_t idx, uint64_t n)
 		s->len = 1;
 	} else if (idx < s->offset || idx >= s->offset + (int32_t)s->len) {
 		int32_t lo = idx < s->offset ? idx : s->offset;
-		int32_t hi = idx >= s->offset + (int32_t)s->len ? idx : s->offset + (int32_t)s->len - 1;
+		int32_t hi =
+		    idx >= s->offset + (int32_t)s->len ? idx : s->offset + (int32_t)s->len - 1;
 		uint32_t len = (uint32_t)(hi - lo + 1);
 		uint64_t *c = calloc(len, sizeof(*c));
 
@@ -198,8 +199,8 @@ size_t nhist_spans(const struct nhist_side *side, int32_t *span_offset, uint32_t
 			continue;
 		}
 		/* A new span starts at i. */
-		span_offset[n_spans] = n_spans ? side->offset + (int32_t)i - end
-					       : side->offset + (int32_t)i;
+		span_offset[n_spans] =
+		    n_spans ? side->offset + (int32_t)i - end : side->offset + (int32_t)i;
 		span_len[n_spans] = 0;
 		for (j = i; j < side->len;) {
 			if (side->counts[j]) {

@@ -25,7 +25,7 @@
 #define NHIST_SCHEMA_MAX 8
 /* The Go client's default zero threshold: 2^-128. */
 #define NHIST_ZERO_THRESHOLD_DEFAULT 2.938735877055719e-39
-#define NHIST_MAX_BUCKETS_DEFAULT 160
+#define NHIST_MAX_BUCKETS_DEFAULT    160
 
 struct nhist_side {
 	int32_t offset; /* index of counts[0] */

@@ -122,9 +122,9 @@ static void process_hook(struct metrics *m, void *arg)
 {
 	struct process_stat st;
 	const double *v[P_N] = {
-	    [P_CPU] = &st.cpu_seconds,	  [P_RSS] = &st.resident_bytes,
-	    [P_VSZ] = &st.virtual_bytes,  [P_FDS] = &st.open_fds,
-	    [P_MAXFDS] = &st.max_fds,	  [P_START] = &st.start_time_seconds,
+	    [P_CPU] = &st.cpu_seconds,	 [P_RSS] = &st.resident_bytes,
+	    [P_VSZ] = &st.virtual_bytes, [P_FDS] = &st.open_fds,
+	    [P_MAXFDS] = &st.max_fds,	 [P_START] = &st.start_time_seconds,
 	};
 
 	if (process_stat_read("/proc/self", &st))

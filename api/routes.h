@@ -35,5 +35,4 @@ struct api_host {
 /* host is copied. Returns 0 or -errno. */
 int api_routes_register(struct http_server *h, const struct api_host *host);
 
-
 #endif

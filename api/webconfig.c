@@ -178,9 +178,9 @@ static int tls_version(struct parse_ctx *p, const yaml_node_t *v, const char *ke
 
 static int parse_tls(struct parse_ctx *p, const yaml_node_t *map, struct web_config *wc)
 {
-	static const char *const auth_names[] = {
-	    "NoClientCert", "RequestClientCert", "RequireAnyClientCert",
-	    "VerifyClientCertIfGiven", "RequireAndVerifyClientCert"};
+	static const char *const auth_names[] = {"NoClientCert", "RequestClientCert",
+						 "RequireAnyClientCert", "VerifyClientCertIfGiven",
+						 "RequireAndVerifyClientCert"};
 	int min_v = 2, max_v = 3, err = 0;
 	bool have_auth = false;
 
@@ -209,10 +209,11 @@ static int parse_tls(struct parse_ctx *p, const yaml_node_t *map, struct web_con
 			for (i = 0; s && i < 5 && strcmp(s, auth_names[i]); i++)
 				;
 			if (!s || i == 5)
-				return fail(p, v,
-					    "client_auth_type: expected NoClientCert, "
-					    "RequestClientCert, RequireAnyClientCert, "
-					    "VerifyClientCertIfGiven or RequireAndVerifyClientCert");
+				return fail(
+				    p, v,
+				    "client_auth_type: expected NoClientCert, "
+				    "RequestClientCert, RequireAnyClientCert, "
+				    "VerifyClientCertIfGiven or RequireAndVerifyClientCert");
 			wc->client_auth = (enum web_client_auth)i;
 			have_auth = true;
 		} else if (!strcmp(key, "min_version"))
@@ -261,9 +262,9 @@ static int parse_tls(struct parse_ctx *p, const yaml_node_t *map, struct web_con
 static int parse_server(struct parse_ctx *p, const yaml_node_t *map, struct web_config *wc)
 {
 	/* The response headers the toolkit lets one set. */
-	static const char *const allowed[] = {
-	    "Strict-Transport-Security", "X-Frame-Options", "X-Content-Type-Options",
-	    "X-XSS-Protection", "Content-Security-Policy"};
+	static const char *const allowed[] = {"Strict-Transport-Security", "X-Frame-Options",
+					      "X-Content-Type-Options", "X-XSS-Protection",
+					      "Content-Security-Policy"};
 
 	if (is_null(map))
 		return 0;

@@ -263,9 +263,9 @@ int main(int argc, char **argv)
 				series_add(series[f][v], plain[f][v].v = f * 1000 + v);
 				snprintf(id, sizeof(id), "%d", f * 100 + v);
 				if (v % 10 == 0)
-					series_exemplar(series[f][v], "sample_id", id, 1, 1733230000.25);
-			}
-			else if (type == METRIC_GAUGE)
+					series_exemplar(series[f][v], "sample_id", id, 1,
+							1733230000.25);
+			} else if (type == METRIC_GAUGE)
 				series_set(series[f][v], plain[f][v].v = (f * 100 + v) * 0.37);
 		}
 	}

@@ -70,8 +70,8 @@ struct sink_ops {
 	size_t (*queue_depth)(struct sink *k);
 	/* Added with exemplars; a sink may leave them NULL (sink_event_id()
 	 * then reports no id, sink_exemplar() does nothing). */
-	int (*event_id)(struct sink *k, const struct event_table *t, int64_t ts_ns,
-			const void *row, int64_t *id);
+	int (*event_id)(struct sink *k, const struct event_table *t, int64_t ts_ns, const void *row,
+			int64_t *id);
 	void (*exemplar)(struct sink_series *s, const char *name, const char *value, double v,
 			 int64_t ts_ns);
 };

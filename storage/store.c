@@ -458,8 +458,8 @@ static int store_open_check(struct store *s, bool unclean, char *err, size_t err
 	struct timespec ts;
 	bool done;
 
-	if (sqlite3_open_v2(s->path, &s->ic_db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX,
-			    NULL) != SQLITE_OK) {
+	if (sqlite3_open_v2(s->path, &s->ic_db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, NULL) !=
+	    SQLITE_OK) {
 		snprintf(err, errlen, "%s: %s", s->path,
 			 s->ic_db ? sqlite3_errmsg(s->ic_db) : "out of memory");
 		sqlite3_close(s->ic_db);
@@ -721,7 +721,8 @@ static int store_open_readers(struct store *s, char *err, size_t errlen)
 		sqlite3_busy_timeout(db, (int)s->cfg.busy_timeout_ms);
 		/* Checked every 1000 VM steps (~10 us): past the deadline the
 		 * statement ends with SQLITE_INTERRUPT. */
-		sqlite3_progress_handler(db, 1000, store_reader_over, &s->rd_deadline[s->n_readers]);
+		sqlite3_progress_handler(db, 1000, store_reader_over,
+					 &s->rd_deadline[s->n_readers]);
 		s->readers[s->n_readers++] = db;
 		s->rd_free[s->n_free++] = db;
 	}
@@ -1148,7 +1149,8 @@ sqlite3 *store_reader_get(struct store *s)
 	for (size_t i = 0; db && i < s->n_readers; i++)
 		if (s->readers[i] == db)
 			__atomic_store_n(&s->rd_deadline[i],
-					 store_mono_ns() + (int64_t)s->cfg.query_timeout_ms * 1000000,
+					 store_mono_ns() +
+					     (int64_t)s->cfg.query_timeout_ms * 1000000,
 					 __ATOMIC_RELAXED);
 	pthread_mutex_unlock(&s->rd_mu);
 	if (!db)

@@ -105,7 +105,7 @@ struct store_stats {
 	uint64_t rows_dropped_error; /* a row SQLite refused on its own */
 	uint64_t samples_written, samples_dropped;
 	uint64_t batches;
-	uint64_t write_errors; /* failed commits (disk full, I/O) */
+	uint64_t write_errors;	  /* failed commits (disk full, I/O) */
 	uint64_t rows_lost_close; /* queued rows store_close() could not write */
 	uint64_t rows_deleted_retention, rows_deleted_age, rows_deleted_size;
 	uint64_t db_bytes;

@@ -395,7 +395,8 @@ void *store_writer_main(void *arg)
 			 * writing resumes as soon as there is room */
 			if (s->backoff_ms > STORE_BACKOFF_FULL_MS)
 				s->backoff_ms = STORE_BACKOFF_FULL_MS;
-			s->low_space_until = store_mono_ns() + (int64_t)STORE_LOW_SPACE_MS * 1000000;
+			s->low_space_until =
+			    store_mono_ns() + (int64_t)STORE_LOW_SPACE_MS * 1000000;
 		}
 		s->retry_at = store_mono_ns() + (int64_t)s->backoff_ms * 1000000;
 		if (s->stop && stop_retries)

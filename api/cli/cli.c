@@ -34,7 +34,7 @@
 
 #define MAX_PARAMS  32
 #define MAX_BODY    (64u << 20) /* an answer larger than this is refused */
-#define FOLLOW_POLL 1			/* seconds between --follow polls */
+#define FOLLOW_POLL 1		/* seconds between --follow polls */
 
 enum output { OUT_TABLE, OUT_JSON, OUT_PROTOBUF };
 
@@ -65,39 +65,45 @@ static void on_sigint(int sig)
 
 static void usage(FILE *out)
 {
-	fprintf(out,
-		"Usage: sysobs [OPTION]... COMMAND [ARG]... [KEY=VALUE]...\n"
-		"Query a sysobsd agent over its REST API.\n"
-		"\n"
-		"Commands:\n"
-		"  status                  agent health and each collector's state\n"
-		"  drops                   sampled packet drops (reason=, protocol=, addr=, port=, ...)\n"
-		"  mptcp [events]          live MPTCP connections and subflows, or path-manager events\n"
-		"  ifs [scans]             each core's last IFS result per test, or the scan history\n"
-		"  cachefiles              slow cachefiles on-demand requests (op=, volume=)\n"
-		"  series METRIC [MATCH]   metric history, e.g. series sysobs_collector_up '{collector=\"drops\"}'\n"
-		"  scan CPU|PKG:CORE... [test=scan|array|sbaf]...\n"
-		"                          queue IFS scans (admin; the agent needs [http] admin = true)\n"
-		"\n"
-		"Options:\n"
-		"  -s, --server URL            agent (default $SYSOBS_URL or http://127.0.0.1:9559)\n"
-		"  -o, --output FORMAT         table (default), json or protobuf\n"
-		"      --since TIME            start of the window: -15m, -1h30m, RFC 3339, unix seconds\n"
-		"      --until TIME            end of the window (default now)\n"
-		"  -n, --limit N               rows per request\n"
-		"      --step DURATION         series: points on a grid of this step\n"
-		"  -f, --follow                print new rows as they arrive (tables only), until ^C\n"
-		"      --ca-file FILE          CA bundle to verify the agent's certificate\n"
-		"      --cert-file FILE        client certificate (PEM), with --key-file\n"
-		"      --key-file FILE         client key (PEM)\n"
-		"      --insecure-skip-verify  do not verify the agent's certificate (testing only)\n"
-		"      --basic-auth-user USER  HTTP basic auth, with --basic-auth-password-file\n"
-		"      --basic-auth-password-file FILE\n"
-		"                              the password, first line (trailing newline ignored)\n"
-		"      --timeout SECONDS       per request (default 10)\n"
-		"  -h, --help                  this help\n"
-		"  -V, --version               version\n"
-		"\nExit status: 0 ok, 1 agent unreachable or error answer, 2 usage error.\n");
+	fprintf(
+	    out,
+	    "Usage: sysobs [OPTION]... COMMAND [ARG]... [KEY=VALUE]...\n"
+	    "Query a sysobsd agent over its REST API.\n"
+	    "\n"
+	    "Commands:\n"
+	    "  status                  agent health and each collector's state\n"
+	    "  drops                   sampled packet drops (reason=, protocol=, addr=, port=, "
+	    "...)\n"
+	    "  mptcp [events]          live MPTCP connections and subflows, or path-manager "
+	    "events\n"
+	    "  ifs [scans]             each core's last IFS result per test, or the scan history\n"
+	    "  cachefiles              slow cachefiles on-demand requests (op=, volume=)\n"
+	    "  series METRIC [MATCH]   metric history, e.g. series sysobs_collector_up "
+	    "'{collector=\"drops\"}'\n"
+	    "  scan CPU|PKG:CORE... [test=scan|array|sbaf]...\n"
+	    "                          queue IFS scans (admin; the agent needs [http] admin = "
+	    "true)\n"
+	    "\n"
+	    "Options:\n"
+	    "  -s, --server URL            agent (default $SYSOBS_URL or http://127.0.0.1:9559)\n"
+	    "  -o, --output FORMAT         table (default), json or protobuf\n"
+	    "      --since TIME            start of the window: -15m, -1h30m, RFC 3339, unix "
+	    "seconds\n"
+	    "      --until TIME            end of the window (default now)\n"
+	    "  -n, --limit N               rows per request\n"
+	    "      --step DURATION         series: points on a grid of this step\n"
+	    "  -f, --follow                print new rows as they arrive (tables only), until ^C\n"
+	    "      --ca-file FILE          CA bundle to verify the agent's certificate\n"
+	    "      --cert-file FILE        client certificate (PEM), with --key-file\n"
+	    "      --key-file FILE         client key (PEM)\n"
+	    "      --insecure-skip-verify  do not verify the agent's certificate (testing only)\n"
+	    "      --basic-auth-user USER  HTTP basic auth, with --basic-auth-password-file\n"
+	    "      --basic-auth-password-file FILE\n"
+	    "                              the password, first line (trailing newline ignored)\n"
+	    "      --timeout SECONDS       per request (default 10)\n"
+	    "  -h, --help                  this help\n"
+	    "  -V, --version               version\n"
+	    "\nExit status: 0 ok, 1 agent unreachable or error answer, 2 usage error.\n");
 }
 
 static void __attribute__((format(printf, 1, 2), noreturn)) die_usage(const char *fmt, ...)
@@ -294,8 +300,8 @@ static void fmt_time(const Google__Protobuf__Timestamp *t, char *out, size_t siz
 	}
 	sec = (time_t)t->seconds;
 	gmtime_r(&sec, &tm);
-	snprintf(out, size, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900,
-		 tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, t->nanos / 1000000);
+	snprintf(out, size, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900, tm.tm_mon + 1,
+		 tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, t->nanos / 1000000);
 }
 
 static void fmt_endpoint(const char *addr, bool has_port, uint32_t port, char *out, size_t size)
@@ -342,8 +348,7 @@ typedef size_t (*print_fn)(const struct body *b, bool header, int64_t after_id, 
 
 /* Rows come newest first; printing oldest first reads like a log and lets
  * --follow append. Only rows with id > after_id are printed. */
-static size_t print_collectors(const struct body *b, bool header, int64_t after_id,
-			       int64_t *max_id)
+static size_t print_collectors(const struct body *b, bool header, int64_t after_id, int64_t *max_id)
 {
 	UNPACK(Sysobs__V1__CollectorList, sysobs__v1__collector_list, b);
 	char t[40];
@@ -423,8 +428,8 @@ static size_t print_mptcp_events(const struct body *b, bool header, int64_t afte
 		printf("%-24s %-20s %-10s %-12u %-26s %-26s %s\n", t, e->type, tok, e->netns, src,
 		       dst,
 		       e->_reset_reason_name_case ? str(e->reset_reason_name)
-		       : e->_error_case	  ? "error"
-					  : "");
+		       : e->_error_case		  ? "error"
+						  : "");
 		rows++;
 	}
 	sysobs__v1__mptcp_event_list__free_unpacked(m, NULL);
@@ -468,8 +473,7 @@ static size_t print_mptcp_connections(const struct body *b, bool header, int64_t
 	return 1;
 }
 
-static size_t print_ifs_cores(const struct body *b, bool header, int64_t after_id,
-			      int64_t *max_id)
+static size_t print_ifs_cores(const struct body *b, bool header, int64_t after_id, int64_t *max_id)
 {
 	UNPACK(Sysobs__V1__IfsCoreList, sysobs__v1__ifs_core_list, b);
 	char t[40];
@@ -506,8 +510,11 @@ static size_t print_ifs_cores(const struct body *b, bool header, int64_t after_i
 
 			fmt_time(r->time, t, sizeof(t));
 			printf("%-4u %-5u %-10s %-7s %-6s %-10s %-24s %s%s%s\n", c->package,
-			       c->core, j ? "" : cpus, j ? "" : c->online ? "yes" : "no", r->test,
-			       r->_status_case ? str(r->status) : "-", t,
+			       c->core, j ? "" : cpus,
+			       j	   ? ""
+			       : c->online ? "yes"
+					   : "no",
+			       r->test, r->_status_case ? str(r->status) : "-", t,
 			       r->_details_case ? str(r->details) : "",
 			       r->_error_name_case ? " " : "",
 			       r->_error_name_case ? str(r->error_name) : "");
@@ -517,8 +524,7 @@ static size_t print_ifs_cores(const struct body *b, bool header, int64_t after_i
 	return 1;
 }
 
-static size_t print_ifs_scans(const struct body *b, bool header, int64_t after_id,
-			      int64_t *max_id)
+static size_t print_ifs_scans(const struct body *b, bool header, int64_t after_id, int64_t *max_id)
 {
 	UNPACK(Sysobs__V1__IfsScanList, sysobs__v1__ifs_scan_list, b);
 	size_t rows = 0;
@@ -548,8 +554,7 @@ static size_t print_ifs_scans(const struct body *b, bool header, int64_t after_i
 	return rows;
 }
 
-static size_t print_cachefiles(const struct body *b, bool header, int64_t after_id,
-			       int64_t *max_id)
+static size_t print_cachefiles(const struct body *b, bool header, int64_t after_id, int64_t *max_id)
 {
 	UNPACK(Sysobs__V1__CachefilesSlowRequestList, sysobs__v1__cachefiles_slow_request_list, b);
 	size_t rows = 0;
@@ -588,13 +593,14 @@ static size_t print_series(const struct body *b, bool header, int64_t after_id, 
 		size_t n = 0;
 
 		for (size_t j = 0; j < s->n_labels && n < sizeof(labels) - 1; j++)
-			n += (size_t)snprintf(labels + n, sizeof(labels) - n, "%s%s=\"%s\"",
-					      j ? "," : "{", s->labels[j]->key,
-					      s->labels[j]->value);
+			n +=
+			    (size_t)snprintf(labels + n, sizeof(labels) - n, "%s%s=\"%s\"",
+					     j ? "," : "{", s->labels[j]->key, s->labels[j]->value);
 		if (n && n < sizeof(labels) - 1)
 			snprintf(labels + n, sizeof(labels) - n, "}");
 		fmt_time(last ? last->time : NULL, t, sizeof(t));
-		printf("%-60s %7zu  %-24s %.17g\n", labels, s->n_points, t, last ? last->value : 0.0);
+		printf("%-60s %7zu  %-24s %.17g\n", labels, s->n_points, t,
+		       last ? last->value : 0.0);
 	}
 	sysobs__v1__series_list__free_unpacked(m, NULL);
 	return 1;
@@ -701,7 +707,8 @@ static int cmd_status(const struct opts *o)
 			return 1;
 		h = sysobs__v1__health__unpack(NULL, b.len, (const uint8_t *)b.data);
 		printf("agent %s: %s%s%s\n", o->server, h ? h->status : "?",
-		       h && h->_reason_case ? ", " : "", h && h->_reason_case ? str(h->reason) : "");
+		       h && h->_reason_case ? ", " : "",
+		       h && h->_reason_case ? str(h->reason) : "");
 		if (h)
 			sysobs__v1__health__free_unpacked(h, NULL);
 		free(b.data);
@@ -745,7 +752,8 @@ static int cmd_scan(const struct opts *o, int argc, char **argv)
 			if (end == c || *end || core > 1u << 20 || req.n_cores == 64)
 				die_usage("scan: '%s' is not PACKAGE:CORE", argv[i]);
 			sysobs__v1__ifs_core_ref__init(&refs[req.n_cores]);
-			refs[req.n_cores]._package_case = SYSOBS__V1__IFS_CORE_REF___PACKAGE_PACKAGE;
+			refs[req.n_cores]._package_case =
+			    SYSOBS__V1__IFS_CORE_REF___PACKAGE_PACKAGE;
 			refs[req.n_cores].package = (uint32_t)pkg;
 			refs[req.n_cores].core = (uint32_t)core;
 			refp[req.n_cores] = &refs[req.n_cores];
@@ -815,8 +823,18 @@ static void check_tls_opts(const struct opts *o)
 		die_usage("TLS options need an https:// --server");
 }
 
-enum { OPT_SINCE = 256, OPT_UNTIL, OPT_STEP, OPT_CA, OPT_CERT, OPT_KEY, OPT_INSECURE, OPT_USER,
-       OPT_PWFILE, OPT_TIMEOUT };
+enum {
+	OPT_SINCE = 256,
+	OPT_UNTIL,
+	OPT_STEP,
+	OPT_CA,
+	OPT_CERT,
+	OPT_KEY,
+	OPT_INSECURE,
+	OPT_USER,
+	OPT_PWFILE,
+	OPT_TIMEOUT
+};
 
 int main(int argc, char **argv)
 {

@@ -90,8 +90,8 @@ struct cf_agg {
 	/* waiting now, from the in-flight map: [0] not read by the daemon yet,
 	 * [1] read and not answered; and the age of the oldest of each */
 	uint64_t waiting[2], oldest_ns[2];
-	bool live;   /* the kernel still has this (volume, op): not only retired totals */
-	bool gone;   /* retired entries: its series were declared gone */
+	bool live; /* the kernel still has this (volume, op): not only retired totals */
+	bool gone; /* retired entries: its series were declared gone */
 };
 
 static const char *const cf_wait_states[2] = {"unread", "read"};

@@ -921,8 +921,8 @@ static int ifs_start(struct collector *c)
 	p->m_image = sink_family(k, &ifs_metrics[IFS_M_IMAGE]);
 	p->m_reloads = sink_family(k, &ifs_metrics[IFS_M_RELOADS]);
 	p->m_duration = sink_family(k, &ifs_metrics[IFS_M_DURATION]);
-	if (!p->m_scans || !p->m_duration || !p->m_status || !p->m_last_ts || !p->m_failing || !p->m_image ||
-	    !p->m_reloads)
+	if (!p->m_scans || !p->m_duration || !p->m_status || !p->m_last_ts || !p->m_failing ||
+	    !p->m_image || !p->m_reloads)
 		return -ENOMEM;
 
 	ifs_sched_init(&p->sched, &p->scfg);

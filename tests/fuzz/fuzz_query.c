@@ -15,8 +15,8 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	static const char *const allowed[] = {"collector", QUERY_WINDOW_PARAMS, "step",
-					      "name[]", NULL};
+	static const char *const allowed[] = {"collector", QUERY_WINDOW_PARAMS, "step", "name[]",
+					      NULL};
 	const int64_t now = 1796205600LL * NSEC_PER_SEC;
 	const char *args[2 * MAX_ARGS];
 	struct http_request req = {.method = "GET", .path = "/api/v1/events", .args = args};

@@ -25,7 +25,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	if (time_parse(s, now, &t) == 0) {
 		n = time_format_rfc3339(t, buf, sizeof(buf));
-		FUZZ_CHECK(n > 0 || n == -ERANGE, "time_format_rfc3339(%lld) = %d", (long long)t, n);
+		FUZZ_CHECK(n > 0 || n == -ERANGE, "time_format_rfc3339(%lld) = %d", (long long)t,
+			   n);
 		if (n > 0) {
 			FUZZ_CHECK(time_parse(buf, now, &t2) == 0 && t2 == t,
 				   "\"%s\" -> %lld -> \"%s\" does not read back", s, (long long)t,

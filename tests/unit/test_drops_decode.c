@@ -183,12 +183,9 @@ static void test_protocol_names(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_udp4),
-	    cmocka_unit_test(test_truncated),
-	    cmocka_unit_test(test_tcp6),
-	    cmocka_unit_test(test_icmp_and_unparsed),
-	    cmocka_unit_test(test_rejects),
-	    cmocka_unit_test(test_protocol_names),
+	    cmocka_unit_test(test_udp4),    cmocka_unit_test(test_truncated),
+	    cmocka_unit_test(test_tcp6),    cmocka_unit_test(test_icmp_and_unparsed),
+	    cmocka_unit_test(test_rejects), cmocka_unit_test(test_protocol_names),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

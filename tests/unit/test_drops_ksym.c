@@ -157,10 +157,8 @@ static void test_proc(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_lookup),
-	    cmocka_unit_test(test_restricted),
-	    cmocka_unit_test(test_range),
-	    cmocka_unit_test(test_pfx_and_modules),
+	    cmocka_unit_test(test_lookup), cmocka_unit_test(test_restricted),
+	    cmocka_unit_test(test_range),  cmocka_unit_test(test_pfx_and_modules),
 	    cmocka_unit_test(test_proc),
 	};
 

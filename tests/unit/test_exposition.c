@@ -32,8 +32,20 @@
 
 static void test_nhist_reference(void **state)
 {
-	static const double vals[] = {1.0,   2.0, 0.5, 1.5, 3.0,	 1e-3,	     0.0123,
-				      7.5,   100, 1e9, 4.2e-7, 1.0000001, 1.4142135623730951, 0.99};
+	static const double vals[] = {1.0,
+				      2.0,
+				      0.5,
+				      1.5,
+				      3.0,
+				      1e-3,
+				      0.0123,
+				      7.5,
+				      100,
+				      1e9,
+				      4.2e-7,
+				      1.0000001,
+				      1.4142135623730951,
+				      0.99};
 	static const struct {
 		int schema;
 		int32_t idx[14];
@@ -183,8 +195,8 @@ static void label_key(char *out, size_t size, const char *name,
 		return;
 	n += (size_t)snprintf(out + n, size - n, "{");
 	for (size_t i = 0; i < m->n_label; i++) {
-		n += (size_t)snprintf(out + n, size - n, "%s%s=\"", i ? "," : "",
-				      m->label[i]->name);
+		n +=
+		    (size_t)snprintf(out + n, size - n, "%s%s=\"", i ? "," : "", m->label[i]->name);
 		/* escaped as the text format escapes it */
 		for (const char *c = m->label[i]->value; *c && n + 3 < size; c++) {
 			if (*c == '\\' || *c == '"' || *c == '\n')
@@ -525,9 +537,12 @@ static void test_exemplar_validation(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_nhist_reference),   cmocka_unit_test(test_nhist_reduce),
-	    cmocka_unit_test(test_nhist_spans),	      cmocka_unit_test(test_encoders_agree),
-	    cmocka_unit_test(test_openmetrics_format), cmocka_unit_test(test_gone_and_owners),
+	    cmocka_unit_test(test_nhist_reference),
+	    cmocka_unit_test(test_nhist_reduce),
+	    cmocka_unit_test(test_nhist_spans),
+	    cmocka_unit_test(test_encoders_agree),
+	    cmocka_unit_test(test_openmetrics_format),
+	    cmocka_unit_test(test_gone_and_owners),
 	    cmocka_unit_test(test_exemplar_validation),
 	    cmocka_unit_test(test_openmetrics_name_clash),
 	};

@@ -24,7 +24,8 @@ static void text_and_journal(void **state)
 
 	log_format_line(buf, sizeof(buf), LOG_FMT_TEXT, false, T0, LOG_LVL_INFO, "http",
 			"listening on 127.0.0.1:9559");
-	assert_string_equal(buf, "2026-12-02T10:00:00.123Z info  http: listening on 127.0.0.1:9559");
+	assert_string_equal(buf,
+			    "2026-12-02T10:00:00.123Z info  http: listening on 127.0.0.1:9559");
 	log_format_line(buf, sizeof(buf), LOG_FMT_TEXT, true, T0, LOG_LVL_WARN, "drops", "x");
 	assert_string_equal(buf, "<4>drops: x");
 	log_format_line(buf, sizeof(buf), LOG_FMT_TEXT, true, T0, LOG_LVL_ERR, NULL, "y");
@@ -90,8 +91,11 @@ static void parse(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(text_and_journal), cmocka_unit_test(logfmt), cmocka_unit_test(json),
-	    cmocka_unit_test(json_cut_still_closes), cmocka_unit_test(parse),
+	    cmocka_unit_test(text_and_journal),
+	    cmocka_unit_test(logfmt),
+	    cmocka_unit_test(json),
+	    cmocka_unit_test(json_cut_still_closes),
+	    cmocka_unit_test(parse),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

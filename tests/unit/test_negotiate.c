@@ -30,8 +30,14 @@ static void assert_pick(const char *accept, const char *const *offers, size_t n,
 
 	if (got != want)
 		fail_msg("Accept \"%s\": got %d (%s), want %d (%s)", accept ? accept : "(null)",
-			 got, got < 0 ? "406" : offers[got] ? offers[got] : "(null)", want,
-			 want < 0 ? "406" : offers[want] ? offers[want] : "(null)");
+			 got,
+			 got < 0       ? "406"
+			 : offers[got] ? offers[got]
+				       : "(null)",
+			 want,
+			 want < 0	? "406"
+			 : offers[want] ? offers[want]
+					: "(null)");
 }
 
 #define METRICS(accept, want) assert_pick(accept, metrics_offers, N(metrics_offers), want)

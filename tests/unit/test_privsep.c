@@ -86,10 +86,10 @@ static void test_serve_command_set(void **state)
 	assert_string_equal(buf, "2\n");
 
 	struct privsep_req bad[] = {
-	    {3, 1, 7},			     /* unknown command */
-	    {0, 1, 7},			     /* unknown command */
-	    {PRIVSEP_RUN_TEST, 64, 7},	     /* device out of range */
-	    {PRIVSEP_RUN_TEST, 1, 70000},    /* CPU out of range */
+	    {3, 1, 7},			      /* unknown command */
+	    {0, 1, 7},			      /* unknown command */
+	    {PRIVSEP_RUN_TEST, 64, 7},	      /* device out of range */
+	    {PRIVSEP_RUN_TEST, 1, 70000},     /* CPU out of range */
 	    {PRIVSEP_LOAD_BATCH, 1, 0x10000}, /* batch out of range */
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)

@@ -445,11 +445,12 @@ static void test_query_timeout_stops_a_read(void **state)
 	s = open_started(&cfg, tables_ab);
 	db = store_reader_get(s);
 	assert_non_null(db);
-	assert_int_equal(sqlite3_prepare_v2(db,
-					    "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 "
-					    "FROM c) SELECT count(*) FROM c",
-					    -1, &st, NULL),
-			 SQLITE_OK);
+	assert_int_equal(
+	    sqlite3_prepare_v2(db,
+			       "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 "
+			       "FROM c) SELECT count(*) FROM c",
+			       -1, &st, NULL),
+	    SQLITE_OK);
 	t0 = now_ns();
 	rc = sqlite3_step(st);
 	sqlite3_finalize(st);

@@ -183,7 +183,7 @@ static void test_auth(void **state)
 	assert_false(web_auth_check(wc, "alice", "pw2"));
 	assert_false(web_auth_check(wc, "alice", "pw2"));
 	assert_false(web_auth_check(wc, "alice", ""));
-	assert_false(web_auth_check(wc, "bob", "pw")); /* unknown user */
+	assert_false(web_auth_check(wc, "bob", "pw"));	 /* unknown user */
 	assert_false(web_auth_check(wc, "alic", "epw")); /* the pair, not a concatenation */
 	/* more distinct passwords than the cache holds: still right */
 	for (int i = 0; i < 70; i++) {
