@@ -763,17 +763,12 @@ void series_histogram_set(struct metric_series *s, const uint64_t *counts, doubl
 
 double series_value(const struct metric_series *s)
 {
-	double v = 0;
+	double v;
 
 	if (!s)
 		return NAN;
 	pthread_mutex_lock(&s->f->m->lock);
-	if (s->f->type == METRIC_HISTOGRAM) {
-		for (size_t i = 0; i <= s->f->n_bounds; i++)
-			v += (double)s->counts[i];
-	} else {
-		v = s->value;
-	}
+	v = s->f->type == METRIC_HISTOGRAM ? (double)series_count_locked(s) : s->value;
 	pthread_mutex_unlock(&s->f->m->lock);
 	return v;
 }
@@ -1102,15 +1097,12 @@ void metrics_visit(struct metrics *m, metrics_visit_fn fn, void *arg)
 			continue;
 		for (size_t j = 0; j < f->n_series; j++) {
 			const struct metric_series *s = f->order[j];
-			uint64_t count = 0;
 
 			if (f->type != METRIC_HISTOGRAM) {
 				fn(f->name, s->labels, s->value, arg);
 				continue;
 			}
-			for (size_t k = 0; k <= f->n_bounds; k++)
-				count += s->counts[k];
-			fn(f->name_count, s->labels, (double)count, arg);
+			fn(f->name_count, s->labels, (double)series_count_locked(s), arg);
 			fn(f->name_sum, s->labels, s->sum, arg);
 		}
 	}
