@@ -103,7 +103,8 @@ static int caps_clear(void)
 /*
  * The agent also gets socket() for its four families only (unix, inet,
  * inet6, netlink) and bpf() for commands on objects it already holds (map
- * reads and updates, object info), never a load, attach or id lookup.
+ * reads and updates, object info, a test run of a loaded program), never a
+ * load, attach or id lookup.
  */
 static int agent_args_rules(scmp_filter_ctx ctx)
 {
@@ -114,6 +115,7 @@ static int agent_args_rules(scmp_filter_ctx ctx)
 	    BPF_OBJ_GET_INFO_BY_FD, BPF_MAP_LOOKUP_AND_DELETE_ELEM,
 	    BPF_MAP_LOOKUP_BATCH,   BPF_MAP_LOOKUP_AND_DELETE_BATCH,
 	    BPF_MAP_UPDATE_BATCH,   BPF_MAP_DELETE_BATCH,
+	    BPF_PROG_TEST_RUN, /* collectors/netns_live.c: a loaded walk */
 	};
 	int rc = 0;
 

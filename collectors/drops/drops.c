@@ -37,15 +37,19 @@
 #include "collectors/drops/drops_cgroup.h"
 #include "collectors/drops/drops_decode.h"
 #include "collectors/drops/drops_ksym.h"
+#include "collectors/netns_live.h"
 
 #define DROPS_RESCAN_MS	     60000 /* module BTF rescan for unnamed subsystem reasons */
 #define DROPS_CONSUME_BUDGET 8192  /* records per on_ready before yielding */
+#define DROPS_GONE_MAX	     4096  /* deleted namespaces remembered (see drops_gone) */
 
 struct drops_agg {
 	uint32_t reason;
 	const char *proto; /* static string from drops_protocol_name() */
 	uint32_t netns;
 	uint64_t count;
+	int32_t slot; /* index into slot_vals, -1: from the hash or carried */
+	bool dead;    /* its namespace no longer exists */
 };
 
 struct drops_state {
@@ -81,9 +85,31 @@ struct drops_state {
 	__u32 *slot_keys;	      /* DROPS_SLOTS */
 	struct drops_slot *slot_vals; /* DROPS_SLOTS * ncpus */
 
+	/*
+	 * Deleted network namespaces (see drops_retire). live: the kernel's
+	 * list, NULL when it cannot be read (nothing is retired then).
+	 * hkeys: the hash keys of this collect, in agg order. slot_off: per
+	 * slot and CPU, the count already retired with a deleted namespace
+	 * (slots are never freed: a reused inode number counts from there).
+	 * carry: without netns_label, the retired hash counts per (reason,
+	 * protocol), so that the totals never go back. gone: inode numbers
+	 * whose series were declared gone, sorted, at most DROPS_GONE_MAX.
+	 */
+	struct netns_live *live;
+	struct drops_key *hkeys;
+	size_t hkeys_cap;
+	uint64_t *slot_off;
+	struct drops_agg *carry;
+	size_t ncarry;
+	uint32_t *gone;
+	size_t ngone;
+	uint64_t netns_gone;
+	bool walk_warned;
+	uint64_t retired, retired_new; /* counts that left the maps (netns_label) */
+
 	struct sink_family *drops;
 	struct sink_series *runs, *overflow, *samples, *lost, *throttled, *invalid_s, *keys;
-	struct sink_series *folded, *recursion;
+	struct sink_series *folded, *recursion, *netns_live_s, *netns_gone_s;
 };
 
 /* --- metrics ------------------------------------------------------------- */
@@ -98,6 +124,8 @@ enum {
 	DROPS_M_MAP_ENTRIES,
 	DROPS_M_FRAG_FOLDED,
 	DROPS_M_RECURSION,
+	DROPS_M_NETNS_LIVE,
+	DROPS_M_NETNS_GONE,
 };
 
 static const struct metric_desc drops_metrics[] = {
@@ -134,6 +162,14 @@ static const struct metric_desc drops_metrics[] = {
 			   "it was already running on that CPU (bpf_prog_info.recursion_misses): "
 			   "drops missing from every counter.",
 			   METRIC_KIND_COUNTER},
+    [DROPS_M_NETNS_LIVE] = {"sysobs_drops_netns_live",
+			    "Network namespaces in the kernel's list at the last collect (the "
+			    "walk that tells which namespaces' drop counters are gone).",
+			    METRIC_KIND_GAUGE},
+    [DROPS_M_NETNS_GONE] = {"sysobs_drops_netns_gone_total",
+			    "Deleted network namespaces whose drop counters were retired "
+			    "(series gone with netns_label; kernel keys freed).",
+			    METRIC_KIND_COUNTER},
     {0},
 };
 
@@ -430,6 +466,7 @@ static int drops_init(struct collector *c)
 {
 	const struct drops_cfg *cfg = c->cfg;
 	struct drops_state *st;
+	char why[512];
 	int err;
 
 	if (cfg->ring_bytes & (cfg->ring_bytes - 1) || cfg->ring_bytes % getpagesize())
@@ -480,7 +517,9 @@ static int drops_init(struct collector *c)
 	st->percpu = calloc(st->ncpus, sizeof(*st->percpu));
 	st->slot_keys = calloc(DROPS_SLOTS, sizeof(*st->slot_keys));
 	st->slot_vals = calloc((size_t)DROPS_SLOTS * st->ncpus, sizeof(*st->slot_vals));
-	if (!st->percpu || !st->slot_keys || !st->slot_vals)
+	st->slot_off = calloc((size_t)DROPS_SLOTS * st->ncpus, sizeof(*st->slot_off));
+	st->gone = calloc(DROPS_GONE_MAX, sizeof(*st->gone));
+	if (!st->percpu || !st->slot_keys || !st->slot_vals || !st->slot_off || !st->gone)
 		return -ENOMEM;
 
 	/* Before the load: the program needs skb_release_data()'s text to tell
@@ -530,6 +569,13 @@ static int drops_init(struct collector *c)
 					     strerror(-err), bpf_util_load_cause(err));
 	clog_info(c, "%zu drop reasons from %s; kfree_skb has %d arguments; program %s",
 		  drops_reasons_count(st->reasons), cfg->btf_path, st->nargs, st->attach_kind);
+	/* Now, with the capabilities: the walk itself needs none later. */
+	st->live = netns_live_open(why, sizeof(why));
+	if (!st->live)
+		clog_warn(c,
+			  "cannot list network namespaces (%s): counters of deleted namespaces are "
+			  "never retired (their series stay, their kernel keys fill map_entries)",
+			  why);
 	return 0;
 }
 
@@ -630,8 +676,11 @@ static int drops_start(struct collector *c)
 	st->keys = sink_series1(k, &drops_metrics[DROPS_M_MAP_ENTRIES]);
 	st->folded = sink_series1(k, &drops_metrics[DROPS_M_FRAG_FOLDED]);
 	st->recursion = sink_series1(k, &drops_metrics[DROPS_M_RECURSION]);
+	st->netns_live_s = sink_series1(k, &drops_metrics[DROPS_M_NETNS_LIVE]);
+	st->netns_gone_s = sink_series1(k, &drops_metrics[DROPS_M_NETNS_GONE]);
 	if (!st->drops || !st->runs || !st->overflow || !st->samples || !st->lost ||
-	    !st->throttled || !st->invalid_s || !st->keys || !st->folded || !st->recursion)
+	    !st->throttled || !st->invalid_s || !st->keys || !st->folded || !st->recursion ||
+	    !st->netns_live_s || !st->netns_gone_s)
 		return -ENOMEM;
 
 	st->cgroups = drops_cgroups_new(NULL);
@@ -753,7 +802,8 @@ static struct drops_agg *agg_next(struct drops_state *st, size_t *n)
 	return &st->agg[(*n)++];
 }
 
-static int agg_add(struct drops_state *st, size_t *n, const struct drops_key *key, uint64_t count)
+static int agg_add(struct drops_state *st, size_t *n, const struct drops_key *key, uint64_t count,
+		   int32_t slot)
 {
 	struct drops_agg *a = agg_next(st, n);
 
@@ -761,14 +811,17 @@ static int agg_add(struct drops_state *st, size_t *n, const struct drops_key *ke
 		return -ENOMEM;
 	a->reason = key->reason;
 	a->proto = drops_protocol_name(key->l3_proto, key->l4_proto);
-	a->netns = st->cfg->netns_label ? key->netns : 0;
+	a->netns = key->netns;
 	a->count = count;
+	a->slot = slot;
+	a->dead = false;
 	st->events += count;
 	return 0;
 }
 
 /* The fast slot table: every slot of every CPU, in one batched read when the
- * kernel supports it (v5.6 for arrays), else slot by slot. */
+ * kernel supports it (v5.6 for arrays), else slot by slot. A slot's count
+ * goes on from what a deleted namespace left in it (slot_off). */
 static int drops_read_slots(struct drops_state *st, size_t *n)
 {
 	int fd = bpf_map__fd(st->skel->maps.slots);
@@ -789,12 +842,195 @@ static int drops_read_slots(struct drops_state *st, size_t *n)
 	}
 	for (__u32 i = 0; i < count; i++) {
 		for (int cpu = 0; cpu < st->ncpus; cpu++) {
-			const struct drops_slot *sl = &st->slot_vals[(size_t)i * st->ncpus + cpu];
+			int32_t pos = (int32_t)(i * st->ncpus + cpu);
+			const struct drops_slot *sl = &st->slot_vals[pos];
 
-			if (sl->count && (err = agg_add(st, n, &sl->key, sl->count)))
+			if (sl->count > st->slot_off[pos] &&
+			    (err = agg_add(st, n, &sl->key, sl->count - st->slot_off[pos], pos)))
 				return err;
 		}
 	}
+	return 0;
+}
+
+static int u32_cmp(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static bool drops_gone_has(const struct drops_state *st, uint32_t netns)
+{
+	return bsearch(&netns, st->gone, st->ngone, sizeof(*st->gone), u32_cmp) != NULL;
+}
+
+/* Remembers that netns's series were declared gone; a full list starts
+ * over (a later drop of a forgotten namespace then counts as its first). */
+static void drops_gone_add(struct drops_state *st, uint32_t netns)
+{
+	size_t i = 0;
+
+	if (drops_gone_has(st, netns))
+		return;
+	if (st->ngone == DROPS_GONE_MAX)
+		st->ngone = 0;
+	while (i < st->ngone && st->gone[i] < netns)
+		i++;
+	memmove(st->gone + i + 1, st->gone + i, (st->ngone - i) * sizeof(*st->gone));
+	st->gone[i] = netns;
+	st->ngone++;
+	st->netns_gone++;
+}
+
+/* A namespace in the kernel's list again is a new one with a reused inode
+ * number: its series start over. */
+static void drops_gone_prune(struct drops_state *st)
+{
+	size_t j = 0;
+
+	for (size_t i = 0; i < st->ngone; i++)
+		if (!netns_live_has(st->live, st->gone[i]))
+			st->gone[j++] = st->gone[i];
+	st->ngone = j;
+}
+
+static int drops_carry(struct drops_state *st, const struct drops_agg *a)
+{
+	struct drops_agg *p;
+
+	for (size_t i = 0; i < st->ncarry; i++) {
+		if (st->carry[i].reason == a->reason && st->carry[i].proto == a->proto) {
+			st->carry[i].count += a->count;
+			return 0;
+		}
+	}
+	p = realloc(st->carry, (st->ncarry + 1) * sizeof(*p));
+	if (!p)
+		return -ENOMEM;
+	st->carry = p;
+	st->carry[st->ncarry] = *a;
+	st->carry[st->ncarry].netns = 0;
+	st->carry[st->ncarry].slot = -1;
+	st->ncarry++;
+	return 0;
+}
+
+/*
+ * Counters of deleted network namespaces. The kernel's list is read after
+ * the keys (a namespace made in between is not in the keys), and a key
+ * whose namespace is not in it is retired:
+ *  - its hash entry is taken out with lookup-and-delete (the final count,
+ *    atomically; the map does not fill with churning namespaces);
+ *  - its slot keeps counting in the kernel, so slot_off remembers the count
+ *    retired (an inode number reused by a new namespace counts from 0);
+ *  - with netns_label its series gets the final value and is declared gone
+ *    (drops_publish_counts); without, the hash counts are carried into the
+ *    (reason, protocol) totals, which never go back.
+ * A drop in a namespace being torn down after its series went (its exit
+ * path frees queued packets) is added to the gone series.
+ */
+static int drops_retire(struct collector *c, struct drops_state *st, size_t n_hash, size_t n)
+{
+	int fd = bpf_map__fd(st->skel->maps.counts);
+	bool label = st->cfg->netns_label;
+	int deleted = 0, err;
+
+	if (!st->live)
+		return 0;
+	err = netns_live_snapshot(st->live);
+	if (err) {
+		/* nothing can be judged gone this time */
+		if (!st->walk_warned)
+			clog_warn(c,
+				  "network namespace list: %s; counters of deleted namespaces "
+				  "stay until it reads again",
+				  strerror(-err));
+		st->walk_warned = true;
+		return 0;
+	}
+	st->walk_warned = false;
+	drops_gone_prune(st);
+	for (size_t i = 0; i < n; i++) {
+		struct drops_agg *a = &st->agg[i];
+
+		if (!a->netns || netns_live_has(st->live, a->netns))
+			continue;
+		a->dead = true;
+		if (a->slot >= 0) {
+			/* without the label the slot simply goes on counting */
+			if (label) {
+				st->slot_off[a->slot] = st->slot_vals[a->slot].count;
+				st->retired_new += a->count;
+			}
+			continue;
+		}
+		if (i < n_hash && !bpf_map_lookup_and_delete_elem(fd, &st->hkeys[i], st->percpu)) {
+			uint64_t sum = 0;
+
+			for (int cpu = 0; cpu < st->ncpus; cpu++)
+				sum += st->percpu[cpu];
+			st->events += sum - a->count;
+			a->count = sum;
+			deleted++;
+		}
+		if (label) {
+			st->retired_new += a->count;
+			continue;
+		}
+		if ((err = drops_carry(st, a)))
+			return err;
+		st->events -= a->count; /* counted again as carry */
+		a->count = 0;
+		drops_gone_add(st, a->netns);
+	}
+	return deleted;
+}
+
+static int drops_hkey_push(struct drops_state *st, size_t i, const struct drops_key *key)
+{
+	if (i == st->hkeys_cap) {
+		size_t cap = st->hkeys_cap ? st->hkeys_cap * 2 : 64;
+		struct drops_key *p = realloc(st->hkeys, cap * sizeof(*p));
+
+		if (!p)
+			return -ENOMEM;
+		st->hkeys = p;
+		st->hkeys_cap = cap;
+	}
+	st->hkeys[i] = *key;
+	return 0;
+}
+
+/* One series of sysobs_packet_drops_total: a live one is set to its total;
+ * a namespace's first collect after its deletion sets the final value and
+ * declares it gone; later (teardown) drops of that namespace are added. */
+static int drops_publish_one(struct collector *c, struct drops_state *st, const struct drops_agg *a,
+			     uint64_t total, bool dead)
+{
+	char reason[DROPS_REASON_NAME_MAX], netns[16];
+	const char *values[4] = {reason, a->proto, netns, NULL};
+	bool label = st->cfg->netns_label;
+	bool again = dead && label && drops_gone_has(st, a->netns);
+	struct sink_series *s;
+
+	if (again && !total)
+		return 0;
+	drops_maybe_rescan(st, a->reason);
+	drops_reason_format(st->reasons, a->reason, reason, sizeof(reason));
+	snprintf(netns, sizeof(netns), "%" PRIu32, label ? a->netns : 0);
+	s = sink_series(c->sink, st->drops, values);
+	if (!s) {
+		int err = -errno;
+
+		return err ? err : -ENOMEM;
+	}
+	if (again)
+		sink_add(c->sink, s, (double)total);
+	else
+		sink_set(c->sink, s, (double)total);
+	if (dead && label)
+		sink_series_gone(c->sink, st->drops, s);
 	return 0;
 }
 
@@ -811,37 +1047,55 @@ static int drops_publish_counts(struct collector *c, struct drops_state *st)
 	while (bpf_map_get_next_key(fd, prev, &key) == 0) {
 		uint64_t sum = 0;
 
-		prev = &key;
+		if ((err = drops_hkey_push(st, n_hash, &key)))
+			return err;
+		prev = &st->hkeys[n_hash];
 		if (drops_sum_percpu(st, fd, &key, &sum))
-			continue; /* keys are never deleted: cannot happen */
-		if ((err = agg_add(st, &n, &key, sum)))
+			continue; /* retired by another reader: cannot happen */
+		if ((err = agg_add(st, &n, &key, sum, -1)))
 			return err;
 		n_hash++;
 	}
-	sink_set(c->sink, st->keys, (double)n_hash);
 	err = drops_read_slots(st, &n);
-	if (err)
+	if (!err)
+		err = drops_retire(c, st, n_hash, n);
+	if (err < 0)
 		return err;
+	sink_set(c->sink, st->keys, (double)(n_hash - (size_t)err));
+	for (i = 0; i < st->ncarry; i++) {
+		struct drops_agg *a = agg_next(st, &n);
+
+		if (!a)
+			return -ENOMEM;
+		*a = st->carry[i];
+		st->events += a->count;
+	}
+	if (!st->cfg->netns_label)
+		for (i = 0; i < n; i++)
+			st->agg[i].netns = 0;
 	if (n)
 		qsort(st->agg, n, sizeof(*st->agg), agg_cmp);
 	for (i = 0; i < n; i = j) {
-		char reason[DROPS_REASON_NAME_MAX], netns[16];
-		const char *values[4] = {reason, st->agg[i].proto, netns, NULL};
-		struct sink_series *s;
 		uint64_t total = 0;
+		bool dead = true;
 
-		for (j = i; j < n && !agg_cmp(&st->agg[i], &st->agg[j]); j++)
+		for (j = i; j < n && !agg_cmp(&st->agg[i], &st->agg[j]); j++) {
 			total += st->agg[j].count;
-		drops_maybe_rescan(st, st->agg[i].reason);
-		drops_reason_format(st->reasons, st->agg[i].reason, reason, sizeof(reason));
-		snprintf(netns, sizeof(netns), "%" PRIu32, st->agg[i].netns);
-		s = sink_series(c->sink, st->drops, values);
-		if (!s) {
-			err = -errno;
-			return err ? err : -ENOMEM;
+			dead = dead && st->agg[j].dead;
 		}
-		sink_set(c->sink, s, (double)total);
+		if ((err = drops_publish_one(c, st, &st->agg[i], total, dead)))
+			return err;
 	}
+	if (st->cfg->netns_label)
+		for (i = 0; i < n; i++)
+			if (st->agg[i].dead)
+				drops_gone_add(st, st->agg[i].netns);
+	/* what left the kernel's maps still counts in the program's runs */
+	st->events += st->retired;
+	st->retired += st->retired_new;
+	st->retired_new = 0;
+	sink_set(c->sink, st->netns_live_s, (double)netns_live_count(st->live));
+	sink_set(c->sink, st->netns_gone_s, (double)st->netns_gone);
 	return 0;
 }
 
@@ -921,6 +1175,11 @@ static void drops_stop(struct collector *c)
 	free(st->percpu);
 	free(st->slot_keys);
 	free(st->slot_vals);
+	free(st->slot_off);
+	free(st->gone);
+	free(st->hkeys);
+	free(st->carry);
+	netns_live_close(st->live);
 	free(st->agg);
 	free(st);
 	c->priv = NULL;

@@ -1,0 +1,98 @@
+// SPDX-License-Identifier: GPL-2.0
+/* netns_live: see netns_live.h and bpf/netns.bpf.c. */
+#include "collectors/netns_live.h"
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bpf/netns.h"
+#include "bpf/netns.skel.h"
+#include "collectors/bpf_util.h"
+
+struct netns_live {
+	struct netns_bpf *skel;
+	int prog_fd;
+	size_t n;		       /* inums in the last good snapshot */
+	uint32_t inum[NETNS_LIVE_MAX]; /* sorted */
+};
+
+struct netns_live *netns_live_open(char *why, size_t why_len)
+{
+	struct netns_live *nl = calloc(1, sizeof(*nl));
+	int err;
+
+	if (!nl) {
+		snprintf(why, why_len, "out of memory");
+		return NULL;
+	}
+	bpf_util_load_begin("netns");
+	nl->skel = netns_bpf__open_and_load();
+	err = nl->skel ? 0 : -errno;
+	bpf_util_load_end();
+	if (err) {
+		snprintf(why, why_len, "load: %s; libbpf: %s", strerror(-err),
+			 bpf_util_load_cause(err));
+		free(nl);
+		errno = -err;
+		return NULL;
+	}
+	nl->prog_fd = bpf_program__fd(nl->skel->progs.netns_walk);
+	/* One walk now: a kernel that loads the program but cannot run it
+	 * (no test_run for raw_tp, say) says so here, not at every collect. */
+	err = netns_live_snapshot(nl);
+	if (err) {
+		snprintf(why, why_len, "first walk: %s", strerror(-err));
+		netns_live_close(nl);
+		errno = -err;
+		return NULL;
+	}
+	return nl;
+}
+
+static int u32_cmp(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+int netns_live_snapshot(struct netns_live *nl)
+{
+	LIBBPF_OPTS(bpf_test_run_opts, opts);
+	uint32_t n;
+
+	if (bpf_prog_test_run_opts(nl->prog_fd, &opts))
+		return -errno;
+	n = opts.retval;
+	if (n == NETNS_WALK_NO_INIT)
+		return -ENOENT;
+	if (n > NETNS_LIVE_MAX)
+		return -E2BIG;
+	/* .bss is mmapped: the walk wrote it before test_run returned. */
+	memcpy(nl->inum, nl->skel->bss->live_netns, n * sizeof(nl->inum[0]));
+	qsort(nl->inum, n, sizeof(nl->inum[0]), u32_cmp);
+	nl->n = n;
+	return 0;
+}
+
+bool netns_live_has(const struct netns_live *nl, uint32_t inum)
+{
+	return bsearch(&inum, nl->inum, nl->n, sizeof(nl->inum[0]), u32_cmp) != NULL;
+}
+
+size_t netns_live_count(const struct netns_live *nl)
+{
+	return nl ? nl->n : 0;
+}
+
+void netns_live_close(struct netns_live *nl)
+{
+	if (!nl)
+		return;
+	netns_bpf__destroy(nl->skel);
+	free(nl);
+}

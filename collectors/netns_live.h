@@ -1,0 +1,35 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * netns_live: which network namespaces exist now, by inode number, as the
+ * kernel's own list says (bpf/netns.bpf.c). Collectors that label series by
+ * netns use it to declare a deleted namespace's series gone.
+ *
+ *   netns_live_open()      loads the walk; needs the BPF capabilities, so it
+ *                          runs in a collector's init, before the privilege
+ *                          drop. NULL with errno and *why when it cannot.
+ *   netns_live_snapshot()  runs the walk (a BPF_PROG_TEST_RUN: no
+ *                          capability needed); 0, or -E2BIG (more than
+ *                          NETNS_LIVE_MAX or a list that did not close) or
+ *                          -ENOENT (init_net not found): nothing can be
+ *                          judged gone then.
+ *   netns_live_has()       inum is in the last good snapshot.
+ *
+ * A namespace created after the snapshot is not in it: take the snapshot
+ * after reading the keys to judge, never before.
+ */
+#ifndef SYSOBS_NETNS_LIVE_H
+#define SYSOBS_NETNS_LIVE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct netns_live;
+
+struct netns_live *netns_live_open(char *why, size_t why_len);
+int netns_live_snapshot(struct netns_live *nl);
+bool netns_live_has(const struct netns_live *nl, uint32_t inum);
+size_t netns_live_count(const struct netns_live *nl);
+void netns_live_close(struct netns_live *nl);
+
+#endif

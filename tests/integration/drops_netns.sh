@@ -1,0 +1,155 @@
+#!/usr/bin/env bash
+# drops collector, deleted network namespaces (issue #10, stale series):
+# the agent, unprivileged after its start, reads the kernel's own list of
+# network namespaces (bpf/netns.bpf.c) and retires the counters of a
+# namespace that is gone.
+#
+#  A. netns_label = true, fast slots: the series of a deleted namespace stays
+#     for [metrics] stale_series_grace with its final value, then leaves
+#     /metrics and sysobs_series_removed_total{collector="drops"} counts it;
+#     a new namespace that reuses the inode number counts from 0.
+#  B. netns_label = true, hash only (fast_slots = false): the kernel keys of
+#     the deleted namespace are freed (sysobs_drops_map_entries goes down).
+#  C. netns_label = false: the (reason, protocol) total never goes back when
+#     the keys of a deleted namespace are freed.
+#
+# Reference for the list: the namespaces of every process (lsns) and every
+# bind mount in /run/netns, the two ways namespaces are held on this host.
+source "$(dirname "$0")/lib.sh"
+
+need_root
+need_cmd ip
+need_cmd lsns
+[ -r /sys/kernel/btf/vmlinux ] || skip "kernel without BTF (/sys/kernel/btf/vmlinux)"
+GEN=${SYSOBS_BUILD:?}/tests/drops_gen
+[ -x "$GEN" ] || fail "traffic generator $GEN not built"
+
+NS=sysobs-dnetns-$$
+ns_new() {
+	ip netns add "$1" || skip "cannot create a network namespace"
+	ip -n "$1" link set lo up
+	stat -L -c %i "/run/netns/$1"
+}
+ns_del() { ip netns del "$1" 2>/dev/null || true; }
+on_exit "ns_del $NS-a; ns_del $NS-b; ns_del $NS-c"
+# nosock NS N: N UDP datagrams to a closed port (NO_SOCKET drops) in NS
+nosock() { ip netns exec "$1" "$GEN" udp -d 127.0.0.1 -p 9 -n "$2" -s 41100 >/dev/null; }
+
+# The database directory must be reachable by the user the agent becomes.
+chmod 755 "$T"
+# agent_config LABEL FAST_SLOTS
+agent_config() {
+	cat >"$T/sysobsd.ini" <<INI
+[http]
+listen = 127.0.0.1:0
+[storage]
+path = $T/sysobs.db
+batch_ms = 50
+[metrics]
+stale_series_grace = 3s
+[collector.self]
+enabled = false
+[collector.drops]
+interval = 200ms
+netns_label = $1
+fast_slots = $2
+INI
+}
+state_is() {
+	[ "$(api GET /api/v1/collectors | jq -r '.data[] | select(.name == "drops") | .state')" = "$1" ]
+}
+start_drops_agent() {
+	start_agent
+	wait_for 10 state_is RUNNING || fail "drops collector not running: $(tail -5 "$T/agent.log")"
+	wait_for 10 grep -q 'without capabilities' "$T/agent.log" ||
+		fail "the agent did not drop its privileges"
+	grep -q "cannot list network namespaces" "$T/agent.log" &&
+		fail "agent: $(grep 'cannot list network namespaces' "$T/agent.log")"
+	return 0
+}
+val() { local v; v=$(metric "$1"); printf '%s' "${v:-0}"; }
+series() { val "sysobs_packet_drops_total{reason=\"NO_SOCKET\",protocol=\"udp\",netns=\"$1\"}"; }
+has_series() { metrics_body | grep -q "^sysobs_packet_drops_total{.*netns=\"$1\""; }
+metrics_body() { curl -sS --max-time 10 "http://127.0.0.1:$PORT/metrics"; }
+settle() { sleep 0.8; } # four collect intervals
+# series_is INODE N / total_ge N: for wait_for (evaluated at every try)
+series_is() { [ "$(series "$1")" = "$2" ]; }
+total_ge() { [ "$(total)" -ge "$1" ]; }
+reference_netns() {
+	{
+		lsns -t net -n -o NS
+		for f in /run/netns/*; do stat -L -c %i "$f"; done
+	} | sort -u | wc -l
+}
+
+# --- A. label, fast slots: grace, removal, reuse --------------------------------
+agent_config true true
+start_drops_agent
+A=$(ns_new "$NS-a")
+settle
+ref=$(reference_netns)
+live=$(val sysobs_drops_netns_live)
+echo "namespaces: the kernel's list $live, processes and /run/netns $ref"
+assert_eq "namespaces listed (the kernel's list vs lsns + /run/netns)" "$ref" "$live"
+nosock "$NS-a" 20
+wait_for 5 series_is "$A" 20 || fail "series of $NS-a: $(series "$A"), not 20"
+gone0=$(val sysobs_drops_netns_gone_total)
+removed0=$(val 'sysobs_series_removed_total{collector="drops"}')
+ns_del "$NS-a"
+t_del=$SECONDS
+gone_counted() { [ "$(val sysobs_drops_netns_gone_total)" -gt "$gone0" ]; }
+wait_for 5 gone_counted || fail "deletion of $NS-a not seen: gone_total $(val sysobs_drops_netns_gone_total)"
+assert_eq "netns gone counted once" $((gone0 + 1)) "$(val sysobs_drops_netns_gone_total)"
+assert_eq "final value kept during the grace" 20 "$(series "$A")"
+wait_for 10 sh -c "! curl -sS --max-time 5 http://127.0.0.1:$PORT/metrics | grep -q 'netns=\"$A\"'" ||
+	fail "series of the deleted $NS-a still in /metrics after $((SECONDS - t_del)) s (grace 3 s)"
+echo "series of deleted $NS-a ($A) left /metrics after $((SECONDS - t_del)) s"
+removed=$(($(val 'sysobs_series_removed_total{collector="drops"}') - removed0))
+assert_ge "series removed counted" 1 "$removed"
+B=$(ns_new "$NS-b")
+nosock "$NS-b" 5
+wait_for 5 series_is "$B" 5 || fail "series of $NS-b ($B): $(series "$B"), not 5"
+if [ "$B" = "$A" ]; then
+	echo "$NS-b reused inode $A: counts from 0 (5, not 25)"
+else
+	echo "$NS-b got inode $B (not a reuse of $A): 5 drops"
+fi
+ns_del "$NS-b"
+stop_agent
+
+# --- B. label, hash only: the kernel keys are freed -----------------------------
+agent_config true false
+start_drops_agent
+C=$(ns_new "$NS-c")
+nosock "$NS-c" 7
+wait_for 5 series_is "$C" 7 || fail "series of $NS-c: $(series "$C"), not 7"
+keys0=$(val sysobs_drops_map_entries)
+ns_del "$NS-c"
+keys_down() { [ "$(val sysobs_drops_map_entries)" -lt "$keys0" ]; }
+wait_for 5 keys_down || fail "kernel keys of $NS-c not freed: map entries $keys0 -> $(val sysobs_drops_map_entries)"
+echo "hash: map entries $keys0 -> $(val sysobs_drops_map_entries) after deleting $NS-c"
+assert_eq "final value of $NS-c (hash)" 7 "$(series "$C")"
+stop_agent
+
+# --- C. no label: totals never go back -------------------------------------------
+rm -f "$T/sysobs.db"*
+agent_config false false
+start_drops_agent
+total() { val 'sysobs_packet_drops_total{reason="NO_SOCKET",protocol="udp"}'; }
+C=$(ns_new "$NS-c")
+nosock "$NS-c" 11
+wait_for 5 total_ge 11 || fail "NO_SOCKET udp total $(total) < 11"
+settle
+before=$(total)
+keys0=$(val sysobs_drops_map_entries)
+ns_del "$NS-c"
+wait_for 5 keys_down || fail "kernel keys of $NS-c not freed (no label)"
+settle
+after=$(total)
+echo "no label: NO_SOCKET udp total $before before, $after after the keys of $NS-c were freed"
+assert_ge "total never goes back" "$before" "$after"
+C2=$(ns_new "$NS-c")
+nosock "$NS-c" 4
+wait_for 5 total_ge $((after + 4)) || fail "total after 4 more: $(total), expected >= $((after + 4))"
+stop_agent
+pass "deleted network namespaces: series gone after the grace, keys freed, totals kept (inode $A, reuse $B, $C2)"
