@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: GPL-2.0
+// SPDX-License-Identifier: MIT
 /*
  * How dear is it to know which network namespaces exist? Side by side in
  * one run, on whatever namespaces the host has (bench/netns_walk.sh makes

@@ -46,6 +46,8 @@ const volatile __u64 sample_burst_ns = 0;
 const volatile bool has_rdonly_cast = false;
 /* false: every drop goes to the counts hash (the fast slots off). */
 const volatile bool use_slots = true;
+/* The socket's cgroup is part of the key (container_label). */
+const volatile bool key_cgroup = false;
 /*
  * Text of skb_release_data(), [frag_free_lo, frag_free_lo + frag_free_len),
  * from kallsyms; length 0 when unknown. kfreeing a head skb releases its
@@ -620,6 +622,20 @@ static __always_inline struct net_device *dev_by_index(struct net *net, int ifin
 	return c.found;
 }
 
+/* The cgroup (v2) the socket was created in (sock_cgroup_data, set at
+ * socket creation, CONFIG_SOCK_CGROUP_DATA); its id is the kernfs node id,
+ * the inode number of its directory in cgroupfs, never reused. 0: none. */
+static __always_inline __u64 sock_cgroup_id(struct sock *sk)
+{
+	struct cgroup *cg;
+
+	/* a kernel without cgroups has an empty sock_cgroup_data */
+	if (!bpf_core_field_exists(sk->sk_cgrp_data.cgroup) || !sk)
+		return 0;
+	cg = BPF_CORE_READ(sk, sk_cgrp_data.cgroup);
+	return cg ? BPF_CORE_READ(cg, kn, id) : 0;
+}
+
 static __always_inline void emit_sample(struct sk_buff *skb, void *location, __u32 reason,
 					struct drops_key *key, struct drops_parsed *p,
 					struct net_device *dev, struct net *net, struct sock *sk,
@@ -672,16 +688,7 @@ static __always_inline void emit_sample(struct sk_buff *skb, void *location, __u
 	}
 	if ((p->flags & DROPS_F_L3_PARSED) && !(p->flags & DROPS_F_FRAGMENT))
 		sample_l4(skb, r, p, direct);
-	/* The cgroup (v2) the socket was created in (sock_cgroup_data, set at
-	 * socket creation, CONFIG_SOCK_CGROUP_DATA); its id is the kernfs
-	 * node id, the inode number of its directory in cgroupfs. */
-	if (bpf_core_field_exists(sk->sk_cgrp_data.cgroup) && sk) {
-		/* a kernel without cgroups has an empty sock_cgroup_data */
-		struct cgroup *cg = BPF_CORE_READ(sk, sk_cgrp_data.cgroup);
-
-		if (cg)
-			r->cgroup_id = BPF_CORE_READ(cg, kn, id);
-	}
+	r->cgroup_id = key->cgroup ?: sock_cgroup_id(sk);
 	bpf_ringbuf_submit(r, 0);
 	stat_inc(DROPS_STAT_SAMPLES);
 }
@@ -704,7 +711,8 @@ static __always_inline struct drops_slot *count_in_slot(const struct drops_key *
 		return s;
 	}
 	if (s->key.reason != key->reason || s->key.netns != key->netns ||
-	    s->key.l3_proto != key->l3_proto || s->key.l4_proto != key->l4_proto)
+	    s->key.l3_proto != key->l3_proto || s->key.l4_proto != key->l4_proto ||
+	    (key_cgroup && s->key.cgroup != key->cgroup))
 		return NULL;
 	s->count++;
 	return s;
@@ -773,6 +781,11 @@ static __always_inline int handle_drop(struct sk_buff *skb, void *location, __u3
 	key.l3_proto = p.l3;
 	key.l4_proto = p.l4;
 	key.netns = netns_of(skb, location, rx_sk, &dev, &net, &sk, direct);
+	if (key_cgroup) {
+		if (!sk) /* a drop with a device: netns_of() did not look */
+			sk = RD(skb, sk) ?: rx_sk;
+		key.cgroup = sock_cgroup_id(sk);
+	}
 
 	if (use_slots)
 		slot = count_in_slot(&key, &new_key);

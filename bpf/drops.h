@@ -7,13 +7,16 @@
 #ifndef SYSOBS_DROPS_H
 #define SYSOBS_DROPS_H
 
-/* In-kernel aggregation key: one per (reason, L3, L4, netns). */
+/* In-kernel aggregation key: one per (reason, L3, L4, netns[, cgroup]). */
 struct drops_key {
 	__u32 reason;	/* enum skb_drop_reason value, as the kernel numbers it */
 	__u16 l3_proto; /* skb->protocol in host byte order (ETH_P_IP, ...) */
 	__u8 l4_proto;	/* IPPROTO_* from the IP header, 0 when not parsed */
 	__u8 pad;
 	__u32 netns; /* network namespace inode number, 0 when unknown */
+	__u32 pad2;
+	__u64 cgroup; /* cgroup v2 id of the drop's socket; 0 when none, or
+			 when key_cgroup is off */
 };
 
 /* Direct-mapped per-CPU fast table in front of the counts hash (map
@@ -33,6 +36,7 @@ static inline __u32 drops_slot_hash(const struct drops_key *k)
 
 	h ^= k->netns * 0x85EBCA77u;
 	h ^= ((__u32)k->l3_proto << 8 | k->l4_proto) * 0xC2B2AE3Du;
+	h ^= (__u32)(k->cgroup ^ k->cgroup >> 32) * 0x27D4EB2Fu;
 	return h ^ (h >> 16);
 }
 

@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: GPL-2.0 */
+/* SPDX-License-Identifier: MIT */
 /* Shared between bpf/netns.bpf.c and collectors/netns_live.c. */
 #ifndef SYSOBS_BPF_NETNS_H
 #define SYSOBS_BPF_NETNS_H

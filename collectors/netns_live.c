@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: GPL-2.0
+// SPDX-License-Identifier: MIT
 /* netns_live: see netns_live.h and bpf/netns.bpf.c. */
 #include "collectors/netns_live.h"
 

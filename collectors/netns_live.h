@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: GPL-2.0 */
+/* SPDX-License-Identifier: MIT */
 /*
  * netns_live: which network namespaces exist now, by inode number, as the
  * kernel's own list says (bpf/netns.bpf.c). Collectors that label series by

@@ -41,76 +41,8 @@
 
 #define DROPS_RESCAN_MS	     60000 /* module BTF rescan for unnamed subsystem reasons */
 #define DROPS_CONSUME_BUDGET 8192  /* records per on_ready before yielding */
-#define DROPS_GONE_MAX	     4096  /* deleted namespaces remembered (see drops_gone) */
 
-struct drops_agg {
-	uint32_t reason;
-	const char *proto; /* static string from drops_protocol_name() */
-	uint32_t netns;
-	uint64_t count;
-	int32_t slot; /* index into slot_vals, -1: from the hash or carried */
-	bool dead;    /* its namespace no longer exists */
-};
-
-struct drops_state {
-	const struct drops_cfg *cfg;
-	struct drops_bpf *skel;
-	struct bpf_link *link;
-	struct ring_buffer *rb;
-	struct bpf_util_btf btf; /* vmlinux during init only */
-	struct drops_reasons *reasons;
-	struct drops_ksyms *ksyms;
-	struct drops_cgroups *cgroups; /* NULL: no cgroup2 (ids only) */
-	const char *attach_kind;       /* "tp_btf" or "raw_tp" */
-
-	int nargs;			     /* kfree_skb tracepoint arguments */
-	uint64_t frag_free_lo, frag_free_hi; /* skb_release_data() text, 0 unknown */
-	bool has_rdonly_cast;
-	bool has_udp_destruct;		     /* udp_destruct_common() in BTF: fentry/fexit */
-	bool sockctx;			     /* ... and loaded */
-	uint64_t sock_free_lo, sock_free_hi; /* udp_destruct_common() text */
-	struct bpf_link *sock_links[2];
-	int ncpus;	  /* possible CPUs: per-CPU value arrays */
-	uint64_t *percpu; /* ncpus values */
-	struct drops_agg *agg;
-	size_t agg_cap;
-
-	int64_t mono_to_wall_ns;
-	int64_t last_rescan_ns;
-	uint64_t invalid;  /* undecodable ring-buffer records */
-	unsigned consumed; /* records handled in this on_ready */
-	uint64_t stat[DROPS_STAT_MAX];
-	uint64_t events;	      /* drops counted (slots + hash), last collect */
-	uint64_t not_sampled;	      /* drops neither sampled nor lost */
-	__u32 *slot_keys;	      /* DROPS_SLOTS */
-	struct drops_slot *slot_vals; /* DROPS_SLOTS * ncpus */
-
-	/*
-	 * Deleted network namespaces (see drops_retire). live: the kernel's
-	 * list, NULL when it cannot be read (nothing is retired then).
-	 * hkeys: the hash keys of this collect, in agg order. slot_off: per
-	 * slot and CPU, the count already retired with a deleted namespace
-	 * (slots are never freed: a reused inode number counts from there).
-	 * carry: without netns_label, the retired hash counts per (reason,
-	 * protocol), so that the totals never go back. gone: inode numbers
-	 * whose series were declared gone, sorted, at most DROPS_GONE_MAX.
-	 */
-	struct netns_live *live;
-	struct drops_key *hkeys;
-	size_t hkeys_cap;
-	uint64_t *slot_off;
-	struct drops_agg *carry;
-	size_t ncarry;
-	uint32_t *gone;
-	size_t ngone;
-	uint64_t netns_gone;
-	bool walk_warned;
-	uint64_t retired, retired_new; /* counts that left the maps (netns_label) */
-
-	struct sink_family *drops;
-	struct sink_series *runs, *overflow, *samples, *lost, *throttled, *invalid_s, *keys;
-	struct sink_series *folded, *recursion, *netns_live_s, *netns_gone_s;
-};
+#include "collectors/drops/drops_priv.h"
 
 /* --- metrics ------------------------------------------------------------- */
 
@@ -174,21 +106,26 @@ static const struct metric_desc drops_metrics[] = {
 };
 
 /*
- * sysobs_packet_drops_total, without or with the netns label (netns_label).
- * Its label set depends on the config, which ops->metrics cannot say (the
- * agent registers those before init, as declared), so the collector
- * registers the one its config asks for at start.
+ * sysobs_packet_drops_total, with the labels its config asks for: netns
+ * (netns_label), container (container_label), both or neither. The label set
+ * depends on the config, which ops->metrics cannot say (the agent registers
+ * those before init, as declared), so the collector registers the one its
+ * config asks for at start.
  */
-static const char *const drops_total_labels[] = {"reason", "protocol", "netns", NULL};
-static const char *const drops_total_labels_no_netns[] = {"reason", "protocol", NULL};
+static const char *const drops_total_labels[4][5] = {
+    {"reason", "protocol", NULL},
+    {"reason", "protocol", "netns", NULL},
+    {"reason", "protocol", "container", NULL},
+    {"reason", "protocol", "netns", "container", NULL},
+};
 #define DROPS_TOTAL_HELP                                                                           \
 	"Packets the kernel dropped, by drop reason (named from the kernel's BTF) and protocol, "  \
 	"since the collector started."
-static const struct metric_desc drops_total_metric[2] = {
-    [false] = {"sysobs_packet_drops_total", DROPS_TOTAL_HELP, METRIC_KIND_COUNTER,
-	       drops_total_labels_no_netns},
-    [true] = {"sysobs_packet_drops_total", DROPS_TOTAL_HELP, METRIC_KIND_COUNTER,
-	      drops_total_labels},
+static const struct metric_desc drops_total_metric[4] = {
+    {"sysobs_packet_drops_total", DROPS_TOTAL_HELP, METRIC_KIND_COUNTER, drops_total_labels[0]},
+    {"sysobs_packet_drops_total", DROPS_TOTAL_HELP, METRIC_KIND_COUNTER, drops_total_labels[1]},
+    {"sysobs_packet_drops_total", DROPS_TOTAL_HELP, METRIC_KIND_COUNTER, drops_total_labels[2]},
+    {"sysobs_packet_drops_total", DROPS_TOTAL_HELP, METRIC_KIND_COUNTER, drops_total_labels[3]},
 };
 
 /* --- store ----------------------------------------------------------------- */
@@ -411,6 +348,7 @@ static int drops_load_once(struct drops_state *st, bool tp_btf, bool sockctx)
 	}
 	skel->rodata->has_rx_sk = st->nargs >= 4;
 	skel->rodata->use_slots = cfg->fast_slots;
+	skel->rodata->key_cgroup = cfg->container_label;
 	skel->rodata->has_rdonly_cast = st->has_rdonly_cast;
 	if (st->frag_free_hi) {
 		skel->rodata->frag_free_lo = st->frag_free_lo;
@@ -515,11 +453,8 @@ static int drops_init(struct collector *c)
 	if (st->ncpus < 1)
 		return collector_unavailable(c, -ENODEV, "cannot count possible CPUs");
 	st->percpu = calloc(st->ncpus, sizeof(*st->percpu));
-	st->slot_keys = calloc(DROPS_SLOTS, sizeof(*st->slot_keys));
-	st->slot_vals = calloc((size_t)DROPS_SLOTS * st->ncpus, sizeof(*st->slot_vals));
-	st->slot_off = calloc((size_t)DROPS_SLOTS * st->ncpus, sizeof(*st->slot_off));
-	st->gone = calloc(DROPS_GONE_MAX, sizeof(*st->gone));
-	if (!st->percpu || !st->slot_keys || !st->slot_vals || !st->slot_off || !st->gone)
+	st->counts = drops_counts_new(st->ncpus);
+	if (!st->percpu || !st->counts)
 		return -ENOMEM;
 
 	/* Before the load: the program needs skb_release_data()'s text to tell
@@ -666,7 +601,8 @@ static int drops_start(struct collector *c)
 	struct sink *k = c->sink;
 	int err = 0;
 
-	st->drops = sink_family(k, &drops_total_metric[cfg->netns_label]);
+	st->drops =
+	    sink_family(k, &drops_total_metric[cfg->netns_label | cfg->container_label << 1]);
 	st->runs = sink_series1(k, &drops_metrics[DROPS_M_RUNS]);
 	st->overflow = sink_series1(k, &drops_metrics[DROPS_M_OVERFLOW]);
 	st->samples = sink_series1(k, &drops_metrics[DROPS_M_SAMPLES]);
@@ -751,7 +687,7 @@ out_load_end:
 	return err;
 }
 
-static int drops_sum_percpu(struct drops_state *st, int fd, const void *key, uint64_t *sum)
+int drops_sum_percpu(struct drops_state *st, int fd, const void *key, uint64_t *sum)
 {
 	if (bpf_map_lookup_elem(fd, key, st->percpu))
 		return -errno;
@@ -761,22 +697,9 @@ static int drops_sum_percpu(struct drops_state *st, int fd, const void *key, uin
 	return 0;
 }
 
-static int agg_cmp(const void *a, const void *b)
-{
-	const struct drops_agg *x = a, *y = b;
-	int r;
-
-	if (x->reason != y->reason)
-		return x->reason < y->reason ? -1 : 1;
-	r = strcmp(x->proto, y->proto);
-	if (r)
-		return r;
-	return x->netns < y->netns ? -1 : x->netns > y->netns;
-}
-
 /* Module BTF may have appeared since start (openvswitch, mac80211 loaded
  * later): rescan, at most once a minute, when a subsystem value is unnamed. */
-static void drops_maybe_rescan(struct drops_state *st, uint32_t reason)
+void drops_maybe_rescan(struct drops_state *st, uint32_t reason)
 {
 	int64_t now = clock_mono_ns();
 
@@ -786,317 +709,6 @@ static void drops_maybe_rescan(struct drops_state *st, uint32_t reason)
 	st->last_rescan_ns = now;
 	drops_scan_modules(st);
 	drops_names_publish(st->reasons);
-}
-
-static struct drops_agg *agg_next(struct drops_state *st, size_t *n)
-{
-	if (*n == st->agg_cap) {
-		size_t cap = st->agg_cap ? st->agg_cap * 2 : 64;
-		struct drops_agg *p = realloc(st->agg, cap * sizeof(*p));
-
-		if (!p)
-			return NULL;
-		st->agg = p;
-		st->agg_cap = cap;
-	}
-	return &st->agg[(*n)++];
-}
-
-static int agg_add(struct drops_state *st, size_t *n, const struct drops_key *key, uint64_t count,
-		   int32_t slot)
-{
-	struct drops_agg *a = agg_next(st, n);
-
-	if (!a)
-		return -ENOMEM;
-	a->reason = key->reason;
-	a->proto = drops_protocol_name(key->l3_proto, key->l4_proto);
-	a->netns = key->netns;
-	a->count = count;
-	a->slot = slot;
-	a->dead = false;
-	st->events += count;
-	return 0;
-}
-
-/* The fast slot table: every slot of every CPU, in one batched read when the
- * kernel supports it (v5.6 for arrays), else slot by slot. A slot's count
- * goes on from what a deleted namespace left in it (slot_off). */
-static int drops_read_slots(struct drops_state *st, size_t *n)
-{
-	int fd = bpf_map__fd(st->skel->maps.slots);
-	LIBBPF_OPTS(bpf_map_batch_opts, opts);
-	__u32 count = DROPS_SLOTS, out_batch = 0;
-	int err;
-
-	err =
-	    bpf_map_lookup_batch(fd, NULL, &out_batch, st->slot_keys, st->slot_vals, &count, &opts);
-	if (err && errno != ENOENT) {
-		/* Fallback: one lookup per slot. */
-		for (count = 0; count < DROPS_SLOTS; count++) {
-			st->slot_keys[count] = count;
-			if (bpf_map_lookup_elem(fd, &count,
-						st->slot_vals + (size_t)count * st->ncpus))
-				return -errno;
-		}
-	}
-	for (__u32 i = 0; i < count; i++) {
-		for (int cpu = 0; cpu < st->ncpus; cpu++) {
-			int32_t pos = (int32_t)(i * st->ncpus + cpu);
-			const struct drops_slot *sl = &st->slot_vals[pos];
-
-			if (sl->count > st->slot_off[pos] &&
-			    (err = agg_add(st, n, &sl->key, sl->count - st->slot_off[pos], pos)))
-				return err;
-		}
-	}
-	return 0;
-}
-
-static int u32_cmp(const void *a, const void *b)
-{
-	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-
-	return x < y ? -1 : x > y;
-}
-
-static bool drops_gone_has(const struct drops_state *st, uint32_t netns)
-{
-	return bsearch(&netns, st->gone, st->ngone, sizeof(*st->gone), u32_cmp) != NULL;
-}
-
-/* Remembers that netns's series were declared gone; a full list starts
- * over (a later drop of a forgotten namespace then counts as its first). */
-static void drops_gone_add(struct drops_state *st, uint32_t netns)
-{
-	size_t i = 0;
-
-	if (drops_gone_has(st, netns))
-		return;
-	if (st->ngone == DROPS_GONE_MAX)
-		st->ngone = 0;
-	while (i < st->ngone && st->gone[i] < netns)
-		i++;
-	memmove(st->gone + i + 1, st->gone + i, (st->ngone - i) * sizeof(*st->gone));
-	st->gone[i] = netns;
-	st->ngone++;
-	st->netns_gone++;
-}
-
-/* A namespace in the kernel's list again is a new one with a reused inode
- * number: its series start over. */
-static void drops_gone_prune(struct drops_state *st)
-{
-	size_t j = 0;
-
-	for (size_t i = 0; i < st->ngone; i++)
-		if (!netns_live_has(st->live, st->gone[i]))
-			st->gone[j++] = st->gone[i];
-	st->ngone = j;
-}
-
-static int drops_carry(struct drops_state *st, const struct drops_agg *a)
-{
-	struct drops_agg *p;
-
-	for (size_t i = 0; i < st->ncarry; i++) {
-		if (st->carry[i].reason == a->reason && st->carry[i].proto == a->proto) {
-			st->carry[i].count += a->count;
-			return 0;
-		}
-	}
-	p = realloc(st->carry, (st->ncarry + 1) * sizeof(*p));
-	if (!p)
-		return -ENOMEM;
-	st->carry = p;
-	st->carry[st->ncarry] = *a;
-	st->carry[st->ncarry].netns = 0;
-	st->carry[st->ncarry].slot = -1;
-	st->ncarry++;
-	return 0;
-}
-
-/*
- * Counters of deleted network namespaces. The kernel's list is read after
- * the keys (a namespace made in between is not in the keys), and a key
- * whose namespace is not in it is retired:
- *  - its hash entry is taken out with lookup-and-delete (the final count,
- *    atomically; the map does not fill with churning namespaces);
- *  - its slot keeps counting in the kernel, so slot_off remembers the count
- *    retired (an inode number reused by a new namespace counts from 0);
- *  - with netns_label its series gets the final value and is declared gone
- *    (drops_publish_counts); without, the hash counts are carried into the
- *    (reason, protocol) totals, which never go back.
- * A drop in a namespace being torn down after its series went (its exit
- * path frees queued packets) is added to the gone series.
- */
-static int drops_retire(struct collector *c, struct drops_state *st, size_t n_hash, size_t n)
-{
-	int fd = bpf_map__fd(st->skel->maps.counts);
-	bool label = st->cfg->netns_label;
-	int deleted = 0, err;
-
-	if (!st->live)
-		return 0;
-	err = netns_live_snapshot(st->live);
-	if (err) {
-		/* nothing can be judged gone this time */
-		if (!st->walk_warned)
-			clog_warn(c,
-				  "network namespace list: %s; counters of deleted namespaces "
-				  "stay until it reads again",
-				  strerror(-err));
-		st->walk_warned = true;
-		return 0;
-	}
-	st->walk_warned = false;
-	drops_gone_prune(st);
-	for (size_t i = 0; i < n; i++) {
-		struct drops_agg *a = &st->agg[i];
-
-		if (!a->netns || netns_live_has(st->live, a->netns))
-			continue;
-		a->dead = true;
-		if (a->slot >= 0) {
-			/* without the label the slot simply goes on counting */
-			if (label) {
-				st->slot_off[a->slot] = st->slot_vals[a->slot].count;
-				st->retired_new += a->count;
-			}
-			continue;
-		}
-		if (i < n_hash && !bpf_map_lookup_and_delete_elem(fd, &st->hkeys[i], st->percpu)) {
-			uint64_t sum = 0;
-
-			for (int cpu = 0; cpu < st->ncpus; cpu++)
-				sum += st->percpu[cpu];
-			st->events += sum - a->count;
-			a->count = sum;
-			deleted++;
-		}
-		if (label) {
-			st->retired_new += a->count;
-			continue;
-		}
-		if ((err = drops_carry(st, a)))
-			return err;
-		st->events -= a->count; /* counted again as carry */
-		a->count = 0;
-		drops_gone_add(st, a->netns);
-	}
-	return deleted;
-}
-
-static int drops_hkey_push(struct drops_state *st, size_t i, const struct drops_key *key)
-{
-	if (i == st->hkeys_cap) {
-		size_t cap = st->hkeys_cap ? st->hkeys_cap * 2 : 64;
-		struct drops_key *p = realloc(st->hkeys, cap * sizeof(*p));
-
-		if (!p)
-			return -ENOMEM;
-		st->hkeys = p;
-		st->hkeys_cap = cap;
-	}
-	st->hkeys[i] = *key;
-	return 0;
-}
-
-/* One series of sysobs_packet_drops_total: a live one is set to its total;
- * a namespace's first collect after its deletion sets the final value and
- * declares it gone; later (teardown) drops of that namespace are added. */
-static int drops_publish_one(struct collector *c, struct drops_state *st, const struct drops_agg *a,
-			     uint64_t total, bool dead)
-{
-	char reason[DROPS_REASON_NAME_MAX], netns[16];
-	const char *values[4] = {reason, a->proto, netns, NULL};
-	bool label = st->cfg->netns_label;
-	bool again = dead && label && drops_gone_has(st, a->netns);
-	struct sink_series *s;
-
-	if (again && !total)
-		return 0;
-	drops_maybe_rescan(st, a->reason);
-	drops_reason_format(st->reasons, a->reason, reason, sizeof(reason));
-	snprintf(netns, sizeof(netns), "%" PRIu32, label ? a->netns : 0);
-	s = sink_series(c->sink, st->drops, values);
-	if (!s) {
-		int err = -errno;
-
-		return err ? err : -ENOMEM;
-	}
-	if (again)
-		sink_add(c->sink, s, (double)total);
-	else
-		sink_set(c->sink, s, (double)total);
-	if (dead && label)
-		sink_series_gone(c->sink, st->drops, s);
-	return 0;
-}
-
-/* Sums the fast slots and the hash into sysobs_packet_drops_total, one series
- * per (reason, protocol[, netns]); st->events gets the total of all drops. */
-static int drops_publish_counts(struct collector *c, struct drops_state *st)
-{
-	int fd = bpf_map__fd(st->skel->maps.counts);
-	struct drops_key key, *prev = NULL;
-	size_t n = 0, n_hash = 0, i, j;
-	int err;
-
-	st->events = 0;
-	while (bpf_map_get_next_key(fd, prev, &key) == 0) {
-		uint64_t sum = 0;
-
-		if ((err = drops_hkey_push(st, n_hash, &key)))
-			return err;
-		prev = &st->hkeys[n_hash];
-		if (drops_sum_percpu(st, fd, &key, &sum))
-			continue; /* retired by another reader: cannot happen */
-		if ((err = agg_add(st, &n, &key, sum, -1)))
-			return err;
-		n_hash++;
-	}
-	err = drops_read_slots(st, &n);
-	if (!err)
-		err = drops_retire(c, st, n_hash, n);
-	if (err < 0)
-		return err;
-	sink_set(c->sink, st->keys, (double)(n_hash - (size_t)err));
-	for (i = 0; i < st->ncarry; i++) {
-		struct drops_agg *a = agg_next(st, &n);
-
-		if (!a)
-			return -ENOMEM;
-		*a = st->carry[i];
-		st->events += a->count;
-	}
-	if (!st->cfg->netns_label)
-		for (i = 0; i < n; i++)
-			st->agg[i].netns = 0;
-	if (n)
-		qsort(st->agg, n, sizeof(*st->agg), agg_cmp);
-	for (i = 0; i < n; i = j) {
-		uint64_t total = 0;
-		bool dead = true;
-
-		for (j = i; j < n && !agg_cmp(&st->agg[i], &st->agg[j]); j++) {
-			total += st->agg[j].count;
-			dead = dead && st->agg[j].dead;
-		}
-		if ((err = drops_publish_one(c, st, &st->agg[i], total, dead)))
-			return err;
-	}
-	if (st->cfg->netns_label)
-		for (i = 0; i < n; i++)
-			if (st->agg[i].dead)
-				drops_gone_add(st, st->agg[i].netns);
-	/* what left the kernel's maps still counts in the program's runs */
-	st->events += st->retired;
-	st->retired += st->retired_new;
-	st->retired_new = 0;
-	sink_set(c->sink, st->netns_live_s, (double)netns_live_count(st->live));
-	sink_set(c->sink, st->netns_gone_s, (double)st->netns_gone);
-	return 0;
 }
 
 /*
@@ -1173,14 +785,8 @@ static void drops_stop(struct collector *c)
 	drops_names_free_all();
 	bpf_util_btf_free(&st->btf);
 	free(st->percpu);
-	free(st->slot_keys);
-	free(st->slot_vals);
-	free(st->slot_off);
-	free(st->gone);
-	free(st->hkeys);
-	free(st->carry);
+	drops_counts_free(st->counts);
 	netns_live_close(st->live);
-	free(st->agg);
 	free(st);
 	c->priv = NULL;
 	c->fd = -1;

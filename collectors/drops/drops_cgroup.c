@@ -224,24 +224,23 @@ static void cg_out(const char *path, char *out, size_t len)
 		snprintf(out, len, "...%s", path + n - (len - 4));
 }
 
-int drops_cgroups_path(struct drops_cgroups *g, uint64_t id, char *out, size_t len)
+/* The path of id into rel (PATH_MAX): 0, -ENOENT (a walk did not find
+ * it), -EAGAIN (not looked for: missed less than a second ago, or the
+ * walks of this second spent). */
+static int cg_lookup(struct drops_cgroups *g, uint64_t id, char *rel)
 {
-	struct cg_entry *e;
+	struct cg_entry *e = &g->cache[(id * 0x9E3779B97F4A7C15ull) >> 56 & (CG_CACHE - 1)];
 	struct cg_miss *m;
-	char rel[PATH_MAX];
 	struct stat st;
 	int64_t now;
 	int dfd;
 
-	if (!g || !id)
-		return -EINVAL;
-	e = &g->cache[(id * 0x9E3779B97F4A7C15ull) >> 56 & (CG_CACHE - 1)];
 	if (e->id == id) {
-		cg_out(e->path, out, len);
+		snprintf(rel, PATH_MAX, "%s", e->path);
 		return 0;
 	}
 	if (!stat(g->root, &st) && st.st_ino == id) {
-		cg_out("/", out, len);
+		snprintf(rel, PATH_MAX, "/");
 		return 0;
 	}
 	/* A walk costs a stat per cgroup: an id not found is not looked for
@@ -249,13 +248,13 @@ int drops_cgroups_path(struct drops_cgroups *g, uint64_t id, char *out, size_t l
 	now = mono_ns();
 	m = &g->miss[id % CG_MISS];
 	if (m->id == id && now - m->at_ns < CG_SECOND_NS)
-		return -ENOENT;
+		return -EAGAIN;
 	if (now - g->window_ns >= CG_SECOND_NS) {
 		g->window_ns = now;
 		g->walks = 0;
 	}
 	if (g->walks >= CG_WALKS)
-		return -ENOENT;
+		return -EAGAIN;
 	g->walks++;
 	dfd = open(g->root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dfd < 0)
@@ -270,6 +269,41 @@ int drops_cgroups_path(struct drops_cgroups *g, uint64_t id, char *out, size_t l
 		e->id = id;
 		snprintf(e->path, sizeof(e->path), "%s", rel);
 	}
+	return 0;
+}
+
+int drops_cgroups_path(struct drops_cgroups *g, uint64_t id, char *out, size_t len)
+{
+	char rel[PATH_MAX];
+	int err;
+
+	if (!g || !id)
+		return -EINVAL;
+	err = cg_lookup(g, id, rel);
+	if (err)
+		return err == -EAGAIN ? -ENOENT : err;
 	cg_out(rel, out, len);
+	return 0;
+}
+
+int drops_cgroups_alive(struct drops_cgroups *g, uint64_t id)
+{
+	struct cg_entry *e;
+	char rel[PATH_MAX], full[PATH_MAX + sizeof(g->root)];
+	struct stat st;
+	int err;
+
+	if (!g || !id)
+		return -EINVAL;
+	err = cg_lookup(g, id, rel);
+	if (err)
+		return err == -ENOENT ? 0 : err;
+	/* a cached path: is the directory there still the same cgroup? */
+	snprintf(full, sizeof(full), "%s%s", g->root, rel);
+	if (!stat(full, &st) && st.st_ino == id)
+		return 1;
+	e = &g->cache[(id * 0x9E3779B97F4A7C15ull) >> 56 & (CG_CACHE - 1)];
+	if (e->id == id)
+		e->id = 0;
 	return 0;
 }

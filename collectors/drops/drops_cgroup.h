@@ -46,4 +46,9 @@ const char *drops_cgroups_root(const struct drops_cgroups *g);
  * -EINVAL (g NULL, id 0). */
 int drops_cgroups_path(struct drops_cgroups *g, uint64_t id, char *out, size_t len);
 
+/* Is cgroup id still there (ids are never reused)? 1 yes, 0 gone (its
+ * directory is not where it was, or a walk did not find it), -EAGAIN (not
+ * looked for now, see drops_cgroups_path), -EINVAL. */
+int drops_cgroups_alive(struct drops_cgroups *g, uint64_t id);
+
 #endif

@@ -28,6 +28,10 @@ const struct cfg_key drops_cfg_keys[] = {
 	      "BPF ring buffer size (power of two, >= page size)"),
     DROPS_KEY(netns_label, CFG_BOOL, "false", 0, 0,
 	      "add a netns label (namespace inode) to sysobs_packet_drops_total"),
+    DROPS_KEY(container_label, CFG_BOOL, "false", 0, 0,
+	      "add a container label (the short id of the container whose socket dropped, from "
+	      "its cgroup; empty for the host) to sysobs_packet_drops_total; the socket's cgroup "
+	      "joins the kernel key"),
     DROPS_KEY(fast_slots, CFG_BOOL, "true", 0, 0,
 	      "count drops in a per-CPU direct-mapped table in front of the hash (cheaper per "
 	      "drop)"),

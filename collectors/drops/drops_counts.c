@@ -1,0 +1,639 @@
+// SPDX-License-Identifier: MIT
+/*
+ * drops_counts: the kernel's per-key drop counters (bpf/drops.bpf.c: the
+ * per-CPU fast slots, then the counts hash) -> sysobs_packet_drops_total,
+ * one series per (reason, protocol[, netns][, container]).
+ *
+ * A kernel key is (reason, L3, L4, netns, cgroup); cgroup is 0 unless
+ * container_label asks for it. The object behind a key may go away: a
+ * network namespace deleted (the kernel's list, collectors/netns_live.c),
+ * a cgroup removed (its directory gone; cgroup ids are never reused). Such
+ * a key is retired at the collect that finds it dead:
+ *  - a hash entry is taken out with lookup-and-delete (its final count,
+ *    atomically; the map does not fill with churning namespaces/containers);
+ *  - a fast slot is never freed (the program owns it, per CPU), so the
+ *    count retired there is remembered (slot_off): a namespace that gets a
+ *    reused inode number counts from 0;
+ *  - when the series it counts in is gone too (its namespace, or every
+ *    cgroup of its container), the series gets the final value and is
+ *    declared gone (it leaves /metrics after [metrics] stale_series_grace);
+ *    otherwise the count is carried in the series, whose total never goes
+ *    back (the series without a netns label; the host's series, without a
+ *    container).
+ * A drop in a gone series' object after that (a namespace's teardown frees
+ * its queued packets) is added to the gone series.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <bpf/bpf.h>
+
+#include "agent/log.h"
+#include "bpf/drops.skel.h"
+#include "collectors/collector.h"
+#include "collectors/drops/drops.h"
+#include "collectors/drops/drops_btf.h"
+#include "collectors/drops/drops_cgroup.h"
+#include "collectors/drops/drops_decode.h"
+#include "collectors/drops/drops_priv.h"
+#include "collectors/netns_live.h"
+#include "collectors/sink.h"
+
+#define DROPS_GONE_MAX	4096 /* gone series and namespaces remembered */
+#define DROPS_CTR_LEN	12   /* the container label: the short id, as docker ps shows it */
+#define DROPS_CTR_TRIES 5    /* collects a cgroup may stay unfound before it is no container */
+#define DROPS_CTRS_MAX	16384
+
+#define FROM_HASH  (-1) /* drops_agg.slot */
+#define FROM_CARRY (-2)
+
+struct drops_agg {
+	uint32_t reason;
+	const char *proto; /* static string from drops_protocol_name() */
+	uint32_t netns;	   /* the key's */
+	uint64_t cgroup;   /* the key's */
+	uint64_t count;
+	int32_t slot; /* slot_vals index, FROM_HASH or FROM_CARRY */
+	int32_t hkey; /* hkeys index, -1 */
+	bool dead;    /* its namespace or cgroup is gone */
+	/* the series: netns and container label values (0, "": none) */
+	uint32_t lnetns;
+	char ctr[DROPS_CTR_LEN + 1];
+};
+
+/* cgroup id -> container label, decided once (ids are never reused). */
+struct drops_ctr {
+	uint64_t id;
+	char ctr[DROPS_CTR_LEN + 1];
+	uint8_t tries;
+	bool resolved, dead;
+	uint32_t gen; /* the collect that last checked dead */
+};
+
+struct drops_counts {
+	int ncpus;
+	struct drops_agg *agg;
+	size_t agg_cap;
+	struct drops_key *hkeys; /* this collect's hash keys */
+	size_t hkeys_cap;
+	__u32 *slot_keys;	      /* DROPS_SLOTS */
+	struct drops_slot *slot_vals; /* DROPS_SLOTS * ncpus */
+	uint64_t *slot_off;	      /* per slot and CPU: count retired there */
+	struct drops_agg *carry;      /* retired counts of live series */
+	size_t ncarry;
+	uint64_t *gone; /* hashes of the series declared gone, sorted */
+	size_t ngone;
+	uint32_t *dead_ns; /* namespaces retired, sorted */
+	size_t ndead_ns;
+	struct drops_ctr *ctrs; /* sorted by id */
+	size_t nctrs;
+	uint64_t netns_gone; /* sysobs_drops_netns_gone_total */
+	uint64_t retired;    /* counts of gone series, out of every map */
+	uint64_t pending;    /* counts not published yet (container unknown) */
+	uint32_t gen;	     /* collects */
+	bool walk_ok, walk_warned;
+};
+
+struct drops_counts *drops_counts_new(int ncpus)
+{
+	struct drops_counts *k = calloc(1, sizeof(*k));
+
+	if (!k)
+		return NULL;
+	k->ncpus = ncpus;
+	k->slot_keys = calloc(DROPS_SLOTS, sizeof(*k->slot_keys));
+	k->slot_vals = calloc((size_t)DROPS_SLOTS * ncpus, sizeof(*k->slot_vals));
+	k->slot_off = calloc((size_t)DROPS_SLOTS * ncpus, sizeof(*k->slot_off));
+	k->gone = calloc(DROPS_GONE_MAX, sizeof(*k->gone));
+	k->dead_ns = calloc(DROPS_GONE_MAX, sizeof(*k->dead_ns));
+	if (!k->slot_keys || !k->slot_vals || !k->slot_off || !k->gone || !k->dead_ns) {
+		drops_counts_free(k);
+		return NULL;
+	}
+	return k;
+}
+
+void drops_counts_free(struct drops_counts *k)
+{
+	if (!k)
+		return;
+	free(k->agg);
+	free(k->hkeys);
+	free(k->slot_keys);
+	free(k->slot_vals);
+	free(k->slot_off);
+	free(k->carry);
+	free(k->gone);
+	free(k->dead_ns);
+	free(k->ctrs);
+	free(k);
+}
+
+/* --- small sets ------------------------------------------------------------ */
+
+static int u32_cmp(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static int u64_cmp(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* Sorted insert into a set of at most DROPS_GONE_MAX; a full set starts
+ * over (what it forgets: a later teardown drop counts as a first). true:
+ * newly added. */
+static bool set_add(void *set, size_t *n, size_t size, const void *v,
+		    int (*cmp)(const void *, const void *))
+{
+	char *s = set;
+	size_t i = 0;
+
+	if (bsearch(v, set, *n, size, cmp))
+		return false;
+	if (*n == DROPS_GONE_MAX)
+		*n = 0;
+	while (i < *n && cmp(s + i * size, v) < 0)
+		i++;
+	memmove(s + (i + 1) * size, s + i * size, (*n - i) * size);
+	memcpy(s + i * size, v, size);
+	(*n)++;
+	return true;
+}
+
+/* The series' labels, hashed (FNV-1a): what the gone set remembers. */
+static uint64_t series_hash(const struct drops_agg *a)
+{
+	uint64_t h = 0xcbf29ce484222325ull;
+	const char *parts[2] = {a->proto, a->ctr};
+	uint32_t nums[2] = {a->reason, a->lnetns};
+
+	for (size_t i = 0; i < sizeof(nums); i++) {
+		h ^= ((const unsigned char *)nums)[i];
+		h *= 0x100000001b3ull;
+	}
+	for (int p = 0; p < 2; p++) {
+		for (const char *c = parts[p]; *c; c++) {
+			h ^= (unsigned char)*c;
+			h *= 0x100000001b3ull;
+		}
+		h ^= 0xff;
+		h *= 0x100000001b3ull;
+	}
+	return h;
+}
+
+/* --- container labels ------------------------------------------------------ */
+
+static struct drops_ctr *ctr_find(struct drops_counts *k, uint64_t id)
+{
+	size_t lo = 0, hi = k->nctrs;
+
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+
+		if (k->ctrs[mid].id == id)
+			return &k->ctrs[mid];
+		if (k->ctrs[mid].id < id)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return NULL;
+}
+
+static struct drops_ctr *ctr_get(struct drops_counts *k, uint64_t id)
+{
+	struct drops_ctr *c = ctr_find(k, id), *p;
+	size_t i = 0;
+
+	if (c)
+		return c;
+	if (k->nctrs >= DROPS_CTRS_MAX) { /* forget the dead ones */
+		size_t j = 0;
+
+		for (i = 0; i < k->nctrs; i++)
+			if (!k->ctrs[i].dead)
+				k->ctrs[j++] = k->ctrs[i];
+		k->nctrs = j;
+		if (j >= DROPS_CTRS_MAX)
+			return NULL;
+	}
+	p = realloc(k->ctrs, (k->nctrs + 1) * sizeof(*p));
+	if (!p)
+		return NULL;
+	k->ctrs = p;
+	for (i = 0; i < k->nctrs && k->ctrs[i].id < id; i++)
+		;
+	memmove(k->ctrs + i + 1, k->ctrs + i, (k->nctrs - i) * sizeof(*p));
+	k->nctrs++;
+	c = &k->ctrs[i];
+	memset(c, 0, sizeof(*c));
+	c->id = id;
+	return c;
+}
+
+/* Labels a (its ctr) from its cgroup, and tells whether the cgroup is
+ * gone. false: not known yet (leave a out of this collect). */
+static bool ctr_label(struct drops_state *st, struct drops_agg *a)
+{
+	struct drops_counts *k = st->counts;
+	char path[256], id[65];
+	struct drops_ctr *c;
+	int err;
+
+	a->ctr[0] = '\0';
+	if (!a->cgroup)
+		return true;
+	c = ctr_get(k, a->cgroup);
+	if (!c)
+		return true; /* no memory: the host's series */
+	if (!c->resolved) {
+		err = drops_cgroups_path(st->cgroups, a->cgroup, path, sizeof(path));
+		if (!err) {
+			if (drops_container_id(path, id, sizeof(id)))
+				snprintf(c->ctr, sizeof(c->ctr), "%.*s", DROPS_CTR_LEN, id);
+			c->resolved = true;
+		} else if (!st->cgroups || ++c->tries >= DROPS_CTR_TRIES) {
+			c->resolved = true; /* never found: no container */
+		} else {
+			return false;
+		}
+	}
+	if (!c->dead && c->gen != k->gen) {
+		c->gen = k->gen; /* one check a collect, however many keys */
+		c->dead = drops_cgroups_alive(st->cgroups, a->cgroup) == 0;
+	}
+	a->dead = a->dead || c->dead;
+	memcpy(a->ctr, c->ctr, sizeof(a->ctr));
+	return true;
+}
+
+/* --- reading the kernel's counters ----------------------------------------- */
+
+static struct drops_agg *agg_next(struct drops_counts *k, size_t *n)
+{
+	if (*n == k->agg_cap) {
+		size_t cap = k->agg_cap ? k->agg_cap * 2 : 64;
+		struct drops_agg *p = realloc(k->agg, cap * sizeof(*p));
+
+		if (!p)
+			return NULL;
+		k->agg = p;
+		k->agg_cap = cap;
+	}
+	return &k->agg[(*n)++];
+}
+
+static int agg_add(struct drops_counts *k, size_t *n, const struct drops_key *key, uint64_t count,
+		   int32_t slot, int32_t hkey)
+{
+	struct drops_agg *a = agg_next(k, n);
+
+	if (!a)
+		return -ENOMEM;
+	memset(a, 0, sizeof(*a));
+	a->reason = key->reason;
+	a->proto = drops_protocol_name(key->l3_proto, key->l4_proto);
+	a->netns = key->netns;
+	a->cgroup = key->cgroup;
+	a->count = count;
+	a->slot = slot;
+	a->hkey = hkey;
+	return 0;
+}
+
+static int hkey_push(struct drops_counts *k, size_t i, const struct drops_key *key)
+{
+	if (i == k->hkeys_cap) {
+		size_t cap = k->hkeys_cap ? k->hkeys_cap * 2 : 64;
+		struct drops_key *p = realloc(k->hkeys, cap * sizeof(*p));
+
+		if (!p)
+			return -ENOMEM;
+		k->hkeys = p;
+		k->hkeys_cap = cap;
+	}
+	k->hkeys[i] = *key;
+	return 0;
+}
+
+/* The counts hash: every key with its sum over the CPUs. */
+static int read_hash(struct drops_state *st, size_t *n, size_t *n_hash)
+{
+	struct drops_counts *k = st->counts;
+	int fd = bpf_map__fd(st->skel->maps.counts);
+	struct drops_key key, *prev = NULL;
+	int err;
+
+	*n_hash = 0;
+	while (bpf_map_get_next_key(fd, prev, &key) == 0) {
+		uint64_t sum = 0;
+
+		if ((err = hkey_push(k, *n_hash, &key)))
+			return err;
+		prev = &k->hkeys[*n_hash];
+		if (drops_sum_percpu(st, fd, &key, &sum))
+			continue; /* deleted since: cannot happen, the agent is the only reader */
+		if ((err = agg_add(k, n, &key, sum, FROM_HASH, (int32_t)*n_hash)))
+			return err;
+		(*n_hash)++;
+	}
+	return 0;
+}
+
+/* The fast slot table: every slot of every CPU, in one batched read when the
+ * kernel supports it (v5.6 for arrays), else slot by slot. A slot's count
+ * goes on from what a retired key left in it (slot_off). */
+static int read_slots(struct drops_state *st, size_t *n)
+{
+	struct drops_counts *k = st->counts;
+	int fd = bpf_map__fd(st->skel->maps.slots);
+	LIBBPF_OPTS(bpf_map_batch_opts, opts);
+	__u32 count = DROPS_SLOTS, out_batch = 0;
+	int err;
+
+	err = bpf_map_lookup_batch(fd, NULL, &out_batch, k->slot_keys, k->slot_vals, &count, &opts);
+	if (err && errno != ENOENT) {
+		/* Fallback: one lookup per slot. */
+		for (count = 0; count < DROPS_SLOTS; count++) {
+			k->slot_keys[count] = count;
+			if (bpf_map_lookup_elem(fd, &count,
+						k->slot_vals + (size_t)count * k->ncpus))
+				return -errno;
+		}
+	}
+	for (__u32 i = 0; i < count; i++) {
+		for (int cpu = 0; cpu < k->ncpus; cpu++) {
+			int32_t pos = (int32_t)(i * k->ncpus + cpu);
+			const struct drops_slot *sl = &k->slot_vals[pos];
+
+			if (sl->count > k->slot_off[pos] &&
+			    (err = agg_add(k, n, &sl->key, sl->count - k->slot_off[pos], pos, -1)))
+				return err;
+		}
+	}
+	return 0;
+}
+
+/* The kernel's list of namespaces, read after the keys (a namespace made
+ * in between is not among them). */
+static void read_netns(struct collector *c, struct drops_state *st)
+{
+	struct drops_counts *k = st->counts;
+	size_t j = 0;
+	int err;
+
+	k->walk_ok = false;
+	if (!st->live)
+		return;
+	err = netns_live_snapshot(st->live);
+	if (err) {
+		/* nothing is judged gone this time */
+		if (!k->walk_warned)
+			clog_warn(c,
+				  "network namespace list: %s; counters of deleted namespaces stay "
+				  "until it reads again",
+				  strerror(-err));
+		k->walk_warned = true;
+		return;
+	}
+	k->walk_ok = true;
+	k->walk_warned = false;
+	/* a namespace in the list again has a reused inode number: new */
+	for (size_t i = 0; i < k->ndead_ns; i++)
+		if (!netns_live_has(st->live, k->dead_ns[i]))
+			k->dead_ns[j++] = k->dead_ns[i];
+	k->ndead_ns = j;
+}
+
+static bool netns_dead(const struct drops_state *st, uint32_t netns)
+{
+	return netns && st->counts->walk_ok && !netns_live_has(st->live, netns);
+}
+
+/* Labels every entry and marks the dead ones; drops those whose container
+ * is not known yet (counted in k->pending, published once it is). */
+static size_t label_entries(struct drops_state *st, size_t n)
+{
+	struct drops_counts *k = st->counts;
+	const struct drops_cfg *cfg = st->cfg;
+	size_t j = 0;
+
+	k->pending = 0;
+	for (size_t i = 0; i < n; i++) {
+		struct drops_agg *a = &k->agg[i];
+
+		a->lnetns = cfg->netns_label ? a->netns : 0;
+		a->dead = netns_dead(st, a->netns);
+		if (a->dead &&
+		    set_add(k->dead_ns, &k->ndead_ns, sizeof(uint32_t), &a->netns, u32_cmp))
+			k->netns_gone++;
+		if (cfg->container_label && !ctr_label(st, a)) {
+			k->pending += a->count;
+			continue;
+		}
+		if (!cfg->container_label)
+			a->ctr[0] = '\0';
+		k->agg[j++] = *a;
+	}
+	return j;
+}
+
+/* --- retiring and publishing ------------------------------------------------ */
+
+static bool same_series(const struct drops_agg *x, const struct drops_agg *y)
+{
+	return x->reason == y->reason && !strcmp(x->proto, y->proto) && x->lnetns == y->lnetns &&
+	       !strcmp(x->ctr, y->ctr);
+}
+
+static int agg_cmp(const void *a, const void *b)
+{
+	const struct drops_agg *x = a, *y = b;
+	int r;
+
+	if (x->reason != y->reason)
+		return x->reason < y->reason ? -1 : 1;
+	if ((r = strcmp(x->proto, y->proto)))
+		return r;
+	if (x->lnetns != y->lnetns)
+		return x->lnetns < y->lnetns ? -1 : 1;
+	return strcmp(x->ctr, y->ctr);
+}
+
+static int carry_add(struct drops_counts *k, const struct drops_agg *a)
+{
+	struct drops_agg *p;
+
+	for (size_t i = 0; i < k->ncarry; i++) {
+		if (same_series(&k->carry[i], a)) {
+			k->carry[i].count += a->count;
+			return 0;
+		}
+	}
+	p = realloc(k->carry, (k->ncarry + 1) * sizeof(*p));
+	if (!p)
+		return -ENOMEM;
+	k->carry = p;
+	p[k->ncarry] = *a;
+	p[k->ncarry].slot = FROM_CARRY;
+	p[k->ncarry].hkey = -1;
+	p[k->ncarry].dead = false;
+	k->ncarry++;
+	return 0;
+}
+
+static void carry_drop(struct drops_counts *k, const struct drops_agg *a)
+{
+	size_t j = 0;
+
+	for (size_t i = 0; i < k->ncarry; i++)
+		if (!same_series(&k->carry[i], a))
+			k->carry[j++] = k->carry[i];
+	k->ncarry = j;
+}
+
+/* Takes a dead entry out of the kernel's counting: its final count.
+ * *deleted: hash entries freed. */
+static void retire(struct drops_state *st, struct drops_agg *a, size_t *deleted)
+{
+	struct drops_counts *k = st->counts;
+
+	if (a->slot >= 0) {
+		k->slot_off[a->slot] = k->slot_vals[a->slot].count;
+	} else if (a->hkey >= 0 &&
+		   !bpf_map_lookup_and_delete_elem(bpf_map__fd(st->skel->maps.counts),
+						   &k->hkeys[a->hkey], st->percpu)) {
+		uint64_t sum = 0;
+
+		for (int cpu = 0; cpu < k->ncpus; cpu++)
+			sum += st->percpu[cpu];
+		a->count = sum;
+		(*deleted)++;
+	}
+}
+
+/* Is the object of the series [a, b) gone: its namespace, or (with a
+ * container) every cgroup of it that counted here? */
+static bool series_dead(const struct drops_state *st, const struct drops_agg *a,
+			const struct drops_agg *b)
+{
+	if (st->cfg->netns_label && netns_dead(st, a->lnetns))
+		return true;
+	if (!a->ctr[0])
+		return false;
+	for (const struct drops_agg *x = a; x < b; x++)
+		if (x->slot != FROM_CARRY && !x->dead)
+			return false;
+	return true;
+}
+
+static int publish_series(struct collector *c, struct drops_state *st, struct drops_agg *a,
+			  struct drops_agg *b, size_t *deleted)
+{
+	struct drops_counts *k = st->counts;
+	const struct drops_cfg *cfg = st->cfg;
+	char reason[DROPS_REASON_NAME_MAX], netns[16];
+	const char *values[5] = {reason, a->proto, NULL, NULL, NULL};
+	bool dead = series_dead(st, a, b), again = false;
+	uint64_t total = 0, hash = 0;
+	struct sink_series *s;
+	int v = 2, err;
+
+	for (struct drops_agg *x = a; x < b; x++) {
+		if (x->dead && x->slot != FROM_CARRY)
+			retire(st, x, deleted);
+		total += x->count;
+	}
+	if (dead) {
+		hash = series_hash(a);
+		again = bsearch(&hash, k->gone, k->ngone, sizeof(*k->gone), u64_cmp) != NULL;
+		k->retired += total; /* out of every map from now on */
+		if (again && !total)
+			return 0;
+	}
+	drops_maybe_rescan(st, a->reason);
+	drops_reason_format(st->reasons, a->reason, reason, sizeof(reason));
+	snprintf(netns, sizeof(netns), "%" PRIu32, a->lnetns);
+	if (cfg->netns_label)
+		values[v++] = netns;
+	if (cfg->container_label)
+		values[v++] = a->ctr;
+	s = sink_series(c->sink, st->drops, values);
+	if (!s) {
+		err = -errno;
+		return err ? err : -ENOMEM;
+	}
+	if (again)
+		sink_add(c->sink, s, (double)total);
+	else
+		sink_set(c->sink, s, (double)total);
+	if (dead) {
+		sink_series_gone(c->sink, st->drops, s);
+		carry_drop(k, a);
+		set_add(k->gone, &k->ngone, sizeof(uint64_t), &hash, u64_cmp);
+		return 0;
+	}
+	/* live (again: a reused inode number): a later death is a first one */
+	if (k->ngone) {
+		uint64_t *g;
+
+		hash = series_hash(a);
+		g = bsearch(&hash, k->gone, k->ngone, sizeof(*k->gone), u64_cmp);
+		if (g) {
+			memmove(g, g + 1, (size_t)(k->gone + k->ngone - g - 1) * sizeof(*g));
+			k->ngone--;
+		}
+	}
+	/* a live series keeps what its dead keys counted */
+	for (struct drops_agg *x = a; x < b; x++)
+		if (x->dead && x->slot != FROM_CARRY && (err = carry_add(k, x)))
+			return err;
+	return 0;
+}
+
+int drops_publish_counts(struct collector *c, struct drops_state *st)
+{
+	struct drops_counts *k = st->counts;
+	size_t n = 0, n_hash = 0, deleted = 0, i, j;
+	uint64_t retired_before = k->retired;
+	int err;
+
+	if ((err = read_hash(st, &n, &n_hash)) || (err = read_slots(st, &n)))
+		return err;
+	read_netns(c, st);
+	k->gen++;
+	n = label_entries(st, n);
+	for (i = 0; i < k->ncarry; i++) {
+		struct drops_agg *a = agg_next(k, &n);
+
+		if (!a)
+			return -ENOMEM;
+		*a = k->carry[i];
+	}
+	/* every drop so far: what is in the maps, carried, pending, retired */
+	st->events = k->pending + retired_before;
+	for (i = 0; i < n; i++)
+		st->events += k->agg[i].count;
+	if (n)
+		qsort(k->agg, n, sizeof(*k->agg), agg_cmp);
+	for (i = 0; i < n; i = j) {
+		for (j = i + 1; j < n && same_series(&k->agg[i], &k->agg[j]); j++)
+			;
+		if ((err = publish_series(c, st, &k->agg[i], &k->agg[j], &deleted)))
+			return err;
+	}
+	sink_set(c->sink, st->keys, (double)(n_hash - deleted));
+	sink_set(c->sink, st->netns_live_s, (double)netns_live_count(st->live));
+	sink_set(c->sink, st->netns_gone_s, (double)k->netns_gone);
+	return 0;
+}

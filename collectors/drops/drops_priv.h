@@ -1,0 +1,76 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The drops collector's state, shared by its two halves: drops.c (load,
+ * attach, samples, lifecycle) and drops_counts.c (the kernel's counters ->
+ * sysobs_packet_drops_total, and the retirement of counters whose network
+ * namespace or cgroup is gone). Private to collectors/drops/.
+ */
+#ifndef SYSOBS_DROPS_PRIV_H
+#define SYSOBS_DROPS_PRIV_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <bpf/libbpf.h>
+
+#include "bpf/drops.h"
+#include "collectors/bpf_util.h"
+
+struct collector;
+struct drops_cfg;
+struct drops_cgroups;
+struct drops_counts;
+struct drops_ksyms;
+struct drops_reasons;
+struct netns_live;
+struct sink_family;
+struct sink_series;
+
+struct drops_state {
+	const struct drops_cfg *cfg;
+	struct drops_bpf *skel;
+	struct bpf_link *link;
+	struct ring_buffer *rb;
+	struct bpf_util_btf btf; /* vmlinux during init only */
+	struct drops_reasons *reasons;
+	struct drops_ksyms *ksyms;
+	struct drops_cgroups *cgroups; /* NULL: no cgroup2 (ids only) */
+	struct netns_live *live;       /* the kernel's netns list, NULL: unknown */
+	struct drops_counts *counts;   /* drops_counts.c */
+	const char *attach_kind;       /* "tp_btf" or "raw_tp" */
+
+	int nargs;			     /* kfree_skb tracepoint arguments */
+	uint64_t frag_free_lo, frag_free_hi; /* skb_release_data() text, 0 unknown */
+	bool has_rdonly_cast;
+	bool has_udp_destruct;		     /* udp_destruct_common() in BTF: fentry/fexit */
+	bool sockctx;			     /* ... and loaded */
+	uint64_t sock_free_lo, sock_free_hi; /* udp_destruct_common() text */
+	struct bpf_link *sock_links[2];
+	int ncpus;	  /* possible CPUs: per-CPU value arrays */
+	uint64_t *percpu; /* ncpus values */
+
+	int64_t mono_to_wall_ns;
+	int64_t last_rescan_ns;
+	uint64_t invalid;  /* undecodable ring-buffer records */
+	unsigned consumed; /* records handled in this on_ready */
+	uint64_t stat[DROPS_STAT_MAX];
+	uint64_t events;      /* drops counted (slots, hash, retired), last collect */
+	uint64_t not_sampled; /* drops neither sampled nor lost */
+
+	struct sink_family *drops;
+	struct sink_series *runs, *overflow, *samples, *lost, *throttled, *invalid_s, *keys;
+	struct sink_series *folded, *recursion, *netns_live_s, *netns_gone_s;
+};
+
+/* drops.c */
+int drops_sum_percpu(struct drops_state *st, int fd, const void *key, uint64_t *sum);
+void drops_maybe_rescan(struct drops_state *st, uint32_t reason);
+
+/* drops_counts.c: NULL on ENOMEM. */
+struct drops_counts *drops_counts_new(int ncpus);
+void drops_counts_free(struct drops_counts *k); /* accepts NULL */
+/* Publishes sysobs_packet_drops_total and the counters' self metrics;
+ * st->events gets every drop counted so far. 0 or -errno. */
+int drops_publish_counts(struct collector *c, struct drops_state *st);
+
+#endif
