@@ -56,8 +56,13 @@ static int store_filter_sql(const struct store_page_query *q, char *buf, size_t 
 			return -ENOSPC;
 		off += (size_t)n;
 		for (size_t k = 0; k < f->n_cols; k++) {
-			n = snprintf(buf + off, len - off, "%s%s = ?%zu", k ? " OR " : "",
-				     f->cols[k]->name, i + 5);
+			if (f->cols[k]->filter == COL_FILTER_PREFIX)
+				n = snprintf(buf + off, len - off,
+					     "%ssubstr(%s, 1, length(?%zu)) = ?%zu",
+					     k ? " OR " : "", f->cols[k]->name, i + 5, i + 5);
+			else
+				n = snprintf(buf + off, len - off, "%s%s = ?%zu", k ? " OR " : "",
+					     f->cols[k]->name, i + 5);
 			if (n < 0 || (size_t)n >= len - off)
 				return -ENOSPC;
 			off += (size_t)n;

@@ -68,8 +68,9 @@ int store_schema_check(const struct event_table *t, char *err, size_t errlen)
 			why = "NULL_EMPTY needs text";
 		else if (c->filter == COL_FILTER_ENUM && !c->domain)
 			why = "an enum filter needs a domain";
-		else if (c->filter == COL_FILTER_ADDR && c->type != COL_TEXT)
-			why = "an address filter needs text";
+		else if ((c->filter == COL_FILTER_ADDR || c->filter == COL_FILTER_PREFIX) &&
+			 c->type != COL_TEXT)
+			why = "an address or prefix filter needs text";
 		if (why) {
 			snprintf(err, errlen, "table %s column %s: %s", t->name,
 				 c->name ? c->name : "(null)", why);

@@ -46,9 +46,10 @@ enum col_null {
 
 enum col_filter {
 	COL_FILTER_NONE,
-	COL_FILTER_EQ,	 /* ?param=N (numbers, within [fmin, fmax]) or exact text */
-	COL_FILTER_ENUM, /* ?param=NAME from domain, case-insensitive */
-	COL_FILTER_ADDR, /* ?param=IPv4 or IPv6 address, normalised as inet_ntop prints */
+	COL_FILTER_EQ,	   /* ?param=N (numbers, within [fmin, fmax]) or exact text */
+	COL_FILTER_ENUM,   /* ?param=NAME from domain, case-insensitive */
+	COL_FILTER_ADDR,   /* ?param=IPv4 or IPv6 address, normalised as inet_ntop prints */
+	COL_FILTER_PREFIX, /* ?param=TEXT: text columns that start with it */
 };
 
 /* The values a COL_FILTER_ENUM column can hold. */

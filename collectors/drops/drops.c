@@ -258,9 +258,10 @@ static const struct event_column drops_cols[] = {
     DROPS_COL(cpu, COL_UINT, COL_NOT_NULL),
     DROPS_COL(truncated, COL_BOOL, COL_NULL_ZERO),
     DROPS_COL(fragment, COL_BOOL, COL_NULL_ZERO),
-    DROPS_COL(cgroup_id, COL_UINT, COL_NULL_ZERO),
+    DROPS_COL(cgroup_id, COL_UINT, COL_NULL_ZERO, .filter = COL_FILTER_EQ, .fmin = 1),
     DROPS_COL(cgroup, COL_TEXT, COL_NULL_EMPTY),
-    DROPS_COL(container, COL_TEXT, COL_NULL_EMPTY),
+    /* ?container= the 12-digit label value, or any longer prefix */
+    DROPS_COL(container, COL_TEXT, COL_NULL_EMPTY, .filter = COL_FILTER_PREFIX),
     {0},
 };
 

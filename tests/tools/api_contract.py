@@ -65,7 +65,8 @@ ROUTES = {
 # The filters of each history route, as the contract names them.
 FILTERS = {
     "/api/v1/self/samples": set(),
-    "/api/v1/drops/samples": {"reason", "ifindex", "ifname", "netns", "protocol", "addr", "port"},
+    "/api/v1/drops/samples": {"reason", "ifindex", "ifname", "netns", "protocol", "addr", "port",
+                              "cgroup_id", "container"},
     "/api/v1/mptcp/events": {"netns", "type", "token", "addr", "port"},
     "/api/v1/ifs/scans": {"test", "cpu", "core", "package", "result", "requested_by", "scan_id"},
     "/api/v1/cachefiles/slow": {"op", "volume"},
@@ -73,6 +74,8 @@ FILTERS = {
 }
 # A parameter that filters on other fields than its own name.
 PARAM_FIELDS = {"result": ("status",), "addr": ("saddr", "daddr"), "port": ("sport", "dport")}
+# Text parameters that match a prefix of the field (the metric label's short id).
+PREFIX_PARAMS = {"container"}
 
 FAILS = []
 N_CHECKED = {"pairs": 0, "requests": 0}
@@ -599,6 +602,14 @@ class Contract:
         vals = [r[f] for r in rows for f in fields if f in r]
         if vals:
             self.value_finds_row(path, msg, p, fields, vals[0], True)
+        if vals and p in PREFIX_PARAMS:
+            pre = str(vals[0])[:12]
+            got = self.rows_of(path, msg, **{p: pre}) or []
+            if not got:
+                fail(f"{path}?{p}={pre}: no row, though a row's {p} starts with it")
+            bad = [r for r in got if not any(str(r.get(f, "")).startswith(pre) for f in fields)]
+            if bad:
+                fail(f"{path}?{p}={pre}: {len(bad)} rows whose {p} does not start with it")
         ok(f"{path}?{p}: text of 1 to {n} characters, enforced")
 
     def check_events(self):

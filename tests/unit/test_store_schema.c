@@ -530,7 +530,7 @@ static void check_refuses_each_bad_column(void **state)
 	assert_refused(
 	    (struct event_column){
 		.name = "b", .type = COL_INT, .size = 4, .filter = COL_FILTER_ADDR},
-	    "an address filter needs text");
+	    "an address or prefix filter needs text");
 }
 
 static void check_refuses_a_bad_table_name_and_too_many_columns(void **state)

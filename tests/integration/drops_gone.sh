@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# drops collector, deleted network namespaces (issue #10, stale series):
-# the agent, unprivileged after its start, reads the kernel's own list of
+# drops collector, counters whose object is gone (issues #10 and #14): the
+# agent, unprivileged after its start, reads the kernel's own list of
 # network namespaces (bpf/netns.bpf.c) and retires the counters of a
-# namespace that is gone.
+# namespace that is gone; with container_label, those of a container whose
+# cgroup was removed.
 #
 #  A. netns_label = true, fast slots: the series of a deleted namespace stays
 #     for [metrics] stale_series_grace with its final value, then leaves
@@ -12,6 +13,12 @@
 #     the deleted namespace are freed (sysobs_drops_map_entries goes down).
 #  C. netns_label = false: the (reason, protocol) total never goes back when
 #     the keys of a deleted namespace are freed.
+#  D. container_label = true: SOCKET_RCVBUFF drops of sockets in two cgroups
+#     the test makes (docker-<id>.scope) and in the test's own (no
+#     container) count in container="<short id>" series and the host's, as
+#     many as the kernel's UdpRcvbufErrors in the namespace (nstat) says;
+#     when one container's cgroup is removed its series leaves after the
+#     grace, the other's stays.
 #
 # Reference for the list: the namespaces of every process (lsns) and every
 # bind mount in /run/netns, the two ways namespaces are held on this host.
@@ -31,13 +38,13 @@ ns_new() {
 	stat -L -c %i "/run/netns/$1"
 }
 ns_del() { ip netns del "$1" 2>/dev/null || true; }
-on_exit "ns_del $NS-a; ns_del $NS-b; ns_del $NS-c"
+on_exit "ns_del $NS-a; ns_del $NS-b; ns_del $NS-c; ns_del $NS-d"
 # nosock NS N: N UDP datagrams to a closed port (NO_SOCKET drops) in NS
 nosock() { ip netns exec "$1" "$GEN" udp -d 127.0.0.1 -p 9 -n "$2" -s 41100 >/dev/null; }
 
 # The database directory must be reachable by the user the agent becomes.
 chmod 755 "$T"
-# agent_config LABEL FAST_SLOTS
+# agent_config LABEL FAST_SLOTS [CONTAINER_LABEL]
 agent_config() {
 	cat >"$T/sysobsd.ini" <<INI
 [http]
@@ -53,6 +60,7 @@ enabled = false
 interval = 200ms
 netns_label = $1
 fast_slots = $2
+container_label = ${3:-false}
 INI
 }
 state_is() {
@@ -152,4 +160,68 @@ C2=$(ns_new "$NS-c")
 nosock "$NS-c" 4
 wait_for 5 total_ge $((after + 4)) || fail "total after 4 more: $(total), expected >= $((after + 4))"
 stop_agent
-pass "deleted network namespaces: series gone after the grace, keys freed, totals kept (inode $A, reuse $B, $C2)"
+
+# --- D. container label ------------------------------------------------------------
+need_cmd nstat
+CG2=$(awk '$0 ~ / - cgroup2 / { print $5; exit }' /proc/self/mountinfo)
+[ -n "$CG2" ] || skip "no cgroup2 mount"
+CGP=$CG2/sysobs-dgone-$$
+ID1=$(printf 'sysobs-a%d' $$ | sha256sum | cut -c1-64)
+ID2=$(printf 'sysobs-b%d' $$ | sha256sum | cut -c1-64)
+mkdir -p "$CGP/docker-$ID1.scope" "$CGP/docker-$ID2.scope" || fail "cannot create cgroups in $CGP"
+on_exit "rmdir $CGP/docker-$ID1.scope $CGP/docker-$ID2.scope $CGP 2>/dev/null"
+rm -f "$T/sysobs.db"*
+agent_config false true true
+start_drops_agent
+D=$(ns_new "$NS-d")
+# rcvbuf CGROUP_DIR PORT: 2000 datagrams to a socket that never reads, sent
+# from a process in that cgroup (the socket is created there); prints the
+# datagrams the socket did not take
+rcvbuf() {
+	local out
+	out=$(bash -c "${1:+echo \$\$ >$1/cgroup.procs && }exec ip netns exec $NS-d $GEN rcvbuf -d 127.0.0.1 -p $2 -n 2000 -s 41200") ||
+		fail "rcvbuf in ${1:-the test cgroup}: $out"
+	echo "${out##*dropped }"
+}
+n1=$(rcvbuf "$CGP/docker-$ID1.scope" 7101)
+n2=$(rcvbuf "$CGP/docker-$ID2.scope" 7102)
+n3=$(rcvbuf "" 7103)
+kernel=$(ip netns exec "$NS-d" nstat -az UdpRcvbufErrors | awk '$1 == "UdpRcvbufErrors" { print $2 }')
+ctr() { val "sysobs_packet_drops_total{reason=\"SOCKET_RCVBUFF\",protocol=\"udp\",container=\"$1\"}"; }
+host() { val 'sysobs_packet_drops_total{reason="SOCKET_RCVBUFF",protocol="udp",container=""}'; }
+ctr_is() { [ "$(ctr "$1")" = "$2" ]; }
+S1=${ID1:0:12}
+S2=${ID2:0:12}
+wait_for 5 ctr_is "$S2" "$n2" || true
+settle
+echo "container label: ${S1} $(ctr "$S1") (sent-received $n1), ${S2} $(ctr "$S2") ($n2)," \
+	"host $(metric_sum sysobs_packet_drops_total 'reason="SOCKET_RCVBUFF"') in all," \
+	"kernel UdpRcvbufErrors $kernel ($((n1 + n2 + n3)))"
+assert_eq "kernel's own count vs the generator's" $((n1 + n2 + n3)) "$kernel"
+assert_ge "drops in each socket" 1 "$n1"
+assert_eq "container $S1" "$n1" "$(ctr "$S1")"
+assert_eq "container $S2" "$n2" "$(ctr "$S2")"
+all=$(metric_sum sysobs_packet_drops_total 'reason="SOCKET_RCVBUFF"')
+assert_eq "the three sockets' drops in all series" "$kernel" "$all"
+assert_eq "series with a container" 2 \
+	"$(metrics_body | grep -c '^sysobs_packet_drops_total{.*container="[0-9a-f]\{12\}"')"
+# from the label to the stored samples: ?container= takes the short id
+CG1=$(stat -c %i "$CGP/docker-$ID1.scope")
+req GET "/api/v1/drops/samples?container=$S1&limit=1000"
+rows=$BODY
+assert_eq "samples by ?container=$S1" 200 "$HTTP_CODE"
+echo "samples of container $S1: $(jq '.data | length' <<<"$rows"), of cgroup $CG1:" \
+	"$(api GET "/api/v1/drops/samples?cgroup_id=$CG1&limit=1000" | jq '.data | length')"
+assert_ge "samples of container $S1" 1 "$(jq '.data | length' <<<"$rows")"
+assert_eq "every one of them in $S1" "[\"$ID1\"]" "$(jq -c '[.data[].container] | unique' <<<"$rows")"
+assert_eq "and in its cgroup" "[\"$CG1\"]" "$(jq -c '[.data[].cgroup_id] | unique' <<<"$rows")"
+assert_eq "?cgroup_id= gives the same samples" "$(jq -c '[.data[].id]' <<<"$rows")" \
+	"$(api GET "/api/v1/drops/samples?cgroup_id=$CG1&limit=1000" | jq -c '[.data[].id]')"
+rmdir "$CGP/docker-$ID1.scope" || fail "cannot remove cgroup docker-$ID1.scope"
+t_del=$SECONDS
+wait_for 10 sh -c "! curl -sS --max-time 5 http://127.0.0.1:$PORT/metrics | grep -q 'container=\"$S1\"'" ||
+	fail "series of the removed container $S1 still in /metrics after $((SECONDS - t_del)) s"
+echo "series of the removed container $S1 left /metrics after $((SECONDS - t_del)) s"
+assert_eq "the other container's series stays" "$n2" "$(ctr "$S2")"
+stop_agent
+pass "gone namespaces and containers: series gone after the grace, keys freed, totals kept (inode $A, reuse $B, $C2; containers $S1 removed, $S2 kept)"
