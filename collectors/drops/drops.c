@@ -84,7 +84,7 @@ struct drops_state {
 	int ksyms_fd; /* kallsyms, open since init (addresses: see drops_ksym.h) */
 	struct collector *c;
 	struct sink_series *rescans[2]; /* DROPS_RESCAN_UEVENT, DROPS_RESCAN_POLL */
-	struct sink_series *uevents[3]; /* module, rejected, overrun */
+	struct sink_series *uevents[4]; /* module, other, rejected, overrun */
 	uint64_t uevents_seen;
 	uint64_t invalid;  /* undecodable ring-buffer records */
 	unsigned consumed; /* records handled in this on_ready */
@@ -156,7 +156,7 @@ static const struct metric_desc drops_metrics[] = {
  */
 enum { DROPS_RESCAN_UEVENT, DROPS_RESCAN_POLL };
 static const char *const drops_rescan_causes[] = {"uevent", "poll"};
-static const char *const drops_uevent_results[] = {"module", "rejected", "overrun"};
+static const char *const drops_uevent_results[] = {"module", "other", "rejected", "overrun"};
 static const char *const drops_cause_label[] = {"cause", NULL};
 static const char *const drops_result_label[] = {"result", NULL};
 static const struct metric_desc drops_watch_metrics[2] = {
@@ -167,7 +167,9 @@ static const struct metric_desc drops_watch_metrics[2] = {
      METRIC_KIND_COUNTER, drops_cause_label},
     {"sysobs_drops_uevents_total",
      "Messages on the drops collector's kernel uevent socket: result=\"module\" module "
-     "load/unload announcements, \"rejected\" not sent by the kernel or malformed, "
+     "load/unload announcements, \"other\" other kernel uevents past the socket filter (it "
+     "passes only add@/module/ and remove@/module/), \"rejected\" not sent by the kernel or "
+     "malformed, "
      "\"overrun\" receive buffer overflows (each may have lost an announcement: a rescan "
      "follows).",
      METRIC_KIND_COUNTER, drops_result_label},
@@ -685,14 +687,15 @@ static void drops_rescan(struct drops_state *st, int cause)
 static void drops_publish_uevents(struct drops_state *st)
 {
 	const struct drops_uevent_stats *u = drops_watch_stats(st->watch);
-	uint64_t seen = u->module + u->rejected + u->overrun;
+	uint64_t seen = u->module + u->other + u->rejected + u->overrun;
 
 	if (seen == st->uevents_seen)
 		return;
 	st->uevents_seen = seen;
 	sink_set(st->c->sink, st->uevents[0], (double)u->module);
-	sink_set(st->c->sink, st->uevents[1], (double)u->rejected);
-	sink_set(st->c->sink, st->uevents[2], (double)u->overrun);
+	sink_set(st->c->sink, st->uevents[1], (double)u->other);
+	sink_set(st->c->sink, st->uevents[2], (double)u->rejected);
+	sink_set(st->c->sink, st->uevents[3], (double)u->overrun);
 }
 
 static int drops_on_ready(struct collector *c)
@@ -744,7 +747,7 @@ static void drops_watch_start(struct collector *c, struct drops_state *st)
 		return;
 	}
 	f = sink_family(c->sink, &drops_watch_metrics[1]);
-	for (int i = 0; i < 3; i++) {
+	for (int i = 0; i < 4; i++) {
 		const char *v[2] = {drops_uevent_results[i], NULL};
 
 		st->uevents[i] = sink_series(c->sink, f, v);

@@ -256,7 +256,9 @@ static bool watch_read(struct drops_watch *w)
 			kind = drops_uevent_parse(w->buf, (size_t)n, name);
 		if (kind < 0) {
 			w->stats.rejected++;
-		} else if (kind != DROPS_UEVENT_OTHER) {
+		} else if (kind == DROPS_UEVENT_OTHER) {
+			w->stats.other++; /* what the filter let through */
+		} else {
 			w->stats.module++;
 			changed = true;
 		}

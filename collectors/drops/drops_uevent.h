@@ -54,6 +54,7 @@ int drops_uevent_parse(const void *buf, size_t len, char name[DROPS_UEVENT_NAME_
 
 struct drops_uevent_stats {
 	uint64_t module;   /* module add/remove announcements from the kernel */
+	uint64_t other;	   /* from the kernel, well-formed, not a module add/remove */
 	uint64_t rejected; /* not from the kernel, truncated or malformed */
 	uint64_t overrun;  /* the socket's receive buffer overflowed (ENOBUFS) */
 };
