@@ -21,7 +21,11 @@
 #     group 1; its port id is not 0): rejected, no rescan;
 #   - kernel-sent but malformed (no ACTION; ACTION disagreeing with the
 #     header): rejected, no rescan;
-#   - the ring buffer behind the same epoll fd still delivers samples.
+#   - 1000 announcements into a stopped agent: the bounded receive buffer
+#     overflows, the overrun is counted, one rescan follows;
+#   - the ring buffer behind the same epoll fd still delivers samples;
+#   - without the socket (refused through LD_PRELOAD, as a sandbox may):
+#     the fallback poll, said once in the log, samples still delivered.
 source "$(dirname "$0")/lib.sh"
 
 need_root
@@ -32,7 +36,7 @@ need_cmd ip
 
 cat >"$T/uevent.py" <<'PY'
 # uevent.py kernel|user STRING...: one uevent datagram of these
-# NUL-terminated strings. kernel: through the kernel's uevent socket, which
+# NUL-terminated strings ($REPEAT times). kernel: through the kernel's uevent socket, which
 # broadcasts it to group 1 with port id 0 (needs CAP_SYS_ADMIN). user:
 # straight to group 1 from this socket (needs CAP_NET_ADMIN; port id != 0).
 import os, socket, struct, sys
@@ -41,14 +45,16 @@ NLM_F_REQUEST, NLM_F_ACK, NLMSG_MIN_TYPE = 1, 4, 0x10
 data = b"".join(a.encode() + b"\0" for a in sys.argv[2:])
 s = socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, NETLINK_KOBJECT_UEVENT)
 s.bind((0, 0))
-if sys.argv[1] == "kernel":
-    hdr = struct.pack("=IHHII", 16 + len(data), NLMSG_MIN_TYPE, NLM_F_REQUEST | NLM_F_ACK, 1, 0)
-    s.sendto(hdr + data, (0, 0))
-    err = struct.unpack_from("=i", s.recv(4096), 16)[0]
-    if err:
-        sys.exit("kernel refused the uevent: " + os.strerror(-err))
-else:
-    s.sendto(data, (0, 1))
+for seq in range(int(os.environ.get("REPEAT", "1"))):
+    if sys.argv[1] == "kernel":
+        hdr = struct.pack("=IHHII", 16 + len(data), NLMSG_MIN_TYPE, NLM_F_REQUEST | NLM_F_ACK,
+                          seq + 1, 0)
+        s.sendto(hdr + data, (0, 0))
+        err = struct.unpack_from("=i", s.recv(4096), 16)[0]
+        if err:
+            sys.exit("kernel refused the uevent: " + os.strerror(-err))
+    else:
+        s.sendto(data, (0, 1))
 PY
 send() { python3 "$T/uevent.py" "$@" || fail "uevent.py $*"; }
 module_msg() { # ACTION NAME
@@ -154,6 +160,21 @@ send kernel "add@/module/sysobs_mw_d" "ACTION=remove" "DEVPATH=/module/sysobs_mw
 settle
 expect "after a forged and two malformed module messages" 2 3 1 3
 
+# 1000 announcements while the agent is stopped: its bounded receive buffer
+# overflows, the kernel says so (ENOBUFS): counted, one rescan for all.
+kill -STOP "$AGENT_PID"
+mapfile -t msg < <(module_msg add sysobs_mw_flood)
+REPEAT=1000 send kernel "${msg[@]}"
+kill -CONT "$AGENT_PID"
+settle
+got=$(counts)
+echo "after 1000 module adds into a stopped agent: $got"
+flood=$(($(uevents module) - 3))
+[ "$(uevents overrun)" -ge 1 ] || fail "no overrun counted: $got"
+[ "$flood" -ge 1 ] && [ "$flood" -lt 1000 ] || fail "module uevents read of the 1000: $flood"
+assert_eq "rescans after the flood" 3 "$(rescans uevent)"
+assert_eq "poll rescans after the flood" 0 "$(rescans poll)"
+
 # The ring buffer, behind the same epoll fd: a datagram to a closed port in
 # the test's namespace is sampled.
 ip netns exec "$NS" bash -c 'echo x >/dev/udp/127.0.0.1/9' 2>/dev/null || true
@@ -163,4 +184,27 @@ wait_for 10 has_sample || fail "no NO_SOCKET sample of the datagram to port 9"
 stop_agent
 pass "unprivileged (uid $uid): 0 rescans in 3 quiet s; other subsystems' uevents not read;" \
 	"1 module add -> 1 rescan ($syms symbols re-read); 2 at once -> 1; forged (user port id)" \
-	"and malformed kernel-sent messages rejected (3), no rescan; ring samples still delivered"
+	"and malformed kernel-sent messages rejected (3), no rescan; 1000 into a stopped agent:" \
+	"$flood read, overrun counted, 1 rescan; ring samples still delivered"
+
+# Without the uevent socket (a sandbox that refuses it; here an LD_PRELOAD
+# that fails that one socket): the poll, said once; a module uevent changes
+# nothing; the ring buffer is the collector's fd again.
+PRELOAD=${SYSOBS_BUILD:?}/tests/libdrops_nouevent.so
+[ -f "$PRELOAD" ] || fail "$PRELOAD not built"
+mv "$T/agent.log" "$T/agent-uevent.log"
+LD_PRELOAD=$PRELOAD start_agent
+wait_for 10 state_is RUNNING || fail "drops collector not running without uevents"
+assert_eq "'no kernel uevents' lines in the log" 1 "$(grep -c 'no kernel uevents' "$T/agent.log")"
+grep 'no kernel uevents' "$T/agent.log" | sed 's/.*drops: /agent: /'
+mapfile -t msg < <(module_msg add sysobs_mw_f)
+send kernel "${msg[@]}"
+settle
+got="rescans uevent=$(rescans uevent) poll=$(rescans poll); uevents module=$(uevents module)"
+echo "without uevents, after a module add: $got"
+assert_eq "without uevents" "rescans uevent=0 poll=0; uevents module=x" "$got"
+ip netns exec "$NS" bash -c 'echo x >/dev/udp/127.0.0.1/10' 2>/dev/null || true
+has_sample10() { [ "$(api GET "/api/v1/drops/samples?port=10&reason=NO_SOCKET&limit=5" | jq '.data | length')" -ge 1 ]; }
+wait_for 10 has_sample10 || fail "no NO_SOCKET sample of the datagram to port 10 without uevents"
+stop_agent
+pass "without the uevent socket: the poll, said once; no uevent rescan; samples delivered"
