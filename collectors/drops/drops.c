@@ -7,9 +7,11 @@
  *            object, set its knobs, load it (tp_btf, else raw_tp). Missing
  *            BTF, a tracepoint without the reason argument, or no permission
  *            to load BPF make the collector "unavailable" with that reason.
- *   start    attach, ring buffer, module watch (drops_uevent.h): c->fd is
- *            the watch's epoll fd (ring buffer, uevent socket, debounce
- *            timer), or the ring buffer's own where uevents cannot be read.
+ *            The module uevent socket (drops_uevent.h) opens before the
+ *            module BTF scan; kallsyms stays open for re-reads.
+ *   start    attach, ring buffer: c->fd is the module watch's epoll fd
+ *            (ring buffer, uevent socket, debounce timer), or the ring
+ *            buffer's own where uevents cannot be read.
  *   collect  every interval: sum the per-CPU counters into
  *            sysobs_packet_drops_total{reason,protocol[,netns]} (kernel
  *            totals, so sink_set) and the program's own health counters.
@@ -81,7 +83,8 @@ struct drops_state {
 	int64_t last_rescan_ns;
 	/* Module load/unload (drops_uevent.h); NULL: the DROPS_RESCAN_MS poll. */
 	struct drops_watch *watch;
-	int ksyms_fd; /* kallsyms, open since init (addresses: see drops_ksym.h) */
+	int watch_err; /* errno when it did not open */
+	int ksyms_fd;  /* kallsyms, open since init (addresses: see drops_ksym.h) */
 	struct collector *c;
 	struct sink_series *rescans[2]; /* DROPS_RESCAN_UEVENT, DROPS_RESCAN_POLL */
 	struct sink_series *uevents[4]; /* module, other, rejected, overrun */
@@ -509,6 +512,11 @@ static int drops_init(struct collector *c)
 	if (!st->reasons)
 		return collector_unavailable(
 		    c, -EOPNOTSUPP, "kernel BTF has no enum skb_drop_reason: %s", strerror(errno));
+	/* The uevent socket before the scan: a module loaded from here on is
+	 * in its queue (start adds it to the collector's fd). */
+	st->watch = drops_watch_new(DROPS_SETTLE_MS);
+	if (!st->watch)
+		st->watch_err = errno;
 	drops_scan_modules(st);
 	drops_names_publish(st->reasons);
 	/* bpf_rdonly_cast() (v6.2) lets tp_btf read packet bytes without a
@@ -734,13 +742,17 @@ static void drops_watch_start(struct collector *c, struct drops_state *st)
 
 		st->rescans[i] = sink_series(c->sink, f, v);
 	}
-	st->watch = drops_watch_new(c->fd, DROPS_SETTLE_MS);
+	if (st->watch && drops_watch_add(st->watch, c->fd)) {
+		st->watch_err = errno;
+		drops_watch_free(st->watch);
+		st->watch = NULL;
+	}
 	if (!st->watch) {
 		clog_warn(c,
 			  "no kernel uevents (%s): module BTF is rescanned at most once a minute "
 			  "while a subsystem drop reason is unnamed, and kallsyms is not re-read "
 			  "after a module load",
-			  strerror(errno));
+			  strerror(st->watch_err));
 		if (st->ksyms_fd >= 0)
 			close(st->ksyms_fd);
 		st->ksyms_fd = -1;

@@ -166,7 +166,7 @@ static int watch_add(int ep, int fd, uint32_t tag)
 	return epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev) ? -errno : 0;
 }
 
-struct drops_watch *drops_watch_new(int ring_fd, unsigned settle_ms)
+struct drops_watch *drops_watch_new(unsigned settle_ms)
 {
 	struct drops_watch *w = calloc(1, sizeof(*w));
 	int err;
@@ -186,8 +186,7 @@ struct drops_watch *drops_watch_new(int ring_fd, unsigned settle_ms)
 		err = -errno;
 		goto err;
 	}
-	if ((err = watch_add(w->ep, ring_fd, WATCH_TAG_RING)) ||
-	    (err = watch_add(w->ep, w->sock, WATCH_TAG_SOCKET)) ||
+	if ((err = watch_add(w->ep, w->sock, WATCH_TAG_SOCKET)) ||
 	    (err = watch_add(w->ep, w->timer, WATCH_TAG_TIMER)))
 		goto err;
 	return w;
@@ -196,6 +195,15 @@ err:
 	drops_watch_free(w);
 	errno = -err;
 	return NULL;
+}
+
+int drops_watch_add(struct drops_watch *w, int ring_fd)
+{
+	int err = watch_add(w->ep, ring_fd, WATCH_TAG_RING);
+
+	if (err)
+		errno = -err;
+	return err ? -1 : 0;
 }
 
 void drops_watch_free(struct drops_watch *w)

@@ -64,11 +64,14 @@ struct drops_watch;
 /*
  * Opens the uevent socket (close-on-exec, non-blocking, a bounded receive
  * buffer, a socket filter that passes only add@/module/ and
- * remove@/module/), a one-shot timer and an epoll fd holding both and
- * ring_fd. NULL + errno when the socket cannot be opened (a sandbox
+ * remove@/module/), a one-shot timer and an epoll fd holding both. Opened
+ * before the first scan of module BTF, so that no module loaded after it
+ * goes unseen. NULL + errno when the socket cannot be opened (a sandbox
  * without netlink, ...).
  */
-struct drops_watch *drops_watch_new(int ring_fd, unsigned settle_ms);
+struct drops_watch *drops_watch_new(unsigned settle_ms);
+/* Adds the ring buffer's fd to the epoll fd. 0, or -1 + errno. */
+int drops_watch_add(struct drops_watch *w, int ring_fd);
 void drops_watch_free(struct drops_watch *w); /* accepts NULL */
 /* The epoll fd: readable when the ring, the socket or the timer is. */
 int drops_watch_fd(const struct drops_watch *w);
