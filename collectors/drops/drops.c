@@ -172,9 +172,8 @@ static const struct metric_desc drops_watch_metrics[2] = {
      "Messages on the drops collector's kernel uevent socket: result=\"module\" module "
      "load/unload announcements, \"other\" other kernel uevents past the socket filter (it "
      "passes only add@/module/ and remove@/module/), \"rejected\" not sent by the kernel or "
-     "malformed, "
-     "\"overrun\" receive buffer overflows (each may have lost an announcement: a rescan "
-     "follows).",
+     "malformed, \"overrun\" receive buffer overflows (each may have lost an announcement: a "
+     "rescan follows).",
      METRIC_KIND_COUNTER, drops_result_label},
 };
 
