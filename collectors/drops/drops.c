@@ -7,14 +7,20 @@
  *            object, set its knobs, load it (tp_btf, else raw_tp). Missing
  *            BTF, a tracepoint without the reason argument, or no permission
  *            to load BPF make the collector "unavailable" with that reason.
- *   start    attach, ring buffer (its epoll fd is c->fd), kallsyms.
+ *            The module uevent socket (drops_uevent.h) opens before the
+ *            module BTF scan; kallsyms stays open for re-reads.
+ *   start    attach, ring buffer: c->fd is the module watch's epoll fd
+ *            (ring buffer, uevent socket, debounce timer), or the ring
+ *            buffer's own where uevents cannot be read.
  *   collect  every interval: sum the per-CPU counters into
  *            sysobs_packet_drops_total{reason,protocol[,netns]} (kernel
  *            totals, so sink_set) and the program's own health counters.
- *   on_ready drain sampled records into the drop_samples table.
+ *   on_ready drain sampled records into the drop_samples table; after a
+ *            module load/unload, rescan module BTF and re-read kallsyms.
  */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <stdio.h>
@@ -37,9 +43,11 @@
 #include "collectors/drops/drops_cgroup.h"
 #include "collectors/drops/drops_decode.h"
 #include "collectors/drops/drops_ksym.h"
+#include "collectors/drops/drops_uevent.h"
 #include "collectors/netns_live.h"
 
-#define DROPS_RESCAN_MS	     60000 /* module BTF rescan for unnamed subsystem reasons */
+#define DROPS_RESCAN_MS	     60000 /* without uevents: poll for unnamed subsystem reasons */
+#define DROPS_SETTLE_MS	     1000  /* module uevent -> rescan: a burst gives one */
 #define DROPS_CONSUME_BUDGET 8192  /* records per on_ready before yielding */
 
 #include "collectors/drops/drops_priv.h"
@@ -103,6 +111,30 @@ static const struct metric_desc drops_metrics[] = {
 			    "(series gone with netns_label; kernel keys freed).",
 			    METRIC_KIND_COUNTER},
     {0},
+};
+
+/*
+ * How module BTF and kallsyms follow module loads, registered at start (the
+ * uevent family only when the socket opened).
+ */
+enum { DROPS_RESCAN_UEVENT, DROPS_RESCAN_POLL };
+static const char *const drops_rescan_causes[] = {"uevent", "poll"};
+static const char *const drops_uevent_results[] = {"module", "other", "rejected", "overrun"};
+static const char *const drops_cause_label[] = {"cause", NULL};
+static const char *const drops_result_label[] = {"result", NULL};
+static const struct metric_desc drops_watch_metrics[2] = {
+    {"sysobs_drops_btf_rescans_total",
+     "Rescans of module BTF for drop reason names: cause=\"uevent\" after the kernel announced "
+     "a module load or unload (kallsyms is re-read with it), cause=\"poll\" where uevents "
+     "cannot be read (at most once a minute while a subsystem reason is unnamed).",
+     METRIC_KIND_COUNTER, drops_cause_label},
+    {"sysobs_drops_uevents_total",
+     "Messages on the drops collector's kernel uevent socket: result=\"module\" module "
+     "load/unload announcements, \"other\" other kernel uevents past the socket filter (it "
+     "passes only add@/module/ and remove@/module/), \"rejected\" not sent by the kernel or "
+     "malformed, \"overrun\" receive buffer overflows (each may have lost an announcement: a "
+     "rescan follows).",
+     METRIC_KIND_COUNTER, drops_result_label},
 };
 
 /*
@@ -283,30 +315,33 @@ static const struct event_table *const drops_tables[] = {&drops_samples_table, N
 /* --- init ---------------------------------------------------------------- */
 
 /* Adds subsystem reason names from every module BTF next to vmlinux
- * (/sys/kernel/btf/<module>): openvswitch, mac80211, ... are modules. */
-static void drops_scan_modules(struct drops_state *st)
+ * (/sys/kernel/btf/<module>): openvswitch, mac80211, ... are modules.
+ * Returns how many names were added. */
+static int drops_scan_modules(struct drops_state *st)
 {
 	char dir[PATH_MAX], path[PATH_MAX + 256];
 	struct btf *base = st->btf.vmlinux;
 	struct dirent *e;
 	char *slash;
+	int added = 0;
 	DIR *d;
 
 	snprintf(dir, sizeof(dir), "%s", st->cfg->btf_path);
 	slash = strrchr(dir, '/');
 	if (!slash)
-		return;
+		return 0;
 	*slash = '\0';
 	d = opendir(dir[0] ? dir : "/");
 	if (!d)
-		return;
+		return 0;
 	/* a rescan after init parses vmlinux again (not kept: ~6 MiB) */
 	if (!base && !(base = btf__parse(st->cfg->btf_path, NULL))) {
 		closedir(d);
-		return;
+		return 0;
 	}
 	while ((e = readdir(d))) {
 		struct btf *mod;
+		int n;
 
 		if (e->d_name[0] == '.' || !strcmp(e->d_name, slash + 1))
 			continue;
@@ -314,12 +349,15 @@ static void drops_scan_modules(struct drops_state *st)
 		mod = btf__parse_split(path, base);
 		if (!mod)
 			continue;
-		drops_reasons_add_btf(st->reasons, mod);
+		n = drops_reasons_add_btf(st->reasons, mod);
+		if (n > 0)
+			added += n;
 		btf__free(mod);
 	}
 	closedir(d);
 	if (base != st->btf.vmlinux)
 		btf__free(base);
+	return added;
 }
 
 /* Opens and loads the BPF object with one of its two programs (and, with
@@ -416,6 +454,7 @@ static int drops_init(struct collector *c)
 		return -ENOMEM;
 	c->priv = st;
 	st->cfg = cfg;
+	st->ksyms_fd = -1;
 	c->interval_ms = cfg->interval;
 
 	err = bpf_util_btf_load(&st->btf, cfg->btf_path, NULL);
@@ -440,6 +479,11 @@ static int drops_init(struct collector *c)
 	if (!st->reasons)
 		return collector_unavailable(
 		    c, -EOPNOTSUPP, "kernel BTF has no enum skb_drop_reason: %s", strerror(errno));
+	/* The uevent socket before the scan: a module loaded from here on is
+	 * in its queue (start adds it to the collector's fd). */
+	st->watch = drops_watch_new(DROPS_SETTLE_MS);
+	if (!st->watch)
+		st->watch_err = errno;
 	drops_scan_modules(st);
 	drops_names_publish(st->reasons);
 	/* bpf_rdonly_cast() (v6.2) lets tp_btf read packet bytes without a
@@ -460,7 +504,8 @@ static int drops_init(struct collector *c)
 
 	/* Before the load: the program needs skb_release_data()'s text to tell
 	 * frag_list members from drops (bpf/drops.bpf.c, frag_free_lo). */
-	st->ksyms = drops_ksyms_load(cfg->kallsyms);
+	st->ksyms_fd = open(cfg->kallsyms, O_RDONLY | O_CLOEXEC);
+	st->ksyms = st->ksyms_fd >= 0 ? drops_ksyms_read_fd(st->ksyms_fd) : NULL;
 	if (!st->ksyms || !drops_ksyms_count(st->ksyms))
 		clog_warn(c, "no kernel symbols from %s: drop locations stay hex", cfg->kallsyms);
 	err =
@@ -583,17 +628,118 @@ static int drops_on_sample(void *ctx, void *data, size_t len)
 	return 0;
 }
 
+/*
+ * Module BTF again (subsystem reason names of a module loaded since); after
+ * a uevent, kallsyms too: a loaded module's symbols, or the addresses an
+ * unloaded one freed. Both block the loop for tens of milliseconds (a ~6
+ * MiB vmlinux BTF parse, a ~5 MiB kallsyms read): only after a module came
+ * or went, or in the fallback poll.
+ */
+static void drops_rescan(struct drops_state *st, int cause)
+{
+	int64_t t0 = clock_mono_ns();
+	int added = drops_scan_modules(st);
+
+	/* a snapshot only when names changed: older ones live until stop */
+	if (added > 0)
+		drops_names_publish(st->reasons);
+	if (cause == DROPS_RESCAN_UEVENT && st->ksyms_fd >= 0) {
+		struct drops_ksyms *k = drops_ksyms_read_fd(st->ksyms_fd);
+
+		/* never an empty table for a full one (a failed read) */
+		if (k && drops_ksyms_count(k)) {
+			drops_ksyms_free(st->ksyms);
+			st->ksyms = k;
+		} else {
+			drops_ksyms_free(k);
+		}
+	}
+	st->last_rescan_ns = clock_mono_ns();
+	sink_add(st->c->sink, st->rescans[cause], 1);
+	if (cause == DROPS_RESCAN_UEVENT)
+		clog_info(st->c,
+			  "module loaded or unloaded: module BTF rescanned (%d new reason names), "
+			  "%zu kernel symbols, in %lld ms",
+			  added, drops_ksyms_count(st->ksyms),
+			  (long long)((st->last_rescan_ns - t0) / 1000000));
+}
+
+/* The watch's counters into sysobs_drops_uevents_total, when they moved. */
+static void drops_publish_uevents(struct drops_state *st)
+{
+	const struct drops_uevent_stats *u = drops_watch_stats(st->watch);
+	uint64_t seen = u->module + u->other + u->rejected + u->overrun;
+
+	if (seen == st->uevents_seen)
+		return;
+	st->uevents_seen = seen;
+	sink_set(st->c->sink, st->uevents[0], (double)u->module);
+	sink_set(st->c->sink, st->uevents[1], (double)u->other);
+	sink_set(st->c->sink, st->uevents[2], (double)u->rejected);
+	sink_set(st->c->sink, st->uevents[3], (double)u->overrun);
+}
+
 static int drops_on_ready(struct collector *c)
 {
 	struct drops_state *st = c->priv;
 	int n;
 
+	/* c->fd is the watch's epoll fd: one epoll_wait() says whether a
+	 * module came or went; the ring is consumed either way (a no-op
+	 * when empty), as without the watch. */
+	if (st->watch) {
+		bool due = drops_watch_due(st->watch);
+
+		drops_publish_uevents(st);
+		if (due)
+			drops_rescan(st, DROPS_RESCAN_UEVENT);
+	}
 	st->consumed = 0;
 	n = ring_buffer__consume(st->rb);
 	return n < 0 && n != -EAGAIN ? n : 0;
 }
 
 /* --- start / collect ----------------------------------------------------- */
+
+/*
+ * Module loads and unloads as kernel uevents, with the ring buffer behind
+ * one epoll fd; without them (a sandbox that refuses the netlink socket)
+ * the once-a-minute poll of drops_maybe_rescan(), said once here.
+ */
+static void drops_watch_start(struct collector *c, struct drops_state *st)
+{
+	struct sink_family *f = sink_family(c->sink, &drops_watch_metrics[0]);
+
+	for (int i = 0; i < 2; i++) {
+		const char *v[2] = {drops_rescan_causes[i], NULL};
+
+		st->rescans[i] = sink_series(c->sink, f, v);
+	}
+	if (st->watch && drops_watch_add(st->watch, c->fd)) {
+		st->watch_err = errno;
+		drops_watch_free(st->watch);
+		st->watch = NULL;
+	}
+	if (!st->watch) {
+		clog_warn(c,
+			  "no kernel uevents (%s): module BTF is rescanned at most once a minute "
+			  "while a subsystem drop reason is unnamed, and kallsyms is not re-read "
+			  "after a module load",
+			  strerror(st->watch_err));
+		if (st->ksyms_fd >= 0)
+			close(st->ksyms_fd);
+		st->ksyms_fd = -1;
+		return;
+	}
+	f = sink_family(c->sink, &drops_watch_metrics[1]);
+	for (int i = 0; i < 4; i++) {
+		const char *v[2] = {drops_uevent_results[i], NULL};
+
+		st->uevents[i] = sink_series(c->sink, f, v);
+		sink_set(c->sink, st->uevents[i], 0);
+	}
+	c->fd = drops_watch_fd(st->watch);
+}
 
 static int drops_start(struct collector *c)
 {
@@ -602,6 +748,7 @@ static int drops_start(struct collector *c)
 	struct sink *k = c->sink;
 	int err = 0;
 
+	st->c = c;
 	st->drops =
 	    sink_family(k, &drops_total_metric[cfg->netns_label | cfg->container_label << 1]);
 	st->runs = sink_series1(k, &drops_metrics[DROPS_M_RUNS]);
@@ -683,6 +830,7 @@ static int drops_start(struct collector *c)
 		goto out_load_end;
 	}
 	c->fd = ring_buffer__epoll_fd(st->rb);
+	drops_watch_start(c, st);
 out_load_end:
 	bpf_util_load_end();
 	return err;
@@ -699,17 +847,15 @@ int drops_sum_percpu(struct drops_state *st, int fd, const void *key, uint64_t *
 }
 
 /* Module BTF may have appeared since start (openvswitch, mac80211 loaded
- * later): rescan, at most once a minute, when a subsystem value is unnamed. */
+ * later). With the uevent watch, a module load triggers the rescan (in
+ * drops_on_ready); without it: at most once a minute, when a subsystem
+ * value is unnamed. */
 void drops_maybe_rescan(struct drops_state *st, uint32_t reason)
 {
-	int64_t now = clock_mono_ns();
-
-	if (!drops_reason_subsys_unnamed(st->reasons, reason) ||
-	    now - st->last_rescan_ns < (int64_t)DROPS_RESCAN_MS * 1000000)
+	if (st->watch || !drops_reason_subsys_unnamed(st->reasons, reason) ||
+	    clock_mono_ns() - st->last_rescan_ns < (int64_t)DROPS_RESCAN_MS * 1000000)
 		return;
-	st->last_rescan_ns = now;
-	drops_scan_modules(st);
-	drops_names_publish(st->reasons);
+	drops_rescan(st, DROPS_RESCAN_POLL);
 }
 
 /*
@@ -778,7 +924,10 @@ static void drops_stop(struct collector *c)
 	bpf_link__destroy(st->sock_links[0]);
 	bpf_link__destroy(st->sock_links[1]);
 	bpf_link__destroy(st->link);
+	drops_watch_free(st->watch);
 	ring_buffer__free(st->rb);
+	if (st->ksyms_fd >= 0)
+		close(st->ksyms_fd);
 	drops_bpf__destroy(st->skel);
 	drops_ksyms_free(st->ksyms);
 	drops_cgroups_free(st->cgroups);

@@ -1,11 +1,13 @@
 // SPDX-License-Identifier: MIT
 /* /proc/kallsyms lookup (see drops_ksym.h). */
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "collectors/drops/drops_ksym.h"
 
@@ -13,6 +15,8 @@
  * (the gap after the last symbol of a region). */
 #define KSYM_MAX_SPAN (1u << 20)
 #define KSYM_MODS_MAX 65535
+/* A 6.x kernel's kallsyms is 5-10 MiB of text; more is not kallsyms. */
+#define KSYM_FILE_MAX (256u << 20)
 
 /* 12 bytes a symbol: the address as an offset from the lowest one (kernel
  * text, modules and BPF programs lie within 4 GiB of each other on x86-64
@@ -249,46 +253,63 @@ struct drops_ksyms *drops_ksyms_parse(const char *text, size_t len)
 	return build(text, len);
 }
 
-struct drops_ksyms *drops_ksyms_load(const char *path)
+struct drops_ksyms *drops_ksyms_read_fd(int fd)
 {
 	struct drops_ksyms *k = NULL;
 	size_t len = 0, cap = 0;
 	char *buf = NULL;
-	FILE *f;
 	int err = 0;
 
-	f = fopen(path, "re");
-	if (!f)
+	/* From the start, whatever was read before (seq_file restarts its
+	 * walk at offset 0). */
+	if (lseek(fd, 0, SEEK_SET) < 0)
 		return NULL;
 	/* /proc files have no size: read in chunks. */
 	for (;;) {
-		size_t n;
+		ssize_t n;
 
 		if (cap - len < 65536) {
-			char *p = realloc(buf, cap ? cap * 2 : 1 << 20);
+			size_t ncap = cap ? cap * 2 : 1 << 20;
+			char *p = ncap <= KSYM_FILE_MAX ? realloc(buf, ncap) : NULL;
 
 			if (!p) {
-				err = ENOMEM;
+				err = ncap <= KSYM_FILE_MAX ? ENOMEM : EFBIG;
 				goto out;
 			}
 			buf = p;
-			cap = cap ? cap * 2 : 1 << 20;
+			cap = ncap;
 		}
-		n = fread(buf + len, 1, cap - len, f);
-		len += n;
-		if (n == 0) {
-			if (ferror(f))
-				err = EIO;
+		n = read(fd, buf + len, cap - len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			err = errno;
+			goto out;
+		}
+		if (n == 0)
 			break;
-		}
+		len += (size_t)n;
 	}
-	if (!err && !(k = build(buf, len)))
+	if (!(k = build(buf, len)))
 		err = errno;
 out:
 	free(buf);
-	fclose(f);
 	if (err)
 		errno = err;
+	return k;
+}
+
+struct drops_ksyms *drops_ksyms_load(const char *path)
+{
+	struct drops_ksyms *k;
+	int fd = open(path, O_RDONLY | O_CLOEXEC), err;
+
+	if (fd < 0)
+		return NULL;
+	k = drops_ksyms_read_fd(fd);
+	err = errno;
+	close(fd);
+	errno = err;
 	return k;
 }
 

@@ -2,11 +2,12 @@
 /*
  * Kernel text symbols from /proc/kallsyms, to name the location a drop came
  * from ("__udp4_lib_rcv+0x5a4"). libbpf keeps its kallsyms reader private,
- * so this is a compact sorted table with a binary search, read once at
- * start (~40 ms): 12 bytes a symbol plus its name, __pfx_ padding symbols
- * left out, ~2 MiB for a 6.x kernel. A lookup never touches the file, so the
- * event loop never waits on it (reading the file per new address cost 30 ms
- * a time and made a busy MPTCP netlink socket overrun).
+ * so this is a compact sorted table with a binary search, read at start
+ * (~40 ms) and again after a module load or unload: 12 bytes a symbol plus
+ * its name, __pfx_ padding symbols left out, ~2 MiB for a 6.x kernel. A
+ * lookup never touches the file, so the event loop never waits on it
+ * (reading the file per new address cost 30 ms a time and made a busy MPTCP
+ * netlink socket overrun).
  *
  * Addresses read as 0 when kptr_restrict hides them from this process; the
  * table is then empty and locations print as hex.
@@ -24,6 +25,14 @@ struct drops_ksyms;
 struct drops_ksyms *drops_ksyms_parse(const char *text, size_t len);
 /* Reads and parses a file (normally /proc/kallsyms). NULL + errno. */
 struct drops_ksyms *drops_ksyms_load(const char *path);
+/*
+ * The same from an open fd, read again from offset 0: the collector keeps
+ * /proc/kallsyms open from start-up, because the kernel decides at open
+ * (file->f_cred, kernel/kallsyms.c kallsyms_open) whether a reader sees
+ * addresses, and a re-read after the agent dropped its privileges through a
+ * new open would show zeros. NULL + errno.
+ */
+struct drops_ksyms *drops_ksyms_read_fd(int fd);
 void drops_ksyms_free(struct drops_ksyms *k); /* accepts NULL */
 size_t drops_ksyms_count(const struct drops_ksyms *k);
 /* Heap bytes the table holds. */

@@ -20,6 +20,7 @@ struct collector;
 struct drops_cfg;
 struct drops_cgroups;
 struct drops_counts;
+struct drops_watch;
 struct drops_ksyms;
 struct drops_reasons;
 struct netns_live;
@@ -51,6 +52,14 @@ struct drops_state {
 
 	int64_t mono_to_wall_ns;
 	int64_t last_rescan_ns;
+	/* Module load/unload (drops_uevent.h); NULL: the DROPS_RESCAN_MS poll. */
+	struct drops_watch *watch;
+	int watch_err; /* errno when it did not open */
+	int ksyms_fd;  /* kallsyms, open since init (addresses: see drops_ksym.h) */
+	struct collector *c;
+	struct sink_series *rescans[2]; /* DROPS_RESCAN_UEVENT, DROPS_RESCAN_POLL */
+	struct sink_series *uevents[4]; /* module, other, rejected, overrun */
+	uint64_t uevents_seen;
 	uint64_t invalid;  /* undecodable ring-buffer records */
 	unsigned consumed; /* records handled in this on_ready */
 	uint64_t stat[DROPS_STAT_MAX];

@@ -1,11 +1,14 @@
 // SPDX-License-Identifier: MIT
 /* kallsyms parsing and address lookup of the drops collector. */
 #include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -154,12 +157,67 @@ static void test_proc(void **state)
 	assert_int_equal(errno, ENOENT);
 }
 
+/*
+ * The table read again from the fd kept open since start-up: from offset
+ * 0 whatever was read before, and with addresses after the process gave up
+ * root (the kernel decides at open), where a new open may show zeros.
+ */
+static void test_read_fd(void **state)
+{
+	struct drops_ksyms *a, *b;
+	char buf[4096];
+	int fd, status;
+	pid_t pid;
+
+	if (geteuid() != 0)
+		skip();
+	fd = open("/proc/kallsyms", O_RDONLY | O_CLOEXEC);
+	assert_true(fd >= 0);
+	a = drops_ksyms_read_fd(fd);
+	assert_non_null(a);
+	if (drops_ksyms_count(a) < 1000) {
+		drops_ksyms_free(a);
+		close(fd);
+		skip(); /* restricted even for root */
+	}
+	/* left somewhere in the middle */
+	assert_int_equal(lseek(fd, 0, SEEK_SET), 0);
+	assert_true(read(fd, buf, sizeof(buf)) > 0);
+	b = drops_ksyms_read_fd(fd);
+	assert_non_null(b);
+	assert_int_equal(drops_ksyms_count(b), drops_ksyms_count(a));
+	drops_ksyms_free(b);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		struct drops_ksyms *kept, *fresh;
+
+		if (setgroups(0, NULL) || setresgid(65534, 65534, 65534) ||
+		    setresuid(65534, 65534, 65534))
+			_exit(2);
+		kept = drops_ksyms_read_fd(fd);
+		fresh = drops_ksyms_load("/proc/kallsyms");
+		printf("kallsyms as uid 65534: %zu symbols through the fd opened as root, %zu "
+		       "through a new open\n",
+		       drops_ksyms_count(kept), drops_ksyms_count(fresh));
+		fflush(stdout);
+		_exit(drops_ksyms_count(kept) == drops_ksyms_count(a) ? 0 : 1);
+	}
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+	drops_ksyms_free(a);
+	close(fd);
+	assert_null(drops_ksyms_read_fd(-1));
+	assert_int_equal(errno, EBADF);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_lookup), cmocka_unit_test(test_restricted),
 	    cmocka_unit_test(test_range),  cmocka_unit_test(test_pfx_and_modules),
-	    cmocka_unit_test(test_proc),
+	    cmocka_unit_test(test_proc),   cmocka_unit_test(test_read_fd),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
