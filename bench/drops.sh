@@ -17,6 +17,7 @@
 #
 #   SYSOBS_BUILD=build bash bench/drops.sh   [SECONDS per phase, default 5]
 #   COST_ONLY=1 ... runs part 1 only
+#   DROPS_EXTRA='container_label = true' ... adds lines to [collector.drops]
 set -uo pipefail
 
 BUILD=${SYSOBS_BUILD:-build}
@@ -66,6 +67,7 @@ enabled = false
 netns_label = true
 sample_rate = $1
 sample_burst = ${2:-20}
+${DROPS_EXTRA:+$DROPS_EXTRA}
 INI
 	"$SYSOBSD" --config "$T/sysobsd.ini" --port-file "$T/port" >>"$T/agent.log" 2>&1 &
 	AGENT_PID=$!
