@@ -71,18 +71,13 @@ metric_all_ns() {
 	in_api_netns curl -sS --max-time 10 "http://127.0.0.1:$PORT/metrics" |
 		grep "^sysobs_packet_drops_total{.*netns=\"$NSINUM\"" || true
 }
-collector_state() {
-	api GET /api/v1/collectors | jq -r '.data[] | select(.name == "drops") | .state'
-}
-state_is() { [ "$(collector_state)" = "$1" ]; }
 collector_reason() {
 	api GET /api/v1/collectors | jq -r '.data[] | select(.name == "drops") | .reason'
 }
 
 write_drops_config
 start_agent
-wait_for 10 state_is RUNNING ||
-	fail "drops collector not running: $(collector_reason)"
+wait_collector drops
 assert_eq "sysobs_collector_up" 1 "$(metric 'sysobs_collector_up{collector="drops"}')"
 
 # 1. UDP to a closed port: one NO_SOCKET drop per datagram.
@@ -254,7 +249,7 @@ stop_agent
 rm -f "$T/sysobs.db"*
 write_drops_config 1000000 4096 false raw_tp
 start_agent
-wait_for 10 state_is RUNNING || fail "drops not running: $(collector_reason)"
+wait_collector drops
 nsrun "$GEN" udp -d 127.0.0.1 -p 9 -t 2 -s 40006 >"$T/flood2.out" || fail "flood sender failed"
 sent=$(awk '{ print $2 }' "$T/flood2.out")
 expect_drops NO_SOCKET udp "$sent"
@@ -278,7 +273,7 @@ rm -f "$T/sysobs.db"*
 write_drops_config
 echo "btf_path = $T/no-such-btf" >>"$T/sysobsd.ini"
 start_agent
-assert_eq "state without BTF" UNAVAILABLE "$(collector_state)"
+assert_eq "state without BTF" UNAVAILABLE "$(collector_state drops)"
 reason=$(collector_reason)
 [[ $reason == *"no kernel BTF at $T/no-such-btf"* ]] || fail "reason without BTF: $reason"
 assert_eq "sysobs_collector_up without BTF" 0 "$(metric 'sysobs_collector_up{collector="drops"}')"
@@ -307,7 +302,7 @@ chmod 755 "$T/as-nobody.sh"
 SYSOBSD=$T/as-nobody.sh
 start_agent
 SYSOBSD=$REAL
-assert_eq "state without permission" UNAVAILABLE "$(collector_state)"
+assert_eq "state without permission" UNAVAILABLE "$(collector_state drops)"
 reason=$(collector_reason)
 [[ $reason == *"no permission to load BPF"* && $reason == *"libbpf:"* ]] ||
 	fail "reason without permission: $reason"

@@ -106,10 +106,7 @@ sample_rate = 200
 sample_burst = 50
 INI
 start_agent
-state_is() {
-	[ "$(api GET /api/v1/collectors | jq -r '.data[] | select(.name == "drops") | .state')" = "$1" ]
-}
-wait_for 10 state_is RUNNING || fail "drops collector not running"
+wait_collector drops
 grep -q "skb_release_data not found" "$T/agent.log" && fail "agent did not find skb_release_data"
 
 # ns_drops REASON PROTO: this namespace's counter; all_drops REASON: every series

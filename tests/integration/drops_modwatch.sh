@@ -83,10 +83,7 @@ sample_rate = 100000
 sample_burst = 10000
 INI
 start_agent
-state_is() {
-	[ "$(api GET /api/v1/collectors | jq -r '.data[] | select(.name == "drops") | .state')" = "$1" ]
-}
-wait_for 10 state_is RUNNING || fail "drops collector not running"
+wait_collector drops
 wait_for 10 grep -q 'without capabilities' "$T/agent.log" || fail "the agent did not drop privileges"
 uid=$(awk '$1 == "Uid:" { print $2 }' "/proc/$AGENT_PID/status")
 [ "$uid" != 0 ] || fail "agent still uid 0"
@@ -194,7 +191,7 @@ PRELOAD=${SYSOBS_BUILD:?}/tests/libdrops_nouevent.so
 [ -f "$PRELOAD" ] || fail "$PRELOAD not built"
 mv "$T/agent.log" "$T/agent-uevent.log"
 LD_PRELOAD=$PRELOAD start_agent
-wait_for 10 state_is RUNNING || fail "drops collector not running without uevents"
+wait_collector drops
 assert_eq "'no kernel uevents' lines in the log" 1 "$(grep -c 'no kernel uevents' "$T/agent.log")"
 grep 'no kernel uevents' "$T/agent.log" | sed 's/.*drops: /agent: /'
 mapfile -t msg < <(module_msg add sysobs_mw_f)

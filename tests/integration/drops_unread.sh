@@ -39,10 +39,7 @@ sample_rate = 100000
 sample_burst = 10000
 INI
 start_agent
-state_is() {
-	[ "$(api GET /api/v1/collectors | jq -r '.data[] | select(.name == "drops") | .state')" = "$1" ]
-}
-wait_for 10 state_is RUNNING || fail "drops collector not running"
+wait_collector drops
 series() {
 	local v
 	v=$(metric "sysobs_packet_drops_total{reason=\"NOT_SPECIFIED\",protocol=\"udp\",netns=\"$1\"}")

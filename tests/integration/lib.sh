@@ -171,6 +171,17 @@ wait_for() {
 	done
 }
 
+# collector_state NAME -> its state (RUNNING, FAILED, UNAVAILABLE, ...);
+# wait_collector NAME: until it is RUNNING (10 s), or fail with its reason.
+collector_state() {
+	api GET /api/v1/collectors | jq -r --arg n "$1" '.data[] | select(.name == $n) | .state'
+}
+wait_collector() {
+	_running() { [ "$(collector_state "$1")" = RUNNING ]; }
+	wait_for 10 _running "$1" || fail "$1 collector not running: $(api GET /api/v1/collectors |
+		jq -r --arg n "$1" '.data[] | select(.name == $n) | .reason')"
+}
+
 # port_free PORT: nothing listens on 127.0.0.1:PORT.
 port_free() { ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 
