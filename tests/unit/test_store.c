@@ -841,6 +841,22 @@ static void test_history_page(void **state)
 	f = (struct store_filter){.cols = {&ev_cols[2]}, .n_cols = 1, .text = "proc3"};
 	assert_int_equal(history_page(s, &table_a, 0, 0, INT64_MAX, 100, &f, 1, &p), 1);
 	assert_int_equal(p.rows[0].pid, 3);
+	/* Prefix filter: proc1, proc11, ..., proc19 of the odd pids; no
+	 * pattern characters (a '%' is a '%'). */
+	{
+		struct event_column pc = ev_cols[2];
+
+		pc.filter = COL_FILTER_PREFIX;
+		f = (struct store_filter){.cols = {&pc}, .n_cols = 1, .text = "proc1"};
+		assert_int_equal(history_page(s, &table_a, 0, 0, INT64_MAX, 100, &f, 1, &p), 6);
+		for (size_t i = 0; i < p.n; i++)
+			assert_memory_equal(p.rows[i].comm, "proc1", 5);
+		f.text = "proc%";
+		assert_int_equal(history_page(s, &table_a, 0, 0, INT64_MAX, 100, &f, 1, &p), 0);
+		f.text = "proc23";
+		assert_int_equal(history_page(s, &table_a, 0, 0, INT64_MAX, 100, &f, 1, &p), 1);
+		assert_int_equal(p.rows[0].pid, 23);
+	}
 	store_close(s);
 }
 
