@@ -286,10 +286,15 @@ pass "IPv6 Destination Options: 20 datagrams -> NO_SOCKET/udp 20, samples with p
 # --- 6. ifname from skb_iif
 ref_fin=$(bt dg_fin '*' "$QUEUE_PURGE")
 echo "reference: $ref_fin QUEUE_PURGE from dg_fin; agent: QUEUE_PURGE/tcp $fin_ns, samples $fin_rows"
-assert_eq "reference: QUEUE_PURGE of the FINs" 10 "$ref_fin"
-assert_eq "QUEUE_PURGE/tcp in $NS" 10 "$fin_ns"
+# A server FIN is queued (and purged) when the orphaned client is still a
+# full socket; when the ACK of the client's FIN came alone before it, the
+# client is already a FIN_WAIT2 timewait socket (tcp_rcv_state_process ->
+# tcp_time_wait) and the FIN is consumed there. ACK timing decides: 9 of
+# 10 was seen in CI. The agent must count what the reference counts.
+assert_ge "reference: QUEUE_PURGE of the FINs" 8 "$ref_fin"
+assert_eq "QUEUE_PURGE/tcp in $NS (the reference's count)" "$ref_fin" "$fin_ns"
 assert_eq "QUEUE_PURGE samples' device" '[{"ifindex":1,"ifname":"lo"}]' "$fin_rows"
-pass "skb_iif only: 10 QUEUE_PURGE drops, samples name the device (ifindex 1, lo)"
+pass "skb_iif only: $fin_ns QUEUE_PURGE drops of 10 FINs, as the reference, samples name the device (ifindex 1, lo)"
 
 # --- 7. container attribution
 ref_cg=$(bt dg_cgroup '*' "$SOCKET_RCVBUFF")
