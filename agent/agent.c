@@ -704,19 +704,9 @@ int agent_start(struct agent *a, const char *port_file)
 	if (rc)
 		return rc;
 	/* After every config value was checked: an environment error. */
-	{
-		char *dir = strdup(sc.path), *slash = dir ? strrchr(dir, '/') : NULL;
-
-		if (slash)
-			*slash = '\0';
-		rc = dir ? privsep_check_access(&pc, slash ? (dir[0] ? dir : "/") : ".", err,
-						sizeof(err))
-			 : 0;
-		free(dir);
-		if (rc) {
-			log_err("agent", "%s", err);
-			return 2;
-		}
+	if (privsep_check_db_dir(&pc, sc.path, err, sizeof(err))) {
+		log_err("agent", "%s", err);
+		return 2;
 	}
 	if (store_start(a->store)) {
 		log_err("store", "cannot start the writer thread");

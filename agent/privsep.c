@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <limits.h>
 #include <linux/bpf.h>
 #include <linux/capability.h>
 #include <pthread.h>
@@ -409,15 +410,23 @@ static struct passwd *target_user(const struct privsep_config *cfg, bool quiet)
 	return pw;
 }
 
-int privsep_check_access(const struct privsep_config *cfg, const char *dir, char *err,
+int privsep_check_db_dir(const struct privsep_config *cfg, const char *db_path, char *err,
 			 size_t errlen)
 {
 	struct passwd *pw = target_user(cfg, true);
+	const char *slash = strrchr(db_path, '/');
+	char dir[PATH_MAX];
 	int status;
 	pid_t pid;
 
 	if (!pw)
 		return 0;
+	if (!slash)
+		snprintf(dir, sizeof(dir), ".");
+	else if (slash == db_path)
+		snprintf(dir, sizeof(dir), "/");
+	else
+		snprintf(dir, sizeof(dir), "%.*s", (int)(slash - db_path), db_path);
 	pid = fork();
 	if (pid < 0)
 		return 0; /* cannot tell; the drop will say */

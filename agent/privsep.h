@@ -49,9 +49,9 @@ struct privsep_config {
 int privsep_helper_start(const char *sysfs_root);
 pid_t privsep_helper_pid(void);
 
-/* Before anything starts: can the user the agent will become reach dir (the
- * database's)? 0, or -EACCES with a message in err. */
-int privsep_check_access(const struct privsep_config *cfg, const char *dir, char *err,
+/* Before anything starts: can the user the agent will become reach the
+ * directory of the database at db_path? 0, or -EACCES with a message in err. */
+int privsep_check_db_dir(const struct privsep_config *cfg, const char *db_path, char *err,
 			 size_t errlen);
 /* Drops privileges as described above. 0, or -errno with a message in err. */
 int privsep_drop(const struct privsep_config *cfg, char *err, size_t errlen);

@@ -315,6 +315,21 @@ static int pbj_utf8_len(const unsigned char *p)
 	return n;
 }
 
+/* s is valid UTF-8 throughout. */
+static bool pbj_utf8_valid(const char *s)
+{
+	const unsigned char *p = (const unsigned char *)s;
+
+	while (*p) {
+		int n = *p < 0x80 ? 1 : pbj_utf8_len(p);
+
+		if (!n)
+			return false;
+		p += n;
+	}
+	return true;
+}
+
 /* Bytes a JSON string takes as they are: printable ASCII but '"' and '\\'. */
 static const bool pbj_plain[256] = {
     [0x20 ... 0x21] = true, /* 0x22 is '"' */
@@ -542,11 +557,19 @@ static int pbj_enc_value(struct pbj_buf *b, const ProtobufCFieldDescriptor *f, c
 	return -EINVAL;
 }
 
-/* A map key: always a JSON string, whatever the key type. */
+/*
+ * A map key: always a JSON string, whatever the key type. A string key that
+ * is not valid UTF-8 is refused (-EINVAL): a value gets U+FFFD for a bad
+ * byte, but two keys that differ only in bad bytes would then be one JSON
+ * key twice (our own keys are label names, never such bytes).
+ */
 static int pbj_enc_map_key(struct pbj_buf *b, const ProtobufCFieldDescriptor *kf, const void *p)
 {
-	if (kf->type == PROTOBUF_C_TYPE_STRING)
-		return pbj_enc_value(b, kf, p, 0);
+	if (kf->type == PROTOBUF_C_TYPE_STRING) {
+		const char *k = *(const char *const *)p;
+
+		return k && !pbj_utf8_valid(k) ? -EINVAL : pbj_enc_value(b, kf, p, 0);
+	}
 	if (kf->type == PROTOBUF_C_TYPE_BOOL) {
 		pbj_buf_puts(b, *(const protobuf_c_boolean *)p ? "\"true\"" : "\"false\"");
 		return 0;
