@@ -95,4 +95,17 @@ set -e
 assert_eq "exit status for an unknown user" 2 "$rc"
 grep -q 'sysobs-no-such-user' "$T/bad.log" || fail "error does not name the user: $(cat "$T/bad.log")"
 
+# A database directory the user the agent becomes cannot reach: exit 2
+# before anything starts, naming the directory and the user.
+sed -i '/^user = sysobs-no-such-user$/d' "$T/sysobsd.ini"
+mkdir -m 700 "$T/private"
+sed -i "s|^path = .*|path = $T/private/sysobs.db|" "$T/sysobsd.ini"
+set +e
+timeout 10 "$SYSOBSD" --config "$T/sysobsd.ini" >"$T/dir.log" 2>&1
+rc=$?
+set -e
+assert_eq "exit status for an unreachable database directory" 2 "$rc"
+grep -q "the database directory $T/private is not reachable by $user" "$T/dir.log" ||
+	fail "error does not name the directory and the user: $(cat "$T/dir.log")"
+
 pass "agent as $user without capabilities, NNP and seccomp on every thread; helper uid 0 without capabilities; drops counted and sampled, history and /metrics served after the drop"
