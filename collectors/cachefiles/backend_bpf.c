@@ -100,23 +100,35 @@ static bool cf_btf_is_ptr_to(const struct btf *btf, __u32 id, __u16 kind, const 
 	return t && btf_kind(t) == kind && !strcmp(btf__name_by_offset(btf, t->name_off), name);
 }
 
-int cachefiles_daemon_read_proto_check(const struct btf *btf, char *why, size_t why_len)
+/* The prototype of function name in btf: 0 and *proto; -ENOENT (not in
+ * BTF) or -EINVAL (no prototype) with why. */
+static int cf_func_proto(const struct btf *btf, const char *name, const struct btf_type **proto,
+			 char *why, size_t why_len)
 {
-	const struct btf_type *fn, *proto;
-	const struct btf_param *p;
-	int id;
+	const struct btf_type *fn;
+	int id = btf__find_by_name_kind(btf, name, BTF_KIND_FUNC);
 
-	id = btf__find_by_name_kind(btf, "cachefiles_ondemand_daemon_read", BTF_KIND_FUNC);
 	if (id < 0) {
 		snprintf(why, why_len, "not in BTF");
 		return -ENOENT;
 	}
 	fn = btf__type_by_id(btf, id);
-	proto = fn ? btf__type_by_id(btf, fn->type) : NULL;
-	if (!proto || !btf_is_func_proto(proto)) {
+	*proto = fn ? btf__type_by_id(btf, fn->type) : NULL;
+	if (!*proto || !btf_is_func_proto(*proto)) {
 		snprintf(why, why_len, "no prototype in BTF");
 		return -EINVAL;
 	}
+	return 0;
+}
+
+int cachefiles_daemon_read_proto_check(const struct btf *btf, char *why, size_t why_len)
+{
+	const struct btf_type *proto;
+	const struct btf_param *p;
+	int err = cf_func_proto(btf, "cachefiles_ondemand_daemon_read", &proto, why, why_len);
+
+	if (err)
+		return err;
 	p = btf_params(proto);
 	if (btf_vlen(proto) != 3 ||
 	    !cf_btf_is_ptr_to(btf, p[0].type, BTF_KIND_STRUCT, "cachefiles_cache", 0) ||
@@ -137,20 +149,11 @@ int cachefiles_daemon_read_proto_check(const struct btf *btf, char *why, size_t 
  */
 int cachefiles_prepare_read_proto_check(const struct btf *btf, char *why, size_t why_len)
 {
-	const struct btf_type *fn, *proto, *ret;
-	int id;
+	const struct btf_type *proto, *ret;
+	int err = cf_func_proto(btf, "cachefiles_prepare_ondemand_read", &proto, why, why_len);
 
-	id = btf__find_by_name_kind(btf, "cachefiles_prepare_ondemand_read", BTF_KIND_FUNC);
-	if (id < 0) {
-		snprintf(why, why_len, "not in BTF");
-		return -ENOENT;
-	}
-	fn = btf__type_by_id(btf, id);
-	proto = fn ? btf__type_by_id(btf, fn->type) : NULL;
-	if (!proto || !btf_is_func_proto(proto)) {
-		snprintf(why, why_len, "no prototype in BTF");
-		return -EINVAL;
-	}
+	if (err)
+		return err;
 	/* the enum is __mode(byte) in 6.x: 1 byte; the program masks by size */
 	ret = cf_btf_resolved(btf, proto->type);
 	if (btf_vlen(proto) != 6 || !ret || !(btf_is_enum(ret) || btf_is_int(ret)) ||
