@@ -43,10 +43,7 @@ protoc --python_out="$T/pb" -I"$SYSOBS_SRC/api/proto" -I/usr/include \
 [ -f "$T/pb/sysobs_pb2.py" ] || fail "protoc wrote no sysobs_pb2.py"
 
 NS=sysobs-api-$$
-ip netns add "$NS" || skip "cannot create a network namespace"
-on_exit "ip netns del $NS"
-ip -n "$NS" link set lo up
-NSINUM=$(stat -L -c %i "/run/netns/$NS")
+netns_new "$NS" || skip "cannot create a network namespace"
 nsrun() { ip netns exec "$NS" "$@"; }
 API_NETNS=$NS
 

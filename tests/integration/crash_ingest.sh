@@ -19,9 +19,7 @@ GEN=${SYSOBS_BUILD:?}/tests/drops_gen
 KILLS=${CRASH_KILLS:-20}
 
 NS=sysobs-crash-$$
-ip netns add "$NS" || skip "cannot create a network namespace"
-on_exit "ip netns del $NS"
-ip -n "$NS" link set lo up
+netns_new "$NS" || skip "cannot create a network namespace"
 
 write_base_config
 cat >>"$T/sysobsd.ini" <<INI

@@ -48,9 +48,7 @@ pass "dashboard shape: schema $(jq .schemaVersion "$D"), \${datasource} everywhe
 
 # ---- data: drops namespace, MPTCP, IFS fake, remote_write receiver ----
 NS=sysobs-db-$$
-ip netns add "$NS" || fail "cannot create a network namespace"
-on_exit "ip netns del $NS"
-ip -n "$NS" link set lo up
+netns_new "$NS" || fail "cannot create a network namespace"
 mptcp_topo_up || fail "MPTCP topology setup failed"
 mkdir -p "$T/mnt"
 cat >"$T/fake.ini" <<'INI'

@@ -19,10 +19,7 @@ GEN=${SYSOBS_BUILD:?}/tests/drops_gen
 [ -x "$GEN" ] || fail "traffic generator $GEN not built"
 
 NS=sysobs-drops-$$
-ip netns add "$NS" || skip "cannot create a network namespace"
-on_exit "ip netns del $NS"
-ip -n "$NS" link set lo up
-NSINUM=$(stat -L -c %i "/run/netns/$NS")
+netns_new "$NS" || skip "cannot create a network namespace"
 nsrun() { ip netns exec "$NS" "$@"; }
 
 RATE=200

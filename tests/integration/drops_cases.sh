@@ -38,14 +38,11 @@ FORMAT=/sys/kernel/tracing/events/skb/kfree_skb/format
 [ -r "$FORMAT" ] || skip "no tracefs (bpftrace needs $FORMAT)"
 
 NS=sysobs-dcases-$$
-ip netns add "$NS" || skip "cannot create a network namespace"
-on_exit "ip netns del $NS"
-ip -n "$NS" link set lo up
+netns_new "$NS" || skip "cannot create a network namespace"
 # An MTU that fragments 4000-byte datagrams into 4 (IPv6's minimum)
 ip -n "$NS" link set lo mtu 1280
 ip netns exec "$NS" sysctl -qw net.ipv4.ping_group_range="0 2147483647" ||
 	fail "cannot allow ping sockets in $NS"
-NSINUM=$(stat -L -c %i "/run/netns/$NS")
 # gen CASE ARGS...: the generator in $NS under the comm dg_CASE
 gen() {
 	local name=dg_$1

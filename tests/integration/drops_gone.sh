@@ -32,13 +32,9 @@ GEN=${SYSOBS_BUILD:?}/tests/drops_gen
 [ -x "$GEN" ] || fail "traffic generator $GEN not built"
 
 NS=sysobs-dnetns-$$
-ns_new() {
-	ip netns add "$1" || skip "cannot create a network namespace"
-	ip -n "$1" link set lo up
-	stat -L -c %i "/run/netns/$1"
-}
+# ns_new NAME: netns_new, or skip; the inode in NSINUM
+ns_new() { netns_new "$1" || skip "cannot create a network namespace"; }
 ns_del() { ip netns del "$1" 2>/dev/null || true; }
-on_exit "ns_del $NS-a; ns_del $NS-b; ns_del $NS-c; ns_del $NS-d"
 # nosock NS N: N UDP datagrams to a closed port (NO_SOCKET drops) in NS
 nosock() { ip netns exec "$1" "$GEN" udp -d 127.0.0.1 -p 9 -n "$2" -s 41100 >/dev/null; }
 
@@ -90,7 +86,8 @@ reference_netns() {
 # --- A. label, fast slots: grace, removal, reuse --------------------------------
 agent_config true true
 start_drops_agent
-A=$(ns_new "$NS-a")
+ns_new "$NS-a"
+A=$NSINUM
 # a namespace deleted just before (another test's) stays in the kernel's
 # list until its cleanup work has run: equal within a few seconds
 live_is_ref() { [ "$(val sysobs_drops_netns_live)" = "$(reference_netns)" ]; }
@@ -114,7 +111,8 @@ wait_for 10 sh -c "! curl -sS --max-time 5 http://127.0.0.1:$PORT/metrics | grep
 echo "series of deleted $NS-a ($A) left /metrics after $((SECONDS - t_del)) s"
 removed=$(($(val 'sysobs_series_removed_total{collector="drops"}') - removed0))
 assert_ge "series removed counted" 1 "$removed"
-B=$(ns_new "$NS-b")
+ns_new "$NS-b"
+B=$NSINUM
 nosock "$NS-b" 5
 wait_for 5 series_is "$B" 5 || fail "series of $NS-b ($B): $(series "$B"), not 5"
 if [ "$B" = "$A" ]; then
@@ -128,7 +126,8 @@ stop_agent
 # --- B. label, hash only: the kernel keys are freed -----------------------------
 agent_config true false
 start_drops_agent
-C=$(ns_new "$NS-c")
+ns_new "$NS-c"
+C=$NSINUM
 nosock "$NS-c" 7
 wait_for 5 series_is "$C" 7 || fail "series of $NS-c: $(series "$C"), not 7"
 keys0=$(val sysobs_drops_map_entries)
@@ -144,7 +143,8 @@ rm -f "$T/sysobs.db"*
 agent_config false false
 start_drops_agent
 total() { val 'sysobs_packet_drops_total{reason="NO_SOCKET",protocol="udp"}'; }
-C=$(ns_new "$NS-c")
+ns_new "$NS-c"
+C=$NSINUM
 nosock "$NS-c" 11
 wait_for 5 total_ge 11 || fail "NO_SOCKET udp total $(total) < 11"
 settle
@@ -156,7 +156,8 @@ settle
 after=$(total)
 echo "no label: NO_SOCKET udp total $before before, $after after the keys of $NS-c were freed"
 assert_ge "total never goes back" "$before" "$after"
-C2=$(ns_new "$NS-c")
+ns_new "$NS-c"
+C2=$NSINUM
 nosock "$NS-c" 4
 wait_for 5 total_ge $((after + 4)) || fail "total after 4 more: $(total), expected >= $((after + 4))"
 stop_agent
@@ -173,7 +174,8 @@ on_exit "rmdir $CGP/docker-$ID1.scope $CGP/docker-$ID2.scope $CGP 2>/dev/null"
 rm -f "$T/sysobs.db"*
 agent_config false true true
 start_drops_agent
-D=$(ns_new "$NS-d")
+ns_new "$NS-d"
+D=$NSINUM
 # rcvbuf CGROUP_DIR PORT: 2000 datagrams to a socket that never reads, sent
 # from a process in that cgroup (the socket is created there); prints the
 # datagrams the socket did not take

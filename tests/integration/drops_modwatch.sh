@@ -62,9 +62,7 @@ module_msg() { # ACTION NAME
 }
 
 NS=sysobs-modw-$$
-ip netns add "$NS" || skip "cannot create a network namespace"
-on_exit "ip netns del $NS"
-ip -n "$NS" link set lo up
+netns_new "$NS" || skip "cannot create a network namespace"
 
 chmod 755 "$T"
 cat >"$T/sysobsd.ini" <<INI

@@ -171,6 +171,16 @@ wait_for() {
 	done
 }
 
+# netns_new NAME: a network namespace of the test's own, lo up, deleted at
+# exit (quietly, if the test deleted it already); its inode in NSINUM.
+# Non-zero when it cannot be created.
+netns_new() {
+	ip netns add "$1" || return 1
+	on_exit "ip netns del $1 2>/dev/null"
+	ip -n "$1" link set lo up
+	NSINUM=$(stat -L -c %i "/run/netns/$1")
+}
+
 # collector_state NAME -> its state (RUNNING, FAILED, UNAVAILABLE, ...);
 # wait_collector NAME: until it is RUNNING (10 s), or fail with its reason.
 collector_state() {

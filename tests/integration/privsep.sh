@@ -15,10 +15,7 @@ need_cmd ip
 [ -r /sys/kernel/btf/vmlinux ] || skip "kernel without BTF (/sys/kernel/btf/vmlinux)"
 
 NS=sysobs-priv-$$
-ip netns add "$NS" || skip "cannot create a network namespace"
-on_exit "ip netns del $NS"
-ip -n "$NS" link set lo up
-NSINUM=$(stat -L -c %i "/run/netns/$NS")
+netns_new "$NS" || skip "cannot create a network namespace"
 
 # The database directory must be reachable by the user the agent becomes.
 chmod 755 "$T"

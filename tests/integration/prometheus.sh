@@ -46,11 +46,8 @@ INI
 fi
 # Drops in a namespace of our own: UDP to a closed port.
 NS=
-if [ "$(id -u)" = 0 ] && [ -r /sys/kernel/btf/vmlinux ] && ip netns add "sysobs-prom-$$" 2>/dev/null; then
+if [ "$(id -u)" = 0 ] && [ -r /sys/kernel/btf/vmlinux ] && netns_new "sysobs-prom-$$" 2>/dev/null; then
 	NS=sysobs-prom-$$
-	on_exit "ip netns del $NS"
-	ip -n "$NS" link set lo up
-	NSINUM=$(stat -L -c %i "/run/netns/$NS")
 fi
 write_base_config
 cat >>"$T/sysobsd.ini" <<INI

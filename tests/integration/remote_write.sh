@@ -232,10 +232,7 @@ prom() {
 }
 
 NS=sysobs-rw-$$
-ip netns add "$NS" || skip "cannot create a network namespace"
-on_exit "ip netns del $NS"
-ip -n "$NS" link set lo up
-NSINUM=$(stat -L -c %i "/run/netns/$NS")
+netns_new "$NS" || skip "cannot create a network namespace"
 make_drops() { ip netns exec "$NS" "$GEN" udp -d 127.0.0.1 -p 9 -n "$1" >/dev/null; }
 SERIES="sysobs_packet_drops_total{reason=\"NO_SOCKET\",protocol=\"udp\",netns=\"$NSINUM\"}"
 SEL="sysobs_packet_drops_total{reason=\"NO_SOCKET\",protocol=\"udp\",netns=\"$NSINUM\",cluster=\"it\",replica=\"r1\"}"

@@ -35,10 +35,7 @@ for x in "$GEN" "$PEER" "$FAKE"; do [ -x "$x" ] || fail "$x not built"; done
 
 # ---- drops namespace ----
 NS=sysobs-sp-$$
-ip netns add "$NS" || fail "cannot create a network namespace"
-on_exit "ip netns del $NS"
-ip -n "$NS" link set lo up
-NSINUM=$(stat -L -c %i "/run/netns/$NS")
+netns_new "$NS" || fail "cannot create a network namespace"
 
 # ---- MPTCP topology ----
 mptcp_topo_up || fail "MPTCP topology setup failed"
