@@ -83,13 +83,13 @@ struct drops_counts {
 	struct drops_slot *slot_vals; /* DROPS_SLOTS * ncpus */
 	uint64_t *slot_off;	      /* per slot and CPU: count retired there */
 	struct drops_agg *carry;      /* retired counts of live series */
-	size_t ncarry;
+	size_t ncarry, carry_cap;
 	uint64_t *gone; /* hashes of the series declared gone, sorted */
 	size_t ngone;
 	uint32_t *dead_ns; /* namespaces retired, sorted */
 	size_t ndead_ns;
 	struct drops_ctr *ctrs; /* sorted by id */
-	size_t nctrs;
+	size_t nctrs, ctrs_cap;
 	uint64_t netns_gone; /* sysobs_drops_netns_gone_total */
 	uint64_t retired;    /* counts of gone series, out of every map */
 	uint64_t pending;    /* counts not published yet (container unknown) */
@@ -130,6 +130,21 @@ void drops_counts_free(struct drops_counts *k)
 	free(k->dead_ns);
 	free(k->ctrs);
 	free(k);
+}
+
+/* The array arr (capacity *cap) with room at index n: arr itself, or
+ * moved to twice the size; NULL when out of memory (arr is kept). */
+static void *grow(void *arr, size_t *cap, size_t n, size_t size)
+{
+	size_t c;
+
+	if (n < *cap)
+		return arr;
+	c = *cap ? *cap * 2 : 64;
+	arr = realloc(arr, c * size);
+	if (arr)
+		*cap = c;
+	return arr;
 }
 
 /* --- small sets ------------------------------------------------------------ */
@@ -227,13 +242,13 @@ static struct drops_ctr *ctr_get(struct drops_counts *k, uint64_t id)
 		if (j >= DROPS_CTRS_MAX)
 			return NULL;
 	}
-	p = realloc(k->ctrs, (k->nctrs + 1) * sizeof(*p));
+	p = grow(k->ctrs, &k->ctrs_cap, k->nctrs, sizeof(*k->ctrs));
 	if (!p)
 		return NULL;
 	k->ctrs = p;
 	for (i = 0; i < k->nctrs && k->ctrs[i].id < id; i++)
 		;
-	memmove(k->ctrs + i + 1, k->ctrs + i, (k->nctrs - i) * sizeof(*p));
+	memmove(k->ctrs + i + 1, k->ctrs + i, (k->nctrs - i) * sizeof(*k->ctrs));
 	k->nctrs++;
 	c = &k->ctrs[i];
 	memset(c, 0, sizeof(*c));
@@ -281,15 +296,11 @@ static bool ctr_label(struct drops_state *st, struct drops_agg *a)
 
 static struct drops_agg *agg_next(struct drops_counts *k, size_t *n)
 {
-	if (*n == k->agg_cap) {
-		size_t cap = k->agg_cap ? k->agg_cap * 2 : 64;
-		struct drops_agg *p = realloc(k->agg, cap * sizeof(*p));
+	struct drops_agg *p = grow(k->agg, &k->agg_cap, *n, sizeof(*k->agg));
 
-		if (!p)
-			return NULL;
-		k->agg = p;
-		k->agg_cap = cap;
-	}
+	if (!p)
+		return NULL;
+	k->agg = p;
 	return &k->agg[(*n)++];
 }
 
@@ -313,15 +324,11 @@ static int agg_add(struct drops_counts *k, size_t *n, const struct drops_key *ke
 
 static int hkey_push(struct drops_counts *k, size_t i, const struct drops_key *key)
 {
-	if (i == k->hkeys_cap) {
-		size_t cap = k->hkeys_cap ? k->hkeys_cap * 2 : 64;
-		struct drops_key *p = realloc(k->hkeys, cap * sizeof(*p));
+	struct drops_key *p = grow(k->hkeys, &k->hkeys_cap, i, sizeof(*k->hkeys));
 
-		if (!p)
-			return -ENOMEM;
-		k->hkeys = p;
-		k->hkeys_cap = cap;
-	}
+	if (!p)
+		return -ENOMEM;
+	k->hkeys = p;
 	k->hkeys[i] = *key;
 	return 0;
 }
@@ -480,15 +487,15 @@ static int carry_add(struct drops_counts *k, const struct drops_agg *a)
 			return 0;
 		}
 	}
-	p = realloc(k->carry, (k->ncarry + 1) * sizeof(*p));
+	p = grow(k->carry, &k->carry_cap, k->ncarry, sizeof(*k->carry));
 	if (!p)
 		return -ENOMEM;
 	k->carry = p;
-	p[k->ncarry] = *a;
-	p[k->ncarry].slot = FROM_CARRY;
-	p[k->ncarry].hkey = -1;
-	p[k->ncarry].dead = false;
-	k->ncarry++;
+	p = &k->carry[k->ncarry++];
+	*p = *a;
+	p->slot = FROM_CARRY;
+	p->hkey = -1;
+	p->dead = false;
 	return 0;
 }
 
