@@ -15,10 +15,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "agent/config.h"
+#include "agent/log.h"
 #include "agent/timeutil.h"
 
 struct parse_ctx {
@@ -283,14 +283,6 @@ int cfg_load_buffer(struct config *cfg, const char *name, const char *buf, size_
 	return 0;
 }
 
-static int64_t mono_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /*
  * Reads path into a new buffer (*out, *len): at most CFG_MAX_BYTES, within
  * CFG_READ_DEADLINE_MS. Non-blocking and polled, so a FIFO without a writer
@@ -301,7 +293,7 @@ static int64_t mono_ms(void)
  */
 static int cfg_read_file(struct config *cfg, const char *path, char **out, size_t *len)
 {
-	int64_t deadline = mono_ms() + CFG_READ_DEADLINE_MS;
+	int64_t deadline = clock_mono_ns() / 1000000 + CFG_READ_DEADLINE_MS;
 	size_t cap = 4096, n = 0;
 	char *buf = NULL, *nb;
 	struct stat st;
@@ -322,7 +314,7 @@ static int cfg_read_file(struct config *cfg, const char *path, char **out, size_
 	}
 	for (;;) {
 		struct pollfd pfd = {.fd = fd, .events = POLLIN};
-		int64_t left = deadline - mono_ms();
+		int64_t left = deadline - clock_mono_ns() / 1000000;
 		ssize_t r;
 
 		if (n == cap || !buf) {

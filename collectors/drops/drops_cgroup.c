@@ -8,9 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
+#include "agent/log.h"
 #include "collectors/drops/drops_cgroup.h"
 
 #define CG_CACHE     256 /* paths kept, direct-mapped by id */
@@ -204,14 +204,6 @@ static bool cg_walk(int dfd, char *rel, size_t rel_len, uint64_t id, int depth)
 	return hit;
 }
 
-static int64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
 static void cg_out(const char *path, char *out, size_t len)
 {
 	size_t n = strlen(path);
@@ -245,7 +237,7 @@ static int cg_lookup(struct drops_cgroups *g, uint64_t id, char *rel)
 	}
 	/* A walk costs a stat per cgroup: an id not found is not looked for
 	 * again for a second, and there are at most CG_WALKS walks a second. */
-	now = mono_ns();
+	now = clock_mono_ns();
 	m = &g->miss[id % CG_MISS];
 	if (m->id == id && now - m->at_ns < CG_SECOND_NS)
 		return -EAGAIN;
