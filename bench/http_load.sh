@@ -37,7 +37,7 @@ trap cleanup EXIT
 free_port() {
 	local p
 	for _ in $(seq 50); do
-		p=$((20000 + RANDOM % 30000))
+		p=$((10000 + RANDOM % 22000)) # below the ephemeral range (32768-)
 		! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null && { echo "$p"; return; }
 	done
 	return 1

@@ -25,7 +25,7 @@ trap cleanup EXIT
 
 port_free() { ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 for _ in $(seq 1 50); do
-	pport=$((20000 + RANDOM % 30000))
+	pport=$((10000 + RANDOM % 22000)) # below the ephemeral range (32768-)
 	port_free "$pport" && break
 done
 echo "global: {}" >"$t/prom.yml"

@@ -141,10 +141,7 @@ pass "node_exporter web-config: TLS, HSTS header, basic auth right/wrong (401 af
 
 # the same file serves node_exporter itself (when installed)
 if command -v prometheus-node-exporter >/dev/null; then
-	for _ in $(seq 1 50); do
-		NE_PORT=$((20000 + RANDOM % 30000))
-		port_free "$NE_PORT" && break
-	done
+	NE_PORT=$(free_port) || fail "no free loopback port for node_exporter"
 	prometheus-node-exporter --web.listen-address="127.0.0.1:$NE_PORT" \
 		--web.config.file="$T/web.yml" --collector.disable-defaults --collector.loadavg \
 		>"$T/node_exporter.log" 2>&1 &

@@ -29,10 +29,7 @@ FAKE="$SYSOBS_BUILD/tests/fakes/ifs_fake"
 [ -x "$FAKE" ] || skip "ifs_fake not built (libfuse3-dev missing at build time)"
 
 # ---- Alertmanager on a free loopback port ----
-for _ in $(seq 1 50); do
-	AM_PORT=$((20000 + RANDOM % 30000))
-	port_free "$AM_PORT" && break
-done
+AM_PORT=$(free_port) || fail "no free loopback port for alertmanager"
 cat >"$T/am.yml" <<'YML'
 route:
   receiver: blackhole
@@ -144,10 +141,6 @@ start_agent
 
 # ---- a real Prometheus scrapes the agent and evaluates deploy/'s rules ----
 # (no alerting section: the agent's own push is what Alertmanager sees here)
-for _ in $(seq 1 50); do
-	PROM_PORT=$((20000 + RANDOM % 30000))
-	[ "$PROM_PORT" != "$AM_PORT" ] && port_free "$PROM_PORT" && break
-done
 cat >"$T/prometheus.yml" <<YML
 global:
   scrape_interval: 1s
@@ -158,10 +151,7 @@ scrape_configs:
     static_configs:
       - targets: ['127.0.0.1:$PORT']
 YML
-prometheus --config.file="$T/prometheus.yml" --storage.tsdb.path="$T/prom" \
-	--web.listen-address="127.0.0.1:$PROM_PORT" >"$T/prometheus.log" 2>&1 &
-PROM_PID=$!
-on_exit "kill $PROM_PID; wait $PROM_PID 2>/dev/null"
+start_prometheus ifs "$T/prometheus.yml"
 prom() { curl -sS -g --max-time 5 "http://127.0.0.1:$PROM_PORT$1"; }
 # prom_alert: the firing SysobsIFSCoreFailed alerts for package 1 core 0
 prom_alert() {
@@ -267,7 +257,7 @@ wait_for 6 resent || fail "alert not re-sent while firing"
 pass "the firing alert is re-sent"
 
 prom_firing() { [ "$(prom_alert | jq length)" = 1 ]; }
-wait_for 15 prom_firing || fail "Prometheus: no firing SysobsIFSCoreFailed: $(prom /api/v1/alerts; tail -5 "$T/prometheus.log")"
+wait_for 15 prom_firing || fail "Prometheus: no firing SysobsIFSCoreFailed: $(prom /api/v1/alerts; tail -5 "$T/prometheus-ifs.log")"
 target=$(prom /api/v1/targets | jq -c '.data.activeTargets[] | select(.labels.job == "sysobs") | [.health, .lastError]')
 assert_eq "Prometheus scrape of sysobsd" '["up",""]' "$target"
 pa=$(prom_alert | jq -c '.[0].labels | [.test, .severity, .instance]')

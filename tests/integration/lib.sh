@@ -195,23 +195,46 @@ wait_collector() {
 # port_free PORT: nothing listens on 127.0.0.1:PORT.
 port_free() { ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 
+# free_port: prints a loopback TCP port nobody listens on, below the
+# kernel's ephemeral range: a port inside it can be taken as the source port
+# of any outgoing connection (the agent's, curl's, Prometheus's own) between
+# this check and the listener's bind(), which then fails with EADDRINUSE.
+free_port() {
+	local low p
+	read -r low _ </proc/sys/net/ipv4/ip_local_port_range
+	[ "$low" -gt 11024 ] || low=32768
+	for _ in $(seq 1 100); do
+		p=$((10000 + RANDOM % (low - 11000)))
+		port_free "$p" && { echo "$p"; return 0; }
+	done
+	return 1
+}
+
 # start_prometheus NAME CONFIG [flags...]: runs Debian's prometheus on a free
 # loopback port with its TSDB in $T/prom-NAME; sets PROM_PORT (and
-# PROM_PORT_<NAME>), stops it on exit, waits until it is ready.
+# PROM_PORT_<NAME>), stops it on exit, waits until it is ready. A port some
+# other program bound in the meantime is retried with another one.
 start_prometheus() {
 	local name=$1 cfg=$2 port pid
 	shift 2
-	for _ in $(seq 1 50); do
-		port=$((20000 + RANDOM % 30000))
-		port_free "$port" && break
+	for _ in 1 2 3; do
+		port=$(free_port) || fail "no free loopback port for prometheus $name"
+		prometheus --config.file="$cfg" --storage.tsdb.path="$T/prom-$name" \
+			--web.listen-address="127.0.0.1:$port" "$@" >"$T/prometheus-$name.log" 2>&1 &
+		pid=$!
+		on_exit "kill $pid; wait $pid 2>/dev/null"
+		# done waiting when it answers or when it exited
+		_prom_settled() { curl -sf --max-time 2 "http://127.0.0.1:$port/-/ready" -o /dev/null ||
+			! kill -0 "$pid" 2>/dev/null; }
+		wait_for 30 _prom_settled
+		kill -0 "$pid" 2>/dev/null && break
+		grep -q "address already in use" "$T/prometheus-$name.log" ||
+			fail "prometheus $name exited: $(tail -5 "$T/prometheus-$name.log")"
+		echo "prometheus $name: port $port was taken meanwhile, trying another"
 	done
-	prometheus --config.file="$cfg" --storage.tsdb.path="$T/prom-$name" \
-		--web.listen-address="127.0.0.1:$port" "$@" >"$T/prometheus-$name.log" 2>&1 &
-	pid=$!
-	on_exit "kill $pid; wait $pid 2>/dev/null"
 	PROM_PORT=$port
 	printf -v "PROM_PORT_$name" '%s' "$port"
-	wait_for 30 curl -sf --max-time 2 "http://127.0.0.1:$port/-/ready" -o /dev/null ||
+	curl -sf --max-time 2 "http://127.0.0.1:$port/-/ready" -o /dev/null ||
 		fail "prometheus $name not ready: $(tail -5 "$T/prometheus-$name.log")"
 }
 

@@ -203,11 +203,7 @@ else
 fi
 
 # ---- 3. real Prometheus, an outage and an agent restart ----
-port_free() { ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
-for _ in $(seq 1 50); do
-	PROM_PORT=$((20000 + RANDOM % 30000))
-	port_free "$PROM_PORT" && break
-done
+PROM_PORT=$(free_port) || fail "no free loopback port for prometheus"
 echo "global: {}" >"$T/prometheus.yml"
 PROM_PID=
 start_prom() {

@@ -120,10 +120,7 @@ history_ready() { [ "$(grid_points)" -ge 4 ]; }
 wait_for 40 history_ready || fail "no NO_SOCKET history: $(grid_points) grid points"
 
 # ---- the browser ----
-for _ in $(seq 1 50); do
-	CD_PORT=$((20000 + RANDOM % 30000))
-	port_free "$CD_PORT" && break
-done
+CD_PORT=$(free_port) || fail "no free loopback port for chromedriver"
 chromedriver --port="$CD_PORT" >"$T/chromedriver.log" 2>&1 &
 CD_PID=$!
 on_exit "kill $CD_PID; wait $CD_PID 2>/dev/null"
