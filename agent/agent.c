@@ -18,10 +18,10 @@
 #include <unistd.h>
 
 #include "agent/agent.h"
+#include "agent/collector_host.h"
 #include "agent/collector_routes.h"
 #include "agent/log.h"
 #include "agent/remote_write.h"
-#include "agent/sink_impl.h"
 #include "agent/expose.h"
 #include "agent/privsep.h"
 #include "agent/snapshot.h"
@@ -244,213 +244,6 @@ static int http_config(struct agent *a, struct http_config *hc)
 	else
 		return cfg_error(cfg, "http", "gzip", "must be auto, always or never");
 	return 0;
-}
-
-static void collector_set_up(struct collector *c)
-{
-	static const char *const labels[] = {"collector", NULL};
-	static const char *const state_labels[] = {"collector", "state", NULL};
-	static const enum collector_state states[] = {COLLECTOR_DISABLED, COLLECTOR_UNAVAILABLE,
-						      COLLECTOR_RUNNING, COLLECTOR_FAILED};
-	struct metric *up =
-	    metrics_gauge(((struct agent *)c->owner)->metrics, "sysobs_collector_up",
-			  "1 if the collector is running, 0 if it is disabled, "
-			  "unavailable or failed.",
-			  labels);
-	/* A state set: "unavailable" (the host lacks the feature) must not page
-	 * anyone, "failed" (it ran, or should have, and broke) should. */
-	struct metric *state =
-	    metrics_gauge(((struct agent *)c->owner)->metrics, "sysobs_collector_state",
-			  "1 for the collector's current state (disabled, unavailable, running, "
-			  "failed), 0 for the others.",
-			  state_labels);
-	const char *v[] = {c->ops->name, NULL};
-	struct metric_series *s = up ? metric_series(up, v) : NULL;
-
-	if (s)
-		series_set(s, c->state == COLLECTOR_RUNNING);
-	for (size_t i = 0; state && i < sizeof(states) / sizeof(states[0]); i++) {
-		v[1] = collector_state_name(states[i]);
-		if ((s = metric_series(state, v)))
-			series_set(s, c->state == states[i]);
-	}
-}
-
-static void collector_fail(struct collector *c, int err, const char *what)
-{
-	if (!c->why[0] || c->state == COLLECTOR_RUNNING)
-		snprintf(c->why, sizeof(c->why), "%s: %s", what, strerror(-err));
-	c->state = COLLECTOR_FAILED;
-	log_err(c->ops->name, "failed: %s", c->why);
-	loop_remove(((struct agent *)c->owner)->loop, c->loop_fd_src);
-	loop_remove(((struct agent *)c->owner)->loop, c->loop_timer_src);
-	c->loop_fd_src = c->loop_timer_src = NULL;
-	collector_set_up(c);
-	/* Its series say nothing any more: gone, removed after the grace. */
-	metrics_owner_gone(((struct agent *)c->owner)->metrics, c->ops->name, clock_mono_ns());
-}
-
-static int collector_fd_ready(int fd, void *arg)
-{
-	struct collector *c = arg;
-	int err;
-
-	c->last_activity_ns = clock_wall_ns();
-	err = c->ops->on_ready(c);
-	if (err < 0) {
-		c->errors++;
-		c->why[0] = '\0';
-		collector_fail(c, err, "on_ready");
-		return 0; /* collector_fail removed the source already */
-	}
-	return 0;
-}
-
-static int collector_tick(int fd, void *arg)
-{
-	struct collector *c = arg;
-	int err;
-
-	c->last_activity_ns = clock_wall_ns();
-	err = c->ops->collect(c);
-	if (err < 0) {
-		static struct log_ratelimit rl;
-
-		c->errors++;
-		log_ratelimited(&rl, 10000, LOG_LVL_WARN, c->ops->name, "collect failed: %s",
-				strerror(-err));
-	}
-	return 0;
-}
-
-/* The collector's typed config and its sink, before init. -1 after logging
- * a config error, for exit status 2. */
-static int collector_config(struct agent *a, struct collector *c)
-{
-	void *cfg = calloc(1, c->ops->cfg_size ? c->ops->cfg_size : 1);
-
-	c->cfg = cfg;
-	c->sink = agent_sink_new(c->ops->name, a->metrics, a->store);
-	if (!cfg || !c->sink) {
-		log_err("agent", "out of memory");
-		return -1;
-	}
-	if (cfg_section_parse(&a->cfg, c->section, cfg)) {
-		log_err("agent", "%s", a->cfg.err);
-		return -1;
-	}
-	for (const struct metric_desc *d = c->ops->metrics; d && d->name; d++)
-		if (!sink_family(c->sink, d))
-			return -1;
-	return 0;
-}
-
-/* init every enabled collector; 2 on a config error, else 0. */
-static int collectors_init(struct agent *a)
-{
-	size_t n = 0;
-
-	while (collector_registry[n])
-		n++;
-	a->collectors = calloc(n, sizeof(*a->collectors));
-	if (!a->collectors)
-		return 1;
-	a->n_collectors = n;
-	for (size_t i = 0; i < n; i++) {
-		struct collector *c = &a->collectors[i];
-		bool enabled;
-
-		c->ops = collector_registry[i];
-		c->owner = a;
-		c->sysfs_root = a->sysfs_root ? a->sysfs_root : "/sys";
-		c->hostname = a->hostname ? a->hostname : "";
-		if (cfg_get_bool(&a->cfg, "http", "admin", &c->admin)) {
-			log_err("agent", "%s", a->cfg.err);
-			return 2;
-		}
-		c->fd = -1;
-		snprintf(c->section, sizeof(c->section), "collector.%s", c->ops->name);
-		if (cfg_get_bool(&a->cfg, c->section, "enabled", &enabled)) {
-			log_err("agent", "%s", a->cfg.err);
-			return 2;
-		}
-		if (!enabled) {
-			c->state = COLLECTOR_DISABLED;
-			snprintf(c->why, sizeof(c->why), "disabled in the config");
-			continue;
-		}
-		if (collector_config(a, c))
-			return 2;
-	}
-	/* Every section parsed before the first init (which may load BPF):
-	 * a bad value anywhere exits 2 with nothing loaded. */
-	for (size_t i = 0; i < n; i++) {
-		struct collector *c = &a->collectors[i];
-		int err;
-
-		if (!c->cfg) /* disabled: collector_config() not run */
-			continue;
-		err = c->ops->init(c);
-		if (err == -EINVAL)
-			c->state =
-			    COLLECTOR_UNAVAILABLE; /* agent_stop() calls stop(): frees priv */
-		if (err == -EINVAL && c->cfg_err_key) {
-			cfg_error(&a->cfg, c->section, c->cfg_err_key, "%s", c->why);
-			log_err("agent", "%s", a->cfg.err);
-			return 2;
-		}
-		if (err == -EINVAL && a->cfg.err[0]) {
-			log_err("agent", "%s", a->cfg.err);
-			return 2;
-		}
-		if (err) {
-			c->state = COLLECTOR_UNAVAILABLE;
-			if (!c->why[0])
-				snprintf(c->why, sizeof(c->why), "%s", strerror(-err));
-			log_warn(c->ops->name, "unavailable: %s", c->why);
-			continue;
-		}
-		c->state = COLLECTOR_RUNNING;
-	}
-	return 0;
-}
-
-static void collectors_start(struct agent *a)
-{
-	for (size_t i = 0; i < a->n_collectors; i++) {
-		struct collector *c = &a->collectors[i];
-		int err;
-
-		if (c->state != COLLECTOR_RUNNING)
-			goto publish;
-		err = c->ops->start ? c->ops->start(c) : 0;
-		if (err) {
-			c->state = COLLECTOR_FAILED;
-			if (!c->why[0])
-				snprintf(c->why, sizeof(c->why), "start: %s", strerror(-err));
-			log_err(c->ops->name, "failed to start: %s", c->why);
-			goto publish;
-		}
-		if (c->fd >= 0 && c->ops->on_ready) {
-			c->loop_fd_src = loop_add_fd(a->loop, c->fd, collector_fd_ready, c);
-			if (!c->loop_fd_src) {
-				collector_fail(c, -errno, "watch fd");
-				goto publish;
-			}
-		}
-		if (c->interval_ms && c->ops->collect) {
-			c->loop_timer_src =
-			    loop_add_timer(a->loop, c->interval_ms, collector_tick, c);
-			if (!c->loop_timer_src) {
-				collector_fail(c, -errno, "timer");
-				goto publish;
-			}
-			collector_tick(-1, c); /* first sample now, not one interval later */
-		}
-		log_info(c->ops->name, "running");
-	publish:
-		collector_set_up(c);
-	}
 }
 
 static int on_publish(int fd, void *arg)
@@ -786,17 +579,7 @@ void agent_stop(struct agent *a)
 	free(a->route_bindings);
 	a->route_bindings = NULL;
 	history_routes_free();
-	for (size_t i = 0; i < a->n_collectors; i++) {
-		struct collector *c = &a->collectors[i];
-
-		if (c->state != COLLECTOR_DISABLED && c->ops->stop)
-			c->ops->stop(c);
-		agent_sink_free(c->sink);
-		free((void *)c->cfg);
-	}
-	free(a->collectors);
-	a->collectors = NULL;
-	a->n_collectors = 0;
+	collectors_stop(a);
 	remote_write_free(a->rw); /* reads the store, updates metrics */
 	a->rw = NULL;
 	store_close(a->store);

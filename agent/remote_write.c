@@ -775,16 +775,10 @@ static int rw_curl_setup(struct remote_write *rw)
 /* Sleeps up to ms; false when asked to stop. */
 static bool rw_sleep(struct remote_write *rw, uint64_t ms)
 {
-	struct timespec ts;
+	int64_t until = clock_mono_ns() + (int64_t)ms * 1000000;
+	struct timespec ts = {until / 1000000000, until % 1000000000};
 	bool stop;
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	ts.tv_sec += (time_t)(ms / 1000);
-	ts.tv_nsec += (long)(ms % 1000) * 1000000;
-	if (ts.tv_nsec >= 1000000000) {
-		ts.tv_sec++;
-		ts.tv_nsec -= 1000000000;
-	}
 	pthread_mutex_lock(&rw->mu);
 	while (!rw->stop && pthread_cond_timedwait(&rw->cv, &rw->mu, &ts) != ETIMEDOUT)
 		;

@@ -100,8 +100,9 @@ bool metrics_utf8_valid(const char *s)
 	return true;
 }
 
-/* Label value escaping: backslash, double quote and line feed. */
-void metrics_buf_label_value(struct buf *b, const char *s)
+/* Exposition escaping: backslash and line feed, and the double quote when
+ * `quote` (label values always; HELP text in OpenMetrics only). */
+void metrics_buf_escaped(struct buf *b, const char *s, bool quote)
 {
 	const char *run = s;
 
@@ -110,10 +111,10 @@ void metrics_buf_label_value(struct buf *b, const char *s)
 
 		if (*s == '\\')
 			esc = "\\\\";
-		else if (*s == '"')
-			esc = "\\\"";
 		else if (*s == '\n')
 			esc = "\\n";
+		else if (quote && *s == '"')
+			esc = "\\\"";
 		if (!esc)
 			continue;
 		buf_append(b, run, (size_t)(s - run));
@@ -573,7 +574,7 @@ static struct metric_series *series_alloc(struct metric *f, const char *const *v
 				buf_putc(&lb, ',');
 			buf_puts(&lb, f->labels[i]);
 			buf_append(&lb, "=\"", 2);
-			metrics_buf_label_value(&lb, values[i]);
+			metrics_buf_escaped(&lb, values[i], true);
 			buf_putc(&lb, '"');
 			values_len += strlen(values[i]) + 1;
 		}

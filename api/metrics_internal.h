@@ -96,8 +96,9 @@ struct metrics {
 
 /* Shared helpers of metrics.c. */
 bool metrics_utf8_valid(const char *s);
-/* Label value escaping of the text formats: backslash, quote, line feed. */
-void metrics_buf_label_value(struct buf *b, const char *s);
+/* Escaping of the text formats: backslash, line feed, and the double quote
+ * when `quote` (label values; HELP text only in OpenMetrics). */
+void metrics_buf_escaped(struct buf *b, const char *s, bool quote);
 size_t metrics_fmt_u64(uint64_t v, char *out); /* out: 21 bytes */
 /* "seconds", "bytes", ... when the name (counters: before _total) ends with
  * _<unit>; NULL otherwise. */

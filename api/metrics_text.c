@@ -80,29 +80,6 @@ static void put_time_ms(struct buf *b, int64_t ms)
 	buf_append(b, tmp, n);
 }
 
-/* HELP escaping: backslash and line feed; OpenMetrics also the quote. */
-static void put_help(struct buf *b, const char *s, bool om)
-{
-	const char *run = s;
-
-	for (; *s; s++) {
-		const char *esc = NULL;
-
-		if (*s == '\\')
-			esc = "\\\\";
-		else if (*s == '\n')
-			esc = "\\n";
-		else if (om && *s == '"')
-			esc = "\\\"";
-		if (!esc)
-			continue;
-		buf_append(b, run, (size_t)(s - run));
-		buf_append(b, esc, 2);
-		run = s + 1;
-	}
-	buf_append(b, run, (size_t)(s - run));
-}
-
 /* `name{labels,le="x"} ` (the value follows). */
 static void put_name_labels(struct buf *b, const char *name, const char *suffix,
 			    const struct metric_series *s, const char *le, bool om)
@@ -135,7 +112,7 @@ static void put_exemplar(struct buf *b, const struct metric_exemplar *e)
 	buf_append(b, " # {", 4);
 	buf_append(b, e->text, e->name_len);
 	buf_append(b, "=\"", 2);
-	metrics_buf_label_value(b, e->text + e->name_len + 1);
+	metrics_buf_escaped(b, e->text + e->name_len + 1, true);
 	buf_append(b, "\"} ", 3);
 	put_value(b, e->value, true);
 	buf_putc(b, ' ');
@@ -185,7 +162,7 @@ static void family_render(struct metric *f, struct buf *b, bool om)
 		fam_len -= 6;
 	if (f->help[0]) {
 		put_meta(b, "HELP", f->name, fam_len);
-		put_help(b, f->help, om);
+		metrics_buf_escaped(b, f->help, om); /* HELP: the quote in OpenMetrics only */
 		buf_putc(b, '\n');
 	}
 	put_meta(b, "TYPE", f->name, fam_len);

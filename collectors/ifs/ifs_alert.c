@@ -45,14 +45,6 @@ struct ifs_alerter {
 	struct log_ratelimit rl;
 };
 
-static int64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
-
 void ifs_alert_format_time(int64_t ns, char *buf, size_t len)
 {
 	time_t s = (time_t)(ns / 1000000000LL);
@@ -162,7 +154,7 @@ static void *alert_main(void *arg)
 
 	pthread_mutex_lock(&a->lock);
 	while (!a->stop) {
-		int64_t now = mono_ns(), next = now + 3600 * 1000000000LL;
+		int64_t now = clock_mono_ns(), next = now + 3600 * 1000000000LL;
 		json_t *batch = json_array();
 		char *body;
 		int rc;
@@ -189,7 +181,7 @@ static void *alert_main(void *arg)
 		rc = body ? post_alerts(a, curl, body) : -ENOMEM;
 		free(body);
 		pthread_mutex_lock(&a->lock);
-		now = mono_ns();
+		now = clock_mono_ns();
 		if (rc)
 			a->stats.posts_failed++;
 		else
@@ -343,7 +335,7 @@ void ifs_alert_fire(struct ifs_alerter *a, const char *key, json_t *labels, json
 		al->starts_ns = starts_ns;
 		al->ends_ns = 0;
 	}
-	al->due_mono = mono_ns();
+	al->due_mono = clock_mono_ns();
 	al->backoff_ns = 0;
 	al->version++;
 	pthread_cond_signal(&a->cond);
@@ -358,7 +350,7 @@ void ifs_alert_resolve(struct ifs_alerter *a, const char *key, int64_t ends_ns)
 	al = find(a, key);
 	if (al && !al->ends_ns) {
 		al->ends_ns = ends_ns;
-		al->due_mono = mono_ns();
+		al->due_mono = clock_mono_ns();
 		al->backoff_ns = 0;
 		al->version++;
 		pthread_cond_signal(&a->cond);

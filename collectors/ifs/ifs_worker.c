@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "agent/log.h"
 #include "collectors/ifs/ifs_sysfs.h"
 #include "collectors/ifs/ifs_worker.h"
 #include "collectors/privwrite.h"
@@ -56,14 +57,6 @@ int ifs_load_batch(const char *dev_dir, unsigned batch, bool *at_open)
 	return write_number(dev_dir, "current_batch", batch, at_open);
 }
 
-static int64_t clock_ns(clockid_t id)
-{
-	struct timespec ts;
-
-	clock_gettime(id, &ts);
-	return ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
-
 static void read_into(const char *dir, const char *file, char *buf, size_t len)
 {
 	char path[PATH_MAX];
@@ -99,8 +92,8 @@ static void run_work(const struct ifs_work *w, struct ifs_work_result *r)
 			r->batch_rc = ifs_load_batch(w->dev_dir, (unsigned)want, &at_open);
 		}
 	}
-	r->start_wall = clock_ns(CLOCK_REALTIME);
-	r->start_mono = clock_ns(CLOCK_MONOTONIC);
+	r->start_wall = clock_wall_ns();
+	r->start_mono = clock_mono_ns();
 	if (r->batch_rc) {
 		r->rc = r->batch_rc;
 		r->err_file = IFS_FILE_CURRENT_BATCH;
@@ -109,7 +102,7 @@ static void run_work(const struct ifs_work *w, struct ifs_work_result *r)
 		r->err_file = IFS_FILE_RUN_TEST;
 	}
 	r->err_at_open = r->rc && at_open;
-	r->end_mono = clock_ns(CLOCK_MONOTONIC);
+	r->end_mono = clock_mono_ns();
 	read_into(w->dev_dir, "status", r->status, sizeof(r->status));
 	read_into(w->dev_dir, "details", r->details, sizeof(r->details));
 	read_into(w->dev_dir, "image_version", r->image_version, sizeof(r->image_version));

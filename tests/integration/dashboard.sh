@@ -99,15 +99,9 @@ scrape_configs:
 YML
 start_prometheus main "$T/prom.yml"
 
-ip netns exec "$NS_B" timeout 120 "$PEER" server 0.0.0.0 "$MP_PORT" >"$T/server.txt" 2>&1 &
-on_exit "kill $! 2>/dev/null"
-wait_for 5 grep -q listening "$T/server.txt" || fail "MPTCP server did not listen"
-mkfifo "$T/ctl"
-ip netns exec "$NS_A" timeout 120 "$PEER" client "$MP_B1" "$MP_PORT" -s 2 <"$T/ctl" >"$T/client.txt" 2>&1 &
-on_exit "kill $! 2>/dev/null"
-exec 4>"$T/ctl"
-on_exit "exec 4>&-"
-wait_for 10 grep -q 'subflows=2' "$T/client.txt" || fail "MPTCP client: $(cat "$T/client.txt")"
+mptcp_server 0.0.0.0
+mptcp_client "$MP_B1" 2
+grep -q 'subflows=2' "$T/client.txt" || fail "second subflow not established: $(cat "$T/client.txt")"
 
 # Drops through the whole scrape window: 200 datagrams every 0.5 s, 25 s.
 (for _ in $(seq 1 50); do

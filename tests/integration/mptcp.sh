@@ -62,20 +62,9 @@ assert_eq "connections route status" 200 "$HTTP_CODE"
 assert_eq "watched netns" "$NETNS_INO" "$(jq -r '.namespaces[0].netns' <<<"$body")"
 assert_eq "no connection yet" 0 "$(jq -r '.n_connections' <<<"$body")"
 
-ip netns exec "$NS_B" timeout 120 "$PEER" server 0.0.0.0 "$MP_PORT" >"$T/server.txt" 2>&1 &
-SRV=$!
-on_exit "kill $SRV 2>/dev/null"
-wait_for 5 grep -q listening "$T/server.txt" || fail "server did not listen"
-
-mkfifo "$T/ctl"
-ip netns exec "$NS_A" timeout 120 "$PEER" client "$MP_B1" "$MP_PORT" -s 2 <"$T/ctl" >"$T/client.txt" 2>&1 &
-CLI=$!
-on_exit "kill $CLI 2>/dev/null"
-exec 4>"$T/ctl"
-wait_for 10 grep -q '^token=' "$T/client.txt" || fail "client did not connect"
+mptcp_server 0.0.0.0
+mptcp_client "$MP_B1" 2
 grep -q 'subflows=2' "$T/client.txt" || fail "second subflow not established: $(cat "$T/client.txt")"
-TOKEN=$(sed -n 's/^token=\([0-9]*\).*/\1/p' "$T/client.txt")
-TOKEN_HEX=$(printf '%08x' "$TOKEN")
 # One connection's history: its rows of mptcp_events, newest first.
 history() { api GET "/api/v1/mptcp/events?token=$TOKEN$1"; }
 

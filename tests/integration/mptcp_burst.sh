@@ -47,10 +47,7 @@ INI
 cp "$T/sysobsd.ini" "$T/base.ini"
 start_agent
 
-ip netns exec "$NS_B" timeout 300 "$PEER" server 0.0.0.0 "$MP_PORT" >"$T/server.txt" 2>&1 &
-SRV=$!
-on_exit "kill $SRV 2>/dev/null"
-wait_for 5 grep -q listening "$T/server.txt" || fail "server did not listen"
+MP_TIMEOUT=300 mptcp_server 0.0.0.0
 
 timeout 200 ip -n "$NS_A" mptcp monitor >"$T/monitor.txt" 2>&1 &
 MON=$!

@@ -36,17 +36,9 @@ MON=$!
 on_exit "kill $MON 2>/dev/null"
 sleep 0.5
 
-ip netns exec "$NS_B" timeout 120 "$PEER" server :: "$MP_PORT" >"$T/server.txt" 2>&1 &
-on_exit "kill $! 2>/dev/null"
-wait_for 5 grep -q listening "$T/server.txt" || fail "server did not listen"
-mkfifo "$T/ctl"
-ip netns exec "$NS_A" timeout 120 "$PEER" client "$B1" "$MP_PORT" -s 2 <"$T/ctl" >"$T/client.txt" 2>&1 &
-CLI=$!
-on_exit "kill $CLI 2>/dev/null"
-exec 4>"$T/ctl"
-wait_for 10 grep -q '^token=' "$T/client.txt" || fail "client did not connect"
+mptcp_server ::
+mptcp_client "$B1" 2
 grep -q 'subflows=2' "$T/client.txt" || fail "no second IPv6 subflow: $(cat "$T/client.txt")"
-TOKEN=$(sed -n 's/^token=\([0-9]*\).*/\1/p' "$T/client.txt")
 
 check_live() { # expect_resynced
 	local b c sf

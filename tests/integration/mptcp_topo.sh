@@ -11,6 +11,14 @@
 #                        with on_exit when lib.sh is loaded
 #   mptcp_topo_down      deletes both namespaces (idempotent)
 #   mptcp_need           SKIPs (exit 77) without root, ip, or kernel MPTCP
+#   mptcp_server ADDR [flags]   tests/tools/mptcp_peer's server in NS_B on
+#                        MP_PORT (pid in SRV), waits until it listens
+#   mptcp_stop_server    stops it
+#   mptcp_client ADDR SUBFLOWS [flags]   its client in NS_A, held open: its
+#                        stdin is fd 4 (a fifo; closing fd 4 ends it); waits
+#                        for the connection, sets CLI, TOKEN, TOKEN_HEX
+#                        (the peer and the helpers need PEER, T, on_exit,
+#                        wait_for and fail from lib.sh)
 #   mptcp_norm_monitor FILE TOKEN_HEX   events of one token from `ip mptcp
 #                        monitor` output, one normalized line each
 #   mptcp_norm_rows      the same lines from a JSON array of history rows
@@ -70,6 +78,40 @@ mptcp_topo_up() {
 	done
 	echo "mptcp_topo_up: paths did not come up" >&2
 	return 1
+}
+
+mptcp_server() {
+	local a=$1
+	shift
+	rm -f "$T/server.txt" # not the last server's "listening"
+	ip netns exec "$NS_B" timeout "${MP_TIMEOUT:-120}" "$PEER" server "$a" "$MP_PORT" "$@" \
+		>"$T/server.txt" 2>&1 &
+	SRV=$!
+	on_exit "kill $SRV 2>/dev/null"
+	wait_for 5 grep -qs listening "$T/server.txt" ||
+		fail "MPTCP server did not listen: $(cat "$T/server.txt")"
+}
+
+mptcp_stop_server() {
+	kill "$SRV" 2>/dev/null
+	wait "$SRV" 2>/dev/null
+	SRV=
+}
+
+mptcp_client() {
+	local a=$1 n=$2
+	shift 2
+	rm -f "$T/ctl" "$T/client.txt" # not the last client's token
+	mkfifo "$T/ctl"
+	ip netns exec "$NS_A" timeout "${MP_TIMEOUT:-120}" "$PEER" client "$a" "$MP_PORT" -s "$n" "$@" \
+		<"$T/ctl" >"$T/client.txt" 2>&1 &
+	CLI=$!
+	on_exit "kill $CLI 2>/dev/null"
+	exec 4>"$T/ctl"
+	wait_for 10 grep -qs '^token=' "$T/client.txt" ||
+		fail "MPTCP client did not connect: $(cat "$T/client.txt")"
+	TOKEN=$(sed -n 's/^token=\([0-9]*\).*/\1/p' "$T/client.txt")
+	TOKEN_HEX=$(printf '%08x' "$TOKEN")
 }
 
 # `ip mptcp monitor` lines look like

@@ -142,26 +142,6 @@ start_monitors() {
 	on_exit "kill $! 2>/dev/null"
 	sleep 0.3
 }
-start_server() { # ADDR [peer server flags]
-	local a=$1
-	shift
-	rm -f "$T/server.txt" # not the last server's "listening"
-	ip netns exec "$NS_B" timeout 120 "$PEER" server "$a" "$MP_PORT" "$@" >"$T/server.txt" 2>&1 &
-	SRV=$!
-	on_exit "kill $SRV 2>/dev/null"
-	wait_for 5 grep -qs listening "$T/server.txt" || fail "server did not listen"
-}
-stop_server() { kill "$SRV" 2>/dev/null; wait "$SRV" 2>/dev/null; SRV=; }
-start_client() { # SUBFLOWS
-	rm -f "$T/ctl" "$T/client.txt" # not the last client's token
-	mkfifo "$T/ctl"
-	ip netns exec "$NS_A" timeout 120 "$PEER" client "$MP_B1" "$MP_PORT" -s "$1" -t 3000 \
-		<"$T/ctl" >"$T/client.txt" 2>&1 &
-	CLI=$!
-	on_exit "kill $CLI 2>/dev/null"
-	exec 4>"$T/ctl"
-	wait_for 10 grep -qs "^token=" "$T/client.txt" || fail "client did not connect"
-}
 client_say() { echo "$1" >&4; }
 client_end() { exec 4>&-; wait "$CLI" 2>/dev/null; CLI=; }
 restart_agent() { stop_agent; start_agent; }
@@ -170,8 +150,8 @@ start_monitors
 start_agent
 
 # ---- 1. dual-stack listener: v4-mapped subflows ---------------------------
-start_server ::
-start_client 2
+mptcp_server ::
+mptcp_client "$MP_B1" 2 -t 3000
 grep -q 'subflows=2' "$T/client.txt" || fail "no second subflow: $(cat "$T/client.txt")"
 TOK_A=$(token_of "$T/client.txt")
 until_eq 5 1 gauge_conns "$INO_B" >/dev/null
@@ -192,12 +172,12 @@ check "dual-stack: connections after CLOSED" 0 "$(until_eq 5 0 gauge_conns "$INO
 check "dual-stack: unmatched events" 0 "$(metric sysobs_mptcp_unmatched_events_total)"
 sleep 0.3
 compare_monitor "$T/monB.txt" "$INO_B" "$TOK_B" || check "dual-stack: server events = ip mptcp monitor" same differ
-stop_server
+mptcp_stop_server
 ip -n "$NS_A" mptcp endpoint add $MP_A2 dev mpa2 id 2 subflow || fail "endpoint re-add"
 
 # ---- 2. half-closed connection -------------------------------------------
-start_server 0.0.0.0 -k
-start_client 2
+mptcp_server 0.0.0.0 -k
+mptcp_client "$MP_B1" 2 -t 3000
 TOK_A=$(token_of "$T/client.txt")
 client_say shut
 wait_for 5 grep -q '^shut' "$T/client.txt" || fail "client did not shut down"
@@ -212,14 +192,14 @@ client_say close
 client_end
 check "half-close: client connections after CLOSED" 0 "$(until_eq 5 0 gauge_conns "$INO_A")"
 check "half-close: unmatched events" 0 "$(metric sysobs_mptcp_unmatched_events_total)"
-stop_server
+mptcp_stop_server
 check "half-close: server connections after its close" 0 "$(until_eq 5 0 gauge_conns "$INO_B")"
 check "half-close: lifetimes observed of subflows only a resync saw" 0 "$(metric sysobs_mptcp_subflow_lifetime_seconds_count)"
 compare_monitor "$T/monA.txt" "$INO_A" "$TOK_A" || check "half-close: client events = ip mptcp monitor" same differ
 
 # ---- 2b. both directions shut down, sockets held ------------------------------
-start_server 0.0.0.0 -S
-start_client 2
+mptcp_server 0.0.0.0 -S
+mptcp_client "$MP_B1" 2 -t 3000
 TOK_A=$(token_of "$T/client.txt")
 client_say shut
 wait_for 5 grep -q '^shut' "$T/client.txt" || fail "client did not shut down"
@@ -233,15 +213,15 @@ check "both shut: corrections" 0 "$(metric_sum sysobs_mptcp_reconcile_correction
 client_say close
 client_end
 check "both shut: client connections after CLOSED" 0 "$(until_eq 5 0 gauge_conns "$INO_A")"
-stop_server
+mptcp_stop_server
 check "both shut: server connections after CLOSED" 0 "$(until_eq 5 0 gauge_conns "$INO_B")"
 check "both shut: unmatched + fallback-classified" "0 0" "$(metric sysobs_mptcp_unmatched_events_total) $(metric sysobs_mptcp_client_fallbacks_total)"
 sleep 0.3
 compare_monitor "$T/monA.txt" "$INO_A" "$TOK_A" || check "both shut: client events = ip mptcp monitor" same differ
 
 # ---- 3. fallback to TCP ----------------------------------------------------
-start_server 0.0.0.0 -T
-start_client 2
+mptcp_server 0.0.0.0 -T
+mptcp_client "$MP_B1" 2 -t 3000
 wait_for 5 bash -c "ip netns exec $NS_A ss -MHni | grep -q fallback" || fail "no fallback connection"
 restart_agent
 check "fallback: client connections after resync (real MPTCP $(real_conns "$NS_A"))" 0 "$(until_eq 3 0 gauge_conns "$INO_A")"
@@ -256,12 +236,12 @@ api GET "/api/v1/mptcp/events?netns=$INO_A&type=CLOSED" >"$T/body"
 check "fallback: CLOSED events (agent history = ip mptcp monitor)" "$mon" "$(jq '.data | length' "$T/body")"
 hex=$(grep '^\[ *CLOSED\]' "$T/monA.txt" | tail -1 | sed -E 's/.*token=([0-9a-f]+).*/\1/')
 check "fallback: CLOSED token = monitor's" "$((16#$hex))" "$(jq -r '.data[0].token' "$T/body")"
-stop_server
+mptcp_stop_server
 
 # ---- 4. MP_FASTCLOSE ---------------------------------------------------------
 before=$(metric 'sysobs_mptcp_reconcile_corrections_total{kind="connection_removed"}')
-start_server 0.0.0.0
-start_client 2
+mptcp_server 0.0.0.0
+mptcp_client "$MP_B1" 2 -t 3000
 until_eq 5 1 gauge_conns "$INO_B" >/dev/null
 client_say reset
 client_end
@@ -274,7 +254,7 @@ check "fastclose: corrections counted" 1 "$((${after:-0} - ${before:-0}))"
 check "fastclose: client connections after its close" 0 "$(until_eq 3 0 gauge_conns "$INO_A")"
 MPTCP_FASTCLOSE_RX=$(ip netns exec "$NS_B" nstat -az MPTcpExtMPFastcloseRx | awk '/MPTcpExt/ {print $2}')
 check "fastclose: kernel counted MP_FASTCLOSE received" 1 "$([ "${MPTCP_FASTCLOSE_RX:-0}" -ge 1 ] && echo 1 || echo 0)"
-stop_server
+mptcp_stop_server
 
 # ---- 5. failed join ------------------------------------------------------
 need_cmd nft
@@ -286,8 +266,8 @@ table inet sysobs_join {
 	}
 }
 NFT
-start_server 0.0.0.0
-start_client 2 # path 2's join is refused: the client reports 1 subflow
+mptcp_server 0.0.0.0
+mptcp_client "$MP_B1" 2 -t 3000 # path 2's join is refused: the client reports 1 subflow
 TOK_A=$(token_of "$T/client.txt")
 wait_for 5 grep -q "SF_CLOSED.*token=$(printf %08x "$TOK_A")" "$T/monA.txt" || fail "no SF_CLOSED for the join: $(cat "$T/monA.txt")"
 mon=$(grep "SF_CLOSED.*token=$(printf %08x "$TOK_A")" "$T/monA.txt")
@@ -300,7 +280,7 @@ restart_agent
 check "failed join: client subflows after resync" "$real" "$(until_eq 5 "$real" gauge_subflows "$INO_A")"
 client_say close
 client_end
-stop_server
+mptcp_stop_server
 ip netns exec "$NS_B" nft delete table inet sysobs_join
 sleep 0.3
 compare_monitor "$T/monA.txt" "$INO_A" "$TOK_A" || check "failed join: client events = ip mptcp monitor" same differ
@@ -313,8 +293,8 @@ live_sf() { # NETNS_INO SADDR_OR_DADDR FIELD -> the field of the subflow with th
 live_conn() { # NETNS_INO FIELD
 	curl -sf "http://127.0.0.1:$PORT/api/v1/mptcp/connections?netns=$1" | jq -r ".data[0] | if has(\"$2\") then .$2 else \"absent\" end"
 }
-start_server 0.0.0.0
-start_client 2
+mptcp_server 0.0.0.0
+mptcp_client "$MP_B1" 2 -t 3000
 TOK_A=$(token_of "$T/client.txt")
 until_eq 5 1 gauge_conns "$INO_B" >/dev/null
 TOK_B=$(server_token)
@@ -330,7 +310,7 @@ check "side: resynced client connection server_side" absent "$(live_conn "$INO_A
 check "side: resynced server connection server_side" absent "$(live_conn "$INO_B" server_side)"
 client_say close
 client_end
-stop_server
+mptcp_stop_server
 ip -n "$NS_A" mptcp endpoint change id 2 nobackup
 sleep 0.3
 compare_monitor "$T/monB.txt" "$INO_B" "$TOK_B" || check "backup: server events = ip mptcp monitor" same differ
@@ -338,12 +318,12 @@ api GET "/api/v1/mptcp/events?netns=$INO_B&token=$TOK_B&type=CREATED" >"$T/body"
 check "flags: server CREATED server_side/deny_join_id0/flags" "true false 2" "$(jq -r '.data[0] | "\(.server_side) \(.deny_join_id0) \(.flags)"' "$T/body")"
 # The server denies joins to its initial address: FLAGS bit 0 on the client.
 ip netns exec "$NS_B" sysctl -qw net.mptcp.allow_join_initial_addr_port=0 || fail "sysctl"
-start_server 0.0.0.0
-start_client 1
+mptcp_server 0.0.0.0
+mptcp_client "$MP_B1" 1 -t 3000
 TOK_A=$(token_of "$T/client.txt")
 client_say close
 client_end
-stop_server
+mptcp_stop_server
 ip netns exec "$NS_B" sysctl -qw net.mptcp.allow_join_initial_addr_port=1
 sleep 0.3
 grep -q "CREATED.*token=$(printf %08x "$TOK_A").*flags=1" "$T/monA.txt" || fail "monitor: client CREATED without flags=1: $(grep "token=$(printf %08x "$TOK_A")" "$T/monA.txt")"
@@ -355,15 +335,15 @@ compare_monitor "$T/monA.txt" "$INO_A" "$TOK_A" || check "flags: client events =
 H=sysobs_mptcp_subflow_lifetime_seconds
 h_count0=$(metric "${H}_count") h_sum0=$(metric "${H}_sum")
 h_le1_0=$(metric "${H}_bucket{le=\"1\"}") h_le2_0=$(metric "${H}_bucket{le=\"2\"}")
-start_server 0.0.0.0
-start_client 2
+mptcp_server 0.0.0.0
+mptcp_client "$MP_B1" 2 -t 3000
 TOK_A=$(token_of "$T/client.txt")
 until_eq 5 1 gauge_conns "$INO_B" >/dev/null
 TOK_B=$(server_token)
 sleep 1.5
 client_say close
 client_end
-stop_server
+mptcp_stop_server
 until_eq 5 0 gauge_conns "$INO_B" >/dev/null
 check "lifetime: observations" 4 "$(( $(metric "${H}_count") - h_count0 ))"
 check "lifetime: observations <= 1 s" 0 "$(( $(metric "${H}_bucket{le=\"1\"}") - h_le1_0 ))"

@@ -79,17 +79,9 @@ INI
 start_agent
 
 # ---- MPTCP: one connection, two subflows, held open ----
-ip netns exec "$NS_B" timeout 120 "$PEER" server 0.0.0.0 "$MP_PORT" >"$T/server.txt" 2>&1 &
-on_exit "kill $! 2>/dev/null"
-wait_for 5 grep -q listening "$T/server.txt" || fail "MPTCP server did not listen"
-mkfifo "$T/ctl"
-ip netns exec "$NS_A" timeout 120 "$PEER" client "$MP_B1" "$MP_PORT" -s 2 <"$T/ctl" >"$T/client.txt" 2>&1 &
-on_exit "kill $! 2>/dev/null"
-exec 4>"$T/ctl"
-on_exit "exec 4>&-"
-wait_for 10 grep -q '^token=' "$T/client.txt" || fail "MPTCP client did not connect"
+mptcp_server 0.0.0.0
+mptcp_client "$MP_B1" 2
 grep -q 'subflows=2' "$T/client.txt" || fail "second subflow not established: $(cat "$T/client.txt")"
-TOKEN_HEX=$(printf '%08x' "$(sed -n 's/^token=\([0-9]*\).*/\1/p' "$T/client.txt")")
 live() { [ "$(api GET /api/v1/mptcp/connections | jq '[.data[] | select(.token_hex == "'"$TOKEN_HEX"'")] | length')" = 1 ]; }
 wait_for 10 live || fail "agent does not list connection $TOKEN_HEX"
 

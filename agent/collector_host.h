@@ -1,0 +1,17 @@
+/* SPDX-License-Identifier: MIT */
+#ifndef SYSOBS_COLLECTOR_HOST_H
+#define SYSOBS_COLLECTOR_HOST_H
+
+struct agent;
+
+/* Sets up every registered collector: its typed config and sink, then init
+ * for the enabled ones (none before every section parsed). 2 on a config
+ * error (logged), 1 out of memory, else 0: a collector that cannot run is
+ * left UNAVAILABLE with its reason. */
+int collectors_init(struct agent *a);
+/* Starts the RUNNING ones and adds their fd and timer to the loop. */
+void collectors_start(struct agent *a);
+/* Stops every started collector and frees their config and sinks. */
+void collectors_stop(struct agent *a);
+
+#endif
