@@ -17,6 +17,17 @@
 #include "storage/store_query.h"
 #include "storage/store_schema.h"
 
+/* Ends a read: the callback's stop value, or the statement's error (rc:
+ * sqlite3_step()'s last result; SQLITE_INTERRUPT is the query timeout). */
+static int read_end(struct store *s, sqlite3 *db, sqlite3_stmt *st, int ret, int rc)
+{
+	if (!ret && rc != SQLITE_DONE)
+		ret = rc == SQLITE_INTERRUPT ? -ETIMEDOUT : -EIO;
+	sqlite3_finalize(st);
+	store_reader_put(s, db);
+	return ret;
+}
+
 /* ---- metric history ---- */
 
 int store_series_each(struct store *s, const char *name, store_series_fn fn, void *arg)
@@ -44,11 +55,7 @@ int store_series_each(struct store *s, const char *name, store_series_fn fn, voi
 			break;
 		rc = SQLITE_OK;
 	}
-	if (!ret && rc != SQLITE_DONE)
-		ret = rc == SQLITE_INTERRUPT ? -ETIMEDOUT : -EIO;
-	sqlite3_finalize(st);
-	store_reader_put(s, db);
-	return ret;
+	return read_end(s, db, st, ret, rc);
 }
 
 int store_series_samples(struct store *s, int64_t series_id, int64_t from_ns, int64_t to_ns,
@@ -82,11 +89,7 @@ int store_series_samples(struct store *s, int64_t series_id, int64_t from_ns, in
 			break;
 		rc = SQLITE_OK;
 	}
-	if (!ret && rc != SQLITE_DONE)
-		ret = rc == SQLITE_INTERRUPT ? -ETIMEDOUT : -EIO;
-	sqlite3_finalize(st);
-	store_reader_put(s, db);
-	return ret;
+	return read_end(s, db, st, ret, rc);
 }
 
 int store_latest(struct store *s, const struct event_table *t, const char *group_by,
@@ -114,9 +117,5 @@ int store_latest(struct store *s, const struct event_table *t, const char *group
 		fn(sqlite3_column_int64(st, 0), sqlite3_column_int64(st, 1), row, arg);
 		rc = SQLITE_OK;
 	}
-	if (rc != SQLITE_DONE)
-		ret = rc == SQLITE_INTERRUPT ? -ETIMEDOUT : -EIO;
-	sqlite3_finalize(st);
-	store_reader_put(s, db);
-	return ret;
+	return read_end(s, db, st, ret, rc);
 }
