@@ -18,6 +18,8 @@
 #   SYSOBS_BUILD=build bash bench/drops.sh   [SECONDS per phase, default 5]
 #   COST_ONLY=1 ... runs part 1 only
 #   REPEAT=N ... part 1 in N phases (default 3), with the median and range
+#   COST_SAMPLE_RATE=R ... the agent's sample_rate in part 1 (default 100;
+#                          0 = counters only, no sampling check per drop)
 #   DROPS_EXTRA='container_label = true' ... adds lines to [collector.drops]
 set -uo pipefail
 
@@ -27,6 +29,7 @@ GEN=$BUILD/tests/drops_gen
 STATS=$BUILD/bench/bench_drops_stats
 SECS=${1:-5}
 REPEAT=${REPEAT:-3}
+COST_SAMPLE_RATE=${COST_SAMPLE_RATE:-100}
 
 skip() { echo "SKIP: $*"; exit 0; }
 [ "$(id -u)" = 0 ] || skip "needs root (BPF, netns)"
@@ -110,7 +113,7 @@ prog_id() {	# prog_id TYPE NAME -> newest program id
 echo "kernel $(uname -r), $(nproc) CPUs, $SECS s per measurement, load average $(cut -d" " -f1-3 /proc/loadavg)"
 
 # --- 1. per-event cost, side by side ------------------------------------------
-start_agent 100
+start_agent "$COST_SAMPLE_RATE"
 ours=$(prog_id tracing drops_tp_btf)
 [ -n "$ours" ] || ours=$(prog_id raw_tracepoint drops_raw_tp)
 bpftrace -e 'tracepoint:skb:kfree_skb { @[args->reason] = count(); }' >"$T/bpftrace.out" 2>&1 &
