@@ -28,6 +28,7 @@
 #include <string.h>
 
 #include "api/metrics_internal.h"
+#include "api/utf8.h"
 #include "agent/log.h"
 
 #define HASH_MIN_BUCKETS 16
@@ -59,45 +60,6 @@ bool metrics_label_name_valid(const char *name)
 {
 	/* Names starting with "__" are reserved for Prometheus itself. */
 	return name_valid(name, false) && strncmp(name, "__", 2) != 0;
-}
-
-/* Label values must be UTF-8 (the exposition format says so). */
-bool metrics_utf8_valid(const char *s)
-{
-	const unsigned char *p = (const unsigned char *)s;
-
-	while (*p) {
-		unsigned char c = *p;
-		size_t n;
-		uint32_t cp;
-
-		if (c < 0x80) {
-			p++;
-			continue;
-		} else if ((c & 0xe0) == 0xc0) {
-			n = 1;
-			cp = c & 0x1f;
-		} else if ((c & 0xf0) == 0xe0) {
-			n = 2;
-			cp = c & 0x0f;
-		} else if ((c & 0xf8) == 0xf0) {
-			n = 3;
-			cp = c & 0x07;
-		} else {
-			return false;
-		}
-		for (size_t i = 1; i <= n; i++) {
-			if ((p[i] & 0xc0) != 0x80)
-				return false;
-			cp = (cp << 6) | (p[i] & 0x3f);
-		}
-		/* overlong forms, surrogates, beyond U+10FFFF */
-		if ((n == 1 && cp < 0x80) || (n == 2 && cp < 0x800) || (n == 3 && cp < 0x10000) ||
-		    (cp >= 0xd800 && cp <= 0xdfff) || cp > 0x10ffff)
-			return false;
-		p += n + 1;
-	}
-	return true;
 }
 
 /* Exposition escaping: backslash and line feed, and the double quote when
@@ -401,7 +363,7 @@ static struct metric *metrics_register(struct metrics *m, enum metric_type type,
 	bool found;
 	int err;
 
-	if (!m || !metrics_name_valid(name) || (help && !metrics_utf8_valid(help))) {
+	if (!m || !metrics_name_valid(name) || (help && !utf8_valid(help))) {
 		errno = EINVAL;
 		return NULL;
 	}
@@ -627,7 +589,7 @@ struct metric_series *metric_series(struct metric *f, const char *const *values)
 		return NULL;
 	}
 	for (size_t i = 0; i < f->n_labels; i++) {
-		if (!values[i] || !metrics_utf8_valid(values[i])) {
+		if (!values[i] || !utf8_valid(values[i])) {
 			errno = EINVAL;
 			return NULL;
 		}
@@ -904,7 +866,7 @@ int series_exemplar(struct metric_series *s, const char *name, const char *value
 	struct metric_exemplar *e;
 	size_t nl, vl, slot = 0;
 
-	if (!s || !metrics_label_name_valid(name) || !value || !metrics_utf8_valid(value))
+	if (!s || !metrics_label_name_valid(name) || !value || !utf8_valid(value))
 		return -EINVAL;
 	nl = strlen(name);
 	vl = strlen(value);

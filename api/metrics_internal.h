@@ -95,7 +95,6 @@ struct metrics {
 };
 
 /* Shared helpers of metrics.c. */
-bool metrics_utf8_valid(const char *s);
 /* Escaping of the text formats: backslash, line feed, and the double quote
  * when `quote` (label values; HELP text only in OpenMetrics). */
 void metrics_buf_escaped(struct buf *b, const char *s, bool quote);

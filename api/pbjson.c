@@ -23,6 +23,7 @@
 
 #include "agent/buf.h"
 #include "api/pbjson.h"
+#include "api/utf8.h"
 #include "google/protobuf/timestamp.pb-c.h"
 
 #define PBJ_TS_MIN  (-62135596800LL) /* 0001-01-01T00:00:00Z */
@@ -283,53 +284,6 @@ static void pbj_put_double(struct pbj_buf *b, double v, bool is_float)
 	pbj_buf_put(b, tmp, n);
 }
 
-/* Length of the valid UTF-8 sequence at p (RFC 3629), 0 if invalid. p is
- * NUL-terminated, and NUL is never a continuation byte. */
-static int pbj_utf8_len(const unsigned char *p)
-{
-	unsigned c = p[0], lo = 0x80, hi = 0xbf;
-	int n;
-
-	if (c >= 0xc2 && c <= 0xdf)
-		n = 2;
-	else if (c >= 0xe0 && c <= 0xef)
-		n = 3;
-	else if (c >= 0xf0 && c <= 0xf4)
-		n = 4;
-	else
-		return 0;
-	/* the second byte's range excludes overlongs, surrogates, > U+10FFFF */
-	if (c == 0xe0)
-		lo = 0xa0;
-	else if (c == 0xed)
-		hi = 0x9f;
-	else if (c == 0xf0)
-		lo = 0x90;
-	else if (c == 0xf4)
-		hi = 0x8f;
-	if (p[1] < lo || p[1] > hi)
-		return 0;
-	for (int i = 2; i < n; i++)
-		if (p[i] < 0x80 || p[i] > 0xbf)
-			return 0;
-	return n;
-}
-
-/* s is valid UTF-8 throughout. */
-static bool pbj_utf8_valid(const char *s)
-{
-	const unsigned char *p = (const unsigned char *)s;
-
-	while (*p) {
-		int n = *p < 0x80 ? 1 : pbj_utf8_len(p);
-
-		if (!n)
-			return false;
-		p += n;
-	}
-	return true;
-}
-
 /* Bytes a JSON string takes as they are: printable ASCII but '"' and '\\'. */
 static const bool pbj_plain[256] = {
     [0x20 ... 0x21] = true, /* 0x22 is '"' */
@@ -355,7 +309,7 @@ static void pbj_put_string(struct pbj_buf *b, const char *s)
 		while (pbj_plain[*p])
 			p++;
 		c = *p;
-		if (c >= 0x80 && (n = pbj_utf8_len(p))) {
+		if (c >= 0x80 && (n = utf8_seq_len(p))) {
 			p += n;
 			continue;
 		}
@@ -568,7 +522,7 @@ static int pbj_enc_map_key(struct pbj_buf *b, const ProtobufCFieldDescriptor *kf
 	if (kf->type == PROTOBUF_C_TYPE_STRING) {
 		const char *k = *(const char *const *)p;
 
-		return k && !pbj_utf8_valid(k) ? -EINVAL : pbj_enc_value(b, kf, p, 0);
+		return k && !utf8_valid(k) ? -EINVAL : pbj_enc_value(b, kf, p, 0);
 	}
 	if (kf->type == PROTOBUF_C_TYPE_BOOL) {
 		pbj_buf_puts(b, *(const protobuf_c_boolean *)p ? "\"true\"" : "\"false\"");

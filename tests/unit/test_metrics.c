@@ -131,6 +131,9 @@ static void test_series_identity(void **state)
 	const char *with_null[] = {"NO_SOCKET", NULL};
 	const char *bad_utf8[] = {"\xff\xfe", "tcp"};
 	const char *overlong[] = {"\xc0\xaf", "tcp"};
+	const char *surrogate[] = {"\xed\xa0\x80", "tcp"};
+	const char *past_max[] = {"\xf4\x90\x80\x80", "tcp"};
+	const char *truncated[] = {"\xe2\x82", "tcp"};
 	const char *utf8[] = {"caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80", "tcp"};
 	struct metric_series *a, *b, *c;
 
@@ -161,6 +164,9 @@ static void test_series_identity(void **state)
 	assert_null(metric_series(f, bad_utf8));
 	assert_int_equal(errno, EINVAL);
 	assert_null(metric_series(f, overlong));
+	assert_null(metric_series(f, surrogate));
+	assert_null(metric_series(f, past_max));
+	assert_null(metric_series(f, truncated));
 	assert_non_null(metric_series(f, utf8));
 	assert_int_equal(metrics_series_count(m), 3);
 
