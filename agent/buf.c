@@ -117,3 +117,18 @@ void buf_free(struct buf *b)
 	b->len = b->cap = 0;
 	b->oom = false;
 }
+
+void *array_grow(void *arr, size_t *cap, size_t n, size_t size, size_t first_cap)
+{
+	size_t c, bytes;
+
+	if (n < *cap)
+		return arr;
+	c = *cap ? *cap * 2 : first_cap;
+	if (c <= n || __builtin_mul_overflow(c, size, &bytes))
+		return NULL;
+	arr = realloc(arr, bytes);
+	if (arr)
+		*cap = c;
+	return arr;
+}

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * A growable byte buffer for building a response body, a page or a message.
+ * A growable byte buffer for building a response body, a page or a message
+ * (and array_grow(), the same doubling for arrays of any type).
  * Start from struct buf b = {0}. p is NUL-terminated whenever it is not NULL.
  * Out of memory sets oom once; every later call does nothing, so a caller
  * appends freely and checks b.oom (or buf_steal()'s NULL) once at the end.
@@ -31,5 +32,14 @@ void buf_vprintf(struct buf *b, const char *fmt, va_list ap) __attribute__((form
 char *buf_steal(struct buf *b, size_t *len);
 /* Frees and resets b; accepts NULL. */
 void buf_free(struct buf *b);
+
+/*
+ * Growable arrays of any element type: the array arr (capacity *cap) with
+ * room for the element at index n. arr itself while n < *cap, else moved to
+ * twice the capacity (first_cap the first time) with *cap updated; NULL when
+ * out of memory or the size would overflow (arr is kept as it was).
+ *   p = array_grow(v, &cap, n, sizeof(*v), 64); if (!p) ...; v = p;
+ */
+void *array_grow(void *arr, size_t *cap, size_t n, size_t size, size_t first_cap);
 
 #endif

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "agent/buf.h"
 #include "agent/log.h"
 #include "api/http.h"
 #include "api/metrics.h"
@@ -282,15 +283,11 @@ out_inval:
 
 static int points_add(struct series_points *pts, int64_t ts_ns, double value)
 {
-	if (pts->n == pts->cap) {
-		size_t cap = pts->cap ? pts->cap * 2 : 64;
-		struct series_point *v = realloc(pts->v, cap * sizeof(*v));
+	struct series_point *v = array_grow(pts->v, &pts->cap, pts->n, sizeof(*v), 64);
 
-		if (!v)
-			return -ENOMEM;
-		pts->v = v;
-		pts->cap = cap;
-	}
+	if (!v)
+		return -ENOMEM;
+	pts->v = v;
 	pts->v[pts->n++] = (struct series_point){ts_ns, value};
 	return 0;
 }

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "agent/buf.h"
 #include "agent/log.h"
 #include "collectors/cachefiles/backend.h"
 #include "collectors/cachefiles/cachefiles_decode.h"
@@ -395,15 +396,10 @@ static struct cf_agg *cf_agg_find(struct cf_agg **arr, size_t *n, size_t *cap, c
 	for (size_t i = 0; i < *n; i++)
 		if ((*arr)[i].op == op && !strcmp((*arr)[i].volume, volume))
 			return &(*arr)[i];
-	if (*n == *cap) {
-		size_t c = *cap ? *cap * 2 : 8;
-		struct cf_agg *v = realloc(*arr, c * sizeof(*v));
-
-		if (!v)
-			return NULL;
-		*arr = v;
-		*cap = c;
-	}
+	a = array_grow(*arr, cap, *n, sizeof(**arr), 8);
+	if (!a)
+		return NULL;
+	*arr = a;
 	a = &(*arr)[(*n)++];
 	memset(a, 0, sizeof(*a));
 	snprintf(a->volume, sizeof(a->volume), "%s", volume);

@@ -7,6 +7,7 @@
 
 #include <bpf/btf.h>
 
+#include "agent/buf.h"
 #include "collectors/drops/drops_btf.h"
 
 #define SUBSYS_SHIFT 16
@@ -45,18 +46,15 @@ static const struct reason_ent *ent_find(const struct drops_reasons *r, uint32_t
  * reasons_sort() after a batch. */
 static int ent_add(struct drops_reasons *r, uint32_t value, const char *name)
 {
+	struct reason_ent *v;
+
 	for (size_t i = 0; i < r->n; i++)
 		if (r->v[i].value == value)
 			return 0;
-	if (r->n == r->cap) {
-		size_t cap = r->cap ? r->cap * 2 : 256;
-		struct reason_ent *v = realloc(r->v, cap * sizeof(*v));
-
-		if (!v)
-			return -ENOMEM;
-		r->v = v;
-		r->cap = cap;
-	}
+	v = array_grow(r->v, &r->cap, r->n, sizeof(*r->v), 256);
+	if (!v)
+		return -ENOMEM;
+	r->v = v;
 	r->v[r->n].value = value;
 	snprintf(r->v[r->n].name, sizeof(r->v[r->n].name), "%s", name);
 	r->n++;

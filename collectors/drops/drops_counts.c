@@ -31,6 +31,7 @@
 
 #include <bpf/bpf.h>
 
+#include "agent/buf.h"
 #include "agent/log.h"
 #include "bpf/drops.skel.h"
 #include "collectors/collector.h"
@@ -132,21 +133,6 @@ void drops_counts_free(struct drops_counts *k)
 	free(k);
 }
 
-/* The array arr (capacity *cap) with room at index n: arr itself, or
- * moved to twice the size; NULL when out of memory (arr is kept). */
-static void *grow(void *arr, size_t *cap, size_t n, size_t size)
-{
-	size_t c;
-
-	if (n < *cap)
-		return arr;
-	c = *cap ? *cap * 2 : 64;
-	arr = realloc(arr, c * size);
-	if (arr)
-		*cap = c;
-	return arr;
-}
-
 /* --- small sets ------------------------------------------------------------ */
 
 static int u32_cmp(const void *a, const void *b)
@@ -242,7 +228,7 @@ static struct drops_ctr *ctr_get(struct drops_counts *k, uint64_t id)
 		if (j >= DROPS_CTRS_MAX)
 			return NULL;
 	}
-	p = grow(k->ctrs, &k->ctrs_cap, k->nctrs, sizeof(*k->ctrs));
+	p = array_grow(k->ctrs, &k->ctrs_cap, k->nctrs, sizeof(*k->ctrs), 64);
 	if (!p)
 		return NULL;
 	k->ctrs = p;
@@ -296,7 +282,7 @@ static bool ctr_label(struct drops_state *st, struct drops_agg *a)
 
 static struct drops_agg *agg_next(struct drops_counts *k, size_t *n)
 {
-	struct drops_agg *p = grow(k->agg, &k->agg_cap, *n, sizeof(*k->agg));
+	struct drops_agg *p = array_grow(k->agg, &k->agg_cap, *n, sizeof(*k->agg), 64);
 
 	if (!p)
 		return NULL;
@@ -324,7 +310,7 @@ static int agg_add(struct drops_counts *k, size_t *n, const struct drops_key *ke
 
 static int hkey_push(struct drops_counts *k, size_t i, const struct drops_key *key)
 {
-	struct drops_key *p = grow(k->hkeys, &k->hkeys_cap, i, sizeof(*k->hkeys));
+	struct drops_key *p = array_grow(k->hkeys, &k->hkeys_cap, i, sizeof(*k->hkeys), 64);
 
 	if (!p)
 		return -ENOMEM;
@@ -487,7 +473,7 @@ static int carry_add(struct drops_counts *k, const struct drops_agg *a)
 			return 0;
 		}
 	}
-	p = grow(k->carry, &k->carry_cap, k->ncarry, sizeof(*k->carry));
+	p = array_grow(k->carry, &k->carry_cap, k->ncarry, sizeof(*k->carry), 64);
 	if (!p)
 		return -ENOMEM;
 	k->carry = p;
