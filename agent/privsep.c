@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <libgen.h>
 #include <limits.h>
 #include <linux/bpf.h>
 #include <linux/capability.h>
@@ -414,19 +415,15 @@ int privsep_check_db_dir(const struct privsep_config *cfg, const char *db_path, 
 			 size_t errlen)
 {
 	struct passwd *pw = target_user(cfg, true);
-	const char *slash = strrchr(db_path, '/');
-	char dir[PATH_MAX];
+	char copy[PATH_MAX];
+	const char *dir;
 	int status;
 	pid_t pid;
 
 	if (!pw)
 		return 0;
-	if (!slash)
-		snprintf(dir, sizeof(dir), ".");
-	else if (slash == db_path)
-		snprintf(dir, sizeof(dir), "/");
-	else
-		snprintf(dir, sizeof(dir), "%.*s", (int)(slash - db_path), db_path);
+	snprintf(copy, sizeof(copy), "%s", db_path);
+	dir = dirname(copy); /* ".", "/" or the part before the last slash */
 	pid = fork();
 	if (pid < 0)
 		return 0; /* cannot tell; the drop will say */

@@ -16,6 +16,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <libgen.h>
 #include <limits.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -313,7 +314,8 @@ out:
 static int store_check_path(const char *path, char *err, size_t errlen)
 {
 	struct stat st;
-	char *dir, *slash;
+	char *copy;
+	const char *dir;
 	int ret = 0;
 
 	if (!path || !*path) {
@@ -335,18 +337,12 @@ static int store_check_path(const char *path, char *err, size_t errlen)
 		snprintf(err, errlen, "%s: %s", path, strerror(errno));
 		return -errno;
 	}
-	dir = strdup(path);
-	if (!dir) {
+	copy = strdup(path);
+	if (!copy) {
 		snprintf(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
-	slash = strrchr(dir, '/');
-	if (!slash)
-		strcpy(dir, ".");
-	else if (slash == dir)
-		slash[1] = '\0';
-	else
-		*slash = '\0';
+	dir = dirname(copy); /* ".", "/" or the part before the last slash */
 	if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
 		snprintf(err, errlen, "%s: directory %s does not exist", path, dir);
 		ret = -ENOENT;
@@ -355,7 +351,7 @@ static int store_check_path(const char *path, char *err, size_t errlen)
 			 strerror(errno));
 		ret = -EACCES;
 	}
-	free(dir);
+	free(copy);
 	return ret;
 }
 
