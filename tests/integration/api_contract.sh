@@ -112,8 +112,7 @@ INI
 } >"$T/sysobsd.ini"
 start_agent
 
-state_of() { api GET /api/v1/collectors | jq -r --arg n "$1" '.data[] | select(.name == $n) | .state'; }
-running() { [ "$(state_of "$1")" = RUNNING ]; }
+running() { [ "$(collector_state "$1")" = RUNNING ]; }
 if ! wait_for 10 running drops; then
 	drops=$(api GET /api/v1/collectors | jq -c '.data[] | select(.name == "drops")')
 	[ "$(jq -r .state <<<"$drops")" != UNAVAILABLE ] || skip "no drops to check here: $drops"
@@ -142,7 +141,7 @@ PEER=$SYSOBS_BUILD/tests/mptcp_peer
 if [ ! -x "$PEER" ]; then
 	MPTCP_NOTE="mptcp_peer not built"
 elif ! running mptcp; then
-	MPTCP_NOTE="mptcp collector not RUNNING: $(api GET /api/v1/collectors | jq -r '.data[] | select(.name == "mptcp") | .reason')"
+	MPTCP_NOTE="mptcp collector not RUNNING: $(collector_reason mptcp)"
 elif [ "$(nsrun sysctl -n net.mptcp.enabled 2>/dev/null)" != 1 ]; then
 	MPTCP_NOTE="net.mptcp.enabled is not 1"
 else

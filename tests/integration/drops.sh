@@ -68,9 +68,6 @@ metric_all_ns() {
 	in_api_netns curl -sS --max-time 10 "http://127.0.0.1:$PORT/metrics" |
 		grep "^sysobs_packet_drops_total{.*netns=\"$NSINUM\"" || true
 }
-collector_reason() {
-	api GET /api/v1/collectors | jq -r '.data[] | select(.name == "drops") | .reason'
-}
 
 write_drops_config
 start_agent
@@ -271,7 +268,7 @@ write_drops_config
 echo "btf_path = $T/no-such-btf" >>"$T/sysobsd.ini"
 start_agent
 assert_eq "state without BTF" UNAVAILABLE "$(collector_state drops)"
-reason=$(collector_reason)
+reason=$(collector_reason drops)
 [[ $reason == *"no kernel BTF at $T/no-such-btf"* ]] || fail "reason without BTF: $reason"
 assert_eq "sysobs_collector_up without BTF" 0 "$(metric 'sysobs_collector_up{collector="drops"}')"
 stop_agent
@@ -300,7 +297,7 @@ SYSOBSD=$T/as-nobody.sh
 start_agent
 SYSOBSD=$REAL
 assert_eq "state without permission" UNAVAILABLE "$(collector_state drops)"
-reason=$(collector_reason)
+reason=$(collector_reason drops)
 [[ $reason == *"no permission to load BPF"* && $reason == *"libbpf:"* ]] ||
 	fail "reason without permission: $reason"
 stop_agent

@@ -182,14 +182,16 @@ netns_new() {
 }
 
 # collector_state NAME -> its state (RUNNING, FAILED, UNAVAILABLE, ...);
+# collector_reason NAME -> why it is in that state;
 # wait_collector NAME: until it is RUNNING (10 s), or fail with its reason.
-collector_state() {
-	api GET /api/v1/collectors | jq -r --arg n "$1" '.data[] | select(.name == $n) | .state'
+collector_field() {
+	api GET /api/v1/collectors | jq -r --arg n "$1" --arg f "$2" '.data[] | select(.name == $n) | .[$f]'
 }
+collector_state() { collector_field "$1" state; }
+collector_reason() { collector_field "$1" reason; }
 wait_collector() {
 	_running() { [ "$(collector_state "$1")" = RUNNING ]; }
-	wait_for 10 _running "$1" || fail "$1 collector not running: $(api GET /api/v1/collectors |
-		jq -r --arg n "$1" '.data[] | select(.name == $n) | .reason')"
+	wait_for 10 _running "$1" || fail "$1 collector not running: $(collector_reason "$1")"
 }
 
 # port_free PORT: nothing listens on 127.0.0.1:PORT.
