@@ -57,9 +57,9 @@ for seq in range(int(os.environ.get("REPEAT", "1"))):
         s.sendto(data, (0, 1))
 PY
 send() { python3 "$T/uevent.py" "$@" || fail "uevent.py $*"; }
-module_msg() { # ACTION NAME
-	printf '%s\n' "$1@/module/$2" "ACTION=$1" "DEVPATH=/module/$2" "SUBSYSTEM=module"
-}
+# module_send kernel|user ACTION NAME: the announcement of a module load
+# (add) or unload (remove), as the kernel writes it
+module_send() { send "$1" "$2@/module/$3" "ACTION=$2" "DEVPATH=/module/$3" "SUBSYSTEM=module"; }
 
 NS=sysobs-modw-$$
 netns_new "$NS" || skip "cannot create a network namespace"
@@ -126,8 +126,7 @@ settle
 expect "after add@/module/sysobs_mw_e/holders" 0 0 1 0
 
 # One module load: one rescan, kallsyms re-read with its addresses.
-mapfile -t msg < <(module_msg add sysobs_mw_a)
-send kernel "${msg[@]}"
+module_send kernel add sysobs_mw_a
 settle
 expect "after one module add" 1 1 1 0
 line=$(grep 'module loaded or unloaded' "$T/agent.log" | tail -1)
@@ -136,18 +135,15 @@ syms=$(sed -n 's/.*, \([0-9]*\) kernel symbols.*/\1/p' <<<"$line")
 assert_ge "kernel symbols re-read as uid $uid" 1000 "${syms:-0}"
 
 # Two in quick succession (a module and its dependency): one rescan.
-mapfile -t msg < <(module_msg add sysobs_mw_b)
-send kernel "${msg[@]}"
-mapfile -t msg < <(module_msg remove sysobs_mw_a)
-send kernel "${msg[@]}"
+module_send kernel add sysobs_mw_b
+module_send kernel remove sysobs_mw_a
 settle
 expect "after two module uevents at once" 2 3 1 0
 sleep 1
 expect "a second later" 2 3 1 0
 
 # Forged: add@/module/ sent to group 1 by a user space socket (root).
-mapfile -t msg < <(module_msg add sysobs_mw_forged)
-send user "${msg[@]}"
+module_send user add sysobs_mw_forged
 # Kernel-sent, malformed: no ACTION; ACTION disagreeing with the header.
 send kernel "add@/module/sysobs_mw_c" "DEVPATH=/module/sysobs_mw_c" "SUBSYSTEM=module"
 send kernel "add@/module/sysobs_mw_d" "ACTION=remove" "DEVPATH=/module/sysobs_mw_d" \
@@ -158,8 +154,7 @@ expect "after a forged and two malformed module messages" 2 3 1 3
 # 1000 announcements while the agent is stopped: its bounded receive buffer
 # overflows, the kernel says so (ENOBUFS): counted, one rescan for all.
 kill -STOP "$AGENT_PID"
-mapfile -t msg < <(module_msg add sysobs_mw_flood)
-REPEAT=1000 send kernel "${msg[@]}"
+REPEAT=1000 module_send kernel add sysobs_mw_flood
 kill -CONT "$AGENT_PID"
 settle
 got=$(counts)
@@ -173,8 +168,9 @@ assert_eq "poll rescans after the flood" 0 "$(rescans poll)"
 # The ring buffer, behind the same epoll fd: a datagram to a closed port in
 # the test's namespace is sampled.
 ip netns exec "$NS" bash -c 'echo x >/dev/udp/127.0.0.1/9' 2>/dev/null || true
-has_sample() { [ "$(api GET "/api/v1/drops/samples?port=9&reason=NO_SOCKET&limit=5" | jq '.data | length')" -ge 1 ]; }
-wait_for 10 has_sample || fail "no NO_SOCKET sample of the datagram to port 9"
+# has_sample PORT: a NO_SOCKET sample of a datagram to PORT is stored
+has_sample() { [ "$(api GET "/api/v1/drops/samples?port=$1&reason=NO_SOCKET&limit=5" | jq '.data | length')" -ge 1 ]; }
+wait_for 10 has_sample 9 || fail "no NO_SOCKET sample of the datagram to port 9"
 
 stop_agent
 pass "unprivileged (uid $uid): 0 rescans in 3 quiet s; other subsystems' uevents not read;" \
@@ -192,14 +188,12 @@ LD_PRELOAD=$PRELOAD start_agent
 wait_collector drops
 assert_eq "'no kernel uevents' lines in the log" 1 "$(grep -c 'no kernel uevents' "$T/agent.log")"
 grep 'no kernel uevents' "$T/agent.log" | sed 's/.*drops: /agent: /'
-mapfile -t msg < <(module_msg add sysobs_mw_f)
-send kernel "${msg[@]}"
+module_send kernel add sysobs_mw_f
 settle
 got="rescans uevent=$(rescans uevent) poll=$(rescans poll); uevents module=$(uevents module)"
 echo "without uevents, after a module add: $got"
 assert_eq "without uevents" "rescans uevent=0 poll=0; uevents module=x" "$got"
 ip netns exec "$NS" bash -c 'echo x >/dev/udp/127.0.0.1/10' 2>/dev/null || true
-has_sample10() { [ "$(api GET "/api/v1/drops/samples?port=10&reason=NO_SOCKET&limit=5" | jq '.data | length')" -ge 1 ]; }
-wait_for 10 has_sample10 || fail "no NO_SOCKET sample of the datagram to port 10 without uevents"
+wait_for 10 has_sample 10 || fail "no NO_SOCKET sample of the datagram to port 10 without uevents"
 stop_agent
 pass "without the uevent socket: the poll, said once; no uevent rescan; samples delivered"
