@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <netinet/in.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -352,6 +353,26 @@ out:
 	cfg_free(&fresh.cfg);
 }
 
+/*
+ * The soft limit on open files (1024 by default, for select(2)) up to the
+ * hard one, at most 65536: connections waiting for the HTTP server are
+ * descriptors, and nothing here uses select(2).
+ */
+static void fd_limit_raise(void)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl))
+		return;
+	rlim_t want = rl.rlim_max < 65536 ? rl.rlim_max : 65536;
+
+	if (rl.rlim_cur < want) {
+		rl.rlim_cur = want;
+		if (setrlimit(RLIMIT_NOFILE, &rl))
+			log_warn("agent", "cannot raise the open file limit: %s", strerror(errno));
+	}
+}
+
 static int on_signal(int fd, void *arg)
 {
 	struct agent *a = arg;
@@ -517,6 +538,7 @@ int agent_start(struct agent *a, const char *port_file)
 	if (!a->http || api_routes_register(a->http, &host) ||
 	    history_routes_register(a->http, a->store, tables) || collector_routes_register(a))
 		return 1;
+	fd_limit_raise();
 	if (http_start(a->http)) {
 		log_err("http", "cannot listen on %s", hc.listen);
 		return 1;

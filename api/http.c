@@ -196,6 +196,7 @@ struct http_server *http_new(const struct http_config *cfg, struct metrics *m)
 
 		h->other_duration = metric_series(h->m_duration, v);
 	}
+	h->acceptor.listen_fd = h->acceptor.ep = h->acceptor.wake_fd = h->acceptor.slot_fd = -1;
 	err = http_conns_init(h);
 	if (err) {
 		http_conns_free(h);
@@ -554,7 +555,7 @@ static bool maybe_gzip(enum http_gzip_mode mode, struct MHD_Connection *conn,
 	return true;
 }
 
-static enum MHD_Result queue(const struct http_server *h, struct MHD_Connection *conn,
+static enum MHD_Result queue(struct http_server *h, struct MHD_Connection *conn,
 			     struct http_response *res, const char *allow)
 {
 	struct MHD_Response *mr;
@@ -584,6 +585,9 @@ static enum MHD_Result queue(const struct http_server *h, struct MHD_Connection 
 					"Basic realm=\"sysobs\", charset=\"UTF-8\"");
 	for (size_t i = 0; h->web && i < h->web->n_headers; i++)
 		MHD_add_response_header(mr, h->web->headers[i].name, h->web->headers[i].value);
+	/* Clients wait for a slot: this one's goes to them (http_accept.c). */
+	if (http_conns_crowded(h))
+		MHD_add_response_header(mr, MHD_HTTP_HEADER_CONNECTION, "close");
 	ret = MHD_queue_response(conn, (unsigned)res->status, mr);
 	MHD_destroy_response(mr);
 	return ret;
@@ -866,6 +870,8 @@ static const char *reason_phrase(int status)
 		return "URI Too Long";
 	case 431:
 		return "Request Header Fields Too Large";
+	case 503:
+		return "Service Unavailable";
 	default:
 		return "Error";
 	}
@@ -882,9 +888,9 @@ void http_write_error(struct http_server *h, int fd, int status, const char *cod
 	n = snprintf(head, sizeof(head),
 		     "HTTP/1.1 %d %s\r\nConnection: close\r\nContent-Type: %s\r\n"
 		     "X-Content-Type-Options: nosniff\r\nCache-Control: no-store\r\n"
-		     "Content-Length: %zu\r\n\r\n",
+		     "%sContent-Length: %zu\r\n\r\n",
 		     status, reason_phrase(status), res.content_type ? res.content_type : CT_JSON,
-		     res.len);
+		     status == 503 ? "Retry-After: 1\r\n" : "", res.len);
 	if (n > 0 && (size_t)n < sizeof(head) &&
 	    send(fd, head, (size_t)n, MSG_NOSIGNAL | MSG_DONTWAIT) == n && res.body)
 		(void)!send(fd, res.body, res.len, MSG_NOSIGNAL | MSG_DONTWAIT);
@@ -1214,15 +1220,17 @@ int http_start(struct http_server *h)
 	}
 	/*
 	 * The logger first, or MHD prints its early messages itself. The
-	 * limits are ours (http_conn.c: max_connections live ones, evicting);
-	 * MHD's own limit is a hard cap above them, with room for the ones
-	 * shut down but not yet closed (at its limit MHD stops accepting and
-	 * a fresh client waits in the accept queue) and split between the
-	 * pool's threads.
+	 * limit is ours: http_accept.c hands at most max_connections over
+	 * (http_conns_reserve). libmicrohttpd's own limit must never be
+	 * reached - 0.9.75 deadlocks a worker that meets it with a connection
+	 * handed in (http_accept.c) - and it is split between the pool's
+	 * threads, which MHD_add_connection picks by socket number: each
+	 * thread's share is set above the whole of max_connections.
 	 */
 	struct MHD_OptionItem opts[16] = {
 	    {MHD_OPTION_EXTERNAL_LOGGER, (intptr_t)mhd_log, h},
-	    {MHD_OPTION_CONNECTION_LIMIT, 2 * h->cfg.max_connections + h->cfg.threads, NULL},
+	    {MHD_OPTION_CONNECTION_LIMIT, h->cfg.threads * (2 * h->cfg.max_connections + 16),
+	     NULL},
 	    {MHD_OPTION_CONNECTION_TIMEOUT, h->cfg.timeout_s, NULL},
 	    {MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)on_completed, h},
 	    {MHD_OPTION_NOTIFY_CONNECTION, (intptr_t)http_conns_notify, h},

@@ -2,20 +2,39 @@
 /*
  * The accepting thread: a plain-HTTP connection is handed to libmicrohttpd
  * (MHD_add_connection) only once its first request header is complete and
- * sane. The header is read with MSG_PEEK, so libmicrohttpd then reads the
- * very same bytes.
+ * sane, and only when libmicrohttpd has a free slot. The header is read
+ * with MSG_PEEK, so libmicrohttpd then reads the very same bytes.
  *
- * Why: libmicrohttpd 0.9.75 answers some bad requests itself, in HTML and
- * with no hook to change that - a Content-Length beyond 2^64 gets a 413
- * whose header block is sent twice, a header beyond its 32 KiB
+ * Why the header: libmicrohttpd 0.9.75 answers some bad requests itself,
+ * in HTML and with no hook to change that - a Content-Length beyond 2^64
+ * gets a 413 whose header block is sent twice, a header beyond its 32 KiB
  * per-connection memory a 431 - and connections that never complete a
  * header take its slots. Here such requests get the JSON ErrorResponse,
  * and a connection that sends nothing, or a header a byte at a time, waits
- * in this thread's list (bounded by max_connections and max_per_ip, the
+ * in the reading list (bounded by max_connections and max_per_ip, the
  * oldest shut first, and cut at header_timeout) and not in libmicrohttpd.
  *
- * TLS connections are handed over at once (their bytes are encrypted);
- * libmicrohttpd's own limits and http_conn.c cover them, and the next
+ * Why the slot: libmicrohttpd 0.9.75 must never meet its own connection
+ * limit with a connection handed in from outside. MHD_add_connection
+ * checks a worker's count without its lock and queues the socket for the
+ * worker; the worker's new_connection_process_() checks again under
+ * cleanup_connection_mutex and, at the limit, returns with that mutex
+ * still locked ("Server reached connection limit" is the last thing it
+ * logs): the worker's next lock of it waits on itself for ever, and the
+ * server answers nothing again. So libmicrohttpd's limit is set far above
+ * max_connections (http.c) and this thread hands a connection over only
+ * with a slot reserved (http_conns_reserve): libmicrohttpd never holds
+ * more than max_connections, and its limit is never reached.
+ *
+ * A complete request is never dropped: it waits in the queued list (FIFO)
+ * for a slot. While any wait, responses close their connections
+ * (Connection: close) and idle kept-alive ones are evicted (http_conn.c),
+ * so slots turn over; past max_queued this thread stops accepting and new
+ * clients wait in the kernel's listen backlog (never reset). One queued
+ * longer than header_timeout gets a JSON 503 with Retry-After.
+ *
+ * TLS connections are queued at once (their bytes are encrypted);
+ * libmicrohttpd's own parsing and http_conn.c cover them, and the next
  * requests of a kept-alive connection.
  */
 #include <errno.h>
@@ -24,6 +43,7 @@
 #include <strings.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <netinet/in.h>
 #include <unistd.h>
@@ -34,6 +54,9 @@
 
 #define HEADER_MAX    8192 /* a first request header larger than this gets 431 */
 #define HEADER_FIELDS 100  /* ... and one with more fields */
+#define QUEUED_MIN    256  /* queued complete requests before the backlog takes over */
+#define READING_HARD  16   /* x max_connections: incomplete headers before accepting pauses */
+#define YOUNG_MS      250  /* below this, an incomplete header is never evicted */
 
 static bool same_client(const struct http_pending *a, const struct http_pending *b)
 {
@@ -46,26 +69,99 @@ static bool same_client(const struct http_pending *a, const struct http_pending 
 		       &((const struct sockaddr_in6 *)&b->addr)->sin6_addr, 16);
 }
 
-static void pending_drop(struct http_acceptor *ac, struct http_pending *p, bool close_fd)
+static void list_add_tail(struct http_pending *head, struct http_pending *p)
+{
+	p->prev = head->prev;
+	p->next = head;
+	head->prev->next = p;
+	head->prev = p;
+}
+
+static void list_del(struct http_pending *p)
 {
 	p->prev->next = p->next;
 	p->next->prev = p->prev;
-	ac->n--;
+}
+
+/* Forgets p (reading or queued), closing its socket when close_fd. */
+static void pending_drop(struct http_acceptor *ac, struct http_pending *p, bool close_fd)
+{
+	list_del(p);
+	if (p->ready_ns)
+		ac->n_queued--;
+	else
+		ac->n_reading--;
 	if (close_fd) {
-		epoll_ctl(ac->ep, EPOLL_CTL_DEL, p->fd, NULL);
+		if (!p->ready_ns)
+			epoll_ctl(ac->ep, EPOLL_CTL_DEL, p->fd, NULL);
 		close(p->fd);
 	}
 	free(p);
 }
 
 static void refuse(struct http_server *h, struct http_pending *p, int status, const char *code,
-		   const char *msg)
+		   const char *msg, enum http_close_reason why)
 {
 	http_write_error(h, p->fd, status, code, msg, p->t0);
-	series_add(h->conns.closed[HTTP_CLOSE_REJECTED], 1);
+	series_add(h->conns.closed[why], 1);
 	/* Let the client read the answer before the close resets it. */
 	shutdown(p->fd, SHUT_WR);
 	pending_drop(&h->acceptor, p, true);
+}
+
+/* Listens while the queue and the reading list have room; past them, the
+ * kernel's backlog holds new clients (they wait; none is reset). */
+static void listen_arm(struct http_acceptor *ac)
+{
+	bool want = ac->n_queued < ac->max_queued && ac->n_reading < ac->max_reading &&
+		    clock_mono_ns() >= ac->paused_until;
+	struct epoll_event ev = {.events = want ? EPOLLIN : 0, .data.ptr = &ac->listen_fd};
+
+	if (want == ac->listening)
+		return;
+	if (!epoll_ctl(ac->ep, EPOLL_CTL_MOD, ac->listen_fd, &ev))
+		ac->listening = want;
+}
+
+/*
+ * Hands queued connections to libmicrohttpd, oldest first, while it has
+ * slots; then tells http_conn.c how many still wait.
+ */
+static void hand_over(struct http_server *h)
+{
+	struct http_acceptor *ac = &h->acceptor;
+
+	while (ac->queued.next != &ac->queued) {
+		struct http_pending *p = ac->queued.next;
+
+		if (!http_conns_reserve(h, p->fd))
+			break;
+		/* libmicrohttpd owns (and on failure closes) the socket from here. */
+		if (MHD_add_connection(h->daemon, p->fd, (struct sockaddr *)&p->addr, p->addrlen) !=
+		    MHD_YES) {
+			http_conns_unreserve(h, p->fd);
+			log_debug("http", "cannot hand a connection over: %s", strerror(errno));
+		}
+		pending_drop(ac, p, false);
+	}
+	http_conns_waiting(h, ac->n_queued);
+	series_set(h->conns.waiting, ac->n_queued);
+	listen_arm(ac);
+}
+
+/* p's first request header is complete and sane: it queues for a slot. */
+static void enqueue(struct http_server *h, struct http_pending *p)
+{
+	struct http_acceptor *ac = &h->acceptor;
+
+	if (!p->ready_ns) {
+		epoll_ctl(ac->ep, EPOLL_CTL_DEL, p->fd, NULL);
+		list_del(p);
+		ac->n_reading--;
+	}
+	p->ready_ns = clock_mono_ns();
+	list_add_tail(&ac->queued, p);
+	ac->n_queued++;
 }
 
 /*
@@ -136,9 +232,11 @@ static int header_check(const char *b, size_t len, char *msg, size_t msglen, con
 	return 0;
 }
 
-/* Reads what has come of the first header; hands the connection over,
- * refuses it, or leaves it waiting. */
-static void screen(struct http_server *h, struct http_pending *p)
+enum screened { SCREEN_READING, SCREEN_QUEUED, SCREEN_GONE };
+
+/* Reads what has come of the first header; queues the connection,
+ * refuses it, or leaves it reading. */
+static enum screened screen(struct http_server *h, struct http_pending *p)
 {
 	struct http_acceptor *ac = &h->acceptor;
 	char buf[HEADER_MAX + 1], msg[128];
@@ -148,10 +246,10 @@ static void screen(struct http_server *h, struct http_pending *p)
 
 	r = recv(p->fd, buf, sizeof(buf), MSG_PEEK | MSG_DONTWAIT);
 	if (r < 0 && (errno == EAGAIN || errno == EINTR))
-		return;
+		return SCREEN_READING;
 	if (r <= 0) {
 		pending_drop(ac, p, true);
-		return;
+		return SCREEN_GONE;
 	}
 	blank = memmem(buf, (size_t)r, "\r\n\r\n", 4);
 	if (!blank)
@@ -160,42 +258,42 @@ static void screen(struct http_server *h, struct http_pending *p)
 		if (r > HEADER_MAX) {
 			snprintf(msg, sizeof(msg), "request header larger than %d bytes",
 				 HEADER_MAX);
-			refuse(h, p, 431, "header_too_large", msg);
+			refuse(h, p, 431, "header_too_large", msg, HTTP_CLOSE_REJECTED);
+			return SCREEN_GONE;
 		}
-		return;
+		return SCREEN_READING;
 	}
 	st = header_check(buf, (size_t)(blank - buf) + 2, msg, sizeof(msg), &code);
 	if (st) {
-		refuse(h, p, st, code, msg);
-		return;
+		refuse(h, p, st, code, msg, HTTP_CLOSE_REJECTED);
+		return SCREEN_GONE;
 	}
-	epoll_ctl(ac->ep, EPOLL_CTL_DEL, p->fd, NULL);
-	/* libmicrohttpd owns (and on failure closes) the socket from here. */
-	if (MHD_add_connection(h->daemon, p->fd, (struct sockaddr *)&p->addr, p->addrlen) !=
-	    MHD_YES)
-		log_debug("http", "cannot hand a connection over: %s", strerror(errno));
-	pending_drop(ac, p, false);
+	enqueue(h, p);
+	return SCREEN_QUEUED;
 }
 
 /*
- * Makes room: the oldest waiting connection (of like's address when like
- * is given) other than np goes. A request that has come in full on it is
- * handed over (or refused) rather than dropped; only a connection whose
- * header is still incomplete is shut. false when there was none.
+ * Makes room in the reading list: the oldest connection there (of like's
+ * address when like is given) other than np goes. One whose request has
+ * come in full meanwhile is queued (or refused) rather than dropped; only
+ * a connection whose header is still incomplete is shut, and only one
+ * older than YOUNG_MS: a client that has just connected may not have been
+ * scheduled to send yet (a burst of honest clients is not a flood). false
+ * when there was none.
  */
 static bool evict_one(struct http_server *h, struct http_pending *np,
 		      const struct http_pending *like, enum http_close_reason why)
 {
 	struct http_acceptor *ac = &h->acceptor;
+	int64_t now = clock_mono_ns();
 
-	for (struct http_pending *p = ac->head.next; p != &ac->head; p = p->next) {
-		unsigned before = ac->n;
-
+	for (struct http_pending *p = ac->reading.next; p != &ac->reading; p = p->next) {
 		if (p == np || (like && !same_client(p, like)))
 			continue;
-		screen(h, p);
-		if (ac->n < before)
+		if (screen(h, p) != SCREEN_READING)
 			return true;
+		if (now - p->t0 < YOUNG_MS * 1000000LL)
+			return false; /* the oldest is young: so are the others */
 		series_add(h->conns.closed[why], 1);
 		pending_drop(ac, p, true);
 		return true;
@@ -203,25 +301,40 @@ static bool evict_one(struct http_server *h, struct http_pending *np,
 	return false;
 }
 
+/* The soft limits of the reading list: past max_per_ip of one address or
+ * max_connections in all, the oldest goes (when it is not young). The
+ * hard limit, READING_HARD x max_connections, pauses accepting. */
 static void admit(struct http_server *h, struct http_pending *np)
 {
 	struct http_acceptor *ac = &h->acceptor;
 	unsigned same = 0;
 
-	for (struct http_pending *p = ac->head.next; p != &ac->head; p = p->next)
+	for (struct http_pending *p = ac->reading.next; p != &ac->reading; p = p->next)
 		if (same_client(p, np))
 			same++;
 	if (same > h->cfg.max_per_ip)
 		evict_one(h, np, np, HTTP_CLOSE_PER_IP);
-	if (ac->n > h->cfg.max_connections)
+	if (ac->n_reading > h->cfg.max_connections)
 		evict_one(h, np, NULL, HTTP_CLOSE_LIMIT);
+}
+
+/* Room for one more connection: the queue and the reading list under
+ * their limits (the oldest reading one evicted if it can be). */
+static bool may_accept(struct http_server *h)
+{
+	struct http_acceptor *ac = &h->acceptor;
+
+	if (ac->n_queued >= ac->max_queued)
+		return false;
+	return ac->n_reading < ac->max_reading ||
+	       evict_one(h, NULL, NULL, HTTP_CLOSE_LIMIT);
 }
 
 static void accept_all(struct http_server *h)
 {
 	struct http_acceptor *ac = &h->acceptor;
 
-	for (int i = 0; i < 64; i++) {
+	for (int i = 0; i < 64 && may_accept(h); i++) {
 		struct http_pending *p = calloc(1, sizeof(*p));
 		struct epoll_event ev = {.events = EPOLLIN | EPOLLRDHUP | EPOLLET};
 
@@ -231,81 +344,134 @@ static void accept_all(struct http_server *h)
 		p->fd = accept4(ac->listen_fd, (struct sockaddr *)&p->addr, &p->addrlen,
 				SOCK_NONBLOCK | SOCK_CLOEXEC);
 		if (p->fd < 0) {
+			int e = errno;
+
 			free(p);
-			return; /* EAGAIN, or EMFILE & co: retried on the next wake */
-		}
-		if (h->tls) {
-			MHD_add_connection(h->daemon, p->fd, (struct sockaddr *)&p->addr,
-					   p->addrlen);
-			free(p);
-			continue;
+			if (e != EAGAIN && e != EINTR && e != ECONNABORTED) {
+				/* EMFILE & co: the level-triggered listening socket would
+				 * spin; it waits for the next pass instead. */
+				static struct log_ratelimit rl;
+
+				log_ratelimited(&rl, 10000, LOG_LVL_WARN, "http", "accept: %s",
+						strerror(e));
+				ac->paused_until = clock_mono_ns() + 100 * 1000000LL;
+			}
+			return;
 		}
 		p->t0 = clock_mono_ns();
-		p->prev = ac->head.prev;
-		p->next = &ac->head;
-		ac->head.prev->next = p;
-		ac->head.prev = p;
-		ac->n++;
+		if (h->tls) {
+			p->ready_ns = p->t0;
+			list_add_tail(&ac->queued, p);
+			ac->n_queued++;
+			continue;
+		}
+		list_add_tail(&ac->reading, p);
+		ac->n_reading++;
 		ev.data.ptr = p;
 		if (epoll_ctl(ac->ep, EPOLL_CTL_ADD, p->fd, &ev)) {
 			pending_drop(ac, p, true);
 			continue;
 		}
-		admit(h, p);
+		/* Most clients send the request with the handshake's last ACK:
+		 * it is usually here already. */
+		if (screen(h, p) == SCREEN_READING)
+			admit(h, p);
 	}
+}
+
+/* Cuts what has waited too long: a header still incomplete at
+ * header_timeout is shut; a complete request without a slot by then is
+ * answered 503 (try again). */
+static void expire(struct http_server *h, int64_t now)
+{
+	struct http_acceptor *ac = &h->acceptor;
+	int64_t limit = (int64_t)h->cfg.header_timeout_ms * 1000000;
+
+	while (ac->reading.next != &ac->reading && now - ac->reading.next->t0 > limit) {
+		series_add(h->conns.closed[HTTP_CLOSE_DEADLINE], 1);
+		pending_drop(ac, ac->reading.next, true);
+	}
+	/* Back to the soft limit once the young have aged. */
+	while (ac->n_reading > h->cfg.max_connections &&
+	       evict_one(h, NULL, NULL, HTTP_CLOSE_LIMIT))
+		;
+	while (ac->queued.next != &ac->queued && now - ac->queued.next->ready_ns > limit)
+		refuse(h, ac->queued.next, 503, "unavailable",
+		       "the server is at max_connections; try again", HTTP_CLOSE_BUSY);
+}
+
+static bool reading_has(struct http_acceptor *ac, const struct http_pending *p)
+{
+	for (struct http_pending *q = ac->reading.next; q != &ac->reading; q = q->next)
+		if (q == p)
+			return true;
+	return false;
 }
 
 static void *acceptor_thread(void *arg)
 {
 	struct http_server *h = arg;
 	struct http_acceptor *ac = &h->acceptor;
-	int64_t limit = (int64_t)h->cfg.header_timeout_ms * 1000000;
 	struct epoll_event evs[64];
 
 	for (;;) {
 		int n = epoll_wait(ac->ep, evs, 64, 200);
+		uint64_t v;
 
 		for (int i = 0; i < n; i++) {
-			if (evs[i].data.ptr == &ac->listen_fd) {
-				accept_all(h);
-			} else if (evs[i].data.ptr == &ac->wake_fd) {
+			void *ptr = evs[i].data.ptr;
+
+			if (ptr == &ac->wake_fd)
 				return NULL;
-			} else {
-				struct http_pending *p = evs[i].data.ptr;
-
-				/* An earlier event of this batch may have dropped it. */
-				bool live = false;
-
-				for (struct http_pending *q = ac->head.next; q != &ac->head;
-				     q = q->next)
-					if (q == p) {
-						live = true;
-						break;
-					}
-				if (live)
-					screen(h, p);
-			}
+			if (ptr == &ac->listen_fd)
+				accept_all(h);
+			else if (ptr == &ac->slot_fd)
+				(void)!read(ac->slot_fd, &v, sizeof(v));
+			else if (reading_has(ac, ptr)) /* an earlier event may have dropped it */
+				screen(h, ptr);
 		}
-		int64_t now = clock_mono_ns();
-
-		while (ac->head.next != &ac->head && now - ac->head.next->t0 > limit) {
-			series_add(h->conns.closed[HTTP_CLOSE_DEADLINE], 1);
-			pending_drop(ac, ac->head.next, true);
-		}
+		expire(h, clock_mono_ns());
+		hand_over(h);
 	}
+}
+
+void http_acceptor_kick(struct http_server *h)
+{
+	uint64_t one = 1;
+
+	if (h->acceptor.slot_fd >= 0)
+		(void)!write(h->acceptor.slot_fd, &one, sizeof(one));
 }
 
 int http_acceptor_start(struct http_server *h, int listen_fd)
 {
 	struct http_acceptor *ac = &h->acceptor;
 	struct epoll_event ev = {.events = EPOLLIN};
+	struct rlimit rl;
 	int err;
 
-	ac->head.next = ac->head.prev = &ac->head;
+	ac->reading.next = ac->reading.prev = &ac->reading;
+	ac->queued.next = ac->queued.prev = &ac->queued;
+	ac->max_queued = 4 * h->cfg.max_connections;
+	if (ac->max_queued < QUEUED_MIN)
+		ac->max_queued = QUEUED_MIN;
+	ac->max_reading = READING_HARD * h->cfg.max_connections;
+	/* Within the descriptors left (sqlite, BPF, collectors take some). */
+	if (!getrlimit(RLIMIT_NOFILE, &rl) && rl.rlim_cur != RLIM_INFINITY) {
+		rlim_t left = rl.rlim_cur > 256 ? rl.rlim_cur - 256 : 0;
+
+		left = left > ac->max_queued + 2 * h->cfg.max_connections
+			   ? left - ac->max_queued - 2 * h->cfg.max_connections
+			   : 0;
+		if (ac->max_reading > left)
+			ac->max_reading = left > h->cfg.max_connections ? (unsigned)left
+								       : h->cfg.max_connections;
+	}
 	ac->listen_fd = listen_fd;
 	ac->ep = epoll_create1(EPOLL_CLOEXEC);
 	ac->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	if (ac->ep < 0 || ac->wake_fd < 0) {
+	ac->slot_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (ac->ep < 0 || ac->wake_fd < 0 || ac->slot_fd < 0) {
 		err = -errno;
 		goto out_close;
 	}
@@ -314,8 +480,14 @@ int http_acceptor_start(struct http_server *h, int listen_fd)
 		err = -errno;
 		goto out_close;
 	}
+	ac->listening = true;
 	ev.data.ptr = &ac->wake_fd;
 	if (epoll_ctl(ac->ep, EPOLL_CTL_ADD, ac->wake_fd, &ev)) {
+		err = -errno;
+		goto out_close;
+	}
+	ev.data.ptr = &ac->slot_fd;
+	if (epoll_ctl(ac->ep, EPOLL_CTL_ADD, ac->slot_fd, &ev)) {
 		err = -errno;
 		goto out_close;
 	}
@@ -330,7 +502,9 @@ out_close:
 		close(ac->ep);
 	if (ac->wake_fd >= 0)
 		close(ac->wake_fd);
-	ac->ep = ac->wake_fd = -1;
+	if (ac->slot_fd >= 0)
+		close(ac->slot_fd);
+	ac->ep = ac->wake_fd = ac->slot_fd = -1;
 	return err;
 }
 
@@ -344,10 +518,13 @@ void http_acceptor_stop(struct http_server *h)
 	(void)!write(ac->wake_fd, &one, sizeof(one));
 	pthread_join(ac->thread, NULL);
 	ac->running = false;
-	while (ac->head.next != &ac->head)
-		pending_drop(ac, ac->head.next, true);
+	while (ac->reading.next != &ac->reading)
+		pending_drop(ac, ac->reading.next, true);
+	while (ac->queued.next != &ac->queued)
+		pending_drop(ac, ac->queued.next, true);
 	close(ac->ep);
 	close(ac->wake_fd);
+	close(ac->slot_fd);
 	close(ac->listen_fd);
-	ac->ep = ac->wake_fd = ac->listen_fd = -1;
+	ac->ep = ac->wake_fd = ac->slot_fd = ac->listen_fd = -1;
 }

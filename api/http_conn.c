@@ -3,16 +3,17 @@
  * Connections of the HTTP server: what libmicrohttpd's own limits do not
  * give.
  *
- * - Limits that do not lock anyone out. libmicrohttpd refuses (or stops
- *   accepting) at its global and per-address limits, so connections that
- *   never send a request - idle or a byte every few seconds - keep a
- *   scraper out for as long as they like. Here every socket is tracked from
- *   libmicrohttpd's STARTED notice to its CLOSED one; a new connection
- *   beyond max_per_ip for its address, or one that leaves fewer than one
- *   free slot of max_connections, shuts down the oldest connection that
- *   has no request in progress (of that address, resp. of any) and no
- *   request bytes waiting to be read. A request whose header is complete
- *   is never evicted.
+ * - Slots. libmicrohttpd holds at most max_connections connections: the
+ *   accepting thread (http_accept.c) reserves a slot before each hand-over
+ *   (why this matters: the deadlock described there). A slot is taken from
+ *   the reservation until libmicrohttpd's CLOSED notice; a hand-over that
+ *   libmicrohttpd dropped before its STARTED notice (out of memory) gives
+ *   its slot back after UNSTARTED_MS.
+ * - Turn-over when clients wait for a slot: responses carry Connection:
+ *   close, and a connection idle for IDLE_EVICT_MS (no request in progress,
+ *   no request bytes waiting to be read) is shut down for each waiting
+ *   client, oldest first. A request whose header is complete is never
+ *   evicted.
  * - A deadline for the whole request header (slowloris): a thread shuts
  *   down every connection that has not completed a request header within
  *   header_timeout of being accepted or of its previous response
@@ -39,33 +40,9 @@
 #include "api/http_internal.h"
 #include "api/metrics.h"
 
-#define SWEEP_MS 200
-
-static void sock_addr(struct http_sock *s, const struct sockaddr *sa)
-{
-	s->addr_len = 0;
-	if (!sa)
-		return;
-	if (sa->sa_family == AF_INET) {
-		memcpy(s->addr, &((const struct sockaddr_in *)sa)->sin_addr, 4);
-		s->addr_len = 4;
-	} else if (sa->sa_family == AF_INET6) {
-		const struct in6_addr *a = &((const struct sockaddr_in6 *)sa)->sin6_addr;
-
-		if (IN6_IS_ADDR_V4MAPPED(a)) {
-			memcpy(s->addr, a->s6_addr + 12, 4);
-			s->addr_len = 4;
-		} else {
-			memcpy(s->addr, a->s6_addr, 16);
-			s->addr_len = 16;
-		}
-	}
-}
-
-static bool same_addr(const struct http_sock *a, const struct http_sock *b)
-{
-	return a->addr_len == b->addr_len && !memcmp(a->addr, b->addr, a->addr_len);
-}
+#define SWEEP_MS	  200
+#define IDLE_EVICT_MS	  100  /* idle at least this long to be evicted for a waiting client */
+#define UNSTARTED_MS	  5000 /* a hand-over not STARTED by then was dropped */
 
 /* Called with the lock held. */
 static void doom(struct http_conns *cs, struct http_sock *s, enum http_close_reason why)
@@ -78,47 +55,77 @@ static void doom(struct http_conns *cs, struct http_sock *s, enum http_close_rea
 	series_add(cs->closed[why], 1);
 }
 
-/* The oldest connection without a request in progress, other than except,
- * of like's address when like is given. Lock held. */
-static struct http_sock *oldest_idle(struct http_conns *cs, const struct http_sock *except,
-				     const struct http_sock *like)
+/*
+ * Shuts down up to n connections idle for IDLE_EVICT_MS (no request in
+ * progress, none waiting to be read), oldest first, for clients waiting
+ * for a slot. Lock held.
+ */
+static void evict_idle(struct http_conns *cs, unsigned n, int64_t now)
 {
 	int pending;
 
-	for (struct http_sock *s = cs->head.next; s != &cs->head; s = s->next) {
-		if (s == except || s->busy || s->doomed)
-			continue;
-		if (like && !same_addr(s, like))
+	for (struct http_sock *s = cs->head.next; s != &cs->head && n; s = s->next) {
+		if (s->busy || s->doomed || now - s->since_ns < IDLE_EVICT_MS * 1000000LL)
 			continue;
 		/* A request waiting to be read is about to be served. */
 		if (ioctl(s->fd, FIONREAD, &pending) == 0 && pending > 0)
 			continue;
-		return s;
+		doom(cs, s, HTTP_CLOSE_LIMIT);
+		n--;
 	}
-	return NULL;
 }
 
-static void admit(struct http_server *h, struct http_sock *s)
+/* Forgets the reservation of fd (the oldest when the number repeats).
+ * Lock held. */
+static bool unstarted_del(struct http_conns *cs, int fd)
+{
+	for (unsigned i = 0; i < cs->n_unstarted; i++)
+		if (cs->unstarted[i].fd == fd) {
+			memmove(&cs->unstarted[i], &cs->unstarted[i + 1],
+				(cs->n_unstarted - i - 1) * sizeof(cs->unstarted[0]));
+			cs->n_unstarted--;
+			return true;
+		}
+	return false;
+}
+
+bool http_conns_reserve(struct http_server *h, int fd)
 {
 	struct http_conns *cs = &h->conns;
-	struct http_sock *victim;
-	unsigned same = 0;
+	bool ok;
 
-	for (struct http_sock *t = cs->head.next; t != &cs->head; t = t->next)
-		if (!t->doomed && same_addr(t, s))
-			same++;
-	if (same > h->cfg.max_per_ip) {
-		victim = oldest_idle(cs, s, s);
-		doom(cs, victim ? victim : s, HTTP_CLOSE_PER_IP);
-		if (!victim)
-			return;
-	}
-	/* Keep one slot free for the next client. */
-	if (cs->n_live + 1 > h->cfg.max_connections) {
-		victim = oldest_idle(cs, s, NULL);
-		if (victim)
-			doom(cs, victim, HTTP_CLOSE_LIMIT);
-	}
+	pthread_mutex_lock(&cs->lock);
+	ok = cs->n_unstarted + cs->n_socks < h->cfg.max_connections &&
+	     cs->n_unstarted < cs->cap_unstarted;
+	if (ok)
+		cs->unstarted[cs->n_unstarted++] =
+		    (struct http_unstarted){.fd = fd, .at_ns = clock_mono_ns()};
+	pthread_mutex_unlock(&cs->lock);
+	return ok;
+}
+
+void http_conns_unreserve(struct http_server *h, int fd)
+{
+	pthread_mutex_lock(&h->conns.lock);
+	unstarted_del(&h->conns, fd);
+	pthread_mutex_unlock(&h->conns.lock);
+}
+
+void http_conns_waiting(struct http_server *h, unsigned n)
+{
+	struct http_conns *cs = &h->conns;
+
+	pthread_mutex_lock(&cs->lock);
+	cs->n_waiting = n;
+	atomic_store_explicit(&cs->crowded, n > 0, memory_order_relaxed);
+	if (n)
+		evict_idle(cs, n, clock_mono_ns());
+	pthread_mutex_unlock(&cs->lock);
+}
+
+bool http_conns_crowded(struct http_server *h)
+{
+	return atomic_load_explicit(&h->conns.crowded, memory_order_relaxed);
 }
 
 void http_conns_notify(void *cls, struct MHD_Connection *conn, void **socket_context,
@@ -127,12 +134,11 @@ void http_conns_notify(void *cls, struct MHD_Connection *conn, void **socket_con
 	struct http_server *h = cls;
 	struct http_conns *cs = &h->conns;
 	struct http_sock *s = *socket_context;
+	bool wake;
 
 	if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
 		const union MHD_ConnectionInfo *fd =
 		    MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
-		const union MHD_ConnectionInfo *ca =
-		    MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
 
 		s = calloc(1, sizeof(*s));
 		if (!s || !fd) {
@@ -141,15 +147,15 @@ void http_conns_notify(void *cls, struct MHD_Connection *conn, void **socket_con
 		}
 		s->fd = fd->connect_fd;
 		s->since_ns = clock_mono_ns();
-		sock_addr(s, ca ? ca->client_addr : NULL);
 		*socket_context = s;
 		pthread_mutex_lock(&cs->lock);
+		unstarted_del(cs, s->fd);
 		s->prev = cs->head.prev;
 		s->next = &cs->head;
 		cs->head.prev->next = s;
 		cs->head.prev = s;
 		cs->n_live++;
-		admit(h, s);
+		cs->n_socks++;
 		series_set(cs->open, cs->n_live);
 		pthread_mutex_unlock(&cs->lock);
 		return;
@@ -161,10 +167,14 @@ void http_conns_notify(void *cls, struct MHD_Connection *conn, void **socket_con
 	s->next->prev = s->prev;
 	if (!s->doomed)
 		cs->n_live--;
+	cs->n_socks--;
+	wake = cs->n_waiting > 0;
 	series_set(cs->open, cs->n_live);
 	pthread_mutex_unlock(&cs->lock);
 	*socket_context = NULL;
 	free(s);
+	if (wake) /* a slot for a waiting client */
+		http_acceptor_kick(h);
 }
 
 struct http_sock *http_conns_sock(struct MHD_Connection *conn)
@@ -284,9 +294,19 @@ static void *deadline_thread(void *arg)
 		struct timespec ts;
 		int64_t now = clock_mono_ns(), wake = now + SWEEP_MS * 1000000LL;
 
+		bool freed = false;
+
 		for (struct http_sock *s = cs->head.next; s != &cs->head; s = s->next)
 			if (!s->busy && !s->doomed && now - s->since_ns > limit)
 				doom(cs, s, HTTP_CLOSE_DEADLINE);
+		if (cs->n_waiting)
+			evict_idle(cs, cs->n_waiting, now);
+		while (cs->n_unstarted && now - cs->unstarted[0].at_ns > UNSTARTED_MS * 1000000LL) {
+			unstarted_del(cs, cs->unstarted[0].fd);
+			freed = true;
+		}
+		if (freed && cs->n_waiting)
+			http_acceptor_kick(h);
 		for (size_t i = 0; i < cs->n_delayed; i++)
 			if (cs->delayed[i].suspended && cs->delayed[i].at_ns < wake)
 				wake = cs->delayed[i].at_ns;
@@ -308,12 +328,16 @@ static void *deadline_thread(void *arg)
 int http_conns_init(struct http_server *h)
 {
 	static const char *const reasons[HTTP_CLOSE_N] = {"limit", "per_address", "header_deadline",
-							  "rejected"};
+							  "rejected", "busy"};
 	static const char *const labels[] = {"reason", NULL};
 	struct http_conns *cs = &h->conns;
 	pthread_condattr_t ca;
 
 	cs->head.next = cs->head.prev = &cs->head;
+	cs->cap_unstarted = h->cfg.max_connections;
+	cs->unstarted = calloc(cs->cap_unstarted, sizeof(*cs->unstarted));
+	if (!cs->unstarted)
+		return -ENOMEM;
 	pthread_mutex_init(&cs->lock, NULL);
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
@@ -323,17 +347,22 @@ int http_conns_init(struct http_server *h)
 		return 0;
 	cs->open =
 	    metrics_gauge1(h->metrics, "sysobs_http_connections",
-			   "HTTP connections open now that have sent a complete first request "
-			   "header (before that they wait in the accepting thread).");
+			   "HTTP connections being served now (at most max_connections; before "
+			   "their first request header is complete they are in the accepting "
+			   "thread).");
+	cs->waiting = metrics_gauge1(h->metrics, "sysobs_http_connections_waiting",
+				     "HTTP connections with a complete request waiting for one of "
+				     "the max_connections slots.");
 	struct metric *closed = metrics_counter(
 	    h->metrics, "sysobs_http_connections_closed_total",
-	    "HTTP connections the server shut down itself, by reason: limit (the oldest idle one "
-	    "for a new client at max_connections), per_address (at max_per_ip), "
-	    "header_deadline (no complete request header within header_timeout), rejected (a "
-	    "request refused before parsing).",
+	    "HTTP connections the server shut down itself, by reason: limit (an idle one for a "
+	    "client waiting for a slot, or one with an incomplete header past max_connections), "
+	    "per_address (incomplete header, past max_per_ip), header_deadline (no complete "
+	    "request header within header_timeout), rejected (a request refused before "
+	    "parsing), busy (a complete request that found no slot within header_timeout: 503).",
 	    labels);
 
-	if (!cs->open || !closed)
+	if (!cs->open || !cs->waiting || !closed)
 		return -ENOMEM;
 	for (int i = 0; i < HTTP_CLOSE_N; i++) {
 		const char *v[] = {reasons[i]};
@@ -375,6 +404,8 @@ void http_conns_free(struct http_server *h)
 
 	free(cs->delayed);
 	cs->delayed = NULL;
+	free(cs->unstarted);
+	cs->unstarted = NULL;
 	pthread_cond_destroy(&cs->cond);
 	pthread_mutex_destroy(&cs->lock);
 }

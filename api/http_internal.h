@@ -1,14 +1,17 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Shared between api/http.c (requests, routes, responses) and
- * api/http_conn.c (connections: limits, the header deadline, delayed
- * answers). Not for use outside api/http*.c.
+ * Shared between api/http.c (requests, routes, responses), api/http_conn.c
+ * (connections inside libmicrohttpd: the slot count, idle eviction, the
+ * header deadline, delayed answers) and api/http_accept.c (connections
+ * before libmicrohttpd: screening, the queue for a slot). Not for use
+ * outside api/http*.c.
  */
 #ifndef SYSOBS_HTTP_INTERNAL_H
 #define SYSOBS_HTTP_INTERNAL_H
 
 #include <microhttpd.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/socket.h>
@@ -37,16 +40,22 @@ struct http_sock {
 	bool busy;		 /* a request's header is in; not evictable */
 	bool doomed;		 /* shut down by us; MHD closes it soon */
 	signed char tls_verdict; /* client certificate: 0 unchecked, 1 ok, -1 refused */
-	unsigned char addr[16];	 /* client address (IPv4 in the first 4 bytes) */
-	unsigned char addr_len;
 };
 
 enum http_close_reason {
-	HTTP_CLOSE_LIMIT,    /* evicted for a new connection at max_connections */
-	HTTP_CLOSE_PER_IP,   /* evicted or refused at max_per_ip */
+	HTTP_CLOSE_LIMIT,    /* idle, evicted for a client waiting for a slot, or
+			      * header incomplete, evicted at max_connections */
+	HTTP_CLOSE_PER_IP,   /* header incomplete, evicted at max_per_ip */
 	HTTP_CLOSE_DEADLINE, /* no complete request header within header_timeout */
-	HTTP_CLOSE_REJECTED, /* answered early (bad URL) and closed */
+	HTTP_CLOSE_REJECTED, /* answered early (bad request) and closed */
+	HTTP_CLOSE_BUSY,     /* complete request, no slot within header_timeout: 503 */
 	HTTP_CLOSE_N,
+};
+
+/* A connection handed to libmicrohttpd that has not been STARTED yet. */
+struct http_unstarted {
+	int fd;
+	int64_t at_ns;
 };
 
 struct http_delayed {
@@ -60,27 +69,40 @@ struct http_conns {
 	pthread_cond_t cond;
 	struct http_sock head; /* list sentinel */
 	unsigned n_live;       /* not doomed */
+	unsigned n_socks;      /* in the list: STARTED and not CLOSED, doomed too */
+	/* Handed over, not STARTED yet: with n_socks, what libmicrohttpd holds. */
+	struct http_unstarted *unstarted;
+	unsigned n_unstarted, cap_unstarted;
+	unsigned n_waiting;   /* complete requests queued in http_accept.c */
+	atomic_bool crowded;  /* n_waiting > 0: responses say Connection: close */
 	struct http_delayed *delayed;
 	size_t n_delayed, cap_delayed;
 	pthread_t thread;
 	bool thread_running, stop;
 	struct metric_series *open;
+	struct metric_series *waiting;
 	struct metric_series *closed[HTTP_CLOSE_N];
 };
 
-/* http_accept.c: a connection until its first request header is in. */
+/* http_accept.c: a connection until libmicrohttpd has it. */
 struct http_pending {
 	struct http_pending *prev, *next; /* oldest first */
 	int fd;
-	int64_t t0;
+	int64_t t0;	  /* accepted */
+	int64_t ready_ns; /* its first request header complete (queued); 0: not yet */
 	struct sockaddr_storage addr;
 	socklen_t addrlen;
 };
 
 struct http_acceptor {
-	int listen_fd, ep, wake_fd;
-	struct http_pending head; /* list sentinel */
-	unsigned n;
+	int listen_fd, ep, wake_fd, slot_fd;
+	struct http_pending reading; /* list sentinel: header incomplete */
+	struct http_pending queued;  /* list sentinel: header complete, FIFO */
+	unsigned n_reading, n_queued;
+	unsigned max_queued;  /* past this, new clients wait in the listen backlog */
+	unsigned max_reading; /* ... and past this */
+	bool listening;	     /* the listening socket is in the epoll set */
+	int64_t paused_until; /* accept failed (EMFILE & co): not listening until then */
 	pthread_t thread;
 	bool running;
 };
@@ -107,6 +129,8 @@ struct http_server {
 /* http_accept.c: takes listen_fd (closed by http_acceptor_stop). */
 int http_acceptor_start(struct http_server *h, int listen_fd);
 void http_acceptor_stop(struct http_server *h); /* before MHD_stop_daemon */
+/* A slot may have come free (from any thread; async-signal-safe). */
+void http_acceptor_kick(struct http_server *h);
 
 /* http.c */
 /* Writes a complete JSON error response (Connection: close) to fd, without
@@ -121,6 +145,17 @@ int http_conns_init(struct http_server *h);
 int http_conns_start(struct http_server *h); /* the deadline thread */
 void http_conns_stop(struct http_server *h); /* before MHD_stop_daemon */
 void http_conns_free(struct http_server *h); /* after it */
+/*
+ * Slots: libmicrohttpd holds at most max_connections connections (handed
+ * over and not CLOSED). reserve takes one for fd before MHD_add_connection
+ * (false: none free), unreserve gives it back when the hand-over failed.
+ */
+bool http_conns_reserve(struct http_server *h, int fd);
+void http_conns_unreserve(struct http_server *h, int fd);
+/* n complete requests wait for a slot: responses close their connections
+ * while n > 0, and up to n idle connections are evicted. */
+void http_conns_waiting(struct http_server *h, unsigned n);
+bool http_conns_crowded(struct http_server *h);
 /* MHD_OPTION_NOTIFY_CONNECTION callback (cls = the server). */
 void http_conns_notify(void *cls, struct MHD_Connection *conn, void **socket_context,
 		       enum MHD_ConnectionNotificationCode toe);
