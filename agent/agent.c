@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "agent/agent.h"
+#include "agent/deadline.h"
 #include "agent/collector_host.h"
 #include "agent/collector_routes.h"
 #include "agent/log.h"
@@ -385,6 +386,8 @@ static int on_signal(int fd, void *arg)
 		return 0;
 	}
 	log_info("agent", "%s: shutting down", strsignal(si.ssi_signo));
+	if (deadline_arm(DEADLINE_SHUTDOWN_MS))
+		log_warn("agent", "cannot arm the shutdown deadline");
 	loop_stop(a->loop);
 	return 0;
 }
@@ -596,14 +599,18 @@ int agent_run(struct agent *a)
 void agent_stop(struct agent *a)
 {
 	/* HTTP first, so no request reads a collector being torn down. */
+	deadline_stage("stopping the HTTP server");
 	http_free(a->http);
 	a->http = NULL;
 	free(a->route_bindings);
 	a->route_bindings = NULL;
 	history_routes_free();
+	deadline_stage("stopping the collectors");
 	collectors_stop(a);
+	deadline_stage("stopping remote_write");
 	remote_write_free(a->rw); /* reads the store, updates metrics */
 	a->rw = NULL;
+	deadline_stage("writing the queued rows and closing the database");
 	store_close(a->store);
 	a->store = NULL;
 	agent_store_metrics_free(a->store_series);

@@ -585,7 +585,8 @@ static enum MHD_Result queue(struct http_server *h, struct MHD_Connection *conn,
 					"Basic realm=\"sysobs\", charset=\"UTF-8\"");
 	for (size_t i = 0; h->web && i < h->web->n_headers; i++)
 		MHD_add_response_header(mr, h->web->headers[i].name, h->web->headers[i].value);
-	/* Clients wait for a slot: this one's goes to them (http_accept.c). */
+	/* The slots are full or clients wait for one: this one's goes to
+	 * them (http_accept.c, http_conn.c). */
 	if (http_conns_crowded(h))
 		MHD_add_response_header(mr, MHD_HTTP_HEADER_CONNECTION, "close");
 	ret = MHD_queue_response(conn, (unsigned)res->status, mr);

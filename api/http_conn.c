@@ -9,11 +9,13 @@
  *   the reservation until libmicrohttpd's CLOSED notice; a hand-over that
  *   libmicrohttpd dropped before its STARTED notice (out of memory) gives
  *   its slot back after UNSTARTED_MS.
- * - Turn-over when clients wait for a slot: responses carry Connection:
- *   close, and a connection idle for IDLE_EVICT_MS (no request in progress,
- *   no request bytes waiting to be read) is shut down for each waiting
- *   client, oldest first. A request whose header is complete is never
- *   evicted.
+ * - Turn-over when the slots are full or clients wait for one: responses
+ *   carry Connection: close, so no connection stays idle in a slot; one
+ *   kept alive from before, idle for IDLE_EVICT_MS (no request in
+ *   progress, no request bytes waiting to be read), is shut down for each
+ *   waiting client, oldest first (a client's next request may meet the
+ *   close: the keep-alive race every HTTP client retries). A request whose
+ *   header is complete is never evicted.
  * - A deadline for the whole request header (slowloris): a thread shuts
  *   down every connection that has not completed a request header within
  *   header_timeout of being accepted or of its previous response
@@ -41,7 +43,7 @@
 #include "api/metrics.h"
 
 #define SWEEP_MS	  200
-#define IDLE_EVICT_MS	  100  /* idle at least this long to be evicted for a waiting client */
+#define IDLE_EVICT_MS	  1000 /* idle at least this long to be evicted for a waiting client */
 #define UNSTARTED_MS	  5000 /* a hand-over not STARTED by then was dropped */
 
 /* Called with the lock held. */
@@ -89,6 +91,16 @@ static bool unstarted_del(struct http_conns *cs, int fd)
 	return false;
 }
 
+/* Responses close their connections while the slots are all taken or
+ * clients wait for one. Lock held. */
+static void crowded_update(struct http_server *h)
+{
+	struct http_conns *cs = &h->conns;
+	bool crowded = cs->n_waiting > 0 || cs->n_unstarted + cs->n_socks >= h->cfg.max_connections;
+
+	atomic_store_explicit(&cs->crowded, crowded, memory_order_relaxed);
+}
+
 bool http_conns_reserve(struct http_server *h, int fd)
 {
 	struct http_conns *cs = &h->conns;
@@ -100,6 +112,7 @@ bool http_conns_reserve(struct http_server *h, int fd)
 	if (ok)
 		cs->unstarted[cs->n_unstarted++] =
 		    (struct http_unstarted){.fd = fd, .at_ns = clock_mono_ns()};
+	crowded_update(h);
 	pthread_mutex_unlock(&cs->lock);
 	return ok;
 }
@@ -108,6 +121,7 @@ void http_conns_unreserve(struct http_server *h, int fd)
 {
 	pthread_mutex_lock(&h->conns.lock);
 	unstarted_del(&h->conns, fd);
+	crowded_update(h);
 	pthread_mutex_unlock(&h->conns.lock);
 }
 
@@ -117,7 +131,7 @@ void http_conns_waiting(struct http_server *h, unsigned n)
 
 	pthread_mutex_lock(&cs->lock);
 	cs->n_waiting = n;
-	atomic_store_explicit(&cs->crowded, n > 0, memory_order_relaxed);
+	crowded_update(h);
 	if (n)
 		evict_idle(cs, n, clock_mono_ns());
 	pthread_mutex_unlock(&cs->lock);
@@ -168,6 +182,7 @@ void http_conns_notify(void *cls, struct MHD_Connection *conn, void **socket_con
 	if (!s->doomed)
 		cs->n_live--;
 	cs->n_socks--;
+	crowded_update(h);
 	wake = cs->n_waiting > 0;
 	series_set(cs->open, cs->n_live);
 	pthread_mutex_unlock(&cs->lock);

@@ -74,7 +74,7 @@ struct http_conns {
 	struct http_unstarted *unstarted;
 	unsigned n_unstarted, cap_unstarted;
 	unsigned n_waiting;   /* complete requests queued in http_accept.c */
-	atomic_bool crowded;  /* n_waiting > 0: responses say Connection: close */
+	atomic_bool crowded;  /* slots full or clients waiting: Connection: close */
 	struct http_delayed *delayed;
 	size_t n_delayed, cap_delayed;
 	pthread_t thread;

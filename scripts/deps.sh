@@ -16,6 +16,8 @@ PKGS=(
 	python3-prometheus-client
 	openssl
 	prometheus-alertmanager bpftrace libfuse3-dev fuse3
+	# HTTP load test and benchmark (bench/http_load.sh: node_exporter beside it)
+	wrk prometheus-node-exporter
 	# status page test: headless browser and its WebDriver
 	chromium chromium-driver
 	# package (scripts/package.sh) and its test in a systemd-nspawn container;

@@ -112,6 +112,29 @@ if [ -e /root/caps-probe ]; then
 	systemctl daemon-reload
 	systemctl restart sysobsd
 fi
+# stop while busy: 300 clients from bash (no load tool in the guest), each
+# sending requests as fast as answered, and 200 connections that never send
+# a byte; systemctl stop must return within 2 s (the agent's shutdown
+# deadline is 1.5 s) and the open file limit is the unit's
+r nofile "$(awk '/^Max open files/ {print $4}' /proc/"$(systemctl show -P MainPID sysobsd)"/limits)"
+busy_pids=()
+for i in $(seq 1 300); do
+	(while exec 3<>/dev/tcp/127.0.0.1/9559; do
+		printf 'GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n' >&3
+		cat <&3 >/dev/null; exec 3<&-
+	done) 2>/dev/null &
+	busy_pids+=($!)
+done
+for i in $(seq 1 200); do (exec 3<>/dev/tcp/127.0.0.1/9559; sleep 30) 2>/dev/null & busy_pids+=($!); done
+sleep 3
+r busy_served "$(curl -s -o /dev/null -w '%{http_code}' --max-time 5 http://127.0.0.1:9559/healthz)"
+t0=$(ms)
+systemctl stop sysobsd
+r busy_stop_ms $(($(ms) - t0))
+r busy_stop_result "$(systemctl show -P Result sysobsd)"
+kill "${busy_pids[@]}" 2>/dev/null
+wait 2>/dev/null
+systemctl start sysobsd
 # remove, then purge
 apt-get remove -y -q sysobs >/results/remove.log 2>&1 || echo "FAIL remove"
 r removed_active "$(systemctl is-active sysobsd)"

@@ -1,0 +1,136 @@
+#!/usr/bin/env bash
+# HTTP under load, on the default [http] config (max_connections 64, two
+# threads; issue 24: 64 concurrent clients wedged the server for good):
+# - wrk at 64, 200 and 1,000 connections from one address, twice over: no
+#   socket error and no non-2xx answer (clients past max_connections wait
+#   for a slot or in the listen backlog; none is reset), and /healthz
+#   answers within 1 s after each run;
+# - 1,000 and 200 clients spread over 200 and 50 source addresses
+#   (tests/tools/http_clients.py): no error of any kind;
+# - libmicrohttpd never holds more than max_connections
+#   (sysobs_http_connections, read during a 1,000-client run);
+# - SIGTERM during a 1,000-client run: the agent exits 0 within 2 s;
+# - SIGTERM with the database locked by another process while rows wait
+#   to be written (the shutdown cannot finish): the deadline ends the agent
+#   within 2 s, exit 1, the log names what was abandoned; the database is
+#   intact and the agent serves again on it.
+# Loopback only; about 70 s.
+source "$(dirname "$0")/lib.sh"
+need_cmd wrk
+need_cmd python3
+need_cmd sqlite3
+TOOLS="$SYSOBS_SRC/tests/tools"
+
+healthz_within_1s() { # WHAT
+	local code
+	code=$(curl -s -o /dev/null -w '%{http_code}' --max-time 1 "http://127.0.0.1:$PORT/healthz")
+	assert_eq "/healthz within 1 s after $1" 200 "$code"
+}
+
+# wrk_run CONNS SECONDS: fails on any socket error or non-2xx answer
+wrk_run() {
+	local out reqs errs non2xx
+	out=$(wrk -t2 -c"$1" -d"$2"s --timeout 10s "http://127.0.0.1:$PORT/metrics" 2>&1) ||
+		fail "wrk: $out"
+	reqs=$(awk '/requests in/ { print $1 }' <<<"$out")
+	errs=$(awk -F'[ ,]+' '/Socket errors:/ { print $4 + $6 + $8 + $10 }' <<<"$out")
+	non2xx=$(awk '/Non-2xx or 3xx responses:/ { print $NF }' <<<"$out")
+	echo "wrk -c$1: $reqs requests, $(awk '/Requests\/sec/ { print $2 }' <<<"$out") req/s," \
+		"socket errors ${errs:-0}, non-2xx ${non2xx:-0}"
+	assert_ge "requests answered at $1 connections" 1 "${reqs:-0}"
+	assert_eq "socket errors at $1 connections" 0 "${errs:-0}"
+	assert_eq "non-2xx answers at $1 connections" 0 "${non2xx:-0}"
+}
+
+write_base_config
+start_agent
+max=64 # [http] max_connections by default
+
+# ---- one address ----
+for round in 1 2; do
+	for n in 64 200 1000; do
+		wrk_run "$n" 3
+		healthz_within_1s "wrk -c$n (round $round)"
+	done
+done
+
+# ---- many addresses ----
+clients() { # CLIENTS ADDRS PATH
+	local out
+	out=$(timeout 60 python3 "$TOOLS/http_clients.py" --port "$PORT" --clients "$1" \
+		--addrs "$2" --duration 4 --path "$3") || fail "http_clients.py failed: $out"
+	echo "$1 clients from $2 addresses on $3: $out"
+	assert_ge "answers to $1 clients from $2 addresses" 1 "$(jq .ok <<<"$out")"
+	assert_eq "errors of $1 clients from $2 addresses" 0 \
+		"$(jq '[.errors[]] | add' <<<"$out")"
+}
+clients 1000 200 /healthz
+healthz_within_1s "1000 clients from 200 addresses"
+clients 200 50 /metrics
+healthz_within_1s "200 clients from 50 addresses"
+
+# ---- the slot limit holds under load; SIGTERM under load ----
+wrk -t2 -c1000 -d20s --timeout 10s "http://127.0.0.1:$PORT/metrics" >"$T/wrk-term.txt" 2>&1 &
+wrk_pid=$!
+on_exit "kill $wrk_pid 2>/dev/null"
+sleep 2
+peak=0
+for _ in 1 2 3 4 5; do
+	v=$(curl -s --max-time 5 "http://127.0.0.1:$PORT/metrics" |
+		awk '$1 == "sysobs_http_connections" { print $2 }')
+	[ -n "$v" ] && [ "$v" -gt "$peak" ] && peak=$v
+	sleep 0.2
+done
+echo "sysobs_http_connections under 1000 clients: up to $peak"
+assert_ge "connections served under load" 1 "$peak"
+[ "$peak" -le "$max" ] || fail "libmicrohttpd held $peak connections > max_connections $max"
+t0=$(date +%s%N)
+kill -TERM "$AGENT_PID"
+wait "$AGENT_PID"
+rc=$?
+ms=$((($(date +%s%N) - t0) / 1000000))
+AGENT_PID=
+echo "SIGTERM under 1000 clients: exit $rc after $ms ms"
+assert_eq "exit status after SIGTERM under load" 0 "$rc"
+[ "$ms" -lt 2000 ] || fail "SIGTERM under load took $ms ms"
+grep -q "abandoned" "$T/agent.log" && fail "a clean stop under load hit the deadline"
+kill "$wrk_pid" 2>/dev/null
+wait "$wrk_pid" 2>/dev/null
+
+# ---- a shutdown that cannot finish: the deadline ----
+start_agent
+rows_stored() { [ "$(db_count self_samples)" -ge 1 ]; }
+wait_for 20 rows_stored || fail "no self sample stored within 20 s"
+before=$(db_count self_samples)
+python3 - "$T/sysobs.db" "$T/locked" <<'PY' &
+import sqlite3, sys, time, pathlib
+c = sqlite3.connect(sys.argv[1], isolation_level=None, timeout=0)
+c.execute("BEGIN EXCLUSIVE")
+pathlib.Path(sys.argv[2]).touch()
+time.sleep(8)
+PY
+lock_pid=$!
+on_exit "kill $lock_pid 2>/dev/null"
+is_locked() { [ -e "$T/locked" ]; }
+wait_for 5 is_locked || fail "the database could not be locked"
+sleep 2 # rows queue up behind the lock
+t0=$(date +%s%N)
+kill -TERM "$AGENT_PID"
+wait "$AGENT_PID"
+rc=$?
+ms=$((($(date +%s%N) - t0) / 1000000))
+AGENT_PID=
+echo "SIGTERM with the database locked: exit $rc after $ms ms; log: $(grep abandoned "$T/agent.log")"
+assert_eq "exit status when the deadline ends the shutdown" 1 "$rc"
+[ "$ms" -lt 2000 ] || fail "SIGTERM with a locked database took $ms ms"
+grep -q "abandoned while writing the queued rows" "$T/agent.log" ||
+	fail "the deadline did not say what it abandoned"
+kill "$lock_pid" 2>/dev/null
+wait "$lock_pid" 2>/dev/null
+assert_eq "integrity of the database after the deadline" ok \
+	"$(sqlite3 "$T/sysobs.db" 'PRAGMA integrity_check')"
+start_agent
+healthz_within_1s "a restart on the same database"
+assert_ge "rows kept" "$before" "$(db_count self_samples)"
+stop_agent
+pass "HTTP load on the defaults: 64/200/1000 clients, one and many addresses, no errors; SIGTERM < 2 s under load and with a wedged shutdown"
