@@ -88,18 +88,75 @@ int privsep_serve(int fd, const char *sysfs_root)
 	}
 }
 
-/* Empties the bounding, inheritable, permitted and effective sets. */
+/*
+ * Empties this thread's sets that only an execve() uses: bounding, ambient
+ * and inheritable; permitted and effective stay. Each is per thread. The
+ * bounding set is walked up to the kernel's last capability (EINVAL), not
+ * the headers'. Emptying it needs CAP_SETPCAP: without it (an agent started
+ * unprivileged) it stays as inherited and *bounding_kept says so.
+ */
+static int caps_exec_clear(bool *bounding_kept)
+{
+	struct __user_cap_header_struct h = {.version = _LINUX_CAPABILITY_VERSION_3};
+	struct __user_cap_data_struct d[2];
+
+	*bounding_kept = false;
+	for (int c = 0; c < 64; c++) {
+		if (!prctl(PR_CAPBSET_DROP, c, 0, 0, 0))
+			continue;
+		if (errno == EINVAL)
+			break;
+		if (errno != EPERM)
+			return -errno;
+		*bounding_kept = true;
+		break;
+	}
+	if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) && errno != EINVAL)
+		return -errno;
+	if (syscall(SYS_capget, &h, d))
+		return -errno;
+	d[0].inheritable = d[1].inheritable = 0;
+	return syscall(SYS_capset, &h, d) ? -errno : 0;
+}
+
+/* Empties every set of this thread (the helper's only one). */
 static int caps_clear(void)
 {
 	struct __user_cap_header_struct h = {.version = _LINUX_CAPABILITY_VERSION_3};
 	struct __user_cap_data_struct d[2] = {{0}};
+	bool kept;
+	int rc = caps_exec_clear(&kept);
 
-	for (int c = 0; c <= CAP_LAST_CAP; c++)
-		if (prctl(PR_CAPBSET_DROP, c, 0, 0, 0) && errno != EINVAL)
-			return -errno;
-	if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) && errno != EINVAL)
-		return -errno;
+	if (rc)
+		return rc;
+	if (kept)
+		return -EPERM;
 	return syscall(SYS_capset, &h, d) ? -errno : 0;
+}
+
+/* Does this thread hold any permitted capability? */
+static bool caps_permitted(void)
+{
+	struct __user_cap_header_struct h = {.version = _LINUX_CAPABILITY_VERSION_3};
+	struct __user_cap_data_struct d[2] = {{0}};
+
+	return !syscall(SYS_capget, &h, d) && (d[0].permitted || d[1].permitted);
+}
+
+/* The number of threads of this process, 0 if /proc cannot tell. */
+static int threads_count(void)
+{
+	char line[128];
+	int n = 0;
+	FILE *f = fopen("/proc/self/status", "re");
+
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "Threads: %d", &n) == 1)
+			break;
+	fclose(f);
+	return n;
 }
 
 /*
@@ -443,6 +500,46 @@ int privsep_check_db_dir(const struct privsep_config *cfg, const char *db_path, 
 	return 0;
 }
 
+/*
+ * The bounding, ambient and inheritable sets and no_new_privs belong to each
+ * thread, and nothing later reaches every thread for them: the uid change in
+ * privsep_drop() clears permitted, effective and ambient on every thread
+ * (glibc runs setresuid on each), not bounding or inheritable; seccomp's
+ * TSYNC copies no_new_privs only along with a filter. So they are set here,
+ * on the process's only thread, and every thread inherits them. Nothing at
+ * start-up needs them: they only bound what an execve() could gain, and the
+ * agent executes nothing (its helper and the database check are forks that
+ * do not exec). With [agent] user = root the capabilities are kept.
+ */
+int privsep_prepare(const struct privsep_config *cfg, char *err, size_t errlen)
+{
+	int threads = threads_count(), rc;
+	bool kept;
+
+	if (threads > 1) {
+		snprintf(err, errlen, "privileges are prepared after %d threads started", threads);
+		return -EBUSY;
+	}
+	if (strcmp(cfg->user, "root")) {
+		rc = caps_exec_clear(&kept);
+		if (rc) {
+			snprintf(err, errlen, "cannot clear the capability sets: %s",
+				 strerror(-rc));
+			return rc;
+		}
+		/* Started without CAP_SETPCAP (not as root): no_new_privs
+		 * keeps execve() from gaining what the set allows. */
+		if (kept)
+			log_info("agent", "no CAP_SETPCAP: the capability bounding set stays as "
+					  "inherited");
+	}
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)) {
+		snprintf(err, errlen, "PR_SET_NO_NEW_PRIVS: %s", strerror(errno));
+		return -errno;
+	}
+	return 0;
+}
+
 int privsep_drop(const struct privsep_config *cfg, char *err, size_t errlen)
 {
 	static const uint32_t actions[] = {
@@ -462,12 +559,10 @@ int privsep_drop(const struct privsep_config *cfg, char *err, size_t errlen)
 				 strerror(errno));
 			return -errno;
 		}
-		/* Bounding set first: emptying it needs CAP_SETPCAP, which the
-		 * uid change takes away. */
-		for (int c = 0; c <= CAP_LAST_CAP; c++)
-			prctl(PR_CAPBSET_DROP, c, 0, 0, 0);
 		/* glibc changes the ids of every thread; leaving uid 0 clears
-		 * their permitted and effective capabilities. */
+		 * their permitted, effective and ambient capabilities. The
+		 * bounding and inheritable sets are empty since
+		 * privsep_prepare(). */
 		if (setresuid(pw->pw_uid, pw->pw_uid, pw->pw_uid)) {
 			snprintf(err, errlen, "cannot switch to user %s: %s", user,
 				 strerror(errno));
@@ -481,7 +576,16 @@ int privsep_drop(const struct privsep_config *cfg, char *err, size_t errlen)
 			 (unsigned)pw->pw_uid);
 	} else if (geteuid() == 0 && !strcmp(cfg->user, "root")) {
 		log_warn("agent", "[agent] user = root: keeping every privilege");
+	} else if (geteuid() != 0 && caps_permitted()) {
+		/* capset() reaches one thread only; the uid change from 0 is
+		 * what clears every thread's capabilities. */
+		log_warn("agent",
+			 "started as uid %u with capabilities: they are kept (start as "
+			 "root to have them dropped)",
+			 (unsigned)geteuid());
 	}
+	/* Set on every thread by privsep_prepare() already; a filter is
+	 * loaded without CAP_SYS_ADMIN only by a thread that has it. */
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)) {
 		snprintf(err, errlen, "PR_SET_NO_NEW_PRIVS: %s", strerror(errno));
 		return -errno;

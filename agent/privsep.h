@@ -2,7 +2,10 @@
 /*
  * Least privilege. Everything privileged happens at start (BPF load and
  * attach, ring buffers and map fds, netlink sockets in every configured
- * netns, the database); then:
+ * netns, the database). Before the first thread starts, privsep_prepare()
+ * empties the bounding, ambient and inheritable capability sets and sets
+ * PR_SET_NO_NEW_PRIVS, all of them per-thread state that every thread then
+ * inherits. After start-up:
  *
  *  1. privsep_helper_start() forks a helper that stays uid 0 with no
  *     capabilities, no new privileges and a seccomp filter of a handful of
@@ -13,9 +16,9 @@
  *     capability). It refuses anything else and exits with the agent.
  *  2. privsep_drop() switches the agent to [agent] user (default sysobs,
  *     else nobody): the database files change owner, supplementary groups
- *     go, uid/gid change on every thread (which clears every capability), the
- *     bounding set is emptied, PR_SET_NO_NEW_PRIVS is set and a seccomp
- *     allow-list of what the running agent uses is loaded on every thread.
+ *     go, uid/gid change on every thread (which clears the permitted,
+ *     effective and ambient sets) and a seccomp allow-list of what the
+ *     running agent uses is loaded on every thread (TSYNC).
  *
  * Kernel facts this relies on: operations on BPF map and ring buffer fds
  * already held need no capability since 5.19 (older kernels: keep user =
@@ -44,6 +47,11 @@ struct privsep_config {
 	const char *db_path;	/* chowned to the user with its -wal/-shm */
 };
 
+/* Before any thread exists (-EBUSY otherwise): the per-thread state above;
+ * the capability sets only unless cfg->user is "root", the bounding set only
+ * with CAP_SETPCAP (an agent started unprivileged keeps it, harmless under
+ * no_new_privs). 0, or -errno with a message in err. */
+int privsep_prepare(const struct privsep_config *cfg, char *err, size_t errlen);
 /* Forks the helper (as root, before the drop) and installs the forwarding
  * of collectors' privileged writes (collectors/privwrite.h). 0 or -errno. */
 int privsep_helper_start(const char *sysfs_root);
