@@ -43,9 +43,13 @@ pid_t privsep_helper_pid(void)
 
 /* ---- the helper ---- */
 
-static int helper_do(const struct privsep_req *rq, const char *root, struct privsep_rep *rp)
+/* The path of the request under the sysfs root, relative to it, with no
+ * symlink on the way (priv_write_beneath). The form under /devices is the
+ * one without symlinks in real sysfs; /sys/class/misc/intel_ifs_<N> is a
+ * symlink to it. */
+static int helper_do(const struct privsep_req *rq, int rootfd, struct privsep_rep *rp)
 {
-	char path[512];
+	char path[128];
 	bool at_open = false;
 
 	rp->at_open = 0;
@@ -54,14 +58,14 @@ static int helper_do(const struct privsep_req *rq, const char *root, struct priv
 		rp->rc = -EPERM;
 		return -1;
 	}
-	snprintf(path, sizeof(path), "%s" IFS_DIR "%u/%s", root, rq->dev,
+	snprintf(path, sizeof(path), "%s%u/%s", IFS_DIR + 1 /* no leading '/' */, rq->dev,
 		 rq->op == PRIVSEP_RUN_TEST ? "run_test" : "current_batch");
-	rp->rc = priv_write_direct(path, rq->value, &at_open);
+	rp->rc = priv_write_beneath(rootfd, path, rq->value, &at_open);
 	rp->at_open = at_open;
 	return 0;
 }
 
-int privsep_serve(int fd, const char *sysfs_root)
+int privsep_serve(int fd, int rootfd)
 {
 	int refused = 0;
 
@@ -80,7 +84,7 @@ int privsep_serve(int fd, const char *sysfs_root)
 		if (n != sizeof(rq)) {
 			rp = (struct privsep_rep){.rc = -EPERM};
 			refused++;
-		} else if (helper_do(&rq, sysfs_root, &rp)) {
+		} else if (helper_do(&rq, rootfd, &rp)) {
 			refused++;
 		}
 		while (send(fd, &rp, sizeof(rp), MSG_NOSIGNAL) < 0 && errno == EINTR)
@@ -208,12 +212,15 @@ static int seccomp_load_list(const int *calls, size_t n, uint32_t deflt, bool ag
 	return rc;
 }
 
-static void helper_main(int fd, const char *root)
+/* The helper opens files only with openat2() beneath rootfd, which it was
+ * given open: open() and openat() are not in its filter. */
+static void helper_main(int fd, int rootfd)
 {
 	static const int calls[] = {
-	    SCMP_SYS(read),	    SCMP_SYS(write),	       SCMP_SYS(openat),
-	    SCMP_SYS(open),	    SCMP_SYS(close),	       SCMP_SYS(recvfrom),
-	    SCMP_SYS(sendto),	    SCMP_SYS(exit_group),      SCMP_SYS(exit),
+	    SCMP_SYS(read),	    SCMP_SYS(write),
+	    SCMP_SYS(openat2),	    SCMP_SYS(close),
+	    SCMP_SYS(recvfrom),	    SCMP_SYS(sendto),
+	    SCMP_SYS(exit_group),   SCMP_SYS(exit),
 	    SCMP_SYS(rt_sigreturn), SCMP_SYS(restart_syscall),
 	};
 
@@ -228,7 +235,7 @@ static void helper_main(int fd, const char *root)
 	    seccomp_load_list(calls, sizeof(calls) / sizeof(calls[0]), SCMP_ACT_KILL_PROCESS,
 			      false))
 		_exit(1);
-	_exit(privsep_serve(fd, root) ? 2 : 0);
+	_exit(privsep_serve(fd, rootfd) ? 2 : 0);
 }
 
 /* ---- the agent's side ---- */
@@ -276,35 +283,63 @@ static int forward(const char *path, unsigned value, bool *at_open)
 	return rp.rc;
 }
 
+/*
+ * The sysfs root is opened here, as configured (it is the operator's, so a
+ * symlink in it is followed); what the helper opens under it is resolved
+ * with no symlink at all. A kernel without openat2() is said once here: the
+ * helper then refuses every write (priv_write_beneath).
+ */
 int privsep_helper_start(const char *sysfs_root)
 {
-	int sv[2];
+	int sv[2], rootfd, probe, rc;
 	pid_t pid;
 
 	if (strlen(sysfs_root) >= sizeof(helper.root))
 		return -ENAMETOOLONG;
-	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv))
-		return -errno;
+	rootfd = open(sysfs_root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (rootfd < 0) {
+		rc = -errno;
+		log_err("agent", "cannot open the sysfs root %s: %s", sysfs_root, strerror(-rc));
+		return rc;
+	}
+	probe = priv_open_beneath(rootfd, ".", O_PATH);
+	if (probe == -ENOSYS)
+		log_warn("agent", "kernel without openat2(2) (Linux 5.6): the privileged helper "
+				  "refuses every IFS write");
+	else if (probe >= 0)
+		close(probe);
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv)) {
+		rc = -errno;
+		goto out_close_root;
+	}
 	pid = fork();
 	if (pid < 0) {
+		rc = -errno;
 		close(sv[0]);
 		close(sv[1]);
-		return -errno;
+		goto out_close_root;
 	}
 	if (pid == 0) {
-		/* Only the socket stays open. */
-		close(sv[0]);
-		if (dup2(sv[1], 3) < 0)
+		/* Only the socket (3) and the sysfs root (4) stay open; both
+		 * move above 4 first so that neither dup2() closes the other. */
+		int s = fcntl(sv[1], F_DUPFD, 5), r = fcntl(rootfd, F_DUPFD, 5);
+
+		if (s < 0 || r < 0 || dup2(s, 3) < 0 || dup2(r, 4) < 0)
 			_exit(1);
-		syscall(SYS_close_range, 4, ~0U, 0);
-		helper_main(3, sysfs_root);
+		syscall(SYS_close_range, 5, ~0U, 0);
+		helper_main(3, 4);
 	}
+	close(rootfd);
 	close(sv[1]);
 	helper.fd = sv[0];
 	helper.pid = pid;
 	strcpy(helper.root, sysfs_root);
 	priv_write_install(forward);
 	return 0;
+
+out_close_root:
+	close(rootfd);
+	return rc;
 }
 
 /* What the running agent calls: the event loop, SQLite, libmicrohttpd,

@@ -13,7 +13,9 @@
  *     CPU number to intel_ifs_<N>/run_test, write a batch number to
  *     intel_ifs_<N>/current_batch (root-owned 0200 files under the
  *     configured sysfs root, which root may write as their owner without any
- *     capability). It refuses anything else and exits with the agent.
+ *     capability), resolved with openat2() beneath the root opened at start
+ *     with no symlink in any component. It refuses anything else and exits
+ *     with the agent.
  *  2. privsep_drop() switches the agent to [agent] user (default sysobs,
  *     else nobody): the database files change owner, supplementary groups
  *     go, uid/gid change on every thread (which clears the permitted,
@@ -74,7 +76,8 @@ struct privsep_rep {
 	int at_open;
 };
 /* The helper's loop on fd, for the forked child and for tests: serves until
- * EOF. Returns the number of refused commands. */
-int privsep_serve(int fd, const char *sysfs_root);
+ * EOF, writing beneath rootfd (an open directory, O_PATH is enough).
+ * Returns the number of refused commands. */
+int privsep_serve(int fd, int rootfd);
 
 #endif
