@@ -483,6 +483,11 @@ int agent_start(struct agent *a, const char *port_file)
 		log_err("agent", "%s", a->cfg.err);
 		return 2;
 	}
+	/* Per-thread privilege state, on the only thread there is yet. */
+	if (privsep_prepare(&pc, err, sizeof(err))) {
+		log_err("agent", "%s", err);
+		return 1;
+	}
 
 	a->metrics = metrics_new();
 	a->loop = loop_new();

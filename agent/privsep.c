@@ -43,9 +43,13 @@ pid_t privsep_helper_pid(void)
 
 /* ---- the helper ---- */
 
-static int helper_do(const struct privsep_req *rq, const char *root, struct privsep_rep *rp)
+/* The path of the request under the sysfs root, relative to it, with no
+ * symlink on the way (priv_write_beneath). The form under /devices is the
+ * one without symlinks in real sysfs; /sys/class/misc/intel_ifs_<N> is a
+ * symlink to it. */
+static int helper_do(const struct privsep_req *rq, int rootfd, struct privsep_rep *rp)
 {
-	char path[512];
+	char path[128];
 	bool at_open = false;
 
 	rp->at_open = 0;
@@ -54,14 +58,14 @@ static int helper_do(const struct privsep_req *rq, const char *root, struct priv
 		rp->rc = -EPERM;
 		return -1;
 	}
-	snprintf(path, sizeof(path), "%s" IFS_DIR "%u/%s", root, rq->dev,
+	snprintf(path, sizeof(path), "%s%u/%s", IFS_DIR + 1 /* no leading '/' */, rq->dev,
 		 rq->op == PRIVSEP_RUN_TEST ? "run_test" : "current_batch");
-	rp->rc = priv_write_direct(path, rq->value, &at_open);
+	rp->rc = priv_write_beneath(rootfd, path, rq->value, &at_open);
 	rp->at_open = at_open;
 	return 0;
 }
 
-int privsep_serve(int fd, const char *sysfs_root)
+int privsep_serve(int fd, int rootfd)
 {
 	int refused = 0;
 
@@ -80,7 +84,7 @@ int privsep_serve(int fd, const char *sysfs_root)
 		if (n != sizeof(rq)) {
 			rp = (struct privsep_rep){.rc = -EPERM};
 			refused++;
-		} else if (helper_do(&rq, sysfs_root, &rp)) {
+		} else if (helper_do(&rq, rootfd, &rp)) {
 			refused++;
 		}
 		while (send(fd, &rp, sizeof(rp), MSG_NOSIGNAL) < 0 && errno == EINTR)
@@ -88,18 +92,75 @@ int privsep_serve(int fd, const char *sysfs_root)
 	}
 }
 
-/* Empties the bounding, inheritable, permitted and effective sets. */
+/*
+ * Empties this thread's sets that only an execve() uses: bounding, ambient
+ * and inheritable; permitted and effective stay. Each is per thread. The
+ * bounding set is walked up to the kernel's last capability (EINVAL), not
+ * the headers'. Emptying it needs CAP_SETPCAP: without it (an agent started
+ * unprivileged) it stays as inherited and *bounding_kept says so.
+ */
+static int caps_exec_clear(bool *bounding_kept)
+{
+	struct __user_cap_header_struct h = {.version = _LINUX_CAPABILITY_VERSION_3};
+	struct __user_cap_data_struct d[2];
+
+	*bounding_kept = false;
+	for (int c = 0; c < 64; c++) {
+		if (!prctl(PR_CAPBSET_DROP, c, 0, 0, 0))
+			continue;
+		if (errno == EINVAL)
+			break;
+		if (errno != EPERM)
+			return -errno;
+		*bounding_kept = true;
+		break;
+	}
+	if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) && errno != EINVAL)
+		return -errno;
+	if (syscall(SYS_capget, &h, d))
+		return -errno;
+	d[0].inheritable = d[1].inheritable = 0;
+	return syscall(SYS_capset, &h, d) ? -errno : 0;
+}
+
+/* Empties every set of this thread (the helper's only one). */
 static int caps_clear(void)
 {
 	struct __user_cap_header_struct h = {.version = _LINUX_CAPABILITY_VERSION_3};
 	struct __user_cap_data_struct d[2] = {{0}};
+	bool kept;
+	int rc = caps_exec_clear(&kept);
 
-	for (int c = 0; c <= CAP_LAST_CAP; c++)
-		if (prctl(PR_CAPBSET_DROP, c, 0, 0, 0) && errno != EINVAL)
-			return -errno;
-	if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) && errno != EINVAL)
-		return -errno;
+	if (rc)
+		return rc;
+	if (kept)
+		return -EPERM;
 	return syscall(SYS_capset, &h, d) ? -errno : 0;
+}
+
+/* Does this thread hold any permitted capability? */
+static bool caps_permitted(void)
+{
+	struct __user_cap_header_struct h = {.version = _LINUX_CAPABILITY_VERSION_3};
+	struct __user_cap_data_struct d[2] = {{0}};
+
+	return !syscall(SYS_capget, &h, d) && (d[0].permitted || d[1].permitted);
+}
+
+/* The number of threads of this process, 0 if /proc cannot tell. */
+static int threads_count(void)
+{
+	char line[128];
+	int n = 0;
+	FILE *f = fopen("/proc/self/status", "re");
+
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "Threads: %d", &n) == 1)
+			break;
+	fclose(f);
+	return n;
 }
 
 /*
@@ -151,12 +212,15 @@ static int seccomp_load_list(const int *calls, size_t n, uint32_t deflt, bool ag
 	return rc;
 }
 
-static void helper_main(int fd, const char *root)
+/* The helper opens files only with openat2() beneath rootfd, which it was
+ * given open: open() and openat() are not in its filter. */
+static void helper_main(int fd, int rootfd)
 {
 	static const int calls[] = {
-	    SCMP_SYS(read),	    SCMP_SYS(write),	       SCMP_SYS(openat),
-	    SCMP_SYS(open),	    SCMP_SYS(close),	       SCMP_SYS(recvfrom),
-	    SCMP_SYS(sendto),	    SCMP_SYS(exit_group),      SCMP_SYS(exit),
+	    SCMP_SYS(read),	    SCMP_SYS(write),
+	    SCMP_SYS(openat2),	    SCMP_SYS(close),
+	    SCMP_SYS(recvfrom),	    SCMP_SYS(sendto),
+	    SCMP_SYS(exit_group),   SCMP_SYS(exit),
 	    SCMP_SYS(rt_sigreturn), SCMP_SYS(restart_syscall),
 	};
 
@@ -171,7 +235,7 @@ static void helper_main(int fd, const char *root)
 	    seccomp_load_list(calls, sizeof(calls) / sizeof(calls[0]), SCMP_ACT_KILL_PROCESS,
 			      false))
 		_exit(1);
-	_exit(privsep_serve(fd, root) ? 2 : 0);
+	_exit(privsep_serve(fd, rootfd) ? 2 : 0);
 }
 
 /* ---- the agent's side ---- */
@@ -219,35 +283,63 @@ static int forward(const char *path, unsigned value, bool *at_open)
 	return rp.rc;
 }
 
+/*
+ * The sysfs root is opened here, as configured (it is the operator's, so a
+ * symlink in it is followed); what the helper opens under it is resolved
+ * with no symlink at all. A kernel without openat2() is said once here: the
+ * helper then refuses every write (priv_write_beneath).
+ */
 int privsep_helper_start(const char *sysfs_root)
 {
-	int sv[2];
+	int sv[2], rootfd, probe, rc;
 	pid_t pid;
 
 	if (strlen(sysfs_root) >= sizeof(helper.root))
 		return -ENAMETOOLONG;
-	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv))
-		return -errno;
+	rootfd = open(sysfs_root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (rootfd < 0) {
+		rc = -errno;
+		log_err("agent", "cannot open the sysfs root %s: %s", sysfs_root, strerror(-rc));
+		return rc;
+	}
+	probe = priv_open_beneath(rootfd, ".", O_PATH);
+	if (probe == -ENOSYS)
+		log_warn("agent", "kernel without openat2(2) (Linux 5.6): the privileged helper "
+				  "refuses every IFS write");
+	else if (probe >= 0)
+		close(probe);
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv)) {
+		rc = -errno;
+		goto out_close_root;
+	}
 	pid = fork();
 	if (pid < 0) {
+		rc = -errno;
 		close(sv[0]);
 		close(sv[1]);
-		return -errno;
+		goto out_close_root;
 	}
 	if (pid == 0) {
-		/* Only the socket stays open. */
-		close(sv[0]);
-		if (dup2(sv[1], 3) < 0)
+		/* Only the socket (3) and the sysfs root (4) stay open; both
+		 * move above 4 first so that neither dup2() closes the other. */
+		int s = fcntl(sv[1], F_DUPFD, 5), r = fcntl(rootfd, F_DUPFD, 5);
+
+		if (s < 0 || r < 0 || dup2(s, 3) < 0 || dup2(r, 4) < 0)
 			_exit(1);
-		syscall(SYS_close_range, 4, ~0U, 0);
-		helper_main(3, sysfs_root);
+		syscall(SYS_close_range, 5, ~0U, 0);
+		helper_main(3, 4);
 	}
+	close(rootfd);
 	close(sv[1]);
 	helper.fd = sv[0];
 	helper.pid = pid;
 	strcpy(helper.root, sysfs_root);
 	priv_write_install(forward);
 	return 0;
+
+out_close_root:
+	close(rootfd);
+	return rc;
 }
 
 /* What the running agent calls: the event loop, SQLite, libmicrohttpd,
@@ -443,6 +535,46 @@ int privsep_check_db_dir(const struct privsep_config *cfg, const char *db_path, 
 	return 0;
 }
 
+/*
+ * The bounding, ambient and inheritable sets and no_new_privs belong to each
+ * thread, and nothing later reaches every thread for them: the uid change in
+ * privsep_drop() clears permitted, effective and ambient on every thread
+ * (glibc runs setresuid on each), not bounding or inheritable; seccomp's
+ * TSYNC copies no_new_privs only along with a filter. So they are set here,
+ * on the process's only thread, and every thread inherits them. Nothing at
+ * start-up needs them: they only bound what an execve() could gain, and the
+ * agent executes nothing (its helper and the database check are forks that
+ * do not exec). With [agent] user = root the capabilities are kept.
+ */
+int privsep_prepare(const struct privsep_config *cfg, char *err, size_t errlen)
+{
+	int threads = threads_count(), rc;
+	bool kept;
+
+	if (threads > 1) {
+		snprintf(err, errlen, "privileges are prepared after %d threads started", threads);
+		return -EBUSY;
+	}
+	if (strcmp(cfg->user, "root")) {
+		rc = caps_exec_clear(&kept);
+		if (rc) {
+			snprintf(err, errlen, "cannot clear the capability sets: %s",
+				 strerror(-rc));
+			return rc;
+		}
+		/* Started without CAP_SETPCAP (not as root): no_new_privs
+		 * keeps execve() from gaining what the set allows. */
+		if (kept)
+			log_info("agent", "no CAP_SETPCAP: the capability bounding set stays as "
+					  "inherited");
+	}
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)) {
+		snprintf(err, errlen, "PR_SET_NO_NEW_PRIVS: %s", strerror(errno));
+		return -errno;
+	}
+	return 0;
+}
+
 int privsep_drop(const struct privsep_config *cfg, char *err, size_t errlen)
 {
 	static const uint32_t actions[] = {
@@ -462,12 +594,10 @@ int privsep_drop(const struct privsep_config *cfg, char *err, size_t errlen)
 				 strerror(errno));
 			return -errno;
 		}
-		/* Bounding set first: emptying it needs CAP_SETPCAP, which the
-		 * uid change takes away. */
-		for (int c = 0; c <= CAP_LAST_CAP; c++)
-			prctl(PR_CAPBSET_DROP, c, 0, 0, 0);
 		/* glibc changes the ids of every thread; leaving uid 0 clears
-		 * their permitted and effective capabilities. */
+		 * their permitted, effective and ambient capabilities. The
+		 * bounding and inheritable sets are empty since
+		 * privsep_prepare(). */
 		if (setresuid(pw->pw_uid, pw->pw_uid, pw->pw_uid)) {
 			snprintf(err, errlen, "cannot switch to user %s: %s", user,
 				 strerror(errno));
@@ -481,7 +611,16 @@ int privsep_drop(const struct privsep_config *cfg, char *err, size_t errlen)
 			 (unsigned)pw->pw_uid);
 	} else if (geteuid() == 0 && !strcmp(cfg->user, "root")) {
 		log_warn("agent", "[agent] user = root: keeping every privilege");
+	} else if (geteuid() != 0 && caps_permitted()) {
+		/* capset() reaches one thread only; the uid change from 0 is
+		 * what clears every thread's capabilities. */
+		log_warn("agent",
+			 "started as uid %u with capabilities: they are kept (start as "
+			 "root to have them dropped)",
+			 (unsigned)geteuid());
 	}
+	/* Set on every thread by privsep_prepare() already; a filter is
+	 * loaded without CAP_SYS_ADMIN only by a thread that has it. */
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)) {
 		snprintf(err, errlen, "PR_SET_NO_NEW_PRIVS: %s", strerror(errno));
 		return -errno;

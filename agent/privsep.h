@@ -2,7 +2,10 @@
 /*
  * Least privilege. Everything privileged happens at start (BPF load and
  * attach, ring buffers and map fds, netlink sockets in every configured
- * netns, the database); then:
+ * netns, the database). Before the first thread starts, privsep_prepare()
+ * empties the bounding, ambient and inheritable capability sets and sets
+ * PR_SET_NO_NEW_PRIVS, all of them per-thread state that every thread then
+ * inherits. After start-up:
  *
  *  1. privsep_helper_start() forks a helper that stays uid 0 with no
  *     capabilities, no new privileges and a seccomp filter of a handful of
@@ -10,12 +13,14 @@
  *     CPU number to intel_ifs_<N>/run_test, write a batch number to
  *     intel_ifs_<N>/current_batch (root-owned 0200 files under the
  *     configured sysfs root, which root may write as their owner without any
- *     capability). It refuses anything else and exits with the agent.
+ *     capability), resolved with openat2() beneath the root opened at start
+ *     with no symlink in any component. It refuses anything else and exits
+ *     with the agent.
  *  2. privsep_drop() switches the agent to [agent] user (default sysobs,
  *     else nobody): the database files change owner, supplementary groups
- *     go, uid/gid change on every thread (which clears every capability), the
- *     bounding set is emptied, PR_SET_NO_NEW_PRIVS is set and a seccomp
- *     allow-list of what the running agent uses is loaded on every thread.
+ *     go, uid/gid change on every thread (which clears the permitted,
+ *     effective and ambient sets) and a seccomp allow-list of what the
+ *     running agent uses is loaded on every thread (TSYNC).
  *
  * Kernel facts this relies on: operations on BPF map and ring buffer fds
  * already held need no capability since 5.19 (older kernels: keep user =
@@ -44,6 +49,11 @@ struct privsep_config {
 	const char *db_path;	/* chowned to the user with its -wal/-shm */
 };
 
+/* Before any thread exists (-EBUSY otherwise): the per-thread state above;
+ * the capability sets only unless cfg->user is "root", the bounding set only
+ * with CAP_SETPCAP (an agent started unprivileged keeps it, harmless under
+ * no_new_privs). 0, or -errno with a message in err. */
+int privsep_prepare(const struct privsep_config *cfg, char *err, size_t errlen);
 /* Forks the helper (as root, before the drop) and installs the forwarding
  * of collectors' privileged writes (collectors/privwrite.h). 0 or -errno. */
 int privsep_helper_start(const char *sysfs_root);
@@ -66,7 +76,8 @@ struct privsep_rep {
 	int at_open;
 };
 /* The helper's loop on fd, for the forked child and for tests: serves until
- * EOF. Returns the number of refused commands. */
-int privsep_serve(int fd, const char *sysfs_root);
+ * EOF, writing beneath rootfd (an open directory, O_PATH is enough).
+ * Returns the number of refused commands. */
+int privsep_serve(int fd, int rootfd);
 
 #endif

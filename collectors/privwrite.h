@@ -18,7 +18,20 @@ typedef int (*priv_write_fn)(const char *path, unsigned value, bool *at_open);
 
 void priv_write_install(priv_write_fn fn);
 int priv_write_number(const char *path, unsigned value, bool *at_open);
-/* The direct write (what the helper itself does). */
+/* The direct write, when no helper is installed. O_NOFOLLOW: the last
+ * component may not be a symlink (a directory on the way may). */
 int priv_write_direct(const char *path, unsigned value, bool *at_open);
+/*
+ * The helper's write: rel is resolved beneath the directory dirfd with
+ * openat2(2), RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS: a symlink in any
+ * component is ELOOP, an absolute rel or a ".." out of dirfd EXDEV. On a
+ * kernel without openat2 (before 5.6) every write fails with ENOSYS: a
+ * fallback walk of O_NOFOLLOW opens would be code no supported kernel runs
+ * (the unprivileged agent needs 5.19 already, agent/privsep.h), so it fails
+ * closed instead.
+ */
+int priv_write_beneath(int dirfd, const char *rel, unsigned value, bool *at_open);
+/* The open under it: a file descriptor (O_CLOEXEC added), or -errno. */
+int priv_open_beneath(int dirfd, const char *rel, int flags);
 
 #endif

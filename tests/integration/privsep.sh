@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # integration.privsep: after start-up the agent runs as an unprivileged user
-# (default sysobs, else nobody) with no capabilities (effective, permitted
-# and bounding sets empty), no new privileges and its seccomp allow-list in
-# kill mode; its helper stays uid 0 with no capability, no new privileges and
-# its own filter. Under that, the collectors keep working: drops in a netns
+# (default sysobs, else nobody) with no capabilities (effective, permitted,
+# inheritable, ambient and bounding sets empty), no new privileges and its
+# seccomp allow-list in kill mode, on every one of its threads (with seccomp
+# = off all of it but the filter); its helper stays uid 0 with no capability,
+# no new privileges and its own filter. Under that, the collectors keep working: drops in a netns
 # are counted and sampled through held BPF fds, history is written and
 # served, /metrics renders in every format, every collector that was up
 # stays up, SIGTERM still ends it with status 0. An unknown user is a config
@@ -40,23 +41,38 @@ user=$(getent passwd sysobs >/dev/null && echo sysobs || echo nobody)
 uid=$(id -u "$user")
 status() { awk -v k="$2:" '$1 == k { print $2 }' "/proc/$1/status"; }
 wait_for 10 grep -q 'without capabilities' "$T/agent.log" || fail "no drop logged"
-assert_eq "agent uid" "$uid" "$(status "$AGENT_PID" Uid)"
-assert_eq "agent CapEff" 0000000000000000 "$(status "$AGENT_PID" CapEff)"
-assert_eq "agent CapPrm" 0000000000000000 "$(status "$AGENT_PID" CapPrm)"
-assert_eq "agent CapBnd" 0000000000000000 "$(status "$AGENT_PID" CapBnd)"
-assert_eq "agent NoNewPrivs" 1 "$(status "$AGENT_PID" NoNewPrivs)"
-assert_eq "agent Seccomp (filter)" 2 "$(status "$AGENT_PID" Seccomp)"
-# Every thread, not only the main one, is filtered.
-for task in /proc/"$AGENT_PID"/task/*; do
-	assert_eq "thread $(basename "$task") Seccomp" 2 "$(awk '$1 == "Seccomp:" { print $2 }' "$task/status")"
-	assert_eq "thread $(basename "$task") uid" "$uid" "$(awk '$1 == "Uid:" { print $2 }' "$task/status")"
-done
+# threads_check WHAT PID KEY:VALUE...: every thread of PID has each /proc
+# status field KEY (all its columns, space-separated) equal to VALUE; capability
+# sets, no_new_privs and seccomp are per thread in the kernel. Fails listing
+# every mismatch of every thread (id and name); sets THREADS.
+threads_check() {
+	local what=$1 pid=$2 task tid name want key got wrong=()
+	shift 2
+	THREADS=0
+	for task in /proc/"$pid"/task/*; do
+		tid=${task##*/}
+		name=$(cat "$task/comm" 2>/dev/null) || continue # ended meanwhile
+		THREADS=$((THREADS + 1))
+		for want in "$@"; do
+			key=${want%%:*}
+			got=$(awk -v k="$key:" '$1 == k { $1 = ""; print substr($0, 2) }' "$task/status")
+			[ "$got" = "${want#*:}" ] ||
+				wrong+=("$what thread $tid ($name) $key: expected '${want#*:}', got '$got'")
+		done
+	done
+	[ "$THREADS" -ge 1 ] || fail "$what: no thread of $pid"
+	[ ${#wrong[@]} = 0 ] || fail "$(printf '%s\n' "${wrong[@]}")"
+}
+no_caps=(CapInh:0000000000000000 CapPrm:0000000000000000 CapEff:0000000000000000
+	CapBnd:0000000000000000 CapAmb:0000000000000000 NoNewPrivs:1 Seccomp:2)
+gid=$(id -g "$user")
+threads_check agent "$AGENT_PID" "Uid:$uid $uid $uid $uid" "Gid:$gid $gid $gid $gid" \
+	Groups: "${no_caps[@]}"
+# The store writer, the HTTP server's threads, ...: not the main thread alone.
+assert_ge "agent threads checked" 3 "$THREADS"
+agent_threads=$THREADS
 HELPER=$(pgrep -P "$AGENT_PID" -x sysobsd-priv) || fail "no helper process"
-assert_eq "helper uid" 0 "$(status "$HELPER" Uid)"
-assert_eq "helper CapEff" 0000000000000000 "$(status "$HELPER" CapEff)"
-assert_eq "helper CapBnd" 0000000000000000 "$(status "$HELPER" CapBnd)"
-assert_eq "helper NoNewPrivs" 1 "$(status "$HELPER" NoNewPrivs)"
-assert_eq "helper Seccomp" 2 "$(status "$HELPER" Seccomp)"
+threads_check helper "$HELPER" "Uid:0 0 0 0" "${no_caps[@]}"
 assert_eq "database owner" "$user" "$(stat -c %U "$T/sysobs.db")"
 
 up_before=$(curl -sS "http://127.0.0.1:$PORT/metrics" | grep -c '^sysobs_collector_up{.*} 1$')
@@ -83,6 +99,17 @@ up_after=$(curl -sS "http://127.0.0.1:$PORT/metrics" | grep -c '^sysobs_collecto
 assert_eq "collectors up before and after the drop" "$up_before" "$up_after"
 stop_agent
 
+# seccomp = off: no filter, whose TSYNC would carry no_new_privs to the
+# other threads; every thread has it and no capability all the same.
+sed -i 's/^seccomp = kill$/seccomp = off/' "$T/sysobsd.ini"
+start_agent
+dropped_twice() { [ "$(grep -c 'without capabilities' "$T/agent.log")" -ge 2 ]; }
+wait_for 10 dropped_twice || fail "no drop logged with seccomp = off"
+threads_check "agent (seccomp = off)" "$AGENT_PID" "Uid:$uid $uid $uid $uid" \
+	"${no_caps[@]/Seccomp:2/Seccomp:0}"
+stop_agent
+sed -i 's/^seccomp = off$/seccomp = kill/' "$T/sysobsd.ini"
+
 # An unknown user is refused before anything starts.
 sed -i 's/^seccomp = kill$/seccomp = kill\nuser = sysobs-no-such-user/' "$T/sysobsd.ini"
 # refused WHAT LOG: the agent exits 2 on this config before anything starts
@@ -103,4 +130,4 @@ refused "an unreachable database directory" "$T/dir.log"
 grep -q "the database directory $T/private is not reachable by $user" "$T/dir.log" ||
 	fail "error does not name the directory and the user: $(cat "$T/dir.log")"
 
-pass "agent as $user without capabilities, NNP and seccomp on every thread; helper uid 0 without capabilities; drops counted and sampled, history and /metrics served after the drop"
+pass "agent as $user without capabilities, NNP and seccomp on each of its $agent_threads threads; helper uid 0 without capabilities; drops counted and sampled, history and /metrics served after the drop"
