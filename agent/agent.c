@@ -55,11 +55,12 @@ static const struct cfg_key agent_keys[] = {
 static const struct cfg_key http_keys[] = {
     {"listen", "127.0.0.1:9559", "address:port to serve on (port 0 = any free port)"},
     {"max_connections", "64",
-     "simultaneous HTTP connections; a new one past this closes the oldest without a request in "
-     "progress"},
+     "connections served at once; past this, complete requests wait for a slot (responses then "
+     "close their connections, idle ones are closed), new clients wait in the listen backlog; "
+     "also the bound on connections still sending their first request header"},
     {"max_per_ip", "0",
-     "connections per client address (0 = half of max_connections); a new one past this closes "
-     "that address's oldest idle one"},
+     "connections per client address still sending their first request header (0 = half of "
+     "max_connections); a new one past this closes that address's oldest such one"},
     {"timeout", "10s", "idle connection timeout"},
     {"header_timeout", "10s",
      "a connection must send a complete request header within this after it is accepted or "
