@@ -285,8 +285,9 @@ static bool reload_key_is_live(const char *section, const char *key)
 /* SIGHUP: reads the config file again (command-line flags still win: a
  * running value from line 0 that is not the default came from a flag), then
  * applies the live keys and names the others that changed. A bad file is
- * logged and changes nothing. The running config is kept as it was, so the
- * next reload compares with what actually runs. */
+ * logged and changes nothing; the live keys are checked in the file too, as
+ * at start, whether or not a flag overrides them. The running config is kept
+ * as it was, so the next reload compares with what actually runs. */
 static void agent_reload(struct agent *a)
 {
 	struct agent fresh = {0};
@@ -298,7 +299,8 @@ static void agent_reload(struct agent *a)
 		log_info("agent", "SIGHUP: no config file to reload (embedded defaults)");
 		return;
 	}
-	if (agent_config_declare(&fresh) || cfg_load(&fresh.cfg, a->cfg.path)) {
+	if (agent_config_declare(&fresh) || cfg_load(&fresh.cfg, a->cfg.path) ||
+	    agent_log_config(&fresh.cfg, &lvl, &fmt)) {
 		log_err("agent", "SIGHUP: %s; nothing changed",
 			fresh.cfg.err[0] ? fresh.cfg.err : "cannot reload");
 		goto out;
@@ -316,11 +318,8 @@ static void agent_reload(struct agent *a)
 			}
 		}
 	}
-	if (log_level_parse(cfg_get(cfg_section(&fresh.cfg, "agent"), "log_level"), &lvl) ||
-	    log_format_parse(cfg_get(cfg_section(&fresh.cfg, "agent"), "log_format"), &fmt)) {
-		log_err("agent",
-			"SIGHUP: %s: [agent] log_level or log_format invalid; nothing changed",
-			a->cfg.path);
+	if (agent_log_config(&fresh.cfg, &lvl, &fmt)) {
+		log_err("agent", "SIGHUP: %s; nothing changed", fresh.cfg.err);
 		goto out;
 	}
 	log_set_level(lvl);
@@ -438,6 +437,17 @@ static int write_port_file(const char *path, uint16_t port)
 	return rename(tmp, path) ? -errno : 0; /* readers never see a partial file */
 }
 
+/* [http] listen's grammar alone; what agent_config_check() asks of a value
+ * a flag may replace. */
+static int listen_parse(struct agent *a, const char *listen, struct sockaddr_storage *ss,
+			socklen_t *sslen)
+{
+	if (http_listen_parse(listen, ss, sslen))
+		return cfg_error(&a->cfg, "http", "listen",
+				 "expected HOST:PORT, [IPV6]:PORT or :PORT");
+	return 0;
+}
+
 /* [http] listen must parse and be bindable now, before anything is loaded
  * or attached: a bad address or a port in use exits 2 at once. The probe
  * socket is closed again; http_start() binds for real later. */
@@ -447,9 +457,8 @@ static int listen_check(struct agent *a, const char *listen)
 	socklen_t sslen;
 	int fd, one = 1, err = 0;
 
-	if (http_listen_parse(listen, &ss, &sslen))
-		return cfg_error(&a->cfg, "http", "listen",
-				 "expected HOST:PORT, [IPV6]:PORT or :PORT");
+	if (listen_parse(a, listen, &ss, &sslen))
+		return -EINVAL;
 	fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return 0; /* not the address's fault; http_start() reports it */
@@ -460,6 +469,41 @@ static int listen_check(struct agent *a, const char *listen)
 		err = cfg_error(&a->cfg, "http", "listen", "cannot bind: %s", strerror(errno));
 	close(fd);
 	return err;
+}
+
+int agent_log_config(struct config *cfg, enum log_level *lvl, enum log_format *fmt)
+{
+	const struct cfg_section *sec = cfg_section(cfg, "agent");
+
+	if (log_level_parse(cfg_get(sec, "log_level"), lvl))
+		return cfg_error(cfg, "agent", "log_level", "expected error, warn, info or debug");
+	if (log_format_parse(cfg_get(sec, "log_format"), fmt))
+		return cfg_error(cfg, "agent", "log_format", "expected text, logfmt or json");
+	return 0;
+}
+
+int agent_config_check(struct agent *a)
+{
+	struct store_config sc = {0};
+	struct http_config hc = {0};
+	struct privsep_config pc = {0};
+	struct sockaddr_storage ss;
+	enum log_level lvl;
+	enum log_format fmt;
+	socklen_t sslen;
+	int err;
+
+	err = agent_log_config(&a->cfg, &lvl, &fmt);
+	if (!err)
+		err = storage_config(a, &sc);
+	if (!err)
+		err = http_config(a, &hc);
+	if (!err)
+		err = listen_parse(a, hc.listen, &ss, &sslen);
+	if (!err)
+		err = privsep_config(a, &pc);
+	web_config_free(hc.web);
+	return err ? -EINVAL : 0;
 }
 
 int agent_start(struct agent *a, const char *port_file)

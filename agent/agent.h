@@ -10,6 +10,7 @@
 
 #include "agent/config.h"
 #include "agent/expose.h"
+#include "agent/log.h"
 #include "agent/loop.h"
 #include "api/http.h"
 #include "api/metrics.h"
@@ -37,6 +38,20 @@ struct agent {
 
 /* Declares [agent], [http], [storage] and every collector's section. */
 int agent_config_declare(struct agent *a);
+/*
+ * Checks the values of [agent], [http] and [storage], the sections that
+ * command-line flags override, as the config holds them now and as
+ * agent_start() does. main() runs it on the file as read, before any flag
+ * replaces a value: a flag overrides a value, it does not excuse a bad one,
+ * so a bad value in the file is the same error (file:line, exit 2) with or
+ * without the flag. What a value asks of the host at start (binding the
+ * address, reaching the database's directory) agent_start() checks for the
+ * value in effect alone: a flag is how a second agent runs beside the first.
+ * 0, or -EINVAL with a->cfg.err set.
+ */
+int agent_config_check(struct agent *a);
+/* [agent] log_level and log_format: 0, or -EINVAL with cfg->err set. */
+int agent_log_config(struct config *cfg, enum log_level *lvl, enum log_format *fmt);
 /* After the config is loaded: opens storage, inits collectors, starts HTTP
  * and collectors. Returns 0; 2 for a config/storage error (message logged);
  * 1 for any other start failure. */

@@ -2,7 +2,8 @@
 /*
  * INI configuration over declared keys. inih does the parsing; we feed it
  * through ini_parse_stream() with our own reader so every value remembers the
- * line it came from, for errors that point at file:line.
+ * line it came from, for errors that point at file:line, and so a key or a
+ * section given twice is refused naming both lines.
  */
 #include <ctype.h>
 #include <errno.h>
@@ -11,6 +12,7 @@
 #include <limits.h>
 #include <poll.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +28,8 @@ struct parse_ctx {
 	const char *p, *end; /* what is left of the buffer */
 	int line;
 	int failed;
+	bool key_seen;	   /* a key line since the last header (inih's prev_name) */
+	bool continuation; /* inih takes this line as continuing the key above */
 };
 
 static size_t keys_count(const struct cfg_key *keys)
@@ -120,7 +124,8 @@ static int section_store(struct cfg_section *sec, const char *key, const char *v
 	if (!nv)
 		return -ENOMEM;
 	if (v) {
-		/* A later line overrides an earlier one, as in most INI readers. */
+		/* A command-line value over the file's (set_at() refuses the
+		 * file's second line for a key). */
 		free(v->value);
 		v->value = nv;
 		v->line = line;
@@ -166,7 +171,8 @@ static int set_at(struct config *cfg, const char *section, const char *key, cons
 		  int line)
 {
 	struct cfg_section *sec = cfg_section(cfg, section);
-	char at[300], list[400];
+	char at[300], first[300], list[400];
+	const struct cfg_value *v;
 
 	where(cfg, line, at, sizeof(at));
 	if (!sec) {
@@ -186,6 +192,14 @@ static int set_at(struct config *cfg, const char *section, const char *key, cons
 			 key, section, list);
 		return -EINVAL;
 	}
+	v = section_value(sec, key);
+	if (line > 0 && v && v->line > 0) {
+		/* Which one was meant is a guess either way: refuse both. */
+		where(cfg, v->line, first, sizeof(first));
+		snprintf(cfg->err, sizeof(cfg->err), "%s: [%s] %s given twice (first at %s)", at,
+			 section, key, first);
+		return -EINVAL;
+	}
 	if (section_store(sec, key, value, line)) {
 		snprintf(cfg->err, sizeof(cfg->err), "%s: out of memory", at);
 		return -ENOMEM;
@@ -202,10 +216,25 @@ static int cfg_ini_handler(void *user, const char *section, const char *name, co
 {
 	struct parse_ctx *ctx = user;
 
+	if (!name) /* a bare [section] line (INI_CALL_HANDLER_ON_NEW_SECTION) */
+		return !ctx->failed;
+	ctx->key_seen = true;
 	if (ctx->failed)
 		return 0;
-	if (!name) /* a bare [section] line (INI_CALL_HANDLER_ON_NEW_SECTION) */
-		return 1;
+	if (ctx->continuation) {
+		/* inih's multi-line values would hand us the key again with
+		 * this line alone as its value: the first line's value lost. */
+		char first[300];
+
+		where(ctx->cfg, cfg_line(cfg_section(ctx->cfg, section), name), first,
+		      sizeof(first));
+		snprintf(ctx->cfg->err, sizeof(ctx->cfg->err),
+			 "%s:%d: indented line taken as continuing [%s] %s (%s): a value is one "
+			 "line, and keys start at the beginning of the line",
+			 ctx->cfg->path, ctx->line, section, name, first);
+		ctx->failed = 1;
+		return 0;
+	}
 	if (!section[0]) {
 		snprintf(ctx->cfg->err, sizeof(ctx->cfg->err), "%s:%d: key '%s' outside a section",
 			 ctx->cfg->path, ctx->line, name);
@@ -219,9 +248,71 @@ static int cfg_ini_handler(void *user, const char *section, const char *name, co
 	return 1;
 }
 
+/* A [section] header at this line: a declared section's second header is
+ * an error naming both lines. An undeclared one is left to the handler,
+ * which names it at its first key. */
+static int section_header(struct parse_ctx *ctx, const char *name, size_t len)
+{
+	struct config *cfg = ctx->cfg;
+	struct cfg_section *sec;
+	char buf[64], first[300];
+
+	if (len >= sizeof(buf))
+		return 0; /* longer than any declared section */
+	memcpy(buf, name, len);
+	buf[len] = '\0';
+	sec = cfg_section(cfg, buf);
+	if (!sec)
+		return 0;
+	if (sec->line > 0) {
+		where(cfg, sec->line, first, sizeof(first));
+		snprintf(cfg->err, sizeof(cfg->err), "%s:%d: [%s] given twice (first at %s)",
+			 cfg->path, ctx->line, buf, first);
+		return -EINVAL;
+	}
+	sec->line = ctx->line;
+	return 0;
+}
+
+/*
+ * What inih will make of a line, by ini_parse_stream()'s own rules: a
+ * [section] header, an indented continuation of the key above (Debian's
+ * libinih is built with INI_ALLOW_MULTILINE), or anything else. The reader
+ * has to tell: that libinih calls the handler neither for a bare header
+ * (INI_CALL_HANDLER_ON_NEW_SECTION) nor with a line number
+ * (INI_HANDLER_LINENO). 0, or -EINVAL with cfg->err set.
+ */
+static int line_classify(struct parse_ctx *ctx, const char *line)
+{
+	const char *s = line, *end;
+	bool space = false;
+
+	ctx->continuation = false;
+	if (ctx->line == 1 && !strncmp(s, "\xEF\xBB\xBF", 3))
+		s += 3; /* INI_ALLOW_BOM */
+	while (isspace((unsigned char)*s))
+		s++;
+	if (!*s || *s == ';' || *s == '#')
+		return 0; /* blank, or a comment */
+	if (s > line && ctx->key_seen) {
+		ctx->continuation = true;
+		return 0;
+	}
+	if (*s != '[')
+		return 0;
+	/* up to ']', or an inline comment: ';' after a blank */
+	for (end = s + 1; *end && *end != ']' && !(space && *end == ';'); end++)
+		space = isspace((unsigned char)*end);
+	if (*end != ']')
+		return 0; /* inih reports the syntax error */
+	ctx->key_seen = false;
+	return section_header(ctx, s + 1, (size_t)(end - s - 1));
+}
+
 /* ini_reader over the buffer, fgets() style (at most num - 1 bytes, up to
  * and including a newline), counting lines so the handler knows where a
- * value is. */
+ * value is. A header given twice ends the parse here (NULL: end of input),
+ * with ctx->failed set. */
 static char *line_reader(char *str, int num, void *stream)
 {
 	struct parse_ctx *ctx = stream;
@@ -237,6 +328,10 @@ static char *line_reader(char *str, int num, void *stream)
 	str[n] = '\0';
 	ctx->p += n;
 	ctx->line++;
+	if (!ctx->failed && line_classify(ctx, str)) {
+		ctx->failed = 1;
+		return NULL;
+	}
 	return str;
 }
 

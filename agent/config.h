@@ -5,7 +5,10 @@
  *
  * Every key is declared in a table of struct cfg_key with its default and a
  * help line; an undeclared key, a bad value or an unreadable file is an error
- * naming file:line, and sysobsd exits with status 2.
+ * naming file:line, and sysobsd exits with status 2. So is a key given twice
+ * in a section, a section header given twice, or an indented line (which
+ * inih would take as a continuation of the key above): the error names both
+ * lines. No key takes several lines; a list is one comma-separated value.
  *
  * Values are kept as strings with the line they came from, so a collector can
  * validate its own keys at init and still point at the offending line.
@@ -58,6 +61,7 @@ struct cfg_section {
 	const struct cfg_key *keys; /* declared keys, {0}-terminated */
 	struct cfg_value *values;
 	size_t n_values;
+	int line; /* of its [header] in the file; 0 = not in the file */
 };
 
 struct config {
@@ -74,8 +78,9 @@ int cfg_declare(struct config *cfg, const char *section, const struct cfg_key *k
 #define CFG_MAX_BYTES	     (1u << 20)
 #define CFG_READ_DEADLINE_MS 1000u
 
-/* Reads an INI file. Returns 0, or -errno / -EINVAL with cfg->err set
- * (-EFBIG: too large, -ETIMEDOUT: not read in time). */
+/* Reads an INI file into a config that holds no file yet (one file per
+ * config). Returns 0, or -errno / -EINVAL with cfg->err set (-EFBIG: too
+ * large, -ETIMEDOUT: not read in time). */
 int cfg_load(struct config *cfg, const char *path);
 /* Parses len bytes of INI text (need not be NUL-terminated), named name in
  * errors. A NUL byte is an error. What cfg_load() does after reading. */

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * sysobsd: kernel observability agent. Flags override the config file, which
- * overrides the embedded defaults. SIGHUP reloads the config file (see
+ * overrides the embedded defaults; the file's values are checked all the
+ * same, before the flags replace any. SIGHUP reloads the config file (see
  * agent_reload()); under systemd it reports READY=1/STOPPING=1 (Type=notify). Exit status: 0 after
  * SIGTERM/SIGINT, 2 for a bad command line, config or database, 1 for other start failures.
  */
@@ -171,8 +172,17 @@ int main(int argc, char **argv)
 		cfg_free(&a.cfg);
 		return 0;
 	}
+	log_set_journal(log_stderr_is_journal());
 	if (config && cfg_load(&a.cfg, config)) {
 		fprintf(stderr, "sysobsd: %s\n", a.cfg.err);
+		cfg_free(&a.cfg);
+		return 2;
+	}
+	/* The file's values as the file has them, before a flag replaces one:
+	 * --listen over a bad [http] listen is refused as the bad listen alone
+	 * is, and logged as agent_start() logs it. */
+	if (config && agent_config_check(&a)) {
+		log_err("agent", "%s", a.cfg.err);
 		cfg_free(&a.cfg);
 		return 2;
 	}
@@ -183,21 +193,14 @@ int main(int argc, char **argv)
 			return 2;
 		}
 	}
-	if (log_level_parse(cfg_get(cfg_section(&a.cfg, "agent"), "log_level"), &lvl)) {
-		cfg_error(&a.cfg, "agent", "log_level", "expected error, warn, info or debug");
+	/* the flags' own values */
+	if (agent_log_config(&a.cfg, &lvl, &fmt)) {
 		fprintf(stderr, "sysobsd: %s\n", a.cfg.err);
 		cfg_free(&a.cfg);
 		return 2;
 	}
 	log_set_level(lvl);
-	if (log_format_parse(cfg_get(cfg_section(&a.cfg, "agent"), "log_format"), &fmt)) {
-		cfg_error(&a.cfg, "agent", "log_format", "expected text, logfmt or json");
-		fprintf(stderr, "sysobsd: %s\n", a.cfg.err);
-		cfg_free(&a.cfg);
-		return 2;
-	}
 	log_set_format(fmt);
-	log_set_journal(log_stderr_is_journal());
 
 	log_info("agent", "sysobsd %s (revision %s) starting (config: %s)", SYSOBS_VERSION,
 		 SYSOBS_REVISION, config ? config : "embedded defaults");

@@ -159,8 +159,7 @@ if [ -x "$FAKE" ] && [ -c /dev/fuse ]; then
 	on_exit '[ -z "$AGENT_PID" ] || { kill -9 "$AGENT_PID"; wait "$AGENT_PID"; } 2>/dev/null'
 	wait_for 10 test -e "$T/mnt/devices/virtual/misc/intel_ifs_0/status" || fail "ifs_fake did not mount"
 	write_base_config
-	printf '[http]\nadmin = true\n' >>"$T/sysobsd.ini"
-	sed -i 's/^listen = 127.0.0.1:0$//' "$T/sysobsd.ini"
+	sed -i 's/^listen = 127.0.0.1:0$/admin = true/' "$T/sysobsd.ini"
 	start_agent --listen 127.0.0.1:0 --sysfs-root "$T/mnt"
 	export SYSOBS_URL=http://127.0.0.1:$PORT
 	"$CLI" scan 1 test=scan >"$T/scan" 2>"$T/err" || fail "sysobs scan: $(cat "$T/err")"

@@ -2,6 +2,8 @@
 # integration.config_example: deploy/sysobsd.example.ini is what
 # `sysobsd --print-config` prints (every key, default and help, so the
 # example cannot drift from the code), and the agent starts from it as is.
+# Copies of it with one fault are refused with exit 2 and file:line: a typo,
+# a key or a section given twice, and a bad value that a flag overrides.
 source "$(dirname "$0")/lib.sh"
 
 EX=$SYSOBS_SRC/deploy/sysobsd.example.ini
@@ -39,4 +41,61 @@ rc=0
 "$SYSOBSD" --config "$T/typo.ini" --db "$T/sysobs.db" 2>"$T/typo.err" || rc=$?
 assert_eq "exit status on an unknown key" 2 "$rc"
 grep -q "typo.ini:$line" "$T/typo.err" || fail "no file:line in: $(cat "$T/typo.err")"
-pass "example config is --print-config, starts the agent, and a typo in it is file:line + exit 2"
+
+# refused NAME WANT FLAG...: the agent exits 2 on $T/NAME.ini before it
+# starts anything, and stderr has WANT (a fixed string).
+refused() {
+	local name=$1 want=$2 rc=0
+	shift 2
+	timeout 10 "$SYSOBSD" --config "$T/$name.ini" "$@" >"$T/$name.out" 2>"$T/$name.err" || rc=$?
+	assert_eq "exit status on $name.ini $*" 2 "$rc"
+	grep -qF -- "$want" "$T/$name.err" || fail "$name.ini $*: no '$want' in: $(cat "$T/$name.err")"
+	! grep -q 'listening on' "$T/$name.err" || fail "$name.ini $*: the agent started"
+}
+# lineof FILE REGEX: the number of the one line matching REGEX
+lineof() { grep -n -- "$2" "$1" | cut -d: -f1; }
+
+# A key given twice in a section: both lines named, with or without a flag
+# for that key (a flag does not pick one of the two).
+sed 's/^threads = 2$/threads = 2\nthreads = 4/' "$EX" >"$T/dupkey.ini"
+first=$(lineof "$T/dupkey.ini" '^threads = 2$')
+second=$(lineof "$T/dupkey.ini" '^threads = 4$')
+refused dupkey "dupkey.ini:$second: [http] threads given twice (first at $T/dupkey.ini:$first)" \
+	--db "$T/sysobs.db"
+sed 's/^listen = .*/&\nlisten = 127.0.0.1:1/' "$EX" >"$T/duplisten.ini"
+first=$(lineof "$T/duplisten.ini" '^listen = 127.0.0.1:9559$')
+refused duplisten "duplisten.ini:$((first + 1)): [http] listen given twice (first at $T/duplisten.ini:$first)" \
+	--listen 127.0.0.1:0 --db "$T/sysobs.db"
+# in a collector's section too
+sed '/^\[collector.drops\]$/,/^\[/ s/^interval = .*/&\ninterval = 5s/' "$EX" >"$T/dupcoll.ini"
+second=$(lineof "$T/dupcoll.ini" '^interval = 5s$')
+refused dupcoll "dupcoll.ini:$second: [collector.drops] interval given twice (first at $T/dupcoll.ini:$((second - 1)))" \
+	--db "$T/sysobs.db"
+# A section header given twice, the second empty: both header lines.
+{ cat "$EX"; printf '\n[http]\n'; } >"$T/dupsec.ini"
+first=$(lineof "$T/dupsec.ini" '^\[http\]$' | head -1)
+second=$(lineof "$T/dupsec.ini" '^\[http\]$' | tail -1)
+refused dupsec "dupsec.ini:$second: [http] given twice (first at $T/dupsec.ini:$first)" \
+	--db "$T/sysobs.db"
+
+# A bad value in the file is the same error whether or not a flag
+# overrides it: every flag that sets a config key, with its key spoiled.
+# (Refused before the address is bound or the database opened.)
+bad_value() { # KEY BAD WANT FLAG VALUE: refused without and with FLAG VALUE
+	local key=$1 bad=$2 want=$3 line
+	shift 3
+	sed "s|^$key = .*|$key = $bad|" "$EX" >"$T/bad_$key.ini"
+	line=$(lineof "$T/bad_$key.ini" "^$key = ")
+	refused "bad_$key" "bad_$key.ini:$line: $want"
+	refused "bad_$key" "bad_$key.ini:$line: $want" "$@"
+}
+bad_value listen 127.0.0.1:notaport "[http] listen = '127.0.0.1:notaport': expected HOST:PORT" \
+	--listen 127.0.0.1:0
+bad_value log_level loud "[agent] log_level = 'loud'" --log-level debug
+bad_value path '' "[storage] path = '': must not be empty" --db "$T/sysobs.db"
+bad_value user sysobs-no-such-user "[agent] user = 'sysobs-no-such-user'" --user root
+bad_value web_config_file "$T/no-such-web.yml" "[http] web_config_file = '$T/no-such-web.yml'" \
+	--web.config.file ''
+# --port-file and --sysfs-root: --port-file has no key; any [agent]
+# sysfs_root is a path the collectors look under (no value is malformed).
+pass "example config is --print-config, starts the agent; a typo, a key or section given twice (both file:lines) and a bad value a flag overrides are refused with file:line + exit 2"

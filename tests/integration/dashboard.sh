@@ -71,10 +71,9 @@ on_exit "kill $!"
 wait_for 10 test -s "$T/rw.port" || fail "remote_write receiver did not start"
 
 write_base_config
+sed -i "/^\[agent\]$/a sysfs_root = $T/mnt" "$T/sysobsd.ini" # one [agent] section
 cat >>"$T/sysobsd.ini" <<INI
 snapshot_interval = 1s
-[agent]
-sysfs_root = $T/mnt
 [collector.ifs]
 schedule = true
 interval = 1s

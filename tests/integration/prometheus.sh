@@ -57,15 +57,16 @@ interval = 1s
 interval = 200ms
 netns_label = true
 INI
-[ -z "$HAVE_IFS" ] || cat >>"$T/sysobsd.ini" <<INI
-[agent]
-sysfs_root = $T/mnt
+if [ -n "$HAVE_IFS" ]; then
+	sed -i "/^\[agent\]$/a sysfs_root = $T/mnt" "$T/sysobsd.ini" # one [agent] section
+	cat >>"$T/sysobsd.ini" <<INI
 [collector.ifs]
 schedule = true
 interval = 1s
 poll = 100ms
 max_scan_seconds_per_hour = 3600
 INI
+fi
 start_agent
 
 cat >"$T/native.yml" <<YML

@@ -59,10 +59,9 @@ INI
 start_ifs_fake "$T/fake.ini"
 
 write_base_config
+sed -i "/^\[agent\]$/a sysfs_root = $T/mnt" "$T/sysobsd.ini" # one [agent] section
 cat >>"$T/sysobsd.ini" <<INI
 snapshot_interval = 1s
-[agent]
-sysfs_root = $T/mnt
 [collector.ifs]
 schedule = true
 interval = 2s

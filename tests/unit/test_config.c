@@ -295,6 +295,111 @@ static void test_command_line_overrides_file(void **state)
 	free(path);
 }
 
+/* load_expect(TEXT, ERR): TEXT is refused with an error containing ERR, in
+ * which "@" stands for the file's name. */
+static void load_expect(const char *text, const char *err)
+{
+	char *path = write_tmp(text);
+	struct config cfg;
+	char want[512];
+	size_t off = 0;
+
+	for (const char *p = err; *p && off < sizeof(want) - 1; p++) {
+		if (*p == '@')
+			off += (size_t)snprintf(want + off, sizeof(want) - off, "%s", path);
+		else
+			want[off++] = *p;
+		want[off < sizeof(want) ? off : sizeof(want) - 1] = '\0';
+	}
+	declare(&cfg);
+	assert_int_equal(cfg_load(&cfg, path), -EINVAL);
+	if (!strstr(cfg.err, want))
+		fail_msg("error \"%s\" lacks \"%s\"", cfg.err, want);
+	cfg_free(&cfg);
+	unlink(path);
+	free(path);
+}
+
+static void test_duplicate_key_names_both_lines(void **state)
+{
+	load_expect("[http]\nlisten = 10.0.0.1:1\nthreads = 2\nlisten = 10.0.0.2:2\n",
+		    "@:4: [http] listen given twice (first at @:2)");
+	/* the same, with the section in between given again */
+	load_expect("[http]\nlisten = a\n[storage]\nmax_size = 2G\n[http]\nlisten = b\n",
+		    "@:5: [http] given twice (first at @:1)");
+}
+
+static void test_duplicate_section_names_both_header_lines(void **state)
+{
+	load_expect(
+	    "; x\n[http]\nlisten = a\n[storage]\nmax_size = 2G\n\n[http] ; again\nthreads = 3\n",
+	    "@:7: [http] given twice (first at @:2)");
+	/* empty ones too: no key needed to notice */
+	load_expect("[storage]\n[storage]\n", "@:2: [storage] given twice (first at @:1)");
+}
+
+/* inih would hand an indented line to us as the key above again, with that
+ * line alone as its value: refused, not a silent replacement. */
+static void test_indented_continuation_line_is_refused(void **state)
+{
+	load_expect("[http]\n  listen = a\n  threads = 2\n",
+		    "@:3: indented line taken as continuing [http] listen (@:2)");
+}
+
+struct demo_cfg {
+	uint64_t interval_ms;
+	const char *netns;
+	uint64_t threads;
+};
+
+static const struct cfg_key demo_keys[] = {
+    CFG_KEY(struct demo_cfg, interval_ms, CFG_DURATION, "1s", 100, 60000, "period"),
+    CFG_KEY(struct demo_cfg, netns, CFG_STRING, "self", 0, 0, "list"),
+    CFG_KEY(struct demo_cfg, threads, CFG_U64, "1", 1, 8, "the name [http] has too"),
+    {0},
+};
+
+/* A collector's typed section is checked like the agent's; a key name that
+ * two sections share is one key in each, and a list is one value. */
+static void test_collector_section_duplicates_are_errors(void **state)
+{
+	char *path = write_tmp("[http]\nthreads = 4\n[collector.demo]\nthreads = 2\n"
+			       "netns = self, /run/netns/a\ninterval_ms = 5s\n"
+			       "interval_ms = 6s\n");
+	struct demo_cfg d = {0};
+	struct config cfg;
+	char want[512];
+
+	declare(&cfg);
+	assert_int_equal(cfg_declare(&cfg, "collector.demo", demo_keys), 0);
+	assert_int_equal(cfg_load(&cfg, path), -EINVAL);
+	snprintf(want, sizeof(want),
+		 "%s:7: [collector.demo] interval_ms given twice (first at %s:6)", path, path);
+	if (!strstr(cfg.err, want))
+		fail_msg("error \"%s\" lacks \"%s\"", cfg.err, want);
+	cfg_free(&cfg);
+	unlink(path);
+	free(path);
+
+	path = write_tmp("[http]\nthreads = 4\n[collector.demo]\nthreads = 2\n"
+			 "netns = self, /run/netns/a\ninterval_ms = 5s\n");
+	declare(&cfg);
+	assert_int_equal(cfg_declare(&cfg, "collector.demo", demo_keys), 0);
+	assert_int_equal(cfg_load(&cfg, path), 0);
+	assert_int_equal(cfg_section_parse(&cfg, "collector.demo", &d), 0);
+	assert_int_equal(d.threads, 2);
+	assert_int_equal(d.interval_ms, 5000);
+	assert_string_equal(d.netns, "self, /run/netns/a");
+	assert_string_equal(cfg_get(cfg_section(&cfg, "http"), "threads"), "4");
+	/* a flag over a file value is not a duplicate */
+	assert_int_equal(cfg_set(&cfg, "collector.demo", "threads", "3"), 0);
+	assert_int_equal(cfg_section_parse(&cfg, "collector.demo", &d), 0);
+	assert_int_equal(d.threads, 3);
+	cfg_free(&cfg);
+	unlink(path);
+	free(path);
+}
+
 static void test_list_items_are_trimmed_and_split(void **state)
 {
 	char a[] = " \t self \t", b[] = "", c[] = " team = hw ops ", d[] = "k=", e[] = "no equals";
@@ -330,6 +435,10 @@ int main(void)
 	    cmocka_unit_test(test_missing_file_is_an_error_with_reason),
 	    cmocka_unit_test(test_command_line_overrides_file),
 	    cmocka_unit_test(test_list_items_are_trimmed_and_split),
+	    cmocka_unit_test(test_duplicate_key_names_both_lines),
+	    cmocka_unit_test(test_duplicate_section_names_both_header_lines),
+	    cmocka_unit_test(test_indented_continuation_line_is_refused),
+	    cmocka_unit_test(test_collector_section_duplicates_are_errors),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
