@@ -55,12 +55,11 @@ static const struct cfg_key agent_keys[] = {
 static const struct cfg_key http_keys[] = {
     {"listen", "127.0.0.1:9559", "address:port to serve on (port 0 = any free port)"},
     {"max_connections", "64",
-     "connections served at once; past this, complete requests wait for a slot (responses then "
-     "close their connections, idle ones are closed), new clients wait in the listen backlog; "
-     "also the bound on connections still sending their first request header"},
+     "connections served at once; past this, complete requests wait for a slot and new clients "
+     "in the listen backlog (never reset)"},
     {"max_per_ip", "0",
-     "connections per client address still sending their first request header (0 = half of "
-     "max_connections); a new one past this closes that address's oldest such one"},
+     "connections of one client address still sending their first request header (0 = half of "
+     "max_connections); past this its oldest one is closed"},
     {"timeout", "10s", "idle connection timeout"},
     {"header_timeout", "10s",
      "a connection must send a complete request header within this after it is accepted or "

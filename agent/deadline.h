@@ -10,7 +10,9 @@
 #ifndef SYSOBS_DEADLINE_H
 #define SYSOBS_DEADLINE_H
 
-#define DEADLINE_SHUTDOWN_MS 1500 /* SIGTERM to exit: under systemd's and the tests' 2 s */
+/* SIGTERM to exit, within the 2 s promised; the steps have budgets of their
+ * own inside it (the store gives up on a locked database after 1 s). */
+#define DEADLINE_SHUTDOWN_MS 1700
 
 /* Starts the countdown (once; later calls do nothing). 0 or -errno. */
 int deadline_arm(unsigned ms);

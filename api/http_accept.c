@@ -56,7 +56,8 @@
 #define HEADER_FIELDS 100  /* ... and one with more fields */
 #define QUEUED_MIN    256  /* queued complete requests before the backlog takes over */
 #define READING_HARD  16   /* x max_connections: incomplete headers before accepting pauses */
-#define YOUNG_MS      250  /* below this, an incomplete header is never evicted */
+#define SOFT_AGE_MS   1000 /* evictable at the soft limits (max_connections, max_per_ip) */
+#define HARD_AGE_MS   250  /* ... and at the hard one; younger ones are never evicted */
 
 static bool same_client(const struct http_pending *a, const struct http_pending *b)
 {
@@ -113,8 +114,12 @@ static void refuse(struct http_server *h, struct http_pending *p, int status, co
  * kernel's backlog holds new clients (they wait; none is reset). */
 static void listen_arm(struct http_acceptor *ac)
 {
-	bool want = ac->n_queued < ac->max_queued && ac->n_reading < ac->max_reading &&
-		    clock_mono_ns() >= ac->paused_until;
+	int64_t now = clock_mono_ns();
+	/* at the hard limit, room is made by evicting the oldest once it is
+	 * HARD_AGE_MS old (may_accept) */
+	bool room = ac->n_reading < ac->max_reading ||
+		    now - ac->reading.next->t0 >= HARD_AGE_MS * 1000000LL;
+	bool want = ac->n_queued < ac->max_queued && room && now >= ac->paused_until;
 	struct epoll_event ev = {.events = want ? EPOLLIN : 0, .data.ptr = &ac->listen_fd};
 
 	if (want == ac->listening)
@@ -277,12 +282,12 @@ static enum screened screen(struct http_server *h, struct http_pending *p)
  * address when like is given) other than np goes. One whose request has
  * come in full meanwhile is queued (or refused) rather than dropped; only
  * a connection whose header is still incomplete is shut, and only one
- * older than YOUNG_MS: a client that has just connected may not have been
- * scheduled to send yet (a burst of honest clients is not a flood). false
- * when there was none.
+ * older than min_ms: a client that has just connected may not have been
+ * scheduled to send yet (a burst of honest clients on a loaded host is not
+ * a flood). false when there was none.
  */
 static bool evict_one(struct http_server *h, struct http_pending *np,
-		      const struct http_pending *like, enum http_close_reason why)
+		      const struct http_pending *like, enum http_close_reason why, int64_t min_ms)
 {
 	struct http_acceptor *ac = &h->acceptor;
 	int64_t now = clock_mono_ns();
@@ -292,7 +297,7 @@ static bool evict_one(struct http_server *h, struct http_pending *np,
 			continue;
 		if (screen(h, p) != SCREEN_READING)
 			return true;
-		if (now - p->t0 < YOUNG_MS * 1000000LL)
+		if (now - p->t0 < min_ms * 1000000)
 			return false; /* the oldest is young: so are the others */
 		series_add(h->conns.closed[why], 1);
 		pending_drop(ac, p, true);
@@ -302,8 +307,9 @@ static bool evict_one(struct http_server *h, struct http_pending *np,
 }
 
 /* The soft limits of the reading list: past max_per_ip of one address or
- * max_connections in all, the oldest goes (when it is not young). The
- * hard limit, READING_HARD x max_connections, pauses accepting. */
+ * max_connections in all, the oldest goes once SOFT_AGE_MS old. At the
+ * hard limit, READING_HARD x max_connections, the oldest goes once
+ * HARD_AGE_MS old, else accepting pauses (may_accept). */
 static void admit(struct http_server *h, struct http_pending *np)
 {
 	struct http_acceptor *ac = &h->acceptor;
@@ -313,9 +319,9 @@ static void admit(struct http_server *h, struct http_pending *np)
 		if (same_client(p, np))
 			same++;
 	if (same > h->cfg.max_per_ip)
-		evict_one(h, np, np, HTTP_CLOSE_PER_IP);
+		evict_one(h, np, np, HTTP_CLOSE_PER_IP, SOFT_AGE_MS);
 	if (ac->n_reading > h->cfg.max_connections)
-		evict_one(h, np, NULL, HTTP_CLOSE_LIMIT);
+		evict_one(h, np, NULL, HTTP_CLOSE_LIMIT, SOFT_AGE_MS);
 }
 
 /* Room for one more connection: the queue and the reading list under
@@ -327,7 +333,7 @@ static bool may_accept(struct http_server *h)
 	if (ac->n_queued >= ac->max_queued)
 		return false;
 	return ac->n_reading < ac->max_reading ||
-	       evict_one(h, NULL, NULL, HTTP_CLOSE_LIMIT);
+	       evict_one(h, NULL, NULL, HTTP_CLOSE_LIMIT, HARD_AGE_MS);
 }
 
 static void accept_all(struct http_server *h)
@@ -391,10 +397,6 @@ static void expire(struct http_server *h, int64_t now)
 		series_add(h->conns.closed[HTTP_CLOSE_DEADLINE], 1);
 		pending_drop(ac, ac->reading.next, true);
 	}
-	/* Back to the soft limit once the young have aged. */
-	while (ac->n_reading > h->cfg.max_connections &&
-	       evict_one(h, NULL, NULL, HTTP_CLOSE_LIMIT))
-		;
 	while (ac->queued.next != &ac->queued && now - ac->queued.next->ready_ns > limit)
 		refuse(h, ac->queued.next, 503, "unavailable",
 		       "the server is at max_connections; try again", HTTP_CLOSE_BUSY);

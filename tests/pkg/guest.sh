@@ -115,7 +115,7 @@ fi
 # stop while busy: 300 clients from bash (no load tool in the guest), each
 # sending requests as fast as answered, and 200 connections that never send
 # a byte; systemctl stop must return within 2 s (the agent's shutdown
-# deadline is 1.5 s) and the open file limit is the unit's
+# deadline is 1.7 s) and the open file limit is the unit's
 r nofile "$(awk '/^Max open files/ {print $4}' /proc/"$(systemctl show -P MainPID sysobsd)"/limits)"
 busy_pids=()
 for i in $(seq 1 300); do
