@@ -112,29 +112,36 @@ if [ -e /root/caps-probe ]; then
 	systemctl daemon-reload
 	systemctl restart sysobsd
 fi
-# stop while busy: 300 clients from bash (no load tool in the guest), each
+# stop while busy: 100 clients from bash (no load tool in the guest), each
 # sending requests as fast as answered, and 200 connections that never send
 # a byte; systemctl stop must return within 2 s (the agent's shutdown
-# deadline is 1.7 s) and the open file limit is the unit's
+# deadline is 1.7 s); the open file limit is the unit's (or the
+# container's hard limit, if lower)
+t_busy=$(ms)
 r nofile "$(awk '/^Max open files/ {print $4}' /proc/"$(systemctl show -P MainPID sysobsd)"/limits)"
 busy_pids=()
-for i in $(seq 1 300); do
-	(while exec 3<>/dev/tcp/127.0.0.1/9559; do
+for i in $(seq 1 100); do
+	(end=$((SECONDS + 15))
+	while [ $SECONDS -lt $end ] && exec 3<>/dev/tcp/127.0.0.1/9559; do
 		printf 'GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n' >&3
 		cat <&3 >/dev/null; exec 3<&-
-	done) 2>/dev/null &
+	done) >/dev/null 2>&1 &
 	busy_pids+=($!)
 done
-for i in $(seq 1 200); do (exec 3<>/dev/tcp/127.0.0.1/9559; sleep 30) 2>/dev/null & busy_pids+=($!); done
-sleep 3
+for i in $(seq 1 200); do
+	(exec 3<>/dev/tcp/127.0.0.1/9559; exec sleep 15) >/dev/null 2>&1 &
+	busy_pids+=($!)
+done
+sleep 2
 r busy_served "$(curl -s -o /dev/null -w '%{http_code}' --max-time 5 http://127.0.0.1:9559/healthz)"
 t0=$(ms)
 systemctl stop sysobsd
 r busy_stop_ms $(($(ms) - t0))
 r busy_stop_result "$(systemctl show -P Result sysobsd)"
 kill "${busy_pids[@]}" 2>/dev/null
-wait 2>/dev/null
+wait "${busy_pids[@]}" 2>/dev/null
 systemctl start sysobsd
+r busy_section_ms $(($(ms) - t_busy))
 # remove, then purge
 apt-get remove -y -q sysobs >/results/remove.log 2>&1 || echo "FAIL remove"
 r removed_active "$(systemctl is-active sysobsd)"
