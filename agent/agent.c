@@ -256,6 +256,46 @@ static int on_publish(int fd, void *arg)
 	return 0;
 }
 
+static struct metric_series *privhelper_rss, *privhelper_hwm;
+
+/* The helper's VmRSS and VmHWM at every render, next to the agent's own
+ * process_resident_memory_bytes. /proc/PID/status is readable by every
+ * user (no ptrace check), so the agent reads it after the drop too. A
+ * helper that is gone keeps its last values. */
+static void privhelper_memory_hook(struct metrics *m, void *arg)
+{
+	char path[64], line[128];
+	unsigned long long kb;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)privsep_helper_pid());
+	f = fopen(path, "re");
+	if (!f)
+		return;
+	while (fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "VmRSS: %llu kB", &kb) == 1)
+			series_set(privhelper_rss, (double)kb * 1024);
+		else if (sscanf(line, "VmHWM: %llu kB", &kb) == 1)
+			series_set(privhelper_hwm, (double)kb * 1024);
+	}
+	fclose(f);
+}
+
+/* Only with a helper: the families' absence says there is none. */
+static int privhelper_metrics_register(struct metrics *m)
+{
+	privhelper_rss = metrics_gauge1(m, "sysobs_privhelper_resident_memory_bytes",
+					"Resident memory of the privileged IFS helper "
+					"(sysobsd-priv) in bytes; absent when it does not run.");
+	privhelper_hwm = metrics_gauge1(m, "sysobs_privhelper_peak_resident_memory_bytes",
+					"Peak resident memory (VmHWM) of the privileged IFS helper "
+					"in bytes.");
+	if (!privhelper_rss || !privhelper_hwm)
+		return -ENOMEM;
+	privhelper_memory_hook(m, NULL);
+	return metrics_add_hook(m, privhelper_memory_hook, NULL);
+}
+
 static int on_snapshot(int fd, void *arg)
 {
 	struct agent *a = arg;
@@ -624,13 +664,18 @@ int agent_start(struct agent *a, const char *port_file)
 	}
 
 	/* Everything privileged is done: keep root for the IFS writes alone,
-	 * in the helper, and drop the rest. */
-	if (geteuid() == 0 && strcmp(pc.user, "root")) {
+	 * in the helper, and drop the rest. No collector that writes through
+	 * it runs (no IFS device at start-up): no helper, no root process
+	 * without a job; a device that appears later needs a restart (the
+	 * ifs collector's recheck says so). */
+	if (geteuid() == 0 && strcmp(pc.user, "root") && collectors_need_priv_writes(a)) {
 		rc = privsep_helper_start(a->sysfs_root);
 		if (rc) {
 			log_err("agent", "cannot start the privileged helper: %s", strerror(-rc));
 			return 1;
 		}
+		if (privhelper_metrics_register(a->metrics))
+			log_warn("agent", "cannot report the privileged helper's memory");
 	}
 	pc.db_path = store_path(a->store);
 	if (privsep_drop(&pc, err, sizeof(err))) {

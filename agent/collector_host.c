@@ -95,6 +95,19 @@ static int collector_tick(int fd, void *arg)
 	return 0;
 }
 
+/* An unavailable collector's feature appeared: say once what using it
+ * needs (the reason the collector wrote) and stop asking. */
+static int collector_recheck(int fd, void *arg)
+{
+	struct collector *c = arg;
+
+	if (c->state != COLLECTOR_UNAVAILABLE || c->ops->recheck(c) <= 0)
+		return 0;
+	log_warn(c->ops->name, "%s", c->why);
+	c->loop_timer_src = NULL;
+	return -1; /* the loop removes this timer */
+}
+
 /* The collector's typed config and its sink, before init. -1 after logging
  * a config error, for exit status 2. */
 static int collector_config(struct agent *a, struct collector *c)
@@ -193,6 +206,13 @@ void collectors_start(struct agent *a)
 		struct collector *c = &a->collectors[i];
 		int err;
 
+		if (c->state == COLLECTOR_UNAVAILABLE && c->ops->recheck) {
+			c->loop_timer_src =
+			    loop_add_timer(a->loop, COLLECTOR_RECHECK_MS, collector_recheck, c);
+			if (!c->loop_timer_src)
+				log_warn(c->ops->name, "cannot watch for the feature to appear: %s",
+					 strerror(errno));
+		}
 		if (c->state != COLLECTOR_RUNNING)
 			goto publish;
 		err = c->ops->start ? c->ops->start(c) : 0;
@@ -223,6 +243,15 @@ void collectors_start(struct agent *a)
 	publish:
 		collector_set_up(c);
 	}
+}
+
+bool collectors_need_priv_writes(const struct agent *a)
+{
+	for (size_t i = 0; i < a->n_collectors; i++)
+		if (a->collectors[i].state == COLLECTOR_RUNNING &&
+		    a->collectors[i].ops->priv_writes)
+			return true;
+	return false;
 }
 
 void collectors_stop(struct agent *a)

@@ -2,6 +2,8 @@
 #ifndef SYSOBS_COLLECTOR_HOST_H
 #define SYSOBS_COLLECTOR_HOST_H
 
+#include <stdbool.h>
+
 struct agent;
 
 /* Sets up every registered collector: its typed config and sink, then init
@@ -9,8 +11,11 @@ struct agent;
  * error (logged), 1 out of memory, else 0: a collector that cannot run is
  * left UNAVAILABLE with its reason. */
 int collectors_init(struct agent *a);
-/* Starts the RUNNING ones and adds their fd and timer to the loop. */
+/* Starts the RUNNING ones and adds their fd and timer to the loop; the
+ * UNAVAILABLE ones with a recheck op get its timer instead. */
 void collectors_start(struct agent *a);
+/* Does a running collector write through priv_write_number()? */
+bool collectors_need_priv_writes(const struct agent *a);
 /* Stops every started collector and frees their config and sinks. */
 void collectors_stop(struct agent *a);
 

@@ -18,6 +18,12 @@
  *                as IFS run_test belongs on a worker thread of the collector).
  *   stop(c)      frees everything init/start made; safe after a failed init or
  *                start (c->priv may be NULL).
+ *   recheck(c)   optional, unavailable collectors only, every
+ *                COLLECTOR_RECHECK_MS: has the feature appeared since
+ *                start-up? Return 1 after rewriting c->why to say what
+ *                using it needs (a restart: what start-up alone could do is
+ *                done, privileges included), 0 if not yet. Not called again
+ *                after 1. Must be cheap (a directory read).
  *
  * Collectors publish through their sink (collectors/sink.h, c->sink) and
  * nothing else: metrics (declared in ops->metrics, registered by the agent),
@@ -103,7 +109,14 @@ struct collector_ops {
 	int (*on_ready)(struct collector *c);
 	int (*collect)(struct collector *c);
 	void (*stop)(struct collector *c);
+	int (*recheck)(struct collector *c);
+	/* Writes through priv_write_number() (collectors/privwrite.h): the
+	 * agent forks its privileged helper only if such a collector runs
+	 * once start-up is done. */
+	bool priv_writes;
 };
+
+#define COLLECTOR_RECHECK_MS 10000
 
 struct collector {
 	const struct collector_ops *ops;

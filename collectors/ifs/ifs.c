@@ -884,11 +884,12 @@ static int ifs_init(struct collector *c)
 
 	err = ifs_devices_discover(p->root, &mask);
 	if (err || !mask) {
-		err = collector_unavailable(c, -ENODEV,
-					    "no intel_ifs_<N> device under %s/devices/virtual/misc "
-					    "(CPU without In-Field Scan, or the intel_ifs module "
-					    "not loaded)",
-					    p->root);
+		err = collector_unavailable(
+		    c, -ENODEV,
+		    "no intel_ifs_<N> device under %s/devices/virtual/misc "
+		    "at start-up (CPU without In-Field Scan, or the intel_ifs "
+		    "module not loaded; loaded later: restart sysobsd)",
+		    p->root);
 		goto err_free;
 	}
 	err = ifs_topology_read(p->root, &p->topo);
@@ -1027,6 +1028,30 @@ static void ifs_stop(struct collector *c)
 	c->fd = -1;
 }
 
+/*
+ * Unavailable at start-up, a device may appear later (modprobe intel_ifs).
+ * Scanning it needs what only start-up does: the privileged helper that
+ * writes run_test is forked before the agent drops root, and only when
+ * this collector runs then (agent/agent.c). So the collector stays
+ * unavailable and its reason says a restart is needed.
+ */
+static int ifs_recheck(struct collector *c)
+{
+	unsigned mask = 0;
+	int n = 0;
+
+	if (ifs_devices_discover(c->sysfs_root ?: "/sys", &mask) || !mask)
+		return 0;
+	while (!(mask & (1u << n)))
+		n++;
+	snprintf(c->why, sizeof(c->why),
+		 "intel_ifs_%d appeared after start-up: restart sysobsd (systemctl restart "
+		 "sysobsd) to scan it; the collector and the privileged helper that writes "
+		 "run_test start only at start-up",
+		 n);
+	return 1;
+}
+
 const struct collector_ops ifs_collector = {
     .name = "ifs",
     .help = "Intel In-Field Scan: per-core hardware self-test results, an optional scan "
@@ -1041,4 +1066,6 @@ const struct collector_ops ifs_collector = {
     .on_ready = ifs_on_ready,
     .collect = ifs_collect,
     .stop = ifs_stop,
+    .recheck = ifs_recheck,
+    .priv_writes = true,
 };

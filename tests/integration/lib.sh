@@ -253,12 +253,17 @@ ifs_fake_usable() {
 		[ -x "$SYSOBS_BUILD/tests/fakes/ifs_fake" ]
 }
 
-# start_ifs_fake CONFIG: mounts the IFS fake (foreground mode, FAKE_PID)
-# with that config at $T/mnt and waits for it; at exit the agent is killed
-# first (it may be inside a run_test write), then the fake unmounted.
+# start_ifs_fake CONFIG [FUSE options...]: mounts the IFS fake (foreground
+# mode, FAKE_PID) with that config at $T/mnt and waits for it; at exit the
+# agent is killed first (it may be inside a run_test write), then the fake
+# unmounted. An agent that drops root needs -o allow_other (else only root
+# may enter the mount), and -o default_permissions has the kernel check the
+# files' modes as in sysfs (run_test 0200 root: only its helper writes).
 start_ifs_fake() {
+	local conf=$1
+	shift
 	mkdir -p "$T/mnt"
-	"$SYSOBS_BUILD/tests/fakes/ifs_fake" -f "$1" "$T/mnt" >"$T/fake.log" 2>&1 &
+	"$SYSOBS_BUILD/tests/fakes/ifs_fake" -f "$conf" "$T/mnt" "$@" >"$T/fake.log" 2>&1 &
 	FAKE_PID=$!
 	on_exit "fusermount3 -u $T/mnt || fusermount3 -uz $T/mnt; wait $FAKE_PID 2>/dev/null"
 	on_exit '[ -z "$AGENT_PID" ] || { kill -9 "$AGENT_PID"; wait "$AGENT_PID"; } 2>/dev/null'

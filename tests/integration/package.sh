@@ -8,7 +8,9 @@
 # (private network: loopback only) and runs tests/pkg/guest.sh, which
 # installs, scrapes, reloads, upgrades, removes and purges. Asserted here:
 #  - installed, enabled and active as Type=notify; the main process runs as
-#    sysobs with empty capability sets, no_new_privs and seccomp filtering;
+#    sysobs with empty capability sets, no_new_privs and seccomp filtering,
+#    without a privileged helper child (no IFS device), under the unit's
+#    MemoryHigh=80M and MemoryMax=128M;
 #  - /var/lib/sysobs/sysobs.db exists (the absolute path of the installed
 #    config in the unit's StateDirectory), the sysobs user exists;
 #  - every collector the container allows runs (self, drops, mptcp);
@@ -111,6 +113,9 @@ assert_eq "main process user" sysobs "$(res main_user)"
 assert_eq "CapEff and CapBnd" "0000000000000000 0000000000000000" "$(res main_caps | sed 's/ $//')"
 assert_eq "no_new_privs" 1 "$(res no_new_privs)"
 assert_eq "seccomp mode (2 = filter)" 2 "$(res seccomp)"
+assert_eq "privileged helpers without an IFS device" 0 "$(res helper_children)"
+assert_eq "MemoryHigh (80M)" 83886080 "$(res memory_high)"
+assert_eq "MemoryMax (128M)" 134217728 "$(res memory_max)"
 [[ "$(res user_exists)" == sysobs:/var/lib/sysobs:/usr/sbin/nologin ]] ||
 	fail "sysobs user: $(res user_exists)"
 [[ "$(res db)" == sysobs:* ]] || fail "database: $(res db)"

@@ -4,7 +4,9 @@
 # inheritable, ambient and bounding sets empty), no new privileges and its
 # seccomp allow-list in kill mode, on every one of its threads (with seccomp
 # = off all of it but the filter); its helper stays uid 0 with no capability,
-# no new privileges and its own filter. Under that, the collectors keep working: drops in a netns
+# no new privileges and its own filter, and runs only with an IFS device at
+# start-up (a device that appears later is reported as needing a restart,
+# with no helper). Under that, the collectors keep working: drops in a netns
 # are counted and sampled through held BPF fds, history is written and
 # served, /metrics renders in every format, every collector that was up
 # stays up, SIGTERM still ends it with status 0. An unknown user is a config
@@ -71,8 +73,17 @@ threads_check agent "$AGENT_PID" "Uid:$uid $uid $uid $uid" "Gid:$gid $gid $gid $
 # The store writer, the HTTP server's threads, ...: not the main thread alone.
 assert_ge "agent threads checked" 3 "$THREADS"
 agent_threads=$THREADS
-HELPER=$(pgrep -P "$AGENT_PID" -x sysobsd-priv) || fail "no helper process"
-threads_check helper "$HELPER" "Uid:0 0 0 0" "${no_caps[@]}"
+# No IFS device under the default sysfs root (none on this machine): no
+# privileged helper, no root process without a job.
+if compgen -G '/sys/devices/virtual/misc/intel_ifs_*' >/dev/null; then
+	pgrep -P "$AGENT_PID" -x sysobsd-priv >/dev/null || fail "IFS device here but no helper"
+else
+	assert_eq "ifs state without a device" UNAVAILABLE "$(collector_state ifs)"
+	helper=$(pgrep -P "$AGENT_PID" -x sysobsd-priv) &&
+		fail "helper $helper runs on a host without IFS"
+	assert_eq "sysobs_privhelper_resident_memory_bytes without a helper" "" \
+		"$(metric sysobs_privhelper_resident_memory_bytes)"
+fi
 assert_eq "database owner" "$user" "$(stat -c %U "$T/sysobs.db")"
 
 up_before=$(curl -sS "http://127.0.0.1:$PORT/metrics" | grep -c '^sysobs_collector_up{.*} 1$')
@@ -110,6 +121,90 @@ threads_check "agent (seccomp = off)" "$AGENT_PID" "Uid:$uid $uid $uid $uid" \
 stop_agent
 sed -i 's/^seccomp = off$/seccomp = kill/' "$T/sysobsd.ini"
 
+# ---- the privileged helper: only with a job ----
+cp "$T/sysobsd.ini" "$T/base.ini"
+# helper_ini SYSFS_ROOT: the agent dropping root as above, IFS under that
+# root, admin routes (a scan request) on, no drops (not what is checked).
+helper_ini() {
+	cat >"$T/sysobsd.ini" <<INI
+[agent]
+seccomp = kill
+sysfs_root = $1
+[http]
+listen = 127.0.0.1:0
+admin = true
+[storage]
+path = $T/sysobs.db
+batch_ms = 50
+[collector.drops]
+enabled = false
+INI
+}
+
+# A device that appears after start-up (the intel_ifs module loaded
+# later; a directory of its name is all discovery looks at): the collector
+# stays unavailable, with no helper, and its reason says a restart is needed.
+mkdir -p "$T/late/devices/virtual/misc"
+helper_ini "$T/late"
+start_agent
+assert_eq "ifs state before the device" UNAVAILABLE "$(collector_state ifs)"
+[[ $(collector_reason ifs) == *"loaded later: restart sysobsd"* ]] ||
+	fail "reason without a device does not name the restart: $(collector_reason ifs)"
+mkdir "$T/late/devices/virtual/misc/intel_ifs_0"
+late() { [[ $(collector_reason ifs) == *"intel_ifs_0 appeared after start-up: restart sysobsd"* ]]; }
+wait_for 15 late || fail "device appeared after start-up not reported: $(collector_reason ifs)"
+assert_eq "ifs state after the device appeared" UNAVAILABLE "$(collector_state ifs)"
+grep -q 'appeared after start-up' "$T/agent.log" || fail "the late device is not logged"
+pgrep -P "$AGENT_PID" -x sysobsd-priv >/dev/null && fail "helper after a late device"
+stop_agent
+helper_note="no helper without IFS, nor for a device that appears later (reported: restart)"
+
+# With a device at start-up (the FUSE fake driver, its files root's with
+# their sysfs modes) the helper runs as uid 0 without capabilities, and a
+# scan, whose run_test write the unprivileged agent could not do itself,
+# passes through it.
+if ifs_fake_usable; then
+	cat >"$T/fake.ini" <<'FAKE'
+[fake]
+cpus = 2
+threads_per_core = 1
+scan_ms = 50
+devices = 0
+[device.0]
+image_version = 0x8000
+batch = 1
+default = pass
+FAKE
+	start_ifs_fake "$T/fake.ini" -o allow_other,default_permissions
+	RT=$T/mnt/devices/virtual/misc/intel_ifs_0/run_test
+	setpriv --reuid "$uid" --regid "$gid" --clear-groups sh -c "echo 0 >$RT" 2>/dev/null &&
+		fail "$user can write run_test of the fake itself: the test proves nothing"
+	helper_ini "$T/mnt"
+	start_agent
+	wait_collector ifs
+	HELPER=$(pgrep -P "$AGENT_PID" -x sysobsd-priv) || fail "no helper with an IFS device"
+	threads_check helper "$HELPER" "Uid:0 0 0 0" "${no_caps[@]}"
+	req POST /api/v1/ifs/scans -H 'Content-Type: application/json' -d '{"cpus":[0]}'
+	assert_eq "scan requested" 202 "$HTTP_CODE"
+	sid=$(jq -r '.scans[0].scan_id' <<<"$BODY")
+	scan_status() { api GET "/api/v1/ifs/scans?scan_id=$sid" | jq -r '.data[0].status // empty'; }
+	scanned() { [ -n "$(scan_status)" ]; }
+	wait_for 10 scanned || fail "scan $sid not recorded"
+	assert_eq "scan through the helper" pass "$(scan_status)"
+	grep -q ' intel_ifs_0 0 pass ' "$T/mnt/fake_runs" ||
+		fail "the fake saw no run on cpu 0: $(cat "$T/mnt/fake_runs")"
+	rss=$(metric sysobs_privhelper_resident_memory_bytes)
+	awk -v v="$rss" 'BEGIN { exit !(v > 0) }' ||
+		fail "sysobs_privhelper_resident_memory_bytes: '$rss'"
+	kill -0 "$AGENT_PID" || fail "the agent died under its seccomp filter"
+	kill -0 "$HELPER" || fail "the helper died under its seccomp filter"
+	stop_agent
+	helper_note="$helper_note; with an IFS device a uid 0 helper without capabilities, a scan written through it ($(awk -v v="$rss" 'BEGIN { printf "%.1f", v / 1048576 }') MiB resident)"
+else
+	echo "note: IFS fake not usable (FUSE, fusermount3 or ifs_fake missing): helper with a device not checked"
+fi
+cp "$T/base.ini" "$T/sysobsd.ini"
+
 # An unknown user is refused before anything starts.
 sed -i 's/^seccomp = kill$/seccomp = kill\nuser = sysobs-no-such-user/' "$T/sysobsd.ini"
 # refused WHAT LOG: the agent exits 2 on this config before anything starts
@@ -130,4 +225,4 @@ refused "an unreachable database directory" "$T/dir.log"
 grep -q "the database directory $T/private is not reachable by $user" "$T/dir.log" ||
 	fail "error does not name the directory and the user: $(cat "$T/dir.log")"
 
-pass "agent as $user without capabilities, NNP and seccomp on each of its $agent_threads threads; helper uid 0 without capabilities; drops counted and sampled, history and /metrics served after the drop"
+pass "agent as $user without capabilities, NNP and seccomp on each of its $agent_threads threads; $helper_note; drops counted and sampled, history and /metrics served after the drop"
