@@ -366,8 +366,13 @@ static void *acceptor_thread(void *arg)
 				accept_all(h);
 			else if (ptr == &ac->slot_fd)
 				(void)!read(ac->slot_fd, &v, sizeof(v));
-			else if (reading_has(ac, ptr)) /* an earlier event may have dropped it */
-				screen(h, ptr);
+			else if (reading_has(ac, ptr) && /* an earlier event may have dropped it */
+				 screen(h, ptr) == SCREEN_READING &&
+				 (evs[i].events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR)))
+				/* The client closed its side with the header
+				 * incomplete: it can never come (MSG_PEEK
+				 * shows the bytes, not the end after them). */
+				pending_drop(ac, ptr, true);
 		}
 		expire(h, clock_mono_ns());
 		hand_over(h);
