@@ -45,7 +45,7 @@ def corpus(port, auth):
         "nul_in_target": ("GET /api/v1/drops/samples?limit=5%00 HTTP/1.1\r\n" + host + "\r\n", 400),
         "empty_args_600": ("GET /api/v1/collectors?" + "&" * 600 + " HTTP/1.1\r\n" + host + "\r\n", 400),
         "target_5k": ("GET /api/v1/collectors?x=" + "a" * 5000 + " HTTP/1.1\r\n" + host + "\r\n", 414),
-        "cl_1tb": (post + "Content-Length: 1000000000000\r\n\r\n", 413),
+        "cl_1tb": ("GET /healthz HTTP/1.1\r\n" + host + "Content-Length: 1000000000000\r\n\r\n", 413),
         "cl_2_64": (post + "Content-Length: " + CL_2_64_PLUS_1 + "\r\n\r\n", 413),
         "header_40k": ("GET /metrics HTTP/1.1\r\n" + host + "X-Big: " + big + "\r\n\r\n", 431),
         "fields_150": ("GET /metrics HTTP/1.1\r\n" + host + many + "\r\n", 431),
