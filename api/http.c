@@ -1073,15 +1073,15 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const c
 		 * the next ones and TLS. */
 		if (MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
 						MHD_HTTP_HEADER_TRANSFER_ENCODING)) {
-			bool cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
-							      MHD_HTTP_HEADER_CONTENT_LENGTH);
-
-			return reply_error_now(
-			    h, conn, c, NULL, cl ? 400 : 411, cl ? "bad_request" : "length_required",
-			    cl ? "both Transfer-Encoding and Content-Length"
-			       : "a request body needs a Content-Length (Transfer-Encoding is "
-				 "not accepted)",
-			    NULL);
+			if (MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
+							MHD_HTTP_HEADER_CONTENT_LENGTH))
+				return reply_error_now(h, conn, c, NULL, 400, "bad_request",
+						       "both Transfer-Encoding and Content-Length",
+						       NULL);
+			return reply_error_now(h, conn, c, NULL, 411, "length_required",
+					       "a request body needs a Content-Length "
+					       "(Transfer-Encoding is not accepted)",
+					       NULL);
 		}
 		if (!client_cert_ok(h, conn, c->deny_msg, sizeof(c->deny_msg)))
 			return reply_error_now(h, conn, c, NULL, 403, "forbidden", c->deny_msg,

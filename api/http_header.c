@@ -145,8 +145,8 @@ static int content_length_check(const char *v, size_t n, char *msg, size_t msgle
 }
 
 /* A field line, or as much of it as has come. */
-static int field_line_check(const char *l, size_t n, bool complete, struct hdr_state *st,
-			    char *msg, size_t msglen, const char **code)
+static int field_line_check(const char *l, size_t n, bool complete, struct hdr_state *st, char *msg,
+			    size_t msglen, const char **code)
 {
 	const char *v;
 	size_t i, name, vn;
@@ -212,8 +212,7 @@ static int field_line_check(const char *l, size_t n, bool complete, struct hdr_s
 }
 
 /* The blank line has come: what the fields say together. */
-static int header_end_check(const struct hdr_state *st, char *msg, size_t msglen,
-			    const char **code)
+static int header_end_check(const struct hdr_state *st, char *msg, size_t msglen, const char **code)
 {
 	if (st->te && st->lengths)
 		return bad(msg, msglen, "both Transfer-Encoding and Content-Length");

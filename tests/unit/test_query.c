@@ -768,7 +768,10 @@ static void test_server(void **state)
 	assert_true(metric_value(m, "sysobs_http_requests_total{route=\"/api/v1/pre\","
 				    "code=\"404\"} ") == -1);
 	assert_true(metric_value(m, "sysobs_http_requests_total{route=\"/api/v1/echo\","
-				    "code=\"413\"} ") == 2);
+				    "code=\"413\"} ") == 1);
+	/* refused before routing: counted as "other" */
+	assert_true(metric_value(m, "sysobs_http_requests_total{route=\"other\",code=\"411\"} ") ==
+		    2);
 	assert_true(metric_value(m, "sysobs_http_request_duration_seconds_count{route=\"/api/v1/"
 				    "pre\"} ") == 2);
 	char *text;
