@@ -848,16 +848,7 @@ static enum MHD_Result dispatch(struct http_server *h, struct MHD_Connection *co
 	return ret;
 }
 
-/*
- * Answers a request from the URI callback, before libmicrohttpd parses its
- * arguments: each argument takes a record of libmicrohttpd's per-connection
- * memory, and 600 empty ones ("?&&&...", 1.2 KB) exhaust it, after which
- * libmicrohttpd cannot even build its own error and holds the connection
- * until its timeout. The JSON answer is written to the socket directly
- * (nothing else was sent on it for this request) and the socket is shut
- * down, so libmicrohttpd closes the connection. Over TLS the socket is
- * only shut down.
- */
+/* The reason phrase of the statuses http_write_error sends. */
 static const char *reason_phrase(int status)
 {
 	switch (status) {
@@ -865,6 +856,8 @@ static const char *reason_phrase(int status)
 		return "Bad Request";
 	case 408:
 		return "Request Timeout";
+	case 411:
+		return "Length Required";
 	case 413:
 		return "Content Too Large";
 	case 414:
@@ -873,6 +866,8 @@ static const char *reason_phrase(int status)
 		return "Request Header Fields Too Large";
 	case 503:
 		return "Service Unavailable";
+	case 505:
+		return "HTTP Version Not Supported";
 	default:
 		return "Error";
 	}
@@ -1072,6 +1067,22 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const c
 
 		c->seen = true;
 		http_conns_busy(h, conn, true);
+		/* A chunked body is refused before libmicrohttpd decodes it (its
+		 * errors there are HTML): the first request of a plain
+		 * connection was refused earlier (http_header.c), this catches
+		 * the next ones and TLS. */
+		if (MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
+						MHD_HTTP_HEADER_TRANSFER_ENCODING)) {
+			if (MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
+							MHD_HTTP_HEADER_CONTENT_LENGTH))
+				return reply_error_now(h, conn, c, NULL, 400, "bad_request",
+						       "both Transfer-Encoding and Content-Length",
+						       NULL);
+			return reply_error_now(h, conn, c, NULL, 411, "length_required",
+					       "a request body needs a Content-Length "
+					       "(Transfer-Encoding is not accepted)",
+					       NULL);
+		}
 		if (!client_cert_ok(h, conn, c->deny_msg, sizeof(c->deny_msg)))
 			return reply_error_now(h, conn, c, NULL, 403, "forbidden", c->deny_msg,
 					       NULL);

@@ -5,14 +5,18 @@
  * sane, and only when libmicrohttpd has a free slot. The header is read
  * with MSG_PEEK, so libmicrohttpd then reads the very same bytes.
  *
- * Why the header: libmicrohttpd 0.9.75 answers some bad requests itself,
- * in HTML and with no hook to change that - a Content-Length beyond 2^64
- * gets a 413 whose header block is sent twice, a header beyond its 32 KiB
- * per-connection memory a 431 - and connections that never complete a
- * header take its slots. Here such requests get the JSON ErrorResponse,
- * and a connection that sends nothing, or a header a byte at a time, waits
- * in the reading list (bounded by max_connections and max_per_ip, the
- * oldest shut first, and cut at header_timeout) and not in libmicrohttpd.
+ * Why the header: libmicrohttpd 0.9.75 answers what it cannot parse
+ * itself, in HTML and with no hook to change that - a Content-Length
+ * beyond 2^64 gets a 413 whose header block is sent twice, a header beyond
+ * its 32 KiB per-connection memory a 431, a NUL in a field name a 400 -
+ * and waits out the deadline on bytes that never end a line (a TLS
+ * ClientHello on this port); connections that never complete a header
+ * take its slots. Here the header is judged as its bytes come, as a strict
+ * HTTP/1.1 parser would (http_header.c): what is bad gets the JSON
+ * ErrorResponse and the close at once, at the first bytes that show it.
+ * A connection that sends nothing, or a header a byte at a time, waits in
+ * the reading list (bounded by max_connections and max_per_ip, the oldest
+ * shut first, and cut at header_timeout) and not in libmicrohttpd.
  *
  * Why the slot: libmicrohttpd 0.9.75 must never meet its own connection
  * limit with a connection handed in from outside. MHD_add_connection
@@ -40,7 +44,6 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/resource.h>
@@ -52,8 +55,6 @@
 #include "api/http_internal.h"
 #include "api/metrics.h"
 
-#define HEADER_MAX    8192 /* a first request header larger than this gets 431 */
-#define HEADER_FIELDS 100  /* ... and one with more fields */
 #define QUEUED_MIN    256  /* queued complete requests before the backlog takes over */
 #define READING_HARD  16   /* x max_connections: incomplete headers before accepting pauses */
 #define SOFT_AGE_MS   1000 /* evictable at the soft limits (max_connections, max_per_ip) */
@@ -103,10 +104,20 @@ static void pending_drop(struct http_acceptor *ac, struct http_pending *p, bool 
 static void refuse(struct http_server *h, struct http_pending *p, int status, const char *code,
 		   const char *msg, enum http_close_reason why)
 {
+	char sink[4096];
+	size_t drained = 0;
+	ssize_t r;
+
 	http_write_error(h, p->fd, status, code, msg, p->t0);
 	series_add(h->conns.closed[why], 1);
-	/* Let the client read the answer before the close resets it. */
+	/* Let the client read the answer before the close resets it: the
+	 * request's bytes were only peeked, and closing a socket with unread
+	 * input sends a reset that can overtake the answer. What has come is
+	 * read away (bounded); what is still to come may yet reset. */
 	shutdown(p->fd, SHUT_WR);
+	while (drained < 16 * sizeof(sink) &&
+	       (r = recv(p->fd, sink, sizeof(sink), MSG_DONTWAIT)) > 0)
+		drained += (size_t)r;
 	pending_drop(&h->acceptor, p, true);
 }
 
@@ -169,83 +180,21 @@ static void enqueue(struct http_server *h, struct http_pending *p)
 	ac->n_queued++;
 }
 
-/*
- * Looks at a complete header: the request line's target and the
- * Content-Length, the field count. 0 when libmicrohttpd may have it.
- */
-static int header_check(const char *b, size_t len, char *msg, size_t msglen, const char **code)
-{
-	const char *eol = memchr(b, '\n', len), *sp1, *sp2, *p, *end = b + len;
-	unsigned fields = 0;
-
-	*code = "bad_request";
-	if (!eol)
-		return 0; /* cannot be: the caller found the blank line */
-	sp1 = memchr(b, ' ', (size_t)(eol - b));
-	sp2 = sp1 ? memchr(sp1 + 1, ' ', (size_t)(eol - sp1 - 1)) : NULL;
-	if (sp1 && sp2) {
-		int st = http_target_check(sp1 + 1, (size_t)(sp2 - sp1 - 1), msg, msglen, code);
-
-		if (st)
-			return st;
-	}
-	for (p = eol + 1; p < end; p = eol + 1) {
-		size_t n;
-
-		eol = memchr(p, '\n', (size_t)(end - p));
-		if (!eol)
-			break;
-		n = (size_t)(eol - p);
-		if (n && p[n - 1] == '\r')
-			n--;
-		if (!n)
-			break; /* the blank line */
-		if (++fields > HEADER_FIELDS) {
-			*code = "header_too_large";
-			snprintf(msg, msglen, "more than %d header fields", HEADER_FIELDS);
-			return 431;
-		}
-		if (n > 15 && !strncasecmp(p, "content-length:", 15)) {
-			const char *v = p + 15, *ve = p + n;
-			unsigned long long cl = 0;
-			bool digits = false;
-
-			while (v < ve && (*v == ' ' || *v == '\t'))
-				v++;
-			while (ve > v && (ve[-1] == ' ' || ve[-1] == '\t'))
-				ve--;
-			for (; v < ve; v++) {
-				if (*v < '0' || *v > '9') {
-					snprintf(msg, msglen, "Content-Length is not a number");
-					return 400;
-				}
-				digits = true;
-				if (cl > (~0ULL - 9) / 10) {
-					*code = "payload_too_large";
-					snprintf(msg, msglen, "request body larger than %u bytes",
-						 HTTP_BODY_MAX);
-					return 413;
-				}
-				cl = cl * 10 + (unsigned long long)(*v - '0');
-			}
-			if (!digits) {
-				snprintf(msg, msglen, "Content-Length is empty");
-				return 400;
-			}
-		}
-	}
-	return 0;
-}
-
 enum screened { SCREEN_READING, SCREEN_QUEUED, SCREEN_GONE };
 
-/* Reads what has come of the first header; queues the connection,
- * refuses it, or leaves it reading. */
+/*
+ * Reads what has come of the first header and judges it at once
+ * (http_header_check): queues the connection when the header is complete
+ * and sane, refuses it as soon as its bytes cannot become one (a TLS
+ * ClientHello, binary, an HTTP/0.9 line: at their first bytes), or leaves
+ * it reading.
+ */
 static enum screened screen(struct http_server *h, struct http_pending *p)
 {
 	struct http_acceptor *ac = &h->acceptor;
-	char buf[HEADER_MAX + 1], msg[128];
-	const char *code, *blank;
+	char buf[HTTP_HEADER_MAX + 1], msg[128];
+	const char *code;
+	size_t hdr_len;
 	ssize_t r;
 	int st;
 
@@ -256,23 +205,13 @@ static enum screened screen(struct http_server *h, struct http_pending *p)
 		pending_drop(ac, p, true);
 		return SCREEN_GONE;
 	}
-	blank = memmem(buf, (size_t)r, "\r\n\r\n", 4);
-	if (!blank)
-		blank = memmem(buf, (size_t)r, "\n\n", 2);
-	if (!blank) {
-		if (r > HEADER_MAX) {
-			snprintf(msg, sizeof(msg), "request header larger than %d bytes",
-				 HEADER_MAX);
-			refuse(h, p, 431, "header_too_large", msg, HTTP_CLOSE_REJECTED);
-			return SCREEN_GONE;
-		}
-		return SCREEN_READING;
-	}
-	st = header_check(buf, (size_t)(blank - buf) + 2, msg, sizeof(msg), &code);
+	st = http_header_check(buf, (size_t)r, &hdr_len, msg, sizeof(msg), &code);
 	if (st) {
 		refuse(h, p, st, code, msg, HTTP_CLOSE_REJECTED);
 		return SCREEN_GONE;
 	}
+	if (!hdr_len)
+		return SCREEN_READING;
 	enqueue(h, p);
 	return SCREEN_QUEUED;
 }
@@ -429,8 +368,13 @@ static void *acceptor_thread(void *arg)
 				accept_all(h);
 			else if (ptr == &ac->slot_fd)
 				(void)!read(ac->slot_fd, &v, sizeof(v));
-			else if (reading_has(ac, ptr)) /* an earlier event may have dropped it */
-				screen(h, ptr);
+			else if (reading_has(ac, ptr) && /* an earlier event may have dropped it */
+				 screen(h, ptr) == SCREEN_READING &&
+				 (evs[i].events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR)))
+				/* The client closed its side with the header
+				 * incomplete: it can never come (MSG_PEEK
+				 * shows the bytes, not the end after them). */
+				pending_drop(ac, ptr, true);
 		}
 		expire(h, clock_mono_ns());
 		hand_over(h);

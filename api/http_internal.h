@@ -140,6 +140,21 @@ void http_write_error(struct http_server *h, int fd, int status, const char *cod
 /* Checks a raw request target: 0, or 400/414 with msg and the error code. */
 int http_target_check(const char *uri, size_t len, char *msg, size_t msglen, const char **code);
 
+/* http_header.c: the check of a connection's first request header. */
+#define HTTP_HEADER_MAX	   8192 /* a first request header larger than this gets 431 */
+#define HTTP_HEADER_FIELDS 100	/* ... one with more fields */
+#define HTTP_COOKIES_MAX   100	/* ... one with more cookies */
+/*
+ * Checks the len bytes received so far of a connection's first request as
+ * a strict HTTP/1.1 parser would (RFC 9112), each line as soon as it has
+ * come. 0 when they are a valid start of a request (*hdr_len 0: more must
+ * come) or a complete acceptable header (*hdr_len: its length with the
+ * blank line); else the status to answer (400, 411, 413, 414, 431, 505)
+ * with its error code and msg. Pure: no I/O, no state.
+ */
+int http_header_check(const char *buf, size_t len, size_t *hdr_len, char *msg, size_t msglen,
+		      const char **code);
+
 /* http_conn.c */
 int http_conns_init(struct http_server *h);
 int http_conns_start(struct http_server *h); /* the deadline thread */

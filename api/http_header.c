@@ -1,0 +1,286 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The check of a plain-HTTP connection's first request header, before
+ * libmicrohttpd sees it (http_accept.c peeks the bytes and calls this).
+ *
+ * Written by hand, not taken from a library: the point is to be stricter
+ * than libmicrohttpd 0.9.75, which answers what it cannot parse in HTML
+ * (some of it with its header block twice) and waits out the header
+ * deadline on bytes that can never become a request. So the bytes are
+ * judged as a strict HTTP/1.1 parser would (RFC 9112), and as soon as they
+ * come: the request line and every field line when complete, the line
+ * still arriving as far as it goes. A TLS ClientHello (0x16), binary
+ * garbage or an HTTP/0.9 line ("GET /" and its end of line) is refused at
+ * its first bytes, not after header_timeout.
+ *
+ * What is refused: a method that is not a token; a target with a byte
+ * outside 0x21-0x7e, longer than HTTP_URL_MAX, with %00 or more than
+ * HTTP_ARGS_MAX arguments (http_target_check); a version other than
+ * HTTP/1.x (400 when malformed or missing, 505 for another major); a CR
+ * not ending a line; a field name that is not a token (a NUL, a CTL, a
+ * space before the colon, no colon at all); a control byte in a value;
+ * obs-fold (a line starting with white space); an HTTP/1.1 request
+ * without exactly one Host; a Content-Length that is not digits alone,
+ * beyond 2^64 (413) or repeated; any Transfer-Encoding (411: the one route
+ * with a body takes small JSON with a Content-Length; 400 with a
+ * Content-Length too: the framing is ambiguous); more than
+ * HTTP_HEADER_MAX bytes, HTTP_HEADER_FIELDS fields or HTTP_COOKIES_MAX
+ * cookies (431: libmicrohttpd keeps one record per cookie in its 32 KiB
+ * per-connection memory and answers a 431 of its own when they do not fit).
+ */
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+
+#include "api/http.h"
+#include "api/http_internal.h"
+
+/* tchar of RFC 9110 5.6.2: the bytes of a method or a field name. */
+static bool is_tchar(unsigned char c)
+{
+	if ((c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'))
+		return true;
+	return c && strchr("!#$%&'*+-.^_`|~", c);
+}
+
+struct hdr_state {
+	unsigned fields, hosts, cookies, lengths;
+	bool te;
+	bool http11; /* HTTP/1.1 or a later 1.x: Host is required */
+};
+
+static int bad(char *msg, size_t msglen, const char *what)
+{
+	snprintf(msg, msglen, "%s", what);
+	return 400;
+}
+
+/*
+ * The request line, or as much of it as has come (complete: its end of
+ * line has come; n excludes it and a CR before it).
+ */
+static int request_line_check(const char *l, size_t n, bool complete, struct hdr_state *st,
+			      char *msg, size_t msglen, const char **code)
+{
+	static const char ver[] = "HTTP/d.d";
+	const char *sp1, *sp2, *target, *v;
+	size_t i, tlen, vlen;
+	int status;
+
+	/* A TLS record starts 0x16 0x03 (handshake, version 3.x): answered
+	 * in plain text, as Go's and nginx's plain servers do; the client's
+	 * TLS library reports a protocol error. */
+	if (n && l[0] == 0x16)
+		return bad(msg, msglen, "a TLS handshake on a plain-HTTP port (use http://)");
+	for (i = 0; i < n && is_tchar((unsigned char)l[i]); i++)
+		;
+	if (i < n && l[i] != ' ')
+		return bad(msg, msglen, "not an HTTP request (the method is not a token)");
+	if (i == n)
+		return complete ? bad(msg, msglen, "no request target and no HTTP version") : 0;
+	if (!i)
+		return bad(msg, msglen, "no method before the request target");
+	sp1 = l + i;
+	target = sp1 + 1;
+	sp2 = memchr(target, ' ', n - (size_t)(target - l));
+	tlen = sp2 ? (size_t)(sp2 - target) : n - (size_t)(target - l);
+	for (i = 0; i < tlen; i++)
+		if ((unsigned char)target[i] <= 0x20 || (unsigned char)target[i] >= 0x7f)
+			return bad(msg, msglen, "a control, space or non-ASCII byte in the target");
+	if (tlen > HTTP_URL_MAX || sp2 || complete) {
+		status = http_target_check(target, tlen, msg, msglen, code);
+		if (status)
+			return status;
+	}
+	if (sp2 && !tlen)
+		return bad(msg, msglen, "an empty request target");
+	if (!sp2) {
+		if (complete)
+			return bad(msg, msglen,
+				   "no HTTP version after the target (HTTP/0.9 is not served)");
+		return 0;
+	}
+	/* "HTTP/" DIGIT "." DIGIT and nothing else, as far as it has come */
+	v = sp2 + 1;
+	vlen = n - (size_t)(v - l);
+	if (vlen > sizeof(ver) - 1)
+		return bad(msg, msglen, "not an HTTP version after the target");
+	for (i = 0; i < vlen; i++) {
+		bool ok = ver[i] == 'd' ? v[i] >= '0' && v[i] <= '9' : v[i] == ver[i];
+
+		if (!ok)
+			return bad(msg, msglen, "not an HTTP version after the target");
+	}
+	if (vlen < sizeof(ver) - 1)
+		return complete ? bad(msg, msglen, "not an HTTP version after the target") : 0;
+	if (v[5] != '1') {
+		*code = "http_version_not_supported";
+		snprintf(msg, msglen, "HTTP/%c.%c is not supported (HTTP/1.x only)", v[5], v[7]);
+		return 505;
+	}
+	st->http11 = v[7] >= '1';
+	return 0;
+}
+
+/* "Content-Length:" value: digits alone (libmicrohttpd takes no other). */
+static int content_length_check(const char *v, size_t n, char *msg, size_t msglen,
+				const char **code)
+{
+	unsigned long long cl = 0;
+
+	if (!n)
+		return bad(msg, msglen, "Content-Length is empty");
+	for (size_t i = 0; i < n; i++) {
+		if (v[i] < '0' || v[i] > '9')
+			return bad(msg, msglen, "Content-Length is not a number (digits alone)");
+		if (cl > (~0ULL - 9) / 10) {
+			*code = "payload_too_large";
+			snprintf(msg, msglen, "request body larger than %u bytes", HTTP_BODY_MAX);
+			return 413;
+		}
+		cl = cl * 10 + (unsigned long long)(v[i] - '0');
+	}
+	return 0;
+}
+
+/* A field line, or as much of it as has come. */
+static int field_line_check(const char *l, size_t n, bool complete, struct hdr_state *st, char *msg,
+			    size_t msglen, const char **code)
+{
+	const char *v;
+	size_t i, name, vn;
+
+	if (l[0] == ' ' || l[0] == '\t')
+		return bad(msg, msglen, "a header line starts with white space (obs-fold)");
+	for (i = 0; i < n && is_tchar((unsigned char)l[i]); i++)
+		;
+	if (i < n && l[i] != ':')
+		return bad(msg, msglen,
+			   l[i] == ' ' || l[i] == '\t'
+			       ? "white space before the colon of a header field"
+			       : "a header field name with a byte that is not a token character");
+	if (i == n)
+		return complete ? bad(msg, msglen, "a header line without a colon") : 0;
+	if (!i)
+		return bad(msg, msglen, "a header field without a name");
+	name = i;
+	for (i = name + 1; i < n; i++) {
+		unsigned char c = (unsigned char)l[i];
+
+		if ((c < 0x20 && c != '\t') || c == 0x7f)
+			return bad(msg, msglen, "a control byte in a header value");
+	}
+	if (!complete)
+		return 0;
+	if (++st->fields > HTTP_HEADER_FIELDS) {
+		*code = "header_too_large";
+		snprintf(msg, msglen, "more than %d header fields", HTTP_HEADER_FIELDS);
+		return 431;
+	}
+	/* the value without the white space around it */
+	v = l + name + 1;
+	vn = n - name - 1;
+	while (vn && (*v == ' ' || *v == '\t')) {
+		v++;
+		vn--;
+	}
+	if (name == 14 && !strncasecmp(l, "content-length", 14)) {
+		if (st->lengths++)
+			return bad(msg, msglen, "more than one Content-Length");
+		return content_length_check(v, vn, msg, msglen, code);
+	}
+	while (vn && (v[vn - 1] == ' ' || v[vn - 1] == '\t'))
+		vn--;
+	if (name == 4 && !strncasecmp(l, "host", 4)) {
+		if (st->hosts++)
+			return bad(msg, msglen, "more than one Host");
+	} else if (name == 17 && !strncasecmp(l, "transfer-encoding", 17)) {
+		st->te = true;
+	} else if (name == 6 && !strncasecmp(l, "cookie", 6)) {
+		/* libmicrohttpd splits cookies at ';' and ',' */
+		st->cookies++;
+		for (i = 0; i < vn; i++)
+			st->cookies += v[i] == ';' || v[i] == ',';
+		if (st->cookies > HTTP_COOKIES_MAX) {
+			*code = "header_too_large";
+			snprintf(msg, msglen, "more than %d cookies", HTTP_COOKIES_MAX);
+			return 431;
+		}
+	}
+	return 0;
+}
+
+/* The blank line has come: what the fields say together. */
+static int header_end_check(const struct hdr_state *st, char *msg, size_t msglen, const char **code)
+{
+	if (st->te && st->lengths)
+		return bad(msg, msglen, "both Transfer-Encoding and Content-Length");
+	if (st->te) {
+		*code = "length_required";
+		snprintf(msg, msglen,
+			 "a request body needs a Content-Length (Transfer-Encoding is not "
+			 "accepted)");
+		return 411;
+	}
+	if (st->http11 && !st->hosts)
+		return bad(msg, msglen, "an HTTP/1.1 request without Host");
+	return 0;
+}
+
+int http_header_check(const char *buf, size_t len, size_t *hdr_len, char *msg, size_t msglen,
+		      const char **code)
+{
+	struct hdr_state st = {0};
+	const char *p = buf, *end = buf + len;
+	bool first = true;
+	int status;
+
+	*code = "bad_request";
+	*hdr_len = 0;
+	/* RFC 9112 2.2: empty lines before the request line are ignored
+	 * (libmicrohttpd does too). */
+	while (p < end && (*p == '\n' || (*p == '\r' && (p + 1 == end || p[1] == '\n'))))
+		p++;
+	while (p < end) {
+		const char *lf = memchr(p, '\n', (size_t)(end - p)), *cr;
+		bool complete = lf != NULL;
+		size_t n = complete ? (size_t)(lf - p) : (size_t)(end - p);
+
+		/* CRLF or a bare LF end a line (RFC 9112 2.2); a CR elsewhere
+		 * is refused. A CR last of what has come may be a CRLF's. */
+		if (complete && n && p[n - 1] == '\r')
+			n--;
+		cr = memchr(p, '\r', n);
+		if (cr && (complete || cr + 1 < p + n))
+			return bad(msg, msglen, "a CR that does not end a line");
+		if (cr)
+			n--;
+		if (first) {
+			if (!n)
+				return bad(msg, msglen, "an empty request line");
+			status = request_line_check(p, n, complete, &st, msg, msglen, code);
+			first = false;
+		} else if (!n && complete) {
+			if ((size_t)(lf + 1 - buf) > HTTP_HEADER_MAX)
+				break; /* 431 below */
+			status = header_end_check(&st, msg, msglen, code);
+			if (!status)
+				*hdr_len = (size_t)(lf + 1 - buf);
+			return status;
+		} else {
+			status = n ? field_line_check(p, n, complete, &st, msg, msglen, code) : 0;
+		}
+		if (status)
+			return status;
+		if (!complete)
+			break;
+		p = lf + 1;
+	}
+	if (len > HTTP_HEADER_MAX) {
+		*code = "header_too_large";
+		snprintf(msg, msglen, "request header larger than %d bytes", HTTP_HEADER_MAX);
+		return 431;
+	}
+	return 0;
+}

@@ -1,0 +1,56 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Fuzz target of the first-request header check (api/http_header.c): the
+ * input is the bytes a client sent. The check answers a status it may send
+ * or accepts; an accepted complete header ends with its blank line within
+ * the input and the size limit. Early refusal must never refuse a valid
+ * header: every prefix of an accepted one is accepted as incomplete, and
+ * a refused prefix means the whole input is refused.
+ */
+#include "api/http_internal.h"
+#include "tests/fuzz/fuzz_common.h"
+
+static int check(const uint8_t *data, size_t size, size_t *hdr_len, const char **code)
+{
+	char msg[128];
+	int st;
+
+	msg[0] = '\0';
+	st = http_header_check((const char *)data, size, hdr_len, msg, sizeof(msg), code);
+	FUZZ_CHECK(st == 0 || st == 400 || st == 411 || st == 413 || st == 414 || st == 431 ||
+		       st == 505,
+		   "status %d", st);
+	FUZZ_CHECK(!st || (msg[0] && *code), "status %d without a message", st);
+	FUZZ_CHECK(!st || !*hdr_len, "status %d with a header length", st);
+	FUZZ_CHECK(*hdr_len <= size && *hdr_len <= HTTP_HEADER_MAX, "header length %zu of %zu",
+		   *hdr_len, size);
+	FUZZ_CHECK(!*hdr_len || data[*hdr_len - 1] == '\n', "header not ending a line");
+	return st;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	const char *code;
+	size_t hdr_len, n;
+	int st;
+
+	if (size > 2 * HTTP_HEADER_MAX)
+		return 0;
+	st = check(data, size, &hdr_len, &code);
+	if (!st && hdr_len) {
+		size_t whole = hdr_len;
+
+		for (unsigned i = 1; i <= 16; i++) {
+			n = whole * i / 17;
+			FUZZ_CHECK(!check(data, n, &hdr_len, &code) && !hdr_len,
+				   "prefix %zu of an accepted header %zu refused or complete", n,
+				   whole);
+		}
+		FUZZ_CHECK(!check(data, whole, &hdr_len, &code) && hdr_len == whole,
+			   "the header alone is not the same header");
+	}
+	n = size / 2;
+	if (check(data, n, &hdr_len, &code) && !hdr_len)
+		FUZZ_CHECK(st, "prefix %zu refused, the whole %zu accepted", n, size);
+	return 0;
+}
