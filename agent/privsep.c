@@ -58,7 +58,7 @@ static int helper_do(const struct privsep_req *rq, int rootfd, struct privsep_re
 		rp->rc = -EPERM;
 		return -1;
 	}
-	snprintf(path, sizeof(path), "%s%u/%s", IFS_DIR + 1 /* no leading '/' */, rq->dev,
+	snprintf(path, sizeof(path), "%s%u/%s", &IFS_DIR[1] /* no leading '/' */, rq->dev,
 		 rq->op == PRIVSEP_RUN_TEST ? "run_test" : "current_batch");
 	rp->rc = priv_write_beneath(rootfd, path, rq->value, &at_open);
 	rp->at_open = at_open;
