@@ -10,8 +10,9 @@
  *  1. Only if a collector that writes through it runs (the ifs collector
  *     found a device: agent_start()), privsep_helper_start() forks a
  *     helper that stays uid 0 with no capabilities, no new privileges and
- *     a seccomp filter of a handful of syscalls. It serves one fixed command set over a socketpair: write a
- *     CPU number to intel_ifs_<N>/run_test, write a batch number to
+ *     a seccomp filter of a handful of syscalls. It serves one fixed
+ *     command set over a socketpair: write a CPU number to
+ *     intel_ifs_<N>/run_test, write a batch number to
  *     intel_ifs_<N>/current_batch (root-owned 0200 files under the
  *     configured sysfs root, which root may write as their owner without any
  *     capability), resolved with openat2() beneath the root opened at start

@@ -1241,8 +1241,7 @@ int http_start(struct http_server *h)
 	 */
 	struct MHD_OptionItem opts[16] = {
 	    {MHD_OPTION_EXTERNAL_LOGGER, (intptr_t)mhd_log, h},
-	    {MHD_OPTION_CONNECTION_LIMIT, h->cfg.threads * (2 * h->cfg.max_connections + 16),
-	     NULL},
+	    {MHD_OPTION_CONNECTION_LIMIT, h->cfg.threads * (2 * h->cfg.max_connections + 16), NULL},
 	    {MHD_OPTION_CONNECTION_TIMEOUT, h->cfg.timeout_s, NULL},
 	    {MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)on_completed, h},
 	    {MHD_OPTION_NOTIFY_CONNECTION, (intptr_t)http_conns_notify, h},

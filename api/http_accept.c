@@ -55,10 +55,10 @@
 #include "api/http_internal.h"
 #include "api/metrics.h"
 
-#define QUEUED_MIN    256  /* queued complete requests before the backlog takes over */
-#define READING_HARD  16   /* x max_connections: incomplete headers before accepting pauses */
-#define SOFT_AGE_MS   1000 /* evictable at the soft limits (max_connections, max_per_ip) */
-#define HARD_AGE_MS   250  /* ... and at the hard one; younger ones are never evicted */
+#define QUEUED_MIN   256  /* queued complete requests before the backlog takes over */
+#define READING_HARD 16	  /* x max_connections: incomplete headers before accepting pauses */
+#define SOFT_AGE_MS  1000 /* evictable at the soft limits (max_connections, max_per_ip) */
+#define HARD_AGE_MS  250  /* ... and at the hard one; younger ones are never evicted */
 
 static bool same_client(const struct http_pending *a, const struct http_pending *b)
 {
@@ -410,8 +410,8 @@ int http_acceptor_start(struct http_server *h, int listen_fd)
 			   ? left - ac->max_queued - 2 * h->cfg.max_connections
 			   : 0;
 		if (ac->max_reading > left)
-			ac->max_reading = left > h->cfg.max_connections ? (unsigned)left
-								       : h->cfg.max_connections;
+			ac->max_reading =
+			    left > h->cfg.max_connections ? (unsigned)left : h->cfg.max_connections;
 	}
 	ac->listen_fd = listen_fd;
 	ac->ep = epoll_create1(EPOLL_CLOEXEC);

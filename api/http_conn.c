@@ -42,9 +42,9 @@
 #include "api/http_internal.h"
 #include "api/metrics.h"
 
-#define SWEEP_MS	  200
-#define IDLE_EVICT_MS	  1000 /* idle at least this long to be evicted for a waiting client */
-#define UNSTARTED_MS	  5000 /* a hand-over not STARTED by then was dropped */
+#define SWEEP_MS      200
+#define IDLE_EVICT_MS 1000 /* idle at least this long to be evicted for a waiting client */
+#define UNSTARTED_MS  5000 /* a hand-over not STARTED by then was dropped */
 
 /* Called with the lock held. */
 static void doom(struct http_conns *cs, struct http_sock *s, enum http_close_reason why)

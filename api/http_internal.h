@@ -73,8 +73,8 @@ struct http_conns {
 	/* Handed over, not STARTED yet: with n_socks, what libmicrohttpd holds. */
 	struct http_unstarted *unstarted;
 	unsigned n_unstarted, cap_unstarted;
-	unsigned n_waiting;   /* complete requests queued in http_accept.c */
-	atomic_bool crowded;  /* slots full or clients waiting: Connection: close */
+	unsigned n_waiting;  /* complete requests queued in http_accept.c */
+	atomic_bool crowded; /* slots full or clients waiting: Connection: close */
 	struct http_delayed *delayed;
 	size_t n_delayed, cap_delayed;
 	pthread_t thread;
@@ -101,7 +101,7 @@ struct http_acceptor {
 	unsigned n_reading, n_queued;
 	unsigned max_queued;  /* past this, new clients wait in the listen backlog */
 	unsigned max_reading; /* ... and past this */
-	bool listening;	     /* the listening socket is in the epoll set */
+	bool listening;	      /* the listening socket is in the epoll set */
 	int64_t paused_until; /* accept failed (EMFILE & co): not listening until then */
 	pthread_t thread;
 	bool running;
