@@ -21,26 +21,9 @@ TOOLS="$SYSOBS_SRC/tests/tools"
 ABUSE_S=${ABUSE_S:-40}
 WARMUP_S=10
 
-cat >"$T/sysobsd.ini" <<INI
-[agent]
-user = root
-[http]
-listen = 127.0.0.1:0
-header_timeout = 10s
-[storage]
-path = $T/sysobs.db
-batch_ms = 50
-[collector.self]
-enabled = false
-[collector.cachefiles]
-enabled = false
-[collector.drops]
-enabled = false
-[collector.mptcp]
-enabled = false
-[collector.ifs]
-enabled = false
-INI
+write_base_config http.header_timeout=10s collector.self.enabled=false \
+	collector.cachefiles.enabled=false collector.drops.enabled=false \
+	collector.mptcp.enabled=false collector.ifs.enabled=false
 start_agent
 P=$AGENT_PID
 asan=false

@@ -114,23 +114,11 @@ devices = 0
 default = pass
 INI
 start_ifs_fake "$T/fake.ini"
-cat >"$T/sysobsd.ini" <<INI
-[agent]
-user = root
-sysfs_root = $T/mnt
-[http]
-listen = 127.0.0.1:0
-admin = true
-[storage]
-path = $T/sysobs.db
-batch_ms = 50
-[collector.ifs]
-schedule = false
-[collector.drops]
-enabled = false
-[collector.cachefiles]
-enabled = false
-INI
+ifs_config() { # SCHEDULE-OR-ENABLED=false
+	write_base_config agent.sysfs_root="$T/mnt" http.admin=true "collector.ifs.$1=false" \
+		collector.drops.enabled=false collector.cachefiles.enabled=false
+}
+ifs_config schedule
 start_agent
 ifs_up() { [ "$(collector_state ifs)" = RUNNING ]; }
 wait_for 10 ifs_up || fail "ifs collector not running: $(collector_reason ifs)"
@@ -161,7 +149,7 @@ assert_eq "exit status when the deadline ends the shutdown" 1 "$rc"
 assert_eq "integrity of the database after the deadline" ok \
 	"$(sqlite3 "$T/sysobs.db" 'PRAGMA integrity_check')"
 # the fake still sleeps in that write: the restart leaves IFS out
-sed -i 's/^schedule = false$/enabled = false/' "$T/sysobsd.ini"
+ifs_config enabled
 start_agent
 healthz_within_1s "a restart on the same database"
 assert_ge "rows kept" "$before" "$(db_count self_samples)"

@@ -68,16 +68,29 @@ assert_ge() { [ "$3" -ge "$2" ] 2>/dev/null || fail "$1: expected >= $2, got '$3
 # Minimal config: temp database, every collector at its defaults.
 # Tests keep root ([agent] user = root): each checks one thing, and
 # integration.privsep checks the agent that drops its privileges.
+# write_base_config [SECTION.KEY=VALUE...]: more keys, each under its
+# section (a key and a section may each be given once in a config file):
+#   write_base_config http.admin=true collector.drops.enabled=false
 write_base_config() {
-	cat >"$T/sysobsd.ini" <<INI
-[agent]
-user = root
-[http]
-listen = 127.0.0.1:0
-[storage]
-path = $T/sysobs.db
-batch_ms = 50
-INI
+	local -A more=()
+	local order=() kv sec
+	for kv in "$@"; do
+		sec=${kv%%=*}
+		sec=${sec%.*}
+		[ -n "${more[$sec]+x}" ] || order+=("$sec")
+		more[$sec]+="${kv#"$sec".}"$'\n'
+	done
+	more[agent]="user=root"$'\n'"${more[agent]:-}"
+	more[http]="listen=127.0.0.1:0"$'\n'"${more[http]:-}"
+	more[storage]="path=$T/sysobs.db"$'\n'"batch_ms=50"$'\n'"${more[storage]:-}"
+	{
+		for sec in agent http storage; do
+			printf '[%s]\n%s' "$sec" "${more[$sec]}"
+		done
+		for sec in "${order[@]}"; do
+			case $sec in agent | http | storage) ;; *) printf '[%s]\n%s' "$sec" "${more[$sec]}" ;; esac
+		done
+	} | sed 's/^\([^[][^=]*\)=/\1 = /' >"$T/sysobsd.ini"
 }
 
 # start_agent [flags...]: runs sysobsd in the background, waits for its port.
