@@ -165,19 +165,24 @@ static void hand_over(struct http_server *h)
 	listen_arm(ac);
 }
 
-/* p's first request header is complete and sane: it queues for a slot. */
+/* p queues for a slot (a TLS connection as soon as it is accepted). */
+static void queue_tail(struct http_acceptor *ac, struct http_pending *p)
+{
+	p->ready_ns = clock_mono_ns();
+	list_add_tail(&ac->queued, p);
+	ac->n_queued++;
+}
+
+/* p's first request header is complete and sane: from the reading list to
+ * the queue. */
 static void enqueue(struct http_server *h, struct http_pending *p)
 {
 	struct http_acceptor *ac = &h->acceptor;
 
-	if (!p->ready_ns) {
-		epoll_ctl(ac->ep, EPOLL_CTL_DEL, p->fd, NULL);
-		list_del(p);
-		ac->n_reading--;
-	}
-	p->ready_ns = clock_mono_ns();
-	list_add_tail(&ac->queued, p);
-	ac->n_queued++;
+	epoll_ctl(ac->ep, EPOLL_CTL_DEL, p->fd, NULL);
+	list_del(p);
+	ac->n_reading--;
+	queue_tail(ac, p);
 }
 
 enum screened { SCREEN_READING, SCREEN_QUEUED, SCREEN_GONE };
@@ -305,9 +310,7 @@ static void accept_all(struct http_server *h)
 		}
 		p->t0 = clock_mono_ns();
 		if (h->tls) {
-			p->ready_ns = p->t0;
-			list_add_tail(&ac->queued, p);
-			ac->n_queued++;
+			queue_tail(ac, p);
 			continue;
 		}
 		list_add_tail(&ac->reading, p);
