@@ -33,6 +33,7 @@
 #define STORE_BACKOFF_MAX_MS	 2000
 #define STORE_BACKOFF_FULL_MS	 250   /* retry period on a full disk */
 #define STORE_LOW_SPACE_MS	 60000 /* checkpoint every commit this long after */
+#define STORE_LOW_SPACE_ROWS	 64    /* and commit at most this many rows */
 #define STORE_STOP_RETRIES	 3     /* commit attempts left at close when stuck */
 #define STORE_STOP_MS		 1000  /* store_close() gives up on locks (agent: 1.7 s) */
 #define STORE_OPEN_CHECK_MS	 100   /* quick_check budget at open */

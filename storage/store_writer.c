@@ -314,7 +314,7 @@ void *store_writer_main(void *arg)
 		int64_t now = store_mono_ns(), wake;
 		uint64_t depth, n, start;
 		bool due;
-		int rc;
+		int rc, ck;
 
 		if (now >= store_next_timer(s) && !s->stop) {
 			pthread_mutex_unlock(&s->mu);
@@ -349,6 +349,8 @@ void *store_writer_main(void *arg)
 			continue;
 		}
 		n = depth < s->cfg.batch_rows ? depth : s->cfg.batch_rows;
+		if (now < s->low_space_until && n > STORE_LOW_SPACE_ROWS)
+			n = STORE_LOW_SPACE_ROWS;
 		start = s->tail;
 		pthread_mutex_unlock(&s->mu);
 		/*
@@ -357,24 +359,40 @@ void *store_writer_main(void *arg)
 		 * the database. Before each retry, checkpoint and truncate
 		 * it: that needs room only for the pages the WAL changed
 		 * (the database grows by them), and gives the rest of the
-		 * WAL's space back. Then for a while checkpoint after every
-		 * commit, so the WAL is rewritten in place instead of
-		 * growing into the space just freed. Without this, freeing a
-		 * few MB let writing resume for seconds only.
+		 * WAL's space back. Then for a while commit small batches
+		 * and checkpoint after every commit, so the WAL is rewritten
+		 * in place instead of growing into the space just freed.
+		 * Without this, freeing a few MB let writing resume for
+		 * seconds only; and one big batch (the queue that built up
+		 * while the disk was full) could take all of the space
+		 * freed for its WAL frames, leaving none for the database
+		 * to grow by them at checkpoint: stuck until more is freed.
+		 * So while the checkpoint itself finds no room, the batch
+		 * waits: its frames would only take the room the
+		 * checkpoint needs.
 		 */
+		rc = SQLITE_OK;
 		if ((last_rc & 0xff) == SQLITE_FULL)
-			sqlite3_wal_checkpoint_v2(s->db, NULL, SQLITE_CHECKPOINT_TRUNCATE, NULL,
-						  NULL);
-		rc = store_write_batch(s, start, n);
+			rc = sqlite3_wal_checkpoint_v2(s->db, NULL, SQLITE_CHECKPOINT_TRUNCATE,
+						       NULL, NULL);
+		if ((rc & 0xff) != SQLITE_FULL)
+			rc = store_write_batch(s, start, n);
+		ck = SQLITE_OK;
 		if (rc == 0 && now < s->low_space_until)
-			sqlite3_wal_checkpoint_v2(s->db, NULL, SQLITE_CHECKPOINT_PASSIVE, NULL,
-						  NULL);
+			ck = sqlite3_wal_checkpoint_v2(s->db, NULL, SQLITE_CHECKPOINT_PASSIVE, NULL,
+						       NULL);
 		pthread_mutex_lock(&s->mu);
 		if (rc == 0) {
-			if ((last_rc & 0xff) == SQLITE_FULL)
-				store_log(s, NULL, 0, STORE_LOG_INFO,
-					  "writing again after a full disk");
-			last_rc = SQLITE_OK;
+			/* committed; a checkpoint with no room still makes
+			 * the next batch wait for one that has room */
+			if ((ck & 0xff) == SQLITE_FULL) {
+				last_rc = ck;
+			} else {
+				if ((last_rc & 0xff) == SQLITE_FULL)
+					store_log(s, NULL, 0, STORE_LOG_INFO,
+						  "writing again after a full disk");
+				last_rc = SQLITE_OK;
+			}
 			__atomic_store_n(&s->tail, s->tail + n, __ATOMIC_RELAXED);
 			if (s->tail == s->head)
 				s->base = s->head; /* no slot in use: restart at 0 */
