@@ -177,10 +177,12 @@ enum {
 	IFS_M_SCANS,
 	IFS_M_CORE_STATUS,
 	IFS_M_CORE_LAST_TS,
+	IFS_M_CORE_LAST_TESTED,
 	IFS_M_FAILING,
 	IFS_M_IMAGE,
 	IFS_M_RELOADS,
 	IFS_M_DURATION,
+	IFS_M_INTERVAL,
 	IFS_M_N,
 };
 
@@ -201,8 +203,13 @@ static const struct metric_desc ifs_metrics[] = {
 			   "Last result per core and test: 0 pass, 1 fail, 2 untested.",
 			   METRIC_KIND_GAUGE, ifs_core_labels},
     [IFS_M_CORE_LAST_TS] = {"sysobs_ifs_core_last_scan_timestamp_seconds",
-			    "Start of the last completed test of the core, unix seconds.",
+			    "Start of the last completed run on the core (pass, fail or "
+			    "untested), unix seconds.",
 			    METRIC_KIND_GAUGE, ifs_core_labels},
+    [IFS_M_CORE_LAST_TESTED] = {"sysobs_ifs_core_last_tested_timestamp_seconds",
+				"Start of the last run that tested the core (pass or fail; an "
+				"untested result does not count), unix seconds.",
+				METRIC_KIND_GAUGE, ifs_core_labels},
     [IFS_M_FAILING] = {"sysobs_ifs_failing_cores", "Cores whose last result for this test is fail.",
 		       METRIC_KIND_GAUGE, ifs_test_labels},
     [IFS_M_IMAGE] = {"sysobs_ifs_image_loaded",
@@ -218,6 +225,10 @@ static const struct metric_desc ifs_metrics[] = {
 			"lock), by test; runs whose write failed are not observed.",
 			METRIC_KIND_HISTOGRAM, ifs_test_labels, ifs_duration_bounds,
 			sizeof(ifs_duration_bounds) / sizeof(ifs_duration_bounds[0])},
+    [IFS_M_INTERVAL] = {"sysobs_ifs_schedule_interval_seconds",
+			"How often the scheduler tests each core by each test ([collector.ifs] "
+			"interval); 0 when schedule = false.",
+			METRIC_KIND_GAUGE},
     [IFS_M_N] = {0},
 };
 
@@ -400,6 +411,21 @@ static void update_failing(struct ifs_priv *p)
 	}
 }
 
+/* A counter an alert takes increase() of exists from 0 for every label
+ * value the rule selects: first appearing at 1, its first failure is no
+ * increase (SysobsIFSImageReloadFailed). */
+static void reloads_zero(struct ifs_priv *p, enum ifs_test t)
+{
+	static const char *const results[] = {"ok", "error"};
+	struct sink *k = p->c->sink;
+
+	for (size_t i = 0; i < 2; i++) {
+		const char *v[] = {ifs_test_name(t), results[i]};
+
+		sink_add(k, sink_series(k, p->m_reloads, v), 0);
+	}
+}
+
 static void count_scan(struct ifs_priv *p, enum ifs_test t, const char *result)
 {
 	const char *v[] = {ifs_test_name(t), result};
@@ -537,6 +563,25 @@ static void alert_update(struct ifs_priv *p, const struct ifs_core_info *core, s
 	l->alert_firing = true;
 }
 
+/* The core was tested (pass or fail) by a run that started at ts_ns. An
+ * untested result must not look like one: the core's last-tested time is
+ * what the SysobsIFSCoreNotTested alert watches. p->lock held. */
+static void tested_update(struct ifs_priv *p, size_t core_idx, enum ifs_test t, int64_t ts_ns)
+{
+	struct ifs_last *l = &p->last[core_idx][t];
+	struct sink *k = p->c->sink;
+	char pkg[16], cid[16];
+	const char *v[] = {ifs_test_name(t), pkg, cid};
+
+	if (ts_ns <= l->tested_ns)
+		return;
+	core_labels(&p->topo.cores[core_idx], pkg, cid);
+	l->tested_ns = ts_ns;
+	if (!l->tested_s)
+		l->tested_s = sink_series(k, p->m_last_tested, v);
+	sink_set(k, l->tested_s, (double)ts_ns / 1e9);
+}
+
 /* Records a core's latest result: in-memory state for /api/v1/ifs/cores,
  * the per-core series, the failing-core count and the alert. p->lock held. */
 static void last_update(struct ifs_priv *p, size_t core_idx, enum ifs_test t,
@@ -565,6 +610,8 @@ static void last_update(struct ifs_priv *p, size_t core_idx, enum ifs_test t,
 		l->ts_s = sink_series(k, p->m_last_ts, v);
 	sink_set(k, l->status_s, result);
 	sink_set(k, l->ts_s, (double)ts_ns / 1e9);
+	if (result != IFS_RESULT_UNTESTED)
+		tested_update(p, core_idx, t, ts_ns);
 	update_failing(p);
 	alert_update(p, core, l, t, row, ts_ns);
 }
@@ -600,10 +647,31 @@ static void last_restore_row(int64_t id, int64_t ts_ns, const void *r, void *arg
 	}
 }
 
+/* One (test, package, core)'s newest run that tested it (pass or fail). */
+static void tested_restore_row(int64_t id, int64_t ts_ns, const void *r, void *arg)
+{
+	const struct ifs_row *row = r;
+	struct ifs_restore *rs = arg;
+	struct ifs_priv *p = rs->p;
+	int t;
+
+	(void)id;
+	for (t = 0; t < IFS_TEST_MAX; t++)
+		if (!strcmp(row->test, ifs_test_name(t)))
+			break;
+	if (t == IFS_TEST_MAX)
+		return;
+	for (size_t k = 0; k < p->topo.n_cores; k++)
+		if (p->topo.cores[k].package == row->package &&
+		    p->topo.cores[k].core_id == row->core)
+			tested_update(p, k, t, ts_ns);
+}
+
 /*
  * After a restart, each core's last result comes back from the history, so
  * a failed core stays failed (metric and alert) until a scan passes, instead
- * of vanishing until the next scheduled run. p->lock held.
+ * of vanishing until the next scheduled run; and so does the time it was
+ * last tested, which an untested last result does not carry. p->lock held.
  */
 static void last_restore(struct ifs_priv *p)
 {
@@ -613,6 +681,10 @@ static void last_restore(struct ifs_priv *p)
 	err = sink_latest(p->c->sink, &ifs_scans_table, "test, package, core",
 			  "core IS NOT NULL AND status IN ('pass', 'fail', 'untested')",
 			  last_restore_row, &rs);
+	if (!err)
+		err = sink_latest(p->c->sink, &ifs_scans_table, "test, package, core",
+				  "core IS NOT NULL AND status IN ('pass', 'fail')",
+				  tested_restore_row, &rs);
 	if (err && err != -EBUSY) /* -EBUSY: no reader free, start without */
 		clog_warn(p->c, "cannot read the last results: %s", strerror(-err));
 	if (rs.n)
@@ -918,14 +990,17 @@ static int ifs_start(struct collector *c)
 	p->m_scans = sink_family(k, &ifs_metrics[IFS_M_SCANS]);
 	p->m_status = sink_family(k, &ifs_metrics[IFS_M_CORE_STATUS]);
 	p->m_last_ts = sink_family(k, &ifs_metrics[IFS_M_CORE_LAST_TS]);
+	p->m_last_tested = sink_family(k, &ifs_metrics[IFS_M_CORE_LAST_TESTED]);
 	p->m_failing = sink_family(k, &ifs_metrics[IFS_M_FAILING]);
 	p->m_image = sink_family(k, &ifs_metrics[IFS_M_IMAGE]);
 	p->m_reloads = sink_family(k, &ifs_metrics[IFS_M_RELOADS]);
 	p->m_duration = sink_family(k, &ifs_metrics[IFS_M_DURATION]);
-	if (!p->m_scans || !p->m_duration || !p->m_status || !p->m_last_ts || !p->m_failing ||
-	    !p->m_image || !p->m_reloads)
+	if (!p->m_scans || !p->m_duration || !p->m_status || !p->m_last_ts || !p->m_last_tested ||
+	    !p->m_failing || !p->m_image || !p->m_reloads)
 		return -ENOMEM;
 
+	sink_set(k, sink_series1(k, &ifs_metrics[IFS_M_INTERVAL]),
+		 p->scfg.periodic ? (double)p->scfg.interval_ns / 1e9 : 0);
 	ifs_sched_init(&p->sched, &p->scfg);
 	pthread_mutex_lock(&p->lock);
 	refresh_devices(p);
@@ -939,6 +1014,7 @@ static int ifs_start(struct collector *c)
 		if (t != IFS_TEST_ARRAY) {
 			p->dev[t].image_s = sink_series(k, p->m_image, v);
 			sink_set(k, p->dev[t].image_s, p->dev[t].image_loaded);
+			reloads_zero(p, t);
 		}
 	}
 	err = refresh_topology(p, true);

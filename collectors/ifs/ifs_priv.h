@@ -42,8 +42,9 @@ struct ifs_last {
 	uint64_t details;
 	char error_name[40];
 	uint64_t scan_id;
+	int64_t tested_ns; /* start of the last run that tested it; 0 = none known */
 	bool alert_firing;
-	struct sink_series *status_s, *ts_s;
+	struct sink_series *status_s, *ts_s, *tested_s;
 };
 
 struct ifs_api_req {
@@ -82,8 +83,8 @@ struct ifs_priv {
 	struct ifs_job cur;
 	int cur_package, cur_core_id; /* identity of cur.core at dispatch */
 
-	struct sink_family *m_scans, *m_status, *m_last_ts, *m_failing, *m_image, *m_reloads,
-	    *m_duration;
+	struct sink_family *m_scans, *m_status, *m_last_ts, *m_last_tested, *m_failing, *m_image,
+	    *m_reloads, *m_duration;
 };
 
 /* GET /api/v1/ifs/cores, POST /api/v1/ifs/scans (ifs_routes.c). */

@@ -50,6 +50,8 @@ static Sysobs__V1__IfsTestResult *test_result_msg(struct arena *ar, enum ifs_tes
 	if (!m)
 		return NULL;
 	m->test = arena_strdup(ar, ifs_test_name(t));
+	if (l->tested_ns)
+		m->last_tested = pbmsg_time(ar, l->tested_ns);
 	if (!l->has)
 		return m;
 	m->status = arena_strdup(ar, ifs_result_name(l->result));

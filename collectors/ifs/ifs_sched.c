@@ -346,6 +346,15 @@ start:
 	return 0;
 }
 
+/* The rotation moves to the next batch: every core starts the round anew. */
+static void round_next(struct ifs_sched *s, enum ifs_test t)
+{
+	s->batch_idx[t] = (s->batch_idx[t] + 1) % s->cfg.n_batches;
+	memset(s->in_round[t], 0, s->n_cores * sizeof(bool));
+	for (size_t c = 0; c < s->n_cores; c++)
+		s->pairs[c][t].misses = 0;
+}
+
 static void round_note(struct ifs_sched *s, unsigned core, enum ifs_test t)
 {
 	if (!s->cfg.n_batches || t == IFS_TEST_ARRAY || core >= s->n_cores)
@@ -355,8 +364,7 @@ static void round_note(struct ifs_sched *s, unsigned core, enum ifs_test t)
 		if (ifs_sched_core_cpu(s, c) >= 0 && !s->in_round[t][c])
 			return;
 	/* Every core that can run has run this batch: move to the next. */
-	s->batch_idx[t] = (s->batch_idx[t] + 1) % s->cfg.n_batches;
-	memset(s->in_round[t], 0, s->n_cores * sizeof(bool));
+	round_next(s, t);
 }
 
 /* The batch of job did not load on this host: the rotation moves on to
@@ -365,8 +373,7 @@ static void batch_skip(struct ifs_sched *s, enum ifs_test t, int batch)
 {
 	if (!s->cfg.n_batches || t == IFS_TEST_ARRAY || batch < 0 || batch != job_batch(s, t))
 		return;
-	s->batch_idx[t] = (s->batch_idx[t] + 1) % s->cfg.n_batches;
-	memset(s->in_round[t], 0, s->n_cores * sizeof(bool));
+	round_next(s, t);
 }
 
 static void runs_add(struct ifs_sched *s, int64_t end, int64_t dur)
@@ -453,8 +460,10 @@ void ifs_sched_done(struct ifs_sched *s, const struct ifs_job *job, int64_t star
 		p->next_due = end;
 	/* Only a test that ran (pass or fail) is the core's run of the batch:
 	 * an untested result or a failed write leaves the round waiting for
-	 * the core's next attempt. A batch that cannot load was skipped above,
-	 * so it does not stop the rotation. */
-	if (out == IFS_OUT_DONE)
+	 * the core's next attempt, but not for ever: a core that keeps
+	 * testing nothing (a persistent untested code, an offline sibling)
+	 * would hold every other core on this batch. A batch that cannot load
+	 * was skipped above, so it does not stop the rotation. */
+	if (out == IFS_OUT_DONE || ++p->misses >= IFS_ROUND_MISSES)
 		round_note(s, core, job->test);
 }

@@ -17,8 +17,11 @@
  *   long the last run took (a cap must slow scanning, never stop it);
  * - a retryable outcome is retried after backoff * 2^n, up to retry_max;
  * - optional batch rotation: once every eligible core was tested (pass or
- *   fail; not untested, not a failed write) with the current batch, the
- *   next batch of the list is used; a batch that does not load is skipped.
+ *   fail) with the current batch, the next batch of the list is used; a
+ *   core whose scheduled runs of the batch tested nothing (untested after
+ *   retries, a failed write) IFS_ROUND_MISSES times in a row stops holding
+ *   the round (it stays untested, which its last-tested time shows); a
+ *   batch that does not load is skipped.
  * Requests from the API go first (FIFO), still subject to deny lists,
  * offline CPUs and the hourly cap, and do not retry.
  * An outcome that asks for an image reload (scan control_error or error
@@ -38,6 +41,7 @@
 #define IFS_CPU_WORDS	 (IFS_MAX_CPUS / 64)
 #define IFS_MAX_SIBLINGS 8
 #define IFS_MAX_BATCHES	 16
+#define IFS_ROUND_MISSES 2 /* untested runs after which a core no longer holds a round */
 
 struct ifs_core_info {
 	int package, core_id;
@@ -84,8 +88,9 @@ struct ifs_sched_pair {
 	int64_t next_due;   /* INT64_MAX = not scheduled */
 	int64_t last_start; /* 0 = never */
 	unsigned retries;
-	bool spread; /* first due time assigned */
-	bool reload; /* the next run reloads the image first */
+	unsigned misses; /* scheduled runs of the current batch that tested nothing */
+	bool spread;	 /* first due time assigned */
+	bool reload;	 /* the next run reloads the image first */
 };
 
 struct ifs_sched_req {
