@@ -17,13 +17,9 @@ export TMPDIR="${TMPDIR:-/tmp}/sysobs-ifs-it"
 mkdir -p "$TMPDIR"
 source "$(dirname "$0")/lib.sh"
 
-need_root
-[ -c /dev/fuse ] || skip "no /dev/fuse (FUSE needed for the IFS fake)"
-need_cmd fusermount3
+need_ifs_fake
 need_cmd jq
 need_cmd promtool
-[ -x "$SYSOBS_BUILD/tests/fakes/ifs_fake" ] ||
-	skip "ifs_fake not built (libfuse3-dev missing at build time)"
 
 cat >"$T/fake.ini" <<'INI'
 [fake]

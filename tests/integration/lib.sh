@@ -266,6 +266,15 @@ ifs_fake_usable() {
 		[ -x "$SYSOBS_BUILD/tests/fakes/ifs_fake" ]
 }
 
+# need_ifs_fake: root, FUSE and the built fake, or the test skips saying which.
+need_ifs_fake() {
+	need_root
+	[ -c /dev/fuse ] || skip "no /dev/fuse (FUSE needed for the IFS fake)"
+	need_cmd fusermount3
+	[ -x "$SYSOBS_BUILD/tests/fakes/ifs_fake" ] ||
+		skip "ifs_fake not built (libfuse3-dev missing at build time)"
+}
+
 # start_ifs_fake CONFIG [FUSE options...]: mounts the IFS fake (foreground
 # mode, FAKE_PID) with that config at $T/mnt and waits for it; at exit the
 # agent is killed first (it may be inside a run_test write), then the fake
