@@ -312,11 +312,23 @@ static int ifs_read_config(struct collector *c, struct ifs_priv *p)
 
 /* ---- device and topology refresh (main thread) ---- */
 
+/* Test t's device has an image again: a pending load retry is over. */
+static void reload_done(struct ifs_priv *p, enum ifs_test t)
+{
+	struct ifs_dev *d = &p->dev[t];
+
+	if (d->reload_pending)
+		clog_info(p->c, "%s: an image is loaded again", ifs_test_name(t));
+	d->reload_pending = false;
+	d->reload_wait = 0;
+}
+
 /* Reads image_version/current_batch of every device; updates p->tests.
  * Called with p->lock held. */
 static void refresh_devices(struct ifs_priv *p)
 {
 	unsigned present = 0, tests = 0;
+	int64_t now = clock_mono_ns();
 
 	ifs_devices_discover(p->root, &present);
 	for (int t = 0; t < IFS_TEST_MAX; t++) {
@@ -346,8 +358,12 @@ static void refresh_devices(struct ifs_priv *p)
 			    ifs_batch_parse(b, &d->batch_loaded, &d->batch))
 				d->batch_loaded = false;
 		}
-		/* With rotation the worker loads a batch before running. */
-		if (d->image_loaded || p->scfg.n_batches)
+		if (d->image_loaded)
+			reload_done(p, t); /* by our job, or by someone else */
+		/* With rotation the worker loads a batch before running; so
+		 * does it for a retried load of ours once its wait is over. */
+		if (d->image_loaded || p->scfg.n_batches ||
+		    (d->reload_pending && now >= d->reload_at))
 			tests |= 1u << t;
 		sink_set(p->c->sink, d->image_s, d->image_loaded);
 	}
@@ -692,6 +708,43 @@ static void last_restore(struct ifs_priv *p)
 			  rs.n);
 }
 
+/*
+ * Rotation off, a current_batch write of ours (an image reload the driver
+ * asked for) failed: the device is left without an image, and no later job
+ * would load one, so nothing would ever be tested again until someone
+ * writes current_batch. The load is retried with the next job due after a
+ * wait doubling from retry_backoff up to an hour (an EIO from load.c can be
+ * transient: a test or another load in progress, an interrupted
+ * authentication). p->lock held.
+ */
+static void reload_track(struct ifs_priv *p, const struct ifs_work_result *r)
+{
+	struct ifs_dev *d;
+
+	if (r->loaded_batch < 0 || p->scfg.n_batches || (unsigned)r->job.test >= IFS_TEST_MAX)
+		return;
+	d = &p->dev[r->job.test];
+	if (!r->batch_rc) {
+		reload_done(p, r->job.test);
+		return;
+	}
+	d->reload_wait = d->reload_wait ? 2 * d->reload_wait : p->scfg.retry_backoff_ns;
+	if (d->reload_wait < MS_NS)
+		d->reload_wait = MS_NS;
+	if (d->reload_wait > 3600 * 1000 * MS_NS)
+		d->reload_wait = 3600 * 1000 * MS_NS;
+	d->reload_pending = true;
+	d->reload_batch = (unsigned)r->loaded_batch;
+	d->reload_at = clock_mono_ns() + d->reload_wait;
+	/* No job of this test until then (refresh_devices() lets it in). */
+	p->tests &= ~(1u << r->job.test);
+	ifs_sched_set_tests(&p->sched, p->tests, clock_mono_ns());
+	clog_warn(p->c,
+		  "%s: loading batch %d failed (%s); the device has no image: retrying in %lld ms",
+		  ifs_test_name(r->job.test), r->loaded_batch, strerror(-r->batch_rc),
+		  (long long)(d->reload_wait / MS_NS));
+}
+
 /* A finished job: scheduler outcome, history row, metrics, alert. */
 static void handle_result(struct ifs_priv *p, const struct ifs_work_result *r)
 {
@@ -739,6 +792,7 @@ static void handle_result(struct ifs_priv *p, const struct ifs_work_result *r)
 			  r->batch_rc ? strerror(-r->batch_rc) : "ok");
 	}
 	pthread_mutex_lock(&p->lock);
+	reload_track(p, r);
 	/* By identity: the topology may have been re-read during the run. */
 	row.core = p->cur_core_id;
 	row.package = p->cur_package;
@@ -915,6 +969,11 @@ static void dispatch(struct ifs_priv *p)
 		if (!p->dev[w.job.test].present) {
 			ifs_sched_done(&p->sched, &w.job, now, now, IFS_OUT_ERROR);
 			continue;
+		}
+		if (p->dev[w.job.test].reload_pending && !p->dev[w.job.test].image_loaded) {
+			w.job.reload = true; /* load first: the retry of a failed load */
+			if (w.job.batch < 0)
+				w.job.batch = (int)p->dev[w.job.test].reload_batch;
 		}
 		snprintf(w.dev_dir, sizeof(w.dev_dir), "%s", p->dev[w.job.test].dir);
 		if (ifs_worker_submit(p->worker, &w)) {

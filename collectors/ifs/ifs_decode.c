@@ -412,9 +412,17 @@ void ifs_write_error_describe(enum ifs_file f, bool at_open, int err, struct ifs
 		out->batch_bad = batch;
 		break;
 	case -EIO:
-		if (batch) { /* hash copy or chunk authentication failed */
-			out->name = "image_auth_failed";
-			out->reason = "hash copy or chunk authentication of the image failed";
+		/* load.c scan_chunks_sanity_check: the CPU refused the scan
+		 * hash copy (some causes transient: a copy, reload or test in
+		 * progress), the stride invalidation, or a chunk's
+		 * authentication (interrupted, or a hash mismatch), or
+		 * authenticated only part of the chunks. Only the kernel log
+		 * says which; the rotation skips the batch for this lap. */
+		if (batch) {
+			out->name = "image_load_failed";
+			out->reason = "the CPU did not accept the image (scan hash copy, stride "
+				      "invalidation or chunk authentication failed; the kernel log "
+				      "names the cause, some are transient)";
 			out->batch_bad = true;
 		}
 		break;

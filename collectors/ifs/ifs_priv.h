@@ -31,6 +31,12 @@ struct ifs_dev {
 	char image_text[32];
 	char seen_status[16], seen_details[32]; /* last values read */
 	bool seen_valid;
+	/* Our own load of reload_batch failed and left no image (rotation
+	 * off: no later job would load one): retried at reload_at, the wait
+	 * doubling from retry_backoff up to an hour. */
+	bool reload_pending;
+	unsigned reload_batch;
+	int64_t reload_at, reload_wait; /* mono ns */
 	struct sink_series *image_s, *failing_s;
 };
 

@@ -73,6 +73,7 @@ static void run_work(const struct ifs_work *w, struct ifs_work_result *r)
 
 	memset(r, 0, sizeof(*r));
 	r->job = w->job;
+	r->loaded_batch = -1;
 	if (w->job.batch >= 0 || w->job.reload) {
 		bool loaded = false;
 		unsigned b = 0;
@@ -89,6 +90,7 @@ static void run_work(const struct ifs_work *w, struct ifs_work_result *r)
 		 * (current_batch_store -> ifs_load_firmware). */
 		if (want >= 0 && (w->job.reload || !loaded || b != (unsigned)want)) {
 			r->reloaded = w->job.reload;
+			r->loaded_batch = want;
 			r->batch_rc = ifs_load_batch(w->dev_dir, (unsigned)want, &at_open);
 		}
 	}

@@ -41,6 +41,7 @@ struct ifs_work_result {
 	enum ifs_file err_file;	      /* which file rc came from */
 	bool err_at_open;	      /* rc came from open(), not write() */
 	bool reloaded;		      /* job.reload: current_batch was written (batch_rc) */
+	int loaded_batch;	      /* the batch written to current_batch; -1 none */
 	int64_t start_mono, end_mono; /* ns */
 	int64_t start_wall;	      /* ns */
 	/* Read right after the write. The driver's lock is released by then,

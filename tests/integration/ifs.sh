@@ -607,10 +607,10 @@ loads() {
 	rows "&start=$since&test=scan&result=error" |
 		jq -c '[.data | reverse | .[] | [.error_name, .error_file, .write_errno, .batch]] | unique'
 }
-rot5() { [ "$(loads)" = '[["image_auth_failed","current_batch",5,null],["image_invalid","current_batch",22,null]]' ] &&
+rot5() { [ "$(loads)" = '[["image_invalid","current_batch",22,null],["image_load_failed","current_batch",5,null]]' ] &&
 	rows "&start=$since&test=scan&result=pass" | jq -e '[.data[].batch] | index(1)' >/dev/null; }
 wait_for 40 rot5 || fail "load errors: $(loads) rows: $(rows "&start=$since&test=scan" | jq -c '[.data[] | [.status, .batch, .error_name]]')"
-reason=$(rows "&start=$since&test=scan&result=error" | jq -r '[.data[] | select(.error_name == "image_auth_failed")][0].reason')
+reason=$(rows "&start=$since&test=scan&result=error" | jq -r '[.data[] | select(.error_name == "image_load_failed")][0].reason')
 [[ $reason == current_batch:* ]] || fail "reason does not name the file: $reason"
 stop_agent
 pass "image loads failing with EIO and EINVAL are named from current_batch and their batches skipped"

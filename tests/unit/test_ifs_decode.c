@@ -272,7 +272,7 @@ static void test_write_errors(void **state)
 	    /* batch > 0xff, image_sanity_check, validate_ifs_metadata */
 	    {IFS_FILE_CURRENT_BATCH, false, -EINVAL, "image_invalid", false, true},
 	    /* hash copy or chunk authentication */
-	    {IFS_FILE_CURRENT_BATCH, false, -EIO, "image_auth_failed", false, true},
+	    {IFS_FILE_CURRENT_BATCH, false, -EIO, "image_load_failed", false, true},
 	    {IFS_FILE_CURRENT_BATCH, false, -EINTR, "interrupted", true, false},
 	    /* 5.19 has `reload`, not current_batch */
 	    {IFS_FILE_CURRENT_BATCH, true, -ENOENT, "no_current_batch", false, false},
