@@ -10,7 +10,10 @@
 # must show exactly one alert for the core at every look while it is seen
 # updated by each source in turn (Prometheus's has its generatorURL, the
 # agent's none), with one label set: the rule's alert labels plus the
-# external labels. The failing core is scripted in tests/fakes/ifs_fake.
+# external labels. Then a passing scan of the core resolves it there, and
+# it stays resolved once Prometheus has sent its resolution too. The core
+# is scripted in tests/fakes/ifs_fake (fail, then pass); the test asks for
+# each scan through POST /api/v1/ifs/scans.
 export TMPDIR="${TMPDIR:-/tmp}/sysobs-ifs-it" # a FUSE mount inside $T (see ifs.sh)
 mkdir -p "$TMPDIR"
 source "$(dirname "$0")/lib.sh"
@@ -49,7 +52,7 @@ on_exit "kill $AM_PID; wait $AM_PID 2>/dev/null"
 am_ready() { curl -sf "http://127.0.0.1:$AM_PORT/-/ready" >/dev/null; }
 wait_for 20 am_ready || fail "alertmanager did not start: $(tail -5 "$T/am.log")"
 
-# ---- the fake: package 0 core 1 fails every scan ----
+# ---- the fake: package 0 core 1 fails its first scan, then passes ----
 cat >"$T/fake.ini" <<'INI'
 [fake]
 cpus = 2
@@ -60,13 +63,13 @@ devices = 0
 [device.0]
 image_version = 0x8000
 batch = 1
-core.1 = fail
+core.1 = fail,pass
 INI
 start_ifs_fake "$T/fake.ini"
 
-write_base_config "${host_cfg[@]}" agent.sysfs_root="$T/mnt" \
-	collector.ifs.schedule=true collector.ifs.interval=1s collector.ifs.poll=100ms \
-	collector.ifs.max_scan_seconds_per_hour=3600 \
+# No scheduler: the test asks for each scan (POST /api/v1/ifs/scans).
+write_base_config "${host_cfg[@]}" agent.sysfs_root="$T/mnt" http.admin=true \
+	collector.ifs.poll=100ms \
 	collector.ifs.alertmanager_url="http://127.0.0.1:$AM_PORT" \
 	collector.ifs.alert_labels=team=hw collector.ifs.alert_resend=1s \
 	collector.drops.enabled=false collector.mptcp.enabled=false \
@@ -96,6 +99,13 @@ scrape_configs:
 YML
 start_prometheus alerts "$T/prom.yml" --rules.alert.resend-delay=1s
 
+# scan_core1: one scan of package 0 core 1, by the API.
+scan_core1() {
+	api POST /api/v1/ifs/scans -H 'Content-Type: application/json' \
+		-d '{"cores":[{"package":0,"core":1}],"tests":["scan"]}' >"$T/post.json"
+	[ "${HTTP_CODE:0:1}" = 2 ] || fail "POST /api/v1/ifs/scans: $HTTP_CODE $(cat "$T/post.json")"
+}
+scan_core1
 prom_alert() {
 	curl -sS --max-time 5 "http://127.0.0.1:$PROM_PORT/api/v1/alerts" |
 		jq -c '[.data.alerts[] | select(.labels.alertname == "SysobsIFSCoreFailed" and .state == "firing")]'
@@ -150,5 +160,16 @@ assert_eq "pushed summary = the rule's" "In-Field Scan scan failed on $HOST pack
 rule_runbook=$(prom_alert | jq -r '.[0].annotations.runbook_url')
 assert_eq "pushed runbook_url = the rule's" "$rule_runbook" "$(jq -r .annotations.runbook_url <<<"$agent_al")"
 assert_eq "pushed cpu annotation" 1 "$(jq -r .annotations.cpu <<<"$agent_al")"
-stop_agent
 pass "the pushed alert carries the rule's summary and runbook_url ($rule_runbook), plus the CPU and the decoded details"
+
+# ---- the core passes: both sources resolve the one alert ----
+scan_core1
+am_active() { am_alerts | jq '[.[] | select(.status.state == "active")] | length'; }
+am_quiet() { [ "$(am_active)" = 0 ]; }
+wait_for 20 am_quiet || fail "alert still active after the core passed: $(am_alerts)"
+prom_quiet() { [ "$(prom_alert | jq length)" = 0 ]; }
+wait_for 10 prom_quiet || fail "Prometheus still fires after the core passed: $(prom_alert)"
+sleep 3 # Prometheus's resolved notifications are in: nothing fires again
+assert_eq "active SysobsIFSCoreFailed in Alertmanager after the pass" 0 "$(am_active)"
+stop_agent
+pass "a passing scan resolves it in Alertmanager, from both sources"
