@@ -17,6 +17,7 @@
 # the dashboard's shape (current schema, ${datasource} variable on every
 # panel and target, a row per collector and one for agent health) and that
 # every metric it reads is one the code exports.
+# shellcheck disable=SC2154 # PROM_PORT_classic/_native: start_prometheus sets them (printf -v)
 HERE=$(cd "$(dirname "$0")" && pwd)
 source "$HERE/lib.sh"
 source "$HERE/mptcp_topo.sh"
