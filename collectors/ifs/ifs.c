@@ -142,6 +142,7 @@ struct ifs_cfg {
 	uint64_t poll;
 	const char *alertmanager_url, *alert_labels;
 	uint64_t alert_resend;
+	const char *runbook_base;
 };
 
 #define IFS_KEY(f, t, def, mn, mx, help) CFG_KEY(struct ifs_cfg, f, t, def, mn, mx, help)
@@ -167,9 +168,13 @@ static const struct cfg_key ifs_keys[] = {
 	    "how often device state is read and the scheduler runs"),
     IFS_KEY(alertmanager_url, CFG_STRING, "", 0, 0,
 	    "Alertmanager base URL to push failed-core alerts to; empty = off"),
-    IFS_KEY(alert_labels, CFG_STRING, "", 0, 0, "extra labels for pushed alerts, k=v,k2=v2"),
+    IFS_KEY(alert_labels, CFG_STRING, "", 0, 0,
+	    "extra labels for pushed alerts, k=v,k2=v2 (Prometheus's external_labels); job and "
+	    "instance replace the defaults sysobs and the host name"),
     IFS_KEY(alert_resend, CFG_DURATION, "1m", 1000, 86400000,
 	    "re-send period of a firing alert (below Alertmanager resolve_timeout)"),
+    IFS_KEY(runbook_base, CFG_STRING, "file:///usr/share/doc/sysobs/runbooks.md", 0, 0,
+	    "URL of the runbooks; a pushed alert's runbook_url is it + #sysobsifscorefailed"),
     {0},
 };
 
@@ -258,6 +263,30 @@ static int parse_cpulist_key(struct collector *c, const char *key, const char *v
 	return 0;
 }
 
+/*
+ * job and instance of a pushed alert: those of the SysobsIFSCoreFailed alert
+ * Prometheus derives from the scraped series (job "sysobs", instance the
+ * host name with the scrape config of docs/ifs.md), so that Alertmanager
+ * takes the two for one alert. alert_labels may name others; the instance
+ * default is filled in by ifs_init() once the host name is known.
+ */
+static int alert_identity_config(struct collector *c, struct ifs_priv *p)
+{
+	json_t *l = ifs_alert_parse_labels(p->alert_labels);
+	const char *job, *instance;
+
+	if (!l)
+		return collector_config_error(
+		    c, "alert_labels",
+		    "expected k=v,k2=v2 with label names [a-zA-Z_][a-zA-Z0-9_]*");
+	job = json_string_value(json_object_get(l, "job"));
+	instance = json_string_value(json_object_get(l, "instance"));
+	snprintf(p->alert_job, sizeof(p->alert_job), "%s", job ?: "sysobs");
+	snprintf(p->alert_instance, sizeof(p->alert_instance), "%s", instance ?: "");
+	json_decref(l);
+	return 0;
+}
+
 /* The typed keys into p, with the checks their types cannot say. */
 static int ifs_read_config(struct collector *c, struct ifs_priv *p)
 {
@@ -298,16 +327,9 @@ static int ifs_read_config(struct collector *c, struct ifs_priv *p)
 	if (p->alert_url[0] && strncmp(p->alert_url, "http://", 7) &&
 	    strncmp(p->alert_url, "https://", 8))
 		return collector_config_error(c, "alertmanager_url", "must start with http(s)://");
-	if (p->alert_labels[0]) {
-		json_t *l = ifs_alert_parse_labels(p->alert_labels);
-
-		if (!l)
-			return collector_config_error(
-			    c, "alert_labels",
-			    "expected k=v,k2=v2 with label names [a-zA-Z_][a-zA-Z0-9_]*");
-		json_decref(l);
-	}
-	return 0;
+	snprintf(p->runbook_url, sizeof(p->runbook_url), "%s#sysobsifscorefailed",
+		 cfg->runbook_base);
+	return alert_identity_config(c, p);
 }
 
 /* ---- device and topology refresh (main thread) ---- */
@@ -556,20 +578,23 @@ static void alert_update(struct ifs_priv *p, const struct ifs_core_info *core, s
 		l->alert_firing = false;
 		return;
 	}
+	/* Exactly the labels of the rule's alert (alertname, job, instance,
+	 * the series' test/package/core, severity): Alertmanager identifies an
+	 * alert by its label set, and one failed core must page once. The CPU
+	 * written, which the series has not, is an annotation. */
 	snprintf(cpu, sizeof(cpu), "%d", row->cpu);
-	labels = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s}", "alertname",
-			   "SysobsIFSCoreFailed", "host", p->host, "test", ifs_test_name(t),
-			   "package", pkg, "core", cid, "cpu", cpu, "severity", "critical");
-	snprintf(summary, sizeof(summary),
-		 "In-Field Scan %s failed on package %s core %s (cpu %s) of %s", ifs_test_name(t),
-		 pkg, cid, cpu, p->host);
+	labels =
+	    json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s}", "alertname", "SysobsIFSCoreFailed",
+		      "job", p->alert_job, "instance", p->alert_instance, "test", ifs_test_name(t),
+		      "package", pkg, "core", cid, "severity", "critical");
+	/* The rule's summary, word for word: the two sources update one alert. */
+	snprintf(summary, sizeof(summary), "In-Field Scan %s failed on %s package %s core %s",
+		 ifs_test_name(t), p->alert_instance, pkg, cid);
 	decoded_text(row, decoded, sizeof(decoded));
-	ann =
-	    json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s}", "summary", summary, "description",
-		      row->reason, "details", row->details, "error_name", row->error_name,
-		      "decoded", decoded, "image_version", row->image_version, "runbook",
-		      "Take the core out of service (offline its CPUs or drain the host), re-run "
-		      "the scan to rule out a transient error, then contact the hardware vendor.");
+	ann = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s}", "summary", summary,
+			"description", row->reason, "cpu", cpu, "details", row->details,
+			"error_name", row->error_name, "decoded", decoded, "image_version",
+			row->image_version, "runbook_url", p->runbook_url);
 	if (!labels || !ann) {
 		json_decref(labels);
 		json_decref(ann);
@@ -1012,6 +1037,8 @@ static int ifs_init(struct collector *c)
 		snprintf(p->host, sizeof(p->host), "%s", c->hostname);
 	else if (gethostname(p->host, sizeof(p->host) - 1))
 		snprintf(p->host, sizeof(p->host), "unknown");
+	if (!p->alert_instance[0])
+		snprintf(p->alert_instance, sizeof(p->alert_instance), "%s", p->host);
 
 	err = ifs_devices_discover(p->root, &mask);
 	if (err || !mask) {

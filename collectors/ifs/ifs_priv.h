@@ -72,6 +72,9 @@ struct ifs_priv {
 	struct ifs_worker *worker;
 	struct ifs_alerter *alert;
 	char alert_url[512], alert_labels[512];
+	/* The identity of a pushed alert: job and instance as the Prometheus
+	 * rule's alert has them (docs/ifs.md), and the runbook link it gives. */
+	char alert_job[128], alert_instance[256], runbook_url[600];
 	uint64_t alert_resend_ms;
 
 	/* Shared with HTTP threads. */

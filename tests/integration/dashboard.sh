@@ -1,18 +1,23 @@
 #!/usr/bin/env bash
 # integration.dashboard: every PromQL expression of the Grafana dashboard
-# (deploy/grafana/sysobs.json) runs in Debian's real Prometheus, which
-# scrapes the agent on loopback every second after the test made data:
-# drops (UDP to a closed port in a namespace it creates), an MPTCP
-# connection with two subflows (tests/integration/mptcp_topo.sh), IFS scans
-# on tests/fakes/ifs_fake -f, remote_write to tests/tools/rw_fake_receiver.py.
-# Each expression (dashboard variables substituted: $job, $instance -> .+,
-# $__rate_interval -> 30s) must parse and return data; the only exception
-# is the cachefiles row while the cachefiles collector is not running on
-# this host, whose expressions must still parse, and are listed as empty
-# with the collector's reason. Also checked: the dashboard's shape (current
-# schema, ${datasource} variable on every panel and target, a row per
-# collector and one for agent health) and that every metric it reads is one
-# the code exports.
+# (deploy/grafana/sysobs.json) runs in Debian's real Prometheus 2.42, twice:
+# in a Prometheus that stores classic histograms (_bucket series) and in one
+# with --enable-feature=native-histograms (protobuf scrape, native
+# histograms only). Both scrape the agent on loopback every second after the
+# test made data: drops (UDP to a closed port in a namespace it creates), an
+# MPTCP connection with two subflows (tests/integration/mptcp_topo.sh), IFS
+# scans on tests/fakes/ifs_fake -f, remote_write to
+# tests/tools/rw_fake_receiver.py. In each, every expression and variable
+# query (variables substituted: $job, $instance -> .+, $__rate_interval ->
+# 30s) must parse and return data, and every quantile panel must be the
+# two-form "_bucket or native" expression, each form serving its own mode
+# alone. The only exception is the cachefiles row while the cachefiles
+# collector is not running on this host, whose expressions must still
+# parse, and are listed as empty with the collector's reason. Also checked:
+# the dashboard's shape (current schema, ${datasource} variable on every
+# panel and target, a row per collector and one for agent health) and that
+# every metric it reads is one the code exports.
+# shellcheck disable=SC2154 # PROM_PORT_classic/_native: start_prometheus sets them (printf -v)
 HERE=$(cd "$(dirname "$0")" && pwd)
 source "$HERE/lib.sh"
 source "$HERE/mptcp_topo.sh"
@@ -35,6 +40,11 @@ assert_eq "datasource variable" datasource/prometheus \
 	"$(jq -r '.templating.list[] | select(.name == "datasource") | .type + "/" + .query' "$D")"
 assert_eq "panels or targets not on \${datasource}" 0 \
 	"$(jq '[.panels[] | select(.type != "row") | (., .targets[]) | select(.datasource.uid != "${datasource}")] | length' "$D")"
+# The variables read job and instance, which scraped and remote-written
+# series both carry (nothing only a scrape attaches, like __address__).
+assert_eq "query variables and the label each lists" "job:job instance:instance" \
+	"$(jq -r '[.templating.list[] | select(.type == "query") |
+		.name + ":" + (.query.query | capture(", *(?<l>\\w+)\\)$").l)] | join(" ")' "$D")"
 rows=$(jq -r '[.panels[] | select(.type == "row") | .title] | join("|")' "$D")
 for r in "Agent health" "Packet drops" "MPTCP" "In-Field Scan" "cachefiles"; do
 	[[ "|$rows|" == *"|$r"* ]] || fail "no row for $r (rows: $rows)"
@@ -88,6 +98,11 @@ url = http://127.0.0.1:$(cat "$T/rw.port")/api/v1/write
 INI
 start_agent
 
+# Two Prometheus servers scrape the agent at once, one per storage mode of
+# histograms: "classic" (text/OpenMetrics scrape: _bucket, _count, _sum
+# series) and "native" (--enable-feature=native-histograms: a protobuf
+# scrape, after which Prometheus 2.42 stores the native histogram alone and
+# no _bucket series). Both see the same traffic in the same window.
 cat >"$T/prom.yml" <<YML
 global:
   scrape_interval: 1s
@@ -96,7 +111,8 @@ scrape_configs:
     static_configs:
       - targets: ['127.0.0.1:$PORT']
 YML
-start_prometheus main "$T/prom.yml"
+start_prometheus classic "$T/prom.yml"
+start_prometheus native "$T/prom.yml" --enable-feature=native-histograms
 
 mptcp_server 0.0.0.0
 mptcp_client "$MP_B1" 2
@@ -110,47 +126,68 @@ done) &
 GEN_PID=$!
 on_exit "kill $GEN_PID 2>/dev/null"
 # 20 s of 1 s scrapes: every rate over 30 s has its points.
-scrapes() { [ "$(promq "$PROM_PORT" 'count_over_time(up{job="sysobs"}[1m])' | jq -r '.[0].value[1] // 0')" -ge 20 ]; }
-wait_for 60 scrapes || fail "prometheus scraped too little: $(promq "$PROM_PORT" 'up')"
+scrapes() { [ "$(promq "$1" 'count_over_time(up{job="sysobs"}[1m])' | jq -r '.[0].value[1] // 0')" -ge 20 ]; }
+for m in classic native; do
+	p=PROM_PORT_$m
+	wait_for 60 scrapes "${!p}" || fail "prometheus $m scraped too little: $(promq "${!p}" 'up')"
+done
+
+# The modes are what they claim: classic stores _bucket series and no
+# native histogram, native the histogram itself and no _bucket series.
+H=sysobs_ifs_scan_duration_seconds
+assert_ge "classic: ${H}_bucket series" 1 \
+	"$(promq "$PROM_PORT_classic" "count(${H}_bucket)" | jq -r '.[0].value[1] // 0')"
+assert_eq "classic: native $H" 0 "$(promq "$PROM_PORT_classic" "$H" | jq length)"
+assert_eq "native: _bucket series" 0 \
+	"$(promq "$PROM_PORT_native" 'count({__name__=~"sysobs_.*_bucket"})' | jq length)"
+assert_ge "native: native $H" 1 \
+	"$(promq "$PROM_PORT_native" "$H" | jq '[.[] | select(.histogram)] | length')"
+pass "classic Prometheus stores _bucket series; native Prometheus native histograms and no _bucket"
 
 # ---- every expression ----
 api GET /api/v1/collectors >"$T/collectors.json"
 cf_state=$(jq -r '.data[] | select(.name == "cachefiles") | .state' "$T/collectors.json")
 cf_reason=$(jq -r '.data[] | select(.name == "cachefiles") | .reason' "$T/collectors.json")
-python3 - "$D" "$PROM_PORT" "$cf_state" >"$T/panels.tsv" 2>"$T/panels.err" <<'PY' || fail "query runner: $(cat "$T/panels.err")"
-import json, sys, urllib.parse, urllib.request
-dash, port, cf_state = json.load(open(sys.argv[1])), sys.argv[2], sys.argv[3]
-subst = {"$__rate_interval": "30s", "${job}": ".+", "$job": ".+", "${instance}": ".+", "$instance": ".+"}
-row = ""
-for p in dash["panels"]:
-	if p["type"] == "row":
-		row = p["title"]
-		continue
-	for t in p.get("targets", []):
-		expr = t["expr"]
-		for k, v in subst.items():
-			expr = expr.replace(k, v)
-		q = urllib.parse.urlencode({"query": expr})
-		try:
-			with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/v1/query?{q}", timeout=10) as r:
-				res = json.load(r)
-			status, n = res["status"], len(res["data"]["result"])
-		except urllib.error.HTTPError as e:
-			status, n = "error: " + json.load(e).get("error", str(e)), 0
-		optional = row.startswith("cachefiles") and cf_state != "RUNNING"
-		print("\t".join([row, p["title"], t["refId"], status, str(n), "optional" if optional else "required",
-				 " ".join(expr.split())]))
-PY
-n_all=$(wc -l <"$T/panels.tsv")
-bad=$(awk -F'\t' '$4 != "success"' "$T/panels.tsv")
-[ -z "$bad" ] || fail "expressions Prometheus refused:"$'\n'"$bad"
-empty=$(awk -F'\t' '$5 == 0 && $6 == "required"' "$T/panels.tsv")
-[ -z "$empty" ] || fail "panels without data:"$'\n'"$empty"
-n_data=$(awk -F'\t' '$5 > 0' "$T/panels.tsv" | wc -l)
-n_opt=$(awk -F'\t' '$5 == 0 && $6 == "optional"' "$T/panels.tsv" | wc -l)
-if [ "$n_opt" -gt 0 ]; then
-	echo "EMPTY, ACCEPTED: $n_opt cachefiles expressions (they parse; the cachefiles collector is $cf_state here: $cf_reason):"
-	awk -F'\t' '$5 == 0 && $6 == "optional" { print "  " $2 " [" $3 "]: " $7 }' "$T/panels.tsv"
-fi
+# check_mode MODE PORT: every expression of the dashboard and its variables
+# against the Prometheus on PORT (tests/tools/dashboard_queries.py). A
+# quantile panel is "A or B", A over _bucket series (classic), B over native
+# histograms: the whole must return data in every mode, and each half alone
+# must serve its own mode and only it. A third mode (series pushed by
+# remote_write) is one more call; with "no-quantiles" as QUANTILES its
+# quantile panels must parse but may be empty (remote_write sends no
+# buckets: docs/remote_write.md).
+check_mode() {
+	local mode=$1 port=$2 quantiles=${3:-} tsv=$T/panels-$1.tsv bad n_all n_data n_q n_opt
+	python3 "$SYSOBS_SRC/tests/tools/dashboard_queries.py" "$D" "$port" "$cf_state" \
+		>"$tsv" 2>"$T/panels.err" || fail "query runner ($mode): $(cat "$T/panels.err")"
+	if [ "$quantiles" = no-quantiles ]; then
+		awk -F'\t' -v OFS='\t' '$7 == "quantile" { $6 = "optional" } 1' "$tsv" >"$tsv.q"
+		mv "$tsv.q" "$tsv"
+	fi
+	n_all=$(wc -l <"$tsv")
+	bad=$(awk -F'\t' '$4 != "success"' "$tsv")
+	[ -z "$bad" ] || fail "$mode: expressions Prometheus refused:"$'\n'"$bad"
+	bad=$(awk -F'\t' '$5 == 0 && $6 == "required"' "$tsv")
+	[ -z "$bad" ] || fail "$mode: panels or variables without data:"$'\n'"$bad"
+	bad=$(awk -F'\t' -v m="$mode" '$7 == "quantile" && $5 > 0 && (m == "classic" || m == "native") {
+		split($8, h, /[=,]/); own = m == "classic" ? h[2] : h[4]; other = m == "classic" ? h[4] : h[2]
+		if (own == 0 || other != 0) print }' "$tsv")
+	[ -z "$bad" ] || fail "$mode: quantile panels not served by their $mode half alone:"$'\n'"$bad"
+	n_data=$(awk -F'\t' '$5 > 0' "$tsv" | wc -l)
+	n_q=$(awk -F'\t' '$7 == "quantile" && $5 > 0' "$tsv" | wc -l)
+	n_opt=$(awk -F'\t' '$5 == 0 && $6 == "optional"' "$tsv" | wc -l)
+	if [ "$n_opt" -gt 0 ]; then
+		echo "$mode: EMPTY, ACCEPTED: $n_opt expressions (they parse; cachefiles is $cf_state here: $cf_reason${quantiles:+; $quantiles}):"
+		awk -F'\t' '$5 == 0 && $6 == "optional" { print "  " $2 " [" $3 "]: " $9 }' "$tsv"
+	fi
+	pass "$mode: $n_all expressions (panels and variables) parse; $n_data return data, $n_q of them quantiles; $n_opt accepted empty"
+}
+check_mode classic "$PROM_PORT_classic"
+check_mode native "$PROM_PORT_native"
+# Every quantile panel has both forms, also those whose data this host
+# cannot make (cachefiles without the collector), which the checks above
+# accept empty.
+bad=$(awk -F'\t' '$7 == "quantile?"' "$T/panels-classic.tsv")
+[ -z "$bad" ] || fail "quantile panels without both forms (_bucket or native):"$'\n'"$bad"
 stop_agent
-pass "$n_all dashboard expressions parse in Prometheus; $n_data return data, $n_opt empty because cachefiles is $cf_state"
+pass "every panel and variable returns data with and without native histograms"

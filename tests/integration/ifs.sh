@@ -241,16 +241,19 @@ am_alert() {
 am_firing() { [ "$(am_alert | jq '[.[] | select(.labels.core == "0" and .labels.package == "1")] | length')" = 1 ]; }
 wait_for 15 am_firing || fail "alert not in Alertmanager: $(am_alert)"
 al=$(am_alert | jq -c '.[] | select(.labels.core == "0" and .labels.package == "1")')
-assert_eq "alert host" it-host "$(jq -r .labels.host <<<"$al")"
+# The rule's alert labels (integration.alert_identity: one alert for both).
+assert_eq "alert labels" '["alertname","core","instance","job","package","severity","team","test"]' \
+	"$(jq -c '.labels | keys' <<<"$al")"
+assert_eq "alert job, instance" '["sysobs","it-host"]' "$(jq -c '.labels | [.job, .instance]' <<<"$al")"
 assert_eq "alert test" scan "$(jq -r .labels.test <<<"$al")"
-assert_eq "alert cpu" 2 "$(jq -r .labels.cpu <<<"$al")"
+assert_eq "alert cpu" 2 "$(jq -r .annotations.cpu <<<"$al")"
 assert_eq "alert extra label" hw "$(jq -r .labels.team <<<"$al")"
 assert_eq "alert state" active "$(jq -r .status.state <<<"$al")"
 assert_eq "alert details" 0x8000000000000f05 "$(jq -r .annotations.details <<<"$al")"
 assert_eq "alert error_name" signature_error "$(jq -r .annotations.error_name <<<"$al")"
 assert_eq "alert decoded" "chunk_num=5 chunk_stop_index=15 control_error=0 signature_error=1" \
 	"$(jq -r .annotations.decoded <<<"$al")"
-pass "Alertmanager shows the failed core with host, test, package, core, cpu labels"
+pass "Alertmanager shows the failed core with job, instance, test, package, core labels and its cpu"
 upd=$(jq -r .updatedAt <<<"$al")
 resent() { [ "$(am_alert | jq -r '.[] | select(.labels.core == "0" and .labels.package == "1") | .updatedAt')" != "$upd" ]; }
 wait_for 6 resent || fail "alert not re-sent while firing"
