@@ -247,12 +247,13 @@ static int parse_cpulist_key(struct collector *c, const char *key, const char *v
 	return 0;
 }
 
-/* The typed keys into p, with the checks their types cannot say. */
+/* The typed keys into p, with the checks their types cannot say: each bad
+ * value reported (collector_config_error()), the others still read. */
 static int ifs_read_config(struct collector *c, struct ifs_priv *p)
 {
 	const struct ifs_cfg *cfg = c->cfg;
 	bool set;
-	int err;
+	int bad = 0;
 
 	p->schedule = cfg->schedule;
 	p->scfg.periodic = p->schedule;
@@ -261,22 +262,23 @@ static int ifs_read_config(struct collector *c, struct ifs_priv *p)
 	p->scfg.max_scan_ns_per_hour = (int64_t)cfg->max_scan_seconds_per_hour * 1000 * MS_NS;
 	p->scfg.retry_max = (unsigned)cfg->retry_max;
 	p->scfg.retry_backoff_ns = (int64_t)cfg->retry_backoff * MS_NS;
-	if ((err = parse_cpulist_key(c, "allow_cpus", cfg->allow_cpus, p->scfg.allow,
-				     &p->scfg.have_allow)) ||
-	    (err = parse_cpulist_key(c, "deny_cpus", cfg->deny_cpus, p->scfg.deny, &set)))
-		return err;
+	bad |=
+	    parse_cpulist_key(c, "allow_cpus", cfg->allow_cpus, p->scfg.allow, &p->scfg.have_allow);
+	bad |= parse_cpulist_key(c, "deny_cpus", cfg->deny_cpus, p->scfg.deny, &set);
 	if (cfg->rotate_batches[0]) {
 		uint64_t bits[IFS_CPU_WORDS];
 
 		if (ifs_cpulist_parse(cfg->rotate_batches, bits, 256))
-			return collector_config_error(
+			bad |= collector_config_error(
 			    c, "rotate_batches", "not a list of batch numbers 0-255 (like 1-3,5)");
-		for (unsigned b = 0; b < 256; b++) {
+		for (unsigned b = 0; !bad && b < 256; b++) {
 			if (!ifs_cpu_isset(bits, b))
 				continue;
-			if (p->scfg.n_batches == IFS_MAX_BATCHES)
-				return collector_config_error(
+			if (p->scfg.n_batches == IFS_MAX_BATCHES) {
+				bad |= collector_config_error(
 				    c, "rotate_batches", "more than %d batches", IFS_MAX_BATCHES);
+				break;
+			}
 			p->scfg.batches[p->scfg.n_batches++] = b;
 		}
 	}
@@ -286,17 +288,30 @@ static int ifs_read_config(struct collector *c, struct ifs_priv *p)
 	snprintf(p->alert_labels, sizeof(p->alert_labels), "%s", cfg->alert_labels);
 	if (p->alert_url[0] && strncmp(p->alert_url, "http://", 7) &&
 	    strncmp(p->alert_url, "https://", 8))
-		return collector_config_error(c, "alertmanager_url", "must start with http(s)://");
+		bad |= collector_config_error(c, "alertmanager_url", "must start with http(s)://");
 	if (p->alert_labels[0]) {
 		json_t *l = ifs_alert_parse_labels(p->alert_labels);
 
 		if (!l)
-			return collector_config_error(
+			bad |= collector_config_error(
 			    c, "alert_labels",
 			    "expected k=v,k2=v2 with label names [a-zA-Z_][a-zA-Z0-9_]*");
 		json_decref(l);
 	}
-	return 0;
+	return bad ? -EINVAL : 0;
+}
+
+/* ifs_read_config() into a scratch ifs_priv: the host is not looked at. */
+static int ifs_check_config(struct collector *c)
+{
+	struct ifs_priv *p = calloc(1, sizeof(*p));
+	int err;
+
+	if (!p)
+		return -ENOMEM;
+	err = ifs_read_config(c, p);
+	free(p);
+	return err;
 }
 
 /* ---- device and topology refresh (main thread) ---- */
@@ -1061,6 +1076,7 @@ const struct collector_ops ifs_collector = {
     .metrics = ifs_metrics,
     .tables = ifs_tables,
     .routes = ifs_routes,
+    .check_config = ifs_check_config,
     .init = ifs_init,
     .start = ifs_start,
     .on_ready = ifs_on_ready,
