@@ -500,8 +500,10 @@ static const char *const seccomp_modes[] = {
     [PRIVSEP_SECCOMP_KILL] = "kill",
 };
 
-/* [agent] user and seccomp, checked before anything starts. */
-static int privsep_config(struct agent *a, struct privsep_config *pc)
+/* [agent] user and seccomp, checked before anything starts. The user is
+ * looked up only with lookup (not by a reload's check, which runs under the
+ * agent's own seccomp filter, where NSS may not work). */
+static int privsep_config(struct agent *a, struct privsep_config *pc, bool lookup)
 {
 	const struct cfg_section *sec = cfg_section(&a->cfg, "agent");
 	const char *mode = cfg_get(sec, "seccomp");
@@ -519,7 +521,7 @@ static int privsep_config(struct agent *a, struct privsep_config *pc)
 	if (bad)
 		cfg_error(&a->cfg, "agent", "seccomp", "must be errno, kill, log or off");
 	if (!pc->user[0] ||
-	    (!pc->user_is_default && strcmp(pc->user, "root") && !getpwnam(pc->user)))
+	    (lookup && !pc->user_is_default && strcmp(pc->user, "root") && !getpwnam(pc->user)))
 		bad |= cfg_error(&a->cfg, "agent", "user", "no user named \"%s\"", pc->user);
 	return bad;
 }
@@ -600,7 +602,7 @@ int agent_config_check(struct agent *a)
 	bad |= storage_config(a, &sc);
 	bad |= http_config(a, &hc, true);
 	bad |= listen_parse(a, hc.listen, &ss, &sslen);
-	bad |= privsep_config(a, &pc);
+	bad |= privsep_config(a, &pc, true);
 	web_config_free(hc.web);
 	return bad ? -EINVAL : 0;
 }
@@ -650,7 +652,7 @@ int agent_config_validate(struct agent *a, bool host)
 	bad |= http_config(a, &hc, host);
 	if (hc.listen)
 		bad |= listen_parse(a, hc.listen, &ss, &sslen);
-	bad |= privsep_config(a, &pc);
+	bad |= privsep_config(a, &pc, host);
 	bad |= expose_config_check(&a->cfg);
 	bad |= remote_write_check(&a->cfg, host, &rw);
 	bad |= collectors_config_check(a);
@@ -677,7 +679,7 @@ int agent_start(struct agent *a, const char *port_file)
 	a->sysfs_root = cfg_get(cfg_section(&a->cfg, "agent"), "sysfs_root");
 	a->hostname = cfg_get(cfg_section(&a->cfg, "agent"), "hostname");
 	if (storage_config(a, &sc) || http_config(a, &hc, true) || listen_check(a, hc.listen) ||
-	    privsep_config(a, &pc) || remote_write_new(&a->cfg, &a->rw)) {
+	    privsep_config(a, &pc, true) || remote_write_new(&a->cfg, &a->rw)) {
 		agent_config_errors_log(a);
 		return 2;
 	}

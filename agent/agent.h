@@ -58,8 +58,9 @@ int agent_config_check(struct agent *a);
  * (cfg.errors), without a side effect: no database, BPF, socket or sysfs
  * write, no collector init (sysobsd --check-config, SIGHUP). With host, also
  * what the values ask of the host that reading can tell: the secret, TLS and
- * web config files read and parsed, the database's directory present (not
- * after the privilege drop, where root's files are out of reach).
+ * web config files read and parsed, the database's directory present, the
+ * [agent] user looked up (not after the privilege drop, where root's files
+ * are out of reach and the seccomp filter holds).
  * 0, or -EINVAL.
  */
 int agent_config_validate(struct agent *a, bool host);
