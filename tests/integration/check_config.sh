@@ -8,7 +8,8 @@
 #  - drop-ins (F.d/*.ini): override the main file, in strcmp() order, other
 #    names ignored, an unreadable one an error; --print-config --config
 #    shows the value in effect and the drop-in file:line it came from, and
-#    the running agent uses it.
+#    the running agent uses it. (A drop-in or secret file the checking user
+#    cannot read: an error naming it.)
 source "$(dirname "$0")/lib.sh"
 need_cmd jq
 
@@ -298,6 +299,16 @@ if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then
 	assert_eq "unreadable secret: exit" 2 $?
 	grep -qF "$N/ok.ini:7: [remote_write] bearer_token_file = '$N/token': $N/token: Permission denied" \
 		"$T/err" || fail "unreadable secret not reported: $(cat "$T/err")"
+	n_bad=$((n_bad + 1))
+	# a drop-in nobody cannot read is an error naming it
+	printf '[storage]\npath = %s/var/sysobs.db\n' "$N" >"$N/dr.ini"
+	mkdir -p "$N/dr.d"
+	printf '[http]\nthreads = 3\n' >"$N/dr.d/10-x.ini"
+	chmod 644 "$N/dr.ini" && chmod 755 "$N/dr.d" && chmod 600 "$N/dr.d/10-x.ini"
+	"${as_nobody[@]}" "$SYSOBSD" --check-config --config "$N/dr.ini" 2>"$T/err"
+	assert_eq "unreadable drop-in: exit" 2 $?
+	grep -qxF "$N/dr.d/10-x.ini: cannot read config: Permission denied" "$T/err" ||
+		fail "unreadable drop-in not reported: $(cat "$T/err")"
 	n_bad=$((n_bad + 1))
 	as_nobody_done=", as nobody (no file, port free)"
 fi
