@@ -132,18 +132,6 @@ _Static_assert(sizeof(struct ifs_row) <= EVENT_ROW_MAX, "ifs_row too large for t
 
 static const struct event_table *const ifs_tables[] = {&ifs_scans_table, NULL};
 
-/* [collector.ifs]; durations in ms. The lists are parsed by ifs_read_config(). */
-struct ifs_cfg {
-	bool schedule;
-	uint64_t interval;
-	const char *allow_cpus, *deny_cpus;
-	uint64_t max_scan_seconds_per_hour, retry_max, retry_backoff;
-	const char *rotate_batches;
-	uint64_t poll;
-	const char *alertmanager_url, *alert_labels;
-	uint64_t alert_resend;
-};
-
 #define IFS_KEY(f, t, def, mn, mx, help) CFG_KEY(struct ifs_cfg, f, t, def, mn, mx, help)
 static const struct cfg_key ifs_keys[] = {
     IFS_KEY(schedule, CFG_BOOL, "false", 0, 0,
@@ -235,83 +223,6 @@ static void core_labels(const struct ifs_core_info *core, char pkg[16], char cid
 {
 	snprintf(pkg, 16, "%d", core->package);
 	snprintf(cid, 16, "%d", core->core_id);
-}
-
-static int parse_cpulist_key(struct collector *c, const char *key, const char *v, uint64_t *bits,
-			     bool *set)
-{
-	*set = v[0];
-	if (*set && ifs_cpulist_parse(v, bits, IFS_MAX_CPUS))
-		return collector_config_error(c, key, "not a CPU list below %d (like 0-3,8,10-11)",
-					      IFS_MAX_CPUS);
-	return 0;
-}
-
-/* The typed keys into p, with the checks their types cannot say: each bad
- * value reported (collector_config_error()), the others still read. */
-static int ifs_read_config(struct collector *c, struct ifs_priv *p)
-{
-	const struct ifs_cfg *cfg = c->cfg;
-	bool set;
-	int bad = 0;
-
-	p->schedule = cfg->schedule;
-	p->scfg.periodic = p->schedule;
-	p->scfg.interval_ns = (int64_t)cfg->interval * MS_NS;
-	/* Any cap admits progress, even one below a single run (ifs_sched.c). */
-	p->scfg.max_scan_ns_per_hour = (int64_t)cfg->max_scan_seconds_per_hour * 1000 * MS_NS;
-	p->scfg.retry_max = (unsigned)cfg->retry_max;
-	p->scfg.retry_backoff_ns = (int64_t)cfg->retry_backoff * MS_NS;
-	bad |=
-	    parse_cpulist_key(c, "allow_cpus", cfg->allow_cpus, p->scfg.allow, &p->scfg.have_allow);
-	bad |= parse_cpulist_key(c, "deny_cpus", cfg->deny_cpus, p->scfg.deny, &set);
-	if (cfg->rotate_batches[0]) {
-		uint64_t bits[IFS_CPU_WORDS];
-
-		if (ifs_cpulist_parse(cfg->rotate_batches, bits, 256))
-			bad |= collector_config_error(
-			    c, "rotate_batches", "not a list of batch numbers 0-255 (like 1-3,5)");
-		for (unsigned b = 0; !bad && b < 256; b++) {
-			if (!ifs_cpu_isset(bits, b))
-				continue;
-			if (p->scfg.n_batches == IFS_MAX_BATCHES) {
-				bad |= collector_config_error(
-				    c, "rotate_batches", "more than %d batches", IFS_MAX_BATCHES);
-				break;
-			}
-			p->scfg.batches[p->scfg.n_batches++] = b;
-		}
-	}
-	p->poll_ms = cfg->poll;
-	p->alert_resend_ms = cfg->alert_resend;
-	snprintf(p->alert_url, sizeof(p->alert_url), "%s", cfg->alertmanager_url);
-	snprintf(p->alert_labels, sizeof(p->alert_labels), "%s", cfg->alert_labels);
-	if (p->alert_url[0] && strncmp(p->alert_url, "http://", 7) &&
-	    strncmp(p->alert_url, "https://", 8))
-		bad |= collector_config_error(c, "alertmanager_url", "must start with http(s)://");
-	if (p->alert_labels[0]) {
-		json_t *l = ifs_alert_parse_labels(p->alert_labels);
-
-		if (!l)
-			bad |= collector_config_error(
-			    c, "alert_labels",
-			    "expected k=v,k2=v2 with label names [a-zA-Z_][a-zA-Z0-9_]*");
-		json_decref(l);
-	}
-	return bad ? -EINVAL : 0;
-}
-
-/* ifs_read_config() into a scratch ifs_priv: the host is not looked at. */
-static int ifs_check_config(struct collector *c)
-{
-	struct ifs_priv *p = calloc(1, sizeof(*p));
-	int err;
-
-	if (!p)
-		return -ENOMEM;
-	err = ifs_read_config(c, p);
-	free(p);
-	return err;
 }
 
 /* ---- device and topology refresh (main thread) ---- */

@@ -496,11 +496,8 @@ out:
 static int mptcp_check_config(struct collector *c)
 {
 	struct mptcp_priv *p = calloc(1, sizeof(*p));
-	int err;
+	int err = p ? mptcp_config_netns(c, p) : -ENOMEM;
 
-	if (!p)
-		return -ENOMEM;
-	err = mptcp_config_netns(c, p);
 	free(p);
 	return err;
 }
