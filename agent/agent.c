@@ -16,6 +16,7 @@
 #include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "agent/agent.h"
@@ -135,30 +136,35 @@ static void store_log_to_agent(enum store_log_level lvl, const char *msg, void *
 	log_msg(map[lvl], "store", "%s", msg);
 }
 
-/* Typed storage settings; any bad value leaves the message in cfg.err. */
+/* Typed storage settings; every bad value is recorded (cfg->errors), the
+ * last in cfg.err. */
 static int storage_config(struct agent *a, struct store_config *sc)
 {
 	struct config *cfg = &a->cfg;
-	uint64_t queue, batch, batch_ms, snap, ret, size, busy, readers, qt;
-	int err;
+	uint64_t queue = 0, batch = 0, batch_ms = 0, snap = 0, ret = 0, size = 0, busy = 0,
+		 readers = 0, qt = 0;
+	int bad = 0;
 
-	if ((err = cfg_get_u64(cfg, "storage", "queue_rows", 16, 1u << 24, &queue)) ||
-	    (err = cfg_get_u64(cfg, "storage", "batch_rows", 1, 1000000, &batch)) ||
-	    (err = cfg_get_u64(cfg, "storage", "batch_ms", 1, 60000, &batch_ms)) ||
-	    (err = cfg_get_duration_ms(cfg, "storage", "snapshot_interval", 0, 86400000, &snap)) ||
-	    (err = cfg_get_duration_ms(cfg, "storage", "retention", 0, UINT64_MAX, &ret)) ||
-	    (err = cfg_get_size(cfg, "storage", "max_size", 0, UINT64_MAX, &size)) ||
-	    (err = cfg_get_duration_ms(cfg, "storage", "busy_timeout", 0, 600000, &busy)) ||
-	    (err = cfg_get_duration_ms(cfg, "storage", "query_timeout", 10, 600000, &qt)) ||
-	    (err = cfg_get_u64(cfg, "storage", "readers", 1, 64, &readers)))
-		return err;
-	if (snap && snap < 1000)
-		return cfg_error(cfg, "storage", "snapshot_interval", "must be 0 or at least 1s");
-	if (size && size < (1u << 20))
-		return cfg_error(cfg, "storage", "max_size", "must be 0 or at least 1M");
+	bad |= cfg_get_u64(cfg, "storage", "queue_rows", 16, 1u << 24, &queue);
+	bad |= cfg_get_u64(cfg, "storage", "batch_rows", 1, 1000000, &batch);
+	bad |= cfg_get_u64(cfg, "storage", "batch_ms", 1, 60000, &batch_ms);
+	if (cfg_get_duration_ms(cfg, "storage", "snapshot_interval", 0, 86400000, &snap))
+		bad = -EINVAL;
+	else if (snap && snap < 1000)
+		bad |= cfg_error(cfg, "storage", "snapshot_interval", "must be 0 or at least 1s");
+	bad |= cfg_get_duration_ms(cfg, "storage", "retention", 0, UINT64_MAX, &ret);
+	if (cfg_get_size(cfg, "storage", "max_size", 0, UINT64_MAX, &size))
+		bad = -EINVAL;
+	else if (size && size < (1u << 20))
+		bad |= cfg_error(cfg, "storage", "max_size", "must be 0 or at least 1M");
+	bad |= cfg_get_duration_ms(cfg, "storage", "busy_timeout", 0, 600000, &busy);
+	bad |= cfg_get_duration_ms(cfg, "storage", "query_timeout", 10, 600000, &qt);
+	bad |= cfg_get_u64(cfg, "storage", "readers", 1, 64, &readers);
 	sc->path = cfg_get(cfg_section(cfg, "storage"), "path");
 	if (!sc->path || !*sc->path)
-		return cfg_error(cfg, "storage", "path", "must not be empty");
+		bad |= cfg_error(cfg, "storage", "path", "must not be empty");
+	if (bad)
+		return -EINVAL;
 	sc->queue_rows = queue;
 	sc->batch_rows = batch;
 	sc->batch_ms = batch_ms;
@@ -172,8 +178,20 @@ static int storage_config(struct agent *a, struct store_config *sc)
 	return 0;
 }
 
+/* A table of some collector (what a database opened now would hold). */
+static bool table_declared(const char *name)
+{
+	for (size_t i = 0; collector_registry[i]; i++)
+		for (const struct event_table *const *t = collector_registry[i]->tables; t && *t;
+		     t++)
+			if (!strcmp((*t)->name, name))
+				return true;
+	return false;
+}
+
 /* [storage] table_retention = "TABLE=DURATION, ...": an unknown table or a
- * bad duration is a config error (file:line), never ignored. */
+ * bad duration is a config error (file:line), never ignored. Without a
+ * store (a check), a table is known if a collector declares it. */
 static int table_retention(struct agent *a)
 {
 	const char *v = cfg_get(cfg_section(&a->cfg, "storage"), "table_retention");
@@ -197,7 +215,8 @@ static int table_retention(struct agent *a)
 		if (cfg_parse_duration_ms(dur, &ms) || !ms)
 			err = cfg_error(&a->cfg, "storage", "table_retention",
 					"%s: expected a duration above 0 such as 12h or 30d", name);
-		else if (store_set_table_retention(a->store, name, ms))
+		else if (a->store ? store_set_table_retention(a->store, name, ms)
+				  : !table_declared(name))
 			err = cfg_error(&a->cfg, "storage", "table_retention",
 					"no table '%s' in this database", name);
 	}
@@ -205,31 +224,31 @@ static int table_retention(struct agent *a)
 	return err;
 }
 
-static int http_config(struct agent *a, struct http_config *hc)
+/* [http]: every bad value recorded; the web config file is read and parsed
+ * only with read_files (not by a reload's check, after the drop). */
+static int http_config(struct agent *a, struct http_config *hc, bool read_files)
 {
 	struct config *cfg = &a->cfg;
-	uint64_t maxc, timeout, threads, per_ip, header_timeout;
+	uint64_t maxc = 0, timeout = 0, threads = 0, per_ip = 0, header_timeout = 0;
 	const char *gz, *web;
-	bool admin;
-	int err;
+	bool admin = false;
+	int bad = 0;
 
-	if ((err = cfg_get_u64(cfg, "http", "max_connections", 1, 10000, &maxc)) ||
-	    (err = cfg_get_duration_ms(cfg, "http", "timeout", 1000, 3600000, &timeout)) ||
-	    (err = cfg_get_u64(cfg, "http", "threads", 1, 64, &threads)) ||
-	    (err = cfg_get_u64(cfg, "http", "max_per_ip", 0, 10000, &per_ip)) ||
-	    (err = cfg_get_duration_ms(cfg, "http", "header_timeout", 100, 3600000,
-				       &header_timeout)) ||
-	    (err = cfg_get_bool(cfg, "http", "admin", &admin)))
-		return err;
+	bad |= cfg_get_u64(cfg, "http", "max_connections", 1, 10000, &maxc);
+	bad |= cfg_get_duration_ms(cfg, "http", "timeout", 1000, 3600000, &timeout);
+	bad |= cfg_get_u64(cfg, "http", "threads", 1, 64, &threads);
+	bad |= cfg_get_u64(cfg, "http", "max_per_ip", 0, 10000, &per_ip);
+	bad |= cfg_get_duration_ms(cfg, "http", "header_timeout", 100, 3600000, &header_timeout);
+	bad |= cfg_get_bool(cfg, "http", "admin", &admin);
 	hc->max_per_ip = per_ip;
 	hc->header_timeout_ms = header_timeout;
 	web = cfg_get(cfg_section(cfg, "http"), "web_config_file");
-	if (web && *web) {
+	if (read_files && web && *web) {
 		char msg[512];
 
 		hc->web = web_config_load(web, msg, sizeof(msg));
 		if (!hc->web)
-			return cfg_error(cfg, "http", "web_config_file", "%s", msg);
+			bad |= cfg_error(cfg, "http", "web_config_file", "%s", msg);
 	}
 	hc->listen = cfg_get(cfg_section(cfg, "http"), "listen");
 	hc->max_connections = maxc;
@@ -244,8 +263,8 @@ static int http_config(struct agent *a, struct http_config *hc)
 	else if (!strcmp(gz, "never"))
 		hc->gzip = HTTP_GZIP_NEVER;
 	else
-		return cfg_error(cfg, "http", "gzip", "must be auto, always or never");
-	return 0;
+		bad |= cfg_error(cfg, "http", "gzip", "must be auto, always or never");
+	return bad ? -EINVAL : 0;
 }
 
 static int on_publish(int fd, void *arg)
@@ -321,11 +340,48 @@ static bool reload_key_is_live(const char *section, const char *key)
 	return false;
 }
 
-/* SIGHUP: reads the config file again (command-line flags still win: a
- * running value from line 0 that is not the default came from a flag), then
- * applies the live keys and names the others that changed. A bad file is
- * logged and changes nothing; the live keys are checked in the file too, as
- * at start, whether or not a flag overrides them. The running config is kept
+/* Was this error recorded before index i (two checks of one key)? */
+static bool config_error_repeated(const struct config *cfg, size_t i)
+{
+	for (size_t j = 0; j < i; j++)
+		if (!strcmp(cfg->errors[j], cfg->errors[i]))
+			return true;
+	return false;
+}
+
+void agent_config_errors_print(const struct config *cfg, size_t from, FILE *out)
+{
+	for (size_t i = from; i < cfg->n_errors; i++)
+		if (!config_error_repeated(cfg, i))
+			fprintf(out, "%s\n", cfg->errors[i]);
+}
+
+void agent_config_errors_log(struct agent *a)
+{
+	const struct config *cfg = &a->cfg;
+
+	for (; a->cfg_errors_logged < cfg->n_errors; a->cfg_errors_logged++)
+		if (!config_error_repeated(cfg, a->cfg_errors_logged))
+			log_err("agent", "%s", cfg->errors[a->cfg_errors_logged]);
+}
+
+/* A reload's config errors, each once, then that nothing changed. */
+static void reload_errors_log(const struct config *cfg)
+{
+	for (size_t i = 0; i < cfg->n_errors; i++)
+		if (!config_error_repeated(cfg, i))
+			log_err("agent", "SIGHUP: %s", cfg->errors[i]);
+	log_err("agent", "SIGHUP: %s; nothing changed",
+		cfg->n_errors ? "config not valid" : "cannot reload");
+}
+
+/* SIGHUP: reads the config file and its drop-ins again (command-line flags
+ * still win: a running value from line 0 that is not the default came from
+ * a flag), then applies the live keys and names the others that changed. A
+ * bad config, a value only wrong to the checks (agent_config_validate(),
+ * without the host's files: read at the restart a change needs), is logged
+ * error by error and changes nothing; every key is checked in the files, as
+ * at start, whether or not a flag overrides it. The running config is kept
  * as it was, so the next reload compares with what actually runs. */
 static void agent_reload(struct agent *a)
 {
@@ -333,15 +389,21 @@ static void agent_reload(struct agent *a)
 	enum log_level lvl;
 	enum log_format fmt;
 	unsigned restart = 0;
+	int bad;
 
 	if (!a->cfg.path) {
 		log_info("agent", "SIGHUP: no config file to reload (embedded defaults)");
 		return;
 	}
-	if (agent_config_declare(&fresh) || cfg_load(&fresh.cfg, a->cfg.path) ||
-	    agent_log_config(&fresh.cfg, &lvl, &fmt)) {
-		log_err("agent", "SIGHUP: %s; nothing changed",
-			fresh.cfg.err[0] ? fresh.cfg.err : "cannot reload");
+	if (agent_config_declare(&fresh)) {
+		log_err("agent", "SIGHUP: cannot reload; nothing changed");
+		goto out;
+	}
+	bad = cfg_load(&fresh.cfg, a->cfg.path);
+	if (!bad)
+		bad = agent_config_validate(&fresh, false);
+	if (bad) {
+		reload_errors_log(&fresh.cfg);
 		goto out;
 	}
 	for (size_t i = 0; i < a->cfg.n_sections; i++) {
@@ -438,11 +500,14 @@ static const char *const seccomp_modes[] = {
     [PRIVSEP_SECCOMP_KILL] = "kill",
 };
 
-/* [agent] user and seccomp, checked before anything starts. */
-static int privsep_config(struct agent *a, struct privsep_config *pc)
+/* [agent] user and seccomp, checked before anything starts. The user is
+ * looked up only with lookup (not by a reload's check, which runs under the
+ * agent's own seccomp filter, where NSS may not work). */
+static int privsep_config(struct agent *a, struct privsep_config *pc, bool lookup)
 {
 	const struct cfg_section *sec = cfg_section(&a->cfg, "agent");
 	const char *mode = cfg_get(sec, "seccomp");
+	int bad = -EINVAL;
 
 	pc->user = cfg_get(sec, "user");
 	/* The default, written out (as in the example config), falls back too. */
@@ -451,14 +516,14 @@ static int privsep_config(struct agent *a, struct privsep_config *pc)
 	for (size_t i = 0; i < sizeof(seccomp_modes) / sizeof(seccomp_modes[0]); i++)
 		if (!strcmp(mode, seccomp_modes[i])) {
 			pc->seccomp = (enum privsep_seccomp)i;
-			goto user;
+			bad = 0;
 		}
-	return cfg_error(&a->cfg, "agent", "seccomp", "must be errno, kill, log or off");
-user:
+	if (bad)
+		cfg_error(&a->cfg, "agent", "seccomp", "must be errno, kill, log or off");
 	if (!pc->user[0] ||
-	    (!pc->user_is_default && strcmp(pc->user, "root") && !getpwnam(pc->user)))
-		return cfg_error(&a->cfg, "agent", "user", "no user named \"%s\"", pc->user);
-	return 0;
+	    (lookup && !pc->user_is_default && strcmp(pc->user, "root") && !getpwnam(pc->user)))
+		bad |= cfg_error(&a->cfg, "agent", "user", "no user named \"%s\"", pc->user);
+	return bad;
 }
 
 static int write_port_file(const char *path, uint16_t port)
@@ -513,12 +578,13 @@ static int listen_check(struct agent *a, const char *listen)
 int agent_log_config(struct config *cfg, enum log_level *lvl, enum log_format *fmt)
 {
 	const struct cfg_section *sec = cfg_section(cfg, "agent");
+	int bad = 0;
 
 	if (log_level_parse(cfg_get(sec, "log_level"), lvl))
-		return cfg_error(cfg, "agent", "log_level", "expected error, warn, info or debug");
+		bad |= cfg_error(cfg, "agent", "log_level", "expected error, warn, info or debug");
 	if (log_format_parse(cfg_get(sec, "log_format"), fmt))
-		return cfg_error(cfg, "agent", "log_format", "expected text, logfmt or json");
-	return 0;
+		bad |= cfg_error(cfg, "agent", "log_format", "expected text, logfmt or json");
+	return bad;
 }
 
 int agent_config_check(struct agent *a)
@@ -530,19 +596,69 @@ int agent_config_check(struct agent *a)
 	enum log_level lvl;
 	enum log_format fmt;
 	socklen_t sslen;
-	int err;
+	int bad = 0;
 
-	err = agent_log_config(&a->cfg, &lvl, &fmt);
-	if (!err)
-		err = storage_config(a, &sc);
-	if (!err)
-		err = http_config(a, &hc);
-	if (!err)
-		err = listen_parse(a, hc.listen, &ss, &sslen);
-	if (!err)
-		err = privsep_config(a, &pc);
+	bad |= agent_log_config(&a->cfg, &lvl, &fmt);
+	bad |= storage_config(a, &sc);
+	bad |= http_config(a, &hc, true);
+	bad |= listen_parse(a, hc.listen, &ss, &sslen);
+	bad |= privsep_config(a, &pc, true);
 	web_config_free(hc.web);
-	return err ? -EINVAL : 0;
+	return bad ? -EINVAL : 0;
+}
+
+/* [storage] path's directory exists (the database itself is not opened). */
+static int storage_dir_check(struct agent *a)
+{
+	const char *path = cfg_get(cfg_section(&a->cfg, "storage"), "path");
+	char dir[4096];
+	const char *slash;
+	struct stat st;
+
+	if (!path || !*path)
+		return 0; /* storage_config() said so */
+	slash = strrchr(path, '/');
+	if (!slash)
+		snprintf(dir, sizeof(dir), ".");
+	else
+		snprintf(dir, sizeof(dir), "%.*s", slash == path ? 1 : (int)(slash - path), path);
+	if (stat(dir, &st))
+		return cfg_error(&a->cfg, "storage", "path", "directory %s: %s", dir,
+				 strerror(errno));
+	if (!S_ISDIR(st.st_mode))
+		return cfg_error(&a->cfg, "storage", "path", "%s is not a directory", dir);
+	return 0;
+}
+
+int agent_config_validate(struct agent *a, bool host)
+{
+	struct store_config sc = {0};
+	struct http_config hc = {0};
+	struct privsep_config pc = {0};
+	struct remote_write *rw = NULL;
+	struct sockaddr_storage ss;
+	enum log_level lvl;
+	enum log_format fmt;
+	socklen_t sslen;
+	int bad = 0;
+
+	a->sysfs_root = cfg_get(cfg_section(&a->cfg, "agent"), "sysfs_root");
+	a->hostname = cfg_get(cfg_section(&a->cfg, "agent"), "hostname");
+	bad |= agent_log_config(&a->cfg, &lvl, &fmt);
+	bad |= storage_config(a, &sc);
+	bad |= table_retention(a);
+	if (host)
+		bad |= storage_dir_check(a);
+	bad |= http_config(a, &hc, host);
+	if (hc.listen)
+		bad |= listen_parse(a, hc.listen, &ss, &sslen);
+	bad |= privsep_config(a, &pc, host);
+	bad |= expose_config_check(&a->cfg);
+	bad |= remote_write_check(&a->cfg, host, &rw);
+	bad |= collectors_config_check(a);
+	remote_write_free(rw);
+	web_config_free(hc.web);
+	return bad ? -EINVAL : 0;
 }
 
 int agent_start(struct agent *a, const char *port_file)
@@ -562,9 +678,9 @@ int agent_start(struct agent *a, const char *port_file)
 
 	a->sysfs_root = cfg_get(cfg_section(&a->cfg, "agent"), "sysfs_root");
 	a->hostname = cfg_get(cfg_section(&a->cfg, "agent"), "hostname");
-	if (storage_config(a, &sc) || http_config(a, &hc) || listen_check(a, hc.listen) ||
-	    privsep_config(a, &pc) || remote_write_new(&a->cfg, &a->rw)) {
-		log_err("agent", "%s", a->cfg.err);
+	if (storage_config(a, &sc) || http_config(a, &hc, true) || listen_check(a, hc.listen) ||
+	    privsep_config(a, &pc, true) || remote_write_new(&a->cfg, &a->rw)) {
+		agent_config_errors_log(a);
 		return 2;
 	}
 	/* Per-thread privilege state, on the only thread there is yet. */
@@ -579,7 +695,7 @@ int agent_start(struct agent *a, const char *port_file)
 		return 1;
 	rc = expose_start(&a->expose, &a->cfg, a->metrics, a->loop);
 	if (rc == -EINVAL) {
-		log_err("agent", "%s", a->cfg.err);
+		agent_config_errors_log(a);
 		return 2;
 	}
 	if (rc)
@@ -603,7 +719,7 @@ int agent_start(struct agent *a, const char *port_file)
 	}
 
 	if (table_retention(a)) {
-		log_err("agent", "%s", a->cfg.err);
+		agent_config_errors_log(a);
 		return 2;
 	}
 	rc = collectors_init(a);

@@ -6,7 +6,9 @@
 #ifndef SYSOBS_AGENT_H
 #define SYSOBS_AGENT_H
 
+#include <stdbool.h>
 #include <stddef.h>
+#include <stdio.h>
 
 #include "agent/config.h"
 #include "agent/expose.h"
@@ -34,6 +36,7 @@ struct agent {
 	void *route_bindings;		   /* collector routes on the server */
 	struct expose expose;		   /* [metrics], build info, stale series */
 	struct remote_write *rw;	   /* NULL unless [remote_write] url */
+	size_t cfg_errors_logged;	   /* cfg.errors[] logged so far */
 };
 
 /* Declares [agent], [http], [storage] and every collector's section. */
@@ -50,6 +53,21 @@ int agent_config_declare(struct agent *a);
  * 0, or -EINVAL with a->cfg.err set.
  */
 int agent_config_check(struct agent *a);
+/*
+ * Everything agent_start() checks of the config, and records every error
+ * (cfg.errors), without a side effect: no database, BPF, socket or sysfs
+ * write, no collector init (sysobsd --check-config, SIGHUP). With host, also
+ * what the values ask of the host that reading can tell: the secret, TLS and
+ * web config files read and parsed, the database's directory present, the
+ * [agent] user looked up (not after the privilege drop, where root's files
+ * are out of reach and the seccomp filter holds).
+ * 0, or -EINVAL.
+ */
+int agent_config_validate(struct agent *a, bool host);
+/* Logs the config errors recorded since the last call, each once. */
+void agent_config_errors_log(struct agent *a);
+/* Writes cfg->errors[from...] to out, one a line, each once. */
+void agent_config_errors_print(const struct config *cfg, size_t from, FILE *out);
 /* [agent] log_level and log_format: 0, or -EINVAL with cfg->err set. */
 int agent_log_config(struct config *cfg, enum log_level *lvl, enum log_format *fmt);
 /* After the config is loaded: opens storage, inits collectors, starts HTTP

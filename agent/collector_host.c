@@ -108,6 +108,58 @@ static int collector_recheck(int fd, void *arg)
 	return -1; /* the loop removes this timer */
 }
 
+/* collector_config_error() of a check: recorded with the config's errors,
+ * at the key's file:line. */
+static void collector_config_record(struct collector *c)
+{
+	cfg_error(&((struct agent *)c->owner)->cfg, c->section, c->cfg_err_key, "%s", c->why);
+}
+
+/* The collector's own checks of its parsed config: every error recorded.
+ * 0, or -EINVAL. */
+static int collector_check(struct collector *c)
+{
+	int err;
+
+	if (!c->ops->check_config)
+		return 0;
+	c->config_error_hook = collector_config_record;
+	err = c->ops->check_config(c);
+	c->config_error_hook = NULL;
+	c->cfg_err_key = NULL;
+	c->why[0] = '\0';
+	return err ? -EINVAL : 0;
+}
+
+int collectors_config_check(struct agent *a)
+{
+	int bad = 0;
+
+	for (size_t i = 0; collector_registry[i]; i++) {
+		struct collector c = {.ops = collector_registry[i], .owner = a, .fd = -1};
+		bool enabled = false;
+		void *cfg;
+
+		snprintf(c.section, sizeof(c.section), "collector.%s", c.ops->name);
+		if (cfg_get_bool(&a->cfg, c.section, "enabled", &enabled)) {
+			bad = -EINVAL;
+			continue;
+		}
+		if (!enabled)
+			continue; /* as at start: its other keys are not read */
+		cfg = calloc(1, c.ops->cfg_size ? c.ops->cfg_size : 1);
+		if (!cfg)
+			return -ENOMEM;
+		c.cfg = cfg;
+		c.sysfs_root = a->sysfs_root ? a->sysfs_root : "/sys";
+		c.hostname = a->hostname ? a->hostname : "";
+		bad |= cfg_section_parse(&a->cfg, c.section, cfg);
+		bad |= collector_check(&c);
+		free(cfg);
+	}
+	return bad ? -EINVAL : 0;
+}
+
 /* The collector's typed config and its sink, before init. -1 after logging
  * a config error, for exit status 2. */
 static int collector_config(struct agent *a, struct collector *c)
@@ -120,8 +172,8 @@ static int collector_config(struct agent *a, struct collector *c)
 		log_err("agent", "out of memory");
 		return -1;
 	}
-	if (cfg_section_parse(&a->cfg, c->section, cfg)) {
-		log_err("agent", "%s", a->cfg.err);
+	if (cfg_section_parse(&a->cfg, c->section, cfg) | collector_check(c)) {
+		agent_config_errors_log(a);
 		return -1;
 	}
 	for (const struct metric_desc *d = c->ops->metrics; d && d->name; d++)
@@ -150,13 +202,13 @@ int collectors_init(struct agent *a)
 		c->sysfs_root = a->sysfs_root ? a->sysfs_root : "/sys";
 		c->hostname = a->hostname ? a->hostname : "";
 		if (cfg_get_bool(&a->cfg, "http", "admin", &c->admin)) {
-			log_err("agent", "%s", a->cfg.err);
+			agent_config_errors_log(a);
 			return 2;
 		}
 		c->fd = -1;
 		snprintf(c->section, sizeof(c->section), "collector.%s", c->ops->name);
 		if (cfg_get_bool(&a->cfg, c->section, "enabled", &enabled)) {
-			log_err("agent", "%s", a->cfg.err);
+			agent_config_errors_log(a);
 			return 2;
 		}
 		if (!enabled) {
@@ -181,11 +233,11 @@ int collectors_init(struct agent *a)
 			    COLLECTOR_UNAVAILABLE; /* agent_stop() calls stop(): frees priv */
 		if (err == -EINVAL && c->cfg_err_key) {
 			cfg_error(&a->cfg, c->section, c->cfg_err_key, "%s", c->why);
-			log_err("agent", "%s", a->cfg.err);
+			agent_config_errors_log(a);
 			return 2;
 		}
 		if (err == -EINVAL && a->cfg.err[0]) {
-			log_err("agent", "%s", a->cfg.err);
+			agent_config_errors_log(a);
 			return 2;
 		}
 		if (err) {

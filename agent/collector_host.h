@@ -11,6 +11,9 @@ struct agent;
  * error (logged), 1 out of memory, else 0: a collector that cannot run is
  * left UNAVAILABLE with its reason. */
 int collectors_init(struct agent *a);
+/* Every enabled collector's typed keys and its check_config, no init: each
+ * error recorded in a->cfg. 0, or -EINVAL. */
+int collectors_config_check(struct agent *a);
 /* Starts the RUNNING ones and adds their fd and timer to the loop; the
  * UNAVAILABLE ones with a recheck op get its timer instead. */
 void collectors_start(struct agent *a);

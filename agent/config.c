@@ -2,10 +2,12 @@
 /*
  * INI configuration over declared keys. inih does the parsing; we feed it
  * through ini_parse_stream() with our own reader so every value remembers the
- * line it came from, for errors that point at file:line, and so a key or a
- * section given twice is refused naming both lines.
+ * file and line it came from, for errors that point at file:line, and so a
+ * key or a section given twice in one file is refused naming both lines.
+ * Drop-in files are later layers over the main file (cfg_load()).
  */
 #include <ctype.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <ini.h>
@@ -25,12 +27,49 @@
 
 struct parse_ctx {
 	struct config *cfg;
+	const char *file;    /* interned name of the file parsed */
 	const char *p, *end; /* what is left of the buffer */
 	int line;
 	int failed;
 	bool key_seen;	   /* a key line since the last header (inih's prev_name) */
 	bool continuation; /* inih takes this line as continuing the key above */
+	bool skip_section; /* keys under a refused header: not reported again */
+	bool unknown_said; /* this header's unknown section already reported */
 };
+
+int cfg_fail(struct config *cfg, const char *fmt, ...)
+{
+	char **errs;
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(cfg->err, sizeof(cfg->err), fmt, ap);
+	va_end(ap);
+	errs = realloc(cfg->errors, (cfg->n_errors + 1) * sizeof(*errs));
+	if (errs) {
+		cfg->errors = errs;
+		errs[cfg->n_errors] = strdup(cfg->err);
+		if (errs[cfg->n_errors])
+			cfg->n_errors++;
+	}
+	return -EINVAL;
+}
+
+/* The config's own copy of a file name, for values to point at. */
+static const char *file_intern(struct config *cfg, const char *name)
+{
+	char **files;
+
+	for (size_t i = 0; i < cfg->n_files; i++)
+		if (!strcmp(cfg->files[i], name))
+			return cfg->files[i];
+	files = realloc(cfg->files, (cfg->n_files + 1) * sizeof(*files));
+	if (!files)
+		return NULL;
+	cfg->files = files;
+	files[cfg->n_files] = strdup(name);
+	return files[cfg->n_files] ? files[cfg->n_files++] : NULL;
+}
 
 static size_t keys_count(const struct cfg_key *keys)
 {
@@ -116,7 +155,15 @@ int cfg_line(const struct cfg_section *sec, const char *key)
 	return v ? v->line : 0;
 }
 
-static int section_store(struct cfg_section *sec, const char *key, const char *value, int line)
+const char *cfg_file(const struct cfg_section *sec, const char *key)
+{
+	const struct cfg_value *v = sec ? section_value(sec, key) : NULL;
+
+	return v && v->line > 0 ? v->file : NULL;
+}
+
+static int section_store(struct cfg_section *sec, const char *key, const char *value,
+			 const char *file, int line)
 {
 	struct cfg_value *v = section_value(sec, key), *vals;
 	char *nv = strdup(value);
@@ -124,10 +171,12 @@ static int section_store(struct cfg_section *sec, const char *key, const char *v
 	if (!nv)
 		return -ENOMEM;
 	if (v) {
-		/* A command-line value over the file's (set_at() refuses the
+		/* A later layer's value over an earlier one's: a drop-in
+		 * over the main file, a flag over both (set_at() refuses a
 		 * file's second line for a key). */
 		free(v->value);
 		v->value = nv;
+		v->file = file;
 		v->line = line;
 		return 0;
 	}
@@ -140,6 +189,7 @@ static int section_store(struct cfg_section *sec, const char *key, const char *v
 	v = &vals[sec->n_values];
 	v->key = strdup(key);
 	v->value = nv;
+	v->file = file;
 	v->line = line;
 	if (!v->key) {
 		free(nv);
@@ -149,10 +199,10 @@ static int section_store(struct cfg_section *sec, const char *key, const char *v
 	return 0;
 }
 
-static void where(const struct config *cfg, int line, char *buf, size_t len)
+static void where(const char *file, int line, char *buf, size_t len)
 {
 	if (line > 0)
-		snprintf(buf, len, "%s:%d", cfg->path ? cfg->path : "config", line);
+		snprintf(buf, len, "%s:%d", file ? file : "config", line);
 	else
 		snprintf(buf, len, "%s", line == 0 ? "command line" : "config");
 }
@@ -168,17 +218,16 @@ static void known_sections(const struct config *cfg, char *buf, size_t len)
 }
 
 static int set_at(struct config *cfg, const char *section, const char *key, const char *value,
-		  int line)
+		  const char *file, int line)
 {
 	struct cfg_section *sec = cfg_section(cfg, section);
 	char at[300], first[300], list[400];
 	const struct cfg_value *v;
 
-	where(cfg, line, at, sizeof(at));
+	where(file, line, at, sizeof(at));
 	if (!sec) {
 		known_sections(cfg, list, sizeof(list));
-		snprintf(cfg->err, sizeof(cfg->err), "%s: unknown section [%s] (known: %s)", at,
-			 section, list);
+		cfg_fail(cfg, "%s: unknown section [%s] (known: %s)", at, section, list);
 		return -EINVAL;
 	}
 	if (!section_key(sec, key)) {
@@ -188,20 +237,18 @@ static int set_at(struct config *cfg, const char *section, const char *key, cons
 		for (const struct cfg_key *k = sec->keys; k && k->key && off < sizeof(list); k++)
 			off += snprintf(list + off, sizeof(list) - off, "%s%s",
 					k == sec->keys ? "" : ", ", k->key);
-		snprintf(cfg->err, sizeof(cfg->err), "%s: unknown key '%s' in [%s] (known: %s)", at,
-			 key, section, list);
+		cfg_fail(cfg, "%s: unknown key '%s' in [%s] (known: %s)", at, key, section, list);
 		return -EINVAL;
 	}
 	v = section_value(sec, key);
-	if (line > 0 && v && v->line > 0) {
+	if (line > 0 && v && v->line > 0 && v->file == file) {
 		/* Which one was meant is a guess either way: refuse both. */
-		where(cfg, v->line, first, sizeof(first));
-		snprintf(cfg->err, sizeof(cfg->err), "%s: [%s] %s given twice (first at %s)", at,
-			 section, key, first);
+		where(v->file, v->line, first, sizeof(first));
+		cfg_fail(cfg, "%s: [%s] %s given twice (first at %s)", at, section, key, first);
 		return -EINVAL;
 	}
-	if (section_store(sec, key, value, line)) {
-		snprintf(cfg->err, sizeof(cfg->err), "%s: out of memory", at);
+	if (section_store(sec, key, value, file, line)) {
+		cfg_fail(cfg, "%s: out of memory", at);
 		return -ENOMEM;
 	}
 	return 0;
@@ -209,54 +256,65 @@ static int set_at(struct config *cfg, const char *section, const char *key, cons
 
 int cfg_set(struct config *cfg, const char *section, const char *key, const char *value)
 {
-	return set_at(cfg, section, key, value, 0);
+	return set_at(cfg, section, key, value, NULL, 0);
 }
 
+/* Called by inih for every key line. An error is recorded and parsing goes
+ * on (return 1, so inih does not count the line again), for a check that
+ * reports every error of a file at once. */
 static int cfg_ini_handler(void *user, const char *section, const char *name, const char *value)
 {
 	struct parse_ctx *ctx = user;
+	struct config *cfg = ctx->cfg;
 
 	if (!name) /* a bare [section] line (INI_CALL_HANDLER_ON_NEW_SECTION) */
-		return !ctx->failed;
+		return 1;
 	ctx->key_seen = true;
-	if (ctx->failed)
-		return 0;
 	if (ctx->continuation) {
 		/* inih's multi-line values would hand us the key again with
 		 * this line alone as its value: the first line's value lost. */
+		const struct cfg_section *sec = cfg_section(cfg, section);
 		char first[300];
 
-		where(ctx->cfg, cfg_line(cfg_section(ctx->cfg, section), name), first,
-		      sizeof(first));
-		snprintf(ctx->cfg->err, sizeof(ctx->cfg->err),
+		where(cfg_file(sec, name) ? cfg_file(sec, name) : ctx->file, cfg_line(sec, name),
+		      first, sizeof(first));
+		cfg_fail(cfg,
 			 "%s:%d: indented line taken as continuing [%s] %s (%s): a value is one "
 			 "line, and keys start at the beginning of the line",
-			 ctx->cfg->path, ctx->line, section, name, first);
+			 ctx->file, ctx->line, section, name, first);
 		ctx->failed = 1;
-		return 0;
+		return 1;
 	}
+	if (ctx->skip_section)
+		return 1;
 	if (!section[0]) {
-		snprintf(ctx->cfg->err, sizeof(ctx->cfg->err), "%s:%d: key '%s' outside a section",
-			 ctx->cfg->path, ctx->line, name);
+		cfg_fail(cfg, "%s:%d: key '%s' outside a section", ctx->file, ctx->line, name);
 		ctx->failed = 1;
-		return 0;
+		return 1;
 	}
-	if (set_at(ctx->cfg, section, name, value, ctx->line)) {
+	if (!cfg_section(cfg, section)) {
+		/* named once, at its first key */
+		if (ctx->unknown_said)
+			return 1;
+		ctx->unknown_said = true;
+	}
+	if (set_at(cfg, section, name, value, ctx->file, ctx->line))
 		ctx->failed = 1;
-		return 0;
-	}
 	return 1;
 }
 
-/* A [section] header at this line: a declared section's second header is
- * an error naming both lines. An undeclared one is left to the handler,
- * which names it at its first key. */
+/* A [section] header at this line: a declared section's second header in
+ * one file is an error naming both lines (in a later file, a new layer of
+ * it). An undeclared one is left to the handler, which names it at its
+ * first key. */
 static int section_header(struct parse_ctx *ctx, const char *name, size_t len)
 {
 	struct config *cfg = ctx->cfg;
 	struct cfg_section *sec;
 	char buf[64], first[300];
 
+	ctx->skip_section = false;
+	ctx->unknown_said = false;
 	if (len >= sizeof(buf))
 		return 0; /* longer than any declared section */
 	memcpy(buf, name, len);
@@ -264,13 +322,16 @@ static int section_header(struct parse_ctx *ctx, const char *name, size_t len)
 	sec = cfg_section(cfg, buf);
 	if (!sec)
 		return 0;
-	if (sec->line > 0) {
-		where(cfg, sec->line, first, sizeof(first));
-		snprintf(cfg->err, sizeof(cfg->err), "%s:%d: [%s] given twice (first at %s)",
-			 cfg->path, ctx->line, buf, first);
+	if (sec->line > 0 && sec->file == ctx->file) {
+		where(sec->file, sec->line, first, sizeof(first));
+		cfg_fail(cfg, "%s:%d: [%s] given twice (first at %s)", ctx->file, ctx->line, buf,
+			 first);
+		/* its keys would each be "given twice" too: one error is enough */
+		ctx->skip_section = true;
 		return -EINVAL;
 	}
 	sec->line = ctx->line;
+	sec->file = ctx->file;
 	return 0;
 }
 
@@ -298,21 +359,29 @@ static int line_classify(struct parse_ctx *ctx, const char *line)
 		ctx->continuation = true;
 		return 0;
 	}
-	if (*s != '[')
+	if (*s != '[') {
+		/* inih's syntax error, which it reports for the first line
+		 * only: named here for every line (its delimiters: = and :) */
+		if (!strpbrk(s, "=:"))
+			return cfg_fail(ctx->cfg,
+					"%s:%d: syntax error (expected [section] or key = value)",
+					ctx->file, ctx->line);
 		return 0;
+	}
 	/* up to ']', or an inline comment: ';' after a blank */
 	for (end = s + 1; *end && *end != ']' && !(space && *end == ';'); end++)
 		space = isspace((unsigned char)*end);
 	if (*end != ']')
-		return 0; /* inih reports the syntax error */
+		return cfg_fail(ctx->cfg, "%s:%d: syntax error (a [section] header without ']')",
+				ctx->file, ctx->line);
 	ctx->key_seen = false;
 	return section_header(ctx, s + 1, (size_t)(end - s - 1));
 }
 
 /* ini_reader over the buffer, fgets() style (at most num - 1 bytes, up to
  * and including a newline), counting lines so the handler knows where a
- * value is. A header given twice ends the parse here (NULL: end of input),
- * with ctx->failed set. */
+ * value is. An error found here (a header given twice, a syntax error) is
+ * recorded, ctx->failed set, and parsing goes on. */
 static char *line_reader(char *str, int num, void *stream)
 {
 	struct parse_ctx *ctx = stream;
@@ -328,54 +397,55 @@ static char *line_reader(char *str, int num, void *stream)
 	str[n] = '\0';
 	ctx->p += n;
 	ctx->line++;
-	if (!ctx->failed && line_classify(ctx, str)) {
+	if (line_classify(ctx, str))
 		ctx->failed = 1;
-		return NULL;
-	}
 	return str;
 }
 
-int cfg_load_buffer(struct config *cfg, const char *name, const char *buf, size_t len)
+/* Parses one file's text as a layer over what the config holds. */
+static int load_layer(struct config *cfg, const char *name, const char *buf, size_t len)
 {
 	struct parse_ctx ctx = {.cfg = cfg, .p = buf, .end = buf + len};
 	const char *nul = memchr(buf, '\0', len);
-	char *dup = strdup(name);
 	int rc;
 
-	if (!dup) {
-		snprintf(cfg->err, sizeof(cfg->err), "%s: out of memory", name);
-		return -ENOMEM;
-	}
-	free(cfg->path);
-	cfg->path = dup;
-	if (len > CFG_MAX_BYTES) {
-		snprintf(cfg->err, sizeof(cfg->err), "%s: config larger than %u bytes", name,
-			 CFG_MAX_BYTES);
-		return -EFBIG;
-	}
+	ctx.file = file_intern(cfg, name);
+	if (!ctx.file)
+		return cfg_fail(cfg, "%s: out of memory", name), -ENOMEM;
+	if (len > CFG_MAX_BYTES)
+		return cfg_fail(cfg, "%s: config larger than %u bytes", name, CFG_MAX_BYTES),
+		       -EFBIG;
 	if (nul) {
 		/* inih would stop at it and take the rest for gone */
 		size_t line = 1;
 
 		for (const char *q = buf; q < nul; q++)
 			line += *q == '\n';
-		snprintf(cfg->err, sizeof(cfg->err),
-			 "%s:%zu: NUL byte in the config (binary file?)", name, line);
-		return -EINVAL;
+		return cfg_fail(cfg, "%s:%zu: NUL byte in the config (binary file?)", name, line);
 	}
 	rc = ini_parse_stream(line_reader, &ctx, cfg_ini_handler, &ctx);
 	if (ctx.failed)
 		return -EINVAL;
-	if (rc > 0) {
-		snprintf(cfg->err, sizeof(cfg->err),
-			 "%s:%d: syntax error (expected [section] or key = value)", name, rc);
-		return -EINVAL;
-	}
-	if (rc < 0) {
-		snprintf(cfg->err, sizeof(cfg->err), "%s: cannot parse config", name);
-		return -EIO;
-	}
+	if (rc > 0)
+		return cfg_fail(cfg, "%s:%d: syntax error (expected [section] or key = value)",
+				name, rc);
+	if (rc < 0)
+		return cfg_fail(cfg, "%s: cannot parse config", name), -EIO;
 	return 0;
+}
+
+int cfg_load_buffer(struct config *cfg, const char *name, const char *buf, size_t len)
+{
+	size_t first = cfg->n_errors;
+	int rc;
+
+	if (!cfg->path && !(cfg->path = strdup(name)))
+		return cfg_fail(cfg, "%s: out of memory", name), -ENOMEM;
+	rc = load_layer(cfg, name, buf, len);
+	/* the first of this file's errors, as one read would have said */
+	if (rc && cfg->n_errors > first)
+		snprintf(cfg->err, sizeof(cfg->err), "%s", cfg->errors[first]);
+	return rc;
 }
 
 /*
@@ -397,13 +467,11 @@ static int cfg_read_file(struct config *cfg, const char *path, char **out, size_
 	fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
 	if (fd < 0) {
 		err = -errno;
-		snprintf(cfg->err, sizeof(cfg->err), "%s: cannot read config: %s", path,
-			 strerror(errno));
+		cfg_fail(cfg, "%s: cannot read config: %s", path, strerror(errno));
 		return err;
 	}
 	if (fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) {
-		snprintf(cfg->err, sizeof(cfg->err), "%s: cannot read config: %s", path,
-			 strerror(EISDIR));
+		cfg_fail(cfg, "%s: cannot read config: %s", path, strerror(EISDIR));
 		err = -EISDIR;
 		goto out_close;
 	}
@@ -416,15 +484,14 @@ static int cfg_read_file(struct config *cfg, const char *path, char **out, size_
 			cap = buf ? cap * 2 : cap;
 			nb = realloc(buf, cap);
 			if (!nb) {
-				snprintf(cfg->err, sizeof(cfg->err), "%s: out of memory", path);
+				cfg_fail(cfg, "%s: out of memory", path);
 				err = -ENOMEM;
 				goto out_close;
 			}
 			buf = nb;
 		}
 		if (left <= 0 || poll(&pfd, 1, (int)left) == 0) {
-			snprintf(cfg->err, sizeof(cfg->err),
-				 "%s: config not read within %u ms (a FIFO without a writer?)",
+			cfg_fail(cfg, "%s: config not read within %u ms (a FIFO without a writer?)",
 				 path, CFG_READ_DEADLINE_MS);
 			err = -ETIMEDOUT;
 			goto out_close;
@@ -434,16 +501,14 @@ static int cfg_read_file(struct config *cfg, const char *path, char **out, size_
 			continue;
 		if (r < 0) {
 			err = -errno;
-			snprintf(cfg->err, sizeof(cfg->err), "%s: cannot read config: %s", path,
-				 strerror(errno));
+			cfg_fail(cfg, "%s: cannot read config: %s", path, strerror(errno));
 			goto out_close;
 		}
 		if (r == 0)
 			break;
 		n += (size_t)r;
 		if (n > CFG_MAX_BYTES) {
-			snprintf(cfg->err, sizeof(cfg->err), "%s: config larger than %u bytes",
-				 path, CFG_MAX_BYTES);
+			cfg_fail(cfg, "%s: config larger than %u bytes", path, CFG_MAX_BYTES);
 			err = -EFBIG;
 			goto out_close;
 		}
@@ -459,7 +524,8 @@ out_close:
 	return err;
 }
 
-int cfg_load(struct config *cfg, const char *path)
+/* One file read and parsed as a layer. */
+static int load_file(struct config *cfg, const char *path)
 {
 	size_t len = 0;
 	char *buf = NULL;
@@ -468,8 +534,84 @@ int cfg_load(struct config *cfg, const char *path)
 	rc = cfg_read_file(cfg, path, &buf, &len);
 	if (rc)
 		return rc;
-	rc = cfg_load_buffer(cfg, path, buf, len);
+	rc = load_layer(cfg, path, buf, len);
 	free(buf);
+	return rc;
+}
+
+int cfg_dropin_dir(const char *path, char *out, size_t len)
+{
+	size_t n = strlen(path);
+	int w;
+
+	if (n > 4 && !strcmp(path + n - 4, ".ini"))
+		n -= 4;
+	w = snprintf(out, len, "%.*s.d", (int)n, path);
+	return w < 0 || (size_t)w >= len ? -ENAMETOOLONG : 0;
+}
+
+/* Drop-ins are *.ini files; anything else there (foo.ini.dpkg-old, an
+ * editor's backup foo.ini~, .foo.ini.swp) is not a layer. Hidden files are
+ * skipped as editors' temporaries. */
+static int dropin_filter(const struct dirent *d)
+{
+	size_t n = strlen(d->d_name);
+
+	return d->d_name[0] != '.' && n > 4 && !strcmp(d->d_name + n - 4, ".ini");
+}
+
+/* C-locale order, whatever LC_COLLATE says (alphasort() uses strcoll()). */
+static int dropin_cmp(const struct dirent **a, const struct dirent **b)
+{
+	return strcmp((*a)->d_name, (*b)->d_name);
+}
+
+/* The drop-in files of path, in order, each a layer: 0, or the first error
+ * (every file is still read). A missing directory is no error. */
+static int load_dropins(struct config *cfg, const char *path)
+{
+	char dir[PATH_MAX], file[PATH_MAX + 256];
+	struct dirent **names = NULL;
+	int n, rc = 0;
+
+	if (cfg_dropin_dir(path, dir, sizeof(dir)))
+		return cfg_fail(cfg, "%s: drop-in directory name too long", path);
+	n = scandir(dir, &names, dropin_filter, dropin_cmp);
+	if (n < 0) {
+		if (errno == ENOENT || errno == ENOTDIR)
+			return 0;
+		rc = -errno;
+		cfg_fail(cfg, "%s: cannot read drop-in directory: %s", dir, strerror(errno));
+		return rc;
+	}
+	for (int i = 0; i < n; i++) {
+		int err;
+
+		snprintf(file, sizeof(file), "%s/%s", dir, names[i]->d_name);
+		err = load_file(cfg, file);
+		if (err && !rc)
+			rc = err;
+		free(names[i]);
+	}
+	free(names);
+	return rc;
+}
+
+int cfg_load(struct config *cfg, const char *path)
+{
+	size_t first = cfg->n_errors;
+	int rc, err;
+
+	free(cfg->path);
+	cfg->path = strdup(path);
+	if (!cfg->path)
+		return cfg_fail(cfg, "%s: out of memory", path), -ENOMEM;
+	rc = load_file(cfg, path);
+	err = load_dropins(cfg, path);
+	if (!rc)
+		rc = err;
+	if (rc && cfg->n_errors > first)
+		snprintf(cfg->err, sizeof(cfg->err), "%s", cfg->errors[first]);
 	return rc;
 }
 
@@ -488,9 +630,19 @@ void cfg_free(struct config *cfg)
 	}
 	free(cfg->sections);
 	free(cfg->path);
+	for (size_t i = 0; i < cfg->n_files; i++)
+		free(cfg->files[i]);
+	free(cfg->files);
+	for (size_t i = 0; i < cfg->n_errors; i++)
+		free(cfg->errors[i]);
+	free(cfg->errors);
 	cfg->sections = NULL;
 	cfg->n_sections = 0;
 	cfg->path = NULL;
+	cfg->files = NULL;
+	cfg->n_files = 0;
+	cfg->errors = NULL;
+	cfg->n_errors = 0;
 }
 
 int cfg_error(struct config *cfg, const char *section, const char *key, const char *fmt, ...)
@@ -499,11 +651,13 @@ int cfg_error(struct config *cfg, const char *section, const char *key, const ch
 	char at[300], msg[256];
 	va_list ap;
 
-	where(cfg, cfg_line(sec, key), at, sizeof(at));
+	where(cfg_file(sec, key), cfg_line(sec, key), at, sizeof(at));
+	if (sec && !section_value(sec, key))
+		snprintf(at, sizeof(at), "default");
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	snprintf(cfg->err, sizeof(cfg->err), "%s: [%s] %s = '%s': %s", at, section, key,
+	cfg_fail(cfg, "%s: [%s] %s = '%s': %s", at, section, key,
 		 sec ? cfg_get(sec, key) ? cfg_get(sec, key) : "" : "", msg);
 	return -EINVAL;
 }
@@ -617,8 +771,7 @@ static const char *get_or_err(struct config *cfg, const char *section, const cha
 	const char *v = cfg_get(cfg_section(cfg, section), key);
 
 	if (!v)
-		snprintf(cfg->err, sizeof(cfg->err), "internal: key [%s] %s not declared", section,
-			 key);
+		cfg_fail(cfg, "internal: key [%s] %s not declared", section, key);
 	return v;
 }
 
@@ -689,5 +842,27 @@ void cfg_print_defaults(const struct config *cfg, FILE *out)
 		for (const struct cfg_key *k = sec->keys; k && k->key; k++)
 			fprintf(out, "# %s\n%s = %s\n", k->help ? k->help : "", k->key,
 				k->def ? k->def : "");
+	}
+}
+
+void cfg_print_effective(const struct config *cfg, FILE *out)
+{
+	for (size_t i = 0; i < cfg->n_sections; i++) {
+		const struct cfg_section *sec = &cfg->sections[i];
+
+		fprintf(out, "%s[%s]\n", i ? "\n" : "", sec->name);
+		for (const struct cfg_key *k = sec->keys; k && k->key; k++) {
+			const struct cfg_value *v = section_value(sec, k->key);
+
+			fprintf(out, "# %s\n", k->help ? k->help : "");
+			if (!v)
+				fprintf(out, "# default\n");
+			else if (v->line > 0)
+				fprintf(out, "# from %s:%d\n", v->file ? v->file : "config",
+					v->line);
+			else
+				fprintf(out, "# command line\n");
+			fprintf(out, "%s = %s\n", k->key, cfg_get(sec, k->key));
+		}
 	}
 }

@@ -10,8 +10,15 @@
  * inih would take as a continuation of the key above): the error names both
  * lines. No key takes several lines; a list is one comma-separated value.
  *
- * Values are kept as strings with the line they came from, so a collector can
- * validate its own keys at init and still point at the offending line.
+ * Values are kept as strings with the file and line they came from, so a
+ * collector can validate its own keys at init and still point at the
+ * offending line.
+ *
+ * Layers: cfg_load("X.ini") reads X.ini, then every *.ini file of the
+ * drop-in directory X.d/ in strcmp() order; a later file's value replaces an
+ * earlier one (within one file a key or header given twice stays an error).
+ * Parsing goes on past an error, and every error is kept in cfg->errors, so
+ * a check (sysobsd --check-config) reports all of them at once.
  */
 #ifndef SYSOBS_CONFIG_H
 #define SYSOBS_CONFIG_H
@@ -53,7 +60,8 @@ struct cfg_key {
 struct cfg_value {
 	char *key;
 	char *value;
-	int line; /* 0 = default or command line */
+	const char *file; /* one of config's files; NULL = command line */
+	int line;	  /* 0 = default or command line */
 };
 
 struct cfg_section {
@@ -61,14 +69,20 @@ struct cfg_section {
 	const struct cfg_key *keys; /* declared keys, {0}-terminated */
 	struct cfg_value *values;
 	size_t n_values;
-	int line; /* of its [header] in the file; 0 = not in the file */
+	int line;	  /* of its last [header]; 0 = not in a file */
+	const char *file; /* the file of that header */
 };
 
 struct config {
-	char *path; /* file read, or NULL for embedded defaults */
+	char *path; /* main file read, or NULL for embedded defaults */
 	struct cfg_section *sections;
 	size_t n_sections;
-	char err[512]; /* last error, "file:line: message" */
+	char err[512]; /* last error, "file:line: message" (after a failed
+			* cfg_load(): its first) */
+	char **files;  /* every file read: main file, then drop-ins */
+	size_t n_files;
+	char **errors; /* every error formatted into err, in order */
+	size_t n_errors;
 };
 
 /* Declares a section and its keys; must be done before cfg_load(). */
@@ -78,13 +92,20 @@ int cfg_declare(struct config *cfg, const char *section, const struct cfg_key *k
 #define CFG_MAX_BYTES	     (1u << 20)
 #define CFG_READ_DEADLINE_MS 1000u
 
-/* Reads an INI file into a config that holds no file yet (one file per
- * config). Returns 0, or -errno / -EINVAL with cfg->err set (-EFBIG: too
- * large, -ETIMEDOUT: not read in time). */
+/* Reads an INI file, then its drop-in directory (cfg_dropin_dir()), into a
+ * config that holds no file yet. Every file is read even after an error.
+ * Returns 0, or the first error's -errno / -EINVAL with cfg->err set to its
+ * message (-EFBIG: too large, -ETIMEDOUT: not read in time). */
 int cfg_load(struct config *cfg, const char *path);
 /* Parses len bytes of INI text (need not be NUL-terminated), named name in
- * errors. A NUL byte is an error. What cfg_load() does after reading. */
+ * errors, over what the config holds (a later layer). A NUL byte is an
+ * error. What cfg_load() does after reading each file. */
 int cfg_load_buffer(struct config *cfg, const char *name, const char *buf, size_t len);
+/* The drop-in directory of a config file: "X.d" for "X.ini" (else path +
+ * ".d"). 0, or -ENAMETOOLONG. */
+int cfg_dropin_dir(const char *path, char *out, size_t len);
+/* Formats cfg->err printf-style and records it in cfg->errors. -EINVAL. */
+int cfg_fail(struct config *cfg, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Sets a value (command-line override). Same validation as the file. */
 int cfg_set(struct config *cfg, const char *section, const char *key, const char *value);
 void cfg_free(struct config *cfg);
@@ -94,6 +115,8 @@ struct cfg_section *cfg_section(const struct config *cfg, const char *section);
 const char *cfg_get(const struct cfg_section *sec, const char *key);
 /* Line the value came from (0 if default / flag). */
 int cfg_line(const struct cfg_section *sec, const char *key);
+/* File the value came from (NULL if default / flag). */
+const char *cfg_file(const struct cfg_section *sec, const char *key);
 
 /* Typed getters: parse, range-check, and on error format cfg->err as
  * "file:line: [section] key: reason" and return -EINVAL. */
@@ -127,12 +150,17 @@ int cfg_kv_split(char *tok, char **key, char **value);
 
 /*
  * Parses every typed key of a declared section into out (the owner's config
- * struct, laid out as the keys' offsets say). The first bad value formats
- * cfg->err as "file:line: [section] key: reason" and returns -EINVAL.
+ * struct, laid out as the keys' offsets say). Every bad value is recorded as
+ * "file:line: [section] key: reason" (cfg->err: the last) and the return is
+ * -EINVAL; the other keys are still parsed.
  */
 int cfg_section_parse(struct config *cfg, const char *section, void *out);
 
 /* Writes every declared section and key with default and help, INI-formatted. */
 void cfg_print_defaults(const struct config *cfg, FILE *out);
+/* Writes the values in effect, each after a comment naming where it came
+ * from ("from FILE:LINE", "default", "command line"): an INI file that
+ * loads to the same values. */
+void cfg_print_effective(const struct config *cfg, FILE *out);
 
 #endif

@@ -32,11 +32,12 @@ static int cfg_parse_choice(struct config *cfg, const char *section, const struc
 int cfg_section_parse(struct config *cfg, const char *section, void *out)
 {
 	struct cfg_section *sec = cfg_section(cfg, section);
-	int err = 0;
+	int err = 0, bad = 0;
 
 	if (!sec)
 		return -ENOENT;
-	for (const struct cfg_key *k = sec->keys; k && k->key && !err; k++) {
+	/* Every key, past a bad one: each bad value is recorded (cfg_fail()). */
+	for (const struct cfg_key *k = sec->keys; k && k->key; k++, bad |= err) {
 		void *p = (char *)out + k->offset;
 
 		switch (k->type) {
@@ -64,5 +65,5 @@ int cfg_section_parse(struct config *cfg, const char *section, void *out)
 			break;
 		}
 	}
-	return err;
+	return bad ? -EINVAL : 0;
 }

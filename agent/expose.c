@@ -40,30 +40,40 @@ int expose_config_declare(struct config *cfg)
 static int parse_native(struct config *cfg, struct metrics_native *n)
 {
 	const struct cfg_section *sec = cfg_section(cfg, "metrics");
-	uint64_t buckets;
+	uint64_t buckets = 0;
 	char *end;
 	long schema;
-	int err;
+	int bad = 0;
 
-	if ((err = cfg_get_bool(cfg, "metrics", "native_histograms", &n->enabled)) ||
-	    (err = cfg_get_u64(cfg, "metrics", "native_histogram_max_buckets", 2, 1u << 16,
-			       &buckets)))
-		return err;
+	bad |= cfg_get_bool(cfg, "metrics", "native_histograms", &n->enabled);
+	bad |= cfg_get_u64(cfg, "metrics", "native_histogram_max_buckets", 2, 1u << 16, &buckets);
 	n->max_buckets = (unsigned)buckets;
 	errno = 0;
 	schema = strtol(cfg_get(sec, "native_histogram_schema"), &end, 10);
 	if (errno || *end || end == cfg_get(sec, "native_histogram_schema") ||
 	    schema < NHIST_SCHEMA_MIN || schema > NHIST_SCHEMA_MAX)
-		return cfg_error(cfg, "metrics", "native_histogram_schema",
+		bad |= cfg_error(cfg, "metrics", "native_histogram_schema",
 				 "must be an integer from %d to %d", NHIST_SCHEMA_MIN,
 				 NHIST_SCHEMA_MAX);
 	n->schema = (int)schema;
 	errno = 0;
 	n->zero_threshold = strtod(cfg_get(sec, "native_histogram_zero_threshold"), &end);
 	if (errno || *end || !isfinite(n->zero_threshold) || n->zero_threshold < 0)
-		return cfg_error(cfg, "metrics", "native_histogram_zero_threshold",
+		bad |= cfg_error(cfg, "metrics", "native_histogram_zero_threshold",
 				 "must be a number of at least 0");
-	return 0;
+	return bad ? -EINVAL : 0;
+}
+
+int expose_config_check(struct config *cfg)
+{
+	struct metrics_native native = {0};
+	uint64_t grace_ms;
+	int bad = 0;
+
+	bad |= parse_native(cfg, &native);
+	bad |= cfg_get_duration_ms(cfg, "metrics", "stale_series_grace", 0, 7 * 86400000ULL,
+				   &grace_ms);
+	return bad ? -EINVAL : 0;
 }
 
 static void removed_count(const char *owner, size_t n, void *arg)

@@ -23,6 +23,9 @@ struct expose {
 };
 
 int expose_config_declare(struct config *cfg);
+/* What expose_start() checks of [metrics], every bad value recorded, and
+ * nothing started. 0, or -EINVAL. */
+int expose_config_check(struct config *cfg);
 /* Before the collectors register their metrics (native settings apply to
  * histograms from then on). 0, or -EINVAL with cfg->err set. */
 int expose_start(struct expose *x, struct config *cfg, struct metrics *m, struct loop *loop);

@@ -5,6 +5,9 @@
  * same, before the flags replace any. SIGHUP reloads the config file (see
  * agent_reload()); under systemd it reports READY=1/STOPPING=1 (Type=notify). Exit status: 0 after
  * SIGTERM/SIGINT, 2 for a bad command line, config or database, 1 for other start failures.
+ * --check-config checks the config as start-up would, without starting
+ * anything, and prints every error; --print-config prints the defaults, or
+ * with --config the values in effect and where each came from.
  */
 #include <getopt.h>
 #include <pthread.h>
@@ -35,7 +38,9 @@ static void usage(FILE *out)
 	    "Watch IFS core scans, cachefiles on-demand latency, MPTCP path-manager\n"
 	    "events and packet-drop reasons; keep history in SQLite; serve it over HTTP.\n"
 	    "\n"
-	    "  -c, --config FILE       INI config file (default: embedded defaults)\n"
+	    "  -c, --config FILE       INI config file (default: embedded defaults); then\n"
+	    "                          the *.ini files of its drop-in directory (FILE.d/\n"
+	    "                          for FILE.ini) in lexical order, later ones winning\n"
 	    "  -l, --listen ADDR:PORT  HTTP address, e.g. 127.0.0.1:9559 ([http] listen)\n"
 	    "  -d, --db FILE           SQLite database ([storage] path)\n"
 	    "  -L, --log-level LEVEL   error, warn, info or debug ([agent] log_level)\n"
@@ -46,7 +51,12 @@ static void usage(FILE *out)
 	    "      --web.config.file FILE\n"
 	    "                          TLS and basic auth in exporter-toolkit's YAML format\n"
 	    "                          ([http] web_config_file)\n"
-	    "      --print-config      print every config key with its default and exit\n"
+	    "      --check-config      check the config (and flags) as start-up would, print\n"
+	    "                          every error as file:line: message; exit 0 or 2;\n"
+	    "                          opens no database, socket or BPF object\n"
+	    "      --print-config      print every config key with its default and exit;\n"
+	    "                          with --config, the values in effect, each with\n"
+	    "                          the file:line it came from\n"
 	    "  -h, --help              this help\n"
 	    "  -V, --version           version, git revision and library versions\n"
 	    "\nCollectors:\n");
@@ -55,7 +65,7 @@ static void usage(FILE *out)
 			collector_registry[i]->help ? collector_registry[i]->help : "");
 }
 
-enum { OPT_SYSFS_ROOT = 256, OPT_PORT_FILE, OPT_PRINT_CONFIG, OPT_WEB_CONFIG };
+enum { OPT_SYSFS_ROOT = 256, OPT_PORT_FILE, OPT_PRINT_CONFIG, OPT_WEB_CONFIG, OPT_CHECK_CONFIG };
 
 /* --version: the release, the git revision it was built from, and the
  * libraries it runs with (run-time versions where the library reports one). */
@@ -71,6 +81,43 @@ static void version(void)
 	       LIBSYSTEMD_VERSION);
 }
 
+struct override {
+	const char *section, *key, *value;
+};
+
+/*
+ * --check-config and --print-config --config: the file and its drop-ins,
+ * the file's values checked as main() checks them before the flags, then
+ * the flags, then everything agent_start() would check
+ * (agent_config_validate()), side-effect free. Every error on stderr, one a
+ * line; 0 or 2. --print-config then writes the values in effect.
+ */
+static int config_offline(struct agent *a, const char *config, const struct override *over,
+			  size_t n_over, bool print)
+{
+	int bad = 0;
+
+	if (config)
+		bad |= cfg_load(&a->cfg, config);
+	if (config)
+		bad |= agent_config_check(a);
+	for (size_t i = 0; i < n_over; i++)
+		bad |= cfg_set(&a->cfg, over[i].section, over[i].key, over[i].value);
+	bad |= agent_config_validate(a, true);
+	agent_config_errors_print(&a->cfg, 0, stderr);
+	if (bad) {
+		fprintf(stderr, "sysobsd: %s: config not valid\n",
+			config ? config : "embedded defaults");
+		return 2;
+	}
+	if (print)
+		cfg_print_effective(&a->cfg, stdout);
+	else
+		fprintf(stderr, "sysobsd: %s: config valid\n",
+			config ? config : "embedded defaults");
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -83,19 +130,18 @@ int main(int argc, char **argv)
 	    {"port-file", required_argument, NULL, OPT_PORT_FILE},
 	    {"web.config.file", required_argument, NULL, OPT_WEB_CONFIG},
 	    {"print-config", no_argument, NULL, OPT_PRINT_CONFIG},
+	    {"check-config", no_argument, NULL, OPT_CHECK_CONFIG},
 	    {"help", no_argument, NULL, 'h'},
 	    {"version", no_argument, NULL, 'V'},
 	    {0},
 	};
-	struct {
-		const char *section, *key, *value;
-	} overrides[16];
+	struct override overrides[16];
 	struct agent a = {0};
 	const char *config = NULL, *port_file = NULL;
 	enum log_level lvl;
 	enum log_format fmt;
 	size_t n_over = 0;
-	bool print_config = false;
+	bool print_config = false, check_config = false;
 	sigset_t mask;
 	int opt, rc;
 
@@ -106,32 +152,34 @@ int main(int argc, char **argv)
 		}
 		switch (opt) {
 		case 'u':
-			overrides[n_over++] = (typeof(overrides[0])){"agent", "user", optarg};
+			overrides[n_over++] = (struct override){"agent", "user", optarg};
 			break;
 		case 'c':
 			config = optarg;
 			break;
 		case 'l':
-			overrides[n_over++] = (typeof(overrides[0])){"http", "listen", optarg};
+			overrides[n_over++] = (struct override){"http", "listen", optarg};
 			break;
 		case 'd':
-			overrides[n_over++] = (typeof(overrides[0])){"storage", "path", optarg};
+			overrides[n_over++] = (struct override){"storage", "path", optarg};
 			break;
 		case 'L':
-			overrides[n_over++] = (typeof(overrides[0])){"agent", "log_level", optarg};
+			overrides[n_over++] = (struct override){"agent", "log_level", optarg};
 			break;
 		case OPT_SYSFS_ROOT:
-			overrides[n_over++] = (typeof(overrides[0])){"agent", "sysfs_root", optarg};
+			overrides[n_over++] = (struct override){"agent", "sysfs_root", optarg};
 			break;
 		case OPT_WEB_CONFIG:
-			overrides[n_over++] =
-			    (typeof(overrides[0])){"http", "web_config_file", optarg};
+			overrides[n_over++] = (struct override){"http", "web_config_file", optarg};
 			break;
 		case OPT_PORT_FILE:
 			port_file = optarg;
 			break;
 		case OPT_PRINT_CONFIG:
 			print_config = true;
+			break;
+		case OPT_CHECK_CONFIG:
+			check_config = true;
 			break;
 		case 'h':
 			usage(stdout);
@@ -167,14 +215,20 @@ int main(int argc, char **argv)
 		fprintf(stderr, "sysobsd: cannot declare config\n");
 		return 1;
 	}
-	if (print_config) {
+	if (print_config && !config) {
 		cfg_print_defaults(&a.cfg, stdout);
 		cfg_free(&a.cfg);
 		return 0;
 	}
+	if (check_config || print_config) {
+		rc = config_offline(&a, config, overrides, n_over, print_config);
+		cfg_free(&a.cfg);
+		return rc;
+	}
 	log_set_journal(log_stderr_is_journal());
 	if (config && cfg_load(&a.cfg, config)) {
-		fprintf(stderr, "sysobsd: %s\n", a.cfg.err);
+		for (size_t i = 0; i < a.cfg.n_errors; i++)
+			fprintf(stderr, "sysobsd: %s\n", a.cfg.errors[i]);
 		cfg_free(&a.cfg);
 		return 2;
 	}
@@ -182,7 +236,7 @@ int main(int argc, char **argv)
 	 * --listen over a bad [http] listen is refused as the bad listen alone
 	 * is, and logged as agent_start() logs it. */
 	if (config && agent_config_check(&a)) {
-		log_err("agent", "%s", a.cfg.err);
+		agent_config_errors_log(&a);
 		cfg_free(&a.cfg);
 		return 2;
 	}

@@ -581,86 +581,83 @@ static void rw_free_settings(struct remote_write *rw)
 	free(rw);
 }
 
-int remote_write_new(struct config *cfg, struct remote_write **out)
+/* Every check of remote_write_new(), past a failed one: each error is
+ * recorded (cfg_fail()); the secret files are read only with read_files. */
+static int rw_settings(struct config *cfg, struct remote_write *rw, bool read_files)
+{
+	struct remote_write_config *c = &rw->cfg;
+	const char *why = NULL;
+	int bad = 0;
+
+	bad |= rw_check_url(cfg, c->url);
+	if (c->min_backoff > c->max_backoff)
+		bad |=
+		    cfg_error(cfg, "remote_write", "max_backoff", "must not be below min_backoff");
+	rw->ext_text = strdup(c->external_labels);
+	if (!rw->ext_text)
+		return -ENOMEM;
+	/* __name__ takes one of a series' RW_MAX_LABELS. */
+	if (rw_external_labels_parse(rw->ext_text, rw->ext, RW_MAX_LABELS - 1, &rw->n_ext, &why))
+		bad |= cfg_error(cfg, "remote_write", "external_labels", "%s", why);
+	if (*c->bearer_token && *c->bearer_token_file)
+		bad |= cfg_error(cfg, "remote_write", "bearer_token_file",
+				 "set bearer_token or bearer_token_file, not both");
+	if (*c->basic_auth_user && (*c->bearer_token || *c->bearer_token_file))
+		bad |= cfg_error(cfg, "remote_write", "basic_auth_user",
+				 "basic auth and a bearer token exclude each other");
+	if (!*c->basic_auth_user != !*c->basic_auth_password_file)
+		bad |=
+		    cfg_error(cfg, "remote_write",
+			      *c->basic_auth_user ? "basic_auth_user" : "basic_auth_password_file",
+			      "basic auth needs both basic_auth_user and basic_auth_password_file");
+	if (!*c->tls_cert_file != !*c->tls_key_file)
+		bad |= cfg_error(cfg, "remote_write",
+				 *c->tls_cert_file ? "tls_cert_file" : "tls_key_file",
+				 "a client certificate needs both tls_cert_file and tls_key_file");
+	if (!read_files)
+		return bad ? -EINVAL : 0;
+	bad |= rw_check_file(cfg, "tls_ca_file", c->tls_ca_file);
+	bad |= rw_check_file(cfg, "tls_cert_file", c->tls_cert_file);
+	bad |= rw_check_file(cfg, "tls_key_file", c->tls_key_file);
+	if (*c->basic_auth_password_file &&
+	    rw_read_secret(c->basic_auth_password_file, &rw->password, &why))
+		bad |= cfg_error(cfg, "remote_write", "basic_auth_password_file", "%s: %s",
+				 c->basic_auth_password_file, why);
+	if (*c->bearer_token_file && rw_read_secret(c->bearer_token_file, &rw->bearer, &why))
+		bad |= cfg_error(cfg, "remote_write", "bearer_token_file", "%s: %s",
+				 c->bearer_token_file, why);
+	if (bad)
+		return -EINVAL;
+	if (*c->bearer_token && !(rw->bearer = strdup(c->bearer_token)))
+		return -ENOMEM;
+	return 0;
+}
+
+int remote_write_check(struct config *cfg, bool read_files, struct remote_write **out)
 {
 	struct remote_write *rw;
-	struct remote_write_config *c;
-	const char *why = NULL;
 	int err;
 
 	*out = NULL;
 	rw = calloc(1, sizeof(*rw));
 	if (!rw)
 		return -ENOMEM;
-	c = &rw->cfg;
-	err = cfg_section_parse(cfg, "remote_write", c);
-	if (err || !*c->url)
-		goto out_free;
-	if ((err = rw_check_url(cfg, c->url)))
-		goto out_free;
-	if (c->min_backoff > c->max_backoff) {
-		err =
-		    cfg_error(cfg, "remote_write", "max_backoff", "must not be below min_backoff");
-		goto out_free;
+	err = cfg_section_parse(cfg, "remote_write", &rw->cfg);
+	if (!*rw->cfg.url) { /* off: nothing more to check */
+		rw_free_settings(rw);
+		return err;
 	}
-	rw->ext_text = strdup(c->external_labels);
-	if (!rw->ext_text) {
-		err = -ENOMEM;
-		goto out_free;
-	}
-	/* __name__ takes one of a series' RW_MAX_LABELS. */
-	if (rw_external_labels_parse(rw->ext_text, rw->ext, RW_MAX_LABELS - 1, &rw->n_ext, &why)) {
-		err = cfg_error(cfg, "remote_write", "external_labels", "%s", why);
-		goto out_free;
-	}
-	if (*c->bearer_token && *c->bearer_token_file) {
-		err = cfg_error(cfg, "remote_write", "bearer_token_file",
-				"set bearer_token or bearer_token_file, not both");
-		goto out_free;
-	}
-	if (*c->basic_auth_user && (*c->bearer_token || *c->bearer_token_file)) {
-		err = cfg_error(cfg, "remote_write", "basic_auth_user",
-				"basic auth and a bearer token exclude each other");
-		goto out_free;
-	}
-	if (!*c->basic_auth_user != !*c->basic_auth_password_file) {
-		err =
-		    cfg_error(cfg, "remote_write",
-			      *c->basic_auth_user ? "basic_auth_user" : "basic_auth_password_file",
-			      "basic auth needs both basic_auth_user and basic_auth_password_file");
-		goto out_free;
-	}
-	if (!*c->tls_cert_file != !*c->tls_key_file) {
-		err = cfg_error(cfg, "remote_write",
-				*c->tls_cert_file ? "tls_cert_file" : "tls_key_file",
-				"a client certificate needs both tls_cert_file and tls_key_file");
-		goto out_free;
-	}
-	if ((err = rw_check_file(cfg, "tls_ca_file", c->tls_ca_file)) ||
-	    (err = rw_check_file(cfg, "tls_cert_file", c->tls_cert_file)) ||
-	    (err = rw_check_file(cfg, "tls_key_file", c->tls_key_file)))
-		goto out_free;
-	if (*c->basic_auth_password_file &&
-	    rw_read_secret(c->basic_auth_password_file, &rw->password, &why)) {
-		err = cfg_error(cfg, "remote_write", "basic_auth_password_file", "%s: %s",
-				c->basic_auth_password_file, why);
-		goto out_free;
-	}
-	if (*c->bearer_token_file && rw_read_secret(c->bearer_token_file, &rw->bearer, &why)) {
-		err = cfg_error(cfg, "remote_write", "bearer_token_file", "%s: %s",
-				c->bearer_token_file, why);
-		goto out_free;
-	}
-	if (*c->bearer_token && !(rw->bearer = strdup(c->bearer_token))) {
-		err = -ENOMEM;
-		goto out_free;
+	if (rw_settings(cfg, rw, read_files) || err) {
+		rw_free_settings(rw);
+		return -EINVAL;
 	}
 	*out = rw;
 	return 0;
+}
 
-out_free:
-	rw_free_settings(rw);
-	return err;
+int remote_write_new(struct config *cfg, struct remote_write **out)
+{
+	return remote_write_check(cfg, true, out);
 }
 
 static size_t rw_on_header(char *p, size_t size, size_t n, void *arg)

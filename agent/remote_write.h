@@ -56,6 +56,10 @@ struct remote_write;
  * set; -EINVAL with cfg->err ("file:line: [remote_write] key: reason").
  */
 int remote_write_new(struct config *cfg, struct remote_write **out);
+/* remote_write_new() that reads no file without read_files (a reload's
+ * check, after privileges were dropped), and records every error it finds
+ * (cfg->errors), not only the first. */
+int remote_write_check(struct config *cfg, bool read_files, struct remote_write **out);
 /* Registers the sender's metrics and starts its thread; 0 when rw is NULL.
  * -errno with a message logged. */
 int remote_write_start(struct remote_write *rw, struct store *s, struct metrics *m);

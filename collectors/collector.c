@@ -39,6 +39,8 @@ int collector_config_error(struct collector *c, const char *key, const char *fmt
 	vsnprintf(c->why, sizeof(c->why), fmt, ap);
 	va_end(ap);
 	c->cfg_err_key = key;
+	if (c->config_error_hook)
+		c->config_error_hook(c);
 	return -EINVAL;
 }
 

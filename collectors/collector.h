@@ -5,6 +5,13 @@
  * A collector is a const ops table listed in collectors/registry.c. The agent
  * calls, on the main thread:
  *
+ *   check_config(c)  optional: the checks of c->cfg its keys' types cannot
+ *                say (one key against another, a list's items), and nothing
+ *                else: no file, device, socket or kernel is touched, as
+ *                sysobsd --check-config runs it as any user. Reports each bad
+ *                value with collector_config_error() and goes on past it;
+ *                returns -EINVAL if any (a field whose typed value was bad
+ *                reads as zero). Run before init, which may take it as done.
  *   init(c)      probe the host and read config. Return 0; -ENODEV / -EPERM /
  *                -EOPNOTSUPP with c->why set when the feature is absent (the
  *                collector becomes "unavailable" and the agent runs on); or
@@ -104,6 +111,7 @@ struct collector_ops {
 	const struct metric_desc *metrics;	 /* {0}-terminated, or NULL */
 	const struct event_table *const *tables; /* NULL-terminated, or NULL */
 	const struct collector_route *routes;	 /* {0}-terminated, or NULL */
+	int (*check_config)(struct collector *c);
 	int (*init)(struct collector *c);
 	int (*start)(struct collector *c);
 	int (*on_ready)(struct collector *c);
@@ -124,6 +132,8 @@ struct collector {
 	const void *cfg;	 /* ops->cfg_size bytes, parsed from [collector.NAME] */
 	char section[64];	 /* "collector.NAME" */
 	const char *cfg_err_key; /* set by collector_config_error() */
+	/* agent-owned: called by collector_config_error(), to record each */
+	void (*config_error_hook)(struct collector *c);
 	/* Agent settings a collector may read: */
 	const char *sysfs_root; /* "/sys" unless --sysfs-root (IFS fake) */
 	const char *hostname;	/* for alerts */

@@ -446,9 +446,7 @@ static int drops_init(struct collector *c)
 	char why[512];
 	int err;
 
-	if (cfg->ring_bytes & (cfg->ring_bytes - 1) || cfg->ring_bytes % getpagesize())
-		return collector_config_error(
-		    c, "ring_bytes", "must be a power of two and a multiple of the page size");
+	/* ring_bytes: drops_check_config() ran before */
 	st = calloc(1, sizeof(*st));
 	if (!st)
 		return -ENOMEM;
@@ -949,6 +947,7 @@ const struct collector_ops drops_collector = {
     .cfg_size = sizeof(struct drops_cfg),
     .metrics = drops_metrics,
     .tables = drops_tables,
+    .check_config = drops_check_config,
     .init = drops_init,
     .start = drops_start,
     .on_ready = drops_on_ready,

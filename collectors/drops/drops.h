@@ -52,5 +52,9 @@ struct drops_row {
 extern const struct event_table drops_samples_table;
 struct cfg_key;
 extern const struct cfg_key drops_cfg_keys[];
+struct collector;
+/* What the key types cannot say (ring_bytes a power of two, whole pages):
+ * the collector's check_config, in both builds. */
+int drops_check_config(struct collector *c);
 
 #endif

@@ -1,7 +1,10 @@
 // SPDX-License-Identifier: MIT
 /* [collector.drops] keys: shared by the BPF build and the no-BPF stub, so
  * one config file works with both. */
+#include <unistd.h>
+
 #include "agent/config.h"
+#include "collectors/collector.h"
 #include "collectors/drops/drops.h"
 
 static const char *const drops_attach_choices[] = {
@@ -42,3 +45,13 @@ const struct cfg_key drops_cfg_keys[] = {
     DROPS_KEY(kallsyms, CFG_STRING, "/proc/kallsyms", 0, 0, "kernel symbols naming drop locations"),
     {0},
 };
+
+int drops_check_config(struct collector *c)
+{
+	const struct drops_cfg *cfg = c->cfg;
+
+	if (cfg->ring_bytes & (cfg->ring_bytes - 1) || cfg->ring_bytes % getpagesize())
+		return collector_config_error(
+		    c, "ring_bytes", "must be a power of two and a multiple of the page size");
+	return 0;
+}

@@ -19,5 +19,6 @@ const struct collector_ops drops_collector = {
     .help = "packet drops by kernel drop reason (needs a build with BPF)",
     .keys = drops_cfg_keys,
     .cfg_size = sizeof(struct drops_cfg),
+    .check_config = drops_check_config,
     .init = drops_nobpf_init,
 };

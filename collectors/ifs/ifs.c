@@ -132,19 +132,6 @@ _Static_assert(sizeof(struct ifs_row) <= EVENT_ROW_MAX, "ifs_row too large for t
 
 static const struct event_table *const ifs_tables[] = {&ifs_scans_table, NULL};
 
-/* [collector.ifs]; durations in ms. The lists are parsed by ifs_read_config(). */
-struct ifs_cfg {
-	bool schedule;
-	uint64_t interval;
-	const char *allow_cpus, *deny_cpus;
-	uint64_t max_scan_seconds_per_hour, retry_max, retry_backoff;
-	const char *rotate_batches;
-	uint64_t poll;
-	const char *alertmanager_url, *alert_labels;
-	uint64_t alert_resend;
-	const char *runbook_base;
-};
-
 #define IFS_KEY(f, t, def, mn, mx, help) CFG_KEY(struct ifs_cfg, f, t, def, mn, mx, help)
 static const struct cfg_key ifs_keys[] = {
     IFS_KEY(schedule, CFG_BOOL, "false", 0, 0,
@@ -251,85 +238,6 @@ static void core_labels(const struct ifs_core_info *core, char pkg[16], char cid
 {
 	snprintf(pkg, 16, "%d", core->package);
 	snprintf(cid, 16, "%d", core->core_id);
-}
-
-static int parse_cpulist_key(struct collector *c, const char *key, const char *v, uint64_t *bits,
-			     bool *set)
-{
-	*set = v[0];
-	if (*set && ifs_cpulist_parse(v, bits, IFS_MAX_CPUS))
-		return collector_config_error(c, key, "not a CPU list below %d (like 0-3,8,10-11)",
-					      IFS_MAX_CPUS);
-	return 0;
-}
-
-/*
- * job and instance of a pushed alert: those of the SysobsIFSCoreFailed alert
- * Prometheus derives from the scraped series (job "sysobs", instance the
- * host name with the scrape config of docs/ifs.md), so that Alertmanager
- * takes the two for one alert. alert_labels may name others; the instance
- * default is filled in by ifs_init() once the host name is known.
- */
-static int alert_identity_config(struct collector *c, struct ifs_priv *p)
-{
-	json_t *l = ifs_alert_parse_labels(p->alert_labels);
-	const char *job, *instance;
-
-	if (!l)
-		return collector_config_error(
-		    c, "alert_labels",
-		    "expected k=v,k2=v2 with label names [a-zA-Z_][a-zA-Z0-9_]*");
-	job = json_string_value(json_object_get(l, "job"));
-	instance = json_string_value(json_object_get(l, "instance"));
-	snprintf(p->alert_job, sizeof(p->alert_job), "%s", job ?: "sysobs");
-	snprintf(p->alert_instance, sizeof(p->alert_instance), "%s", instance ?: "");
-	json_decref(l);
-	return 0;
-}
-
-/* The typed keys into p, with the checks their types cannot say. */
-static int ifs_read_config(struct collector *c, struct ifs_priv *p)
-{
-	const struct ifs_cfg *cfg = c->cfg;
-	bool set;
-	int err;
-
-	p->schedule = cfg->schedule;
-	p->scfg.periodic = p->schedule;
-	p->scfg.interval_ns = (int64_t)cfg->interval * MS_NS;
-	/* Any cap admits progress, even one below a single run (ifs_sched.c). */
-	p->scfg.max_scan_ns_per_hour = (int64_t)cfg->max_scan_seconds_per_hour * 1000 * MS_NS;
-	p->scfg.retry_max = (unsigned)cfg->retry_max;
-	p->scfg.retry_backoff_ns = (int64_t)cfg->retry_backoff * MS_NS;
-	if ((err = parse_cpulist_key(c, "allow_cpus", cfg->allow_cpus, p->scfg.allow,
-				     &p->scfg.have_allow)) ||
-	    (err = parse_cpulist_key(c, "deny_cpus", cfg->deny_cpus, p->scfg.deny, &set)))
-		return err;
-	if (cfg->rotate_batches[0]) {
-		uint64_t bits[IFS_CPU_WORDS];
-
-		if (ifs_cpulist_parse(cfg->rotate_batches, bits, 256))
-			return collector_config_error(
-			    c, "rotate_batches", "not a list of batch numbers 0-255 (like 1-3,5)");
-		for (unsigned b = 0; b < 256; b++) {
-			if (!ifs_cpu_isset(bits, b))
-				continue;
-			if (p->scfg.n_batches == IFS_MAX_BATCHES)
-				return collector_config_error(
-				    c, "rotate_batches", "more than %d batches", IFS_MAX_BATCHES);
-			p->scfg.batches[p->scfg.n_batches++] = b;
-		}
-	}
-	p->poll_ms = cfg->poll;
-	p->alert_resend_ms = cfg->alert_resend;
-	snprintf(p->alert_url, sizeof(p->alert_url), "%s", cfg->alertmanager_url);
-	snprintf(p->alert_labels, sizeof(p->alert_labels), "%s", cfg->alert_labels);
-	if (p->alert_url[0] && strncmp(p->alert_url, "http://", 7) &&
-	    strncmp(p->alert_url, "https://", 8))
-		return collector_config_error(c, "alertmanager_url", "must start with http(s)://");
-	snprintf(p->runbook_url, sizeof(p->runbook_url), "%s#sysobsifscorefailed",
-		 cfg->runbook_base);
-	return alert_identity_config(c, p);
 }
 
 /* ---- device and topology refresh (main thread) ---- */
@@ -1223,6 +1131,7 @@ const struct collector_ops ifs_collector = {
     .metrics = ifs_metrics,
     .tables = ifs_tables,
     .routes = ifs_routes,
+    .check_config = ifs_check_config,
     .init = ifs_init,
     .start = ifs_start,
     .on_ready = ifs_on_ready,

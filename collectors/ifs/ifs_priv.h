@@ -96,6 +96,26 @@ struct ifs_priv {
 	    *m_reloads, *m_duration;
 };
 
+/* [collector.ifs]; durations in ms. The lists are parsed by ifs_read_config(). */
+struct ifs_cfg {
+	bool schedule;
+	uint64_t interval;
+	const char *allow_cpus, *deny_cpus;
+	uint64_t max_scan_seconds_per_hour, retry_max, retry_backoff;
+	const char *rotate_batches;
+	uint64_t poll;
+	const char *alertmanager_url, *alert_labels;
+	uint64_t alert_resend;
+	const char *runbook_base;
+};
+
+/* The typed keys into p with the checks their types cannot say, each bad
+ * value reported with collector_config_error() (ifs_config.c). 0 or
+ * -EINVAL. */
+int ifs_read_config(struct collector *c, struct ifs_priv *p);
+/* ops->check_config: ifs_read_config() into a scratch state. */
+int ifs_check_config(struct collector *c);
+
 /* GET /api/v1/ifs/cores, POST /api/v1/ifs/scans (ifs_routes.c). */
 extern const struct collector_route ifs_routes[];
 

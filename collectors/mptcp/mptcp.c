@@ -492,6 +492,16 @@ out:
 	return ret;
 }
 
+/* mptcp_config_netns() into a scratch mptcp_priv: no namespace entered. */
+static int mptcp_check_config(struct collector *c)
+{
+	struct mptcp_priv *p = calloc(1, sizeof(*p));
+	int err = p ? mptcp_config_netns(c, p) : -ENOMEM;
+
+	free(p);
+	return err;
+}
+
 /* ---- ops ---------------------------------------------------------------- */
 
 static int mptcp_init(struct collector *c)
@@ -984,6 +994,7 @@ const struct collector_ops mptcp_collector = {
     .metrics = mptcp_metrics,
     .tables = mptcp_tables,
     .routes = mptcp_routes,
+    .check_config = mptcp_check_config,
     .init = mptcp_init,
     .start = mptcp_start,
     .on_ready = mptcp_on_ready,

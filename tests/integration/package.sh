@@ -16,7 +16,11 @@
 #  - every collector the container allows runs (self, drops, mptcp);
 #  - systemd-analyze security rates the unit <= SYSOBS_MAX_EXPOSURE (3.0);
 #  - journald: "http: listening" has PRIORITY 6 (from the "<6>" prefix);
-#  - systemctl reload = SIGHUP, same process; an upgrade to a newer version
+#  - /etc/sysobs/sysobsd.d/ exists, empty; the installed config passes
+#    sysobsd --check-config;
+#  - systemctl reload = SIGHUP, same process; with a bad drop-in the
+#    ExecReload guard fails the reload, sends no SIGHUP, the agent runs on;
+#    an upgrade to a newer version
 #    restarts it, keeps the edited conffile and the history;
 #  - remove stops it and keeps /etc; purge removes /etc/sysobs and
 #    /var/lib/sysobs and the unit.
@@ -121,6 +125,8 @@ assert_eq "MemoryMax (128M)" 134217728 "$(res memory_max)"
 [[ "$(res db)" == sysobs:* ]] || fail "database: $(res db)"
 assert_eq "databases outside /var/lib/sysobs/sysobs.db (the relative default)" 0 "$(res stray_db)"
 assert_eq "conffile" /etc/sysobs/sysobsd.ini "$(res conffile)"
+assert_eq "drop-in directory (owner, mode, entries)" "root:root 755 0" "$(res dropin_dir)"
+assert_eq "sysobsd --check-config of the installed config" 0 "$(res check_config)"
 for c in self drops mptcp; do
 	assert_eq "collector $c under the unit" running "$(res collector_$c)"
 done
@@ -137,6 +143,10 @@ awk -v e="$exposure" -v m="$MAX_EXPOSURE" 'BEGIN { exit !(e <= m) }' ||
 assert_eq "journal PRIORITY of 'http: listening'" 6 "$(res journal_listening)"
 assert_ge "reload logged" 1 "$(res reload_logged)"
 assert_eq "reload kept the process" yes "$(res reload_same_pid)"
+[ "$(res bad_reload_rc)" != 0 ] || fail "systemctl reload with a bad drop-in succeeded"
+assert_ge "the bad drop-in's file:line in the journal" 1 "$(res bad_reload_error)"
+assert_eq "SIGHUPs sent for the bad reload" 0 "$(res bad_reload_signals)"
+assert_eq "after the bad reload" "active same" "$(res bad_reload_active)"
 assert_eq "upgraded" "${ver}+up1" "$(res upgraded_version)"
 assert_eq "active after upgrade" active "$(res upgrade_active)"
 assert_eq "restarted by the upgrade" yes "$(res upgrade_restarted)"

@@ -6,7 +6,10 @@
 #    start with "<N>" (the syslog priority) and carry no time stamp;
 #  - SIGHUP applies a new log_level and log_format at once (a debug line
 #    appears only after the reload), names a changed key that needs a restart
-#    ([storage] retention) and keeps serving; a broken file changes nothing;
+#    ([storage] retention) and keeps serving; a broken file changes nothing,
+#    and so does one only semantically bad (a collector's list, a
+#    remote_write url) or a bad drop-in: every error logged at its
+#    file:line; a good drop-in applies (drop-ins are read again);
 #  - --version names the git revision and the library versions.
 source "$(dirname "$0")/lib.sh"
 need_cmd jq
@@ -48,6 +51,52 @@ wait_for 5 grep -q 'SIGHUP: .*nothing changed' "$T/agent.log" || fail "bad reloa
 kill -0 "$AGENT_PID" || fail "agent died on a bad reload"
 req GET /healthz
 assert_eq "healthz after a bad SIGHUP" 200 "$HTTP_CODE"
+
+# reload_bad WHAT LOC...: SIGHUP logs an error at each file:line LOC and
+# that nothing changed; the agent keeps serving
+reload_bad() {
+	local what=$1 loc lines
+	shift
+	lines=$(wc -l <"$T/agent.log")
+	kill -HUP "$AGENT_PID"
+	wait_for 5 eval "tail -n +$((lines + 1)) '$T/agent.log' | grep -q 'SIGHUP: config not valid; nothing changed'" ||
+		fail "$what: no 'nothing changed' after SIGHUP"
+	tail -n +"$((lines + 1))" "$T/agent.log" >"$T/after"
+	for loc in "$@"; do
+		grep -qF "level=error component=agent msg=\"SIGHUP: $loc: " "$T/after" ||
+			fail "$what: no error at $loc: $(cat "$T/after")"
+	done
+	! grep -q 'SIGHUP: reloaded' "$T/after" || fail "$what: reloaded anyway"
+	req GET /healthz
+	assert_eq "healthz after SIGHUP with $what" 200 "$HTTP_CODE"
+}
+
+# A file that parses but that the checks refuse: a collector's list, a
+# remote_write url (semantic errors, not syntax): each named, nothing changed
+sed -i '/^log_level = loud$/d' "$T/sysobsd.ini"
+printf '[collector.mptcp]\nnetns = self, run/netns/x\n[remote_write]\nurl = ftp://tsdb/w\n' \
+	>>"$T/sysobsd.ini"
+netns_line=$(grep -n '^netns = ' "$T/sysobsd.ini" | cut -d: -f1)
+reload_bad "a semantically bad file" "$T/sysobsd.ini:$netns_line" \
+	"$T/sysobsd.ini:$((netns_line + 2))"
+grep -qF "[collector.mptcp] netns = 'self, run/netns/x': 'run/netns/x': expected self or an absolute path" \
+	"$T/after" || fail "netns error text: $(cat "$T/after")"
+head -n "$((netns_line - 2))" "$T/sysobsd.ini" >"$T/ini" && mv "$T/ini" "$T/sysobsd.ini"
+
+# The drop-ins are read again: a bad one is named at its own file:line, a
+# good one applies
+mkdir -p "$T/sysobsd.d"
+printf '[http]\nthreads = 999\n' >"$T/sysobsd.d/10-bad.ini"
+reload_bad "a bad drop-in" "$T/sysobsd.d/10-bad.ini:2"
+rm "$T/sysobsd.d/10-bad.ini"
+printf '[agent]\nlog_level = info\n' >"$T/sysobsd.d/10-info.ini"
+lines=$(wc -l <"$T/agent.log")
+kill -HUP "$AGENT_PID"
+wait_for 5 eval "tail -n +$((lines + 1)) '$T/agent.log' | grep -q 'msg=\"SIGHUP: reloaded'" ||
+	fail "no reload with a good drop-in"
+tail -n +"$((lines + 1))" "$T/agent.log" | grep -q 'msg="SIGHUP: reloaded .*(log_level info,' ||
+	fail "the drop-in's log_level not applied: $(tail -n +"$((lines + 1))" "$T/agent.log")"
+rm -r "$T/sysobsd.d"
 stop_agent
 
 # journald mode: stderr is a file here, so JOURNAL_STREAM names that file

@@ -40,6 +40,8 @@ r db "$(stat -c '%U:%G %a' /var/lib/sysobs/sysobs.db 2>/dev/null || echo missing
 r stray_db "$(ls /var/sysobs.db /sysobs.db /var/lib/sysobs/var 2>/dev/null | wc -l)"
 r statedir "$(stat -c '%U:%G %a' /var/lib/sysobs)"
 r conffile "$(dpkg-query -W -f='${Conffiles}' sysobs | awk '{print $1}' | tr -d '\n')"
+r dropin_dir "$(stat -c '%U:%G %a' /etc/sysobs/sysobsd.d 2>/dev/null || echo missing) $(ls -A /etc/sysobs/sysobsd.d 2>/dev/null | wc -l)"
+r check_config "$(sysobsd --check-config --config /etc/sysobs/sysobsd.ini >/dev/null 2>&1; echo $?)"
 sysobs status >/results/status.txt 2>&1
 for c in self drops mptcp cachefiles ifs; do
 	r "collector_$c" "$(awk -v c="$c" '$1 == c {print $2}' /results/status.txt)"
@@ -62,6 +64,16 @@ systemctl reload sysobsd
 sleep 1
 r reload_logged "$(journalctl -u sysobsd --no-pager -o cat | grep -c 'SIGHUP: reloaded')"
 r reload_same_pid "$([ "$(systemctl show -P MainPID sysobsd)" = "$pid" ] && echo yes || echo no)"
+# a bad drop-in: the ExecReload guard fails the reload, no SIGHUP is sent,
+# the agent keeps running
+printf '[http]\nthreads = 999\n' >/etc/sysobs/sysobsd.d/50-bad.ini
+sighups=$(journalctl -u sysobsd --no-pager -o cat | grep -c 'SIGHUP')
+r bad_reload_rc "$(systemctl reload sysobsd >/dev/null 2>&1; echo $?)"
+sleep 1
+r bad_reload_error "$(journalctl -u sysobsd --no-pager -o cat | grep -c '/etc/sysobs/sysobsd.d/50-bad.ini:2: \[http\] threads')"
+r bad_reload_signals "$(($(journalctl -u sysobsd --no-pager -o cat | grep -c 'SIGHUP') - sighups))"
+r bad_reload_active "$(systemctl is-active sysobsd) $([ "$(systemctl show -P MainPID sysobsd)" = "$pid" ] && echo same || echo other)"
+rm /etc/sysobs/sysobsd.d/50-bad.ini
 # upgrade to a newer version: restarted, history and the edited conffile kept
 # (the edit also lifts the drop sampling budget, which other traffic on a
 # shared host may use up, for the check below)

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -24,6 +25,12 @@ static const struct cfg_key http_keys[] = {
 static const struct cfg_key storage_keys[] = {
     {"max_size", "1G", "cap"},
     {0},
+};
+
+struct tk {
+	uint64_t a;
+	bool b;
+	uint64_t c;
 };
 
 static char *write_tmp(const char *text)
@@ -320,6 +327,131 @@ static void load_expect(const char *text, const char *err)
 	free(path);
 }
 
+/* A scratch directory with a main file and its drop-ins (NULL-terminated
+ * name, text pairs); returns the main file's path. */
+static char *layers(const char *main_text, ...)
+{
+	char *dir = strdup("/tmp/sysobs-test-dropin.XXXXXX"), path[512];
+	const char *name, *text;
+	va_list ap;
+	FILE *f;
+
+	assert_non_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/s.d", dir);
+	assert_int_equal(mkdir(path, 0755), 0);
+	snprintf(path, sizeof(path), "%s/s.ini", dir);
+	f = fopen(path, "w");
+	assert_non_null(f);
+	fputs(main_text, f);
+	fclose(f);
+	va_start(ap, main_text);
+	while ((name = va_arg(ap, const char *))) {
+		text = va_arg(ap, const char *);
+		snprintf(path, sizeof(path), "%s/s.d/%s", dir, name);
+		f = fopen(path, "w");
+		assert_non_null(f);
+		fputs(text, f);
+		fclose(f);
+	}
+	va_end(ap);
+	snprintf(path, sizeof(path), "%s/s.ini", dir);
+	free(dir);
+	return strdup(path);
+}
+
+static void layers_free(char *main_path)
+{
+	char cmd[600];
+
+	snprintf(cmd, sizeof(cmd), "rm -rf '%.*s'", (int)(strrchr(main_path, '/') - main_path),
+		 main_path);
+	assert_int_equal(system(cmd), 0);
+	free(main_path);
+}
+
+static void test_dropins_override_in_strcmp_order(void **state)
+{
+	char *path = layers("[http]\nthreads = 1\nlisten = a:1\n", "20-b.ini",
+			    "[http]\nthreads = 2\n", "9-c.ini", "[http]\nthreads = 3\n", "10-a.ini",
+			    "[http]\nthreads = 9\nlisten = b:2\n", "99.ini.dpkg-old", "junk\n",
+			    "99.ini~", "junk\n", ".99.ini", "junk\n", NULL);
+	const struct cfg_section *http;
+	struct config cfg;
+	char want[600];
+
+	declare(&cfg);
+	assert_int_equal(cfg_load(&cfg, path), 0);
+	http = cfg_section(&cfg, "http");
+	/* 10-a < 20-b < 9-c: the last one's 3, with its own file and line */
+	assert_string_equal(cfg_get(http, "threads"), "3");
+	snprintf(want, sizeof(want), "%.*s/s.d/9-c.ini", (int)(strlen(path) - 6), path);
+	assert_string_equal(cfg_file(http, "threads"), want);
+	assert_int_equal(cfg_line(http, "threads"), 2);
+	assert_string_equal(cfg_get(http, "listen"), "b:2");
+	assert_int_equal(cfg_line(http, "listen"), 3);
+	assert_string_equal(cfg_get(http, "timeout"), "10s");
+	assert_null(cfg_file(http, "timeout"));
+	assert_int_equal(cfg.n_errors, 0);
+	cfg_free(&cfg);
+	layers_free(path);
+}
+
+static void test_every_error_of_every_layer_is_recorded(void **state)
+{
+	char *path = layers("[http]\nbogus = 1\nthreads = 1\nthreads = 2\nnot a line\n", "10-a.ini",
+			    "[http]\nthreads = 3\nthreads = 4\n[nope]\nx = 1\ny = 2\n", NULL);
+	struct config cfg;
+
+	declare(&cfg);
+	assert_int_equal(cfg_load(&cfg, path), -EINVAL);
+	assert_int_equal(cfg.n_errors, 5);
+	assert_non_null(strstr(cfg.errors[0], "s.ini:2: unknown key 'bogus'"));
+	assert_non_null(strstr(cfg.errors[1], "s.ini:4: [http] threads given twice"));
+	assert_non_null(strstr(cfg.errors[2], "s.ini:5: syntax error"));
+	assert_non_null(strstr(cfg.errors[3], "s.d/10-a.ini:3: [http] threads given twice"));
+	assert_non_null(strstr(cfg.errors[4], "s.d/10-a.ini:5: unknown section [nope]"));
+	/* cfg.err: the first, as a single error would say */
+	assert_string_equal(cfg.err, cfg.errors[0]);
+	cfg_free(&cfg);
+	layers_free(path);
+}
+
+static void test_dropin_dir_name(void **state)
+{
+	char d[64];
+
+	assert_int_equal(cfg_dropin_dir("/etc/sysobs/sysobsd.ini", d, sizeof(d)), 0);
+	assert_string_equal(d, "/etc/sysobs/sysobsd.d");
+	assert_int_equal(cfg_dropin_dir("conf", d, sizeof(d)), 0);
+	assert_string_equal(d, "conf.d");
+	assert_int_equal(cfg_dropin_dir("/a/very/long/path/name/x.ini", d, 8), -ENAMETOOLONG);
+}
+
+static void test_typed_section_reports_every_bad_key(void **state)
+{
+	static const struct cfg_key keys[] = {
+	    CFG_KEY(struct tk, a, CFG_U64, "1", 0, 10, "a"),
+	    CFG_KEY(struct tk, b, CFG_BOOL, "true", 0, 0, "b"),
+	    CFG_KEY(struct tk, c, CFG_DURATION, "1s", 0, 60000, "c"),
+	    {0},
+	};
+	char *path = write_tmp("[t]\na = 11\nb = maybe\nc = 2s\n");
+	struct tk out;
+	struct config cfg;
+
+	memset(&cfg, 0, sizeof(cfg));
+	assert_int_equal(cfg_declare(&cfg, "t", keys), 0);
+	assert_int_equal(cfg_load(&cfg, path), 0);
+	assert_int_equal(cfg_section_parse(&cfg, "t", &out), -EINVAL);
+	assert_int_equal(cfg.n_errors, 2);
+	assert_non_null(strstr(cfg.errors[0], ":2: [t] a = '11': out of range"));
+	assert_non_null(strstr(cfg.errors[1], ":3: [t] b = 'maybe'"));
+	assert_int_equal(out.c, 2000); /* the good key after them still parsed */
+	cfg_free(&cfg);
+	unlink(path);
+	free(path);
+}
+
 static void test_duplicate_key_names_both_lines(void **state)
 {
 	load_expect("[http]\nlisten = 10.0.0.1:1\nthreads = 2\nlisten = 10.0.0.2:2\n",
@@ -436,6 +568,10 @@ int main(void)
 	    cmocka_unit_test(test_command_line_overrides_file),
 	    cmocka_unit_test(test_list_items_are_trimmed_and_split),
 	    cmocka_unit_test(test_duplicate_key_names_both_lines),
+	    cmocka_unit_test(test_dropins_override_in_strcmp_order),
+	    cmocka_unit_test(test_every_error_of_every_layer_is_recorded),
+	    cmocka_unit_test(test_dropin_dir_name),
+	    cmocka_unit_test(test_typed_section_reports_every_bad_key),
 	    cmocka_unit_test(test_duplicate_section_names_both_header_lines),
 	    cmocka_unit_test(test_indented_continuation_line_is_refused),
 	    cmocka_unit_test(test_collector_section_duplicates_are_errors),

@@ -1,0 +1,110 @@
+// SPDX-License-Identifier: MIT
+/*
+ * [collector.ifs] beyond its key types: the CPU lists, the batch rotation,
+ * the Alertmanager URL and labels, read into the collector's state by init
+ * and checked alone (no device, no sysfs) by check_config.
+ */
+#include <errno.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "collectors/collector.h"
+#include "collectors/ifs/ifs_alert.h"
+#include "collectors/ifs/ifs_decode.h"
+#include "collectors/ifs/ifs_priv.h"
+
+static int parse_cpulist_key(struct collector *c, const char *key, const char *v, uint64_t *bits,
+			     bool *set)
+{
+	*set = v[0];
+	if (*set && ifs_cpulist_parse(v, bits, IFS_MAX_CPUS))
+		return collector_config_error(c, key, "not a CPU list below %d (like 0-3,8,10-11)",
+					      IFS_MAX_CPUS);
+	return 0;
+}
+
+/*
+ * job and instance of a pushed alert: those of the SysobsIFSCoreFailed alert
+ * Prometheus derives from the scraped series (job "sysobs", instance the
+ * host name with the scrape config of docs/ifs.md), so that Alertmanager
+ * takes the two for one alert. alert_labels may name others; the instance
+ * default is filled in by ifs_init() once the host name is known.
+ */
+static int alert_identity_config(struct collector *c, struct ifs_priv *p)
+{
+	json_t *l = ifs_alert_parse_labels(p->alert_labels);
+	const char *job, *instance;
+
+	if (!l)
+		return collector_config_error(
+		    c, "alert_labels",
+		    "expected k=v,k2=v2 with label names [a-zA-Z_][a-zA-Z0-9_]*");
+	job = json_string_value(json_object_get(l, "job"));
+	instance = json_string_value(json_object_get(l, "instance"));
+	snprintf(p->alert_job, sizeof(p->alert_job), "%s", job ?: "sysobs");
+	snprintf(p->alert_instance, sizeof(p->alert_instance), "%s", instance ?: "");
+	json_decref(l);
+	return 0;
+}
+
+/* (ifs_priv.h) Each bad value reported, the others still read. */
+int ifs_read_config(struct collector *c, struct ifs_priv *p)
+{
+	const struct ifs_cfg *cfg = c->cfg;
+	bool set;
+	int bad = 0;
+
+	p->schedule = cfg->schedule;
+	p->scfg.periodic = p->schedule;
+	p->scfg.interval_ns = (int64_t)cfg->interval * MS_NS;
+	/* Any cap admits progress, even one below a single run (ifs_sched.c). */
+	p->scfg.max_scan_ns_per_hour = (int64_t)cfg->max_scan_seconds_per_hour * 1000 * MS_NS;
+	p->scfg.retry_max = (unsigned)cfg->retry_max;
+	p->scfg.retry_backoff_ns = (int64_t)cfg->retry_backoff * MS_NS;
+	bad |=
+	    parse_cpulist_key(c, "allow_cpus", cfg->allow_cpus, p->scfg.allow, &p->scfg.have_allow);
+	bad |= parse_cpulist_key(c, "deny_cpus", cfg->deny_cpus, p->scfg.deny, &set);
+	if (cfg->rotate_batches[0]) {
+		uint64_t bits[IFS_CPU_WORDS];
+
+		if (ifs_cpulist_parse(cfg->rotate_batches, bits, 256))
+			bad |= collector_config_error(
+			    c, "rotate_batches", "not a list of batch numbers 0-255 (like 1-3,5)");
+		for (unsigned b = 0; !bad && b < 256; b++) {
+			if (!ifs_cpu_isset(bits, b))
+				continue;
+			if (p->scfg.n_batches == IFS_MAX_BATCHES) {
+				bad |= collector_config_error(
+				    c, "rotate_batches", "more than %d batches", IFS_MAX_BATCHES);
+				break;
+			}
+			p->scfg.batches[p->scfg.n_batches++] = b;
+		}
+	}
+	p->poll_ms = cfg->poll;
+	p->alert_resend_ms = cfg->alert_resend;
+	snprintf(p->alert_url, sizeof(p->alert_url), "%s", cfg->alertmanager_url);
+	snprintf(p->alert_labels, sizeof(p->alert_labels), "%s", cfg->alert_labels);
+	if (p->alert_url[0] && strncmp(p->alert_url, "http://", 7) &&
+	    strncmp(p->alert_url, "https://", 8))
+		bad |= collector_config_error(c, "alertmanager_url", "must start with http(s)://");
+	snprintf(p->runbook_url, sizeof(p->runbook_url), "%s#sysobsifscorefailed",
+		 cfg->runbook_base);
+	bad |= alert_identity_config(c, p);
+	return bad ? -EINVAL : 0;
+}
+
+/* A scratch ifs_priv, never started: the host is not looked at. */
+int ifs_check_config(struct collector *c)
+{
+	struct ifs_priv *p = calloc(1, sizeof(*p));
+	int err;
+
+	if (!p)
+		return -ENOMEM;
+	err = ifs_read_config(c, p);
+	free(p);
+	return err;
+}
