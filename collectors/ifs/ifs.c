@@ -35,100 +35,8 @@
 #include "collectors/ifs/ifs_decode.h"
 #include "collectors/ifs/ifs_sched.h"
 #include "collectors/ifs/ifs_sysfs.h"
+#include "collectors/ifs/ifs_table.h"
 #include "collectors/ifs/ifs_worker.h"
-
-/* ---- history table ---- */
-
-struct ifs_row {
-	int64_t duration_ns;	    /* -1: unknown (unattributed) */
-	int64_t scan_id;	    /* 0: none */
-	int32_t cpu, core, package; /* -1: unknown */
-	int32_t error_code;	    /* -1: none (write failed) */
-	int32_t retryable;
-	int32_t chunk_num, chunk_stop_index; /* -1: not a scan */
-	int32_t batch;			     /* -1: none */
-	char device[16];
-	char test[8];
-	char status[12]; /* pass, fail, untested, error */
-	char details[24];
-	char error_name[40];
-	char image_version[16];
-	char requested_by[12]; /* scheduler, api, external */
-	char reason[160];
-	char error_file[16]; /* the file whose write failed: run_test, current_batch */
-	int32_t write_errno; /* its errno; -1: none */
-	int32_t reloaded;    /* 0/1: the image was reloaded right before; -1 unknown */
-	/* The status word decoded, per test (-1: another test's, or no word). */
-	int64_t array_bitmask;				     /* array: arrays still to test */
-	int32_t control_error, signature_error;		     /* scan: 0/1 */
-	int32_t array_bank, ctrl_result;		     /* array */
-	int32_t bundle_idx, pgm_idx, sbaf_status, test_fail; /* sbaf */
-};
-
-static const char *const ifs_tests[] = {"scan", "array", "sbaf", NULL};
-static const struct col_domain ifs_test_domain = {.values = ifs_tests};
-static const char *const ifs_statuses[] = {"pass", "fail", "untested", "error", NULL};
-static const struct col_domain ifs_status_domain = {.values = ifs_statuses};
-static const char *const ifs_requesters[] = {"scheduler", "api", "external", NULL};
-static const struct col_domain ifs_requester_domain = {.values = ifs_requesters};
-
-#define IFS_COL(f, t, n, ...) COL(struct ifs_row, f, t, n, __VA_ARGS__)
-static const struct event_column ifs_cols[] = {
-    IFS_COL(duration_ns, COL_INT, COL_NULL_NEG),
-    IFS_COL(device, COL_TEXT, COL_NULL_EMPTY),
-    IFS_COL(test, COL_TEXT, COL_NULL_EMPTY, .filter = COL_FILTER_ENUM, .domain = &ifs_test_domain),
-    IFS_COL(cpu, COL_INT, COL_NULL_NEG, .filter = COL_FILTER_EQ),
-    IFS_COL(core, COL_INT, COL_NULL_NEG, .filter = COL_FILTER_EQ),
-    IFS_COL(package, COL_INT, COL_NULL_NEG, .filter = COL_FILTER_EQ),
-    IFS_COL(status, COL_TEXT, COL_NULL_EMPTY, .filter = COL_FILTER_ENUM,
-	    .domain = &ifs_status_domain, .param = "result"),
-    IFS_COL(details, COL_TEXT, COL_NULL_EMPTY),
-    IFS_COL(error_code, COL_INT, COL_NULL_NEG),
-    IFS_COL(error_name, COL_TEXT, COL_NULL_EMPTY),
-    IFS_COL(retryable, COL_INT, COL_NULL_NEG),
-    IFS_COL(chunk_num, COL_INT, COL_NULL_NEG),
-    IFS_COL(chunk_stop_index, COL_INT, COL_NULL_NEG),
-    IFS_COL(image_version, COL_TEXT, COL_NULL_EMPTY),
-    IFS_COL(batch, COL_INT, COL_NULL_NEG),
-    IFS_COL(requested_by, COL_TEXT, COL_NULL_EMPTY, .filter = COL_FILTER_ENUM,
-	    .domain = &ifs_requester_domain),
-    IFS_COL(scan_id, COL_INT, COL_NULL_ZERO, .filter = COL_FILTER_EQ, .fmin = 1),
-    IFS_COL(reason, COL_TEXT, COL_NULL_EMPTY),
-    /* Once one JSON text column "decoded", which older databases keep. */
-    IFS_COL(control_error, COL_INT, COL_NULL_NEG),
-    IFS_COL(signature_error, COL_INT, COL_NULL_NEG),
-    IFS_COL(array_bitmask, COL_INT, COL_NULL_NEG),
-    IFS_COL(array_bank, COL_INT, COL_NULL_NEG),
-    IFS_COL(ctrl_result, COL_INT, COL_NULL_NEG),
-    IFS_COL(bundle_idx, COL_INT, COL_NULL_NEG),
-    IFS_COL(pgm_idx, COL_INT, COL_NULL_NEG),
-    IFS_COL(sbaf_status, COL_INT, COL_NULL_NEG),
-    IFS_COL(test_fail, COL_INT, COL_NULL_NEG),
-    IFS_COL(error_file, COL_TEXT, COL_NULL_EMPTY),
-    IFS_COL(write_errno, COL_INT, COL_NULL_NEG),
-    IFS_COL(reloaded, COL_INT, COL_NULL_NEG),
-    {0},
-};
-
-static const char *const ifs_indexes[] = {
-    "CREATE INDEX IF NOT EXISTS ifs_scans_core ON ifs_scans(core, id)",
-    "CREATE INDEX IF NOT EXISTS ifs_scans_scan_id ON ifs_scans(scan_id)",
-    NULL,
-};
-
-static const struct event_table ifs_scans_table = {
-    .name = "ifs_scans",
-    .collector = "ifs",
-    .route = "/api/v1/ifs/scans",
-    .help = "every scan result with its decoded status",
-    .cols = ifs_cols,
-    .row_size = sizeof(struct ifs_row),
-    .indexes = ifs_indexes,
-    .message = &sysobs__v1__ifs_scan__descriptor,
-    .list_message = &sysobs__v1__ifs_scan_list__descriptor,
-};
-
-_Static_assert(sizeof(struct ifs_row) <= EVENT_ROW_MAX, "ifs_row too large for the store queue");
 
 static const struct event_table *const ifs_tables[] = {&ifs_scans_table, NULL};
 
@@ -380,89 +288,6 @@ static void count_scan(struct ifs_priv *p, enum ifs_test t, const char *result)
 	sink_add(k, sink_series(k, p->m_scans, v), 1);
 }
 
-/* A row with every nullable number NULL (-1); scan_id 0 is NULL too. */
-static void row_init(struct ifs_row *row)
-{
-	memset(row, 0, sizeof(*row));
-	row->duration_ns = -1;
-	row->cpu = row->core = row->package = -1;
-	row->error_code = row->retryable = -1;
-	row->write_errno = -1;
-	row->reloaded = -1;
-	row->chunk_num = row->chunk_stop_index = row->batch = -1;
-	row->array_bitmask = -1;
-	row->control_error = row->signature_error = -1;
-	row->array_bank = row->ctrl_result = -1;
-	row->bundle_idx = row->pgm_idx = row->sbaf_status = row->test_fail = -1;
-}
-
-/* The decoded status word into the row: the fields of its test. */
-static void fill_decoded(struct ifs_row *row, const struct ifs_details *d)
-{
-	row->error_code = (int32_t)d->error_code;
-	snprintf(row->error_name, sizeof(row->error_name), "%s", d->error_name);
-	snprintf(row->reason, sizeof(row->reason), "%s", d->reason);
-	row->retryable = d->retryable;
-	switch (d->test) {
-	case IFS_TEST_SCAN:
-		row->chunk_num = (int32_t)d->chunk_num;
-		row->chunk_stop_index = (int32_t)d->chunk_stop_index;
-		row->control_error = d->control_error;
-		row->signature_error = d->signature_error;
-		break;
-	case IFS_TEST_ARRAY:
-		row->array_bitmask = d->array_bitmask;
-		row->array_bank = (int32_t)d->array_bank;
-		row->ctrl_result = d->ctrl_result;
-		break;
-	case IFS_TEST_SBAF:
-		row->bundle_idx = (int32_t)d->bundle_idx;
-		row->pgm_idx = (int32_t)d->pgm_idx;
-		row->sbaf_status = (int32_t)d->sbaf_status;
-		row->test_fail = d->test_fail;
-		break;
-	default:
-		break;
-	}
-}
-
-/* The decoded fields of a row as text for an alert annotation
- * ("chunk_num=5 chunk_stop_index=5 control_error=0 signature_error=1"). */
-static void decoded_text(const struct ifs_row *row, char *buf, size_t len)
-{
-	const struct {
-		const char *name;
-		int64_t v;
-		bool hex;
-	} f[] = {
-	    {"chunk_num", row->chunk_num},
-	    {"chunk_stop_index", row->chunk_stop_index},
-	    {"control_error", row->control_error},
-	    {"signature_error", row->signature_error},
-	    {"array_bitmask", row->array_bitmask, true},
-	    {"array_bank", row->array_bank},
-	    {"ctrl_result", row->ctrl_result},
-	    {"bundle_idx", row->bundle_idx},
-	    {"pgm_idx", row->pgm_idx},
-	    {"sbaf_status", row->sbaf_status},
-	    {"test_fail", row->test_fail},
-	};
-	size_t off = 0;
-
-	buf[0] = '\0';
-	for (size_t i = 0; i < sizeof(f) / sizeof(f[0]) && off < len; i++) {
-		int n;
-
-		if (f[i].v < 0)
-			continue;
-		n = snprintf(buf + off, len - off, f[i].hex ? "%s%s=%#" PRIx64 : "%s%s=%" PRId64,
-			     off ? " " : "", f[i].name, f[i].v);
-		if (n < 0)
-			break;
-		off += (size_t)n;
-	}
-}
-
 static const char *requester_name(enum ifs_requester by)
 {
 	return by == IFS_BY_API ? "api" : "scheduler";
@@ -498,7 +323,7 @@ static void alert_update(struct ifs_priv *p, const struct ifs_core_info *core, s
 	/* The rule's summary, word for word: the two sources update one alert. */
 	snprintf(summary, sizeof(summary), "In-Field Scan %s failed on %s package %s core %s",
 		 ifs_test_name(t), p->alert_instance, pkg, cid);
-	decoded_text(row, decoded, sizeof(decoded));
+	ifs_row_decoded_text(row, decoded, sizeof(decoded));
 	ann = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s}", "summary", summary,
 			"description", row->reason, "cpu", cpu, "details", row->details,
 			"error_name", row->error_name, "decoded", decoded, "image_version",
@@ -692,7 +517,7 @@ static void handle_result(struct ifs_priv *p, const struct ifs_work_result *r)
 	uint64_t raw = 0;
 	bool ok = false;
 
-	row_init(&row);
+	ifs_row_init(&row);
 	row.duration_ns = r->end_mono - r->start_mono;
 	row.scan_id = (int64_t)job->scan_id;
 	row.cpu = job->cpu;
@@ -761,7 +586,7 @@ static void handle_result(struct ifs_priv *p, const struct ifs_work_result *r)
 		ok = true;
 		ifs_details_decode(job->test, raw, &d);
 		ifs_details_reconcile(&d, result);
-		fill_decoded(&row, &d);
+		ifs_row_fill_decoded(&row, &d);
 		snprintf(row.status, sizeof(row.status), "%s", ifs_result_name(result));
 		snprintf(row.details, sizeof(row.details), "%s", r->details);
 		trim_nl(row.details);
@@ -830,7 +655,7 @@ static void passive_check(struct ifs_priv *p)
 		if (dv->seen_valid &&
 		    (strcmp(st, dv->seen_status) || strcmp(de, dv->seen_details)) &&
 		    !ifs_status_parse(st, &result) && !ifs_details_parse(de, &raw)) {
-			row_init(&row);
+			ifs_row_init(&row);
 			row.batch = dv->batch_loaded ? (int32_t)dv->batch : -1;
 			snprintf(row.device, sizeof(row.device), "intel_ifs_%d", t);
 			snprintf(row.test, sizeof(row.test), "%s", ifs_test_name(t));
@@ -839,7 +664,7 @@ static void passive_check(struct ifs_priv *p)
 				 dv->image_text);
 			ifs_details_decode(t, raw, &d);
 			ifs_details_reconcile(&d, result);
-			fill_decoded(&row, &d);
+			ifs_row_fill_decoded(&row, &d);
 			snprintf(row.status, sizeof(row.status), "%s", ifs_result_name(result));
 			snprintf(row.details, sizeof(row.details), "%s", de);
 			trim_nl(row.details);
