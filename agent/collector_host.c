@@ -85,6 +85,22 @@ static int collector_tick(int fd, void *arg)
 
 	c->last_activity_ns = clock_wall_ns();
 	err = c->ops->collect(c);
+	if (err == -ENODEV) {
+		/* The feature went away (a module unloaded): unavailable, up 0,
+		 * and still polled, so it can come back. */
+		if (c->state == COLLECTOR_RUNNING) {
+			c->state = COLLECTOR_UNAVAILABLE;
+			log_warn(c->ops->name, "unavailable: %s", c->why);
+			collector_set_up(c);
+		}
+		return 0;
+	}
+	if (err >= 0 && c->state == COLLECTOR_UNAVAILABLE) {
+		c->state = COLLECTOR_RUNNING;
+		c->why[0] = '\0';
+		log_info(c->ops->name, "available again: running");
+		collector_set_up(c);
+	}
 	if (err < 0) {
 		static struct log_ratelimit rl;
 

@@ -23,6 +23,10 @@
  *   on_ready(c)  its fd is readable. Must not block. <0 -> "failed".
  *   collect(c)   periodic poll. Must not block for long (a blocking write such
  *                as IFS run_test belongs on a worker thread of the collector).
+ *                -ENODEV with c->why set: the feature went away while
+ *                running (a module unloaded): the collector becomes
+ *                "unavailable" (up 0) and is still polled; the next collect
+ *                that returns >= 0 makes it "running" again.
  *   stop(c)      frees everything init/start made; safe after a failed init or
  *                start (c->priv may be NULL).
  *   recheck(c)   optional, unavailable collectors only, every

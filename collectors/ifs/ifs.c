@@ -150,6 +150,30 @@ static void core_labels(const struct ifs_core_info *core, char pkg[16], char cid
 
 /* ---- device and topology refresh (main thread) ---- */
 
+/*
+ * intel_ifs_<t> appeared or went away (the module unloaded or loaded again:
+ * misc_deregister() removes every device). A device that went away has no
+ * image: nothing can be tested on it. Called with p->lock held.
+ */
+static void presence_note(struct ifs_priv *p, enum ifs_test t, bool present)
+{
+	struct ifs_dev *d = &p->dev[t];
+
+	if (present == d->present)
+		return;
+	d->present = present;
+	if (present) {
+		if (d->gone)
+			clog_info(p->c, "intel_ifs_%d is back", t);
+		d->gone = false;
+		return;
+	}
+	d->gone = true;
+	clog_warn(p->c, "intel_ifs_%d went away (intel_ifs module unloaded?)", t);
+	d->image_loaded = false;
+	sink_set(p->c->sink, d->image_s, 0);
+}
+
 /* Test t's device has an image again: a pending load retry is over. */
 static void reload_done(struct ifs_priv *p, enum ifs_test t)
 {
@@ -173,7 +197,7 @@ static void refresh_devices(struct ifs_priv *p)
 		struct ifs_dev *d = &p->dev[t];
 		char buf[PATH_MAX + 32];
 
-		d->present = present & (1u << t);
+		presence_note(p, t, present & (1u << t));
 		if (!d->present)
 			continue;
 		ifs_device_dir(p->root, t, d->dir, sizeof(d->dir));
@@ -890,15 +914,27 @@ static int ifs_collect(struct collector *c)
 	struct ifs_priv *p = c->priv;
 	int err;
 
+	bool gone;
+
 	pthread_mutex_lock(&p->lock);
 	refresh_devices(p);
 	err = refresh_topology(p, false);
 	ifs_sched_set_tests(&p->sched, p->tests, clock_mono_ns());
+	gone = true;
+	for (int t = 0; t < IFS_TEST_MAX; t++)
+		gone &= !p->dev[t].present;
 	pthread_mutex_unlock(&p->lock);
 	if (err)
 		clog_debug(c, "topology: %s", strerror(-err));
 	passive_check(p);
 	dispatch(p);
+	if (gone) {
+		/* Still polled: sysobs resumes when the module is back. */
+		snprintf(c->why, sizeof(c->why),
+			 "every intel_ifs device went away (module unloaded?); waiting for them "
+			 "to come back");
+		return -ENODEV;
+	}
 	return 0;
 }
 

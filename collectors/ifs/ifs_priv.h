@@ -23,6 +23,7 @@
 
 struct ifs_dev {
 	bool present;
+	bool gone; /* was present, went away */
 	char dir[PATH_MAX];
 	bool image_loaded;
 	uint32_t image_version;

@@ -22,7 +22,11 @@
  *   fake_runs: one line per finished run "<start_ms> <end_ms> intel_ifs_<N>
  *	<cpu> <status> <details>", so tests can check order and overlap;
  *   fake_loads: one line per current_batch write that took the lock,
- *	"<start_ms> <end_ms> intel_ifs_<N> <batch> <errno>" (0 = loaded).
+ *	"<start_ms> <end_ms> intel_ifs_<N> <batch> <errno>" (0 = loaded);
+ *   fake_module: 1 while the intel_ifs module is loaded; write 0 to unload it
+ *	(every intel_ifs_<N> directory goes away, as misc_deregister() does)
+ *	and 1 to load it again (the devices come back without an image, as
+ *	ifs_init() leaves them until current_batch is written).
  *
  * Driver behaviour reproduced: writing a CPU number to run_test blocks inside
  * write() for the test time, under ONE lock shared by all devices and by
@@ -138,6 +142,7 @@ static struct {
 	pthread_mutex_t ifs_sem; /* the driver's semaphore: held across a run */
 	pthread_mutex_t state;	 /* protects the fields above */
 	char *runs, *loads;	 /* fake_runs, fake_loads contents */
+	bool unloaded;		 /* fake_module: the module was removed */
 	size_t runs_len, loads_len;
 } F = {
     .cpus = 4,
@@ -467,6 +472,8 @@ enum node_kind {
 	N_CORE_ID,
 	N_SIBLINGS,
 	N_TOPO_DIR,
+	N_DEV_DIR, /* intel_ifs_<N>: exists while the module is loaded */
+	N_MODULE,
 	N_RUNS,
 	N_LOADS,
 };
@@ -505,6 +512,7 @@ static void build_tree(void)
 	add_node(N_DIR, 0, 0755, "/");
 	add_node(N_RUNS, 0, 0444, "/fake_runs");
 	add_node(N_LOADS, 0, 0444, "/fake_loads");
+	add_node(N_MODULE, 0, 0644, "/fake_module");
 	add_node(N_DIR, 0, 0755, "/devices");
 	add_node(N_DIR, 0, 0755, "/devices/virtual");
 	add_node(N_DIR, 0, 0755, "/devices/virtual/misc");
@@ -513,7 +521,7 @@ static void build_tree(void)
 
 		if (!F.dev[d].present)
 			continue;
-		add_node(N_DIR, d, 0755, "%s%d", b, d);
+		add_node(N_DEV_DIR, d, 0755, "%s%d", b, d);
 		add_node(N_RUN_TEST, d, 0200, "%s%d/run_test", b, d);
 		add_node(N_STATUS, d, 0444, "%s%d/status", b, d);
 		add_node(N_DETAILS, d, 0444, "%s%d/details", b, d);
@@ -555,6 +563,16 @@ static bool node_visible(const struct node *n)
 	case N_SIBLINGS:
 		pthread_mutex_lock(&F.state);
 		v = F.online[n->idx];
+		pthread_mutex_unlock(&F.state);
+		break;
+	case N_DEV_DIR:
+	case N_RUN_TEST:
+	case N_STATUS:
+	case N_DETAILS:
+	case N_IMAGE_VERSION:
+	case N_CURRENT_BATCH:
+		pthread_mutex_lock(&F.state);
+		v = !F.unloaded;
 		pthread_mutex_unlock(&F.state);
 		break;
 	default:
@@ -656,6 +674,9 @@ static char *node_render(const struct node *n)
 		free(buf);
 		buf = strndup(F.loads ? F.loads : "", F.loads_len);
 		break;
+	case N_MODULE:
+		snprintf(buf, 4096, "%d\n", !F.unloaded);
+		break;
 	default:
 		buf[0] = '\0';
 		break;
@@ -681,7 +702,7 @@ static int fake_getattr(const char *path, struct stat *st, struct fuse_file_info
 	if (!n)
 		return -ENOENT;
 	memset(st, 0, sizeof(*st));
-	if (n->kind == N_DIR || n->kind == N_TOPO_DIR) {
+	if (n->kind == N_DIR || n->kind == N_TOPO_DIR || n->kind == N_DEV_DIR) {
 		st->st_mode = S_IFDIR | n->mode;
 		st->st_nlink = 2;
 	} else {
@@ -725,7 +746,7 @@ static int fake_open(const char *path, struct fuse_file_info *fi)
 
 	if (!n)
 		return -ENOENT;
-	if (n->kind == N_DIR || n->kind == N_TOPO_DIR)
+	if (n->kind == N_DIR || n->kind == N_TOPO_DIR || n->kind == N_DEV_DIR)
 		return -EISDIR;
 	if ((fi->flags & O_ACCMODE) != O_RDONLY && !(n->mode & 0200))
 		return -EACCES;
@@ -899,6 +920,21 @@ static int load_batch(int dev, unsigned batch)
 	return rc;
 }
 
+/* rmmod intel_ifs (0) or modprobe (1). rmmod waits for a run in progress
+ * (the device's file is held open), as we do by taking ifs_sem. A loaded
+ * module starts with no image on any device. */
+static void module_set(unsigned loaded)
+{
+	pthread_mutex_lock(&F.ifs_sem);
+	pthread_mutex_lock(&F.state);
+	if (loaded && F.unloaded)
+		for (int d = 0; d < MAX_DEVS; d++)
+			F.dev[d].loaded = false;
+	F.unloaded = !loaded;
+	pthread_mutex_unlock(&F.state);
+	pthread_mutex_unlock(&F.ifs_sem);
+}
+
 static int fake_write(const char *path, const char *buf, size_t size, off_t off,
 		      struct fuse_file_info *fi)
 {
@@ -923,6 +959,12 @@ static int fake_write(const char *path, const char *buf, size_t size, off_t off,
 		pthread_mutex_lock(&F.state);
 		F.online[n->idx] = v;
 		pthread_mutex_unlock(&F.state);
+		rc = 0;
+		break;
+	case N_MODULE:
+		if (v > 1)
+			return -EINVAL;
+		module_set(v);
 		rc = 0;
 		break;
 	default:

@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# integration.ifs_module: the intel_ifs module goes away and comes back
+# (issue 21). Through the IFS fake (its fake_module file does what rmmod and
+# modprobe do to sysfs): with every device gone the ifs collector says so
+# (state UNAVAILABLE with the reason, sysobs_collector_up 0, a log line, no
+# image) and stops scanning; when the module is back it runs again, and
+# array BIST (which needs no image) is scanned again while scan, left
+# without an image by the module load, reports image_loaded 0.
+export TMPDIR="${TMPDIR:-/tmp}/sysobs-ifs-it"
+mkdir -p "$TMPDIR"
+source "$(dirname "$0")/lib.sh"
+
+need_ifs_fake
+need_cmd jq
+
+cat >"$T/fake.ini" <<'INI'
+[fake]
+cpus = 2
+threads_per_core = 1
+packages = 1
+scan_ms = 20
+devices = 0,1
+[device.0]
+image_version = 0x8000
+batch = 1
+default = pass
+[device.1]
+default = pass
+INI
+start_ifs_fake "$T/fake.ini"
+
+write_base_config "agent.sysfs_root=$T/mnt" \
+	collector.ifs.schedule=true collector.ifs.interval=1s collector.ifs.poll=100ms \
+	collector.drops.enabled=false collector.mptcp.enabled=false \
+	collector.cachefiles.enabled=false
+start_agent
+wait_collector ifs
+
+runs() { grep -c " intel_ifs_$1 " "$T/mnt/fake_runs" 2>/dev/null || echo 0; }
+scanned() { [ "$(runs 0)" -ge 2 ] && [ "$(runs 1)" -ge 2 ]; }
+wait_for 15 scanned || fail "no scans before the unload: $(cat "$T/mnt/fake_runs")"
+assert_eq "up while loaded" 1 "$(metric 'sysobs_collector_up{collector="ifs"}')"
+
+echo 0 >"$T/mnt/fake_module"
+[ ! -e "$T/mnt/devices/virtual/misc/intel_ifs_0" ] || fail "the fake kept intel_ifs_0 after the unload"
+gone() { [ "$(collector_state ifs)" = UNAVAILABLE ]; }
+wait_for 10 gone || fail "ifs still $(collector_state ifs) with every device gone"
+[[ "$(collector_reason ifs)" == *"every intel_ifs device went away"* ]] ||
+	fail "reason: $(collector_reason ifs)"
+assert_eq "up with the module gone" 0 "$(metric 'sysobs_collector_up{collector="ifs"}')"
+assert_eq "scan image with the module gone" 0 "$(metric 'sysobs_ifs_image_loaded{test="scan"}')"
+grep -q 'ifs: intel_ifs_0 went away (intel_ifs module unloaded?)' "$T/agent.log" ||
+	fail "the disappearance was not logged"
+grep -q 'ifs: unavailable: every intel_ifs device went away' "$T/agent.log" ||
+	fail "the state change was not logged"
+before=$(($(runs 0) + $(runs 1)))
+sleep 2
+assert_eq "runs while the module is gone" "$before" "$(($(runs 0) + $(runs 1)))"
+pass "module unloaded: ifs UNAVAILABLE ($(collector_reason ifs)), up 0, no scans"
+
+array_before=$(runs 1)
+echo 1 >"$T/mnt/fake_module"
+back() { [ "$(collector_state ifs)" = RUNNING ]; }
+wait_for 10 back || fail "ifs did not come back: $(collector_state ifs) $(collector_reason ifs)"
+grep -q 'ifs: available again: running' "$T/agent.log" || fail "the return was not logged"
+grep -q 'ifs: intel_ifs_1 is back' "$T/agent.log" || fail "the device's return was not logged"
+assert_eq "up with the module back" 1 "$(metric 'sysobs_collector_up{collector="ifs"}')"
+array_again() { [ "$(runs 1)" -ge $((array_before + 2)) ]; }
+wait_for 15 array_again || fail "array BIST not scanned again: $(tail -3 "$T/mnt/fake_runs")"
+assert_eq "scan image after the module load" 0 "$(metric 'sysobs_ifs_image_loaded{test="scan"}')"
+stop_agent
+pass "module loaded again: ifs RUNNING, array scanned again ($(runs 1) runs), scan without image reported"
