@@ -19,8 +19,10 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/bpf.h>
+#include <linux/magic.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/statfs.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -39,6 +41,7 @@ static long sys_bpf(int cmd, union bpf_attr *attr)
 /* The cgroup v2 directory of this process, opened; -errno. */
 static int own_cgroup_open(void)
 {
+	static const char *const roots[] = {"/sys/fs/cgroup", "/sys/fs/cgroup/unified"};
 	char line[4096], path[4200];
 	FILE *f = fopen("/proc/self/cgroup", "re");
 	int fd = -ENOENT;
@@ -49,10 +52,22 @@ static int own_cgroup_open(void)
 		if (strncmp(line, "0::", 3))
 			continue;
 		line[strcspn(line, "\n")] = '\0';
-		snprintf(path, sizeof(path), "/sys/fs/cgroup%s", line + 3);
-		fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-		if (fd < 0)
-			fd = -errno;
+		/* the unified hierarchy: /sys/fs/cgroup, or .../unified on a
+		 * hybrid host (systemd's legacy layout) */
+		for (size_t i = 0; i < sizeof(roots) / sizeof(roots[0]); i++) {
+			struct statfs sf;
+
+			snprintf(path, sizeof(path), "%s%s", roots[i], line + 3);
+			fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+			if (fd < 0) {
+				fd = -errno;
+				continue;
+			}
+			if (!fstatfs(fd, &sf) && sf.f_type == CGROUP2_SUPER_MAGIC)
+				break;
+			close(fd);
+			fd = -ENOENT;
+		}
 		break;
 	}
 	fclose(f);
@@ -133,7 +148,8 @@ void cgroup_ipfilter_warn(const char *listen)
 		return;
 	n = cgroup_ipfilter_find(names, sizeof(names));
 	if (n < 0)
-		log_debug("http", "cannot look for a cgroup IP filter: %s", strerror(-n));
+		log_info("http", "cannot look for a cgroup IP filter in front of the agent: %s",
+			 strerror(-n));
 	else if (n > 0)
 		log_warn(
 		    "http",
