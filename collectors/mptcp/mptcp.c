@@ -46,7 +46,6 @@
 #include "collectors/mptcp/mptcp_mib.h"
 #include "collectors/mptcp/mptcp_nl.h"
 #include "collectors/mptcp/mptcp_state.h"
-#include "agent/netns_name.h"
 
 #define MPTCP_MAX_NETNS	  64
 #define MPTCP_RECV_BUDGET 512 /* datagrams per netns per on_ready */
@@ -908,37 +907,6 @@ static void mptcp_stop(struct collector *c)
 
 #define MPTCP_LIVE_LIMIT_MAX 1000 /* connections per answer: the default and the cap */
 
-/* The host's name of namespace inum (netns_name.h), in ar; NULL if none. */
-static char *mptcp_netns_name(struct arena *ar, uint32_t inum)
-{
-	char name[64];
-
-	return netns_name_lookup(inum, name, sizeof(name)) ? NULL : arena_strdup(ar, name);
-}
-
-/* netns_name next to every netns of the answer: read now, names change. */
-static void mptcp_netns_names(Sysobs__V1__MptcpConnectionList *list, struct arena *ar)
-{
-	for (size_t i = 0; i < list->n_data; i++) {
-		Sysobs__V1__MptcpConnection *m = list->data[i];
-
-		if ((m->netns_name = mptcp_netns_name(ar, m->netns)))
-			m->_netns_name_case = SYSOBS__V1__MPTCP_CONNECTION___NETNS_NAME_NETNS_NAME;
-	}
-	for (size_t i = 0; i < list->n_listeners; i++) {
-		Sysobs__V1__MptcpListener *m = list->listeners[i];
-
-		if ((m->netns_name = mptcp_netns_name(ar, m->netns)))
-			m->_netns_name_case = SYSOBS__V1__MPTCP_LISTENER___NETNS_NAME_NETNS_NAME;
-	}
-	for (size_t i = 0; i < list->n_namespaces; i++) {
-		Sysobs__V1__MptcpNamespace *m = list->namespaces[i];
-
-		if ((m->netns_name = mptcp_netns_name(ar, m->netns)))
-			m->_netns_name_case = SYSOBS__V1__MPTCP_NAMESPACE___NETNS_NAME_NETNS_NAME;
-	}
-}
-
 /*
  * GET /api/v1/mptcp/connections[?netns=INODE][&limit=N] -> MptcpConnectionList:
  * live connections with their subflows and announced addresses, and
@@ -993,7 +961,7 @@ static void mptcp_route_connections(struct collector *c, const struct route_requ
 		ns->overruns = __atomic_load_n(&p->w[i].overruns, __ATOMIC_RELAXED);
 		list->namespaces[list->n_namespaces++] = ns;
 	}
-	mptcp_netns_names(list, req->arena);
+	mptcp_state_msg_names(list, req->arena);
 	rep->msg = &list->base;
 }
 
