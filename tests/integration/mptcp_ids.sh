@@ -9,7 +9,9 @@
 #   400 JSON error naming the forms;
 # - the client's namespace, named by `ip netns add`, shows its name in
 #   GET /api/v1/mptcp/connections (netns_name of the connection and of the
-#   watched namespace), in the history rows (GET /api/v1/mptcp/events), in
+#   watched namespace), in the history rows (GET /api/v1/mptcp/events, and
+#   /api/v1/drops/samples for a UDP drop there when the drops collector
+#   runs), in
 #   `sysobs mptcp` and `sysobs mptcp events`; a second name given later
 #   (bind mount) and the first removed: the answer follows within the
 #   cache's second, without a restart; an unnamed namespace has no
@@ -26,8 +28,8 @@ CLI_BIN=${SYSOBS_CLI:-$SYSOBS_BUILD/api/cli/sysobs}
 [ -x "$CLI_BIN" ] || fail "sysobs CLI not built ($CLI_BIN)"
 
 mptcp_topo_up || fail "topology setup failed"
-write_base_config collector.drops.enabled=false collector.ifs.enabled=false \
-	collector.cachefiles.enabled=false "collector.mptcp.netns=/run/netns/$NS_A"
+write_base_config collector.ifs.enabled=false collector.cachefiles.enabled=false \
+	"collector.mptcp.netns=/run/netns/$NS_A" collector.drops.sample_rate=1000
 start_agent
 wait_collector mptcp
 NS_INO=$(stat -L -c %i "/run/netns/$NS_A")
@@ -79,6 +81,19 @@ assert_eq "watched namespace's netns_name" "$NS_A" "$(conns | jq -r '.namespaces
 req GET "/api/v1/mptcp/events?token=$TOKEN_HEX"
 assert_eq "events' netns_name" "[\"$NS_A\"]" "$(jq -c '[.data[].netns_name] | unique' <<<"$BODY")"
 assert_eq "events' netns" "[$NS_INO]" "$(jq -c '[.data[].netns] | unique' <<<"$BODY")"
+# a drop sample of that namespace (UDP to a closed port on its loopback)
+if [ "$(collector_state drops)" = RUNNING ]; then
+	UP=$((20000 + RANDOM % 20000))
+	ip netns exec "$NS_A" bash -c "echo x >/dev/udp/127.0.0.1/$UP"
+	sampled() { [ "$(api GET "/api/v1/drops/samples?netns=$NS_INO&port=$UP" | jq '.data | length')" -ge 1 ]; }
+	wait_for 10 sampled || fail "no drop sample of netns $NS_INO port $UP"
+	req GET "/api/v1/drops/samples?netns=$NS_INO&port=$UP"
+	assert_eq "drop samples' netns_name" "[\"$NS_A\"]" "$(jq -c '[.data[].netns_name] | unique' <<<"$BODY")"
+	DROPS_NAMED=", drop samples"
+else
+	echo "note: drops collector $(collector_state drops) ($(collector_reason drops)): drop samples' names not checked"
+	DROPS_NAMED=
+fi
 "$CLI_BIN" -s "http://127.0.0.1:$PORT" mptcp >"$T/cli.txt" 2>&1 || fail "sysobs mptcp: $(cat "$T/cli.txt")"
 grep -Eq "^$TOKEN_HEX +$NS_A " "$T/cli.txt" || fail "CLI does not name the netns: $(cat "$T/cli.txt")"
 grep -q "^netns /run/netns/$NS_A ($NS_INO, name $NS_A)" "$T/cli.txt" ||
@@ -96,4 +111,4 @@ umount "/run/netns/$NEW" && rm -f "/run/netns/$NEW"
 unnamed() { [ "$(conn_name)" = "-" ]; }
 wait_for 3 unnamed || fail "netns_name of an unnamed namespace: $(conn_name)"
 assert_eq "the inode stays" "$NS_INO" "$(conns | jq -r --argjson t "$TOKEN" '.data[] | select(.token == $t) | .netns')"
-pass "netns $NS_INO named $NS_A in the API and the CLI, then $NEW, then unnamed, without a restart"
+pass "netns $NS_INO named $NS_A in the API (live, events$DROPS_NAMED) and the CLI, then $NEW, then unnamed, without a restart"
