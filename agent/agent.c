@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "agent/agent.h"
+#include "agent/cgroup_ipfilter.h"
 #include "agent/deadline.h"
 #include "agent/collector_host.h"
 #include "agent/collector_routes.h"
@@ -30,6 +31,7 @@
 #include "agent/snapshot.h"
 #include "agent/status.h"
 #include "api/history.h"
+#include "api/http_allow.h"
 #include "api/routes.h"
 #include "api/webconfig.h"
 #include "collectors/collector.h"
@@ -55,6 +57,9 @@ static const struct cfg_key agent_keys[] = {
 
 static const struct cfg_key http_keys[] = {
     {"listen", "127.0.0.1:9559", "address:port to serve on (port 0 = any free port)"},
+    {"allow", "",
+     "client addresses served: addresses or CIDRs, loopback, any (comma-separated); empty = "
+     "loopback when listen is a loopback address, else any"},
     {"max_connections", "64",
      "connections served at once; past this, complete requests wait for a slot and new clients "
      "in the listen backlog (never reset)"},
@@ -231,6 +236,7 @@ static int http_config(struct agent *a, struct http_config *hc, bool read_files)
 	struct config *cfg = &a->cfg;
 	uint64_t maxc = 0, timeout = 0, threads = 0, per_ip = 0, header_timeout = 0;
 	const char *gz, *web;
+	char why[256];
 	bool admin = false;
 	int bad = 0;
 
@@ -242,6 +248,9 @@ static int http_config(struct agent *a, struct http_config *hc, bool read_files)
 	bad |= cfg_get_bool(cfg, "http", "admin", &admin);
 	hc->max_per_ip = per_ip;
 	hc->header_timeout_ms = header_timeout;
+	hc->allow = cfg_get(cfg_section(cfg, "http"), "allow");
+	if (http_allow_check(hc->allow, why, sizeof(why)))
+		bad |= cfg_error(cfg, "http", "allow", "%s", why);
 	web = cfg_get(cfg_section(cfg, "http"), "web_config_file");
 	if (read_files && web && *web) {
 		char msg[512];
@@ -752,6 +761,7 @@ int agent_start(struct agent *a, const char *port_file)
 		return 1;
 	}
 	log_info("http", "listening on %s (port %u)", hc.listen, http_port(a->http));
+	cgroup_ipfilter_warn(hc.listen);
 
 	collectors_start(a);
 	/* Start-up parses big inputs (kernel BTF, ...) and frees them; give

@@ -22,6 +22,7 @@
 
 #include "agent/arena.h"
 #include "agent/log.h"
+#include "agent/netns_name.h"
 #include "api/history.h"
 #include "api/http.h"
 #include "api/pbjson.h"
@@ -46,6 +47,9 @@ struct history_table {
 	const struct event_table *t;
 	struct store *store;
 	const ProtobufCFieldDescriptor *f_id, *f_time;
+	/* netns_name, served beside an integer column netns (not stored) */
+	const ProtobufCFieldDescriptor *f_netns_name;
+	const struct event_column *c_netns;
 	const ProtobufCFieldDescriptor *fields[64];	   /* per column */
 	const ProtobufCFieldDescriptor *f_data, *f_cursor; /* of the list */
 	const ProtobufCFieldDescriptor *f_event;	   /* oneof member of Event */
@@ -154,6 +158,19 @@ static void field_set_int(ProtobufCMessage *m, const ProtobufCFieldDescriptor *f
 }
 
 /* One row struct as its message, in the arena. */
+/* The host's name of the row's namespace, read now (names change; the
+ * row keeps the inode). */
+static void row_netns_name(const struct history_table *ht, struct arena *ar, ProtobufCMessage *m,
+			   const void *row)
+{
+	char name[64];
+
+	if (netns_name_lookup((uint32_t)store_col_int(ht->c_netns, row), name, sizeof(name)))
+		return;
+	*(char **)((char *)m + ht->f_netns_name->offset) = arena_strdup(ar, name);
+	pbjson_field_set_present(m, ht->f_netns_name);
+}
+
 static ProtobufCMessage *row_message(const struct history_table *ht, struct arena *ar, int64_t id,
 				     int64_t ts_ns, const void *row)
 {
@@ -195,6 +212,8 @@ static ProtobufCMessage *row_message(const struct history_table *ht, struct aren
 		if (field_optional(f))
 			pbjson_field_set_present(m, f);
 	}
+	if (ht->f_netns_name)
+		row_netns_name(ht, ar, m, row);
 	return ar->oom ? NULL : m;
 }
 
@@ -258,6 +277,20 @@ static int filter_parse(const struct history_param *hp, const char *v, struct ar
 			return -EINVAL;
 		}
 		f->text = arena_strdup(ar, canon);
+		return 0;
+	}
+	case COL_FILTER_TOKEN: {
+		uint32_t tok;
+
+		if (query_parse_token(v, &tok)) {
+			api_error(res, enc, 400, "bad_request",
+				  "%s: expected a token as printed (8 hex digits, e.g. d114306a), "
+				  "0x and 1 to 8 hex digits, or a decimal up to 4294967295; got "
+				  "\"%.64s\"",
+				  hp->name, v);
+			return -EINVAL;
+		}
+		f->value = tok;
 		return 0;
 	}
 	default:
@@ -535,6 +568,14 @@ static int history_table_init(struct history_table *ht, const struct event_table
 	ht->store = s;
 	ht->f_id = protobuf_c_message_descriptor_get_field_by_name(t->message, "id");
 	ht->f_time = protobuf_c_message_descriptor_get_field_by_name(t->message, "time");
+	ht->f_netns_name =
+	    protobuf_c_message_descriptor_get_field_by_name(t->message, "netns_name");
+	for (const struct event_column *c = t->cols; c->name; c++)
+		if (!strcmp(c->name, "netns") && c->type != COL_TEXT && c->type != COL_REAL)
+			ht->c_netns = c;
+	if (ht->f_netns_name && (!ht->c_netns || ht->f_netns_name->type != PROTOBUF_C_TYPE_STRING ||
+				 !field_optional(ht->f_netns_name)))
+		ht->f_netns_name = NULL;
 	ht->f_data = protobuf_c_message_descriptor_get_field_by_name(t->list_message, "data");
 	ht->f_cursor =
 	    protobuf_c_message_descriptor_get_field_by_name(t->list_message, "next_cursor");

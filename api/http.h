@@ -72,6 +72,9 @@ struct http_config {
 				     * accept or the previous response; 0: 10 s */
 	struct web_config *web;	    /* TLS and basic auth (api/webconfig.h); taken
 				     * by http_new, even when it fails; NULL: none */
+	const char *allow;	    /* client addresses served (api/http_allow.h);
+				     * NULL or "": loopback for a loopback listen,
+				     * else any */
 };
 
 #define HTTP_BODY_MAX	   (64 * 1024) /* larger POST bodies get 413 */

@@ -49,6 +49,7 @@
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <netinet/in.h>
+#include <arpa/inet.h>
 #include <unistd.h>
 
 #include "agent/log.h"
@@ -280,6 +281,29 @@ static bool may_accept(struct http_server *h)
 	       evict_one(h, NULL, NULL, HTTP_CLOSE_LIMIT, HARD_AGE_MS);
 }
 
+/*
+ * A client outside [http] allow: reset (SO_LINGER 0) before a byte is read,
+ * so the client sees "connection reset" at once rather than a timeout, and
+ * no TIME_WAIT stays here. Counted and logged (at most every 10 s).
+ */
+static void refuse_address(struct http_server *h, struct http_pending *p)
+{
+	static struct log_ratelimit rl;
+	struct linger lg = {.l_onoff = 1, .l_linger = 0};
+	char a[INET6_ADDRSTRLEN] = "?";
+
+	if (p->addr.ss_family == AF_INET)
+		inet_ntop(AF_INET, &((struct sockaddr_in *)&p->addr)->sin_addr, a, sizeof(a));
+	else if (p->addr.ss_family == AF_INET6)
+		inet_ntop(AF_INET6, &((struct sockaddr_in6 *)&p->addr)->sin6_addr, a, sizeof(a));
+	log_ratelimited(&rl, 10000, LOG_LVL_WARN, "http",
+			"refused a connection from %s: not in [http] allow", a);
+	series_add(h->conns.closed[HTTP_CLOSE_NOT_ALLOWED], 1);
+	setsockopt(p->fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
+	close(p->fd);
+	free(p);
+}
+
 static void accept_all(struct http_server *h)
 {
 	struct http_acceptor *ac = &h->acceptor;
@@ -309,6 +333,10 @@ static void accept_all(struct http_server *h)
 			return;
 		}
 		p->t0 = clock_mono_ns();
+		if (!http_allow_match(&ac->allow, &p->addr)) {
+			refuse_address(h, p);
+			continue;
+		}
 		if (h->tls) {
 			queue_tail(ac, p);
 			continue;
@@ -392,12 +420,42 @@ void http_acceptor_kick(struct http_server *h)
 		(void)!write(h->acceptor.slot_fd, &one, sizeof(one));
 }
 
+/*
+ * [http] allow, read once before the first accept. A listen other hosts
+ * can reach with an allow that admits none of them is said loudly: it is
+ * the silent "listening, but every scrape times out" this filter replaced.
+ */
+static int allow_load(struct http_server *h)
+{
+	struct http_acceptor *ac = &h->acceptor;
+	char msg[256], desc[512];
+
+	if (http_allow_parse(h->cfg.allow, &h->addr, &ac->allow, msg, sizeof(msg))) {
+		log_err("http", "[http] allow: %s", msg);
+		return -EINVAL;
+	}
+	http_allow_describe(&ac->allow, desc, sizeof(desc));
+	if (!http_addr_is_loopback(&h->addr) && !http_allow_remote(&ac->allow))
+		log_warn("http",
+			 "[http] listen = %s serves other hosts, but [http] allow = %s admits "
+			 "only this host: every other client is refused",
+			 h->listen, desc);
+	else
+		log_info("http", "clients allowed: %s%s", desc,
+			 ac->allow.automatic ? " (the default for this listen address)" : "");
+	return 0;
+}
+
 int http_acceptor_start(struct http_server *h, int listen_fd)
 {
 	struct http_acceptor *ac = &h->acceptor;
 	struct epoll_event ev = {.events = EPOLLIN};
 	struct rlimit rl;
 	int err;
+
+	err = allow_load(h);
+	if (err)
+		return err;
 
 	ac->reading.next = ac->reading.prev = &ac->reading;
 	ac->queued.next = ac->queued.prev = &ac->queued;

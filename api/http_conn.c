@@ -342,8 +342,8 @@ static void *deadline_thread(void *arg)
 
 int http_conns_init(struct http_server *h)
 {
-	static const char *const reasons[HTTP_CLOSE_N] = {"limit", "per_address", "header_deadline",
-							  "rejected", "busy"};
+	static const char *const reasons[HTTP_CLOSE_N] = {
+	    "limit", "per_address", "header_deadline", "rejected", "busy", "not_allowed"};
 	static const char *const labels[] = {"reason", NULL};
 	struct http_conns *cs = &h->conns;
 	pthread_condattr_t ca;
@@ -374,7 +374,8 @@ int http_conns_init(struct http_server *h)
 	    "client waiting for a slot, or one with an incomplete header past max_connections), "
 	    "per_address (incomplete header, past max_per_ip), header_deadline (no complete "
 	    "request header within header_timeout), rejected (a request refused before "
-	    "parsing), busy (a complete request that found no slot within header_timeout: 503).",
+	    "parsing), busy (a complete request that found no slot within header_timeout: 503), "
+	    "not_allowed (a client address outside [http] allow, reset at accept).",
 	    labels);
 
 	if (!cs->open || !cs->waiting || !closed)

@@ -17,6 +17,7 @@
 #include <sys/socket.h>
 
 #include "api/http.h"
+#include "api/http_allow.h"
 
 struct metric;
 struct metric_series;
@@ -43,12 +44,13 @@ struct http_sock {
 };
 
 enum http_close_reason {
-	HTTP_CLOSE_LIMIT,    /* idle, evicted for a client waiting for a slot, or
-			      * header incomplete, evicted at max_connections */
-	HTTP_CLOSE_PER_IP,   /* header incomplete, evicted at max_per_ip */
-	HTTP_CLOSE_DEADLINE, /* no complete request header within header_timeout */
-	HTTP_CLOSE_REJECTED, /* answered early (bad request) and closed */
-	HTTP_CLOSE_BUSY,     /* complete request, no slot within header_timeout: 503 */
+	HTTP_CLOSE_LIMIT,	/* idle, evicted for a client waiting for a slot, or
+				 * header incomplete, evicted at max_connections */
+	HTTP_CLOSE_PER_IP,	/* header incomplete, evicted at max_per_ip */
+	HTTP_CLOSE_DEADLINE,	/* no complete request header within header_timeout */
+	HTTP_CLOSE_REJECTED,	/* answered early (bad request) and closed */
+	HTTP_CLOSE_BUSY,	/* complete request, no slot within header_timeout: 503 */
+	HTTP_CLOSE_NOT_ALLOWED, /* client address outside [http] allow: reset at accept */
 	HTTP_CLOSE_N,
 };
 
@@ -99,10 +101,11 @@ struct http_acceptor {
 	struct http_pending reading; /* list sentinel: header incomplete */
 	struct http_pending queued;  /* list sentinel: header complete, FIFO */
 	unsigned n_reading, n_queued;
-	unsigned max_queued;  /* past this, new clients wait in the listen backlog */
-	unsigned max_reading; /* ... and past this */
-	bool listening;	      /* the listening socket is in the epoll set */
-	int64_t paused_until; /* accept failed (EMFILE & co): not listening until then */
+	unsigned max_queued;	 /* past this, new clients wait in the listen backlog */
+	unsigned max_reading;	 /* ... and past this */
+	bool listening;		 /* the listening socket is in the epoll set */
+	int64_t paused_until;	 /* accept failed (EMFILE & co): not listening until then */
+	struct http_allow allow; /* [http] allow, checked at accept */
 	pthread_t thread;
 	bool running;
 };

@@ -66,6 +66,62 @@ int query_parse_cursor(const char *s, int64_t *id)
 	return 0;
 }
 
+static int hex_digit(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+/* 1 to 8 hex digits, nothing else. */
+static int parse_hex32(const char *s, uint32_t *out)
+{
+	uint32_t v = 0;
+	size_t n = strlen(s);
+
+	if (!n || n > 8)
+		return -EINVAL;
+	for (size_t i = 0; i < n; i++) {
+		int d = hex_digit(s[i]);
+
+		if (d < 0)
+			return -EINVAL;
+		v = v << 4 | (uint32_t)d;
+	}
+	*out = v;
+	return 0;
+}
+
+int query_parse_token(const char *s, uint32_t *out)
+{
+	uint64_t v = 0;
+	size_t n;
+
+	if (!s)
+		return -EINVAL;
+	if (s[0] == '0' && (s[1] == 'x' || s[1] == 'X'))
+		return parse_hex32(s + 2, out);
+	n = strlen(s);
+	/* The printed form (%08x) first: 8 characters are hex, digits only or not. */
+	if (n == 8)
+		return parse_hex32(s, out);
+	if (!n || n > 10 || strspn(s, "0123456789") != n) {
+		/* Hex of another length without 0x would be a guess: a token
+		 * is printed with 8 digits. */
+		return -EINVAL;
+	}
+	for (size_t i = 0; i < n; i++)
+		v = v * 10 + (uint64_t)(s[i] - '0');
+	if (v > UINT32_MAX)
+		return -ERANGE;
+	*out = (uint32_t)v;
+	return 0;
+}
+
 /* A user value for an error message: quoted, cut to 64 bytes. */
 static const char *quote(const char *s, char *buf, size_t len)
 {

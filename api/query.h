@@ -32,6 +32,15 @@ struct http_response;
 
 /* Non-empty decimal in [1, max]; -EINVAL / -ERANGE otherwise. */
 int query_parse_limit(const char *s, unsigned max, unsigned *out);
+/*
+ * A 32-bit identifier (an MPTCP token) in the forms it is printed and
+ * stored: exactly 8 hex digits is hex, as printed ("d114306a", also
+ * "12345678": the printed form wins); "0x" or "0X" and 1 to 8 hex digits is
+ * hex; other digits alone are decimal up to 4294967295 (a decimal of 8
+ * digits is written with a leading zero, "012345678", or as 0x...).
+ * Pure; 0, or -EINVAL (not one of these forms) / -ERANGE (above 2^32 - 1).
+ */
+int query_parse_token(const char *s, uint32_t *out);
 /* Opaque cursor returned as "next_cursor"; it is the last row id seen. */
 int query_parse_cursor(const char *s, int64_t *id);
 

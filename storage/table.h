@@ -50,6 +50,8 @@ enum col_filter {
 	COL_FILTER_ENUM,   /* ?param=NAME from domain, case-insensitive */
 	COL_FILTER_ADDR,   /* ?param=IPv4 or IPv6 address, normalised as inet_ntop prints */
 	COL_FILTER_PREFIX, /* ?param=TEXT: text columns that start with it */
+	COL_FILTER_TOKEN,  /* ?param=a 32-bit id as printed in hex (8 digits, or 0x...)
+			    * or in decimal (query_parse_token) */
 };
 
 /* The values a COL_FILTER_ENUM column can hold. */

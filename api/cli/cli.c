@@ -399,12 +399,22 @@ static size_t print_drops(const struct body *b, bool header, int64_t after_id, i
 	return rows;
 }
 
+/* A namespace as a person knows it: its name where the host gives one
+ * (ip netns), else its inode number. */
+static const char *fmt_netns(uint32_t inum, bool named, const char *name, char *buf, size_t len)
+{
+	if (named && name && *name)
+		return name;
+	snprintf(buf, len, "%u", inum);
+	return buf;
+}
+
 static size_t print_mptcp_events(const struct body *b, bool header, int64_t after_id,
 				 int64_t *max_id)
 {
 	UNPACK(Sysobs__V1__MptcpEventList, sysobs__v1__mptcp_event_list, b);
 	size_t rows = 0;
-	char t[40], src[80], dst[80], tok[16];
+	char t[40], src[80], dst[80], tok[16], ns[16];
 
 	if (header)
 		printf("%-24s %-20s %-10s %-12s %-26s %-26s %s\n", "TIME", "TYPE", "TOKEN", "NETNS",
@@ -425,7 +435,8 @@ static size_t print_mptcp_events(const struct body *b, bool header, int64_t afte
 			snprintf(tok, sizeof(tok), "%08x", e->token);
 		else
 			snprintf(tok, sizeof(tok), "-");
-		printf("%-24s %-20s %-10s %-12u %-26s %-26s %s\n", t, e->type, tok, e->netns, src,
+		printf("%-24s %-20s %-10s %-12s %-26s %-26s %s\n", t, e->type, tok,
+		       fmt_netns(e->netns, e->_netns_name_case, e->netns_name, ns, sizeof(ns)), src,
 		       dst,
 		       e->_reset_reason_name_case ? str(e->reset_reason_name)
 		       : e->_error_case		  ? "error"
@@ -440,7 +451,7 @@ static size_t print_mptcp_connections(const struct body *b, bool header, int64_t
 				      int64_t *max_id)
 {
 	UNPACK(Sysobs__V1__MptcpConnectionList, sysobs__v1__mptcp_connection_list, b);
-	char src[80], dst[80], since[40];
+	char src[80], dst[80], since[40], ns[16];
 
 	printf("%u connections, %u subflows, %zu listeners%s\n", m->n_connections, m->n_subflows,
 	       m->n_listeners, m->truncated ? " (list truncated)" : "");
@@ -451,7 +462,8 @@ static size_t print_mptcp_connections(const struct body *b, bool header, int64_t
 
 		fmt_endpoint(c->_saddr_case ? c->saddr : NULL, true, c->sport, src, sizeof(src));
 		fmt_endpoint(c->_daddr_case ? c->daddr : NULL, true, c->dport, dst, sizeof(dst));
-		printf("%-10s %-12u %-6s %-28s %-28s %-7s %zu\n", str(c->token_hex), c->netns,
+		printf("%-10s %-12s %-6s %-28s %-28s %-7s %zu\n", str(c->token_hex),
+		       fmt_netns(c->netns, c->_netns_name_case, c->netns_name, ns, sizeof(ns)),
 		       c->server_side ? "server" : "client", src, dst,
 		       c->established ? "estab" : "open", c->n_subflows);
 		for (size_t j = 0; j < c->n_subflows; j++) {
@@ -466,9 +478,13 @@ static size_t print_mptcp_connections(const struct body *b, bool header, int64_t
 			       src, dst, s->family, s->backup ? " backup" : "", since);
 		}
 	}
-	for (size_t i = 0; i < m->n_namespaces; i++)
-		printf("netns %s (%u): %llu overruns\n", m->namespaces[i]->path,
-		       m->namespaces[i]->netns, (unsigned long long)m->namespaces[i]->overruns);
+	for (size_t i = 0; i < m->n_namespaces; i++) {
+		const Sysobs__V1__MptcpNamespace *n = m->namespaces[i];
+
+		printf("netns %s (%u%s%s): %llu overruns\n", n->path, n->netns,
+		       n->_netns_name_case ? ", name " : "",
+		       n->_netns_name_case ? n->netns_name : "", (unsigned long long)n->overruns);
+	}
 	sysobs__v1__mptcp_connection_list__free_unpacked(m, NULL);
 	return 1;
 }

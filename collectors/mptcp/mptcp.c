@@ -223,7 +223,7 @@ static const struct event_column mptcp_cols[] = {
     MPTCP_COL(netns, COL_UINT, COL_NOT_NULL, .filter = COL_FILTER_EQ, .fmin = 1),
     MPTCP_COL(type, COL_TEXT, COL_NOT_NULL, .filter = COL_FILTER_ENUM,
 	      .domain = &mptcp_type_domain),
-    MPTCP_COL(token, COL_INT, COL_NULL_NEG, .filter = COL_FILTER_EQ, .fmax = UINT32_MAX),
+    MPTCP_COL(token, COL_INT, COL_NULL_NEG, .filter = COL_FILTER_TOKEN),
     MPTCP_COL(family, COL_INT, COL_NULL_NEG),
     MPTCP_COL(saddr, COL_TEXT, COL_NULL_EMPTY, .filter = COL_FILTER_ADDR, .param = "addr"),
     MPTCP_COL(daddr, COL_TEXT, COL_NULL_EMPTY, .filter = COL_FILTER_ADDR, .param = "addr"),
@@ -971,6 +971,7 @@ static void mptcp_route_connections(struct collector *c, const struct route_requ
 		ns->overruns = __atomic_load_n(&p->w[i].overruns, __ATOMIC_RELAXED);
 		list->namespaces[list->n_namespaces++] = ns;
 	}
+	mptcp_state_msg_names(list, req->arena);
 	rep->msg = &list->base;
 }
 

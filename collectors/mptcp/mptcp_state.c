@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* Live MPTCP state of the mptcp collector; see mptcp_state.h. */
+#include "agent/netns_name.h"
 #include "api/proto/pbmsg.h"
 #include "collectors/mptcp/mptcp_state.h"
 
@@ -750,4 +751,34 @@ out_free:
 	free(sfs);
 	free(lsnap);
 	return out;
+}
+
+/* The host's name of namespace inum (netns_name.h), in ar; NULL if none. */
+static char *mptcp_netns_name(struct arena *ar, uint32_t inum)
+{
+	char name[64];
+
+	return netns_name_lookup(inum, name, sizeof(name)) ? NULL : arena_strdup(ar, name);
+}
+
+void mptcp_state_msg_names(Sysobs__V1__MptcpConnectionList *list, struct arena *ar)
+{
+	for (size_t i = 0; i < list->n_data; i++) {
+		Sysobs__V1__MptcpConnection *m = list->data[i];
+
+		if ((m->netns_name = mptcp_netns_name(ar, m->netns)))
+			m->_netns_name_case = SYSOBS__V1__MPTCP_CONNECTION___NETNS_NAME_NETNS_NAME;
+	}
+	for (size_t i = 0; i < list->n_listeners; i++) {
+		Sysobs__V1__MptcpListener *m = list->listeners[i];
+
+		if ((m->netns_name = mptcp_netns_name(ar, m->netns)))
+			m->_netns_name_case = SYSOBS__V1__MPTCP_LISTENER___NETNS_NAME_NETNS_NAME;
+	}
+	for (size_t i = 0; i < list->n_namespaces; i++) {
+		Sysobs__V1__MptcpNamespace *m = list->namespaces[i];
+
+		if ((m->netns_name = mptcp_netns_name(ar, m->netns)))
+			m->_netns_name_case = SYSOBS__V1__MPTCP_NAMESPACE___NETNS_NAME_NETNS_NAME;
+	}
 }

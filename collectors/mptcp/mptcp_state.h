@@ -178,5 +178,8 @@ void mptcp_state_counts(struct mptcp_state *st, size_t *conns, size_t *subflows)
  */
 Sysobs__V1__MptcpConnectionList *mptcp_state_msg(struct mptcp_state *st, uint64_t netns,
 						 size_t max_conns, struct arena *ar);
+/* netns_name beside every netns of list (agent/netns_name.h): read at
+ * each answer, since the host's names change; none for unnamed ones. */
+void mptcp_state_msg_names(Sysobs__V1__MptcpConnectionList *list, struct arena *ar);
 
 #endif

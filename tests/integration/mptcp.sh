@@ -66,7 +66,7 @@ mptcp_server 0.0.0.0
 mptcp_client "$MP_B1" 2
 grep -q 'subflows=2' "$T/client.txt" || fail "second subflow not established: $(cat "$T/client.txt")"
 # One connection's history: its rows of mptcp_events, newest first.
-history() { api GET "/api/v1/mptcp/events?token=$TOKEN$1"; }
+history() { api GET "/api/v1/mptcp/events?token=$TOKEN_HEX$1"; }
 
 # Live state: one connection, two subflows (initial + path 2).
 conn_ok() {
@@ -102,7 +102,7 @@ assert_eq "gauge subflows" 2 "$(metric sysobs_mptcp_subflows)"
 # History of the live connection (its span is still open); the writer
 # commits in batches, so give it a moment.
 live_history() {
-	curl -sf "http://127.0.0.1:$PORT/api/v1/mptcp/events?token=$TOKEN" >"$T/body" &&
+	curl -sf "http://127.0.0.1:$PORT/api/v1/mptcp/events?token=$TOKEN_HEX" >"$T/body" &&
 		[ "$(jq -r '[.data | reverse | .[].type] | join(",")' "$T/body")" = \
 			"CREATED,ESTABLISHED,SUB_ESTABLISHED" ]
 }
@@ -202,24 +202,25 @@ assert_eq "events_total CLOSED" 1 "$(metric 'sysobs_mptcp_events_total{type="CLO
 assert_eq "overruns" 0 "$(metric sysobs_mptcp_overruns_total)"
 assert_eq "unknown events" 0 "$(metric sysobs_mptcp_unknown_events_total)"
 
-# Errors: a token that is not a decimal u32 is a 400, an unknown token an
-# empty page; the old per-token route is gone; the events route lists ours.
+# Errors: a token that is no u32 in a printed form is a 400 (the forms:
+# integration.mptcp_ids), an unknown token an empty page; the old per-token
+# route is gone; the events route lists ours.
 api GET /api/v1/mptcp/events?token=notatoken >/dev/null
 assert_eq "bad token status" 400 "$HTTP_CODE"
 api GET "/api/v1/mptcp/events?token=0x$TOKEN_HEX" >/dev/null
-assert_eq "hex token status" 400 "$HTTP_CODE"
+assert_eq "0x token status" 200 "$HTTP_CODE"
 api GET /api/v1/mptcp/events?token=4294967296 >/dev/null
 assert_eq "token above u32 status" 400 "$HTTP_CODE"
 api GET /api/v1/mptcp/events?type=BOGUS >/dev/null
 assert_eq "unknown type status" 400 "$HTTP_CODE"
-assert_eq "unknown token" '[]' "$(api GET "/api/v1/mptcp/events?token=$(((TOKEN + 1) % 4294967296))" | jq -c .data)"
+assert_eq "unknown token" '[]' "$(api GET "/api/v1/mptcp/events?token=$(printf %08x $(((TOKEN + 1) % 4294967296)))" | jq -c .data)"
 api GET "/api/v1/mptcp/connections/$TOKEN" >/dev/null
 assert_eq "old history route" 404 "$HTTP_CODE"
 api GET '/api/v1/mptcp/connections?limt=5' >/dev/null
 assert_eq "live view, unknown parameter" 400 "$HTTP_CODE"
 api GET '/api/v1/mptcp/connections?netns=x' >/dev/null
 assert_eq "live view, bad netns" 400 "$HTTP_CODE"
-api GET "/api/v1/mptcp/events?token=$TOKEN&sinse=0" >/dev/null
+api GET "/api/v1/mptcp/events?token=$TOKEN_HEX&sinse=0" >/dev/null
 assert_eq "history, unknown parameter" 400 "$HTTP_CODE"
 assert_eq "live view in protobuf" "200 application/x-protobuf" \
 	"$(curl -sS -o "$T/pb" -w '%{http_code} %{content_type}' -H 'Accept: application/x-protobuf' \

@@ -111,7 +111,7 @@ if [ "$overruns" = 0 ]; then
 		"$(curl -sf "http://127.0.0.1:$PORT/api/v1/mptcp/connections?netns=$INO_B" | jq -r '.listeners[0].port')"
 	# History by token among 8,000 rows: the middle client connection.
 	tok=$(sqlite3 "file:$T/sysobs.db?mode=ro" "SELECT token FROM mptcp_events WHERE netns = $INO_A AND type = 'CREATED' ORDER BY id LIMIT 1 OFFSET $((N / 2))")
-	api GET "/api/v1/mptcp/events?token=$tok&netns=$INO_A" >"$T/body"
+	api GET "/api/v1/mptcp/events?token=$(printf %08x "$tok")&netns=$INO_A" >"$T/body"
 	assert_eq "history of token $tok" "CREATED,ESTABLISHED,SUB_ESTABLISHED,CLOSED" \
 		"$(jq -r '[.data | reverse | .[].type] | join(",")' "$T/body")"
 	assert_eq "lifetime observations (2 subflows x 2 sides)" \
@@ -204,7 +204,7 @@ reset_row() {
 }
 # The writer commits in batches: wait for the row.
 wait_for 5 reset_row || fail "no server SUB_CLOSED with a reset reason in the history"
-api GET "/api/v1/mptcp/events?token=$stok&netns=$INO_B&type=SUB_CLOSED" >"$T/body"
+api GET "/api/v1/mptcp/events?token=$(printf %08x "$stok")&netns=$INO_B&type=SUB_CLOSED" >"$T/body"
 r=$(jq -c '[.data[] | select(.type == "SUB_CLOSED")][0]' "$T/body")
 assert_eq "reset reason" 0 "$(jq -r .reset_reason <<<"$r")"
 assert_eq "reset reason name" unspec "$(jq -r .reset_reason_name <<<"$r")"

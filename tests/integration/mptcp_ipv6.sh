@@ -95,7 +95,7 @@ sleep 0.5
 kill "$MON" 2>/dev/null
 wait "$MON" 2>/dev/null
 
-api GET "/api/v1/mptcp/events?token=$TOKEN" >"$T/body"
+api GET "/api/v1/mptcp/events?token=$TOKEN_HEX" >"$T/body"
 assert_eq "history status" 200 "$HTTP_CODE"
 assert_eq "history across both runs" \
 	"CREATED,ESTABLISHED,ANNOUNCED,SUB_ESTABLISHED,SUB_PRIORITY,REMOVED,SUB_CLOSED,CLOSED" \

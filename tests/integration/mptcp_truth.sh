@@ -126,7 +126,7 @@ compare_monitor() {
 	local hex
 	hex=$(printf '%08x' "$3")
 	norm_monitor "$1" "$hex" >"$T/mon.norm"
-	api GET "/api/v1/mptcp/events?netns=$2&token=$3" | norm_rows >"$T/agent.norm"
+	api GET "/api/v1/mptcp/events?netns=$2&token=$hex" | norm_rows >"$T/agent.norm"
 	diff -u "$T/mon.norm" "$T/agent.norm" >&2
 }
 token_of() { sed -n 's/^token=\([0-9]*\).*/\1/p' "$1"; }

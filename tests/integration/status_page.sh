@@ -153,7 +153,8 @@ try:
 	    lines: q("polyline", r).length}])),
 	  samples: q("#drops tr.sample").length,
 	  mptcp_summary: txt(document.getElementById("mptcp-n")),
-	  conns: q("#mptcp tr.conn").map(r => ({token: r.dataset.token, subflows: Number(txt(r.querySelector("td.subflows")))})),
+	  conns: q("#mptcp tr.conn").map(r => ({token: r.dataset.token, subflows: Number(txt(r.querySelector("td.subflows"))),
+	    netns: txt(r.querySelector("td.netns"))})),
 	  subflow_rows: q("#mptcp tr.sub").length,
 	  cores: q("#ifs .core").map(c => ({core: c.dataset.core,
 	    tests: Object.fromEntries(q(".badge", c).map(b => [b.dataset.test, b.dataset.status]))})),
@@ -199,10 +200,12 @@ assert_eq "latest drop samples shown" 10 "$(jq .samples <<<"$F")"
 pass "drops: NO_SOCKET $dom_drops on the page, /metrics $drops_before..$drops_after; history drawn; 10 latest samples"
 
 # MPTCP: the client's connection with its 2 subflows, and nothing else.
-assert_eq "connections on the page" "[{\"subflows\":2,\"token\":\"$TOKEN_HEX\"}]" "$(jq -cS .conns <<<"$F")"
+# its netns by the name the host gives it (ip netns add $NS_A), not its inode
+assert_eq "connections on the page" "[{\"netns\":\"$NS_A\",\"subflows\":2,\"token\":\"$TOKEN_HEX\"}]" \
+	"$(jq -cS .conns <<<"$F")"
 assert_eq "subflow rows" 2 "$(jq .subflow_rows <<<"$F")"
 assert_eq "MPTCP summary" "1 connections, 2 subflows" "$(jq -r .mptcp_summary <<<"$F")"
-pass "mptcp: connection $TOKEN_HEX with 2 subflows (the client's token)"
+pass "mptcp: connection $TOKEN_HEX with 2 subflows (the client's token) in netns $NS_A (by name)"
 
 # IFS: the fake's script: scan fails on core 2 only, array passes everywhere.
 want='[{"core":"0/0","tests":{"array":"pass","scan":"pass"}},{"core":"0/1","tests":{"array":"pass","scan":"pass"}},{"core":"0/2","tests":{"array":"pass","scan":"fail"}},{"core":"0/3","tests":{"array":"pass","scan":"pass"}}]'

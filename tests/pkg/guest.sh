@@ -96,6 +96,43 @@ sysobs drops port=$P >/results/drops.txt 2>&1
 r drop_rows "$(grep -c ' NO_SOCKET ' /results/drops.txt)"
 r drop_location "$(awk '/ NO_SOCKET / {print $NF; exit}' /results/drops.txt)"
 r kallsyms_copy_removed "$([ -e /run/sysobs/kallsyms ] && echo no || echo yes)"
+# remote scrape (issue #19 item 6): [http] listen = 0.0.0.0:9559 is the one
+# change; the host scrapes over the container's veth (package.sh gives the
+# address in /results/guest-addr and scrapes when /results/ready-PHASE
+# appears). Then a drop-in with the old unit's IPAddressDeny=any /
+# IPAddressAllow=localhost: the agent warns at start, the host's scrape is
+# dropped. Config and unit restored after.
+remote() {
+	touch /results/ready-$1
+	for _ in $(seq 1 300); do [ -e /results/remote-$1 ] && break; sleep 0.1; done
+	r remote_$1 "$(cat /results/remote-$1 2>/dev/null || echo no-answer)"
+}
+if [ -s /results/guest-addr ]; then
+	printf '[Match]\nName=host0\n[Network]\nAddress=%s\n' "$(cat /results/guest-addr)" \
+		>/etc/systemd/network/50-host0.network
+	systemctl start systemd-networkd
+	cp /etc/sysobs/sysobsd.ini /root/sysobsd.ini.keep
+	sed -i 's/^listen = 127.0.0.1:9559$/listen = 0.0.0.0:9559/' /etc/sysobs/sysobsd.ini
+	systemctl restart sysobsd
+	for _ in $(seq 1 100); do scrape && break; sleep 0.1; done
+	remote open
+	r remote_allow_logged "$(journalctl -u sysobsd --no-pager -o cat |
+		grep -c 'clients allowed: any (the default for this listen address)')"
+	mkdir -p /etc/systemd/system/sysobsd.service.d
+	printf '[Service]\nIPAddressDeny=any\nIPAddressAllow=localhost\n' \
+		>/etc/systemd/system/sysobsd.service.d/ipfilter.conf
+	systemctl daemon-reload
+	systemctl restart sysobsd
+	for _ in $(seq 1 100); do scrape && break; sleep 0.1; done
+	remote filtered
+	r remote_filter_warned "$(journalctl -u sysobsd --no-pager -o cat | grep -c 'has an IP ingress filter')"
+	journalctl -u sysobsd --no-pager -o cat | grep -E 'ingress filter|cgroup IP filter' | tail -3
+	rm -rf /etc/systemd/system/sysobsd.service.d
+	cp /root/sysobsd.ini.keep /etc/sysobs/sysobsd.ini
+	systemctl daemon-reload
+	systemctl restart sysobsd
+	for _ in $(seq 1 100); do scrape && break; sleep 0.1; done
+fi
 # SYSOBS_CAPS_PROBE=1 on the host: the unit again without each capability
 # of its bounding set in turn (a copy in /etc/systemd/system), restarted
 # over the existing database, with the mptcp collector also entering a

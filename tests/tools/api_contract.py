@@ -502,6 +502,8 @@ class Contract:
                 self.check_range(path, msg, p, fields, m, rows)
             elif "IPv4 or IPv6" in m:
                 self.check_addr(path, msg, p, fields, rows)
+            elif "a token as printed" in m:
+                self.check_token(path, msg, p, fields, m, rows)
             else:
                 fail(f"{path}?{p}=zz-bogus: 400 neither lists allowed values nor a range: {m!r}")
         elif st == 200:
@@ -571,6 +573,27 @@ class Contract:
         if vals:
             self.value_finds_row(path, msg, p, fields, str(vals[0]), True)
         ok(f"{path}?{p}: range {lo}..{hi} stated and enforced at both ends")
+
+    def check_token(self, path, msg, p, fields, m, rows):
+        """A 32-bit token (MPTCP): each printed form finds the same rows, all
+        with that token; the 400 names the forms (docs/mptcp.md, Tokens)."""
+        for v in ("-1", "4294967296", "0x", "0x123456789", "12abc", "d11430", "", "+1", " 1"):
+            mm = self.error(self.q(path, **{p: v}))
+            if "a token as printed" not in mm:
+                fail(f"{path}?{p}={v!r}: 400 message does not name the forms: {mm!r}")
+        vals = [r[f] for r in rows for f in fields if f in r]
+        if vals:
+            t = int(vals[0])
+            dec = str(t) if len(str(t)) != 8 else "0" + str(t)  # 8 characters are hex
+            ref = self.rows_of(path, msg, **{p: dec})
+            if not ref:
+                fail(f"{path}?{p}={dec}: no row, though a row has that token")
+            if any(r.get(f) != t for r in ref for f in fields):
+                fail(f"{path}?{p}={dec}: rows of another token")
+            for v in (f"{t:08x}", f"0x{t:x}", f"{t:08X}"):
+                if self.rows_of(path, msg, **{p: v}) != ref:
+                    fail(f"{path}?{p}={v} does not find what {p}={dec} finds")
+        ok(f"{path}?{p}: a token as printed (hex), 0x or decimal finds the same rows; bad forms refused")
 
     def check_addr(self, path, msg, p, fields, rows):
         for v in ("1.2.3", "::1::2", "localhost", ""):

@@ -110,6 +110,44 @@ static void assert_error(struct http_response *res, int status, const char *mess
 /* A fixed "now" for relative times: 2026-12-02T10:00:00Z. */
 #define NOW (1796205600 * S)
 
+/* Tokens in every printed form; the 8-digit rule decides the ambiguous. */
+static void test_token(void **state)
+{
+	uint32_t t = 0;
+
+	(void)state;
+	assert_int_equal(query_parse_token("d114306a", &t), 0);
+	assert_int_equal(t, 0xd114306a);
+	assert_int_equal(query_parse_token("D114306A", &t), 0);
+	assert_int_equal(t, 0xd114306a);
+	assert_int_equal(query_parse_token("0xd114306a", &t), 0);
+	assert_int_equal(t, 0xd114306a);
+	assert_int_equal(query_parse_token("0X1f", &t), 0);
+	assert_int_equal(t, 0x1f);
+	assert_int_equal(query_parse_token("3507761258", &t), 0); /* decimal of d114306a */
+	assert_int_equal(t, 0xd114306a);
+	assert_int_equal(query_parse_token("12345678", &t), 0); /* 8 digits: hex, as printed */
+	assert_int_equal(t, 0x12345678);
+	assert_int_equal(query_parse_token("012345678", &t), 0); /* ... a decimal with a 0 */
+	assert_int_equal(t, 12345678);
+	assert_int_equal(query_parse_token("0000002a", &t), 0);
+	assert_int_equal(t, 42);
+	assert_int_equal(query_parse_token("42", &t), 0);
+	assert_int_equal(t, 42);
+	assert_int_equal(query_parse_token("4294967295", &t), 0);
+	assert_int_equal(t, UINT32_MAX);
+	assert_int_equal(query_parse_token("4294967296", &t), -ERANGE);
+	assert_int_equal(query_parse_token("", &t), -EINVAL);
+	assert_int_equal(query_parse_token("0x", &t), -EINVAL);
+	assert_int_equal(query_parse_token("0x123456789", &t), -EINVAL);
+	assert_int_equal(query_parse_token("d11430", &t), -EINVAL); /* hex, not 8 digits */
+	assert_int_equal(query_parse_token("d114306g", &t), -EINVAL);
+	assert_int_equal(query_parse_token("-1", &t), -EINVAL);
+	assert_int_equal(query_parse_token("+42", &t), -EINVAL);
+	assert_int_equal(query_parse_token(" 42", &t), -EINVAL);
+	assert_int_equal(query_parse_token("99999999999", &t), -EINVAL);
+}
+
 static void test_window_defaults_to_everything(void **state)
 {
 	struct http_response res = {0};
@@ -851,6 +889,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_limit),
 	    cmocka_unit_test(test_cursor),
+	    cmocka_unit_test(test_token),
 	    cmocka_unit_test(test_window_defaults_to_everything),
 	    cmocka_unit_test(test_window_reads_every_time_form),
 	    cmocka_unit_test(test_window_refuses_bad_values_with_a_400),
