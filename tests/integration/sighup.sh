@@ -25,7 +25,7 @@ done
 write_base_config
 sed -i 's/^user = root$/user = root\nlog_format = json/' "$T/sysobsd.ini"
 start_agent
-grep -m1 '"component":"http"' "$T/agent.log" >"$T/json.line" || fail "no json http line"
+grep -m1 '"component":"http","msg":"listening' "$T/agent.log" >"$T/json.line" || fail "no json http line"
 jq -e '.ts and .level == "info" and .component == "http" and (.msg | test("listening"))' \
 	"$T/json.line" >/dev/null || fail "json line malformed: $(cat "$T/json.line")"
 # every line the agent wrote so far is JSON
