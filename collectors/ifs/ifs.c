@@ -134,144 +134,10 @@ static const struct metric_desc ifs_metrics[] = {
 
 /* ---- helpers ---- */
 
-static void trim_nl(char *s)
-{
-	size_t n = strlen(s);
-
-	while (n && (s[n - 1] == '\n' || s[n - 1] == ' '))
-		s[--n] = '\0';
-}
-
 static void core_labels(const struct ifs_core_info *core, char pkg[16], char cid[16])
 {
 	snprintf(pkg, 16, "%d", core->package);
 	snprintf(cid, 16, "%d", core->core_id);
-}
-
-/* ---- device and topology refresh (main thread) ---- */
-
-/*
- * intel_ifs_<t> appeared or went away (the module unloaded or loaded again:
- * misc_deregister() removes every device). A device that went away has no
- * image: nothing can be tested on it. Called with p->lock held.
- */
-static void presence_note(struct ifs_priv *p, enum ifs_test t, bool present)
-{
-	struct ifs_dev *d = &p->dev[t];
-
-	if (present == d->present)
-		return;
-	d->present = present;
-	if (present) {
-		if (d->gone)
-			clog_info(p->c, "intel_ifs_%d is back", t);
-		d->gone = false;
-		return;
-	}
-	d->gone = true;
-	clog_warn(p->c, "intel_ifs_%d went away (intel_ifs module unloaded?)", t);
-	d->image_loaded = false;
-	sink_set(p->c->sink, d->image_s, 0);
-}
-
-/* Test t's device has an image again: a pending load retry is over. */
-static void reload_done(struct ifs_priv *p, enum ifs_test t)
-{
-	struct ifs_dev *d = &p->dev[t];
-
-	if (d->reload_pending)
-		clog_info(p->c, "%s: an image is loaded again", ifs_test_name(t));
-	d->reload_pending = false;
-	d->reload_wait = 0;
-}
-
-/* Reads image_version/current_batch of every device; updates p->tests.
- * Called with p->lock held. */
-static void refresh_devices(struct ifs_priv *p)
-{
-	unsigned present = 0, tests = 0;
-	int64_t now = clock_mono_ns();
-
-	ifs_devices_discover(p->root, &present);
-	for (int t = 0; t < IFS_TEST_MAX; t++) {
-		struct ifs_dev *d = &p->dev[t];
-		char buf[PATH_MAX + 32];
-
-		presence_note(p, t, present & (1u << t));
-		if (!d->present)
-			continue;
-		ifs_device_dir(p->root, t, d->dir, sizeof(d->dir));
-		if (t == IFS_TEST_ARRAY) {
-			/* Array BIST runs without an image. */
-			d->image_loaded = true;
-			tests |= 1u << t;
-			continue;
-		}
-		snprintf(buf, sizeof(buf), "%s/image_version", d->dir);
-		if (ifs_read_text(buf, d->image_text, sizeof(d->image_text)) < 0 ||
-		    ifs_image_version_parse(d->image_text, &d->image_loaded, &d->image_version))
-			d->image_loaded = false;
-		trim_nl(d->image_text);
-		snprintf(buf, sizeof(buf), "%s/current_batch", d->dir);
-		{
-			char b[16];
-
-			if (ifs_read_text(buf, b, sizeof(b)) < 0 ||
-			    ifs_batch_parse(b, &d->batch_loaded, &d->batch))
-				d->batch_loaded = false;
-		}
-		if (d->image_loaded)
-			reload_done(p, t); /* by our job, or by someone else */
-		/* With rotation the worker loads a batch before running; so
-		 * does it for a retried load of ours once its wait is over. */
-		if (d->image_loaded || p->scfg.n_batches ||
-		    (d->reload_pending && now >= d->reload_at))
-			tests |= 1u << t;
-		sink_set(p->c->sink, d->image_s, d->image_loaded);
-	}
-	p->tests = tests;
-}
-
-/* Re-reads the topology if the online CPU list changed; keeps per-core
- * results by (package, core_id). Called with p->lock held. */
-static int refresh_topology(struct ifs_priv *p, bool force)
-{
-	char path[PATH_MAX], online[sizeof(p->online_text)];
-	struct ifs_topology nt;
-	struct ifs_last(*nl)[IFS_TEST_MAX];
-	int err;
-
-	snprintf(path, sizeof(path), "%s/devices/system/cpu/online", p->root);
-	if (ifs_read_text(path, online, sizeof(online)) < 0)
-		online[0] = '\0';
-	if (!force && !strcmp(online, p->online_text))
-		return 0;
-	err = ifs_topology_read(p->root, &nt);
-	if (!err)
-		err = ifs_topology_remember(&nt, &p->topo);
-	if (err) {
-		ifs_topology_free(&nt);
-		return err;
-	}
-	nl = calloc(nt.n_cores ? nt.n_cores : 1, sizeof(*nl));
-	if (!nl) {
-		ifs_topology_free(&nt);
-		return -ENOMEM;
-	}
-	for (size_t i = 0; i < nt.n_cores; i++)
-		for (size_t j = 0; p->last && j < p->topo.n_cores; j++)
-			if (p->topo.cores[j].package == nt.cores[i].package &&
-			    p->topo.cores[j].core_id == nt.cores[i].core_id)
-				memcpy(nl[i], p->last[j], sizeof(nl[i]));
-	/* A core whose threads went offline is remembered (its topology is
-	 * gone from sysfs); one that was never seen online since the start is
-	 * unknown, but keeps its series: its last result stays meaningful. */
-	free(p->last);
-	p->last = nl;
-	ifs_topology_free(&p->topo);
-	p->topo = nt;
-	snprintf(p->online_text, sizeof(p->online_text), "%s", online);
-	return ifs_sched_set_topology(&p->sched, nt.cores, nt.n_cores, clock_mono_ns());
 }
 
 /* ---- results ---- */
@@ -490,43 +356,6 @@ static void last_restore(struct ifs_priv *p)
 			  rs.n);
 }
 
-/*
- * Rotation off, a current_batch write of ours (an image reload the driver
- * asked for) failed: the device is left without an image, and no later job
- * would load one, so nothing would ever be tested again until someone
- * writes current_batch. The load is retried with the next job due after a
- * wait doubling from retry_backoff up to an hour (an EIO from load.c can be
- * transient: a test or another load in progress, an interrupted
- * authentication). p->lock held.
- */
-static void reload_track(struct ifs_priv *p, const struct ifs_work_result *r)
-{
-	struct ifs_dev *d;
-
-	if (r->loaded_batch < 0 || p->scfg.n_batches || (unsigned)r->job.test >= IFS_TEST_MAX)
-		return;
-	d = &p->dev[r->job.test];
-	if (!r->batch_rc) {
-		reload_done(p, r->job.test);
-		return;
-	}
-	d->reload_wait = d->reload_wait ? 2 * d->reload_wait : p->scfg.retry_backoff_ns;
-	if (d->reload_wait < MS_NS)
-		d->reload_wait = MS_NS;
-	if (d->reload_wait > 3600 * 1000 * MS_NS)
-		d->reload_wait = 3600 * 1000 * MS_NS;
-	d->reload_pending = true;
-	d->reload_batch = (unsigned)r->loaded_batch;
-	d->reload_at = clock_mono_ns() + d->reload_wait;
-	/* No job of this test until then (refresh_devices() lets it in). */
-	p->tests &= ~(1u << r->job.test);
-	ifs_sched_set_tests(&p->sched, p->tests, clock_mono_ns());
-	clog_warn(p->c,
-		  "%s: loading batch %d failed (%s); the device has no image: retrying in %lld ms",
-		  ifs_test_name(r->job.test), r->loaded_batch, strerror(-r->batch_rc),
-		  (long long)(d->reload_wait / MS_NS));
-}
-
 /* A finished job: scheduler outcome, history row, metrics, alert. */
 static void handle_result(struct ifs_priv *p, const struct ifs_work_result *r)
 {
@@ -556,7 +385,7 @@ static void handle_result(struct ifs_priv *p, const struct ifs_work_result *r)
 	snprintf(row.test, sizeof(row.test), "%s", ifs_test_name(job->test));
 	snprintf(row.requested_by, sizeof(row.requested_by), "%s", requester_name(job->by));
 	snprintf(row.image_version, sizeof(row.image_version), "%s", r->image_version);
-	trim_nl(row.image_version);
+	ifs_trim_nl(row.image_version);
 	{
 		bool loaded;
 		unsigned b;
@@ -574,7 +403,7 @@ static void handle_result(struct ifs_priv *p, const struct ifs_work_result *r)
 			  r->batch_rc ? strerror(-r->batch_rc) : "ok");
 	}
 	pthread_mutex_lock(&p->lock);
-	reload_track(p, r);
+	ifs_reload_track(p, r);
 	/* By identity: the topology may have been re-read during the run. */
 	row.core = p->cur_core_id;
 	row.package = p->cur_package;
@@ -613,7 +442,7 @@ static void handle_result(struct ifs_priv *p, const struct ifs_work_result *r)
 		ifs_row_fill_decoded(&row, &d);
 		snprintf(row.status, sizeof(row.status), "%s", ifs_result_name(result));
 		snprintf(row.details, sizeof(row.details), "%s", r->details);
-		trim_nl(row.details);
+		ifs_trim_nl(row.details);
 		/* The status file is authoritative (SBAF's "bundles left" is
 		 * invisible in the word); the decoded fields explain it. */
 		if (result == IFS_RESULT_UNTESTED)
@@ -691,7 +520,7 @@ static void passive_check(struct ifs_priv *p)
 			ifs_row_fill_decoded(&row, &d);
 			snprintf(row.status, sizeof(row.status), "%s", ifs_result_name(result));
 			snprintf(row.details, sizeof(row.details), "%s", de);
-			trim_nl(row.details);
+			ifs_trim_nl(row.details);
 			count_scan(p, t, ifs_result_name(result));
 			clog_info(p->c, "%s result changed outside sysobs: %s %s (core unknown)",
 				  row.test, row.status, row.details);
@@ -846,7 +675,7 @@ static int ifs_start(struct collector *c)
 		 p->scfg.periodic ? (double)p->scfg.interval_ns / 1e9 : 0);
 	ifs_sched_init(&p->sched, &p->scfg);
 	pthread_mutex_lock(&p->lock);
-	refresh_devices(p);
+	ifs_refresh_devices(p);
 	for (int t = 0; t < IFS_TEST_MAX; t++) {
 		const char *v[] = {ifs_test_name(t)};
 
@@ -860,7 +689,7 @@ static int ifs_start(struct collector *c)
 			reloads_zero(p, t);
 		}
 	}
-	err = refresh_topology(p, true);
+	err = ifs_refresh_topology(p, true);
 	ifs_sched_set_tests(&p->sched, p->tests, clock_mono_ns());
 	p->next_scan_id = (uint64_t)(clock_wall_ns() / 1000);
 	pthread_mutex_unlock(&p->lock);
@@ -917,8 +746,8 @@ static int ifs_collect(struct collector *c)
 	bool gone;
 
 	pthread_mutex_lock(&p->lock);
-	refresh_devices(p);
-	err = refresh_topology(p, false);
+	ifs_refresh_devices(p);
+	err = ifs_refresh_topology(p, false);
 	ifs_sched_set_tests(&p->sched, p->tests, clock_mono_ns());
 	gone = true;
 	for (int t = 0; t < IFS_TEST_MAX; t++)

@@ -117,6 +117,19 @@ int ifs_read_config(struct collector *c, struct ifs_priv *p);
 /* ops->check_config: ifs_read_config() into a scratch state. */
 int ifs_check_config(struct collector *c);
 
+struct ifs_work_result;
+
+/* Devices and topology (ifs_devices.c), p->lock held. Reads
+ * image_version/current_batch of every device and updates p->tests (a
+ * device gone or back is logged). */
+void ifs_refresh_devices(struct ifs_priv *p);
+/* Re-reads the topology if the online CPU list changed (always with
+ * force); keeps per-core results by (package, core_id). */
+int ifs_refresh_topology(struct ifs_priv *p, bool force);
+/* A finished job that wrote current_batch: a failed load of ours is
+ * retried later (rotation off), a successful one ends the retries. */
+void ifs_reload_track(struct ifs_priv *p, const struct ifs_work_result *r);
+
 /* GET /api/v1/ifs/cores, POST /api/v1/ifs/scans (ifs_routes.c). */
 extern const struct collector_route ifs_routes[];
 

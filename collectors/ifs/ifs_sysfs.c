@@ -228,3 +228,11 @@ void ifs_topology_free(struct ifs_topology *t)
 	t->cores = NULL;
 	t->n_cores = 0;
 }
+
+void ifs_trim_nl(char *s)
+{
+	size_t n = strlen(s);
+
+	while (n && (s[n - 1] == '\n' || s[n - 1] == ' '))
+		s[--n] = '\0';
+}

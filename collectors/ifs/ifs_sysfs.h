@@ -27,6 +27,8 @@ struct ifs_topology {
 /* Reads a small sysfs file into buf (NUL-terminated). Returns the length or
  * -errno. */
 int ifs_read_text(const char *path, char *buf, size_t len);
+/* Strips trailing newlines and spaces, as sysfs values end. */
+void ifs_trim_nl(char *s);
 
 /* "<root>/devices/virtual/misc/intel_ifs_<n>" into buf. */
 void ifs_device_dir(const char *root, int n, char *buf, size_t len);
