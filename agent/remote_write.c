@@ -56,6 +56,12 @@ const struct cfg_key remote_write_keys[] = {
 	"longest wait between retries (a receiver's Retry-After is honoured up to 5m)"),
     RWK(external_labels, CFG_STRING, "", 0, 0,
 	"labels added to every series unless it has them, e.g. cluster=eu1, replica=a"),
+    RWK(job, CFG_STRING, "sysobs", 0, 0,
+	"job label of every series unless it has one (empty = none); the same as the "
+	"documented scrape job's name"),
+    RWK(instance, CFG_STRING, "", 0, 0,
+	"instance label of every series unless it has one (empty = the host name, as the "
+	"documented scrape config relabels it)"),
     RWK(basic_auth_user, CFG_STRING, "", 0, 0, "HTTP basic auth user name"),
     RWK(basic_auth_password_file, CFG_STRING, "", 0, 0,
 	"file holding the basic auth password (trailing newline ignored)"),
@@ -486,6 +492,7 @@ struct rw_metrics {
 struct remote_write {
 	struct remote_write_config cfg; /* strings point into the agent's config */
 	char *ext_text;
+	char host[256]; /* gethostname(), the default instance */
 	struct rw_label ext[RW_MAX_LABELS];
 	size_t n_ext;
 	char *password, *bearer;
@@ -585,7 +592,7 @@ int remote_write_new(struct config *cfg, struct remote_write **out)
 {
 	struct remote_write *rw;
 	struct remote_write_config *c;
-	const char *why = NULL;
+	const char *why = NULL, *key = NULL;
 	int err;
 
 	*out = NULL;
@@ -611,6 +618,11 @@ int remote_write_new(struct config *cfg, struct remote_write **out)
 	/* __name__ takes one of a series' RW_MAX_LABELS. */
 	if (rw_external_labels_parse(rw->ext_text, rw->ext, RW_MAX_LABELS - 1, &rw->n_ext, &why)) {
 		err = cfg_error(cfg, "remote_write", "external_labels", "%s", why);
+		goto out_free;
+	}
+	if (rw_identity_add(c->job, c->instance, rw->host, sizeof(rw->host), rw->ext,
+			    RW_MAX_LABELS - 1, &rw->n_ext, &key, &why)) {
+		err = cfg_error(cfg, "remote_write", key, "%s", why);
 		goto out_free;
 	}
 	if (*c->bearer_token && *c->bearer_token_file) {

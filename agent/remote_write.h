@@ -39,6 +39,7 @@ struct remote_write_config {
 	uint64_t timeout;		   /* ms per request */
 	uint64_t min_backoff, max_backoff; /* ms */
 	const char *external_labels;
+	const char *job, *instance; /* identity: see rw_identity_add() */
 	const char *basic_auth_user, *basic_auth_password_file;
 	const char *bearer_token, *bearer_token_file;
 	const char *tls_ca_file, *tls_cert_file, *tls_key_file;
@@ -85,6 +86,18 @@ int rw_labels_parse(const char *rendered, struct arena *a, struct rw_label *out,
  * -EINVAL with a reason in *why. */
 int rw_external_labels_parse(char *text, struct rw_label *out, size_t max, size_t *n,
 			     const char **why);
+
+/*
+ * The host's identity on every pushed series, the labels a scrape by the
+ * documented job would attach: job (empty: none) and instance (empty: the
+ * host name, gethostname()), appended to ext[*n] (the external labels,
+ * which must not name either: they have keys of their own). host[hostlen]
+ * holds the host name when it is used. -EINVAL with *why and *key (the
+ * config key at fault).
+ */
+int rw_identity_add(const char *job, const char *instance, char *host, size_t hostlen,
+		    struct rw_label *ext, size_t max, size_t *n, const char **key,
+		    const char **why);
 
 /* Sorts labels by name, bytewise (the order the spec requires). */
 void rw_labels_sort(struct rw_label *l, size_t n);

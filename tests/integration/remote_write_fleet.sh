@@ -1,0 +1,107 @@
+#!/usr/bin/env bash
+# remote_write for a fleet, against the real receivers, all on loopback:
+#  1. identity: two agents with the default config, each in a UTS namespace
+#     of its own (host names hostA and hostB), push into one Prometheus
+#     (--web.enable-remote-write-receiver): every family arrives twice, once
+#     per instance, with job="sysobs" (nothing merged); a second Prometheus
+#     scraping both with the shipped deploy/prometheus/scrape.yml (the host
+#     names resolved through an /etc/hosts of its own mount namespace) sees
+#     the same label sets as the pushed ones.
+source "$(dirname "$0")/lib.sh"
+
+need_root
+need_cmd prometheus
+need_cmd unshare
+need_cmd jq
+unshare --uts true 2>/dev/null || skip "cannot create a UTS namespace"
+unshare --mount true 2>/dev/null || skip "cannot create a mount namespace"
+
+declare -A APID=() APORT=()
+
+# start_host NAME [SECTION-LINES...]: an agent whose host name is NAME (own
+# UTS namespace), its database and log in $T/NAME.*, pushing to $RW_URL.
+start_host() {
+	local h=$1
+	shift
+	cat >"$T/$h.ini" <<INI
+[agent]
+user = root
+[http]
+listen = 127.0.0.1:0
+[storage]
+path = $T/$h.db
+batch_ms = 50
+snapshot_interval = 1s
+[collector.drops]
+enabled = false
+[collector.cachefiles]
+enabled = false
+[remote_write]
+url = $RW_URL
+send_interval = 200ms
+INI
+	printf '%s\n' "$@" >>"$T/$h.ini"
+	rm -f "$T/$h.port"
+	unshare --uts sh -c 'hostname "$1" && shift && exec "$@"' sh "$h" \
+		"$SYSOBSD" --config "$T/$h.ini" --port-file "$T/$h.port" >>"$T/$h.log" 2>&1 &
+	APID[$h]=$!
+	on_exit "kill ${APID[$h]} 2>/dev/null; wait ${APID[$h]} 2>/dev/null"
+	wait_for 10 test -s "$T/$h.port" || fail "agent $h did not start: $(tail -5 "$T/$h.log")"
+	APORT[$h]=$(cat "$T/$h.port")
+}
+# hmetric HOST 'name{labels}': one series' value from that agent's /metrics.
+hmetric() { PORT=${APORT[$1]} metric "$2"; }
+
+RX_YML=$T/rx.yml
+echo "global: {}" >"$RX_YML"
+start_prometheus rx "$RX_YML" --web.enable-remote-write-receiver
+RX=$PROM_PORT
+RW_URL=http://127.0.0.1:$RX/api/v1/write
+
+start_host hostA
+start_host hostB
+
+# ---- 1. identity ----
+both() { [ "$(promq "$RX" 'count(sysobs_build_info{job="sysobs"})' | jq -r '.[0].value[1] // 0')" = 2 ]; }
+wait_for 30 both || fail "Prometheus does not have build_info of both hosts: $(promq "$RX" sysobs_build_info)"
+instances=$(promq "$RX" 'count by (instance) ({job="sysobs"})' | jq -r '[.[].metric.instance] | sort | join(",")')
+assert_eq "instances in the receiver" "hostA,hostB" "$instances"
+assert_eq "series without job or instance" 0 \
+	"$(promq "$RX" 'count({__name__=~".+", job=""} or {__name__=~".+", instance=""})' | jq 'length')"
+# Families with the same series on every agent: two of each in the
+# receiver, one per host (merged, they would be one).
+n_coll=$(curl -sS "http://127.0.0.1:${APORT[hostA]}/metrics" | grep -c '^sysobs_collector_up{')
+for fam in sysobs_build_info process_start_time_seconds sysobs_history_samples_written_total \
+	sysobs_remote_write_samples_sent_total sysobs_collector_up; do
+	want=2
+	[ "$fam" != sysobs_collector_up ] || want=$((2 * n_coll))
+	got() { [ "$(promq "$RX" "count($fam)" | jq -r '.[0].value[1] // 0')" = "$want" ]; }
+	wait_for 10 got || fail "$fam: $(promq "$RX" "count($fam)" | jq -r '.[0].value[1]') series in the receiver, want $want"
+	for h in hostA hostB; do
+		assert_eq "$fam series of $h" "$((want / 2))" \
+			"$(promq "$RX" "count($fam{instance=\"$h\",job=\"sysobs\"})" | jq -r '.[0].value[1] // 0')"
+	done
+done
+n_series=$(promq "$RX" 'count({job="sysobs"})' | jq -r '.[0].value[1]')
+
+# The shipped scrape job gives scraped series the same labels: a second
+# Prometheus scrapes hostA and hostB by name (its own /etc/hosts).
+printf '127.0.0.1 localhost hostA hostB\n' >"$T/hosts"
+mkdir -p "$T/bin"
+cat >"$T/bin/prometheus" <<SH
+#!/bin/sh
+exec unshare --mount sh -c 'mount --bind "\$0" /etc/hosts && exec $(command -v prometheus) "\$@"' "$T/hosts" "\$@"
+SH
+chmod +x "$T/bin/prometheus"
+sed -e "s/targets: .*/targets: [\"hostA:${APORT[hostA]}\", \"hostB:${APORT[hostB]}\"]/" \
+	-e 's/^scrape_configs:/global: {scrape_interval: 1s}\nscrape_configs:/' \
+	"$SYSOBS_SRC/deploy/prometheus/scrape.yml" >"$T/scrape.yml"
+PATH=$T/bin:$PATH start_prometheus scrape "$T/scrape.yml"
+SCRAPE=$PROM_PORT
+scraped() { [ "$(promq "$SCRAPE" 'count(up == 1)' | jq -r '.[0].value[1] // 0')" = 2 ]; }
+wait_for 30 scraped || fail "the scrape Prometheus has no 2 targets up: $(promq "$SCRAPE" up)"
+labelsets() { promq "$1" "$2" | jq -c '[.[].metric] | sort_by(.instance)'; }
+for q in sysobs_build_info 'sysobs_collector_up{collector="self"}'; do
+	assert_eq "labels of $q scraped vs pushed" "$(labelsets "$SCRAPE" "$q")" "$(labelsets "$RX" "$q")"
+done
+pass "identity: two agents (hostA, hostB) with the default config into one Prometheus: $n_series series, every checked family twice (once per instance, job=sysobs), none merged; the shipped scrape job gives the same label sets"
