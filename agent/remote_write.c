@@ -18,6 +18,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include "agent/hist_blob.h"
 #include "agent/log.h"
 #include "agent/remote_write.h"
 #include "api/metrics.h"
@@ -835,12 +836,19 @@ struct rw_read {
 	int err;
 };
 
+/* rw_read_row's "the batch is full": the walk stops before this row. */
+#define RW_READ_FULL 1
+
 static int rw_read_row(const struct store_sample *smp, void *arg)
 {
 	struct rw_read *x = arg;
 	int64_t ms = smp->ts_ns / 1000000;
 	int err;
 
+	/* A row with buckets adds up to HIST_BLOB_MAX_BUCKETS samples more:
+	 * the batch has that much room past batch_samples. */
+	if (x->rw->batch.n_rows >= x->rw->cfg.batch_samples)
+		return RW_READ_FULL;
 	if (!x->first)
 		x->first = smp->rowid;
 	x->last = smp->rowid;
@@ -849,8 +857,11 @@ static int rw_read_row(const struct store_sample *smp, void *arg)
 		return 0;
 	}
 	err = rw_batch_add(&x->rw->batch, smp->series_id, smp->name, smp->labels, ms, smp->value);
-	if (err == -ENOMEM)
-		return err;
+	if (!err && smp->blob && smp->blob_len)
+		err = rw_batch_add_buckets(&x->rw->batch, smp->series_id, smp->name, smp->labels,
+					   ms, smp->blob, smp->blob_len);
+	if (err == -ENOMEM || err == -ENOSPC)
+		return -ENOMEM;
 	if (!err && ms > x->newest_ms)
 		x->newest_ms = ms;
 	return 0;
@@ -919,6 +930,8 @@ static uint64_t rw_turn(struct remote_write *rw)
 	rw_batch_reset(&rw->batch);
 	x.cutoff_ns = clock_wall_ns() - (int64_t)c->max_age * 1000000;
 	err = store_samples_after(rw->store, rw->pos, c->batch_samples, rw_read_row, &x);
+	if (err == RW_READ_FULL)
+		err = 0;
 	if (err || rw->batch.arena.oom) {
 		log_ratelimited(&rw->rl_store, 60000, LOG_LVL_WARN, RW_COMPONENT,
 				"cannot read the metric history: %s",
@@ -1068,7 +1081,8 @@ int remote_write_start(struct remote_write *rw, struct store *s, struct metrics 
 		log_err(RW_COMPONENT, "cannot read its cursor");
 		return -EIO;
 	}
-	if (rw_batch_init(&rw->batch, rw->cfg.batch_samples) || rw_curl_setup(rw)) {
+	if (rw_batch_init(&rw->batch, rw->cfg.batch_samples + HIST_BLOB_MAX_BUCKETS) ||
+	    rw_curl_setup(rw)) {
 		log_err(RW_COMPONENT, "out of memory");
 		return -ENOMEM;
 	}

@@ -139,6 +139,16 @@ void rw_batch_free(struct rw_batch *b);
 int rw_batch_add(struct rw_batch *b, int64_t series_id, const char *name, const char *labels,
 		 int64_t ts_ms, double value);
 /*
+ * Adds the classic buckets of one histogram sample: blob is the history's
+ * bucket blob (agent/hist_blob.h) on the sample of count_name (NAME_count),
+ * each bucket a sample of NAME_bucket with labels plus le. Adds up to
+ * HIST_BLOB_MAX_BUCKETS rows. -EINVAL for a blob or name that does not
+ * decode (counted in b->invalid), else as rw_batch_add.
+ * agent/remote_write_hist.c.
+ */
+int rw_batch_add_buckets(struct rw_batch *b, int64_t series_id, const char *count_name,
+			 const char *labels, int64_t ts_ms, const void *blob, size_t len);
+/*
  * Builds the WriteRequest (each series' labels plus the external ones it
  * does not have, sorted; samples by timestamp, the last of equal timestamps
  * kept) into b->body/b->body_len, snappy-compressed. *n_samples: samples in

@@ -7,6 +7,12 @@
 #     scraping both with the shipped deploy/prometheus/scrape.yml (the host
 #     names resolved through an /etc/hosts of its own mount namespace) sees
 #     the same label sets as the pushed ones.
+#  2. histograms: hostB pushes through a proxy that holds each request for
+#     2, 8, 30, 80, 200 ms in turn (tests/tools/rw_delay_proxy.py), so its
+#     sysobs_remote_write_batch_duration_seconds spreads over five buckets;
+#     the pushed NAME_bucket{le} series give Prometheus' histogram_quantile
+#     the agent's own quantiles (computed here from its /metrics buckets the
+#     way Prometheus does) within one bucket, for p50 and p90.
 source "$(dirname "$0")/lib.sh"
 
 need_root
@@ -58,8 +64,14 @@ start_prometheus rx "$RX_YML" --web.enable-remote-write-receiver
 RX=$PROM_PORT
 RW_URL=http://127.0.0.1:$RX/api/v1/write
 
+python3 "$SYSOBS_SRC/tests/tools/rw_delay_proxy.py" "$T/proxy.port" "$RW_URL" \
+	0.002 0.008 0.03 0.08 0.2 >"$T/proxy.log" 2>&1 &
+PROXY_PID=$!
+on_exit "kill $PROXY_PID"
+wait_for 10 test -s "$T/proxy.port" || fail "delay proxy did not start: $(cat "$T/proxy.log")"
+
 start_host hostA
-start_host hostB
+RW_URL=http://127.0.0.1:$(cat "$T/proxy.port")/api/v1/write start_host hostB batch_samples=100
 
 # ---- 1. identity ----
 both() { [ "$(promq "$RX" 'count(sysobs_build_info{job="sysobs"})' | jq -r '.[0].value[1] // 0')" = 2 ]; }
@@ -105,3 +117,55 @@ for q in sysobs_build_info 'sysobs_collector_up{collector="self"}'; do
 	assert_eq "labels of $q scraped vs pushed" "$(labelsets "$SCRAPE" "$q")" "$(labelsets "$RX" "$q")"
 done
 pass "identity: two agents (hostA, hostB) with the default config into one Prometheus: $n_series series, every checked family twice (once per instance, job=sysobs), none merged; the shipped scrape job gives the same label sets"
+
+# ---- 2. histograms: quantiles in the receiver equal the agent's ----
+H=sysobs_remote_write_batch_duration_seconds
+# quantile Q: histogram_quantile's arithmetic on "le count" lines (cumulative,
+# ascending, +Inf last), then the index of the bucket the result is in.
+quantile() {
+	awk -v q="$1" '{ le[NR] = $1; c[NR] = $2 } END {
+		rank = q * c[NR]; b = 1
+		while (c[b] < rank) b++
+		if (le[b] == "+Inf") { v = le[NR - 1] }
+		else {
+			lo = b > 1 ? le[b - 1] : 0; below = b > 1 ? c[b - 1] : 0
+			v = lo + (le[b] - lo) * (rank - below) / (c[b] - below)
+		}
+		print v
+	}'
+}
+bucket_of() { # VALUE: index of the first bound >= VALUE
+	curl -sS "http://127.0.0.1:${APORT[hostB]}/metrics" |
+		awk -v v="$1" -v n="${H}_bucket" 'index($0, n "{") == 1 {
+			i++; split($0, a, "le=\""); split(a[2], b, "\""); le = b[1]
+			if (le == "+Inf" || le + 0 >= v + 0) { print i; exit } }'
+}
+agent_buckets() {
+	curl -sS "http://127.0.0.1:${APORT[hostB]}/metrics" |
+		awk -v n="${H}_bucket" 'index($0, n "{") == 1 {
+			split($0, a, "le=\""); split(a[2], b, "\""); print b[1], $NF }'
+}
+enough_obs() { [ "$(hmetric hostB "${H}_count")" -ge 100 ] 2>/dev/null; }
+wait_for 90 enough_obs || fail "hostB made $(hmetric hostB "${H}_count") requests, want 100"
+pushed_n() { promq "$RX" "${H}_count{instance=\"hostB\"}" | jq -r '.[0].value[1] // 0'; }
+pushed_100() { [ "$(pushed_n)" -ge 100 ]; }
+wait_for 20 pushed_100 || fail "Prometheus has ${H}_count $(pushed_n)"
+n_le=$(promq "$RX" "count(${H}_bucket{instance=\"hostB\",job=\"sysobs\"})" | jq -r '.[0].value[1]')
+n_le_agent=$(agent_buckets | wc -l)
+assert_eq "bucket series of $H in Prometheus" "$n_le_agent" "$n_le"
+# One query, one instant: +Inf and _count of the same pushed snapshot.
+diff=$(promq "$RX" "${H}_count{instance=\"hostB\"} - ignoring(le) ${H}_bucket{instance=\"hostB\",le=\"+Inf\"}" | jq -r '.[0].value[1]')
+assert_eq "_count minus the +Inf bucket in Prometheus" 0 "$diff"
+cnt=$(pushed_n)
+for q in 0.5 0.9; do
+	qa=$(agent_buckets | quantile "$q")
+	qp=$(promq "$RX" "histogram_quantile($q, ${H}_bucket{instance=\"hostB\"})" | jq -r '.[0].value[1]')
+	ba=$(bucket_of "$qa") bp=$(bucket_of "$qp")
+	[ "$ba" -ge 1 ] && [ "$bp" -ge 1 ] && [ $((ba > bp ? ba - bp : bp - ba)) -le 1 ] ||
+		fail "p$q: Prometheus $qp (bucket $bp), agent $qa (bucket $ba)"
+	echo "p$q of $H: Prometheus $qp s (bucket $bp), agent /metrics $qa s (bucket $ba)"
+	eval "q_${q#0.}=\$qp"
+done
+awk -v a="$q_5" -v b="$q_9" 'BEGIN { exit !(a > 0.005 && b > 0.05) }' ||
+	fail "quantiles $q_5, $q_9 do not show the proxy's delays"
+pass "histograms: $n_le bucket series of $H pushed (+Inf = _count = $cnt); histogram_quantile in Prometheus p50 $q_5 s, p90 $q_9 s, each within one bucket of the agent's own"

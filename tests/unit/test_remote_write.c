@@ -5,7 +5,8 @@
  * external labels, samples in timestamp order per series); the registry's
  * rendered label sets parse back; Retry-After in seconds and the three
  * HTTP-date forms; the backoff sequence; the metric history read as a log
- * after a durable cursor that survives a reopen.
+ * after a durable cursor that survives a reopen; a histogram's bucket blob
+ * round trip and its NAME_bucket{le} series on the wire.
  */
 #include <errno.h>
 #include <math.h>
@@ -23,6 +24,7 @@
 #include <snappy-c.h>
 
 #include "agent/arena.h"
+#include "agent/hist_blob.h"
 #include "agent/remote_write.h"
 #include "api/proto/prometheus/remote.pb-c.h"
 #include "storage/store.h"
@@ -249,6 +251,80 @@ static void test_write_request_decodes_back_after_snappy(void **state)
 	rw_batch_free(&b);
 }
 
+/* ---- histogram buckets ---- */
+
+static void test_bucket_blob_round_trip(void **state)
+{
+	static const char *const le[] = {"0.1", "1", "+Inf"};
+	static const uint64_t counts[] = {2, 300, 5};
+	struct hist_blob_bucket bk[8];
+	uint8_t blob[64];
+	size_t len, n;
+
+	len = hist_blob_encode(le, counts, 3, blob, sizeof(blob));
+	/* "0.1,1\0", then 2, 300 (two bytes), 5 */
+	assert_int_equal(len, 6 + 4);
+	assert_int_equal(hist_blob_decode(blob, len, bk, 8, &n), 0);
+	assert_int_equal(n, 3);
+	assert_string_equal(bk[0].le, "0.1");
+	assert_string_equal(bk[1].le, "1");
+	assert_string_equal(bk[2].le, "+Inf");
+	assert_int_equal(bk[0].cumulative, 2);
+	assert_int_equal(bk[1].cumulative, 302);
+	assert_int_equal(bk[2].cumulative, 307);
+	/* Too small a buffer, no bucket: nothing encoded. */
+	assert_int_equal(hist_blob_encode(le, counts, 3, blob, 8), 0);
+	assert_int_equal(hist_blob_encode(le, counts, 0, blob, sizeof(blob)), 0);
+	/* Malformed: truncated, a byte too many, no NUL, a trailing comma, a
+	 * bound that is no number, more buckets than room. */
+	assert_int_equal(hist_blob_decode(blob, len - 1, bk, 8, &n), -EINVAL);
+	blob[len] = 0;
+	assert_int_equal(hist_blob_decode(blob, len + 1, bk, 8, &n), -EINVAL);
+	assert_int_equal(hist_blob_decode("0.1,1", 5, bk, 8, &n), -EINVAL);
+	assert_int_equal(hist_blob_decode("0.1,\0\1\1", 7, bk, 8, &n), -EINVAL);
+	assert_int_equal(hist_blob_decode("x\0\1\1", 5, bk, 8, &n), -EINVAL);
+	assert_int_equal(hist_blob_decode(blob, len, bk, 2, &n), -EINVAL);
+	/* +Inf alone. */
+	assert_int_equal(hist_blob_decode("\0\7", 2, bk, 8, &n), 0);
+	assert_int_equal(n, 1);
+	assert_int_equal(bk[0].cumulative, 7);
+}
+
+static void test_buckets_go_out_as_bucket_series(void **state)
+{
+	static const char *const le[] = {"0.5", "+Inf"};
+	static const uint64_t counts[] = {4, 1};
+	struct rw_batch b;
+	uint8_t blob[32];
+	size_t len = hist_blob_encode(le, counts, 2, blob, sizeof(blob)), n;
+	char text[256];
+	Prometheus__WriteRequest *wr;
+
+	assert_int_equal(rw_batch_init(&b, 8), 0);
+	assert_int_equal(rw_batch_add(&b, 3, "x_seconds_count", "{route=\"/a\"}", 1000, 5), 0);
+	assert_int_equal(
+	    rw_batch_add_buckets(&b, 3, "x_seconds_count", "{route=\"/a\"}", 1000, blob, len), 0);
+	assert_int_equal(rw_batch_add_buckets(&b, 4, "y_count", "", 1000, blob, len), 0);
+	/* Not a _count, or a blob that does not decode: invalid. */
+	assert_int_equal(rw_batch_add_buckets(&b, 5, "y_sum", "", 1000, blob, len), -EINVAL);
+	assert_int_equal(rw_batch_add_buckets(&b, 6, "z_count", "", 1000, blob, len - 1), -EINVAL);
+	assert_int_equal(b.invalid, 2);
+	assert_int_equal(rw_batch_encode(&b, NULL, 0, &n), 0);
+	assert_int_equal(n, 5);
+	wr = decode(&b);
+	assert_int_equal(wr->n_timeseries, 5);
+	labels_text(wr->timeseries[1], text, sizeof(text));
+	assert_string_equal(text, "__name__=x_seconds_bucket,le=0.5,route=/a");
+	assert_true(wr->timeseries[1]->samples[0]->value == 4);
+	labels_text(wr->timeseries[2], text, sizeof(text));
+	assert_string_equal(text, "__name__=x_seconds_bucket,le=+Inf,route=/a");
+	assert_true(wr->timeseries[2]->samples[0]->value == 5); /* cumulative */
+	labels_text(wr->timeseries[4], text, sizeof(text));
+	assert_string_equal(text, "__name__=y_bucket,le=+Inf");
+	prometheus__write_request__free_unpacked(wr, NULL);
+	rw_batch_free(&b);
+}
+
 /* ---- the history as a log, after a durable cursor ---- */
 
 struct seen {
@@ -347,6 +423,8 @@ int main(void)
 	    cmocka_unit_test(test_backoff_doubles_up_to_its_cap),
 	    cmocka_unit_test(test_write_request_decodes_back_after_snappy),
 	    cmocka_unit_test(test_history_reads_after_a_durable_cursor),
+	    cmocka_unit_test(test_bucket_blob_round_trip),
+	    cmocka_unit_test(test_buckets_go_out_as_bucket_series),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
