@@ -21,6 +21,7 @@
 #include "agent/hist_blob.h"
 #include "agent/log.h"
 #include "agent/remote_write.h"
+#include "agent/remote_write_meta.h"
 #include "api/metrics.h"
 #include "api/proto/prometheus/remote.pb-c.h"
 #include "storage/store.h"
@@ -57,6 +58,9 @@ const struct cfg_key remote_write_keys[] = {
 	"longest wait between retries (a receiver's Retry-After is honoured up to 5m)"),
     RWK(external_labels, CFG_STRING, "", 0, 0,
 	"labels added to every series unless it has them, e.g. cluster=eu1, replica=a"),
+    RWK(metadata_interval, CFG_DURATION, "1m", 0, 86400000,
+	"how often to send every family's type, help and unit (also at start and when they "
+	"change; 0 = never)"),
     RWK(job, CFG_STRING, "sysobs", 0, 0,
 	"job label of every series unless it has one (empty = none); the same as the "
 	"documented scrape job's name"),
@@ -486,7 +490,7 @@ int rw_batch_encode(struct rw_batch *b, const struct rw_label *ext, size_t n_ext
 
 struct rw_metrics {
 	struct metric_series *sent, *failed, *retried, *pending, *last_send, *highest, *duration,
-	    *bytes, *cpu;
+	    *bytes, *cpu, *meta_sent;
 	struct metric_series *drop_old, *drop_deleted, *drop_invalid;
 };
 
@@ -511,6 +515,8 @@ struct remote_write {
 	uint64_t backoff_ms;
 	unsigned failures; /* retried attempts since the last success */
 	struct rw_metrics m;
+	struct metrics *metrics;
+	struct rw_meta meta;
 	struct log_ratelimit rl_fail, rl_store;
 
 	pthread_t thread;
@@ -879,7 +885,7 @@ static void rw_advance(struct remote_write *rw, const struct rw_read *x)
 }
 
 /* POSTs the batch's body: the HTTP status, or 0 for a transport error. */
-static long rw_post(struct remote_write *rw)
+static long rw_post(struct remote_write *rw, const uint8_t *body, size_t len)
 {
 	long status = 0;
 	CURLcode rc;
@@ -888,8 +894,8 @@ static long rw_post(struct remote_write *rw)
 	rw->resp[0] = '\0';
 	rw->resp_len = 0;
 	rw->errbuf[0] = '\0';
-	curl_easy_setopt(rw->curl, CURLOPT_POSTFIELDS, rw->batch.body);
-	curl_easy_setopt(rw->curl, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)rw->batch.body_len);
+	curl_easy_setopt(rw->curl, CURLOPT_POSTFIELDS, body);
+	curl_easy_setopt(rw->curl, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)len);
 	rc = curl_easy_perform(rw->curl);
 	if (rc == CURLE_OK)
 		curl_easy_getinfo(rw->curl, CURLINFO_RESPONSE_CODE, &status);
@@ -951,7 +957,7 @@ static uint64_t rw_turn(struct remote_write *rw)
 	}
 
 	t0 = clock_mono_ns();
-	status = rw_post(rw);
+	status = rw_post(rw, rw->batch.body, rw->batch.body_len);
 	if (!status && __atomic_load_n(&rw->stop, __ATOMIC_RELAXED))
 		return 0; /* aborted by the stop: nothing to count */
 	if (rw->m.duration)
@@ -1004,12 +1010,41 @@ static uint64_t rw_turn(struct remote_write *rw)
 	return 0;
 }
 
+/* Metadata, in a request of its own when due (remote_write_meta.h). A
+ * receiver that refuses it (4xx) gets it again after metadata_interval, a
+ * failing one after max_backoff; samples never wait for it. */
+static void rw_meta_turn(struct remote_write *rw)
+{
+	const struct remote_write_config *c = &rw->cfg;
+	int64_t now = clock_mono_ns();
+	long status;
+
+	if (!c->metadata_interval || !rw_meta_due(&rw->meta, rw->metrics, now))
+		return;
+	status = rw_post(rw, rw->meta.body, rw->meta.body_len);
+	if (status >= 200 && status < 300) {
+		rw_add(rw->m.meta_sent, rw->meta.n);
+		rw_meta_sent(&rw->meta, now, (int64_t)c->metadata_interval * 1000000);
+		return;
+	}
+	if (status)
+		log_ratelimited(&rw->rl_fail, 10000, LOG_LVL_WARN, RW_COMPONENT,
+				"%s answered %ld (%.120s) to the metadata of %zu families", c->url,
+				status, rw->resp, rw->meta.n);
+	rw_meta_failed(&rw->meta, now,
+		       (int64_t)(status >= 400 && status < 500 && status != 429
+				     ? c->metadata_interval
+				     : c->max_backoff) *
+			   1000000);
+}
+
 static void *rw_main(void *arg)
 {
 	struct remote_write *rw = arg;
 	uint64_t wait;
 
 	do {
+		rw_meta_turn(rw);
 		wait = rw_turn(rw);
 		rw_publish_cpu(rw);
 	} while (!__atomic_load_n(&rw->stop, __ATOMIC_RELAXED) && (!wait || rw_sleep(rw, wait)));
@@ -1050,6 +1085,9 @@ static void rw_metrics_register(struct remote_write *rw, struct metrics *m)
 				       "Timestamp of the newest sample the receiver accepted.");
 	rw->m.bytes = metrics_counter1(m, "sysobs_remote_write_bytes_sent_total",
 				       "Request bytes (snappy-compressed) the receiver accepted.");
+	rw->m.meta_sent =
+	    metrics_counter1(m, "sysobs_remote_write_metadata_sent_total",
+			     "Metric family metadata (type, help, unit) the receiver accepted.");
 	rw->m.cpu = metrics_counter1(m, "sysobs_remote_write_cpu_seconds_total",
 				     "CPU time (user + system) of the sender thread.");
 	f = metrics_histogram(m, "sysobs_remote_write_batch_duration_seconds",
@@ -1067,6 +1105,7 @@ int remote_write_start(struct remote_write *rw, struct store *s, struct metrics 
 	if (!rw)
 		return 0;
 	rw->store = s;
+	rw->metrics = m;
 	if (curl_global_init(CURL_GLOBAL_DEFAULT)) {
 		log_err(RW_COMPONENT, "libcurl initialisation failed");
 		return -EIO;
@@ -1124,5 +1163,6 @@ void remote_write_free(struct remote_write *rw)
 	curl_slist_free_all(rw->hdr);
 	store_cursor_close(rw->cursor);
 	rw_batch_free(&rw->batch);
+	rw_meta_free(&rw->meta);
 	rw_free_settings(rw);
 }

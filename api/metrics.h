@@ -158,6 +158,13 @@ typedef void (*metrics_visit_buckets_fn)(const char *name, const char *labels, d
 					 const struct metric_buckets *b, void *arg);
 void metrics_visit_buckets(struct metrics *m, metrics_visit_buckets_fn fn, void *arg);
 
+/* Every family, in name order, under the registry lock: its name (as the
+ * text format's # TYPE line has it), type, help and unit ("seconds", ...;
+ * NULL for none). For remote-write metadata. api/metrics_visit.c. */
+typedef void (*metrics_family_fn)(const char *name, enum metric_type type, const char *help,
+				  const char *unit, void *arg);
+void metrics_visit_families(struct metrics *m, metrics_family_fn fn, void *arg);
+
 size_t metrics_series_count(struct metrics *m);
 
 /* Name rules of the exposition format: metric names [a-zA-Z_:][a-zA-Z0-9_:]*,

@@ -36,3 +36,16 @@ void metrics_visit_buckets(struct metrics *m, metrics_visit_buckets_fn fn, void 
 	}
 	pthread_mutex_unlock(&m->lock);
 }
+
+void metrics_visit_families(struct metrics *m, metrics_family_fn fn, void *arg)
+{
+	if (!m || !fn)
+		return;
+	pthread_mutex_lock(&m->lock);
+	for (size_t i = 0; i < m->n_fams; i++) {
+		const struct metric *f = m->fams[i];
+
+		fn(f->name, f->type, f->help, f->unit, arg);
+	}
+	pthread_mutex_unlock(&m->lock);
+}

@@ -26,6 +26,8 @@
 #include "agent/arena.h"
 #include "agent/hist_blob.h"
 #include "agent/remote_write.h"
+#include "agent/remote_write_meta.h"
+#include "api/metrics.h"
 #include "api/proto/prometheus/remote.pb-c.h"
 #include "storage/store.h"
 #include "storage/store_samples.h"
@@ -325,6 +327,49 @@ static void test_buckets_go_out_as_bucket_series(void **state)
 	rw_batch_free(&b);
 }
 
+/* ---- metadata ---- */
+
+static void test_metadata_at_start_on_change_and_periodically(void **state)
+{
+	struct metrics *m = metrics_new();
+	struct rw_meta mm = {0};
+	int64_t s = 1000000000;
+	Prometheus__WriteRequest *wr;
+	struct rw_batch fake = {0};
+
+	assert_non_null(metrics_counter1(m, "a_seconds_total", "A's help."));
+	assert_non_null(metrics_gauge1(m, "b", "B."));
+	/* At start. */
+	assert_true(rw_meta_due(&mm, m, 10 * s));
+	assert_int_equal(mm.n, 2);
+	fake.body = mm.body;
+	fake.body_len = mm.body_len;
+	wr = decode(&fake);
+	assert_int_equal(wr->n_timeseries, 0);
+	assert_int_equal(wr->n_metadata, 2);
+	assert_string_equal(wr->metadata[0]->metric_family_name, "a_seconds_total");
+	assert_int_equal(wr->metadata[0]->type, PROMETHEUS__METRIC_METADATA__METRIC_TYPE__COUNTER);
+	assert_string_equal(wr->metadata[0]->help, "A's help.");
+	assert_string_equal(wr->metadata[0]->unit, "seconds");
+	assert_int_equal(wr->metadata[1]->type, PROMETHEUS__METRIC_METADATA__METRIC_TYPE__GAUGE);
+	prometheus__write_request__free_unpacked(wr, NULL);
+	rw_meta_sent(&mm, 10 * s, 60 * s);
+	/* Nothing new before the interval; a new family at once. */
+	assert_false(rw_meta_due(&mm, m, 20 * s));
+	assert_non_null(metrics_histogram(m, "c_seconds", "C.", NULL, (const double[]){1}, 1));
+	assert_true(rw_meta_due(&mm, m, 21 * s));
+	assert_int_equal(mm.n, 3);
+	rw_meta_sent(&mm, 21 * s, 60 * s);
+	assert_false(rw_meta_due(&mm, m, 80 * s));
+	assert_true(rw_meta_due(&mm, m, 81 * s)); /* periodically */
+	/* A failure waits its retry, unless the families change. */
+	rw_meta_failed(&mm, 81 * s, 5 * s);
+	assert_false(rw_meta_due(&mm, m, 85 * s));
+	assert_true(rw_meta_due(&mm, m, 86 * s));
+	rw_meta_free(&mm);
+	metrics_free(m);
+}
+
 /* ---- the history as a log, after a durable cursor ---- */
 
 struct seen {
@@ -425,6 +470,7 @@ int main(void)
 	    cmocka_unit_test(test_history_reads_after_a_durable_cursor),
 	    cmocka_unit_test(test_bucket_blob_round_trip),
 	    cmocka_unit_test(test_buckets_go_out_as_bucket_series),
+	    cmocka_unit_test(test_metadata_at_start_on_change_and_periodically),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
