@@ -58,6 +58,9 @@ const struct cfg_key remote_write_keys[] = {
 	"longest wait between retries (a receiver's Retry-After is honoured up to 5m)"),
     RWK(external_labels, CFG_STRING, "", 0, 0,
 	"labels added to every series unless it has them, e.g. cluster=eu1, replica=a"),
+    RWK(cursor, CFG_STRING, "remote_write", 0, 0,
+	"name of the durable cursor in the database (store_meta cursor.NAME): a second agent "
+	"sending the same history elsewhere needs a name of its own"),
     RWK(metadata_interval, CFG_DURATION, "1m", 0, 86400000,
 	"how often to send every family's type, help and unit (also at start and when they "
 	"change; 0 = never)"),
@@ -580,6 +583,18 @@ static int rw_check_url(struct config *cfg, const char *url)
 	return err;
 }
 
+static int rw_cursor_name_check(const char *s)
+{
+	size_t n = strlen(s);
+
+	if (!n || n > 40)
+		return -EINVAL;
+	for (; *s; s++)
+		if (!isalnum((unsigned char)*s) && !strchr("_.-", *s))
+			return -EINVAL;
+	return 0;
+}
+
 static int rw_check_file(struct config *cfg, const char *key, const char *path)
 {
 	if (*path && access(path, R_OK))
@@ -615,6 +630,11 @@ int remote_write_new(struct config *cfg, struct remote_write **out)
 	if (c->min_backoff > c->max_backoff) {
 		err =
 		    cfg_error(cfg, "remote_write", "max_backoff", "must not be below min_backoff");
+		goto out_free;
+	}
+	if (rw_cursor_name_check(c->cursor)) {
+		err = cfg_error(cfg, "remote_write", "cursor",
+				"1 to 40 of [a-zA-Z0-9_.-], e.g. remote_write or vm");
 		goto out_free;
 	}
 	rw->ext_text = strdup(c->external_labels);
@@ -1111,7 +1131,7 @@ int remote_write_start(struct remote_write *rw, struct store *s, struct metrics 
 		return -EIO;
 	}
 	rw->curl_global = true;
-	rw->cursor = store_cursor_open(s, "remote_write", err, sizeof(err));
+	rw->cursor = store_cursor_open(s, rw->cfg.cursor, err, sizeof(err));
 	if (!rw->cursor) {
 		log_err(RW_COMPONENT, "cannot open its cursor: %s", err);
 		return -EIO;
@@ -1138,8 +1158,9 @@ int remote_write_start(struct remote_write *rw, struct store *s, struct metrics 
 	}
 	pthread_setname_np(rw->thread, "sysobs-rw");
 	rw->started = true;
-	log_info(RW_COMPONENT, "sending metric history to %s from sample %" PRId64, rw->cfg.url,
-		 rw->pos);
+	log_info(RW_COMPONENT, "sending metric history to %s from sample %" PRId64 "%s%s",
+		 rw->cfg.url, rw->pos, strcmp(rw->cfg.cursor, "remote_write") ? " of cursor " : "",
+		 strcmp(rw->cfg.cursor, "remote_write") ? rw->cfg.cursor : "");
 	return 0;
 }
 

@@ -41,6 +41,7 @@ struct remote_write_config {
 	const char *external_labels;
 	const char *job, *instance; /* identity: see rw_identity_add() */
 	uint64_t metadata_interval; /* ms; 0: no metadata */
+	const char *cursor;	    /* store_meta cursor.<this> */
 	const char *basic_auth_user, *basic_auth_password_file;
 	const char *bearer_token, *bearer_token_file;
 	const char *tls_ca_file, *tls_cert_file, *tls_key_file;

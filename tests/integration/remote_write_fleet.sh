@@ -19,6 +19,10 @@
 #     that keeps the bodies, decoded with the project's own .proto: the
 #     first request is metadata, it names every family of hostC's /metrics
 #     with its type and help, and it comes again every metadata_interval.
+#  4. a second receiver: a second agent on hostA's database (its own cursor,
+#     [remote_write] cursor = vm; no snapshots of its own) sends the same
+#     history into VictoriaMetrics: over a closed window, every series of
+#     hostA has as many raw samples in VictoriaMetrics as in Prometheus.
 source "$(dirname "$0")/lib.sh"
 
 need_root
@@ -30,8 +34,10 @@ unshare --mount true 2>/dev/null || skip "cannot create a mount namespace"
 
 declare -A APID=() APORT=()
 
-# start_host NAME [SECTION-LINES...]: an agent whose host name is NAME (own
-# UTS namespace), its database and log in $T/NAME.*, pushing to $RW_URL.
+# start_host NAME [REMOTE_WRITE-LINES...]: an agent whose host name is
+# NAME (own UTS namespace; HOST= to give another), its database and log in
+# $T/NAME.* (DB= to use another's database), pushing to $RW_URL, a snapshot
+# every SNAPSHOT (1s).
 start_host() {
 	local h=$1
 	shift
@@ -41,9 +47,9 @@ user = root
 [http]
 listen = 127.0.0.1:0
 [storage]
-path = $T/$h.db
+path = $T/${DB:-$h}.db
 batch_ms = 50
-snapshot_interval = 1s
+snapshot_interval = ${SNAPSHOT:-1s}
 [collector.drops]
 enabled = false
 [collector.cachefiles]
@@ -54,7 +60,7 @@ send_interval = 200ms
 INI
 	printf '%s\n' "$@" >>"$T/$h.ini"
 	rm -f "$T/$h.port"
-	unshare --uts sh -c 'hostname "$1" && shift && exec "$@"' sh "$h" \
+	unshare --uts sh -c 'hostname "$1" && shift && exec "$@"' sh "${HOST:-$h}" \
 		"$SYSOBSD" --config "$T/$h.ini" --port-file "$T/$h.port" >>"$T/$h.log" 2>&1 &
 	APID[$h]=$!
 	on_exit "kill ${APID[$h]} 2>/dev/null; wait ${APID[$h]} 2>/dev/null"
@@ -228,3 +234,53 @@ PYEOF
 else
 	echo "note: metadata contents not checked (needs protoc and python3-protobuf)"
 fi
+
+# ---- 4. the same stream into VictoriaMetrics ----
+if ! command -v victoria-metrics >/dev/null; then
+	echo "note: VictoriaMetrics part not run (needs victoria-metrics, scripts/deps.sh installs it)"
+	exit 0
+fi
+VM=$(free_port) || fail "no free port for VictoriaMetrics"
+victoria-metrics -httpListenAddr "127.0.0.1:$VM" -storageDataPath "$T/vm" >"$T/vm.log" 2>&1 &
+VM_PID=$!
+on_exit "kill $VM_PID; wait $VM_PID 2>/dev/null"
+vm_up() { curl -sf --max-time 2 "http://127.0.0.1:$VM/health" -o /dev/null; }
+wait_for 30 vm_up || fail "VictoriaMetrics not up: $(tail -5 "$T/vm.log")"
+RW_URL=http://127.0.0.1:$VM/api/v1/write HOST=hostA DB=hostA SNAPSHOT=0 start_host hostA-vm cursor=vm
+# A closed window of hostA's history, its bounds half-way between snapshots
+# (sample timestamps are snapshot times, 1 s apart): [t0, t1] in ms.
+last_ts() { promq "$RX" 'timestamp(sysobs_build_info{instance="hostA"})' | jq -r '.[0].value[1] | tonumber * 1000 | floor'; }
+t0=$(($(last_ts) + 500))
+sleep 20
+t1=$(($(last_ts) - 4500))
+past_t1() {
+	local h
+	for h in hostA hostA-vm; do
+		h=$(hmetric "$h" sysobs_remote_write_highest_sent_timestamp_seconds)
+		awk -v h="$h" -v t="$t1" 'BEGIN { exit !(h * 1000 > t + 1000) }' || return 1
+	done
+}
+wait_for 60 past_t1 || fail "senders not past the window: hostA $(hmetric hostA sysobs_remote_write_highest_sent_timestamp_seconds), vm $(hmetric hostA-vm sysobs_remote_write_highest_sent_timestamp_seconds)"
+curl -sf "http://127.0.0.1:$VM/internal/force_flush" >/dev/null || fail "VictoriaMetrics force_flush"
+# Raw samples per series (labels sorted, as one key) in each receiver.
+curl -sS -g "http://127.0.0.1:$VM/api/v1/export" --data-urlencode 'match[]={instance="hostA"}' \
+	--data-urlencode "start=$((t0 / 1000)).$((t0 % 1000))" --data-urlencode "end=$((t1 / 1000)).$((t1 % 1000))" |
+	jq -c '{k: (.metric | to_entries | sort_by(.key) | from_entries | tostring),
+		n: ([.timestamps[] | select(. >= '"$t0"' and . <= '"$t1"')] | length)} | select(.n > 0)' |
+	jq -sc 'map({(.k): .n}) | add // {}' >"$T/vm.counts"
+span=$(((t1 - t0) / 1000 + 1))
+curl -sS -g --max-time 30 "http://127.0.0.1:$RX/api/v1/query" \
+	--data-urlencode "query={instance=\"hostA\",job=\"sysobs\"}[${span}s]" \
+	--data-urlencode "time=$((t1 / 1000)).$((t1 % 1000))" |
+	jq -c '[.data.result[] | {k: (.metric | to_entries | sort_by(.key) | from_entries | tostring),
+		n: ([.values[] | select(.[0] * 1000 >= '"$t0"' and .[0] * 1000 <= '"$t1"')] | length)} | select(.n > 0)]
+		| map({(.k): .n}) | add // {}' >"$T/prom.counts"
+n_prom=$(jq 'length' "$T/prom.counts")
+n_vm=$(jq 'length' "$T/vm.counts")
+s_prom=$(jq '[.[]] | add' "$T/prom.counts")
+s_vm=$(jq '[.[]] | add' "$T/vm.counts")
+diffs=$(jq -n --slurpfile p "$T/prom.counts" --slurpfile v "$T/vm.counts" \
+	'[($p[0] + $v[0]) | keys[] | select($p[0][.] != $v[0][.]) | {k: ., prom: $p[0][.], vm: $v[0][.]}] | .[:5]')
+[ "$diffs" = "[]" ] || fail "sample counts per series differ (of $n_prom/$n_vm series): $diffs"
+assert_ge "series of hostA in the window" 200 "$n_prom"
+pass "second receiver: hostA's history into Prometheus and (another agent on its database, cursor vm) VictoriaMetrics: over $((span - 1)) s, $n_prom series with $s_prom samples in Prometheus, $n_vm with $s_vm in VictoriaMetrics, equal per series"
