@@ -94,6 +94,8 @@ int hist_blob_decode(const void *blob, size_t len, struct hist_blob_bucket *out,
 			if (!(*p++ & 0x80))
 				break;
 		}
+		if (total + v < total)
+			return -EINVAL; /* counts that overflow together */
 		total += v;
 		out[i].cumulative = total;
 	}
