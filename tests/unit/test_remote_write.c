@@ -253,6 +253,60 @@ static void test_write_request_decodes_back_after_snappy(void **state)
 	rw_batch_free(&b);
 }
 
+/* ---- identity ---- */
+
+static void test_identity_job_and_instance(void **state)
+{
+	char ext_text[] = "cluster=eu1", bad_text[] = "instance=x", host[256];
+	struct rw_label ext[RW_MAX_LABELS];
+	const char *why, *key;
+	size_t n, n_out;
+	char text[256], want[300];
+	struct rw_batch b;
+	Prometheus__WriteRequest *wr;
+
+	assert_int_equal(rw_external_labels_parse(ext_text, ext, RW_MAX_LABELS, &n, &why), 0);
+	/* Default instance: the host name. */
+	assert_int_equal(
+	    rw_identity_add("sysobs", "", host, sizeof(host), ext, RW_MAX_LABELS, &n, &key, &why),
+	    0);
+	assert_int_equal(n, 3);
+	assert_string_equal(ext[1].name, "job");
+	assert_string_equal(ext[2].name, "instance");
+	assert_ptr_equal(ext[2].value, host);
+	{
+		char h[256] = "";
+
+		gethostname(h, sizeof(h) - 1);
+		assert_string_equal(host, h);
+	}
+	/* A series with its own instance keeps it; the others get the host's. */
+	assert_int_equal(rw_batch_init(&b, 4), 0);
+	assert_int_equal(rw_batch_add(&b, 1, "m", "{instance=\"own\"}", 1000, 1), 0);
+	assert_int_equal(rw_batch_add(&b, 2, "m", "", 1000, 1), 0);
+	assert_int_equal(rw_batch_encode(&b, ext, n, &n_out), 0);
+	wr = decode(&b);
+	labels_text(wr->timeseries[0], text, sizeof(text));
+	assert_string_equal(text, "__name__=m,cluster=eu1,instance=own,job=sysobs");
+	labels_text(wr->timeseries[1], text, sizeof(text));
+	snprintf(want, sizeof(want), "__name__=m,cluster=eu1,instance=%s,job=sysobs", host);
+	assert_string_equal(text, want);
+	prometheus__write_request__free_unpacked(wr, NULL);
+	rw_batch_free(&b);
+	/* Configured instance; empty job: none. */
+	n = 0;
+	assert_int_equal(
+	    rw_identity_add("", "db7", host, sizeof(host), ext, RW_MAX_LABELS, &n, &key, &why), 0);
+	assert_int_equal(n, 1);
+	assert_string_equal(ext[0].value, "db7");
+	/* external_labels naming instance: refused, naming that key. */
+	assert_int_equal(rw_external_labels_parse(bad_text, ext, RW_MAX_LABELS, &n, &why), 0);
+	assert_int_equal(
+	    rw_identity_add("sysobs", "", host, sizeof(host), ext, RW_MAX_LABELS, &n, &key, &why),
+	    -EINVAL);
+	assert_string_equal(key, "external_labels");
+}
+
 /* ---- histogram buckets ---- */
 
 static void test_bucket_blob_round_trip(void **state)
@@ -468,6 +522,7 @@ int main(void)
 	    cmocka_unit_test(test_backoff_doubles_up_to_its_cap),
 	    cmocka_unit_test(test_write_request_decodes_back_after_snappy),
 	    cmocka_unit_test(test_history_reads_after_a_durable_cursor),
+	    cmocka_unit_test(test_identity_job_and_instance),
 	    cmocka_unit_test(test_bucket_blob_round_trip),
 	    cmocka_unit_test(test_buckets_go_out_as_bucket_series),
 	    cmocka_unit_test(test_metadata_at_start_on_change_and_periodically),
