@@ -27,7 +27,7 @@ static void snapshot_visit(const char *name, const char *labels, double value,
 			   const struct metric_buckets *b, void *arg)
 {
 	struct snapshot_ctx *x = arg;
-	uint8_t blob[256];
+	uint8_t blob[512]; /* no queue slot holds more */
 	size_t len = b ? hist_blob_encode(b->le, b->counts, b->n, blob, sizeof(blob)) : 0;
 	int err = -E2BIG;
 

@@ -992,7 +992,8 @@ int store_submit_sample_blob(struct store *s, int64_t ts_ns, const char *name, c
 	size_t nlen = strlen(name), llen = strlen(labels);
 	size_t head = offsetof(struct store_sample_row, key); /* the tail goes at key[] */
 	struct store_sample_row row = {.value = value, .blob_len = (uint16_t)blob_len};
-	char tail[STORE_SAMPLE_MIN];
+	/* A slot's payload is the largest event row or STORE_SAMPLE_MIN. */
+	char tail[EVENT_ROW_MAX > STORE_SAMPLE_MIN ? EVENT_ROW_MAX : STORE_SAMPLE_MIN];
 
 	if (head + nlen + llen + 2 + blob_len > s->slot_size - STORE_SLOT_HDR ||
 	    nlen + llen + 2 + blob_len > sizeof(tail)) {
