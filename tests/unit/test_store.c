@@ -662,7 +662,8 @@ static void test_retention_by_age(void **state)
 	db_exec("INSERT INTO metric_series(id, name, labels) VALUES(1, 'm', '');");
 	char sql[256];
 	snprintf(sql, sizeof(sql),
-		 "INSERT INTO metric_samples(series_id, ts, value) VALUES(1, %lld, 1.0), (1, %lld, 2.0);",
+		 "INSERT INTO metric_samples(series_id, ts, value)"
+		 " VALUES(1, %lld, 1.0), (1, %lld, 2.0);",
 		 (long long)(now - 3 * hour), (long long)now);
 	db_exec(sql);
 
@@ -976,7 +977,8 @@ static void history_fixture(void)
 		" (1, 'drops_total', '{reason=\"NO_SOCKET\",proto=\"tcp\"}'),"
 		" (2, 'other', ''),"
 		" (7, 'drops_total', '{reason=\"TCP_CSUM\",proto=\"tcp\"}');"
-		"INSERT INTO metric_samples(series_id, ts, value) VALUES (1, 30, 3.0), (1, 10, 1.0), (1, 20, NULL),"
+		"INSERT INTO metric_samples(series_id, ts, value)"
+		" VALUES (1, 30, 3.0), (1, 10, 1.0), (1, 20, NULL),"
 		" (1, 40, 4.0), (1, 50, 5.0), (3, 20, 33.0);");
 }
 
