@@ -18,8 +18,10 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include "agent/hist_blob.h"
 #include "agent/log.h"
 #include "agent/remote_write.h"
+#include "agent/remote_write_meta.h"
 #include "api/metrics.h"
 #include "api/proto/prometheus/remote.pb-c.h"
 #include "storage/store.h"
@@ -56,6 +58,18 @@ const struct cfg_key remote_write_keys[] = {
 	"longest wait between retries (a receiver's Retry-After is honoured up to 5m)"),
     RWK(external_labels, CFG_STRING, "", 0, 0,
 	"labels added to every series unless it has them, e.g. cluster=eu1, replica=a"),
+    RWK(cursor, CFG_STRING, "remote_write", 0, 0,
+	"name of the durable cursor in the database (store_meta cursor.NAME): a second agent "
+	"sending the same history elsewhere needs a name of its own"),
+    RWK(metadata_interval, CFG_DURATION, "1m", 0, 86400000,
+	"how often to send every family's type, help and unit (also at start and when they "
+	"change; 0 = never)"),
+    RWK(job, CFG_STRING, "sysobs", 0, 0,
+	"job label of every series unless it has one (empty = none); the same as the "
+	"documented scrape job's name"),
+    RWK(instance, CFG_STRING, "", 0, 0,
+	"instance label of every series unless it has one (empty = [agent] hostname, else the "
+	"host name, as the documented scrape config relabels it)"),
     RWK(basic_auth_user, CFG_STRING, "", 0, 0, "HTTP basic auth user name"),
     RWK(basic_auth_password_file, CFG_STRING, "", 0, 0,
 	"file holding the basic auth password (trailing newline ignored)"),
@@ -479,13 +493,14 @@ int rw_batch_encode(struct rw_batch *b, const struct rw_label *ext, size_t n_ext
 
 struct rw_metrics {
 	struct metric_series *sent, *failed, *retried, *pending, *last_send, *highest, *duration,
-	    *bytes, *cpu;
+	    *bytes, *cpu, *meta_sent;
 	struct metric_series *drop_old, *drop_deleted, *drop_invalid;
 };
 
 struct remote_write {
 	struct remote_write_config cfg; /* strings point into the agent's config */
 	char *ext_text;
+	char host[256]; /* gethostname(), the default instance */
 	struct rw_label ext[RW_MAX_LABELS];
 	size_t n_ext;
 	char *password, *bearer;
@@ -503,6 +518,8 @@ struct remote_write {
 	uint64_t backoff_ms;
 	unsigned failures; /* retried attempts since the last success */
 	struct rw_metrics m;
+	struct metrics *metrics;
+	struct rw_meta meta;
 	struct log_ratelimit rl_fail, rl_store;
 
 	pthread_t thread;
@@ -566,11 +583,32 @@ static int rw_check_url(struct config *cfg, const char *url)
 	return err;
 }
 
+static int rw_cursor_name_check(const char *s)
+{
+	size_t n = strlen(s);
+
+	if (!n || n > 40)
+		return -EINVAL;
+	for (; *s; s++)
+		if (!isalnum((unsigned char)*s) && !strchr("_.-", *s))
+			return -EINVAL;
+	return 0;
+}
+
 static int rw_check_file(struct config *cfg, const char *key, const char *path)
 {
 	if (*path && access(path, R_OK))
 		return cfg_error(cfg, "remote_write", key, "%s: %s", path, strerror(errno));
 	return 0;
+}
+
+/* [agent] hostname, the name the IFS alert push uses too: one instance
+ * label on every path. Empty: gethostname(). */
+static const char *rw_agent_hostname(struct config *cfg)
+{
+	const char *h = cfg_get(cfg_section(cfg, "agent"), "hostname");
+
+	return h ? h : "";
 }
 
 static void rw_free_settings(struct remote_write *rw)
@@ -586,19 +624,26 @@ static void rw_free_settings(struct remote_write *rw)
 static int rw_settings(struct config *cfg, struct remote_write *rw, bool read_files)
 {
 	struct remote_write_config *c = &rw->cfg;
-	const char *why = NULL;
+	const char *why = NULL, *key = NULL;
 	int bad = 0;
 
 	bad |= rw_check_url(cfg, c->url);
 	if (c->min_backoff > c->max_backoff)
 		bad |=
 		    cfg_error(cfg, "remote_write", "max_backoff", "must not be below min_backoff");
+	if (rw_cursor_name_check(c->cursor))
+		bad |= cfg_error(cfg, "remote_write", "cursor",
+				 "1 to 40 of [a-zA-Z0-9_.-], e.g. remote_write or vm");
 	rw->ext_text = strdup(c->external_labels);
 	if (!rw->ext_text)
 		return -ENOMEM;
 	/* __name__ takes one of a series' RW_MAX_LABELS. */
 	if (rw_external_labels_parse(rw->ext_text, rw->ext, RW_MAX_LABELS - 1, &rw->n_ext, &why))
 		bad |= cfg_error(cfg, "remote_write", "external_labels", "%s", why);
+	else if (rw_identity_add(c->job, *c->instance ? c->instance : rw_agent_hostname(cfg),
+				 rw->host, sizeof(rw->host), rw->ext, RW_MAX_LABELS - 1, &rw->n_ext,
+				 &key, &why))
+		bad |= cfg_error(cfg, "remote_write", key, "%s", why);
 	if (*c->bearer_token && *c->bearer_token_file)
 		bad |= cfg_error(cfg, "remote_write", "bearer_token_file",
 				 "set bearer_token or bearer_token_file, not both");
@@ -820,12 +865,19 @@ struct rw_read {
 	int err;
 };
 
+/* rw_read_row's "the batch is full": the walk stops before this row. */
+#define RW_READ_FULL 1
+
 static int rw_read_row(const struct store_sample *smp, void *arg)
 {
 	struct rw_read *x = arg;
 	int64_t ms = smp->ts_ns / 1000000;
 	int err;
 
+	/* A row with buckets adds up to HIST_BLOB_MAX_BUCKETS samples more:
+	 * the batch has that much room past batch_samples. */
+	if (x->rw->batch.n_rows >= x->rw->cfg.batch_samples)
+		return RW_READ_FULL;
 	if (!x->first)
 		x->first = smp->rowid;
 	x->last = smp->rowid;
@@ -834,8 +886,11 @@ static int rw_read_row(const struct store_sample *smp, void *arg)
 		return 0;
 	}
 	err = rw_batch_add(&x->rw->batch, smp->series_id, smp->name, smp->labels, ms, smp->value);
-	if (err == -ENOMEM)
-		return err;
+	if (!err && smp->blob && smp->blob_len)
+		err = rw_batch_add_buckets(&x->rw->batch, smp->series_id, smp->name, smp->labels,
+					   ms, smp->blob, smp->blob_len);
+	if (err == -ENOMEM || err == -ENOSPC)
+		return -ENOMEM;
 	if (!err && ms > x->newest_ms)
 		x->newest_ms = ms;
 	return 0;
@@ -853,7 +908,7 @@ static void rw_advance(struct remote_write *rw, const struct rw_read *x)
 }
 
 /* POSTs the batch's body: the HTTP status, or 0 for a transport error. */
-static long rw_post(struct remote_write *rw)
+static long rw_post(struct remote_write *rw, const uint8_t *body, size_t len)
 {
 	long status = 0;
 	CURLcode rc;
@@ -862,8 +917,8 @@ static long rw_post(struct remote_write *rw)
 	rw->resp[0] = '\0';
 	rw->resp_len = 0;
 	rw->errbuf[0] = '\0';
-	curl_easy_setopt(rw->curl, CURLOPT_POSTFIELDS, rw->batch.body);
-	curl_easy_setopt(rw->curl, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)rw->batch.body_len);
+	curl_easy_setopt(rw->curl, CURLOPT_POSTFIELDS, body);
+	curl_easy_setopt(rw->curl, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)len);
 	rc = curl_easy_perform(rw->curl);
 	if (rc == CURLE_OK)
 		curl_easy_getinfo(rw->curl, CURLINFO_RESPONSE_CODE, &status);
@@ -904,6 +959,8 @@ static uint64_t rw_turn(struct remote_write *rw)
 	rw_batch_reset(&rw->batch);
 	x.cutoff_ns = clock_wall_ns() - (int64_t)c->max_age * 1000000;
 	err = store_samples_after(rw->store, rw->pos, c->batch_samples, rw_read_row, &x);
+	if (err == RW_READ_FULL)
+		err = 0;
 	if (err || rw->batch.arena.oom) {
 		log_ratelimited(&rw->rl_store, 60000, LOG_LVL_WARN, RW_COMPONENT,
 				"cannot read the metric history: %s",
@@ -923,7 +980,7 @@ static uint64_t rw_turn(struct remote_write *rw)
 	}
 
 	t0 = clock_mono_ns();
-	status = rw_post(rw);
+	status = rw_post(rw, rw->batch.body, rw->batch.body_len);
 	if (!status && __atomic_load_n(&rw->stop, __ATOMIC_RELAXED))
 		return 0; /* aborted by the stop: nothing to count */
 	if (rw->m.duration)
@@ -976,12 +1033,41 @@ static uint64_t rw_turn(struct remote_write *rw)
 	return 0;
 }
 
+/* Metadata, in a request of its own when due (remote_write_meta.h). A
+ * receiver that refuses it (4xx) gets it again after metadata_interval, a
+ * failing one after max_backoff; samples never wait for it. */
+static void rw_meta_turn(struct remote_write *rw)
+{
+	const struct remote_write_config *c = &rw->cfg;
+	int64_t now = clock_mono_ns();
+	long status;
+
+	if (!c->metadata_interval || !rw_meta_due(&rw->meta, rw->metrics, now))
+		return;
+	status = rw_post(rw, rw->meta.body, rw->meta.body_len);
+	if (status >= 200 && status < 300) {
+		rw_add(rw->m.meta_sent, rw->meta.n);
+		rw_meta_sent(&rw->meta, now, (int64_t)c->metadata_interval * 1000000);
+		return;
+	}
+	if (status)
+		log_ratelimited(&rw->rl_fail, 10000, LOG_LVL_WARN, RW_COMPONENT,
+				"%s answered %ld (%.120s) to the metadata of %zu families", c->url,
+				status, rw->resp, rw->meta.n);
+	rw_meta_failed(&rw->meta, now,
+		       (int64_t)(status >= 400 && status < 500 && status != 429
+				     ? c->metadata_interval
+				     : c->max_backoff) *
+			   1000000);
+}
+
 static void *rw_main(void *arg)
 {
 	struct remote_write *rw = arg;
 	uint64_t wait;
 
 	do {
+		rw_meta_turn(rw);
 		wait = rw_turn(rw);
 		rw_publish_cpu(rw);
 	} while (!__atomic_load_n(&rw->stop, __ATOMIC_RELAXED) && (!wait || rw_sleep(rw, wait)));
@@ -1022,6 +1108,9 @@ static void rw_metrics_register(struct remote_write *rw, struct metrics *m)
 				       "Timestamp of the newest sample the receiver accepted.");
 	rw->m.bytes = metrics_counter1(m, "sysobs_remote_write_bytes_sent_total",
 				       "Request bytes (snappy-compressed) the receiver accepted.");
+	rw->m.meta_sent =
+	    metrics_counter1(m, "sysobs_remote_write_metadata_sent_total",
+			     "Metric family metadata (type, help, unit) the receiver accepted.");
 	rw->m.cpu = metrics_counter1(m, "sysobs_remote_write_cpu_seconds_total",
 				     "CPU time (user + system) of the sender thread.");
 	f = metrics_histogram(m, "sysobs_remote_write_batch_duration_seconds",
@@ -1039,12 +1128,13 @@ int remote_write_start(struct remote_write *rw, struct store *s, struct metrics 
 	if (!rw)
 		return 0;
 	rw->store = s;
+	rw->metrics = m;
 	if (curl_global_init(CURL_GLOBAL_DEFAULT)) {
 		log_err(RW_COMPONENT, "libcurl initialisation failed");
 		return -EIO;
 	}
 	rw->curl_global = true;
-	rw->cursor = store_cursor_open(s, "remote_write", err, sizeof(err));
+	rw->cursor = store_cursor_open(s, rw->cfg.cursor, err, sizeof(err));
 	if (!rw->cursor) {
 		log_err(RW_COMPONENT, "cannot open its cursor: %s", err);
 		return -EIO;
@@ -1053,7 +1143,8 @@ int remote_write_start(struct remote_write *rw, struct store *s, struct metrics 
 		log_err(RW_COMPONENT, "cannot read its cursor");
 		return -EIO;
 	}
-	if (rw_batch_init(&rw->batch, rw->cfg.batch_samples) || rw_curl_setup(rw)) {
+	if (rw_batch_init(&rw->batch, rw->cfg.batch_samples + HIST_BLOB_MAX_BUCKETS) ||
+	    rw_curl_setup(rw)) {
 		log_err(RW_COMPONENT, "out of memory");
 		return -ENOMEM;
 	}
@@ -1070,8 +1161,9 @@ int remote_write_start(struct remote_write *rw, struct store *s, struct metrics 
 	}
 	pthread_setname_np(rw->thread, "sysobs-rw");
 	rw->started = true;
-	log_info(RW_COMPONENT, "sending metric history to %s from sample %" PRId64, rw->cfg.url,
-		 rw->pos);
+	log_info(RW_COMPONENT, "sending metric history to %s from sample %" PRId64 "%s%s",
+		 rw->cfg.url, rw->pos, strcmp(rw->cfg.cursor, "remote_write") ? " of cursor " : "",
+		 strcmp(rw->cfg.cursor, "remote_write") ? rw->cfg.cursor : "");
 	return 0;
 }
 
@@ -1095,5 +1187,6 @@ void remote_write_free(struct remote_write *rw)
 	curl_slist_free_all(rw->hdr);
 	store_cursor_close(rw->cursor);
 	rw_batch_free(&rw->batch);
+	rw_meta_free(&rw->meta);
 	rw_free_settings(rw);
 }

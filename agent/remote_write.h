@@ -39,6 +39,9 @@ struct remote_write_config {
 	uint64_t timeout;		   /* ms per request */
 	uint64_t min_backoff, max_backoff; /* ms */
 	const char *external_labels;
+	const char *job, *instance; /* identity: see rw_identity_add() */
+	uint64_t metadata_interval; /* ms; 0: no metadata */
+	const char *cursor;	    /* store_meta cursor.<this> */
 	const char *basic_auth_user, *basic_auth_password_file;
 	const char *bearer_token, *bearer_token_file;
 	const char *tls_ca_file, *tls_cert_file, *tls_key_file;
@@ -90,6 +93,18 @@ int rw_labels_parse(const char *rendered, struct arena *a, struct rw_label *out,
 int rw_external_labels_parse(char *text, struct rw_label *out, size_t max, size_t *n,
 			     const char **why);
 
+/*
+ * The host's identity on every pushed series, the labels a scrape by the
+ * documented job would attach: job (empty: none) and instance (empty: the
+ * host name, gethostname()), appended to ext[*n] (the external labels,
+ * which must not name either: they have keys of their own). host[hostlen]
+ * holds the host name when it is used. -EINVAL with *why and *key (the
+ * config key at fault).
+ */
+int rw_identity_add(const char *job, const char *instance, char *host, size_t hostlen,
+		    struct rw_label *ext, size_t max, size_t *n, const char **key,
+		    const char **why);
+
 /* Sorts labels by name, bytewise (the order the spec requires). */
 void rw_labels_sort(struct rw_label *l, size_t n);
 
@@ -129,6 +144,16 @@ void rw_batch_free(struct rw_batch *b);
  * that does not parse (counted in b->invalid), -ENOMEM. */
 int rw_batch_add(struct rw_batch *b, int64_t series_id, const char *name, const char *labels,
 		 int64_t ts_ms, double value);
+/*
+ * Adds the classic buckets of one histogram sample: blob is the history's
+ * bucket blob (agent/hist_blob.h) on the sample of count_name (NAME_count),
+ * each bucket a sample of NAME_bucket with labels plus le. Adds up to
+ * HIST_BLOB_MAX_BUCKETS rows. -EINVAL for a blob or name that does not
+ * decode (counted in b->invalid), else as rw_batch_add.
+ * agent/remote_write_hist.c.
+ */
+int rw_batch_add_buckets(struct rw_batch *b, int64_t series_id, const char *count_name,
+			 const char *labels, int64_t ts_ms, const void *blob, size_t len);
 /*
  * Builds the WriteRequest (each series' labels plus the external ones it
  * does not have, sorted; samples by timestamp, the last of equal timestamps

@@ -1,14 +1,16 @@
 // SPDX-License-Identifier: MIT
 /*
  * What the agent's timers feed: metric-history snapshots (every counter and
- * gauge series, histograms by their _count and _sum, into the store's queue
- * as samples, so they take the same path as event rows), and the store's own
+ * gauge series, histograms by their _count, with their classic buckets in a
+ * blob beside it (agent/hist_blob.h), and _sum, into the store's queue as
+ * samples, so they take the same path as event rows), and the store's own
  * statistics published as metrics. The store knows nothing of the metrics
  * registry; this file is where the two meet.
  */
 #include <errno.h>
 #include <stdlib.h>
 
+#include "agent/hist_blob.h"
 #include "agent/log.h"
 #include "agent/snapshot.h"
 #include "api/metrics.h"
@@ -17,15 +19,28 @@
 struct snapshot_ctx {
 	struct store *store;
 	int64_t ts_ns;
-	size_t queued, dropped;
+	size_t queued, dropped, no_buckets;
 };
 
 /* Under the registry lock: only copies into the queue, never waits. */
-static void snapshot_visit(const char *name, const char *labels, double value, void *arg)
+static void snapshot_visit(const char *name, const char *labels, double value,
+			   const struct metric_buckets *b, void *arg)
 {
 	struct snapshot_ctx *x = arg;
+	uint8_t blob[512]; /* no queue slot holds more */
+	size_t len = b ? hist_blob_encode(b->le, b->counts, b->n, blob, sizeof(blob)) : 0;
+	int err = -E2BIG;
 
-	if (store_submit_sample(x->store, x->ts_ns, name, labels, value))
+	if (len)
+		err = store_submit_sample_blob(x->store, x->ts_ns, name, labels, value, blob, len);
+	if (b && err == -E2BIG) {
+		/* Too many buckets for a queue slot: the count at least. */
+		x->no_buckets++;
+		err = store_submit_sample(x->store, x->ts_ns, name, labels, value);
+	} else if (!b) {
+		err = store_submit_sample(x->store, x->ts_ns, name, labels, value);
+	}
+	if (err)
 		x->dropped++;
 	else
 		x->queued++;
@@ -33,10 +48,15 @@ static void snapshot_visit(const char *name, const char *labels, double value, v
 
 int agent_snapshot(struct metrics *m, struct store *s, int64_t ts_ns)
 {
-	static struct log_ratelimit rl;
+	static struct log_ratelimit rl, rl_buckets;
 	struct snapshot_ctx x = {.store = s, .ts_ns = ts_ns};
 
-	metrics_visit(m, snapshot_visit, &x);
+	metrics_visit_buckets(m, snapshot_visit, &x);
+	if (x.no_buckets)
+		log_ratelimited(&rl_buckets, 3600000, LOG_LVL_WARN, "agent",
+				"metric history: %zu histogram series kept without their "
+				"buckets (too many to fit a queue slot)",
+				x.no_buckets);
 	if (x.dropped)
 		log_ratelimited(&rl, 60000, LOG_LVL_WARN, "agent",
 				"metric history: %zu of %zu samples not queued (queue full or "

@@ -12,7 +12,8 @@ struct metrics;
 struct store;
 struct store_series;
 
-/* Queues every counter and gauge series (histograms: _count and _sum) as a
+/* Queues every counter and gauge series (histograms: _count with the
+ * classic buckets in a blob, and _sum) as a
  * metric history sample stamped ts_ns. 0, or -EAGAIN when some were lost
  * (counted by the store, logged here at most once a minute). */
 int agent_snapshot(struct metrics *m, struct store *s, int64_t ts_ns);

@@ -144,6 +144,27 @@ int metrics_render_text(struct metrics *m, char **buf, size_t *len);
 typedef void (*metrics_visit_fn)(const char *name, const char *labels, double value, void *arg);
 void metrics_visit(struct metrics *m, metrics_visit_fn fn, void *arg);
 
+/* A histogram series' classic buckets: n of them, the last "+Inf"; le[i] is
+ * the upper bound as exposed, counts[i] the observations in bucket i alone
+ * (not cumulative). Valid during the visit only. */
+struct metric_buckets {
+	const char *const *le;
+	const uint64_t *counts;
+	size_t n;
+};
+/* metrics_visit with the buckets of a histogram series passed beside its
+ * _count (b NULL for every other call). api/metrics_visit.c. */
+typedef void (*metrics_visit_buckets_fn)(const char *name, const char *labels, double value,
+					 const struct metric_buckets *b, void *arg);
+void metrics_visit_buckets(struct metrics *m, metrics_visit_buckets_fn fn, void *arg);
+
+/* Every family, in name order, under the registry lock: its name (as the
+ * text format's # TYPE line has it), type, help and unit ("seconds", ...;
+ * NULL for none). For remote-write metadata. api/metrics_visit.c. */
+typedef void (*metrics_family_fn)(const char *name, enum metric_type type, const char *help,
+				  const char *unit, void *arg);
+void metrics_visit_families(struct metrics *m, metrics_family_fn fn, void *arg);
+
 size_t metrics_series_count(struct metrics *m);
 
 /* Name rules of the exposition format: metric names [a-zA-Z_:][a-zA-Z0-9_:]*,

@@ -16,6 +16,7 @@ PKGS=(
 	python3-prometheus-client
 	openssl
 	prometheus-alertmanager bpftrace libfuse3-dev fuse3
+	victoria-metrics # a second remote_write receiver (integration.remote_write_fleet)
 	# HTTP load test and benchmark (bench/http_load.sh: node_exporter beside it)
 	wrk prometheus-node-exporter
 	# status page test: headless browser and its WebDriver

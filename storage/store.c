@@ -20,6 +20,7 @@
 #include <limits.h>
 #include <pthread.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,6 +43,9 @@ static const char *const store_core_migrations[] = {
     "CREATE TABLE metric_samples(series_id INTEGER NOT NULL, ts INTEGER NOT NULL, value REAL);"
     "CREATE INDEX metric_samples_series_ts ON metric_samples(series_id, ts);"
     "CREATE INDEX metric_samples_ts ON metric_samples(ts);",
+    /* 2: a histogram's classic buckets on its _count sample, an opaque
+     * blob for the store (the agent's agent/hist_blob.h format). */
+    "ALTER TABLE metric_samples ADD COLUMN buckets BLOB;",
     NULL,
 };
 
@@ -675,9 +679,10 @@ static int store_prepare_writer(struct store *s, char *err, size_t errlen)
 		rc = sqlite3_prepare_v3(s->db, "COMMIT", -1, SQLITE_PREPARE_PERSISTENT,
 					&s->st_commit, NULL);
 	if (rc == SQLITE_OK)
-		rc = sqlite3_prepare_v3(
-		    s->db, "INSERT INTO metric_samples(series_id, ts, value) VALUES(?1, ?2, ?3)",
-		    -1, SQLITE_PREPARE_PERSISTENT, &s->st_sample, NULL);
+		rc = sqlite3_prepare_v3(s->db,
+					"INSERT INTO metric_samples(series_id, ts, value, buckets) "
+					"VALUES(?1, ?2, ?3, ?4)",
+					-1, SQLITE_PREPARE_PERSISTENT, &s->st_sample, NULL);
 	if (rc == SQLITE_OK)
 		rc = sqlite3_prepare_v3(
 		    s->db, "SELECT id FROM metric_series WHERE name = ?1 AND labels = ?2", -1,
@@ -981,22 +986,34 @@ int store_submit(struct store *s, const struct event_table *t, int64_t ts_ns, co
 	return store_submit_id(s, t, ts_ns, row, NULL);
 }
 
+int store_submit_sample_blob(struct store *s, int64_t ts_ns, const char *name, const char *labels,
+			     double value, const void *blob, size_t blob_len)
+{
+	size_t nlen = strlen(name), llen = strlen(labels);
+	size_t head = offsetof(struct store_sample_row, key); /* the tail goes at key[] */
+	struct store_sample_row row = {.value = value, .blob_len = (uint16_t)blob_len};
+	/* A slot's payload is the largest event row or STORE_SAMPLE_MIN. */
+	char tail[EVENT_ROW_MAX > STORE_SAMPLE_MIN ? EVENT_ROW_MAX : STORE_SAMPLE_MIN];
+
+	if (head + nlen + llen + 2 + blob_len > s->slot_size - STORE_SLOT_HDR ||
+	    nlen + llen + 2 + blob_len > sizeof(tail)) {
+		if (!blob_len)
+			store_stat_add(&s->samples_dropped, 1);
+		return -E2BIG;
+	}
+	memcpy(tail, name, nlen);
+	tail[nlen] = '\x01';
+	memcpy(tail + nlen + 1, labels, llen + 1);
+	if (blob_len)
+		memcpy(tail + nlen + llen + 2, blob, blob_len);
+	return store_enqueue(s, STORE_TABLE_SAMPLE, ts_ns, &row, head, tail,
+			     nlen + llen + 2 + blob_len, NULL);
+}
+
 int store_submit_sample(struct store *s, int64_t ts_ns, const char *name, const char *labels,
 			double value)
 {
-	size_t nlen = strlen(name), llen = strlen(labels);
-	char key[STORE_SAMPLE_MIN];
-
-	if (sizeof(struct store_sample_row) + nlen + llen + 2 > s->slot_size - STORE_SLOT_HDR ||
-	    nlen + llen + 2 > sizeof(key)) {
-		store_stat_add(&s->samples_dropped, 1);
-		return -E2BIG;
-	}
-	memcpy(key, name, nlen);
-	key[nlen] = '\x01';
-	memcpy(key + nlen + 1, labels, llen + 1);
-	return store_enqueue(s, STORE_TABLE_SAMPLE, ts_ns, &value, sizeof(value), key,
-			     nlen + llen + 2, NULL);
+	return store_submit_sample_blob(s, ts_ns, name, labels, value, NULL, 0);
 }
 
 size_t store_queue_depth(const struct store *s)

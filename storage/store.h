@@ -81,6 +81,13 @@ int store_submit_id(struct store *s, const struct event_table *t, int64_t ts_ns,
  * in samples_dropped). */
 int store_submit_sample(struct store *s, int64_t ts_ns, const char *name, const char *labels,
 			double value);
+/* store_submit_sample with an opaque blob kept beside the value (metric_samples.buckets:
+ * a histogram's buckets on its _count sample). -E2BIG when the sample and
+ * the blob do not fit a queue slot; then nothing is counted, so the caller
+ * can submit the sample without its blob. */
+int store_submit_sample_blob(struct store *s, int64_t ts_ns, const char *name, const char *labels,
+			     double value, const void *blob, size_t blob_len);
+
 /* Waits until everything submitted so far is committed (tests, shutdown).
  * Returns 0; -EIO when a commit failed meanwhile (the rows stay queued and
  * the writer retries them); -ENOTCONN when the writer is not running. */

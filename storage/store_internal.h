@@ -60,11 +60,12 @@ struct store_series_ent {
 };
 
 /* A metric history sample in a queue slot (table STORE_TABLE_SAMPLE):
- * the value, then "name\x01labels\0". */
+ * the value, the blob's length, then "name\x01labels\0" and the blob. */
 #define STORE_TABLE_SAMPLE UINT32_MAX
 #define STORE_SAMPLE_MIN   384 /* slot payload kept at least this big */
 struct store_sample_row {
 	double value;
+	uint16_t blob_len; /* metric_samples.buckets; 0: NULL */
 	char key[];
 };
 

@@ -26,11 +26,12 @@ int store_samples_after(struct store *s, int64_t after, size_t limit, store_samp
 	if (!db)
 		return -EBUSY;
 	/* A range scan of the table's own b-tree; the series by primary key. */
-	rc = sqlite3_prepare_v2(db,
-				"SELECT m.rowid, m.series_id, m.ts, m.value, s.name, s.labels"
-				" FROM metric_samples m JOIN metric_series s ON s.id = m.series_id"
-				" WHERE m.rowid > ?1 ORDER BY m.rowid LIMIT ?2",
-				-1, &st, NULL);
+	rc = sqlite3_prepare_v2(
+	    db,
+	    "SELECT m.rowid, m.series_id, m.ts, m.value, s.name, s.labels, m.buckets"
+	    " FROM metric_samples m JOIN metric_series s ON s.id = m.series_id"
+	    " WHERE m.rowid > ?1 ORDER BY m.rowid LIMIT ?2",
+	    -1, &st, NULL);
 	if (rc == SQLITE_OK) {
 		sqlite3_bind_int64(st, 1, after);
 		sqlite3_bind_int64(st, 2, limit > INT64_MAX ? INT64_MAX : (int64_t)limit);
@@ -47,6 +48,8 @@ int store_samples_after(struct store *s, int64_t after, size_t limit, store_samp
 				 : sqlite3_column_double(st, 3),
 		    .name = n ? n : "",
 		    .labels = l ? l : "",
+		    .blob = sqlite3_column_blob(st, 6),
+		    .blob_len = (size_t)sqlite3_column_bytes(st, 6),
 		};
 
 		ret = fn(&smp, arg);

@@ -28,6 +28,8 @@ struct store_sample {
 	int64_t ts_ns;
 	double value; /* NaN for a NULL value */
 	const char *name, *labels;
+	const void *blob; /* metric_samples.buckets (NULL: none), blob_len bytes */
+	size_t blob_len;
 };
 
 /* fn returns 0 to go on; anything else stops the walk and is returned. */

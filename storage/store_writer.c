@@ -255,6 +255,11 @@ static int store_write_sample(struct store *s, struct store_slot *slot)
 	sqlite3_bind_int64(s->st_sample, 1, id);
 	sqlite3_bind_int64(s->st_sample, 2, slot->ts);
 	sqlite3_bind_double(s->st_sample, 3, r->value);
+	if (r->blob_len)
+		sqlite3_bind_blob(s->st_sample, 4, r->key + strlen(r->key) + 1, r->blob_len,
+				  SQLITE_STATIC);
+	else
+		sqlite3_bind_null(s->st_sample, 4);
 	rc = sqlite3_step(s->st_sample);
 	sqlite3_reset(s->st_sample);
 	return rc;

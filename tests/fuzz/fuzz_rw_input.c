@@ -4,7 +4,8 @@
  * the parser, the rest is its input. 0: a Retry-After header value (from the
  * network); 1: a rendered label set read back from the database; 2: the
  * external_labels config value; 3: a label set through a whole batch and its
- * encoding. Each must accept or reject without reading out of bounds, and
+ * encoding; 4: a histogram bucket blob from the database (agent/hist_blob.h),
+ * decoded and through a batch. Each must accept or reject without reading out of bounds, and
  * what it accepts must be well-formed.
  */
 #include <stdint.h>
@@ -12,6 +13,7 @@
 #include <string.h>
 
 #include "agent/arena.h"
+#include "agent/hist_blob.h"
 #include "agent/remote_write.h"
 
 /* Not assert(): the replay test is built with NDEBUG. */
@@ -38,7 +40,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	memcpy(s, data + 1, size - 1);
 	s[size - 1] = '\0';
-	switch (data[0] % 4) {
+	switch (data[0] % 5) {
 	case 0:
 		rw_retry_after_parse(s, 1445412480, &ms);
 		break;
@@ -63,6 +65,24 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			rw_batch_free(&b);
 		}
 		break;
+	case 4: {
+		struct hist_blob_bucket bk[HIST_BLOB_MAX_BUCKETS];
+
+		if (!hist_blob_decode(data + 1, size - 1, bk, HIST_BLOB_MAX_BUCKETS, &n)) {
+			CHECK(n >= 1 && n <= HIST_BLOB_MAX_BUCKETS &&
+			      !strcmp(bk[n - 1].le, "+Inf"));
+			for (size_t i = 1; i < n; i++)
+				CHECK(bk[i].cumulative >= bk[i - 1].cumulative);
+		}
+		if (!rw_batch_init(&b, 4 + HIST_BLOB_MAX_BUCKETS)) {
+			rw_batch_add_buckets(&b, 1, "m_count", "{a=\"b\"}", 1000, data + 1,
+					     size - 1);
+			if (!rw_batch_encode(&b, NULL, 0, &n))
+				CHECK(n == b.n_rows);
+			rw_batch_free(&b);
+		}
+		break;
+	}
 	}
 	arena_free(&a);
 	free(s);

@@ -69,6 +69,8 @@ min_backoff = 50ms
 max_backoff = 500ms
 bearer_token = s3cret
 external_labels = cluster=it
+# the scripted statuses are for sample batches: no metadata requests
+metadata_interval = 0
 INI
 start_agent
 requests() { [ -f "$T/fake.log" ] && wc -l <"$T/fake.log" || echo 0; }

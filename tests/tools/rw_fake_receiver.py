@@ -3,12 +3,13 @@
 """A remote-write receiver that answers a scripted sequence of statuses, for
 tests/integration/remote_write.sh. Loopback only.
 
-  rw_fake_receiver.py [--tls CERT KEY [--client-ca CA]] PORTFILE LOGFILE STATUS...
+  rw_fake_receiver.py [--tls CERT KEY [--client-ca CA]] [--save DIR] PORTFILE LOGFILE STATUS...
 
 STATUS is a code (200, 400, 503, ...) or CODE:RETRY_AFTER (429:2); requests
 after the list get 204. Writes the port it listens on to PORTFILE, and one
 JSON line per request to LOGFILE: arrival time, status answered, the body's
-sha256 and length, and the request headers the spec names."""
+sha256 and length, and the request headers the spec names. With --save, each
+body is kept as DIR/<n>.bin (n from 1) for tests/tools/rw_decode.py."""
 import hashlib
 import http.server
 import json
@@ -23,6 +24,9 @@ if args and args[0] == "--tls":
     tls, args = (args[1], args[2]), args[3:]
     if args and args[0] == "--client-ca":
         client_ca, args = args[1], args[2:]
+save = None
+if args and args[0] == "--save":
+    save, args = args[1], args[2:]
 portfile, logfile, script = args[0], args[1], args[2:]
 count = 0
 
@@ -48,6 +52,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
         for h in ("Content-Encoding", "Content-Type", "X-Prometheus-Remote-Write-Version",
                   "User-Agent", "Authorization"):
             entry[h] = self.headers.get(h)
+        if save:
+            with open(os.path.join(save, "%d.bin" % count), "wb") as f:
+                f.write(body)
         with open(logfile, "a") as f:
             f.write(json.dumps(entry) + "\n")
         msg = b"" if code == "204" else b"scripted answer\n"  # 204 has no body

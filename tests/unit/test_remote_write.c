@@ -5,7 +5,8 @@
  * external labels, samples in timestamp order per series); the registry's
  * rendered label sets parse back; Retry-After in seconds and the three
  * HTTP-date forms; the backoff sequence; the metric history read as a log
- * after a durable cursor that survives a reopen.
+ * after a durable cursor that survives a reopen; a histogram's bucket blob
+ * round trip and its NAME_bucket{le} series on the wire.
  */
 #include <errno.h>
 #include <math.h>
@@ -23,7 +24,10 @@
 #include <snappy-c.h>
 
 #include "agent/arena.h"
+#include "agent/hist_blob.h"
 #include "agent/remote_write.h"
+#include "agent/remote_write_meta.h"
+#include "api/metrics.h"
 #include "api/proto/prometheus/remote.pb-c.h"
 #include "storage/store.h"
 #include "storage/store_samples.h"
@@ -249,6 +253,177 @@ static void test_write_request_decodes_back_after_snappy(void **state)
 	rw_batch_free(&b);
 }
 
+/* ---- identity ---- */
+
+static void test_identity_job_and_instance(void **state)
+{
+	char ext_text[] = "cluster=eu1", bad_text[] = "instance=x", host[256];
+	struct rw_label ext[RW_MAX_LABELS];
+	const char *why, *key;
+	size_t n, n_out;
+	char text[256], want[300];
+	struct rw_batch b;
+	Prometheus__WriteRequest *wr;
+
+	assert_int_equal(rw_external_labels_parse(ext_text, ext, RW_MAX_LABELS, &n, &why), 0);
+	/* Default instance: the host name. */
+	assert_int_equal(
+	    rw_identity_add("sysobs", "", host, sizeof(host), ext, RW_MAX_LABELS, &n, &key, &why),
+	    0);
+	assert_int_equal(n, 3);
+	assert_string_equal(ext[1].name, "job");
+	assert_string_equal(ext[2].name, "instance");
+	assert_ptr_equal(ext[2].value, host);
+	{
+		char h[256] = "";
+
+		gethostname(h, sizeof(h) - 1);
+		assert_string_equal(host, h);
+	}
+	/* A series with its own instance keeps it; the others get the host's. */
+	assert_int_equal(rw_batch_init(&b, 4), 0);
+	assert_int_equal(rw_batch_add(&b, 1, "m", "{instance=\"own\"}", 1000, 1), 0);
+	assert_int_equal(rw_batch_add(&b, 2, "m", "", 1000, 1), 0);
+	assert_int_equal(rw_batch_encode(&b, ext, n, &n_out), 0);
+	wr = decode(&b);
+	labels_text(wr->timeseries[0], text, sizeof(text));
+	assert_string_equal(text, "__name__=m,cluster=eu1,instance=own,job=sysobs");
+	labels_text(wr->timeseries[1], text, sizeof(text));
+	snprintf(want, sizeof(want), "__name__=m,cluster=eu1,instance=%s,job=sysobs", host);
+	assert_string_equal(text, want);
+	prometheus__write_request__free_unpacked(wr, NULL);
+	rw_batch_free(&b);
+	/* Configured instance; empty job: none. */
+	n = 0;
+	assert_int_equal(
+	    rw_identity_add("", "db7", host, sizeof(host), ext, RW_MAX_LABELS, &n, &key, &why), 0);
+	assert_int_equal(n, 1);
+	assert_string_equal(ext[0].value, "db7");
+	/* external_labels naming instance: refused, naming that key. */
+	assert_int_equal(rw_external_labels_parse(bad_text, ext, RW_MAX_LABELS, &n, &why), 0);
+	assert_int_equal(
+	    rw_identity_add("sysobs", "", host, sizeof(host), ext, RW_MAX_LABELS, &n, &key, &why),
+	    -EINVAL);
+	assert_string_equal(key, "external_labels");
+}
+
+/* ---- histogram buckets ---- */
+
+static void test_bucket_blob_round_trip(void **state)
+{
+	static const char *const le[] = {"0.1", "1", "+Inf"};
+	static const uint64_t counts[] = {2, 300, 5};
+	struct hist_blob_bucket bk[8];
+	uint8_t blob[64];
+	size_t len, n;
+
+	len = hist_blob_encode(le, counts, 3, blob, sizeof(blob));
+	/* "0.1,1\0", then 2, 300 (two bytes), 5 */
+	assert_int_equal(len, 6 + 4);
+	assert_int_equal(hist_blob_decode(blob, len, bk, 8, &n), 0);
+	assert_int_equal(n, 3);
+	assert_string_equal(bk[0].le, "0.1");
+	assert_string_equal(bk[1].le, "1");
+	assert_string_equal(bk[2].le, "+Inf");
+	assert_int_equal(bk[0].cumulative, 2);
+	assert_int_equal(bk[1].cumulative, 302);
+	assert_int_equal(bk[2].cumulative, 307);
+	/* Too small a buffer, no bucket: nothing encoded. */
+	assert_int_equal(hist_blob_encode(le, counts, 3, blob, 8), 0);
+	assert_int_equal(hist_blob_encode(le, counts, 0, blob, sizeof(blob)), 0);
+	/* Malformed: truncated, a byte too many, no NUL, a trailing comma, a
+	 * bound that is no number, more buckets than room. */
+	assert_int_equal(hist_blob_decode(blob, len - 1, bk, 8, &n), -EINVAL);
+	blob[len] = 0;
+	assert_int_equal(hist_blob_decode(blob, len + 1, bk, 8, &n), -EINVAL);
+	assert_int_equal(hist_blob_decode("0.1,1", 5, bk, 8, &n), -EINVAL);
+	assert_int_equal(hist_blob_decode("0.1,\0\1\1", 7, bk, 8, &n), -EINVAL);
+	assert_int_equal(hist_blob_decode("x\0\1\1", 5, bk, 8, &n), -EINVAL);
+	assert_int_equal(hist_blob_decode(blob, len, bk, 2, &n), -EINVAL);
+	/* +Inf alone. */
+	assert_int_equal(hist_blob_decode("\0\7", 2, bk, 8, &n), 0);
+	assert_int_equal(n, 1);
+	assert_int_equal(bk[0].cumulative, 7);
+}
+
+static void test_buckets_go_out_as_bucket_series(void **state)
+{
+	static const char *const le[] = {"0.5", "+Inf"};
+	static const uint64_t counts[] = {4, 1};
+	struct rw_batch b;
+	uint8_t blob[32];
+	size_t len = hist_blob_encode(le, counts, 2, blob, sizeof(blob)), n;
+	char text[256];
+	Prometheus__WriteRequest *wr;
+
+	assert_int_equal(rw_batch_init(&b, 8), 0);
+	assert_int_equal(rw_batch_add(&b, 3, "x_seconds_count", "{route=\"/a\"}", 1000, 5), 0);
+	assert_int_equal(
+	    rw_batch_add_buckets(&b, 3, "x_seconds_count", "{route=\"/a\"}", 1000, blob, len), 0);
+	assert_int_equal(rw_batch_add_buckets(&b, 4, "y_count", "", 1000, blob, len), 0);
+	/* Not a _count, or a blob that does not decode: invalid. */
+	assert_int_equal(rw_batch_add_buckets(&b, 5, "y_sum", "", 1000, blob, len), -EINVAL);
+	assert_int_equal(rw_batch_add_buckets(&b, 6, "z_count", "", 1000, blob, len - 1), -EINVAL);
+	assert_int_equal(b.invalid, 2);
+	assert_int_equal(rw_batch_encode(&b, NULL, 0, &n), 0);
+	assert_int_equal(n, 5);
+	wr = decode(&b);
+	assert_int_equal(wr->n_timeseries, 5);
+	labels_text(wr->timeseries[1], text, sizeof(text));
+	assert_string_equal(text, "__name__=x_seconds_bucket,le=0.5,route=/a");
+	assert_true(wr->timeseries[1]->samples[0]->value == 4);
+	labels_text(wr->timeseries[2], text, sizeof(text));
+	assert_string_equal(text, "__name__=x_seconds_bucket,le=+Inf,route=/a");
+	assert_true(wr->timeseries[2]->samples[0]->value == 5); /* cumulative */
+	labels_text(wr->timeseries[4], text, sizeof(text));
+	assert_string_equal(text, "__name__=y_bucket,le=+Inf");
+	prometheus__write_request__free_unpacked(wr, NULL);
+	rw_batch_free(&b);
+}
+
+/* ---- metadata ---- */
+
+static void test_metadata_at_start_on_change_and_periodically(void **state)
+{
+	struct metrics *m = metrics_new();
+	struct rw_meta mm = {0};
+	int64_t s = 1000000000;
+	Prometheus__WriteRequest *wr;
+	struct rw_batch fake = {0};
+
+	assert_non_null(metrics_counter1(m, "a_seconds_total", "A's help."));
+	assert_non_null(metrics_gauge1(m, "b", "B."));
+	/* At start. */
+	assert_true(rw_meta_due(&mm, m, 10 * s));
+	assert_int_equal(mm.n, 2);
+	fake.body = mm.body;
+	fake.body_len = mm.body_len;
+	wr = decode(&fake);
+	assert_int_equal(wr->n_timeseries, 0);
+	assert_int_equal(wr->n_metadata, 2);
+	assert_string_equal(wr->metadata[0]->metric_family_name, "a_seconds_total");
+	assert_int_equal(wr->metadata[0]->type, PROMETHEUS__METRIC_METADATA__METRIC_TYPE__COUNTER);
+	assert_string_equal(wr->metadata[0]->help, "A's help.");
+	assert_string_equal(wr->metadata[0]->unit, "seconds");
+	assert_int_equal(wr->metadata[1]->type, PROMETHEUS__METRIC_METADATA__METRIC_TYPE__GAUGE);
+	prometheus__write_request__free_unpacked(wr, NULL);
+	rw_meta_sent(&mm, 10 * s, 60 * s);
+	/* Nothing new before the interval; a new family at once. */
+	assert_false(rw_meta_due(&mm, m, 20 * s));
+	assert_non_null(metrics_histogram(m, "c_seconds", "C.", NULL, (const double[]){1}, 1));
+	assert_true(rw_meta_due(&mm, m, 21 * s));
+	assert_int_equal(mm.n, 3);
+	rw_meta_sent(&mm, 21 * s, 60 * s);
+	assert_false(rw_meta_due(&mm, m, 80 * s));
+	assert_true(rw_meta_due(&mm, m, 81 * s)); /* periodically */
+	/* A failure waits its retry, unless the families change. */
+	rw_meta_failed(&mm, 81 * s, 5 * s);
+	assert_false(rw_meta_due(&mm, m, 85 * s));
+	assert_true(rw_meta_due(&mm, m, 86 * s));
+	rw_meta_free(&mm);
+	metrics_free(m);
+}
+
 /* ---- the history as a log, after a durable cursor ---- */
 
 struct seen {
@@ -347,6 +522,10 @@ int main(void)
 	    cmocka_unit_test(test_backoff_doubles_up_to_its_cap),
 	    cmocka_unit_test(test_write_request_decodes_back_after_snappy),
 	    cmocka_unit_test(test_history_reads_after_a_durable_cursor),
+	    cmocka_unit_test(test_identity_job_and_instance),
+	    cmocka_unit_test(test_bucket_blob_round_trip),
+	    cmocka_unit_test(test_buckets_go_out_as_bucket_series),
+	    cmocka_unit_test(test_metadata_at_start_on_change_and_periodically),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -385,8 +385,9 @@ static void fixture(void)
 	    " (4, 'other_total', ''),"
 	    " (5, 'drops_total', 'garbage');"
 	    "WITH RECURSIVE c(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM c WHERE i < 59)"
-	    " INSERT INTO metric_samples SELECT s.id, 1700000000000000000 + i * 10000000000,"
-	    " s.id * 1000 + i FROM c, (SELECT id FROM metric_series) s"
+	    " INSERT INTO metric_samples(series_id, ts, value)"
+	    " SELECT s.id, 1700000000000000000 + i * 10000000000, s.id * 1000 + i"
+	    " FROM c, (SELECT id FROM metric_series) s"
 	    " WHERE s.id != 3 OR i <= 10;");
 }
 
@@ -574,7 +575,8 @@ static void test_api_default_window(void **state)
 	Sysobs__V1__SeriesList *l;
 
 	fixture();
-	db_exec("INSERT INTO metric_samples VALUES (4, 1700000000000000000 - 3601000000000, -1),"
+	db_exec("INSERT INTO metric_samples(series_id, ts, value)"
+		" VALUES (4, 1700000000000000000 - 3601000000000, -1),"
 		" (4, 1700000000000000000 - 3000000000000, -2),"
 		" (4, 1700000000000000000 + 601000000000, -3);");
 	l = series_ok(Q("metric", "other_total"));
@@ -602,7 +604,8 @@ static void test_api_caps(void **state)
 	fixture();
 	/* 11001 samples one per ms in series 4 from BASE + 1000 s. */
 	db_exec("WITH RECURSIVE c(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM c WHERE i < 11000)"
-		" INSERT INTO metric_samples SELECT 4, 1700001000000000000 + i * 1000000, i"
+		" INSERT INTO metric_samples(series_id, ts, value)"
+		" SELECT 4, 1700001000000000000 + i * 1000000, i"
 		" FROM c;");
 	series_refused(Q("metric", "other_total", "start", "1700001000", "end", "1700001011"),
 		       "more than 11000 points in one series");
@@ -624,7 +627,7 @@ static void test_api_caps(void **state)
 		snprintf(sql, sizeof(sql),
 			 "INSERT INTO metric_series VALUES (%d, 'big_total', '{n=\"%d\"}');"
 			 "WITH RECURSIVE c(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM c WHERE"
-			 " i < 10999) INSERT INTO metric_samples SELECT %d,"
+			 " i < 10999) INSERT INTO metric_samples(series_id, ts, value) SELECT %d,"
 			 " 1700000000000000000 + i * 1000000000, i FROM c;",
 			 id, id, id);
 		db_exec(sql);

@@ -235,11 +235,12 @@ static void test_migrations_applied_once_and_on_reopen(void **state)
 	submit_n(s, &table_a, 0, 4, 0);
 	assert_int_equal(store_flush(s), 0);
 	store_close(s);
-	assert_int_equal(db_int("PRAGMA user_version"), 1);
+	assert_int_equal(db_int("PRAGMA user_version"), 2);
 	assert_int_equal(db_int("SELECT version FROM schema_migrations WHERE component='test_a'"),
 			 1);
 	assert_int_equal(db_int("PRAGMA auto_vacuum"), 2); /* incremental */
-	assert_int_equal(db_int("SELECT count(*) FROM pragma_table_info('metric_samples')"), 3);
+	/* series_id, ts, value and (core migration 2) buckets */
+	assert_int_equal(db_int("SELECT count(*) FROM pragma_table_info('metric_samples')"), 4);
 	/* id, ts and the six columns of v1; no extra yet. */
 	assert_int_equal(db_int("SELECT count(*) FROM pragma_table_info('test_a')"), 8);
 	assert_int_equal(
@@ -267,7 +268,7 @@ static void test_migrations_applied_once_and_on_reopen(void **state)
 		assert_int_equal(
 		    db_int("SELECT count(*) FROM pragma_table_info('test_a') WHERE name='extra'"),
 		    1);
-		assert_int_equal(db_int("PRAGMA user_version"), 1);
+		assert_int_equal(db_int("PRAGMA user_version"), 2);
 
 		/* The four v1 rows are all there, with their values. */
 		assert_int_equal(count_a("pid < 4"), 4);
@@ -661,7 +662,8 @@ static void test_retention_by_age(void **state)
 	db_exec("INSERT INTO metric_series(id, name, labels) VALUES(1, 'm', '');");
 	char sql[256];
 	snprintf(sql, sizeof(sql),
-		 "INSERT INTO metric_samples VALUES(1, %lld, 1.0), (1, %lld, 2.0);",
+		 "INSERT INTO metric_samples(series_id, ts, value)"
+		 " VALUES(1, %lld, 1.0), (1, %lld, 2.0);",
 		 (long long)(now - 3 * hour), (long long)now);
 	db_exec(sql);
 
@@ -975,7 +977,8 @@ static void history_fixture(void)
 		" (1, 'drops_total', '{reason=\"NO_SOCKET\",proto=\"tcp\"}'),"
 		" (2, 'other', ''),"
 		" (7, 'drops_total', '{reason=\"TCP_CSUM\",proto=\"tcp\"}');"
-		"INSERT INTO metric_samples VALUES (1, 30, 3.0), (1, 10, 1.0), (1, 20, NULL),"
+		"INSERT INTO metric_samples(series_id, ts, value)"
+		" VALUES (1, 30, 3.0), (1, 10, 1.0), (1, 20, NULL),"
 		" (1, 40, 4.0), (1, 50, 5.0), (3, 20, 33.0);");
 }
 
