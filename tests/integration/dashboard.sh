@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # integration.dashboard: every PromQL expression of the Grafana dashboard
-# (deploy/grafana/sysobs.json) runs in Debian's real Prometheus 2.42, twice:
-# in a Prometheus that stores classic histograms (_bucket series) and in one
-# with --enable-feature=native-histograms (protobuf scrape, native
-# histograms only). Both scrape the agent on loopback every second after the
-# test made data: drops (UDP to a closed port in a namespace it creates), an
-# MPTCP connection with two subflows (tests/integration/mptcp_topo.sh), IFS
-# scans on tests/fakes/ifs_fake -f, remote_write to
-# tests/tools/rw_fake_receiver.py. In each, every expression and variable
+# (deploy/grafana/sysobs.json) runs in Debian's real Prometheus 2.42, three
+# times: in a Prometheus that stores classic histograms (_bucket series), in
+# one with --enable-feature=native-histograms (protobuf scrape, native
+# histograms only), both scraping the agent on loopback every second, and in
+# one that scrapes nothing and receives the agent's remote_write (pushed
+# series: job/instance from the agent, classic buckets from its history).
+# The test makes data: drops (UDP to a closed port in a namespace it
+# creates), an MPTCP connection with two subflows
+# (tests/integration/mptcp_topo.sh), IFS scans on tests/fakes/ifs_fake -f.
+# In each, every expression and variable
 # query (variables substituted: $job, $instance -> .+, $__rate_interval ->
 # 30s) must parse and return data, and every quantile panel must be the
 # two-form "_bucket or native" expression, each form serving its own mode
@@ -17,7 +19,7 @@
 # the dashboard's shape (current schema, ${datasource} variable on every
 # panel and target, a row per collector and one for agent health) and that
 # every metric it reads is one the code exports.
-# shellcheck disable=SC2154 # PROM_PORT_classic/_native: start_prometheus sets them (printf -v)
+# shellcheck disable=SC2154 # PROM_PORT_classic/_native/_push: start_prometheus sets them (printf -v)
 HERE=$(cd "$(dirname "$0")" && pwd)
 source "$HERE/lib.sh"
 source "$HERE/mptcp_topo.sh"
@@ -76,9 +78,9 @@ core.1 = fail
 default = pass
 INI
 start_ifs_fake "$T/fake.ini"
-python3 "$SYSOBS_SRC/tests/tools/rw_fake_receiver.py" "$T/rw.port" "$T/rw.log" >"$T/rw.out" 2>&1 &
-on_exit "kill $!"
-wait_for 10 test -s "$T/rw.port" || fail "remote_write receiver did not start"
+# The third Prometheus, first: the agent pushes to it from the start.
+printf 'global:\n  scrape_interval: 1s\n' >"$T/prom-push.yml"
+start_prometheus push "$T/prom-push.yml" --web.enable-remote-write-receiver
 
 write_base_config
 sed -i "/^\[agent\]$/a sysfs_root = $T/mnt" "$T/sysobsd.ini" # one [agent] section
@@ -94,7 +96,7 @@ netns = /run/netns/$NS_A
 [collector.drops]
 netns_label = true
 [remote_write]
-url = http://127.0.0.1:$(cat "$T/rw.port")/api/v1/write
+url = http://127.0.0.1:$PROM_PORT_push/api/v1/write
 INI
 start_agent
 
@@ -131,6 +133,10 @@ for m in classic native; do
 	p=PROM_PORT_$m
 	wait_for 60 scrapes "${!p}" || fail "prometheus $m scraped too little: $(promq "${!p}" 'up')"
 done
+# and 20 s of 1 s snapshots pushed (no `up` there: no scrape)
+pushed() { [ "$(promq "$PROM_PORT_push" 'count_over_time(sysobs_build_info{job="sysobs"}[1m])' |
+	jq -r '.[0].value[1] // 0')" -ge 20 ]; }
+wait_for 60 pushed || fail "prometheus push received too little: $(promq "$PROM_PORT_push" 'count({job="sysobs"})')"
 
 # The modes are what they claim: classic stores _bucket series and no
 # native histogram, native the histogram itself and no _bucket series.
@@ -142,7 +148,11 @@ assert_eq "native: _bucket series" 0 \
 	"$(promq "$PROM_PORT_native" 'count({__name__=~"sysobs_.*_bucket"})' | jq length)"
 assert_ge "native: native $H" 1 \
 	"$(promq "$PROM_PORT_native" "$H" | jq '[.[] | select(.histogram)] | length')"
-pass "classic Prometheus stores _bucket series; native Prometheus native histograms and no _bucket"
+assert_ge "push: ${H}_bucket series" 1 \
+	"$(promq "$PROM_PORT_push" "count(${H}_bucket)" | jq -r '.[0].value[1] // 0')"
+assert_ge "push: series with the agent's instance" 1 \
+	"$(promq "$PROM_PORT_push" "count(sysobs_build_info{instance=\"$(hostname)\"})" | jq -r '.[0].value[1] // 0')"
+pass "classic Prometheus stores _bucket series; native Prometheus native histograms and no _bucket; pushed series have buckets and the host's identity"
 
 # ---- every expression ----
 api GET /api/v1/collectors >"$T/collectors.json"
@@ -152,10 +162,9 @@ cf_reason=$(jq -r '.data[] | select(.name == "cachefiles") | .reason' "$T/collec
 # against the Prometheus on PORT (tests/tools/dashboard_queries.py). A
 # quantile panel is "A or B", A over _bucket series (classic), B over native
 # histograms: the whole must return data in every mode, and each half alone
-# must serve its own mode and only it. A third mode (series pushed by
-# remote_write) is one more call; with "no-quantiles" as QUANTILES its
-# quantile panels must parse but may be empty (remote_write sends no
-# buckets: docs/remote_write.md).
+# must serve its own mode and only it; pushed series (classic buckets) must
+# return data through the whole expression. With "no-quantiles" as
+# QUANTILES the quantile panels must parse but may be empty.
 check_mode() {
 	local mode=$1 port=$2 quantiles=${3:-} tsv=$T/panels-$1.tsv bad n_all n_data n_q n_opt
 	python3 "$SYSOBS_SRC/tests/tools/dashboard_queries.py" "$D" "$port" "$cf_state" \
@@ -184,10 +193,11 @@ check_mode() {
 }
 check_mode classic "$PROM_PORT_classic"
 check_mode native "$PROM_PORT_native"
+check_mode push "$PROM_PORT_push"
 # Every quantile panel has both forms, also those whose data this host
 # cannot make (cachefiles without the collector), which the checks above
 # accept empty.
 bad=$(awk -F'\t' '$7 == "quantile?"' "$T/panels-classic.tsv")
 [ -z "$bad" ] || fail "quantile panels without both forms (_bucket or native):"$'\n'"$bad"
 stop_agent
-pass "every panel and variable returns data with and without native histograms"
+pass "every panel and variable returns data with and without native histograms, scraped or pushed"
