@@ -251,6 +251,9 @@ lost=$(m0 sysobs_drop_samples_lost_total)
 assert_ge "samples lost with a 4 KiB ring" 1 "$lost"
 submitted=$(m0 sysobs_drop_samples_total)
 assert_ge "keys in the counts hash with fast_slots off" 1 "$(m0 sysobs_drops_map_entries)"
+# A writer slower than 1M rows/s (a sanitizer build on a busy machine)
+# fills the store's queue: those rows are counted, never silent.
+qfull=$(metric 'sysobs_events_dropped_total{collector="drops",reason="queue_full"}')
 stop_agent
 stored=$(sqlite3 "$T/sysobs.db" "SELECT count(*) FROM drop_samples WHERE netns = $NSINUM")
 assert_ge "stored samples of $NS" 1 "$stored"
@@ -259,8 +262,9 @@ grep -q "program raw_tp" "$T/agent.log" || fail "agent did not load the raw_tp p
 tuple=$(sqlite3 "$T/sysobs.db" "SELECT reason, protocol, saddr, daddr, sport, dport FROM drop_samples
 	WHERE netns = $NSINUM AND sport = 40006 LIMIT 1")
 assert_eq "raw_tp sample" "NO_SOCKET|udp|127.0.0.1|127.0.0.1|40006|9" "$tuple"
-[ "$total" -ge "$submitted" ] || fail "records sent $submitted but only $total stored"
-pass "raw_tp, hash only, 4 KiB ring at 1M samples/s: counter exact, $lost losses counted, $submitted records sent and all stored, 5-tuples right"
+[ $((total + ${qfull:-0})) -ge "$submitted" ] ||
+	fail "records sent $submitted but only $total stored and ${qfull:-0} counted as dropped (queue full)"
+pass "raw_tp, hash only, 4 KiB ring at 1M samples/s: counter exact, $lost losses counted, $submitted records sent, $total stored, ${qfull:-0} counted dropped at a full queue, 5-tuples right"
 
 # 8. Unavailable with the exact reason: no BTF.
 rm -f "$T/sysobs.db"*
