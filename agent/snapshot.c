@@ -2,10 +2,10 @@
 /*
  * What the agent's timers feed: metric-history snapshots (every counter and
  * gauge series, histograms by their _count, with their classic and native
- * buckets in a blob beside it (agent/hist_blob.h), and _sum, into the store's queue as
- * samples, so they take the same path as event rows), and the store's own
- * statistics published as metrics. The store knows nothing of the metrics
- * registry; this file is where the two meet.
+ * buckets in a blob beside it (agent/hist_blob.h), and _sum, into the
+ * store's queue as samples, so they take the same path as event rows), and
+ * the store's own statistics published as metrics. The store knows nothing
+ * of the metrics registry; this file is where the two meet.
  */
 #include <errno.h>
 #include <stdlib.h>
