@@ -86,8 +86,9 @@ series=$(curl -s -g "http://127.0.0.1:$pport/api/v1/query" \
 	--data-urlencode "query=count({instance=\"$host\",job=\"sysobs\"})" | jq -r '.data.result[0].value[1]')
 buckets=$(curl -s -g "http://127.0.0.1:$pport/api/v1/query" \
 	--data-urlencode "query=count({instance=\"$host\",__name__=~\".+_bucket\"})" | jq -r '.data.result[0].value[1] // 0')
+# Native histograms: the series whose instant value is a "histogram".
 natives=$(curl -s -g "http://127.0.0.1:$pport/api/v1/query" \
-	--data-urlencode "query=count(histogram_count({instance=\"$host\"}))" | jq -r '.data.result[0].value[1] // 0')
+	--data-urlencode "query={instance=\"$host\",job=\"sysobs\"}" | jq '[.data.result[] | select(.histogram)] | length')
 snap_rows=$(sqlite3 "file:$t/sysobs.db?mode=ro" \
 	"SELECT count(*) FROM metric_samples WHERE ts = (SELECT max(ts) FROM metric_samples)")
 # The bucket blobs of the last snapshot: their bytes, and how many carry
