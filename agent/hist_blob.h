@@ -21,13 +21,34 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "api/nhist.h"
+
 #define HIST_BLOB_MAX_BUCKETS 256 /* a histogram with more is kept without buckets */
 #define HIST_BLOB_LE_MAX      32  /* bytes of one rendered bound */
+#define HIST_BLOB_KIND_NATIVE 0xff
+/* Native buckets of one side a blob may hold (the registry's default
+ * max_buckets is 160 for both sides together). */
+#define HIST_BLOB_NATIVE_MAX 1024
+
+/* A series' native buckets. counts of pos and neg point at the caller's
+ * storage (encode: the registry's; decode: see hist_blob_decode_native). */
+struct hist_blob_native {
+	int schema;
+	double zero_threshold;
+	double sum;
+	uint64_t count; /* decode only: the classic part's total */
+	uint64_t zero_count;
+	struct nhist_side pos, neg;
+};
 
 /* Encodes n buckets (le[n - 1] is "+Inf") into out[cap]: its length, or 0
  * when it does not fit or n is out of range. */
 size_t hist_blob_encode(const char *const *le, const uint64_t *counts, size_t n, uint8_t *out,
 			size_t cap);
+/* hist_blob_encode with the native buckets nh after the classic ones (nh
+ * NULL: the classic layout alone, byte for byte). */
+size_t hist_blob_encode_native(const char *const *le, const uint64_t *counts, size_t n,
+			       const struct hist_blob_native *nh, uint8_t *out, size_t cap);
 
 /* One decoded bucket: its bound ("+Inf" for the last) and the cumulative
  * count up to it, as NAME_bucket carries it. */
@@ -41,5 +62,12 @@ struct hist_blob_bucket {
  * that is not a number, trailing bytes). Pure. */
 int hist_blob_decode(const void *blob, size_t len, struct hist_blob_bucket *out, size_t max,
 		     size_t *n);
+
+/* The native buckets of blob into *out, their counts in counts[max] (pos
+ * first, then neg). 0; -ENOENT for a blob without them (classic only);
+ * -EINVAL for anything malformed (a schema out of range, more than max
+ * buckets, trailing bytes, a classic part that does not decode). Pure. */
+int hist_blob_decode_native(const void *blob, size_t len, struct hist_blob_native *out,
+			    uint64_t *counts, size_t max);
 
 #endif

@@ -80,6 +80,9 @@ const struct cfg_key remote_write_keys[] = {
     RWK(tls_key_file, CFG_STRING, "", 0, 0, "client key (PEM)"),
     RWK(tls_insecure_skip_verify, CFG_BOOL, "false", 0, 0,
 	"do not verify the receiver's certificate and host name (testing only)"),
+    RWK(native_histograms, CFG_BOOL, "false", 0, 0,
+	"send histograms as native histograms (the receiver must accept them, e.g. Prometheus "
+	"with --enable-feature=native-histograms) instead of NAME_bucket, _count and _sum"),
     {0},
 };
 
@@ -253,6 +256,7 @@ uint64_t rw_backoff_next(uint64_t cur, uint64_t min, uint64_t max)
 struct rw_row {
 	int64_t ts_ms;
 	double value;
+	const struct hist_blob_native *hist; /* a native histogram, not value */
 	uint32_t series;
 };
 
@@ -311,8 +315,9 @@ static size_t rw_slot_of(const struct rw_batch *b, int64_t id)
 	return (size_t)(h >> 32) & (b->n_slots - 1);
 }
 
-int rw_batch_add(struct rw_batch *b, int64_t series_id, const char *name, const char *labels,
-		 int64_t ts_ms, double value)
+static int rw_batch_add_row(struct rw_batch *b, int64_t series_id, const char *name,
+			    const char *labels, int64_t ts_ms, double value,
+			    const struct hist_blob_native *hist)
 {
 	struct rw_label tmp[RW_MAX_LABELS];
 	size_t i, n;
@@ -345,9 +350,22 @@ int rw_batch_add(struct rw_batch *b, int64_t series_id, const char *name, const 
 	b->rows[b->n_rows].series = (uint32_t)b->slots[i];
 	b->rows[b->n_rows].ts_ms = ts_ms;
 	b->rows[b->n_rows].value = value;
+	b->rows[b->n_rows].hist = hist;
 	b->series[b->slots[i]].count++;
 	b->n_rows++;
 	return 0;
+}
+
+int rw_batch_add(struct rw_batch *b, int64_t series_id, const char *name, const char *labels,
+		 int64_t ts_ms, double value)
+{
+	return rw_batch_add_row(b, series_id, name, labels, ts_ms, value, NULL);
+}
+
+int rw_batch_add_hist(struct rw_batch *b, int64_t series_id, const char *name, const char *labels,
+		      int64_t ts_ms, const struct hist_blob_native *h)
+{
+	return rw_batch_add_row(b, series_id, name, labels, ts_ms, 0, h);
 }
 
 /* Timestamp order; rows of equal timestamps keep their commit order. */
@@ -417,8 +435,9 @@ int rw_batch_encode(struct rw_batch *b, const struct rw_label *ext, size_t n_ext
 	Prometheus__WriteRequest wr = PROMETHEUS__WRITE_REQUEST__INIT;
 	Prometheus__TimeSeries *ts, **tsp;
 	Prometheus__Sample *sm, **smp;
+	Prometheus__Histogram **hp;
 	uint32_t *order;
-	size_t off = 0, k = 0, packed, zlen;
+	size_t off = 0, k = 0, nh = 0, packed, zlen;
 
 	*n_samples = 0;
 	b->body_len = 0;
@@ -427,7 +446,8 @@ int rw_batch_encode(struct rw_batch *b, const struct rw_label *ext, size_t n_ext
 	tsp = arena_alloc(&b->arena, (b->n_series ? b->n_series : 1) * sizeof(*tsp));
 	sm = arena_alloc(&b->arena, (b->n_rows ? b->n_rows : 1) * sizeof(*sm));
 	smp = arena_alloc(&b->arena, (b->n_rows ? b->n_rows : 1) * sizeof(*smp));
-	if (!order || !ts || !tsp || !sm || !smp)
+	hp = arena_alloc(&b->arena, (b->n_rows ? b->n_rows : 1) * sizeof(*hp));
+	if (!order || !ts || !tsp || !sm || !smp || !hp)
 		return -ENOMEM;
 	/* Rows by series, commit order within each (a counting sort). */
 	for (size_t i = 0; i < b->n_series; i++) {
@@ -443,7 +463,7 @@ int rw_batch_encode(struct rw_batch *b, const struct rw_label *ext, size_t n_ext
 	for (size_t i = 0; i < b->n_series; i++) {
 		struct rw_series *s = &b->series[i];
 		uint32_t *o = order + s->start;
-		size_t first = k;
+		size_t first = k, first_h = nh;
 
 		/* Snapshots commit in time order; a clock step back is what
 		 * would break it, and the spec wants timestamp order. */
@@ -455,6 +475,14 @@ int rw_batch_encode(struct rw_batch *b, const struct rw_label *ext, size_t n_ext
 		for (size_t j = 0; j < s->count; j++) {
 			const struct rw_row *r = &b->rows[o[j]];
 
+			if (r->hist) { /* a series is all histograms or none */
+				if (nh > first_h && hp[nh - 1]->timestamp == r->ts_ms)
+					nh--; /* the later of equal timestamps */
+				hp[nh] = rw_hist_pb(&b->arena, r->hist, r->ts_ms);
+				if (!hp[nh++])
+					return -ENOMEM;
+				continue;
+			}
 			/* Equal timestamps: the receiver would refuse the
 			 * second as a duplicate; keep the later one. */
 			if (k > first && sm[k - 1].timestamp == r->ts_ms) {
@@ -470,6 +498,8 @@ int rw_batch_encode(struct rw_batch *b, const struct rw_label *ext, size_t n_ext
 		prometheus__time_series__init(&ts[i]);
 		ts[i].samples = smp + first;
 		ts[i].n_samples = k - first;
+		ts[i].histograms = hp + first_h;
+		ts[i].n_histograms = nh - first_h;
 		if (rw_series_labels(b, s, ext, n_ext, &ts[i]))
 			return -ENOMEM;
 		tsp[i] = &ts[i];
@@ -485,7 +515,7 @@ int rw_batch_encode(struct rw_batch *b, const struct rw_label *ext, size_t n_ext
 	if (snappy_compress((const char *)b->pb, packed, (char *)b->body, &zlen) != SNAPPY_OK)
 		return -ENOMEM;
 	b->body_len = zlen;
-	*n_samples = k;
+	*n_samples = k + nh;
 	return 0;
 }
 
@@ -885,10 +915,7 @@ static int rw_read_row(const struct store_sample *smp, void *arg)
 		x->too_old++;
 		return 0;
 	}
-	err = rw_batch_add(&x->rw->batch, smp->series_id, smp->name, smp->labels, ms, smp->value);
-	if (!err && smp->blob && smp->blob_len)
-		err = rw_batch_add_buckets(&x->rw->batch, smp->series_id, smp->name, smp->labels,
-					   ms, smp->blob, smp->blob_len);
+	err = rw_batch_add_history(&x->rw->batch, x->rw->cfg.native_histograms, smp, ms);
 	if (err == -ENOMEM || err == -ENOSPC)
 		return -ENOMEM;
 	if (!err && ms > x->newest_ms)

@@ -46,6 +46,7 @@ struct remote_write_config {
 	const char *bearer_token, *bearer_token_file;
 	const char *tls_ca_file, *tls_cert_file, *tls_key_file;
 	bool tls_insecure_skip_verify;
+	bool native_histograms; /* histograms as native ones (remote_write_hist.c) */
 };
 
 extern const struct cfg_key remote_write_keys[];
@@ -135,6 +136,11 @@ struct rw_batch {
 	/* Encoded body (snappy of the protobuf), reused across batches. */
 	uint8_t *pb, *body;
 	size_t pb_cap, body_cap, body_len;
+	/* The _sum sample that follows the last native histogram added: it is
+	 * in the histogram already. Kept across batches (a batch may end
+	 * between the two). */
+	int64_t native_sum_ts;
+	char native_sum_name[256], native_sum_labels[1024];
 };
 
 int rw_batch_init(struct rw_batch *b, size_t cap);
@@ -154,6 +160,43 @@ int rw_batch_add(struct rw_batch *b, int64_t series_id, const char *name, const 
  */
 int rw_batch_add_buckets(struct rw_batch *b, int64_t series_id, const char *count_name,
 			 const char *labels, int64_t ts_ms, const void *blob, size_t len);
+/*
+ * Adds one native histogram sample (h and its counts in b->arena) to the
+ * series of name and labels, as rw_batch_add. remote_write.c.
+ */
+struct hist_blob_native;
+int rw_batch_add_hist(struct rw_batch *b, int64_t series_id, const char *name, const char *labels,
+		      int64_t ts_ms, const struct hist_blob_native *h);
+/*
+ * Adds one histogram sample as a native histogram: blob is the history's
+ * bucket blob on the sample of count_name (NAME_count); the histogram goes
+ * to the series NAME with labels. -ENOENT for a blob without native buckets
+ * (nothing added: send its classic buckets instead), -EINVAL for a blob or
+ * name that does not decode (counted in b->invalid), else as rw_batch_add.
+ * agent/remote_write_hist.c.
+ */
+int rw_batch_add_native(struct rw_batch *b, int64_t series_id, const char *count_name,
+			const char *labels, int64_t ts_ms, const void *blob, size_t len);
+/* Whether the sample name/labels at ts_ms is the _sum of the native
+ * histogram added last (the histogram carries it; Prometheus's own sender
+ * sends no NAME_sum or NAME_count series for a native histogram). */
+bool rw_batch_native_sum(const struct rw_batch *b, const char *name, const char *labels,
+			 int64_t ts_ms);
+/*
+ * One row of the metric history into the batch: a histogram's _count with
+ * its blob as a native histogram when native is set and the blob has native
+ * buckets (the _sum row after it then left out: 0, nothing added), else the
+ * sample with its classic buckets, if any. As rw_batch_add.
+ * agent/remote_write_hist.c.
+ */
+struct store_sample;
+int rw_batch_add_history(struct rw_batch *b, bool native, const struct store_sample *smp,
+			 int64_t ts_ms);
+/* The native histogram h at ts_ms as the wire message, in arena. NULL
+ * when out of memory. */
+struct Prometheus__Histogram;
+struct Prometheus__Histogram *rw_hist_pb(struct arena *a, const struct hist_blob_native *h,
+					 int64_t ts_ms);
 /*
  * Builds the WriteRequest (each series' labels plus the external ones it
  * does not have, sorted; samples by timestamp, the last of equal timestamps

@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: MIT
 /*
  * What the agent's timers feed: metric-history snapshots (every counter and
- * gauge series, histograms by their _count, with their classic buckets in a
- * blob beside it (agent/hist_blob.h), and _sum, into the store's queue as
- * samples, so they take the same path as event rows), and the store's own
- * statistics published as metrics. The store knows nothing of the metrics
- * registry; this file is where the two meet.
+ * gauge series, histograms by their _count, with their classic and native
+ * buckets in a blob beside it (agent/hist_blob.h), and _sum, into the
+ * store's queue as samples, so they take the same path as event rows), and
+ * the store's own statistics published as metrics. The store knows nothing
+ * of the metrics registry; this file is where the two meet.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -19,20 +19,48 @@
 struct snapshot_ctx {
 	struct store *store;
 	int64_t ts_ns;
-	size_t queued, dropped, no_buckets;
+	size_t queued, dropped, no_buckets, no_native;
 };
 
-/* Under the registry lock: only copies into the queue, never waits. */
+/* The blob of one histogram sample, its native buckets in it when the
+ * registry keeps them and native is set. */
+static size_t snapshot_blob(const struct metric_buckets *b, bool native, uint8_t *blob, size_t cap)
+{
+	struct hist_blob_native nh;
+
+	if (!native || !b->native)
+		return hist_blob_encode(b->le, b->counts, b->n, blob, cap);
+	nh = (struct hist_blob_native){
+	    .schema = b->native->schema,
+	    .zero_threshold = b->zero_threshold,
+	    .sum = b->sum,
+	    .zero_count = b->native->zero_count,
+	    .pos = b->native->pos,
+	    .neg = b->native->neg,
+	};
+	return hist_blob_encode_native(b->le, b->counts, b->n, &nh, blob, cap);
+}
+
+/* Under the registry lock: only copies into the queue, never waits. A
+ * histogram's blob goes with its native buckets if it fits a queue slot,
+ * else with its classic ones alone, else the count goes alone. */
 static void snapshot_visit(const char *name, const char *labels, double value,
 			   const struct metric_buckets *b, void *arg)
 {
 	struct snapshot_ctx *x = arg;
 	uint8_t blob[512]; /* no queue slot holds more */
-	size_t len = b ? hist_blob_encode(b->le, b->counts, b->n, blob, sizeof(blob)) : 0;
+	size_t len = b ? snapshot_blob(b, true, blob, sizeof(blob)) : 0;
 	int err = -E2BIG;
 
 	if (len)
 		err = store_submit_sample_blob(x->store, x->ts_ns, name, labels, value, blob, len);
+	if (b && b->native && err == -E2BIG) {
+		x->no_native++;
+		len = snapshot_blob(b, false, blob, sizeof(blob));
+		if (len)
+			err = store_submit_sample_blob(x->store, x->ts_ns, name, labels, value,
+						       blob, len);
+	}
 	if (b && err == -E2BIG) {
 		/* Too many buckets for a queue slot: the count at least. */
 		x->no_buckets++;
@@ -48,10 +76,15 @@ static void snapshot_visit(const char *name, const char *labels, double value,
 
 int agent_snapshot(struct metrics *m, struct store *s, int64_t ts_ns)
 {
-	static struct log_ratelimit rl, rl_buckets;
+	static struct log_ratelimit rl, rl_buckets, rl_native;
 	struct snapshot_ctx x = {.store = s, .ts_ns = ts_ns};
 
 	metrics_visit_buckets(m, snapshot_visit, &x);
+	if (x.no_native)
+		log_ratelimited(&rl_native, 3600000, LOG_LVL_WARN, "agent",
+				"metric history: %zu histogram series kept without their "
+				"native buckets (too many to fit a queue slot)",
+				x.no_native);
 	if (x.no_buckets)
 		log_ratelimited(&rl_buckets, 3600000, LOG_LVL_WARN, "agent",
 				"metric history: %zu histogram series kept without their "

@@ -144,13 +144,20 @@ int metrics_render_text(struct metrics *m, char **buf, size_t *len);
 typedef void (*metrics_visit_fn)(const char *name, const char *labels, double value, void *arg);
 void metrics_visit(struct metrics *m, metrics_visit_fn fn, void *arg);
 
+struct nhist;
+
 /* A histogram series' classic buckets: n of them, the last "+Inf"; le[i] is
  * the upper bound as exposed, counts[i] the observations in bucket i alone
- * (not cumulative). Valid during the visit only. */
+ * (not cumulative). native: its native buckets as /metrics exposes them
+ * (NULL when the registry keeps none), with the registry's zero threshold,
+ * and sum: the series' sum. Valid during the visit only. */
 struct metric_buckets {
 	const char *const *le;
 	const uint64_t *counts;
 	size_t n;
+	const struct nhist *native;
+	double zero_threshold;
+	double sum;
 };
 /* metrics_visit with the buckets of a histogram series passed beside its
  * _count (b NULL for every other call). api/metrics_visit.c. */

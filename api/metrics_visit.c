@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
  * Walks of the registry for the metric history (agent/snapshot.c): every
- * series' value, and a histogram's classic buckets beside its _count. In a
+ * series' value, and a histogram's classic (and native, when the registry
+ * keeps them) buckets beside its _count. In a
  * file of its own so that metrics.c (the registry proper) does not grow.
  */
 #include <pthread.h>
@@ -22,6 +23,7 @@ void metrics_visit_buckets(struct metrics *m, metrics_visit_buckets_fn fn, void 
 		for (size_t j = 0; j < f->n_series; j++) {
 			const struct metric_series *s = f->order[j];
 			struct metric_buckets b;
+			struct nhist tmp;
 
 			if (f->type != METRIC_HISTOGRAM) {
 				fn(f->name, s->labels, s->value, NULL, arg);
@@ -30,7 +32,12 @@ void metrics_visit_buckets(struct metrics *m, metrics_visit_buckets_fn fn, void 
 			b.le = (const char *const *)f->le;
 			b.n = f->n_bounds + 1;
 			b.counts = s->counts;
+			b.native = series_native_locked(s, &tmp);
+			b.zero_threshold = m->native.zero_threshold;
+			b.sum = s->sum;
 			fn(f->name_count, s->labels, (double)series_count_locked(s), &b, arg);
+			if (b.native == &tmp)
+				nhist_free(&tmp);
 			fn(f->name_sum, s->labels, s->sum, NULL, arg);
 		}
 	}

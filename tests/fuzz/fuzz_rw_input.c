@@ -5,8 +5,9 @@
  * network); 1: a rendered label set read back from the database; 2: the
  * external_labels config value; 3: a label set through a whole batch and its
  * encoding; 4: a histogram bucket blob from the database (agent/hist_blob.h),
- * decoded and through a batch. Each must accept or reject without reading out of bounds, and
- * what it accepts must be well-formed.
+ * decoded and through a batch; 5: the same blob with native buckets, decoded
+ * and through a batch as a native histogram. Each must accept or reject without reading out of
+ * bounds, and what it accepts must be well-formed.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -40,7 +41,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	memcpy(s, data + 1, size - 1);
 	s[size - 1] = '\0';
-	switch (data[0] % 5) {
+	switch (data[0] % 6) {
 	case 0:
 		rw_retry_after_parse(s, 1445412480, &ms);
 		break;
@@ -77,6 +78,23 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (!rw_batch_init(&b, 4 + HIST_BLOB_MAX_BUCKETS)) {
 			rw_batch_add_buckets(&b, 1, "m_count", "{a=\"b\"}", 1000, data + 1,
 					     size - 1);
+			if (!rw_batch_encode(&b, NULL, 0, &n))
+				CHECK(n == b.n_rows);
+			rw_batch_free(&b);
+		}
+		break;
+	}
+	case 5: {
+		static uint64_t counts[2 * HIST_BLOB_NATIVE_MAX];
+		struct hist_blob_native h;
+
+		if (!hist_blob_decode_native(data + 1, size - 1, &h, counts,
+					     2 * HIST_BLOB_NATIVE_MAX))
+			CHECK(h.schema >= NHIST_SCHEMA_MIN && h.schema <= NHIST_SCHEMA_MAX &&
+			      h.pos.len + h.neg.len <= 2 * HIST_BLOB_NATIVE_MAX);
+		if (!rw_batch_init(&b, 4)) {
+			rw_batch_add_native(&b, 1, "m_count", "{a=\"b\"}", 1000, data + 1,
+					    size - 1);
 			if (!rw_batch_encode(&b, NULL, 0, &n))
 				CHECK(n == b.n_rows);
 			rw_batch_free(&b);
