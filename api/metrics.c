@@ -1048,26 +1048,3 @@ int metrics_render_text(struct metrics *m, char **out, size_t *len)
 {
 	return metrics_render(m, METRICS_FMT_TEXT, NULL, out, len);
 }
-void metrics_visit(struct metrics *m, metrics_visit_fn fn, void *arg)
-{
-	if (!m || !fn)
-		return;
-	pthread_mutex_lock(&m->lock);
-	for (size_t i = 0; i < m->n_fams; i++) {
-		struct metric *f = m->fams[i];
-
-		if (family_order_locked(f))
-			continue;
-		for (size_t j = 0; j < f->n_series; j++) {
-			const struct metric_series *s = f->order[j];
-
-			if (f->type != METRIC_HISTOGRAM) {
-				fn(f->name, s->labels, s->value, arg);
-				continue;
-			}
-			fn(f->name_count, s->labels, (double)series_count_locked(s), arg);
-			fn(f->name_sum, s->labels, s->sum, arg);
-		}
-	}
-	pthread_mutex_unlock(&m->lock);
-}

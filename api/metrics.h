@@ -138,12 +138,6 @@ int metrics_render(struct metrics *m, enum metrics_format fmt, const char *const
 /* Text 0.0.4 of everything (tests, benches). */
 int metrics_render_text(struct metrics *m, char **buf, size_t *len);
 
-/* Calls fn for every counter and gauge series (histograms: their _count and
- * _sum), with the family name and the rendered label set `{a="b",...}` (""
- * for none), under the registry lock. Used for periodic history snapshots. */
-typedef void (*metrics_visit_fn)(const char *name, const char *labels, double value, void *arg);
-void metrics_visit(struct metrics *m, metrics_visit_fn fn, void *arg);
-
 struct nhist;
 
 /* A histogram series' classic buckets: n of them, the last "+Inf"; le[i] is
@@ -159,8 +153,11 @@ struct metric_buckets {
 	double zero_threshold;
 	double sum;
 };
-/* metrics_visit with the buckets of a histogram series passed beside its
- * _count (b NULL for every other call). api/metrics_visit.c. */
+/* Calls fn for every counter and gauge series, and for a histogram series
+ * as its _count (its buckets and sum in b) and its _sum (b NULL for every
+ * call but the _count), with the family name and the rendered label set `{a="b",...}` (""
+ * for none), under the registry lock. For the metric-history snapshots.
+ * api/metrics_visit.c. */
 typedef void (*metrics_visit_buckets_fn)(const char *name, const char *labels, double value,
 					 const struct metric_buckets *b, void *arg);
 void metrics_visit_buckets(struct metrics *m, metrics_visit_buckets_fn fn, void *arg);

@@ -362,7 +362,8 @@ struct visit_log {
 	size_t n;
 };
 
-static void visit_cb(const char *name, const char *labels, double value, void *arg)
+static void visit_cb(const char *name, const char *labels, double value,
+		     const struct metric_buckets *b, void *arg)
 {
 	struct visit_log *l = arg;
 
@@ -383,7 +384,7 @@ static void test_visit(void **state)
 	    metric_series(metrics_histogram(m, "sysobs_a_seconds", "a", labels, bounds, 1), x),
 	    0.5);
 	series_set(metric_series(metrics_gauge(m, "sysobs_c", "c", labels), x), -2);
-	metrics_visit(m, visit_cb, &l);
+	metrics_visit_buckets(m, visit_cb, &l);
 	assert_int_equal(l.n, 4);
 	assert_string_equal(l.lines[0], "sysobs_a_seconds_count{a=\"x\"}=1");
 	assert_string_equal(l.lines[1], "sysobs_a_seconds_sum{a=\"x\"}=0.5");

@@ -244,7 +244,8 @@ struct visited {
 	size_t n;
 };
 
-static void visit(const char *name, const char *labels, double value, void *arg)
+static void visit(const char *name, const char *labels, double value,
+		  const struct metric_buckets *b, void *arg)
 {
 	struct visited *v = arg;
 
@@ -271,7 +272,7 @@ static void test_label_text_round_trip(void **state)
 	assert_non_null(f);
 	for (size_t i = 0; i < 3; i++)
 		assert_non_null(metric_series(f, values[i]));
-	metrics_visit(m, visit, &v);
+	metrics_visit_buckets(m, visit, &v);
 	assert_int_equal(v.n, 3);
 	for (size_t i = 0; i < v.n; i++) {
 		struct series_labels *l;
