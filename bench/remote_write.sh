@@ -39,7 +39,10 @@ run=0
 for batch in $BATCHES; do
 	run=$((run + 1))
 	rm -f "$t/sysobs.db"*
+	# user = root: the scratch directory is root's (as in remote_write_fleet.sh)
 	cat >"$t/a.ini" <<INI
+[agent]
+user = root
 [http]
 listen = 127.0.0.1:0
 [storage]
