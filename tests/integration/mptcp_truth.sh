@@ -131,6 +131,8 @@ compare_monitor() {
 }
 token_of() { sed -n 's/^token=\([0-9]*\).*/\1/p' "$1"; }
 # The peer's token is the client's; the server side has its own.
+# Tokens here are decimal (the API's "token" and mptcp_client's line); a query
+# takes the printed form, 8 hex digits: an 8-digit decimal would read as hex.
 server_token() { # -> the token of the only live connection of NS_B in the agent
 	curl -sf "http://127.0.0.1:$PORT/api/v1/mptcp/connections?netns=$INO_B" | jq -r '.data[0].token // empty'
 }
@@ -314,7 +316,7 @@ mptcp_stop_server
 ip -n "$NS_A" mptcp endpoint change id 2 nobackup
 sleep 0.3
 compare_monitor "$T/monB.txt" "$INO_B" "$TOK_B" || check "backup: server events = ip mptcp monitor" same differ
-api GET "/api/v1/mptcp/events?netns=$INO_B&token=$TOK_B&type=CREATED" >"$T/body"
+api GET "/api/v1/mptcp/events?netns=$INO_B&token=$(printf %08x "$TOK_B")&type=CREATED" >"$T/body"
 check "flags: server CREATED server_side/deny_join_id0/flags" "true false 2" "$(jq -r '.data[0] | "\(.server_side) \(.deny_join_id0) \(.flags)"' "$T/body")"
 # The server denies joins to its initial address: FLAGS bit 0 on the client.
 ip netns exec "$NS_B" sysctl -qw net.mptcp.allow_join_initial_addr_port=0 || fail "sysctl"
@@ -327,7 +329,7 @@ mptcp_stop_server
 ip netns exec "$NS_B" sysctl -qw net.mptcp.allow_join_initial_addr_port=1
 sleep 0.3
 grep -q "CREATED.*token=$(printf %08x "$TOK_A").*flags=1" "$T/monA.txt" || fail "monitor: client CREATED without flags=1: $(grep "token=$(printf %08x "$TOK_A")" "$T/monA.txt")"
-api GET "/api/v1/mptcp/events?netns=$INO_A&token=$TOK_A&type=CREATED" >"$T/body"
+api GET "/api/v1/mptcp/events?netns=$INO_A&token=$(printf %08x "$TOK_A")&type=CREATED" >"$T/body"
 check "flags: client CREATED server_side/deny_join_id0/flags" "false true 1" "$(jq -r '.data[0] | "\(.server_side) \(.deny_join_id0) \(.flags)"' "$T/body")"
 compare_monitor "$T/monA.txt" "$INO_A" "$TOK_A" || check "flags: client events = ip mptcp monitor" same differ
 
@@ -351,7 +353,7 @@ check "lifetime: observations <= 2 s" 4 "$(( $(metric "${H}_bucket{le=\"2\"}") -
 ts() { date -d "$1" +%s.%N; }
 hist_sum=0
 for tk in "$INO_A:$TOK_A" "$INO_B:$TOK_B"; do
-	api GET "/api/v1/mptcp/events?netns=${tk%%:*}&token=${tk##*:}" >"$T/body"
+	api GET "/api/v1/mptcp/events?netns=${tk%%:*}&token=$(printf %08x "${tk##*:}")" >"$T/body"
 	closed=$(ts "$(jq -r '.data[] | select(.type == "CLOSED") | .time' "$T/body")")
 	for t in $(jq -r '.data[] | select(.type == "ESTABLISHED" or .type == "SUB_ESTABLISHED") | .time' "$T/body"); do
 		hist_sum=$(echo "$hist_sum + $closed - $(ts "$t")" | bc -l)
