@@ -25,7 +25,7 @@
 #include "agent/collector_host.h"
 #include "agent/collector_routes.h"
 #include "agent/log.h"
-#include "agent/remote_write.h"
+#include "exporters/remote_write.h"
 #include "agent/expose.h"
 #include "agent/privsep.h"
 #include "agent/snapshot.h"

@@ -188,8 +188,8 @@ wait_for 10 meta_sent || fail "Prometheus did not accept hostA's metadata: $(gre
 PY=/usr/bin/python3
 if command -v protoc >/dev/null && $PY -c 'import google.protobuf' 2>/dev/null; then
 	mkdir -p "$T/py" "$T/bodies"
-	protoc --python_out="$T/py" -I"$SYSOBS_SRC" api/proto/prometheus/types.proto \
-		api/proto/prometheus/remote.proto || fail "protoc could not compile remote.proto"
+	protoc --python_out="$T/py" -I"$SYSOBS_SRC" exporters/proto/prometheus/types.proto \
+		exporters/proto/prometheus/remote.proto || fail "protoc could not compile remote.proto"
 	python3 "$SYSOBS_SRC/tests/tools/rw_fake_receiver.py" --save "$T/bodies" "$T/fake.port" \
 		"$T/fake.log" >"$T/fake.out" 2>&1 &
 	FAKE_PID=$!

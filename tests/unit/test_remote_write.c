@@ -24,11 +24,11 @@
 #include <snappy-c.h>
 
 #include "agent/arena.h"
-#include "agent/hist_blob.h"
-#include "agent/remote_write.h"
-#include "agent/remote_write_meta.h"
+#include "api/hist_blob.h"
+#include "exporters/remote_write.h"
+#include "exporters/remote_write_meta.h"
 #include "api/metrics.h"
-#include "api/proto/prometheus/remote.pb-c.h"
+#include "exporters/proto/prometheus/remote.pb-c.h"
 #include "storage/store.h"
 #include "storage/store_samples.h"
 

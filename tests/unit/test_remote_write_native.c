@@ -24,12 +24,12 @@
 #include <cmocka.h>
 #include <snappy-c.h>
 
-#include "agent/hist_blob.h"
-#include "agent/remote_write.h"
+#include "api/hist_blob.h"
+#include "exporters/remote_write.h"
 #include "agent/snapshot.h"
 #include "api/metrics.h"
 #include "api/nhist.h"
-#include "api/proto/prometheus/remote.pb-c.h"
+#include "exporters/proto/prometheus/remote.pb-c.h"
 #include "storage/store.h"
 #include "storage/store_samples.h"
 

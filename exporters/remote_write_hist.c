@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * A histogram from the metric history on the wire. Classic: the blob on its
- * _count sample (agent/hist_blob.h) becomes one sample of
+ * _count sample (api/hist_blob.h) becomes one sample of
  * NAME_bucket{...,le="<bound>"} per bucket, cumulative as in an exposition,
  * so histogram_quantile() works on any receiver. Native ([remote_write]
  * native_histograms): the blob's native buckets become one
@@ -13,9 +13,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "agent/hist_blob.h"
-#include "agent/remote_write.h"
-#include "api/proto/prometheus/remote.pb-c.h"
+#include "api/hist_blob.h"
+#include "exporters/remote_write.h"
+#include "exporters/proto/prometheus/remote.pb-c.h"
 #include "storage/store_samples.h"
 
 /* A bucket series' id in a batch: apart from every history series id

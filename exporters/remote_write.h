@@ -152,11 +152,11 @@ int rw_batch_add(struct rw_batch *b, int64_t series_id, const char *name, const 
 		 int64_t ts_ms, double value);
 /*
  * Adds the classic buckets of one histogram sample: blob is the history's
- * bucket blob (agent/hist_blob.h) on the sample of count_name (NAME_count),
+ * bucket blob (api/hist_blob.h) on the sample of count_name (NAME_count),
  * each bucket a sample of NAME_bucket with labels plus le. Adds up to
  * HIST_BLOB_MAX_BUCKETS rows. -EINVAL for a blob or name that does not
  * decode (counted in b->invalid), else as rw_batch_add.
- * agent/remote_write_hist.c.
+ * exporters/remote_write_hist.c.
  */
 int rw_batch_add_buckets(struct rw_batch *b, int64_t series_id, const char *count_name,
 			 const char *labels, int64_t ts_ms, const void *blob, size_t len);
@@ -173,7 +173,7 @@ int rw_batch_add_hist(struct rw_batch *b, int64_t series_id, const char *name, c
  * to the series NAME with labels. -ENOENT for a blob without native buckets
  * (nothing added: send its classic buckets instead), -EINVAL for a blob or
  * name that does not decode (counted in b->invalid), else as rw_batch_add.
- * agent/remote_write_hist.c.
+ * exporters/remote_write_hist.c.
  */
 int rw_batch_add_native(struct rw_batch *b, int64_t series_id, const char *count_name,
 			const char *labels, int64_t ts_ms, const void *blob, size_t len);
@@ -187,7 +187,7 @@ bool rw_batch_native_sum(const struct rw_batch *b, const char *name, const char 
  * its blob as a native histogram when native is set and the blob has native
  * buckets (the _sum row after it then left out: 0, nothing added), else the
  * sample with its classic buckets, if any. As rw_batch_add.
- * agent/remote_write_hist.c.
+ * exporters/remote_write_hist.c.
  */
 struct store_sample;
 int rw_batch_add_history(struct rw_batch *b, bool native, const struct store_sample *smp,

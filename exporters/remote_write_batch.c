@@ -18,9 +18,9 @@
 #include <string.h>
 #include <time.h>
 
-#include "agent/hist_blob.h"
-#include "agent/remote_write.h"
-#include "api/proto/prometheus/remote.pb-c.h"
+#include "api/hist_blob.h"
+#include "exporters/remote_write.h"
+#include "exporters/proto/prometheus/remote.pb-c.h"
 
 /* ---- label sets ---- */
 

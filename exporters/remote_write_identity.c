@@ -14,7 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "agent/remote_write.h"
+#include "exporters/remote_write.h"
 
 static int rw_identity_push(struct rw_label *ext, size_t max, size_t *n, const char *name,
 			    const char *value)

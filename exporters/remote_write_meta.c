@@ -8,9 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "agent/remote_write_meta.h"
+#include "exporters/remote_write_meta.h"
 #include "api/metrics.h"
-#include "api/proto/prometheus/remote.pb-c.h"
+#include "exporters/proto/prometheus/remote.pb-c.h"
 
 #define RW_META_MAX 4096 /* families in one request */
 

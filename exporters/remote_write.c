@@ -16,12 +16,12 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
-#include "agent/hist_blob.h"
+#include "api/hist_blob.h"
 #include "agent/log.h"
-#include "agent/remote_write.h"
-#include "agent/remote_write_meta.h"
+#include "exporters/remote_write.h"
+#include "exporters/remote_write_meta.h"
 #include "api/metrics.h"
-#include "api/proto/prometheus/remote.pb-c.h"
+#include "exporters/proto/prometheus/remote.pb-c.h"
 #include "storage/store.h"
 #include "storage/store_samples.h"
 
