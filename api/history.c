@@ -34,6 +34,7 @@
 #include "storage/store.h"
 #include "storage/store_history.h"
 #include "storage/store_schema.h"
+#include "storage/table_value.h"
 
 #define HISTORY_PARAMS_MAX (STORE_FILTERS_MAX + 5)
 
@@ -165,7 +166,7 @@ static void row_netns_name(const struct history_table *ht, struct arena *ar, Pro
 {
 	char name[64];
 
-	if (netns_name_lookup((uint32_t)store_col_int(ht->c_netns, row), name, sizeof(name)))
+	if (netns_name_lookup((uint32_t)col_int(ht->c_netns, row), name, sizeof(name)))
 		return;
 	*(char **)((char *)m + ht->f_netns_name->offset) = arena_strdup(ar, name);
 	pbjson_field_set_present(m, ht->f_netns_name);
@@ -185,29 +186,24 @@ static ProtobufCMessage *row_message(const struct history_table *ht, struct aren
 	*(Google__Protobuf__Timestamp **)((char *)m + ht->f_time->offset) = pbmsg_time(ar, ts_ns);
 	for (const struct event_column *c = ht->t->cols; c->name; c++, i++) {
 		const ProtobufCFieldDescriptor *f = ht->fields[i];
-		const unsigned char *p = (const unsigned char *)row + c->offset;
+		struct col_value v;
 
-		if (c->type == COL_TEXT) {
-			size_t n = strnlen((const char *)p, c->size);
-
-			if (!n && c->null == COL_NULL_EMPTY)
-				continue;
-			*(char **)((char *)m + f->offset) = arena_strndup(ar, (const char *)p, n);
-		} else if (c->type == COL_REAL) {
-			double v = *(const double *)p;
-
-			if (c->null == COL_NULL_ZERO && v == 0)
-				continue;
+		col_value(c, row, &v);
+		switch (v.kind) {
+		case COLV_NULL:
+			continue;
+		case COLV_TEXT:
+			*(char **)((char *)m + f->offset) = arena_strndup(ar, v.s, v.len);
+			break;
+		case COLV_REAL:
 			if (f->type == PROTOBUF_C_TYPE_FLOAT)
-				*(float *)((char *)m + f->offset) = (float)v;
+				*(float *)((char *)m + f->offset) = (float)v.d;
 			else
-				*(double *)((char *)m + f->offset) = v;
-		} else {
-			int64_t v = store_col_int(c, row);
-
-			if ((c->null == COL_NULL_NEG && v < 0) || (c->null == COL_NULL_ZERO && !v))
-				continue;
-			field_set_int(m, f, v);
+				*(double *)((char *)m + f->offset) = v.d;
+			break;
+		default:
+			field_set_int(m, f, v.i);
+			break;
 		}
 		if (field_optional(f))
 			pbjson_field_set_present(m, f);

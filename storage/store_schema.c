@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "storage/store_schema.h"
+#include "storage/table_value.h"
 
 static const char *col_sql_type(enum col_type t)
 {
@@ -185,74 +186,28 @@ out_sql:
 	return -EIO;
 }
 
-int64_t store_col_int(const struct event_column *c, const void *row)
-{
-	const unsigned char *p = (const unsigned char *)row + c->offset;
-
-	if (c->type == COL_BOOL)
-		return *(const bool *)p;
-	if (c->type == COL_INT) {
-		switch (c->size) {
-		case 1:
-			return *(const int8_t *)p;
-		case 2:
-			return *(const int16_t *)p;
-		case 4:
-			return *(const int32_t *)p;
-		default:
-			return *(const int64_t *)p;
-		}
-	}
-	switch (c->size) {
-	case 1:
-		return *(const uint8_t *)p;
-	case 2:
-		return *(const uint16_t *)p;
-	case 4:
-		return *(const uint32_t *)p;
-	default:
-		/* SQLite integers are signed 64-bit: values past INT64_MAX
-		 * wrap, and read back through the same cast. */
-		return (int64_t) * (const uint64_t *)p;
-	}
-}
-
 int store_schema_bind(sqlite3_stmt *st, const struct event_table *t, const void *row)
 {
-	const unsigned char *base = row;
 	int i = 3, rc = SQLITE_OK;
 
 	for (const struct event_column *c = t->cols; c->name && rc == SQLITE_OK; c++, i++) {
-		const void *p = base + c->offset;
+		struct col_value v;
 
-		switch (c->type) {
-		case COL_TEXT: {
-			size_t n = strnlen(p, c->size);
-
-			if (!n && c->null == COL_NULL_EMPTY)
-				rc = sqlite3_bind_null(st, i);
-			else
-				rc = sqlite3_bind_text(st, i, p, (int)n, SQLITE_STATIC);
+		col_value(c, row, &v);
+		switch (v.kind) {
+		case COLV_NULL:
+			rc = sqlite3_bind_null(st, i);
 			break;
-		}
-		case COL_REAL: {
-			double v = *(const double *)p;
-
-			if (c->null == COL_NULL_ZERO && v == 0)
-				rc = sqlite3_bind_null(st, i);
-			else
-				rc = sqlite3_bind_double(st, i, v);
+		case COLV_TEXT:
+			rc = sqlite3_bind_text(st, i, v.s, (int)v.len, SQLITE_STATIC);
 			break;
-		}
-		default: {
-			int64_t v = store_col_int(c, row);
-
-			if ((c->null == COL_NULL_NEG && v < 0) || (c->null == COL_NULL_ZERO && !v))
-				rc = sqlite3_bind_null(st, i);
-			else
-				rc = sqlite3_bind_int64(st, i, v);
+		case COLV_REAL:
+			rc = sqlite3_bind_double(st, i, v.d);
 			break;
-		}
+		default: /* SQLite integers are signed 64-bit: a COLV_UINT wraps
+			  * and reads back through the same cast */
+			rc = sqlite3_bind_int64(st, i, v.i);
+			break;
 		}
 	}
 	return rc;

@@ -35,7 +35,5 @@ int store_schema_bind(sqlite3_stmt *st, const struct event_table *t, const void 
 void store_schema_read_row(sqlite3_stmt *st, int first, const struct event_table *t, void *row);
 /* "id, ts, col1, col2, ..." into buf. */
 int store_schema_select_list(const struct event_table *t, char *buf, size_t len);
-/* An integer or bool column of row, widened (unsigned 64-bit wraps). */
-int64_t store_col_int(const struct event_column *c, const void *row);
 
 #endif

@@ -104,6 +104,17 @@ struct event_table {
 	const struct ProtobufCMessageDescriptor *list_message;
 	/* Retention overriding [storage] retention; 0 = that one. */
 	uint64_t retention_ms;
+	/* How grave one row is for the event exporters, as an OpenTelemetry
+	 * SeverityNumber (EVENT_SEVERITY_*); NULL: every row is INFO. */
+	int (*severity)(const void *row);
+};
+
+/* OpenTelemetry SeverityNumber values the tables use. */
+enum event_severity {
+	EVENT_SEVERITY_DEBUG = 5,
+	EVENT_SEVERITY_INFO = 9,
+	EVENT_SEVERITY_WARN = 13,
+	EVENT_SEVERITY_ERROR = 17,
 };
 
 #endif

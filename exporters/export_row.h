@@ -1,0 +1,40 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * What the event exporters hand their encoders: rows of the event tables
+ * (storage/table.h descriptors) in id order, and the host's identity, the
+ * same one every pushed series carries (remote_write's job, instance and
+ * external labels).
+ */
+#ifndef SYSOBS_EXPORT_ROW_H
+#define SYSOBS_EXPORT_ROW_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "storage/table.h"
+
+struct export_row {
+	const struct event_table *table;
+	int64_t id;    /* the agent-wide row id: (host, table, id) is the row's key */
+	int64_t ts_ns; /* unix ns */
+	const void *row; /* the table's row struct (t->row_size bytes) */
+};
+
+struct export_label {
+	const char *name, *value;
+};
+
+#define EXPORT_MAX_LABELS 16
+
+struct export_identity {
+	const char *job;      /* "" = none */
+	const char *instance; /* never empty: the host name by default */
+	struct export_label labels[EXPORT_MAX_LABELS]; /* external labels, sorted by name */
+	size_t n_labels;
+	const char *version; /* sysobsd's: SYSOBS_VERSION */
+	/* service.instance.id: this database's id (store_meta db_id), which
+	 * changes when the history starts over, so ids never collide. */
+	const char *db_id;
+};
+
+#endif
