@@ -15,8 +15,8 @@
 
 struct export_row {
 	const struct event_table *table;
-	int64_t id;    /* the agent-wide row id: (host, table, id) is the row's key */
-	int64_t ts_ns; /* unix ns */
+	int64_t id;	 /* the agent-wide row id: (host, table, id) is the row's key */
+	int64_t ts_ns;	 /* unix ns */
 	const void *row; /* the table's row struct (t->row_size bytes) */
 };
 
@@ -27,8 +27,8 @@ struct export_label {
 #define EXPORT_MAX_LABELS 16
 
 struct export_identity {
-	const char *job;      /* "" = none */
-	const char *instance; /* never empty: the host name by default */
+	const char *job;			       /* "" = none */
+	const char *instance;			       /* never empty: the host name by default */
 	struct export_label labels[EXPORT_MAX_LABELS]; /* external labels, sorted by name */
 	size_t n_labels;
 	const char *version; /* sysobsd's: SYSOBS_VERSION */

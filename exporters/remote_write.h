@@ -26,27 +26,22 @@
 
 #include "agent/arena.h"
 #include "agent/config.h"
+#include "exporters/sender.h"
 
 struct store;
 struct metrics;
 
 /* [remote_write]: field names are the key names (CFG_KEY). */
 struct remote_write_config {
-	const char *url;
-	uint64_t max_age;		   /* ms */
-	uint64_t batch_samples;		   /* samples per request */
-	uint64_t send_interval;		   /* ms between looks at the history when caught up */
-	uint64_t timeout;		   /* ms per request */
-	uint64_t min_backoff, max_backoff; /* ms */
+	struct sender_config http; /* url, timeout, backoff, auth, TLS */
+	uint64_t max_age;	   /* ms */
+	uint64_t batch_samples;	   /* samples per request */
+	uint64_t send_interval;	   /* ms between looks at the history when caught up */
 	const char *external_labels;
 	const char *job, *instance; /* identity: see rw_identity_add() */
 	uint64_t metadata_interval; /* ms; 0: no metadata */
 	const char *cursor;	    /* store_meta cursor.<this> */
-	const char *basic_auth_user, *basic_auth_password_file;
-	const char *bearer_token, *bearer_token_file;
-	const char *tls_ca_file, *tls_cert_file, *tls_key_file;
-	bool tls_insecure_skip_verify;
-	bool native_histograms; /* histograms as native ones (remote_write_hist.c) */
+	bool native_histograms;	    /* histograms as native ones (remote_write_hist.c) */
 };
 
 extern const struct cfg_key remote_write_keys[];
@@ -108,13 +103,6 @@ int rw_identity_add(const char *job, const char *instance, char *host, size_t ho
 
 /* Sorts labels by name, bytewise (the order the spec requires). */
 void rw_labels_sort(struct rw_label *l, size_t n);
-
-/* Retry-After: delay-seconds or an HTTP-date, relative to now, in ms.
- * 0 or -EINVAL. */
-int rw_retry_after_parse(const char *v, time_t now, uint64_t *ms);
-
-/* The wait after cur (0 = no failure yet): min, then doubling, capped. */
-uint64_t rw_backoff_next(uint64_t cur, uint64_t min, uint64_t max);
 
 /*
  * One batch: rows added in commit order, grouped by series at encode time.

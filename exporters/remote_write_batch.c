@@ -149,44 +149,6 @@ void rw_labels_sort(struct rw_label *l, size_t n)
 	qsort(l, n, sizeof(*l), rw_label_cmp);
 }
 
-/* ---- retries ---- */
-
-int rw_retry_after_parse(const char *v, time_t now, uint64_t *ms)
-{
-	const char *p = v;
-	time_t t;
-
-	while (*p == ' ' || *p == '\t')
-		p++;
-	if (isdigit((unsigned char)*p)) {
-		uint64_t s = 0;
-
-		for (; isdigit((unsigned char)*p); p++)
-			s = s < UINT64_MAX / 10000 ? s * 10 + (uint64_t)(*p - '0')
-						   : UINT64_MAX / 1000;
-		while (*p == ' ' || *p == '\t' || *p == '\r' || *p == '\n')
-			p++;
-		if (*p)
-			return -EINVAL;
-		*ms = s * 1000;
-		return 0;
-	}
-	/* HTTP-date in any of the three forms RFC 9110 lets a recipient see
-	 * (IMF-fixdate, RFC 850, asctime): libcurl's parser reads them all. */
-	t = curl_getdate(p, NULL);
-	if (t == -1)
-		return -EINVAL;
-	*ms = t > now ? (uint64_t)(t - now) * 1000 : 0;
-	return 0;
-}
-
-uint64_t rw_backoff_next(uint64_t cur, uint64_t min, uint64_t max)
-{
-	if (!cur)
-		return min < max ? min : max;
-	return cur >= max / 2 ? max : cur * 2;
-}
-
 /* ---- batch ---- */
 
 struct rw_row {

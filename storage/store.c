@@ -767,6 +767,7 @@ static void store_free(struct store *s)
 	pthread_mutex_destroy(&s->rd_mu);
 	pthread_cond_destroy(&s->rd_cv);
 	pthread_mutex_destroy(&s->ck_mu);
+	pthread_mutex_destroy(&s->watch_mu);
 	pthread_cond_destroy(&s->ck_cv);
 	free(s);
 }
@@ -778,6 +779,7 @@ static int store_init_sync(struct store *s)
 	pthread_mutex_init(&s->mu, NULL);
 	pthread_mutex_init(&s->rd_mu, NULL);
 	pthread_mutex_init(&s->ck_mu, NULL);
+	pthread_mutex_init(&s->watch_mu, NULL);
 	pthread_mutex_init(&s->ic_mu, NULL);
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);

@@ -96,6 +96,18 @@ struct store_known_table {
 	uint64_t retention_ms; /* 0: [storage] retention_ms */
 };
 
+/* A consumer's position in the event tables (storage/store_export.h):
+ * retention counts what it deletes past it. Under watch_mu. */
+#define STORE_WATCH_MAX 8
+struct store_watch {
+	struct store *s;
+	bool used;
+	uint64_t tables;      /* bit i: known[i] */
+	int64_t acked, read;  /* rows up to acked are delivered; up to read in flight */
+	uint64_t deleted;     /* rows past read deleted */
+	uint64_t inflight;    /* rows in (acked, read] deleted */
+};
+
 struct store {
 	struct store_config cfg;
 	char *path;
@@ -166,6 +178,9 @@ struct store {
 	struct store_ratelimit rl_commit, rl_insert, rl_maint, rl_submit;
 	pthread_t thread;
 
+	pthread_mutex_t watch_mu;
+	struct store_watch watches[STORE_WATCH_MAX];
+
 	/* Checkpointer thread: own connection, PASSIVE checkpoints when the
 	 * WAL grows (woken by the writer's WAL hook) and every 10 s, so the
 	 * copy into the database file and its fsync stay off the writer. */
@@ -198,6 +213,9 @@ void store_abs_mono(int64_t ns, struct timespec *out);
 void store_stat_add(uint64_t *p, uint64_t v);
 uint64_t store_stat_get(const uint64_t *p);
 void store_count_error(struct store *s, enum store_err_op op);
+/* Retention deleted row id of known[table]: counted for every watch of
+ * that table past which it lay (store_export.c). Call after the commit. */
+void store_watch_deleted(struct store *s, size_t table, const int64_t *ids, size_t n);
 int store_query_int(sqlite3 *db, const char *sql, int64_t *out);
 int store_exec_rows(sqlite3 *db, const char *sql);
 bool store_rc_transient(int rc);

@@ -23,6 +23,14 @@
 
 /* ---- retention ---- */
 
+static int64_t *array_grow_ids(int64_t *ids, size_t *cap, size_t n)
+{
+	if (n < *cap)
+		return ids;
+	*cap = *cap ? *cap * 2 : 256;
+	return realloc(ids, *cap * sizeof(*ids));
+}
+
 int store_db_size(struct store *s, int64_t *used, int64_t *total)
 {
 	int64_t pages, free_pages, page_size;
@@ -39,11 +47,14 @@ int store_db_size(struct store *s, int64_t *used, int64_t *total)
 
 /* Runs sql (with ?1 bound to arg) in its own transaction, recording the id
  * high-water mark so deleting the newest rows cannot make ids restart.
- * Returns rows changed, or -1. */
-static int64_t store_delete_txn(struct store *s, const char *sql, int64_t arg)
+ * table: the index in known of an event table, whose sql ends in
+ * "RETURNING id" so the deleted ids reach the store's watches
+ * (store_export.h); -1 for metric_samples. Returns rows changed, or -1. */
+static int64_t store_delete_txn(struct store *s, const char *sql, int64_t arg, int table)
 {
 	sqlite3_stmt *st = NULL, *meta = NULL;
-	int64_t changed = -1;
+	int64_t changed = -1, *ids = NULL;
+	size_t n_ids = 0, cap = 0;
 	int rc;
 
 	rc = sqlite3_prepare_v2(s->db, sql, -1, &st, NULL);
@@ -59,7 +70,16 @@ static int64_t store_delete_txn(struct store *s, const char *sql, int64_t arg)
 	if (rc != SQLITE_DONE)
 		goto out;
 	sqlite3_bind_int64(st, 1, arg);
-	rc = sqlite3_step(st);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		int64_t *p = array_grow_ids(ids, &cap, n_ids);
+
+		if (!p) {
+			rc = SQLITE_NOMEM;
+			break;
+		}
+		ids = p;
+		ids[n_ids++] = sqlite3_column_int64(st, 0);
+	}
 	if (rc != SQLITE_DONE)
 		goto out_rollback;
 	changed = sqlite3_changes(s->db);
@@ -69,8 +89,11 @@ static int64_t store_delete_txn(struct store *s, const char *sql, int64_t arg)
 		goto out_rollback;
 	rc = sqlite3_step(s->st_commit);
 	sqlite3_reset(s->st_commit);
-	if (rc == SQLITE_DONE)
+	if (rc == SQLITE_DONE) {
+		if (table >= 0 && n_ids)
+			store_watch_deleted(s, (size_t)table, ids, n_ids);
 		goto out;
+	}
 out_rollback:
 	changed = -1;
 	store_rollback(s);
@@ -80,6 +103,7 @@ out:
 		store_log(s, &s->rl_maint, 60000, STORE_LOG_WARN, "retention: %s",
 			  sqlite3_errmsg(s->db));
 	}
+	free(ids);
 	sqlite3_finalize(st);
 	sqlite3_finalize(meta);
 	return changed;
@@ -104,13 +128,13 @@ static bool store_retain_age(struct store *s, int *budget)
 		cutoff = ms >= (uint64_t)now / 1000000 ? INT64_MIN : now - (int64_t)ms * 1000000;
 		snprintf(sql, sizeof(sql),
 			 "DELETE FROM \"%s\" WHERE rowid IN (SELECT rowid FROM \"%s\""
-			 " WHERE ts < ?1 LIMIT %d)",
-			 name, name, STORE_DELETE_BATCH);
+			 " WHERE ts < ?1 LIMIT %d)%s",
+			 name, name, STORE_DELETE_BATCH, i < s->n_known ? " RETURNING id" : "");
 		do {
 			if (*budget <= 0)
 				return true;
 			(*budget)--;
-			n = store_delete_txn(s, sql, cutoff);
+			n = store_delete_txn(s, sql, cutoff, i < s->n_known ? (int)i : -1);
 			if (n > 0)
 				store_stat_add(&s->rows_deleted_age, (uint64_t)n);
 		} while (n == STORE_DELETE_BATCH);
@@ -164,7 +188,7 @@ static int64_t store_retain_size_step(struct store *s)
 			 "DELETE FROM metric_samples WHERE rowid IN (SELECT rowid FROM "
 			 "metric_samples ORDER BY rowid LIMIT %d) AND ?1 = ?1",
 			 STORE_DELETE_BATCH);
-		return store_delete_txn(s, sql, 0);
+		return store_delete_txn(s, sql, 0, -1);
 	}
 	qsort(v, n, sizeof(*v), store_idts_cmp);
 	k = n < STORE_DELETE_BATCH ? (int64_t)n : STORE_DELETE_BATCH;
@@ -175,8 +199,9 @@ static int64_t store_retain_size_step(struct store *s)
 	for (size_t i = 0; i < s->n_known; i++) {
 		int64_t d;
 
-		snprintf(sql, sizeof(sql), "DELETE FROM \"%s\" WHERE id <= ?1", s->known[i].name);
-		d = store_delete_txn(s, sql, cut_id);
+		snprintf(sql, sizeof(sql), "DELETE FROM \"%s\" WHERE id <= ?1 RETURNING id",
+			 s->known[i].name);
+		d = store_delete_txn(s, sql, cut_id, (int)i);
 		if (d < 0)
 			return -1;
 		total += d;
@@ -185,7 +210,7 @@ static int64_t store_retain_size_step(struct store *s)
 		 "DELETE FROM metric_samples WHERE rowid IN (SELECT rowid FROM metric_samples"
 		 " WHERE ts <= ?1 LIMIT %d)",
 		 STORE_DELETE_BATCH);
-	k = store_delete_txn(s, sql, cut_ts);
+	k = store_delete_txn(s, sql, cut_ts, -1);
 	if (k < 0)
 		return -1;
 	return total + k;

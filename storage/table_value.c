@@ -53,7 +53,8 @@ void col_value(const struct event_column *c, const void *row, struct col_value *
 		return;
 	default:
 		out->i = col_int(c, row);
-		if ((c->null == COL_NULL_NEG && out->i < 0) || (c->null == COL_NULL_ZERO && !out->i))
+		if ((c->null == COL_NULL_NEG && out->i < 0) ||
+		    (c->null == COL_NULL_ZERO && !out->i))
 			out->kind = COLV_NULL;
 		else if (c->type == COL_BOOL)
 			out->kind = COLV_BOOL;

@@ -43,7 +43,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	s[size - 1] = '\0';
 	switch (data[0] % 6) {
 	case 0:
-		rw_retry_after_parse(s, 1445412480, &ms);
+		sender_retry_after_parse(s, 1445412480, &ms);
 		break;
 	case 1:
 		if (!rw_labels_parse(s, &a, l, RW_MAX_LABELS, &n)) {

@@ -110,28 +110,28 @@ static void test_retry_after_reads_seconds_and_dates(void **state)
 	const time_t t = 1445412480;
 	uint64_t ms = 1;
 
-	assert_int_equal(rw_retry_after_parse("120", t, &ms), 0);
+	assert_int_equal(sender_retry_after_parse("120", t, &ms), 0);
 	assert_int_equal(ms, 120000);
-	assert_int_equal(rw_retry_after_parse(" 3\r\n", t, &ms), 0);
+	assert_int_equal(sender_retry_after_parse(" 3\r\n", t, &ms), 0);
 	assert_int_equal(ms, 3000);
-	assert_int_equal(rw_retry_after_parse("0", t, &ms), 0);
+	assert_int_equal(sender_retry_after_parse("0", t, &ms), 0);
 	assert_int_equal(ms, 0);
-	assert_int_equal(rw_retry_after_parse("Wed, 21 Oct 2015 07:28:00 GMT", t - 10, &ms), 0);
+	assert_int_equal(sender_retry_after_parse("Wed, 21 Oct 2015 07:28:00 GMT", t - 10, &ms), 0);
 	assert_int_equal(ms, 10000);
-	assert_int_equal(rw_retry_after_parse("Wednesday, 21-Oct-15 07:28:00 GMT", t - 7, &ms), 0);
+	assert_int_equal(sender_retry_after_parse("Wednesday, 21-Oct-15 07:28:00 GMT", t - 7, &ms), 0);
 	assert_int_equal(ms, 7000);
-	assert_int_equal(rw_retry_after_parse("Wed Oct 21 07:28:00 2015", t - 2, &ms), 0);
+	assert_int_equal(sender_retry_after_parse("Wed Oct 21 07:28:00 2015", t - 2, &ms), 0);
 	assert_int_equal(ms, 2000);
 	/* A date in the past: retry now. */
-	assert_int_equal(rw_retry_after_parse("Wed, 21 Oct 2015 07:28:00 GMT", t + 60, &ms), 0);
+	assert_int_equal(sender_retry_after_parse("Wed, 21 Oct 2015 07:28:00 GMT", t + 60, &ms), 0);
 	assert_int_equal(ms, 0);
 	/* Huge numbers saturate instead of wrapping. */
-	assert_int_equal(rw_retry_after_parse("99999999999999999999999", t, &ms), 0);
+	assert_int_equal(sender_retry_after_parse("99999999999999999999999", t, &ms), 0);
 	assert_true(ms >= 1000);
-	assert_int_equal(rw_retry_after_parse("12s", t, &ms), -EINVAL);
-	assert_int_equal(rw_retry_after_parse("-5", t, &ms), -EINVAL);
-	assert_int_equal(rw_retry_after_parse("soon", t, &ms), -EINVAL);
-	assert_int_equal(rw_retry_after_parse("", t, &ms), -EINVAL);
+	assert_int_equal(sender_retry_after_parse("12s", t, &ms), -EINVAL);
+	assert_int_equal(sender_retry_after_parse("-5", t, &ms), -EINVAL);
+	assert_int_equal(sender_retry_after_parse("soon", t, &ms), -EINVAL);
+	assert_int_equal(sender_retry_after_parse("", t, &ms), -EINVAL);
 }
 
 static void test_backoff_doubles_up_to_its_cap(void **state)
@@ -140,11 +140,11 @@ static void test_backoff_doubles_up_to_its_cap(void **state)
 	const uint64_t want[] = {30, 60, 120, 240, 480, 960, 1920, 3840, 5000, 5000};
 
 	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
-		b = rw_backoff_next(b, 30, 5000);
+		b = sender_backoff_next(b, 30, 5000);
 		assert_int_equal(b, want[i]);
 	}
-	assert_int_equal(rw_backoff_next(0, 100, 50), 50);
-	assert_int_equal(rw_backoff_next(UINT64_MAX / 2 + 7, 1, UINT64_MAX), UINT64_MAX);
+	assert_int_equal(sender_backoff_next(0, 100, 50), 50);
+	assert_int_equal(sender_backoff_next(UINT64_MAX / 2 + 7, 1, UINT64_MAX), UINT64_MAX);
 }
 
 /* The labels of one decoded series as "a=b,c=d". */

@@ -1,0 +1,452 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The HTTP side every exporter shares (exporters/sender.h): endpoint keys
+ * and their checks, libcurl, retries, gzip, the thread and its stop.
+ */
+#include <ctype.h>
+#include <curl/curl.h>
+#include <errno.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include "agent/log.h"
+#include "exporters/sender.h"
+
+#define SENDER_RETRY_AFTER_MAX_MS (5 * 60 * 1000) /* a longer Retry-After is capped */
+#define SENDER_SECRET_MAX	  (64 * 1024)
+#define SENDER_CONNECT_MAX_MS	  10000
+/* At shutdown a request in flight gets this long to finish: one the
+ * receiver already applied but whose answer was cut off would be sent again
+ * after the restart (a remote-write receiver without an out-of-order window
+ * refuses a batch with older samples of a series it has: 400). */
+#define SENDER_STOP_GRACE_NS (2 * 1000000000ll)
+
+/* ---- keys ---- */
+
+/* A password or token file: its content without trailing blanks. */
+static int sender_read_secret(const char *path, char **out, const char **why)
+{
+	FILE *f = fopen(path, "r");
+	char *buf;
+	size_t n;
+
+	if (!f) {
+		*why = strerror(errno);
+		return -EINVAL;
+	}
+	buf = malloc(SENDER_SECRET_MAX + 1);
+	if (!buf) {
+		fclose(f);
+		*why = "out of memory";
+		return -ENOMEM;
+	}
+	n = fread(buf, 1, SENDER_SECRET_MAX + 1, f);
+	fclose(f);
+	while (n && isspace((unsigned char)buf[n - 1]))
+		n--;
+	buf[n] = '\0';
+	if (n > SENDER_SECRET_MAX || !n || memchr(buf, '\n', n) || strlen(buf) != n) {
+		*why = n ? "must hold one line of at most 64 KiB" : "is empty";
+		free(buf);
+		return -EINVAL;
+	}
+	*out = buf;
+	return 0;
+}
+
+static int sender_check_url(struct config *cfg, const char *section, const char *url)
+{
+	CURLU *u = curl_url();
+	char *scheme = NULL, *host = NULL;
+	int err = 0;
+
+	if (!u)
+		return -ENOMEM;
+	if (!*url)
+		err = cfg_error(cfg, section, "url", "is required");
+	else if (curl_url_set(u, CURLUPART_URL, url, CURLU_NON_SUPPORT_SCHEME) != CURLUE_OK)
+		err = cfg_error(cfg, section, "url", "'%s' is not a URL", url);
+	else if (curl_url_get(u, CURLUPART_SCHEME, &scheme, 0) != CURLUE_OK ||
+		 (strcmp(scheme, "http") && strcmp(scheme, "https")))
+		err = cfg_error(cfg, section, "url", "'%s': the scheme must be http or https", url);
+	else if (curl_url_get(u, CURLUPART_HOST, &host, 0) != CURLUE_OK || !*host)
+		err = cfg_error(cfg, section, "url", "'%s' names no host", url);
+	curl_free(scheme);
+	curl_free(host);
+	curl_url_cleanup(u);
+	return err;
+}
+
+static int sender_check_file(struct config *cfg, const char *section, const char *key,
+			     const char *path)
+{
+	if (*path && access(path, R_OK))
+		return cfg_error(cfg, section, key, "%s: %s", path, strerror(errno));
+	return 0;
+}
+
+int sender_check(struct sender *s, struct config *cfg, const char *section,
+		 const struct sender_config *c, bool read_files)
+{
+	const char *why = NULL;
+	int bad = 0;
+
+	s->section = section;
+	s->cfg = c;
+	bad |= sender_check_url(cfg, section, c->url);
+	if (c->min_backoff > c->max_backoff)
+		bad |= cfg_error(cfg, section, "max_backoff", "must not be below min_backoff");
+	if (*c->bearer_token && *c->bearer_token_file)
+		bad |= cfg_error(cfg, section, "bearer_token_file",
+				 "set bearer_token or bearer_token_file, not both");
+	if (*c->basic_auth_user && (*c->bearer_token || *c->bearer_token_file))
+		bad |= cfg_error(cfg, section, "basic_auth_user",
+				 "basic auth and a bearer token exclude each other");
+	if (!*c->basic_auth_user != !*c->basic_auth_password_file)
+		bad |=
+		    cfg_error(cfg, section,
+			      *c->basic_auth_user ? "basic_auth_user" : "basic_auth_password_file",
+			      "basic auth needs both basic_auth_user and basic_auth_password_file");
+	if (!*c->tls_cert_file != !*c->tls_key_file)
+		bad |= cfg_error(cfg, section, *c->tls_cert_file ? "tls_cert_file" : "tls_key_file",
+				 "a client certificate needs both tls_cert_file and tls_key_file");
+	if (!read_files)
+		return bad ? -EINVAL : 0;
+	bad |= sender_check_file(cfg, section, "tls_ca_file", c->tls_ca_file);
+	bad |= sender_check_file(cfg, section, "tls_cert_file", c->tls_cert_file);
+	bad |= sender_check_file(cfg, section, "tls_key_file", c->tls_key_file);
+	if (*c->basic_auth_password_file &&
+	    sender_read_secret(c->basic_auth_password_file, &s->password, &why))
+		bad |= cfg_error(cfg, section, "basic_auth_password_file", "%s: %s",
+				 c->basic_auth_password_file, why);
+	if (*c->bearer_token_file && sender_read_secret(c->bearer_token_file, &s->bearer, &why))
+		bad |= cfg_error(cfg, section, "bearer_token_file", "%s: %s", c->bearer_token_file,
+				 why);
+	if (bad)
+		return -EINVAL;
+	if (*c->bearer_token && !(s->bearer = strdup(c->bearer_token)))
+		return -ENOMEM;
+	return 0;
+}
+
+/* ---- libcurl ---- */
+
+static size_t sender_on_header(char *p, size_t size, size_t n, void *arg)
+{
+	struct sender *s = arg;
+	size_t len = size * n;
+	static const char key[] = "retry-after:";
+
+	if (len >= 5 && !strncmp(p, "HTTP/", 5)) {
+		s->retry_after[0] = '\0'; /* a new response (after a 100) */
+	} else if (len > sizeof(key) - 1 && !strncasecmp(p, key, sizeof(key) - 1)) {
+		size_t v = len - (sizeof(key) - 1);
+
+		if (v >= sizeof(s->retry_after))
+			v = sizeof(s->retry_after) - 1;
+		memcpy(s->retry_after, p + sizeof(key) - 1, v);
+		s->retry_after[v] = '\0';
+	}
+	return len;
+}
+
+static size_t sender_on_body(char *p, size_t size, size_t n, void *arg)
+{
+	struct sender *s = arg;
+	size_t len = size * n, room = sizeof(s->resp) - 1 - s->resp_len;
+
+	if (room) {
+		memcpy(s->resp + s->resp_len, p, len < room ? len : room);
+		s->resp_len += len < room ? len : room;
+		s->resp[s->resp_len] = '\0';
+	}
+	return len;
+}
+
+/* Called by libcurl at least once a second during a transfer: aborts it
+ * once a stop has waited SENDER_STOP_GRACE_NS. */
+static int sender_on_progress(void *arg, curl_off_t dt, curl_off_t dn, curl_off_t ut, curl_off_t un)
+{
+	struct sender *s = arg;
+
+	(void)dt, (void)dn, (void)ut, (void)un;
+	return __atomic_load_n(&s->stop, __ATOMIC_RELAXED) &&
+	       clock_mono_ns() - __atomic_load_n(&s->stop_ns, __ATOMIC_RELAXED) >
+		   SENDER_STOP_GRACE_NS;
+}
+
+int sender_setup(struct sender *s, const char *const *headers)
+{
+	const struct sender_config *c = s->cfg;
+	struct curl_slist *l = NULL;
+	CURL *h;
+
+	if (curl_global_init(CURL_GLOBAL_DEFAULT))
+		return -EIO;
+	s->curl_global = true;
+	h = curl_easy_init();
+	if (!h)
+		return -ENOMEM;
+	s->curl = h;
+	/* "Expect:" off so a large body is not held back for a 100-continue
+	 * round trip. */
+	l = curl_slist_append(l, "Expect:");
+	for (size_t i = 0; l && headers && headers[i]; i++)
+		l = curl_slist_append(l, headers[i]);
+	if (l && s->bearer) {
+		char *v = malloc(strlen(s->bearer) + 32);
+
+		if (v) {
+			sprintf(v, "Authorization: Bearer %s", s->bearer);
+			l = curl_slist_append(l, v);
+			free(v);
+		} else {
+			l = NULL;
+		}
+	}
+	if (!l)
+		return -ENOMEM;
+	s->hdr = l;
+	curl_easy_setopt(h, CURLOPT_URL, c->url);
+	curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
+	curl_easy_setopt(h, CURLOPT_USERAGENT, "sysobsd/" SYSOBS_VERSION);
+	curl_easy_setopt(h, CURLOPT_POST, 1L);
+	curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, (long)c->timeout);
+	curl_easy_setopt(
+	    h, CURLOPT_CONNECTTIMEOUT_MS,
+	    (long)(c->timeout < SENDER_CONNECT_MAX_MS ? c->timeout : SENDER_CONNECT_MAX_MS));
+	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(h, CURLOPT_ERRORBUFFER, s->errbuf);
+	curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, sender_on_header);
+	curl_easy_setopt(h, CURLOPT_HEADERDATA, s);
+	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, sender_on_body);
+	curl_easy_setopt(h, CURLOPT_WRITEDATA, s);
+	curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
+	curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, sender_on_progress);
+	curl_easy_setopt(h, CURLOPT_XFERINFODATA, s);
+	if (*c->basic_auth_user) {
+		curl_easy_setopt(h, CURLOPT_HTTPAUTH, (long)CURLAUTH_BASIC);
+		curl_easy_setopt(h, CURLOPT_USERNAME, c->basic_auth_user);
+		curl_easy_setopt(h, CURLOPT_PASSWORD, s->password);
+	}
+	if (*c->tls_ca_file)
+		curl_easy_setopt(h, CURLOPT_CAINFO, c->tls_ca_file);
+	if (*c->tls_cert_file) {
+		curl_easy_setopt(h, CURLOPT_SSLCERT, c->tls_cert_file);
+		curl_easy_setopt(h, CURLOPT_SSLKEY, c->tls_key_file);
+	}
+	if (c->tls_insecure_skip_verify) {
+		curl_easy_setopt(h, CURLOPT_SSL_VERIFYPEER, 0L);
+		curl_easy_setopt(h, CURLOPT_SSL_VERIFYHOST, 0L);
+	}
+	return 0;
+}
+
+enum sender_verdict sender_post(struct sender *s, const void *body, size_t len, bool gzip)
+{
+	struct curl_slist *enc = NULL;
+	CURLcode rc;
+
+	s->retry_after[0] = '\0';
+	s->resp[0] = '\0';
+	s->resp_len = 0;
+	s->errbuf[0] = '\0';
+	s->status = 0;
+	if (gzip) {
+		if (sender_gzip(body, len, &s->gz)) {
+			snprintf(s->errbuf, sizeof(s->errbuf),
+				 "out of memory compressing %zu bytes", len);
+			return SENDER_RETRY;
+		}
+		body = s->gz.p;
+		len = s->gz.len;
+		/* The handle's own headers plus this one, for this request. */
+		for (struct curl_slist *h = s->hdr; h; h = h->next)
+			enc = curl_slist_append(enc, h->data);
+		enc = enc ? curl_slist_append(enc, "Content-Encoding: gzip") : NULL;
+		if (!enc) {
+			snprintf(s->errbuf, sizeof(s->errbuf), "out of memory");
+			return SENDER_RETRY;
+		}
+	}
+	curl_easy_setopt(s->curl, CURLOPT_HTTPHEADER, enc ? enc : s->hdr);
+	curl_easy_setopt(s->curl, CURLOPT_POSTFIELDS, body);
+	curl_easy_setopt(s->curl, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)len);
+	rc = curl_easy_perform(s->curl);
+	curl_easy_setopt(s->curl, CURLOPT_HTTPHEADER, s->hdr);
+	curl_slist_free_all(enc);
+	if (rc == CURLE_OK)
+		curl_easy_getinfo(s->curl, CURLINFO_RESPONSE_CODE, &s->status);
+	else if (!s->errbuf[0])
+		snprintf(s->errbuf, sizeof(s->errbuf), "%s", curl_easy_strerror(rc));
+	if (!s->status && sender_stopping(s))
+		return SENDER_STOPPED;
+	if (s->status >= 200 && s->status < 300)
+		return SENDER_SENT;
+	if (!s->status || s->status == 429 || s->status >= 500)
+		return SENDER_RETRY;
+	return SENDER_REFUSED;
+}
+
+uint64_t sender_retry_wait(struct sender *s)
+{
+	const struct sender_config *c = s->cfg;
+	uint64_t ra;
+
+	s->failures++;
+	s->backoff_ms = sender_backoff_next(s->backoff_ms, c->min_backoff, c->max_backoff);
+	if (s->retry_after[0] && !sender_retry_after_parse(s->retry_after, time(NULL), &ra))
+		return ra < c->min_backoff		? c->min_backoff
+		       : ra > SENDER_RETRY_AFTER_MAX_MS ? SENDER_RETRY_AFTER_MAX_MS
+							: ra;
+	return s->backoff_ms;
+}
+
+bool sender_recovered(struct sender *s)
+{
+	bool was = s->failures != 0;
+
+	if (was)
+		log_info(s->section, "%s accepts again after %u failed attempts", s->cfg->url,
+			 s->failures);
+	s->failures = 0;
+	s->backoff_ms = 0;
+	return was;
+}
+
+/* ---- the thread ---- */
+
+int sender_start(struct sender *s, void *(*fn)(void *), void *arg, const char *name)
+{
+	pthread_condattr_t ca;
+	int rc;
+
+	pthread_mutex_init(&s->mu, NULL);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&s->cv, &ca);
+	pthread_condattr_destroy(&ca);
+	rc = pthread_create(&s->thread, NULL, fn, arg);
+	if (rc) {
+		pthread_cond_destroy(&s->cv);
+		pthread_mutex_destroy(&s->mu);
+		return -rc;
+	}
+	pthread_setname_np(s->thread, name);
+	s->started = true;
+	return 0;
+}
+
+bool sender_sleep(struct sender *s, uint64_t ms)
+{
+	int64_t until = clock_mono_ns() + (int64_t)ms * 1000000;
+	struct timespec ts = {until / 1000000000, until % 1000000000};
+	bool stop;
+
+	pthread_mutex_lock(&s->mu);
+	while (!s->stop && pthread_cond_timedwait(&s->cv, &s->mu, &ts) != ETIMEDOUT)
+		;
+	stop = s->stop;
+	pthread_mutex_unlock(&s->mu);
+	return !stop;
+}
+
+bool sender_stopping(const struct sender *s)
+{
+	return __atomic_load_n(&s->stop, __ATOMIC_RELAXED);
+}
+
+void sender_free(struct sender *s)
+{
+	if (s->started) {
+		pthread_mutex_lock(&s->mu);
+		__atomic_store_n(&s->stop_ns, clock_mono_ns(), __ATOMIC_RELAXED);
+		__atomic_store_n(&s->stop, true, __ATOMIC_RELAXED);
+		pthread_cond_signal(&s->cv);
+		pthread_mutex_unlock(&s->mu);
+		pthread_join(s->thread, NULL);
+		pthread_cond_destroy(&s->cv);
+		pthread_mutex_destroy(&s->mu);
+		s->started = false;
+	}
+	curl_easy_cleanup(s->curl);
+	s->curl = NULL;
+	if (s->curl_global)
+		curl_global_cleanup();
+	s->curl_global = false;
+	curl_slist_free_all(s->hdr);
+	s->hdr = NULL;
+	buf_free(&s->gz);
+	free(s->password);
+	free(s->bearer);
+	s->password = s->bearer = NULL;
+}
+
+/* ---- pure parts ---- */
+
+int sender_retry_after_parse(const char *v, time_t now, uint64_t *ms)
+{
+	const char *p = v;
+	time_t t;
+
+	while (*p == ' ' || *p == '\t')
+		p++;
+	if (isdigit((unsigned char)*p)) {
+		uint64_t sec = 0;
+
+		for (; isdigit((unsigned char)*p); p++)
+			sec = sec < UINT64_MAX / 10000 ? sec * 10 + (uint64_t)(*p - '0')
+						       : UINT64_MAX / 1000;
+		while (*p == ' ' || *p == '\t' || *p == '\r' || *p == '\n')
+			p++;
+		if (*p)
+			return -EINVAL;
+		*ms = sec * 1000;
+		return 0;
+	}
+	/* HTTP-date in any of the three forms RFC 9110 lets a recipient see
+	 * (IMF-fixdate, RFC 850, asctime): libcurl's parser reads them all. */
+	t = curl_getdate(p, NULL);
+	if (t == -1)
+		return -EINVAL;
+	*ms = t > now ? (uint64_t)(t - now) * 1000 : 0;
+	return 0;
+}
+
+uint64_t sender_backoff_next(uint64_t cur, uint64_t min, uint64_t max)
+{
+	if (!cur)
+		return min < max ? min : max;
+	return cur >= max / 2 ? max : cur * 2;
+}
+
+int sender_gzip(const void *in, size_t len, struct buf *out)
+{
+	z_stream z = {0};
+	size_t bound;
+	int rc;
+
+	out->len = 0;
+	/* windowBits 15 + 16: a gzip wrapper, as Content-Encoding: gzip says. */
+	if (deflateInit2(&z, 6, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK)
+		return -ENOMEM;
+	bound = deflateBound(&z, (uLong)len) + 32;
+	if (buf_reserve(out, bound)) {
+		deflateEnd(&z);
+		return -ENOMEM;
+	}
+	z.next_in = (Bytef *)(uintptr_t)in;
+	z.avail_in = (uInt)len;
+	z.next_out = (Bytef *)out->p;
+	z.avail_out = (uInt)bound;
+	rc = deflate(&z, Z_FINISH);
+	out->len = z.total_out;
+	out->p[out->len] = '\0';
+	deflateEnd(&z);
+	return rc == Z_STREAM_END ? 0 : -ENOMEM;
+}

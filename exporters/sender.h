@@ -1,0 +1,138 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * What every exporter that POSTs to a receiver shares (remote_write, the
+ * event exporters): the endpoint's keys (URL, time limit, backoff, basic
+ * auth or bearer token, TLS) and their checks, one libcurl handle, the
+ * verdict on an answer (2xx sent; 429, 5xx and transport errors retried
+ * after an exponential backoff or the receiver's Retry-After; any other
+ * answer refused: the receiver would refuse it again), gzip for a body, and
+ * a thread that a stop wakes from its waits and that aborts a request still
+ * running RW_STOP_GRACE after the stop.
+ */
+#ifndef SYSOBS_SENDER_H
+#define SYSOBS_SENDER_H
+
+#include <curl/curl.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <time.h>
+
+#include "agent/buf.h"
+#include "agent/config.h"
+
+/* The endpoint's keys; a section embeds this struct and lists SENDER_KEYS. */
+struct sender_config {
+	const char *url;
+	uint64_t timeout;		   /* ms per request */
+	uint64_t min_backoff, max_backoff; /* ms */
+	const char *basic_auth_user, *basic_auth_password_file;
+	const char *bearer_token, *bearer_token_file;
+	const char *tls_ca_file, *tls_cert_file, *tls_key_file;
+	bool tls_insecure_skip_verify;
+};
+
+// clang-format off
+#define SENDER_KEY(st, m, f, t, d, lo, hi, h) \
+	{#f, (d), (h), (t), offsetof(st, m) + offsetof(struct sender_config, f), (lo), (hi), NULL}
+// clang-format on
+
+/* The keys of struct sender_config member m of config struct st, url's
+ * help given (it names the receiver's usual path). */
+#define SENDER_KEYS(st, m, url_help)                                                               \
+	SENDER_KEY(st, m, url, CFG_STRING, "", 0, 0, url_help),                                    \
+	    SENDER_KEY(st, m, timeout, CFG_DURATION, "30s", 100, 600000,                           \
+		       "time limit of one request"),                                               \
+	    SENDER_KEY(st, m, min_backoff, CFG_DURATION, "30ms", 1, 600000,                        \
+		       "first wait before retrying a 5xx, 429 or transport error; doubles per "    \
+		       "failure"),                                                                 \
+	    SENDER_KEY(st, m, max_backoff, CFG_DURATION, "5s", 1, 3600000,                         \
+		       "longest wait between retries (a receiver's Retry-After is honoured up to " \
+		       "5m)"),                                                                     \
+	    SENDER_KEY(st, m, basic_auth_user, CFG_STRING, "", 0, 0, "HTTP basic auth user name"), \
+	    SENDER_KEY(st, m, basic_auth_password_file, CFG_STRING, "", 0, 0,                      \
+		       "file holding the basic auth password (trailing newline ignored)"),         \
+	    SENDER_KEY(st, m, bearer_token, CFG_STRING, "", 0, 0, "Authorization: Bearer token"),  \
+	    SENDER_KEY(st, m, bearer_token_file, CFG_STRING, "", 0, 0,                             \
+		       "file holding the bearer token"),                                           \
+	    SENDER_KEY(st, m, tls_ca_file, CFG_STRING, "", 0, 0,                                   \
+		       "CA bundle to verify the receiver (default: system)"),                      \
+	    SENDER_KEY(st, m, tls_cert_file, CFG_STRING, "", 0, 0,                                 \
+		       "client certificate (PEM), with tls_key_file"),                             \
+	    SENDER_KEY(st, m, tls_key_file, CFG_STRING, "", 0, 0, "client key (PEM)"),             \
+	    SENDER_KEY(st, m, tls_insecure_skip_verify, CFG_BOOL, "false", 0, 0,                   \
+		       "do not verify the receiver's certificate and host name (testing only)")
+
+#define SENDER_RESP_MAX 512 /* response body kept (the log, OTLP's partial success) */
+
+enum sender_verdict {
+	SENDER_SENT,	/* 2xx */
+	SENDER_RETRY,	/* 429, 5xx, transport error: send it again */
+	SENDER_REFUSED, /* anything else: the receiver would refuse it again */
+	SENDER_STOPPED, /* aborted by the stop */
+};
+
+struct sender {
+	const char *section; /* "remote_write", "export.NAME": logs and messages */
+	const struct sender_config *cfg;
+	char *password, *bearer;
+	CURL *curl;
+	struct curl_slist *hdr;
+	char errbuf[CURL_ERROR_SIZE];
+	char retry_after[64];
+	char resp[SENDER_RESP_MAX];
+	size_t resp_len;
+	long status; /* of the last post; 0: transport error (errbuf) */
+	uint64_t backoff_ms;
+	unsigned failures; /* retried attempts since the last success */
+	struct buf gz;	   /* gzip'ed body, reused */
+
+	pthread_t thread;
+	bool started, curl_global;
+	pthread_mutex_t mu;
+	pthread_cond_t cv; /* CLOCK_MONOTONIC */
+	bool stop;
+	int64_t stop_ns;
+};
+
+/*
+ * Checks the keys of c for section (URL scheme http or https with a host,
+ * backoff range, auth and TLS file combinations) and, with read_files,
+ * reads the password and token files. Every error is recorded (cfg_error);
+ * -EINVAL when any was, -ENOMEM.
+ */
+int sender_check(struct sender *s, struct config *cfg, const char *section,
+		 const struct sender_config *c, bool read_files);
+/* The libcurl handle with headers (NULL-terminated "Name: value" list).
+ * 0 or -ENOMEM. */
+int sender_setup(struct sender *s, const char *const *headers);
+/* POSTs body (gzip'ed first with gzip, sent with Content-Encoding: gzip)
+ * and says what became of it; s->status, s->resp, s->errbuf tell more. */
+enum sender_verdict sender_post(struct sender *s, const void *body, size_t len, bool gzip);
+/* After SENDER_RETRY: the wait before the next attempt (ms), the backoff
+ * doubled or the receiver's Retry-After (capped at 5 min). */
+uint64_t sender_retry_wait(struct sender *s);
+/* After a success: the backoff starts over; true when it had failed. */
+bool sender_recovered(struct sender *s);
+
+/* Runs fn(arg) on a thread named name. 0 or -errno. */
+int sender_start(struct sender *s, void *(*fn)(void *), void *arg, const char *name);
+/* Sleeps up to ms; false when asked to stop. */
+bool sender_sleep(struct sender *s, uint64_t ms);
+bool sender_stopping(const struct sender *s);
+/* Stops the thread (a request in flight gets 2 s, then is aborted within
+ * about a second more) and frees everything but s itself. */
+void sender_free(struct sender *s);
+
+/* ---- pure parts (unit-tested) ---- */
+
+/* Retry-After: delay-seconds or an HTTP-date, relative to now, in ms.
+ * 0 or -EINVAL. */
+int sender_retry_after_parse(const char *v, time_t now, uint64_t *ms);
+/* The wait after cur (0 = no failure yet): min, then doubling, capped. */
+uint64_t sender_backoff_next(uint64_t cur, uint64_t min, uint64_t max);
+/* in[len] gzip'ed into out (replacing its content). 0 or -ENOMEM. */
+int sender_gzip(const void *in, size_t len, struct buf *out);
+
+#endif
