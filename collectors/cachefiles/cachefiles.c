@@ -140,6 +140,23 @@ static const struct event_column cachefiles_daemon_cols[] = {
     {0},
 };
 
+/*
+ * How grave a daemon event is for the event exporters. A death or a flush
+ * is WARN (the daemon went away or the cache was closed; a supervised
+ * daemon is restarted and restores), ERROR when requests were in flight
+ * then: after a death they wait for a restore that may never come (an
+ * image's reads hang), a flush fails them with EIO. A restore is the
+ * recovery: INFO.
+ */
+static int cachefiles_daemon_severity(const void *row)
+{
+	const struct cachefiles_daemon_row *r = row;
+
+	if (!strcmp(r->event, "restore"))
+		return EVENT_SEVERITY_INFO;
+	return r->inflight > 0 ? EVENT_SEVERITY_ERROR : EVENT_SEVERITY_WARN;
+}
+
 const struct event_table cachefiles_daemon_table = {
     .name = "cachefiles_daemon",
     .collector = "cachefiles",
@@ -149,6 +166,7 @@ const struct event_table cachefiles_daemon_table = {
     .row_size = sizeof(struct cachefiles_daemon_row),
     .message = &sysobs__v1__cachefiles_daemon_event__descriptor,
     .list_message = &sysobs__v1__cachefiles_daemon_event_list__descriptor,
+    .severity = cachefiles_daemon_severity,
 };
 
 static const struct event_table *const cachefiles_tables[] = {&cachefiles_slow_table,

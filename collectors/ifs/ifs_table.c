@@ -62,6 +62,24 @@ static const char *const ifs_indexes[] = {
     NULL,
 };
 
+/*
+ * How grave a scan result is for the event exporters: a core that failed
+ * its test is the hardware fault IFS exists to find (ERROR); untested (the
+ * core was not tested, e.g. interrupted or out of its batch) and error (no
+ * test ran: the write or the status read failed) say nothing of the core
+ * and need a look (WARN); pass is INFO.
+ */
+static int ifs_scans_severity(const void *row)
+{
+	const struct ifs_row *r = row;
+
+	if (!strcmp(r->status, "fail"))
+		return EVENT_SEVERITY_ERROR;
+	if (!strcmp(r->status, "untested") || !strcmp(r->status, "error"))
+		return EVENT_SEVERITY_WARN;
+	return EVENT_SEVERITY_INFO;
+}
+
 const struct event_table ifs_scans_table = {
     .name = "ifs_scans",
     .collector = "ifs",
@@ -72,6 +90,7 @@ const struct event_table ifs_scans_table = {
     .indexes = ifs_indexes,
     .message = &sysobs__v1__ifs_scan__descriptor,
     .list_message = &sysobs__v1__ifs_scan_list__descriptor,
+    .severity = ifs_scans_severity,
 };
 
 _Static_assert(sizeof(struct ifs_row) <= EVENT_ROW_MAX, "ifs_row too large for the store queue");

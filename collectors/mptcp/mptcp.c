@@ -265,6 +265,21 @@ static const char *const mptcp_migrations[] = {
     NULL,
 };
 
+/*
+ * How grave an event is for the event exporters: WARN for a subflow that
+ * ended in an error or a reset (the kernel sends ERROR only when the
+ * subflow's sk_err is set, RESET_REASON only when an MP_RST or TCP RST was
+ * seen: a refused join, a timeout, a peer's reset), since MPTCP survives
+ * the loss of a subflow, so it is not an ERROR of the host; every other
+ * event (connections, subflows, addresses coming and going) is INFO.
+ */
+static int mptcp_events_severity(const void *row)
+{
+	const struct mptcp_row *r = row;
+
+	return r->error > 0 || r->reset_reason >= 0 ? EVENT_SEVERITY_WARN : EVENT_SEVERITY_INFO;
+}
+
 const struct event_table mptcp_events_table = {
     .name = "mptcp_events",
     .collector = "mptcp",
@@ -276,6 +291,7 @@ const struct event_table mptcp_events_table = {
     .migrations = mptcp_migrations,
     .message = &sysobs__v1__mptcp_event__descriptor,
     .list_message = &sysobs__v1__mptcp_event_list__descriptor,
+    .severity = mptcp_events_severity,
 };
 
 static const struct event_table *const mptcp_tables[] = {&mptcp_events_table, NULL};
