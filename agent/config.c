@@ -199,6 +199,48 @@ static int section_store(struct cfg_section *sec, const char *key, const char *v
 	return 0;
 }
 
+int cfg_declare_family(struct config *cfg, const char *prefix, const struct cfg_key *keys,
+		       const char *help)
+{
+	if (cfg->n_families == sizeof(cfg->families) / sizeof(cfg->families[0]))
+		return -ENOSPC;
+	for (size_t i = 0; i < cfg->n_families; i++)
+		if (!strcmp(cfg->families[i].prefix, prefix))
+			return -EEXIST;
+	cfg->families[cfg->n_families++] =
+	    (struct cfg_family){.prefix = prefix, .help = help, .keys = keys};
+	return 0;
+}
+
+const char *cfg_family_name(const struct cfg_section *sec, const char *prefix)
+{
+	size_t n = strlen(prefix);
+
+	if (strncmp(sec->name, prefix, n) || sec->name[n] != '.')
+		return NULL;
+	return sec->name + n + 1;
+}
+
+/* A section of a declared family, declared on its first header. */
+static struct cfg_section *family_section(struct config *cfg, const char *name)
+{
+	for (size_t i = 0; i < cfg->n_families; i++) {
+		const struct cfg_family *f = &cfg->families[i];
+		size_t n = strlen(f->prefix);
+		const char *rest = name + n + 1;
+		size_t len = strlen(rest);
+
+		if (strncmp(name, f->prefix, n) || name[n] != '.')
+			continue;
+		if (!len || len > 32 || strspn(rest, "abcdefghijklmnopqrstuvwxyz0123456789_-") != len)
+			return NULL;
+		if (cfg_declare(cfg, name, f->keys))
+			return NULL;
+		return cfg_section(cfg, name);
+	}
+	return NULL;
+}
+
 static void where(const char *file, int line, char *buf, size_t len)
 {
 	if (line > 0)
@@ -320,6 +362,8 @@ static int section_header(struct parse_ctx *ctx, const char *name, size_t len)
 	memcpy(buf, name, len);
 	buf[len] = '\0';
 	sec = cfg_section(cfg, buf);
+	if (!sec)
+		sec = family_section(cfg, buf);
 	if (!sec)
 		return 0;
 	if (sec->line > 0 && sec->file == ctx->file) {
@@ -841,6 +885,16 @@ void cfg_print_defaults(const struct config *cfg, FILE *out)
 		fprintf(out, "%s[%s]\n", i ? "\n" : "", sec->name);
 		for (const struct cfg_key *k = sec->keys; k && k->key; k++)
 			fprintf(out, "# %s\n%s = %s\n", k->help ? k->help : "", k->key,
+				k->def ? k->def : "");
+	}
+	/* A family has no section until a file names one: its keys as a
+	 * commented-out template. */
+	for (size_t i = 0; i < cfg->n_families; i++) {
+		const struct cfg_family *f = &cfg->families[i];
+
+		fprintf(out, "\n# [%s.NAME]: %s\n", f->prefix, f->help);
+		for (const struct cfg_key *k = f->keys; k->key; k++)
+			fprintf(out, "## %s\n#%s = %s\n", k->help ? k->help : "", k->key,
 				k->def ? k->def : "");
 	}
 }

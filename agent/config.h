@@ -83,10 +83,26 @@ struct config {
 	size_t n_files;
 	char **errors; /* every error formatted into err, in order */
 	size_t n_errors;
+	/* Families of sections named "<prefix>.<NAME>" (cfg_declare_family). */
+	struct cfg_family {
+		const char *prefix, *help;
+		const struct cfg_key *keys; /* static */
+	} families[4];
+	size_t n_families;
 };
 
 /* Declares a section and its keys; must be done before cfg_load(). */
 int cfg_declare(struct config *cfg, const char *section, const struct cfg_key *keys);
+/*
+ * Declares a family of sections, [prefix.NAME] for any NAME of 1 to 32
+ * [a-z0-9_-] (e.g. [export.clickhouse]), each with keys (static, {0}-ended):
+ * a header of that form in a file declares its section. help names what
+ * one section is, for --print-config. Before cfg_load(); -ENOSPC, -EEXIST.
+ */
+int cfg_declare_family(struct config *cfg, const char *prefix, const struct cfg_key *keys,
+		       const char *help);
+/* The NAME of a section of family prefix, or NULL when sec is not one. */
+const char *cfg_family_name(const struct cfg_section *sec, const char *prefix);
 /* A config file is read whole, at most CFG_MAX_BYTES, within
  * CFG_READ_DEADLINE_MS (a FIFO, a device: never a hang at start). */
 #define CFG_MAX_BYTES	     (1u << 20)

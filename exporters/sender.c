@@ -186,6 +186,14 @@ int sender_setup(struct sender *s, const char *const *headers)
 	struct curl_slist *l = NULL;
 	CURL *h;
 
+	pthread_condattr_t ca;
+
+	pthread_mutex_init(&s->mu, NULL);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&s->cv, &ca);
+	pthread_condattr_destroy(&ca);
+	s->sync_init = true;
 	if (curl_global_init(CURL_GLOBAL_DEFAULT))
 		return -EIO;
 	s->curl_global = true;
@@ -323,20 +331,10 @@ bool sender_recovered(struct sender *s)
 
 int sender_start(struct sender *s, void *(*fn)(void *), void *arg, const char *name)
 {
-	pthread_condattr_t ca;
-	int rc;
+	int rc = pthread_create(&s->thread, NULL, fn, arg);
 
-	pthread_mutex_init(&s->mu, NULL);
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&s->cv, &ca);
-	pthread_condattr_destroy(&ca);
-	rc = pthread_create(&s->thread, NULL, fn, arg);
-	if (rc) {
-		pthread_cond_destroy(&s->cv);
-		pthread_mutex_destroy(&s->mu);
+	if (rc)
 		return -rc;
-	}
 	pthread_setname_np(s->thread, name);
 	s->started = true;
 	return 0;
@@ -356,6 +354,11 @@ bool sender_sleep(struct sender *s, uint64_t ms)
 	return !stop;
 }
 
+void sender_set_url(struct sender *s, const char *url)
+{
+	curl_easy_setopt(s->curl, CURLOPT_URL, url);
+}
+
 bool sender_stopping(const struct sender *s)
 {
 	return __atomic_load_n(&s->stop, __ATOMIC_RELAXED);
@@ -370,9 +373,12 @@ void sender_free(struct sender *s)
 		pthread_cond_signal(&s->cv);
 		pthread_mutex_unlock(&s->mu);
 		pthread_join(s->thread, NULL);
+		s->started = false;
+	}
+	if (s->sync_init) {
 		pthread_cond_destroy(&s->cv);
 		pthread_mutex_destroy(&s->mu);
-		s->started = false;
+		s->sync_init = false;
 	}
 	curl_easy_cleanup(s->curl);
 	s->curl = NULL;

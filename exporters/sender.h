@@ -89,7 +89,7 @@ struct sender {
 	struct buf gz;	   /* gzip'ed body, reused */
 
 	pthread_t thread;
-	bool started, curl_global;
+	bool started, curl_global, sync_init;
 	pthread_mutex_t mu;
 	pthread_cond_t cv; /* CLOCK_MONOTONIC */
 	bool stop;
@@ -104,12 +104,14 @@ struct sender {
  */
 int sender_check(struct sender *s, struct config *cfg, const char *section,
 		 const struct sender_config *c, bool read_files);
-/* The libcurl handle with headers (NULL-terminated "Name: value" list).
- * 0 or -ENOMEM. */
+/* The libcurl handle with headers (NULL-terminated "Name: value" list),
+ * and the lock and condition of the thread. 0 or -ENOMEM, -EIO. */
 int sender_setup(struct sender *s, const char *const *headers);
 /* POSTs body (gzip'ed first with gzip, sent with Content-Encoding: gzip)
  * and says what became of it; s->status, s->resp, s->errbuf tell more. */
 enum sender_verdict sender_post(struct sender *s, const void *body, size_t len, bool gzip);
+/* The URL of the next requests (a copy is not taken: keep it alive). */
+void sender_set_url(struct sender *s, const char *url);
 /* After SENDER_RETRY: the wait before the next attempt (ms), the backoff
  * doubled or the receiver's Retry-After (capped at 5 min). */
 uint64_t sender_retry_wait(struct sender *s);

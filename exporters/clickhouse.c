@@ -1,0 +1,175 @@
+// SPDX-License-Identifier: MIT
+/* ClickHouse DDL and JSONEachRow rows (exporters/clickhouse.h). */
+#include <curl/curl.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "exporters/clickhouse.h"
+#include "storage/table_value.h"
+
+bool clickhouse_ident_ok(const char *s)
+{
+	size_t n = strlen(s);
+
+	if (!n || n > 64 || !(s[0] == '_' || (s[0] >= 'a' && s[0] <= 'z') ||
+			      (s[0] >= 'A' && s[0] <= 'Z')))
+		return false;
+	return strspn(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_") == n;
+}
+
+static const char *ch_type(const struct event_column *c)
+{
+	static const char *const ints[] = {"Int8", "Int16", "Int32", "Int64"};
+	static const char *const uints[] = {"UInt8", "UInt16", "UInt32", "UInt64"};
+	size_t k = c->size == 1 ? 0 : c->size == 2 ? 1 : c->size == 4 ? 2 : 3;
+
+	switch (c->type) {
+	case COL_INT:
+		return ints[k];
+	case COL_UINT:
+		return uints[k];
+	case COL_BOOL:
+		return "UInt8";
+	case COL_REAL:
+		return "Float64";
+	default:
+		return "String";
+	}
+}
+
+int clickhouse_ddl(const struct event_table *const *tables, const char *database,
+		   const char *cluster, struct buf *out)
+{
+	buf_printf(out, "CREATE DATABASE IF NOT EXISTS %s;\n", database);
+	for (size_t i = 0; tables[i]; i++) {
+		const struct event_table *t = tables[i];
+
+		buf_printf(out,
+			   "\n-- %s: %s\n"
+			   "CREATE TABLE IF NOT EXISTS %s.%s\n(\n"
+			   "    host String,\n"
+			   "    job String,\n"
+			   "    labels Nested(name String, value String),\n"
+			   "    db_id String,\n"
+			   "    id UInt64,\n"
+			   "    ts Int64,\n"
+			   "    time DateTime MATERIALIZED toDateTime(intDiv(ts, 1000000000))",
+			   t->name, t->help ? t->help : "", database, t->name);
+		for (const struct event_column *c = t->cols; c->name; c++) {
+			if (c->null == COL_NOT_NULL)
+				buf_printf(out, ",\n    %s %s", c->name, ch_type(c));
+			else
+				buf_printf(out, ",\n    %s Nullable(%s)", c->name, ch_type(c));
+		}
+		buf_printf(out,
+			   "\n)\nENGINE = ReplacingMergeTree()\n"
+			   "PARTITION BY toYYYYMM(time)\n"
+			   "ORDER BY (host, time, db_id, id);\n");
+		if (cluster && *cluster)
+			buf_printf(out,
+				   "CREATE TABLE IF NOT EXISTS %s.%s_all AS %s.%s\n"
+				   "ENGINE = Distributed(%s, '', %s, cityHash64(host));\n",
+				   database, t->name, database, t->name, cluster, t->name);
+	}
+	return out->oom ? -ENOMEM : 0;
+}
+
+char *clickhouse_insert_url(const char *base, const char *database, const struct event_table *t)
+{
+	char query[256], *esc, *url;
+	size_t n;
+
+	snprintf(query, sizeof(query), "INSERT INTO %s.%s FORMAT JSONEachRow", database, t->name);
+	esc = curl_easy_escape(NULL, query, 0);
+	if (!esc)
+		return NULL;
+	/* Columns the receiver's table lacks (an older DDL) are skipped, not
+	 * a refusal of every row. */
+	n = strlen(base) + strlen(esc) + 64;
+	url = malloc(n);
+	if (url)
+		snprintf(url, n, "%s%squery=%s&input_format_skip_unknown_fields=1", base,
+			 strchr(base, '?') ? "&" : "?", esc);
+	curl_free(esc);
+	return url;
+}
+
+/* A JSON string: quotes, backslash and control bytes escaped; other bytes
+ * as they are (ClickHouse's String holds bytes). */
+static void ch_str(struct buf *b, const char *s, size_t len)
+{
+	buf_putc(b, '"');
+	for (size_t i = 0; i < len; i++) {
+		unsigned char c = (unsigned char)s[i];
+
+		if (c == '"' || c == '\\') {
+			buf_putc(b, '\\');
+			buf_putc(b, (char)c);
+		} else if (c < 0x20) {
+			buf_printf(b, "\\u%04x", c);
+		} else {
+			buf_putc(b, (char)c);
+		}
+	}
+	buf_putc(b, '"');
+}
+
+int clickhouse_rows(const struct export_row *rows, size_t n, const struct export_identity *id,
+		    struct buf *out)
+{
+	for (size_t r = 0; r < n; r++) {
+		const struct export_row *x = &rows[r];
+
+		buf_puts(out, "{\"host\":");
+		ch_str(out, id->instance, strlen(id->instance));
+		buf_puts(out, ",\"job\":");
+		ch_str(out, id->job, strlen(id->job));
+		buf_puts(out, ",\"labels.name\":[");
+		for (size_t i = 0; i < id->n_labels; i++) {
+			if (i)
+				buf_putc(out, ',');
+			ch_str(out, id->labels[i].name, strlen(id->labels[i].name));
+		}
+		buf_puts(out, "],\"labels.value\":[");
+		for (size_t i = 0; i < id->n_labels; i++) {
+			if (i)
+				buf_putc(out, ',');
+			ch_str(out, id->labels[i].value, strlen(id->labels[i].value));
+		}
+		buf_puts(out, "],\"db_id\":");
+		ch_str(out, id->db_id, strlen(id->db_id));
+		buf_printf(out, ",\"id\":%" PRId64 ",\"ts\":%" PRId64, x->id, x->ts_ns);
+		for (const struct event_column *c = x->table->cols; c->name; c++) {
+			struct col_value v;
+
+			col_value(c, x->row, &v);
+			buf_printf(out, ",\"%s\":", c->name);
+			switch (v.kind) {
+			case COLV_NULL:
+				buf_puts(out, "null");
+				break;
+			case COLV_TEXT:
+				ch_str(out, v.s, v.len);
+				break;
+			case COLV_REAL:
+				if (isfinite(v.d))
+					buf_printf(out, "%.17g", v.d);
+				else
+					buf_puts(out, "null");
+				break;
+			case COLV_UINT:
+				buf_printf(out, "%" PRIu64, v.u);
+				break;
+			default:
+				buf_printf(out, "%" PRId64, v.i);
+				break;
+			}
+		}
+		buf_puts(out, "}\n");
+	}
+	return out->oom ? -ENOMEM : 0;
+}

@@ -1,0 +1,45 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * ClickHouse as an event destination: its tables from the event table
+ * descriptors (the DDL shipped in deploy/clickhouse/ is this output), and
+ * rows as JSONEachRow for INSERT over its HTTP interface.
+ *
+ * Each table has the host's identity (host = instance, job, the external
+ * labels as a Nested), the row's key (db_id, id), ts (unix ns, Int64) and
+ * time (DateTime, from ts: MATERIALIZED, so both ClickHouse 18.16, which has
+ * no DateTime64, and current releases take it), then one column per
+ * descriptor column (Nullable where the column has a NULL). The engine is
+ * ReplacingMergeTree ordered by (host, time, db_id, id): a batch sent again
+ * after a lost answer collapses into one row per key at merge time and in
+ * SELECT ... FINAL.
+ */
+#ifndef SYSOBS_CLICKHOUSE_H
+#define SYSOBS_CLICKHOUSE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "agent/buf.h"
+#include "exporters/export_row.h"
+
+/* [A-Za-z_][A-Za-z0-9_]{0,63}: a database or table name that needs no quoting. */
+bool clickhouse_ident_ok(const char *s);
+
+/*
+ * CREATE DATABASE and one CREATE TABLE per table into out. distributed:
+ * also a Distributed table <name>_all over cluster (each shard holding the
+ * local tables in its default database). 0 or -ENOMEM.
+ */
+int clickhouse_ddl(const struct event_table *const *tables, const char *database,
+		   const char *cluster, struct buf *out);
+
+/* base URL with the INSERT of table t into database as its query
+ * (malloc'ed), or NULL when out of memory. */
+char *clickhouse_insert_url(const char *base, const char *database, const struct event_table *t);
+
+/* rows[0..n), all of one table, as JSONEachRow lines appended to out.
+ * 0 or -ENOMEM. */
+int clickhouse_rows(const struct export_row *rows, size_t n, const struct export_identity *id,
+		    struct buf *out);
+
+#endif

@@ -1,0 +1,743 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Event exporters (exporters/events.h): one thread per [export.NAME], the
+ * history after a durable cursor, a batch at a time, to ClickHouse or an
+ * OTLP/HTTP logs receiver.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+
+#include "agent/arena.h"
+#include "agent/buf.h"
+#include "agent/log.h"
+#include "api/metrics.h"
+#include "exporters/clickhouse.h"
+#include "exporters/events.h"
+#include "exporters/otlp_logs.h"
+#include "exporters/sender.h"
+#include "storage/store.h"
+#include "storage/store_export.h"
+#include "storage/store_samples.h"
+
+#define EXP_MAX_TABLES 16
+#define EXP_MAX_DEST   8
+
+enum exp_format { EXP_CLICKHOUSE, EXP_OTLP };
+static const char *const exp_formats[] = {"clickhouse", "otlp", NULL};
+
+struct export_config {
+	struct sender_config http;
+	const char *format;
+	const char *tables;
+	uint64_t batch_rows;
+	uint64_t send_interval; /* ms */
+	uint64_t max_age;	/* ms; 0: none */
+	bool gzip;
+	const char *cursor;
+	const char *database; /* clickhouse */
+};
+
+#define EXK(f, t, d, lo, hi, h) CFG_KEY(struct export_config, f, t, d, lo, hi, h)
+
+static const struct cfg_key export_keys[] = {
+    CFG_KEY_CHOICE(struct export_config, format, "", exp_formats,
+		   "clickhouse (JSONEachRow over ClickHouse's HTTP interface, DDL in "
+		   "deploy/clickhouse/) or otlp (OTLP/HTTP logs, protobuf)"),
+    SENDER_KEYS(struct export_config, http,
+		"receiver: http(s)://HOST:8123/ for clickhouse, http(s)://HOST:4318/v1/logs for otlp"),
+    EXK(tables, CFG_STRING, "", 0, 0,
+	"event tables to send, comma-separated (empty = every event table but self_samples)"),
+    EXK(batch_rows, CFG_U64, "1000", 1, 100000, "rows per batch (one request per table in it)"),
+    EXK(send_interval, CFG_DURATION, "1s", 100, 60000,
+	"how often to look for new rows once everything was sent"),
+    EXK(max_age, CFG_DURATION, "0", 0, 366ull * 86400000,
+	"rows older than this when their turn comes are dropped and counted (0 = none: "
+	"retention bounds the backlog)"),
+    EXK(gzip, CFG_BOOL, "true", 0, 0, "gzip request bodies (Content-Encoding: gzip)"),
+    EXK(cursor, CFG_STRING, "", 0, 0,
+	"name of the durable cursor (store_meta cursor.NAME; empty = export.<section name>)"),
+    EXK(database, CFG_STRING, "sysobs", 0, 0,
+	"clickhouse: the database holding the tables of deploy/clickhouse/"),
+    {0},
+};
+
+struct exp_metrics {
+	struct metric_series *sent, *refused, *retried, *rejected, *drop_old, *drop_deleted;
+	struct metric_series *pending, *lag, *last_success, *bytes, *cpu;
+};
+
+struct exp_dest {
+	struct events_export *owner;
+	char name[40], section[48], cursor_name[64];
+	struct export_config cfg;
+	enum exp_format format;
+	const struct event_table *tables[EXP_MAX_TABLES];
+	size_t n_tables;
+	struct sender snd;
+	struct store_cursor *cursor;
+	struct store_watch *watch;
+	int64_t pos;
+	struct exp_metrics m;
+	struct log_ratelimit rl_fail, rl_store;
+
+	/* The batch: rows in id order, their structs in arena. */
+	struct arena arena;
+	struct export_row *rows;
+	size_t n_rows, cap;
+	struct buf body;
+	char *url_buf;
+
+	/* Status (mu of snd). */
+	uint64_t st_sent, st_failed, st_retried, st_pending;
+	double st_lag, st_last_success;
+	char st_error[256], st_copy[256];
+};
+
+struct events_export {
+	struct exp_dest *dest[EXP_MAX_DEST];
+	size_t n;
+	struct export_identity id;
+	char *id_strings; /* the identity's strings, one block */
+	struct store *store;
+	char db_id[24];
+};
+
+int events_export_declare(struct config *cfg)
+{
+	return cfg_declare_family(cfg, "export", export_keys,
+				  "an event exporter (ClickHouse or OTLP logs): docs/fleet.md");
+}
+
+/* ---- configuration ---- */
+
+static int exp_tables_parse(struct config *cfg, struct exp_dest *d,
+			    const struct event_table *const *all)
+{
+	char *text, *save = NULL;
+	int bad = 0;
+
+	if (!*d->cfg.tables) {
+		for (size_t i = 0; all[i] && d->n_tables < EXP_MAX_TABLES; i++)
+			if (strcmp(all[i]->name, "self_samples"))
+				d->tables[d->n_tables++] = all[i];
+		return 0;
+	}
+	text = strdup(d->cfg.tables);
+	if (!text)
+		return -ENOMEM;
+	for (char *tok = strtok_r(text, ", ", &save); tok; tok = strtok_r(NULL, ", ", &save)) {
+		size_t i = 0;
+
+		while (all[i] && strcmp(all[i]->name, tok))
+			i++;
+		if (!all[i]) {
+			char list[512];
+			size_t off = 0;
+
+			list[0] = '\0';
+			for (size_t k = 0; all[k] && off < sizeof(list); k++)
+				off += (size_t)snprintf(list + off, sizeof(list) - off, "%s%s",
+							k ? ", " : "", all[k]->name);
+			bad |= cfg_error(cfg, d->section, "tables", "no event table '%s' (known: %s)",
+					 tok, list);
+			continue;
+		}
+		for (size_t k = 0; k < d->n_tables; k++)
+			if (d->tables[k] == all[i])
+				goto next;
+		if (d->n_tables < EXP_MAX_TABLES)
+			d->tables[d->n_tables++] = all[i];
+next:;
+	}
+	free(text);
+	if (!bad && !d->n_tables)
+		bad |= cfg_error(cfg, d->section, "tables", "names no table");
+	return bad ? -EINVAL : 0;
+}
+
+static void exp_dest_free(struct exp_dest *d)
+{
+	if (!d)
+		return;
+	sender_free(&d->snd);
+	store_cursor_close(d->cursor);
+	store_watch_remove(d->watch);
+	arena_free(&d->arena);
+	free(d->rows);
+	buf_free(&d->body);
+	free(d->url_buf);
+	free(d);
+}
+
+static int exp_dest_new(struct config *cfg, struct cfg_section *sec, const char *name,
+			const struct event_table *const *all, bool read_files, struct exp_dest **out)
+{
+	struct exp_dest *d = calloc(1, sizeof(*d));
+	int bad = 0, err;
+
+	*out = NULL;
+	if (!d)
+		return -ENOMEM;
+	snprintf(d->name, sizeof(d->name), "%s", name);
+	snprintf(d->section, sizeof(d->section), "%s", sec->name);
+	bad |= cfg_section_parse(cfg, sec->name, &d->cfg) ? 1 : 0;
+	if (!d->cfg.format || !*d->cfg.format) {
+		bad |= cfg_error(cfg, d->section, "format", "is required: clickhouse or otlp");
+	} else {
+		d->format = strcmp(d->cfg.format, "otlp") ? EXP_CLICKHOUSE : EXP_OTLP;
+	}
+	snprintf(d->cursor_name, sizeof(d->cursor_name), "%s%s",
+		 d->cfg.cursor && *d->cfg.cursor ? "" : "export.",
+		 d->cfg.cursor && *d->cfg.cursor ? d->cfg.cursor : name);
+	if (d->format == EXP_CLICKHOUSE && d->cfg.database && !clickhouse_ident_ok(d->cfg.database))
+		bad |= cfg_error(cfg, d->section, "database", "'%s': [A-Za-z_][A-Za-z0-9_]*",
+				 d->cfg.database);
+	err = exp_tables_parse(cfg, d, all);
+	if (err == -ENOMEM)
+		goto oom;
+	bad |= err ? 1 : 0;
+	err = sender_check(&d->snd, cfg, d->section, &d->cfg.http, read_files);
+	if (err == -ENOMEM)
+		goto oom;
+	bad |= err ? 1 : 0;
+	/* sender_check() keeps a pointer to the section name: d's own copy. */
+	d->snd.section = d->section;
+	if (bad) {
+		exp_dest_free(d);
+		return -EINVAL;
+	}
+	*out = d;
+	return 0;
+oom:
+	exp_dest_free(d);
+	return -ENOMEM;
+}
+
+static int exp_identity_copy(struct events_export *e, const struct export_identity *id)
+{
+	size_t need = strlen(id->job) + strlen(id->instance) + strlen(id->version) + 3;
+	char *p;
+
+	for (size_t i = 0; i < id->n_labels; i++)
+		need += strlen(id->labels[i].name) + strlen(id->labels[i].value) + 2;
+	p = e->id_strings = malloc(need);
+	if (!p)
+		return -ENOMEM;
+#define EXP_COPY(dst, src)                                                                         \
+	do {                                                                                       \
+		size_t n_ = strlen(src) + 1;                                                       \
+		memcpy(p, (src), n_);                                                              \
+		(dst) = p;                                                                         \
+		p += n_;                                                                           \
+	} while (0)
+	EXP_COPY(e->id.job, id->job);
+	EXP_COPY(e->id.instance, id->instance);
+	EXP_COPY(e->id.version, id->version);
+	for (size_t i = 0; i < id->n_labels && i < EXPORT_MAX_LABELS; i++) {
+		EXP_COPY(e->id.labels[i].name, id->labels[i].name);
+		EXP_COPY(e->id.labels[i].value, id->labels[i].value);
+	}
+#undef EXP_COPY
+	e->id.n_labels = id->n_labels < EXPORT_MAX_LABELS ? id->n_labels : EXPORT_MAX_LABELS;
+	e->id.db_id = e->db_id;
+	return 0;
+}
+
+void events_export_free(struct events_export *e)
+{
+	if (!e)
+		return;
+	for (size_t i = 0; i < e->n; i++)
+		exp_dest_free(e->dest[i]);
+	free(e->id_strings);
+	free(e);
+}
+
+int events_export_new(struct config *cfg, const struct event_table *const *tables,
+		      const struct export_identity *identity, bool read_files,
+		      struct events_export **out)
+{
+	struct events_export *e;
+	int bad = 0;
+
+	*out = NULL;
+	e = calloc(1, sizeof(*e));
+	if (!e)
+		return -ENOMEM;
+	for (size_t i = 0; i < cfg->n_sections; i++) {
+		struct cfg_section *sec = &cfg->sections[i];
+		const char *name = cfg_family_name(sec, "export");
+		struct exp_dest *d;
+		int err;
+
+		if (!name)
+			continue;
+		if (e->n == EXP_MAX_DEST) {
+			bad |= cfg_error(cfg, sec->name, "format", "at most %d [export.NAME] sections",
+					 EXP_MAX_DEST);
+			continue;
+		}
+		err = exp_dest_new(cfg, sec, name, tables, read_files, &d);
+		if (err == -ENOMEM) {
+			events_export_free(e);
+			return err;
+		}
+		if (err) {
+			bad = 1;
+			continue;
+		}
+		for (size_t k = 0; k < e->n; k++)
+			if (!strcmp(e->dest[k]->cursor_name, d->cursor_name))
+				bad |= cfg_error(cfg, d->section, "cursor",
+						 "'%s' is [%s]'s cursor too: each destination "
+						 "needs its own",
+						 d->cursor_name, e->dest[k]->section);
+		d->owner = e;
+		e->dest[e->n++] = d;
+	}
+	if (bad || !e->n) {
+		events_export_free(e);
+		return bad ? -EINVAL : 0;
+	}
+	if (exp_identity_copy(e, identity)) {
+		events_export_free(e);
+		return -ENOMEM;
+	}
+	*out = e;
+	return 0;
+}
+
+/* ---- a turn ---- */
+
+static void exp_add(struct metric_series *s, uint64_t v)
+{
+	if (s && v)
+		series_add(s, (double)v);
+}
+
+static void exp_status_error(struct exp_dest *d, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+static void exp_status_error(struct exp_dest *d, const char *fmt, ...)
+{
+	va_list ap;
+
+	pthread_mutex_lock(&d->snd.mu);
+	va_start(ap, fmt);
+	vsnprintf(d->st_error, sizeof(d->st_error), fmt, ap);
+	va_end(ap);
+	pthread_mutex_unlock(&d->snd.mu);
+}
+
+/* Reading: rows of every table after pos, cut at the first id a full page
+ * may hide rows below in another table. */
+struct exp_read {
+	struct exp_dest *d;
+	size_t per_table[EXP_MAX_TABLES];
+	int64_t last_id[EXP_MAX_TABLES];
+	unsigned limit;
+	bool oom;
+};
+
+static int exp_read_row(size_t table, int64_t id, int64_t ts_ns, const void *row, void *arg)
+{
+	struct exp_read *x = arg;
+	struct exp_dest *d = x->d;
+	const struct event_table *t = d->tables[table];
+	struct export_row *r;
+	void *copy;
+
+	if (d->n_rows == d->cap) {
+		r = array_grow(d->rows, &d->cap, d->n_rows, sizeof(*d->rows), 256);
+		if (!r) {
+			x->oom = true;
+			return -ENOMEM;
+		}
+		d->rows = r;
+	}
+	copy = arena_alloc(&d->arena, t->row_size);
+	if (!copy) {
+		x->oom = true;
+		return -ENOMEM;
+	}
+	memcpy(copy, row, t->row_size);
+	d->rows[d->n_rows++] = (struct export_row){.table = t, .id = id, .ts_ns = ts_ns, .row = copy};
+	x->per_table[table]++;
+	x->last_id[table] = id;
+	return 0;
+}
+
+static int exp_row_cmp(const void *a, const void *b)
+{
+	const struct export_row *x = a, *y = b;
+
+	return x->id < y->id ? -1 : x->id > y->id;
+}
+
+/* The batch after d->pos into d->rows (id order). 0, or -errno. */
+static int exp_read_batch(struct exp_dest *d, struct store *s)
+{
+	struct exp_read x = {.d = d, .limit = (unsigned)d->cfg.batch_rows};
+	int64_t cut = INT64_MAX;
+	size_t n = 0;
+	int err;
+
+	arena_free(&d->arena);
+	d->n_rows = 0;
+	err = store_export_read(s, d->tables, d->n_tables, d->pos, x.limit, exp_read_row, &x);
+	if (err)
+		return x.oom ? -ENOMEM : err;
+	/* A table whose page was full may have rows past its last one that
+	 * are below another table's: the batch ends at the lowest such id. */
+	for (size_t i = 0; i < d->n_tables; i++)
+		if (x.per_table[i] == x.limit && x.last_id[i] < cut)
+			cut = x.last_id[i];
+	qsort(d->rows, d->n_rows, sizeof(*d->rows), exp_row_cmp);
+	while (n < d->n_rows && n < d->cfg.batch_rows && d->rows[n].id <= cut)
+		n++;
+	d->n_rows = n;
+	return 0;
+}
+
+/* Rows of the batch too old to send: they are dropped and counted; the
+ * rest move to the front. */
+static void exp_drop_old(struct exp_dest *d)
+{
+	int64_t cutoff;
+	size_t k = 0;
+
+	if (!d->cfg.max_age)
+		return;
+	cutoff = clock_wall_ns() - (int64_t)d->cfg.max_age * 1000000;
+	for (size_t i = 0; i < d->n_rows; i++)
+		if (d->rows[i].ts_ns >= cutoff)
+			d->rows[k++] = d->rows[i];
+	exp_add(d->m.drop_old, d->n_rows - k);
+	d->n_rows = k;
+}
+
+static void exp_cursor_save(struct exp_dest *d, int64_t pos)
+{
+	int err;
+
+	pthread_mutex_lock(&d->snd.mu);
+	d->pos = pos;
+	pthread_mutex_unlock(&d->snd.mu);
+	store_watch_set(d->watch, d->pos, d->pos);
+	err = store_cursor_set(d->cursor, d->pos);
+	if (err)
+		log_ratelimited(&d->rl_store, 60000, LOG_LVL_WARN, d->section,
+				"cannot store the cursor (%s); it stays in memory and is stored "
+				"with the next batch",
+				strerror(-err));
+}
+
+/* Sends rows[0..n) (all of one table for ClickHouse): the verdict. */
+static enum sender_verdict exp_send(struct exp_dest *d, const struct export_row *rows, size_t n,
+				    uint64_t *rejected)
+{
+	struct events_export *e = d->owner;
+	enum sender_verdict v;
+	int err;
+
+	*rejected = 0;
+	d->body.len = 0;
+	if (d->format == EXP_CLICKHOUSE) {
+		free(d->url_buf);
+		d->url_buf = clickhouse_insert_url(d->cfg.http.url, d->cfg.database, rows[0].table);
+		if (!d->url_buf)
+			return SENDER_RETRY;
+		sender_set_url(&d->snd, d->url_buf);
+		err = clickhouse_rows(rows, n, &e->id, &d->body);
+	} else {
+		err = otlp_logs_encode(rows, n, &e->id, &d->body);
+	}
+	if (err || d->body.oom) {
+		snprintf(d->snd.errbuf, sizeof(d->snd.errbuf), "cannot encode %zu rows: %s", n,
+			 strerror(err ? -err : ENOMEM));
+		return err == -EINVAL ? SENDER_REFUSED : SENDER_RETRY;
+	}
+	v = sender_post(&d->snd, d->body.p, d->body.len, d->cfg.gzip);
+	if (v == SENDER_SENT) {
+		exp_add(d->m.bytes, d->cfg.gzip ? d->snd.gz.len : d->body.len);
+		if (d->format == EXP_OTLP) {
+			int64_t rej = 0;
+			char msg[160];
+
+			if (!otlp_logs_response(d->snd.resp, d->snd.resp_len, &rej, msg,
+						sizeof(msg)) &&
+			    rej > 0) {
+				*rejected = (uint64_t)rej;
+				log_ratelimited(&d->rl_fail, 10000, LOG_LVL_WARN, d->section,
+						"%s rejected %" PRId64 " of %zu records: %s",
+						d->cfg.http.url, rej, n, msg);
+			}
+		}
+	}
+	return v;
+}
+
+/* One turn: returns how long to wait before the next (ms). */
+static uint64_t exp_turn(struct exp_dest *d)
+{
+	struct store *s = d->owner->store;
+	uint64_t pending, deleted, inflight, sent = 0;
+	int64_t oldest, last;
+	enum sender_verdict v = SENDER_SENT;
+	size_t i = 0;
+	int err;
+
+	/* Deleted while nothing was in flight: never read, lost. */
+	store_watch_take(d->watch, &deleted, &inflight);
+	exp_add(d->m.drop_deleted, deleted + inflight);
+	err = store_export_pending(s, d->tables, d->n_tables, d->pos, &pending, &oldest);
+	if (!err) {
+		double lag = oldest ? (double)(clock_wall_ns() - oldest) / 1e9 : 0;
+
+		if (d->m.pending)
+			series_set(d->m.pending, (double)pending);
+		if (d->m.lag)
+			series_set(d->m.lag, lag > 0 ? lag : 0);
+		pthread_mutex_lock(&d->snd.mu);
+		d->st_pending = pending;
+		d->st_lag = lag > 0 ? lag : 0;
+		pthread_mutex_unlock(&d->snd.mu);
+		if (!pending)
+			return d->cfg.send_interval;
+	}
+	err = exp_read_batch(d, s);
+	if (err) {
+		log_ratelimited(&d->rl_store, 60000, LOG_LVL_WARN, d->section,
+				"cannot read the history: %s", strerror(-err));
+		exp_status_error(d, "cannot read the history: %s", strerror(-err));
+		return d->cfg.send_interval;
+	}
+	if (!d->n_rows)
+		return d->cfg.send_interval;
+	last = d->rows[d->n_rows - 1].id;
+	store_watch_set(d->watch, d->pos, last);
+	exp_drop_old(d);
+
+	while (i < d->n_rows) {
+		size_t n = d->n_rows - i;
+		uint64_t rej;
+
+		/* ClickHouse: one INSERT per table; OTLP: one request. */
+		if (d->format == EXP_CLICKHOUSE) {
+			n = 1;
+			while (i + n < d->n_rows && d->rows[i + n].table == d->rows[i].table)
+				n++;
+		}
+		v = exp_send(d, d->rows + i, n, &rej);
+		if (v == SENDER_STOPPED) {
+			store_watch_set(d->watch, d->pos, d->pos);
+			return 0;
+		}
+		if (v == SENDER_RETRY)
+			break;
+		if (v == SENDER_REFUSED) {
+			exp_add(d->m.refused, n);
+			pthread_mutex_lock(&d->snd.mu);
+			d->st_failed += n;
+			pthread_mutex_unlock(&d->snd.mu);
+			log_ratelimited(&d->rl_fail, 10000, LOG_LVL_WARN, d->section,
+					"%s refused %zu rows with %ld (%.200s%s); dropped, not retried",
+					d->cfg.http.url, n, d->snd.status, d->snd.resp,
+					d->snd.status ? "" : d->snd.errbuf);
+			exp_status_error(d, "refused with %ld: %.200s", d->snd.status,
+					 d->snd.status ? d->snd.resp : d->snd.errbuf);
+		} else {
+			sent += n - rej;
+			exp_add(d->m.rejected, rej);
+		}
+		i += n;
+	}
+	/* Deleted during the send: past the batch, lost; in it, lost only if
+	 * the batch must be read again. */
+	store_watch_take(d->watch, &deleted, &inflight);
+	exp_add(d->m.drop_deleted, deleted + (v == SENDER_RETRY ? inflight : 0));
+	if (v == SENDER_RETRY) {
+		uint64_t wait = sender_retry_wait(&d->snd);
+
+		/* Rows sent before the failure go again with the rest: the
+		 * receiver deduplicates them by key. */
+		store_watch_set(d->watch, d->pos, d->pos);
+		exp_add(d->m.retried, d->n_rows);
+		pthread_mutex_lock(&d->snd.mu);
+		d->st_retried += d->n_rows;
+		pthread_mutex_unlock(&d->snd.mu);
+		if (d->snd.status)
+			exp_status_error(d, "answered %ld: %.200s", d->snd.status, d->snd.resp);
+		else
+			exp_status_error(d, "%s", d->snd.errbuf);
+		log_ratelimited(&d->rl_fail, 10000, LOG_LVL_WARN, d->section,
+				"%s %s%.200s; retrying %zu rows in %" PRIu64 " ms", d->cfg.http.url,
+				d->snd.status ? "answered: " : "", d->snd.status ? d->snd.resp
+										: d->snd.errbuf,
+				d->n_rows, wait);
+		return wait;
+	}
+	exp_add(d->m.sent, sent);
+	if (d->m.last_success)
+		series_set(d->m.last_success, (double)clock_wall_ns() / 1e9);
+	sender_recovered(&d->snd);
+	pthread_mutex_lock(&d->snd.mu);
+	d->st_sent += sent;
+	d->st_last_success = (double)clock_wall_ns() / 1e9;
+	if (v == SENDER_SENT)
+		d->st_error[0] = '\0';
+	pthread_mutex_unlock(&d->snd.mu);
+	exp_cursor_save(d, last);
+	return 0;
+}
+
+static void exp_publish_cpu(struct exp_dest *d)
+{
+	struct rusage ru;
+
+	if (d->m.cpu && !getrusage(RUSAGE_THREAD, &ru))
+		series_set(d->m.cpu, (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 +
+					 (double)ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6);
+}
+
+static void *exp_main(void *arg)
+{
+	struct exp_dest *d = arg;
+	uint64_t wait;
+
+	do {
+		wait = exp_turn(d);
+		exp_publish_cpu(d);
+	} while (!sender_stopping(&d->snd) && (!wait || sender_sleep(&d->snd, wait)));
+	return NULL;
+}
+
+/* ---- start ---- */
+
+static struct metric_series *exp_series(struct metric *f, const char *dest, const char *reason)
+{
+	return f ? metric_series(f, reason ? (const char *const[]){dest, reason}
+					   : (const char *const[]){dest})
+		 : NULL;
+}
+
+static void exp_metrics_register(struct exp_dest *d, struct metrics *m)
+{
+	static const char *const dest[] = {"destination", NULL};
+	static const char *const dest_reason[] = {"destination", "reason", NULL};
+	struct metric *f;
+
+	f = metrics_counter(m, "sysobs_export_rows_sent_total",
+			    "Event rows the destination accepted.", dest);
+	d->m.sent = exp_series(f, d->name, NULL);
+	f = metrics_counter(m, "sysobs_export_rows_retried_total",
+			    "Event rows in batches that failed with a 5xx, a 429 or a transport "
+			    "error and are sent again.",
+			    dest);
+	d->m.retried = exp_series(f, d->name, NULL);
+	f = metrics_counter(m, "sysobs_export_rows_dropped_total",
+			    "Event rows never delivered: refused (a 4xx other than 429, not "
+			    "retried), rejected (OTLP partial success), too_old (past max_age), "
+			    "deleted (by retention before they were sent).",
+			    dest_reason);
+	d->m.refused = exp_series(f, d->name, "refused");
+	d->m.rejected = exp_series(f, d->name, "rejected");
+	d->m.drop_old = exp_series(f, d->name, "too_old");
+	d->m.drop_deleted = exp_series(f, d->name, "deleted");
+	f = metrics_gauge(m, "sysobs_export_pending_rows",
+			  "Event rows after the destination's cursor (committed, not yet sent).",
+			  dest);
+	d->m.pending = exp_series(f, d->name, NULL);
+	f = metrics_gauge(m, "sysobs_export_lag_seconds",
+			  "Age of the oldest event row not yet sent (0 when caught up).", dest);
+	d->m.lag = exp_series(f, d->name, NULL);
+	f = metrics_gauge(m, "sysobs_export_last_success_timestamp_seconds",
+			  "Unix time of the last batch the destination accepted.", dest);
+	d->m.last_success = exp_series(f, d->name, NULL);
+	f = metrics_counter(m, "sysobs_export_bytes_sent_total",
+			    "Request bytes (after gzip) the destination accepted.", dest);
+	d->m.bytes = exp_series(f, d->name, NULL);
+	f = metrics_counter(m, "sysobs_export_cpu_seconds_total",
+			    "CPU time (user + system) of the destination's thread.", dest);
+	d->m.cpu = exp_series(f, d->name, NULL);
+}
+
+int events_export_start(struct events_export *e, struct store *s, struct metrics *m)
+{
+	static const char *const ch_headers[] = {"Content-Type: application/x-ndjson", NULL};
+	static const char *const otlp_headers[] = {"Content-Type: application/x-protobuf", NULL};
+	uint64_t dbid;
+	char err[256];
+
+	if (!e)
+		return 0;
+	e->store = s;
+	if (store_db_id(s, &dbid)) {
+		log_err("export", "cannot read the database's id");
+		return -EIO;
+	}
+	snprintf(e->db_id, sizeof(e->db_id), "%016" PRIx64, dbid);
+	for (size_t i = 0; i < e->n; i++) {
+		struct exp_dest *d = e->dest[i];
+		char thread[16];
+		int rc;
+
+		d->cursor = store_cursor_open(s, d->cursor_name, err, sizeof(err));
+		if (!d->cursor || store_cursor_get(d->cursor, &d->pos)) {
+			log_err(d->section, "cannot open its cursor: %s", d->cursor ? "read" : err);
+			return -EIO;
+		}
+		d->watch = store_watch_add(s, d->tables, d->n_tables);
+		if (!d->watch) {
+			log_err(d->section, "too many exporters, or a table unknown to the store");
+			return -ENOSPC;
+		}
+		store_watch_set(d->watch, d->pos, d->pos);
+		if (sender_setup(&d->snd, d->format == EXP_OTLP ? otlp_headers : ch_headers)) {
+			log_err(d->section, "out of memory (or libcurl failed to start)");
+			return -ENOMEM;
+		}
+		exp_metrics_register(d, m);
+		snprintf(thread, sizeof(thread), "sysobs-x-%.6s", d->name);
+		rc = sender_start(&d->snd, exp_main, d, thread);
+		if (rc) {
+			log_err(d->section, "cannot start its thread: %s", strerror(-rc));
+			return rc;
+		}
+		log_info(d->section, "sending %zu event tables as %s to %s from row %" PRId64,
+			 d->n_tables, exp_formats[d->format], d->cfg.http.url, d->pos);
+	}
+	return 0;
+}
+
+/* ---- status ---- */
+
+size_t events_export_count(const struct events_export *e)
+{
+	return e ? e->n : 0;
+}
+
+void events_export_status(struct events_export *e, size_t i, struct events_export_status *st)
+{
+	struct exp_dest *d = e->dest[i];
+
+	memset(st, 0, sizeof(*st));
+	st->name = d->name;
+	st->format = exp_formats[d->format];
+	st->url = d->cfg.http.url;
+	pthread_mutex_lock(&d->snd.mu);
+	st->cursor = d->pos;
+	st->pending = d->st_pending;
+	st->lag_seconds = d->st_lag;
+	st->last_success = d->st_last_success;
+	st->sent = d->st_sent;
+	st->failed = d->st_failed;
+	st->retried = d->st_retried;
+	memcpy(d->st_copy, d->st_error, sizeof(d->st_copy));
+	pthread_mutex_unlock(&d->snd.mu);
+	st->last_error = d->st_copy;
+}

@@ -1,0 +1,69 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Event exporters: every [export.NAME] section is one destination that gets
+ * the rows of the event tables (drop samples, MPTCP events, IFS scans,
+ * cachefiles slow requests and daemon events; which ones is configurable)
+ * in a format of its own: ClickHouse (JSONEachRow over its HTTP interface,
+ * exporters/clickhouse.c) or OTLP/HTTP logs (exporters/otlp_logs.c).
+ *
+ * The history is the buffer, as for remote_write: each destination has a
+ * thread that reads committed rows after its durable cursor (store_meta
+ * cursor.NAME, one id: storage/store_export.h), sends a batch, and moves
+ * the cursor only once the receiver accepted it (2xx) or refused it for
+ * good (a 4xx other than 429: counted, then the next batch). 429, 5xx and
+ * transport errors are retried after a backoff or the receiver's
+ * Retry-After. At least once: a crash resends at most the batch in flight,
+ * and every row carries its key (host, database id, table, id) so the
+ * receiver deduplicates. Rows retention deletes before they were sent, and
+ * rows older than max_age when their turn comes, are counted, never silent.
+ * The readers are the store's read-only connections: collection and the
+ * HTTP API never wait for an export.
+ */
+#ifndef SYSOBS_EVENTS_EXPORT_H
+#define SYSOBS_EVENTS_EXPORT_H
+
+#include <stdbool.h>
+
+#include "agent/config.h"
+#include "exporters/export_row.h"
+
+struct store;
+struct metrics;
+struct events_export;
+
+/* Declares the [export.NAME] family of sections (before cfg_load). */
+int events_export_declare(struct config *cfg);
+
+/*
+ * Parses and checks every [export.NAME] of cfg against the event tables
+ * the agent has (tables, NULL-terminated), each error recorded (cfg_error).
+ * identity: the host's, as remote_write pushes it (copied). read_files:
+ * read password and token files (not in a reload's check). *out is NULL
+ * when no destination is configured. 0 or -EINVAL, -ENOMEM.
+ */
+int events_export_new(struct config *cfg, const struct event_table *const *tables,
+		      const struct export_identity *identity, bool read_files,
+		      struct events_export **out);
+/* Starts one thread per destination; 0 when e is NULL. -errno logged. */
+int events_export_start(struct events_export *e, struct store *s, struct metrics *m);
+/* Stops the threads (a request in flight gets 2 s) and frees; NULL ok. */
+void events_export_free(struct events_export *e);
+
+/* ---- for the status API and page ---- */
+
+struct events_export_status {
+	const char *name, *format, *url;
+	int64_t cursor;		/* last id delivered (or given up) */
+	uint64_t pending;	/* rows after it */
+	double lag_seconds;	/* age of the oldest pending row, 0 when none */
+	double last_success;	/* unix s, 0 = never */
+	uint64_t sent, failed, retried;
+	const char *last_error; /* "" when the last attempt succeeded */
+};
+
+size_t events_export_count(const struct events_export *e);
+/* Destination i's status into *st (strings valid until the next call for
+ * the same i). */
+void events_export_status(struct events_export *e, size_t i, struct events_export_status *st);
+
+#endif
