@@ -25,6 +25,9 @@
 #include "agent/collector_host.h"
 #include "agent/collector_routes.h"
 #include "agent/log.h"
+#include "exporters/clickhouse.h"
+#include "exporters/events.h"
+#include "exporters/identity.h"
 #include "exporters/remote_write.h"
 #include "agent/expose.h"
 #include "agent/privsep.h"
@@ -111,7 +114,8 @@ int agent_config_declare(struct agent *a)
 	    (err = cfg_declare(&a->cfg, "http", http_keys)) ||
 	    (err = cfg_declare(&a->cfg, "storage", storage_keys)) ||
 	    (err = expose_config_declare(&a->cfg)) ||
-	    (err = cfg_declare(&a->cfg, "remote_write", remote_write_keys)))
+	    (err = cfg_declare(&a->cfg, "remote_write", remote_write_keys)) ||
+	    (err = events_export_declare(&a->cfg)))
 		return err;
 	for (size_t i = 0; collector_registry[i]; i++) {
 		const struct collector_ops *ops = collector_registry[i];
@@ -639,6 +643,67 @@ static int storage_dir_check(struct agent *a)
 	return 0;
 }
 
+/* Every event table any collector declares, NULL-terminated, into
+ * tables[MAX_TABLES + 1]: the store has them all, whichever run. */
+static size_t all_tables(const struct event_table **tables)
+{
+	size_t nt = 0;
+
+	for (size_t i = 0; collector_registry[i]; i++)
+		for (const struct event_table *const *t = collector_registry[i]->tables; t && *t;
+		     t++)
+			if (nt < MAX_TABLES)
+				tables[nt++] = *t;
+	tables[nt] = NULL;
+	return nt;
+}
+
+int agent_print_clickhouse_ddl(const char *cluster, FILE *out)
+{
+	const struct event_table *tables[MAX_TABLES + 1];
+	struct buf b = {0};
+	int err;
+
+	all_tables(tables);
+	if (cluster && !clickhouse_ident_ok(cluster)) {
+		fprintf(stderr, "sysobsd: cluster '%s': [A-Za-z_][A-Za-z0-9_]*\n", cluster);
+		return -EINVAL;
+	}
+	fprintf(out, "-- ClickHouse tables of sysobsd's event exporter ([export.NAME] format =\n"
+		     "-- clickhouse), made by sysobsd --print-clickhouse-ddl from the event\n"
+		     "-- table descriptors: docs/fleet.md.\n");
+	err = clickhouse_ddl(tables, "sysobs", cluster, &b);
+	if (!err)
+		fputs(b.p, out);
+	buf_free(&b);
+	return err;
+}
+
+/* [export.NAME] sections, with the identity [remote_write] gives. */
+static int export_new(struct agent *a, bool read_files, struct events_export **out)
+{
+	static struct export_identity_buf id;
+	const struct event_table *tables[MAX_TABLES + 1];
+
+	*out = NULL;
+	all_tables(tables);
+	if (export_identity_resolve(&a->cfg, &id)) {
+		/* remote_write_check() names the key; nothing to export with */
+		id.id.instance = "";
+		id.id.job = "";
+	}
+	return events_export_new(&a->cfg, tables, &id.id, read_files, out);
+}
+
+static int export_config_check(struct agent *a, bool host)
+{
+	struct events_export *e;
+	int err = export_new(a, host, &e);
+
+	events_export_free(e);
+	return err ? 1 : 0;
+}
+
 int agent_config_validate(struct agent *a, bool host)
 {
 	struct store_config sc = {0};
@@ -664,6 +729,7 @@ int agent_config_validate(struct agent *a, bool host)
 	bad |= privsep_config(a, &pc, host);
 	bad |= expose_config_check(&a->cfg);
 	bad |= remote_write_check(&a->cfg, host, &rw);
+	bad |= export_config_check(a, host);
 	bad |= collectors_config_check(a);
 	remote_write_free(rw);
 	web_config_free(hc.web);
@@ -681,14 +747,14 @@ int agent_start(struct agent *a, const char *port_file)
 	struct privsep_config pc = {0};
 	static const char *names[64];
 	char err[512];
-	size_t nt = 0;
 	sigset_t mask;
 	int rc, sfd;
 
 	a->sysfs_root = cfg_get(cfg_section(&a->cfg, "agent"), "sysfs_root");
 	a->hostname = cfg_get(cfg_section(&a->cfg, "agent"), "hostname");
 	if (storage_config(a, &sc) || http_config(a, &hc, true) || listen_check(a, hc.listen) ||
-	    privsep_config(a, &pc, true) || remote_write_new(&a->cfg, &a->rw)) {
+	    privsep_config(a, &pc, true) || remote_write_new(&a->cfg, &a->rw) ||
+	    export_new(a, true, &a->exp)) {
 		agent_config_errors_log(a);
 		return 2;
 	}
@@ -715,12 +781,7 @@ int agent_start(struct agent *a, const char *port_file)
 	/* Every collector's tables are registered, enabled or not, so history
 	 * written earlier stays queryable and the schema does not depend on
 	 * which features this boot found. */
-	for (size_t i = 0; collector_registry[i]; i++)
-		for (const struct event_table *const *t = collector_registry[i]->tables; t && *t;
-		     t++)
-			if (nt < MAX_TABLES)
-				tables[nt++] = *t;
-	tables[nt] = NULL;
+	all_tables(tables);
 	a->store = store_open(&sc, tables, err, sizeof(err));
 	if (!a->store) {
 		log_err("store", "%s", err);
@@ -773,7 +834,8 @@ int agent_start(struct agent *a, const char *port_file)
 	if (!loop_add_timer(a->loop, AGENT_PUBLISH_MS, on_publish, a) ||
 	    (a->snapshot_ms && !loop_add_timer(a->loop, a->snapshot_ms, on_snapshot, a)))
 		return 1;
-	if (remote_write_start(a->rw, a->store, a->metrics))
+	if (remote_write_start(a->rw, a->store, a->metrics) ||
+	    events_export_start(a->exp, a->store, a->metrics))
 		return 1;
 
 	sigemptyset(&mask);
@@ -830,6 +892,9 @@ void agent_stop(struct agent *a)
 	deadline_stage("stopping remote_write");
 	remote_write_free(a->rw); /* reads the store, updates metrics */
 	a->rw = NULL;
+	deadline_stage("stopping the event exporters");
+	events_export_free(a->exp);
+	a->exp = NULL;
 	deadline_stage("writing the queued rows and closing the database");
 	store_close(a->store);
 	a->store = NULL;

@@ -36,6 +36,7 @@ struct agent {
 	void *route_bindings;		   /* collector routes on the server */
 	struct expose expose;		   /* [metrics], build info, stale series */
 	struct remote_write *rw;	   /* NULL unless [remote_write] url */
+	struct events_export *exp;	   /* NULL unless an [export.NAME] */
 	size_t cfg_errors_logged;	   /* cfg.errors[] logged so far */
 };
 
@@ -79,5 +80,8 @@ int agent_run(struct agent *a);
 /* Stops collectors and HTTP, flushes and closes storage. Accepts a partly
  * started agent. */
 void agent_stop(struct agent *a);
+
+/* --print-clickhouse-ddl[=CLUSTER]: the event exporter's ClickHouse tables. */
+int agent_print_clickhouse_ddl(const char *cluster, FILE *out);
 
 #endif

@@ -232,7 +232,8 @@ static struct cfg_section *family_section(struct config *cfg, const char *name)
 
 		if (strncmp(name, f->prefix, n) || name[n] != '.')
 			continue;
-		if (!len || len > 32 || strspn(rest, "abcdefghijklmnopqrstuvwxyz0123456789_-") != len)
+		if (!len || len > 32 ||
+		    strspn(rest, "abcdefghijklmnopqrstuvwxyz0123456789_-") != len)
 			return NULL;
 		if (cfg_declare(cfg, name, f->keys))
 			return NULL;

@@ -57,6 +57,10 @@ static void usage(FILE *out)
 	    "      --print-config      print every config key with its default and exit;\n"
 	    "                          with --config, the values in effect, each with\n"
 	    "                          the file:line it came from\n"
+	    "      --print-clickhouse-ddl[=CLUSTER]\n"
+	    "                          print the ClickHouse tables of the event exporter\n"
+	    "                          (deploy/clickhouse/sysobs.sql), with CLUSTER also\n"
+	    "                          Distributed tables <table>_all over it, and exit\n"
 	    "  -h, --help              this help\n"
 	    "  -V, --version           version, git revision and library versions\n"
 	    "\nCollectors:\n");
@@ -65,7 +69,14 @@ static void usage(FILE *out)
 			collector_registry[i]->help ? collector_registry[i]->help : "");
 }
 
-enum { OPT_SYSFS_ROOT = 256, OPT_PORT_FILE, OPT_PRINT_CONFIG, OPT_WEB_CONFIG, OPT_CHECK_CONFIG };
+enum {
+	OPT_SYSFS_ROOT = 256,
+	OPT_PORT_FILE,
+	OPT_PRINT_CONFIG,
+	OPT_WEB_CONFIG,
+	OPT_CHECK_CONFIG,
+	OPT_CLICKHOUSE_DDL
+};
 
 /* --version: the release, the git revision it was built from, and the
  * libraries it runs with (run-time versions where the library reports one). */
@@ -131,6 +142,7 @@ int main(int argc, char **argv)
 	    {"web.config.file", required_argument, NULL, OPT_WEB_CONFIG},
 	    {"print-config", no_argument, NULL, OPT_PRINT_CONFIG},
 	    {"check-config", no_argument, NULL, OPT_CHECK_CONFIG},
+	    {"print-clickhouse-ddl", optional_argument, NULL, OPT_CLICKHOUSE_DDL},
 	    {"help", no_argument, NULL, 'h'},
 	    {"version", no_argument, NULL, 'V'},
 	    {0},
@@ -181,6 +193,8 @@ int main(int argc, char **argv)
 		case OPT_CHECK_CONFIG:
 			check_config = true;
 			break;
+		case OPT_CLICKHOUSE_DDL:
+			return agent_print_clickhouse_ddl(optarg, stdout) ? 1 : 0;
 		case 'h':
 			usage(stdout);
 			return 0;

@@ -15,8 +15,8 @@ bool clickhouse_ident_ok(const char *s)
 {
 	size_t n = strlen(s);
 
-	if (!n || n > 64 || !(s[0] == '_' || (s[0] >= 'a' && s[0] <= 'z') ||
-			      (s[0] >= 'A' && s[0] <= 'Z')))
+	if (!n || n > 64 ||
+	    !(s[0] == '_' || (s[0] >= 'a' && s[0] <= 'z') || (s[0] >= 'A' && s[0] <= 'Z')))
 		return false;
 	return strspn(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_") == n;
 }
@@ -65,10 +65,9 @@ int clickhouse_ddl(const struct event_table *const *tables, const char *database
 			else
 				buf_printf(out, ",\n    %s Nullable(%s)", c->name, ch_type(c));
 		}
-		buf_printf(out,
-			   "\n)\nENGINE = ReplacingMergeTree()\n"
-			   "PARTITION BY toYYYYMM(time)\n"
-			   "ORDER BY (host, time, db_id, id);\n");
+		buf_printf(out, "\n)\nENGINE = ReplacingMergeTree()\n"
+				"PARTITION BY toYYYYMM(time)\n"
+				"ORDER BY (host, time, db_id, id);\n");
 		if (cluster && *cluster)
 			buf_printf(out,
 				   "CREATE TABLE IF NOT EXISTS %s.%s_all AS %s.%s\n"

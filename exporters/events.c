@@ -31,7 +31,7 @@ static const char *const exp_formats[] = {"clickhouse", "otlp", NULL};
 
 struct export_config {
 	struct sender_config http;
-	const char *format;
+	unsigned format; /* enum exp_format */
 	const char *tables;
 	uint64_t batch_rows;
 	uint64_t send_interval; /* ms */
@@ -44,11 +44,12 @@ struct export_config {
 #define EXK(f, t, d, lo, hi, h) CFG_KEY(struct export_config, f, t, d, lo, hi, h)
 
 static const struct cfg_key export_keys[] = {
-    CFG_KEY_CHOICE(struct export_config, format, "", exp_formats,
+    CFG_KEY_CHOICE(struct export_config, format, "clickhouse", exp_formats,
 		   "clickhouse (JSONEachRow over ClickHouse's HTTP interface, DDL in "
 		   "deploy/clickhouse/) or otlp (OTLP/HTTP logs, protobuf)"),
-    SENDER_KEYS(struct export_config, http,
-		"receiver: http(s)://HOST:8123/ for clickhouse, http(s)://HOST:4318/v1/logs for otlp"),
+    SENDER_KEYS(
+	struct export_config, http,
+	"receiver: http(s)://HOST:8123/ for clickhouse, http(s)://HOST:4318/v1/logs for otlp"),
     EXK(tables, CFG_STRING, "", 0, 0,
 	"event tables to send, comma-separated (empty = every event table but self_samples)"),
     EXK(batch_rows, CFG_U64, "1000", 1, 100000, "rows per batch (one request per table in it)"),
@@ -142,8 +143,8 @@ static int exp_tables_parse(struct config *cfg, struct exp_dest *d,
 			for (size_t k = 0; all[k] && off < sizeof(list); k++)
 				off += (size_t)snprintf(list + off, sizeof(list) - off, "%s%s",
 							k ? ", " : "", all[k]->name);
-			bad |= cfg_error(cfg, d->section, "tables", "no event table '%s' (known: %s)",
-					 tok, list);
+			bad |= cfg_error(cfg, d->section, "tables",
+					 "no event table '%s' (known: %s)", tok, list);
 			continue;
 		}
 		for (size_t k = 0; k < d->n_tables; k++)
@@ -151,7 +152,7 @@ static int exp_tables_parse(struct config *cfg, struct exp_dest *d,
 				goto next;
 		if (d->n_tables < EXP_MAX_TABLES)
 			d->tables[d->n_tables++] = all[i];
-next:;
+	next:;
 	}
 	free(text);
 	if (!bad && !d->n_tables)
@@ -174,7 +175,8 @@ static void exp_dest_free(struct exp_dest *d)
 }
 
 static int exp_dest_new(struct config *cfg, struct cfg_section *sec, const char *name,
-			const struct event_table *const *all, bool read_files, struct exp_dest **out)
+			const struct event_table *const *all, bool read_files,
+			struct exp_dest **out)
 {
 	struct exp_dest *d = calloc(1, sizeof(*d));
 	int bad = 0, err;
@@ -185,11 +187,7 @@ static int exp_dest_new(struct config *cfg, struct cfg_section *sec, const char 
 	snprintf(d->name, sizeof(d->name), "%s", name);
 	snprintf(d->section, sizeof(d->section), "%s", sec->name);
 	bad |= cfg_section_parse(cfg, sec->name, &d->cfg) ? 1 : 0;
-	if (!d->cfg.format || !*d->cfg.format) {
-		bad |= cfg_error(cfg, d->section, "format", "is required: clickhouse or otlp");
-	} else {
-		d->format = strcmp(d->cfg.format, "otlp") ? EXP_CLICKHOUSE : EXP_OTLP;
-	}
+	d->format = d->cfg.format == EXP_OTLP ? EXP_OTLP : EXP_CLICKHOUSE;
 	snprintf(d->cursor_name, sizeof(d->cursor_name), "%s%s",
 		 d->cfg.cursor && *d->cfg.cursor ? "" : "export.",
 		 d->cfg.cursor && *d->cfg.cursor ? d->cfg.cursor : name);
@@ -277,8 +275,8 @@ int events_export_new(struct config *cfg, const struct event_table *const *table
 		if (!name)
 			continue;
 		if (e->n == EXP_MAX_DEST) {
-			bad |= cfg_error(cfg, sec->name, "format", "at most %d [export.NAME] sections",
-					 EXP_MAX_DEST);
+			bad |= cfg_error(cfg, sec->name, "format",
+					 "at most %d [export.NAME] sections", EXP_MAX_DEST);
 			continue;
 		}
 		err = exp_dest_new(cfg, sec, name, tables, read_files, &d);
@@ -365,7 +363,8 @@ static int exp_read_row(size_t table, int64_t id, int64_t ts_ns, const void *row
 		return -ENOMEM;
 	}
 	memcpy(copy, row, t->row_size);
-	d->rows[d->n_rows++] = (struct export_row){.table = t, .id = id, .ts_ns = ts_ns, .row = copy};
+	d->rows[d->n_rows++] =
+	    (struct export_row){.table = t, .id = id, .ts_ns = ts_ns, .row = copy};
 	x->per_table[table]++;
 	x->last_id[table] = id;
 	return 0;
@@ -544,10 +543,11 @@ static uint64_t exp_turn(struct exp_dest *d)
 			pthread_mutex_lock(&d->snd.mu);
 			d->st_failed += n;
 			pthread_mutex_unlock(&d->snd.mu);
-			log_ratelimited(&d->rl_fail, 10000, LOG_LVL_WARN, d->section,
-					"%s refused %zu rows with %ld (%.200s%s); dropped, not retried",
-					d->cfg.http.url, n, d->snd.status, d->snd.resp,
-					d->snd.status ? "" : d->snd.errbuf);
+			log_ratelimited(
+			    &d->rl_fail, 10000, LOG_LVL_WARN, d->section,
+			    "%s refused %zu rows with %ld (%.200s%s); dropped, not retried",
+			    d->cfg.http.url, n, d->snd.status, d->snd.resp,
+			    d->snd.status ? "" : d->snd.errbuf);
 			exp_status_error(d, "refused with %ld: %.200s", d->snd.status,
 					 d->snd.status ? d->snd.resp : d->snd.errbuf);
 		} else {
@@ -576,9 +576,8 @@ static uint64_t exp_turn(struct exp_dest *d)
 			exp_status_error(d, "%s", d->snd.errbuf);
 		log_ratelimited(&d->rl_fail, 10000, LOG_LVL_WARN, d->section,
 				"%s %s%.200s; retrying %zu rows in %" PRIu64 " ms", d->cfg.http.url,
-				d->snd.status ? "answered: " : "", d->snd.status ? d->snd.resp
-										: d->snd.errbuf,
-				d->n_rows, wait);
+				d->snd.status ? "answered: " : "",
+				d->snd.status ? d->snd.resp : d->snd.errbuf, d->n_rows, wait);
 		return wait;
 	}
 	exp_add(d->m.sent, sent);

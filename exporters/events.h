@@ -53,10 +53,10 @@ void events_export_free(struct events_export *e);
 
 struct events_export_status {
 	const char *name, *format, *url;
-	int64_t cursor;		/* last id delivered (or given up) */
-	uint64_t pending;	/* rows after it */
-	double lag_seconds;	/* age of the oldest pending row, 0 when none */
-	double last_success;	/* unix s, 0 = never */
+	int64_t cursor;	     /* last id delivered (or given up) */
+	uint64_t pending;    /* rows after it */
+	double lag_seconds;  /* age of the oldest pending row, 0 when none */
+	double last_success; /* unix s, 0 = never */
 	uint64_t sent, failed, retried;
 	const char *last_error; /* "" when the last attempt succeeded */
 };
