@@ -435,6 +435,26 @@ static void exp_cursor_save(struct exp_dest *d, int64_t pos)
 				strerror(-err));
 }
 
+/*
+ * ClickHouse answers 500 to data it cannot take (a row that does not parse,
+ * a type that does not convert): sent again it would fail again and hold
+ * the export for ever. Its body starts "Code: N." with the exception code;
+ * those of bad data are a refusal.
+ */
+static bool ch_refused(const char *resp)
+{
+	static const int codes[] = {6, 16, 26, 27, 38, 41, 53, 60, 69, 70, 72, 81, 117};
+	const char *p = strstr(resp, "Code: ");
+	int code;
+
+	if (!p || sscanf(p + 6, "%d", &code) != 1)
+		return false;
+	for (size_t i = 0; i < sizeof(codes) / sizeof(codes[0]); i++)
+		if (codes[i] == code)
+			return true;
+	return false;
+}
+
 /* Sends rows[0..n) (all of one table for ClickHouse): the verdict. */
 static enum sender_verdict exp_send(struct exp_dest *d, const struct export_row *rows, size_t n,
 				    uint64_t *rejected)
@@ -461,6 +481,9 @@ static enum sender_verdict exp_send(struct exp_dest *d, const struct export_row 
 		return err == -EINVAL ? SENDER_REFUSED : SENDER_RETRY;
 	}
 	v = sender_post(&d->snd, d->body.p, d->body.len, d->cfg.gzip);
+	if (v == SENDER_RETRY && d->format == EXP_CLICKHOUSE && d->snd.status == 500 &&
+	    ch_refused(d->snd.resp))
+		v = SENDER_REFUSED;
 	if (v == SENDER_SENT) {
 		exp_add(d->m.bytes, d->cfg.gzip ? d->snd.gz.len : d->body.len);
 		if (d->format == EXP_OTLP) {

@@ -82,7 +82,12 @@ write_base_config() {
 	done
 	more[agent]="user=root"$'\n'"${more[agent]:-}"
 	more[http]="listen=127.0.0.1:0"$'\n'"${more[http]:-}"
-	more[storage]="path=$T/sysobs.db"$'\n'"batch_ms=50"$'\n'"${more[storage]:-}"
+	# storage.path=FILE given: that database instead of $T/sysobs.db
+	if [[ $'\n'"${more[storage]:-}" == *$'\n'path=* ]]; then
+		more[storage]="batch_ms=50"$'\n'"${more[storage]}"
+	else
+		more[storage]="path=$T/sysobs.db"$'\n'"batch_ms=50"$'\n'"${more[storage]:-}"
+	fi
 	{
 		for sec in agent http storage; do
 			printf '[%s]\n%s' "$sec" "${more[$sec]}"
@@ -252,6 +257,56 @@ start_prometheus() {
 	curl -sf --max-time 2 "http://127.0.0.1:$port/-/ready" -o /dev/null ||
 		fail "prometheus $name not ready: $(tail -5 "$T/prometheus-$name.log")"
 }
+
+# need_clickhouse: Debian's clickhouse-server and clickhouse-client, or skip.
+need_clickhouse() {
+	command -v clickhouse-server >/dev/null && command -v clickhouse-client >/dev/null ||
+		skip "clickhouse-server not installed (./scripts/deps.sh installs it)"
+}
+
+# start_clickhouse: Debian's clickhouse-server (18.16) on free loopback
+# ports with its data in $T/ch; sets CH_HTTP (http port) and CH_TCP. Its
+# cluster two_shards has two shards on this server, the default databases
+# shard1 and shard2 (a Distributed table with database '' reads both).
+# A second call after stop_clickhouse starts it again on the same ports.
+start_clickhouse() {
+	if [ -z "${CH_HTTP:-}" ]; then
+		CH_HTTP=$(free_port) || fail "no free port for clickhouse"
+		CH_TCP=$(free_port) || fail "no free port for clickhouse"
+		mkdir -p "$T/ch/data" "$T/ch/tmp"
+		cat >"$T/ch/config.xml" <<-EOF
+			<?xml version="1.0"?>
+			<yandex>
+			  <logger><level>warning</level><log>$T/ch/server.log</log><errorlog>$T/ch/err.log</errorlog><console>0</console></logger>
+			  <http_port>$CH_HTTP</http_port><tcp_port>$CH_TCP</tcp_port>
+			  <listen_host>127.0.0.1</listen_host>
+			  <path>$T/ch/data/</path><tmp_path>$T/ch/tmp/</tmp_path>
+			  <users_config>/etc/clickhouse-server/users.xml</users_config>
+			  <default_profile>default</default_profile><default_database>default</default_database>
+			  <mark_cache_size>5368709</mark_cache_size>
+			  <remote_servers><two_shards>
+			    <shard><replica><host>127.0.0.1</host><port>$CH_TCP</port><default_database>shard1</default_database></replica></shard>
+			    <shard><replica><host>127.0.0.1</host><port>$CH_TCP</port><default_database>shard2</default_database></replica></shard>
+			  </two_shards></remote_servers>
+			</yandex>
+		EOF
+	fi
+	(cd "$T/ch" && exec clickhouse-server --config-file="$T/ch/config.xml") >"$T/ch/stdout" 2>&1 &
+	CH_PID=$!
+	on_exit "kill -9 $CH_PID 2>/dev/null"
+	_ch_up() { [ "$(curl -sf --max-time 2 "http://127.0.0.1:$CH_HTTP/ping")" = "Ok." ]; }
+	wait_for 60 _ch_up || fail "clickhouse did not start: $(tail -5 "$T/ch/err.log" "$T/ch/stdout" 2>/dev/null)"
+}
+
+stop_clickhouse() {
+	kill "$CH_PID" 2>/dev/null
+	wait "$CH_PID" 2>/dev/null
+	_ch_down() { ! curl -sf --max-time 1 "http://127.0.0.1:$CH_HTTP/ping" -o /dev/null; }
+	wait_for 30 _ch_down || fail "clickhouse did not stop"
+}
+
+# chq 'SQL': one query's result (TabSeparated).
+chq() { clickhouse-client --port "$CH_TCP" -q "$1"; }
 
 # promq PORT 'PromQL': the instant query's result array (JSON).
 promq() {

@@ -1,0 +1,164 @@
+#!/usr/bin/env bash
+# The event exporter into Debian's ClickHouse (18.16), all on loopback:
+#  1. the shipped DDL (deploy/clickhouse/sysobs.sql) is what
+#     sysobsd --print-clickhouse-ddl prints, and it loads;
+#  2. drop samples reach ClickHouse with the host's identity; every row of
+#     SQLite up to the cursor is in ClickHouse once by key (db_id, id);
+#  3. ClickHouse down while drops go on: the rows wait in the history
+#     (pending, retried counted); back up, the backlog drains; a kill -9 of
+#     the agent in the middle of it loses nothing and, after deduplication
+#     (FINAL), duplicates nothing; the raw duplicates are at most one batch;
+#  4. a destination the receiver refuses (404: no such database) counts its
+#     rows as refused and does not block: its pending goes to 0;
+#  5. two agents (hostA, hostB) into two shards, a Distributed table over
+#     both: the fleet query of docs/fleet.md answers per host what each
+#     agent's SQLite says.
+source "$(dirname "$0")/lib.sh"
+
+need_root
+need_clickhouse
+need_cmd sqlite3
+need_cmd jq
+[ -r /sys/kernel/btf/vmlinux ] || skip "kernel without BTF (/sys/kernel/btf/vmlinux)"
+GEN=${SYSOBS_BUILD:?}/tests/drops_gen
+[ -x "$GEN" ] || fail "traffic generator $GEN not built"
+BATCH=200
+
+# ---- 1. DDL ----
+"$SYSOBSD" --print-clickhouse-ddl >"$T/ddl.sql" || fail "--print-clickhouse-ddl failed"
+diff -u "$SYSOBS_SRC/deploy/clickhouse/sysobs.sql" "$T/ddl.sql" >&2 ||
+	fail "deploy/clickhouse/sysobs.sql differs from sysobsd --print-clickhouse-ddl: regenerate it"
+start_clickhouse
+"$SYSOBSD" --print-clickhouse-ddl=two_shards >"$T/ddl-cluster.sql"
+for db in sysobs shard1 shard2; do
+	sed "s/\bsysobs\./$db./g; s/DATABASE IF NOT EXISTS sysobs;/DATABASE IF NOT EXISTS $db;/" \
+		"$T/ddl-cluster.sql" | clickhouse-client --port "$CH_TCP" --multiquery ||
+		fail "the DDL does not load into database $db"
+done
+assert_eq "tables of the sysobs database" 12 "$(chq 'SELECT count() FROM system.tables WHERE database = '"'"'sysobs'"'"'')"
+pass "shipped DDL = --print-clickhouse-ddl; it loads into ClickHouse $(chq 'SELECT version()') with Distributed tables"
+
+# ---- 2. rows with identity ----
+make_drops() { "$GEN" udp -d 127.0.0.1 -p 9 -n "$1" >/dev/null; }
+agent_config() { # INSTANCE DATABASE DB_FILE
+	write_base_config storage.path="$3" collector.drops.sample_rate=20000 \
+		collector.drops.sample_burst=20000 remote_write.instance="$1" \
+		remote_write.external_labels="cluster=test"
+	cat >>"$T/sysobsd.ini" <<-INI
+		[export.ch]
+		format = clickhouse
+		url = http://127.0.0.1:$CH_HTTP/
+		database = $2
+		tables = drop_samples
+		batch_rows = $BATCH
+		min_backoff = 50ms
+		max_backoff = 500ms
+	INI
+}
+cursor() { sqlite3 "$1" "SELECT value FROM store_meta WHERE key = 'cursor.export.ch'"; }
+pending() { metric 'sysobs_export_pending_rows{destination="ch"}'; }
+caught_up() { [ "$(pending)" = 0 ] && [ -n "$(cursor "$DBF")" ]; }
+# compare DB_FILE DATABASE WHAT: SQLite rows up to the cursor = ClickHouse's
+compare() {
+	local cur lite dist final
+	cur=$(cursor "$1")
+	lite=$(sqlite3 "$1" "SELECT count(*) FROM drop_samples WHERE id <= $cur")
+	dist=$(chq "SELECT uniqExact(db_id, id) FROM $2.drop_samples WHERE id <= $cur")
+	final=$(chq "SELECT count() FROM $2.drop_samples FINAL WHERE id <= $cur")
+	assert_eq "$3: rows in ClickHouse by key = SQLite's (up to id $cur)" "$lite" "$dist"
+	assert_eq "$3: rows after deduplication (FINAL) = SQLite's" "$lite" "$final"
+	LITE=$lite
+}
+
+DBF=$T/a.db
+agent_config hostA shard1 "$DBF"
+cat >>"$T/sysobsd.ini" <<INI
+[export.bad]
+format = clickhouse
+url = http://127.0.0.1:$CH_HTTP/
+database = nosuchdb
+tables = drop_samples
+batch_rows = $BATCH
+INI
+start_agent
+make_drops 300
+wait_for 30 caught_up || fail "export did not catch up: pending $(pending); $(tail -5 "$T/agent.log")"
+compare "$DBF" shard1 "online"
+assert_ge "rows exported" 300 "$LITE"
+row=$(chq "SELECT host, job, labels.name, labels.value, length(db_id) FROM shard1.drop_samples LIMIT 1 FORMAT JSONEachRow")
+assert_eq "identity of a row" '{"host":"hostA","job":"sysobs","labels.name":["cluster"],"labels.value":["test"],"length(db_id)":"16"}' "$row"
+# the same row, field by field, in SQLite and ClickHouse
+id=$(sqlite3 "$DBF" "SELECT max(id) FROM drop_samples WHERE id <= $(cursor "$DBF")")
+lite=$(sqlite3 -json "$DBF" "SELECT CAST(ts AS TEXT) AS ts, reason, protocol, saddr, daddr, CAST(sport AS TEXT) AS sport, CAST(dport AS TEXT) AS dport FROM drop_samples WHERE id = $id" | jq -c '.[0] | map_values(tostring)')
+ch=$(chq "SELECT toString(ts) AS ts, reason, toString(protocol) AS protocol, saddr, daddr, toString(sport) AS sport, toString(dport) AS dport FROM shard1.drop_samples WHERE id = $id FORMAT JSONEachRow" | jq -c 'map_values(tostring)')
+assert_eq "row $id in ClickHouse = in SQLite" "$lite" "$ch"
+pass "online: $LITE drop samples in ClickHouse once each, with host, job and external labels"
+
+# ---- 4. refused ----
+bad_drained() { [ "$(metric 'sysobs_export_pending_rows{destination="bad"}')" = 0 ]; }
+wait_for 30 bad_drained || fail "the refused destination blocks: pending $(metric 'sysobs_export_pending_rows{destination="bad"}')"
+refused=$(metric 'sysobs_export_rows_dropped_total{destination="bad",reason="refused"}')
+assert_ge "rows refused by the 404 destination" 300 "${refused%.*}"
+assert_eq "rows it sent" 0 "$(metric 'sysobs_export_rows_sent_total{destination="bad"}')"
+pass "a destination answering 404: $refused rows refused and counted, not retried, not blocking"
+
+# ---- 3. outage, backlog, kill -9 ----
+stop_clickhouse
+make_drops 3000
+retried() { r=$(metric 'sysobs_export_rows_retried_total{destination="ch"}'); [ "${r%.*}" -gt 0 ]; }
+wait_for 20 retried || fail "no retry while ClickHouse is down"
+backlog() { p=$(pending); [ "${p:-0}" -ge 2000 ]; }
+wait_for 20 backlog || fail "no backlog while ClickHouse is down: pending $(pending)"
+before=$(pending)
+sent0=$(metric 'sysobs_export_rows_sent_total{destination="ch"}')
+start_clickhouse
+some_sent() { s=$(metric 'sysobs_export_rows_sent_total{destination="ch"}'); [ "${s%.*}" -gt "${sent0%.*}" ]; }
+wait_for 30 some_sent || fail "nothing sent after ClickHouse came back"
+kill -9 "$AGENT_PID"
+wait "$AGENT_PID" 2>/dev/null
+AGENT_PID=
+mid=$(cursor "$DBF")
+start_agent
+wait_for 60 caught_up || fail "backlog not drained after the restart: pending $(pending)"
+compare "$DBF" shard1 "after outage and kill -9"
+raw=$(chq "SELECT count() FROM shard1.drop_samples WHERE id <= $(cursor "$DBF")")
+dups=$((raw - LITE))
+echo "FIGURE: backlog $before rows; kill -9 at cursor $mid; raw rows $raw, distinct $LITE, duplicates $dups"
+[ "$dups" -le "$BATCH" ] || fail "a crash resent more than one batch: $dups duplicates (batch $BATCH)"
+pass "outage of ClickHouse with $before rows pending, kill -9 during the drain: nothing lost, $dups raw duplicates (<= one batch), none after FINAL"
+stop_agent
+
+# ---- 5. two hosts, two shards, one fleet query ----
+DBA=$DBF DBB=$T/b.db
+agent_config hostB shard2 "$DBB"
+start_agent
+B_PID=$AGENT_PID B_PORT=$PORT
+agent_config hostA shard1 "$DBA"
+start_agent
+n0A=$(sqlite3 "$DBA" "SELECT count(*) FROM drop_samples WHERE dport = 9")
+n0B=$(sqlite3 "$DBB" "SELECT count(*) FROM drop_samples WHERE dport = 9")
+make_drops 500
+# each agent has its samples committed, then sent
+have_drops() { [ "$(sqlite3 "$1" "SELECT count(*) FROM drop_samples WHERE dport = 9")" -ge $(($2 + 500)) ]; }
+wait_for 30 have_drops "$DBA" "$n0A" || fail "hostA did not record the 500 drops"
+wait_for 30 have_drops "$DBB" "$n0B" || fail "hostB did not record the 500 drops"
+DBF=$DBA
+wait_for 30 caught_up || fail "hostA did not catch up"
+PORT_A=$PORT PORT=$B_PORT DBF=$DBB
+wait_for 30 caught_up || fail "hostB did not catch up"
+PORT=$PORT_A
+# docs/fleet.md: "which hosts dropped packets to this address, and why", per host
+for h in A B; do
+	eval "db=\$DB$h"
+	cur=$(cursor "$db")
+	want=$(sqlite3 "$db" "SELECT count(*) FROM drop_samples WHERE daddr = '127.0.0.1' AND dport = 9 AND id <= $cur")
+	got=$(chq "SELECT uniqExact(db_id, id) FROM sysobs.drop_samples_all WHERE host = 'host$h' AND daddr = '127.0.0.1' AND dport = 9 AND id <= $cur")
+	assert_eq "fleet query over the Distributed table: drops to 127.0.0.1:9 of host$h" "$want" "$got"
+	[ "$want" -ge 500 ] || fail "host$h: $want drops to 127.0.0.1:9 up to id $cur; rows: $(sqlite3 "$db" "SELECT count(*), max(id), sum(dport = 9) FROM drop_samples"); $(grep -c . "$T/agent.log") log lines"
+done
+hosts=$(chq "SELECT groupUniqArray(host) FROM sysobs.drop_samples_all" | tr -d '[]')
+assert_eq "hosts in the Distributed table" "'hostA','hostB'" "$(tr ',' '\n' <<<"$hosts" | sort | paste -sd,)"
+kill -TERM "$B_PID"
+wait "$B_PID" || fail "hostB's agent exited with $? after SIGTERM"
+stop_agent
+pass "two agents into two shards: the Distributed table's fleet query matches each host's SQLite"
