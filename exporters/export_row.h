@@ -32,8 +32,10 @@ struct export_identity {
 	struct export_label labels[EXPORT_MAX_LABELS]; /* external labels, sorted by name */
 	size_t n_labels;
 	const char *version; /* sysobsd's: SYSOBS_VERSION */
-	/* service.instance.id: this database's id (store_meta db_id), which
-	 * changes when the history starts over, so ids never collide. */
+	/* This database's id (store_meta db_id), which changes when the
+	 * history starts over, so ids never collide: the OTLP resource's
+	 * sysobs.db_id (service.instance.id is the instance, for a join with
+	 * the metrics: exporters/otlp_logs.c). */
 	const char *db_id;
 };
 

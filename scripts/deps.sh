@@ -34,6 +34,7 @@ missing=()
 for p in "${PKGS[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
 done
+"$(dirname "$0")/deps_node.sh"
 [ ${#missing[@]} -eq 0 ] && exit 0
 
 SUDO=
