@@ -46,6 +46,9 @@ struct drops_state {
 	bool has_udp_destruct;		     /* udp_destruct_common() in BTF: fentry/fexit */
 	bool sockctx;			     /* ... and loaded */
 	uint64_t sock_free_lo, sock_free_hi; /* udp_destruct_common() text */
+	uint64_t frag_expire_fn[DROPS_FRAG_EXPIRE_FNS]; /* fragment queue timers, 0 unknown */
+	bool frag_timers;				/* some known: timer pair loaded */
+	struct bpf_link *timer_links[2];		/* timer_expire_entry, _exit */
 	struct bpf_link *sock_links[2];
 	int ncpus;	  /* possible CPUs: per-CPU value arrays */
 	uint64_t *percpu; /* ncpus values */
