@@ -512,6 +512,8 @@ static int drops_init(struct collector *c)
 	 * helper call; kfuncs are FUNCs in the kernel's BTF. */
 	st->has_rdonly_cast = bpf_util_btf_has(&st->btf, "bpf_rdonly_cast", BTF_KIND_FUNC);
 	st->has_udp_destruct = bpf_util_btf_has(&st->btf, "udp_destruct_common", BTF_KIND_FUNC);
+	if (drops_netstat_indices(st->btf.vmlinux, st->mib_idx))
+		st->mib_idx[0] = UINT32_MAX; /* drops_netstat_open() says so */
 	/* Names are copied out. The parsed BTF is ~6 MiB: gone before libbpf
 	 * parses its own copy for CO-RE, and not part of the idle agent. */
 	bpf_util_btf_free(&st->btf);
@@ -573,7 +575,8 @@ static int drops_init(struct collector *c)
 					     strerror(-err), bpf_util_load_cause(err));
 	clog_info(c, "%zu drop reasons from %s; kfree_skb has %d arguments; program %s",
 		  drops_reasons_count(st->reasons), cfg->btf_path, st->nargs, st->attach_kind);
-	/* Now, with the capabilities: the walk itself needs none later. */
+	/* Now, with the capabilities: the walks themselves need none later. */
+	st->netstat = drops_netstat_open(c, st->ncpus, st->mib_idx);
 	st->live = netns_live_open(why, sizeof(why));
 	if (!st->live)
 		clog_warn(c,
@@ -932,6 +935,8 @@ static int drops_collect(struct collector *c)
 	err = drops_publish_counts(c, st);
 	if (err)
 		return err;
+	if ((err = drops_netstat_publish(c, st->netstat)))
+		return err;
 	/* The program counts only rare events; the rest is arithmetic. */
 	events = st->events + st->stat[DROPS_STAT_MAP_OVERFLOW];
 	sampled = st->stat[DROPS_STAT_SAMPLES] + st->stat[DROPS_STAT_SAMPLES_LOST];
@@ -978,6 +983,7 @@ static void drops_stop(struct collector *c)
 	free(st->percpu);
 	drops_counts_free(st->counts);
 	netns_live_close(st->live);
+	drops_netstat_close(st->netstat);
 	free(st);
 	c->priv = NULL;
 	c->fd = -1;
