@@ -472,6 +472,81 @@ const volatile __u64 sock_free_lo = 0;
 const volatile __u64 sock_free_len = 0;
 
 /*
+ * Fragment queues that time out (reason FRAG_REASM_TIMEOUT). The expiry
+ * runs in the queue's timer (ip_expire(), ip6_frag_expire(), conntrack's
+ * nf_ct_frag6_expire()): no socket, and only the head has a device, which
+ * the expiry looks up again by qp->iif; the other fragments are freed by
+ * inet_frag_destroy() -> inet_frag_rbtree_purge(), and in them skb->dev
+ * is not a device at all: it shares its place with skb->rbnode (the
+ * fragment tree), so it holds a pointer to another skb or NULL. The
+ * namespace is the queue's, fq->fqdir->net, and the queue is the timer
+ * that is running: the tracepoints timer:timer_expire_entry and
+ * timer_expire_exit (call_timer_fn()) bracket the callback, and the timer
+ * is embedded in struct inet_frag_queue. The pair below keeps, per CPU,
+ * the namespace of the fragment queue whose timer runs there (timer
+ * callbacks run in softirq and do not nest on a CPU), only for a timer
+ * whose function is one of those expiries (addresses from kallsyms;
+ * none known: the pair is not attached, and such drops count in netns 0,
+ * never by the rbnode pointer). Cost: one compare per timer expiry.
+ */
+const volatile __u64 frag_expire_fn[DROPS_FRAG_EXPIRE_FNS] = {};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64); /* struct net * of the running fragment timer, 0 none */
+} fragctx SEC(".maps");
+
+static __always_inline bool is_frag_timeout(__u32 reason)
+{
+	return bpf_core_enum_value_exists(enum skb_drop_reason,
+					  SKB_DROP_REASON_FRAG_REASM_TIMEOUT) &&
+	       reason ==
+		   bpf_core_enum_value(enum skb_drop_reason, SKB_DROP_REASON_FRAG_REASM_TIMEOUT);
+}
+
+static __always_inline struct net *frag_timer_net(void)
+{
+	__u32 zero = 0;
+	__u64 *v = bpf_map_lookup_elem(&fragctx, &zero);
+
+	return v ? (struct net *)*v : NULL;
+}
+
+/* timer_expire_entry(timer, baseclk): raw_tp, every read a probe read */
+SEC("raw_tp/timer_expire_entry")
+int BPF_PROG(drops_timer_entry, struct timer_list *timer)
+{
+	__u64 fn = (__u64)BPF_CORE_READ(timer, function), *v;
+	struct inet_frag_queue *q;
+	__u32 zero = 0;
+	bool ours = false;
+
+	for (int j = 0; j < DROPS_FRAG_EXPIRE_FNS; j++)
+		ours |= fn && fn == frag_expire_fn[j];
+	if (!ours)
+		return 0;
+	v = bpf_map_lookup_elem(&fragctx, &zero);
+	if (!v)
+		return 0;
+	q = (void *)timer - bpf_core_field_offset(struct inet_frag_queue, timer);
+	*v = (__u64)BPF_CORE_READ(q, fqdir, net);
+	return 0;
+}
+
+SEC("raw_tp/timer_expire_exit")
+int BPF_PROG(drops_timer_exit, struct timer_list *timer)
+{
+	__u32 zero = 0;
+	__u64 *v = bpf_map_lookup_elem(&fragctx, &zero);
+
+	if (v && *v)
+		*v = 0;
+	return 0;
+}
+
+/*
  * The namespace of a drop, and the device when skb->dev really is one.
  * skb->dev shares its place with dev_scratch (UDP receive queues), so it is
  * believed to be a device only when its nd_net reads: a scratch value is
@@ -479,15 +554,27 @@ const volatile __u64 sock_free_len = 0;
  * of a non-kernel address yields 0 (PROBE_MEM loads, bpf_probe_read_kernel()
  * failing). Without a device: the namespace of skb->sk, of rx_sk (v6.11),
  * or of the UDP socket being destroyed on this CPU; 0 when none is known.
+ * A fragment queue that timed out: the queue's namespace (frag_timer_net()).
  */
-static __always_inline __u32 netns_of(struct sk_buff *skb, void *location, struct sock *rx_sk,
-				      struct net_device **devp, struct net **netp,
-				      struct sock **skp, const bool direct)
+static __always_inline __u32 netns_of(struct sk_buff *skb, void *location, __u32 reason,
+				      struct sock *rx_sk, struct net_device **devp,
+				      struct net **netp, struct sock **skp, const bool direct)
 {
 	struct net_device *dev = RD(skb, dev);
 	struct net *net = NULL;
 	struct sock *sk;
 
+	if (is_frag_timeout(reason)) {
+		/* skb->dev is the head's device or an rbnode pointer */
+		net = frag_timer_net(); /* a scalar: probe reads only */
+		if (net) {
+			if (dev && BPF_CORE_READ(dev, nd_net.net) == net)
+				*devp = dev;
+			*netp = net;
+			return BPF_CORE_READ(net, ns.inum);
+		}
+		dev = NULL;
+	}
 	if (dev) {
 		net = RD(dev, nd_net.net);
 		if (net) {
@@ -780,7 +867,7 @@ static __always_inline int handle_drop(struct sk_buff *skb, void *location, __u3
 	key.reason = reason;
 	key.l3_proto = p.l3;
 	key.l4_proto = p.l4;
-	key.netns = netns_of(skb, location, rx_sk, &dev, &net, &sk, direct);
+	key.netns = netns_of(skb, location, reason, rx_sk, &dev, &net, &sk, direct);
 	if (key_cgroup) {
 		if (!sk) /* a drop with a device: netns_of() did not look */
 			sk = RD(skb, sk) ?: rx_sk;

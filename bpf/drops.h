@@ -40,6 +40,10 @@ static inline __u32 drops_slot_hash(const struct drops_key *k)
 	return h ^ (h >> 16);
 }
 
+/* Fragment-queue timer functions the program recognises (bpf/drops.bpf.c,
+ * fragctx). */
+#define DROPS_FRAG_EXPIRE_FNS 4
+
 /* Slots of the per-CPU statistics array (map "stats"). Only rare events
  * are counted there: per-drop totals come from the counts map. */
 enum drops_stat {

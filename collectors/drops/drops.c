@@ -360,6 +360,26 @@ static int drops_scan_modules(struct drops_state *st)
 	return added;
 }
 
+/* The fragment queues' timer functions, whose running timer names the
+ * namespace of a FRAG_REASM_TIMEOUT drop (bpf/drops.bpf.c). */
+static void frag_expiries_find(struct collector *c, struct drops_state *st)
+{
+	static const char *const fns[DROPS_FRAG_EXPIRE_FNS] = {
+	    "ip_expire", "ip6_frag_expire", "nf_ct_frag6_expire", "lowpan_frag_expire"};
+	uint64_t hi;
+	int n = 0;
+
+	for (int i = 0; i < DROPS_FRAG_EXPIRE_FNS; i++)
+		if (!drops_ksyms_range(st->ksyms, fns[i], &st->frag_expire_fn[i], &hi))
+			n++;
+		else
+			st->frag_expire_fn[i] = 0;
+	st->frag_timers = n > 0;
+	if (!n)
+		clog_warn(c, "ip_expire and ip6_frag_expire not in kallsyms: fragment reassembly "
+			     "timeouts (FRAG_REASM_TIMEOUT) count in netns 0");
+}
+
 /* Opens and loads the BPF object with one of its two programs (and, with
  * sockctx, the fentry/fexit pair on udp_destruct_common()). */
 static int drops_load_once(struct drops_state *st, bool tp_btf, bool sockctx)
@@ -376,6 +396,8 @@ static int drops_load_once(struct drops_state *st, bool tp_btf, bool sockctx)
 	bpf_program__set_autoload(skel->progs.drops_tp_btf, tp_btf);
 	bpf_program__set_autoload(skel->progs.drops_raw_tp, !tp_btf);
 	bpf_program__set_autoload(skel->progs.drops_baseline, false);
+	bpf_program__set_autoload(skel->progs.drops_timer_entry, st->frag_timers);
+	bpf_program__set_autoload(skel->progs.drops_timer_exit, st->frag_timers);
 	/* fentry needs BPF trampolines: only next to the tp_btf program (a
 	 * kernel that refuses tp_btf gets raw_tp without them). */
 	st->sockctx = sockctx;
@@ -389,6 +411,8 @@ static int drops_load_once(struct drops_state *st, bool tp_btf, bool sockctx)
 	skel->rodata->use_slots = cfg->fast_slots;
 	skel->rodata->key_cgroup = cfg->container_label;
 	skel->rodata->has_rdonly_cast = st->has_rdonly_cast;
+	for (int i = 0; i < DROPS_FRAG_EXPIRE_FNS; i++)
+		skel->rodata->frag_expire_fn[i] = st->frag_expire_fn[i];
 	if (st->frag_free_hi) {
 		skel->rodata->frag_free_lo = st->frag_free_lo;
 		skel->rodata->frag_free_len = st->frag_free_hi - st->frag_free_lo;
@@ -488,6 +512,8 @@ static int drops_init(struct collector *c)
 	 * helper call; kfuncs are FUNCs in the kernel's BTF. */
 	st->has_rdonly_cast = bpf_util_btf_has(&st->btf, "bpf_rdonly_cast", BTF_KIND_FUNC);
 	st->has_udp_destruct = bpf_util_btf_has(&st->btf, "udp_destruct_common", BTF_KIND_FUNC);
+	if (drops_netstat_indices(st->btf.vmlinux, st->mib_idx))
+		st->mib_idx[0] = UINT32_MAX; /* drops_netstat_open() says so */
 	/* Names are copied out. The parsed BTF is ~6 MiB: gone before libbpf
 	 * parses its own copy for CO-RE, and not part of the idle agent. */
 	bpf_util_btf_free(&st->btf);
@@ -518,6 +544,7 @@ static int drops_init(struct collector *c)
 	if (drops_ksyms_range(st->ksyms, "udp_destruct_common", &st->sock_free_lo,
 			      &st->sock_free_hi))
 		st->sock_free_lo = st->sock_free_hi = 0;
+	frag_expiries_find(c, st);
 
 	bpf_util_load_begin(c->ops->name);
 	err = drops_load(c, st, cfg->attach != DROPS_ATTACH_RAW_TP);
@@ -548,7 +575,8 @@ static int drops_init(struct collector *c)
 					     strerror(-err), bpf_util_load_cause(err));
 	clog_info(c, "%zu drop reasons from %s; kfree_skb has %d arguments; program %s",
 		  drops_reasons_count(st->reasons), cfg->btf_path, st->nargs, st->attach_kind);
-	/* Now, with the capabilities: the walk itself needs none later. */
+	/* Now, with the capabilities: the walks themselves need none later. */
+	st->netstat = drops_netstat_open(c, st->ncpus, st->mib_idx);
 	st->live = netns_live_open(why, sizeof(why));
 	if (!st->live)
 		clog_warn(c,
@@ -821,6 +849,22 @@ static int drops_start(struct collector *c)
 				  strerror(errno));
 		}
 	}
+	/* The namespace of fragment queues that time out (bpf/drops.bpf.c,
+	 * fragctx): exit before entry, never an entry without its exit. */
+	if (st->frag_timers) {
+		st->timer_links[1] = bpf_program__attach(st->skel->progs.drops_timer_exit);
+		if (st->timer_links[1])
+			st->timer_links[0] = bpf_program__attach(st->skel->progs.drops_timer_entry);
+		if (!st->timer_links[0] || !st->timer_links[1]) {
+			clog_warn(c,
+				  "timer:timer_expire_entry/exit did not attach (%s): fragment "
+				  "reassembly timeouts count in netns 0",
+				  strerror(errno));
+			bpf_link__destroy(st->timer_links[0]);
+			bpf_link__destroy(st->timer_links[1]);
+			st->timer_links[0] = st->timer_links[1] = NULL;
+		}
+	}
 	/* after the attach: a raw_tp fallback has maps of its own */
 	st->rb = ring_buffer__new(bpf_map__fd(st->skel->maps.samples), drops_on_sample, c, NULL);
 	if (!st->rb) {
@@ -891,6 +935,8 @@ static int drops_collect(struct collector *c)
 	err = drops_publish_counts(c, st);
 	if (err)
 		return err;
+	if ((err = drops_netstat_publish(c, st->netstat)))
+		return err;
 	/* The program counts only rare events; the rest is arithmetic. */
 	events = st->events + st->stat[DROPS_STAT_MAP_OVERFLOW];
 	sampled = st->stat[DROPS_STAT_SAMPLES] + st->stat[DROPS_STAT_SAMPLES_LOST];
@@ -919,6 +965,8 @@ static void drops_stop(struct collector *c)
 	/* Drain what the kernel already wrote, then detach. */
 	if (st->rb)
 		ring_buffer__consume(st->rb);
+	bpf_link__destroy(st->timer_links[0]);
+	bpf_link__destroy(st->timer_links[1]);
 	bpf_link__destroy(st->sock_links[0]);
 	bpf_link__destroy(st->sock_links[1]);
 	bpf_link__destroy(st->link);
@@ -935,6 +983,7 @@ static void drops_stop(struct collector *c)
 	free(st->percpu);
 	drops_counts_free(st->counts);
 	netns_live_close(st->live);
+	drops_netstat_close(st->netstat);
 	free(st);
 	c->priv = NULL;
 	c->fd = -1;

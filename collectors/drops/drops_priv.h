@@ -14,12 +14,14 @@
 #include <bpf/libbpf.h>
 
 #include "bpf/drops.h"
+#include "bpf/netstat.h"
 #include "collectors/bpf_util.h"
 
 struct collector;
 struct drops_cfg;
 struct drops_cgroups;
 struct drops_counts;
+struct drops_netstat;
 struct drops_watch;
 struct drops_ksyms;
 struct drops_reasons;
@@ -38,6 +40,8 @@ struct drops_state {
 	struct drops_cgroups *cgroups; /* NULL: no cgroup2 (ids only) */
 	struct netns_live *live;       /* the kernel's netns list, NULL: unknown */
 	struct drops_counts *counts;   /* drops_counts.c */
+	struct drops_netstat *netstat; /* drops_netstat.c, NULL: unavailable */
+	uint32_t mib_idx[NETSTAT_N];   /* its LINUX_MIB_* values from BTF */
 	const char *attach_kind;       /* "tp_btf" or "raw_tp" */
 
 	int nargs;			     /* kfree_skb tracepoint arguments */
@@ -46,6 +50,9 @@ struct drops_state {
 	bool has_udp_destruct;		     /* udp_destruct_common() in BTF: fentry/fexit */
 	bool sockctx;			     /* ... and loaded */
 	uint64_t sock_free_lo, sock_free_hi; /* udp_destruct_common() text */
+	uint64_t frag_expire_fn[DROPS_FRAG_EXPIRE_FNS]; /* fragment queue timers, 0 unknown */
+	bool frag_timers;				/* some known: timer pair loaded */
+	struct bpf_link *timer_links[2];		/* timer_expire_entry, _exit */
 	struct bpf_link *sock_links[2];
 	int ncpus;	  /* possible CPUs: per-CPU value arrays */
 	uint64_t *percpu; /* ncpus values */
@@ -81,5 +88,17 @@ void drops_counts_free(struct drops_counts *k); /* accepts NULL */
 /* Publishes sysobs_packet_drops_total and the counters' self metrics;
  * st->events gets every drop counted so far. 0 or -errno. */
 int drops_publish_counts(struct collector *c, struct drops_state *st);
+
+/* drops_netstat.c: the namespaces' TCP counters kfree_skb does not see.
+ * open loads the walk (with the capabilities) and registers the families;
+ * NULL (warned) when it cannot. publish accepts NULL. */
+struct drops_netstat *drops_netstat_open(struct collector *c, int ncpus,
+					 const uint32_t idx[NETSTAT_N]);
+/* The LINUX_MIB_* values of the running kernel; 0 or -ENOENT (idx[0] is
+ * UINT32_MAX then). */
+struct btf;
+int drops_netstat_indices(const struct btf *btf, uint32_t idx[NETSTAT_N]);
+int drops_netstat_publish(struct collector *c, struct drops_netstat *ns);
+void drops_netstat_close(struct drops_netstat *ns); /* accepts NULL */
 
 #endif

@@ -37,6 +37,16 @@
  *       COUNT IPv4 packets of an IP protocol nobody handles (e.g. 253), built
  *       whole through an IPPROTO_RAW socket (a raw socket of that protocol
  *       would receive them itself): one IP_NOPROTO drop each.
+ *   drops_gen synflood -d ADDR -p PORT -n COUNT
+ *       A listener on PORT with a backlog of 1 that never accepts, and COUNT
+ *       non-blocking connects to it, kept open 1.5 s (SYN retransmits
+ *       included), then closed: the SYNs the full queue refuses are freed
+ *       with consume_skb(), not kfree_skb (ListenOverflows, ListenDrops).
+ *   drops_gen frag   -d ADDR -n COUNT
+ *       COUNT UDP datagrams of which only two fragments are sent (64 bytes
+ *       at offset 0 and at offset 64, both with more to come), through a
+ *       raw socket (IPPROTO_RAW): each queue expires after ipfrag_time /
+ *       ip6frag_time and frees two fragments (FRAG_REASM_TIMEOUT).
  * udp and deliver take -l LEN (payload bytes, default 1), udp takes -D: an
  * IPv6 Destination Options header (PadN) on every datagram, and -R N: N
  * IPv4 packets of protocol 253 (IP_NOPROTO drops) spread through the
@@ -458,17 +468,167 @@ static int run_proto(const struct opts *o)
 	return 0;
 }
 
+/* A listener with a backlog of 1 that never accepts, flooded with
+ * connects: what the kernel refuses is counted only in its MIB. */
+static int run_synflood(const struct opts *o)
+{
+	struct sockaddr_storage dst;
+	socklen_t dlen = make_addr(o->addr, o->port, &dst);
+	int lfd = socket(dst.ss_family, SOCK_STREAM, 0), one = 1;
+	int *fds = calloc(o->count ? o->count : 1, sizeof(*fds));
+	unsigned long sent = 0;
+
+	if (lfd < 0 || !fds || setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) ||
+	    bind(lfd, (struct sockaddr *)&dst, dlen) || listen(lfd, 1)) {
+		perror("listener");
+		return 1;
+	}
+	for (unsigned long i = 0; i < o->count; i++) {
+		fds[i] = socket(dst.ss_family, SOCK_STREAM | SOCK_NONBLOCK, 0);
+		if (fds[i] < 0) {
+			perror("socket");
+			return 1;
+		}
+		if (connect(fds[i], (struct sockaddr *)&dst, dlen) && errno != EINPROGRESS) {
+			perror("connect");
+			return 1;
+		}
+		sent++;
+	}
+	usleep(1500 * 1000);
+	for (unsigned long i = 0; i < o->count; i++)
+		close(fds[i]);
+	close(lfd);
+	free(fds);
+	printf("sent %lu\n", sent);
+	return 0;
+}
+
+static uint16_t csum16(const void *p, size_t n)
+{
+	const unsigned char *b = p;
+	uint32_t s = 0;
+
+	for (size_t i = 0; i + 1 < n; i += 2)
+		s += (uint32_t)b[i] << 8 | b[i + 1];
+	if (n & 1)
+		s += (uint32_t)b[n - 1] << 8;
+	while (s >> 16)
+		s = (s & 0xffff) + (s >> 16);
+	return (uint16_t)~s;
+}
+
+/* First fragments whose datagram never completes: IPv4 with MF set and
+ * offset 0, or IPv6 with a Fragment header (M set, offset 0), 64 bytes of
+ * UDP each. The IPv4 source is the sender's own address, the IPv6 source
+ * the destination (accepted, not martian, in IPv6). */
+static int run_frag(const struct opts *o)
+{
+	struct sockaddr_storage dst;
+	socklen_t dlen = make_addr(o->addr, 0, &dst);
+	int fd = socket(dst.ss_family, SOCK_RAW, IPPROTO_RAW);
+	unsigned char pkt[128];
+	unsigned long sent = 0;
+	size_t len;
+
+	if (fd < 0) {
+		perror("IPPROTO_RAW socket");
+		return 1;
+	}
+	for (unsigned long i = 0; i < o->count; i++) {
+		uint32_t id = (uint32_t)(now_ns() ^ (i * 2654435761u));
+
+		memset(pkt, 0, sizeof(pkt));
+		if (dst.ss_family == AF_INET) {
+			struct sockaddr_in *in4 = (struct sockaddr_in *)&dst;
+
+			len = 20 + 64;
+			pkt[0] = 0x45;
+			pkt[2] = len >> 8;
+			pkt[3] = len & 0xff;
+			pkt[4] = id >> 8;
+			pkt[5] = id & 0xff;
+			pkt[6] = 0x20; /* MF, offset 0 */
+			pkt[8] = 64;
+			pkt[9] = IPPROTO_UDP;
+			/* source 0: the kernel fills in its own (IP_HDRINCL) */
+			memcpy(pkt + 16, &in4->sin_addr, 4);
+			pkt[10] = 0;
+			pkt[11] = 0;
+			{
+				uint16_t c = csum16(pkt, 20);
+
+				pkt[10] = c >> 8;
+				pkt[11] = c & 0xff;
+			}
+			pkt[20] = 0x9c; /* UDP 40000 -> 9 */
+			pkt[21] = 0x40;
+			pkt[23] = 9;
+			pkt[24] = 0x01; /* length 400: more to come */
+			pkt[25] = 0x90;
+		} else {
+			struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)&dst;
+
+			len = 40 + 8 + 64;
+			pkt[0] = 0x60;
+			pkt[4] = (len - 40) >> 8;
+			pkt[5] = (len - 40) & 0xff;
+			pkt[6] = 44; /* Fragment header */
+			pkt[7] = 64;
+			memcpy(pkt + 8, &in6->sin6_addr, 16);
+			memcpy(pkt + 24, &in6->sin6_addr, 16);
+			pkt[40] = IPPROTO_UDP;
+			pkt[43] = 1; /* offset 0, M */
+			memcpy(pkt + 44, &id, 4);
+			pkt[48] = 0x9c;
+			pkt[49] = 0x40;
+			pkt[51] = 9;
+			pkt[52] = 0x01;
+			pkt[53] = 0x90;
+		}
+		if (sendto(fd, pkt, len, 0, (struct sockaddr *)&dst, dlen) < 0) {
+			perror("sendto");
+			return 1;
+		}
+		/* the second fragment: 64 bytes at offset 64, more to come */
+		memset(pkt + len - 64, 'y', 64);
+		if (dst.ss_family == AF_INET) {
+			pkt[6] = 0x20;
+			pkt[7] = 8; /* offset in 8-byte units */
+			pkt[10] = pkt[11] = 0;
+			{
+				uint16_t c = csum16(pkt, 20);
+
+				pkt[10] = c >> 8;
+				pkt[11] = c & 0xff;
+			}
+		} else {
+			pkt[42] = 0;
+			pkt[43] = (8 << 3) | 1; /* offset 64 bytes, M */
+		}
+		if (sendto(fd, pkt, len, 0, (struct sockaddr *)&dst, dlen) < 0) {
+			perror("sendto");
+			return 1;
+		}
+		sent++;
+	}
+	printf("sent %lu\n", sent);
+	close(fd);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	struct opts o = {.addr = "127.0.0.1", .port = 9, .len = 1};
 	int c;
 
 	if (argc < 2) {
-		fprintf(
-		    stderr,
-		    "usage: %s udp|tcp|rcvbuf|deliver|ping|pingq|tcpfin|unread|short|proto -d ADDR "
-		    "-p PORT -n COUNT [-s SPORT] [-r PPS] [-t SECONDS] [-l LEN] [-D] [-R N]\n",
-		    argv[0]);
+		fprintf(stderr,
+			"usage: %s "
+			"udp|tcp|rcvbuf|deliver|ping|pingq|tcpfin|unread|short|proto|synflood|frag "
+			"-d ADDR "
+			"-p PORT -n COUNT [-s SPORT] [-r PPS] [-t SECONDS] [-l LEN] [-D] [-R N]\n",
+			argv[0]);
 		return 2;
 	}
 	o.mode = argv[1];
@@ -529,6 +689,10 @@ int main(int argc, char **argv)
 		return run_raw(&o, IPPROTO_UDP, 2);
 	if (!strcmp(o.mode, "proto"))
 		return run_proto(&o);
+	if (!strcmp(o.mode, "synflood"))
+		return run_synflood(&o);
+	if (!strcmp(o.mode, "frag"))
+		return run_frag(&o);
 	fprintf(stderr, "unknown mode %s\n", o.mode);
 	return 2;
 }

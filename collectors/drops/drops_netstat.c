@@ -1,0 +1,225 @@
+// SPDX-License-Identifier: MIT
+/*
+ * drops_netstat: the kernel's own per-namespace TCP counters for drops the
+ * kfree_skb tracepoint does not see (docs/drops.md, "What the tracepoint
+ * does not see"), read by a walk of the kernel's namespace list
+ * (bpf/netstat.bpf.c) that needs no privilege once loaded: it works after
+ * the agent drops its privileges, for every namespace, also those created
+ * later or held by no process. One series per namespace and counter, from
+ * the first collect that finds one of the namespace's counters non-zero;
+ * a namespace's series are declared gone when it leaves the list.
+ */
+#include <bpf/bpf.h>
+#include <bpf/btf.h>
+#include <bpf/libbpf.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "agent/log.h"
+#include "bpf/netstat.h"
+#include "bpf/netstat.skel.h"
+#include "collectors/collector.h"
+#include "collectors/drops/drops_priv.h"
+#include "collectors/sink.h"
+
+static const char *const netstat_labels[] = {"netns", NULL};
+
+/* In the order of mib_idx. */
+static const struct metric_desc netstat_metrics[NETSTAT_N] = {
+    {"sysobs_tcp_listen_drops_total",
+     "TCP segments to a listening socket that it dropped (TcpExt ListenDrops, the namespace's "
+     "/proc/net/netstat): SYNs refused for a full accept or SYN queue are freed with "
+     "consume_skb() and never reach sysobs_packet_drops_total.",
+     METRIC_KIND_COUNTER, netstat_labels},
+    {"sysobs_tcp_listen_overflows_total",
+     "Times a listening socket's accept queue was full (TcpExt ListenOverflows): a refused "
+     "SYN or a dropped handshake-completing ACK.",
+     METRIC_KIND_COUNTER, netstat_labels},
+    {"sysobs_tcp_reqq_full_drops_total",
+     "SYNs dropped because the SYN queue was full and syncookies were off (TcpExt "
+     "TCPReqQFullDrop), freed with consume_skb().",
+     METRIC_KIND_COUNTER, netstat_labels},
+    {"sysobs_tcp_abort_on_close_total",
+     "TCP connections reset because they were closed with unread data (TcpExt "
+     "TCPAbortOnClose); the unread segments are freed with __kfree_skb(), no tracepoint.",
+     METRIC_KIND_COUNTER, netstat_labels},
+};
+/* Looked up by name in the running kernel's BTF: the values are not stable
+ * (Debian's linux/snmp.h says LINUX_MIB_LISTENDROPS = 20, the 6.18 kernel
+ * here 24: entries were inserted before it). */
+static const char *const netstat_mib_names[NETSTAT_N] = {
+    "LINUX_MIB_LISTENDROPS", "LINUX_MIB_LISTENOVERFLOWS", "LINUX_MIB_TCPREQQFULLDROP",
+    "LINUX_MIB_TCPABORTONCLOSE"};
+
+int drops_netstat_indices(const struct btf *btf, uint32_t idx[NETSTAT_N])
+{
+	uint32_t n = btf ? btf__type_cnt(btf) : 0;
+	int found = 0;
+
+	for (int k = 0; k < NETSTAT_N; k++)
+		idx[k] = UINT32_MAX;
+	for (uint32_t id = 1; id < n && found < NETSTAT_N; id++) {
+		const struct btf_type *t = btf__type_by_id(btf, id);
+		const struct btf_enum *e;
+
+		if (!btf_is_enum(t))
+			continue;
+		e = btf_enum(t);
+		for (uint16_t i = 0; i < btf_vlen(t); i++) {
+			const char *name = btf__name_by_offset(btf, e[i].name_off);
+
+			for (int k = 0; k < NETSTAT_N; k++)
+				if (idx[k] == UINT32_MAX && name &&
+				    !strcmp(name, netstat_mib_names[k])) {
+					idx[k] = (uint32_t)e[i].val;
+					found++;
+				}
+		}
+	}
+	return found == NETSTAT_N ? 0 : -ENOENT;
+}
+
+struct drops_netstat {
+	struct netstat_bpf *skel;
+	int prog_fd;
+	struct sink_family *fam[NETSTAT_N];
+	uint32_t *shown; /* namespaces with series, sorted */
+	size_t nshown;
+	bool warned;
+};
+
+static int u32_cmp(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static int run(struct drops_netstat *ns, uint32_t *n)
+{
+	LIBBPF_OPTS(bpf_test_run_opts, opts);
+
+	if (bpf_prog_test_run_opts(ns->prog_fd, &opts))
+		return -errno;
+	*n = opts.retval;
+	if (*n == NETNS_WALK_NO_INIT)
+		return -ENOENT;
+	if (*n == NETSTAT_NO_OFFSETS)
+		return -EOPNOTSUPP;
+	if (*n > NETNS_LIVE_MAX)
+		return -E2BIG;
+	return 0;
+}
+
+struct drops_netstat *drops_netstat_open(struct collector *c, int ncpus,
+					 const uint32_t idx[NETSTAT_N])
+{
+	struct drops_netstat *ns = calloc(1, sizeof(*ns));
+	uint32_t n;
+	int err;
+
+	if (!ns)
+		return NULL;
+	if (idx[0] == UINT32_MAX) {
+		err = -ENOENT;
+		goto out_warn;
+	}
+	ns->skel = netstat_bpf__open();
+	if (!ns->skel) {
+		err = -errno;
+		goto out_warn;
+	}
+	ns->skel->rodata->ncpus = (__u32)ncpus;
+	memcpy((void *)ns->skel->rodata->mib_idx, idx, NETSTAT_N * sizeof(*idx));
+	bpf_util_load_begin("netstat");
+	err = netstat_bpf__load(ns->skel) ? -errno : 0;
+	bpf_util_load_end();
+	if (err)
+		goto out_warn;
+	ns->prog_fd = bpf_program__fd(ns->skel->progs.netstat_walk);
+	if ((err = run(ns, &n)))
+		goto out_warn;
+	for (int i = 0; i < NETSTAT_N; i++)
+		if (!(ns->fam[i] = sink_family(c->sink, &netstat_metrics[i]))) {
+			err = -ENOMEM;
+			goto out_warn;
+		}
+	return ns;
+out_warn:
+	clog_warn(c,
+		  "cannot read the namespaces' TCP counters (%s; libbpf: %s): no "
+		  "sysobs_tcp_listen_drops_total and the like",
+		  strerror(-err), bpf_util_load_cause(err));
+	drops_netstat_close(ns);
+	return NULL;
+}
+
+int drops_netstat_publish(struct collector *c, struct drops_netstat *ns)
+{
+	const struct netstat_ns *e;
+	uint32_t n, *now;
+	size_t nnow = 0;
+	char label[16];
+	int err;
+
+	if (!ns)
+		return 0;
+	if ((err = run(ns, &n))) {
+		if (!ns->warned)
+			clog_warn(c, "namespaces' TCP counters: %s", strerror(-err));
+		ns->warned = true;
+		return 0;
+	}
+	ns->warned = false;
+	e = ns->skel->bss->netstat;
+	now = calloc(n ? n : 1, sizeof(*now));
+	if (!now)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < n; i++) {
+		bool any = false, shown;
+
+		for (int k = 0; k < NETSTAT_N; k++)
+			any |= e[i].v[k] != 0;
+		shown = bsearch(&e[i].inum, ns->shown, ns->nshown, sizeof(*ns->shown), u32_cmp);
+		if (!any && !shown)
+			continue;
+		now[nnow++] = e[i].inum;
+		snprintf(label, sizeof(label), "%" PRIu32, e[i].inum);
+		for (int k = 0; k < NETSTAT_N; k++) {
+			const char *values[] = {label, NULL};
+			struct sink_series *s = sink_series(c->sink, ns->fam[k], values);
+
+			if (s)
+				sink_set(c->sink, s, (double)e[i].v[k]);
+		}
+	}
+	qsort(now, nnow, sizeof(*now), u32_cmp);
+	/* shown before, not in the list now: the namespace is gone */
+	for (size_t i = 0; i < ns->nshown; i++) {
+		if (bsearch(&ns->shown[i], now, nnow, sizeof(*now), u32_cmp))
+			continue;
+		snprintf(label, sizeof(label), "%" PRIu32, ns->shown[i]);
+		for (int k = 0; k < NETSTAT_N; k++) {
+			const char *values[] = {label, NULL};
+			struct sink_series *s = sink_series(c->sink, ns->fam[k], values);
+
+			sink_series_gone(c->sink, ns->fam[k], s);
+		}
+	}
+	free(ns->shown);
+	ns->shown = now;
+	ns->nshown = nnow;
+	return 0;
+}
+
+void drops_netstat_close(struct drops_netstat *ns)
+{
+	if (!ns)
+		return;
+	netstat_bpf__destroy(ns->skel);
+	free(ns->shown);
+	free(ns);
+}
