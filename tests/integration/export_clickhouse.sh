@@ -23,6 +23,8 @@ need_cmd jq
 GEN=${SYSOBS_BUILD:?}/tests/drops_gen
 [ -x "$GEN" ] || fail "traffic generator $GEN not built"
 BATCH=200
+# a port of its own: drops to it are this test's, whatever else runs
+DPORT=$((40000 + RANDOM % 9000))
 
 # ---- 1. DDL ----
 "$SYSOBSD" --print-clickhouse-ddl >"$T/ddl.sql" || fail "--print-clickhouse-ddl failed"
@@ -39,7 +41,7 @@ assert_eq "tables of the sysobs database" 12 "$(chq 'SELECT count() FROM system.
 pass "shipped DDL = --print-clickhouse-ddl; it loads into ClickHouse $(chq 'SELECT version()') with Distributed tables"
 
 # ---- 2. rows with identity ----
-make_drops() { "$GEN" udp -d 127.0.0.1 -p 9 -n "$1" >/dev/null; }
+make_drops() { "$GEN" udp -d 127.0.0.1 -p "$DPORT" -n "$1" >/dev/null; }
 agent_config() { # INSTANCE DATABASE DB_FILE
 	write_base_config storage.path="$3" collector.drops.sample_rate=20000 \
 		collector.drops.sample_burst=20000 remote_write.instance="$1" \
@@ -133,13 +135,14 @@ DBA=$DBF DBB=$T/b.db
 agent_config hostB shard2 "$DBB"
 start_agent
 B_PID=$AGENT_PID B_PORT=$PORT
+on_exit "kill -9 $B_PID 2>/dev/null"
 agent_config hostA shard1 "$DBA"
 start_agent
-n0A=$(sqlite3 "$DBA" "SELECT count(*) FROM drop_samples WHERE dport = 9")
-n0B=$(sqlite3 "$DBB" "SELECT count(*) FROM drop_samples WHERE dport = 9")
+n0A=$(sqlite3 "$DBA" "SELECT count(*) FROM drop_samples WHERE dport = $DPORT")
+n0B=$(sqlite3 "$DBB" "SELECT count(*) FROM drop_samples WHERE dport = $DPORT")
 make_drops 500
 # each agent has its samples committed, then sent
-have_drops() { [ "$(sqlite3 "$1" "SELECT count(*) FROM drop_samples WHERE dport = 9")" -ge $(($2 + 500)) ]; }
+have_drops() { [ "$(sqlite3 "$1" "SELECT count(*) FROM drop_samples WHERE dport = $DPORT")" -ge $(($2 + 500)) ]; }
 wait_for 30 have_drops "$DBA" "$n0A" || fail "hostA did not record the 500 drops"
 wait_for 30 have_drops "$DBB" "$n0B" || fail "hostB did not record the 500 drops"
 DBF=$DBA
@@ -151,10 +154,10 @@ PORT=$PORT_A
 for h in A B; do
 	eval "db=\$DB$h"
 	cur=$(cursor "$db")
-	want=$(sqlite3 "$db" "SELECT count(*) FROM drop_samples WHERE daddr = '127.0.0.1' AND dport = 9 AND id <= $cur")
-	got=$(chq "SELECT uniqExact(db_id, id) FROM sysobs.drop_samples_all WHERE host = 'host$h' AND daddr = '127.0.0.1' AND dport = 9 AND id <= $cur")
-	assert_eq "fleet query over the Distributed table: drops to 127.0.0.1:9 of host$h" "$want" "$got"
-	[ "$want" -ge 500 ] || fail "host$h: $want drops to 127.0.0.1:9 up to id $cur; rows: $(sqlite3 "$db" "SELECT count(*), max(id), sum(dport = 9) FROM drop_samples"); $(grep -c . "$T/agent.log") log lines"
+	want=$(sqlite3 "$db" "SELECT count(*) FROM drop_samples WHERE daddr = '127.0.0.1' AND dport = $DPORT AND id <= $cur")
+	got=$(chq "SELECT uniqExact(db_id, id) FROM sysobs.drop_samples_all WHERE host = 'host$h' AND daddr = '127.0.0.1' AND dport = $DPORT AND id <= $cur")
+	assert_eq "fleet query over the Distributed table: drops to 127.0.0.1:$DPORT of host$h" "$want" "$got"
+	[ "$want" -ge 500 ] || fail "host$h: $want drops to 127.0.0.1:$DPORT up to id $cur; rows: $(sqlite3 "$db" "SELECT count(*), max(id), sum(dport = $DPORT) FROM drop_samples"); $(grep -c . "$T/agent.log") log lines"
 done
 hosts=$(chq "SELECT groupUniqArray(host) FROM sysobs.drop_samples_all" | tr -d '[]')
 assert_eq "hosts in the Distributed table" "'hostA','hostB'" "$(tr ',' '\n' <<<"$hosts" | sort | paste -sd,)"

@@ -5,8 +5,10 @@ tests/integration/remote_write.sh. Loopback only.
 
   rw_fake_receiver.py [--tls CERT KEY [--client-ca CA]] [--save DIR] PORTFILE LOGFILE STATUS...
 
-STATUS is a code (200, 400, 503, ...) or CODE:RETRY_AFTER (429:2); requests
-after the list get 204. Writes the port it listens on to PORTFILE, and one
+STATUS is a code (200, 400, 503, ...) or CODE:RETRY_AFTER (429:2), or
+200+partial: an OTLP ExportLogsServiceResponse whose partial_success rejects
+3 records ("scripted rejection"); requests after the list get 204. Also an
+OTLP/HTTP logs receiver for tests/integration/export_otlp.sh. Writes the port it listens on to PORTFILE, and one
 JSON line per request to LOGFILE: arrival time, status answered, the body's
 sha256 and length, and the request headers the spec names. With --save, each
 body is kept as DIR/<n>.bin (n from 1) for tests/tools/rw_decode.py."""
@@ -41,6 +43,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
         body = self.rfile.read(n)
         step = script[count] if count < len(script) else "204"
         count += 1
+        step, partial = step.split("+")[0], "+partial" in step
         code, _, retry_after = step.partition(":")
         entry = {
             "t": t,
@@ -49,6 +52,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
             "len": len(body),
             "path": self.path,
         }
+        entry["n"] = count
         for h in ("Content-Encoding", "Content-Type", "X-Prometheus-Remote-Write-Version",
                   "User-Agent", "Authorization"):
             entry[h] = self.headers.get(h)
@@ -58,6 +62,10 @@ class Handler(http.server.BaseHTTPRequestHandler):
         with open(logfile, "a") as f:
             f.write(json.dumps(entry) + "\n")
         msg = b"" if code == "204" else b"scripted answer\n"  # 204 has no body
+        if partial:  # {partial_success {rejected_log_records: 3, error_message}}
+            text = b"scripted rejection"
+            inner = b"\x08\x03\x12" + bytes([len(text)]) + text
+            msg = b"\x0a" + bytes([len(inner)]) + inner
         self.send_response(int(code))
         if retry_after:
             self.send_header("Retry-After", retry_after)
