@@ -8,6 +8,9 @@
  *
  *   -f  stay in the foreground (no daemonizing), so that `ifs_fake -f ... &`
  *       leaves $! pointing at the fake itself; without -f it daemonizes.
+ *   Run as root, it adds -o allow_other,default_permissions: every user
+ *   reads it and the kernel checks the modes, as sysfs (an agent that
+ *   dropped root reads it, only root writes run_test and current_batch).
  *
  * Faithful to drivers/platform/x86/intel/ifs/ (sysfs.c, runtest.c, load.c,
  * ifs.h) of the kernel named in docs/ifs.md. It presents, as sysfs.c does:
@@ -1023,7 +1026,7 @@ static void usage(const char *prog)
 
 int main(int argc, char **argv)
 {
-	char **fargv = calloc(argc + 1, sizeof(*fargv));
+	char **fargv = calloc(argc + 3, sizeof(*fargv));
 	const char *config = NULL;
 	int rc, fargc = 0;
 
@@ -1041,6 +1044,15 @@ int main(int argc, char **argv)
 	if (!config || fargc < 2) {
 		usage(argv[0]);
 		return 2;
+	}
+	/* As sysfs: every user may read, the kernel checks the modes (run_test
+	 * and current_batch 0200 root). Without allow_other only the mounting
+	 * user may enter the mount, and an agent that drops root (the default
+	 * [agent] user) sees no device at all: it found them as root, then
+	 * reported every intel_ifs_<N> gone after the drop. */
+	if (geteuid() == 0) {
+		fargv[fargc++] = "-o";
+		fargv[fargc++] = "allow_other,default_permissions";
 	}
 	for (unsigned i = 0; i < MAX_CPUS; i++)
 		F.online[i] = true;
