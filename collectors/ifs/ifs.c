@@ -58,7 +58,11 @@ static const struct cfg_key ifs_keys[] = {
     IFS_KEY(retry_backoff, CFG_DURATION, "1m", 10, 86400000,
 	    "first retry delay; doubles at each retry"),
     IFS_KEY(rotate_batches, CFG_STRING, "", 0, 0,
-	    "image batches to rotate through (e.g. 1-3); empty = keep the loaded"),
+	    "scan (intel_ifs_0) image batches to rotate through, the NN of "
+	    "/lib/firmware/intel/ifs_0/ff-mm-ss-NN.scan (e.g. 1-3); empty = keep the loaded"),
+    IFS_KEY(rotate_batches_sbaf, CFG_STRING, "", 0, 0,
+	    "SBAF (intel_ifs_2) image batches to rotate through, the NN of "
+	    "/lib/firmware/intel/ifs_2/ff-mm-ss-NN.sbft (e.g. 1-2); empty = keep the loaded"),
     IFS_KEY(poll, CFG_DURATION, "1s", 50, 3600000,
 	    "how often device state is read and the scheduler runs"),
     IFS_KEY(alertmanager_url, CFG_STRING, "", 0, 0,

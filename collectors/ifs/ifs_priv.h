@@ -104,6 +104,7 @@ struct ifs_cfg {
 	const char *allow_cpus, *deny_cpus;
 	uint64_t max_scan_seconds_per_hour, retry_max, retry_backoff;
 	const char *rotate_batches;
+	const char *rotate_batches_sbaf;
 	uint64_t poll;
 	const char *alertmanager_url, *alert_labels;
 	uint64_t alert_resend;

@@ -22,8 +22,9 @@ int ifs_sched_init(struct ifs_sched *s, const struct ifs_sched_config *cfg)
 	s->cfg = *cfg;
 	if (s->cfg.interval_ns <= 0)
 		s->cfg.interval_ns = 24 * HOUR_NS;
-	if (s->cfg.n_batches > IFS_MAX_BATCHES)
-		s->cfg.n_batches = IFS_MAX_BATCHES;
+	for (int t = 0; t < IFS_TEST_MAX; t++)
+		if (s->cfg.n_batches[t] > IFS_MAX_BATCHES)
+			s->cfg.n_batches[t] = IFS_MAX_BATCHES;
 	s->last_dur = 200000000; /* the driver's ~200 ms per pass until measured */
 	return 0;
 }
@@ -272,9 +273,9 @@ static bool cap_allows(struct ifs_sched *s, int64_t now, int64_t *wake)
 
 static int job_batch(const struct ifs_sched *s, enum ifs_test t)
 {
-	if (!s->cfg.n_batches || t == IFS_TEST_ARRAY)
+	if ((unsigned)t >= IFS_TEST_MAX || !s->cfg.n_batches[t] || t == IFS_TEST_ARRAY)
 		return -1;
-	return (int)s->cfg.batches[s->batch_idx[t] % s->cfg.n_batches];
+	return (int)s->cfg.batches[t][s->batch_idx[t] % s->cfg.n_batches[t]];
 }
 
 int ifs_sched_next(struct ifs_sched *s, int64_t now, struct ifs_job *job, int64_t *wake)
@@ -349,7 +350,7 @@ start:
 /* The rotation moves to the next batch: every core starts the round anew. */
 static void round_next(struct ifs_sched *s, enum ifs_test t)
 {
-	s->batch_idx[t] = (s->batch_idx[t] + 1) % s->cfg.n_batches;
+	s->batch_idx[t] = (s->batch_idx[t] + 1) % s->cfg.n_batches[t];
 	memset(s->in_round[t], 0, s->n_cores * sizeof(bool));
 	for (size_t c = 0; c < s->n_cores; c++)
 		s->pairs[c][t].misses = 0;
@@ -357,7 +358,7 @@ static void round_next(struct ifs_sched *s, enum ifs_test t)
 
 static void round_note(struct ifs_sched *s, unsigned core, enum ifs_test t)
 {
-	if (!s->cfg.n_batches || t == IFS_TEST_ARRAY || core >= s->n_cores)
+	if (!s->cfg.n_batches[t] || t == IFS_TEST_ARRAY || core >= s->n_cores)
 		return;
 	s->in_round[t][core] = true;
 	for (size_t c = 0; c < s->n_cores; c++)
@@ -371,7 +372,7 @@ static void round_note(struct ifs_sched *s, unsigned core, enum ifs_test t)
  * the next one for every core (unless it moved already). */
 static void batch_skip(struct ifs_sched *s, enum ifs_test t, int batch)
 {
-	if (!s->cfg.n_batches || t == IFS_TEST_ARRAY || batch < 0 || batch != job_batch(s, t))
+	if (!s->cfg.n_batches[t] || t == IFS_TEST_ARRAY || batch < 0 || batch != job_batch(s, t))
 		return;
 	round_next(s, t);
 }

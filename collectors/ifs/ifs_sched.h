@@ -16,7 +16,8 @@
  *   that a run always starts once the hour before it is empty, however
  *   long the last run took (a cap must slow scanning, never stop it);
  * - a retryable outcome is retried after backoff * 2^n, up to retry_max;
- * - optional batch rotation: once every eligible core was tested (pass or
+ * - optional batch rotation, per test with its own list (scan and SBAF
+ *   images are separate files): once every eligible core was tested (pass or
  *   fail) with the current batch, the next batch of the list is used; a
  *   core whose scheduled runs of the batch tested nothing (untested after
  *   retries, a failed write) IFS_ROUND_MISSES times in a row stops holding
@@ -58,8 +59,10 @@ struct ifs_sched_config {
 	int64_t retry_backoff_ns;
 	bool have_allow;
 	uint64_t allow[IFS_CPU_WORDS], deny[IFS_CPU_WORDS];
-	unsigned batches[IFS_MAX_BATCHES]; /* rotation list; n_batches 0 = off */
-	unsigned n_batches;
+	/* Rotation list per test (scan: ifs_0/NN.scan, SBAF: ifs_2/NN.sbft, each
+	 * with its own numbering); n_batches[t] 0 = off for test t. */
+	unsigned batches[IFS_TEST_MAX][IFS_MAX_BATCHES];
+	unsigned n_batches[IFS_TEST_MAX];
 };
 
 enum ifs_requester { IFS_BY_SCHEDULER, IFS_BY_API };

@@ -375,8 +375,8 @@ static void test_batch_rotation(void **state)
 	struct ifs_sched_config cfg = {
 	    .periodic = true,
 	    .interval_ns = 2 * SEC,
-	    .batches = {1, 2},
-	    .n_batches = 2,
+	    .batches = {[IFS_TEST_SCAN] = {1, 2}},
+	    .n_batches = {[IFS_TEST_SCAN] = 2},
 	};
 	struct ifs_sched s;
 	struct ifs_job j;
@@ -398,6 +398,52 @@ static void test_batch_rotation(void **state)
 	ifs_sched_free(&s);
 }
 
+/* Issue 21, item 4: scan and SBAF images are separate files with their own
+ * numbering (ifs_0/ff-mm-ss-NN.scan, ifs_2/ff-mm-ss-NN.sbft), so each test
+ * rotates through its own list: one list for both made SBAF load scan's
+ * batch 3, which it does not have, every lap. */
+static void test_batches_per_test(void **state)
+{
+	struct ifs_sched_config cfg = {
+	    .periodic = true,
+	    .interval_ns = 2 * SEC,
+	    .batches = {[IFS_TEST_SCAN] = {1, 2, 3}, [IFS_TEST_SBAF] = {7}},
+	    .n_batches = {[IFS_TEST_SCAN] = 3, [IFS_TEST_SBAF] = 1},
+	};
+	unsigned scan[4] = {0}, sbaf[4] = {0}, ns = 0, nb = 0;
+	struct ifs_sched s;
+	struct ifs_job j;
+
+	setup(&s, &cfg, 1, SCAN | 1u << IFS_TEST_SBAF);
+	/* One core, two pairs: scan @0, SBAF @1 s, every 2 s. */
+	for (int64_t t = 0; ns < 4 || nb < 4; t += SEC) {
+		assert_int_equal(run_one(&s, t, MS, IFS_OUT_DONE, &j), 0);
+		if (j.test == IFS_TEST_SCAN)
+			scan[ns++ % 4] = (unsigned)j.batch;
+		else
+			sbaf[nb++ % 4] = (unsigned)j.batch;
+	}
+	print_message("scan batches %u %u %u %u, sbaf %u %u %u %u\n", scan[0], scan[1], scan[2],
+		      scan[3], sbaf[0], sbaf[1], sbaf[2], sbaf[3]);
+	assert_int_equal(scan[0], 1);
+	assert_int_equal(scan[1], 2);
+	assert_int_equal(scan[2], 3);
+	assert_int_equal(scan[3], 1);
+	for (int i = 0; i < 4; i++)
+		assert_int_equal(sbaf[i], 7);
+	ifs_sched_free(&s);
+
+	/* No SBAF list: SBAF keeps the image loaded (batch -1), scan rotates. */
+	cfg.n_batches[IFS_TEST_SBAF] = 0;
+	setup(&s, &cfg, 1, SCAN | 1u << IFS_TEST_SBAF);
+	assert_int_equal(run_one(&s, 0, MS, IFS_OUT_DONE, &j), 0);
+	assert_int_equal(j.batch, 1);
+	assert_int_equal(run_one(&s, SEC, MS, IFS_OUT_DONE, &j), 0);
+	assert_int_equal(j.test, IFS_TEST_SBAF);
+	assert_int_equal(j.batch, -1);
+	ifs_sched_free(&s);
+}
+
 /* Issue 13: only a real test (pass or fail) counts as a core's run of a
  * batch: an untested result (retries exhausted, or final) or a failed write
  * leaves the core out of the round, so the rotation waits for it. Issue 21:
@@ -410,8 +456,8 @@ static void test_rotation_counts_only_tested(void **state)
 	    .periodic = true,
 	    .interval_ns = 2 * SEC,
 	    .retry_max = 0,
-	    .batches = {1, 2},
-	    .n_batches = 2,
+	    .batches = {[IFS_TEST_SCAN] = {1, 2}},
+	    .n_batches = {[IFS_TEST_SCAN] = 2},
 	};
 	struct ifs_sched s;
 	struct ifs_job j = {0};
@@ -500,6 +546,7 @@ int main(void)
 	    cmocka_unit_test(test_api_only_when_off),
 	    cmocka_unit_test(test_batch_rotation),
 	    cmocka_unit_test(test_rotation_counts_only_tested),
+	    cmocka_unit_test(test_batches_per_test),
 	    cmocka_unit_test(test_topology_change_during_a_run),
 	};
 
