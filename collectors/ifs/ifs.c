@@ -58,7 +58,11 @@ static const struct cfg_key ifs_keys[] = {
     IFS_KEY(retry_backoff, CFG_DURATION, "1m", 10, 86400000,
 	    "first retry delay; doubles at each retry"),
     IFS_KEY(rotate_batches, CFG_STRING, "", 0, 0,
-	    "image batches to rotate through (e.g. 1-3); empty = keep the loaded"),
+	    "scan (intel_ifs_0) image batches to rotate through, the NN of "
+	    "/lib/firmware/intel/ifs_0/ff-mm-ss-NN.scan (e.g. 1-3); empty = keep the loaded"),
+    IFS_KEY(rotate_batches_sbaf, CFG_STRING, "", 0, 0,
+	    "SBAF (intel_ifs_2) image batches to rotate through, the NN of "
+	    "/lib/firmware/intel/ifs_2/ff-mm-ss-NN.sbft (e.g. 1-2); empty = keep the loaded"),
     IFS_KEY(poll, CFG_DURATION, "1s", 50, 3600000,
 	    "how often device state is read and the scheduler runs"),
     IFS_KEY(alertmanager_url, CFG_STRING, "", 0, 0,
@@ -83,6 +87,7 @@ enum {
 	IFS_M_RELOADS,
 	IFS_M_DURATION,
 	IFS_M_INTERVAL,
+	IFS_M_SKIPPED,
 	IFS_M_N,
 };
 
@@ -93,6 +98,7 @@ static const double ifs_duration_bounds[] = {0.05, 0.1, 0.25, 0.5, 1, 2, 2.5, 5,
 static const char *const ifs_scan_labels[] = {"test", "result", NULL};
 static const char *const ifs_core_labels[] = {"test", "package", "core", NULL};
 static const char *const ifs_test_labels[] = {"test", NULL};
+static const char *const ifs_skip_labels[] = {"test", "reason", NULL};
 
 static const struct metric_desc ifs_metrics[] = {
     [IFS_M_SCANS] = {"sysobs_ifs_scans_total",
@@ -129,6 +135,11 @@ static const struct metric_desc ifs_metrics[] = {
 			"How often the scheduler tests each core by each test ([collector.ifs] "
 			"interval); 0 when schedule = false.",
 			METRIC_KIND_GAUGE},
+    [IFS_M_SKIPPED] = {"sysobs_ifs_skipped_runs_total",
+		       "Scheduled runs not made because the core could not be tested when due, "
+		       "by test and reason: offline (every thread), sibling_offline (a thread "
+		       "offline: the driver needs all siblings online); one per interval.",
+		       METRIC_KIND_COUNTER, ifs_skip_labels},
     [IFS_M_N] = {0},
 };
 
@@ -563,19 +574,44 @@ static void drain_requests(struct ifs_priv *p)
 	free(reqs);
 }
 
+/* The scheduler's skip counts into sysobs_ifs_skipped_runs_total (p->lock). */
+static void skips_export(struct ifs_priv *p)
+{
+	for (int t = 0; t < IFS_TEST_MAX; t++) {
+		struct ifs_dev *d = &p->dev[t];
+
+		for (int why = IFS_SKIP_OFFLINE; why < IFS_SKIP_MAX; why++) {
+			uint64_t n = p->sched.skipped[t][why];
+
+			if (n == d->skips_exported[why])
+				continue;
+			if (!d->skip_s[why]) {
+				const char *sv[] = {ifs_test_name(t), ifs_skip_name(why)};
+
+				d->skip_s[why] = sink_series(p->c->sink, p->m_skipped, sv);
+			}
+			sink_add(p->c->sink, d->skip_s[why], (double)(n - d->skips_exported[why]));
+			d->skips_exported[why] = n;
+		}
+	}
+}
+
 /* Starts the next job if the worker is free and the scheduler has one. The
  * scheduler is read by HTTP threads too, hence p->lock around it. */
 static void dispatch(struct ifs_priv *p)
 {
 	struct ifs_work w = {0};
 	int64_t wake, now;
+	int err;
 
 	if (ifs_worker_busy(p->worker))
 		return;
 	pthread_mutex_lock(&p->lock);
 	for (;;) {
 		now = clock_mono_ns();
-		if (ifs_sched_next(&p->sched, now, &w.job, &wake))
+		err = ifs_sched_next(&p->sched, now, &w.job, &wake);
+		skips_export(p);
+		if (err)
 			break;
 		if (!p->dev[w.job.test].present) {
 			ifs_sched_done(&p->sched, &w.job, now, now, IFS_OUT_ERROR);
@@ -667,8 +703,9 @@ static int ifs_start(struct collector *c)
 	p->m_image = sink_family(k, &ifs_metrics[IFS_M_IMAGE]);
 	p->m_reloads = sink_family(k, &ifs_metrics[IFS_M_RELOADS]);
 	p->m_duration = sink_family(k, &ifs_metrics[IFS_M_DURATION]);
+	p->m_skipped = sink_family(k, &ifs_metrics[IFS_M_SKIPPED]);
 	if (!p->m_scans || !p->m_duration || !p->m_status || !p->m_last_ts || !p->m_last_tested ||
-	    !p->m_failing || !p->m_image || !p->m_reloads)
+	    !p->m_failing || !p->m_image || !p->m_reloads || !p->m_skipped)
 		return -ENOMEM;
 
 	sink_set(k, sink_series1(k, &ifs_metrics[IFS_M_INTERVAL]),
@@ -683,6 +720,13 @@ static int ifs_start(struct collector *c)
 			continue;
 		p->dev[t].failing_s = sink_series(k, p->m_failing, v);
 		sink_set(k, p->dev[t].failing_s, 0);
+		/* From 0, so increase() sees the first skip. */
+		for (int why = IFS_SKIP_OFFLINE; why < IFS_SKIP_MAX; why++) {
+			const char *sv[] = {ifs_test_name(t), ifs_skip_name(why)};
+
+			p->dev[t].skip_s[why] = sink_series(k, p->m_skipped, sv);
+			sink_add(k, p->dev[t].skip_s[why], 0);
+		}
 		if (t != IFS_TEST_ARRAY) {
 			p->dev[t].image_s = sink_series(k, p->m_image, v);
 			sink_set(k, p->dev[t].image_s, p->dev[t].image_loaded);

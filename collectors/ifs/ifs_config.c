@@ -26,6 +26,33 @@ static int parse_cpulist_key(struct collector *c, const char *key, const char *v
 }
 
 /*
+ * One test's rotation list. Scan images (ifs_0/ff-mm-ss-NN.scan) and SBAF
+ * images (ifs_2/ff-mm-ss-NN.sbft) are separate files with their own
+ * numbering: one list for both made SBAF fail batch_missing on every
+ * batch only scan has, each lap.
+ */
+static int parse_batches_key(struct collector *c, const char *key, const char *v,
+			     struct ifs_sched_config *s, enum ifs_test t)
+{
+	uint64_t bits[IFS_CPU_WORDS];
+
+	if (!v[0])
+		return 0;
+	if (ifs_cpulist_parse(v, bits, 256))
+		return collector_config_error(c, key,
+					      "not a list of batch numbers 0-255 (like 1-3,5)");
+	for (unsigned b = 0; b < 256; b++) {
+		if (!ifs_cpu_isset(bits, b))
+			continue;
+		if (s->n_batches[t] == IFS_MAX_BATCHES)
+			return collector_config_error(c, key, "more than %d batches",
+						      IFS_MAX_BATCHES);
+		s->batches[t][s->n_batches[t]++] = b;
+	}
+	return 0;
+}
+
+/*
  * job and instance of a pushed alert: those of the SysobsIFSCoreFailed alert
  * Prometheus derives from the scraped series (job "sysobs", instance the
  * host name with the scrape config of docs/ifs.md), so that Alertmanager
@@ -66,23 +93,9 @@ int ifs_read_config(struct collector *c, struct ifs_priv *p)
 	bad |=
 	    parse_cpulist_key(c, "allow_cpus", cfg->allow_cpus, p->scfg.allow, &p->scfg.have_allow);
 	bad |= parse_cpulist_key(c, "deny_cpus", cfg->deny_cpus, p->scfg.deny, &set);
-	if (cfg->rotate_batches[0]) {
-		uint64_t bits[IFS_CPU_WORDS];
-
-		if (ifs_cpulist_parse(cfg->rotate_batches, bits, 256))
-			bad |= collector_config_error(
-			    c, "rotate_batches", "not a list of batch numbers 0-255 (like 1-3,5)");
-		for (unsigned b = 0; !bad && b < 256; b++) {
-			if (!ifs_cpu_isset(bits, b))
-				continue;
-			if (p->scfg.n_batches == IFS_MAX_BATCHES) {
-				bad |= collector_config_error(
-				    c, "rotate_batches", "more than %d batches", IFS_MAX_BATCHES);
-				break;
-			}
-			p->scfg.batches[p->scfg.n_batches++] = b;
-		}
-	}
+	bad |= parse_batches_key(c, "rotate_batches", cfg->rotate_batches, &p->scfg, IFS_TEST_SCAN);
+	bad |= parse_batches_key(c, "rotate_batches_sbaf", cfg->rotate_batches_sbaf, &p->scfg,
+				 IFS_TEST_SBAF);
 	p->poll_ms = cfg->poll;
 	p->alert_resend_ms = cfg->alert_resend;
 	snprintf(p->alert_url, sizeof(p->alert_url), "%s", cfg->alertmanager_url);

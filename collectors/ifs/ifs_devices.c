@@ -92,7 +92,7 @@ void ifs_refresh_devices(struct ifs_priv *p)
 			reload_done(p, t); /* by our job, or by someone else */
 		/* With rotation the worker loads a batch before running; so
 		 * does it for a retried load of ours once its wait is over. */
-		if (d->image_loaded || p->scfg.n_batches ||
+		if (d->image_loaded || p->scfg.n_batches[t] ||
 		    (d->reload_pending && now >= d->reload_at))
 			tests |= 1u << t;
 		sink_set(p->c->sink, d->image_s, d->image_loaded);
@@ -155,7 +155,8 @@ void ifs_reload_track(struct ifs_priv *p, const struct ifs_work_result *r)
 {
 	struct ifs_dev *d;
 
-	if (r->loaded_batch < 0 || p->scfg.n_batches || (unsigned)r->job.test >= IFS_TEST_MAX)
+	if (r->loaded_batch < 0 || (unsigned)r->job.test >= IFS_TEST_MAX ||
+	    p->scfg.n_batches[r->job.test])
 		return;
 	d = &p->dev[r->job.test];
 	if (!r->batch_rc) {

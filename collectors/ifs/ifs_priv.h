@@ -39,6 +39,8 @@ struct ifs_dev {
 	unsigned reload_batch;
 	int64_t reload_at, reload_wait; /* mono ns */
 	struct sink_series *image_s, *failing_s;
+	struct sink_series *skip_s[IFS_SKIP_MAX]; /* sysobs_ifs_skipped_runs_total */
+	uint64_t skips_exported[IFS_SKIP_MAX];
 };
 
 struct ifs_last {
@@ -94,7 +96,7 @@ struct ifs_priv {
 	int cur_package, cur_core_id; /* identity of cur.core at dispatch */
 
 	struct sink_family *m_scans, *m_status, *m_last_ts, *m_last_tested, *m_failing, *m_image,
-	    *m_reloads, *m_duration;
+	    *m_reloads, *m_duration, *m_skipped;
 };
 
 /* [collector.ifs]; durations in ms. The lists are parsed by ifs_read_config(). */
@@ -104,6 +106,7 @@ struct ifs_cfg {
 	const char *allow_cpus, *deny_cpus;
 	uint64_t max_scan_seconds_per_hour, retry_max, retry_backoff;
 	const char *rotate_batches;
+	const char *rotate_batches_sbaf;
 	uint64_t poll;
 	const char *alertmanager_url, *alert_labels;
 	uint64_t alert_resend;

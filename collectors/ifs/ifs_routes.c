@@ -87,6 +87,10 @@ static Sysobs__V1__IfsCore *core_msg(struct arena *ar, struct ifs_priv *p, size_
 	m->package = (uint32_t)ci->package;
 	m->core = (uint32_t)ci->core_id;
 	m->allowed = ifs_sched_core_allowed(&p->sched, i);
+	if (ifs_skip_name(ifs_sched_core_skip(&p->sched, i))) {
+		m->skip_reason = (char *)ifs_skip_name(ifs_sched_core_skip(&p->sched, i));
+		m->_skip_reason_case = SYSOBS__V1__IFS_CORE___SKIP_REASON_SKIP_REASON;
+	}
 	m->cpus = arena_alloc(ar, (ci->n_cpus ? ci->n_cpus : 1) * sizeof(*m->cpus));
 	m->last = arena_alloc(ar, IFS_TEST_MAX * sizeof(*m->last));
 	if (!m->cpus || !m->last)
@@ -264,14 +268,17 @@ static void route_scans_post(struct collector *c, const struct route_request *re
 	for (i = 0; i < n_sel; i++) {
 		const struct ifs_core_info *ci = &p->topo.cores[sel[i]];
 
-		if (!ifs_sched_core_allowed(&p->sched, sel[i]) ||
-		    ifs_sched_core_cpu(&p->sched, sel[i]) < 0) {
+		enum ifs_skip why = ifs_sched_core_skip(&p->sched, sel[i]);
+
+		if (why != IFS_SKIP_NONE) {
 			route_error(rep, 409, "conflict",
 				    "package %d core %d cannot be scanned: %s", ci->package,
 				    ci->core_id,
-				    ifs_sched_core_allowed(&p->sched, sel[i])
-					? "all of its CPUs are offline"
-					: "excluded by allow_cpus/deny_cpus");
+				    why == IFS_SKIP_DENIED    ? "excluded by allow_cpus/deny_cpus"
+				    : why == IFS_SKIP_OFFLINE ? "all of its CPUs are offline"
+							      : "one of its CPUs is offline (the "
+								"driver tests a core with all "
+								"of its siblings online)");
 			goto out_unlock;
 		}
 	}

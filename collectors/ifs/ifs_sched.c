@@ -16,14 +16,20 @@ static bool cpu_in(const uint64_t *bits, int cpu)
 	return cpu >= 0 && cpu < IFS_MAX_CPUS && ifs_cpu_isset(bits, (unsigned)cpu);
 }
 
+static bool test_ok(const struct ifs_sched *s, enum ifs_test t)
+{
+	return (unsigned)t < IFS_TEST_MAX && (s->tests & (1u << t));
+}
+
 int ifs_sched_init(struct ifs_sched *s, const struct ifs_sched_config *cfg)
 {
 	memset(s, 0, sizeof(*s));
 	s->cfg = *cfg;
 	if (s->cfg.interval_ns <= 0)
 		s->cfg.interval_ns = 24 * HOUR_NS;
-	if (s->cfg.n_batches > IFS_MAX_BATCHES)
-		s->cfg.n_batches = IFS_MAX_BATCHES;
+	for (int t = 0; t < IFS_TEST_MAX; t++)
+		if (s->cfg.n_batches[t] > IFS_MAX_BATCHES)
+			s->cfg.n_batches[t] = IFS_MAX_BATCHES;
 	s->last_dur = 200000000; /* the driver's ~200 ms per pass until measured */
 	return 0;
 }
@@ -58,22 +64,65 @@ bool ifs_sched_core_allowed(const struct ifs_sched *s, unsigned core)
 	return c->n_cpus > 0;
 }
 
-int ifs_sched_core_cpu(const struct ifs_sched *s, unsigned core)
+const char *ifs_skip_name(enum ifs_skip why)
 {
-	const struct ifs_core_info *c;
+	static const char *const names[IFS_SKIP_MAX] = {
+	    [IFS_SKIP_DENIED] = "denied",
+	    [IFS_SKIP_OFFLINE] = "offline",
+	    [IFS_SKIP_SIBLING_OFFLINE] = "sibling_offline",
+	};
 
-	if (!ifs_sched_core_allowed(s, core))
-		return -1;
-	c = &s->cores[core];
-	for (unsigned i = 0; i < c->n_cpus; i++)
-		if (c->online[i])
-			return c->cpus[i];
-	return -1;
+	return (unsigned)why < IFS_SKIP_MAX ? names[why] : NULL;
 }
 
-static bool test_ok(const struct ifs_sched *s, enum ifs_test t)
+/*
+ * A core with an offline thread is not tested: ifs.h says all siblings must
+ * be online for a core test. The driver checks only the CPU written
+ * (do_core_test: cpu_online); stop_core_cpuslocked() then runs on the
+ * online threads alone, and the scan's WRMSR waits for the missing one:
+ * untested with error 1 (other thread could not join), retried by the
+ * driver without progress, every time. The offline thread is known from
+ * the topology the collector remembers (the kernel removes an offline
+ * CPU's topology/ and drops it from its siblings' lists).
+ */
+enum ifs_skip ifs_sched_core_skip(const struct ifs_sched *s, unsigned core)
 {
-	return (unsigned)t < IFS_TEST_MAX && (s->tests & (1u << t));
+	const struct ifs_core_info *c;
+	unsigned online = 0;
+
+	if (!ifs_sched_core_allowed(s, core))
+		return IFS_SKIP_DENIED;
+	c = &s->cores[core];
+	for (unsigned i = 0; i < c->n_cpus; i++)
+		online += c->online[i];
+	if (!online)
+		return IFS_SKIP_OFFLINE;
+	return online < c->n_cpus ? IFS_SKIP_SIBLING_OFFLINE : IFS_SKIP_NONE;
+}
+
+int ifs_sched_core_cpu(const struct ifs_sched *s, unsigned core)
+{
+	if (ifs_sched_core_skip(s, core) != IFS_SKIP_NONE)
+		return -1;
+	return s->cores[core].cpus[0];
+}
+
+/* The due runs of a core that cannot run now count as skipped, each once
+ * per interval while the core stays so; the pair stays due and runs as soon
+ * as the core can. */
+static void skips_note(struct ifs_sched *s, size_t c, enum ifs_skip why, int64_t now)
+{
+	if (why != IFS_SKIP_OFFLINE && why != IFS_SKIP_SIBLING_OFFLINE)
+		return;
+	for (int t = 0; t < IFS_TEST_MAX; t++) {
+		struct ifs_sched_pair *p = &s->pairs[c][t];
+
+		if (!test_ok(s, t) || p->next_due > now ||
+		    (p->skip_noted && now - p->skip_noted < s->cfg.interval_ns))
+			continue;
+		p->skip_noted = now ? now : 1;
+		s->skipped[t][why]++;
+	}
 }
 
 /* Gives every eligible (core, test) without a due time one, spread evenly
@@ -272,9 +321,9 @@ static bool cap_allows(struct ifs_sched *s, int64_t now, int64_t *wake)
 
 static int job_batch(const struct ifs_sched *s, enum ifs_test t)
 {
-	if (!s->cfg.n_batches || t == IFS_TEST_ARRAY)
+	if ((unsigned)t >= IFS_TEST_MAX || !s->cfg.n_batches[t] || t == IFS_TEST_ARRAY)
 		return -1;
-	return (int)s->cfg.batches[s->batch_idx[t] % s->cfg.n_batches];
+	return (int)s->cfg.batches[t][s->batch_idx[t] % s->cfg.n_batches[t]];
 }
 
 int ifs_sched_next(struct ifs_sched *s, int64_t now, struct ifs_job *job, int64_t *wake)
@@ -315,8 +364,12 @@ int ifs_sched_next(struct ifs_sched *s, int64_t now, struct ifs_job *job, int64_
 	if (!s->cfg.periodic)
 		return -EAGAIN;
 	for (size_t c = 0; c < s->n_cores; c++) {
-		if (ifs_sched_core_cpu(s, c) < 0)
+		enum ifs_skip why = ifs_sched_core_skip(s, c);
+
+		if (why != IFS_SKIP_NONE) {
+			skips_note(s, c, why, now);
 			continue;
+		}
 		for (int t = 0; t < IFS_TEST_MAX; t++) {
 			if (!test_ok(s, t) || s->pairs[c][t].next_due >= best_due)
 				continue;
@@ -349,7 +402,7 @@ start:
 /* The rotation moves to the next batch: every core starts the round anew. */
 static void round_next(struct ifs_sched *s, enum ifs_test t)
 {
-	s->batch_idx[t] = (s->batch_idx[t] + 1) % s->cfg.n_batches;
+	s->batch_idx[t] = (s->batch_idx[t] + 1) % s->cfg.n_batches[t];
 	memset(s->in_round[t], 0, s->n_cores * sizeof(bool));
 	for (size_t c = 0; c < s->n_cores; c++)
 		s->pairs[c][t].misses = 0;
@@ -357,7 +410,7 @@ static void round_next(struct ifs_sched *s, enum ifs_test t)
 
 static void round_note(struct ifs_sched *s, unsigned core, enum ifs_test t)
 {
-	if (!s->cfg.n_batches || t == IFS_TEST_ARRAY || core >= s->n_cores)
+	if (!s->cfg.n_batches[t] || t == IFS_TEST_ARRAY || core >= s->n_cores)
 		return;
 	s->in_round[t][core] = true;
 	for (size_t c = 0; c < s->n_cores; c++)
@@ -371,7 +424,7 @@ static void round_note(struct ifs_sched *s, unsigned core, enum ifs_test t)
  * the next one for every core (unless it moved already). */
 static void batch_skip(struct ifs_sched *s, enum ifs_test t, int batch)
 {
-	if (!s->cfg.n_batches || t == IFS_TEST_ARRAY || batch < 0 || batch != job_batch(s, t))
+	if (!s->cfg.n_batches[t] || t == IFS_TEST_ARRAY || batch < 0 || batch != job_batch(s, t))
 		return;
 	round_next(s, t);
 }
@@ -411,6 +464,7 @@ void ifs_sched_done(struct ifs_sched *s, const struct ifs_job *job, int64_t star
 	if (core >= s->n_cores || (unsigned)job->test >= IFS_TEST_MAX)
 		return; /* the core is gone */
 	p = &s->pairs[core][job->test];
+	p->skip_noted = 0;
 	if (job->by == IFS_BY_SCHEDULER)
 		p->reload = false;
 

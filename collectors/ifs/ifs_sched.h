@@ -10,13 +10,19 @@
  * - each (core, test) runs once per interval; first runs are spread evenly
  *   over one interval so the load is flat;
  * - a core runs only if none of its threads is in deny_cpus and, with an
- *   allow list, all of its threads are in it; and only if one of its threads
- *   is online (that thread is written to run_test);
+ *   allow list, all of its threads are in it; and only if every one of its
+ *   known threads is online (the driver's ifs.h: "All siblings must be
+ *   online to run a core test"; runtest.c does not check it, the scan's
+ *   WRMSR waits for a sibling that never comes and ends untested, error 1
+ *   "other thread could not join"); the first thread is written to
+ *   run_test. A due run of a core skipped as offline or with an offline
+ *   sibling is counted once per interval (ifs_sched.skipped);
  * - the scan time of the last hour stays below max_scan_ns_per_hour, except
  *   that a run always starts once the hour before it is empty, however
  *   long the last run took (a cap must slow scanning, never stop it);
  * - a retryable outcome is retried after backoff * 2^n, up to retry_max;
- * - optional batch rotation: once every eligible core was tested (pass or
+ * - optional batch rotation, per test with its own list (scan and SBAF
+ *   images are separate files): once every eligible core was tested (pass or
  *   fail) with the current batch, the next batch of the list is used; a
  *   core whose scheduled runs of the batch tested nothing (untested after
  *   retries, a failed write) IFS_ROUND_MISSES times in a row stops holding
@@ -58,11 +64,25 @@ struct ifs_sched_config {
 	int64_t retry_backoff_ns;
 	bool have_allow;
 	uint64_t allow[IFS_CPU_WORDS], deny[IFS_CPU_WORDS];
-	unsigned batches[IFS_MAX_BATCHES]; /* rotation list; n_batches 0 = off */
-	unsigned n_batches;
+	/* Rotation list per test (scan: ifs_0/NN.scan, SBAF: ifs_2/NN.sbft, each
+	 * with its own numbering); n_batches[t] 0 = off for test t. */
+	unsigned batches[IFS_TEST_MAX][IFS_MAX_BATCHES];
+	unsigned n_batches[IFS_TEST_MAX];
 };
 
 enum ifs_requester { IFS_BY_SCHEDULER, IFS_BY_API };
+
+/* Why the scheduler does not run a core now. */
+enum ifs_skip {
+	IFS_SKIP_NONE,
+	IFS_SKIP_DENIED,	  /* allow_cpus / deny_cpus */
+	IFS_SKIP_OFFLINE,	  /* every thread offline */
+	IFS_SKIP_SIBLING_OFFLINE, /* some threads online, one offline */
+	IFS_SKIP_MAX,
+};
+
+/* "denied", "offline", "sibling_offline"; NULL for IFS_SKIP_NONE. */
+const char *ifs_skip_name(enum ifs_skip why);
 
 struct ifs_job {
 	unsigned core; /* index into the topology given */
@@ -88,9 +108,10 @@ struct ifs_sched_pair {
 	int64_t next_due;   /* INT64_MAX = not scheduled */
 	int64_t last_start; /* 0 = never */
 	unsigned retries;
-	unsigned misses; /* scheduled runs of the current batch that tested nothing */
-	bool spread;	 /* first due time assigned */
-	bool reload;	 /* the next run reloads the image first */
+	unsigned misses;    /* scheduled runs of the current batch that tested nothing */
+	bool spread;	    /* first due time assigned */
+	bool reload;	    /* the next run reloads the image first */
+	int64_t skip_noted; /* when its due run was last counted as skipped; 0 = not */
 };
 
 struct ifs_sched_req {
@@ -120,6 +141,8 @@ struct ifs_sched {
 	struct ifs_sched_run *runs; /* last hour, for the cap */
 	size_t n_runs, cap_runs;
 	int64_t last_dur; /* estimate of the next run's duration */
+	/* Due scheduled runs skipped, by test and reason (one per interval). */
+	uint64_t skipped[IFS_TEST_MAX][IFS_SKIP_MAX];
 };
 
 int ifs_sched_init(struct ifs_sched *s, const struct ifs_sched_config *cfg);
@@ -135,7 +158,10 @@ void ifs_sched_set_tests(struct ifs_sched *s, unsigned mask, int64_t now);
 
 /* Whether the lists allow scanning this core at all. */
 bool ifs_sched_core_allowed(const struct ifs_sched *s, unsigned core);
-/* The first online thread of an allowed core, or -1. */
+/* Why the core cannot run now (IFS_SKIP_NONE: it can). */
+enum ifs_skip ifs_sched_core_skip(const struct ifs_sched *s, unsigned core);
+/* The first thread of a core that can run now (allowed, every thread
+ * online), or -1. */
 int ifs_sched_core_cpu(const struct ifs_sched *s, unsigned core);
 
 /* Queues an API request. cpu: the thread to write if it is online when the

@@ -93,6 +93,9 @@ static const char *const mptcp_type_l[] = {"type", NULL};
 static const char *const mptcp_reason_l[] = {"reason", NULL};
 static const char *const mptcp_kind_l[] = {"kind", NULL};
 static const char *const mptcp_errno_l[] = {"errno", NULL};
+static const char *const mptcp_join_errnos[] = {
+    "none", "rejected", "ECONNREFUSED", "ECONNRESET", "ETIMEDOUT", "EHOSTUNREACH", "ENETUNREACH",
+};
 static const char *const mptcp_mib_l[] = {"netns", "counter", NULL};
 static const char *const mptcp_correction_kinds[] = {"connection_removed", "connection_added",
 						     "subflow_removed", "subflow_added"};
@@ -149,10 +152,12 @@ static const struct metric_desc mptcp_metrics[] = {
 			   "Connections closed without CREATED: clients that fell back to TCP at "
 			   "the handshake (the kernel sends them CLOSED only).",
 			   METRIC_KIND_COUNTER},
-    [MPTCP_M_JOIN_FAILURES] = {"sysobs_mptcp_join_failures_total",
-			       "Subflows closed without SUB_ESTABLISHED (joins that failed), by "
-			       "the error the kernel reported (none: no ERROR attribute).",
-			       METRIC_KIND_COUNTER, mptcp_errno_l},
+    [MPTCP_M_JOIN_FAILURES] =
+	{"sysobs_mptcp_join_failures_total",
+	 "Subflows closed without SUB_ESTABLISHED (joins that failed), by "
+	 "the error the kernel reported (none: no ERROR attribute), and joins "
+	 "a watched netns refused by its limits (rejected: MPJoinRejected).",
+	 METRIC_KIND_COUNTER, mptcp_errno_l},
     [MPTCP_M_MIB] =
 	{"sysobs_mptcp_mib_total",
 	 "The kernel's MPTcpExt MIB counters of each watched namespace (/proc/net/netstat "
@@ -179,6 +184,8 @@ struct mptcp_watch {
 	int pm_warned;
 	int resync_pending; /* overrun seen, resync once the queue is drained */
 	uint64_t overruns;
+	uint64_t join_rejected; /* MPTcpExtMPJoinRejected at the last read */
+	int join_rejected_seen;
 	struct mptcp_state *prev_dump; /* the last reconciliation's dump */
 	int64_t prev_dump_ns;
 	struct log_ratelimit overrun_rl;
@@ -615,6 +622,26 @@ static int mptcp_resync(struct mptcp_priv *p, struct mptcp_watch *w)
 	return n;
 }
 
+/*
+ * Joins this netns refused (its net.mptcp limits: `ip mptcp limits set
+ * subflows 0`) into join_failures_total{errno="rejected"}. No event says so:
+ * the kernel checks the limit at the third ACK (subflow_syn_recv_sock), so
+ * the joining side reports SUB_ESTABLISHED then SUB_CLOSED with neither
+ * ERROR nor RESET_REASON, and the refusing side sends no event at all; only
+ * its MIB counts MPJoinRejected. Counted from the agent's start (the first
+ * read is the baseline).
+ */
+static void mptcp_join_rejected_note(struct mptcp_priv *p, struct mptcp_watch *w, uint64_t v)
+{
+	if (w->join_rejected_seen && v > w->join_rejected)
+		sink_add(
+		    p->c->sink,
+		    sink_series(p->c->sink, p->join_failures, (const char *const[]){"rejected"}),
+		    (double)(v - w->join_rejected));
+	w->join_rejected = v;
+	w->join_rejected_seen = 1;
+}
+
 /* Publishes the MPTcpExt MIB of w: every counter the kernel has, as it
  * spells it (new kernels' counters appear by themselves). */
 static void mptcp_mib_read(struct mptcp_priv *p, struct mptcp_watch *w)
@@ -643,6 +670,8 @@ static void mptcp_mib_read(struct mptcp_priv *p, struct mptcp_watch *w)
 		sink_set(p->c->sink,
 			 sink_series(p->c->sink, gauge ? p->mib_gauge : p->mib_total, lv),
 			 (double)p->mib.value[i]);
+		if (!strcmp(p->mib.name[i], "MPJoinRejected"))
+			mptcp_join_rejected_note(p, w, p->mib.value[i]);
 	}
 }
 
@@ -841,6 +870,13 @@ static int mptcp_start(struct collector *c)
 			mptcp_type_series(p, t);
 	for (uint32_t r = 0; mptcp_reset_reason_name(r); r++)
 		sink_series(k, p->resets_total, (const char *const[]){mptcp_reset_reason_name(r)});
+	/* So do the join failures SysobsMPTCPJoinsFailing sums by errno:
+	 * increase() misses the first failure of a series that appears with it.
+	 * The errnos a failed join gets (a RST to the SYN, no answer, an
+	 * unreachable path), none (no ERROR) and rejected (the MIB's
+	 * MPJoinRejected of a watched netns). */
+	for (size_t i = 0; i < sizeof(mptcp_join_errnos) / sizeof(*mptcp_join_errnos); i++)
+		sink_series(k, p->join_failures, (const char *const[]){mptcp_join_errnos[i]});
 
 	p->epfd = epoll_create1(EPOLL_CLOEXEC);
 	if (p->epfd < 0)

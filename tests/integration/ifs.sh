@@ -418,9 +418,10 @@ pass "with the scheduler off, a requested scan still runs"
 # Only core 0 (cpus 0 and 4) is allowed; batches 1 to 3 rotate, but the fake
 # has no batch 3: its current_batch write fails (ENOENT), which is recorded
 # as an error and retried, then the rotation moves on. SBAF has no image at
-# start: the worker loads one through current_batch before running.
+# start: the worker loads one of its own batches (rotate_batches_sbaf, its
+# ff-mm-ss-NN.sbft files) through current_batch before running.
 sed -i -e 's/^schedule = false/schedule = true/' -e 's/^interval = 8s/interval = 2s/' \
-	-e 's/^deny_cpus = 5/allow_cpus = 0,4\nrotate_batches = 1-3/' "$T/sysobsd.ini"
+	-e 's/^deny_cpus = 5/allow_cpus = 0,4\nrotate_batches = 1-3\nrotate_batches_sbaf = 1-2/' "$T/sysobsd.ini"
 since=$(date +%s.%N)
 start_agent
 rot() {

@@ -333,9 +333,10 @@ need_ifs_fake() {
 # start_ifs_fake CONFIG [FUSE options...]: mounts the IFS fake (foreground
 # mode, FAKE_PID) with that config at $T/mnt and waits for it; at exit the
 # agent is killed first (it may be inside a run_test write), then the fake
-# unmounted. An agent that drops root needs -o allow_other (else only root
-# may enter the mount), and -o default_permissions has the kernel check the
-# files' modes as in sysfs (run_test 0200 root: only its helper writes).
+# unmounted. Run as root, the fake mounts with -o allow_other (an agent that
+# drops root may enter the mount) and -o default_permissions (the kernel
+# checks the files' modes as in sysfs: run_test 0200 root, only the helper
+# writes) by itself.
 start_ifs_fake() {
 	local conf=$1
 	shift

@@ -287,6 +287,42 @@ ip netns exec "$NS_B" nft delete table inet sysobs_join
 sleep 0.3
 compare_monitor "$T/monA.txt" "$INO_A" "$TOK_A" || check "failed join: client events = ip mptcp monitor" same differ
 
+# ---- 5b. joins the server's limits reject (issue 21, item 18) -----------------
+# `ip mptcp limits set subflows 0` on the server: the kernel refuses the
+# join at its third ACK (MPTcpExtMPJoinRejected); the client reports
+# SUB_ESTABLISHED then SUB_CLOSED with neither error nor reset_reason (ip
+# mptcp monitor), the server no event. The agent counts the rejections from
+# the server netns's MIB: join_failures_total{errno="rejected"}, at 0 from
+# the start (it was absent before, the alert could not fire), then equal
+# to the server's MPJoinRejected.
+JF='sysobs_mptcp_join_failures_total{errno="rejected"}'
+check "rejected join: join_failures{rejected} at 0 before any" 0 "$(metric "$JF")"
+for e in none ECONNREFUSED ETIMEDOUT; do
+	check "join_failures{errno=$e} exported before its first failure" 1 \
+		"$([ -n "$(metric "sysobs_mptcp_join_failures_total{errno=\"$e\"}")" ] && echo 1 || echo 0)"
+done
+rej0=$(ip netns exec "$NS_B" nstat -az MPTcpExtMPJoinRejected | awk '/MPTcpExt/ { print $2 }')
+jf0=$(metric "$JF")
+ip -n "$NS_B" mptcp limits set subflow 0 add_addr_accepted 2
+mptcp_server 0.0.0.0
+for i in 1 2 3; do
+	mptcp_client "$MP_B1" 2 -t 3000
+	TOK_A=$(token_of "$T/client.txt")
+	wait_for 5 grep -q "SF_CLOSED.*token=$(printf %08x "$TOK_A")" "$T/monA.txt" ||
+		fail "rejected join $i: no SF_CLOSED on the client: $(grep "token=$(printf %08x "$TOK_A")" "$T/monA.txt")"
+	client_say close
+	client_end
+done
+mptcp_stop_server
+ip -n "$NS_B" mptcp limits set subflow 2 add_addr_accepted 2
+rej=$(($(ip netns exec "$NS_B" nstat -az MPTcpExtMPJoinRejected | awk '/MPTcpExt/ { print $2 }') - ${rej0:-0}))
+mon=$(grep "SF_CLOSED" "$T/monA.txt" | tail -3)
+echo "rejected joins: server MPJoinRejected +$rej; client SF_CLOSED lines: $mon"
+check "rejected join: server MPJoinRejected (nstat)" 3 "$rej"
+check "rejected join: client SF_CLOSED carry no error (monitor)" 0 "$(grep -c 'error=' <<<"$mon")"
+jf_delta() { echo $(($(metric "$JF") - ${jf0:-0})); }
+check "rejected join: join_failures_total{errno=rejected} = MPJoinRejected" "$rej" "$(until_eq 5 "$rej" jf_delta)"
+
 # ---- 6. backup, side, FLAGS --------------------------------------------------
 live_sf() { # NETNS_INO SADDR_OR_DADDR FIELD -> the field of the subflow with that address
 	curl -sf "http://127.0.0.1:$PORT/api/v1/mptcp/connections?netns=$1" |
