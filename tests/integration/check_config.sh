@@ -142,6 +142,38 @@ url = ftp://tsdb.example/api/v1/write
 EOF
 check_bad rw_url "the scheme must be http or https" rw_url.ini:4
 
+bad export_table <<'EOF'
+[export.ch]
+url = http://127.0.0.1:8123/
+tables = drop_samples, nosuch
+EOF
+check_bad export_table "[export.ch] tables = 'drop_samples, nosuch': no event table 'nosuch'" \
+	export_table.ini:5
+
+bad export_format <<'EOF'
+[export.ch]
+format = kafka
+url = http://127.0.0.1:8123/
+EOF
+check_bad export_format "[export.ch] format = 'kafka'" export_format.ini:4
+
+bad export_cursor <<'EOF'
+[export.a]
+url = http://127.0.0.1:8123/
+cursor = shared
+[export.b]
+format = otlp
+url = http://127.0.0.1:4318/v1/logs
+cursor = shared
+EOF
+check_bad export_cursor "'shared' is [export.a]'s cursor too" export_cursor.ini:9
+
+bad export_name <<'EOF'
+[export.Big]
+url = http://127.0.0.1:8123/
+EOF
+check_bad export_name "unknown section [export.Big]" export_name.ini:4
+
 bad rw_backoff <<'EOF'
 [remote_write]
 url = http://127.0.0.1:9/api/v1/write
