@@ -800,6 +800,8 @@ int agent_start(struct agent *a, const char *port_file)
 		log_err("agent", "%s", err);
 		return 2;
 	}
+	if (events_export_attach(a->exp, a->store))
+		return 1;
 	if (store_start(a->store)) {
 		log_err("store", "cannot start the writer thread");
 		return 1;
@@ -835,7 +837,7 @@ int agent_start(struct agent *a, const char *port_file)
 	    (a->snapshot_ms && !loop_add_timer(a->loop, a->snapshot_ms, on_snapshot, a)))
 		return 1;
 	if (remote_write_start(a->rw, a->store, a->metrics) ||
-	    events_export_start(a->exp, a->store, a->metrics))
+	    events_export_start(a->exp, a->metrics))
 		return 1;
 
 	sigemptyset(&mask);

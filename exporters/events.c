@@ -688,10 +688,8 @@ static void exp_metrics_register(struct exp_dest *d, struct metrics *m)
 	d->m.cpu = exp_series(f, d->name, NULL);
 }
 
-int events_export_start(struct events_export *e, struct store *s, struct metrics *m)
+int events_export_attach(struct events_export *e, struct store *s)
 {
-	static const char *const ch_headers[] = {"Content-Type: application/x-ndjson", NULL};
-	static const char *const otlp_headers[] = {"Content-Type: application/x-protobuf", NULL};
 	uint64_t dbid;
 	char err[256];
 
@@ -705,8 +703,6 @@ int events_export_start(struct events_export *e, struct store *s, struct metrics
 	snprintf(e->db_id, sizeof(e->db_id), "%016" PRIx64, dbid);
 	for (size_t i = 0; i < e->n; i++) {
 		struct exp_dest *d = e->dest[i];
-		char thread[16];
-		int rc;
 
 		d->cursor = store_cursor_open(s, d->cursor_name, err, sizeof(err));
 		if (!d->cursor || store_cursor_get(d->cursor, &d->pos)) {
@@ -719,6 +715,22 @@ int events_export_start(struct events_export *e, struct store *s, struct metrics
 			return -ENOSPC;
 		}
 		store_watch_set(d->watch, d->pos, d->pos);
+	}
+	return 0;
+}
+
+int events_export_start(struct events_export *e, struct metrics *m)
+{
+	static const char *const ch_headers[] = {"Content-Type: application/x-ndjson", NULL};
+	static const char *const otlp_headers[] = {"Content-Type: application/x-protobuf", NULL};
+
+	if (!e)
+		return 0;
+	for (size_t i = 0; i < e->n; i++) {
+		struct exp_dest *d = e->dest[i];
+		char thread[16];
+		int rc;
+
 		if (sender_setup(&d->snd, d->format == EXP_OTLP ? otlp_headers : ch_headers)) {
 			log_err(d->section, "out of memory (or libcurl failed to start)");
 			return -ENOMEM;

@@ -44,8 +44,13 @@ int events_export_declare(struct config *cfg);
 int events_export_new(struct config *cfg, const struct event_table *const *tables,
 		      const struct export_identity *identity, bool read_files,
 		      struct events_export **out);
+/* Opens each destination's cursor and registers its position with the
+ * store's retention: after store_open(), before store_start() (whose first
+ * retention runs at once), so no row is deleted uncounted. 0 when e is
+ * NULL; -errno logged. */
+int events_export_attach(struct events_export *e, struct store *s);
 /* Starts one thread per destination; 0 when e is NULL. -errno logged. */
-int events_export_start(struct events_export *e, struct store *s, struct metrics *m);
+int events_export_start(struct events_export *e, struct metrics *m);
 /* Stops the threads (a request in flight gets 2 s) and frees; NULL ok. */
 void events_export_free(struct events_export *e);
 

@@ -2,6 +2,10 @@
 # integration.retention: [storage] table_retention overrides the global
 # retention for the tables it names and for those only (the store applies
 # retention at start and every minute); a bad entry is file:line + exit 2.
+# An event export destination that could send nothing (its receiver
+# refuses connections) counts every row retention deleted before it was
+# sent: sysobs_export_rows_dropped_total{reason="deleted"} equals the
+# store's own count of deleted rows.
 source "$(dirname "$0")/lib.sh"
 need_cmd sqlite3
 
@@ -10,6 +14,12 @@ cat >>"$T/sysobsd.ini" <<INI
 retention = 7d
 [collector.self]
 interval = 100ms
+[export.dead]
+format = otlp
+url = http://127.0.0.1:9/v1/logs
+tables = self_samples, mptcp_events
+min_backoff = 100ms
+max_backoff = 200ms
 INI
 db="$T/sysobs.db"
 start_agent
@@ -29,6 +39,11 @@ wait_for 10 gone || fail "self rows older than 1 s not deleted: $(db_count self_
 assert_eq "mptcp row under the global 7d" 1 "$(db_count mptcp_events 'id = 999999999')"
 deleted=$(metric 'sysobs_storage_rows_deleted_total{reason="age"}')
 assert_ge "rows_deleted_total{reason=age}" "$first" "${deleted%.*}"
+exp_deleted() { metric 'sysobs_export_rows_dropped_total{destination="dead",reason="deleted"}'; }
+same() { [ "$(exp_deleted)" = "$(metric 'sysobs_storage_rows_deleted_total{reason="age"}')" ]; }
+wait_for 10 same || fail "rows deleted unsent: export says $(exp_deleted), the store $(metric 'sysobs_storage_rows_deleted_total{reason="age"}')"
+assert_eq "rows the export sent" 0 "$(metric 'sysobs_export_rows_sent_total{destination="dead"}')"
+echo "FIGURE: retention deleted $(metric 'sysobs_storage_rows_deleted_total{reason="age"}') rows; the export, which had sent none, counted $(exp_deleted) deleted unsent"
 stop_agent
 
 # a table the database does not have, or a bad duration: file:line, exit 2
