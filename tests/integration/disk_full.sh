@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # A full disk at run time: commits fail and are counted, /metrics and the API
 # keep answering, nothing already committed is lost, the database stays
-# intact, and writing resumes by itself once space returns.
+# intact, and writing resumes by itself once space returns. An event export
+# whose receiver was down has a backlog when the disk fills; the receiver
+# comes back while the disk is still full: the backlog drains all the same
+# (reads need no room), and the cursor is stored once there is room again.
 source "$(dirname "$0")/lib.sh"
 need_root
 need_cmd sqlite3
@@ -12,12 +15,19 @@ mount -t tmpfs -o size=4m tmpfs "$T/small" || skip "cannot mount a tmpfs"
 on_exit 'umount -l "$T/small"'
 db="$T/small/sysobs.db"
 
+RX_PORT=$(free_port) || fail "no free port"
 write_base_config
 sed -i "s|^path = .*|path = $db|" "$T/sysobsd.ini"
 cat >>"$T/sysobsd.ini" <<INI
 snapshot_interval = 1s
 [collector.self]
 interval = 20ms
+[export.rx]
+format = otlp
+url = http://127.0.0.1:$RX_PORT/v1/logs
+tables = self_samples
+min_backoff = 50ms
+max_backoff = 200ms
 INI
 start_agent
 
@@ -50,6 +60,20 @@ logged() { grep -q 'store: commit of .* failed: database or disk is full' "$T/ag
 wait_for 5 logged || fail "disk-full not logged"
 full_errs=$(errors)
 
+# The export's receiver comes back while the disk is full: the committed
+# backlog is sent all the same.
+xm() { metric "sysobs_export_$1{destination=\"rx\"}"; }
+[ "$(xm rows_sent_total)" = 0 ] || fail "rows sent before the receiver was up"
+backlog=$(xm pending_rows)
+assert_ge "export backlog when the disk filled" 20 "$backlog"
+python3 "$SYSOBS_SRC/tests/tools/rw_fake_receiver.py" --port "$RX_PORT" "$T/rx.port" "$T/rx.log" \
+	>"$T/rx.out" 2>&1 &
+on_exit "kill $!"
+drained() { [ "$(xm pending_rows)" = 0 ]; }
+wait_for 20 drained || fail "export backlog not sent while the disk is full: pending $(xm pending_rows)"
+sent_full=$(xm rows_sent_total)
+assert_ge "rows sent while the disk is full" "$backlog" "${sent_full%.*}"
+
 # Room for one batch returns: the writer catches up by itself, promptly.
 rows_now() { sqlite3 "file:$db?mode=ro" 'SELECT count(*) FROM self_samples'; }
 t0=$(date +%s%N)
@@ -64,7 +88,13 @@ going=$(rows_now)
 [ "$going" -gt "$((resumed_at + 50))" ] ||
 	fail "writing stopped again after resuming ($resumed_at -> $going rows in 3 s): $(ls -l "$T/small")"
 dropped=$(metric_sum sysobs_events_dropped_total 'reason="queue_full"')
+caught_up() { [ "$(xm pending_rows)" = 0 ]; }
+wait_for 20 caught_up || fail "export did not catch up after the disk had room: pending $(xm pending_rows)"
 stop_agent
+cursor=$(sqlite3 "$db" "SELECT value FROM store_meta WHERE key = 'cursor.export.rx'")
+assert_ge "export cursor stored once there was room" "$(sqlite3 "$db" "SELECT max(id) FROM self_samples WHERE id <= $cursor")" "${cursor:-0}"
+assert_ge "export cursor past the backlog of the full disk" "$committed_before" \
+	"$(sqlite3 "$db" "SELECT count(*) FROM self_samples WHERE id <= ${cursor:-0}")"
 assert_eq "integrity after a full disk" ok "$(sqlite3 "$db" 'PRAGMA integrity_check')"
 final=$(sqlite3 "$db" 'SELECT count(*) FROM self_samples')
 assert_ge "rows kept" "$committed_before" "$final"
@@ -73,4 +103,4 @@ assert_eq "rows dropped from the queue meanwhile" 0 "$dropped"
 gap_ms=$(sqlite3 "$db" 'SELECT max(ts - prev) / 1000000 FROM
 	(SELECT ts, lag(ts) OVER (ORDER BY id) AS prev FROM self_samples)')
 [ "$gap_ms" -lt 1000 ] || fail "history has a hole of $gap_ms ms around the full disk"
-pass "full disk: $full_errs commit errors counted, served throughout; 256 KiB freed: writing resumed in $resume_ms ms and went on ($committed_before -> $final rows, largest gap $gap_ms ms, 0 dropped)"
+pass "full disk: export backlog of $backlog rows sent while full ($sent_full); $full_errs commit errors counted, served throughout; 256 KiB freed: writing resumed in $resume_ms ms and went on ($committed_before -> $final rows, largest gap $gap_ms ms, 0 dropped)"

@@ -3,7 +3,7 @@
 """A remote-write receiver that answers a scripted sequence of statuses, for
 tests/integration/remote_write.sh. Loopback only.
 
-  rw_fake_receiver.py [--tls CERT KEY [--client-ca CA]] [--save DIR] PORTFILE LOGFILE STATUS...
+  rw_fake_receiver.py [--tls CERT KEY [--client-ca CA]] [--save DIR] [--port N] PORTFILE LOGFILE STATUS...
 
 STATUS is a code (200, 400, 503, ...) or CODE:RETRY_AFTER (429:2), or
 200+partial: an OTLP ExportLogsServiceResponse whose partial_success rejects
@@ -29,6 +29,9 @@ if args and args[0] == "--tls":
 save = None
 if args and args[0] == "--save":
     save, args = args[1], args[2:]
+port = 0
+if args and args[0] == "--port":
+    port, args = int(args[1]), args[2:]
 portfile, logfile, script = args[0], args[1], args[2:]
 count = 0
 
@@ -77,7 +80,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
         pass
 
 
-srv = http.server.HTTPServer(("127.0.0.1", 0), Handler)
+srv = http.server.HTTPServer(("127.0.0.1", port), Handler)
 if tls:
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     ctx.load_cert_chain(*tls)
