@@ -377,6 +377,14 @@ static int exp_row_cmp(const void *a, const void *b)
 	return x->id < y->id ? -1 : x->id > y->id;
 }
 
+static int exp_row_table_cmp(const void *a, const void *b)
+{
+	const struct export_row *x = a, *y = b;
+	int c = strcmp(x->table->name, y->table->name);
+
+	return c ? c : exp_row_cmp(a, b);
+}
+
 /* The batch after d->pos into d->rows (id order). 0, or -errno. */
 static int exp_read_batch(struct exp_dest *d, struct store *s)
 {
@@ -399,6 +407,10 @@ static int exp_read_batch(struct exp_dest *d, struct store *s)
 	while (n < d->n_rows && n < d->cfg.batch_rows && d->rows[n].id <= cut)
 		n++;
 	d->n_rows = n;
+	/* ClickHouse takes one INSERT per table: the batch table by table
+	 * (each in id order), not one small INSERT per run of a table. */
+	if (d->format == EXP_CLICKHOUSE)
+		qsort(d->rows, d->n_rows, sizeof(*d->rows), exp_row_table_cmp);
 	return 0;
 }
 
@@ -540,7 +552,9 @@ static uint64_t exp_turn(struct exp_dest *d)
 	}
 	if (!d->n_rows)
 		return d->cfg.send_interval;
-	last = d->rows[d->n_rows - 1].id;
+	last = 0;
+	for (size_t k = 0; k < d->n_rows; k++)
+		last = d->rows[k].id > last ? d->rows[k].id : last;
 	store_watch_set(d->watch, d->pos, last);
 	exp_drop_old(d);
 

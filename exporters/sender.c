@@ -98,6 +98,17 @@ int sender_check(struct sender *s, struct config *cfg, const char *section,
 
 	s->section = section;
 	s->cfg = c;
+	/* The lock guards what status readers see, from now on. */
+	if (!s->sync_init) {
+		pthread_condattr_t ca;
+
+		pthread_mutex_init(&s->mu, NULL);
+		pthread_condattr_init(&ca);
+		pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+		pthread_cond_init(&s->cv, &ca);
+		pthread_condattr_destroy(&ca);
+		s->sync_init = true;
+	}
 	bad |= sender_check_url(cfg, section, c->url);
 	if (c->min_backoff > c->max_backoff)
 		bad |= cfg_error(cfg, section, "max_backoff", "must not be below min_backoff");
@@ -186,14 +197,6 @@ int sender_setup(struct sender *s, const char *const *headers)
 	struct curl_slist *l = NULL;
 	CURL *h;
 
-	pthread_condattr_t ca;
-
-	pthread_mutex_init(&s->mu, NULL);
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&s->cv, &ca);
-	pthread_condattr_destroy(&ca);
-	s->sync_init = true;
 	if (curl_global_init(CURL_GLOBAL_DEFAULT))
 		return -EIO;
 	s->curl_global = true;

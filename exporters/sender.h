@@ -100,12 +100,13 @@ struct sender {
  * Checks the keys of c for section (URL scheme http or https with a host,
  * backoff range, auth and TLS file combinations) and, with read_files,
  * reads the password and token files. Every error is recorded (cfg_error);
- * -EINVAL when any was, -ENOMEM.
+ * -EINVAL when any was, -ENOMEM. Also makes s->mu (status readers may lock
+ * it from then on, until sender_free()).
  */
 int sender_check(struct sender *s, struct config *cfg, const char *section,
 		 const struct sender_config *c, bool read_files);
-/* The libcurl handle with headers (NULL-terminated "Name: value" list),
- * and the lock and condition of the thread. 0 or -ENOMEM, -EIO. */
+/* The libcurl handle with headers (NULL-terminated "Name: value" list).
+ * 0 or -ENOMEM, -EIO. */
 int sender_setup(struct sender *s, const char *const *headers);
 /* POSTs body (gzip'ed first with gzip, sent with Content-Encoding: gzip)
  * and says what became of it; s->status, s->resp, s->errbuf tell more. */

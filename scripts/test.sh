@@ -36,7 +36,7 @@ if stage asan; then
 	(cd build-asan &&
 		ctest --output-on-failure --timeout 600 -j2 -R '^(unit|fuzz)\.' &&
 		ctest --output-on-failure --timeout 600 -R \
-			'^integration\.(http_api|http_abuse|restart|config_example|locked_db|disk_full|crash_ingest|retention|drops|mptcp)$')
+			'^integration\.(http_api|http_abuse|restart|config_example|locked_db|disk_full|crash_ingest|retention|drops|mptcp|export_otlp|export_clickhouse)$')
 	took asan "$t0"
 fi
 
