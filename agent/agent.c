@@ -813,6 +813,7 @@ int agent_start(struct agent *a, const char *port_file)
 	host.hostname = a->hostname;
 	host.tables = tables;
 	host.collectors = agent_collectors_status;
+	host.exports = agent_exports_status;
 	host.arg = a;
 	host.collector_names = names;
 	if (!a->http || api_routes_register(a->http, &host) ||

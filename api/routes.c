@@ -198,6 +198,26 @@ static void route_collectors(const struct http_request *req, struct http_respons
 	arena_free(&ar);
 }
 
+/* ---- /api/v1/export ---- */
+
+static void route_export(const struct http_request *req, struct http_response *res, void *arg)
+{
+	struct api_ctx *ctx = arg;
+	Sysobs__V1__ExportList empty = SYSOBS__V1__EXPORT_LIST__INIT, *el = &empty;
+	struct arena ar = {0};
+	int enc = api_encoding(req, res);
+
+	if (enc < 0 || query_params_check(req, NULL, res))
+		return;
+	if (ctx->host.exports)
+		el = ctx->host.exports(ctx->host.arg, &ar);
+	if (el)
+		api_reply(res, 200, enc, &el->base);
+	else
+		api_error(res, enc, 500, "internal", "out of memory");
+	arena_free(&ar);
+}
+
 /* ---- /api/v1/events ---- */
 
 /* The collectors that own event tables, ", "-separated, into buf. */
@@ -222,6 +242,7 @@ int api_routes_register(struct http_server *h, const struct api_host *host)
 	    {"/metrics", route_metrics},
 	    {"/healthz", route_healthz},
 	    {"/api/v1/collectors", route_collectors},
+	    {"/api/v1/export", route_export},
 	    {"/api/v1/series", route_series},
 	};
 	struct store_stats st = {0};

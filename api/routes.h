@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The API's own routes: landing page, /metrics, /healthz, /api/v1/collectors
- * and /api/v1/series (the history routes are api/history.c's). What they
+ * The API's own routes: landing page, /metrics, /healthz, /api/v1/collectors,
+ * /api/v1/export and /api/v1/series (the history routes are api/history.c's). What they
  * need of the rest of the agent comes through struct api_host, so the api
  * layer depends on the metrics registry and the store's read API only.
  * Called once, after the collectors' init and before http_start().
@@ -26,6 +26,9 @@ struct api_host {
 	/* The collectors and their state, allocated in ar; called on HTTP
 	 * threads. NULL when out of memory. */
 	Sysobs__V1__CollectorList *(*collectors)(void *arg, struct arena *ar);
+	/* The event exporters' destinations, the same way; may be NULL (no
+	 * exporters: an empty list). */
+	Sysobs__V1__ExportList *(*exports)(void *arg, struct arena *ar);
 	void *arg;
 	/* Names /metrics?collect[]= accepts: every collector of this build,
 	 * NULL-terminated. */

@@ -91,11 +91,14 @@ struct exp_dest {
 	size_t n_rows, cap;
 	struct buf body;
 	char *url_buf;
+	char *url_public; /* url without user:password@: logs, status */
 
-	/* Status (mu of snd). */
+	/* Status, and pos, under st_mu: the HTTP threads read them
+	 * (events_export_status()) from before the thread starts. */
+	pthread_mutex_t st_mu;
 	uint64_t st_sent, st_failed, st_retried, st_pending;
 	double st_lag, st_last_success;
-	char st_error[256], st_copy[256];
+	char st_error[sizeof(((struct events_export_status *)0)->last_error)];
 };
 
 struct events_export {
@@ -171,6 +174,8 @@ static void exp_dest_free(struct exp_dest *d)
 	free(d->rows);
 	buf_free(&d->body);
 	free(d->url_buf);
+	free(d->url_public);
+	pthread_mutex_destroy(&d->st_mu);
 	free(d);
 }
 
@@ -184,6 +189,7 @@ static int exp_dest_new(struct config *cfg, struct cfg_section *sec, const char 
 	*out = NULL;
 	if (!d)
 		return -ENOMEM;
+	pthread_mutex_init(&d->st_mu, NULL);
 	snprintf(d->name, sizeof(d->name), "%s", name);
 	snprintf(d->section, sizeof(d->section), "%s", sec->name);
 	bad |= cfg_section_parse(cfg, sec->name, &d->cfg) ? 1 : 0;
@@ -208,6 +214,10 @@ static int exp_dest_new(struct config *cfg, struct cfg_section *sec, const char 
 		exp_dest_free(d);
 		return -EINVAL;
 	}
+	/* The URL was checked: only memory can fail. */
+	d->url_public = sender_url_public(d->cfg.http.url);
+	if (!d->url_public)
+		goto oom;
 	*out = d;
 	return 0;
 oom:
@@ -324,11 +334,11 @@ static void exp_status_error(struct exp_dest *d, const char *fmt, ...)
 {
 	va_list ap;
 
-	pthread_mutex_lock(&d->snd.mu);
+	pthread_mutex_lock(&d->st_mu);
 	va_start(ap, fmt);
 	vsnprintf(d->st_error, sizeof(d->st_error), fmt, ap);
 	va_end(ap);
-	pthread_mutex_unlock(&d->snd.mu);
+	pthread_mutex_unlock(&d->st_mu);
 }
 
 /* Reading: rows of every table after pos, cut at the first id a full page
@@ -435,9 +445,9 @@ static void exp_cursor_save(struct exp_dest *d, int64_t pos)
 {
 	int err;
 
-	pthread_mutex_lock(&d->snd.mu);
+	pthread_mutex_lock(&d->st_mu);
 	d->pos = pos;
-	pthread_mutex_unlock(&d->snd.mu);
+	pthread_mutex_unlock(&d->st_mu);
 	store_watch_set(d->watch, d->pos, d->pos);
 	err = store_cursor_set(d->cursor, d->pos);
 	if (err)
@@ -508,7 +518,7 @@ static enum sender_verdict exp_send(struct exp_dest *d, const struct export_row 
 				*rejected = (uint64_t)rej;
 				log_ratelimited(&d->rl_fail, 10000, LOG_LVL_WARN, d->section,
 						"%s rejected %" PRId64 " of %zu records: %s",
-						d->cfg.http.url, rej, n, msg);
+						d->url_public, rej, n, msg);
 			}
 		}
 	}
@@ -536,10 +546,10 @@ static uint64_t exp_turn(struct exp_dest *d)
 			series_set(d->m.pending, (double)pending);
 		if (d->m.lag)
 			series_set(d->m.lag, lag > 0 ? lag : 0);
-		pthread_mutex_lock(&d->snd.mu);
+		pthread_mutex_lock(&d->st_mu);
 		d->st_pending = pending;
 		d->st_lag = lag > 0 ? lag : 0;
-		pthread_mutex_unlock(&d->snd.mu);
+		pthread_mutex_unlock(&d->st_mu);
 		if (!pending)
 			return d->cfg.send_interval;
 	}
@@ -577,13 +587,13 @@ static uint64_t exp_turn(struct exp_dest *d)
 			break;
 		if (v == SENDER_REFUSED) {
 			exp_add(d->m.refused, n);
-			pthread_mutex_lock(&d->snd.mu);
+			pthread_mutex_lock(&d->st_mu);
 			d->st_failed += n;
-			pthread_mutex_unlock(&d->snd.mu);
+			pthread_mutex_unlock(&d->st_mu);
 			log_ratelimited(
 			    &d->rl_fail, 10000, LOG_LVL_WARN, d->section,
 			    "%s refused %zu rows with %ld (%.200s%s); dropped, not retried",
-			    d->cfg.http.url, n, d->snd.status, d->snd.resp,
+			    d->url_public, n, d->snd.status, d->snd.resp,
 			    d->snd.status ? "" : d->snd.errbuf);
 			exp_status_error(d, "refused with %ld: %.200s", d->snd.status,
 					 d->snd.status ? d->snd.resp : d->snd.errbuf);
@@ -604,15 +614,15 @@ static uint64_t exp_turn(struct exp_dest *d)
 		 * receiver deduplicates them by key. */
 		store_watch_set(d->watch, d->pos, d->pos);
 		exp_add(d->m.retried, d->n_rows);
-		pthread_mutex_lock(&d->snd.mu);
+		pthread_mutex_lock(&d->st_mu);
 		d->st_retried += d->n_rows;
-		pthread_mutex_unlock(&d->snd.mu);
+		pthread_mutex_unlock(&d->st_mu);
 		if (d->snd.status)
 			exp_status_error(d, "answered %ld: %.200s", d->snd.status, d->snd.resp);
 		else
 			exp_status_error(d, "%s", d->snd.errbuf);
 		log_ratelimited(&d->rl_fail, 10000, LOG_LVL_WARN, d->section,
-				"%s %s%.200s; retrying %zu rows in %" PRIu64 " ms", d->cfg.http.url,
+				"%s %s%.200s; retrying %zu rows in %" PRIu64 " ms", d->url_public,
 				d->snd.status ? "answered: " : "",
 				d->snd.status ? d->snd.resp : d->snd.errbuf, d->n_rows, wait);
 		return wait;
@@ -621,12 +631,12 @@ static uint64_t exp_turn(struct exp_dest *d)
 	if (d->m.last_success)
 		series_set(d->m.last_success, (double)clock_wall_ns() / 1e9);
 	sender_recovered(&d->snd);
-	pthread_mutex_lock(&d->snd.mu);
+	pthread_mutex_lock(&d->st_mu);
 	d->st_sent += sent;
 	d->st_last_success = (double)clock_wall_ns() / 1e9;
 	if (v == SENDER_SENT)
 		d->st_error[0] = '\0';
-	pthread_mutex_unlock(&d->snd.mu);
+	pthread_mutex_unlock(&d->st_mu);
 	exp_cursor_save(d, last);
 	return 0;
 }
@@ -717,12 +727,16 @@ int events_export_attach(struct events_export *e, struct store *s)
 	snprintf(e->db_id, sizeof(e->db_id), "%016" PRIx64, dbid);
 	for (size_t i = 0; i < e->n; i++) {
 		struct exp_dest *d = e->dest[i];
+		int64_t pos;
 
 		d->cursor = store_cursor_open(s, d->cursor_name, err, sizeof(err));
-		if (!d->cursor || store_cursor_get(d->cursor, &d->pos)) {
+		if (!d->cursor || store_cursor_get(d->cursor, &pos)) {
 			log_err(d->section, "cannot open its cursor: %s", d->cursor ? "read" : err);
 			return -EIO;
 		}
+		pthread_mutex_lock(&d->st_mu);
+		d->pos = pos;
+		pthread_mutex_unlock(&d->st_mu);
 		d->watch = store_watch_add(s, d->tables, d->n_tables);
 		if (!d->watch) {
 			log_err(d->section, "too many exporters, or a table unknown to the store");
@@ -757,7 +771,7 @@ int events_export_start(struct events_export *e, struct metrics *m)
 			return rc;
 		}
 		log_info(d->section, "sending %zu event tables as %s to %s from row %" PRId64,
-			 d->n_tables, exp_formats[d->format], d->cfg.http.url, d->pos);
+			 d->n_tables, exp_formats[d->format], d->url_public, d->pos);
 	}
 	return 0;
 }
@@ -776,8 +790,8 @@ void events_export_status(struct events_export *e, size_t i, struct events_expor
 	memset(st, 0, sizeof(*st));
 	st->name = d->name;
 	st->format = exp_formats[d->format];
-	st->url = d->cfg.http.url;
-	pthread_mutex_lock(&d->snd.mu);
+	st->url = d->url_public;
+	pthread_mutex_lock(&d->st_mu);
 	st->cursor = d->pos;
 	st->pending = d->st_pending;
 	st->lag_seconds = d->st_lag;
@@ -785,7 +799,6 @@ void events_export_status(struct events_export *e, size_t i, struct events_expor
 	st->sent = d->st_sent;
 	st->failed = d->st_failed;
 	st->retried = d->st_retried;
-	memcpy(d->st_copy, d->st_error, sizeof(d->st_copy));
-	pthread_mutex_unlock(&d->snd.mu);
-	st->last_error = d->st_copy;
+	memcpy(st->last_error, d->st_error, sizeof(st->last_error));
+	pthread_mutex_unlock(&d->st_mu);
 }

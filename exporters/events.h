@@ -63,12 +63,12 @@ struct events_export_status {
 	double lag_seconds;  /* age of the oldest pending row, 0 when none */
 	double last_success; /* unix s, 0 = never */
 	uint64_t sent, failed, retried;
-	const char *last_error; /* "" when the last attempt succeeded */
+	char last_error[256]; /* "" when the last attempt succeeded */
 };
 
 size_t events_export_count(const struct events_export *e);
-/* Destination i's status into *st (strings valid until the next call for
- * the same i). */
+/* Destination i's status into *st, safe on any thread: name, format and url
+ * (without user:password@) live as long as e, last_error is a copy. */
 void events_export_status(struct events_export *e, size_t i, struct events_export_status *st);
 
 #endif

@@ -82,6 +82,34 @@ static int sender_check_url(struct config *cfg, const char *section, const char 
 	return err;
 }
 
+char *sender_url_public(const char *url)
+{
+	CURLU *u = curl_url();
+	char *shown = NULL, *out = NULL;
+	CURLUcode rc;
+
+	if (!u) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	rc = curl_url_set(u, CURLUPART_URL, url, CURLU_NON_SUPPORT_SCHEME);
+	if (rc == CURLUE_OK)
+		rc = curl_url_set(u, CURLUPART_USER, NULL, 0);
+	if (rc == CURLUE_OK)
+		rc = curl_url_set(u, CURLUPART_PASSWORD, NULL, 0);
+	if (rc == CURLUE_OK)
+		rc = curl_url_set(u, CURLUPART_OPTIONS, NULL, 0);
+	if (rc == CURLUE_OK)
+		rc = curl_url_get(u, CURLUPART_URL, &shown, 0);
+	if (rc != CURLUE_OK)
+		errno = rc == CURLUE_OUT_OF_MEMORY ? ENOMEM : EINVAL;
+	else if (!(out = strdup(shown)))
+		errno = ENOMEM;
+	curl_free(shown);
+	curl_url_cleanup(u);
+	return out;
+}
+
 static int sender_check_file(struct config *cfg, const char *section, const char *key,
 			     const char *path)
 {

@@ -137,5 +137,9 @@ int sender_retry_after_parse(const char *v, time_t now, uint64_t *ms);
 uint64_t sender_backoff_next(uint64_t cur, uint64_t min, uint64_t max);
 /* in[len] gzip'ed into out (replacing its content). 0 or -ENOMEM. */
 int sender_gzip(const void *in, size_t len, struct buf *out);
+/* url without its user, password and login options (user:password@), as
+ * libcurl parses it: what logs and the status API may show. malloc'ed; NULL
+ * with errno ENOMEM, or EINVAL for what libcurl cannot parse. */
+char *sender_url_public(const char *url);
 
 #endif

@@ -71,7 +71,9 @@ static void usage(FILE *out)
 	    "Query a sysobsd agent over its REST API.\n"
 	    "\n"
 	    "Commands:\n"
-	    "  status                  agent health and each collector's state\n"
+	    "  status                  agent health, each collector's state and each event "
+	    "export\n"
+	    "  export                  event export destinations: backlog, last success, errors\n"
 	    "  drops                   sampled packet drops (reason=, protocol=, addr=, port=, "
 	    "...)\n"
 	    "  mptcp [events]          live MPTCP connections and subflows, or path-manager "
@@ -364,6 +366,35 @@ static size_t print_collectors(const struct body *b, bool header, int64_t after_
 		       (unsigned long long)c->errors, t, str(c->reason));
 	}
 	sysobs__v1__collector_list__free_unpacked(m, NULL);
+	return 1;
+}
+
+/* One line per [export.NAME] destination. */
+static void export_lines(const Sysobs__V1__ExportList *m, bool header)
+{
+	char t[40];
+
+	if (header)
+		printf("%-12s %-10s %10s %9s %10s %8s %10s  %-24s %-36s %s\n", "EXPORT", "FORMAT",
+		       "PENDING", "LAG_S", "SENT", "REFUSED", "RETRIED", "LAST SUCCESS", "URL",
+		       "LAST ERROR");
+	for (size_t i = 0; i < m->n_data; i++) {
+		const Sysobs__V1__ExportDestination *d = m->data[i];
+
+		fmt_time(d->last_success, t, sizeof(t));
+		printf("%-12s %-10s %10llu %9.1f %10llu %8llu %10llu  %-24s %-36s %s\n", d->name,
+		       d->format, (unsigned long long)d->pending_rows, d->lag_seconds,
+		       (unsigned long long)d->rows_sent, (unsigned long long)d->rows_refused,
+		       (unsigned long long)d->rows_retried, t, str(d->url), str(d->last_error));
+	}
+}
+
+static size_t print_exports(const struct body *b, bool header, int64_t after_id, int64_t *max_id)
+{
+	UNPACK(Sysobs__V1__ExportList, sysobs__v1__export_list, b);
+
+	export_lines(m, header);
+	sysobs__v1__export_list__free_unpacked(m, NULL);
 	return 1;
 }
 
@@ -708,10 +739,42 @@ static int show(const struct opts *o, const char *path, const char *const *extra
 	}
 }
 
+/* status, after the collectors: the export destinations, if any (an agent
+ * older than GET /api/v1/export answers 404: none). */
+static int status_exports(const struct opts *o)
+{
+	Sysobs__V1__ExportList *m;
+	struct body b;
+	long code = http_call(o, "/api/v1/export", NULL, 0, false, NULL, 0, &b);
+
+	if (code < 0 || code == 404) {
+		free(b.data);
+		return code < 0;
+	}
+	if (code < 200 || code > 299) {
+		report_error(code, &b, false);
+		free(b.data);
+		return 1;
+	}
+	m = sysobs__v1__export_list__unpack(NULL, b.len, (const uint8_t *)b.data);
+	free(b.data);
+	if (!m) {
+		err_line("cannot decode the agent's answer as Sysobs__V1__ExportList");
+		return 1;
+	}
+	if (m->n_data) {
+		putchar('\n');
+		export_lines(m, true);
+	}
+	sysobs__v1__export_list__free_unpacked(m, NULL);
+	return 0;
+}
+
 static int cmd_status(const struct opts *o)
 {
 	struct body b;
 	long code;
+	int rc;
 
 	if (o->follow)
 		die_usage("--follow works on history tables");
@@ -729,7 +792,10 @@ static int cmd_status(const struct opts *o)
 			sysobs__v1__health__free_unpacked(h, NULL);
 		free(b.data);
 	}
-	return show(o, "/api/v1/collectors", NULL, 0, print_collectors, false);
+	rc = show(o, "/api/v1/collectors", NULL, 0, print_collectors, false);
+	if (rc || o->output != OUT_TABLE)
+		return rc;
+	return status_exports(o);
 }
 
 /* "CPU" or "PKG:CORE" -> the request; test=... params choose the tests. */
@@ -1017,6 +1083,10 @@ int main(int argc, char **argv)
 		} else if (!strcmp(cmd, "cachefiles")) {
 			path = "/api/v1/cachefiles/slow";
 			print = print_cachefiles;
+		} else if (!strcmp(cmd, "export")) {
+			path = "/api/v1/export";
+			print = print_exports;
+			history = false;
 		} else {
 			die_usage("unknown command '%s'", cmd);
 		}

@@ -2,7 +2,10 @@
 # integration.cli: the sysobs command-line client against the real agent.
 #  - usage errors exit 2 with one line on stderr; an unreachable agent or an
 #    error answer exits 1 with one line naming it;
-#  - status lists every collector with the state /api/v1/collectors gives;
+#  - status lists every collector with the state /api/v1/collectors gives,
+#    then the [export.x] destination (an OTLP receiver that is not there:
+#    /api/v1/export shows its URL without the password, pending rows and
+#    the last error; the protobuf form decodes);
 #  - drops: UDP datagrams to a closed loopback port (the kernel drops each as
 #    NO_SOCKET) appear once each, filtered by port=; -o json is the agent's
 #    JSON, -o protobuf decodes (protoc) to the same rows;
@@ -37,8 +40,32 @@ grep -q "127.0.0.1:1.*connect" "$T/err" || fail "unreachable: $(cat "$T/err")"
 # budget high enough that ours are all kept.
 write_base_config
 printf '[collector.drops]\nsample_rate = 100000\nsample_burst = 10000\n' >>"$T/sysobsd.ini"
+XPORT=$(free_port) || fail "no free loopback port"
+printf '[export.x]\nformat = otlp\nurl = http://user:secret@127.0.0.1:%s/v1/logs\n' "$XPORT" \
+	>>"$T/sysobsd.ini"
 start_agent
 export SYSOBS_URL=http://127.0.0.1:$PORT
+
+# export: the destination, retrying, its URL without the password
+failing() { [ -n "$(api GET /api/v1/export | jq -r '.data[0].last_error // empty')" ]; }
+wait_for 10 failing || fail "no last_error for [export.x]: $(api GET /api/v1/export)"
+req GET /api/v1/export
+assert_eq "GET /api/v1/export status" 200 "$HTTP_CODE"
+jq -e --arg url "http://127.0.0.1:$XPORT/v1/logs" '.data | length == 1 and (.[0] |
+	.name == "x" and .format == "otlp" and .url == $url and
+	(.pending_rows | test("^[0-9]+$")) and (.rows_retried | test("^[0-9]+$")) and
+	(.cursor | test("^[0-9]+$")) and (.lag_seconds | type == "number") and
+	.last_success == null and .last_error != "")' <<<"$BODY" >/dev/null ||
+	fail "/api/v1/export: $BODY"
+grep -q secret <<<"$BODY" && fail "/api/v1/export shows the password: $BODY"
+curl -sf -H 'Accept: application/x-protobuf' "$SYSOBS_URL/api/v1/export" >"$T/export.pb" ||
+	fail "GET /api/v1/export in protobuf"
+protoc --decode=sysobs.v1.ExportList -I"$SYSOBS_SRC/api/proto" -I/usr/include \
+	"$SYSOBS_SRC/api/proto/sysobs.proto" <"$T/export.pb" >"$T/export.txt" ||
+	fail "protoc cannot decode /api/v1/export"
+grep -q '^  name: "x"$' "$T/export.txt" || fail "ExportList: $(cat "$T/export.txt")"
+grep -q '^  format: "otlp"$' "$T/export.txt" || fail "ExportList: $(cat "$T/export.txt")"
+grep -q secret "$T/export.txt" && fail "ExportList shows the password: $(cat "$T/export.txt")"
 
 # status: the same collectors and states as the API
 "$CLI" status >"$T/status" || fail "sysobs status failed"
@@ -47,6 +74,11 @@ while read -r name state; do
 	state=$(tr 'A-Z' 'a-z' <<<"$state")
 	grep -Eq "^$name +$state " "$T/status" || fail "status lacks '$name $state': $(cat "$T/status")"
 done < <(jq -r '.data[] | "\(.name) \(.state)"' <<<"$BODY")
+grep -Eq "^x +otlp +[0-9]+ .* http://127\.0\.0\.1:$XPORT/v1/logs +[^ ]" "$T/status" ||
+	fail "status lacks the export destination x: $(cat "$T/status")"
+grep -q secret "$T/status" && fail "status shows the password: $(cat "$T/status")"
+"$CLI" export >"$T/export" || fail "sysobs export failed"
+grep -Eq "^x +otlp " "$T/export" || fail "sysobs export: $(cat "$T/export")"
 
 # drops: N datagrams to a closed port, each dropped as NO_SOCKET
 [ "$(jq -r '.data[] | select(.name == "drops") | .state' <<<"$BODY")" = RUNNING ] ||
@@ -176,4 +208,4 @@ if [ -x "$FAKE" ] && [ -c /dev/fuse ]; then
 else
 	ifs="(no IFS fake: scan untested)"
 fi
-pass "usage exit 2, status = API, $N drops by port (table/json/protobuf), --follow prints only new rows, TLS client cert + basic auth, $ifs"
+pass "usage exit 2, status = API (collectors, export destination), $N drops by port (table/json/protobuf), --follow prints only new rows, TLS client cert + basic auth, $ifs"

@@ -99,6 +99,14 @@ jq -e '.error.code and .error.message' <<<"$BODY" >/dev/null || fail "406 withou
 ctype=$(in_api_netns curl -sS -o /dev/null -w '%{content_type}' -H 'Accept: application/x-protobuf' \
 	"http://127.0.0.1:$PORT/api/v1/collectors")
 assert_eq "/api/v1/collectors for Accept: application/x-protobuf" application/x-protobuf "$ctype"
+# No [export.NAME]: an empty list, not an error.
+req GET /api/v1/export
+assert_eq "GET /api/v1/export status" 200 "$HTTP_CODE"
+assert_eq "/api/v1/export without exporters" '{"data":[],"next_cursor":""}' "$(jq -cS . <<<"$BODY")"
+req GET /api/v1/export -H 'Accept: text/html'
+assert_eq "/api/v1/export for Accept: text/html" 406 "$HTTP_CODE"
+req GET '/api/v1/export?limit=1'
+assert_eq "/api/v1/export with a parameter it does not take" 400 "$HTTP_CODE"
 
 # Rows from the self collector reach SQLite and come back over REST.
 have_rows() { [ "$(api GET '/api/v1/events?collector=self&limit=3' | jq '.data | length')" = 3 ]; }

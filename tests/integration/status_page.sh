@@ -60,8 +60,12 @@ start_ifs_fake "$T/fake.ini"
 
 write_base_config
 sed -i "/^\[agent\]$/a sysfs_root = $T/mnt" "$T/sysobsd.ini" # one [agent] section
+XPORT=$(free_port) || fail "no free loopback port"
 cat >>"$T/sysobsd.ini" <<INI
 snapshot_interval = 1s
+[export.x]
+format = otlp
+url = http://user:secret@127.0.0.1:$XPORT/v1/logs
 [collector.ifs]
 schedule = true
 interval = 2s
@@ -160,6 +164,7 @@ try:
 	    tests: Object.fromEntries(q(".badge", c).map(b => [b.dataset.test, b.dataset.status]))})),
 	  collectors: Object.fromEntries(q("#collectors tr").slice(1).map(r => [txt(r.cells[0]), txt(r.cells[1])])),
 	  loss: q("#loss tr[data-metric]").map(r => r.dataset.metric),
+	  exports: q("#export tr[data-name]").map(r => q("td", r).map(txt)),
 	  links: q("a").map(a => a.getAttribute("href")),
 	  errors: q(".err").map(txt),
 	};""")
@@ -227,12 +232,18 @@ for m in sysobs_events_dropped_total sysobs_storage_errors_total sysobs_drop_sam
 	sysobs_drops_map_overflow_total sysobs_mptcp_overruns_total sysobs_history_samples_dropped_total; do
 	jq -e --arg m "$m" '.loss | index($m)' <<<"$F" >/dev/null || fail "data-loss counter $m not on the page"
 done
-for l in /metrics /healthz /api/v1/collectors /api/v1/drops/samples /api/v1/mptcp/connections /api/v1/ifs/cores; do
+for l in /metrics /healthz /api/v1/collectors /api/v1/export /api/v1/drops/samples /api/v1/mptcp/connections /api/v1/ifs/cores; do
 	jq -e --arg l "$l" '.links | index($l)' <<<"$F" >/dev/null || fail "no link to $l"
 done
+# Event export: the destination configured, retrying (nothing listens), its
+# URL without the password.
+jq -e --arg url "http://127.0.0.1:$XPORT/v1/logs" '.exports | length == 1 and (.[0] |
+	.[0] == "x" and .[1] == "otlp" and .[2] == $url and (.[3] | test("^[0-9.]+k?$")) and
+	.[5] == "never" and .[9] != "-" and .[9] != "")' <<<"$F" >/dev/null ||
+	fail "event export section: $(jq -c .exports <<<"$F")"
 png_bytes=$(stat -c %s "$T/status.png")
 assert_ge "screenshot bytes" 10000 "$png_bytes"
-pass "collectors, data-loss counters and links; screenshot $T/status.png ($png_bytes bytes)"
+pass "collectors, event export, data-loss counters and links; screenshot $T/status.png ($png_bytes bytes)"
 
 # Render time with >= 10k drop samples: the page's own measure (from its
 # first fetch to the last section drawn), and the server's share.

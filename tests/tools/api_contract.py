@@ -50,6 +50,7 @@ DECIMAL = re.compile(r"^[1-9][0-9]*$")
 ROUTES = {
     "GET /healthz": "Health",
     "GET /api/v1/collectors": "CollectorList",
+    "GET /api/v1/export": "ExportList",
     "GET /api/v1/events": "EventList",
     "GET /api/v1/self/samples": "SelfSampleList",
     "GET /api/v1/drops/samples": "DropSampleList",
@@ -320,7 +321,8 @@ class Contract:
             return
         self.collectors = {c["name"]: c for c in cols["data"]}
         self.check_collectors(cols)
-        routes = {"GET /healthz", "GET /api/v1/collectors", "GET /api/v1/events"}
+        routes = {"GET /healthz", "GET /api/v1/collectors", "GET /api/v1/export",
+                  "GET /api/v1/events"}
         self.route_owner = {}
         for c in cols["data"]:
             for r in c["routes"]:

@@ -118,7 +118,8 @@ static void test_retry_after_reads_seconds_and_dates(void **state)
 	assert_int_equal(ms, 0);
 	assert_int_equal(sender_retry_after_parse("Wed, 21 Oct 2015 07:28:00 GMT", t - 10, &ms), 0);
 	assert_int_equal(ms, 10000);
-	assert_int_equal(sender_retry_after_parse("Wednesday, 21-Oct-15 07:28:00 GMT", t - 7, &ms), 0);
+	assert_int_equal(sender_retry_after_parse("Wednesday, 21-Oct-15 07:28:00 GMT", t - 7, &ms),
+			 0);
 	assert_int_equal(ms, 7000);
 	assert_int_equal(sender_retry_after_parse("Wed Oct 21 07:28:00 2015", t - 2, &ms), 0);
 	assert_int_equal(ms, 2000);
@@ -132,6 +133,23 @@ static void test_retry_after_reads_seconds_and_dates(void **state)
 	assert_int_equal(sender_retry_after_parse("-5", t, &ms), -EINVAL);
 	assert_int_equal(sender_retry_after_parse("soon", t, &ms), -EINVAL);
 	assert_int_equal(sender_retry_after_parse("", t, &ms), -EINVAL);
+}
+
+static void test_public_url_has_no_credentials(void **state)
+{
+	char *u;
+
+	(void)state;
+	u = sender_url_public("http://user:secret@127.0.0.1:4318/v1/logs?x=1");
+	assert_non_null(u);
+	assert_string_equal(u, "http://127.0.0.1:4318/v1/logs?x=1");
+	free(u);
+	u = sender_url_public("https://ch.example:8443/");
+	assert_non_null(u);
+	assert_string_equal(u, "https://ch.example:8443/");
+	free(u);
+	assert_null(sender_url_public("http://[::1"));
+	assert_int_equal(errno, EINVAL);
 }
 
 static void test_backoff_doubles_up_to_its_cap(void **state)
@@ -520,6 +538,7 @@ int main(void)
 	    cmocka_unit_test(test_labels_sort_bytewise),
 	    cmocka_unit_test(test_retry_after_reads_seconds_and_dates),
 	    cmocka_unit_test(test_backoff_doubles_up_to_its_cap),
+	    cmocka_unit_test(test_public_url_has_no_credentials),
 	    cmocka_unit_test(test_write_request_decodes_back_after_snappy),
 	    cmocka_unit_test(test_history_reads_after_a_durable_cursor),
 	    cmocka_unit_test(test_identity_job_and_instance),
