@@ -30,6 +30,7 @@
 #include "exporters/identity.h"
 #include "exporters/remote_write.h"
 #include "agent/expose.h"
+#include "agent/mem_stage.h"
 #include "agent/privsep.h"
 #include "agent/snapshot.h"
 #include "agent/status.h"
@@ -750,6 +751,7 @@ int agent_start(struct agent *a, const char *port_file)
 	sigset_t mask;
 	int rc, sfd;
 
+	mem_stage("config");
 	a->sysfs_root = cfg_get(cfg_section(&a->cfg, "agent"), "sysfs_root");
 	a->hostname = cfg_get(cfg_section(&a->cfg, "agent"), "hostname");
 	if (storage_config(a, &sc) || http_config(a, &hc, true) || listen_check(a, hc.listen) ||
@@ -775,6 +777,7 @@ int agent_start(struct agent *a, const char *port_file)
 	}
 	if (rc)
 		return 1;
+	mem_stage("expose");
 	for (size_t i = 0; collector_registry[i] && i < 63; i++)
 		names[i] = collector_registry[i]->name;
 
@@ -787,6 +790,7 @@ int agent_start(struct agent *a, const char *port_file)
 		log_err("store", "%s", err);
 		return 2;
 	}
+	mem_stage("store open");
 
 	if (table_retention(a)) {
 		agent_config_errors_log(a);
@@ -806,6 +810,7 @@ int agent_start(struct agent *a, const char *port_file)
 		log_err("store", "cannot start the writer thread");
 		return 1;
 	}
+	mem_stage("store writer start");
 
 	a->http = http_new(&hc, a->metrics);
 	host.metrics = a->metrics;
@@ -826,11 +831,13 @@ int agent_start(struct agent *a, const char *port_file)
 	}
 	log_info("http", "listening on %s (port %u)", hc.listen, http_port(a->http));
 	cgroup_ipfilter_warn(hc.listen);
+	mem_stage("http start");
 
 	collectors_start(a);
 	/* Start-up parses big inputs (kernel BTF, ...) and frees them; give
 	 * the pages back so the idle agent's RSS is what it keeps. */
 	malloc_trim(0);
+	mem_stage("malloc_trim");
 
 	a->store_series = agent_store_metrics_new(a->metrics);
 	agent_store_metrics_publish(a->store_series, a->store);
@@ -840,6 +847,7 @@ int agent_start(struct agent *a, const char *port_file)
 	if (remote_write_start(a->rw, a->store, a->metrics) ||
 	    events_export_start(a->exp, a->metrics))
 		return 1;
+	mem_stage("remote_write start");
 
 	sigemptyset(&mask);
 	sigaddset(&mask, SIGTERM);
@@ -873,6 +881,7 @@ int agent_start(struct agent *a, const char *port_file)
 		log_err("agent", "%s", err);
 		return 1;
 	}
+	mem_stage("privilege drop");
 	return 0;
 }
 

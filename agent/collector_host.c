@@ -15,6 +15,7 @@
 #include "agent/agent.h"
 #include "agent/collector_host.h"
 #include "agent/log.h"
+#include "agent/mem_stage.h"
 #include "agent/sink_impl.h"
 #include "collectors/collector.h"
 
@@ -239,11 +240,14 @@ int collectors_init(struct agent *a)
 	 * a bad value anywhere exits 2 with nothing loaded. */
 	for (size_t i = 0; i < n; i++) {
 		struct collector *c = &a->collectors[i];
+		char stage[64];
 		int err;
 
 		if (!c->cfg) /* disabled: collector_config() not run */
 			continue;
 		err = c->ops->init(c);
+		snprintf(stage, sizeof(stage), "collector %s init", c->ops->name);
+		mem_stage(stage);
 		if (err == -EINVAL)
 			c->state =
 			    COLLECTOR_UNAVAILABLE; /* agent_stop() calls stop(): frees priv */
@@ -272,6 +276,7 @@ void collectors_start(struct agent *a)
 {
 	for (size_t i = 0; i < a->n_collectors; i++) {
 		struct collector *c = &a->collectors[i];
+		char stage[64];
 		int err;
 
 		if (c->state == COLLECTOR_UNAVAILABLE && c->ops->recheck) {
@@ -284,6 +289,8 @@ void collectors_start(struct agent *a)
 		if (c->state != COLLECTOR_RUNNING)
 			goto publish;
 		err = c->ops->start ? c->ops->start(c) : 0;
+		snprintf(stage, sizeof(stage), "collector %s start", c->ops->name);
+		mem_stage(stage);
 		if (err) {
 			c->state = COLLECTOR_FAILED;
 			if (!c->why[0])

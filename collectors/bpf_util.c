@@ -121,6 +121,11 @@ const char *bpf_util_load_cause(int err)
 
 /* --- probes --------------------------------------------------------------- */
 
+const char *bpf_util_btf_custom_path(const char *path)
+{
+	return path && strcmp(path, BPF_UTIL_VMLINUX_BTF) ? path : NULL;
+}
+
 int bpf_util_btf_load(struct bpf_util_btf *b, const char *path, const char *module)
 {
 	char mod_path[256];

@@ -37,6 +37,16 @@ void bpf_util_load_end(void);
  * first, the one naming the error later), else "". Without "libbpf: ". */
 const char *bpf_util_load_cause(int err);
 
+/*
+ * What to give bpf_object_open_opts.btf_custom_path for a configured BTF
+ * path: NULL for the running kernel's own (BPF_UTIL_VMLINUX_BTF), else path.
+ * libbpf 1.1 parses a custom path for CO-RE in addition to the vmlinux BTF
+ * it loads anyway for tp_btf/fentry attach targets: two ~6 MiB parses alive
+ * at once (+11 MiB at start-up's peak), and no module BTF searched for CO-RE
+ * candidates. The same file twice buys nothing.
+ */
+const char *bpf_util_btf_custom_path(const char *path);
+
 /* The kernel's BTF: vmlinux and, optionally, one module's split BTF. */
 struct bpf_util_btf {
 	struct btf *vmlinux;

@@ -262,7 +262,8 @@ static int bpf_open(const struct cachefiles_backend_cfg *cfg, struct cachefiles_
 		return -ENOMEM;
 	bpf_util_load_begin(CF_LOG);
 	{
-		LIBBPF_OPTS(bpf_object_open_opts, opts, .btf_custom_path = cfg->btf_path);
+		LIBBPF_OPTS(bpf_object_open_opts, opts,
+			    .btf_custom_path = bpf_util_btf_custom_path(cfg->btf_path));
 
 		b->skel = cachefiles_bpf__open_opts(&opts);
 	}

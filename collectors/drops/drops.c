@@ -385,7 +385,8 @@ static void frag_expiries_find(struct collector *c, struct drops_state *st)
 static int drops_load_once(struct drops_state *st, bool tp_btf, bool sockctx)
 {
 	const struct drops_cfg *cfg = st->cfg;
-	LIBBPF_OPTS(bpf_object_open_opts, oo, .btf_custom_path = cfg->btf_path);
+	LIBBPF_OPTS(bpf_object_open_opts, oo,
+		    .btf_custom_path = bpf_util_btf_custom_path(cfg->btf_path));
 	long ncpu_online = sysconf(_SC_NPROCESSORS_ONLN);
 	struct drops_bpf *skel;
 	int err;
@@ -545,6 +546,10 @@ static int drops_init(struct collector *c)
 			      &st->sock_free_hi))
 		st->sock_free_lo = st->sock_free_hi = 0;
 	frag_expiries_find(c, st);
+	/* The table (~2.4 MiB) would sit under libbpf's own vmlinux BTF parse
+	 * (~12 MiB), start-up's peak: read again after the load (~40 ms). */
+	drops_ksyms_free(st->ksyms);
+	st->ksyms = NULL;
 
 	bpf_util_load_begin(c->ops->name);
 	err = drops_load(c, st, cfg->attach != DROPS_ATTACH_RAW_TP);
@@ -573,6 +578,8 @@ static int drops_init(struct collector *c)
 		return collector_unavailable(c, err == -EINVAL ? -EOPNOTSUPP : err,
 					     "cannot load the BPF program: %s; libbpf: %s",
 					     strerror(-err), bpf_util_load_cause(err));
+	if (st->ksyms_fd >= 0)
+		st->ksyms = drops_ksyms_read_fd(st->ksyms_fd);
 	clog_info(c, "%zu drop reasons from %s; kfree_skb has %d arguments; program %s",
 		  drops_reasons_count(st->reasons), cfg->btf_path, st->nargs, st->attach_kind);
 	/* Now, with the capabilities: the walks themselves need none later. */

@@ -1,0 +1,53 @@
+// SPDX-License-Identifier: MIT
+/* Start-up memory by stage (see mem_stage.h). */
+#include <malloc.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "agent/log.h"
+#include "agent/mem_stage.h"
+
+/* A /proc/self/status field in kB; -1 if missing. */
+static long mem_stage_status_kb(const char *status, const char *key)
+{
+	const char *p = strstr(status, key);
+
+	return p ? strtol(p + strlen(key), NULL, 10) : -1;
+}
+
+void mem_stage(const char *stage)
+{
+	static int enabled = -1;
+	char status[4096];
+	struct mallinfo2 mi;
+	size_t n = 0;
+	FILE *f;
+
+	if (enabled < 0) {
+		const char *env = getenv("SYSOBS_MEM_STAGES");
+
+		enabled = env && *env && strcmp(env, "0");
+	}
+	if (!enabled)
+		return;
+	f = fopen("/proc/self/status", "re");
+	if (f) {
+		n = fread(status, 1, sizeof(status) - 1, f);
+		fclose(f);
+	}
+	status[n] = '\0';
+	mi = mallinfo2();
+	log_msg(LOG_LVL_WARN, "mem",
+		"stage=\"%s\" rss_kib=%ld hwm_kib=%ld anon_kib=%ld heap_used_kib=%zu "
+		"heap_held_kib=%zu",
+		stage, mem_stage_status_kb(status, "VmRSS:"), mem_stage_status_kb(status, "VmHWM:"),
+		mem_stage_status_kb(status, "RssAnon:"), mi.uordblks / 1024,
+		(mi.arena + mi.hblkhd) / 1024);
+	/* the next stage's peak starts from here */
+	f = fopen("/proc/self/clear_refs", "we");
+	if (f) {
+		fputs("5", f);
+		fclose(f);
+	}
+}
