@@ -46,6 +46,8 @@ static const ProtobufCMessageDescriptor *const all_messages[] = {
     &sysobs__v1__event_list__descriptor,
     &sysobs__v1__collector__descriptor,
     &sysobs__v1__collector_list__descriptor,
+    &sysobs__v1__export_destination__descriptor,
+    &sysobs__v1__export_list__descriptor,
     &sysobs__v1__point__descriptor,
     &sysobs__v1__series__descriptor,
     &sysobs__v1__series_list__descriptor,
