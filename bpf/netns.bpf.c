@@ -25,6 +25,8 @@
 #include <bpf/bpf_core_read.h>
 #include <bpf/bpf_helpers.h>
 
+#include "init_net.h"
+
 #include "netns.h"
 
 char LICENSE[] SEC("license") = "GPL";
@@ -32,7 +34,6 @@ char LICENSE[] SEC("license") = "GPL";
 /* Filled by the walk; user space reads it through the mmap of .bss. */
 __u32 live_netns[NETNS_LIVE_MAX];
 
-#define TASK_CHAIN_MAX 256 /* real_parent hops to init_task */
 
 struct netns_walk {
 	struct list_head *head;
@@ -64,21 +65,10 @@ static long netns_walk_one(__u64 i, struct netns_walk *w)
 SEC("raw_tp")
 int netns_walk(void *ctx)
 {
-	struct task_struct *t = (struct task_struct *)bpf_get_current_task();
 	struct netns_walk w = {.list_off = bpf_core_field_offset(struct net, list)};
 	struct net *init_net;
 
-	for (int i = 0; i < TASK_CHAIN_MAX; i++) {
-		struct task_struct *p = BPF_CORE_READ(t, real_parent);
-
-		if (!p || p == t)
-			break;
-		t = p;
-	}
-	/* init_task: pid 0, its own parent */
-	if (BPF_CORE_READ(t, pid) != 0 || BPF_CORE_READ(t, real_parent) != t)
-		return NETNS_WALK_NO_INIT;
-	init_net = BPF_CORE_READ(t, nsproxy, net_ns);
+	init_net = init_net_find();
 	if (!init_net)
 		return NETNS_WALK_NO_INIT;
 	w.pos = (struct list_head *)((void *)init_net + w.list_off);

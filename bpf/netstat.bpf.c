@@ -23,6 +23,8 @@
 #include <bpf/bpf_core_read.h>
 #include <bpf/bpf_helpers.h>
 
+#include "init_net.h"
+
 #include "netstat.h"
 
 char LICENSE[] SEC("license") = "GPL";
@@ -41,7 +43,6 @@ struct {
 	__type(value, __u64);
 } probe SEC(".maps");
 
-#define TASK_CHAIN_MAX 256
 
 struct walk {
 	struct list_head *head;
@@ -122,7 +123,6 @@ static long ns_one(__u64 i, struct walk *w)
 SEC("raw_tp")
 int netstat_walk(void *ctx)
 {
-	struct task_struct *t = (struct task_struct *)bpf_get_current_task();
 	struct walk w = {.list_off = bpf_core_field_offset(struct net, list)};
 	struct net *init_net;
 	__u64 m;
@@ -141,16 +141,7 @@ int netstat_walk(void *ctx)
 	if (w.bad)
 		return NETSTAT_NO_OFFSETS;
 
-	for (int i = 0; i < TASK_CHAIN_MAX; i++) {
-		struct task_struct *p = BPF_CORE_READ(t, real_parent);
-
-		if (!p || p == t)
-			break;
-		t = p;
-	}
-	if (BPF_CORE_READ(t, pid) != 0 || BPF_CORE_READ(t, real_parent) != t)
-		return NETNS_WALK_NO_INIT;
-	init_net = BPF_CORE_READ(t, nsproxy, net_ns);
+	init_net = init_net_find();
 	if (!init_net)
 		return NETNS_WALK_NO_INIT;
 	w.pos = (struct list_head *)((void *)init_net + w.list_off);
