@@ -91,7 +91,6 @@ struct exp_dest {
 	size_t n_rows, cap;
 	struct buf body;
 	char *url_buf;
-	char *url_public; /* url without user:password@: logs, status */
 
 	/* Status, and pos, under st_mu: the HTTP threads read them
 	 * (events_export_status()) from before the thread starts. */
@@ -174,7 +173,6 @@ static void exp_dest_free(struct exp_dest *d)
 	free(d->rows);
 	buf_free(&d->body);
 	free(d->url_buf);
-	free(d->url_public);
 	pthread_mutex_destroy(&d->st_mu);
 	free(d);
 }
@@ -214,10 +212,6 @@ static int exp_dest_new(struct config *cfg, struct cfg_section *sec, const char 
 		exp_dest_free(d);
 		return -EINVAL;
 	}
-	/* The URL was checked: only memory can fail. */
-	d->url_public = sender_url_public(d->cfg.http.url);
-	if (!d->url_public)
-		goto oom;
 	*out = d;
 	return 0;
 oom:
@@ -518,7 +512,7 @@ static enum sender_verdict exp_send(struct exp_dest *d, const struct export_row 
 				*rejected = (uint64_t)rej;
 				log_ratelimited(&d->rl_fail, 10000, LOG_LVL_WARN, d->section,
 						"%s rejected %" PRId64 " of %zu records: %s",
-						d->url_public, rej, n, msg);
+						d->snd.url_public, rej, n, msg);
 			}
 		}
 	}
@@ -593,7 +587,7 @@ static uint64_t exp_turn(struct exp_dest *d)
 			log_ratelimited(
 			    &d->rl_fail, 10000, LOG_LVL_WARN, d->section,
 			    "%s refused %zu rows with %ld (%.200s%s); dropped, not retried",
-			    d->url_public, n, d->snd.status, d->snd.resp,
+			    d->snd.url_public, n, d->snd.status, d->snd.resp,
 			    d->snd.status ? "" : d->snd.errbuf);
 			exp_status_error(d, "refused with %ld: %.200s", d->snd.status,
 					 d->snd.status ? d->snd.resp : d->snd.errbuf);
@@ -622,8 +616,8 @@ static uint64_t exp_turn(struct exp_dest *d)
 		else
 			exp_status_error(d, "%s", d->snd.errbuf);
 		log_ratelimited(&d->rl_fail, 10000, LOG_LVL_WARN, d->section,
-				"%s %s%.200s; retrying %zu rows in %" PRIu64 " ms", d->url_public,
-				d->snd.status ? "answered: " : "",
+				"%s %s%.200s; retrying %zu rows in %" PRIu64 " ms",
+				d->snd.url_public, d->snd.status ? "answered: " : "",
 				d->snd.status ? d->snd.resp : d->snd.errbuf, d->n_rows, wait);
 		return wait;
 	}
@@ -771,7 +765,7 @@ int events_export_start(struct events_export *e, struct metrics *m)
 			return rc;
 		}
 		log_info(d->section, "sending %zu event tables as %s to %s from row %" PRId64,
-			 d->n_tables, exp_formats[d->format], d->url_public, d->pos);
+			 d->n_tables, exp_formats[d->format], d->snd.url_public, d->pos);
 	}
 	return 0;
 }
@@ -790,7 +784,7 @@ void events_export_status(struct events_export *e, size_t i, struct events_expor
 	memset(st, 0, sizeof(*st));
 	st->name = d->name;
 	st->format = exp_formats[d->format];
-	st->url = d->url_public;
+	st->url = d->snd.url_public;
 	pthread_mutex_lock(&d->st_mu);
 	st->cursor = d->pos;
 	st->pending = d->st_pending;

@@ -322,11 +322,11 @@ static uint64_t rw_turn(struct remote_write *rw)
 			log_ratelimited(&rw->rl_fail, 10000, LOG_LVL_WARN, RW_COMPONENT,
 					"%s answered %ld (%.120s); retrying %zu samples in %" PRIu64
 					" ms",
-					c->http.url, rw->snd.status, rw->snd.resp, n, wait);
+					rw->snd.url_public, rw->snd.status, rw->snd.resp, n, wait);
 		else
 			log_ratelimited(&rw->rl_fail, 10000, LOG_LVL_WARN, RW_COMPONENT,
 					"%s: %s; retrying %zu samples in %" PRIu64 " ms",
-					c->http.url, rw->snd.errbuf, n, wait);
+					rw->snd.url_public, rw->snd.errbuf, n, wait);
 		return wait;
 	}
 	default:
@@ -334,7 +334,7 @@ static uint64_t rw_turn(struct remote_write *rw)
 		rw_add(rw->m.failed, n);
 		log_ratelimited(&rw->rl_fail, 10000, LOG_LVL_WARN, RW_COMPONENT,
 				"%s refused %zu samples with %ld (%.160s); dropped, not retried",
-				c->http.url, n, rw->snd.status, rw->snd.resp);
+				rw->snd.url_public, n, rw->snd.status, rw->snd.resp);
 		rw->snd.backoff_ms = 0;
 		rw_advance(rw, &x);
 		return 0;
@@ -363,7 +363,7 @@ static void rw_meta_turn(struct remote_write *rw)
 	if (status)
 		log_ratelimited(&rw->rl_fail, 10000, LOG_LVL_WARN, RW_COMPONENT,
 				"%s answered %ld (%.120s) to the metadata of %zu families",
-				c->http.url, status, rw->snd.resp, rw->meta.n);
+				rw->snd.url_public, status, rw->snd.resp, rw->meta.n);
 	rw_meta_failed(&rw->meta, now,
 		       (int64_t)(status >= 400 && status < 500 && status != 429
 				     ? c->metadata_interval
@@ -462,7 +462,7 @@ int remote_write_start(struct remote_write *rw, struct store *s, struct metrics 
 		return rc;
 	}
 	log_info(RW_COMPONENT, "sending metric history to %s from sample %" PRId64 "%s%s",
-		 rw->cfg.http.url, rw->pos,
+		 rw->snd.url_public, rw->pos,
 		 strcmp(rw->cfg.cursor, "remote_write") ? " of cursor " : "",
 		 strcmp(rw->cfg.cursor, "remote_write") ? rw->cfg.cursor : "");
 	return 0;

@@ -138,6 +138,10 @@ int sender_check(struct sender *s, struct config *cfg, const char *section,
 		s->sync_init = true;
 	}
 	bad |= sender_check_url(cfg, section, c->url);
+	free(s->url_public);
+	s->url_public = bad ? strdup(c->url) : sender_url_public(c->url);
+	if (!s->url_public)
+		return -ENOMEM;
 	if (c->min_backoff > c->max_backoff)
 		bad |= cfg_error(cfg, section, "max_backoff", "must not be below min_backoff");
 	if (*c->bearer_token && *c->bearer_token_file)
@@ -351,7 +355,7 @@ bool sender_recovered(struct sender *s)
 	bool was = s->failures != 0;
 
 	if (was)
-		log_info(s->section, "%s accepts again after %u failed attempts", s->cfg->url,
+		log_info(s->section, "%s accepts again after %u failed attempts", s->url_public,
 			 s->failures);
 	s->failures = 0;
 	s->backoff_ms = 0;
@@ -421,7 +425,8 @@ void sender_free(struct sender *s)
 	buf_free(&s->gz);
 	free(s->password);
 	free(s->bearer);
-	s->password = s->bearer = NULL;
+	free(s->url_public);
+	s->password = s->bearer = s->url_public = NULL;
 }
 
 /* ---- pure parts ---- */

@@ -76,6 +76,7 @@ enum sender_verdict {
 struct sender {
 	const char *section; /* "remote_write", "export.NAME": logs and messages */
 	const struct sender_config *cfg;
+	char *url_public; /* cfg->url without user:password@: for logs and status */
 	char *password, *bearer;
 	CURL *curl;
 	struct curl_slist *hdr;
