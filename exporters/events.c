@@ -84,6 +84,7 @@ struct exp_dest {
 	int64_t pos;
 	struct exp_metrics m;
 	struct log_ratelimit rl_fail, rl_store;
+	int64_t pending_at_ns; /* clock_mono_ns() of the last pending count */
 
 	/* The batch: rows in id order, their structs in arena. */
 	struct arena arena;
@@ -526,13 +527,20 @@ static uint64_t exp_turn(struct exp_dest *d)
 	uint64_t pending, deleted, inflight, sent = 0;
 	int64_t oldest, last;
 	enum sender_verdict v = SENDER_SENT;
+	bool accepted = false;
 	size_t i = 0;
 	int err;
 
 	/* Deleted while nothing was in flight: never read, lost. */
 	store_watch_take(d->watch, &deleted, &inflight);
 	exp_add(d->m.drop_deleted, deleted + inflight);
-	err = store_export_pending(s, d->tables, d->n_tables, d->pos, &pending, &oldest);
+	/* Counting a backlog reads it: once a second is enough for the gauges,
+	 * and a turn with nothing pending stops here either way. */
+	err = -EAGAIN;
+	if (clock_mono_ns() - d->pending_at_ns >= 1000000000ll || !d->st_pending) {
+		err = store_export_pending(s, d->tables, d->n_tables, d->pos, &pending, &oldest);
+		d->pending_at_ns = clock_mono_ns();
+	}
 	if (!err) {
 		double lag = oldest ? (double)(clock_wall_ns() - oldest) / 1e9 : 0;
 
@@ -593,6 +601,7 @@ static uint64_t exp_turn(struct exp_dest *d)
 					 d->snd.status ? d->snd.resp : d->snd.errbuf);
 		} else {
 			sent += n - rej;
+			accepted = true;
 			exp_add(d->m.rejected, rej);
 		}
 		i += n;
@@ -622,12 +631,13 @@ static uint64_t exp_turn(struct exp_dest *d)
 		return wait;
 	}
 	exp_add(d->m.sent, sent);
-	if (d->m.last_success)
+	if (accepted && d->m.last_success)
 		series_set(d->m.last_success, (double)clock_wall_ns() / 1e9);
 	sender_recovered(&d->snd);
 	pthread_mutex_lock(&d->st_mu);
 	d->st_sent += sent;
-	d->st_last_success = (double)clock_wall_ns() / 1e9;
+	if (accepted)
+		d->st_last_success = (double)clock_wall_ns() / 1e9;
 	if (v == SENDER_SENT)
 		d->st_error[0] = '\0';
 	pthread_mutex_unlock(&d->st_mu);
