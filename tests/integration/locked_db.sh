@@ -22,7 +22,7 @@ wait_for 15 some || fail "self rows did not start"
 errs() { metric 'sysobs_storage_errors_total{op="commit"}'; }
 e0=$(errs)
 # BEGIN IMMEDIATE takes the WAL write lock; it is held until COMMIT.
-{ echo 'BEGIN IMMEDIATE;'; echo 'CREATE TABLE IF NOT EXISTS lock_holder(x);'; sleep 4; echo 'COMMIT;'; } |
+{ echo '.timeout 2000'; echo 'BEGIN IMMEDIATE;'; echo 'CREATE TABLE IF NOT EXISTS lock_holder(x);'; sleep 4; echo 'COMMIT;'; } |
 	sqlite3 "$db" &
 holder=$!
 on_exit "kill $holder 2>/dev/null"
@@ -68,7 +68,7 @@ rows_lock=$(db_count self_samples)
 sed -i '/^busy_timeout/d' "$T/sysobsd.ini"
 start_agent
 wait_for 15 some || fail "self rows did not start after the restart"
-{ echo 'BEGIN IMMEDIATE;'; echo 'CREATE TABLE IF NOT EXISTS lock_holder(x);'; sleep 10; echo 'COMMIT;'; } |
+{ echo '.timeout 2000'; echo 'BEGIN IMMEDIATE;'; echo 'CREATE TABLE IF NOT EXISTS lock_holder(x);'; sleep 10; echo 'COMMIT;'; } |
 	sqlite3 "$db" &
 holder2=$!
 on_exit "kill $holder2 2>/dev/null"
