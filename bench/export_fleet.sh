@@ -125,7 +125,9 @@ prometheus --config.file="$t/prom.yml" --storage.tsdb.path="$t/prom" \
 	--web.listen-address="$GW:$pport" --web.enable-remote-write-receiver >"$t/prom.log" 2>&1 &
 prom_pid=$!
 for _ in $(seq 300); do [ "$(curl -sf --max-time 2 "http://127.0.0.1:$ch_http/ping")" = "Ok." ] && break; sleep 0.2; done
-chq() { clickhouse-client --port "$ch_tcp" -q "$1"; }
+# queries over HTTP: curl is much lighter than clickhouse-client on a busy box
+chq() { curl -sS --max-time 60 "http://127.0.0.1:$ch_http/" --data-binary "$1"; }
+for _ in $(seq 300); do [ "$(curl -sf --max-time 2 "http://127.0.0.1:$ch_http/ping")" = "Ok." ] && break; sleep 0.2; done
 "$bin" --print-clickhouse-ddl | clickhouse-client --port "$ch_tcp" --multiquery
 for _ in $(seq 150); do curl -sf --max-time 2 -o /dev/null "http://$GW:$pport/-/ready" && break; sleep 0.2; done
 curl -sf --max-time 2 -o /dev/null "http://$GW:$pport/-/ready" || { echo "prometheus not ready: $(tail -3 "$t/prom.log")" >&2; exit 1; }
@@ -142,7 +144,7 @@ dport=$((40000 + RANDOM % 9000))
 mem_avail() { awk '$1 == "MemAvailable:" { print int($2 / 1024) }' /proc/meminfo; }
 mem0=$(mem_avail)
 start0=$(now)
-why="all started"
+why="all started" failed=0 ags=()
 for i in $(seq 1 "$AGENTS"); do
 	ns=$NSP$i
 	if [ "$(mem_avail)" -lt "$MIN_AVAIL_MB" ]; then why="MemAvailable under $MIN_AVAIL_MB MiB"; break; fi
@@ -179,13 +181,16 @@ for i in $(seq 1 "$AGENTS"); do
 		kill -0 "${apids[-1]}" 2>/dev/null || break
 		sleep 0.1
 	done
-	if [ $ok = 0 ]; then
-		why="agent $i did not start: $(tail -2 "$t/a$i/agent.log" | tr '\n' ' ')"
+	if [ $ok = 0 ]; then # said, and the next one tried; 3 such: the start ends
+		echo "agent $i did not start within 30 s: $(tail -5 "$t/a$i/agent.log" | tr '\n' ' ')"
 		kill -9 "${apids[-1]}" 2>/dev/null || true
 		unset 'apids[-1]'
-		break
+		failed=$((failed + 1))
+		if [ $failed = 3 ]; then why="3 agents did not start"; break; fi
+		continue
 	fi
-	up=$i
+	up=$((up + 1))
+	ags+=("$i")
 	dur=$(echo "$(now) - $ta" | bc)
 	[ "$i" != 1 ] || first_s=$dur
 	last_s=$dur
@@ -200,29 +205,32 @@ printf "%d of %d agents up in %.0f s (%s; the first in %.1f s, the last in %.1f 
 [ "$(cat "/proc/${apids[0]}/comm")" = sysobsd ] || { echo "pid ${apids[0]} is not the agent" >&2; exit 1; }
 
 # ---- drops in every namespace ----
-for i in $(seq 1 "$up"); do
+for i in "${ags[@]}"; do
 	nsenter --net="/run/netns/$NSP$i" "$GEN" udp -d 127.0.0.1 -p "$dport" -r "$RATE" \
-		-t "$((WARM_S + RUN_S + 15))" >/dev/null 2>&1 &
+		-t "$((WARM_S + RUN_S + 900))" >/dev/null 2>&1 & # until the exit: killed then
 	gpids+=($!)
 done
 sleep "$WARM_S"
 
 # ---- measure ----
-# all_metrics: sums over the agents of the counters that matter, one line
-# all_metrics: sums over the agents (scraped in parallel) of the counters
-# that matter, one line; the time of the scrape in $t/mtime
-all_metrics() {
-	local i ps=() a
-	a=$(now)
-	for i in $(seq 1 "$up"); do
-		nsenter --net="/run/netns/$NSP$i" curl -s --max-time 20 \
-			"http://127.0.0.1:$(cat "$t/a$i/port")/metrics" >"$t/m.$i" &
+# agent_snap N: each agent's /proc CPU ticks and /metrics read together (in
+# parallel over the agents), then summed: ratios per row stay exact however
+# long the scrape of 50 agents takes on a busy box.
+agent_snap() {
+	local i j ps=()
+	for j in "${!ags[@]}"; do
+		i=${ags[j]}
+		(
+			awk '{ print "proc_ticks", $14 + $15 }' "/proc/${apids[j]}/stat"
+			nsenter --net="/run/netns/$NSP$i" curl -s --max-time 30 \
+				"http://127.0.0.1:$(cat "$t/a$i/port")/metrics"
+		) >"$t/m$1.$i" &
 		ps+=($!)
 	done
 	wait "${ps[@]}"
-	echo "($a + $(now)) / 2" | bc -l >"$t/mtime"
-	for i in $(seq 1 "$up"); do cat "$t/m.$i"; done | awk '
+	for i in "${ags[@]}"; do cat "$t/m$1.$i"; done | awk '
 		function is(n) { return $1 == n || index($1, n "{") == 1 }
+		$1 == "proc_ticks" { pt += $2 }
 		$1 == "sysobs_export_rows_sent_total{destination=\"ch\"}" { r += $2 }
 		$1 == "sysobs_export_bytes_sent_total{destination=\"ch\"}" { b += $2 }
 		$1 == "sysobs_export_cpu_seconds_total{destination=\"ch\"}" { c += $2 }
@@ -235,68 +243,64 @@ all_metrics() {
 		is("sysobs_drop_samples_total") { ds += $2 }
 		is("sysobs_drop_samples_throttled_total") { dt += $2 }
 		is("sysobs_drop_samples_lost_total") { dl += $2 }
-		END { printf "%d %d %.6f %d %d %.1f %d %d %d %d %d %d\n", r, b, c, rt, p, lag, s, sb, d, ds, dt, dl }'
+		END { printf "%d %d %d %.6f %d %d %.1f %d %d %d %d %d %d\n", pt, r, b, c, rt, p, lag, s, sb, d, ds, dt, dl }'
 }
-procs_cpu() { # agents' ticks, ClickHouse's, Prometheus's, host busy and total ticks
-	local a=0 p
-	for p in "${apids[@]}"; do a=$((a + $(cpu_ticks "$p"))); done
-	echo "$a $(cpu_ticks "$ch_pid") $(cpu_ticks "$prom_pid") $(awk '$1 == "cpu" { print $2 + $3 + $4 + $7 + $8, $2 + $3 + $4 + $5 + $6 + $7 + $8 }' /proc/stat)"
+recv_cpu() { # ClickHouse's and Prometheus's ticks, host busy and total ticks
+	echo "$(cpu_ticks "$ch_pid") $(cpu_ticks "$prom_pid") $(awk '$1 == "cpu" { print $2 + $3 + $4 + $7 + $8, $2 + $3 + $4 + $5 + $6 + $7 + $8 }' /proc/stat)"
 }
-ch_rows() { # rows by key in every event table (drop_samples: nearly all)
-	chq "SELECT sum(n) FROM ($(chq "SELECT name FROM system.tables WHERE database = 'sysobs'" |
-		sed 's/.*/SELECT uniqExact(host, db_id, id) AS n FROM sysobs.&/' | paste -sd'|' | sed 's/|/ UNION ALL /g'))"
-}
-ev() { awk -v e="$1" '$1 == e { v = $2 } END { print v + 0 }' "$2"; }
-ch_per_host() { chq "SELECT host, uniqExact(db_id, id) FROM sysobs.drop_samples GROUP BY host"; }
 ch_events() { chq "SELECT event, value FROM system.events WHERE event IN ('InsertQuery', 'InsertedRows', 'InsertedBytes', 'FailedInsertQuery')"; }
-# ch_snap N: ClickHouse's figures, and their time (the middle of the queries)
-ch_snap() {
-	local a
-	a=$(now)
-	ch_rows >"$t/keys$1"
-	ch_per_host >"$t/host$1"
-	ch_events >"$t/ev$1"
-	echo "($a + $(now)) / 2" | bc -l >"$t/chtime$1"
-}
+ev() { awk -v e="$1" '$1 == e { v = $2 } END { print v + 0 }' "$2"; }
 prom_appended() {
 	curl -s --max-time 10 "http://$GW:$pport/metrics" | awk '$1 == "prometheus_tsdb_head_samples_appended_total" || $1 ~ /^prometheus_tsdb_head_samples_appended_total\{/ { s += $2 } END { printf "%d\n", s }'
 }
 
-# each group of figures over its own interval: /proc now, then ClickHouse,
-# Prometheus and the agents, each timed
-tc0=$(now)
-read -r pa0 pc0 pp0 hb0 ht0 <<<"$(procs_cpu)"
-ch_snap 0
-tp0=$(now)
+# The window [T0, T1] is the receivers' /proc reads; the rows of it are
+# counted afterwards, by their own timestamps (ts) and by key, once the
+# agents caught up: no scrape's duration enters the rows/s.
+T0=$(now)
+read -r pc0 pp0 hb0 ht0 <<<"$(recv_cpu)"
+ch_events >"$t/ev0"
 pr0=$(prom_appended)
-read -r r0 b0 c0 rt0 _ _ s0 sb0 d0 ds0 dt0 dl0 <<<"$(all_metrics)"
-tm0=$(cat "$t/mtime")
-sleep "$RUN_S"
-tc1=$(now)
-read -r pa1 pc1 pp1 hb1 ht1 <<<"$(procs_cpu)"
-ch_snap 1
-tp1=$(now)
+ta0=$(now)
+read -r pa0 r0 b0 c0 rt0 _ _ s0 sb0 d0 ds0 dt0 dl0 <<<"$(agent_snap 0)"
+ta0=$(echo "($ta0 + $(now)) / 2" | bc -l)
+sleep "$(echo "$RUN_S - ($(now) - $T0)" | bc -l | awk '{ print ($1 > 1 ? $1 : 1) }')"
+T1=$(now)
+read -r pc1 pp1 hb1 ht1 <<<"$(recv_cpu)"
+ch_events >"$t/ev1"
 pr1=$(prom_appended)
-read -r r1 b1 c1 rt1 pend lag s1 sb1 d1 ds1 dt1 dl1 <<<"$(all_metrics)"
-tm1=$(cat "$t/mtime")
-el=$(echo "$tc1 - $tc0" | bc -l)
-elch=$(echo "$(cat "$t/chtime1") - $(cat "$t/chtime0")" | bc -l)
-elp=$(echo "$tp1 - $tp0" | bc -l)
-elm=$(echo "$tm1 - $tm0" | bc -l)
-k0=$(cat "$t/keys0") k1=$(cat "$t/keys1")
+ta1=$(now)
+read -r pa1 r1 b1 c1 rt1 pend lag s1 sb1 d1 ds1 dt1 dl1 <<<"$(agent_snap 1)"
+ta1=$(echo "($ta1 + $(now)) / 2" | bc -l)
+el=$(echo "$T1 - $T0" | bc -l)
+ela=$(echo "$ta1 - $ta0" | bc -l)
 fails=$(($(ev FailedInsertQuery "$t/ev1") - $(ev FailedInsertQuery "$t/ev0")))
-per_host=$(awk 'NR == FNR { a[$1] = $2; next } { print $2 - a[$1] }' "$t/host0" "$t/host1" |
-	sort -n | awk '{ v[NR] = $1 } END { printf "%d %d %d %d", NR, v[1], v[int((NR + 1) / 2)], v[NR] }')
-read -r nhosts hmin hmed hmax <<<"$per_host"
-netns_seen=$(chq "SELECT uniqExact(netns) FROM sysobs.drop_samples WHERE host = 'fleet-1' AND dport = $dport")
+# rows of the window: until every agent has sent its rows older than T1 (up to 60 s)
+caught=0
+end=$((SECONDS + 60))
+while [ $SECONDS -lt $end ]; do
+	n=0
+	for i in "${ags[@]}"; do # its oldest unsent row is younger than T1
+		nsenter --net="/run/netns/$NSP$i" curl -s --max-time 10 "http://127.0.0.1:$(cat "$t/a$i/port")/metrics" |
+			awk -v max="$(echo "$(now) - $T1 - 1" | bc -l)" '$1 == "sysobs_export_lag_seconds{destination=\"ch\"}" && $2 < max { ok = 1 } END { exit !ok }' && n=$((n + 1))
+	done
+	[ "$n" = "$up" ] && { caught=1; sleep 3; break; } # + a send_interval or two
+	sleep 1
+done
+w="ts >= toInt64($T0 * 1e9) AND ts < toInt64($T1 * 1e9)"
+keys=$(chq "SELECT sum(n) FROM ($(chq "SELECT name FROM system.tables WHERE database = 'sysobs'" |
+	sed "s/.*/SELECT uniqExact(host, db_id, id) AS n FROM sysobs.& WHERE $w/" | paste -sd'|' | sed 's/|/ UNION ALL /g'))")
+read -r nhosts hmin hmed hmax <<<"$(chq "SELECT uniqExact(db_id, id) AS n FROM sysobs.drop_samples WHERE $w GROUP BY host ORDER BY n" |
+	awk '{ v[NR] = $1 } END { printf "%d %d %d %d", NR, v[1], v[int((NR + 1) / 2)], v[NR] }')"
+read -r raw dkeys <<<"$(chq "SELECT count(), uniqExact(host, db_id, id) FROM sysobs.drop_samples WHERE $w")"
+netns_seen=$(chq "SELECT uniqExact(netns) FROM sysobs.drop_samples WHERE host = 'fleet-${ags[0]}' AND dport = $dport")
 parts=$(chq "SELECT count() FROM system.parts WHERE database = 'sysobs' AND active")
 rss=0
 for p in "${apids[@]}"; do rss=$((rss + $(rss_kb "$p"))); done
 ncpu=$(nproc)
-
 chlast=$(tail -n 1 "$t/ch/err.log" 2>/dev/null | cut -c1-200)
-awk -v up="$up" -v run="$el" -v elch="$elch" -v elm="$elm" -v elp="$elp" -v rate="$RATE" -v hosts="$HOSTS" -v tck="$tck" -v ncpu="$ncpu" \
-	-v keys="$((k1 - k0))" -v rows="$((r1 - r0))" -v bytes="$((b1 - b0))" -v ecpu="$(echo "$c1 - $c0" | bc -l)" \
+awk -v up="$up" -v run="$el" -v elch="$el" -v elm="$ela" -v elp="$el" -v caught="$caught" -v raw="$raw" -v dkeys="$dkeys" -v rate="$RATE" -v hosts="$HOSTS" -v tck="$tck" -v ncpu="$ncpu" \
+	-v keys="$keys" -v rows="$((r1 - r0))" -v bytes="$((b1 - b0))" -v ecpu="$(echo "$c1 - $c0" | bc -l)" \
 	-v acpu="$((pa1 - pa0))" -v chcpu="$((pc1 - pc0))" -v prcpu="$((pp1 - pp0))" \
 	-v hbusy="$((hb1 - hb0))" -v htot="$((ht1 - ht0))" -v retried="$((rt1 - rt0))" \
 	-v pend="$pend" -v lag="$lag" -v rws="$((s1 - s0))" -v rwb="$((sb1 - sb0))" -v app="$((pr1 - pr0))" \
@@ -309,17 +313,18 @@ awk -v up="$up" -v run="$el" -v elch="$elch" -v elm="$elm" -v elp="$elp" -v rate
 	printf "%d agents (own netns + UTS, hostname fleet-N), %d drops/s each into a closed port, default config; %.0f s measured after a warm-up\n", up, rate, run
 	printf "  host CPU busy                     %.0f%% of %d cores (agents, receivers, traffic, and whatever else runs here)\n", 100 * hbusy / htot, ncpu
 	printf "  agents RSS                        %.0f MiB in all, %.1f MiB each\n", rss / 1024, rss / 1024 / up
-	printf "  drops each agent saw (host-wide)  %.0f/s; samples %.1f/s, throttled by sample_rate %.0f/s, lost (ring full) %.1f/s\n", drops / up / elm, dsamp / up / elm, dthr / up / elm, dlost / up / elm
-	printf "  namespaces in fleet-1 rows        %d (kfree_skb is host-wide: each agent samples every namespace'"'"'s drops, up to sample_rate = 100/s)\n", netns
-	printf "  rows/s into ClickHouse (by key)   %.0f, all tables (%d hosts in drop_samples; its rows per agent min/median/max %.1f/%.1f/%.1f per s)\n", keys / elch, nhosts, hmin / elch, hmed / elch, hmax / elch
+	printf "  drops each agent saw (host-wide)  %.0f/s (%d x %d sent); samples %.1f/s, throttled by sample_rate %.0f/s, lost (ring full) %.1f/s\n", drops / up / elm, up, rate, dsamp / up / elm, dthr / up / elm, dlost / up / elm
+	printf "  namespaces in one agent'"'"'s rows   %d (kfree_skb is host-wide: each agent samples every namespace'"'"'s drops, up to sample_rate = 100/s)\n", netns
+	printf "  rows/s into ClickHouse (by key)   %.0f, all tables, rows with ts in the window%s; drop_samples %.0f/s (%d raw rows: %d duplicates)\n", keys / elch, caught ? "" : " (agents NOT caught up: an undercount)", dkeys / elch, raw, raw - dkeys
+	printf "    per agent (host)                %d hosts, drop_samples rows/s min/median/max %.1f/%.1f/%.1f\n", nhosts, hmin / elch, hmed / elch, hmax / elch
 	printf "  rows sent (agents count)          %.0f/s, retried %.1f/s, pending at the end %d, oldest unsent %.1f s\n", rows / elm, retried / elm, pend, lag
 	printf "  bytes per row on the wire         %.1f (gzip'"'"'d JSONEachRow bodies, headers not counted); ClickHouse reads %.0f B/row uncompressed\n", bytes / rows, insbytes / insrows
 	printf "  INSERTs/s into ClickHouse         %.1f (%.0f rows each), %.2f/s failed; %d active parts at the end\n", ins / elch, insrows / ins, fails / elch, parts
 	if (fails > 0) printf "    ClickHouse'"'"'s last error: %s\n", chlast
 	printf "  exporter thread CPU               %.0f ms per 10k rows\n", ecpu * 1e3 * 1e4 / rows
-	printf "  whole agent CPU                   %.0f ms per 10k rows (%.1f%% of a core per agent: collectors, snapshots, remote_write, HTTP included)\n", acpu / tck / run * 1e3 * 1e4 / (rows / elm), 100 * acpu / tck / run / up
+	printf "  whole agent CPU                   %.0f ms per 10k rows (%.1f%% of a core per agent: collectors, snapshots, remote_write, HTTP included)\n", acpu / tck * 1e3 * 1e4 / rows, 100 * acpu / tck / elm / up
 	chc = chcpu / tck / run; prc = prcpu / tck / run; kr = keys / elch; sr = rws / elm
-	printf "  ClickHouse CPU                    %.3f cores (idle before the agents: %.3f); above idle %.0f ms per 10k rows\n", chc, chidle, (chc - chidle) * 1e3 * 1e4 / kr
+	printf "  ClickHouse CPU                    %.3f cores (idle before the agents: %.3f); above idle %.0f ms per 10k rows, %.1f ms per INSERT\n", chc, chidle, (chc - chidle) * 1e3 * 1e4 / kr, (chc - chidle) * 1e3 * elch / ins
 	printf "  remote_write                      %.0f samples/s sent (%.1f per agent), %.1f B/sample; Prometheus appended %.0f/s\n", sr, sr / up, rwb / rws, app / elp
 	printf "  Prometheus CPU                    %.3f cores (idle: %.3f); above idle %.0f ms per 100k samples\n", prc, pridle, (prc - pridle) * 1e3 * 1e5 / sr
 	r = kr / up; s = sr / up
