@@ -85,6 +85,7 @@ struct exp_dest {
 	struct exp_metrics m;
 	struct log_ratelimit rl_fail, rl_store;
 	int64_t pending_at_ns; /* clock_mono_ns() of the last pending count */
+	bool full;	       /* the last batch was full: a backlog */
 
 	/* The batch: rows in id order, their structs in arena. */
 	struct arena arena;
@@ -534,10 +535,11 @@ static uint64_t exp_turn(struct exp_dest *d)
 	/* Deleted while nothing was in flight: never read, lost. */
 	store_watch_take(d->watch, &deleted, &inflight);
 	exp_add(d->m.drop_deleted, deleted + inflight);
-	/* Counting a backlog reads it: once a second is enough for the gauges,
-	 * and a turn with nothing pending stops here either way. */
+	/* Counting a backlog reads it: while batches come full (a backlog),
+	 * once a second is enough for the gauges; near the head, every turn,
+	 * so they say 0 when everything was sent. */
 	err = -EAGAIN;
-	if (clock_mono_ns() - d->pending_at_ns >= 1000000000ll || !d->st_pending) {
+	if (!d->full || clock_mono_ns() - d->pending_at_ns >= 1000000000ll) {
 		err = store_export_pending(s, d->tables, d->n_tables, d->pos, &pending, &oldest);
 		d->pending_at_ns = clock_mono_ns();
 	}
@@ -562,6 +564,7 @@ static uint64_t exp_turn(struct exp_dest *d)
 		exp_status_error(d, "cannot read the history: %s", strerror(-err));
 		return d->cfg.send_interval;
 	}
+	d->full = d->n_rows >= d->cfg.batch_rows;
 	if (!d->n_rows)
 		return d->cfg.send_interval;
 	last = 0;
