@@ -7,7 +7,7 @@ JSON line each: {"file", "metadata": [{"name", "type", "help", "unit"}],
   rw_decode.py PYOUT_DIR BODY...
 
 PYOUT_DIR holds the Python modules protoc made from the project's own
-api/proto/prometheus/{types,remote}.proto (protoc --python_out), so the
+exporters/proto/prometheus/{types,remote}.proto (protoc --python_out), so the
 decoding follows the same schema the agent encodes with. The snappy block
 format is decoded here by hand: Debian's python3 has no snappy module, and
 the format is a varint length then literal and copy elements."""
@@ -59,7 +59,7 @@ def snappy_block_decompress(b):
 
 
 sys.path.insert(0, sys.argv[1])
-from api.proto.prometheus import remote_pb2, types_pb2  # noqa: E402
+from exporters.proto.prometheus import remote_pb2, types_pb2  # noqa: E402
 
 for path in sys.argv[2:]:
     wr = remote_pb2.WriteRequest()
