@@ -183,7 +183,8 @@ int drops_netstat_publish(struct collector *c, struct drops_netstat *ns)
 
 		for (int k = 0; k < NETSTAT_N; k++)
 			any |= e[i].v[k] != 0;
-		shown = bsearch(&e[i].inum, ns->shown, ns->nshown, sizeof(*ns->shown), u32_cmp);
+		shown = ns->nshown &&
+			bsearch(&e[i].inum, ns->shown, ns->nshown, sizeof(*ns->shown), u32_cmp);
 		if (!any && !shown)
 			continue;
 		now[nnow++] = e[i].inum;
