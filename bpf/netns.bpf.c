@@ -34,7 +34,6 @@ char LICENSE[] SEC("license") = "GPL";
 /* Filled by the walk; user space reads it through the mmap of .bss. */
 __u32 live_netns[NETNS_LIVE_MAX];
 
-
 struct netns_walk {
 	struct list_head *head;
 	struct list_head *pos;

@@ -43,7 +43,6 @@ struct {
 	__type(value, __u64);
 } probe SEC(".maps");
 
-
 struct walk {
 	struct list_head *head;
 	struct list_head *pos;

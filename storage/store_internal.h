@@ -102,10 +102,10 @@ struct store_known_table {
 struct store_watch {
 	struct store *s;
 	bool used;
-	uint64_t tables;      /* bit i: known[i] */
-	int64_t acked, read;  /* rows up to acked are delivered; up to read in flight */
-	uint64_t deleted;     /* rows past read deleted */
-	uint64_t inflight;    /* rows in (acked, read] deleted */
+	uint64_t tables;     /* bit i: known[i] */
+	int64_t acked, read; /* rows up to acked are delivered; up to read in flight */
+	uint64_t deleted;    /* rows past read deleted */
+	uint64_t inflight;   /* rows in (acked, read] deleted */
 };
 
 struct store {
