@@ -9,7 +9,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 
 #include "agent/arena.h"
 #include "agent/buf.h"
@@ -648,15 +647,6 @@ static uint64_t exp_turn(struct exp_dest *d)
 	return 0;
 }
 
-static void exp_publish_cpu(struct exp_dest *d)
-{
-	struct rusage ru;
-
-	if (d->m.cpu && !getrusage(RUSAGE_THREAD, &ru))
-		series_set(d->m.cpu, (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 +
-					 (double)ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6);
-}
-
 static void *exp_main(void *arg)
 {
 	struct exp_dest *d = arg;
@@ -664,7 +654,7 @@ static void *exp_main(void *arg)
 
 	do {
 		wait = exp_turn(d);
-		exp_publish_cpu(d);
+		sender_publish_cpu(d->m.cpu);
 	} while (!sender_stopping(&d->snd) && (!wait || sender_sleep(&d->snd, wait)));
 	return NULL;
 }

@@ -12,7 +12,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <unistd.h>
 
 #include "api/hist_blob.h"
@@ -184,15 +183,6 @@ static void rw_add(struct metric_series *s, uint64_t v)
 {
 	if (s && v)
 		series_add(s, (double)v);
-}
-
-static void rw_publish_cpu(struct remote_write *rw)
-{
-	struct rusage ru;
-
-	if (rw->m.cpu && !getrusage(RUSAGE_THREAD, &ru))
-		series_set(rw->m.cpu, (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 +
-					  (double)ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6);
 }
 
 /* One batch read from the history. */
@@ -379,7 +369,7 @@ static void *rw_main(void *arg)
 	do {
 		rw_meta_turn(rw);
 		wait = rw_turn(rw);
-		rw_publish_cpu(rw);
+		sender_publish_cpu(rw->m.cpu);
 	} while (!sender_stopping(&rw->snd) && (!wait || sender_sleep(&rw->snd, wait)));
 	return NULL;
 }

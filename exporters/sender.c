@@ -11,10 +11,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 #include <zlib.h>
 
 #include "agent/log.h"
+#include "api/metrics.h"
 #include "exporters/sender.h"
 
 #define SENDER_RETRY_AFTER_MAX_MS (5 * 60 * 1000) /* a longer Retry-After is capped */
@@ -392,6 +394,15 @@ bool sender_sleep(struct sender *s, uint64_t ms)
 void sender_set_url(struct sender *s, const char *url)
 {
 	curl_easy_setopt(s->curl, CURLOPT_URL, url);
+}
+
+void sender_publish_cpu(struct metric_series *cpu)
+{
+	struct rusage ru;
+
+	if (cpu && !getrusage(RUSAGE_THREAD, &ru))
+		series_set(cpu, (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 +
+				    (double)ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6);
 }
 
 bool sender_stopping(const struct sender *s)

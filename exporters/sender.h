@@ -125,6 +125,10 @@ int sender_start(struct sender *s, void *(*fn)(void *), void *arg, const char *n
 /* Sleeps up to ms; false when asked to stop. */
 bool sender_sleep(struct sender *s, uint64_t ms);
 bool sender_stopping(const struct sender *s);
+/* The calling thread's CPU time (user + system) into the counter cpu
+ * (NULL: nothing); each sender thread after each turn. */
+struct metric_series;
+void sender_publish_cpu(struct metric_series *cpu);
 /* Stops the thread (a request in flight gets 2 s, then is aborted within
  * about a second more) and frees everything but s itself. */
 void sender_free(struct sender *s);
