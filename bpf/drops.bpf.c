@@ -459,11 +459,17 @@ static __always_inline __u16 transport_offset(struct sk_buff *skb, const struct 
  * Used only for a drop whose location lies inside udp_destruct_common()
  * (sock_free_lo), so another drop in the same task never takes it.
  */
+struct drops_sockns {
+	__u32 inum;
+	__u32 pad;
+	__u64 cookie;
+};
+
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 1024);
-	__type(key, __u64);   /* task_struct address */
-	__type(value, __u32); /* netns inode */
+	__type(key, __u64); /* task_struct address */
+	__type(value, struct drops_sockns);
 } sockctx SEC(".maps");
 
 /* udp_destruct_common()'s text (from kallsyms); length 0 = fentry/fexit
@@ -546,19 +552,31 @@ int BPF_PROG(drops_timer_exit, struct timer_list *timer)
 	return 0;
 }
 
+/* The namespace's identity in the key: its inode number (the label) and
+ * its cookie (what tells a reused inode number apart; see struct
+ * drops_key). net_cookie is set when the namespace is made ("net:
+ * initialize net->net_cookie at netns setup", v5.12). */
+static __always_inline void key_netns(struct drops_key *key, struct net *net, const bool direct)
+{
+	key->netns = RD(net, ns.inum);
+	key->netns_cookie = RD(net, net_cookie);
+}
+
 /*
- * The namespace of a drop, and the device when skb->dev really is one.
- * skb->dev shares its place with dev_scratch (UDP receive queues), so it is
- * believed to be a device only when its nd_net reads: a scratch value is
- * no kernel address (its high bits are a bool and a length), and the load
- * of a non-kernel address yields 0 (PROBE_MEM loads, bpf_probe_read_kernel()
- * failing). Without a device: the namespace of skb->sk, of rx_sk (v6.11),
- * or of the UDP socket being destroyed on this CPU; 0 when none is known.
- * A fragment queue that timed out: the queue's namespace (frag_timer_net()).
+ * The namespace of a drop (into key->netns, key->netns_cookie), and the
+ * device when skb->dev really is one. skb->dev shares its place with
+ * dev_scratch (UDP receive queues), so it is believed to be a device only
+ * when its nd_net reads: a scratch value is no kernel address (its high
+ * bits are a bool and a length), and the load of a non-kernel address
+ * yields 0 (PROBE_MEM loads, bpf_probe_read_kernel() failing). Without a
+ * device: the namespace of skb->sk, of rx_sk (v6.11), or of the UDP socket
+ * being destroyed on this CPU; none (0) when none is known. A fragment
+ * queue that timed out: the queue's namespace (frag_timer_net()).
  */
-static __always_inline __u32 netns_of(struct sk_buff *skb, void *location, __u32 reason,
-				      struct sock *rx_sk, struct net_device **devp,
-				      struct net **netp, struct sock **skp, const bool direct)
+static __always_inline void netns_of(struct sk_buff *skb, void *location, __u32 reason,
+				     struct sock *rx_sk, struct drops_key *key,
+				     struct net_device **devp, struct net **netp, struct sock **skp,
+				     const bool direct)
 {
 	struct net_device *dev = RD(skb, dev);
 	struct net *net = NULL;
@@ -571,7 +589,8 @@ static __always_inline __u32 netns_of(struct sk_buff *skb, void *location, __u32
 			if (dev && BPF_CORE_READ(dev, nd_net.net) == net)
 				*devp = dev;
 			*netp = net;
-			return BPF_CORE_READ(net, ns.inum);
+			key_netns(key, net, false);
+			return;
 		}
 		dev = NULL;
 	}
@@ -579,7 +598,8 @@ static __always_inline __u32 netns_of(struct sk_buff *skb, void *location, __u32
 		net = RD(dev, nd_net.net);
 		if (net) {
 			*devp = dev;
-			return RD(net, ns.inum);
+			key_netns(key, net, direct);
+			return;
 		}
 	}
 	sk = RD(skb, sk);
@@ -590,16 +610,18 @@ static __always_inline __u32 netns_of(struct sk_buff *skb, void *location, __u32
 		net = RD(sk, __sk_common.skc_net.net);
 	if (net) {
 		*netp = net;
-		return RD(net, ns.inum);
+		key_netns(key, net, direct);
+		return;
 	}
 	if ((__u64)location - sock_free_lo < sock_free_len) {
 		__u64 task = bpf_get_current_task();
-		__u32 *netns = bpf_map_lookup_elem(&sockctx, &task);
+		struct drops_sockns *ns = bpf_map_lookup_elem(&sockctx, &task);
 
-		if (netns)
-			return *netns;
+		if (ns) {
+			key->netns = ns->inum;
+			key->netns_cookie = ns->cookie;
+		}
 	}
-	return 0;
 }
 
 /*
@@ -746,6 +768,7 @@ static __always_inline void emit_sample(struct sk_buff *skb, void *location, __u
 	r->location = (__u64)location;
 	r->reason = reason;
 	r->netns = key->netns;
+	r->netns_cookie = key->netns_cookie;
 	r->len = RD(skb, len);
 	r->cpu = bpf_get_smp_processor_id();
 	r->l3_proto = key->l3_proto;
@@ -797,7 +820,8 @@ static __always_inline struct drops_slot *count_in_slot(const struct drops_key *
 		*new_key = true;
 		return s;
 	}
-	if (s->key.reason != key->reason || s->key.netns != key->netns ||
+	/* the cookie stands for the namespace: equal cookies, equal inodes */
+	if (s->key.reason != key->reason || s->key.netns_cookie != key->netns_cookie ||
 	    s->key.l3_proto != key->l3_proto || s->key.l4_proto != key->l4_proto ||
 	    (key_cgroup && s->key.cgroup != key->cgroup))
 		return NULL;
@@ -867,7 +891,7 @@ static __always_inline int handle_drop(struct sk_buff *skb, void *location, __u3
 	key.reason = reason;
 	key.l3_proto = p.l3;
 	key.l4_proto = p.l4;
-	key.netns = netns_of(skb, location, reason, rx_sk, &dev, &net, &sk, direct);
+	netns_of(skb, location, reason, rx_sk, &key, &dev, &net, &sk, direct);
 	if (key_cgroup) {
 		if (!sk) /* a drop with a device: netns_of() did not look */
 			sk = RD(skb, sk) ?: rx_sk;
@@ -901,10 +925,11 @@ SEC("fentry/udp_destruct_common")
 int BPF_PROG(drops_udp_destruct_enter, struct sock *sk)
 {
 	__u64 task = bpf_get_current_task();
-	__u32 netns = sk->__sk_common.skc_net.net->ns.inum;
+	struct net *net = sk->__sk_common.skc_net.net;
+	struct drops_sockns ns = {.inum = net->ns.inum, .cookie = net->net_cookie};
 
 	/* a full map: those datagrams stay in netns 0 */
-	bpf_map_update_elem(&sockctx, &task, &netns, BPF_ANY);
+	bpf_map_update_elem(&sockctx, &task, &ns, BPF_ANY);
 	return 0;
 }
 

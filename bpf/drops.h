@@ -7,7 +7,16 @@
 #ifndef SYSOBS_DROPS_H
 #define SYSOBS_DROPS_H
 
-/* In-kernel aggregation key: one per (reason, L3, L4, netns[, cgroup]). */
+/*
+ * In-kernel aggregation key: one per (reason, L3, L4, netns[, cgroup]).
+ * The namespace is keyed by its cookie (net->net_cookie: a 64-bit number
+ * from a global counter, set when the namespace is made, never reused),
+ * not by its inode number alone: the kernel hands a deleted namespace's
+ * inode number to the next one it makes (proc_alloc_inum(), an IDA), so
+ * keyed by inode a new namespace would count on in the old one's counters.
+ * The inode number rides along for the label (what `ip netns`, lsns and
+ * /proc/PID/ns/net show).
+ */
 struct drops_key {
 	__u32 reason;	/* enum skb_drop_reason value, as the kernel numbers it */
 	__u16 l3_proto; /* skb->protocol in host byte order (ETH_P_IP, ...) */
@@ -17,6 +26,7 @@ struct drops_key {
 	__u32 pad2;
 	__u64 cgroup; /* cgroup v2 id of the drop's socket; 0 when none, or
 			 when key_cgroup is off */
+	__u64 netns_cookie; /* net->net_cookie, 0 when the namespace is unknown */
 };
 
 /* Direct-mapped per-CPU fast table in front of the counts hash (map
@@ -34,7 +44,7 @@ static inline __u32 drops_slot_hash(const struct drops_key *k)
 {
 	__u32 h = k->reason * 0x9E3779B1u;
 
-	h ^= k->netns * 0x85EBCA77u;
+	h ^= (__u32)(k->netns_cookie ^ k->netns_cookie >> 32) * 0x85EBCA77u;
 	h ^= ((__u32)k->l3_proto << 8 | k->l4_proto) * 0xC2B2AE3Du;
 	h ^= (__u32)(k->cgroup ^ k->cgroup >> 32) * 0x27D4EB2Fu;
 	return h ^ (h >> 16);
@@ -56,7 +66,7 @@ enum drops_stat {
 };
 
 #define DROPS_RECORD_MAGIC   0x44524f50u /* "DROP" */
-#define DROPS_RECORD_VERSION 2		 /* 2: cgroup_id */
+#define DROPS_RECORD_VERSION 3		 /* 2: cgroup_id; 3: netns_cookie */
 
 /* record flags */
 #define DROPS_F_L3_PARSED 0x01 /* IP header read: addresses valid */
@@ -94,6 +104,7 @@ struct drops_record {
 	__u8 pad;
 	char ifname[DROPS_IFNAMSIZ];
 	__u64 cgroup_id; /* cgroup v2 id of the drop's socket, 0 none */
+	__u64 netns_cookie; /* the key's */
 };
 
 #endif

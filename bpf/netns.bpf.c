@@ -31,8 +31,11 @@
 
 char LICENSE[] SEC("license") = "GPL";
 
-/* Filled by the walk; user space reads it through the mmap of .bss. */
+/* Filled by the walk; user space reads them through the mmap of .bss:
+ * each namespace's inode number and its cookie (net->net_cookie, never
+ * reused: it tells a namespace from a later one with its inode number). */
 __u32 live_netns[NETNS_LIVE_MAX];
+__u64 live_cookie[NETNS_LIVE_MAX];
 
 struct netns_walk {
 	struct list_head *head;
@@ -55,6 +58,7 @@ static long netns_walk_one(__u64 i, struct netns_walk *w)
 		return 1;
 	net = (struct net *)((void *)pos - w->list_off);
 	live_netns[w->n & (NETNS_LIVE_MAX - 1)] = BPF_CORE_READ(net, ns.inum);
+	live_cookie[w->n & (NETNS_LIVE_MAX - 1)] = BPF_CORE_READ(net, net_cookie);
 	w->n++;
 	pos = BPF_CORE_READ(pos, next);
 	w->pos = pos;

@@ -16,8 +16,12 @@
 struct netns_live {
 	struct netns_bpf *skel;
 	int prog_fd;
-	size_t n;		       /* inums in the last good snapshot */
-	uint32_t inum[NETNS_LIVE_MAX]; /* sorted */
+	size_t n; /* namespaces in the last good snapshot */
+	struct netns_id {
+		uint32_t inum;
+		uint64_t cookie;
+	} ns[NETNS_LIVE_MAX];		 /* sorted by inum */
+	uint64_t cookie[NETNS_LIVE_MAX]; /* sorted */
 };
 
 struct netns_live *netns_live_open(char *why, size_t why_len)
@@ -53,9 +57,16 @@ struct netns_live *netns_live_open(char *why, size_t why_len)
 	return nl;
 }
 
-static int u32_cmp(const void *a, const void *b)
+static int id_cmp(const void *a, const void *b)
 {
-	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+	uint32_t x = ((const struct netns_id *)a)->inum, y = ((const struct netns_id *)b)->inum;
+
+	return x < y ? -1 : x > y;
+}
+
+static int u64_cmp(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
 
 	return x < y ? -1 : x > y;
 }
@@ -73,15 +84,35 @@ int netns_live_snapshot(struct netns_live *nl)
 	if (n > NETNS_LIVE_MAX)
 		return -E2BIG;
 	/* .bss is mmapped: the walk wrote it before test_run returned. */
-	memcpy(nl->inum, nl->skel->bss->live_netns, n * sizeof(nl->inum[0]));
-	qsort(nl->inum, n, sizeof(nl->inum[0]), u32_cmp);
+	for (uint32_t i = 0; i < n; i++) {
+		nl->ns[i].inum = nl->skel->bss->live_netns[i];
+		nl->ns[i].cookie = nl->skel->bss->live_cookie[i];
+		nl->cookie[i] = nl->ns[i].cookie;
+	}
+	qsort(nl->ns, n, sizeof(nl->ns[0]), id_cmp);
+	qsort(nl->cookie, n, sizeof(nl->cookie[0]), u64_cmp);
 	nl->n = n;
 	return 0;
 }
 
 bool netns_live_has(const struct netns_live *nl, uint32_t inum)
 {
-	return bsearch(&inum, nl->inum, nl->n, sizeof(nl->inum[0]), u32_cmp) != NULL;
+	struct netns_id key = {.inum = inum};
+
+	return bsearch(&key, nl->ns, nl->n, sizeof(nl->ns[0]), id_cmp) != NULL;
+}
+
+uint64_t netns_live_cookie(const struct netns_live *nl, uint32_t inum)
+{
+	struct netns_id key = {.inum = inum};
+	const struct netns_id *id = bsearch(&key, nl->ns, nl->n, sizeof(nl->ns[0]), id_cmp);
+
+	return id ? id->cookie : 0;
+}
+
+bool netns_live_has_cookie(const struct netns_live *nl, uint64_t cookie)
+{
+	return bsearch(&cookie, nl->cookie, nl->n, sizeof(nl->cookie[0]), u64_cmp) != NULL;
 }
 
 size_t netns_live_count(const struct netns_live *nl)

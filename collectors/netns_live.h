@@ -13,6 +13,13 @@
  *                          -ENOENT (init_net not found): nothing can be
  *                          judged gone then.
  *   netns_live_has()       inum is in the last good snapshot.
+ *   netns_live_has_cookie() a namespace with that cookie (net->net_cookie)
+ *                          is: the inode number of a deleted namespace is
+ *                          given to the next one made, its cookie never.
+ *                          Cookies are unique, not ordered: the kernel hands
+ *                          them out in per-CPU batches (linux/cookie.h).
+ *   netns_live_cookie()    the cookie of the namespace with that inode
+ *                          number, 0 when there is none.
  *
  * A namespace created after the snapshot is not in it: take the snapshot
  * after reading the keys to judge, never before.
@@ -29,6 +36,8 @@ struct netns_live;
 struct netns_live *netns_live_open(char *why, size_t why_len);
 int netns_live_snapshot(struct netns_live *nl);
 bool netns_live_has(const struct netns_live *nl, uint32_t inum);
+uint64_t netns_live_cookie(const struct netns_live *nl, uint32_t inum);
+bool netns_live_has_cookie(const struct netns_live *nl, uint64_t cookie);
 size_t netns_live_count(const struct netns_live *nl);
 void netns_live_close(struct netns_live *nl);
 

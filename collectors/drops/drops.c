@@ -294,6 +294,7 @@ static const struct event_column drops_cols[] = {
     DROPS_COL(cgroup, COL_TEXT, COL_NULL_EMPTY),
     /* ?container= the 12-digit label value, or any longer prefix */
     DROPS_COL(container, COL_TEXT, COL_NULL_EMPTY, .filter = COL_FILTER_PREFIX),
+    DROPS_COL(netns_cookie, COL_UINT, COL_NULL_ZERO, .filter = COL_FILTER_EQ, .fmin = 1),
     {0},
 };
 
@@ -623,6 +624,7 @@ static void drops_row_fill(struct drops_state *st, const struct drop_sample *s, 
 	r->truncated = s->truncated;
 	r->fragment = s->fragment;
 	r->cgroup_id = s->cgroup_id;
+	r->netns_cookie = s->netns_cookie;
 	if (s->cgroup_id &&
 	    !drops_cgroups_path(st->cgroups, s->cgroup_id, r->cgroup, sizeof(r->cgroup)))
 		drops_container_id(r->cgroup, r->container, sizeof(r->container));
@@ -643,8 +645,12 @@ static int drops_on_sample(void *ctx, void *data, size_t len)
 	drops_row_fill(st, &s, &row);
 	ts = (int64_t)s.ts_mono_ns + st->mono_to_wall_ns;
 	/* The stored sample's id, as the exemplar of its drop counter: from a
-	 * graph of sysobs_packet_drops_total to GET /api/v1/drops/samples. */
-	if (!sink_event_id(c->sink, &drops_samples_table, ts, &row, &id) && id > 0) {
+	 * graph of sysobs_packet_drops_total to GET /api/v1/drops/samples.
+	 * Not for a namespace seen deleted: its series is gone (or taken over
+	 * by a namespace that got its inode number), and asking for it would
+	 * bring it back. */
+	if (!sink_event_id(c->sink, &drops_samples_table, ts, &row, &id) && id > 0 &&
+	    !drops_counts_netns_gone(st->counts, s.netns_cookie)) {
 		char netns[16], ids[24];
 		const char *values[4] = {row.reason, row.protocol, netns, NULL};
 

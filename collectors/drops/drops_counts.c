@@ -6,7 +6,8 @@
  *
  * A kernel key is (reason, L3, L4, netns, cgroup); cgroup is 0 unless
  * container_label asks for it. The object behind a key may go away: a
- * network namespace deleted (the kernel's list, collectors/netns_live.c),
+ * network namespace deleted (the kernel's list, collectors/netns_live.c;
+ * by cookie: a key's namespace is its cookie, see struct drops_key),
  * a cgroup removed (its directory gone; cgroup ids are never reused). Such
  * a key is retired at the collect that finds it dead:
  *  - a hash entry is taken out with lookup-and-delete (its final count,
@@ -22,6 +23,16 @@
  *    container).
  * A drop in a gone series' object after that (a namespace's teardown frees
  * its queued packets) is added to the gone series.
+ *
+ * A namespace label (the inode number) can name two namespaces in turn: the
+ * kernel gives a deleted namespace's inode number to the next one made. The
+ * series belongs to one of them, its owner: the namespace of that inode
+ * number in the kernel's list, else the last owner seen (cookies are not
+ * ordered: the kernel hands them out in per-CPU batches). The other
+ * namespace's keys are retired and left out at once, whether or not its
+ * death was seen before, so the series restarts from the new namespace's
+ * count (a counter reset to Prometheus) instead of adding one namespace's
+ * drops to the other's.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -55,6 +66,7 @@ struct drops_agg {
 	uint32_t reason;
 	const char *proto; /* static string from drops_protocol_name() */
 	uint32_t netns;	   /* the key's */
+	uint64_t cookie;   /* the key's netns_cookie */
 	uint64_t cgroup;   /* the key's */
 	uint64_t count;
 	int32_t slot; /* slot_vals index, FROM_HASH or FROM_CARRY */
@@ -87,7 +99,12 @@ struct drops_counts {
 	size_t ncarry, carry_cap;
 	uint64_t *gone; /* hashes of the series declared gone, sorted */
 	size_t ngone;
-	uint32_t *dead_ns; /* namespaces retired, sorted */
+	uint64_t *dead_ns; /* cookies of the namespaces retired, sorted */
+	struct drops_owner {
+		uint32_t inum;
+		uint64_t cookie;
+	} *owners; /* the namespace each netns label was last seen naming, by inum */
+	size_t nowners, owners_cap;
 	size_t ndead_ns;
 	struct drops_ctr *ctrs; /* sorted by id */
 	size_t nctrs, ctrs_cap;
@@ -129,18 +146,12 @@ void drops_counts_free(struct drops_counts *k)
 	free(k->carry);
 	free(k->gone);
 	free(k->dead_ns);
+	free(k->owners);
 	free(k->ctrs);
 	free(k);
 }
 
 /* --- small sets ------------------------------------------------------------ */
-
-static int u32_cmp(const void *a, const void *b)
-{
-	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-
-	return x < y ? -1 : x > y;
-}
 
 static int u64_cmp(const void *a, const void *b)
 {
@@ -301,6 +312,7 @@ static int agg_add(struct drops_counts *k, size_t *n, const struct drops_key *ke
 	a->reason = key->reason;
 	a->proto = drops_protocol_name(key->l3_proto, key->l4_proto);
 	a->netns = key->netns;
+	a->cookie = key->netns_cookie;
 	a->cgroup = key->cgroup;
 	a->count = count;
 	a->slot = slot;
@@ -382,7 +394,6 @@ static int read_slots(struct drops_state *st, size_t *n)
 static void read_netns(struct collector *c, struct drops_state *st)
 {
 	struct drops_counts *k = st->counts;
-	size_t j = 0;
 	int err;
 
 	k->walk_ok = false;
@@ -401,16 +412,12 @@ static void read_netns(struct collector *c, struct drops_state *st)
 	}
 	k->walk_ok = true;
 	k->walk_warned = false;
-	/* a namespace in the list again has a reused inode number: new */
-	for (size_t i = 0; i < k->ndead_ns; i++)
-		if (!netns_live_has(st->live, k->dead_ns[i]))
-			k->dead_ns[j++] = k->dead_ns[i];
-	k->ndead_ns = j;
 }
 
-static bool netns_dead(const struct drops_state *st, uint32_t netns)
+/* The namespace of that cookie is gone (0: no namespace, never dead). */
+static bool netns_dead(const struct drops_state *st, uint64_t cookie)
 {
-	return netns && st->counts->walk_ok && !netns_live_has(st->live, netns);
+	return cookie && st->counts->walk_ok && !netns_live_has_cookie(st->live, cookie);
 }
 
 /* Labels every entry and marks the dead ones; drops those whose container
@@ -426,9 +433,9 @@ static size_t label_entries(struct drops_state *st, size_t n)
 		struct drops_agg *a = &k->agg[i];
 
 		a->lnetns = cfg->netns_label ? a->netns : 0;
-		a->dead = netns_dead(st, a->netns);
+		a->dead = netns_dead(st, a->cookie);
 		if (a->dead &&
-		    set_add(k->dead_ns, &k->ndead_ns, sizeof(uint32_t), &a->netns, u32_cmp))
+		    set_add(k->dead_ns, &k->ndead_ns, sizeof(uint64_t), &a->cookie, u64_cmp))
 			k->netns_gone++;
 		if (cfg->container_label && !ctr_label(st, a)) {
 			k->pending += a->count;
@@ -468,7 +475,7 @@ static int carry_add(struct drops_counts *k, const struct drops_agg *a)
 	struct drops_agg *p;
 
 	for (size_t i = 0; i < k->ncarry; i++) {
-		if (same_series(&k->carry[i], a)) {
+		if (same_series(&k->carry[i], a) && k->carry[i].cookie == a->cookie) {
 			k->carry[i].count += a->count;
 			return 0;
 		}
@@ -485,12 +492,14 @@ static int carry_add(struct drops_counts *k, const struct drops_agg *a)
 	return 0;
 }
 
-static void carry_drop(struct drops_counts *k, const struct drops_agg *a)
+/* Forgets what the series of a carries, but what its namespace of cookie
+ * keep (UINT64_MAX: none) carries. */
+static void carry_drop(struct drops_counts *k, const struct drops_agg *a, uint64_t keep)
 {
 	size_t j = 0;
 
 	for (size_t i = 0; i < k->ncarry; i++)
-		if (!same_series(&k->carry[i], a))
+		if (!same_series(&k->carry[i], a) || k->carry[i].cookie == keep)
 			k->carry[j++] = k->carry[i];
 	k->ncarry = j;
 }
@@ -515,12 +524,91 @@ static void retire(struct drops_state *st, struct drops_agg *a, size_t *deleted)
 	}
 }
 
-/* Is the object of the series [a, b) gone: its namespace, or (with a
- * container) every cgroup of it that counted here? */
-static bool series_dead(const struct drops_state *st, const struct drops_agg *a,
-			const struct drops_agg *b)
+static struct drops_owner *owner_find(struct drops_counts *k, uint32_t inum, size_t *at)
 {
-	if (st->cfg->netns_label && netns_dead(st, a->lnetns))
+	size_t lo = 0, hi = k->nowners;
+
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+
+		if (k->owners[mid].inum == inum)
+			return &k->owners[mid];
+		if (k->owners[mid].inum < inum)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	*at = lo;
+	return NULL;
+}
+
+/* Remembers that the label inum names the namespace of cookie. A full
+ * table forgets the labels of namespaces not in the kernel's list. */
+static void owner_set(struct drops_state *st, uint32_t inum, uint64_t cookie)
+{
+	struct drops_counts *k = st->counts;
+	struct drops_owner *o, *p;
+	size_t at = 0, j = 0;
+
+	if ((o = owner_find(k, inum, &at))) {
+		o->cookie = cookie;
+		return;
+	}
+	if (k->nowners >= DROPS_GONE_MAX) {
+		for (size_t i = 0; i < k->nowners; i++)
+			if (k->walk_ok && netns_live_has(st->live, k->owners[i].inum))
+				k->owners[j++] = k->owners[i];
+		k->nowners = j;
+		if (j >= DROPS_GONE_MAX || owner_find(k, inum, &at))
+			return;
+	}
+	p = array_grow(k->owners, &k->owners_cap, k->nowners, sizeof(*k->owners), 64);
+	if (!p)
+		return; /* no memory: the last owner is not remembered */
+	k->owners = p;
+	memmove(p + at + 1, p + at, (k->nowners - at) * sizeof(*p));
+	p[at] = (struct drops_owner){inum, cookie};
+	k->nowners++;
+}
+
+/*
+ * The namespace a netns-labelled series [a, b) belongs to (its cookie): the
+ * one of that inode number in the kernel's list; else the last one seen
+ * there, if it counted here; else the one that counted most. 0 without a
+ * netns label, or for netns 0 (unknown).
+ */
+static uint64_t series_owner(struct drops_state *st, const struct drops_agg *a,
+			     const struct drops_agg *b)
+{
+	struct drops_counts *k = st->counts;
+	uint64_t live, best = 0, best_count = 0;
+	const struct drops_owner *o;
+	size_t at;
+
+	if (!st->cfg->netns_label || !a->lnetns)
+		return 0;
+	live = k->walk_ok ? netns_live_cookie(st->live, a->lnetns) : 0;
+	if (live) {
+		owner_set(st, a->lnetns, live);
+		return live;
+	}
+	o = owner_find(k, a->lnetns, &at);
+	for (const struct drops_agg *x = a; x < b; x++) {
+		if (o && x->cookie == o->cookie)
+			return o->cookie;
+		if (!best || x->count > best_count)
+			best = x->cookie, best_count = x->count;
+	}
+	owner_set(st, a->lnetns, best);
+	return best;
+}
+
+/* Is the object of the series [a, b) gone: its namespace (owner), or (with
+ * a container) every cgroup of it that counted here? */
+static bool series_dead(const struct drops_state *st, const struct drops_agg *a,
+			const struct drops_agg *b, uint64_t owner)
+{
+	if (owner && netns_dead(st, owner))
 		return true;
 	if (!a->ctr[0])
 		return false;
@@ -537,16 +625,31 @@ static int publish_series(struct collector *c, struct drops_state *st, struct dr
 	const struct drops_cfg *cfg = st->cfg;
 	char reason[DROPS_REASON_NAME_MAX], netns[16];
 	const char *values[5] = {reason, a->proto, NULL, NULL, NULL};
-	bool dead = series_dead(st, a, b), again = false;
-	uint64_t total = 0, hash = 0;
+	uint64_t owner = series_owner(st, a, b), total = 0, hash = 0;
+	bool dead = series_dead(st, a, b, owner), again = false, owned = !owner;
 	struct sink_series *s;
 	int v = 2, err;
 
 	for (struct drops_agg *x = a; x < b; x++) {
+		if (owner && x->cookie != owner) {
+			/* an older namespace with this inode number: dead, its
+			 * series taken over; out of the maps and the series */
+			if (x->slot != FROM_CARRY)
+				retire(st, x, deleted);
+			k->retired += x->count;
+			x->count = 0;
+			continue;
+		}
+		owned = true;
 		if (x->dead && x->slot != FROM_CARRY)
 			retire(st, x, deleted);
 		total += x->count;
 	}
+	if (owner)
+		carry_drop(k, a, owner);
+	/* only keys of the label's earlier namespace(s): nothing to show yet */
+	if (!owned)
+		return 0;
 	if (dead) {
 		hash = series_hash(a);
 		again = bsearch(&hash, k->gone, k->ngone, sizeof(*k->gone), u64_cmp) != NULL;
@@ -572,7 +675,7 @@ static int publish_series(struct collector *c, struct drops_state *st, struct dr
 		sink_set(c->sink, s, (double)total);
 	if (dead) {
 		sink_series_gone(c->sink, st->drops, s);
-		carry_drop(k, a);
+		carry_drop(k, a, UINT64_MAX);
 		set_add(k->gone, &k->ngone, sizeof(uint64_t), &hash, u64_cmp);
 		return 0;
 	}
@@ -589,9 +692,14 @@ static int publish_series(struct collector *c, struct drops_state *st, struct dr
 	}
 	/* a live series keeps what its dead keys counted */
 	for (struct drops_agg *x = a; x < b; x++)
-		if (x->dead && x->slot != FROM_CARRY && (err = carry_add(k, x)))
+		if (x->dead && x->count && x->slot != FROM_CARRY && (err = carry_add(k, x)))
 			return err;
 	return 0;
+}
+
+bool drops_counts_netns_gone(const struct drops_counts *k, uint64_t cookie)
+{
+	return k && cookie && bsearch(&cookie, k->dead_ns, k->ndead_ns, sizeof(*k->dead_ns), u64_cmp);
 }
 
 int drops_publish_counts(struct collector *c, struct drops_state *st)

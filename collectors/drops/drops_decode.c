@@ -40,6 +40,7 @@ int drops_record_decode(const void *buf, size_t len, struct drop_sample *out)
 	out->fragment = r.flags & DROPS_F_FRAGMENT;
 	out->truncated = r.flags & DROPS_F_TRUNCATED;
 	out->cgroup_id = r.cgroup_id;
+	out->netns_cookie = r.netns_cookie;
 
 	if (r.flags & DROPS_F_L3_PARSED) {
 		af = r.l3_proto == ETH_P_IP ? AF_INET : AF_INET6;

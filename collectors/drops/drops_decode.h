@@ -34,6 +34,7 @@ struct drop_sample {
 	char daddr[INET6_ADDRSTRLEN];
 	char ifname[16];    /* "" when the skb had no device */
 	uint64_t cgroup_id; /* cgroup v2 id of the drop's socket, 0 none */
+	uint64_t netns_cookie; /* net->net_cookie of netns, 0 none */
 };
 
 /* Decodes one ring-buffer record. 0, or -EINVAL for a short/foreign/corrupt

@@ -88,6 +88,8 @@ void drops_counts_free(struct drops_counts *k); /* accepts NULL */
 /* Publishes sysobs_packet_drops_total and the counters' self metrics;
  * st->events gets every drop counted so far. 0 or -errno. */
 int drops_publish_counts(struct collector *c, struct drops_state *st);
+/* The namespace of that cookie was seen deleted (its series retired). */
+bool drops_counts_netns_gone(const struct drops_counts *k, uint64_t cookie);
 
 /* drops_netstat.c: the namespaces' TCP counters kfree_skb does not see.
  * open loads the walk (with the capabilities) and registers the families;

@@ -99,7 +99,8 @@ CREATE TABLE IF NOT EXISTS sysobs.drop_samples
     fragment Nullable(UInt8),
     cgroup_id Nullable(UInt64),
     cgroup Nullable(String),
-    container Nullable(String)
+    container Nullable(String),
+    netns_cookie Nullable(UInt64)
 )
 ENGINE = ReplacingMergeTree()
 PARTITION BY toYYYYMM(time)

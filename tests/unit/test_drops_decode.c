@@ -33,6 +33,7 @@ static struct drops_record udp4_record(void)
 	    .sport = 40000,
 	    .dport = 9,
 	    .ifname = "lo",
+	    .netns_cookie = 1,
 	};
 	return r;
 }
@@ -46,6 +47,7 @@ static void test_udp4(void **state)
 	assert_int_equal(s.ts_mono_ns, 123456789);
 	assert_int_equal(s.reason, 3);
 	assert_int_equal(s.netns, 4026531840u);
+	assert_int_equal(s.netns_cookie, 1);
 	assert_true(s.has_addrs);
 	assert_string_equal(s.saddr, "10.0.0.1");
 	assert_string_equal(s.daddr, "127.0.0.1");

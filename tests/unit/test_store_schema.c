@@ -578,7 +578,7 @@ static const struct real {
     {"self_samples", ""}, /* collectors/self.c */
     /* collectors/drops/drops.c; issue 14 added the last five */
     {"drop_samples", ", truncated INTEGER, fragment INTEGER, cgroup_id INTEGER, cgroup TEXT,"
-		     " container TEXT"},
+		     " container TEXT, netns_cookie INTEGER"},
     {"mptcp_events",
      ", reset_reason_name TEXT, deny_join_id0 INTEGER"}, /* collectors/mptcp/mptcp.c */
     /* collectors/ifs/ifs.c: the JSON-in-a-string "decoded" became columns */
