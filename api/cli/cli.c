@@ -495,8 +495,10 @@ static size_t print_mptcp_connections(const struct body *b, bool header, int64_t
 		fmt_endpoint(c->_daddr_case ? c->daddr : NULL, true, c->dport, dst, sizeof(dst));
 		printf("%-10s %-12s %-6s %-28s %-28s %-7s %zu\n", str(c->token_hex),
 		       fmt_netns(c->netns, c->_netns_name_case, c->netns_name, ns, sizeof(ns)),
-		       c->server_side ? "server" : "client", src, dst,
-		       c->established ? "estab" : "open", c->n_subflows);
+		       !c->_server_side_case ? "?"
+		       : c->server_side	     ? "server"
+					     : "client",
+		       src, dst, c->established ? "estab" : "open", c->n_subflows);
 		for (size_t j = 0; j < c->n_subflows; j++) {
 			const Sysobs__V1__MptcpSubflow *s = c->subflows[j];
 

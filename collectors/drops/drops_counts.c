@@ -103,7 +103,7 @@ struct drops_counts {
 	struct drops_owner {
 		uint32_t inum;
 		uint64_t cookie;
-	} *owners; /* the namespace each netns label was last seen naming, by inum */
+	} * owners; /* the namespace each netns label was last seen naming, by inum */
 	size_t nowners, owners_cap;
 	size_t ndead_ns;
 	struct drops_ctr *ctrs; /* sorted by id */
@@ -699,7 +699,8 @@ static int publish_series(struct collector *c, struct drops_state *st, struct dr
 
 bool drops_counts_netns_gone(const struct drops_counts *k, uint64_t cookie)
 {
-	return k && cookie && bsearch(&cookie, k->dead_ns, k->ndead_ns, sizeof(*k->dead_ns), u64_cmp);
+	return k && cookie &&
+	       bsearch(&cookie, k->dead_ns, k->ndead_ns, sizeof(*k->dead_ns), u64_cmp);
 }
 
 int drops_publish_counts(struct collector *c, struct drops_state *st)

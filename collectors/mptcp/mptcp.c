@@ -45,6 +45,7 @@
 #include "collectors/mptcp/mptcp_diag.h"
 #include "collectors/mptcp/mptcp_mib.h"
 #include "collectors/mptcp/mptcp_nl.h"
+#include "collectors/mptcp/mptcp_recover.h"
 #include "collectors/mptcp/mptcp_state.h"
 
 #define MPTCP_MAX_NETNS	  64
@@ -599,6 +600,21 @@ static void mptcp_update_gauges(struct mptcp_priv *p)
 	sink_set(p->c->sink, p->subflows_g, (double)subflows);
 }
 
+/* Start times and sides of connections a dump showed, from the history. */
+static void mptcp_recover(struct mptcp_priv *p, struct mptcp_watch *w)
+{
+	int n = mptcp_recover_starts(p->c->sink, p->state, w->ino);
+
+	if (n < 0)
+		clog_warn(p->c,
+			  "netns %s: history not readable (%s): connections that predate the "
+			  "agent keep an unknown start time",
+			  w->path, strerror(-n));
+	else if (n > 0)
+		clog_info(p->c, "netns %s: start time and side of %d connections from history",
+			  w->path, n);
+}
+
 /* Rebuilds the live state of one netns from sock_diag. */
 static int mptcp_resync(struct mptcp_priv *p, struct mptcp_watch *w)
 {
@@ -614,6 +630,7 @@ static int mptcp_resync(struct mptcp_priv *p, struct mptcp_watch *w)
 		w->prev_dump = NULL;
 		mptcp_state_resync(p->state, w->ino, fresh);
 		sink_add(p->c->sink, p->resyncs_c, 1);
+		mptcp_recover(p, w);
 		mptcp_update_gauges(p);
 	} else {
 		clog_warn(p->c, "netns %s: sock_diag resync failed: %s", w->path, strerror(-n));

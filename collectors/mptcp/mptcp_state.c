@@ -320,6 +320,10 @@ static int mptcp_state_apply_locked(struct mptcp_state *st, uint64_t netns,
 		c->resynced = 0;
 		if (!c->created_ns)
 			c->created_ns = now_ns;
+		if (ev->type == MPTCP_EV_CREATED && !c->created_known) {
+			c->created_ns = now_ns;
+			c->created_known = 1;
+		}
 		if (ev->type == MPTCP_EV_CREATED)
 			return 0;
 		c->established = 1;
@@ -384,6 +388,29 @@ int mptcp_state_apply(struct mptcp_state *st, uint64_t netns, const struct mptcp
 	return ret;
 }
 
+/*
+ * The side of a connection only a socket dump knows: the server's when its
+ * local port is one an MPTCP listener of the dump listens on (at its
+ * address, or a wildcard one: a v6 wildcard takes IPv4 too); unknown (-1)
+ * otherwise, never "client" (its listener may have closed since). A client
+ * socket shares a listener's port only if bound to it on purpose
+ * (SO_REUSEADDR/SO_REUSEPORT): not seen here.
+ */
+static int8_t mptcp_side_from_listeners(const struct mptcp_state *d, uint64_t netns,
+					const struct mptcp_tuple *t)
+{
+	for (size_t i = 0; i < d->n_listeners; i++) {
+		const struct mptcp_listener *l = &d->listeners[i];
+
+		if (l->netns != netns || l->t.sport != t->sport)
+			continue;
+		if (mptcp_addr_zero(&l->t.saddr) ||
+		    (l->t.family == t->family && !memcmp(&l->t.saddr, &t->saddr, sizeof(t->saddr))))
+			return 1;
+	}
+	return -1;
+}
+
 void mptcp_state_resync(struct mptcp_state *st, uint64_t netns, struct mptcp_state *fresh)
 {
 	pthread_mutex_lock(&st->lock);
@@ -426,6 +453,7 @@ void mptcp_state_resync(struct mptcp_state *st, uint64_t netns, struct mptcp_sta
 					}
 				}
 				f->created_ns = old->created_ns;
+				f->created_known = old->created_known;
 				f->established_ns = old->established_ns;
 				f->server_side = old->server_side;
 				f->flags = old->flags;
@@ -435,6 +463,8 @@ void mptcp_state_resync(struct mptcp_state *st, uint64_t netns, struct mptcp_sta
 				f->n_addrs = old->n_addrs;
 				mptcp_state_conn_unlink(st, old);
 				mptcp_conn_free(old);
+			} else if (f->server_side < 0) {
+				f->server_side = mptcp_side_from_listeners(fresh, netns, &f->t);
 			}
 			f->next = st->buckets[mptcp_state_bucket(st, netns, f->token)];
 			st->buckets[mptcp_state_bucket(st, netns, f->token)] = f;
@@ -462,6 +492,56 @@ void mptcp_state_resync(struct mptcp_state *st, uint64_t netns, struct mptcp_sta
 						 fresh->listeners[i].since_ns);
 	pthread_mutex_unlock(&st->lock);
 	mptcp_state_clear(fresh);
+}
+
+uint32_t *mptcp_state_unknown_starts(struct mptcp_state *st, uint64_t netns, size_t *n)
+{
+	uint32_t *out = NULL;
+	size_t cap = 0;
+
+	*n = 0;
+	pthread_mutex_lock(&st->lock);
+	for (size_t b = 0; b < st->n_buckets; b++) {
+		for (const struct mptcp_conn *c = st->buckets[b]; c; c = c->next) {
+			if (c->netns != netns || c->created_known)
+				continue;
+			if (*n == cap) {
+				uint32_t *p = realloc(out, (cap = cap ? cap * 2 : 64) * sizeof(*p));
+
+				if (!p) {
+					free(out);
+					out = NULL;
+					goto out;
+				}
+				out = p;
+			}
+			out[(*n)++] = c->token;
+		}
+	}
+out:
+	pthread_mutex_unlock(&st->lock);
+	return out;
+}
+
+int mptcp_state_recover(struct mptcp_state *st, uint64_t netns, uint32_t token,
+			const struct mptcp_history *h)
+{
+	struct mptcp_conn *c;
+	int taken = 0;
+
+	pthread_mutex_lock(&st->lock);
+	c = mptcp_state_conn_get(st, netns, token, 0);
+	if (c && !c->created_known && h->created_ns && mptcp_tuple_eq(&c->t, &h->t)) {
+		c->created_ns = h->created_ns;
+		c->created_known = 1;
+		if (h->established_ns >= h->created_ns && c->established)
+			c->established_ns = h->established_ns;
+		if (h->server_side >= 0)
+			c->server_side = h->server_side;
+		taken = 1;
+	}
+	pthread_mutex_unlock(&st->lock);
+	return taken;
 }
 
 /* The connection of a dump, const (the lookup does not create). */
@@ -643,7 +723,9 @@ static Sysobs__V1__MptcpConnection *mptcp_conn_msg(struct arena *ar, const struc
 	m->resynced = !!c->resynced;
 	m->fallback = !!c->fallback;
 	m->flags = c->flags;
-	m->created = pbmsg_time(ar, c->created_ns);
+	/* not the time a dump first showed it, which is no start time */
+	if (c->created_known)
+		m->created = pbmsg_time(ar, c->created_ns);
 	m->established_at = pbmsg_time(ar, c->established_ns);
 	m->subflows = arena_alloc(ar, (c->n_sf ? c->n_sf : 1) * sizeof(*m->subflows));
 	m->addresses = arena_alloc(ar, (c->n_addrs ? c->n_addrs : 1) * sizeof(*m->addresses));

@@ -75,6 +75,9 @@ struct mptcp_conn {
 	uint16_t flags;
 	int64_t created_ns;
 	int64_t established_ns;
+	/* created_ns is the CREATED event's time (events, or the agent's
+	 * history after a restart), not when a socket dump first showed it */
+	uint8_t created_known;
 	struct mptcp_subflow *sf;
 	uint32_t n_sf, cap_sf;
 	struct mptcp_addr addrs[MPTCP_STATE_MAX_ADDRS];
@@ -168,6 +171,23 @@ void mptcp_state_reconcile(struct mptcp_state *st, uint64_t netns, const struct 
 			   struct mptcp_reconcile_stats *out);
 
 void mptcp_state_counts(struct mptcp_state *st, size_t *conns, size_t *subflows);
+
+/* Tokens of the connections of netns whose creation the state does not
+ * know (learnt from a socket dump), malloc'd, *n of them; NULL with *n 0
+ * when there are none, NULL with *n > 0 when out of memory. */
+uint32_t *mptcp_state_unknown_starts(struct mptcp_state *st, uint64_t netns, size_t *n);
+
+/* What the agent's history says of one connection of netns before a
+ * restart (its CREATED and ESTABLISHED rows): taken only when the
+ * connection's initial subflow is t (the token may have named an older
+ * connection) and the state does not know better. 1 taken, 0 not. */
+struct mptcp_history {
+	struct mptcp_tuple t;
+	int8_t server_side;		    /* -1: the row did not say */
+	int64_t created_ns, established_ns; /* 0: no such row */
+};
+int mptcp_state_recover(struct mptcp_state *st, uint64_t netns, uint32_t token,
+			const struct mptcp_history *h);
 
 /*
  * The MptcpConnectionList of GET /api/v1/mptcp/connections (all but its

@@ -27,8 +27,11 @@
 #      CLOSED (3.) counts as a client fallback.
 #   6. backup, side and FLAGS: the client marks its path-2 endpoint backup
 #      (MP_PRIO: the server gets SUB_PRIORITY backup=1, the peer's bit); after
-#      a resync each side's backup is what its events said; a resynced
-#      connection's side is unknown (absent), not "client"; CREATED rows
+#      a resync each side's backup is what its events said; after a restart
+#      each connection's side and start time are its CREATED row's (the
+#      agent's history); without history the server's side comes from its
+#      listener's port and the client's is unknown (absent), not "client",
+#      its start absent, not the restart time; CREATED rows
 #      carry server_side and deny_join_id0 decoded from FLAGS (the server
 #      sets net.mptcp.allow_join_initial_addr_port=0: the client's CREATED
 #      has flags=1), equal to ip mptcp monitor.
@@ -341,11 +344,27 @@ check "side: server connection server_side (from events)" true "$(live_conn "$IN
 ip -n "$NS_A" mptcp endpoint change id 2 backup || fail "endpoint change"
 wait_for 5 grep -q "SF_PRIO.*token=$(printf %08x "$TOK_B").*backup=1" "$T/monB.txt" || fail "no SF_PRIO backup=1 on the server: $(cat "$T/monB.txt")"
 check "backup: server path-2 subflow (events)" true "$(until_eq 3 true live_sf "$INO_B" "$MP_A2" backup)"
+created_a=$(live_conn "$INO_A" created)
+created_b=$(live_conn "$INO_B" created)
 restart_agent
 check "backup: server path-2 subflow after resync (monitor backup=1)" true "$(until_eq 5 true live_sf "$INO_B" "$MP_A2" backup)"
 check "backup: client path-2 subflow after resync (its events: backup=0)" false "$(until_eq 5 false live_sf "$INO_A" "$MP_A2" backup)"
-check "side: resynced client connection server_side" absent "$(live_conn "$INO_A" server_side)"
-check "side: resynced server connection server_side" absent "$(live_conn "$INO_B" server_side)"
+# The dump says neither side nor start: the agent's history (CREATED rows) does.
+check "side: client connection server_side after restart (history)" false "$(until_eq 5 false live_conn "$INO_A" server_side)"
+check "side: server connection server_side after restart (history)" true "$(live_conn "$INO_B" server_side)"
+check "start: client connection created after restart (history)" "$created_a" "$(live_conn "$INO_A" created)"
+check "start: server connection created after restart (history)" "$created_b" "$(live_conn "$INO_B" created)"
+# Without history (a new database): the server's side from its listener's
+# port, the client's unknown (absent, never "client" by default), no start.
+stop_agent
+mkdir "$T/db.keep" && mv "$T"/sysobs.db* "$T/db.keep/"
+start_agent
+check "side: resynced server connection, no history (listener port)" true "$(until_eq 5 true live_conn "$INO_B" server_side)"
+check "side: resynced client connection, no history" absent "$(live_conn "$INO_A" server_side)"
+check "start: resynced connection, no history" absent "$(live_conn "$INO_B" created)"
+stop_agent
+rm -f "$T"/sysobs.db* && mv "$T"/db.keep/* "$T/" && rmdir "$T/db.keep"
+start_agent
 client_say close
 client_end
 mptcp_stop_server
