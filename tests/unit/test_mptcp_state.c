@@ -301,6 +301,59 @@ static void test_resync_merge(void **state)
 	mptcp_state_free(st);
 }
 
+/* After a restart (issue 21 item 19): a dump-only connection learns its
+ * side from a listener's port, its start and side from its CREATED row
+ * when the row's tuple is its own, and nothing from another's. */
+static void test_restart_recovery(void **state)
+{
+	struct mptcp_state *st = mptcp_state_new(), *fresh = mptcp_state_new();
+	struct mptcp_tuple srv = {.family = AF_INET, .sport = 8080, .dport = 40001};
+	struct mptcp_tuple cli = {.family = AF_INET, .sport = 40002, .dport = 8080};
+	struct mptcp_tuple lst = {.family = AF_INET, .sport = 8080}; /* 0.0.0.0:8080 */
+	struct mptcp_history h = {.server_side = 0, .created_ns = 5 * SEC};
+	struct mptcp_conn *c;
+	size_t n;
+	uint32_t *tok;
+
+	(void)state;
+	inet_pton(AF_INET, "10.0.0.1", &srv.saddr);
+	inet_pton(AF_INET, "10.0.0.2", &srv.daddr);
+	cli.saddr = srv.saddr;
+	cli.daddr = srv.daddr;
+	c = mptcp_state_conn_get(fresh, NS, 1, 1);
+	c->t = srv, c->resynced = 1, c->created_ns = 100 * SEC;
+	c = mptcp_state_conn_get(fresh, NS, 2, 1);
+	c->t = cli, c->resynced = 1, c->created_ns = 100 * SEC;
+	mptcp_state_listener_put(fresh, NS, &lst, 90 * SEC);
+	mptcp_state_resync(st, NS, fresh);
+	assert_int_equal(mptcp_state_conn_get(st, NS, 1, 0)->server_side, 1);  /* listener port */
+	assert_int_equal(mptcp_state_conn_get(st, NS, 2, 0)->server_side, -1); /* not "client" */
+
+	tok = mptcp_state_unknown_starts(st, NS, &n);
+	assert_int_equal(n, 2);
+	free(tok);
+	/* a row of another connection that had token 2: turned away */
+	h.t = srv;
+	assert_int_equal(mptcp_state_recover(st, NS, 2, &h), 0);
+	/* its own row */
+	h.t = cli;
+	assert_int_equal(mptcp_state_recover(st, NS, 2, &h), 1);
+	c = mptcp_state_conn_get(st, NS, 2, 0);
+	assert_int_equal(c->server_side, 0);
+	assert_int_equal(c->created_ns, 5 * SEC);
+	assert_int_equal(c->created_known, 1);
+	tok = mptcp_state_unknown_starts(st, NS, &n);
+	assert_int_equal(n, 1);
+	assert_int_equal(tok[0], 1);
+	free(tok);
+	/* known: a later row does not move it */
+	h.created_ns = 7 * SEC;
+	assert_int_equal(mptcp_state_recover(st, NS, 2, &h), 0);
+	assert_int_equal(mptcp_state_conn_get(st, NS, 2, 0)->created_ns, 5 * SEC);
+	mptcp_state_free(fresh);
+	mptcp_state_free(st);
+}
+
 static void test_unknown_and_tokenless(void **state)
 {
 	struct mptcp_state *st = mptcp_state_new();
@@ -491,6 +544,7 @@ int main(void)
 	    cmocka_unit_test(test_server_sequence_priority_listener),
 	    cmocka_unit_test(test_namespaces_apart),
 	    cmocka_unit_test(test_resync_merge),
+	    cmocka_unit_test(test_restart_recovery),
 	    cmocka_unit_test(test_unknown_and_tokenless),
 	    cmocka_unit_test(test_address_cap),
 	    cmocka_unit_test(test_v4mapped_one_form),
