@@ -67,7 +67,7 @@ ROUTES = {
 FILTERS = {
     "/api/v1/self/samples": set(),
     "/api/v1/drops/samples": {"reason", "ifindex", "ifname", "netns", "protocol", "addr", "port",
-                              "cgroup_id", "container"},
+                              "cgroup_id", "container", "netns_cookie"},
     "/api/v1/mptcp/events": {"netns", "type", "token", "addr", "port"},
     "/api/v1/ifs/scans": {"test", "cpu", "core", "package", "result", "requested_by", "scan_id"},
     "/api/v1/cachefiles/slow": {"op", "volume"},
