@@ -313,9 +313,11 @@ for pair in "$WARM_FSID:0" "$FAST_FSID:$FAST_MS" "$SLOW_FSID:$SLOW_MS" "$FAIL_FS
 			index($0, vol) { s += $NF; n++ } END { print n ? s : "none" }' "$T/metrics.txt")
 		assert_eq "inflight{op=$op,volume=$vol} (unread + read) at the end" 0 "$inflight"
 	done
-	# CLOSE (cachefiles_ondemand_clean_object, unmount): one per CLOSE read
-	assert_eq "requests_total{op=close,volume=$vol} vs daemon" "$(od_stat "$vol" close)" \
-		"$(prom sysobs_cachefiles_requests_total 'op="close"' "volume=\"$vol\"" 'result="ok"')"
+	# CLOSE (cachefiles_ondemand_clean_object, unmount): one per CLOSE read;
+	# no series where no CLOSE was sent (the withdrawn volume's objects were
+	# closed with the daemon's fds)
+	got=$(prom sysobs_cachefiles_requests_total 'op="close"' "volume=\"$vol\"" 'result="ok"')
+	assert_eq "requests_total{op=close,volume=$vol} vs daemon" "$(od_stat "$vol" close)" "${got:-0}"
 	want=$(od_stat "$vol" read_bytes)
 	got=$(prom sysobs_cachefiles_read_bytes_total "volume=\"$vol\"")
 	assert_eq "read_bytes_total{volume=$vol} vs daemon" "$want" "$got"
