@@ -762,8 +762,11 @@ static pid_t od_fork(void)
 	a.set_tid = (uint64_t)(uintptr_t)&want;
 	a.set_tid_size = 1;
 	pid = syscall(SYS_clone3, &a, sizeof(a));
-	if (pid < 0)
-		fprintf(stderr, "ondemand: clone3 as pid %d: %s\n", want, strerror(errno));
+	if (pid < 0) {
+		/* the pid taken, or no clone3: serve anyway; the stats show the pids */
+		fprintf(stderr, "ondemand: clone3 as pid %d: %s: fork()\n", want, strerror(errno));
+		return fork();
+	}
 	return (pid_t)pid;
 }
 
