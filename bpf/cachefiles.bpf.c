@@ -772,7 +772,9 @@ int BPF_PROG(cf_copen_exit, void *cache, char *args, int ret)
  * READs waiting at (object, offset): the one whose message carries that
  * msg_id (cachefiles_ondemand_daemon_read writes it into the request's
  * message before copying it out). Without the message (no tracepoint), the
- * first not read yet. 0: none.
+ * first not read yet. 0: none. A READ not read yet holds msg_id 0 (its
+ * request is kzalloc'ed), so for the one msg_id 0 two READs of the range
+ * may still be told apart wrongly.
  */
 static __always_inline __u32 read_waiter(__u64 obj, __u64 offset, __u32 msg_id)
 {
