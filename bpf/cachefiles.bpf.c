@@ -6,9 +6,11 @@
  * cachefiles_ondemand_send_req() until the daemon answers (copen, or the
  * READ_COMPLETE ioctl). So fentry/fexit of cachefiles_ondemand_read() and
  * cachefiles_ondemand_init_object(), keyed by thread, give end-to-end latency.
- * The tracepoints cannot be used for that: msg_id is only assigned when the
- * daemon reads the request, so cachefiles_ondemand_read (at enqueue) carries
- * msg_id 0 and cannot be paired with cachefiles_ondemand_cread.
+ * The tracepoints cannot be used for that: msg_id is only written into the
+ * message when the daemon reads the request, so cachefiles_ondemand_read (at
+ * enqueue) carries msg_id 0 and cannot be paired with
+ * cachefiles_ondemand_cread. It does carry the message's address, whose
+ * msg_id the daemon's read fills in: that pairs a READ with its pick-up.
  *
  * The build host's vmlinux.h may lack every cachefiles type (its kernel may
  * not have cachefiles), so the few fields read here are declared locally with
@@ -48,7 +50,9 @@ struct cachefiles_cache___sysobs {
 	unsigned long flags;
 } __attribute__((preserve_access_index));
 
-/* fs/cachefiles/internal.h, unchanged since 5.19: "T if in on-demand read mode" */
+/* fs/cachefiles/internal.h, unchanged since 5.19: "T if cache dead", "T if in
+ * on-demand read mode" */
+#define CF_CACHEFILES_DEAD	    1
 #define CF_CACHEFILES_ONDEMAND_MODE 4
 
 struct cachefiles_volume___sysobs {
@@ -87,8 +91,9 @@ struct cachefiles_msg___sysobs {
 	__u32 object_id;
 };
 
-#define CF_UAPI_OP_OPEN 0 /* CACHEFILES_OP_OPEN */
-#define CF_UAPI_OP_READ 2 /* CACHEFILES_OP_READ */
+#define CF_UAPI_OP_OPEN	 0 /* CACHEFILES_OP_OPEN */
+#define CF_UAPI_OP_CLOSE 1 /* CACHEFILES_OP_CLOSE */
+#define CF_UAPI_OP_READ	 2 /* CACHEFILES_OP_READ */
 
 /* include/linux/sched.h */
 #define CF_PF_EXITING	0x00000004
@@ -110,10 +115,24 @@ struct cf_verdict {
  * Pending READ -> the waiting thread. Keyed by the object, not by the
  * on-demand object id: a daemon that dies closes its anonymous fds, and the
  * object reopened for the next daemon gets a new id while its READs wait.
+ * Several READs of one (object, offset) can wait at once (two page caches
+ * over one blob: chunks shared by two files, two images of a domain): each
+ * takes a slot of its own, and the daemon's read is matched to the one whose
+ * message carries its msg_id (read_waiter()).
  */
 struct cf_pending_key {
 	__u64 obj;
 	__u64 offset;
+	__u32 slot; /* < CF_PENDING_SLOTS */
+	__u32 pad;
+};
+
+/* A dying daemon, once: its tgid and its start time (a later process may get
+ * the same pid; start_time tells them apart). */
+struct cf_daemon_key {
+	__u64 start_time;
+	__u32 tgid;
+	__u32 pad;
 };
 
 /* (cache, on-demand object id) -> object, to find a READ's object from the
@@ -189,11 +208,20 @@ struct {
 	__type(value, __u8);
 } released SEC(".maps");
 
-/* Daemons seen dying (tgid): one record per death, not one per fd. */
+/* Volumes counted released (debug_id, never reused): each volume once,
+ * whichever of free and withdraw reaches it (and if both do). */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u32);
+	__type(value, __u8);
+} released_once SEC(".maps");
+
+/* Daemons seen dying: one record per death, not one per fd. */
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, 64);
-	__type(key, __u32);
+	__type(key, struct cf_daemon_key);
 	__type(value, __u8);
 } dead_daemons SEC(".maps");
 
@@ -396,6 +424,26 @@ static __always_inline void request_result(const struct cf_start *s, __u32 op, _
 	bpf_ringbuf_submit(r, 0);
 }
 
+/* A READ waits: the first free slot of its (object, offset), noted in its
+ * start so that its return frees that slot only. */
+static __always_inline void pending_read_add(__u32 tid, __u64 obj, __u64 offset)
+{
+	struct cf_pending_key pk = {.obj = obj, .offset = offset};
+	struct cf_start *s;
+
+	for (__u32 i = 0; i < CF_PENDING_SLOTS; i++) {
+		pk.slot = i;
+		/* BPF_NOEXIST: two threads cannot take one slot */
+		if (bpf_map_update_elem(&pending_read, &pk, &tid, BPF_NOEXIST))
+			continue;
+		s = bpf_map_lookup_elem(&starts, &tid);
+		if (s)
+			s->slot = i;
+		return;
+	}
+	stat_add(CF_STAT_PENDING_FULL, 1);
+}
+
 static __always_inline void request_enter(struct cachefiles_object___sysobs *obj, __u32 op,
 					  __u64 offset, __u64 len)
 {
@@ -425,6 +473,7 @@ static __always_inline void request_enter(struct cachefiles_object___sysobs *obj
 		stat_add(CF_STAT_NULL_OBJECT, 1);
 	}
 	s.obj = (__u64)obj;
+	s.slot = CF_PENDING_SLOTS;
 	if (bpf_map_update_elem(&starts, &tid, &s, BPF_ANY)) {
 		stat_add(CF_STAT_START_FULL, 1);
 		return;
@@ -439,10 +488,7 @@ static __always_inline void request_enter(struct cachefiles_object___sysobs *obj
 		if (bpf_map_update_elem(&pending_open, &s.obj, &tid, BPF_ANY))
 			stat_add(CF_STAT_PENDING_FULL, 1);
 	} else if (op == CF_OP_READ && obj) {
-		struct cf_pending_key pk = {.obj = s.obj, .offset = offset};
-
-		if (bpf_map_update_elem(&pending_read, &pk, &tid, BPF_ANY))
-			stat_add(CF_STAT_PENDING_FULL, 1);
+		pending_read_add(tid, s.obj, offset);
 	}
 }
 
@@ -477,8 +523,8 @@ static __always_inline void request_exit(__u32 op, long ret)
 		stat_add(CF_STAT_HIST_FULL, 1);
 	}
 	stat_add(CF_STAT_INFLIGHT_NOW, -1);
-	if (op == CF_OP_READ) {
-		struct cf_pending_key pk = {.obj = s->obj, .offset = s->offset};
+	if (op == CF_OP_READ && s->slot < CF_PENDING_SLOTS) {
+		struct cf_pending_key pk = {.obj = s->obj, .offset = s->offset, .slot = s->slot};
 
 		bpf_map_delete_elem(&pending_read, &pk);
 	} else if (op == CF_OP_OPEN) {
@@ -651,16 +697,110 @@ int BPF_PROG(cf_close_enter, struct cachefiles_object___sysobs *obj)
 	return 0;
 }
 
+/*
+ * clean_object returns nothing, but its CLOSE can fail: send_req returns
+ * -EIO at once when the cache is dead (CACHEFILES_DEAD, set by
+ * cachefiles_daemon_release when /dev/cachefiles is closed) or the object no
+ * longer open, and cachefiles_flush_reqs fails a CLOSE in flight with -EIO.
+ * The result is what cf_send_req_exit saw; where that hook is missing
+ * (send_req inlined), a cache dead at return stands for -EIO.
+ */
 SEC("fexit/cachefiles_ondemand_clean_object")
 int BPF_PROG(cf_close_exit, struct cachefiles_object___sysobs *obj)
 {
 	__u32 tid = (__u32)bpf_get_current_pid_tgid();
 	struct cf_start *s = bpf_map_lookup_elem(&starts, &tid);
+	long ret = 0;
 
 	if (!s || s->op != CF_OP_CLOSE)
 		return 0;
-	request_exit(CF_OP_CLOSE, 0);
+	if (s->has_ret)
+		ret = s->ret;
+	else if (obj && (BPF_CORE_READ(obj, volume, cache, flags) & (1UL << CF_CACHEFILES_DEAD)))
+		ret = -5; /* -EIO */
+	request_exit(CF_OP_CLOSE, ret);
 	return 0;
+}
+
+/* What a CLOSE request came to (static in ondemand.c: optional). */
+SEC("fexit/cachefiles_ondemand_send_req")
+int BPF_PROG(cf_send_req_exit, void *obj, int opcode, size_t data_len, void *init_req,
+	     void *private, int ret)
+{
+	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+	struct cf_start *s;
+
+	if (opcode != CF_UAPI_OP_CLOSE)
+		return 0;
+	s = bpf_map_lookup_elem(&starts, &tid);
+	if (!s || s->op != CF_OP_CLOSE)
+		return 0;
+	s->ret = ret;
+	s->has_ret = 1;
+	return 0;
+}
+
+/*
+ * "copen <id>,<size>": the tracepoint fires only for a size >= 0. A negative
+ * size is the daemon's error reply: copen returns 0 and fails the OPEN with
+ * it; a reply the kernel refuses (unknown id, bad number) returns < 0.
+ * copen cut args at the comma (*psize = 0), so the size follows the first
+ * NUL; the buffer is freed only after the handler returns.
+ */
+SEC("fexit/cachefiles_ondemand_copen")
+int BPF_PROG(cf_copen_exit, void *cache, char *args, int ret)
+{
+	char buf[24];
+	long n;
+
+	if (ret < 0) {
+		stat_add(CF_STAT_COPEN_INVALID, 1);
+		return 0;
+	}
+	n = bpf_probe_read_kernel_str(buf, sizeof(buf), args);
+	if (n <= 0 || n >= (long)sizeof(buf))
+		return 0;
+	if (bpf_probe_read_kernel(buf, 1, args + n))
+		return 0;
+	if (buf[0] == '-')
+		stat_add(CF_STAT_COPEN_ERROR, 1);
+	return 0;
+}
+
+/*
+ * The thread waiting for the READ the daemon just read as msg_id, among the
+ * READs waiting at (object, offset): the one whose message carries that
+ * msg_id (cachefiles_ondemand_daemon_read writes it into the request's
+ * message before copying it out). Without the message (no tracepoint), the
+ * first not read yet. 0: none. A READ not read yet holds msg_id 0 (its
+ * request is kzalloc'ed), so for the one msg_id 0 two READs of the range
+ * may still be told apart wrongly.
+ */
+static __always_inline __u32 read_waiter(__u64 obj, __u64 offset, __u32 msg_id)
+{
+	struct cf_pending_key pk = {.obj = obj, .offset = offset};
+	__u32 fallback = 0, id, t;
+
+	for (__u32 i = 0; i < CF_PENDING_SLOTS; i++) {
+		struct cf_start *s;
+		__u32 *tid;
+
+		pk.slot = i;
+		tid = bpf_map_lookup_elem(&pending_read, &pk);
+		if (!tid)
+			continue;
+		t = *tid;
+		s = bpf_map_lookup_elem(&starts, &t);
+		if (!s)
+			continue;
+		if (s->msg) {
+			if (!bpf_probe_read_kernel(&id, sizeof(id), (void *)s->msg) && id == msg_id)
+				return t;
+		} else if (!fallback && !s->picks) {
+			fallback = t;
+		}
+	}
+	return fallback;
 }
 
 /* The daemon read() returned a READ message: the request is picked up. */
@@ -669,9 +809,8 @@ int BPF_PROG(cf_daemon_read_exit, void *cache, char *ubuf, size_t buflen, long r
 {
 	struct cachefiles_msg___sysobs m;
 	struct cf_objid_key ok = {.cache = (__u64)cache};
-	struct cf_pending_key pk = {};
-	__u64 *obj;
-	__u32 *tid;
+	__u64 *obj, offset;
+	__u32 tid;
 
 	if (ret < (long)(sizeof(m) + 16) || !ubuf)
 		return 0;
@@ -679,7 +818,7 @@ int BPF_PROG(cf_daemon_read_exit, void *cache, char *ubuf, size_t buflen, long r
 		return 0;
 	if (m.opcode != CF_UAPI_OP_READ)
 		return 0;
-	if (bpf_probe_read_user(&pk.offset, sizeof(pk.offset), ubuf + sizeof(m)))
+	if (bpf_probe_read_user(&offset, sizeof(offset), ubuf + sizeof(m)))
 		return 0;
 	ok.id = m.object_id;
 	obj = bpf_map_lookup_elem(&objids, &ok);
@@ -687,13 +826,12 @@ int BPF_PROG(cf_daemon_read_exit, void *cache, char *ubuf, size_t buflen, long r
 		stat_add(CF_STAT_PICK_UNMATCHED, 1);
 		return 0;
 	}
-	pk.obj = *obj;
-	tid = bpf_map_lookup_elem(&pending_read, &pk);
+	tid = read_waiter(*obj, offset, m.msg_id);
 	if (!tid) {
 		stat_add(CF_STAT_PICK_UNMATCHED, 1);
 		return 0;
 	}
-	request_picked(*tid, CF_OP_READ);
+	request_picked(tid, CF_OP_READ);
 	return 0;
 }
 
@@ -721,12 +859,19 @@ int BPF_PROG(cf_tp_open, struct cachefiles_object___sysobs *obj, void *msg, void
 	return 0;
 }
 
+/* A READ is being enqueued, in the thread that will wait for it
+ * (cachefiles_ondemand_init_read_req): keep its message's address. */
 SEC("tp_btf/cachefiles_ondemand_read")
 int BPF_PROG(cf_tp_read, struct cachefiles_object___sysobs *obj, void *msg, void *load)
 {
+	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+	struct cf_start *s = bpf_map_lookup_elem(&starts, &tid);
+
 	stat_add(CF_STAT_READ_ENQUEUED, 1);
 	if (!obj)
 		stat_add(CF_STAT_NULL_OBJECT, 1);
+	if (s && s->op == CF_OP_READ)
+		s->msg = (__u64)msg;
 	return 0;
 }
 
@@ -779,7 +924,7 @@ int BPF_PROG(cf_tp_fd_release, struct cachefiles_object___sysobs *obj, int objec
 {
 	struct task_struct *task = bpf_get_current_task_btf();
 	struct cf_objid_key ok = {.id = object_id};
-	__u32 tgid;
+	struct cf_daemon_key dk = {};
 	__u8 one = 1;
 
 	stat_add(CF_STAT_FD_RELEASE, 1);
@@ -790,8 +935,11 @@ int BPF_PROG(cf_tp_fd_release, struct cachefiles_object___sysobs *obj, int objec
 	if (!(task->flags & CF_PF_EXITING))
 		return 0;
 	stat_add(CF_STAT_DEATH_FDS, 1);
-	tgid = bpf_get_current_pid_tgid() >> 32;
-	if (bpf_map_update_elem(&dead_daemons, &tgid, &one, BPF_NOEXIST))
+	/* the tgid alone would hide the death of a later daemon given the same
+	 * pid (pids are reused); the leader's start time is the process's own */
+	dk.tgid = bpf_get_current_pid_tgid() >> 32;
+	dk.start_time = BPF_CORE_READ(task, group_leader, start_time);
+	if (bpf_map_update_elem(&dead_daemons, &dk, &one, BPF_NOEXIST))
 		return 0;
 	stat_add(CF_STAT_DAEMON_DEATH, 1);
 	daemon_record(CF_DAEMON_DEATH);
@@ -802,6 +950,9 @@ static __always_inline void volume_released(__u32 id)
 {
 	__u8 one = 1;
 
+	/* once per volume, even if both hooks reach it */
+	if (id && bpf_map_update_elem(&released_once, &id, &one, BPF_NOEXIST))
+		return;
 	stat_add(CF_STAT_VOLUME_RELEASE, 1);
 	if (id && bpf_map_update_elem(&released, &id, &one, BPF_ANY))
 		stat_add(CF_STAT_RELEASE_LOST, 1);

@@ -57,6 +57,10 @@ enum cf_stat {
 	CF_STAT_READ_NO_DATA,	/* READs completed without the data: -EIO */
 	CF_STAT_VOLUME_RELEASE, /* cachefiles volumes freed or withdrawn */
 	CF_STAT_RELEASE_LOST,	/* ... not marked for the agent: map full */
+	CF_STAT_COPEN_ERROR,	/* copen replies with an error (negative size):
+				 * the OPEN fails with it; no tracepoint fires */
+	CF_STAT_COPEN_INVALID,	/* copen replies the kernel refused (unknown id,
+				 * bad format): the write returned an error */
 	CF_STAT_MAX,
 };
 
@@ -84,13 +88,22 @@ struct cf_start {
 	__u64 len;
 	__u64 obj;	 /* struct cachefiles_object * */
 	__u64 picked_ns; /* the daemon first read it; 0: not yet */
+	__u64 msg;	 /* READ: its struct cachefiles_msg (in the kernel's
+			  * request), whose msg_id the daemon's read sets */
 	__u32 picks;	 /* times the daemon read it (> 1: re-queued by restore) */
 	__u32 op;
 	__u32 volume_id;
 	__u32 object_debug_id;
 	__s32 object_id;
-	__u32 flags; /* CF_SLOW_* */
+	__u32 flags;   /* CF_SLOW_* */
+	__s32 ret;     /* CLOSE: what cachefiles_ondemand_send_req returned */
+	__u32 has_ret; /* ... if seen */
+	__u32 slot;    /* READ: its slot in pending_read (CF_PENDING_SLOTS: none) */
+	__u32 pad;
 };
+
+/* READs of one (object, offset) that can wait at once, each timed apart */
+#define CF_PENDING_SLOTS 4
 
 /* cf_start.flags, cf_slow_record.flags */
 #define CF_SLOW_KWORKER 0x1 /* the waiting thread is a workqueue worker (kworker) */

@@ -196,6 +196,8 @@ static void cf_optional_programs(struct cachefiles_bpf *skel, const char *btf_pa
 	    {"cachefiles_prepare_ondemand_read", FN_PREPARE_READ}, /* 6.1+ */
 	    {"cachefiles_free_volume", FN},
 	    {"cachefiles_withdraw_volume", FN},
+	    {"cachefiles_ondemand_send_req", FN}, /* static: absent where inlined */
+	    {"cachefiles_ondemand_copen", FN},
 	};
 	struct bpf_program *progs[] = {
 	    skel->progs.cf_tp_open,
@@ -213,6 +215,8 @@ static void cf_optional_programs(struct cachefiles_bpf *skel, const char *btf_pa
 	    skel->progs.cf_prepare_ondemand_read_exit,
 	    skel->progs.cf_free_volume,
 	    skel->progs.cf_withdraw_volume,
+	    skel->progs.cf_send_req_exit,
+	    skel->progs.cf_copen_exit,
 	};
 	struct bpf_util_btf b;
 	char why[160];

@@ -68,7 +68,7 @@ struct cachefiles_state {
 	struct cachefiles_backend *be;
 	struct cachefiles_backend_cfg cfg;
 	struct sink_family *duration, *requests, *inflight, *inflight_oldest, *read_bytes, *pickup,
-	    *daemon_events;
+	    *daemon_events, *domain_images;
 	struct sink_series *written_bytes, *lost_ring, *lost_start, *null_objects, *slow_total;
 	struct sink_series *hist_full, *pending_full, *start_full;
 	uint64_t slow_seen;
@@ -81,6 +81,15 @@ struct cachefiles_state {
 	 * entries are deleted when a volume goes, the counters go on. */
 	struct cf_agg *retired;
 	size_t n_retired, cap_retired;
+	/* EROFS domains seen in the mount table: their shared volume and the
+	 * images mounted in it at the last collect */
+	struct cf_domain *domains;
+	size_t n_domains, cap_domains;
+};
+
+struct cf_domain {
+	char volume[CF_VOLUME_NAME_LEN + 1];
+	unsigned images;
 };
 
 struct cf_agg {
@@ -198,6 +207,7 @@ enum {
 	CF_M_HIST_FULL,
 	CF_M_UNTIMED,
 	CF_M_PICKUP_UNTIMED,
+	CF_M_DOMAIN_IMAGES,
 };
 
 static const char *const cf_op_vol[] = {"op", "volume", NULL};
@@ -257,6 +267,12 @@ static const struct metric_desc cachefiles_metrics[] = {
 			     "Requests whose daemon pick-up was not timed: the pending map was "
 			     "full.",
 			     METRIC_KIND_COUNTER},
+    [CF_M_DOMAIN_IMAGES] =
+	{"sysobs_cachefiles_domain_images",
+	 "EROFS images mounted now in a shared domain (mount option domain_id=): "
+	 "they share the fscache volume erofs,<domain_id>, whose latency and "
+	 "counts cover them all (0: none mounted now).",
+	 METRIC_KIND_GAUGE, cf_vol},
     {0},
 };
 
@@ -279,6 +295,8 @@ static const char *const cf_stat_events[CF_STAT_MAX] = {
     [CF_STAT_READ_NO_DATA] = "read_no_data",
     [CF_STAT_VOLUME_RELEASE] = "volume_release",
     [CF_STAT_RELEASE_LOST] = "volume_release_lost",
+    [CF_STAT_COPEN_ERROR] = "copen_error",
+    [CF_STAT_COPEN_INVALID] = "copen_invalid",
 };
 
 static int cachefiles_init(struct collector *c)
@@ -316,6 +334,7 @@ static int cachefiles_handles_get(struct collector *c, struct cachefiles_state *
 	st->read_bytes = sink_family(k, &d[CF_M_READ_BYTES]);
 	st->pickup = sink_family(k, &d[CF_M_PICKUP]);
 	st->daemon_events = sink_family(k, &d[CF_M_DAEMON_EVENTS]);
+	st->domain_images = sink_family(k, &d[CF_M_DOMAIN_IMAGES]);
 	st->written_bytes = sink_series1(k, &d[CF_M_WRITTEN_BYTES]);
 	st->null_objects = sink_series1(k, &d[CF_M_NULL_OBJECTS]);
 	st->lost_ring = sink_series1(k, &d[CF_M_SLOW_LOST]);
@@ -325,9 +344,9 @@ static int cachefiles_handles_get(struct collector *c, struct cachefiles_state *
 	st->start_full = sink_series1(k, &d[CF_M_UNTIMED]);
 	st->pending_full = sink_series1(k, &d[CF_M_PICKUP_UNTIMED]);
 	if (!st->duration || !st->requests || !st->inflight || !st->inflight_oldest ||
-	    !st->read_bytes || !st->pickup || !st->daemon_events || !st->written_bytes ||
-	    !st->null_objects || !st->lost_ring || !st->lost_start || !st->slow_total ||
-	    !st->hist_full || !st->pending_full || !st->start_full)
+	    !st->read_bytes || !st->pickup || !st->daemon_events || !st->domain_images ||
+	    !st->written_bytes || !st->null_objects || !st->lost_ring || !st->lost_start ||
+	    !st->slow_total || !st->hist_full || !st->pending_full || !st->start_full)
 		return -ENOMEM;
 	return 0;
 }
@@ -543,6 +562,50 @@ static void cachefiles_publish(struct sink *k, struct cachefiles_state *st, cons
 		sink_set(k, sink_series(k, st->read_bytes, vol), (double)h->bytes);
 }
 
+/*
+ * Shared EROFS domains, from the mount table: every image mounted with
+ * domain_id=D reads through the one volume erofs,D, so that volume's series
+ * are the domain's, not one image's. The kernel's volume key does not say
+ * it; erofs_show_options does. Mounts outside the agent's mount namespace
+ * are not seen.
+ */
+static void cachefiles_domains(struct sink *k, struct cachefiles_state *st)
+{
+	char line[2048], vol[CF_VOLUME_NAME_LEN + 1];
+	FILE *f = fopen("/proc/self/mounts", "re");
+
+	for (size_t i = 0; i < st->n_domains; i++)
+		st->domains[i].images = 0;
+	while (f && fgets(line, sizeof(line), f)) {
+		struct cf_domain *d = NULL;
+
+		if (!cachefiles_domain_mount(line, vol, sizeof(vol)))
+			continue;
+		for (size_t i = 0; i < st->n_domains && !d; i++)
+			if (!strcmp(st->domains[i].volume, vol))
+				d = &st->domains[i];
+		if (!d) {
+			void *p = array_grow(st->domains, &st->cap_domains, st->n_domains,
+					     sizeof(*st->domains), 4);
+
+			if (!p)
+				break;
+			st->domains = p;
+			d = &st->domains[st->n_domains++];
+			snprintf(d->volume, sizeof(d->volume), "%s", vol);
+			d->images = 0;
+		}
+		d->images++;
+	}
+	if (f)
+		fclose(f);
+	for (size_t i = 0; i < st->n_domains; i++) {
+		const char *lv[] = {st->domains[i].volume, NULL};
+
+		sink_set(k, sink_series(k, st->domain_images, lv), st->domains[i].images);
+	}
+}
+
 static int cachefiles_collect(struct collector *c)
 {
 	struct cachefiles_state *st = c->priv;
@@ -608,6 +671,7 @@ static int cachefiles_collect(struct collector *c)
 	sink_set(k, st->hist_full, (double)stats[CF_STAT_HIST_FULL]);
 	sink_set(k, st->pending_full, (double)stats[CF_STAT_PENDING_FULL]);
 	sink_set(k, st->start_full, (double)stats[CF_STAT_START_FULL]);
+	cachefiles_domains(k, st);
 
 	p = malloc(sizeof(*p));
 	if (!p)
@@ -634,6 +698,7 @@ static void cachefiles_stop(struct collector *c)
 		st->be_ops->close(st->be);
 	free(st->agg);
 	free(st->retired);
+	free(st->domains);
 	free(st);
 	c->priv = NULL;
 	c->fd = -1;

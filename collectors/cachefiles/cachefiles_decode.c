@@ -175,6 +175,30 @@ int cachefiles_probe_verdict(const struct cachefiles_kernel *k, char *why, size_
 	return 0;
 }
 
+bool cachefiles_domain_mount(const char *line, char *out, size_t len)
+{
+	char type[32], opts[1024];
+	const char *o;
+
+	/* device mountpoint type options dump pass; spaces in the first two
+	 * are escaped (\040) by the kernel */
+	if (sscanf(line, "%*s %*s %31s %1023s", type, opts) != 2 || strcmp(type, "erofs"))
+		return false;
+	for (o = opts; o; o = strchr(o, ',') ? strchr(o, ',') + 1 : NULL) {
+		size_t n;
+
+		if (strncmp(o, "domain_id=", 10))
+			continue;
+		o += 10;
+		n = strcspn(o, ",");
+		if (!n)
+			return false;
+		snprintf(out, len, "erofs,%.*s", (int)n, o);
+		return true;
+	}
+	return false;
+}
+
 double cachefiles_hist_quantile(const __u64 *buckets, double q)
 {
 	uint64_t total = 0, cum = 0;

@@ -56,6 +56,15 @@ struct cachefiles_kernel {
 };
 int cachefiles_probe_verdict(const struct cachefiles_kernel *k, char *why, size_t len);
 
+/*
+ * One line of /proc/self/mounts: an EROFS mount with domain_id=D shares the
+ * fscache volume "erofs,D" with every image of its domain
+ * (fs/erofs/fscache.c, erofs_fscache_register_domain; erofs_show_options
+ * prints fsid= and domain_id=). Returns true and the volume name in out for
+ * such a line, false for any other.
+ */
+bool cachefiles_domain_mount(const char *line, char *out, size_t len);
+
 /* Quantile (0..1) from non-cumulative bucket counts, as the upper bound in
  * seconds of the bucket that holds it; +Inf bucket -> INFINITY; no data -> NAN.
  * Used by tests and the VM harness to check the agent's histograms. */

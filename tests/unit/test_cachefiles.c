@@ -301,6 +301,33 @@ static void prepare_read_hook_only_for_its_prototype(void **state)
 	}
 }
 
+/* /proc/self/mounts lines as erofs_show_options prints them */
+static void domain_mounts_name_the_shared_volume(void **state)
+{
+	char vol[CF_VOLUME_NAME_LEN + 1];
+
+	assert_true(cachefiles_domain_mount(
+	    "none /mnt/a erofs ro,relatime,fsid=img1,domain_id=dom 0 0\n", vol, sizeof(vol)));
+	assert_string_equal(vol, "erofs,dom");
+	/* domain_id first, and another image of the same domain */
+	assert_true(cachefiles_domain_mount("none /mnt/b erofs ro,domain_id=dom,fsid=img2 0 0", vol,
+					    sizeof(vol)));
+	assert_string_equal(vol, "erofs,dom");
+	/* an image of its own: its volume is erofs,<fsid>, not shared */
+	assert_false(cachefiles_domain_mount("none /mnt/c erofs ro,relatime,fsid=img3 0 0\n", vol,
+					     sizeof(vol)));
+	/* not erofs, an empty domain_id, a short line */
+	assert_false(
+	    cachefiles_domain_mount("tmpfs /tmp tmpfs rw,domain_id=dom 0 0\n", vol, sizeof(vol)));
+	assert_false(cachefiles_domain_mount("none /mnt/d erofs ro,domain_id=,fsid=x 0 0\n", vol,
+					     sizeof(vol)));
+	assert_false(cachefiles_domain_mount("none /mnt/e\n", vol, sizeof(vol)));
+	/* a mount point with an escaped space is one field */
+	assert_true(cachefiles_domain_mount("none /mnt/my\\040dir erofs ro,domain_id=d2 0 0\n", vol,
+					    sizeof(vol)));
+	assert_string_equal(vol, "erofs,d2");
+}
+
 static void bpf_probe_on_this_host(void **state)
 {
 	char why[256] = "";
@@ -332,6 +359,7 @@ int main(void)
 	    cmocka_unit_test(slow_record_edge_cases),
 	    cmocka_unit_test(daemon_record_decodes),
 	    cmocka_unit_test(volume_names),
+	    cmocka_unit_test(domain_mounts_name_the_shared_volume),
 	    cmocka_unit_test(probe_verdict_names_what_is_missing),
 	    cmocka_unit_test(bpf_probe_on_this_host),
 	    cmocka_unit_test(daemon_read_hook_only_for_its_prototype),

@@ -37,6 +37,19 @@
  * A hung daemon (--control DIR): while DIR/pause exists the daemon reads no
  * request and answers no READ; when DIR/hold exists, the next READ read
  * removes it and creates DIR/pause, so that request is "read, not answered".
+ * When DIR/closedev exists the daemon closes /dev/cachefiles and creates
+ * DIR/closed, keeping its anonymous fds (without --failover only: the
+ * supervisor's copy would keep the device open): the kernel marks the cache
+ * dead (CACHEFILES_DEAD) while its objects stay open.
+ *
+ * --image-for VOLUME_KEY=FILE serves that volume's cookies from FILE.
+ * --copen-error VOLUME_KEY=N answers the volume's Nth OPEN "copen <id>,-5"
+ * (an error reply). --late-write VOLUME_KEY writes a READ's data after its
+ * hold, not before: a reader of the same range meanwhile finds no data and
+ * sends a READ of its own. --child-pid N (with --failover) starts every child as
+ * pid N (clone3 set_tid), so that the dead daemons share one pid. The stats
+ * count, per volume, error replies (copen_error) and READs read while another
+ * READ of the same (object, offset) was read and unanswered (dup_reads).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -52,6 +65,7 @@
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -69,6 +83,13 @@ struct od_volume {
 	unsigned nodata_at;    /* --nodata: this READ (1-based) gets no data */
 	unsigned long nodata;  /* READs completed without writing the data */
 	unsigned long n_reads; /* READs read (for nodata_at) */
+	int image_fd;	       /* --image-for: this volume's image; -1: --image */
+	off_t image_size;
+	unsigned copen_error_at;    /* --copen-error: this OPEN (1-based) gets an error */
+	unsigned long n_opens;	    /* OPENs read (for copen_error_at) */
+	unsigned long copen_errors; /* OPENs answered with an error */
+	unsigned long dup_reads;    /* READs read while one of the same range was held */
+	int late_write;		    /* --late-write: the data is written after the hold */
 };
 
 struct od_object {
@@ -116,6 +137,17 @@ static unsigned od_crash_seen;
 static pthread_mutex_t od_answer_lock = PTHREAD_MUTEX_INITIALIZER;
 static int od_crashing;
 static const char *od_control; /* --control DIR */
+static int od_devfd = -1;
+static pid_t od_child_pid; /* --child-pid */
+
+/* READs read and not answered, by (object id, offset): duplicates counted */
+#define OD_MAX_HELD 256
+static struct {
+	uint32_t object_id;
+	uint64_t off;
+	int used;
+} od_held[OD_MAX_HELD];
+static pthread_mutex_t od_held_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* Does DIR/name exist? */
 static int od_control_has(const char *name)
@@ -186,6 +218,7 @@ static struct od_volume *od_volume_get(const char *key)
 		return NULL;
 	v = &od_volumes[od_n_volumes++];
 	snprintf(v->key, sizeof(v->key), "%s", key);
+	v->image_fd = -1;
 	return v;
 }
 
@@ -254,6 +287,47 @@ static int od_nodata_parse(const char *arg)
 	return 0;
 }
 
+/* "--image-for KEY=FILE" */
+static int od_image_for_parse(const char *arg)
+{
+	char key[OD_VOLUME_LEN];
+	const char *eq = strchr(arg, '=');
+	struct od_volume *v;
+	struct stat st;
+
+	if (!eq || (size_t)(eq - arg) >= sizeof(key))
+		return -EINVAL;
+	memcpy(key, arg, eq - arg);
+	key[eq - arg] = 0;
+	v = od_volume_get(key);
+	if (!v)
+		return -ENOSPC;
+	v->image_fd = open(eq + 1, O_RDONLY | O_CLOEXEC);
+	if (v->image_fd < 0 || fstat(v->image_fd, &st))
+		return -errno;
+	v->image_size = st.st_size;
+	return 0;
+}
+
+/* "--copen-error KEY=N" */
+static int od_copen_error_parse(const char *arg)
+{
+	char key[OD_VOLUME_LEN];
+	const char *eq = strrchr(arg, '=');
+	struct od_volume *v;
+	unsigned n;
+
+	if (!eq || (size_t)(eq - arg) >= sizeof(key) || sscanf(eq + 1, "%u", &n) != 1 || !n)
+		return -EINVAL;
+	memcpy(key, arg, eq - arg);
+	key[eq - arg] = 0;
+	v = od_volume_get(key);
+	if (!v)
+		return -ENOSPC;
+	v->copen_error_at = n;
+	return 0;
+}
+
 /* "--delay KEY=READ_MS[/OPEN_MS]" */
 static int od_delay_parse(const char *arg)
 {
@@ -288,9 +362,9 @@ static void od_stats_write(void)
 
 		fprintf(f,
 			"volume=%s open=%lu read=%lu close=%lu read_bytes=%llu delay_ms=%u "
-			"nodata=%lu\n",
+			"nodata=%lu copen_error=%lu dup_reads=%lu\n",
 			v->key, v->opens, v->reads, v->closes, v->read_bytes, v->read_delay_ms,
-			v->nodata);
+			v->nodata, v->copen_errors, v->dup_reads);
 	}
 	fprintf(f, "errors=%lu\n", od_errors);
 	fprintf(f, "abandoned=%lu\n", od_sh->abandoned);
@@ -342,6 +416,17 @@ static int od_handle_open(int devfd, const struct cachefiles_msg *msg)
 	vkey[n] = 0;
 	v = od_volume_get(vkey);
 	od_crash_check(vkey, CACHEFILES_OP_OPEN);
+	if (v && v->copen_error_at && ++v->n_opens == v->copen_error_at) {
+		/* an error reply: the kernel fails the OPEN with it (copen <id>,<-errno>) */
+		close(load->fd);
+		snprintf(reply, sizeof(reply), "copen %u,%d", msg->msg_id, -EIO);
+		if (od_cmd(devfd, reply))
+			return -1;
+		__atomic_add_fetch(&v->copen_errors, 1, __ATOMIC_RELAXED);
+		fprintf(stderr, "ondemand: OPEN %u of %s answered with error %d\n", msg->msg_id,
+			vkey, -EIO);
+		return 0;
+	}
 	for (i = 0; i < OD_MAX_OBJECTS; i++) {
 		if (od_objects[i].fd < 0) {
 			o = &od_objects[i];
@@ -358,7 +443,8 @@ static int od_handle_open(int devfd, const struct cachefiles_msg *msg)
 	o->vol = v;
 	if (v && v->open_delay_ms)
 		od_sleep_until(&od_req_start, v->open_delay_ms);
-	snprintf(reply, sizeof(reply), "copen %u,%lld", msg->msg_id, (long long)od_image_size);
+	snprintf(reply, sizeof(reply), "copen %u,%lld", msg->msg_id,
+		 (long long)(v && v->image_fd >= 0 ? v->image_size : od_image_size));
 	if (od_cmd(devfd, reply))
 		return -1;
 	if (v)
@@ -386,7 +472,45 @@ struct od_read_job {
 	unsigned delay_ms;
 	int nodata; /* complete without writing: the reader gets -EIO */
 	struct od_volume *vol;
+	int image_fd;
+	off_t image_size;
+	int held; /* slot in od_held, or -1 */
+	int late; /* write after the hold */
 };
+
+/* Notes a READ read; counts it when one of the same range is held. */
+static int od_held_add(struct od_volume *v, uint32_t object_id, uint64_t off)
+{
+	int slot = -1;
+
+	pthread_mutex_lock(&od_held_lock);
+	for (int i = 0; i < OD_MAX_HELD; i++) {
+		if (!od_held[i].used) {
+			if (slot < 0)
+				slot = i;
+		} else if (od_held[i].object_id == object_id && od_held[i].off == off && v) {
+			v->dup_reads++;
+			fprintf(stderr, "ondemand: READ of object %u at %llu while one is held\n",
+				object_id, (unsigned long long)off);
+		}
+	}
+	if (slot >= 0) {
+		od_held[slot].object_id = object_id;
+		od_held[slot].off = off;
+		od_held[slot].used = 1;
+	}
+	pthread_mutex_unlock(&od_held_lock);
+	return slot;
+}
+
+static void od_held_del(int slot)
+{
+	if (slot < 0)
+		return;
+	pthread_mutex_lock(&od_held_lock);
+	od_held[slot].used = 0;
+	pthread_mutex_unlock(&od_held_lock);
+}
 
 static void *od_read_worker(void *arg)
 {
@@ -399,13 +523,15 @@ static void *od_read_worker(void *arg)
 		__atomic_add_fetch(&od_errors, 1, __ATOMIC_RELAXED);
 		goto out_complete;
 	}
-	if (end > (uint64_t)od_image_size)
-		end = od_image_size;
+	if (end > (uint64_t)j->image_size)
+		end = j->image_size;
+	if (j->late && j->delay_ms)
+		od_sleep_until(&j->start, j->delay_ms);
 	while (off < end && !j->nodata) {
 		size_t chunk = end - off < OD_CHUNK ? end - off : OD_CHUNK;
 		size_t padded = (chunk + OD_BLOCK - 1) & ~(size_t)(OD_BLOCK - 1);
 
-		n = pread(od_image_fd, buf, chunk, off);
+		n = pread(j->image_fd, buf, chunk, off);
 		if (n <= 0)
 			break;
 		memset(buf + n, 0, padded - n);
@@ -421,7 +547,7 @@ static void *od_read_worker(void *arg)
 	}
 out_complete:
 	free(buf);
-	if (j->delay_ms)
+	if (!j->late && j->delay_ms)
 		od_sleep_until(&j->start, j->delay_ms);
 	while (od_control_has("pause") && !od_stop)
 		usleep(10000);
@@ -440,6 +566,7 @@ out_complete:
 		__atomic_add_fetch(&j->vol->reads, 1, __ATOMIC_RELAXED);
 		__atomic_add_fetch(&j->vol->read_bytes, j->len, __ATOMIC_RELAXED);
 	}
+	od_held_del(j->held);
 	__atomic_sub_fetch(&od_busy, 1, __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&od_answer_lock);
 	free(j);
@@ -470,6 +597,10 @@ static int od_handle_read(const struct cachefiles_msg *msg)
 	j->len = load->len;
 	j->fd = o->fd;
 	j->vol = o->vol;
+	j->image_fd = o->vol && o->vol->image_fd >= 0 ? o->vol->image_fd : od_image_fd;
+	j->image_size = o->vol && o->vol->image_fd >= 0 ? o->vol->image_size : od_image_size;
+	j->held = od_held_add(o->vol, msg->object_id, load->off);
+	j->late = o->vol && o->vol->late_write;
 	if (o->vol) {
 		j->delay_ms = o->vol->read_delay_ms;
 		j->nodata = ++o->vol->n_reads == o->vol->nodata_at;
@@ -506,10 +637,41 @@ static void od_handle_close(const struct cachefiles_msg *msg)
 
 static void od_usage(FILE *f)
 {
-	fprintf(f, "usage: ondemand_daemon --image FILE [--dir DIR] [--tag TAG]\n"
-		   "       [--delay VOLUME_KEY=READ_MS[/OPEN_MS]]... [--stats FILE]\n"
-		   "       [--ready FILE] [--failover [--crash VOLUME_KEY=open|read:N]...]\n"
-		   "       [--control DIR] [--nodata VOLUME_KEY=N]\n");
+	fprintf(f,
+		"usage: ondemand_daemon --image FILE [--dir DIR] [--tag TAG]\n"
+		"       [--delay VOLUME_KEY=READ_MS[/OPEN_MS]]... [--stats FILE]\n"
+		"       [--ready FILE] [--failover [--crash VOLUME_KEY=open|read:N]...]\n"
+		"       [--control DIR] [--nodata VOLUME_KEY=N] [--image-for VOLUME_KEY=FILE]\n"
+		"       [--copen-error VOLUME_KEY=N] [--child-pid N] [--late-write VOLUME_KEY]\n");
+}
+
+/* DIR/closedev: the daemon closes /dev/cachefiles (its only reference when
+ * not supervised) and keeps its anonymous fds; DIR/closed says it is done. */
+static void od_close_dev(int *devfd)
+{
+	char path[512];
+	int fd;
+
+	close(*devfd);
+	*devfd = -1;
+	od_devfd = -1;
+	fprintf(stderr, "ondemand: closed /dev/cachefiles, anonymous fds kept\n");
+	snprintf(path, sizeof(path), "%s/closed", od_control);
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	if (fd >= 0)
+		close(fd);
+}
+
+/* An orderly exit closes the anonymous fds itself: a daemon that exits
+ * holding them is what the agent reports as a death. */
+static void od_objects_close(void)
+{
+	for (unsigned i = 0; i < OD_MAX_OBJECTS; i++) {
+		if (od_objects[i].fd >= 0) {
+			close(od_objects[i].fd);
+			od_objects[i].fd = -1;
+		}
+	}
 }
 
 /* The daemon proper: poll, read one request, answer it, until SIGTERM. */
@@ -527,8 +689,12 @@ static void od_serve(int devfd)
 			od_dump = 0;
 			od_stats_write();
 		}
-		if (od_control_has("pause")) {
+		if (od_control_has("pause") || devfd < 0) {
 			usleep(20000);
+			continue;
+		}
+		if (od_control_has("closedev")) {
+			od_close_dev(&devfd);
 			continue;
 		}
 		c = poll(&pfd, 1, 200);
@@ -573,10 +739,41 @@ static void od_serve(int devfd)
  * replaced by one that writes "restore" first; SIGTERM is passed on to the
  * child, and ends the supervisor when the child has exited.
  */
+/* clone_args up to set_tid (CLONE_ARGS_SIZE_VER1, Linux 5.5) */
+struct od_clone_args {
+	uint64_t flags, pidfd, child_tid, parent_tid, exit_signal, stack, stack_size, tls;
+	uint64_t set_tid, set_tid_size;
+};
+
+#ifndef SYS_clone3
+#define SYS_clone3 435
+#endif
+
+/* fork(), as pid od_child_pid when one is asked for (clone3 with set_tid:
+ * root may choose a free pid), so that successive children share it. */
+static pid_t od_fork(void)
+{
+	struct od_clone_args a = {.exit_signal = SIGCHLD};
+	pid_t want = od_child_pid;
+	long pid;
+
+	if (!od_child_pid)
+		return fork();
+	a.set_tid = (uint64_t)(uintptr_t)&want;
+	a.set_tid_size = 1;
+	pid = syscall(SYS_clone3, &a, sizeof(a));
+	if (pid < 0) {
+		/* the pid taken, or no clone3: serve anyway; the stats show the pids */
+		fprintf(stderr, "ondemand: clone3 as pid %d: %s: fork()\n", want, strerror(errno));
+		return fork();
+	}
+	return (pid_t)pid;
+}
+
 static int od_supervise(int devfd)
 {
 	for (unsigned gen = 0;; gen++) {
-		pid_t pid = fork();
+		pid_t pid = od_fork();
 		int status;
 
 		if (pid < 0) {
@@ -594,6 +791,7 @@ static int od_supervise(int devfd)
 				fprintf(stderr, "ondemand: pid %d restored\n", getpid());
 			}
 			od_serve(devfd);
+			od_objects_close();
 			_exit(0);
 		}
 		while (waitpid(pid, &status, 0) < 0) {
@@ -614,12 +812,22 @@ static int od_supervise(int devfd)
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
-	    {"image", required_argument, NULL, 'i'},   {"dir", required_argument, NULL, 'd'},
-	    {"tag", required_argument, NULL, 't'},     {"delay", required_argument, NULL, 'D'},
-	    {"stats", required_argument, NULL, 's'},   {"ready", required_argument, NULL, 'r'},
-	    {"failover", no_argument, NULL, 'F'},      {"crash", required_argument, NULL, 'C'},
-	    {"control", required_argument, NULL, 'c'}, {"nodata", required_argument, NULL, 'N'},
-	    {"help", no_argument, NULL, 'h'},	       {0},
+	    {"image", required_argument, NULL, 'i'},
+	    {"dir", required_argument, NULL, 'd'},
+	    {"tag", required_argument, NULL, 't'},
+	    {"delay", required_argument, NULL, 'D'},
+	    {"stats", required_argument, NULL, 's'},
+	    {"ready", required_argument, NULL, 'r'},
+	    {"failover", no_argument, NULL, 'F'},
+	    {"crash", required_argument, NULL, 'C'},
+	    {"control", required_argument, NULL, 'c'},
+	    {"nodata", required_argument, NULL, 'N'},
+	    {"image-for", required_argument, NULL, 'I'},
+	    {"copen-error", required_argument, NULL, 'E'},
+	    {"child-pid", required_argument, NULL, 'P'},
+	    {"late-write", required_argument, NULL, 'L'},
+	    {"help", no_argument, NULL, 'h'},
+	    {0},
 	};
 	const char *image = NULL, *dir = "/var/cache/fscache", *tag = "sysobs", *ready = NULL;
 	char cmd[512];
@@ -675,6 +883,29 @@ int main(int argc, char **argv)
 				return 2;
 			}
 			break;
+		case 'I':
+			if (od_image_for_parse(optarg)) {
+				fprintf(stderr, "ondemand: bad --image-for '%s'\n", optarg);
+				return 2;
+			}
+			break;
+		case 'E':
+			if (od_copen_error_parse(optarg)) {
+				fprintf(stderr, "ondemand: bad --copen-error '%s'\n", optarg);
+				return 2;
+			}
+			break;
+		case 'P':
+			od_child_pid = atoi(optarg);
+			break;
+		case 'L': {
+			struct od_volume *v = od_volume_get(optarg);
+
+			if (!v)
+				return 2;
+			v->late_write = 1;
+			break;
+		}
 		case 'h':
 			od_usage(stdout);
 			return 0;
@@ -719,12 +950,16 @@ int main(int argc, char **argv)
 			close(fd);
 	}
 
-	if (failover)
+	od_devfd = devfd;
+	if (failover) {
 		rc = od_supervise(devfd);
-	else
+	} else {
 		od_serve(devfd);
+		od_objects_close();
+	}
 	od_stats_write();
 	/* Keep devfd open until here: closing it unbinds the cache. */
-	close(devfd);
+	if (od_devfd >= 0)
+		close(od_devfd);
 	return rc;
 }

@@ -9,13 +9,15 @@
 set -u
 . /etc/vm-test.conf	# WARM_FSID FAST_FSID FAST_MS SLOW_FSID SLOW_MS SLOW_THRESHOLD READ_AHEAD_KB READERS
 			# FAIL_FSID FAIL_MS FAIL_CRASH_READ HUNG_FSID HUNG_S NODATA_FSID
-			# REMOUNT_FSID REMOUNTS
+			# REMOUNT_FSID REMOUNTS DOMAIN DOM_FSID1 DOM_FSID2 COPEN_FSID
+			# DUP_FSID DUP_MS CHILD_PID DEAD_FSID WITHDRAW_FSID
 
 . /tests/lib.sh
 # busybox-static wget crashed here (static NSS); curl comes with its libraries
 get() { curl -sS --max-time 10 -o "$2" "http://127.0.0.1:9559$1"; }
 
-mkdir -p /var/cache/fscache /mnt/warm /mnt/fast /mnt/slow /mnt/fail /mnt/hung /mnt/nodata /mnt/remount /run/od
+mkdir -p /var/cache/fscache /mnt/warm /mnt/fast /mnt/slow /mnt/fail /mnt/hung /mnt/nodata /mnt/remount /run/od \
+	/mnt/dom1 /mnt/dom2 /mnt/copen /mnt/dup /mnt/dead /mnt/withdraw /run/od2
 mount -t ext4 /dev/vda /var/cache/fscache || {
 	say "FAIL cannot mount the cache disk /dev/vda"
 	exit 1
@@ -61,10 +63,15 @@ section collectors /tmp/collectors.json
 # --failover: a supervisor holds /dev/cachefiles; on the fail volume the first
 # daemon dies reading its OPEN, the second (after "restore") dies reading its
 # FAIL_CRASH_READth READ with READs held, and the third restores and serves.
+# Every child is pid CHILD_PID: the two dead daemons share a tgid.
+# The copen volume's OPEN is answered with an error; the dup volume is served
+# from an image whose two files share their chunks, held DUP_MS per READ.
 ondemand_daemon --image /data/fs.img --dir /var/cache/fscache --tag sysobs \
 	--delay "erofs,$FAST_FSID=$FAST_MS/$FAST_MS" --delay "erofs,$SLOW_FSID=$SLOW_MS/$SLOW_MS" \
-	--delay "erofs,$FAIL_FSID=$FAIL_MS/0" --failover \
+	--delay "erofs,$FAIL_FSID=$FAIL_MS/0" --failover --child-pid "$CHILD_PID" \
 	--crash "erofs,$FAIL_FSID=open:1" --crash "erofs,$FAIL_FSID=read:$FAIL_CRASH_READ" \
+	--copen-error "erofs,$COPEN_FSID=1" --image-for "erofs,$DUP_FSID=/data/dup.img" \
+	--delay "erofs,$DUP_FSID=$DUP_MS/0" --late-write "erofs,$DUP_FSID" \
 	--nodata "erofs,$NODATA_FSID=3" --control /run/od --stats /run/ondemand.stats --ready /run/ondemand.ready 2>/tmp/ondemand.log &
 daemon=$!
 i=0
@@ -193,6 +200,71 @@ else
 	rc=1
 fi
 
+# A shared domain: two images mounted with one domain_id share the fscache
+# volume erofs,<domain_id> (fs/erofs/fscache.c erofs_fscache_register_domain);
+# /metrics is read while both are mounted.
+if mount -t erofs none -o "fsid=$DOM_FSID1,domain_id=$DOMAIN" /mnt/dom1 &&
+	mount -t erofs none -o "fsid=$DOM_FSID2,domain_id=$DOMAIN" /mnt/dom2; then
+	md5sum /mnt/dom1/part1.bin /mnt/dom2/part2.bin >/tmp/md5-dom
+	grep ' erofs ' /proc/mounts >/tmp/dom-mounts.txt
+	# two collects (interval 500 ms): the agent reads the mounts at each
+	sleep 1.2
+	get /metrics /tmp/dom-metrics-all.txt
+	grep '^sysobs_cachefiles_domain' /tmp/dom-metrics-all.txt >/tmp/dom-metrics.txt
+	umount /mnt/dom1
+	umount /mnt/dom2
+	if grep -q "$(sed -n 1p /tmp/md5-dom | cut -d' ' -f1)" /data/md5sums &&
+		grep -q "$(sed -n 2p /tmp/md5-dom | cut -d' ' -f1)" /data/md5sums; then
+		say "OK content domain"
+	else
+		say "FAIL content domain differs"
+		rc=1
+	fi
+else
+	say "FAIL mount -t erofs -o fsid=...,domain_id=$DOMAIN"
+	rc=1
+fi
+section dom_mounts /tmp/dom-mounts.txt
+section dom_metrics /tmp/dom-metrics.txt
+
+# The daemon answers this volume's OPEN with an error (copen <id>,-5): the
+# mount fails, and the reply must be counted.
+if mount -t erofs none -o "fsid=$COPEN_FSID" /mnt/copen 2>/tmp/copen.err; then
+	say "FAIL mount of $COPEN_FSID succeeded though its OPEN was refused"
+	umount /mnt/copen
+	rc=1
+else
+	say "OK mount of $COPEN_FSID failed: $(cat /tmp/copen.err)"
+fi
+
+# Two files whose chunks are shared (mkfs.erofs --chunksize deduplicates):
+# read at once, their READs ask for the same (object, offset). The daemon
+# reads nothing while both readers send their first READ (both wait unread
+# at one range), then holds each READ DUP_MS and writes its data last, so
+# that the other reader's READ of the range is sent meanwhile.
+if mount -t erofs none -o "fsid=$DUP_FSID" /mnt/dup; then
+	ls -l /mnt/dup >/dev/null # the inodes now: no metadata READ in the pause
+	touch /run/od/pause
+	(md5sum /mnt/dup/a.bin >/tmp/dup-a) &
+	d1=$!
+	(md5sum /mnt/dup/b.bin >/tmp/dup-b) &
+	d2=$!
+	sleep 2
+	rm -f /run/od/pause
+	wait $d1 $d2
+	if [ "$(cut -d' ' -f1 /tmp/dup-a)" = "$(cut -d' ' -f1 /tmp/dup-b)" ] &&
+		grep -q "$(cut -d' ' -f1 /tmp/dup-a)" /data/dup.md5; then
+		say "OK content dup"
+	else
+		say "FAIL content dup differs"
+		rc=1
+	fi
+	umount /mnt/dup
+else
+	say "FAIL mount -t erofs -o fsid=$DUP_FSID"
+	rc=1
+fi
+
 # Remounts: each mount of the same fsid is a new fscache volume (a new
 # debug_id); the agent must keep one label and room in its kernel maps.
 start=$(date +%s)
@@ -212,11 +284,42 @@ section hung_close /tmp/hung-close-cf.txt
 
 kill -TERM $daemon
 wait $daemon
+
+# A dead cache: a second daemon serves two volumes, then closes
+# /dev/cachefiles keeping its anonymous fds (cachefiles_daemon_release sets
+# CACHEFILES_DEAD; the objects stay open). The dead volume's unmount sends a
+# CLOSE that cachefiles_ondemand_send_req fails with -EIO at once. Then the
+# daemon exits: its fds closed, the cache is withdrawn with the other volume
+# still mounted (cachefiles_withdraw_volume), which is unmounted last.
+ondemand_daemon --image /data/fs.img --dir /var/cache/fscache --tag sysobs \
+	--control /run/od2 --stats /run/ondemand2.stats --ready /run/ondemand2.ready \
+	2>/tmp/ondemand2.log &
+daemon2=$!
+waitfile /run/ondemand2.ready || say "FAIL the second daemon did not bind"
+if mount -t erofs none -o "fsid=$DEAD_FSID" /mnt/dead &&
+	mount -t erofs none -o "fsid=$WITHDRAW_FSID" /mnt/withdraw; then
+	cat /mnt/dead/small.txt /mnt/withdraw/small.txt >/dev/null
+	touch /run/od2/closedev
+	waitfile /run/od2/closed || say "FAIL the second daemon did not close the device"
+	umount /mnt/dead
+	say "dead cache: unmount of $DEAD_FSID exit $?"
+	kill -TERM $daemon2
+	wait $daemon2
+	umount /mnt/withdraw
+	say "withdrawn cache: unmount of $WITHDRAW_FSID exit $?"
+else
+	say "FAIL mount of $DEAD_FSID or $WITHDRAW_FSID"
+	kill -TERM $daemon2
+	wait $daemon2
+	rc=1
+fi
+
 # The last counts reach /metrics at a collect (interval 500 ms) that TCG on a
 # busy host can delay: poll until the OPENs and READs the daemon served are
 # all counted (or 30 s pass), then read once more two intervals later.
 want=$(awk '{ for (i = 2; i <= NF; i++) { split($i, kv, "=");
-	if (kv[1] == "open" || kv[1] == "read") s += kv[2] } } END { print s + 0 }' /run/ondemand.stats)
+	if (kv[1] == "open" || kv[1] == "read") s += kv[2] } } END { print s + 0 }' \
+	/run/ondemand.stats /run/ondemand2.stats)
 counted() {
 	get /metrics /tmp/metrics.txt
 	awk '/^sysobs_cachefiles_requests_total\{/ && /op="(open|read)"/ { s += $NF } END { print s + 0 }' \
@@ -239,6 +342,8 @@ cur=$(sed -n 's/.*"next_cursor": *"\([0-9]*\)".*/\1/p' /tmp/page1.json)
 get "/api/v1/cachefiles/slow?limit=5&cursor=$cur" /tmp/page2.json
 section ondemand_stats /run/ondemand.stats
 section ondemand_log /tmp/ondemand.log
+section ondemand2_stats /run/ondemand2.stats
+section ondemand2_log /tmp/ondemand2.log
 section metrics /tmp/metrics-cf.txt
 section slow /tmp/slow.json
 section exemplars /tmp/exemplars.txt
