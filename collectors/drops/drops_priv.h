@@ -82,6 +82,14 @@ struct drops_state {
 int drops_sum_percpu(struct drops_state *st, int fd, const void *key, uint64_t *sum);
 void drops_maybe_rescan(struct drops_state *st, uint32_t reason);
 
+/* drops_samples.c: the reason names ?reason= checks (a snapshot per
+ * (re)scan; all freed at stop), and the ring buffer's record callback
+ * (ctx: the collector). */
+struct drops_reasons;
+void drops_names_publish(const struct drops_reasons *r);
+void drops_names_free_all(void);
+int drops_on_sample(void *ctx, void *data, size_t len);
+
 /* drops_counts.c: NULL on ENOMEM. */
 struct drops_counts *drops_counts_new(int ncpus);
 void drops_counts_free(struct drops_counts *k); /* accepts NULL */
