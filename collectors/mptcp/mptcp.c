@@ -45,10 +45,10 @@
 #include "collectors/mptcp/mptcp_diag.h"
 #include "collectors/mptcp/mptcp_mib.h"
 #include "collectors/mptcp/mptcp_nl.h"
+#include "collectors/mptcp/mptcp_priv.h"
 #include "collectors/mptcp/mptcp_recover.h"
 #include "collectors/mptcp/mptcp_state.h"
 
-#define MPTCP_MAX_NETNS	  64
 #define MPTCP_RECV_BUDGET 512 /* datagrams per netns per on_ready */
 #define MPTCP_PM_CHECK_MS 10000
 
@@ -170,51 +170,6 @@ static const struct metric_desc mptcp_metrics[] = {
 			   "MPTCP connections), per watched namespace.",
 			   METRIC_KIND_GAUGE, mptcp_mib_l},
     [MPTCP_M_N] = {0},
-};
-
-/* One watched network namespace. */
-struct mptcp_watch {
-	char path[256];	       /* as configured ("self" for our own) */
-	uint64_t ino;	       /* netns inode: the netns id in rows and JSON */
-	struct mnl_socket *nl; /* event socket, joined to the events group */
-	uint16_t family;       /* mptcp_pm genl family id in that netns */
-	int diag_fd;	       /* NETLINK_SOCK_DIAG socket in that netns */
-	int pm_type_fd;	       /* /proc/sys/net/mptcp/pm_type of that netns */
-	int netstat_fd;	       /* /proc/net/netstat of that netns (MPTcpExt) */
-	char ino_s[24];	       /* ino as a label value */
-	int pm_warned;
-	int resync_pending; /* overrun seen, resync once the queue is drained */
-	uint64_t overruns;
-	uint64_t join_rejected; /* MPTcpExtMPJoinRejected at the last read */
-	int join_rejected_seen;
-	struct mptcp_state *prev_dump; /* the last reconciliation's dump */
-	int64_t prev_dump_ns;
-	struct log_ratelimit overrun_rl;
-};
-
-struct mptcp_priv {
-	struct collector *c;
-	int epfd;
-	size_t rcvbuf;
-	struct mptcp_watch w[MPTCP_MAX_NETNS];
-	size_t n_w;
-	struct mptcp_state *state;
-	int64_t next_pm_check_ns;
-	int64_t reconcile_ns, next_reconcile_ns;
-	int absent_side_is_client; /* kernel 5.19+: see mptcp_event_side_resolve() */
-
-	struct sink_family *events_total;	   /* {type} */
-	struct sink_family *resets_total;	   /* {reason} */
-	struct sink_family *corrections;	   /* {kind} */
-	struct sink_family *join_failures;	   /* {errno} */
-	struct sink_family *mib_total, *mib_gauge; /* {netns,counter} */
-	struct mptcp_mib mib;			   /* scratch of mptcp_mib_read() */
-	struct sink_series *fallbacks_c;
-	struct sink_series *correction_s[4];
-	struct sink_series *ev_series[MPTCP_EV_MAX + 1];
-	struct sink_series *lifetime_s;
-	struct sink_series *conns_g, *subflows_g, *overruns_c, *unknown_ev_c, *unknown_attr_c,
-	    *malformed_c, *unmatched_c, *resyncs_c;
 };
 
 static const struct event_table *const mptcp_tables[] = {&mptcp_events_table, NULL};
@@ -855,80 +810,6 @@ static void mptcp_stop(struct collector *c)
 	c->priv = NULL;
 	c->fd = -1;
 }
-
-/* ---- routes -------------------------------------------------------------- */
-
-#define MPTCP_LIVE_LIMIT_MAX 1000 /* connections per answer: the default and the cap */
-
-/*
- * GET /api/v1/mptcp/connections[?netns=INODE][&limit=N] -> MptcpConnectionList:
- * live connections with their subflows and announced addresses, and
- * listeners, of every watched netns (or one); at most limit connections
- * ("truncated" says when there were more), and the namespaces watched.
- * A connection's history is GET /api/v1/mptcp/events?token=N (the generic
- * history route of mptcp_events).
- */
-static void mptcp_route_connections(struct collector *c, const struct route_request *req,
-				    struct route_reply *rep)
-{
-	struct mptcp_priv *p = c->priv;
-	const char *netns_s = route_arg(req, "netns"), *limit_s = route_arg(req, "limit");
-	uint64_t netns = 0, limit = MPTCP_LIVE_LIMIT_MAX;
-	Sysobs__V1__MptcpConnectionList *list;
-
-	if (!p || !p->state) {
-		route_error(rep, 503, "unavailable", "the mptcp collector is not started");
-		return;
-	}
-	if (netns_s && (cfg_parse_u64(netns_s, &netns) || !netns || netns > UINT32_MAX)) {
-		route_error(rep, 400, "bad_request", "netns: a netns inode number, not \"%.64s\"",
-			    netns_s);
-		return;
-	}
-	if (limit_s && (cfg_parse_u64(limit_s, &limit) || !limit || limit > MPTCP_LIVE_LIMIT_MAX)) {
-		route_error(rep, 400, "bad_request", "limit: 1..%d, not \"%.64s\"",
-			    MPTCP_LIVE_LIMIT_MAX, limit_s);
-		return;
-	}
-	list = mptcp_state_msg(p->state, netns, (size_t)limit, req->arena);
-	if (!list) {
-		route_error(rep, 500, "internal", "out of memory");
-		return;
-	}
-	list->namespaces =
-	    arena_alloc(req->arena, (p->n_w ? p->n_w : 1) * sizeof(*list->namespaces));
-	if (!list->namespaces) {
-		route_error(rep, 500, "internal", "out of memory");
-		return;
-	}
-	for (size_t i = 0; i < p->n_w; i++) {
-		Sysobs__V1__MptcpNamespace *ns = arena_alloc(req->arena, sizeof(*ns));
-
-		if (!ns) {
-			route_error(rep, 500, "internal", "out of memory");
-			return;
-		}
-		sysobs__v1__mptcp_namespace__init(ns);
-		ns->path = arena_strdup(req->arena, p->w[i].path);
-		ns->netns = (uint32_t)p->w[i].ino;
-		ns->overruns = __atomic_load_n(&p->w[i].overruns, __ATOMIC_RELAXED);
-		list->namespaces[list->n_namespaces++] = ns;
-	}
-	mptcp_state_msg_names(list, req->arena);
-	rep->msg = &list->base;
-}
-
-static const char *const mptcp_live_params[] = {"netns", "limit", NULL};
-
-static const struct collector_route mptcp_routes[] = {
-    {
-	.path = "/api/v1/mptcp/connections",
-	.params = mptcp_live_params,
-	.help = "live connections with subflows and announced addresses, listeners, namespaces",
-	.fn = mptcp_route_connections,
-    },
-    {0},
-};
 
 const struct collector_ops mptcp_collector = {
     .name = "mptcp",
