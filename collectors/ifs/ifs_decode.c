@@ -111,16 +111,6 @@ const char *ifs_result_name(enum ifs_result r)
 	return (unsigned)r < IFS_RESULT_MAX ? result_names[r] : "unknown";
 }
 
-const char *ifs_error_name(enum ifs_test t, unsigned code)
-{
-	return code_lookup(t, code)->name;
-}
-
-bool ifs_error_retryable(enum ifs_test t, unsigned code)
-{
-	return code_lookup(t, code)->retryable;
-}
-
 /* Copies s without surrounding white space into buf; -EINVAL if it does not fit. */
 static int trim_copy(const char *s, char *buf, size_t len)
 {

@@ -96,13 +96,6 @@ void ifs_details_decode(enum ifs_test t, uint64_t raw, struct ifs_details *out);
  */
 void ifs_details_reconcile(struct ifs_details *d, enum ifs_result status);
 
-/* Error-code names per test type ("other_thread_could_not_join", ...). */
-const char *ifs_error_name(enum ifs_test t, unsigned code);
-/* Codes the driver itself would retry (kernel can_restart()), plus the two
- * driver codes, which say the core was busy rather than broken, and 6 (core
- * not capable currently), which OpenDCDiag retries. */
-bool ifs_error_retryable(enum ifs_test t, unsigned code);
-
 /* The two files sysobs writes. */
 enum ifs_file {
 	IFS_FILE_RUN_TEST,
