@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# The include rules the layered build cannot refuse on its own (the CMake
+# views of sysobs_layer() decide what each library may include by path,
+# but a file-relative include or a header beside an allowed one slips
+# through):
+#   1. no relative include ("../storage/store.h" builds from anywhere);
+#   2. a module's private headers (*_internal.h, *_priv.h) are included only
+#      from its own folder (tests/ and bench/ may reach internals on purpose);
+#   3. no <sqlite3.h> in api/, collectors/ or exporters/: they read the store
+#      through its API (the agent, at the top, may name the library's version);
+#   4. collectors/ see of storage/ only the table descriptors (storage/table.h).
+# Usage: check_layers.sh [ROOT] (default: the repository). Exit 1 with one
+# line per violation.
+set -euo pipefail
+root=${1:-$(cd "$(dirname "$0")/.." && pwd)}
+cd "$root"
+dirs=()
+for d in agent api base collectors exporters storage bpf; do [ -d "$d" ] && dirs+=("$d"); done
+grep -rnE '^[[:space:]]*#[[:space:]]*include' --include='*.c' --include='*.h' "${dirs[@]}" |
+	awk -F: '
+	function dir(p) { sub(/\/[^\/]*$/, "", p); return p }
+	function bad(f, why) { print "check_layers: " f ": " why; n++ }
+	{
+		file = $1
+		line = $0
+		sub(/^[^:]*:[^:]*:/, "", line)
+		if (!match(line, /["<][^">]*[">]/))
+			next
+		inc = substr(line, RSTART + 1, RLENGTH - 2)
+		if (inc ~ /^\.\.?\//)
+			bad(file, "relative include \"" inc "\"")
+		if (inc ~ /_(internal|priv)\.h$/ && inc ~ /\// && dir(inc) != dir(file))
+			bad(file, "private header " inc " of another module")
+		if (inc == "sqlite3.h" && file ~ /^(api|collectors|exporters)\//)
+			bad(file, "<sqlite3.h> outside storage/ and agent/")
+		if (file ~ /^collectors\// && inc ~ /^storage\// && inc != "storage/table.h")
+			bad(file, "collectors may include storage/table.h only, not " inc)
+	}
+	END {
+		if (n) exit 1
+		print "check_layers: " NR " includes, no violation"
+	}'
