@@ -35,17 +35,24 @@ need_cmd ip
 [ -r /sys/kernel/btf/vmlinux ] || skip "kernel without BTF (/sys/kernel/btf/vmlinux)"
 
 cat >"$T/uevent.py" <<'PY'
-# uevent.py kernel|user STRING...: one uevent datagram of these
-# NUL-terminated strings ($REPEAT times). kernel: through the kernel's uevent socket, which
+# uevent.py kernel|user STRING... [--next STRING...]: one uevent datagram of
+# these NUL-terminated strings ($REPEAT times), then the next one's, back
+# to back from one process. kernel: through the kernel's uevent socket, which
 # broadcasts it to group 1 with port id 0 (needs CAP_SYS_ADMIN). user:
 # straight to group 1 from this socket (needs CAP_NET_ADMIN; port id != 0).
 import os, socket, struct, sys
 NETLINK_KOBJECT_UEVENT = 15
 NLM_F_REQUEST, NLM_F_ACK, NLMSG_MIN_TYPE = 1, 4, 0x10
-data = b"".join(a.encode() + b"\0" for a in sys.argv[2:])
+msgs, cur = [], []
+for a in sys.argv[2:] + ["--next"]:
+    if a == "--next":
+        msgs.append(b"".join(x.encode() + b"\0" for x in cur))
+        cur = []
+    else:
+        cur.append(a)
 s = socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, NETLINK_KOBJECT_UEVENT)
 s.bind((0, 0))
-for seq in range(int(os.environ.get("REPEAT", "1"))):
+for data, seq in ((d, q) for d in msgs for q in range(int(os.environ.get("REPEAT", "1")))):
     if sys.argv[1] == "kernel":
         hdr = struct.pack("=IHHII", 16 + len(data), NLMSG_MIN_TYPE, NLM_F_REQUEST | NLM_F_ACK,
                           seq + 1, 0)
@@ -60,6 +67,13 @@ send() { python3 "$T/uevent.py" "$@" || fail "uevent.py $*"; }
 # module_send kernel|user ACTION NAME: the announcement of a module load
 # (add) or unload (remove), as the kernel writes it
 module_send() { send "$1" "$2@/module/$3" "ACTION=$2" "DEVPATH=/module/$3" "SUBSYSTEM=module"; }
+# modules_send kernel|user ACTION NAME ACTION NAME: two announcements from
+# one process, back to back (two python starts could be a second apart on a
+# loaded machine, past the agent's settle time)
+modules_send() {
+	send "$1" "$2@/module/$3" "ACTION=$2" "DEVPATH=/module/$3" "SUBSYSTEM=module" --next \
+		"$4@/module/$5" "ACTION=$4" "DEVPATH=/module/$5" "SUBSYSTEM=module"
+}
 
 NS=sysobs-modw-$$
 netns_new "$NS" || skip "cannot create a network namespace"
@@ -135,8 +149,7 @@ syms=$(sed -n 's/.*, \([0-9]*\) kernel symbols.*/\1/p' <<<"$line")
 assert_ge "kernel symbols re-read as uid $uid" 1000 "${syms:-0}"
 
 # Two in quick succession (a module and its dependency): one rescan.
-module_send kernel add sysobs_mw_b
-module_send kernel remove sysobs_mw_a
+modules_send kernel add sysobs_mw_b remove sysobs_mw_a
 settle
 expect "after two module uevents at once" 2 3 1 0
 sleep 1
