@@ -6,8 +6,9 @@
  * Origin naming this server, and a body type a cross-site page cannot send
  * without a preflight.
  *
- * Calls http_conn.c (a connection's socket state) and webconfig.c; called
- * by http.c (certificates, users) and http_route.c (admin routes).
+ * Calls http_conn.c (a connection's socket state), http_allow.c (the
+ * loopback test) and webconfig.c; called by http.c (certificates, users)
+ * and http_route.c (admin routes).
  */
 #include <arpa/inet.h>
 #include <gnutls/gnutls.h>
@@ -36,19 +37,6 @@ static bool local_addr(struct MHD_Connection *conn, struct sockaddr_storage *ss)
 	return ci && !getsockname(ci->connect_fd, (struct sockaddr *)ss, &len);
 }
 
-static bool addr_is_loopback(const struct sockaddr_storage *ss)
-{
-	if (ss->ss_family == AF_INET)
-		return (ntohl(((const struct sockaddr_in *)ss)->sin_addr.s_addr) >> 24) == 127;
-	if (ss->ss_family == AF_INET6) {
-		const struct in6_addr *a = &((const struct sockaddr_in6 *)ss)->sin6_addr;
-
-		return IN6_IS_ADDR_LOOPBACK(a) ||
-		       (IN6_IS_ADDR_V4MAPPED(a) && a->s6_addr[12] == 127);
-	}
-	return false;
-}
-
 /*
  * Does an authority ("host[:port]" of a Host header or an Origin) name this
  * server as the client reached it? The host must be the local address of
@@ -63,7 +51,7 @@ static bool authority_is_us(const struct http_server *h, const struct sockaddr_s
 	char host[64];
 	const char *colon = NULL, *hend;
 	unsigned long port = h->tls ? 443 : 80;
-	bool loop = addr_is_loopback(local);
+	bool loop = http_addr_is_loopback(local);
 
 	if (len == 0 || len >= 128)
 		return false;
@@ -114,7 +102,7 @@ static bool authority_is_us(const struct http_server *h, const struct sockaddr_s
 		ss.ss_family = AF_INET6;
 	else
 		return false;
-	if (loop && addr_is_loopback(&ss))
+	if (loop && http_addr_is_loopback(&ss))
 		return true;
 	if (local->ss_family == AF_INET && ss.ss_family == AF_INET)
 		return ((const struct sockaddr_in *)local)->sin_addr.s_addr ==
