@@ -284,3 +284,32 @@ int http_header_check(const char *buf, size_t len, size_t *hdr_len, char *msg, s
 	}
 	return 0;
 }
+
+int http_target_check(const char *uri, size_t len, char *msg, size_t msglen, const char **code)
+{
+	const char *q, *end = uri + len;
+	size_t n_args = 0;
+
+	*code = "bad_request";
+	if (len > HTTP_URL_MAX) {
+		*code = "uri_too_long";
+		snprintf(msg, msglen, "request target longer than %d bytes", HTTP_URL_MAX);
+		return 414;
+	}
+	/* libmicrohttpd decodes %00 into a NUL that cuts a key or a value
+	 * short ("limit=5%00x" would read as "limit=5"). */
+	for (const char *p = uri; p + 2 < end; p++)
+		if (p[0] == '%' && p[1] == '0' && p[2] == '0') {
+			snprintf(msg, msglen, "NUL (%%00) in the request target");
+			return 400;
+		}
+	q = memchr(uri, '?', len);
+	if (q)
+		for (n_args = 1; (q = memchr(q + 1, '&', (size_t)(end - q - 1))); n_args++)
+			;
+	if (n_args > HTTP_ARGS_MAX) {
+		snprintf(msg, msglen, "more than %d query parameters", HTTP_ARGS_MAX);
+		return 400;
+	}
+	return 0;
+}

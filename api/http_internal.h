@@ -1,10 +1,22 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Shared between api/http.c (requests, routes, responses), api/http_conn.c
- * (connections inside libmicrohttpd: the slot count, idle eviction, the
- * header deadline, delayed answers) and api/http_accept.c (connections
- * before libmicrohttpd: screening, the queue for a slot). Not for use
- * outside api/http*.c.
+ * Shared between the files of the HTTP server, not for use outside
+ * api/http*.c:
+ *   http.c          the server object, libmicrohttpd's callbacks, start/stop
+ *   http_route.c    the route table, query arguments, dispatch to a handler
+ *   http_auth.c     client certificates, basic auth, state-changing routes
+ *   http_respond.c  responses queued, early errors, request counting
+ *   http_gzip.c     response compression
+ *   http_header.c   the checks of a raw request header and target (pure)
+ *   http_conn.c     connections inside libmicrohttpd: the slot count, idle
+ *                   eviction, the header deadline, delayed answers
+ *   http_accept.c   connections before libmicrohttpd: screening, the queue
+ *                   for a slot
+ * Calls go down that list (http.c -> http_route.c -> http_auth.c ->
+ * http_respond.c -> http_gzip.c; http_accept.c -> http_respond.c,
+ * http_header.c, http_conn.c), except one pair: http_conn.c wakes the
+ * acceptor when a slot comes free (http_acceptor_kick) and http_accept.c
+ * takes its slots from http_conn.c.
  */
 #ifndef SYSOBS_HTTP_INTERNAL_H
 #define SYSOBS_HTTP_INTERNAL_H
@@ -31,6 +43,22 @@ struct http_route_entry {
 	http_handler fn;
 	void *arg;
 	struct metric_series *duration; /* this route's histogram series */
+};
+
+/* Per-request state, from the first call of the access handler to the
+ * completion callback. */
+struct http_conn {
+	int64_t start_ns;
+	bool seen;	 /* the access handler ran once */
+	bool refused;	 /* answered from the URI callback; close */
+	int deny_status; /* 401/403 to send when resumed after a delay */
+	char deny_msg[160];
+	char *body;
+	size_t body_len, body_cap;
+	bool too_large;
+	size_t n_args;
+	bool too_many_args;
+	const char *args[2 * HTTP_ARGS_MAX + 1];
 };
 
 /* One accepted socket, from libmicrohttpd's STARTED to its CLOSED notice. */
@@ -135,13 +163,45 @@ void http_acceptor_stop(struct http_server *h); /* before MHD_stop_daemon */
 /* A slot may have come free (from any thread; async-signal-safe). */
 void http_acceptor_kick(struct http_server *h);
 
-/* http.c */
+/* http_route.c: finds the route of a request whose body is in (or refused)
+ * and answers it. */
+enum MHD_Result http_dispatch(struct http_server *h, struct MHD_Connection *conn,
+			      struct http_conn *c, const char *url, const char *method);
+
+/* http_auth.c */
+/* A state-changing route's request: 0 when it may run, else 403 or 415
+ * with msg saying why. */
+int http_admin_check(const struct http_server *h, struct MHD_Connection *conn, const char *method,
+		     char *msg, size_t msglen);
+/* The client certificate the TLS config asks for (false: 403, msg why). */
+bool http_client_cert_ok(struct http_server *h, struct MHD_Connection *conn, char *msg,
+			 size_t msglen);
+/* basic_auth_users: 0, or 401 with c->deny_msg (*delay: a wrong password). */
+int http_basic_auth(struct http_server *h, struct MHD_Connection *conn, struct http_conn *c,
+		    bool *delay);
+
+/* http_respond.c */
+/* Counts a request answered (r NULL: route "other") with its duration. */
+void http_count_request(struct http_server *h, const struct http_route_entry *r,
+			struct http_conn *c, int status);
+/* Queues res on conn with the common headers (allow: an Allow header). */
+enum MHD_Result http_queue(struct http_server *h, struct MHD_Connection *conn,
+			   struct http_response *res, const char *allow);
+/* An error answered before or instead of a route, in the encoding the
+ * client prefers, queued and counted. */
+enum MHD_Result http_reply_error_now(struct http_server *h, struct MHD_Connection *conn,
+				     struct http_conn *c, const struct http_route_entry *r,
+				     int status, const char *code, const char *msg,
+				     const char *allow);
 /* Writes a complete JSON error response (Connection: close) to fd, without
  * blocking, and counts it. */
 void http_write_error(struct http_server *h, int fd, int status, const char *code, const char *msg,
 		      int64_t start_ns);
-/* Checks a raw request target: 0, or 400/414 with msg and the error code. */
-int http_target_check(const char *uri, size_t len, char *msg, size_t msglen, const char **code);
+
+/* http_gzip.c: replaces res's body with its gzip form when that is worth
+ * it and wanted; true when it did. */
+bool http_maybe_gzip(enum http_gzip_mode mode, struct MHD_Connection *conn,
+		     struct http_response *res);
 
 /* http_header.c: the check of a connection's first request header. */
 #define HTTP_HEADER_MAX	   8192 /* a first request header larger than this gets 431 */
@@ -157,6 +217,8 @@ int http_target_check(const char *uri, size_t len, char *msg, size_t msglen, con
  */
 int http_header_check(const char *buf, size_t len, size_t *hdr_len, char *msg, size_t msglen,
 		      const char **code);
+/* Checks a raw request target: 0, or 400/414 with msg and the error code. */
+int http_target_check(const char *uri, size_t len, char *msg, size_t msglen, const char **code);
 
 /* http_conn.c */
 int http_conns_init(struct http_server *h);

@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The registry's data structures, shared by the registry (metrics.c) and its
- * encoders (metrics_text.c: text 0.0.4 and OpenMetrics 1.0.0;
- * metrics_pb.c: delimited protobuf). Nothing else includes this.
+ * The registry's data structures, shared by the registry (metrics.c, its
+ * series table metrics_series.c, names and numbers metrics_format.c) and
+ * its renders (metrics_render.c; the encoders metrics_text.c: text 0.0.4
+ * and OpenMetrics 1.0.0, metrics_pb.c: delimited protobuf, metrics_visit.c;
+ * what they share metrics_order.c). Nothing else includes this.
  *
  * Every field is guarded by metrics.lock. An encoder walks the families in
  * name order and each family's series in label order (family_order_locked)
@@ -94,7 +96,10 @@ struct metrics {
 	size_t n_hooks;
 };
 
-/* Shared helpers of metrics.c. */
+/* metrics_series.c: frees every series of f (the family stays). */
+void family_clear_locked(struct metric *f);
+
+/* metrics_format.c and metrics_order.c: what the encoders share. */
 /* Escaping of the text formats: backslash, line feed, and the double quote
  * when `quote` (label values; HELP text only in OpenMetrics). */
 void metrics_buf_escaped(struct buf *b, const char *s, bool quote);

@@ -1,11 +1,18 @@
 // SPDX-License-Identifier: MIT
-/* One way to answer an /api/v1 request, in JSON or protobuf (see reply.h). */
+/*
+ * One way to answer an /api/v1 request, in JSON or protobuf (see reply.h),
+ * and the response setters every route handler calls (http_reply_*,
+ * declared in http.h). Calls negotiate.c and pbjson.c, no file of the
+ * server itself.
+ */
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+
+#include <jansson.h>
 
 #include "api/http.h"
 #include "api/negotiate.h"
@@ -121,4 +128,46 @@ ProtobufCMessage *api_request_body(const struct http_request *req, struct http_r
 		return NULL;
 	}
 	return m;
+}
+
+void http_reply_text(struct http_response *res, int status, const char *ctype, char *body,
+		     size_t len)
+{
+	free(res->body);
+	res->status = status;
+	res->content_type = ctype;
+	res->body = body;
+	res->len = body ? len : 0;
+}
+
+void http_reply_json(struct http_response *res, int status, json_t *j)
+{
+	char *s = NULL;
+
+	/* 15 significant digits: doubles read from counters and /proc print as
+	 * 0.092354, not 0.092354000000000006. */
+	if (j)
+		s = json_dumps(j, JSON_COMPACT | JSON_ENCODE_ANY | JSON_REAL_PRECISION(15));
+	json_decref(j);
+	if (!s) {
+		static const char oom[] =
+		    "{\"error\":{\"code\":\"internal\",\"message\":\"cannot encode JSON\"}}";
+
+		http_reply_text(res, 500, API_CT_JSON, strdup(oom), sizeof(oom) - 1);
+		return;
+	}
+	http_reply_text(res, status, API_CT_JSON, s, strlen(s));
+}
+
+/* Errors are ErrorResponse messages, in the encoding the route negotiated
+ * (res->protobuf), through the one encoder (api/reply.c). */
+void http_reply_error(struct http_response *res, int status, const char *code, const char *fmt, ...)
+{
+	char msg[1024];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	api_error(res, res->protobuf ? API_PROTOBUF : API_JSON, status, code, "%s", msg);
 }

@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * What the store's files share (storage/store.c: open, migrations, queue,
- * readers; store_writer.c: the writer and checkpointer threads and metric
- * history samples; store_retention.c: deletion by age and size). Not for
- * use outside storage/.
+ * What the store's files share (storage/store.c: open, start, close;
+ * store_migrate.c: migrations; store_check.c: the checks at open;
+ * store_queue.c: the submit queue; store_readers.c: the read-only pool;
+ * store_writer.c: the writer and checkpointer threads and metric history
+ * samples; store_retention.c: deletion by age and size; store_util.c:
+ * clocks, logging, statistics, one-shot SQL). Not for use outside storage/.
  */
 #ifndef SYSOBS_STORE_INTERNAL_H
 #define SYSOBS_STORE_INTERNAL_H
@@ -203,8 +205,8 @@ struct store {
 	char ic_err[512];
 };
 
+/* store_util.c */
 int64_t store_mono_ns(void);
-int store_reader_over(void *arg);
 void store_log(const struct store *s, struct store_ratelimit *rl, unsigned interval_ms,
 	       enum store_log_level lvl, const char *fmt, ...)
     __attribute__((format(printf, 5, 6)));
@@ -213,22 +215,44 @@ void store_abs_mono(int64_t ns, struct timespec *out);
 void store_stat_add(uint64_t *p, uint64_t v);
 uint64_t store_stat_get(const uint64_t *p);
 void store_count_error(struct store *s, enum store_err_op op);
-/* Retention deleted row id of known[table]: counted for every watch of
- * that table past which it lay (store_export.c). Call after the commit. */
-void store_watch_deleted(struct store *s, size_t table, const int64_t *ids, size_t n);
 int store_query_int(sqlite3 *db, const char *sql, int64_t *out);
 int store_exec_rows(sqlite3 *db, const char *sql);
+void store_rollback(struct store *s); /* ROLLBACK unless in autocommit */
+
+/* store_migrate.c: the core schema, then one event table brought up to its
+ * descriptor. 0, or -errno with err set. */
+int store_migrate_core(struct store *s, char *err, size_t errlen);
+int store_migrate_table(struct store *s, const struct event_table *t, char *err, size_t errlen);
+
+/* store_check.c */
+int store_check_path(const char *path, char *err, size_t errlen);
+bool store_unclean_stop(const char *path); /* a WAL file was left beside it */
+/* quick_check at open, bounded in time (may go on in the background). */
+int store_open_check(struct store *s, bool unclean, char *err, size_t errlen);
+void store_ic_stop(struct store *s); /* interrupts and joins the check */
+
+/* store_readers.c: the cfg.readers read-only connections. */
+int store_open_readers(struct store *s, char *err, size_t errlen);
+int store_reader_over(void *arg);
+
+/* store_writer.c */
 bool store_rc_transient(int rc);
-void store_rollback(struct store *s);
 int store_write_batch(struct store *s, uint64_t start, uint64_t n);
 void store_series_forget(struct store *s);
-int store_db_size(struct store *s, int64_t *used, int64_t *total);
-bool store_retention(struct store *s);
 void *store_writer_main(void *arg);
 int store_checkpoint(struct store *s, sqlite3 *db);
 int store_wal_hook(void *arg, sqlite3 *db, const char *name, int frames);
 void store_ckpt_start(struct store *s);
 void store_ckpt_stop(struct store *s);
+
+/* store_retention.c */
+int store_db_size(struct store *s, int64_t *used, int64_t *total);
+bool store_retention(struct store *s);
+
+/* store_export.c */
+/* Retention deleted row id of known[table]: counted for every watch of
+ * that table past which it lay (store_export.c). Call after the commit. */
+void store_watch_deleted(struct store *s, size_t table, const int64_t *ids, size_t n);
 
 /* The slot of queue sequence number seq. */
 static inline struct store_slot *store_slot_at(const struct store *s, uint64_t seq)

@@ -42,12 +42,6 @@ bool store_rc_transient(int rc)
 	}
 }
 
-void store_rollback(struct store *s)
-{
-	if (!sqlite3_get_autocommit(s->db))
-		sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
-}
-
 /*
  * Inserts rows [start, start + n) of the ring in one transaction. Returns 0
  * when committed, or a transient SQLite code after rolling back (the caller

@@ -15,45 +15,24 @@
  *
  * Exit status: 0 ok, 1 the agent could not be reached or answered an error,
  * 2 a usage error. Errors are one line on stderr.
+ *
+ * This file: the options, the command table and each command, and the
+ * fetch of a route (with --follow, its polling). The requests are
+ * cli_http.c, the tables and errors cli_print.c (see cli_internal.h).
  */
 #include <errno.h>
 #include <getopt.h>
 #include <signal.h>
 #include <stdarg.h>
-#include <stdbool.h>
-#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <curl/curl.h>
 
+#include "cli_internal.h"
 #include "api/proto/sysobs.pb-c.h"
-
-#define MAX_PARAMS  32
-#define MAX_BODY    (64u << 20) /* an answer larger than this is refused */
-#define FOLLOW_POLL 1		/* seconds between --follow polls */
-
-enum output { OUT_TABLE, OUT_JSON, OUT_PROTOBUF };
-
-struct opts {
-	const char *server;
-	enum output output;
-	const char *since, *until, *limit, *step;
-	bool follow;
-	const char *ca_file, *cert_file, *key_file, *user, *password_file;
-	bool insecure;
-	unsigned timeout_s;
-	const char *params[MAX_PARAMS]; /* "key=value", URL-escaped when sent */
-	size_t n_params;
-};
-
-struct body {
-	char *data;
-	size_t len;
-};
 
 static volatile sig_atomic_t stop;
 
@@ -118,541 +97,6 @@ static void __attribute__((format(printf, 1, 2), noreturn)) die_usage(const char
 	va_end(ap);
 	fputs(" (sysobs --help)\n", stderr);
 	exit(2);
-}
-
-static void __attribute__((format(printf, 1, 2))) err_line(const char *fmt, ...)
-{
-	va_list ap;
-
-	fputs("sysobs: ", stderr);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-}
-
-static size_t body_write(char *ptr, size_t size, size_t nmemb, void *arg)
-{
-	struct body *b = arg;
-	size_t n = size * nmemb;
-	char *p;
-
-	if (b->len + n > MAX_BODY)
-		return 0; /* curl reports a write error */
-	p = realloc(b->data, b->len + n + 1);
-	if (!p)
-		return 0;
-	memcpy(p + b->len, ptr, n);
-	b->data = p;
-	b->len += n;
-	b->data[b->len] = '\0';
-	return n;
-}
-
-/* The password file's first line, as Prometheus reads password_file. */
-static int read_password(const char *path, char *out, size_t size)
-{
-	FILE *f = fopen(path, "r");
-	size_t n;
-
-	if (!f)
-		return -errno;
-	if (!fgets(out, (int)size, f)) {
-		fclose(f);
-		out[0] = '\0';
-		return 0;
-	}
-	fclose(f);
-	n = strlen(out);
-	while (n && (out[n - 1] == '\n' || out[n - 1] == '\r'))
-		out[--n] = '\0';
-	return 0;
-}
-
-/* Appends "&key=value" (escaped) to url. */
-static void url_add(CURL *c, char *url, size_t size, const char *key, const char *value)
-{
-	char *k = curl_easy_escape(c, key, 0), *v = curl_easy_escape(c, value, 0);
-	size_t n = strlen(url);
-
-	snprintf(url + n, size - n, "%s%s=%s", strchr(url, '?') ? "&" : "?", k ? k : "",
-		 v ? v : "");
-	curl_free(k);
-	curl_free(v);
-}
-
-/*
- * One request: GET (or POST with a protobuf body) server+path with the
- * query parameters; the body lands in *out. Returns the HTTP status, or -1
- * after a one-line transport error.
- */
-static long http_call(const struct opts *o, const char *path, const char *const *query,
-		      size_t n_query, bool json, const void *post, size_t post_len,
-		      struct body *out)
-{
-	char url[8192], errbuf[CURL_ERROR_SIZE] = "", pw[1024], auth[1280];
-	struct curl_slist *hdr = NULL;
-	long code = -1;
-	CURLcode rc;
-	CURL *c;
-
-	out->data = NULL;
-	out->len = 0;
-	c = curl_easy_init();
-	if (!c) {
-		err_line("cannot initialise libcurl");
-		return -1;
-	}
-	snprintf(url, sizeof(url), "%s%s", o->server, path);
-	for (size_t i = 0; i < n_query; i++) {
-		char kv[2048], *eq;
-
-		snprintf(kv, sizeof(kv), "%s", query[i]);
-		eq = strchr(kv, '=');
-		if (!eq)
-			continue;
-		*eq = '\0';
-		url_add(c, url, sizeof(url), kv, eq + 1);
-	}
-	hdr = curl_slist_append(hdr, json ? "Accept: application/json"
-					  : "Accept: application/x-protobuf");
-	if (post)
-		hdr = curl_slist_append(hdr, "Content-Type: application/x-protobuf");
-	curl_easy_setopt(c, CURLOPT_URL, url);
-	curl_easy_setopt(c, CURLOPT_HTTPHEADER, hdr);
-	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, body_write);
-	curl_easy_setopt(c, CURLOPT_WRITEDATA, out);
-	curl_easy_setopt(c, CURLOPT_ERRORBUFFER, errbuf);
-	curl_easy_setopt(c, CURLOPT_TIMEOUT, (long)o->timeout_s);
-	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
-	curl_easy_setopt(c, CURLOPT_ACCEPT_ENCODING, "");
-	curl_easy_setopt(c, CURLOPT_USERAGENT, "sysobs/" SYSOBS_VERSION);
-	if (o->ca_file)
-		curl_easy_setopt(c, CURLOPT_CAINFO, o->ca_file);
-	if (o->cert_file)
-		curl_easy_setopt(c, CURLOPT_SSLCERT, o->cert_file);
-	if (o->key_file)
-		curl_easy_setopt(c, CURLOPT_SSLKEY, o->key_file);
-	if (o->insecure) {
-		curl_easy_setopt(c, CURLOPT_SSL_VERIFYPEER, 0L);
-		curl_easy_setopt(c, CURLOPT_SSL_VERIFYHOST, 0L);
-	}
-	if (o->user) {
-		int e = o->password_file ? read_password(o->password_file, pw, sizeof(pw)) : 0;
-
-		if (e) {
-			err_line("cannot read %s: %s", o->password_file, strerror(-e));
-			goto out;
-		}
-		if (!o->password_file)
-			pw[0] = '\0';
-		snprintf(auth, sizeof(auth), "%s:%s", o->user, pw);
-		curl_easy_setopt(c, CURLOPT_HTTPAUTH, CURLAUTH_BASIC);
-		curl_easy_setopt(c, CURLOPT_USERPWD, auth);
-		memset(pw, 0, sizeof(pw));
-	}
-	if (post) {
-		curl_easy_setopt(c, CURLOPT_POSTFIELDS, post);
-		curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE, (long)post_len);
-	}
-	rc = curl_easy_perform(c);
-	memset(auth, 0, sizeof(auth));
-	if (rc != CURLE_OK) {
-		err_line("%s: %s", url, errbuf[0] ? errbuf : curl_easy_strerror(rc));
-		goto out;
-	}
-	curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &code);
-out:
-	curl_slist_free_all(hdr);
-	curl_easy_cleanup(c);
-	return code;
-}
-
-/* A non-2xx answer: the agent's ErrorResponse in one line. */
-static void report_error(long code, const struct body *b, bool json)
-{
-	Sysobs__V1__ErrorResponse *e = NULL;
-
-	if (!json && b->len)
-		e = sysobs__v1__error_response__unpack(NULL, b->len, (const uint8_t *)b->data);
-	if (e && e->error)
-		err_line("HTTP %ld: %s: %s", code, e->error->code, e->error->message);
-	else if (json && b->len)
-		err_line("HTTP %ld: %.*s", code, (int)strcspn(b->data, "\n"), b->data);
-	else
-		err_line("HTTP %ld", code);
-	if (e)
-		sysobs__v1__error_response__free_unpacked(e, NULL);
-}
-
-static const char *str(const char *s)
-{
-	return s && s[0] ? s : "-";
-}
-
-static void fmt_time(const Google__Protobuf__Timestamp *t, char *out, size_t size)
-{
-	struct tm tm;
-	time_t sec;
-
-	if (!t || (!t->seconds && !t->nanos)) {
-		snprintf(out, size, "-");
-		return;
-	}
-	sec = (time_t)t->seconds;
-	gmtime_r(&sec, &tm);
-	snprintf(out, size, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900, tm.tm_mon + 1,
-		 tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, t->nanos / 1000000);
-}
-
-static void fmt_endpoint(const char *addr, bool has_port, uint32_t port, char *out, size_t size)
-{
-	if (!addr || !addr[0])
-		snprintf(out, size, "-");
-	else if (!has_port)
-		snprintf(out, size, "%s", addr);
-	else if (strchr(addr, ':'))
-		snprintf(out, size, "[%s]:%u", addr, port);
-	else
-		snprintf(out, size, "%s:%u", addr, port);
-}
-
-/* ---- status ---- */
-
-static const char *state_name(Sysobs__V1__CollectorState s)
-{
-	switch (s) {
-	case SYSOBS__V1__COLLECTOR_STATE__DISABLED:
-		return "disabled";
-	case SYSOBS__V1__COLLECTOR_STATE__UNAVAILABLE:
-		return "unavailable";
-	case SYSOBS__V1__COLLECTOR_STATE__RUNNING:
-		return "running";
-	case SYSOBS__V1__COLLECTOR_STATE__FAILED:
-		return "failed";
-	default:
-		return "?";
-	}
-}
-
-/* ---- the table printers: one per message; each returns the rows printed
- * and, for history lists, the newest id seen (for --follow). ---- */
-
-typedef size_t (*print_fn)(const struct body *b, bool header, int64_t after_id, int64_t *max_id);
-
-#define UNPACK(type, fn, b)                                                                        \
-	type *m = fn##__unpack(NULL, (b)->len, (const uint8_t *)(b)->data);                        \
-	if (!m) {                                                                                  \
-		err_line("cannot decode the agent's answer as " #type);                            \
-		return (size_t)-1;                                                                 \
-	}
-
-/* Rows come newest first; printing oldest first reads like a log and lets
- * --follow append. Only rows with id > after_id are printed. */
-static size_t print_collectors(const struct body *b, bool header, int64_t after_id, int64_t *max_id)
-{
-	UNPACK(Sysobs__V1__CollectorList, sysobs__v1__collector_list, b);
-	char t[40];
-
-	if (header)
-		printf("%-12s %-12s %8s  %-24s %s\n", "COLLECTOR", "STATE", "ERRORS",
-		       "LAST ACTIVITY", "REASON");
-	for (size_t i = 0; i < m->n_data; i++) {
-		const Sysobs__V1__Collector *c = m->data[i];
-
-		fmt_time(c->last_activity, t, sizeof(t));
-		printf("%-12s %-12s %8llu  %-24s %s\n", c->name, state_name(c->state),
-		       (unsigned long long)c->errors, t, str(c->reason));
-	}
-	sysobs__v1__collector_list__free_unpacked(m, NULL);
-	return 1;
-}
-
-/* One line per [export.NAME] destination. */
-static void export_lines(const Sysobs__V1__ExportList *m, bool header)
-{
-	char t[40];
-
-	if (header)
-		printf("%-12s %-10s %10s %9s %10s %8s %10s  %-24s %-36s %s\n", "EXPORT", "FORMAT",
-		       "PENDING", "LAG_S", "SENT", "REFUSED", "RETRIED", "LAST SUCCESS", "URL",
-		       "LAST ERROR");
-	for (size_t i = 0; i < m->n_data; i++) {
-		const Sysobs__V1__ExportDestination *d = m->data[i];
-
-		fmt_time(d->last_success, t, sizeof(t));
-		printf("%-12s %-10s %10llu %9.1f %10llu %8llu %10llu  %-24s %-36s %s\n", d->name,
-		       d->format, (unsigned long long)d->pending_rows, d->lag_seconds,
-		       (unsigned long long)d->rows_sent, (unsigned long long)d->rows_refused,
-		       (unsigned long long)d->rows_retried, t, str(d->url), str(d->last_error));
-	}
-}
-
-static size_t print_exports(const struct body *b, bool header, int64_t after_id, int64_t *max_id)
-{
-	UNPACK(Sysobs__V1__ExportList, sysobs__v1__export_list, b);
-
-	export_lines(m, header);
-	sysobs__v1__export_list__free_unpacked(m, NULL);
-	return 1;
-}
-
-static size_t print_drops(const struct body *b, bool header, int64_t after_id, int64_t *max_id)
-{
-	UNPACK(Sysobs__V1__DropSampleList, sysobs__v1__drop_sample_list, b);
-	size_t rows = 0;
-	char t[40], src[80], dst[80];
-
-	if (header)
-		printf("%-24s %-24s %-6s %-26s %-26s %-10s %5s  %s\n", "TIME", "REASON", "PROTO",
-		       "SOURCE", "DESTINATION", "DEVICE", "LEN", "LOCATION");
-	for (size_t k = m->n_data; k-- > 0;) {
-		const Sysobs__V1__DropSample *d = m->data[k];
-
-		if (d->id <= after_id)
-			continue;
-		if (d->id > *max_id)
-			*max_id = d->id;
-		fmt_time(d->time, t, sizeof(t));
-		fmt_endpoint(d->_saddr_case ? d->saddr : NULL, d->_sport_case, d->sport, src,
-			     sizeof(src));
-		fmt_endpoint(d->_daddr_case ? d->daddr : NULL, d->_dport_case, d->dport, dst,
-			     sizeof(dst));
-		printf("%-24s %-24s %-6s %-26s %-26s %-10s %5u  %s\n", t,
-		       d->_reason_case ? str(d->reason) : "-",
-		       d->_protocol_case ? str(d->protocol) : "-", src, dst,
-		       d->_ifname_case ? str(d->ifname) : "-", d->len,
-		       d->_location_case ? str(d->location) : "-");
-		rows++;
-	}
-	sysobs__v1__drop_sample_list__free_unpacked(m, NULL);
-	return rows;
-}
-
-/* A namespace as a person knows it: its name where the host gives one
- * (ip netns), else its inode number. */
-static const char *fmt_netns(uint32_t inum, bool named, const char *name, char *buf, size_t len)
-{
-	if (named && name && *name)
-		return name;
-	snprintf(buf, len, "%u", inum);
-	return buf;
-}
-
-static size_t print_mptcp_events(const struct body *b, bool header, int64_t after_id,
-				 int64_t *max_id)
-{
-	UNPACK(Sysobs__V1__MptcpEventList, sysobs__v1__mptcp_event_list, b);
-	size_t rows = 0;
-	char t[40], src[80], dst[80], tok[16], ns[16];
-
-	if (header)
-		printf("%-24s %-20s %-10s %-12s %-26s %-26s %s\n", "TIME", "TYPE", "TOKEN", "NETNS",
-		       "SOURCE", "DESTINATION", "DETAIL");
-	for (size_t k = m->n_data; k-- > 0;) {
-		const Sysobs__V1__MptcpEvent *e = m->data[k];
-
-		if (e->id <= after_id)
-			continue;
-		if (e->id > *max_id)
-			*max_id = e->id;
-		fmt_time(e->time, t, sizeof(t));
-		fmt_endpoint(e->_saddr_case ? e->saddr : NULL, e->_sport_case, e->sport, src,
-			     sizeof(src));
-		fmt_endpoint(e->_daddr_case ? e->daddr : NULL, e->_dport_case, e->dport, dst,
-			     sizeof(dst));
-		if (e->_token_case)
-			snprintf(tok, sizeof(tok), "%08x", e->token);
-		else
-			snprintf(tok, sizeof(tok), "-");
-		printf("%-24s %-20s %-10s %-12s %-26s %-26s %s\n", t, e->type, tok,
-		       fmt_netns(e->netns, e->_netns_name_case, e->netns_name, ns, sizeof(ns)), src,
-		       dst,
-		       e->_reset_reason_name_case ? str(e->reset_reason_name)
-		       : e->_error_case		  ? "error"
-						  : "");
-		rows++;
-	}
-	sysobs__v1__mptcp_event_list__free_unpacked(m, NULL);
-	return rows;
-}
-
-static size_t print_mptcp_connections(const struct body *b, bool header, int64_t after_id,
-				      int64_t *max_id)
-{
-	UNPACK(Sysobs__V1__MptcpConnectionList, sysobs__v1__mptcp_connection_list, b);
-	char src[80], dst[80], since[40], ns[16];
-
-	printf("%u connections, %u subflows, %zu listeners%s\n", m->n_connections, m->n_subflows,
-	       m->n_listeners, m->truncated ? " (list truncated)" : "");
-	printf("%-10s %-12s %-6s %-28s %-28s %-7s %s\n", "TOKEN", "NETNS", "SIDE", "LOCAL",
-	       "REMOTE", "STATE", "SUBFLOWS");
-	for (size_t i = 0; i < m->n_data; i++) {
-		const Sysobs__V1__MptcpConnection *c = m->data[i];
-
-		fmt_endpoint(c->_saddr_case ? c->saddr : NULL, true, c->sport, src, sizeof(src));
-		fmt_endpoint(c->_daddr_case ? c->daddr : NULL, true, c->dport, dst, sizeof(dst));
-		printf("%-10s %-12s %-6s %-28s %-28s %-7s %zu\n", str(c->token_hex),
-		       fmt_netns(c->netns, c->_netns_name_case, c->netns_name, ns, sizeof(ns)),
-		       !c->_server_side_case ? "?"
-		       : c->server_side	     ? "server"
-					     : "client",
-		       src, dst, c->established ? "estab" : "open", c->n_subflows);
-		for (size_t j = 0; j < c->n_subflows; j++) {
-			const Sysobs__V1__MptcpSubflow *s = c->subflows[j];
-
-			fmt_endpoint(s->_saddr_case ? s->saddr : NULL, true, s->sport, src,
-				     sizeof(src));
-			fmt_endpoint(s->_daddr_case ? s->daddr : NULL, true, s->dport, dst,
-				     sizeof(dst));
-			fmt_time(s->since, since, sizeof(since));
-			printf("  subflow %u/%u %-28s %-28s %s%s since %s\n", s->loc_id, s->rem_id,
-			       src, dst, s->family, s->backup ? " backup" : "", since);
-		}
-	}
-	for (size_t i = 0; i < m->n_namespaces; i++) {
-		const Sysobs__V1__MptcpNamespace *n = m->namespaces[i];
-
-		printf("netns %s (%u%s%s): %llu overruns\n", n->path, n->netns,
-		       n->_netns_name_case ? ", name " : "",
-		       n->_netns_name_case ? n->netns_name : "", (unsigned long long)n->overruns);
-	}
-	sysobs__v1__mptcp_connection_list__free_unpacked(m, NULL);
-	return 1;
-}
-
-static size_t print_ifs_cores(const struct body *b, bool header, int64_t after_id, int64_t *max_id)
-{
-	UNPACK(Sysobs__V1__IfsCoreList, sysobs__v1__ifs_core_list, b);
-	char t[40];
-
-	for (size_t i = 0; i < m->n_devices; i++) {
-		const Sysobs__V1__IfsDevice *d = m->devices[i];
-
-		printf("device %s: test %s, image %s%s%s\n", d->device, d->test,
-		       d->image_loaded ? "loaded" : "not loaded",
-		       d->_image_version_case ? " version " : "",
-		       d->_image_version_case ? str(d->image_version) : "");
-	}
-	if (m->scheduler)
-		printf("scheduler: %s, %s, %u pending, %u ms used this hour\n",
-		       m->scheduler->enabled ? "enabled" : "disabled",
-		       m->scheduler->running ? "running" : "idle", m->scheduler->pending,
-		       m->scheduler->hour_used_ms);
-	printf("%-4s %-5s %-10s %-7s %-6s %-10s %-24s %s\n", "PKG", "CORE", "CPUS", "ONLINE",
-	       "TEST", "RESULT", "TIME", "DETAILS");
-	for (size_t i = 0; i < m->n_data; i++) {
-		const Sysobs__V1__IfsCore *c = m->data[i];
-		char cpus[64] = "";
-		size_t n = 0;
-
-		for (size_t j = 0; j < c->n_cpus && n < sizeof(cpus) - 12; j++)
-			n += (size_t)snprintf(cpus + n, sizeof(cpus) - n, "%s%u", j ? "," : "",
-					      c->cpus[j]);
-		if (!c->n_last)
-			printf("%-4u %-5u %-10s %-7s %-6s %-10s %-24s %s\n", c->package, c->core,
-			       cpus, c->online ? "yes" : "no", "-", "untested", "-",
-			       c->allowed ? "" : "(excluded)");
-		for (size_t j = 0; j < c->n_last; j++) {
-			const Sysobs__V1__IfsTestResult *r = c->last[j];
-
-			fmt_time(r->time, t, sizeof(t));
-			printf("%-4u %-5u %-10s %-7s %-6s %-10s %-24s %s%s%s\n", c->package,
-			       c->core, j ? "" : cpus,
-			       j	   ? ""
-			       : c->online ? "yes"
-					   : "no",
-			       r->test, r->_status_case ? str(r->status) : "-", t,
-			       r->_details_case ? str(r->details) : "",
-			       r->_error_name_case ? " " : "",
-			       r->_error_name_case ? str(r->error_name) : "");
-		}
-	}
-	sysobs__v1__ifs_core_list__free_unpacked(m, NULL);
-	return 1;
-}
-
-static size_t print_ifs_scans(const struct body *b, bool header, int64_t after_id, int64_t *max_id)
-{
-	UNPACK(Sysobs__V1__IfsScanList, sysobs__v1__ifs_scan_list, b);
-	size_t rows = 0;
-	char t[40];
-
-	if (header)
-		printf("%-24s %-8s %-6s %-4s %-5s %-4s %-10s %-12s %-10s %s\n", "TIME", "SCAN",
-		       "TEST", "PKG", "CORE", "CPU", "RESULT", "DETAILS", "BY", "ERROR");
-	for (size_t k = m->n_data; k-- > 0;) {
-		const Sysobs__V1__IfsScan *s = m->data[k];
-
-		if (s->id <= after_id)
-			continue;
-		if (s->id > *max_id)
-			*max_id = s->id;
-		fmt_time(s->time, t, sizeof(t));
-		printf("%-24s %-8lld %-6s %-4u %-5u %-4u %-10s %-12s %-10s %s\n", t,
-		       (long long)(s->_scan_id_case ? s->scan_id : 0),
-		       s->_test_case ? str(s->test) : "-", s->package, s->core, s->cpu,
-		       s->_status_case ? str(s->status) : "-",
-		       s->_details_case ? str(s->details) : "-",
-		       s->_requested_by_case ? str(s->requested_by) : "-",
-		       s->_error_name_case ? str(s->error_name) : "");
-		rows++;
-	}
-	sysobs__v1__ifs_scan_list__free_unpacked(m, NULL);
-	return rows;
-}
-
-static size_t print_cachefiles(const struct body *b, bool header, int64_t after_id, int64_t *max_id)
-{
-	UNPACK(Sysobs__V1__CachefilesSlowRequestList, sysobs__v1__cachefiles_slow_request_list, b);
-	size_t rows = 0;
-	char t[40];
-
-	if (header)
-		printf("%-24s %-5s %-20s %10s %12s %10s %6s  %s\n", "TIME", "OP", "VOLUME",
-		       "LATENCY_MS", "OFFSET", "LENGTH", "RESULT", "PROCESS");
-	for (size_t k = m->n_data; k-- > 0;) {
-		const Sysobs__V1__CachefilesSlowRequest *r = m->data[k];
-
-		if (r->id <= after_id)
-			continue;
-		if (r->id > *max_id)
-			*max_id = r->id;
-		fmt_time(r->time, t, sizeof(t));
-		printf("%-24s %-5s %-20s %10.3f %12lld %10lld %6d  %s[%u]\n", t, r->op, r->volume,
-		       r->latency_seconds * 1e3, (long long)r->offset, (long long)r->length,
-		       r->result, str(r->comm), r->pid);
-		rows++;
-	}
-	sysobs__v1__cachefiles_slow_request_list__free_unpacked(m, NULL);
-	return rows;
-}
-
-static size_t print_series(const struct body *b, bool header, int64_t after_id, int64_t *max_id)
-{
-	UNPACK(Sysobs__V1__SeriesList, sysobs__v1__series_list, b);
-	char t[40];
-
-	printf("%-60s %7s  %-24s %s\n", "SERIES", "POINTS", "LAST", "VALUE");
-	for (size_t i = 0; i < m->n_data; i++) {
-		const Sysobs__V1__Series *s = m->data[i];
-		const Sysobs__V1__Point *last = s->n_points ? s->points[s->n_points - 1] : NULL;
-		char labels[1024] = "";
-		size_t n = 0;
-
-		for (size_t j = 0; j < s->n_labels && n < sizeof(labels) - 1; j++)
-			n +=
-			    (size_t)snprintf(labels + n, sizeof(labels) - n, "%s%s=\"%s\"",
-					     j ? "," : "{", s->labels[j]->key, s->labels[j]->value);
-		if (n && n < sizeof(labels) - 1)
-			snprintf(labels + n, sizeof(labels) - n, "}");
-		fmt_time(last ? last->time : NULL, t, sizeof(t));
-		printf("%-60s %7zu  %-24s %.17g\n", labels, s->n_points, t,
-		       last ? last->value : 0.0);
-	}
-	sysobs__v1__series_list__free_unpacked(m, NULL);
-	return 1;
 }
 
 /* Fetches and prints one route; with --follow, polls it every second and
@@ -772,12 +216,14 @@ static int status_exports(const struct opts *o)
 	return 0;
 }
 
-static int cmd_status(const struct opts *o)
+static int cmd_status(struct opts *o, int argc, char **argv)
 {
 	struct body b;
 	long code;
 	int rc;
 
+	if (argc > 0)
+		die_usage("status takes no arguments");
 	if (o->follow)
 		die_usage("--follow works on history tables");
 	if (o->output == OUT_TABLE) {
@@ -801,7 +247,7 @@ static int cmd_status(const struct opts *o)
 }
 
 /* "CPU" or "PKG:CORE" -> the request; test=... params choose the tests. */
-static int cmd_scan(const struct opts *o, int argc, char **argv)
+static int cmd_scan(struct opts *o, int argc, char **argv)
 {
 	Sysobs__V1__IfsScanRequest req = SYSOBS__V1__IFS_SCAN_REQUEST__INIT;
 	Sysobs__V1__IfsCoreRef refs[64], *refp[64];
@@ -907,6 +353,73 @@ static void check_tls_opts(const struct opts *o)
 		die_usage("TLS options need an https:// --server");
 }
 
+/* METRIC [MATCH] [KEY=VALUE]...: a metric's history. */
+static int cmd_series(struct opts *o, int argc, char **argv)
+{
+	static char metric[512], match[1024], step[64];
+	const char *extra[3];
+	size_t n = 0;
+	int i = 0;
+
+	if (i >= argc)
+		die_usage("series needs a METRIC");
+	snprintf(metric, sizeof(metric), "metric=%s", argv[i++]);
+	extra[n++] = metric;
+	/* a selector: '{collector="drops"}' or 'name{...}' (not KEY=VALUE) */
+	if (i < argc && (strchr(argv[i], '{') || !strchr(argv[i], '='))) {
+		snprintf(match, sizeof(match), "match[]=%s", argv[i++]);
+		extra[n++] = match;
+	}
+	if (o->step) {
+		snprintf(step, sizeof(step), "step=%s", o->step);
+		extra[n++] = step;
+	}
+	for (; i < argc; i++)
+		add_param(o, argv[i]);
+	return show(o, "/api/v1/series", extra, n, print_series, false);
+}
+
+/*
+ * The commands: a name, the word after it that selects a row (NULL: none),
+ * and either a function that runs it with its arguments or the route whose
+ * list it prints (history: a list of rows with ids, which --since, --until
+ * and --follow apply to). The first row that matches runs; KEY=VALUE
+ * arguments of a list become query parameters.
+ */
+struct command {
+	const char *name, *sub;
+	int (*run)(struct opts *o, int argc, char **argv);
+	const char *path;
+	print_fn print;
+	bool history;
+};
+
+static const struct command commands[] = {
+    {"status", NULL, cmd_status, NULL, NULL, false},
+    {"scan", NULL, cmd_scan, NULL, NULL, false},
+    {"series", NULL, cmd_series, NULL, NULL, false},
+    {"drops", NULL, NULL, "/api/v1/drops/samples", print_drops, true},
+    {"mptcp", "events", NULL, "/api/v1/mptcp/events", print_mptcp_events, true},
+    {"mptcp", NULL, NULL, "/api/v1/mptcp/connections", print_mptcp_connections, false},
+    {"ifs", "scans", NULL, "/api/v1/ifs/scans", print_ifs_scans, true},
+    {"ifs", NULL, NULL, "/api/v1/ifs/cores", print_ifs_cores, false},
+    {"cachefiles", NULL, NULL, "/api/v1/cachefiles/slow", print_cachefiles, true},
+    {"export", NULL, NULL, "/api/v1/export", print_exports, false},
+};
+
+/* The row of command name whose sub-command word, if it has one, is the
+ * first of args. */
+static const struct command *command_find(const char *name, int argc, char **args)
+{
+	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++) {
+		const struct command *c = &commands[i];
+
+		if (!strcmp(name, c->name) && (!c->sub || (argc > 0 && !strcmp(args[0], c->sub))))
+			return c;
+	}
+	return NULL;
+}
+
 enum {
 	OPT_SINCE = 256,
 	OPT_UNTIL,
@@ -944,6 +457,7 @@ int main(int argc, char **argv)
 	struct opts o = {.output = OUT_TABLE, .timeout_s = 10};
 	const char *cmd;
 	char *end;
+	const struct command *c;
 	int opt, rc;
 
 	o.server = getenv("SYSOBS_URL");
@@ -1027,76 +541,19 @@ int main(int argc, char **argv)
 		return 1;
 	}
 
-	if (!strcmp(cmd, "status")) {
-		if (optind < argc)
-			die_usage("status takes no arguments");
-		rc = cmd_status(&o);
-	} else if (!strcmp(cmd, "scan")) {
-		rc = cmd_scan(&o, argc - optind, argv + optind);
-	} else if (!strcmp(cmd, "series")) {
-		static char metric[512], match[1024], step[64];
-		const char *extra[3];
-		size_t n = 0;
-
-		if (optind >= argc)
-			die_usage("series needs a METRIC");
-		snprintf(metric, sizeof(metric), "metric=%s", argv[optind++]);
-		extra[n++] = metric;
-		/* a selector: '{collector="drops"}' or 'name{...}' (not KEY=VALUE) */
-		if (optind < argc && (strchr(argv[optind], '{') || !strchr(argv[optind], '='))) {
-			snprintf(match, sizeof(match), "match[]=%s", argv[optind++]);
-			extra[n++] = match;
-		}
-		if (o.step) {
-			snprintf(step, sizeof(step), "step=%s", o.step);
-			extra[n++] = step;
-		}
-		for (; optind < argc; optind++)
-			add_param(&o, argv[optind]);
-		rc = show(&o, "/api/v1/series", extra, n, print_series, false);
+	c = command_find(cmd, argc - optind, argv + optind);
+	if (!c)
+		die_usage("unknown command '%s'", cmd);
+	if (c->sub)
+		optind++;
+	if (c->run) {
+		rc = c->run(&o, argc - optind, argv + optind);
 	} else {
-		const char *path = NULL;
-		print_fn print = NULL;
-		bool history = true;
-
-		if (!strcmp(cmd, "drops")) {
-			path = "/api/v1/drops/samples";
-			print = print_drops;
-		} else if (!strcmp(cmd, "mptcp")) {
-			if (optind < argc && !strcmp(argv[optind], "events")) {
-				optind++;
-				path = "/api/v1/mptcp/events";
-				print = print_mptcp_events;
-			} else {
-				path = "/api/v1/mptcp/connections";
-				print = print_mptcp_connections;
-				history = false;
-			}
-		} else if (!strcmp(cmd, "ifs")) {
-			if (optind < argc && !strcmp(argv[optind], "scans")) {
-				optind++;
-				path = "/api/v1/ifs/scans";
-				print = print_ifs_scans;
-			} else {
-				path = "/api/v1/ifs/cores";
-				print = print_ifs_cores;
-				history = false;
-			}
-		} else if (!strcmp(cmd, "cachefiles")) {
-			path = "/api/v1/cachefiles/slow";
-			print = print_cachefiles;
-		} else if (!strcmp(cmd, "export")) {
-			path = "/api/v1/export";
-			print = print_exports;
-			history = false;
-		} else {
-			die_usage("unknown command '%s'", cmd);
-		}
-		if (!history && (o.since || o.until))
+		if (!c->history && (o.since || o.until))
 			die_usage("%s shows the current state: no --since/--until", cmd);
 		for (; optind < argc; optind++)
 			add_param(&o, argv[optind]);
-		rc = show(&o, path, NULL, 0, print, history);
+		rc = show(&o, c->path, NULL, 0, c->print, c->history);
 	}
 	curl_global_cleanup();
 	return rc;

@@ -1,0 +1,70 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Shared by the files of the sysobs CLI, nothing else: cli.c (options, the
+ * command table, fetching a route with --follow), cli_print.c (the table
+ * printers, one per message, and the one-line errors) and cli_http.c (one
+ * request to the agent with libcurl). Calls go cli.c -> cli_http.c ->
+ * cli_print.c, and cli.c -> cli_print.c.
+ */
+#ifndef SYSOBS_CLI_INTERNAL_H
+#define SYSOBS_CLI_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "api/proto/sysobs.pb-c.h"
+
+#define MAX_PARAMS  32
+#define MAX_BODY    (64u << 20) /* an answer larger than this is refused */
+#define FOLLOW_POLL 1		/* seconds between --follow polls */
+
+enum output { OUT_TABLE, OUT_JSON, OUT_PROTOBUF };
+
+struct opts {
+	const char *server;
+	enum output output;
+	const char *since, *until, *limit, *step;
+	bool follow;
+	const char *ca_file, *cert_file, *key_file, *user, *password_file;
+	bool insecure;
+	unsigned timeout_s;
+	const char *params[MAX_PARAMS]; /* "key=value", URL-escaped when sent */
+	size_t n_params;
+};
+
+struct body {
+	char *data;
+	size_t len;
+};
+
+/* The printers: one per message; each returns the rows printed (-1 when
+ * the answer does not decode) and, for history lists, the newest id seen
+ * (for --follow). Rows come newest first; printing oldest first reads like
+ * a log and lets --follow append. Only rows with id > after_id are printed. */
+typedef size_t (*print_fn)(const struct body *b, bool header, int64_t after_id, int64_t *max_id);
+
+/* cli_print.c */
+void err_line(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* A non-2xx answer: the agent's ErrorResponse in one line. */
+void report_error(long code, const struct body *b, bool json);
+const char *str(const char *s); /* s, or "-" when NULL or empty */
+void export_lines(const Sysobs__V1__ExportList *m, bool header);
+size_t print_collectors(const struct body *b, bool header, int64_t after_id, int64_t *max_id);
+size_t print_exports(const struct body *b, bool header, int64_t after_id, int64_t *max_id);
+size_t print_drops(const struct body *b, bool header, int64_t after_id, int64_t *max_id);
+size_t print_mptcp_events(const struct body *b, bool header, int64_t after_id, int64_t *max_id);
+size_t print_mptcp_connections(const struct body *b, bool header, int64_t after_id,
+			       int64_t *max_id);
+size_t print_ifs_cores(const struct body *b, bool header, int64_t after_id, int64_t *max_id);
+size_t print_ifs_scans(const struct body *b, bool header, int64_t after_id, int64_t *max_id);
+size_t print_cachefiles(const struct body *b, bool header, int64_t after_id, int64_t *max_id);
+size_t print_series(const struct body *b, bool header, int64_t after_id, int64_t *max_id);
+
+/* cli_http.c: one request (GET, or POST of a protobuf body) of server+path
+ * with the query parameters; the body lands in *out. The HTTP status, or
+ * -1 after a one-line transport error. */
+long http_call(const struct opts *o, const char *path, const char *const *query, size_t n_query,
+	       bool json, const void *post, size_t post_len, struct body *out);
+
+#endif
