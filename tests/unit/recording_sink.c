@@ -1,0 +1,198 @@
+// SPDX-License-Identifier: MIT
+/* recording_sink: see recording_sink.h. */
+#include "recording_sink.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#define RS(k) ((struct recording_sink *)(k)->impl)
+
+static int rs_event_id(struct sink *k, const struct event_table *t, int64_t ts_ns, const void *row,
+		       int64_t *id)
+{
+	struct recording_sink *rs = RS(k);
+	struct rs_row *r;
+
+	if (rs->n_rows == RS_MAX_ROWS || t->row_size > RS_ROW_MAX)
+		return -EAGAIN;
+	r = &rs->rows[rs->n_rows++];
+	r->t = t;
+	r->id = (int64_t)rs->n_rows;
+	r->ts_ns = ts_ns;
+	memcpy(r->row, row, t->row_size);
+	if (id)
+		*id = r->id;
+	return 0;
+}
+
+static int rs_event(struct sink *k, const struct event_table *t, int64_t ts_ns, const void *row)
+{
+	return rs_event_id(k, t, ts_ns, row, NULL);
+}
+
+static struct sink_family *rs_family(struct sink *k, const struct metric_desc *d)
+{
+	struct recording_sink *rs = RS(k);
+
+	for (size_t i = 0; i < rs->n_families; i++)
+		if (rs->families[i] == d)
+			return (struct sink_family *)d;
+	if (rs->n_families == sizeof(rs->families) / sizeof(rs->families[0])) {
+		errno = ENOSPC;
+		return NULL;
+	}
+	rs->families[rs->n_families++] = d;
+	return (struct sink_family *)d;
+}
+
+static struct sink_series *rs_series(struct sink *k, struct sink_family *f,
+				     const char *const *values)
+{
+	struct recording_sink *rs = RS(k);
+	const struct metric_desc *d = (const struct metric_desc *)f;
+	char labels[256] = "";
+	size_t n = 0;
+
+	for (size_t i = 0; d->labels && d->labels[i]; i++) {
+		if (!values || !values[i]) {
+			errno = EINVAL;
+			return NULL;
+		}
+		n += (size_t)snprintf(labels + n, sizeof(labels) - n, "%s%s", i ? "," : "",
+				      values[i]);
+		if (n >= sizeof(labels)) {
+			errno = E2BIG;
+			return NULL;
+		}
+	}
+	for (size_t i = 0; i < rs->n_series; i++) {
+		if (rs->series[i].d == d && !strcmp(rs->series[i].labels, labels)) {
+			rs->series[i].gone = false; /* as the registry: found again */
+			return (struct sink_series *)&rs->series[i];
+		}
+	}
+	if (rs->n_series == RS_MAX_SERIES) {
+		errno = ENOSPC;
+		return NULL;
+	}
+	rs->series[rs->n_series].d = d;
+	snprintf(rs->series[rs->n_series].labels, sizeof(labels), "%s", labels);
+	return (struct sink_series *)&rs->series[rs->n_series++];
+}
+
+static void rs_series_gone(struct sink *k, struct sink_family *f, struct sink_series *s)
+{
+	(void)k, (void)f;
+	((struct rs_series *)s)->gone = true;
+}
+
+static void rs_family_clear(struct sink *k, struct sink_family *f)
+{
+	struct recording_sink *rs = RS(k);
+
+	for (size_t i = 0; i < rs->n_series; i++)
+		if (rs->series[i].d == (const struct metric_desc *)f)
+			rs->series[i].gone = true;
+}
+
+static void rs_add(struct sink_series *s, double v)
+{
+	((struct rs_series *)s)->value += v;
+}
+
+static void rs_set(struct sink_series *s, double v)
+{
+	((struct rs_series *)s)->value = v;
+}
+
+static void rs_observe(struct sink_series *s, double v)
+{
+	((struct rs_series *)s)->value += v;
+	((struct rs_series *)s)->observations++;
+}
+
+static void rs_histogram_set(struct sink_series *s, const uint64_t *counts, double sum)
+{
+	(void)counts;
+	((struct rs_series *)s)->value = sum;
+}
+
+static double rs_value(const struct sink_series *s)
+{
+	return ((const struct rs_series *)s)->value;
+}
+
+/* Gives every row put in for t, oldest first (where and group_by are SQL
+ * the test has already applied in choosing them). */
+static int rs_latest(struct sink *k, const struct event_table *t, const char *group_by,
+		     const char *where, sink_row_fn fn, void *arg)
+{
+	struct recording_sink *rs = RS(k);
+
+	(void)group_by, (void)where;
+	for (size_t i = 0; i < rs->n_latest; i++)
+		if (rs->latest[i].t == t)
+			fn(rs->latest[i].id, rs->latest[i].ts_ns, rs->latest[i].row, arg);
+	return 0;
+}
+
+static size_t rs_queue_depth(struct sink *k)
+{
+	return RS(k)->n_rows;
+}
+
+static void rs_exemplar(struct sink_series *s, const char *name, const char *value, double v,
+			int64_t ts_ns)
+{
+	(void)v, (void)ts_ns;
+	snprintf(((struct rs_series *)s)->exemplar, sizeof(((struct rs_series *)s)->exemplar),
+		 "%s=%s", name, value);
+}
+
+static const struct sink_ops rs_ops = {
+    .event = rs_event,
+    .family = rs_family,
+    .series = rs_series,
+    .series_gone = rs_series_gone,
+    .family_clear = rs_family_clear,
+    .add = rs_add,
+    .set = rs_set,
+    .observe = rs_observe,
+    .histogram_set = rs_histogram_set,
+    .value = rs_value,
+    .latest = rs_latest,
+    .queue_depth = rs_queue_depth,
+    .event_id = rs_event_id,
+    .exemplar = rs_exemplar,
+};
+
+void rs_init(struct recording_sink *rs, const char *collector)
+{
+	memset(rs, 0, sizeof(*rs));
+	rs->sink.ops = &rs_ops;
+	rs->sink.impl = rs;
+	rs->sink.collector = collector;
+}
+
+struct rs_series *rs_find(struct recording_sink *rs, const char *name, const char *labels)
+{
+	for (size_t i = 0; i < rs->n_series; i++)
+		if (!strcmp(rs->series[i].d->name, name) && !strcmp(rs->series[i].labels, labels))
+			return &rs->series[i];
+	return NULL;
+}
+
+void rs_latest_add(struct recording_sink *rs, const struct event_table *t, int64_t ts_ns,
+		   const void *row)
+{
+	struct rs_row *r;
+
+	if (rs->n_latest == RS_MAX_ROWS)
+		return;
+	r = &rs->latest[rs->n_latest++];
+	r->t = t;
+	r->id = (int64_t)rs->n_latest;
+	r->ts_ns = ts_ns;
+	memcpy(r->row, row, t->row_size);
+}

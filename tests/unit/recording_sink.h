@@ -1,0 +1,56 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A recording sink for unit tests of collectors through their ops
+ * (collectors/sink.h promises one): every row submitted, every family and
+ * series with its value, gone flag and last exemplar, kept in memory for
+ * the test to assert on. sink_latest() answers from rows the test puts in
+ * (rs_latest_add), not from SQL: a test states what "the history" holds.
+ */
+#ifndef SYSOBS_RECORDING_SINK_H
+#define SYSOBS_RECORDING_SINK_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "collectors/sink.h"
+
+#define RS_MAX_ROWS   256
+#define RS_MAX_SERIES 256
+#define RS_ROW_MAX    EVENT_ROW_MAX
+
+struct rs_row {
+	const struct event_table *t;
+	int64_t id, ts_ns;
+	unsigned char row[RS_ROW_MAX];
+};
+
+struct rs_series {
+	const struct metric_desc *d;
+	char labels[256]; /* values joined with ',' ("" for none) */
+	double value;
+	uint64_t observations;
+	bool gone;
+	char exemplar[64]; /* "name=value" of the last exemplar */
+};
+
+struct recording_sink {
+	struct sink sink;
+	struct rs_row rows[RS_MAX_ROWS];
+	size_t n_rows;
+	struct rs_series series[RS_MAX_SERIES];
+	size_t n_series;
+	const struct metric_desc *families[64];
+	size_t n_families;
+	struct rs_row latest[RS_MAX_ROWS]; /* what sink_latest() returns */
+	size_t n_latest;
+};
+
+void rs_init(struct recording_sink *rs, const char *collector);
+/* The series of the family named name with these labels ("a,b"), or NULL. */
+struct rs_series *rs_find(struct recording_sink *rs, const char *name, const char *labels);
+/* A row sink_latest() gives for table t. */
+void rs_latest_add(struct recording_sink *rs, const struct event_table *t, int64_t ts_ns,
+		   const void *row);
+
+#endif

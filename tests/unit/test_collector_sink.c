@@ -1,0 +1,183 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Collectors through their sink, without root or a kernel feature: the
+ * recording sink (recording_sink.h) stands where the agent's would.
+ *  - drops: the sample path (drops_on_sample(), the ring buffer's callback):
+ *    a record becomes a drop_samples row with its netns cookie, and its id
+ *    the exemplar of the drop counter's series; a corrupt record is counted,
+ *    no row.
+ *  - mptcp: the restart recovery reads the collector's own history through
+ *    sink_latest(): a CREATED row with the connection's tuple gives its
+ *    start and side, another connection's row with the same token does not.
+ */
+#include <arpa/inet.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include <bpf/btf.h>
+
+#include "bpf/drops.h"
+#include "collectors/collector.h"
+#include "collectors/drops/drops.h"
+#include "collectors/drops/drops_btf.h"
+#include "collectors/drops/drops_priv.h"
+#include "collectors/mptcp/mptcp.h"
+#include "collectors/mptcp/mptcp_recover.h"
+#include "collectors/mptcp/mptcp_state.h"
+#include "recording_sink.h"
+
+#define SEC 1000000000ll
+
+static struct drops_reasons *reasons_of_a_fake_kernel(void)
+{
+	static const char *const names[] = {"SKB_NOT_DROPPED_YET", "SKB_CONSUMED",
+					    "SKB_DROP_REASON_NOT_SPECIFIED",
+					    "SKB_DROP_REASON_NO_SOCKET"};
+	struct btf *btf = btf__new_empty();
+	struct drops_reasons *r;
+
+	assert_non_null(btf);
+	assert_true(btf__add_enum(btf, "skb_drop_reason", 4) > 0);
+	for (int i = 0; i < 4; i++)
+		assert_int_equal(btf__add_enum_value(btf, names[i], i), 0);
+	r = drops_reasons_new(btf);
+	btf__free(btf);
+	assert_non_null(r);
+	return r;
+}
+
+static struct drops_record udp4_no_socket(void)
+{
+	struct drops_record r = {
+	    .magic = DROPS_RECORD_MAGIC,
+	    .version = DROPS_RECORD_VERSION,
+	    .size = sizeof(r),
+	    .ts_ns = 5 * SEC,
+	    .location = 0xffffffff81abcdefull,
+	    .reason = 3,
+	    .netns = 4026532173u,
+	    .netns_cookie = 14609,
+	    .ifindex = 1,
+	    .len = 28,
+	    .cpu = 1,
+	    .l3_proto = 0x0800,
+	    .l4_proto = 17,
+	    .flags = DROPS_F_L3_PARSED | DROPS_F_L4_PARSED | DROPS_F_HAS_DEV,
+	    .saddr = {127, 0, 0, 1},
+	    .daddr = {127, 0, 0, 1},
+	    .sport = 41100,
+	    .dport = 9,
+	    .ifname = "lo",
+	};
+	return r;
+}
+
+static const char *const drops_labels[] = {"reason", "protocol", "netns", NULL};
+static const struct metric_desc drops_total = {"sysobs_packet_drops_total", "test",
+					       METRIC_KIND_COUNTER, drops_labels};
+
+static void drops_sample_path(void **state)
+{
+	struct recording_sink rs;
+	struct drops_state st = {.mono_to_wall_ns = 1000 * SEC};
+	struct collector c = {.sink = &rs.sink, .priv = &st};
+	struct drops_record rec = udp4_no_socket();
+	const struct drops_row *row;
+	struct rs_series *s;
+
+	(void)state;
+	rs_init(&rs, "drops");
+	st.reasons = reasons_of_a_fake_kernel();
+	st.drops = sink_family(&rs.sink, &drops_total);
+	assert_int_equal(drops_on_sample(&c, &rec, sizeof(rec)), 0);
+
+	assert_int_equal(rs.n_rows, 1);
+	assert_ptr_equal(rs.rows[0].t, &drops_samples_table);
+	assert_int_equal(rs.rows[0].ts_ns, 1005 * SEC); /* monotonic -> wall */
+	row = (const struct drops_row *)rs.rows[0].row;
+	assert_string_equal(row->reason, "NO_SOCKET");
+	assert_string_equal(row->protocol, "udp");
+	assert_string_equal(row->saddr, "127.0.0.1");
+	assert_int_equal(row->dport, 9);
+	assert_int_equal(row->netns, 4026532173u);
+	assert_int_equal(row->netns_cookie, 14609);
+	assert_string_equal(row->ifname, "lo");
+	assert_string_equal(row->location, "0xffffffff81abcdef"); /* no kallsyms */
+	s = rs_find(&rs, "sysobs_packet_drops_total", "NO_SOCKET,udp,4026532173");
+	assert_non_null(s);
+	assert_string_equal(s->exemplar, "sample_id=1");
+
+	/* a corrupt record: counted, nothing stored */
+	rec.magic ^= 1;
+	assert_int_equal(drops_on_sample(&c, &rec, sizeof(rec)), 0);
+	assert_int_equal(rs.n_rows, 1);
+	assert_int_equal(st.invalid, 1);
+	/* a short one */
+	assert_int_equal(drops_on_sample(&c, &rec, 8), 0);
+	assert_int_equal(st.invalid, 2);
+	drops_reasons_free(st.reasons);
+}
+
+static void mptcp_restart_recovery_through_sink(void **state)
+{
+	struct recording_sink rs;
+	struct mptcp_state *st = mptcp_state_new(), *fresh = mptcp_state_new();
+	struct mptcp_row created = {.token = 7,
+				    .family = AF_INET,
+				    .sport = 40002,
+				    .dport = 8080,
+				    .server_side = 0,
+				    .netns = 1};
+	struct mptcp_conn *c;
+
+	(void)state;
+	rs_init(&rs, "mptcp");
+	/* the dump after a restart: connection 7, start unknown */
+	c = mptcp_state_conn_get(fresh, 1, 7, 1);
+	c->t.family = AF_INET;
+	inet_pton(AF_INET, "10.0.0.1", &c->t.saddr);
+	inet_pton(AF_INET, "10.0.0.2", &c->t.daddr);
+	c->t.sport = 40002;
+	c->t.dport = 8080;
+	c->resynced = 1;
+	c->created_ns = 100 * SEC;
+	mptcp_state_resync(st, 1, fresh);
+
+	/* no history yet */
+	assert_int_equal(mptcp_recover_starts(&rs.sink, st, 1), 0);
+	/* an older connection that had token 7, from another port */
+	strcpy(created.type, "CREATED");
+	strcpy(created.saddr, "10.0.0.1");
+	strcpy(created.daddr, "10.0.0.2");
+	created.sport = 39999;
+	rs_latest_add(&rs, &mptcp_events_table, 3 * SEC, &created);
+	assert_int_equal(mptcp_recover_starts(&rs.sink, st, 1), 0);
+	/* its own CREATED row */
+	rs.n_latest = 0;
+	created.sport = 40002;
+	rs_latest_add(&rs, &mptcp_events_table, 5 * SEC, &created);
+	assert_int_equal(mptcp_recover_starts(&rs.sink, st, 1), 1);
+	c = mptcp_state_conn_get(st, 1, 7, 0);
+	assert_int_equal(c->created_ns, 5 * SEC);
+	assert_int_equal(c->created_known, 1);
+	assert_int_equal(c->server_side, 0);
+	/* nothing left unknown: no query */
+	assert_int_equal(mptcp_recover_starts(&rs.sink, st, 1), 0);
+	mptcp_state_free(fresh);
+	mptcp_state_free(st);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(drops_sample_path),
+	    cmocka_unit_test(mptcp_restart_recovery_through_sink),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
