@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "api/hist_blob.h"
+#include "agent/lazylib.h"
 #include "agent/log.h"
 #include "exporters/remote_write.h"
 #include "exporters/remote_write_meta.h"
@@ -135,6 +136,10 @@ static int rw_settings(struct config *cfg, struct remote_write *rw, bool read_fi
 				 rw->host, sizeof(rw->host), rw->ext, RW_MAX_LABELS - 1, &rw->n_ext,
 				 &key, &why))
 		bad |= cfg_error(cfg, "remote_write", key, "%s", why);
+	/* snappy is loaded here, as libcurl by sender_check(): only for a
+	 * configured remote_write (agent/lazylib.h). */
+	if (!lazylib_snappy(&why))
+		bad |= cfg_error(cfg, "remote_write", "url", "remote_write needs snappy: %s", why);
 	err = sender_check(&rw->snd, cfg, "remote_write", &c->http, read_files);
 	if (err == -ENOMEM)
 		return err;

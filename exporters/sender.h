@@ -101,12 +101,14 @@ struct sender {
  * Checks the keys of c for section (URL scheme http or https with a host,
  * backoff range, auth and TLS file combinations) and, with read_files,
  * reads the password and token files. Every error is recorded (cfg_error);
- * -EINVAL when any was, -ENOMEM. Also makes s->mu (status readers may lock
- * it from then on, until sender_free()).
+ * -EINVAL when any was, -ENOMEM. Loads libcurl (agent/lazylib.h): its
+ * absence is an error of url that names the package. Also makes s->mu
+ * (status readers may lock it from then on, until sender_free()).
  */
 int sender_check(struct sender *s, struct config *cfg, const char *section,
 		 const struct sender_config *c, bool read_files);
-/* The libcurl handle with headers (NULL-terminated "Name: value" list).
+/* The libcurl handle with headers (NULL-terminated "Name: value" list);
+ * after a sender_check() that loaded libcurl (agent/lazylib.h).
  * 0 or -ENOMEM, -EIO. */
 int sender_setup(struct sender *s, const char *const *headers);
 /* POSTs body (gzip'ed first with gzip, sent with Content-Encoding: gzip)
@@ -144,7 +146,8 @@ uint64_t sender_backoff_next(uint64_t cur, uint64_t min, uint64_t max);
 int sender_gzip(const void *in, size_t len, struct buf *out);
 /* url without its user, password and login options (user:password@), as
  * libcurl parses it: what logs and the status API may show. malloc'ed; NULL
- * with errno ENOMEM, or EINVAL for what libcurl cannot parse. */
+ * with errno ENOMEM, EINVAL for what libcurl cannot parse, or ENOENT when
+ * libcurl cannot be loaded. */
 char *sender_url_public(const char *url);
 
 #endif
