@@ -21,12 +21,12 @@
 #include <microhttpd.h>
 #include <protobuf-c/protobuf-c.h>
 #include <sqlite3.h>
-#include <systemd/sd-daemon.h>
 #include <zlib.h>
 
 #include "agent/agent.h"
 #include "agent/lazylib.h"
 #include "agent/log.h"
+#include "agent/sd_notify.h"
 #include "collectors/collector.h"
 #include "sysobs_revision.h"
 
@@ -88,10 +88,10 @@ static void version(void)
 
 	printf("sysobsd %s (revision %s)\n", SYSOBS_VERSION, SYSOBS_REVISION);
 	printf("libbpf %s, sqlite %s, libmicrohttpd %s, libcurl %s, protobuf-c %s, jansson %s, "
-	       "zlib %s, libsystemd %s\n",
+	       "zlib %s\n",
 	       SYSOBS_LIBBPF_VERSION, sqlite3_libversion(), MHD_get_version(),
 	       cv ? cv->version : "not installed", protobuf_c_version(), JANSSON_VERSION,
-	       zlibVersion(), LIBSYSTEMD_VERSION);
+	       zlibVersion());
 }
 
 struct override {
@@ -284,9 +284,9 @@ int main(int argc, char **argv)
 	if (rc == 0) {
 		/* Type=notify: serving HTTP, collectors started, privileges dropped.
 		 * Without NOTIFY_SOCKET this does nothing. */
-		sd_notify(0, "READY=1\nSTATUS=serving");
+		sd_notify_send("READY=1\nSTATUS=serving");
 		rc = agent_run(&a) ? 1 : 0;
-		sd_notify(0, "STOPPING=1");
+		sd_notify_send("STOPPING=1");
 	}
 	agent_stop(&a);
 	if (rc == 0)
