@@ -173,23 +173,6 @@ int remote_write_new(struct config *cfg, struct remote_write **out)
 	return remote_write_check(cfg, true, out);
 }
 
-static void rw_cursor_save(struct remote_write *rw)
-{
-	int err = store_cursor_set(rw->cursor, rw->pos);
-
-	if (err)
-		log_ratelimited(&rw->rl_store, 60000, LOG_LVL_WARN, RW_COMPONENT,
-				"cannot store the cursor (%s); it stays in memory and is "
-				"stored with the next batch",
-				strerror(-err));
-}
-
-static void rw_add(struct metric_series *s, uint64_t v)
-{
-	if (s && v)
-		series_add(s, (double)v);
-}
-
 /* One batch read from the history. */
 struct rw_read {
 	struct remote_write *rw;
@@ -232,11 +215,11 @@ static int rw_read_row(const struct store_sample *smp, void *arg)
 static void rw_advance(struct remote_write *rw, const struct rw_read *x)
 {
 	if (rw->pos > 0 && x->first > rw->pos + 1)
-		rw_add(rw->m.drop_deleted, (uint64_t)(x->first - rw->pos - 1));
-	rw_add(rw->m.drop_old, x->too_old);
-	rw_add(rw->m.drop_invalid, rw->batch.invalid);
+		sender_count(rw->m.drop_deleted, (uint64_t)(x->first - rw->pos - 1));
+	sender_count(rw->m.drop_old, x->too_old);
+	sender_count(rw->m.drop_invalid, rw->batch.invalid);
 	rw->pos = x->last;
-	rw_cursor_save(rw);
+	sender_cursor_save(&rw->snd, rw->cursor, rw->pos, &rw->rl_store);
 }
 
 /* One turn of the sender: reads a batch after the cursor, sends it, and
@@ -261,7 +244,7 @@ static uint64_t rw_turn(struct remote_write *rw)
 			 "the metric history was renumbered (emptied or a new database): "
 			 "sending it from its start");
 		rw->pos = 0;
-		rw_cursor_save(rw);
+		sender_cursor_save(&rw->snd, rw->cursor, rw->pos, &rw->rl_store);
 	}
 	if (rw->m.pending)
 		series_set(rw->m.pending, (double)(last - rw->pos));
@@ -300,8 +283,8 @@ static uint64_t rw_turn(struct remote_write *rw)
 
 	switch (verdict) {
 	case SENDER_SENT:
-		rw_add(rw->m.sent, n);
-		rw_add(rw->m.bytes, rw->batch.body_len);
+		sender_count(rw->m.sent, n);
+		sender_count(rw->m.bytes, rw->batch.body_len);
 		if (rw->m.last_send)
 			series_set(rw->m.last_send, (double)clock_wall_ns() / 1e9);
 		if (rw->m.highest)
@@ -312,7 +295,7 @@ static uint64_t rw_turn(struct remote_write *rw)
 	case SENDER_RETRY: {
 		uint64_t wait = sender_retry_wait(&rw->snd);
 
-		rw_add(rw->m.retried, n);
+		sender_count(rw->m.retried, n);
 		if (rw->snd.status)
 			log_ratelimited(&rw->rl_fail, 10000, LOG_LVL_WARN, RW_COMPONENT,
 					"%s answered %ld (%.120s); retrying %zu samples in %" PRIu64
@@ -326,7 +309,7 @@ static uint64_t rw_turn(struct remote_write *rw)
 	}
 	default:
 		/* 4xx other than 429 (and anything else): it would refuse it again. */
-		rw_add(rw->m.failed, n);
+		sender_count(rw->m.failed, n);
 		log_ratelimited(&rw->rl_fail, 10000, LOG_LVL_WARN, RW_COMPONENT,
 				"%s refused %zu samples with %ld (%.160s); dropped, not retried",
 				rw->snd.url_public, n, rw->snd.status, rw->snd.resp);
@@ -351,7 +334,7 @@ static void rw_meta_turn(struct remote_write *rw)
 	verdict = sender_post(&rw->snd, rw->meta.body, rw->meta.body_len, false);
 	status = rw->snd.status;
 	if (verdict == SENDER_SENT) {
-		rw_add(rw->m.meta_sent, rw->meta.n);
+		sender_count(rw->m.meta_sent, rw->meta.n);
 		rw_meta_sent(&rw->meta, now, (int64_t)c->metadata_interval * 1000000);
 		return;
 	}

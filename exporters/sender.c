@@ -18,6 +18,7 @@
 #include "agent/log.h"
 #include "api/metrics.h"
 #include "exporters/sender.h"
+#include "storage/store_samples.h"
 
 #define SENDER_RETRY_AFTER_MAX_MS (5 * 60 * 1000) /* a longer Retry-After is capped */
 #define SENDER_SECRET_MAX	  (64 * 1024)
@@ -422,6 +423,24 @@ void sender_publish_cpu(struct metric_series *cpu)
 	if (cpu && !getrusage(RUSAGE_THREAD, &ru))
 		series_set(cpu, (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 +
 				    (double)ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6);
+}
+
+void sender_count(struct metric_series *c, uint64_t v)
+{
+	if (c && v)
+		series_add(c, (double)v);
+}
+
+void sender_cursor_save(struct sender *s, struct store_cursor *cur, int64_t pos,
+			struct log_ratelimit *rl)
+{
+	int err = store_cursor_set(cur, pos);
+
+	if (err)
+		log_ratelimited(rl, 60000, LOG_LVL_WARN, s->section,
+				"cannot store the cursor (%s); it stays in memory and is stored "
+				"with the next batch",
+				strerror(-err));
 }
 
 bool sender_stopping(const struct sender *s)

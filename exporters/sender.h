@@ -131,6 +131,16 @@ bool sender_stopping(const struct sender *s);
  * (NULL: nothing); each sender thread after each turn. */
 struct metric_series;
 void sender_publish_cpu(struct metric_series *cpu);
+/* v added to the counter c; nothing for a NULL series (its registration
+ * failed) or 0. */
+void sender_count(struct metric_series *c, uint64_t v);
+/* pos stored as the durable cursor cur. A failure (locked or full disk) is
+ * logged as s->section, at most once a minute through rl, and changes
+ * nothing else: the position stays in memory and the next batch stores it. */
+struct store_cursor;
+struct log_ratelimit;
+void sender_cursor_save(struct sender *s, struct store_cursor *cur, int64_t pos,
+			struct log_ratelimit *rl);
 /* Stops the thread (a request in flight gets 2 s, then is aborted within
  * about a second more) and frees everything but s itself. */
 void sender_free(struct sender *s);
