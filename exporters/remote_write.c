@@ -17,6 +17,7 @@
 #include "api/hist_blob.h"
 #include "agent/lazylib.h"
 #include "agent/log.h"
+#include "exporters/identity.h"
 #include "exporters/remote_write.h"
 #include "exporters/remote_write_meta.h"
 #include "api/metrics.h"
@@ -71,8 +72,8 @@ struct rw_metrics {
 
 struct remote_write {
 	struct remote_write_config cfg; /* strings point into the agent's config */
-	char *ext_text;
-	char host[256]; /* gethostname(), the default instance */
+	/* The identity's labels, added to every series (exporters/identity.h);
+	 * the strings are the agent's. */
 	struct rw_label ext[RW_MAX_LABELS];
 	size_t n_ext;
 
@@ -99,43 +100,28 @@ static int rw_cursor_name_check(const char *s)
 	return 0;
 }
 
-/* [agent] hostname, the name the IFS alert push uses too: one instance
- * label on every path. Empty: gethostname(). */
-static const char *rw_agent_hostname(struct config *cfg)
-{
-	const char *h = cfg_get(cfg_section(cfg, "agent"), "hostname");
-
-	return h ? h : "";
-}
-
 static void rw_free_settings(struct remote_write *rw)
 {
-	free(rw->ext_text);
 	sender_free(&rw->snd);
 	free(rw);
 }
 
 /* Every check of remote_write_new(), past a failed one: each error is
  * recorded (cfg_fail()); the secret files are read only with read_files. */
-static int rw_settings(struct config *cfg, struct remote_write *rw, bool read_files)
+static int rw_settings(struct config *cfg, const struct export_identity_buf *id,
+		       struct remote_write *rw, bool read_files)
 {
 	struct remote_write_config *c = &rw->cfg;
-	const char *why = NULL, *key = NULL;
+	const char *why = NULL;
 	int bad = 0, err;
 
 	if (rw_cursor_name_check(c->cursor))
 		bad |= cfg_error(cfg, "remote_write", "cursor",
 				 "1 to 40 of [a-zA-Z0-9_.-], e.g. remote_write or vm");
-	rw->ext_text = strdup(c->external_labels);
-	if (!rw->ext_text)
-		return -ENOMEM;
-	/* __name__ takes one of a series' RW_MAX_LABELS. */
-	if (rw_external_labels_parse(rw->ext_text, rw->ext, RW_MAX_LABELS - 1, &rw->n_ext, &why))
-		bad |= cfg_error(cfg, "remote_write", "external_labels", "%s", why);
-	else if (rw_identity_add(c->job, *c->instance ? c->instance : rw_agent_hostname(cfg),
-				 rw->host, sizeof(rw->host), rw->ext, RW_MAX_LABELS - 1, &rw->n_ext,
-				 &key, &why))
-		bad |= cfg_error(cfg, "remote_write", key, "%s", why);
+	if (id->key)
+		bad |= cfg_error(cfg, "remote_write", id->key, "%s", id->why);
+	memcpy(rw->ext, id->labels, id->n_labels * sizeof(rw->ext[0]));
+	rw->n_ext = id->n_labels;
 	/* snappy is loaded here, as libcurl by sender_check(): only for a
 	 * configured remote_write (agent/lazylib.h). */
 	if (!lazylib_snappy(&why))
@@ -146,7 +132,8 @@ static int rw_settings(struct config *cfg, struct remote_write *rw, bool read_fi
 	return bad || err ? -EINVAL : 0;
 }
 
-int remote_write_check(struct config *cfg, bool read_files, struct remote_write **out)
+int remote_write_check(struct config *cfg, const struct export_identity_buf *id, bool read_files,
+		       struct remote_write **out)
 {
 	struct remote_write *rw;
 	int err;
@@ -160,7 +147,7 @@ int remote_write_check(struct config *cfg, bool read_files, struct remote_write 
 		rw_free_settings(rw);
 		return err;
 	}
-	if (rw_settings(cfg, rw, read_files) || err) {
+	if (rw_settings(cfg, id, rw, read_files) || err) {
 		rw_free_settings(rw);
 		return -EINVAL;
 	}
@@ -168,9 +155,10 @@ int remote_write_check(struct config *cfg, bool read_files, struct remote_write 
 	return 0;
 }
 
-int remote_write_new(struct config *cfg, struct remote_write **out)
+int remote_write_new(struct config *cfg, const struct export_identity_buf *id,
+		     struct remote_write **out)
 {
-	return remote_write_check(cfg, true, out);
+	return remote_write_check(cfg, id, true, out);
 }
 
 /* One batch read from the history. */
