@@ -701,6 +701,17 @@ static int export_config_check(struct agent *a, const struct export_identity_buf
 	return err ? 1 : 0;
 }
 
+/* a->host: [agent] hostname, else gethostname() (which may truncate
+ * without a NUL: one is forced); "" when that fails too. */
+static void agent_host_resolve(struct agent *a)
+{
+	if (a->hostname && *a->hostname)
+		snprintf(a->host, sizeof(a->host), "%s", a->hostname);
+	else if (gethostname(a->host, sizeof(a->host) - 1))
+		a->host[0] = '\0';
+	a->host[sizeof(a->host) - 1] = '\0';
+}
+
 int agent_config_validate(struct agent *a, bool host)
 {
 	struct store_config sc = {0};
@@ -716,6 +727,7 @@ int agent_config_validate(struct agent *a, bool host)
 
 	a->sysfs_root = cfg_get(cfg_section(&a->cfg, "agent"), "sysfs_root");
 	a->hostname = cfg_get(cfg_section(&a->cfg, "agent"), "hostname");
+	agent_host_resolve(a);
 	bad |= agent_log_config(&a->cfg, &lvl, &fmt);
 	bad |= storage_config(a, &sc);
 	bad |= table_retention(a);
@@ -726,7 +738,7 @@ int agent_config_validate(struct agent *a, bool host)
 		bad |= listen_parse(a, hc.listen, &ss, &sslen);
 	bad |= privsep_config(a, &pc, host);
 	bad |= expose_config_check(&a->cfg);
-	export_identity_resolve(&a->cfg, &id); /* its errors: remote_write_check() */
+	export_identity_resolve(&a->cfg, a->host, &id); /* errors: remote_write_check() */
 	bad |= remote_write_check(&a->cfg, &id, host, &rw);
 	bad |= export_config_check(a, &id, host);
 	bad |= collectors_config_check(a);
@@ -754,8 +766,10 @@ int agent_start(struct agent *a, const char *port_file)
 	mem_stage("config");
 	a->sysfs_root = cfg_get(cfg_section(&a->cfg, "agent"), "sysfs_root");
 	a->hostname = cfg_get(cfg_section(&a->cfg, "agent"), "hostname");
-	/* Once, for every sender: its errors are remote_write_new()'s. */
-	export_identity_resolve(&a->cfg, &identity);
+	/* Once, for every path that names the host: the senders' identity (its
+	 * errors are remote_write_new()'s) and the collectors' host name. */
+	agent_host_resolve(a);
+	export_identity_resolve(&a->cfg, a->host, &identity);
 	if (storage_config(a, &sc) || http_config(a, &hc, true) || listen_check(a, hc.listen) ||
 	    privsep_config(a, &pc, true) || remote_write_new(&a->cfg, &identity, &a->rw) ||
 	    export_new(a, &identity, true, &a->exp)) {

@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: MIT
 /*
  * The host's identity for what leaves it: one resolution of [remote_write]
- * job, instance and external_labels (with [agent] hostname and the host name
- * as the instance's defaults), by the agent, into the labels remote_write
- * puts on every pushed series and the identity of event rows, so that event
- * rows join metric series on (job, instance).
+ * job, instance and external_labels (the agent's host name, [agent]
+ * hostname or gethostname(), as the instance's default), by the agent, into
+ * the labels remote_write puts on every pushed series and the identity of
+ * event rows, so that event rows join metric series on (job, instance).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -29,10 +29,10 @@ static int identity_fail(struct export_identity_buf *out, const char *key, const
 	return -EINVAL;
 }
 
-int export_identity_resolve(struct config *cfg, struct export_identity_buf *out)
+int export_identity_resolve(struct config *cfg, const char *host, struct export_identity_buf *out)
 {
 	struct remote_write_config c = {0};
-	const char *why = NULL, *key = NULL, *agent_host;
+	const char *why = NULL, *key = NULL;
 	size_t n = 0, k = 0;
 
 	memset(out, 0, sizeof(*out));
@@ -43,14 +43,13 @@ int export_identity_resolve(struct config *cfg, struct export_identity_buf *out)
 	if (strlen(c.external_labels) >= sizeof(out->ext_text))
 		return identity_fail(out, "external_labels", "longer than 1023 bytes");
 	snprintf(out->ext_text, sizeof(out->ext_text), "%s", c.external_labels);
-	agent_host = cfg_get(cfg_section(cfg, "agent"), "hostname");
 	/* __name__ takes one of a series' RW_MAX_LABELS. */
 	if (rw_external_labels_parse(out->ext_text, out->labels, RW_MAX_LABELS - 1, &n, &why))
 		return identity_fail(out, "external_labels", why);
 	if (rw_identity_add(c.job,
-			    *c.instance	 ? c.instance
-			    : agent_host ? agent_host
-					 : "",
+			    *c.instance ? c.instance
+			    : host	? host
+					: "",
 			    out->host, sizeof(out->host), out->labels, RW_MAX_LABELS - 1, &n, &key,
 			    &why))
 		return identity_fail(out, key, why);

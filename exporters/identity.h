@@ -27,8 +27,10 @@ struct export_identity_buf {
 	char host[256];
 };
 
-/* 0, or -EINVAL when [remote_write]'s identity keys do not parse (out->key
- * and out->why say which and why; job and instance are then ""). */
-int export_identity_resolve(struct config *cfg, struct export_identity_buf *out);
+/* host: the agent's name of the host, the default instance ("": this calls
+ * gethostname()). 0, or -EINVAL when [remote_write]'s identity keys do not
+ * parse (out->key and out->why say which and why; job and instance are
+ * then ""). */
+int export_identity_resolve(struct config *cfg, const char *host, struct export_identity_buf *out);
 
 #endif
