@@ -680,29 +680,36 @@ int agent_print_clickhouse_ddl(const char *cluster, FILE *out)
 	return err;
 }
 
-/* [export.NAME] sections, with the identity [remote_write] gives. */
-static int export_new(struct agent *a, bool read_files, struct events_export **out)
+/* [export.NAME] sections, with the host's identity (a failed resolution:
+ * remote_write_check() names the key, and job and instance are ""). */
+static int export_new(struct agent *a, const struct export_identity_buf *id, bool read_files,
+		      struct events_export **out)
 {
-	static struct export_identity_buf id;
 	const struct event_table *tables[MAX_TABLES + 1];
 
 	*out = NULL;
 	all_tables(tables);
-	if (export_identity_resolve(&a->cfg, &id)) {
-		/* remote_write_check() names the key; nothing to export with */
-		id.id.instance = "";
-		id.id.job = "";
-	}
-	return events_export_new(&a->cfg, tables, &id.id, read_files, out);
+	return events_export_new(&a->cfg, tables, &id->id, read_files, out);
 }
 
-static int export_config_check(struct agent *a, bool host)
+static int export_config_check(struct agent *a, const struct export_identity_buf *id, bool host)
 {
 	struct events_export *e;
-	int err = export_new(a, host, &e);
+	int err = export_new(a, id, host, &e);
 
 	events_export_free(e);
 	return err ? 1 : 0;
+}
+
+/* a->host: [agent] hostname, else gethostname() (which may truncate
+ * without a NUL: one is forced); "" when that fails too. */
+static void agent_host_resolve(struct agent *a)
+{
+	if (a->hostname && *a->hostname)
+		snprintf(a->host, sizeof(a->host), "%s", a->hostname);
+	else if (gethostname(a->host, sizeof(a->host) - 1))
+		a->host[0] = '\0';
+	a->host[sizeof(a->host) - 1] = '\0';
 }
 
 int agent_config_validate(struct agent *a, bool host)
@@ -711,6 +718,7 @@ int agent_config_validate(struct agent *a, bool host)
 	struct http_config hc = {0};
 	struct privsep_config pc = {0};
 	struct remote_write *rw = NULL;
+	struct export_identity_buf id;
 	struct sockaddr_storage ss;
 	enum log_level lvl;
 	enum log_format fmt;
@@ -719,6 +727,7 @@ int agent_config_validate(struct agent *a, bool host)
 
 	a->sysfs_root = cfg_get(cfg_section(&a->cfg, "agent"), "sysfs_root");
 	a->hostname = cfg_get(cfg_section(&a->cfg, "agent"), "hostname");
+	agent_host_resolve(a);
 	bad |= agent_log_config(&a->cfg, &lvl, &fmt);
 	bad |= storage_config(a, &sc);
 	bad |= table_retention(a);
@@ -729,8 +738,9 @@ int agent_config_validate(struct agent *a, bool host)
 		bad |= listen_parse(a, hc.listen, &ss, &sslen);
 	bad |= privsep_config(a, &pc, host);
 	bad |= expose_config_check(&a->cfg);
-	bad |= remote_write_check(&a->cfg, host, &rw);
-	bad |= export_config_check(a, host);
+	export_identity_resolve(&a->cfg, a->host, &id); /* errors: remote_write_check() */
+	bad |= remote_write_check(&a->cfg, &id, host, &rw);
+	bad |= export_config_check(a, &id, host);
 	bad |= collectors_config_check(a);
 	remote_write_free(rw);
 	web_config_free(hc.web);
@@ -742,6 +752,8 @@ int agent_start(struct agent *a, const char *port_file)
 	/* static: the API host and history routes keep pointing at it after
 	 * agent_start() returns (ASan: stack use after return) */
 	static const struct event_table *tables[MAX_TABLES + 1];
+	/* static: the senders keep pointing at its strings */
+	static struct export_identity_buf identity;
 	struct store_config sc = {0};
 	struct http_config hc = {0};
 	struct api_host host = {0};
@@ -754,9 +766,13 @@ int agent_start(struct agent *a, const char *port_file)
 	mem_stage("config");
 	a->sysfs_root = cfg_get(cfg_section(&a->cfg, "agent"), "sysfs_root");
 	a->hostname = cfg_get(cfg_section(&a->cfg, "agent"), "hostname");
+	/* Once, for every path that names the host: the senders' identity (its
+	 * errors are remote_write_new()'s) and the collectors' host name. */
+	agent_host_resolve(a);
+	export_identity_resolve(&a->cfg, a->host, &identity);
 	if (storage_config(a, &sc) || http_config(a, &hc, true) || listen_check(a, hc.listen) ||
-	    privsep_config(a, &pc, true) || remote_write_new(&a->cfg, &a->rw) ||
-	    export_new(a, true, &a->exp)) {
+	    privsep_config(a, &pc, true) || remote_write_new(&a->cfg, &identity, &a->rw) ||
+	    export_new(a, &identity, true, &a->exp)) {
 		agent_config_errors_log(a);
 		return 2;
 	}

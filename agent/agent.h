@@ -30,7 +30,11 @@ struct agent {
 	struct collector *collectors;
 	size_t n_collectors;
 	const char *sysfs_root; /* "/sys" unless --sysfs-root (IFS fake) */
-	const char *hostname;
+	const char *hostname;	/* [agent] hostname as configured ("" = unset) */
+	/* The host's name on every path that names it (the exporters' default
+	 * instance, the IFS alert push): [agent] hostname, else gethostname(),
+	 * resolved once by agent_host_resolve(); "" if both fail. */
+	char host[256];
 	uint64_t snapshot_ms;		   /* metric history period; 0 = off */
 	struct store_series *store_series; /* the store's statistics as metrics */
 	void *route_bindings;		   /* collector routes on the server */

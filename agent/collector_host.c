@@ -169,7 +169,7 @@ int collectors_config_check(struct agent *a)
 			return -ENOMEM;
 		c.cfg = cfg;
 		c.sysfs_root = a->sysfs_root ? a->sysfs_root : "/sys";
-		c.hostname = a->hostname ? a->hostname : "";
+		c.hostname = a->host;
 		bad |= cfg_section_parse(&a->cfg, c.section, cfg);
 		bad |= collector_check(&c);
 		free(cfg);
@@ -217,7 +217,7 @@ int collectors_init(struct agent *a)
 		c->ops = collector_registry[i];
 		c->owner = a;
 		c->sysfs_root = a->sysfs_root ? a->sysfs_root : "/sys";
-		c->hostname = a->hostname ? a->hostname : "";
+		c->hostname = a->host;
 		if (cfg_get_bool(&a->cfg, "http", "admin", &c->admin)) {
 			agent_config_errors_log(a);
 			return 2;

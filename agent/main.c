@@ -17,17 +17,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <curl/curl.h>
 #include <jansson.h>
 #include <microhttpd.h>
 #include <protobuf-c/protobuf-c.h>
-#include <snappy-c.h>
 #include <sqlite3.h>
-#include <systemd/sd-daemon.h>
 #include <zlib.h>
 
 #include "agent/agent.h"
+#include "agent/lazylib.h"
 #include "agent/log.h"
+#include "agent/sd_notify.h"
 #include "collectors/collector.h"
 #include "sysobs_revision.h"
 
@@ -80,17 +79,19 @@ enum {
 };
 
 /* --version: the release, the git revision it was built from, and the
- * libraries it runs with (run-time versions where the library reports one). */
+ * libraries it runs with (run-time versions where the library reports one).
+ * libcurl is loaded for it (agent/lazylib.h): its version or its absence. */
 static void version(void)
 {
-	curl_version_info_data *cv = curl_version_info(CURLVERSION_NOW);
+	const struct lazylib_curl *cu = lazylib_curl(NULL);
+	curl_version_info_data *cv = cu ? cu->version_info(CURLVERSION_NOW) : NULL;
 
 	printf("sysobsd %s (revision %s)\n", SYSOBS_VERSION, SYSOBS_REVISION);
 	printf("libbpf %s, sqlite %s, libmicrohttpd %s, libcurl %s, protobuf-c %s, jansson %s, "
-	       "zlib %s, libsystemd %s\n",
+	       "zlib %s\n",
 	       SYSOBS_LIBBPF_VERSION, sqlite3_libversion(), MHD_get_version(),
-	       cv ? cv->version : "?", protobuf_c_version(), JANSSON_VERSION, zlibVersion(),
-	       LIBSYSTEMD_VERSION);
+	       cv ? cv->version : "not installed", protobuf_c_version(), JANSSON_VERSION,
+	       zlibVersion());
 }
 
 struct override {
@@ -283,9 +284,9 @@ int main(int argc, char **argv)
 	if (rc == 0) {
 		/* Type=notify: serving HTTP, collectors started, privileges dropped.
 		 * Without NOTIFY_SOCKET this does nothing. */
-		sd_notify(0, "READY=1\nSTATUS=serving");
+		sd_notify_send("READY=1\nSTATUS=serving");
 		rc = agent_run(&a) ? 1 : 0;
-		sd_notify(0, "STOPPING=1");
+		sd_notify_send("STOPPING=1");
 	}
 	agent_stop(&a);
 	if (rc == 0)

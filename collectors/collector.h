@@ -140,7 +140,7 @@ struct collector {
 	void (*config_error_hook)(struct collector *c);
 	/* Agent settings a collector may read: */
 	const char *sysfs_root; /* "/sys" unless --sysfs-root (IFS fake) */
-	const char *hostname;	/* for alerts */
+	const char *hostname;	/* for alerts: [agent] hostname, else gethostname() */
 	bool admin;		/* [http] admin: state-changing routes allowed */
 	enum collector_state state;
 	char why[256];	      /* reason for unavailable / failed */

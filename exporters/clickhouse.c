@@ -1,6 +1,5 @@
 // SPDX-License-Identifier: MIT
 /* ClickHouse DDL and JSONEachRow rows (exporters/clickhouse.h). */
-#include <curl/curl.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
@@ -8,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "agent/lazylib.h"
 #include "exporters/clickhouse.h"
 #include "storage/table_value.h"
 
@@ -79,11 +79,15 @@ int clickhouse_ddl(const struct event_table *const *tables, const char *database
 
 char *clickhouse_insert_url(const char *base, const char *database, const struct event_table *t)
 {
+	/* Loaded by the destination's sender_check(), before. */
+	const struct lazylib_curl *cu = lazylib_curl(NULL);
 	char query[256], *esc, *url;
 	size_t n;
 
+	if (!cu)
+		return NULL;
 	snprintf(query, sizeof(query), "INSERT INTO %s.%s FORMAT JSONEachRow", database, t->name);
-	esc = curl_easy_escape(NULL, query, 0);
+	esc = cu->easy_escape(NULL, query, 0);
 	if (!esc)
 		return NULL;
 	/* Columns the receiver's table lacks (an older DDL) are skipped, not
@@ -93,7 +97,7 @@ char *clickhouse_insert_url(const char *base, const char *database, const struct
 	if (url)
 		snprintf(url, n, "%s%squery=%s&input_format_skip_unknown_fields=1", base,
 			 strchr(base, '?') ? "&" : "?", esc);
-	curl_free(esc);
+	cu->free(esc);
 	return url;
 }
 

@@ -316,12 +316,6 @@ int events_export_new(struct config *cfg, const struct event_table *const *table
 
 /* ---- a turn ---- */
 
-static void exp_add(struct metric_series *s, uint64_t v)
-{
-	if (s && v)
-		series_add(s, (double)v);
-}
-
 static void exp_status_error(struct exp_dest *d, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
@@ -432,24 +426,17 @@ static void exp_drop_old(struct exp_dest *d)
 	for (size_t i = 0; i < d->n_rows; i++)
 		if (d->rows[i].ts_ns >= cutoff)
 			d->rows[k++] = d->rows[i];
-	exp_add(d->m.drop_old, d->n_rows - k);
+	sender_count(d->m.drop_old, d->n_rows - k);
 	d->n_rows = k;
 }
 
 static void exp_cursor_save(struct exp_dest *d, int64_t pos)
 {
-	int err;
-
 	pthread_mutex_lock(&d->st_mu);
 	d->pos = pos;
 	pthread_mutex_unlock(&d->st_mu);
 	store_watch_set(d->watch, d->pos, d->pos);
-	err = store_cursor_set(d->cursor, d->pos);
-	if (err)
-		log_ratelimited(&d->rl_store, 60000, LOG_LVL_WARN, d->section,
-				"cannot store the cursor (%s); it stays in memory and is stored "
-				"with the next batch",
-				strerror(-err));
+	sender_cursor_save(&d->snd, d->cursor, d->pos, &d->rl_store);
 }
 
 /*
@@ -502,7 +489,7 @@ static enum sender_verdict exp_send(struct exp_dest *d, const struct export_row 
 	    ch_refused(d->snd.resp))
 		v = SENDER_REFUSED;
 	if (v == SENDER_SENT) {
-		exp_add(d->m.bytes, d->cfg.gzip ? d->snd.gz.len : d->body.len);
+		sender_count(d->m.bytes, d->cfg.gzip ? d->snd.gz.len : d->body.len);
 		if (d->format == EXP_OTLP) {
 			int64_t rej = 0;
 			char msg[160];
@@ -533,7 +520,7 @@ static uint64_t exp_turn(struct exp_dest *d)
 
 	/* Deleted while nothing was in flight: never read, lost. */
 	store_watch_take(d->watch, &deleted, &inflight);
-	exp_add(d->m.drop_deleted, deleted + inflight);
+	sender_count(d->m.drop_deleted, deleted + inflight);
 	/* Counting a backlog reads it: while batches come full (a backlog),
 	 * once a second is enough for the gauges; near the head, every turn,
 	 * so they say 0 when everything was sent. */
@@ -590,7 +577,7 @@ static uint64_t exp_turn(struct exp_dest *d)
 		if (v == SENDER_RETRY)
 			break;
 		if (v == SENDER_REFUSED) {
-			exp_add(d->m.refused, n);
+			sender_count(d->m.refused, n);
 			pthread_mutex_lock(&d->st_mu);
 			d->st_failed += n;
 			pthread_mutex_unlock(&d->st_mu);
@@ -604,21 +591,21 @@ static uint64_t exp_turn(struct exp_dest *d)
 		} else {
 			sent += n - rej;
 			accepted = true;
-			exp_add(d->m.rejected, rej);
+			sender_count(d->m.rejected, rej);
 		}
 		i += n;
 	}
 	/* Deleted during the send: past the batch, lost; in it, lost only if
 	 * the batch must be read again. */
 	store_watch_take(d->watch, &deleted, &inflight);
-	exp_add(d->m.drop_deleted, deleted + (v == SENDER_RETRY ? inflight : 0));
+	sender_count(d->m.drop_deleted, deleted + (v == SENDER_RETRY ? inflight : 0));
 	if (v == SENDER_RETRY) {
 		uint64_t wait = sender_retry_wait(&d->snd);
 
 		/* Rows sent before the failure go again with the rest: the
 		 * receiver deduplicates them by key. */
 		store_watch_set(d->watch, d->pos, d->pos);
-		exp_add(d->m.retried, d->n_rows);
+		sender_count(d->m.retried, d->n_rows);
 		pthread_mutex_lock(&d->st_mu);
 		d->st_retried += d->n_rows;
 		pthread_mutex_unlock(&d->st_mu);
@@ -632,7 +619,7 @@ static uint64_t exp_turn(struct exp_dest *d)
 				d->snd.status ? d->snd.resp : d->snd.errbuf, d->n_rows, wait);
 		return wait;
 	}
-	exp_add(d->m.sent, sent);
+	sender_count(d->m.sent, sent);
 	if (accepted && d->m.last_success)
 		series_set(d->m.last_success, (double)clock_wall_ns() / 1e9);
 	sender_recovered(&d->snd);

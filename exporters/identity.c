@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: MIT
 /*
  * The host's identity for what leaves it: one resolution of [remote_write]
- * job, instance and external_labels (with [agent] hostname and the host name
- * as the instance's defaults), the same labels remote_write puts on every
- * pushed series, so event rows join metric series on (job, instance).
+ * job, instance and external_labels (the agent's host name, [agent]
+ * hostname or gethostname(), as the instance's default), by the agent, into
+ * the labels remote_write puts on every pushed series and the identity of
+ * event rows, so that event rows join metric series on (job, instance).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -19,37 +20,53 @@ static int label_cmp(const void *a, const void *b)
 		      ((const struct export_label *)b)->name);
 }
 
-int export_identity_resolve(struct config *cfg, struct export_identity_buf *out)
+static int identity_fail(struct export_identity_buf *out, const char *key, const char *why)
+{
+	out->key = key;
+	out->why = why;
+	out->n_labels = 0;
+	out->id.job = out->id.instance = "";
+	return -EINVAL;
+}
+
+int export_identity_resolve(struct config *cfg, const char *host, struct export_identity_buf *out)
 {
 	struct remote_write_config c = {0};
-	struct rw_label ext[RW_MAX_LABELS];
-	const char *why = NULL, *key = NULL, *agent_host;
+	const char *why = NULL, *key = NULL;
 	size_t n = 0, k = 0;
 
 	memset(out, 0, sizeof(*out));
-	/* Errors in these keys are remote_write_check()'s to report. */
+	/* The keys' own type errors are [remote_write]'s to report (its
+	 * cfg_section_parse()); remote_write_check() reports key and why. */
 	if (cfg_section_parse(cfg, "remote_write", &c))
-		return -EINVAL;
+		return identity_fail(out, NULL, NULL); /* reported by the parse */
+	if (strlen(c.external_labels) >= sizeof(out->ext_text))
+		return identity_fail(out, "external_labels", "longer than 1023 bytes");
 	snprintf(out->ext_text, sizeof(out->ext_text), "%s", c.external_labels);
-	agent_host = cfg_get(cfg_section(cfg, "agent"), "hostname");
-	if (rw_external_labels_parse(out->ext_text, ext, RW_MAX_LABELS - 1, &n, &why) ||
-	    rw_identity_add(c.job,
-			    *c.instance	 ? c.instance
-			    : agent_host ? agent_host
-					 : "",
-			    out->host, sizeof(out->host), ext, RW_MAX_LABELS - 1, &n, &key, &why))
-		return -EINVAL;
+	/* __name__ takes one of a series' RW_MAX_LABELS. */
+	if (rw_external_labels_parse(out->ext_text, out->labels, RW_MAX_LABELS - 1, &n, &why))
+		return identity_fail(out, "external_labels", why);
+	if (rw_identity_add(c.job,
+			    *c.instance ? c.instance
+			    : host	? host
+					: "",
+			    out->host, sizeof(out->host), out->labels, RW_MAX_LABELS - 1, &n, &key,
+			    &why))
+		return identity_fail(out, key, why);
+	out->n_labels = n;
 	out->id.job = "";
 	for (size_t i = 0; i < n; i++) {
-		if (!strcmp(ext[i].name, "job"))
-			out->id.job = ext[i].value;
-		else if (!strcmp(ext[i].name, "instance"))
-			out->id.instance = ext[i].value;
+		const struct rw_label *l = &out->labels[i];
+
+		if (!strcmp(l->name, "job"))
+			out->id.job = l->value;
+		else if (!strcmp(l->name, "instance"))
+			out->id.instance = l->value;
 		else if (k < EXPORT_MAX_LABELS)
-			out->id.labels[k++] = (struct export_label){ext[i].name, ext[i].value};
+			out->id.labels[k++] = (struct export_label){l->name, l->value};
 	}
 	qsort(out->id.labels, k, sizeof(out->id.labels[0]), label_cmp);
 	out->id.n_labels = k;
 	out->id.version = SYSOBS_VERSION;
-	return out->id.instance ? 0 : -EINVAL;
+	return 0;
 }

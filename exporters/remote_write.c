@@ -15,7 +15,9 @@
 #include <unistd.h>
 
 #include "api/hist_blob.h"
+#include "agent/lazylib.h"
 #include "agent/log.h"
+#include "exporters/identity.h"
 #include "exporters/remote_write.h"
 #include "exporters/remote_write_meta.h"
 #include "api/metrics.h"
@@ -70,8 +72,8 @@ struct rw_metrics {
 
 struct remote_write {
 	struct remote_write_config cfg; /* strings point into the agent's config */
-	char *ext_text;
-	char host[256]; /* gethostname(), the default instance */
+	/* The identity's labels, added to every series (exporters/identity.h);
+	 * the strings are the agent's. */
 	struct rw_label ext[RW_MAX_LABELS];
 	size_t n_ext;
 
@@ -98,50 +100,40 @@ static int rw_cursor_name_check(const char *s)
 	return 0;
 }
 
-/* [agent] hostname, the name the IFS alert push uses too: one instance
- * label on every path. Empty: gethostname(). */
-static const char *rw_agent_hostname(struct config *cfg)
-{
-	const char *h = cfg_get(cfg_section(cfg, "agent"), "hostname");
-
-	return h ? h : "";
-}
-
 static void rw_free_settings(struct remote_write *rw)
 {
-	free(rw->ext_text);
 	sender_free(&rw->snd);
 	free(rw);
 }
 
 /* Every check of remote_write_new(), past a failed one: each error is
  * recorded (cfg_fail()); the secret files are read only with read_files. */
-static int rw_settings(struct config *cfg, struct remote_write *rw, bool read_files)
+static int rw_settings(struct config *cfg, const struct export_identity_buf *id,
+		       struct remote_write *rw, bool read_files)
 {
 	struct remote_write_config *c = &rw->cfg;
-	const char *why = NULL, *key = NULL;
+	const char *why = NULL;
 	int bad = 0, err;
 
 	if (rw_cursor_name_check(c->cursor))
 		bad |= cfg_error(cfg, "remote_write", "cursor",
 				 "1 to 40 of [a-zA-Z0-9_.-], e.g. remote_write or vm");
-	rw->ext_text = strdup(c->external_labels);
-	if (!rw->ext_text)
-		return -ENOMEM;
-	/* __name__ takes one of a series' RW_MAX_LABELS. */
-	if (rw_external_labels_parse(rw->ext_text, rw->ext, RW_MAX_LABELS - 1, &rw->n_ext, &why))
-		bad |= cfg_error(cfg, "remote_write", "external_labels", "%s", why);
-	else if (rw_identity_add(c->job, *c->instance ? c->instance : rw_agent_hostname(cfg),
-				 rw->host, sizeof(rw->host), rw->ext, RW_MAX_LABELS - 1, &rw->n_ext,
-				 &key, &why))
-		bad |= cfg_error(cfg, "remote_write", key, "%s", why);
+	if (id->key)
+		bad |= cfg_error(cfg, "remote_write", id->key, "%s", id->why);
+	memcpy(rw->ext, id->labels, id->n_labels * sizeof(rw->ext[0]));
+	rw->n_ext = id->n_labels;
+	/* snappy is loaded here, as libcurl by sender_check(): only for a
+	 * configured remote_write (agent/lazylib.h). */
+	if (!lazylib_snappy(&why))
+		bad |= cfg_error(cfg, "remote_write", "url", "remote_write needs snappy: %s", why);
 	err = sender_check(&rw->snd, cfg, "remote_write", &c->http, read_files);
 	if (err == -ENOMEM)
 		return err;
 	return bad || err ? -EINVAL : 0;
 }
 
-int remote_write_check(struct config *cfg, bool read_files, struct remote_write **out)
+int remote_write_check(struct config *cfg, const struct export_identity_buf *id, bool read_files,
+		       struct remote_write **out)
 {
 	struct remote_write *rw;
 	int err;
@@ -155,7 +147,7 @@ int remote_write_check(struct config *cfg, bool read_files, struct remote_write 
 		rw_free_settings(rw);
 		return err;
 	}
-	if (rw_settings(cfg, rw, read_files) || err) {
+	if (rw_settings(cfg, id, rw, read_files) || err) {
 		rw_free_settings(rw);
 		return -EINVAL;
 	}
@@ -163,26 +155,10 @@ int remote_write_check(struct config *cfg, bool read_files, struct remote_write 
 	return 0;
 }
 
-int remote_write_new(struct config *cfg, struct remote_write **out)
+int remote_write_new(struct config *cfg, const struct export_identity_buf *id,
+		     struct remote_write **out)
 {
-	return remote_write_check(cfg, true, out);
-}
-
-static void rw_cursor_save(struct remote_write *rw)
-{
-	int err = store_cursor_set(rw->cursor, rw->pos);
-
-	if (err)
-		log_ratelimited(&rw->rl_store, 60000, LOG_LVL_WARN, RW_COMPONENT,
-				"cannot store the cursor (%s); it stays in memory and is "
-				"stored with the next batch",
-				strerror(-err));
-}
-
-static void rw_add(struct metric_series *s, uint64_t v)
-{
-	if (s && v)
-		series_add(s, (double)v);
+	return remote_write_check(cfg, id, true, out);
 }
 
 /* One batch read from the history. */
@@ -227,11 +203,11 @@ static int rw_read_row(const struct store_sample *smp, void *arg)
 static void rw_advance(struct remote_write *rw, const struct rw_read *x)
 {
 	if (rw->pos > 0 && x->first > rw->pos + 1)
-		rw_add(rw->m.drop_deleted, (uint64_t)(x->first - rw->pos - 1));
-	rw_add(rw->m.drop_old, x->too_old);
-	rw_add(rw->m.drop_invalid, rw->batch.invalid);
+		sender_count(rw->m.drop_deleted, (uint64_t)(x->first - rw->pos - 1));
+	sender_count(rw->m.drop_old, x->too_old);
+	sender_count(rw->m.drop_invalid, rw->batch.invalid);
 	rw->pos = x->last;
-	rw_cursor_save(rw);
+	sender_cursor_save(&rw->snd, rw->cursor, rw->pos, &rw->rl_store);
 }
 
 /* One turn of the sender: reads a batch after the cursor, sends it, and
@@ -256,7 +232,7 @@ static uint64_t rw_turn(struct remote_write *rw)
 			 "the metric history was renumbered (emptied or a new database): "
 			 "sending it from its start");
 		rw->pos = 0;
-		rw_cursor_save(rw);
+		sender_cursor_save(&rw->snd, rw->cursor, rw->pos, &rw->rl_store);
 	}
 	if (rw->m.pending)
 		series_set(rw->m.pending, (double)(last - rw->pos));
@@ -295,8 +271,8 @@ static uint64_t rw_turn(struct remote_write *rw)
 
 	switch (verdict) {
 	case SENDER_SENT:
-		rw_add(rw->m.sent, n);
-		rw_add(rw->m.bytes, rw->batch.body_len);
+		sender_count(rw->m.sent, n);
+		sender_count(rw->m.bytes, rw->batch.body_len);
 		if (rw->m.last_send)
 			series_set(rw->m.last_send, (double)clock_wall_ns() / 1e9);
 		if (rw->m.highest)
@@ -307,7 +283,7 @@ static uint64_t rw_turn(struct remote_write *rw)
 	case SENDER_RETRY: {
 		uint64_t wait = sender_retry_wait(&rw->snd);
 
-		rw_add(rw->m.retried, n);
+		sender_count(rw->m.retried, n);
 		if (rw->snd.status)
 			log_ratelimited(&rw->rl_fail, 10000, LOG_LVL_WARN, RW_COMPONENT,
 					"%s answered %ld (%.120s); retrying %zu samples in %" PRIu64
@@ -321,7 +297,7 @@ static uint64_t rw_turn(struct remote_write *rw)
 	}
 	default:
 		/* 4xx other than 429 (and anything else): it would refuse it again. */
-		rw_add(rw->m.failed, n);
+		sender_count(rw->m.failed, n);
 		log_ratelimited(&rw->rl_fail, 10000, LOG_LVL_WARN, RW_COMPONENT,
 				"%s refused %zu samples with %ld (%.160s); dropped, not retried",
 				rw->snd.url_public, n, rw->snd.status, rw->snd.resp);
@@ -346,7 +322,7 @@ static void rw_meta_turn(struct remote_write *rw)
 	verdict = sender_post(&rw->snd, rw->meta.body, rw->meta.body_len, false);
 	status = rw->snd.status;
 	if (verdict == SENDER_SENT) {
-		rw_add(rw->m.meta_sent, rw->meta.n);
+		sender_count(rw->m.meta_sent, rw->meta.n);
 		rw_meta_sent(&rw->meta, now, (int64_t)c->metadata_interval * 1000000);
 		return;
 	}

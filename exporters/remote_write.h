@@ -49,16 +49,22 @@ extern const struct cfg_key remote_write_keys[];
 struct remote_write;
 
 /*
- * Parses and checks [remote_write] (URL scheme http or https, external
- * labels, backoff range, auth and TLS file combinations; reads the password
- * and token files). 0 with *out NULL when url is empty (off); 0 with *out
- * set; -EINVAL with cfg->err ("file:line: [remote_write] key: reason").
+ * Parses and checks [remote_write] (URL scheme http or https, backoff range,
+ * auth and TLS file combinations; reads the password and token files) with
+ * the host's identity the agent resolved once (job, instance, external
+ * labels: exporters/identity.h; its failure is reported here, for a
+ * configured url). id must outlive the sender. 0 with *out NULL when url is
+ * empty (off); 0 with *out set; -EINVAL with cfg->err ("file:line:
+ * [remote_write] key: reason").
  */
-int remote_write_new(struct config *cfg, struct remote_write **out);
+struct export_identity_buf;
+int remote_write_new(struct config *cfg, const struct export_identity_buf *id,
+		     struct remote_write **out);
 /* remote_write_new() that reads no file without read_files (a reload's
  * check, after privileges were dropped), and records every error it finds
  * (cfg->errors), not only the first. */
-int remote_write_check(struct config *cfg, bool read_files, struct remote_write **out);
+int remote_write_check(struct config *cfg, const struct export_identity_buf *id, bool read_files,
+		       struct remote_write **out);
 /* Registers the sender's metrics and starts its thread; 0 when rw is NULL.
  * -errno with a message logged. */
 int remote_write_start(struct remote_write *rw, struct store *s, struct metrics *m);

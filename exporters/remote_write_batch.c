@@ -7,17 +7,16 @@
  * and fuzzed (tests/fuzz/fuzz_rw_input.c); the sender is remote_write.c.
  */
 #include <ctype.h>
-#include <curl/curl.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <math.h>
-#include <snappy-c.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+#include "agent/lazylib.h"
 #include "api/hist_blob.h"
 #include "exporters/remote_write.h"
 #include "exporters/proto/prometheus/remote.pb-c.h"
@@ -331,6 +330,8 @@ static int rw_series_labels(struct rw_batch *b, const struct rw_series *s,
 int rw_batch_encode(struct rw_batch *b, const struct rw_label *ext, size_t n_ext, size_t *n_samples)
 {
 	Prometheus__WriteRequest wr = PROMETHEUS__WRITE_REQUEST__INIT;
+	/* Loaded by remote_write's config check (agent/lazylib.h). */
+	const struct lazylib_snappy *sn = lazylib_snappy(NULL);
 	Prometheus__TimeSeries *ts, **tsp;
 	Prometheus__Sample *sm, **smp;
 	Prometheus__Histogram **hp;
@@ -338,6 +339,8 @@ int rw_batch_encode(struct rw_batch *b, const struct rw_label *ext, size_t n_ext
 	size_t off = 0, k = 0, nh = 0, packed, zlen;
 
 	*n_samples = 0;
+	if (!sn)
+		return -ENOENT;
 	b->body_len = 0;
 	order = arena_alloc(&b->arena, (b->n_rows ? b->n_rows : 1) * sizeof(*order));
 	ts = arena_alloc(&b->arena, (b->n_series ? b->n_series : 1) * sizeof(*ts));
@@ -405,12 +408,12 @@ int rw_batch_encode(struct rw_batch *b, const struct rw_label *ext, size_t n_ext
 	wr.timeseries = tsp;
 	wr.n_timeseries = b->n_series;
 	packed = prometheus__write_request__get_packed_size(&wr);
-	zlen = snappy_max_compressed_length(packed);
+	zlen = sn->max_compressed_length(packed);
 	if (rw_grow(&b->pb, &b->pb_cap, packed ? packed : 1) ||
 	    rw_grow(&b->body, &b->body_cap, zlen))
 		return -ENOMEM;
 	prometheus__write_request__pack(&wr, b->pb);
-	if (snappy_compress((const char *)b->pb, packed, (char *)b->body, &zlen) != SNAPPY_OK)
+	if (sn->compress((const char *)b->pb, packed, (char *)b->body, &zlen) != SNAPPY_OK)
 		return -ENOMEM;
 	b->body_len = zlen;
 	*n_samples = k + nh;

@@ -4,11 +4,11 @@
  * families as MetricMetadata, protobuf-c, snappy block.
  */
 #include <errno.h>
-#include <snappy-c.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "exporters/remote_write_meta.h"
+#include "agent/lazylib.h"
 #include "api/metrics.h"
 #include "exporters/proto/prometheus/remote.pb-c.h"
 
@@ -80,9 +80,15 @@ static int rw_meta_grow(uint8_t **p, size_t *cap, size_t need)
 static int rw_meta_encode(struct rw_meta *mm)
 {
 	Prometheus__WriteRequest wr = PROMETHEUS__WRITE_REQUEST__INIT;
-	Prometheus__MetricMetadata **mdp = calloc(mm->n ? mm->n : 1, sizeof(*mdp));
+	/* Loaded by remote_write's config check (agent/lazylib.h). */
+	const struct lazylib_snappy *sn = lazylib_snappy(NULL);
+	Prometheus__MetricMetadata **mdp;
 	size_t packed, zlen;
 	int err = -ENOMEM;
+
+	if (!sn)
+		return -ENOENT;
+	mdp = calloc(mm->n ? mm->n : 1, sizeof(*mdp));
 
 	if (!mdp)
 		return err;
@@ -91,12 +97,12 @@ static int rw_meta_encode(struct rw_meta *mm)
 	wr.metadata = mdp;
 	wr.n_metadata = mm->n;
 	packed = prometheus__write_request__get_packed_size(&wr);
-	zlen = snappy_max_compressed_length(packed);
+	zlen = sn->max_compressed_length(packed);
 	if (rw_meta_grow(&mm->pb, &mm->pb_cap, packed ? packed : 1) ||
 	    rw_meta_grow(&mm->body, &mm->body_cap, zlen))
 		goto out;
 	prometheus__write_request__pack(&wr, mm->pb);
-	if (snappy_compress((const char *)mm->pb, packed, (char *)mm->body, &zlen) != SNAPPY_OK)
+	if (sn->compress((const char *)mm->pb, packed, (char *)mm->body, &zlen) != SNAPPY_OK)
 		goto out;
 	mm->body_len = zlen;
 	err = 0;

@@ -4,7 +4,6 @@
  * and their checks, libcurl, retries, gzip, the thread and its stop.
  */
 #include <ctype.h>
-#include <curl/curl.h>
 #include <errno.h>
 #include <limits.h>
 #include <pthread.h>
@@ -15,9 +14,11 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include "agent/lazylib.h"
 #include "agent/log.h"
 #include "api/metrics.h"
 #include "exporters/sender.h"
+#include "storage/store_samples.h"
 
 #define SENDER_RETRY_AFTER_MAX_MS (5 * 60 * 1000) /* a longer Retry-After is capped */
 #define SENDER_SECRET_MAX	  (64 * 1024)
@@ -61,54 +62,67 @@ static int sender_read_secret(const char *path, char **out, const char **why)
 	return 0;
 }
 
+/* libcurl is loaded here, by the check of a configured sender: an agent
+ * that sends nothing never maps it (agent/lazylib.h). */
 static int sender_check_url(struct config *cfg, const char *section, const char *url)
 {
-	CURLU *u = curl_url();
+	const char *why = NULL;
+	const struct lazylib_curl *cu = lazylib_curl(&why);
 	char *scheme = NULL, *host = NULL;
+	CURLU *u;
 	int err = 0;
 
+	if (!*url)
+		return cfg_error(cfg, section, "url", "is required");
+	if (!cu)
+		return cfg_error(cfg, section, "url", "sending needs libcurl: %s", why);
+	u = cu->url();
 	if (!u)
 		return -ENOMEM;
-	if (!*url)
-		err = cfg_error(cfg, section, "url", "is required");
-	else if (curl_url_set(u, CURLUPART_URL, url, CURLU_NON_SUPPORT_SCHEME) != CURLUE_OK)
+	if (cu->url_set(u, CURLUPART_URL, url, CURLU_NON_SUPPORT_SCHEME) != CURLUE_OK)
 		err = cfg_error(cfg, section, "url", "'%s' is not a URL", url);
-	else if (curl_url_get(u, CURLUPART_SCHEME, &scheme, 0) != CURLUE_OK ||
+	else if (cu->url_get(u, CURLUPART_SCHEME, &scheme, 0) != CURLUE_OK ||
 		 (strcmp(scheme, "http") && strcmp(scheme, "https")))
 		err = cfg_error(cfg, section, "url", "'%s': the scheme must be http or https", url);
-	else if (curl_url_get(u, CURLUPART_HOST, &host, 0) != CURLUE_OK || !*host)
+	else if (cu->url_get(u, CURLUPART_HOST, &host, 0) != CURLUE_OK || !*host)
 		err = cfg_error(cfg, section, "url", "'%s' names no host", url);
-	curl_free(scheme);
-	curl_free(host);
-	curl_url_cleanup(u);
+	cu->free(scheme);
+	cu->free(host);
+	cu->url_cleanup(u);
 	return err;
 }
 
 char *sender_url_public(const char *url)
 {
-	CURLU *u = curl_url();
+	const struct lazylib_curl *cu = lazylib_curl(NULL);
 	char *shown = NULL, *out = NULL;
 	CURLUcode rc;
+	CURLU *u;
 
+	if (!cu) {
+		errno = ENOENT;
+		return NULL;
+	}
+	u = cu->url();
 	if (!u) {
 		errno = ENOMEM;
 		return NULL;
 	}
-	rc = curl_url_set(u, CURLUPART_URL, url, CURLU_NON_SUPPORT_SCHEME);
+	rc = cu->url_set(u, CURLUPART_URL, url, CURLU_NON_SUPPORT_SCHEME);
 	if (rc == CURLUE_OK)
-		rc = curl_url_set(u, CURLUPART_USER, NULL, 0);
+		rc = cu->url_set(u, CURLUPART_USER, NULL, 0);
 	if (rc == CURLUE_OK)
-		rc = curl_url_set(u, CURLUPART_PASSWORD, NULL, 0);
+		rc = cu->url_set(u, CURLUPART_PASSWORD, NULL, 0);
 	if (rc == CURLUE_OK)
-		rc = curl_url_set(u, CURLUPART_OPTIONS, NULL, 0);
+		rc = cu->url_set(u, CURLUPART_OPTIONS, NULL, 0);
 	if (rc == CURLUE_OK)
-		rc = curl_url_get(u, CURLUPART_URL, &shown, 0);
+		rc = cu->url_get(u, CURLUPART_URL, &shown, 0);
 	if (rc != CURLUE_OK)
 		errno = rc == CURLUE_OUT_OF_MEMORY ? ENOMEM : EINVAL;
 	else if (!(out = strdup(shown)))
 		errno = ENOMEM;
-	curl_free(shown);
-	curl_url_cleanup(u);
+	cu->free(shown);
+	cu->url_cleanup(u);
 	return out;
 }
 
@@ -179,7 +193,7 @@ int sender_check(struct sender *s, struct config *cfg, const char *section,
 	return 0;
 }
 
-/* ---- libcurl ---- */
+/* ---- libcurl (loaded by sender_check(), which comes first) ---- */
 
 static size_t sender_on_header(char *p, size_t size, size_t n, void *arg)
 {
@@ -228,27 +242,30 @@ static int sender_on_progress(void *arg, curl_off_t dt, curl_off_t dn, curl_off_
 int sender_setup(struct sender *s, const char *const *headers)
 {
 	const struct sender_config *c = s->cfg;
+	const struct lazylib_curl *cu = lazylib_curl(NULL);
 	struct curl_slist *l = NULL;
 	CURL *h;
 
-	if (curl_global_init(CURL_GLOBAL_DEFAULT))
+	if (!cu)
+		return -EIO;
+	if (cu->global_init(CURL_GLOBAL_DEFAULT))
 		return -EIO;
 	s->curl_global = true;
-	h = curl_easy_init();
+	h = cu->easy_init();
 	if (!h)
 		return -ENOMEM;
 	s->curl = h;
 	/* "Expect:" off so a large body is not held back for a 100-continue
 	 * round trip. */
-	l = curl_slist_append(l, "Expect:");
+	l = cu->slist_append(l, "Expect:");
 	for (size_t i = 0; l && headers && headers[i]; i++)
-		l = curl_slist_append(l, headers[i]);
+		l = cu->slist_append(l, headers[i]);
 	if (l && s->bearer) {
 		char *v = malloc(strlen(s->bearer) + 32);
 
 		if (v) {
 			sprintf(v, "Authorization: Bearer %s", s->bearer);
-			l = curl_slist_append(l, v);
+			l = cu->slist_append(l, v);
 			free(v);
 		} else {
 			l = NULL;
@@ -257,43 +274,44 @@ int sender_setup(struct sender *s, const char *const *headers)
 	if (!l)
 		return -ENOMEM;
 	s->hdr = l;
-	curl_easy_setopt(h, CURLOPT_URL, c->url);
-	curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
-	curl_easy_setopt(h, CURLOPT_USERAGENT, "sysobsd/" SYSOBS_VERSION);
-	curl_easy_setopt(h, CURLOPT_POST, 1L);
-	curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, (long)c->timeout);
-	curl_easy_setopt(
+	cu->easy_setopt(h, CURLOPT_URL, c->url);
+	cu->easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
+	cu->easy_setopt(h, CURLOPT_USERAGENT, "sysobsd/" SYSOBS_VERSION);
+	cu->easy_setopt(h, CURLOPT_POST, 1L);
+	cu->easy_setopt(h, CURLOPT_TIMEOUT_MS, (long)c->timeout);
+	cu->easy_setopt(
 	    h, CURLOPT_CONNECTTIMEOUT_MS,
 	    (long)(c->timeout < SENDER_CONNECT_MAX_MS ? c->timeout : SENDER_CONNECT_MAX_MS));
-	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(h, CURLOPT_ERRORBUFFER, s->errbuf);
-	curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, sender_on_header);
-	curl_easy_setopt(h, CURLOPT_HEADERDATA, s);
-	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, sender_on_body);
-	curl_easy_setopt(h, CURLOPT_WRITEDATA, s);
-	curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
-	curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, sender_on_progress);
-	curl_easy_setopt(h, CURLOPT_XFERINFODATA, s);
+	cu->easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+	cu->easy_setopt(h, CURLOPT_ERRORBUFFER, s->errbuf);
+	cu->easy_setopt(h, CURLOPT_HEADERFUNCTION, sender_on_header);
+	cu->easy_setopt(h, CURLOPT_HEADERDATA, s);
+	cu->easy_setopt(h, CURLOPT_WRITEFUNCTION, sender_on_body);
+	cu->easy_setopt(h, CURLOPT_WRITEDATA, s);
+	cu->easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
+	cu->easy_setopt(h, CURLOPT_XFERINFOFUNCTION, sender_on_progress);
+	cu->easy_setopt(h, CURLOPT_XFERINFODATA, s);
 	if (*c->basic_auth_user) {
-		curl_easy_setopt(h, CURLOPT_HTTPAUTH, (long)CURLAUTH_BASIC);
-		curl_easy_setopt(h, CURLOPT_USERNAME, c->basic_auth_user);
-		curl_easy_setopt(h, CURLOPT_PASSWORD, s->password);
+		cu->easy_setopt(h, CURLOPT_HTTPAUTH, (long)CURLAUTH_BASIC);
+		cu->easy_setopt(h, CURLOPT_USERNAME, c->basic_auth_user);
+		cu->easy_setopt(h, CURLOPT_PASSWORD, s->password);
 	}
 	if (*c->tls_ca_file)
-		curl_easy_setopt(h, CURLOPT_CAINFO, c->tls_ca_file);
+		cu->easy_setopt(h, CURLOPT_CAINFO, c->tls_ca_file);
 	if (*c->tls_cert_file) {
-		curl_easy_setopt(h, CURLOPT_SSLCERT, c->tls_cert_file);
-		curl_easy_setopt(h, CURLOPT_SSLKEY, c->tls_key_file);
+		cu->easy_setopt(h, CURLOPT_SSLCERT, c->tls_cert_file);
+		cu->easy_setopt(h, CURLOPT_SSLKEY, c->tls_key_file);
 	}
 	if (c->tls_insecure_skip_verify) {
-		curl_easy_setopt(h, CURLOPT_SSL_VERIFYPEER, 0L);
-		curl_easy_setopt(h, CURLOPT_SSL_VERIFYHOST, 0L);
+		cu->easy_setopt(h, CURLOPT_SSL_VERIFYPEER, 0L);
+		cu->easy_setopt(h, CURLOPT_SSL_VERIFYHOST, 0L);
 	}
 	return 0;
 }
 
 enum sender_verdict sender_post(struct sender *s, const void *body, size_t len, bool gzip)
 {
+	const struct lazylib_curl *cu = lazylib_curl(NULL); /* s->curl: it is loaded */
 	struct curl_slist *enc = NULL;
 	CURLcode rc;
 
@@ -312,23 +330,23 @@ enum sender_verdict sender_post(struct sender *s, const void *body, size_t len, 
 		len = s->gz.len;
 		/* The handle's own headers plus this one, for this request. */
 		for (struct curl_slist *h = s->hdr; h; h = h->next)
-			enc = curl_slist_append(enc, h->data);
-		enc = enc ? curl_slist_append(enc, "Content-Encoding: gzip") : NULL;
+			enc = cu->slist_append(enc, h->data);
+		enc = enc ? cu->slist_append(enc, "Content-Encoding: gzip") : NULL;
 		if (!enc) {
 			snprintf(s->errbuf, sizeof(s->errbuf), "out of memory");
 			return SENDER_RETRY;
 		}
 	}
-	curl_easy_setopt(s->curl, CURLOPT_HTTPHEADER, enc ? enc : s->hdr);
-	curl_easy_setopt(s->curl, CURLOPT_POSTFIELDS, body);
-	curl_easy_setopt(s->curl, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)len);
-	rc = curl_easy_perform(s->curl);
-	curl_easy_setopt(s->curl, CURLOPT_HTTPHEADER, s->hdr);
-	curl_slist_free_all(enc);
+	cu->easy_setopt(s->curl, CURLOPT_HTTPHEADER, enc ? enc : s->hdr);
+	cu->easy_setopt(s->curl, CURLOPT_POSTFIELDS, body);
+	cu->easy_setopt(s->curl, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)len);
+	rc = cu->easy_perform(s->curl);
+	cu->easy_setopt(s->curl, CURLOPT_HTTPHEADER, s->hdr);
+	cu->slist_free_all(enc);
 	if (rc == CURLE_OK)
-		curl_easy_getinfo(s->curl, CURLINFO_RESPONSE_CODE, &s->status);
+		cu->easy_getinfo(s->curl, CURLINFO_RESPONSE_CODE, &s->status);
 	else if (!s->errbuf[0])
-		snprintf(s->errbuf, sizeof(s->errbuf), "%s", curl_easy_strerror(rc));
+		snprintf(s->errbuf, sizeof(s->errbuf), "%s", cu->easy_strerror(rc));
 	if (!s->status && sender_stopping(s))
 		return SENDER_STOPPED;
 	if (s->status >= 200 && s->status < 300)
@@ -393,7 +411,9 @@ bool sender_sleep(struct sender *s, uint64_t ms)
 
 void sender_set_url(struct sender *s, const char *url)
 {
-	curl_easy_setopt(s->curl, CURLOPT_URL, url);
+	const struct lazylib_curl *cu = lazylib_curl(NULL); /* s->curl: it is loaded */
+
+	cu->easy_setopt(s->curl, CURLOPT_URL, url);
 }
 
 void sender_publish_cpu(struct metric_series *cpu)
@@ -403,6 +423,24 @@ void sender_publish_cpu(struct metric_series *cpu)
 	if (cpu && !getrusage(RUSAGE_THREAD, &ru))
 		series_set(cpu, (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 +
 				    (double)ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6);
+}
+
+void sender_count(struct metric_series *c, uint64_t v)
+{
+	if (c && v)
+		series_add(c, (double)v);
+}
+
+void sender_cursor_save(struct sender *s, struct store_cursor *cur, int64_t pos,
+			struct log_ratelimit *rl)
+{
+	int err = store_cursor_set(cur, pos);
+
+	if (err)
+		log_ratelimited(rl, 60000, LOG_LVL_WARN, s->section,
+				"cannot store the cursor (%s); it stays in memory and is stored "
+				"with the next batch",
+				strerror(-err));
 }
 
 bool sender_stopping(const struct sender *s)
@@ -426,12 +464,15 @@ void sender_free(struct sender *s)
 		pthread_mutex_destroy(&s->mu);
 		s->sync_init = false;
 	}
-	curl_easy_cleanup(s->curl);
-	s->curl = NULL;
-	if (s->curl_global)
-		curl_global_cleanup();
+	if (s->curl_global) { /* sender_setup() ran: libcurl is loaded */
+		const struct lazylib_curl *cu = lazylib_curl(NULL);
+
+		cu->easy_cleanup(s->curl);
+		cu->slist_free_all(s->hdr);
+		cu->global_cleanup();
+	}
 	s->curl_global = false;
-	curl_slist_free_all(s->hdr);
+	s->curl = NULL;
 	s->hdr = NULL;
 	buf_free(&s->gz);
 	free(s->password);
@@ -445,6 +486,7 @@ void sender_free(struct sender *s)
 int sender_retry_after_parse(const char *v, time_t now, uint64_t *ms)
 {
 	const char *p = v;
+	const struct lazylib_curl *cu;
 	time_t t;
 
 	while (*p == ' ' || *p == '\t')
@@ -464,7 +506,8 @@ int sender_retry_after_parse(const char *v, time_t now, uint64_t *ms)
 	}
 	/* HTTP-date in any of the three forms RFC 9110 lets a recipient see
 	 * (IMF-fixdate, RFC 850, asctime): libcurl's parser reads them all. */
-	t = curl_getdate(p, NULL);
+	cu = lazylib_curl(NULL);
+	t = cu ? cu->getdate(p, NULL) : -1;
 	if (t == -1)
 		return -EINVAL;
 	*ms = t > now ? (uint64_t)(t - now) * 1000 : 0;

@@ -101,12 +101,14 @@ struct sender {
  * Checks the keys of c for section (URL scheme http or https with a host,
  * backoff range, auth and TLS file combinations) and, with read_files,
  * reads the password and token files. Every error is recorded (cfg_error);
- * -EINVAL when any was, -ENOMEM. Also makes s->mu (status readers may lock
- * it from then on, until sender_free()).
+ * -EINVAL when any was, -ENOMEM. Loads libcurl (agent/lazylib.h): its
+ * absence is an error of url that names the package. Also makes s->mu
+ * (status readers may lock it from then on, until sender_free()).
  */
 int sender_check(struct sender *s, struct config *cfg, const char *section,
 		 const struct sender_config *c, bool read_files);
-/* The libcurl handle with headers (NULL-terminated "Name: value" list).
+/* The libcurl handle with headers (NULL-terminated "Name: value" list);
+ * after a sender_check() that loaded libcurl (agent/lazylib.h).
  * 0 or -ENOMEM, -EIO. */
 int sender_setup(struct sender *s, const char *const *headers);
 /* POSTs body (gzip'ed first with gzip, sent with Content-Encoding: gzip)
@@ -129,6 +131,16 @@ bool sender_stopping(const struct sender *s);
  * (NULL: nothing); each sender thread after each turn. */
 struct metric_series;
 void sender_publish_cpu(struct metric_series *cpu);
+/* v added to the counter c; nothing for a NULL series (its registration
+ * failed) or 0. */
+void sender_count(struct metric_series *c, uint64_t v);
+/* pos stored as the durable cursor cur. A failure (locked or full disk) is
+ * logged as s->section, at most once a minute through rl, and changes
+ * nothing else: the position stays in memory and the next batch stores it. */
+struct store_cursor;
+struct log_ratelimit;
+void sender_cursor_save(struct sender *s, struct store_cursor *cur, int64_t pos,
+			struct log_ratelimit *rl);
 /* Stops the thread (a request in flight gets 2 s, then is aborted within
  * about a second more) and frees everything but s itself. */
 void sender_free(struct sender *s);
@@ -144,7 +156,8 @@ uint64_t sender_backoff_next(uint64_t cur, uint64_t min, uint64_t max);
 int sender_gzip(const void *in, size_t len, struct buf *out);
 /* url without its user, password and login options (user:password@), as
  * libcurl parses it: what logs and the status API may show. malloc'ed; NULL
- * with errno ENOMEM, or EINVAL for what libcurl cannot parse. */
+ * with errno ENOMEM, EINVAL for what libcurl cannot parse, or ENOENT when
+ * libcurl cannot be loaded. */
 char *sender_url_public(const char *url);
 
 #endif

@@ -9,7 +9,7 @@ PKGS=(
 	libclang-rt-dev # libFuzzer and the sanitizer runtimes for clang (scripts/fuzz.sh)
 	libsqlite3-dev libmicrohttpd-dev libjansson-dev libinih-dev libmnl-dev
 	libprotobuf-c-dev protobuf-c-compiler libcurl4-openssl-dev libprotobuf-dev protobuf-compiler python3-protobuf
-	libbpf-dev bpftool libelf-dev zlib1g-dev libseccomp-dev libsnappy-dev libsystemd-dev
+	libbpf-dev bpftool libelf-dev zlib1g-dev libseccomp-dev libsnappy-dev
 	libyaml-dev libcrypt-dev libgnutls28-dev
 	# tests
 	libcmocka-dev curl jq sqlite3 bc iproute2 nftables prometheus procps

@@ -655,10 +655,10 @@ static int ifs_init(struct collector *c)
 	if (err)
 		goto err_free;
 	snprintf(p->root, sizeof(p->root), "%s", c->sysfs_root ?: "/sys");
-	if (c->hostname && c->hostname[0])
-		snprintf(p->host, sizeof(p->host), "%s", c->hostname);
-	else if (gethostname(p->host, sizeof(p->host) - 1))
-		snprintf(p->host, sizeof(p->host), "unknown");
+	/* The agent resolved it ([agent] hostname, else gethostname()), once
+	 * for every path that names the host. */
+	snprintf(p->host, sizeof(p->host), "%s",
+		 c->hostname && c->hostname[0] ? c->hostname : "unknown");
 	if (!p->alert_instance[0])
 		snprintf(p->alert_instance, sizeof(p->alert_instance), "%s", p->host);
 

@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: MIT
 /*
- * Alertmanager v2 push on its own thread (see ifs_alert.h), with libcurl.
+ * Alertmanager v2 push on its own thread (see ifs_alert.h), with libcurl,
+ * loaded by ifs_alert_new() (agent/lazylib.h): only an agent that pushes
+ * alerts maps it.
  */
 #include <ctype.h>
-#include <curl/curl.h>
 #include <errno.h>
 #include <pthread.h>
 #include <stdbool.h>
@@ -13,6 +14,7 @@
 #include <time.h>
 
 #include "agent/config.h"
+#include "agent/lazylib.h"
 #include "agent/log.h"
 #include "collectors/ifs/ifs_alert.h"
 
@@ -32,6 +34,7 @@ struct alert {
 };
 
 struct ifs_alerter {
+	const struct lazylib_curl *cu;
 	pthread_t thread;
 	pthread_mutex_t lock;
 	pthread_cond_t cond; /* CLOCK_MONOTONIC */
@@ -99,6 +102,7 @@ static size_t discard_body(char *ptr, size_t size, size_t nmemb, void *arg)
 /* One POST of a JSON array; 0 on a 2xx answer. */
 static int post_alerts(struct ifs_alerter *a, CURL *curl, const char *body)
 {
+	const struct lazylib_curl *cu = a->cu;
 	char url[1024], err[CURL_ERROR_SIZE] = "";
 	struct curl_slist *hdr = NULL;
 	long status = 0;
@@ -107,24 +111,24 @@ static int post_alerts(struct ifs_alerter *a, CURL *curl, const char *body)
 
 	snprintf(url, sizeof(url), "%.*s/api/v2/alerts",
 		 (int)(ul && a->url[ul - 1] == '/' ? ul - 1 : ul), a->url);
-	hdr = curl_slist_append(hdr, "Content-Type: application/json");
-	curl_easy_reset(curl);
-	curl_easy_setopt(curl, CURLOPT_URL, url);
-	curl_easy_setopt(curl, CURLOPT_HTTPHEADER, hdr);
-	curl_easy_setopt(curl, CURLOPT_POSTFIELDS, body);
-	curl_easy_setopt(curl, CURLOPT_TIMEOUT, POST_TIMEOUT_S);
-	curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT, 5L);
-	curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, discard_body);
-	curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, err);
-	rc = curl_easy_perform(curl);
+	hdr = cu->slist_append(hdr, "Content-Type: application/json");
+	cu->easy_reset(curl);
+	cu->easy_setopt(curl, CURLOPT_URL, url);
+	cu->easy_setopt(curl, CURLOPT_HTTPHEADER, hdr);
+	cu->easy_setopt(curl, CURLOPT_POSTFIELDS, body);
+	cu->easy_setopt(curl, CURLOPT_TIMEOUT, POST_TIMEOUT_S);
+	cu->easy_setopt(curl, CURLOPT_CONNECTTIMEOUT, 5L);
+	cu->easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
+	cu->easy_setopt(curl, CURLOPT_WRITEFUNCTION, discard_body);
+	cu->easy_setopt(curl, CURLOPT_ERRORBUFFER, err);
+	rc = cu->easy_perform(curl);
 	if (rc == CURLE_OK)
-		curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &status);
-	curl_slist_free_all(hdr);
+		cu->easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &status);
+	cu->slist_free_all(hdr);
 	if (rc != CURLE_OK || status < 200 || status > 299) {
 		log_ratelimited(
 		    &a->rl, 60000, LOG_LVL_WARN, "ifs", "alertmanager push to %s failed: %s", url,
-		    rc != CURLE_OK ? (err[0] ? err : curl_easy_strerror(rc)) : "HTTP error");
+		    rc != CURLE_OK ? (err[0] ? err : cu->easy_strerror(rc)) : "HTTP error");
 		return -EIO;
 	}
 	return 0;
@@ -150,7 +154,8 @@ static json_t *alert_json(const struct ifs_alerter *a, const struct alert *al)
 static void *alert_main(void *arg)
 {
 	struct ifs_alerter *a = arg;
-	CURL *curl = curl_easy_init();
+	const struct lazylib_curl *cu = a->cu;
+	CURL *curl = cu->easy_init();
 
 	pthread_mutex_lock(&a->lock);
 	while (!a->stop) {
@@ -226,7 +231,7 @@ static void *alert_main(void *arg)
 	}
 	pthread_mutex_unlock(&a->lock);
 	if (curl)
-		curl_easy_cleanup(curl);
+		cu->easy_cleanup(curl);
 	return NULL;
 }
 
@@ -238,6 +243,13 @@ struct ifs_alerter *ifs_alert_new(const char *url, const char *extra_labels, uin
 
 	if (!a)
 		return NULL;
+	/* The config check said so already, naming the package. */
+	a->cu = lazylib_curl(NULL);
+	if (!a->cu) {
+		free(a);
+		errno = ENOENT;
+		return NULL;
+	}
 	a->extra = ifs_alert_parse_labels(extra_labels);
 	a->url = strdup(url);
 	if (!a->extra || !a->url) {
@@ -245,7 +257,7 @@ struct ifs_alerter *ifs_alert_new(const char *url, const char *extra_labels, uin
 		goto err_free;
 	}
 	a->resend_ns = (int64_t)resend_ms * 1000000LL;
-	curl_global_init(CURL_GLOBAL_DEFAULT);
+	a->cu->global_init(CURL_GLOBAL_DEFAULT);
 	pthread_mutex_init(&a->lock, NULL);
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
@@ -255,7 +267,7 @@ struct ifs_alerter *ifs_alert_new(const char *url, const char *extra_labels, uin
 	if (err) {
 		pthread_cond_destroy(&a->cond);
 		pthread_mutex_destroy(&a->lock);
-		curl_global_cleanup();
+		a->cu->global_cleanup();
 		goto err_free;
 	}
 	pthread_setname_np(a->thread, "sysobs-alert");
@@ -287,7 +299,7 @@ void ifs_alert_free(struct ifs_alerter *a)
 	free(a->url);
 	pthread_cond_destroy(&a->cond);
 	pthread_mutex_destroy(&a->lock);
-	curl_global_cleanup();
+	a->cu->global_cleanup();
 	free(a);
 }
 

@@ -25,7 +25,8 @@ struct ifs_alert_stats {
 /*
  * url: Alertmanager base URL ("http://127.0.0.1:9093"). extra_labels:
  * "k=v,k2=v2" added to every alert (may be NULL). resend_ms: period of
- * re-sends while firing. NULL with errno on failure (EINVAL: bad labels).
+ * re-sends while firing. NULL with errno on failure (EINVAL: bad labels,
+ * ENOENT: libcurl cannot be loaded; the config check says so first).
  */
 struct ifs_alerter *ifs_alert_new(const char *url, const char *extra_labels, uint64_t resend_ms);
 void ifs_alert_free(struct ifs_alerter *a); /* accepts NULL; joins the thread */

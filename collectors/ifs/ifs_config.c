@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "agent/lazylib.h"
 #include "collectors/collector.h"
 #include "collectors/ifs/ifs_alert.h"
 #include "collectors/ifs/ifs_decode.h"
@@ -80,6 +81,7 @@ static int alert_identity_config(struct collector *c, struct ifs_priv *p)
 int ifs_read_config(struct collector *c, struct ifs_priv *p)
 {
 	const struct ifs_cfg *cfg = c->cfg;
+	const char *why = NULL;
 	bool set;
 	int bad = 0;
 
@@ -103,6 +105,11 @@ int ifs_read_config(struct collector *c, struct ifs_priv *p)
 	if (p->alert_url[0] && strncmp(p->alert_url, "http://", 7) &&
 	    strncmp(p->alert_url, "https://", 8))
 		bad |= collector_config_error(c, "alertmanager_url", "must start with http(s)://");
+	/* The push loads libcurl (agent/lazylib.h): a host without it hears so
+	 * from the check, with the package to install, not at the first alert. */
+	else if (p->alert_url[0] && !lazylib_curl(&why))
+		bad |= collector_config_error(c, "alertmanager_url",
+					      "the alert push needs libcurl: %s", why);
 	snprintf(p->runbook_url, sizeof(p->runbook_url), "%s#sysobsifscorefailed",
 		 cfg->runbook_base);
 	bad |= alert_identity_config(c, p);

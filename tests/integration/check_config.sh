@@ -300,6 +300,46 @@ check_bad many "unknown key 'bogus'" many.ini:3 many.ini:5 many.ini:6 many.ini:8
 "$SYSOBSD" --check-config --config "$C/out_of_range.ini" --listen 127.0.0.1:0 2>"$T/err"
 assert_eq "a flag over a bad file value" 2 $?
 
+# libcurl and snappy are loaded only by what sends (agent/lazylib.h): the
+# agent does not link them. Hidden (a private mount namespace, /dev/null
+# bound over each library file), remote_write, an export and the IFS alert
+# push are errors at their url that name the package to install; a config
+# that sends nothing still passes.
+! ldd "$SYSOBSD" | grep -E 'libcurl|libsnappy' || fail "sysobsd links libcurl or snappy"
+nolib=
+if [ "$(id -u)" = 0 ] && unshare -m true 2>/dev/null; then
+	bad nolib <<'EOF'
+[remote_write]
+url = http://127.0.0.1:9/api/v1/write
+[export.ch]
+url = http://127.0.0.1:8123/
+[collector.ifs]
+alertmanager_url = http://127.0.0.1:9093
+EOF
+	# without_libs CMD...: CMD with libcurl.so.4 and libsnappy.so.1 unreadable
+	without_libs() {
+		unshare -m sh -c '
+			for l in libcurl.so.4 libsnappy.so.1; do
+				f=$(ldconfig -p | awk -v l="$l" "\$1 == l { print \$NF; exit }")
+				[ -n "$f" ] && mount --bind /dev/null "$(readlink -f "$f")" || exit 99
+			done
+			exec "$@"' sh "$@"
+	}
+	without_libs "$SYSOBSD" --check-config --config "$C/nolib.ini" 2>"$T/err"
+	assert_eq "check without libcurl and snappy" 2 $?
+	for want in "nolib.ini:4: [remote_write] url = 'http://127.0.0.1:9/api/v1/write': remote_write needs snappy: " \
+		"(install the package libsnappy1v5)" \
+		"nolib.ini:4: [remote_write] url = 'http://127.0.0.1:9/api/v1/write': sending needs libcurl: " \
+		"nolib.ini:6: [export.ch] url = 'http://127.0.0.1:8123/': sending needs libcurl: " \
+		"nolib.ini:8: [collector.ifs] alertmanager_url = 'http://127.0.0.1:9093': the alert push needs libcurl: " \
+		"(install the package libcurl4)"; do
+		grep -qF -- "$want" "$T/err" || fail "without the libraries, no '$want': $(cat "$T/err")"
+	done
+	without_libs "$SYSOBSD" --check-config --config "$SYSOBS_SRC/deploy/sysobsd.ini" \
+		--db "$T/var/x.db" 2>"$T/err" || fail "without libcurl, sysobsd.ini: $(cat "$T/err")"
+	nolib=", without libcurl and snappy only the senders' urls fail, naming the packages"
+fi
+
 # Check mode as nobody: reads what it may, creates and binds nothing.
 if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then
 	as_nobody=(setpriv --reuid=nobody --regid=nogroup --clear-groups)
@@ -394,4 +434,4 @@ start_agent
 [ "$(collector_state drops)" != DISABLED ] || fail "drops disabled without the drop-in"
 stop_agent
 
-pass "$n_bad bad configs exit 2 naming every error's file:line (one file with 13), shipped configs pass${as_nobody_done:-}, drop-ins override in strcmp() order with their origin in --print-config and in the running agent, non-.ini files ignored"
+pass "$n_bad bad configs exit 2 naming every error's file:line (one file with 13), shipped configs pass${as_nobody_done:-}, drop-ins override in strcmp() order with their origin in --print-config and in the running agent, non-.ini files ignored${nolib}"

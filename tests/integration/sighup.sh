@@ -18,7 +18,7 @@ need_cmd jq
 v=$("$SYSOBSD" --version) || fail "--version failed"
 grep -Eq '^sysobsd [0-9]+\.[0-9]+\.[0-9]+ \(revision [0-9a-f]{7,}' <<<"$v" ||
 	fail "--version has no revision: $v"
-for lib in libbpf sqlite libmicrohttpd libcurl protobuf-c jansson zlib libsystemd; do
+for lib in libbpf sqlite libmicrohttpd libcurl protobuf-c jansson zlib; do
 	grep -q "$lib [0-9]" <<<"$v" || fail "--version lacks $lib: $v"
 done
 
