@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
 # Steady state under load: the agent with the shipped defaults (embedded
 # config: every collector this host supports, drops sample_rate 100/s)
-# plus remote_write to a local Prometheus (--web.enable-remote-write-receiver),
-# for DURATION seconds of
+# plus remote_write to a local Prometheus (--web.enable-remote-write-receiver)
+# and the event export ([export.bench], OTLP/HTTP logs of every event table
+# to tests/tools/rw_fake_receiver.py on loopback), for DURATION seconds of
 #   - ~100k UDP drops/s (drops_gen to a closed port in a private network
 #     namespace: one NO_SOCKET drop each),
 #   - 10 scrapes/s of /metrics.
 # Every 30 s (INTERVAL) a row: VmRSS, VmHWM, CPU% of one core (user + system
 # over the interval), open fds, threads, drops/s counted, remote_write
-# samples sent. At the end: flat or not (VmRSS and fds over the second half:
+# samples sent, event rows exported. At the end: flat or not (VmRSS and fds over the second half:
 # range and least-squares slope). Prints figures, asserts nothing.
 # Needs root (BPF, netns), prometheus, a build with tests (drops_gen).
 #
@@ -31,10 +32,12 @@ source bench/lib/prom_receiver.sh
 NS=sysobs-bench-steady-$$
 gen_pid=
 scrape_pid=
+recv_pid=
 steady_cleanup() {
 	[ -z "$gen_pid" ] || kill "$gen_pid" 2>/dev/null
 	[ -z "$scrape_pid" ] || kill "$scrape_pid" 2>/dev/null
-	wait $gen_pid $scrape_pid 2>/dev/null
+	[ -z "$recv_pid" ] || kill "$recv_pid" 2>/dev/null
+	wait $gen_pid $scrape_pid $recv_pid 2>/dev/null
 	ip netns del "$NS" 2>/dev/null
 	cleanup
 }
@@ -44,6 +47,11 @@ ip -n "$NS" link set lo up
 # The database directory must be reachable by the user the agent becomes.
 chmod 755 "$t"
 prom_receiver_start
+# The event export's receiver: answers 200 (then 204) to every request.
+python3 tests/tools/rw_fake_receiver.py "$t/otlp.port" "$t/otlp.log" 200 >"$t/otlp.out" 2>&1 &
+recv_pid=$!
+for _ in $(seq 100); do [ -s "$t/otlp.port" ] && break; sleep 0.1; done
+[ -s "$t/otlp.port" ] || { echo "OTLP receiver did not start"; cat "$t/otlp.out"; exit 1; }
 
 cat >"$t/sysobsd.ini" <<INI
 [http]
@@ -52,6 +60,9 @@ listen = 127.0.0.1:0
 path = $t/sysobs.db
 [remote_write]
 url = http://127.0.0.1:$pport/api/v1/write
+[export.bench]
+format = otlp
+url = http://127.0.0.1:$(cat "$t/otlp.port")/v1/logs
 INI
 "$SYSOBSD" --config "$t/sysobsd.ini" --port-file "$t/port" --log-level warn 2>"$t/agent.log" &
 pid=$!
@@ -80,8 +91,8 @@ gen_pid=$!
 scrape_pid=$!
 
 echo "kernel $(uname -r), $(nproc) CPUs; $DURATION s of ~$RATE drops/s, $SCRAPES scrapes/s," \
-	"remote_write to Prometheus $(prometheus --version 2>&1 | awk 'NR == 1 { print $3 }')"
-printf '%6s %9s %9s %6s %5s %5s %10s %12s\n' t_s rss_mib hwm_mib cpu% fds thr drops/s rw_samples
+	"remote_write to Prometheus $(prometheus --version 2>&1 | awk 'NR == 1 { print $3 }'), event export (OTLP)"
+printf '%6s %9s %9s %6s %5s %5s %10s %12s %10s %8s\n' t_s rss_mib hwm_mib cpu% fds thr drops/s rw_samples exp_rows exp_pend
 t0=$(date +%s.%N)
 k0=$(cpu_ticks)
 d0=$(drops_total)
@@ -99,9 +110,11 @@ while [ "$(awk -v e="$elapsed" -v d="$DURATION" 'BEGIN { print (e < d) }')" = 1 
 		-v k="$((k1 - k0))" -v hz="$hz" -v iv="$INTERVAL" \
 		-v fds="$(find /proc/"$pid"/fd -mindepth 1 -maxdepth 1 | wc -l)" \
 		-v thr="$(status_kb Threads)" -v dd="$((d1 - d0))" \
-		-v rw="$(metric sysobs_remote_write_samples_sent_total)" 'BEGIN {
-		printf "%6d %9.1f %9.1f %6.1f %5d %5d %10.0f %12.0f\n", e, rss / 1024, hwm / 1024,
-			100 * k / hz / iv, fds, thr, dd / iv, rw
+		-v rw="$(metric sysobs_remote_write_samples_sent_total)" \
+		-v ex="$(metric 'sysobs_export_rows_sent_total{destination="bench"}')" \
+		-v ep="$(metric 'sysobs_export_pending_rows{destination="bench"}')" 'BEGIN {
+		printf "%6d %9.1f %9.1f %6.1f %5d %5d %10.0f %12.0f %10.0f %8.0f\n", e, rss / 1024,
+			hwm / 1024, 100 * k / hz / iv, fds, thr, dd / iv, rw, ex, ep
 	}')
 	echo "$row"
 	echo "$row" >>"$t/rows"
