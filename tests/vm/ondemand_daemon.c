@@ -268,23 +268,30 @@ static void od_crash_check(const char *key, unsigned op)
 	pause();
 }
 
-/* "--nodata KEY=N": the Nth READ of the volume is completed without data */
-static int od_nodata_parse(const char *arg)
+/* "KEY=N" (N >= 1): the volume of KEY into *v, N into *n */
+static int od_volume_count_arg(const char *arg, struct od_volume **v, unsigned *n)
 {
 	char key[OD_VOLUME_LEN];
 	const char *eq = strrchr(arg, '=');
-	struct od_volume *v;
-	unsigned n;
 
-	if (!eq || (size_t)(eq - arg) >= sizeof(key) || sscanf(eq + 1, "%u", &n) != 1 || !n)
+	if (!eq || (size_t)(eq - arg) >= sizeof(key) || sscanf(eq + 1, "%u", n) != 1 || !*n)
 		return -EINVAL;
 	memcpy(key, arg, eq - arg);
 	key[eq - arg] = 0;
-	v = od_volume_get(key);
-	if (!v)
-		return -ENOSPC;
-	v->nodata_at = n;
-	return 0;
+	*v = od_volume_get(key);
+	return *v ? 0 : -ENOSPC;
+}
+
+/* "--nodata KEY=N": the Nth READ of the volume is completed without data */
+static int od_nodata_parse(const char *arg)
+{
+	struct od_volume *v;
+	unsigned n;
+	int err = od_volume_count_arg(arg, &v, &n);
+
+	if (!err)
+		v->nodata_at = n;
+	return err;
 }
 
 /* "--image-for KEY=FILE" */
@@ -312,20 +319,13 @@ static int od_image_for_parse(const char *arg)
 /* "--copen-error KEY=N" */
 static int od_copen_error_parse(const char *arg)
 {
-	char key[OD_VOLUME_LEN];
-	const char *eq = strrchr(arg, '=');
 	struct od_volume *v;
 	unsigned n;
+	int err = od_volume_count_arg(arg, &v, &n);
 
-	if (!eq || (size_t)(eq - arg) >= sizeof(key) || sscanf(eq + 1, "%u", &n) != 1 || !n)
-		return -EINVAL;
-	memcpy(key, arg, eq - arg);
-	key[eq - arg] = 0;
-	v = od_volume_get(key);
-	if (!v)
-		return -ENOSPC;
-	v->copen_error_at = n;
-	return 0;
+	if (!err)
+		v->copen_error_at = n;
+	return err;
 }
 
 /* "--delay KEY=READ_MS[/OPEN_MS]" */
