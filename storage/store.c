@@ -404,11 +404,6 @@ out_free:
 	return NULL;
 }
 
-const struct event_table *const *store_tables(const struct store *s)
-{
-	return (const struct event_table *const *)s->tables;
-}
-
 int store_start(struct store *s)
 {
 	int64_t now = store_mono_ns();

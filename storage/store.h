@@ -100,7 +100,6 @@ int store_flush_timeout(struct store *s, unsigned timeout_ms);
 sqlite3 *store_reader_get(struct store *s);
 void store_reader_put(struct store *s, sqlite3 *db);
 
-const struct event_table *const *store_tables(const struct store *s);
 size_t store_queue_depth(const struct store *s);
 
 #define STORE_ERROR_OPS 6 /* commit, insert, retention, snapshot, checkpoint, integrity */
