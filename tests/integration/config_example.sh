@@ -37,21 +37,10 @@ stop_agent
 # A typo in a copy of it is refused with file:line and status 2.
 sed 's/^batch_rows = /batch_rowz = /' "$EX" >"$T/typo.ini"
 line=$(grep -n '^batch_rowz' "$T/typo.ini" | cut -d: -f1)
-rc=0
-"$SYSOBSD" --config "$T/typo.ini" --db "$T/sysobs.db" 2>"$T/typo.err" || rc=$?
-assert_eq "exit status on an unknown key" 2 "$rc"
-grep -q "typo.ini:$line" "$T/typo.err" || fail "no file:line in: $(cat "$T/typo.err")"
+refused "an unknown key" "typo.ini:$line" --config "$T/typo.ini" --db "$T/sysobs.db"
 
-# refused NAME WANT FLAG...: the agent exits 2 on $T/NAME.ini before it
-# starts anything, and stderr has WANT (a fixed string).
-refused() {
-	local name=$1 want=$2 rc=0
-	shift 2
-	timeout 10 "$SYSOBSD" --config "$T/$name.ini" "$@" >"$T/$name.out" 2>"$T/$name.err" || rc=$?
-	assert_eq "exit status on $name.ini $*" 2 "$rc"
-	grep -qF -- "$want" "$T/$name.err" || fail "$name.ini $*: no '$want' in: $(cat "$T/$name.err")"
-	! grep -q 'listening on' "$T/$name.err" || fail "$name.ini $*: the agent started"
-}
+# refused_ini NAME WANT FLAG...: lib.sh's refused, on $T/NAME.ini
+refused_ini() { refused "$1.ini ${*:3}" "$2" --config "$T/$1.ini" "${@:3}"; }
 # lineof FILE REGEX: the number of the one line matching REGEX
 lineof() { grep -n -- "$2" "$1" | cut -d: -f1; }
 
@@ -60,22 +49,22 @@ lineof() { grep -n -- "$2" "$1" | cut -d: -f1; }
 sed 's/^threads = 2$/threads = 2\nthreads = 4/' "$EX" >"$T/dupkey.ini"
 first=$(lineof "$T/dupkey.ini" '^threads = 2$')
 second=$(lineof "$T/dupkey.ini" '^threads = 4$')
-refused dupkey "dupkey.ini:$second: [http] threads given twice (first at $T/dupkey.ini:$first)" \
+refused_ini dupkey "dupkey.ini:$second: [http] threads given twice (first at $T/dupkey.ini:$first)" \
 	--db "$T/sysobs.db"
 sed 's/^listen = .*/&\nlisten = 127.0.0.1:1/' "$EX" >"$T/duplisten.ini"
 first=$(lineof "$T/duplisten.ini" '^listen = 127.0.0.1:9559$')
-refused duplisten "duplisten.ini:$((first + 1)): [http] listen given twice (first at $T/duplisten.ini:$first)" \
+refused_ini duplisten "duplisten.ini:$((first + 1)): [http] listen given twice (first at $T/duplisten.ini:$first)" \
 	--listen 127.0.0.1:0 --db "$T/sysobs.db"
 # in a collector's section too
 sed '/^\[collector.drops\]$/,/^\[/ s/^interval = .*/&\ninterval = 5s/' "$EX" >"$T/dupcoll.ini"
 second=$(lineof "$T/dupcoll.ini" '^interval = 5s$')
-refused dupcoll "dupcoll.ini:$second: [collector.drops] interval given twice (first at $T/dupcoll.ini:$((second - 1)))" \
+refused_ini dupcoll "dupcoll.ini:$second: [collector.drops] interval given twice (first at $T/dupcoll.ini:$((second - 1)))" \
 	--db "$T/sysobs.db"
 # A section header given twice, the second empty: both header lines.
 { cat "$EX"; printf '\n[http]\n'; } >"$T/dupsec.ini"
 first=$(lineof "$T/dupsec.ini" '^\[http\]$' | head -1)
 second=$(lineof "$T/dupsec.ini" '^\[http\]$' | tail -1)
-refused dupsec "dupsec.ini:$second: [http] given twice (first at $T/dupsec.ini:$first)" \
+refused_ini dupsec "dupsec.ini:$second: [http] given twice (first at $T/dupsec.ini:$first)" \
 	--db "$T/sysobs.db"
 
 # A bad value in the file is the same error whether or not a flag
@@ -86,8 +75,8 @@ bad_value() { # KEY BAD WANT FLAG VALUE: refused without and with FLAG VALUE
 	shift 3
 	sed "s|^$key = .*|$key = $bad|" "$EX" >"$T/bad_$key.ini"
 	line=$(lineof "$T/bad_$key.ini" "^$key = ")
-	refused "bad_$key" "bad_$key.ini:$line: $want"
-	refused "bad_$key" "bad_$key.ini:$line: $want" "$@"
+	refused_ini "bad_$key" "bad_$key.ini:$line: $want"
+	refused_ini "bad_$key" "bad_$key.ini:$line: $want" "$@"
 }
 bad_value listen 127.0.0.1:notaport "[http] listen = '127.0.0.1:notaport': expected HOST:PORT" \
 	--listen 127.0.0.1:0
