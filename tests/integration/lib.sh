@@ -64,9 +64,9 @@ need_cmd() { command -v "$1" >/dev/null 2>&1 || skip "needs $1"; }
 assert_eq() { [ "$2" = "$3" ] || fail "$1: expected '$2', got '$3'"; }
 
 # refused WHAT WANT ARGS...: `sysobsd ARGS` exits 2 within 10 s before it
-# starts anything (no "listening on", no collector's log line), and its
-# output has WANT (a fixed string; "" for none). The output is left in
-# $T/refused.out, the time it took in REFUSED_MS.
+# serves (no "listening on"), and its output has WANT (a fixed string; ""
+# for none). The output is left in $T/refused.out, the time it took in
+# REFUSED_MS.
 refused() {
 	local what=$1 want=$2 rc=0 t0
 	shift 2
@@ -76,8 +76,8 @@ refused() {
 	assert_eq "exit status, $what" 2 "$rc"
 	[ -z "$want" ] || grep -qF -- "$want" "$T/refused.out" ||
 		fail "$what: no '$want' in: $(cat "$T/refused.out")"
-	! grep -Eq 'listening on| (debug|info|warn|error) +(drops|mptcp|self|ifs|cachefiles): ' \
-		"$T/refused.out" || fail "$what: the agent started: $(cat "$T/refused.out")"
+	! grep -q 'listening on' "$T/refused.out" ||
+		fail "$what: the agent started: $(cat "$T/refused.out")"
 }
 # assert_ge WHAT MIN ACTUAL (integers)
 assert_ge() { [ "$3" -ge "$2" ] 2>/dev/null || fail "$1: expected >= $2, got '$3'"; }

@@ -8,9 +8,11 @@ need_cmd jq
 # Bad start-up input fails fast with exit 2, before any collector loads or
 # attaches anything: an endless config (/dev/zero), a FIFO nobody writes,
 # a malformed or unbindable --listen.
-refused_fast() { # WHAT MAX_MS ARGS...: lib.sh's refused, within MAX_MS
+refused_fast() { # WHAT MAX_MS ARGS...: lib.sh's refused, within MAX_MS, no collector loaded
 	refused "$1" "" --db "$T/refused.db" "${@:3}"
 	[ "$REFUSED_MS" -lt "$2" ] || fail "$1: exit took $REFUSED_MS ms (limit $2)"
+	! grep -Eq '(drops|mptcp|self|ifs|cachefiles): ' "$T/refused.out" ||
+		fail "$1: a collector started before the refusal: $(cat "$T/refused.out")"
 	REFUSED_ALL="$REFUSED_ALL $1=${REFUSED_MS}ms"
 }
 REFUSED_ALL=
