@@ -24,7 +24,7 @@
 #include "agent/deadline.h"
 #include "agent/collector_host.h"
 #include "agent/collector_routes.h"
-#include "agent/log.h"
+#include "base/log.h"
 #include "exporters/clickhouse.h"
 #include "exporters/events.h"
 #include "exporters/identity.h"

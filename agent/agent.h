@@ -10,9 +10,9 @@
 #include <stddef.h>
 #include <stdio.h>
 
-#include "agent/config.h"
+#include "base/config.h"
 #include "agent/expose.h"
-#include "agent/log.h"
+#include "base/log.h"
 #include "agent/loop.h"
 #include "api/http.h"
 #include "api/metrics.h"

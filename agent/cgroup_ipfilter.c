@@ -27,7 +27,7 @@
 #include <unistd.h>
 
 #include "agent/cgroup_ipfilter.h"
-#include "agent/log.h"
+#include "base/log.h"
 #include "api/http.h"
 #include "api/http_allow.h"
 

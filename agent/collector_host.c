@@ -14,7 +14,7 @@
 
 #include "agent/agent.h"
 #include "agent/collector_host.h"
-#include "agent/log.h"
+#include "base/log.h"
 #include "agent/mem_stage.h"
 #include "agent/sink_impl.h"
 #include "collectors/collector.h"

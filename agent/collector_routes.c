@@ -11,9 +11,9 @@
 #include <string.h>
 
 #include "agent/agent.h"
-#include "agent/arena.h"
+#include "base/arena.h"
 #include "agent/collector_routes.h"
-#include "agent/log.h"
+#include "base/log.h"
 #include "api/query.h"
 #include "api/reply.h"
 #include "collectors/collector.h"

@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 #include "agent/deadline.h"
-#include "agent/log.h"
+#include "base/log.h"
 
 static _Atomic(const char *) stage = "stopping the main loop";
 static atomic_bool armed;

@@ -11,7 +11,7 @@
 #include <sys/utsname.h>
 
 #include "agent/expose.h"
-#include "agent/log.h"
+#include "base/log.h"
 #include "api/nhist.h"
 #include "api/process_metrics.h"
 #include "sysobs_revision.h"

@@ -12,7 +12,7 @@
 
 #include <stdint.h>
 
-#include "agent/config.h"
+#include "base/config.h"
 #include "agent/loop.h"
 #include "api/metrics.h"
 

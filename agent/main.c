@@ -24,8 +24,8 @@
 #include <zlib.h>
 
 #include "agent/agent.h"
-#include "agent/lazylib.h"
-#include "agent/log.h"
+#include "base/lazylib.h"
+#include "base/log.h"
 #include "agent/sd_notify.h"
 #include "collectors/collector.h"
 #include "sysobs_revision.h"
@@ -80,7 +80,7 @@ enum {
 
 /* --version: the release, the git revision it was built from, and the
  * libraries it runs with (run-time versions where the library reports one).
- * libcurl is loaded for it (agent/lazylib.h): its version or its absence. */
+ * libcurl is loaded for it (base/lazylib.h): its version or its absence. */
 static void version(void)
 {
 	const struct lazylib_curl *cu = lazylib_curl(NULL);

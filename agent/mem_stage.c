@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "agent/log.h"
+#include "base/log.h"
 #include "agent/mem_stage.h"
 
 /* A /proc/self/status field in kB; -1 if missing. */

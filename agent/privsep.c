@@ -20,7 +20,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "agent/log.h"
+#include "base/log.h"
 #include "agent/privsep.h"
 #include "collectors/privwrite.h"
 

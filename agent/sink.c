@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "agent/log.h"
+#include "base/log.h"
 #include "agent/sink_impl.h"
 #include "api/metrics.h"
 #include "storage/store.h"

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 
 #include "api/hist_blob.h"
-#include "agent/log.h"
+#include "base/log.h"
 #include "agent/snapshot.h"
 #include "api/metrics.h"
 #include "storage/store.h"

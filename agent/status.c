@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "agent/agent.h"
-#include "agent/arena.h"
+#include "base/arena.h"
 #include "agent/status.h"
 #include "collectors/collector.h"
 #include "api/proto/pbmsg.h"

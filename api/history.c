@@ -20,9 +20,9 @@
 #include <string.h>
 #include <strings.h>
 
-#include "agent/arena.h"
-#include "agent/log.h"
-#include "agent/netns_name.h"
+#include "base/arena.h"
+#include "base/log.h"
+#include "base/netns_name.h"
 #include "api/history.h"
 #include "api/http.h"
 #include "api/pbjson.h"

@@ -24,7 +24,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "agent/log.h"
+#include "base/log.h"
 #include "api/http.h"
 #include "api/http_internal.h"
 #include "api/webconfig.h"

@@ -52,7 +52,7 @@
 #include <arpa/inet.h>
 #include <unistd.h>
 
-#include "agent/log.h"
+#include "base/log.h"
 #include "api/http_internal.h"
 #include "api/metrics.h"
 

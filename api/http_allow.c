@@ -27,7 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "agent/log.h"
+#include "base/log.h"
 #include "api/http_allow.h"
 
 static const struct http_cidr loopback4 = {.family = AF_INET, .bits = 8, .addr = {127}};

@@ -38,7 +38,7 @@
 #include <sched.h>
 #include <time.h>
 
-#include "agent/log.h"
+#include "base/log.h"
 #include "api/http_internal.h"
 #include "api/metrics.h"
 

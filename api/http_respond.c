@@ -22,7 +22,7 @@
 #include <string.h>
 #include <sys/socket.h>
 
-#include "agent/log.h"
+#include "base/log.h"
 #include "api/http.h"
 #include "api/http_internal.h"
 #include "api/metrics.h"

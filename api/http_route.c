@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "agent/log.h"
+#include "base/log.h"
 #include "api/http.h"
 #include "api/http_internal.h"
 #include "api/metrics.h"

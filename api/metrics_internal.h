@@ -17,7 +17,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "agent/buf.h"
+#include "base/buf.h"
 #include "api/metrics.h"
 #include "api/nhist.h"
 

@@ -16,7 +16,7 @@
 #include <errno.h>
 #include <string.h>
 
-#include "agent/arena.h"
+#include "base/arena.h"
 #include "api/metrics_internal.h"
 #include "api/proto/prometheus/metrics.pb-c.h"
 

@@ -16,7 +16,7 @@
 
 #include "api/metrics_internal.h"
 #include "api/utf8.h"
-#include "agent/log.h"
+#include "base/log.h"
 
 static void series_free(struct metric_series *s)
 {

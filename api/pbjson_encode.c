@@ -15,7 +15,7 @@
 #include <string.h>
 #include <sys/types.h>
 
-#include "agent/buf.h"
+#include "base/buf.h"
 #include "api/pbjson.h"
 #include "api/pbjson_internal.h"
 #include "api/utf8.h"
@@ -24,7 +24,7 @@
 /* ---- output buffer -------------------------------------------------------- */
 
 /*
- * The output is the one growable buffer (agent/buf.h). Its room check is
+ * The output is the one growable buffer (base/buf.h). Its room check is
  * inlined here because the encoder writes numbers and escapes straight into
  * b->p: the NUL that struct buf keeps after len is written once, at the end
  * (pbj_buf_take), not after every byte.

@@ -10,7 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "agent/log.h"
+#include "base/log.h"
 #include "api/http.h"
 #include "api/query.h"
 

@@ -18,7 +18,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "agent/timeutil.h"
+#include "base/timeutil.h"
 
 struct http_request;
 struct http_response;

@@ -9,8 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "agent/buf.h"
-#include "agent/log.h"
+#include "base/buf.h"
+#include "base/log.h"
 #include "api/http.h"
 #include "api/metrics.h"
 #include "api/proto/sysobs.pb-c.h"

@@ -13,7 +13,7 @@
 #include <bpf/btf.h>
 #include <bpf/libbpf.h>
 
-#include "agent/log.h"
+#include "base/log.h"
 #include "collectors/bpf_util.h"
 
 /* --- libbpf messages ------------------------------------------------------ */

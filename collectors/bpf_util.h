@@ -5,7 +5,7 @@
  * running kernel that decide whether a program can load and attach.
  *
  * libbpf messages. bpf_util_init() installs the hook once; from then on
- * every libbpf message goes through agent/log.h, warnings at warn, the rest
+ * every libbpf message goes through base/log.h, warnings at warn, the rest
  * at debug, one log line per message line (a verifier log is many). Between
  * bpf_util_load_begin(name) and bpf_util_load_end() the lines carry the
  * name of the collector loading, and libbpf's warnings are kept so that

@@ -53,7 +53,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "agent/config.h"
+#include "base/config.h"
 #include "collectors/sink.h"
 
 struct collector;

@@ -15,7 +15,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
-#include "agent/log.h"
+#include "base/log.h"
 #include "api/proto/sysobs.pb-c.h"
 #include "collectors/collector.h"
 

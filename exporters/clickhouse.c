@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "agent/lazylib.h"
+#include "base/lazylib.h"
 #include "exporters/clickhouse.h"
 #include "storage/table_value.h"
 

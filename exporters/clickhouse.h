@@ -19,7 +19,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "agent/buf.h"
+#include "base/buf.h"
 #include "exporters/export_row.h"
 
 /* [A-Za-z_][A-Za-z0-9_]{0,63}: a database or table name that needs no quoting. */

@@ -10,9 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "agent/arena.h"
-#include "agent/buf.h"
-#include "agent/log.h"
+#include "base/arena.h"
+#include "base/buf.h"
+#include "base/log.h"
 #include "api/metrics.h"
 #include "exporters/clickhouse.h"
 #include "exporters/events.h"

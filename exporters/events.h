@@ -24,7 +24,7 @@
 
 #include <stdbool.h>
 
-#include "agent/config.h"
+#include "base/config.h"
 #include "exporters/export_row.h"
 
 struct store;

@@ -7,7 +7,7 @@
 #ifndef SYSOBS_EXPORT_IDENTITY_H
 #define SYSOBS_EXPORT_IDENTITY_H
 
-#include "agent/config.h"
+#include "base/config.h"
 #include "exporters/export_row.h"
 #include "exporters/remote_write.h"
 

@@ -31,7 +31,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "agent/arena.h"
+#include "base/arena.h"
 #include "exporters/otlp_logs.h"
 #include "exporters/proto/opentelemetry/proto/collector/logs/v1/logs_service.pb-c.h"
 #include "storage/table_value.h"

@@ -28,7 +28,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "agent/buf.h"
+#include "base/buf.h"
 #include "exporters/export_row.h"
 
 /* The scope name of every record, and service.name when there is no job. */

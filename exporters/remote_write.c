@@ -15,8 +15,8 @@
 #include <unistd.h>
 
 #include "api/hist_blob.h"
-#include "agent/lazylib.h"
-#include "agent/log.h"
+#include "base/lazylib.h"
+#include "base/log.h"
 #include "exporters/identity.h"
 #include "exporters/remote_write.h"
 #include "exporters/remote_write_meta.h"
@@ -123,7 +123,7 @@ static int rw_settings(struct config *cfg, const struct export_identity_buf *id,
 	memcpy(rw->ext, id->labels, id->n_labels * sizeof(rw->ext[0]));
 	rw->n_ext = id->n_labels;
 	/* snappy is loaded here, as libcurl by sender_check(): only for a
-	 * configured remote_write (agent/lazylib.h). */
+	 * configured remote_write (base/lazylib.h). */
 	if (!lazylib_snappy(&why))
 		bad |= cfg_error(cfg, "remote_write", "url", "remote_write needs snappy: %s", why);
 	err = sender_check(&rw->snd, cfg, "remote_write", &c->http, read_files);

@@ -24,8 +24,8 @@
 #include <stdint.h>
 #include <time.h>
 
-#include "agent/arena.h"
-#include "agent/config.h"
+#include "base/arena.h"
+#include "base/config.h"
 #include "exporters/sender.h"
 
 struct store;

@@ -16,7 +16,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "agent/lazylib.h"
+#include "base/lazylib.h"
 #include "api/hist_blob.h"
 #include "exporters/remote_write.h"
 #include "exporters/proto/prometheus/remote.pb-c.h"
@@ -330,7 +330,7 @@ static int rw_series_labels(struct rw_batch *b, const struct rw_series *s,
 int rw_batch_encode(struct rw_batch *b, const struct rw_label *ext, size_t n_ext, size_t *n_samples)
 {
 	Prometheus__WriteRequest wr = PROMETHEUS__WRITE_REQUEST__INIT;
-	/* Loaded by remote_write's config check (agent/lazylib.h). */
+	/* Loaded by remote_write's config check (base/lazylib.h). */
 	const struct lazylib_snappy *sn = lazylib_snappy(NULL);
 	Prometheus__TimeSeries *ts, **tsp;
 	Prometheus__Sample *sm, **smp;

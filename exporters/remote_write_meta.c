@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "exporters/remote_write_meta.h"
-#include "agent/lazylib.h"
+#include "base/lazylib.h"
 #include "api/metrics.h"
 #include "exporters/proto/prometheus/remote.pb-c.h"
 
@@ -80,7 +80,7 @@ static int rw_meta_grow(uint8_t **p, size_t *cap, size_t need)
 static int rw_meta_encode(struct rw_meta *mm)
 {
 	Prometheus__WriteRequest wr = PROMETHEUS__WRITE_REQUEST__INIT;
-	/* Loaded by remote_write's config check (agent/lazylib.h). */
+	/* Loaded by remote_write's config check (base/lazylib.h). */
 	const struct lazylib_snappy *sn = lazylib_snappy(NULL);
 	Prometheus__MetricMetadata **mdp;
 	size_t packed, zlen;

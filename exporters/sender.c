@@ -14,8 +14,8 @@
 #include <unistd.h>
 #include <zlib.h>
 
-#include "agent/lazylib.h"
-#include "agent/log.h"
+#include "base/lazylib.h"
+#include "base/log.h"
 #include "api/metrics.h"
 #include "exporters/sender.h"
 #include "storage/store_samples.h"
@@ -63,7 +63,7 @@ static int sender_read_secret(const char *path, char **out, const char **why)
 }
 
 /* libcurl is loaded here, by the check of a configured sender: an agent
- * that sends nothing never maps it (agent/lazylib.h). */
+ * that sends nothing never maps it (base/lazylib.h). */
 static int sender_check_url(struct config *cfg, const char *section, const char *url)
 {
 	const char *why = NULL;

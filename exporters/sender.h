@@ -19,8 +19,8 @@
 #include <stdint.h>
 #include <time.h>
 
-#include "agent/buf.h"
-#include "agent/config.h"
+#include "base/buf.h"
+#include "base/config.h"
 
 /* The endpoint's keys; a section embeds this struct and lists SENDER_KEYS. */
 struct sender_config {
@@ -101,14 +101,14 @@ struct sender {
  * Checks the keys of c for section (URL scheme http or https with a host,
  * backoff range, auth and TLS file combinations) and, with read_files,
  * reads the password and token files. Every error is recorded (cfg_error);
- * -EINVAL when any was, -ENOMEM. Loads libcurl (agent/lazylib.h): its
+ * -EINVAL when any was, -ENOMEM. Loads libcurl (base/lazylib.h): its
  * absence is an error of url that names the package. Also makes s->mu
  * (status readers may lock it from then on, until sender_free()).
  */
 int sender_check(struct sender *s, struct config *cfg, const char *section,
 		 const struct sender_config *c, bool read_files);
 /* The libcurl handle with headers (NULL-terminated "Name: value" list);
- * after a sender_check() that loaded libcurl (agent/lazylib.h).
+ * after a sender_check() that loaded libcurl (base/lazylib.h).
  * 0 or -ENOMEM, -EIO. */
 int sender_setup(struct sender *s, const char *const *headers);
 /* POSTs body (gzip'ed first with gzip, sent with Content-Encoding: gzip)

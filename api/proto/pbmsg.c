@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /* Messages in an arena (see pbmsg.h). */
-#include "agent/arena.h"
+#include "base/arena.h"
 #include "api/proto/pbmsg.h"
 
 void *pbmsg_new(struct arena *ar, const ProtobufCMessageDescriptor *d)

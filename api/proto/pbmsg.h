@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Building response messages in a request arena (agent/arena.h): the one
+ * Building response messages in a request arena (base/arena.h): the one
  * place that allocates and initialises a protobuf-c message there, and makes
  * a google.protobuf.Timestamp of a wall clock. Used by the API, the agent
  * and the collectors' own routes alike.

@@ -15,7 +15,7 @@
 #include <bpf/btf.h>
 #include <bpf/libbpf.h>
 
-#include "agent/log.h"
+#include "base/log.h"
 #include "bpf/cachefiles.skel.h"
 #include "collectors/bpf_util.h"
 #include "collectors/cachefiles/backend.h"

@@ -15,8 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "agent/buf.h"
-#include "agent/log.h"
+#include "base/buf.h"
+#include "base/log.h"
 #include "collectors/cachefiles/backend.h"
 #include "collectors/cachefiles/cachefiles_decode.h"
 #include "api/proto/sysobs.pb-c.h"

@@ -33,7 +33,7 @@
 #include <bpf/btf.h>
 #include <bpf/libbpf.h>
 
-#include "agent/log.h"
+#include "base/log.h"
 #include "bpf/drops.h"
 #include "bpf/drops.skel.h"
 #include "collectors/bpf_util.h"

@@ -7,7 +7,7 @@
 
 #include <bpf/btf.h>
 
-#include "agent/buf.h"
+#include "base/buf.h"
 #include "collectors/drops/drops_btf.h"
 
 #define SUBSYS_SHIFT 16

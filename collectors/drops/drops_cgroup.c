@@ -10,7 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "agent/log.h"
+#include "base/log.h"
 #include "collectors/drops/drops_cgroup.h"
 
 #define CG_CACHE     256 /* paths kept, direct-mapped by id */

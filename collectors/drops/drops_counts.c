@@ -42,8 +42,8 @@
 
 #include <bpf/bpf.h>
 
-#include "agent/buf.h"
-#include "agent/log.h"
+#include "base/buf.h"
+#include "base/log.h"
 #include "bpf/drops.skel.h"
 #include "collectors/collector.h"
 #include "collectors/drops/drops.h"

@@ -3,7 +3,7 @@
  * one config file works with both. */
 #include <unistd.h>
 
-#include "agent/config.h"
+#include "base/config.h"
 #include "collectors/collector.h"
 #include "collectors/drops/drops.h"
 

@@ -18,7 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "agent/log.h"
+#include "base/log.h"
 #include "bpf/netstat.h"
 #include "bpf/netstat.skel.h"
 #include "collectors/collector.h"

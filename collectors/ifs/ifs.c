@@ -27,7 +27,7 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
-#include "agent/log.h"
+#include "base/log.h"
 #include "api/proto/sysobs.pb-c.h"
 #include "collectors/collector.h"
 #include "collectors/ifs/ifs_alert.h"

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * Alertmanager v2 push on its own thread (see ifs_alert.h), with libcurl,
- * loaded by ifs_alert_new() (agent/lazylib.h): only an agent that pushes
+ * loaded by ifs_alert_new() (base/lazylib.h): only an agent that pushes
  * alerts maps it.
  */
 #include <ctype.h>
@@ -13,9 +13,9 @@
 #include <string.h>
 #include <time.h>
 
-#include "agent/config.h"
-#include "agent/lazylib.h"
-#include "agent/log.h"
+#include "base/config.h"
+#include "base/lazylib.h"
+#include "base/log.h"
 #include "collectors/ifs/ifs_alert.h"
 
 #define BACKOFF_MIN_NS (1000000000LL)

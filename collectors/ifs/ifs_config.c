@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "agent/lazylib.h"
+#include "base/lazylib.h"
 #include "collectors/collector.h"
 #include "collectors/ifs/ifs_alert.h"
 #include "collectors/ifs/ifs_decode.h"
@@ -105,7 +105,7 @@ int ifs_read_config(struct collector *c, struct ifs_priv *p)
 	if (p->alert_url[0] && strncmp(p->alert_url, "http://", 7) &&
 	    strncmp(p->alert_url, "https://", 8))
 		bad |= collector_config_error(c, "alertmanager_url", "must start with http(s)://");
-	/* The push loads libcurl (agent/lazylib.h): a host without it hears so
+	/* The push loads libcurl (base/lazylib.h): a host without it hears so
 	 * from the check, with the package to install, not at the first alert. */
 	else if (p->alert_url[0] && !lazylib_curl(&why))
 		bad |= collector_config_error(c, "alertmanager_url",

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "agent/log.h"
+#include "base/log.h"
 #include "collectors/collector.h"
 #include "collectors/ifs/ifs_priv.h"
 #include "collectors/ifs/ifs_sched.h"

@@ -13,8 +13,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "agent/arena.h"
-#include "agent/log.h"
+#include "base/arena.h"
+#include "base/log.h"
 #include "api/proto/pbmsg.h"
 #include "api/proto/sysobs.pb-c.h"
 #include "collectors/ifs/ifs_priv.h"

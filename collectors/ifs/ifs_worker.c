@@ -12,7 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "agent/log.h"
+#include "base/log.h"
 #include "collectors/ifs/ifs_sysfs.h"
 #include "collectors/ifs/ifs_worker.h"
 #include "collectors/privwrite.h"

@@ -36,8 +36,8 @@
 #include <sys/utsname.h>
 #include <unistd.h>
 
-#include "agent/arena.h"
-#include "agent/log.h"
+#include "base/arena.h"
+#include "base/log.h"
 #include "api/proto/sysobs.pb-c.h"
 #include "collectors/collector.h"
 #include "collectors/mptcp/mptcp.h"

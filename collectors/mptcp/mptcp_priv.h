@@ -10,7 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "agent/log.h"
+#include "base/log.h"
 #include "collectors/collector.h"
 #include "collectors/mptcp/mptcp_decode.h"
 #include "collectors/mptcp/mptcp_mib.h"

@@ -3,8 +3,8 @@
  * history is the generic route of mptcp_events. */
 #include <stdint.h>
 
-#include "agent/arena.h"
-#include "agent/config.h"
+#include "base/arena.h"
+#include "base/config.h"
 #include "api/proto/sysobs.pb-c.h"
 #include "collectors/collector.h"
 #include "collectors/mptcp/mptcp_priv.h"

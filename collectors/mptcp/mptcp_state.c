@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* Live MPTCP state of the mptcp collector; see mptcp_state.h. */
-#include "agent/netns_name.h"
+#include "base/netns_name.h"
 #include "api/proto/pbmsg.h"
 #include "collectors/mptcp/mptcp_state.h"
 

@@ -17,7 +17,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "agent/arena.h"
+#include "base/arena.h"
 #include "api/proto/sysobs.pb-c.h"
 #include "collectors/mptcp/mptcp_decode.h"
 
@@ -198,7 +198,7 @@ int mptcp_state_recover(struct mptcp_state *st, uint64_t netns, uint32_t token,
  */
 Sysobs__V1__MptcpConnectionList *mptcp_state_msg(struct mptcp_state *st, uint64_t netns,
 						 size_t max_conns, struct arena *ar);
-/* netns_name beside every netns of list (agent/netns_name.h): read at
+/* netns_name beside every netns of list (base/netns_name.h): read at
  * each answer, since the host's names change; none for unnamed ones. */
 void mptcp_state_msg_names(Sysobs__V1__MptcpConnectionList *list, struct arena *ar);
 

@@ -1,13 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Fuzz target of the config parser (agent/config.c through inih, on a
+ * Fuzz target of the config parser (base/config.c through inih, on a
  * buffer as cfg_load() reads it) over every section the agent declares, and
  * of the typed parse of each section (bools, sizes, durations, choices) as
  * collectors and the agent do it. Any text loads or is refused with a
  * message; a loaded config parses section by section or names the key.
  */
 #include "agent/agent.h"
-#include "agent/config.h"
+#include "base/config.h"
 #include "tests/fuzz/fuzz_common.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

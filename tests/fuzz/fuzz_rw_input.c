@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "agent/arena.h"
+#include "base/arena.h"
 #include "api/hist_blob.h"
 #include "exporters/remote_write.h"
 

@@ -1,13 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Fuzz target of the time and duration grammar (agent/timeutil.c), which
+ * Fuzz target of the time and duration grammar (base/timeutil.c), which
  * every ?start=, ?end=, ?step= and config duration goes through. Any string
  * parses or is refused; what parses formats, and the formatted text parses
  * back to the same value (the API prints what it reads).
  */
 #include <errno.h>
 
-#include "agent/timeutil.h"
+#include "base/timeutil.h"
 #include "tests/fuzz/fuzz_common.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

@@ -300,7 +300,7 @@ check_bad many "unknown key 'bogus'" many.ini:3 many.ini:5 many.ini:6 many.ini:8
 "$SYSOBSD" --check-config --config "$C/out_of_range.ini" --listen 127.0.0.1:0 2>"$T/err"
 assert_eq "a flag over a bad file value" 2 $?
 
-# libcurl and snappy are loaded only by what sends (agent/lazylib.h): the
+# libcurl and snappy are loaded only by what sends (base/lazylib.h): the
 # agent does not link them. Hidden (a private mount namespace, /dev/null
 # bound over each library file), remote_write, an export and the IFS alert
 # push are errors at their url that name the package to install; a config

@@ -14,7 +14,7 @@
 
 #include <cmocka.h>
 
-#include "agent/buf.h"
+#include "base/buf.h"
 
 static void test_array_grow(void **state)
 {

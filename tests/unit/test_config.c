@@ -12,7 +12,7 @@
 
 #include <cmocka.h>
 
-#include "agent/config.h"
+#include "base/config.h"
 
 static const struct cfg_key http_keys[] = {
     {"listen", "127.0.0.1:9559", "address"},

@@ -13,7 +13,7 @@
 
 #include <cmocka.h>
 
-#include "agent/log.h"
+#include "base/log.h"
 
 /* 2026-12-02T10:00:00.123Z */
 #define T0 (1796205600LL * 1000000000LL + 123456789LL)

@@ -23,7 +23,7 @@
 #include <cmocka.h>
 #include <snappy-c.h>
 
-#include "agent/arena.h"
+#include "base/arena.h"
 #include "api/hist_blob.h"
 #include "exporters/remote_write.h"
 #include "exporters/remote_write_meta.h"

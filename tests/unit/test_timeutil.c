@@ -16,9 +16,9 @@
 
 #include <cmocka.h>
 
-#include "agent/buf.h"
-#include "agent/log.h"
-#include "agent/timeutil.h"
+#include "base/buf.h"
+#include "base/log.h"
+#include "base/timeutil.h"
 
 #define S   1000000000LL
 #define MS  1000000LL

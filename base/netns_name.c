@@ -14,7 +14,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
-#include "agent/netns_name.h"
+#include "base/netns_name.h"
 
 #define NAMES_MAX    1024 /* entries kept; more namespaces than this go unnamed */
 #define NAME_MAX_LEN 64

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "agent/arena.h"
+#include "base/arena.h"
 
 #define ARENA_CHUNK_MIN (16 * 1024)
 #define ARENA_ALIGN	16

@@ -3,7 +3,7 @@
  * Times and durations, once for the whole daemon: the RFC 3339 formatter every
  * JSON answer uses, the time parser behind ?start=/?end=, and the one duration
  * grammar shared by the config file and ?step=. Pure functions over libc
- * (the clock is clock_wall_ns() in agent/log.h); times are int64 unix nanoseconds, which
+ * (the clock is clock_wall_ns() in base/log.h); times are int64 unix nanoseconds, which
  * span 1677-09-21 to 2262-04-11.
  */
 #ifndef SYSOBS_TIMEUTIL_H

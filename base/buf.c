@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "agent/buf.h"
+#include "base/buf.h"
 
 #define BUF_MIN_CAP 256
 

@@ -8,7 +8,7 @@
 #include <stdbool.h>
 #include <string.h>
 
-#include "agent/config.h"
+#include "base/config.h"
 
 static int cfg_parse_choice(struct config *cfg, const char *section, const struct cfg_key *k,
 			    unsigned *out)

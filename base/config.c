@@ -21,9 +21,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "agent/config.h"
-#include "agent/log.h"
-#include "agent/timeutil.h"
+#include "base/config.h"
+#include "base/log.h"
+#include "base/timeutil.h"
 
 struct parse_ctx {
 	struct config *cfg;

@@ -139,7 +139,7 @@ const char *cfg_file(const struct cfg_section *sec, const char *key);
 int cfg_get_bool(struct config *cfg, const char *section, const char *key, bool *out);
 int cfg_get_u64(struct config *cfg, const char *section, const char *key, uint64_t min,
 		uint64_t max, uint64_t *out);
-/* Durations in duration_parse_ns()'s grammar (agent/timeutil.h): "250ms",
+/* Durations in duration_parse_ns()'s grammar (base/timeutil.h): "250ms",
  * "15s", "5m", "1h30m", "7d", "1y"; a plain number is seconds ("30", "0.5"). */
 int cfg_get_duration_ms(struct config *cfg, const char *section, const char *key, uint64_t min_ms,
 			uint64_t max_ms, uint64_t *out);

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * Run-time loading of libcurl and snappy (agent/lazylib.h): one generic
+ * Run-time loading of libcurl and snappy (base/lazylib.h): one generic
  * loader over a list of {symbol, offset in the table} per library.
  */
 #include <dlfcn.h>
@@ -9,7 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "agent/lazylib.h"
+#include "base/lazylib.h"
 
 struct lazylib_sym {
 	const char *name;

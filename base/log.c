@@ -7,7 +7,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
-#include "agent/log.h"
+#include "base/log.h"
 
 static enum log_level log_level = LOG_LVL_INFO;
 static enum log_format log_format = LOG_FMT_TEXT;

@@ -15,7 +15,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "agent/timeutil.h"
+#include "base/timeutil.h"
 
 #define SEC_PER_DAY 86400LL
 
