@@ -24,8 +24,8 @@ struct drops_key {
 	__u8 pad;
 	__u32 netns; /* network namespace inode number, 0 when unknown */
 	__u32 pad2;
-	__u64 cgroup; /* cgroup v2 id of the drop's socket; 0 when none, or
-			 when key_cgroup is off */
+	__u64 cgroup;	    /* cgroup v2 id of the drop's socket; 0 when none, or
+			       when key_cgroup is off */
 	__u64 netns_cookie; /* net->net_cookie, 0 when the namespace is unknown */
 };
 
@@ -103,7 +103,7 @@ struct drops_record {
 	__u8 tcp_flags;
 	__u8 pad;
 	char ifname[DROPS_IFNAMSIZ];
-	__u64 cgroup_id; /* cgroup v2 id of the drop's socket, 0 none */
+	__u64 cgroup_id;    /* cgroup v2 id of the drop's socket, 0 none */
 	__u64 netns_cookie; /* the key's */
 };
 

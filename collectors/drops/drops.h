@@ -44,9 +44,9 @@ struct drops_row {
 	uint32_t cpu;
 	bool truncated;
 	bool fragment;
-	uint64_t cgroup_id; /* cgroup v2 id of the socket, 0 none */
-	char cgroup[104];   /* its path under the cgroup2 root, cut from the left */
-	char container[65]; /* the container id the path carries */
+	uint64_t cgroup_id;    /* cgroup v2 id of the socket, 0 none */
+	char cgroup[104];      /* its path under the cgroup2 root, cut from the left */
+	char container[65];    /* the container id the path carries */
 	uint64_t netns_cookie; /* net->net_cookie of netns: which namespace of that inode */
 };
 

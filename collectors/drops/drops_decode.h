@@ -32,8 +32,8 @@ struct drop_sample {
 	uint8_t tcp_flags;
 	char saddr[INET6_ADDRSTRLEN];
 	char daddr[INET6_ADDRSTRLEN];
-	char ifname[16];    /* "" when the skb had no device */
-	uint64_t cgroup_id; /* cgroup v2 id of the drop's socket, 0 none */
+	char ifname[16];       /* "" when the skb had no device */
+	uint64_t cgroup_id;    /* cgroup v2 id of the drop's socket, 0 none */
 	uint64_t netns_cookie; /* net->net_cookie of netns, 0 none */
 };
 
