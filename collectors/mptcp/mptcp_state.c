@@ -534,8 +534,6 @@ int mptcp_state_recover(struct mptcp_state *st, uint64_t netns, uint32_t token,
 	if (c && !c->created_known && h->created_ns && mptcp_tuple_eq(&c->t, &h->t)) {
 		c->created_ns = h->created_ns;
 		c->created_known = 1;
-		if (h->established_ns >= h->created_ns && c->established)
-			c->established_ns = h->established_ns;
 		if (h->server_side >= 0)
 			c->server_side = h->server_side;
 		taken = 1;

@@ -178,13 +178,13 @@ void mptcp_state_counts(struct mptcp_state *st, size_t *conns, size_t *subflows)
 uint32_t *mptcp_state_unknown_starts(struct mptcp_state *st, uint64_t netns, size_t *n);
 
 /* What the agent's history says of one connection of netns before a
- * restart (its CREATED and ESTABLISHED rows): taken only when the
+ * restart (its CREATED row): taken only when the
  * connection's initial subflow is t (the token may have named an older
  * connection) and the state does not know better. 1 taken, 0 not. */
 struct mptcp_history {
 	struct mptcp_tuple t;
-	int8_t server_side;		    /* -1: the row did not say */
-	int64_t created_ns, established_ns; /* 0: no such row */
+	int8_t server_side; /* -1: the row did not say */
+	int64_t created_ns; /* the CREATED row's time */
 };
 int mptcp_state_recover(struct mptcp_state *st, uint64_t netns, uint32_t token,
 			const struct mptcp_history *h);
