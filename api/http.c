@@ -164,7 +164,7 @@ struct http_server *http_new(const struct http_config *cfg, struct metrics *m)
 
 		h->other_duration = metric_series(h->m_duration, v);
 	}
-	h->acceptor.listen_fd = h->acceptor.ep = h->acceptor.wake_fd = h->acceptor.slot_fd = -1;
+	h->acceptor.listen_fd = h->acceptor.ep = h->acceptor.wake_fd = h->conns.slot_fd = -1;
 	err = http_conns_init(h);
 	if (err) {
 		http_conns_free(h);

@@ -397,8 +397,8 @@ static void *acceptor_thread(void *arg)
 				return NULL;
 			if (ptr == &ac->listen_fd)
 				accept_all(h);
-			else if (ptr == &ac->slot_fd)
-				(void)!read(ac->slot_fd, &v, sizeof(v));
+			else if (ptr == &h->conns.slot_fd)
+				(void)!read(h->conns.slot_fd, &v, sizeof(v));
 			else if (reading_has(ac, ptr) && /* an earlier event may have dropped it */
 				 screen(h, ptr) == SCREEN_READING &&
 				 (evs[i].events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR)))
@@ -410,14 +410,6 @@ static void *acceptor_thread(void *arg)
 		expire(h, clock_mono_ns());
 		hand_over(h);
 	}
-}
-
-void http_acceptor_kick(struct http_server *h)
-{
-	uint64_t one = 1;
-
-	if (h->acceptor.slot_fd >= 0)
-		(void)!write(h->acceptor.slot_fd, &one, sizeof(one));
 }
 
 /*
@@ -477,8 +469,7 @@ int http_acceptor_start(struct http_server *h, int listen_fd)
 	ac->listen_fd = listen_fd;
 	ac->ep = epoll_create1(EPOLL_CLOEXEC);
 	ac->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	ac->slot_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	if (ac->ep < 0 || ac->wake_fd < 0 || ac->slot_fd < 0) {
+	if (ac->ep < 0 || ac->wake_fd < 0) {
 		err = -errno;
 		goto out_close;
 	}
@@ -493,8 +484,8 @@ int http_acceptor_start(struct http_server *h, int listen_fd)
 		err = -errno;
 		goto out_close;
 	}
-	ev.data.ptr = &ac->slot_fd;
-	if (epoll_ctl(ac->ep, EPOLL_CTL_ADD, ac->slot_fd, &ev)) {
+	ev.data.ptr = &h->conns.slot_fd;
+	if (epoll_ctl(ac->ep, EPOLL_CTL_ADD, h->conns.slot_fd, &ev)) {
 		err = -errno;
 		goto out_close;
 	}
@@ -509,9 +500,7 @@ out_close:
 		close(ac->ep);
 	if (ac->wake_fd >= 0)
 		close(ac->wake_fd);
-	if (ac->slot_fd >= 0)
-		close(ac->slot_fd);
-	ac->ep = ac->wake_fd = ac->slot_fd = -1;
+	ac->ep = ac->wake_fd = -1;
 	return err;
 }
 
@@ -531,7 +520,6 @@ void http_acceptor_stop(struct http_server *h)
 		pending_drop(ac, ac->queued.next, true);
 	close(ac->ep);
 	close(ac->wake_fd);
-	close(ac->slot_fd);
 	close(ac->listen_fd);
-	ac->ep = ac->wake_fd = ac->slot_fd = ac->listen_fd = -1;
+	ac->ep = ac->wake_fd = ac->listen_fd = -1;
 }

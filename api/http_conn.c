@@ -32,11 +32,13 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <netinet/in.h>
 #include <sched.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "base/log.h"
 #include "api/http_internal.h"
@@ -93,6 +95,16 @@ static bool unstarted_del(struct http_conns *cs, int fd)
 
 /* Responses close their connections while the slots are all taken or
  * clients wait for one. Lock held. */
+/* A slot may have come free for a waiting client: wakes the acceptor
+ * (any thread; async-signal-safe). */
+static void slot_freed(struct http_conns *cs)
+{
+	uint64_t one = 1;
+
+	if (cs->slot_fd >= 0)
+		(void)!write(cs->slot_fd, &one, sizeof(one));
+}
+
 static void crowded_update(struct http_server *h)
 {
 	struct http_conns *cs = &h->conns;
@@ -189,7 +201,7 @@ void http_conns_notify(void *cls, struct MHD_Connection *conn, void **socket_con
 	*socket_context = NULL;
 	free(s);
 	if (wake) /* a slot for a waiting client */
-		http_acceptor_kick(h);
+		slot_freed(&h->conns);
 }
 
 struct http_sock *http_conns_sock(struct MHD_Connection *conn)
@@ -321,7 +333,7 @@ static void *deadline_thread(void *arg)
 			freed = true;
 		}
 		if (freed && cs->n_waiting)
-			http_acceptor_kick(h);
+			slot_freed(cs);
 		for (size_t i = 0; i < cs->n_delayed; i++)
 			if (cs->delayed[i].suspended && cs->delayed[i].at_ns < wake)
 				wake = cs->delayed[i].at_ns;
@@ -349,6 +361,9 @@ int http_conns_init(struct http_server *h)
 	pthread_condattr_t ca;
 
 	cs->head.next = cs->head.prev = &cs->head;
+	cs->slot_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (cs->slot_fd < 0)
+		return -errno;
 	cs->cap_unstarted = h->cfg.max_connections;
 	cs->unstarted = calloc(cs->cap_unstarted, sizeof(*cs->unstarted));
 	if (!cs->unstarted)
@@ -422,6 +437,9 @@ void http_conns_free(struct http_server *h)
 	cs->delayed = NULL;
 	free(cs->unstarted);
 	cs->unstarted = NULL;
+	if (cs->slot_fd >= 0)
+		close(cs->slot_fd);
+	cs->slot_fd = -1;
 	pthread_cond_destroy(&cs->cond);
 	pthread_mutex_destroy(&cs->lock);
 }

@@ -14,9 +14,9 @@
  *                   for a slot
  * Calls go down that list (http.c -> http_route.c -> http_auth.c ->
  * http_respond.c -> http_gzip.c; http_accept.c -> http_respond.c,
- * http_header.c, http_conn.c), except one pair: http_conn.c wakes the
- * acceptor when a slot comes free (http_acceptor_kick) and http_accept.c
- * takes its slots from http_conn.c.
+ * http_header.c, http_conn.c). http_conn.c knows nothing of the acceptor:
+ * when a slot comes free it signals its own eventfd (conns.slot_fd), which
+ * the acceptor's epoll set watches.
  */
 #ifndef SYSOBS_HTTP_INTERNAL_H
 #define SYSOBS_HTTP_INTERNAL_H
@@ -109,6 +109,7 @@ struct http_conns {
 	size_t n_delayed, cap_delayed;
 	pthread_t thread;
 	bool thread_running, stop;
+	int slot_fd; /* eventfd: a slot may have come free (read by the acceptor) */
 	struct metric_series *open;
 	struct metric_series *waiting;
 	struct metric_series *closed[HTTP_CLOSE_N];
@@ -125,7 +126,7 @@ struct http_pending {
 };
 
 struct http_acceptor {
-	int listen_fd, ep, wake_fd, slot_fd;
+	int listen_fd, ep, wake_fd;
 	struct http_pending reading; /* list sentinel: header incomplete */
 	struct http_pending queued;  /* list sentinel: header complete, FIFO */
 	unsigned n_reading, n_queued;
@@ -160,8 +161,6 @@ struct http_server {
 /* http_accept.c: takes listen_fd (closed by http_acceptor_stop). */
 int http_acceptor_start(struct http_server *h, int listen_fd);
 void http_acceptor_stop(struct http_server *h); /* before MHD_stop_daemon */
-/* A slot may have come free (from any thread; async-signal-safe). */
-void http_acceptor_kick(struct http_server *h);
 
 /* http_route.c: finds the route of a request whose body is in (or refused)
  * and answers it. */
