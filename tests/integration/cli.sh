@@ -27,10 +27,8 @@ CLI=${SYSOBS_CLI:-$SYSOBS_BUILD/api/cli/sysobs}
 for args in "" "frobnicate" "-o xml status" "drops notakeyvalue" "-o json drops --follow" \
 	"--limit 0 drops" "--server ftp://x status" "--cert-file a status" "status extra"; do
 	# shellcheck disable=SC2086
-	"$CLI" $args >/dev/null 2>"$T/err"
-	rc=$?
-	assert_eq "exit status of 'sysobs $args'" 2 "$rc"
-	assert_eq "stderr lines of 'sysobs $args'" 1 "$(wc -l <"$T/err")"
+	REFUSED_BIN=$CLI refused "sysobs $args" "sysobs: " $args
+	assert_eq "output lines of 'sysobs $args'" 1 "$(wc -l <"$T/refused.out")"
 done
 "$CLI" --server http://127.0.0.1:1 status >/dev/null 2>"$T/err"
 assert_eq "exit status, agent unreachable" 1 "$?"

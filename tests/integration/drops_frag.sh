@@ -44,20 +44,8 @@ IFB=$(ip -n "$B" -o link show dfb$$ | cut -d: -f1)
 ip netns exec "$B" sysctl -q net.ipv4.ipfrag_time=1 net.ipv6.ip6frag_time=1
 
 chmod 755 "$T"
-cat >"$T/sysobsd.ini" <<INI
-[http]
-listen = 127.0.0.1:0
-[storage]
-path = $T/sysobs.db
-batch_ms = 50
-[collector.self]
-enabled = false
-[collector.drops]
-interval = 200ms
-netns_label = true
-sample_rate = 1000
-sample_burst = 200
-INI
+write_base_config agent.user=- collector.self.enabled=false collector.drops.interval=200ms \
+	collector.drops.netns_label=true collector.drops.sample_rate=1000 collector.drops.sample_burst=200
 start_agent
 wait_collector drops
 W='FRAG_REASM_TIMEOUT) count in netns 0|timer_expire_entry/exit did not attach'

@@ -43,22 +43,9 @@ nosock() { ip netns exec "$1" "$GEN" udp -d 127.0.0.1 -p 9 -n "$2" -s 41100 >/de
 chmod 755 "$T"
 # agent_config LABEL FAST_SLOTS [CONTAINER_LABEL]
 agent_config() {
-	cat >"$T/sysobsd.ini" <<INI
-[http]
-listen = 127.0.0.1:0
-[storage]
-path = $T/sysobs.db
-batch_ms = 50
-[metrics]
-stale_series_grace = 3s
-[collector.self]
-enabled = false
-[collector.drops]
-interval = 200ms
-netns_label = $1
-fast_slots = $2
-container_label = ${3:-false}
-INI
+	write_base_config agent.user=- metrics.stale_series_grace=3s collector.self.enabled=false \
+		collector.drops.interval=200ms "collector.drops.netns_label=$1" \
+		"collector.drops.fast_slots=$2" "collector.drops.container_label=${3:-false}"
 }
 start_drops_agent() {
 	start_agent

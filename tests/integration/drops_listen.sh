@@ -21,20 +21,8 @@ GEN=${SYSOBS_BUILD:?}/tests/drops_gen
 [ -x "$GEN" ] || fail "traffic generator $GEN not built"
 
 chmod 755 "$T"
-cat >"$T/sysobsd.ini" <<INI
-[http]
-listen = 127.0.0.1:0
-[storage]
-path = $T/sysobs.db
-batch_ms = 50
-[collector.self]
-enabled = false
-[collector.drops]
-interval = 200ms
-netns_label = true
-[metrics]
-stale_series_grace = 2s
-INI
+write_base_config agent.user=- collector.self.enabled=false collector.drops.interval=200ms \
+	collector.drops.netns_label=true metrics.stale_series_grace=2s
 start_agent
 wait_collector drops
 wait_for 10 grep -q 'without capabilities' "$T/agent.log" ||

@@ -79,21 +79,8 @@ NS=sysobs-modw-$$
 netns_new "$NS" || skip "cannot create a network namespace"
 
 chmod 755 "$T"
-cat >"$T/sysobsd.ini" <<INI
-[agent]
-seccomp = kill
-[http]
-listen = 127.0.0.1:0
-[storage]
-path = $T/sysobs.db
-batch_ms = 50
-[collector.self]
-enabled = false
-[collector.drops]
-interval = 200ms
-sample_rate = 100000
-sample_burst = 10000
-INI
+write_base_config agent.user=- agent.seccomp=kill collector.self.enabled=false \
+	collector.drops.interval=200ms collector.drops.sample_rate=100000 collector.drops.sample_burst=10000
 start_agent
 wait_collector drops
 wait_for 10 grep -q 'without capabilities' "$T/agent.log" || fail "the agent did not drop privileges"

@@ -9,31 +9,23 @@ need_cmd jq
 "$SYSOBSD" --help | grep -q -- '--config' || fail "--help does not list --config"
 "$SYSOBSD" --version | grep -Eq '^sysobsd [0-9]+\.[0-9]+' || fail "--version"
 "$SYSOBSD" --print-config | grep -q '^\[collector.self\]' || fail "--print-config lacks [collector.self]"
-"$SYSOBSD" --bogus >/dev/null 2>&1
-assert_eq "exit status for an unknown flag" 2 $?
+refused "an unknown flag" "" --bogus
 
 # --- config errors: file:line and exit 2 --------------------------------------
 printf '[http]\nlisten = 127.0.0.1:0\nthreds = 2\n' >"$T/bad.ini"
-out=$("$SYSOBSD" --config "$T/bad.ini" 2>&1)
-assert_eq "exit status for an unknown key" 2 $?
-grep -q "$T/bad.ini:3: unknown key 'threds' in \[http\]" <<<"$out" || fail "unknown key message: $out"
+refused "an unknown key" "$T/bad.ini:3: unknown key 'threds' in [http]" --config "$T/bad.ini"
 
 printf '[storage]\npath = %s/x.db\nbatch_rows = lots\n' "$T" >"$T/bad2.ini"
-out=$("$SYSOBSD" --config "$T/bad2.ini" --listen 127.0.0.1:0 2>&1)
-assert_eq "exit status for a bad value" 2 $?
-grep -q "$T/bad2.ini:3: \[storage\] batch_rows = 'lots'" <<<"$out" || fail "bad value message: $out"
+refused "a bad value" "$T/bad2.ini:3: [storage] batch_rows = 'lots'" --config "$T/bad2.ini" \
+	--listen 127.0.0.1:0
 
-out=$("$SYSOBSD" --config "$T/missing.ini" 2>&1)
-assert_eq "exit status for a missing config" 2 $?
-grep -q "missing.ini: cannot read config" <<<"$out" || fail "missing file message: $out"
+refused "a missing config" "missing.ini: cannot read config" --config "$T/missing.ini"
 
 # --- database errors: exit 2, file untouched -----------------------------------
-out=$("$SYSOBSD" --listen 127.0.0.1:0 --db "$T/no/such/dir/x.db" 2>&1)
-assert_eq "exit status for an unwritable database path" 2 $?
+refused "an unwritable database path" "" --listen 127.0.0.1:0 --db "$T/no/such/dir/x.db"
 head -c 65536 /dev/urandom >"$T/corrupt.db"
 sum_before=$(sha256sum <"$T/corrupt.db")
-out=$("$SYSOBSD" --listen 127.0.0.1:0 --db "$T/corrupt.db" 2>&1)
-assert_eq "exit status for a corrupt database" 2 $?
+refused "a corrupt database" "" --listen 127.0.0.1:0 --db "$T/corrupt.db"
 assert_eq "corrupt database left as it was" "$sum_before" "$(sha256sum <"$T/corrupt.db")"
 
 # --- a running agent -----------------------------------------------------------

@@ -72,17 +72,7 @@ basic_auth_users:
 EOF
 promtool check web-config "$T/web.yml" >/dev/null 2>&1 || fail "promtool rejects our web-config"
 
-cat >"$T/sysobsd.ini" <<INI
-[agent]
-user = root
-[http]
-listen = 127.0.0.1:0
-admin = true
-header_timeout = 2s
-[storage]
-path = $T/sysobs.db
-batch_ms = 50
-INI
+write_base_config http.admin=true http.header_timeout=2s
 
 # tls CURL-ARGS...: curl over TLS, status in HTTP_CODE, body in BODY.
 tls() {

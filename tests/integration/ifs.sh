@@ -109,34 +109,12 @@ pass "an offline CPU has no topology directory, as in the kernel"
 # ---- phase 1: scheduler on, admin on ----
 # 4 cores x 2 tests over 8 s: one run a second. cpu 5 is denied, so package
 # 0 core 1 is never scanned.
-cat >"$T/sysobsd.ini" <<INI
-[agent]
-user = root
-sysfs_root = $T/mnt
-hostname = it-host
-log_level = debug
-[http]
-listen = 127.0.0.1:0
-admin = true
-[storage]
-path = $T/sysobs.db
-batch_ms = 50
-[collector.ifs]
-schedule = true
-interval = 8s
-deny_cpus = 5
-retry_backoff = 300ms
-poll = 200ms
-alertmanager_url = http://127.0.0.1:$AM_PORT
-alert_labels = team=hw
-alert_resend = 2s
-[collector.drops]
-enabled = false
-[collector.cachefiles]
-enabled = false
-[collector.mptcp]
-enabled = false
-INI
+write_base_config "agent.sysfs_root=$T/mnt" agent.hostname=it-host agent.log_level=debug \
+	http.admin=true collector.ifs.schedule=true collector.ifs.interval=8s collector.ifs.deny_cpus=5 \
+	collector.ifs.retry_backoff=300ms collector.ifs.poll=200ms \
+	"collector.ifs.alertmanager_url=http://127.0.0.1:$AM_PORT" collector.ifs.alert_labels=team=hw \
+	collector.ifs.alert_resend=2s collector.drops.enabled=false collector.cachefiles.enabled=false \
+	collector.mptcp.enabled=false
 start_agent
 
 # ---- a real Prometheus scrapes the agent and evaluates deploy/'s rules ----
@@ -510,28 +488,10 @@ printf '[fake]\ndevices = 2\n[device.2]\ndefault = control\n' >"$T/bad-fake.ini"
 "$FAKE" -f "$T/bad-fake.ini" "$T/mnt-bad" >"$T/bad-fake.log" 2>&1 && fail "fake accepted an SBAF control error"
 grep -q 'no word the driver makes' "$T/bad-fake.log" || fail "bad fake config: $(cat "$T/bad-fake.log")"
 
-cat >"$T/sysobsd.ini" <<INI
-[agent]
-user = root
-sysfs_root = $T/mnt2
-log_level = debug
-[http]
-listen = 127.0.0.1:0
-admin = true
-[storage]
-path = $T/sysobs5.db
-batch_ms = 50
-[collector.ifs]
-schedule = false
-poll = 200ms
-retry_backoff = 100ms
-[collector.drops]
-enabled = false
-[collector.cachefiles]
-enabled = false
-[collector.mptcp]
-enabled = false
-INI
+write_base_config "agent.sysfs_root=$T/mnt2" agent.log_level=debug http.admin=true \
+	"storage.path=$T/sysobs5.db" collector.ifs.schedule=false collector.ifs.poll=200ms \
+	collector.ifs.retry_backoff=100ms collector.drops.enabled=false \
+	collector.cachefiles.enabled=false collector.mptcp.enabled=false
 start_agent
 # scan_one CPU TEST: POSTs one scan, waits for its final row, leaves its rows
 # oldest first in $T/rows.json and its id in $sid.

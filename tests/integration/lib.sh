@@ -66,12 +66,12 @@ assert_eq() { [ "$2" = "$3" ] || fail "$1: expected '$2', got '$3'"; }
 # refused WHAT WANT ARGS...: `sysobsd ARGS` exits 2 within 10 s before it
 # serves (no "listening on"), and its output has WANT (a fixed string; ""
 # for none). The output is left in $T/refused.out, the time it took in
-# REFUSED_MS.
+# REFUSED_MS. REFUSED_BIN=PROGRAM checks another program (the CLI).
 refused() {
 	local what=$1 want=$2 rc=0 t0
 	shift 2
 	t0=$(date +%s%N)
-	timeout 10 "$SYSOBSD" "$@" >"$T/refused.out" 2>&1 || rc=$?
+	timeout 10 "${REFUSED_BIN:-$SYSOBSD}" "$@" >"$T/refused.out" 2>&1 || rc=$?
 	REFUSED_MS=$((($(date +%s%N) - t0) / 1000000))
 	assert_eq "exit status, $what" 2 "$rc"
 	[ -z "$want" ] || grep -qF -- "$want" "$T/refused.out" ||
@@ -88,26 +88,27 @@ assert_ge() { [ "$3" -ge "$2" ] 2>/dev/null || fail "$1: expected >= $2, got '$3
 # write_base_config [SECTION.KEY=VALUE...]: more keys, each under its
 # section (a key and a section may each be given once in a config file):
 #   write_base_config http.admin=true collector.drops.enabled=false
+# A key given here replaces the base's (agent.user, http.listen,
+# storage.path, storage.batch_ms); the value "-" leaves the key out, for
+# the agent's own default (agent.user=-: the unprivileged user).
 write_base_config() {
-	local -A more=()
-	local order=() kv sec
+	local -A more=() given=()
+	local order=() kv key sec
 	for kv in "$@"; do
-		sec=${kv%%=*}
-		sec=${sec%.*}
+		key=${kv%%=*}
+		sec=${key%.*}
+		given[$key]=1
 		[ -n "${more[$sec]+x}" ] || order+=("$sec")
-		more[$sec]+="${kv#"$sec".}"$'\n'
+		[ "${kv#*=}" = - ] || more[$sec]+="${key##*.}=${kv#*=}"$'\n'
 	done
-	more[agent]="user=root"$'\n'"${more[agent]:-}"
-	more[http]="listen=127.0.0.1:0"$'\n'"${more[http]:-}"
-	# storage.path=FILE given: that database instead of $T/sysobs.db
-	if [[ $'\n'"${more[storage]:-}" == *$'\n'path=* ]]; then
-		more[storage]="batch_ms=50"$'\n'"${more[storage]}"
-	else
-		more[storage]="path=$T/sysobs.db"$'\n'"batch_ms=50"$'\n'"${more[storage]:-}"
-	fi
+	for kv in storage.batch_ms=50 "storage.path=$T/sysobs.db" http.listen=127.0.0.1:0 agent.user=root; do
+		key=${kv%%=*}
+		sec=${key%.*}
+		[ -n "${given[$key]+x}" ] || more[$sec]="${key##*.}=${kv#*=}"$'\n'"${more[$sec]:-}"
+	done
 	{
 		for sec in agent http storage; do
-			printf '[%s]\n%s' "$sec" "${more[$sec]}"
+			printf '[%s]\n%s' "$sec" "${more[$sec]:-}"
 		done
 		for sec in "${order[@]}"; do
 			case $sec in agent | http | storage) ;; *) printf '[%s]\n%s' "$sec" "${more[$sec]}" ;; esac

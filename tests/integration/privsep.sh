@@ -22,21 +22,8 @@ netns_new "$NS" || skip "cannot create a network namespace"
 
 # The database directory must be reachable by the user the agent becomes.
 chmod 755 "$T"
-cat >"$T/sysobsd.ini" <<INI
-[agent]
-seccomp = kill
-[http]
-listen = 127.0.0.1:0
-[storage]
-path = $T/sysobs.db
-batch_ms = 50
-snapshot_interval = 1s
-[collector.self]
-interval = 1s
-[collector.drops]
-interval = 200ms
-netns_label = true
-INI
+write_base_config agent.user=- agent.seccomp=kill storage.snapshot_interval=1s \
+	collector.self.interval=1s collector.drops.interval=200ms collector.drops.netns_label=true
 start_agent
 
 user=$(getent passwd sysobs >/dev/null && echo sysobs || echo nobody)
@@ -126,19 +113,8 @@ cp "$T/sysobsd.ini" "$T/base.ini"
 # helper_ini SYSFS_ROOT: the agent dropping root as above, IFS under that
 # root, admin routes (a scan request) on, no drops (not what is checked).
 helper_ini() {
-	cat >"$T/sysobsd.ini" <<INI
-[agent]
-seccomp = kill
-sysfs_root = $1
-[http]
-listen = 127.0.0.1:0
-admin = true
-[storage]
-path = $T/sysobs.db
-batch_ms = 50
-[collector.drops]
-enabled = false
-INI
+	write_base_config agent.user=- agent.seccomp=kill "agent.sysfs_root=$1" http.admin=true \
+		collector.drops.enabled=false
 }
 
 # A device that appears after start-up (the intel_ifs module loaded
