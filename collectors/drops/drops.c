@@ -428,11 +428,12 @@ static int drops_init(struct collector *c)
 		return collector_unavailable(c, err == -EINVAL ? -EOPNOTSUPP : err,
 					     "cannot load the BPF program: %s; libbpf: %s",
 					     strerror(-err), bpf_util_load_cause(err));
-	if (st->ksyms_fd >= 0)
-		st->ksyms = drops_ksyms_read_fd(st->ksyms_fd);
 	clog_info(c, "%zu drop reasons from %s; kfree_skb has %d arguments; program %s",
 		  drops_reasons_count(st->reasons), cfg->btf_path, st->nargs, st->attach_kind);
-	/* Now, with the capabilities: the walks themselves need none later. */
+	/* Now, with the capabilities: the walks themselves need none later.
+	 * Both load BPF objects, and libbpf parses vmlinux BTF for each
+	 * (~11 MiB): before the symbol table (~2.3 MiB) is read back, so the
+	 * two never add up (start-up's peak fell from 23.4 to 21.2 MiB). */
 	st->netstat = drops_netstat_open(c, st->ncpus, st->mib_idx);
 	st->live = netns_live_open(why, sizeof(why));
 	if (!st->live)
@@ -440,6 +441,8 @@ static int drops_init(struct collector *c)
 			  "cannot list network namespaces (%s): counters of deleted namespaces are "
 			  "never retired (their series stay, their kernel keys fill map_entries)",
 			  why);
+	if (st->ksyms_fd >= 0)
+		st->ksyms = drops_ksyms_read_fd(st->ksyms_fd);
 	return 0;
 }
 
