@@ -36,6 +36,7 @@ struct agent {
 	 * resolved once by agent_host_resolve(); "" if both fail. */
 	char host[256];
 	uint64_t snapshot_ms;		   /* metric history period; 0 = off */
+	bool admin;			   /* [http] admin: collectors' POST routes */
 	struct store_series *store_series; /* the store's statistics as metrics */
 	void *route_bindings;		   /* collector routes on the server */
 	struct expose expose;		   /* [metrics], build info, stale series */
