@@ -5,21 +5,18 @@
  * reported and left behind; the agent keeps serving.
  */
 #include <errno.h>
-#include <pwd.h>
 #include <fcntl.h>
 #include <malloc.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <netinet/in.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
-#include <sys/socket.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "agent/agent.h"
+#include "agent/agent_config.h"
 #include "agent/cgroup_ipfilter.h"
 #include "agent/deadline.h"
 #include "agent/collector_host.h"
@@ -35,251 +32,10 @@
 #include "agent/snapshot.h"
 #include "agent/status.h"
 #include "api/history.h"
-#include "api/http_allow.h"
 #include "api/routes.h"
-#include "api/webconfig.h"
 #include "collectors/collector.h"
 
-#define MAX_TABLES	 64
 #define AGENT_PUBLISH_MS 1000 /* storage statistics into metrics */
-
-static const struct cfg_key agent_keys[] = {
-    {"log_level", "info", "error, warn, info or debug"},
-    {"log_format", "text",
-     "text, logfmt or json; under systemd (JOURNAL_STREAM) without time stamps and with "
-     "<N> priority prefixes"},
-    {"hostname", "", "host name used in alerts; empty = gethostname()"},
-    {"sysfs_root", "/sys", "root of sysfs (point at the IFS fake to try the ifs collector)"},
-    {"user", "sysobs",
-     "after start-up, run as this user without capabilities (sysobs, else nobody; root "
-     "keeps every privilege); IFS writes go through a helper"},
-    {"seccomp", "errno",
-     "system calls outside the agent's allow-list after start-up: errno (fail with EPERM), "
-     "kill (end the agent), log (allow and log), off"},
-    {0},
-};
-
-static const struct cfg_key http_keys[] = {
-    {"listen", "127.0.0.1:9559", "address:port to serve on (port 0 = any free port)"},
-    {"allow", "",
-     "client addresses served: addresses or CIDRs, loopback, any (comma-separated); empty = "
-     "loopback when listen is a loopback address, else any"},
-    {"max_connections", "64",
-     "connections served at once; past this, complete requests wait for a slot and new clients "
-     "in the listen backlog (never reset)"},
-    {"max_per_ip", "0",
-     "connections of one client address still sending their first request header (0 = half of "
-     "max_connections); past this its oldest one is closed"},
-    {"timeout", "10s", "idle connection timeout"},
-    {"header_timeout", "10s",
-     "a connection must send a complete request header within this after it is accepted or "
-     "after its previous response (slowloris)"},
-    {"web_config_file", "",
-     "exporter-toolkit web config (YAML: tls_server_config, basic_auth_users, "
-     "http_server_config), as for node_exporter's --web.config.file; empty = plain HTTP"},
-    {"threads", "2", "HTTP worker threads"},
-    {"admin", "false", "allow state-changing endpoints such as POST /api/v1/ifs/scans"},
-    {"gzip", "auto",
-     "gzip responses of 1 KiB or more for clients that accept it: auto (not for loopback "
-     "clients, where it only costs CPU), always or never"},
-    {0},
-};
-
-static const struct cfg_key storage_keys[] = {
-    {"path", "./var/sysobs.db", "SQLite database file (its directory must exist)"},
-    {"queue_rows", "65536", "bounded event queue between collectors and the writer"},
-    {"batch_rows", "2000", "commit after this many rows ..."},
-    {"batch_ms", "200", "... or after this many milliseconds"},
-    {"snapshot_interval", "15s", "metric history snapshot period (0 = off)"},
-    {"retention", "7d", "delete history older than this (0 = keep)"},
-    {"table_retention", "",
-     "per-table retention overriding the above, e.g. drop_samples=1d, mptcp_events=30d "
-     "(tables: self_samples, drop_samples, mptcp_events, ifs_scans, cachefiles_slow)"},
-    {"max_size", "1G", "delete the oldest history past this database size (0 = no cap)"},
-    {"busy_timeout", "5s", "how long a statement waits on a locked database"},
-    {"query_timeout", "5s",
-     "an API read running longer is stopped (503 query_timeout): one expensive query "
-     "cannot hold an HTTP worker"},
-    {"readers", "4", "read-only connections for the HTTP API"},
-    {0},
-};
-
-static const struct cfg_key collector_enabled_key = {
-    "enabled", "true", "run this collector when the host supports it"};
-
-int agent_config_declare(struct agent *a)
-{
-	int err;
-
-	if ((err = cfg_declare(&a->cfg, "agent", agent_keys)) ||
-	    (err = cfg_declare(&a->cfg, "http", http_keys)) ||
-	    (err = cfg_declare(&a->cfg, "storage", storage_keys)) ||
-	    (err = expose_config_declare(&a->cfg)) ||
-	    (err = cfg_declare(&a->cfg, "remote_write", remote_write_keys)) ||
-	    (err = events_export_declare(&a->cfg)))
-		return err;
-	for (size_t i = 0; collector_registry[i]; i++) {
-		const struct collector_ops *ops = collector_registry[i];
-		struct cfg_key keys[64] = {collector_enabled_key};
-		char section[64];
-		size_t n = 1;
-
-		for (const struct cfg_key *k = ops->keys; k && k->key && n < 63; k++)
-			keys[n++] = *k;
-		snprintf(section, sizeof(section), "collector.%s", ops->name);
-		err = cfg_declare(&a->cfg, section, keys);
-		if (err)
-			return err;
-	}
-	return 0;
-}
-
-/* The store's messages into the agent's log. */
-static void store_log_to_agent(enum store_log_level lvl, const char *msg, void *arg)
-{
-	static const enum log_level map[] = {
-	    [STORE_LOG_ERR] = LOG_LVL_ERR,
-	    [STORE_LOG_WARN] = LOG_LVL_WARN,
-	    [STORE_LOG_INFO] = LOG_LVL_INFO,
-	};
-
-	log_msg(map[lvl], "store", "%s", msg);
-}
-
-/* Typed storage settings; every bad value is recorded (cfg->errors), the
- * last in cfg.err. */
-static int storage_config(struct agent *a, struct store_config *sc)
-{
-	struct config *cfg = &a->cfg;
-	uint64_t queue = 0, batch = 0, batch_ms = 0, snap = 0, ret = 0, size = 0, busy = 0,
-		 readers = 0, qt = 0;
-	int bad = 0;
-
-	bad |= cfg_get_u64(cfg, "storage", "queue_rows", 16, 1u << 24, &queue);
-	bad |= cfg_get_u64(cfg, "storage", "batch_rows", 1, 1000000, &batch);
-	bad |= cfg_get_u64(cfg, "storage", "batch_ms", 1, 60000, &batch_ms);
-	if (cfg_get_duration_ms(cfg, "storage", "snapshot_interval", 0, 86400000, &snap))
-		bad = -EINVAL;
-	else if (snap && snap < 1000)
-		bad |= cfg_error(cfg, "storage", "snapshot_interval", "must be 0 or at least 1s");
-	bad |= cfg_get_duration_ms(cfg, "storage", "retention", 0, UINT64_MAX, &ret);
-	if (cfg_get_size(cfg, "storage", "max_size", 0, UINT64_MAX, &size))
-		bad = -EINVAL;
-	else if (size && size < (1u << 20))
-		bad |= cfg_error(cfg, "storage", "max_size", "must be 0 or at least 1M");
-	bad |= cfg_get_duration_ms(cfg, "storage", "busy_timeout", 0, 600000, &busy);
-	bad |= cfg_get_duration_ms(cfg, "storage", "query_timeout", 10, 600000, &qt);
-	bad |= cfg_get_u64(cfg, "storage", "readers", 1, 64, &readers);
-	sc->path = cfg_get(cfg_section(cfg, "storage"), "path");
-	if (!sc->path || !*sc->path)
-		bad |= cfg_error(cfg, "storage", "path", "must not be empty");
-	if (bad)
-		return -EINVAL;
-	sc->queue_rows = queue;
-	sc->batch_rows = batch;
-	sc->batch_ms = batch_ms;
-	a->snapshot_ms = snap;
-	sc->retention_ms = ret;
-	sc->max_bytes = size;
-	sc->busy_timeout_ms = busy;
-	sc->query_timeout_ms = (unsigned)qt;
-	sc->readers = readers;
-	sc->log = store_log_to_agent;
-	return 0;
-}
-
-/* A table of some collector (what a database opened now would hold). */
-static bool table_declared(const char *name)
-{
-	for (size_t i = 0; collector_registry[i]; i++)
-		for (const struct event_table *const *t = collector_registry[i]->tables; t && *t;
-		     t++)
-			if (!strcmp((*t)->name, name))
-				return true;
-	return false;
-}
-
-/* [storage] table_retention = "TABLE=DURATION, ...": an unknown table or a
- * bad duration is a config error (file:line), never ignored. Without a
- * store (a check), a table is known if a collector declares it. */
-static int table_retention(struct agent *a)
-{
-	const char *v = cfg_get(cfg_section(&a->cfg, "storage"), "table_retention");
-	char *dup, *save = NULL;
-	int err = 0;
-
-	if (!v || !*v)
-		return 0;
-	dup = strdup(v);
-	if (!dup)
-		return -ENOMEM;
-	for (char *tok = strtok_r(dup, ",", &save); tok && !err; tok = strtok_r(NULL, ",", &save)) {
-		char *name, *dur;
-		uint64_t ms;
-
-		if (cfg_kv_split(tok, &name, &dur)) {
-			err = cfg_error(&a->cfg, "storage", "table_retention",
-					"'%s': expected TABLE=DURATION", cfg_trim(tok));
-			break;
-		}
-		if (cfg_parse_duration_ms(dur, &ms) || !ms)
-			err = cfg_error(&a->cfg, "storage", "table_retention",
-					"%s: expected a duration above 0 such as 12h or 30d", name);
-		else if (a->store ? store_set_table_retention(a->store, name, ms)
-				  : !table_declared(name))
-			err = cfg_error(&a->cfg, "storage", "table_retention",
-					"no table '%s' in this database", name);
-	}
-	free(dup);
-	return err;
-}
-
-/* [http]: every bad value recorded; the web config file is read and parsed
- * only with read_files (not by a reload's check, after the drop). */
-static int http_config(struct agent *a, struct http_config *hc, bool read_files)
-{
-	struct config *cfg = &a->cfg;
-	uint64_t maxc = 0, timeout = 0, threads = 0, per_ip = 0, header_timeout = 0;
-	const char *gz, *web;
-	char why[256];
-	bool admin = false;
-	int bad = 0;
-
-	bad |= cfg_get_u64(cfg, "http", "max_connections", 1, 10000, &maxc);
-	bad |= cfg_get_duration_ms(cfg, "http", "timeout", 1000, 3600000, &timeout);
-	bad |= cfg_get_u64(cfg, "http", "threads", 1, 64, &threads);
-	bad |= cfg_get_u64(cfg, "http", "max_per_ip", 0, 10000, &per_ip);
-	bad |= cfg_get_duration_ms(cfg, "http", "header_timeout", 100, 3600000, &header_timeout);
-	bad |= cfg_get_bool(cfg, "http", "admin", &admin);
-	hc->max_per_ip = per_ip;
-	hc->header_timeout_ms = header_timeout;
-	hc->allow = cfg_get(cfg_section(cfg, "http"), "allow");
-	if (http_allow_check(hc->allow, why, sizeof(why)))
-		bad |= cfg_error(cfg, "http", "allow", "%s", why);
-	web = cfg_get(cfg_section(cfg, "http"), "web_config_file");
-	if (read_files && web && *web) {
-		char msg[512];
-
-		hc->web = web_config_load(web, msg, sizeof(msg));
-		if (!hc->web)
-			bad |= cfg_error(cfg, "http", "web_config_file", "%s", msg);
-	}
-	hc->listen = cfg_get(cfg_section(cfg, "http"), "listen");
-	hc->max_connections = maxc;
-	hc->timeout_s = timeout / 1000;
-	hc->threads = threads;
-	hc->admin = admin;
-	gz = cfg_get(cfg_section(cfg, "http"), "gzip");
-	if (!strcmp(gz, "auto"))
-		hc->gzip = HTTP_GZIP_AUTO;
-	else if (!strcmp(gz, "always"))
-		hc->gzip = HTTP_GZIP_ALWAYS;
-	else if (!strcmp(gz, "never"))
-		hc->gzip = HTTP_GZIP_NEVER;
-	else
-		bad |= cfg_error(cfg, "http", "gzip", "must be auto, always or never");
-	return bad ? -EINVAL : 0;
-}
 
 static int on_publish(int fd, void *arg)
 {
@@ -462,8 +218,7 @@ static void agent_reload(struct agent *a)
 	log_info("agent",
 		 "SIGHUP: reloaded %s (log_level %s, log_format %s); %u change%s need%s a "
 		 "restart",
-		 a->cfg.path, cfg_get(cfg_section(&fresh.cfg, "agent"), "log_level"),
-		 cfg_get(cfg_section(&fresh.cfg, "agent"), "log_format"), restart,
+		 a->cfg.path, log_level_names[lvl], log_format_names[fmt], restart,
 		 restart == 1 ? "" : "s", restart == 1 ? "s" : "");
 out:
 	cfg_free(&fresh.cfg);
@@ -507,39 +262,6 @@ static int on_signal(int fd, void *arg)
 	return 0;
 }
 
-static const char *const seccomp_modes[] = {
-    [PRIVSEP_SECCOMP_OFF] = "off",
-    [PRIVSEP_SECCOMP_LOG] = "log",
-    [PRIVSEP_SECCOMP_ERRNO] = "errno",
-    [PRIVSEP_SECCOMP_KILL] = "kill",
-};
-
-/* [agent] user and seccomp, checked before anything starts. The user is
- * looked up only with lookup (not by a reload's check, which runs under the
- * agent's own seccomp filter, where NSS may not work). */
-static int privsep_config(struct agent *a, struct privsep_config *pc, bool lookup)
-{
-	const struct cfg_section *sec = cfg_section(&a->cfg, "agent");
-	const char *mode = cfg_get(sec, "seccomp");
-	int bad = -EINVAL;
-
-	pc->user = cfg_get(sec, "user");
-	/* The default, written out (as in the example config), falls back too. */
-	pc->user_is_default = cfg_line(sec, "user") == 0 || !strcmp(pc->user, "sysobs");
-	pc->sysfs_root = a->sysfs_root;
-	for (size_t i = 0; i < sizeof(seccomp_modes) / sizeof(seccomp_modes[0]); i++)
-		if (!strcmp(mode, seccomp_modes[i])) {
-			pc->seccomp = (enum privsep_seccomp)i;
-			bad = 0;
-		}
-	if (bad)
-		cfg_error(&a->cfg, "agent", "seccomp", "must be errno, kill, log or off");
-	if (!pc->user[0] ||
-	    (lookup && !pc->user_is_default && strcmp(pc->user, "root") && !getpwnam(pc->user)))
-		bad |= cfg_error(&a->cfg, "agent", "user", "no user named \"%s\"", pc->user);
-	return bad;
-}
-
 static int write_port_file(const char *path, uint16_t port)
 {
 	char tmp[4096];
@@ -555,117 +277,13 @@ static int write_port_file(const char *path, uint16_t port)
 	return rename(tmp, path) ? -errno : 0; /* readers never see a partial file */
 }
 
-/* [http] listen's grammar alone; what agent_config_check() asks of a value
- * a flag may replace. */
-static int listen_parse(struct agent *a, const char *listen, struct sockaddr_storage *ss,
-			socklen_t *sslen)
-{
-	if (http_listen_parse(listen, ss, sslen))
-		return cfg_error(&a->cfg, "http", "listen",
-				 "expected HOST:PORT, [IPV6]:PORT or :PORT");
-	return 0;
-}
-
-/* [http] listen must parse and be bindable now, before anything is loaded
- * or attached: a bad address or a port in use exits 2 at once. The probe
- * socket is closed again; http_start() binds for real later. */
-static int listen_check(struct agent *a, const char *listen)
-{
-	struct sockaddr_storage ss;
-	socklen_t sslen;
-	int fd, one = 1, err = 0;
-
-	if (listen_parse(a, listen, &ss, &sslen))
-		return -EINVAL;
-	fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return 0; /* not the address's fault; http_start() reports it */
-	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	if (ss.ss_family == AF_INET6)
-		setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
-	if (bind(fd, (struct sockaddr *)&ss, sslen) < 0)
-		err = cfg_error(&a->cfg, "http", "listen", "cannot bind: %s", strerror(errno));
-	close(fd);
-	return err;
-}
-
-int agent_log_config(struct config *cfg, enum log_level *lvl, enum log_format *fmt)
-{
-	const struct cfg_section *sec = cfg_section(cfg, "agent");
-	int bad = 0;
-
-	if (log_level_parse(cfg_get(sec, "log_level"), lvl))
-		bad |= cfg_error(cfg, "agent", "log_level", "expected error, warn, info or debug");
-	if (log_format_parse(cfg_get(sec, "log_format"), fmt))
-		bad |= cfg_error(cfg, "agent", "log_format", "expected text, logfmt or json");
-	return bad;
-}
-
-int agent_config_check(struct agent *a)
-{
-	struct store_config sc = {0};
-	struct http_config hc = {0};
-	struct privsep_config pc = {0};
-	struct sockaddr_storage ss;
-	enum log_level lvl;
-	enum log_format fmt;
-	socklen_t sslen;
-	int bad = 0;
-
-	bad |= agent_log_config(&a->cfg, &lvl, &fmt);
-	bad |= storage_config(a, &sc);
-	bad |= http_config(a, &hc, true);
-	bad |= listen_parse(a, hc.listen, &ss, &sslen);
-	bad |= privsep_config(a, &pc, true);
-	web_config_free(hc.web);
-	return bad ? -EINVAL : 0;
-}
-
-/* [storage] path's directory exists (the database itself is not opened). */
-static int storage_dir_check(struct agent *a)
-{
-	const char *path = cfg_get(cfg_section(&a->cfg, "storage"), "path");
-	char dir[4096];
-	const char *slash;
-	struct stat st;
-
-	if (!path || !*path)
-		return 0; /* storage_config() said so */
-	slash = strrchr(path, '/');
-	if (!slash)
-		snprintf(dir, sizeof(dir), ".");
-	else
-		snprintf(dir, sizeof(dir), "%.*s", slash == path ? 1 : (int)(slash - path), path);
-	if (stat(dir, &st))
-		return cfg_error(&a->cfg, "storage", "path", "directory %s: %s", dir,
-				 strerror(errno));
-	if (!S_ISDIR(st.st_mode))
-		return cfg_error(&a->cfg, "storage", "path", "%s is not a directory", dir);
-	return 0;
-}
-
-/* Every event table any collector declares, NULL-terminated, into
- * tables[MAX_TABLES + 1]: the store has them all, whichever run. */
-static size_t all_tables(const struct event_table **tables)
-{
-	size_t nt = 0;
-
-	for (size_t i = 0; collector_registry[i]; i++)
-		for (const struct event_table *const *t = collector_registry[i]->tables; t && *t;
-		     t++)
-			if (nt < MAX_TABLES)
-				tables[nt++] = *t;
-	tables[nt] = NULL;
-	return nt;
-}
-
 int agent_print_clickhouse_ddl(const char *cluster, FILE *out)
 {
-	const struct event_table *tables[MAX_TABLES + 1];
+	const struct event_table *tables[AGENT_MAX_TABLES + 1];
 	struct buf b = {0};
 	int err;
 
-	all_tables(tables);
+	agent_all_tables(tables);
 	if (cluster && !clickhouse_ident_ok(cluster)) {
 		fprintf(stderr, "sysobsd: cluster '%s': [A-Za-z_][A-Za-z0-9_]*\n", cluster);
 		return -EINVAL;
@@ -680,78 +298,11 @@ int agent_print_clickhouse_ddl(const char *cluster, FILE *out)
 	return err;
 }
 
-/* [export.NAME] sections, with the host's identity (a failed resolution:
- * remote_write_check() names the key, and job and instance are ""). */
-static int export_new(struct agent *a, const struct export_identity_buf *id, bool read_files,
-		      struct events_export **out)
-{
-	const struct event_table *tables[MAX_TABLES + 1];
-
-	*out = NULL;
-	all_tables(tables);
-	return events_export_new(&a->cfg, tables, &id->id, read_files, out);
-}
-
-static int export_config_check(struct agent *a, const struct export_identity_buf *id, bool host)
-{
-	struct events_export *e;
-	int err = export_new(a, id, host, &e);
-
-	events_export_free(e);
-	return err ? 1 : 0;
-}
-
-/* a->host: [agent] hostname, else gethostname() (which may truncate
- * without a NUL: one is forced); "" when that fails too. */
-static void agent_host_resolve(struct agent *a)
-{
-	if (a->hostname && *a->hostname)
-		snprintf(a->host, sizeof(a->host), "%s", a->hostname);
-	else if (gethostname(a->host, sizeof(a->host) - 1))
-		a->host[0] = '\0';
-	a->host[sizeof(a->host) - 1] = '\0';
-}
-
-int agent_config_validate(struct agent *a, bool host)
-{
-	struct store_config sc = {0};
-	struct http_config hc = {0};
-	struct privsep_config pc = {0};
-	struct remote_write *rw = NULL;
-	struct export_identity_buf id;
-	struct sockaddr_storage ss;
-	enum log_level lvl;
-	enum log_format fmt;
-	socklen_t sslen;
-	int bad = 0;
-
-	a->sysfs_root = cfg_get(cfg_section(&a->cfg, "agent"), "sysfs_root");
-	a->hostname = cfg_get(cfg_section(&a->cfg, "agent"), "hostname");
-	agent_host_resolve(a);
-	bad |= agent_log_config(&a->cfg, &lvl, &fmt);
-	bad |= storage_config(a, &sc);
-	bad |= table_retention(a);
-	if (host)
-		bad |= storage_dir_check(a);
-	bad |= http_config(a, &hc, host);
-	if (hc.listen)
-		bad |= listen_parse(a, hc.listen, &ss, &sslen);
-	bad |= privsep_config(a, &pc, host);
-	bad |= expose_config_check(&a->cfg);
-	export_identity_resolve(&a->cfg, a->host, &id); /* errors: remote_write_check() */
-	bad |= remote_write_check(&a->cfg, &id, host, &rw);
-	bad |= export_config_check(a, &id, host);
-	bad |= collectors_config_check(a);
-	remote_write_free(rw);
-	web_config_free(hc.web);
-	return bad ? -EINVAL : 0;
-}
-
 int agent_start(struct agent *a, const char *port_file)
 {
 	/* static: the API host and history routes keep pointing at it after
 	 * agent_start() returns (ASan: stack use after return) */
-	static const struct event_table *tables[MAX_TABLES + 1];
+	static const struct event_table *tables[AGENT_MAX_TABLES + 1];
 	/* static: the senders keep pointing at its strings */
 	static struct export_identity_buf identity;
 	struct store_config sc = {0};
@@ -764,15 +315,14 @@ int agent_start(struct agent *a, const char *port_file)
 	int rc, sfd;
 
 	mem_stage("config");
-	a->sysfs_root = cfg_get(cfg_section(&a->cfg, "agent"), "sysfs_root");
-	a->hostname = cfg_get(cfg_section(&a->cfg, "agent"), "hostname");
 	/* Once, for every path that names the host: the senders' identity (its
 	 * errors are remote_write_new()'s) and the collectors' host name. */
-	agent_host_resolve(a);
+	agent_host_config(a);
 	export_identity_resolve(&a->cfg, a->host, &identity);
-	if (storage_config(a, &sc) || http_config(a, &hc, true) || listen_check(a, hc.listen) ||
-	    privsep_config(a, &pc, true) || remote_write_new(&a->cfg, &identity, &a->rw) ||
-	    export_new(a, &identity, true, &a->exp)) {
+	if (agent_storage_config(a, &sc) || agent_http_config(a, &hc, true) ||
+	    agent_listen_check(a, hc.listen) || agent_privsep_config(a, &pc, true) ||
+	    remote_write_new(&a->cfg, &identity, &a->rw) ||
+	    agent_export_new(a, &identity, true, &a->exp)) {
 		agent_config_errors_log(a);
 		return 2;
 	}
@@ -800,7 +350,7 @@ int agent_start(struct agent *a, const char *port_file)
 	/* Every collector's tables are registered, enabled or not, so history
 	 * written earlier stays queryable and the schema does not depend on
 	 * which features this boot found. */
-	all_tables(tables);
+	agent_all_tables(tables);
 	a->store = store_open(&sc, tables, err, sizeof(err));
 	if (!a->store) {
 		log_err("store", "%s", err);
@@ -808,10 +358,11 @@ int agent_start(struct agent *a, const char *port_file)
 	}
 	mem_stage("store open");
 
-	if (table_retention(a)) {
+	if (agent_table_retention(a)) {
 		agent_config_errors_log(a);
 		return 2;
 	}
+	a->admin = hc.admin;
 	rc = collectors_init(a);
 	if (rc)
 		return rc;

@@ -36,6 +36,7 @@ struct agent {
 	 * resolved once by agent_host_resolve(); "" if both fail. */
 	char host[256];
 	uint64_t snapshot_ms;		   /* metric history period; 0 = off */
+	bool admin;			   /* [http] admin: collectors' POST routes */
 	struct store_series *store_series; /* the store's statistics as metrics */
 	void *route_bindings;		   /* collector routes on the server */
 	struct expose expose;		   /* [metrics], build info, stale series */
@@ -73,7 +74,10 @@ int agent_config_validate(struct agent *a, bool host);
 void agent_config_errors_log(struct agent *a);
 /* Writes cfg->errors[from...] to out, one a line, each once. */
 void agent_config_errors_print(const struct config *cfg, size_t from, FILE *out);
-/* [agent] log_level and log_format: 0, or -EINVAL with cfg->err set. */
+/* [agent] parsed by its typed keys (agent/agent_config.c), the one parse of
+ * log_level and log_format, for the start, a flag (-L) and SIGHUP alike:
+ * 0, or -EINVAL with every bad value of [agent] recorded (cfg->err: the
+ * last). */
 int agent_log_config(struct config *cfg, enum log_level *lvl, enum log_format *fmt);
 /* After the config is loaded: opens storage, inits collectors, starts HTTP
  * and collectors. Returns 0; 2 for a config/storage error (message logged);

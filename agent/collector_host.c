@@ -218,10 +218,7 @@ int collectors_init(struct agent *a)
 		c->owner = a;
 		c->sysfs_root = a->sysfs_root ? a->sysfs_root : "/sys";
 		c->hostname = a->host;
-		if (cfg_get_bool(&a->cfg, "http", "admin", &c->admin)) {
-			agent_config_errors_log(a);
-			return 2;
-		}
+		c->admin = a->admin;
 		c->fd = -1;
 		snprintf(c->section, sizeof(c->section), "collector.%s", c->ops->name);
 		if (cfg_get_bool(&a->cfg, c->section, "enabled", &enabled)) {

@@ -5,7 +5,6 @@
  * removal of series whose object is gone once their grace period is over.
  */
 #include <errno.h>
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/utsname.h>
@@ -16,19 +15,30 @@
 #include "api/process_metrics.h"
 #include "sysobs_revision.h"
 
+/* [metrics]: field names are the key names (CFG_KEY). */
+struct metrics_section {
+	bool native_histograms;
+	int native_histogram_schema;
+	double native_histogram_zero_threshold;
+	uint64_t native_histogram_max_buckets;
+	uint64_t stale_series_grace; /* ms */
+};
+
+#define MK(f, t, d, lo, hi, h) CFG_KEY(struct metrics_section, f, t, d, lo, hi, h)
+
 static const struct cfg_key metrics_keys[] = {
-    {"native_histograms", "true",
-     "keep native (exponential) histogram buckets beside the classic ones; protobuf "
-     "scrapes carry both"},
-    {"native_histogram_schema", "3",
-     "resolution: -4..8, each power of two split into 2^schema buckets (3: ~9% wide)"},
-    {"native_histogram_zero_threshold", "2.938735877055719e-39",
-     "observations with |v| at most this count in the zero bucket"},
-    {"native_histogram_max_buckets", "160",
-     "per series; past it the schema halves (two buckets merge)"},
-    {"stale_series_grace", "5m",
-     "how long a series whose object is gone (netns deleted, volume unmounted, collector "
-     "stopped) stays in /metrics before it is removed (0 = at the next check)"},
+    MK(native_histograms, CFG_BOOL, "true", 0, 0,
+       "keep native (exponential) histogram buckets beside the classic ones; protobuf "
+       "scrapes carry both"),
+    MK(native_histogram_schema, CFG_INT, "3", (uint64_t)NHIST_SCHEMA_MIN, NHIST_SCHEMA_MAX,
+       "resolution: -4..8, each power of two split into 2^schema buckets (3: ~9% wide)"),
+    MK(native_histogram_zero_threshold, CFG_DOUBLE, "2.938735877055719e-39", 0, UINT64_MAX,
+       "observations with |v| at most this count in the zero bucket"),
+    MK(native_histogram_max_buckets, CFG_U64, "160", 2, 1u << 16,
+       "per series; past it the schema halves (two buckets merge)"),
+    MK(stale_series_grace, CFG_DURATION, "5m", 0, 7 * 86400000ULL,
+       "how long a series whose object is gone (netns deleted, volume unmounted, collector "
+       "stopped) stays in /metrics before it is removed (0 = at the next check)"),
     {0},
 };
 
@@ -37,43 +47,26 @@ int expose_config_declare(struct config *cfg)
 	return cfg_declare(cfg, "metrics", metrics_keys);
 }
 
-static int parse_native(struct config *cfg, struct metrics_native *n)
+/* [metrics] into native and *grace_ms. 0, or -EINVAL. */
+static int metrics_config(struct config *cfg, struct metrics_native *n, uint64_t *grace_ms)
 {
-	const struct cfg_section *sec = cfg_section(cfg, "metrics");
-	uint64_t buckets = 0;
-	char *end;
-	long schema;
-	int bad = 0;
+	struct metrics_section s = {0};
+	int err = cfg_section_parse(cfg, "metrics", &s);
 
-	bad |= cfg_get_bool(cfg, "metrics", "native_histograms", &n->enabled);
-	bad |= cfg_get_u64(cfg, "metrics", "native_histogram_max_buckets", 2, 1u << 16, &buckets);
-	n->max_buckets = (unsigned)buckets;
-	errno = 0;
-	schema = strtol(cfg_get(sec, "native_histogram_schema"), &end, 10);
-	if (errno || *end || end == cfg_get(sec, "native_histogram_schema") ||
-	    schema < NHIST_SCHEMA_MIN || schema > NHIST_SCHEMA_MAX)
-		bad |= cfg_error(cfg, "metrics", "native_histogram_schema",
-				 "must be an integer from %d to %d", NHIST_SCHEMA_MIN,
-				 NHIST_SCHEMA_MAX);
-	n->schema = (int)schema;
-	errno = 0;
-	n->zero_threshold = strtod(cfg_get(sec, "native_histogram_zero_threshold"), &end);
-	if (errno || *end || !isfinite(n->zero_threshold) || n->zero_threshold < 0)
-		bad |= cfg_error(cfg, "metrics", "native_histogram_zero_threshold",
-				 "must be a number of at least 0");
-	return bad ? -EINVAL : 0;
+	n->enabled = s.native_histograms;
+	n->schema = s.native_histogram_schema;
+	n->zero_threshold = s.native_histogram_zero_threshold;
+	n->max_buckets = (unsigned)s.native_histogram_max_buckets;
+	*grace_ms = s.stale_series_grace;
+	return err;
 }
 
 int expose_config_check(struct config *cfg)
 {
 	struct metrics_native native = {0};
 	uint64_t grace_ms;
-	int bad = 0;
 
-	bad |= parse_native(cfg, &native);
-	bad |= cfg_get_duration_ms(cfg, "metrics", "stale_series_grace", 0, 7 * 86400000ULL,
-				   &grace_ms);
-	return bad ? -EINVAL : 0;
+	return metrics_config(cfg, &native, &grace_ms);
 }
 
 static void removed_count(const char *owner, size_t n, void *arg)
@@ -104,9 +97,8 @@ int expose_start(struct expose *x, struct config *cfg, struct metrics *m, struct
 
 	memset(x, 0, sizeof(*x));
 	x->m = m;
-	if ((err = parse_native(cfg, &native)) ||
-	    (err = cfg_get_duration_ms(cfg, "metrics", "stale_series_grace", 0, 7 * 86400000ULL,
-				       &x->grace_ms)))
+	err = metrics_config(cfg, &native, &x->grace_ms);
+	if (err)
 		return err;
 	if (metrics_set_native(m, &native))
 		return cfg_error(cfg, "metrics", "native_histogram_schema", "invalid settings");

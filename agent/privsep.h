@@ -36,11 +36,12 @@
 #include <stddef.h>
 #include <sys/types.h>
 
+/* In the order [agent] seccomp lists its names (agent/agent_config.c). */
 enum privsep_seccomp {
-	PRIVSEP_SECCOMP_OFF,
-	PRIVSEP_SECCOMP_LOG,
 	PRIVSEP_SECCOMP_ERRNO,
-	PRIVSEP_SECCOMP_KILL
+	PRIVSEP_SECCOMP_KILL,
+	PRIVSEP_SECCOMP_LOG,
+	PRIVSEP_SECCOMP_OFF,
 };
 
 struct privsep_config {

@@ -37,7 +37,10 @@ enum cfg_type {
 	CFG_U64,      /* uint64_t in [min, max] */
 	CFG_DURATION, /* uint64_t milliseconds in [min, max] */
 	CFG_SIZE,     /* uint64_t bytes in [min, max] ("64k", "10M") */
-	CFG_CHOICE,   /* unsigned: index of the value in choices */
+	CFG_CHOICE,   /* unsigned: index of the value in choices (an enum's
+		       * names, in the enum's order) */
+	CFG_INT,      /* int in [(int64_t)min, (int64_t)max] */
+	CFG_DOUBLE,   /* double, finite, in [min, max] */
 };
 
 struct cfg_key {
@@ -46,7 +49,8 @@ struct cfg_key {
 	const char *help;
 	enum cfg_type type;
 	size_t offset;		    /* of the field in the owner's config struct */
-	uint64_t min, max;	    /* CFG_U64, CFG_DURATION (ms), CFG_SIZE */
+	uint64_t min, max;	    /* CFG_U64, CFG_DURATION (ms), CFG_SIZE, CFG_INT
+				     * (as int64_t), CFG_DOUBLE */
 	const char *const *choices; /* CFG_CHOICE, NULL-terminated */
 };
 

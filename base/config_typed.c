@@ -5,28 +5,77 @@
  * plain fields and never parses text itself.
  */
 #include <errno.h>
+#include <math.h>
 #include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "base/config.h"
 
+/* The value's index in k->choices, else "must be a, b or c". */
 static int cfg_parse_choice(struct config *cfg, const char *section, const struct cfg_key *k,
 			    unsigned *out)
 {
 	const char *v = cfg_get(cfg_section(cfg, section), k->key);
 	char allowed[256] = "";
 	size_t off = 0;
+	unsigned n = 0;
 
-	for (unsigned i = 0; k->choices && k->choices[i]; i++) {
-		if (v && !strcmp(v, k->choices[i])) {
-			*out = i;
+	while (k->choices && k->choices[n]) {
+		if (v && !strcmp(v, k->choices[n])) {
+			*out = n;
 			return 0;
 		}
+		n++;
+	}
+	for (unsigned i = 0; i < n; i++)
 		off += (size_t)snprintf(allowed + off,
 					off < sizeof(allowed) ? sizeof(allowed) - off : 0, "%s%s",
-					i ? ", " : "", k->choices[i]);
+					!i	    ? ""
+					: i + 1 < n ? ", "
+						    : " or ",
+					k->choices[i]);
+	return cfg_error(cfg, section, k->key, "must be %s%s", n == 1 ? "one of " : "", allowed);
+}
+
+/* A signed integer in [(int64_t)k->min, (int64_t)k->max]. */
+static int cfg_parse_int(struct config *cfg, const char *section, const struct cfg_key *k, int *out)
+{
+	const char *v = cfg_get(cfg_section(cfg, section), k->key);
+	long long lo = (long long)(int64_t)k->min, hi = (long long)(int64_t)k->max, n;
+	char *end;
+
+	errno = 0;
+	n = v ? strtoll(v, &end, 10) : 0;
+	if (!v || errno || end == v || *end || n < lo || n > hi)
+		return cfg_error(cfg, section, k->key, "must be an integer from %lld to %lld", lo,
+				 hi);
+	*out = (int)n;
+	return 0;
+}
+
+/* A finite number in [k->min, k->max]. */
+static int cfg_parse_double(struct config *cfg, const char *section, const struct cfg_key *k,
+			    double *out)
+{
+	const char *v = cfg_get(cfg_section(cfg, section), k->key);
+	char *end;
+	double d;
+
+	errno = 0;
+	d = v ? strtod(v, &end) : 0;
+	if (!v || errno || end == v || *end || !isfinite(d) || d < (double)k->min ||
+	    d > (double)k->max) {
+		if (k->max == UINT64_MAX)
+			return cfg_error(cfg, section, k->key, "must be a number of at least %llu",
+					 (unsigned long long)k->min);
+		return cfg_error(cfg, section, k->key, "must be a number from %llu to %llu",
+				 (unsigned long long)k->min, (unsigned long long)k->max);
 	}
-	return cfg_error(cfg, section, k->key, "must be one of %s", allowed);
+	*out = d;
+	return 0;
 }
 
 int cfg_section_parse(struct config *cfg, const char *section, void *out)
@@ -62,6 +111,12 @@ int cfg_section_parse(struct config *cfg, const char *section, void *out)
 			break;
 		case CFG_CHOICE:
 			err = cfg_parse_choice(cfg, section, k, p);
+			break;
+		case CFG_INT:
+			err = cfg_parse_int(cfg, section, k, p);
+			break;
+		case CFG_DOUBLE:
+			err = cfg_parse_double(cfg, section, k, p);
 			break;
 		}
 	}

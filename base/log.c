@@ -13,8 +13,8 @@ static enum log_level log_level = LOG_LVL_INFO;
 static enum log_format log_format = LOG_FMT_TEXT;
 static bool log_journal;
 static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
-static const char *const level_names[] = {"error", "warn", "info", "debug"};
-static const char *const format_names[] = {"text", "logfmt", "json"};
+const char *const log_level_names[] = {"error", "warn", "info", "debug", NULL};
+const char *const log_format_names[] = {"text", "logfmt", "json", NULL};
 /* syslog priorities (sd-daemon.h SD_ERR ... SD_DEBUG) of the levels */
 static const int level_prio[] = {3, 4, 6, 7};
 
@@ -31,17 +31,6 @@ void log_set_format(enum log_format fmt)
 void log_set_journal(bool on)
 {
 	__atomic_store_n(&log_journal, on, __ATOMIC_RELAXED);
-}
-
-int log_format_parse(const char *s, enum log_format *out)
-{
-	for (size_t i = 0; i < sizeof(format_names) / sizeof(format_names[0]); i++) {
-		if (!strcmp(s, format_names[i])) {
-			*out = (enum log_format)i;
-			return 0;
-		}
-	}
-	return -EINVAL;
 }
 
 /* systemd sets JOURNAL_STREAM=DEV:INODE for a service whose stdout/stderr is
@@ -61,21 +50,6 @@ bool log_stderr_is_journal(void)
 enum log_level log_get_level(void)
 {
 	return log_level;
-}
-
-int log_level_parse(const char *s, enum log_level *out)
-{
-	for (size_t i = 0; i < sizeof(level_names) / sizeof(level_names[0]); i++) {
-		if (!strcmp(s, level_names[i])) {
-			*out = (enum log_level)i;
-			return 0;
-		}
-	}
-	if (!strcmp(s, "warning")) {
-		*out = LOG_LVL_WARN;
-		return 0;
-	}
-	return -EINVAL;
 }
 
 int64_t clock_mono_ns(void)
@@ -167,7 +141,7 @@ size_t log_format_line(char *buf, size_t size, enum log_format fmt, bool journal
 			log_put(buf, size, &n, " ");
 		}
 		log_put(buf, size, &n, "level=");
-		log_put(buf, size, &n, level_names[lvl]);
+		log_put(buf, size, &n, log_level_names[lvl]);
 		log_put(buf, size, &n, " component=");
 		log_put_escaped(buf, size, &n, fmt, component);
 		log_put(buf, size, &n, " msg=\"");
@@ -182,7 +156,7 @@ size_t log_format_line(char *buf, size_t size, enum log_format fmt, bool journal
 			log_put(buf, size, &n, "\",");
 		}
 		log_put(buf, size, &n, "\"level\":\"");
-		log_put(buf, size, &n, level_names[lvl]);
+		log_put(buf, size, &n, log_level_names[lvl]);
 		log_put(buf, size, &n, "\",\"component\":\"");
 		log_put_escaped(buf, size, &n, fmt, component);
 		log_put(buf, size, &n, "\",\"msg\":\"");
@@ -198,7 +172,7 @@ size_t log_format_line(char *buf, size_t size, enum log_format fmt, bool journal
 		if (!journal) {
 			log_put(buf, size, &n, ts);
 			log_put(buf, size, &n, " ");
-			n += (size_t)snprintf(buf + n, size - n, "%-5s ", level_names[lvl]);
+			n += (size_t)snprintf(buf + n, size - n, "%-5s ", log_level_names[lvl]);
 			if (n >= size)
 				n = size - 1;
 		}

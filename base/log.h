@@ -29,10 +29,10 @@ enum log_format { LOG_FMT_TEXT, LOG_FMT_LOGFMT, LOG_FMT_JSON };
 
 void log_set_level(enum log_level lvl);
 enum log_level log_get_level(void);
-/* "error", "warn", "info", "debug" -> level; -EINVAL if unknown. */
-int log_level_parse(const char *s, enum log_level *out);
-/* "text", "logfmt", "json" -> format; -EINVAL if unknown. */
-int log_format_parse(const char *s, enum log_format *out);
+/* The names of the levels and formats, indexed by the enums and
+ * NULL-terminated: the choices of [agent] log_level and log_format. */
+extern const char *const log_level_names[];
+extern const char *const log_format_names[];
 void log_set_format(enum log_format fmt);
 /* Journal mode (no time stamps, "<N>" priority prefixes) on or off. */
 void log_set_journal(bool on);

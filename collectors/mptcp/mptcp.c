@@ -33,7 +33,6 @@
 #include <sys/epoll.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/utsname.h>
 #include <unistd.h>
 
 #include "base/arena.h"
@@ -228,7 +227,7 @@ static int mptcp_watch_open_here(struct mptcp_watch *w, struct mptcp_priv *p)
 {
 	int err = 0;
 
-	w->nl = mptcp_events_open(p->rcvbuf, &w->family, &err);
+	w->nl = mptcp_events_open(p->rcvbuf, &w->family, NULL, &err);
 	if (!w->nl)
 		return err;
 	w->diag_fd = mptcp_diag_open();
@@ -247,11 +246,13 @@ static int mptcp_watch_open_here(struct mptcp_watch *w, struct mptcp_priv *p)
 	return 0;
 }
 
-/* Probe for init: can this netns be entered and does it have mptcp_pm? */
+/* Probe for init: can this netns be entered and does it have mptcp_pm?
+ * Its reply also says whether the kernel reports the side (one kernel for
+ * every netns: any probe's answer is the same). */
 static int mptcp_probe_here(struct mptcp_watch *w, struct mptcp_priv *p)
 {
 	int err = 0;
-	struct mnl_socket *nl = mptcp_events_open(0, &w->family, &err);
+	struct mnl_socket *nl = mptcp_events_open(0, &w->family, &p->absent_side_is_client, &err);
 
 	if (!nl)
 		return err;
@@ -373,11 +374,6 @@ static int mptcp_init(struct collector *c)
 		p->w[i].diag_fd = p->w[i].pm_type_fd = p->w[i].netstat_fd = -1;
 	p->rcvbuf = cfg->rcvbuf;
 	p->reconcile_ns = (int64_t)cfg->reconcile * 1000000;
-	{
-		struct utsname u;
-
-		p->absent_side_is_client = uname(&u) == 0 && mptcp_kernel_reports_side(u.release);
-	}
 	err = mptcp_config_netns(c, p);
 	if (err)
 		return err;

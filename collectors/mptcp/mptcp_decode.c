@@ -159,13 +159,130 @@ void mptcp_event_side_resolve(struct mptcp_event *ev, int absent_is_client)
 		ev->side = 0;
 }
 
-int mptcp_kernel_reports_side(const char *release)
-{
-	unsigned major = 0, minor = 0;
+/* ---- CTRL_CMD_NEWFAMILY replies (resolving "mptcp_pm") ---- */
 
-	if (!release || sscanf(release, "%u.%u", &major, &minor) != 2)
-		return 0;
-	return major > 5 || (major == 5 && minor >= 19);
+/* The attributes of a generic netlink message: 0, or -EINVAL if it is
+ * shorter than its headers or than it says. */
+static int mptcp_genl_payload(const struct nlmsghdr *nlh, size_t len, const void **payload,
+			      size_t *plen)
+{
+	if (len < NLMSG_HDRLEN + GENL_HDRLEN || nlh->nlmsg_len < NLMSG_HDRLEN + GENL_HDRLEN ||
+	    nlh->nlmsg_len > len)
+		return -EINVAL;
+	*payload = (const char *)nlh + NLMSG_HDRLEN + GENL_HDRLEN;
+	*plen = nlh->nlmsg_len - NLMSG_HDRLEN - GENL_HDRLEN;
+	return 0;
+}
+
+/* Finds the events group in a CTRL_ATTR_MCAST_GROUPS nest. */
+static int mptcp_genl_group_find(const struct nlattr *nest, uint32_t *group)
+{
+	const struct nlattr *grp;
+
+	mnl_attr_for_each_nested(grp, nest)
+	{
+		const struct nlattr *a;
+		const char *name = NULL;
+		uint32_t id = 0;
+		int have_id = 0;
+
+		mnl_attr_for_each_nested(a, grp)
+		{
+			switch (mnl_attr_get_type(a)) {
+			case CTRL_ATTR_MCAST_GRP_NAME:
+				if (mnl_attr_validate(a, MNL_TYPE_NUL_STRING) == 0)
+					name = mnl_attr_get_str(a);
+				break;
+			case CTRL_ATTR_MCAST_GRP_ID:
+				if (mnl_attr_validate(a, MNL_TYPE_U32) == 0) {
+					id = mnl_attr_get_u32(a);
+					have_id = 1;
+				}
+				break;
+			}
+		}
+		if (name && have_id && !strcmp(name, MPTCP_GENL_EVENTS_GRP)) {
+			*group = id;
+			return 0;
+		}
+	}
+	return -ENOENT;
+}
+
+int mptcp_genl_family_parse(const struct nlmsghdr *nlh, size_t len, uint16_t *family,
+			    uint32_t *group)
+{
+	const struct nlattr *attr;
+	const void *payload;
+	size_t plen;
+	int have_family = 0, ret = -ENOENT;
+
+	if (mptcp_genl_payload(nlh, len, &payload, &plen))
+		return -EINVAL;
+	mnl_attr_for_each_payload(payload, plen)
+	{
+		switch (mnl_attr_get_type(attr)) {
+		case CTRL_ATTR_FAMILY_ID:
+			if (mnl_attr_validate(attr, MNL_TYPE_U16) == 0) {
+				*family = mnl_attr_get_u16(attr);
+				have_family = 1;
+			}
+			break;
+		case CTRL_ATTR_MCAST_GROUPS:
+			ret = mptcp_genl_group_find(attr, group);
+			break;
+		}
+	}
+	if (!have_family)
+		return -EINVAL;
+	return ret;
+}
+
+/*
+ * The kernel's own word on whether it reports the side, not its release
+ * number (a distribution kernel carries backports): the family's ops list,
+ * CTRL_ATTR_OPS, one nest per command with its CTRL_ATTR_OP_ID. The
+ * userspace path-manager commands MPTCP_PM_CMD_ANNOUNCE, _REMOVE,
+ * _SUBFLOW_CREATE and _SUBFLOW_DESTROY and the event attribute
+ * MPTCP_ATTR_SERVER_SIDE were merged for the same release, Linux 5.19:
+ * multipath-tcp/mptcp_net-next issues #186 ("Add netlink command support")
+ * and #246 ("Netlink PM events: add one attribute about the connection
+ * type"); mptcpd 0.11 (PR #257) supports "the user space MPTCP path
+ * management generic netlink API in the upstream Linux 5.19 kernel", and
+ * mptcpd issue #244 met attribute 18 (SERVER_SIDE) on a 5.19-rc kernel.
+ */
+int mptcp_genl_family_reports_side(const struct nlmsghdr *nlh, size_t len)
+{
+	const unsigned want =
+	    (1u << (MPTCP_PM_CMD_USERSPACE_LAST - MPTCP_PM_CMD_USERSPACE_FIRST + 1)) - 1;
+	const struct nlattr *attr, *op, *a;
+	const void *payload;
+	unsigned seen = 0;
+	size_t plen;
+
+	if (mptcp_genl_payload(nlh, len, &payload, &plen))
+		return -EINVAL;
+	mnl_attr_for_each_payload(payload, plen)
+	{
+		if (mnl_attr_get_type(attr) != CTRL_ATTR_OPS)
+			continue;
+		mnl_attr_for_each_nested(op, attr)
+		{
+			mnl_attr_for_each_nested(a, op)
+			{
+				uint32_t id;
+
+				if (mnl_attr_get_type(a) != CTRL_ATTR_OP_ID ||
+				    mnl_attr_validate(a, MNL_TYPE_U32))
+					continue;
+				id = mnl_attr_get_u32(a);
+				if (id >= MPTCP_PM_CMD_USERSPACE_FIRST &&
+				    id <= MPTCP_PM_CMD_USERSPACE_LAST)
+					seen |= 1u << (id - MPTCP_PM_CMD_USERSPACE_FIRST);
+			}
+		}
+	}
+	return seen == want;
 }
 
 static const char *const mptcp_event_names[] = {

@@ -141,14 +141,33 @@ static inline const struct nlmsghdr *mptcp_nlmsg_next(const struct nlmsghdr *nlh
  * the kernel: 5.12-5.18 have no server-side information at all (unknown);
  * 5.19 added SERVER_SIDE, sent on both sides (0/1); newer kernels send FLAGS
  * with bit 1 and SERVER_SIDE=1 on the server side only and nothing on the
- * client side. absent_is_client (the kernel is 5.19 or newer) turns the
- * absence into "client"; otherwise side stays -1 (unknown).
+ * client side. absent_is_client (mptcp_genl_family_reports_side(): the
+ * kernel reports the side) turns the absence into "client"; otherwise side
+ * stays -1 (unknown).
  */
 void mptcp_event_side_resolve(struct mptcp_event *ev, int absent_is_client);
 
-/* 1 when a running kernel of this release ("6.18.4-...") reports the
- * server side (5.19+), 0 when it does not or the release is unreadable. */
-int mptcp_kernel_reports_side(const char *release);
+/* ---- the "mptcp_pm" family (CTRL_CMD_NEWFAMILY replies) ---- */
+
+#define MPTCP_GENL_NAME	      "mptcp_pm"
+#define MPTCP_GENL_EVENTS_GRP "mptcp_pm_events"
+/* The userspace path-manager commands, MPTCP_PM_CMD_ANNOUNCE (8) to
+ * MPTCP_PM_CMD_SUBFLOW_DESTROY (11) in include/uapi/linux/mptcp.h, spelled
+ * out for UAPI headers older than Linux 5.19. */
+#define MPTCP_PM_CMD_USERSPACE_FIRST 8
+#define MPTCP_PM_CMD_USERSPACE_LAST  11
+
+/* Parses a CTRL_CMD_NEWFAMILY reply. Returns 0 with *family and *group set,
+ * -ENOENT if the events group is not listed, -EINVAL if malformed. */
+int mptcp_genl_family_parse(const struct nlmsghdr *nlh, size_t len, uint16_t *family,
+			    uint32_t *group);
+/*
+ * Whether the kernel that sent this CTRL_CMD_NEWFAMILY reply reports the
+ * side of a connection (MPTCP_ATTR_SERVER_SIDE, Linux 5.19): 1 when its ops
+ * list holds every userspace path-manager command (the same release), 0
+ * when not, -EINVAL if malformed.
+ */
+int mptcp_genl_family_reports_side(const struct nlmsghdr *nlh, size_t len);
 
 /* "CREATED", "SUB_ESTABLISHED", ... or NULL for an unknown type. */
 const char *mptcp_event_type_name(unsigned type);

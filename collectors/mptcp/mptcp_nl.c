@@ -11,75 +11,9 @@
 #include <time.h>
 #include <unistd.h>
 
-/* Finds the events group in a CTRL_ATTR_MCAST_GROUPS nest. */
-static int mptcp_genl_group_find(const struct nlattr *nest, uint32_t *group)
-{
-	const struct nlattr *grp;
-
-	mnl_attr_for_each_nested(grp, nest)
-	{
-		const struct nlattr *a;
-		const char *name = NULL;
-		uint32_t id = 0;
-		int have_id = 0;
-
-		mnl_attr_for_each_nested(a, grp)
-		{
-			switch (mnl_attr_get_type(a)) {
-			case CTRL_ATTR_MCAST_GRP_NAME:
-				if (mnl_attr_validate(a, MNL_TYPE_NUL_STRING) == 0)
-					name = mnl_attr_get_str(a);
-				break;
-			case CTRL_ATTR_MCAST_GRP_ID:
-				if (mnl_attr_validate(a, MNL_TYPE_U32) == 0) {
-					id = mnl_attr_get_u32(a);
-					have_id = 1;
-				}
-				break;
-			}
-		}
-		if (name && have_id && !strcmp(name, MPTCP_GENL_EVENTS_GRP)) {
-			*group = id;
-			return 0;
-		}
-	}
-	return -ENOENT;
-}
-
-int mptcp_genl_family_parse(const struct nlmsghdr *nlh, size_t len, uint16_t *family,
-			    uint32_t *group)
-{
-	const struct nlattr *attr;
-	const void *payload;
-	size_t plen;
-	int have_family = 0, ret = -ENOENT;
-
-	if (len < NLMSG_HDRLEN + GENL_HDRLEN || nlh->nlmsg_len < NLMSG_HDRLEN + GENL_HDRLEN ||
-	    nlh->nlmsg_len > len)
-		return -EINVAL;
-	payload = (const char *)nlh + NLMSG_HDRLEN + GENL_HDRLEN;
-	plen = nlh->nlmsg_len - NLMSG_HDRLEN - GENL_HDRLEN;
-	mnl_attr_for_each_payload(payload, plen)
-	{
-		switch (mnl_attr_get_type(attr)) {
-		case CTRL_ATTR_FAMILY_ID:
-			if (mnl_attr_validate(attr, MNL_TYPE_U16) == 0) {
-				*family = mnl_attr_get_u16(attr);
-				have_family = 1;
-			}
-			break;
-		case CTRL_ATTR_MCAST_GROUPS:
-			ret = mptcp_genl_group_find(attr, group);
-			break;
-		}
-	}
-	if (!have_family)
-		return -EINVAL;
-	return ret;
-}
-
 /* CTRL_CMD_GETFAMILY round trip on nl. */
-static int mptcp_genl_resolve(struct mnl_socket *nl, uint16_t *family, uint32_t *group)
+static int mptcp_genl_resolve(struct mnl_socket *nl, uint16_t *family, uint32_t *group,
+			      int *reports_side)
 {
 	char buf[8192] __attribute__((aligned(4)));
 	struct nlmsghdr *nlh;
@@ -121,17 +55,19 @@ static int mptcp_genl_resolve(struct mnl_socket *nl, uint16_t *family, uint32_t 
 					return e->error;
 				return ret;
 			}
-			if (nlh->nlmsg_type == GENL_ID_CTRL)
-				ret = mptcp_genl_family_parse(nlh, nlh->nlmsg_len, family, group);
+			if (nlh->nlmsg_type != GENL_ID_CTRL)
+				continue;
+			ret = mptcp_genl_family_parse(nlh, nlh->nlmsg_len, family, group);
+			*reports_side = mptcp_genl_family_reports_side(nlh, nlh->nlmsg_len) == 1;
 		}
 	}
 }
 
-struct mnl_socket *mptcp_events_open(size_t rcvbuf, uint16_t *family, int *err)
+struct mnl_socket *mptcp_events_open(size_t rcvbuf, uint16_t *family, int *reports_side, int *err)
 {
 	struct mnl_socket *nl;
 	uint32_t group = 0;
-	int fd, ret;
+	int fd, ret, side = 0;
 
 	nl = mnl_socket_open2(NETLINK_GENERIC, SOCK_CLOEXEC);
 	if (!nl) {
@@ -142,9 +78,11 @@ struct mnl_socket *mptcp_events_open(size_t rcvbuf, uint16_t *family, int *err)
 		ret = -errno;
 		goto out_close;
 	}
-	ret = mptcp_genl_resolve(nl, family, &group);
+	ret = mptcp_genl_resolve(nl, family, &group, &side);
 	if (ret < 0)
 		goto out_close;
+	if (reports_side)
+		*reports_side = side;
 	fd = mnl_socket_get_fd(nl);
 	if (rcvbuf) {
 		int v = rcvbuf > (size_t)INT32_MAX / 2 ? INT32_MAX / 2 : (int)rcvbuf;

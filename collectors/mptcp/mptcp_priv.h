@@ -47,7 +47,7 @@ struct mptcp_priv {
 	struct mptcp_state *state;
 	int64_t next_pm_check_ns;
 	int64_t reconcile_ns, next_reconcile_ns;
-	int absent_side_is_client; /* kernel 5.19+: see mptcp_event_side_resolve() */
+	int absent_side_is_client; /* mptcp_genl_family_reports_side(), set by the probe */
 
 	struct sink_family *events_total;	   /* {type} */
 	struct sink_family *resets_total;	   /* {reason} */

@@ -144,7 +144,7 @@ int main(int argc, char **argv)
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGINT, &sa, NULL);
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	nl = mptcp_events_open(1 << 22, &family, &err);
+	nl = mptcp_events_open(1 << 22, &family, NULL, &err);
 	if (!nl) {
 		fprintf(stderr, "mptcp_capture: %s\n", strerror(-err));
 		return 1;

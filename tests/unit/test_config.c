@@ -13,6 +13,7 @@
 #include <cmocka.h>
 
 #include "base/config.h"
+#include "base/log.h"
 
 static const struct cfg_key http_keys[] = {
     {"listen", "127.0.0.1:9559", "address"},
@@ -452,6 +453,59 @@ static void test_typed_section_reports_every_bad_key(void **state)
 	free(path);
 }
 
+struct enum_cfg {
+	unsigned log_format; /* enum log_format */
+	int schema;
+	double zero;
+};
+
+/* An enum key takes its names in the enum's order and lists them when a
+ * value is none of them; signed integers and numbers have their ranges. */
+static void test_enum_int_and_number_keys(void **state)
+{
+	static const struct cfg_key keys[] = {
+	    CFG_KEY_CHOICE(struct enum_cfg, log_format, "text", log_format_names, "format"),
+	    CFG_KEY(struct enum_cfg, schema, CFG_INT, "3", (uint64_t)-4, 8, "schema"),
+	    CFG_KEY(struct enum_cfg, zero, CFG_DOUBLE, "0.5", 0, UINT64_MAX, "threshold"),
+	    {0},
+	};
+	char *good = write_tmp("[t]\nlog_format = json\nschema = -4\nzero = 1e-3\n");
+	char *bad = write_tmp("[t]\nlog_format = JSON\nschema = 9\nzero = -1\n");
+	struct enum_cfg out = {0};
+	struct config cfg;
+
+	(void)state;
+	memset(&cfg, 0, sizeof(cfg));
+	assert_int_equal(cfg_declare(&cfg, "t", keys), 0);
+	assert_int_equal(cfg_section_parse(&cfg, "t", &out), 0); /* the defaults */
+	assert_int_equal(out.log_format, LOG_FMT_TEXT);
+	assert_int_equal(out.schema, 3);
+	assert_true(out.zero == 0.5);
+	assert_int_equal(cfg_load(&cfg, good), 0);
+	assert_int_equal(cfg_section_parse(&cfg, "t", &out), 0);
+	assert_int_equal(out.log_format, LOG_FMT_JSON);
+	assert_int_equal(out.schema, -4);
+	assert_true(out.zero == 1e-3);
+	cfg_free(&cfg);
+
+	memset(&cfg, 0, sizeof(cfg));
+	assert_int_equal(cfg_declare(&cfg, "t", keys), 0);
+	assert_int_equal(cfg_load(&cfg, bad), 0);
+	assert_int_equal(cfg_section_parse(&cfg, "t", &out), -EINVAL);
+	assert_int_equal(cfg.n_errors, 3);
+	assert_non_null(strstr(cfg.errors[0], ":2: [t] log_format = 'JSON': must be text, "
+					      "logfmt or json"));
+	assert_non_null(strstr(cfg.errors[1], ":3: [t] schema = '9': must be an integer from "
+					      "-4 to 8"));
+	assert_non_null(strstr(cfg.errors[2], ":4: [t] zero = '-1': must be a number of at "
+					      "least 0"));
+	cfg_free(&cfg);
+	unlink(good);
+	unlink(bad);
+	free(good);
+	free(bad);
+}
+
 static void test_duplicate_key_names_both_lines(void **state)
 {
 	load_expect("[http]\nlisten = 10.0.0.1:1\nthreads = 2\nlisten = 10.0.0.2:2\n",
@@ -572,6 +626,7 @@ int main(void)
 	    cmocka_unit_test(test_every_error_of_every_layer_is_recorded),
 	    cmocka_unit_test(test_dropin_dir_name),
 	    cmocka_unit_test(test_typed_section_reports_every_bad_key),
+	    cmocka_unit_test(test_enum_int_and_number_keys),
 	    cmocka_unit_test(test_duplicate_section_names_both_header_lines),
 	    cmocka_unit_test(test_indented_continuation_line_is_refused),
 	    cmocka_unit_test(test_collector_section_duplicates_are_errors),

@@ -3,7 +3,7 @@
  * agent/log: log_format_line() in each [agent] log_format, with and without
  * journal mode; quoting of hostile messages (quotes, backslashes, control
  * characters) stays parseable; a cut line still closes its JSON object;
- * log_format_parse().
+ * the level and format names in their enums' order.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -74,18 +74,16 @@ static void json_cut_still_closes(void **state)
 	assert_true(buf[n - 3] == '"' && buf[n - 4] == '\\');
 }
 
-static void parse(void **state)
+static void names(void **state)
 {
-	enum log_format f;
-
-	assert_int_equal(log_format_parse("text", &f), 0);
-	assert_int_equal(f, LOG_FMT_TEXT);
-	assert_int_equal(log_format_parse("logfmt", &f), 0);
-	assert_int_equal(f, LOG_FMT_LOGFMT);
-	assert_int_equal(log_format_parse("json", &f), 0);
-	assert_int_equal(f, LOG_FMT_JSON);
-	assert_int_not_equal(log_format_parse("JSON", &f), 0);
-	assert_int_not_equal(log_format_parse("", &f), 0);
+	(void)state;
+	assert_string_equal(log_level_names[LOG_LVL_ERR], "error");
+	assert_string_equal(log_level_names[LOG_LVL_DEBUG], "debug");
+	assert_null(log_level_names[LOG_LVL_DEBUG + 1]);
+	assert_string_equal(log_format_names[LOG_FMT_TEXT], "text");
+	assert_string_equal(log_format_names[LOG_FMT_LOGFMT], "logfmt");
+	assert_string_equal(log_format_names[LOG_FMT_JSON], "json");
+	assert_null(log_format_names[LOG_FMT_JSON + 1]);
 }
 
 int main(void)
@@ -95,7 +93,7 @@ int main(void)
 	    cmocka_unit_test(logfmt),
 	    cmocka_unit_test(json),
 	    cmocka_unit_test(json_cut_still_closes),
-	    cmocka_unit_test(parse),
+	    cmocka_unit_test(names),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

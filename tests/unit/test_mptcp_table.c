@@ -161,11 +161,6 @@ static void test_closed_and_created_rows(void **state)
 	assert_string_equal(col(id, "server_side"), "1");
 	assert_string_equal(col(id, "flags"), "2");
 	assert_string_equal(col(id, "deny_join_id0"), "0");
-	assert_int_equal(mptcp_kernel_reports_side("6.18.44-fc"), 1);
-	assert_int_equal(mptcp_kernel_reports_side("5.19.0"), 1);
-	assert_int_equal(mptcp_kernel_reports_side("5.18.19"), 0);
-	assert_int_equal(mptcp_kernel_reports_side("5.4"), 0);
-	assert_int_equal(mptcp_kernel_reports_side("junk"), 0);
 	load_row("reset-server-SUB_CLOSED.bin", &row);
 	id = insert(&row);
 	assert_string_equal(col(id, "reset_reason"), "0");
