@@ -86,9 +86,12 @@ static const char *const gzip_modes[] = {
 #define SK(f, t, d, lo, hi, h) CFG_KEY(struct storage_section, f, t, d, lo, hi, h)
 #define SECONDS(s)	       ((s)*1000ull)
 
+/* Accepted since the first release, before "warn" was the documented name. */
+static const char *const log_level_aliases[] = {"warning", "warn", NULL};
+
 static const struct cfg_key agent_keys[] = {
-    CFG_KEY_CHOICE(struct agent_section, log_level, "info", log_level_names,
-		   "error, warn, info or debug"),
+    CFG_KEY_CHOICE_ALIAS(struct agent_section, log_level, "info", log_level_names,
+			 log_level_aliases, "error, warn, info or debug"),
     CFG_KEY_CHOICE(struct agent_section, log_format, "text", log_format_names,
 		   "text, logfmt or json; under systemd (JOURNAL_STREAM) without time stamps and "
 		   "with <N> priority prefixes"),

@@ -52,13 +52,17 @@ struct cfg_key {
 	uint64_t min, max;	    /* CFG_U64, CFG_DURATION (ms), CFG_SIZE, CFG_INT
 				     * (as int64_t), CFG_DOUBLE */
 	const char *const *choices; /* CFG_CHOICE, NULL-terminated */
+	/* CFG_CHOICE: other spellings still accepted, as pairs "alias",
+	 * "choice", ..., NULL (never shown in errors or --print-config). */
+	const char *const *aliases;
 };
 
 /* A typed key: CFG_KEY(struct my_cfg, field, CFG_DURATION, "5s", 100, 3600000, "help"). */
 /* clang-format 14 breaks the stringified field name in these two macros. */
 // clang-format off
-#define CFG_KEY(st, f, t, d, lo, hi, h) {#f, (d), (h), (t), offsetof(st, f), (lo), (hi), NULL}
-#define CFG_KEY_CHOICE(st, f, d, ch, h) {#f, (d), (h), CFG_CHOICE, offsetof(st, f), 0, 0, (ch)}
+#define CFG_KEY(st, f, t, d, lo, hi, h) {#f, (d), (h), (t), offsetof(st, f), (lo), (hi), NULL, NULL}
+#define CFG_KEY_CHOICE(st, f, d, ch, h) {#f, (d), (h), CFG_CHOICE, offsetof(st, f), 0, 0, (ch), NULL}
+#define CFG_KEY_CHOICE_ALIAS(st, f, d, ch, al, h) {#f, (d), (h), CFG_CHOICE, offsetof(st, f), 0, 0, (ch), (al)}
 // clang-format on
 
 struct cfg_value {

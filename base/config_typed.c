@@ -23,6 +23,9 @@ static int cfg_parse_choice(struct config *cfg, const char *section, const struc
 	size_t off = 0;
 	unsigned n = 0;
 
+	for (size_t i = 0; v && k->aliases && k->aliases[i]; i += 2)
+		if (!strcmp(v, k->aliases[i]))
+			v = k->aliases[i + 1];
 	while (k->choices && k->choices[n]) {
 		if (v && !strcmp(v, k->choices[n])) {
 			*out = n;

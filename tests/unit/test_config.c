@@ -463,8 +463,10 @@ struct enum_cfg {
  * value is none of them; signed integers and numbers have their ranges. */
 static void test_enum_int_and_number_keys(void **state)
 {
+	static const char *const aliases[] = {"structured", "logfmt", NULL};
 	static const struct cfg_key keys[] = {
-	    CFG_KEY_CHOICE(struct enum_cfg, log_format, "text", log_format_names, "format"),
+	    CFG_KEY_CHOICE_ALIAS(struct enum_cfg, log_format, "text", log_format_names, aliases,
+				 "format"),
 	    CFG_KEY(struct enum_cfg, schema, CFG_INT, "3", (uint64_t)-4, 8, "schema"),
 	    CFG_KEY(struct enum_cfg, zero, CFG_DOUBLE, "0.5", 0, UINT64_MAX, "threshold"),
 	    {0},
@@ -486,6 +488,17 @@ static void test_enum_int_and_number_keys(void **state)
 	assert_int_equal(out.log_format, LOG_FMT_JSON);
 	assert_int_equal(out.schema, -4);
 	assert_true(out.zero == 1e-3);
+	cfg_free(&cfg);
+
+	/* an alias is taken as its choice, and never offered in errors */
+	unlink(good);
+	free(good);
+	good = write_tmp("[t]\nlog_format = structured\n");
+	memset(&cfg, 0, sizeof(cfg));
+	assert_int_equal(cfg_declare(&cfg, "t", keys), 0);
+	assert_int_equal(cfg_load(&cfg, good), 0);
+	assert_int_equal(cfg_section_parse(&cfg, "t", &out), 0);
+	assert_int_equal(out.log_format, LOG_FMT_LOGFMT);
 	cfg_free(&cfg);
 
 	memset(&cfg, 0, sizeof(cfg));
