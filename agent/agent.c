@@ -298,39 +298,48 @@ int agent_print_clickhouse_ddl(const char *cluster, FILE *out)
 	return err;
 }
 
-int agent_start(struct agent *a, const char *port_file)
-{
-	/* static: the API host and history routes keep pointing at it after
-	 * agent_start() returns (ASan: stack use after return) */
-	static const struct event_table *tables[AGENT_MAX_TABLES + 1];
-	/* static: the senders keep pointing at its strings */
-	static struct export_identity_buf identity;
-	struct store_config sc = {0};
-	struct http_config hc = {0};
-	struct api_host host = {0};
-	struct privsep_config pc = {0};
-	static const char *names[64];
-	char err[512];
-	sigset_t mask;
-	int rc, sfd;
+/* What start-up keeps between its steps. Static: the API host, the
+ * history routes and the senders keep pointing at the tables, the
+ * collector names and the identity's strings after agent_start() returns. */
+static struct agent_boot {
+	const struct event_table *tables[AGENT_MAX_TABLES + 1];
+	const char *names[64];
+	struct export_identity_buf identity;
+	struct store_config sc;
+	struct http_config hc;
+	struct privsep_config pc;
+} boot;
 
-	mem_stage("config");
+/* Every value of every section checked, the senders built, the
+ * per-thread privilege state prepared: 2 on a config error. */
+static int start_config(struct agent *a)
+{
+	char err[512];
+
 	/* Once, for every path that names the host: the senders' identity (its
 	 * errors are remote_write_new()'s) and the collectors' host name. */
 	agent_host_config(a);
-	export_identity_resolve(&a->cfg, a->host, &identity);
-	if (agent_storage_config(a, &sc) || agent_http_config(a, &hc, true) ||
-	    agent_listen_check(a, hc.listen) || agent_privsep_config(a, &pc, true) ||
-	    remote_write_new(&a->cfg, &identity, &a->rw) ||
-	    agent_export_new(a, &identity, true, &a->exp)) {
+	export_identity_resolve(&a->cfg, a->host, &boot.identity);
+	if (agent_storage_config(a, &boot.sc) || agent_http_config(a, &boot.hc, true) ||
+	    agent_listen_check(a, boot.hc.listen) || agent_privsep_config(a, &boot.pc, true) ||
+	    remote_write_new(&a->cfg, &boot.identity, &a->rw) ||
+	    agent_export_new(a, &boot.identity, true, &a->exp)) {
 		agent_config_errors_log(a);
 		return 2;
 	}
 	/* Per-thread privilege state, on the only thread there is yet. */
-	if (privsep_prepare(&pc, err, sizeof(err))) {
+	if (privsep_prepare(&boot.pc, err, sizeof(err))) {
 		log_err("agent", "%s", err);
 		return 1;
 	}
+	return 0;
+}
+
+/* The registry, the loop, the exposition endpoints and the database. */
+static int start_store(struct agent *a)
+{
+	char err[512];
+	int rc;
 
 	a->metrics = metrics_new();
 	a->loop = loop_new();
@@ -345,29 +354,38 @@ int agent_start(struct agent *a, const char *port_file)
 		return 1;
 	mem_stage("expose");
 	for (size_t i = 0; collector_registry[i] && i < 63; i++)
-		names[i] = collector_registry[i]->name;
+		boot.names[i] = collector_registry[i]->name;
 
 	/* Every collector's tables are registered, enabled or not, so history
 	 * written earlier stays queryable and the schema does not depend on
 	 * which features this boot found. */
-	agent_all_tables(tables);
-	a->store = store_open(&sc, tables, err, sizeof(err));
+	agent_all_tables(boot.tables);
+	a->store = store_open(&boot.sc, boot.tables, err, sizeof(err));
 	if (!a->store) {
 		log_err("store", "%s", err);
 		return 2;
 	}
 	mem_stage("store open");
-
 	if (agent_table_retention(a)) {
 		agent_config_errors_log(a);
 		return 2;
 	}
-	a->admin = hc.admin;
+	return 0;
+}
+
+/* The collectors' init, then the writer thread: 2 on a config or
+ * environment error. */
+static int start_collectors(struct agent *a)
+{
+	char err[512];
+	int rc;
+
+	a->admin = boot.hc.admin;
 	rc = collectors_init(a);
 	if (rc)
 		return rc;
 	/* After every config value was checked: an environment error. */
-	if (privsep_check_db_dir(&pc, sc.path, err, sizeof(err))) {
+	if (privsep_check_db_dir(&boot.pc, boot.sc.path, err, sizeof(err))) {
 		log_err("agent", "%s", err);
 		return 2;
 	}
@@ -378,33 +396,43 @@ int agent_start(struct agent *a, const char *port_file)
 		return 1;
 	}
 	mem_stage("store writer start");
+	return 0;
+}
 
-	a->http = http_new(&hc, a->metrics);
-	host.metrics = a->metrics;
-	host.store = a->store;
-	host.hostname = a->hostname;
-	host.tables = tables;
-	host.collectors = agent_collectors_status;
-	host.exports = agent_exports_status;
-	host.arg = a;
-	host.collector_names = names;
+/* Every route registered, then the listening socket. */
+static int start_http(struct agent *a)
+{
+	struct api_host host = {
+	    .metrics = a->metrics,
+	    .store = a->store,
+	    .hostname = a->hostname,
+	    .tables = boot.tables,
+	    .collectors = agent_collectors_status,
+	    .exports = agent_exports_status,
+	    .arg = a,
+	    .collector_names = boot.names,
+	};
+
+	a->http = http_new(&boot.hc, a->metrics);
 	if (!a->http || api_routes_register(a->http, &host) ||
-	    history_routes_register(a->http, a->store, tables) || collector_routes_register(a))
+	    history_routes_register(a->http, a->store, boot.tables) || collector_routes_register(a))
 		return 1;
 	fd_limit_raise();
 	if (http_start(a->http)) {
-		log_err("http", "cannot listen on %s", hc.listen);
+		log_err("http", "cannot listen on %s", boot.hc.listen);
 		return 1;
 	}
-	log_info("http", "listening on %s (port %u)", hc.listen, http_port(a->http));
-	cgroup_ipfilter_warn(hc.listen);
+	log_info("http", "listening on %s (port %u)", boot.hc.listen, http_port(a->http));
+	cgroup_ipfilter_warn(boot.hc.listen);
 	mem_stage("http start");
+	return 0;
+}
 
-	collectors_start(a);
-	/* Start-up parses big inputs (kernel BTF, ...) and frees them; give
-	 * the pages back so the idle agent's RSS is what it keeps. */
-	malloc_trim(0);
-	mem_stage("malloc_trim");
+/* The agent's timers, the senders and the signals on the loop. */
+static int start_loop_work(struct agent *a)
+{
+	sigset_t mask;
+	int sfd;
 
 	a->store_series = agent_store_metrics_new(a->metrics);
 	agent_store_metrics_publish(a->store_series, a->store);
@@ -423,18 +451,22 @@ int agent_start(struct agent *a, const char *port_file)
 	sfd = signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC);
 	if (sfd < 0 || !loop_add_fd(a->loop, sfd, on_signal, a))
 		return 1;
+	return 0;
+}
 
-	if (port_file && write_port_file(port_file, http_port(a->http))) {
-		log_err("agent", "cannot write port file %s: %s", port_file, strerror(errno));
-		return 1;
-	}
+/*
+ * Everything privileged is done: keep root for the IFS writes alone, in
+ * the helper, and drop the rest. No collector that writes through it runs
+ * (no IFS device at start-up): no helper, no root process without a job; a
+ * device that appears later needs a restart (the ifs collector's recheck
+ * says so).
+ */
+static int drop_privileges(struct agent *a)
+{
+	char err[512];
+	int rc;
 
-	/* Everything privileged is done: keep root for the IFS writes alone,
-	 * in the helper, and drop the rest. No collector that writes through
-	 * it runs (no IFS device at start-up): no helper, no root process
-	 * without a job; a device that appears later needs a restart (the
-	 * ifs collector's recheck says so). */
-	if (geteuid() == 0 && strcmp(pc.user, "root") && collectors_need_priv_writes(a)) {
+	if (geteuid() == 0 && strcmp(boot.pc.user, "root") && collectors_need_priv_writes(a)) {
 		rc = privsep_helper_start(a->sysfs_root);
 		if (rc) {
 			log_err("agent", "cannot start the privileged helper: %s", strerror(-rc));
@@ -443,13 +475,35 @@ int agent_start(struct agent *a, const char *port_file)
 		if (privhelper_metrics_register(a->metrics))
 			log_warn("agent", "cannot report the privileged helper's memory");
 	}
-	pc.db_path = store_path(a->store);
-	if (privsep_drop(&pc, err, sizeof(err))) {
+	boot.pc.db_path = store_path(a->store);
+	if (privsep_drop(&boot.pc, err, sizeof(err))) {
 		log_err("agent", "%s", err);
 		return 1;
 	}
 	mem_stage("privilege drop");
 	return 0;
+}
+
+int agent_start(struct agent *a, const char *port_file)
+{
+	int rc;
+
+	mem_stage("config");
+	if ((rc = start_config(a)) || (rc = start_store(a)) || (rc = start_collectors(a)) ||
+	    (rc = start_http(a)))
+		return rc;
+	collectors_start(a);
+	/* Start-up parses big inputs (kernel BTF, ...) and frees them; give
+	 * the pages back so the idle agent's RSS is what it keeps. */
+	malloc_trim(0);
+	mem_stage("malloc_trim");
+	if ((rc = start_loop_work(a)))
+		return rc;
+	if (port_file && write_port_file(port_file, http_port(a->http))) {
+		log_err("agent", "cannot write port file %s: %s", port_file, strerror(errno));
+		return 1;
+	}
+	return drop_privileges(a);
 }
 
 int agent_run(struct agent *a)
