@@ -90,7 +90,7 @@ static void family_free(struct metric *f)
 	}
 	free(f->le);
 	free(f->bounds);
-	free(f->table);
+	hash_fini(&f->by_values);
 	free(f->order);
 	free(f->name);
 	free(f->help);
@@ -202,9 +202,7 @@ static int family_init(struct metric *f, enum metric_type type, const char *name
 				return -ENOMEM;
 		}
 	}
-	f->n_buckets = HASH_MIN_BUCKETS;
-	f->table = calloc(f->n_buckets, sizeof(*f->table));
-	if (!f->table)
+	if (hash_init(&f->by_values, HASH_MIN_BUCKETS))
 		return -ENOMEM;
 	f->order_dirty = true;
 	return 0;

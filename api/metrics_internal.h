@@ -18,6 +18,7 @@
 #include <stdint.h>
 
 #include "base/buf.h"
+#include "base/hash.h"
 #include "api/metrics.h"
 #include "api/nhist.h"
 
@@ -31,11 +32,10 @@ struct metric_exemplar {
 
 struct metric_series {
 	struct metric *f;
-	struct metric_series *hnext;	   /* hash chain */
+	struct hash_node hnode;		   /* in f->by_values */
 	struct metric_series *prev, *next; /* family list, creation order */
-	uint64_t hash;
-	const char **values; /* f->n_labels copies, in this allocation */
-	char *labels;	     /* `{a="b",c="d"}` or "" */
+	const char **values;		   /* f->n_labels copies, in this allocation */
+	char *labels;			   /* `{a="b",c="d"}` or "" */
 	size_t labels_len;
 	double value;	  /* counters, gauges */
 	double sum;	  /* histograms */
@@ -70,8 +70,7 @@ struct metric {
 	char **le; /* rendered bounds, n_bounds + 1 ("+Inf") */
 	size_t n_bounds;
 
-	struct metric_series **table;
-	size_t n_buckets; /* power of two */
+	struct hash_table by_values; /* series by label values */
 	size_t n_series;
 	struct metric_series *head, *tail;
 

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The series table of a family: a doubly-linked list (cheap removal) and a
- * chained hash table keyed by the label values (cheap lookup with 10,000+
- * series), grown as the family grows. A series renders its label set once,
+ * hash table keyed by the label values (base/hash.h: cheap lookup with
+ * 10,000+ series, grown as the family grows). A series renders its label set once,
  * when it is created, so a scrape only copies bytes and formats numbers.
  * Lookup or creation, removal, and the series whose object is gone
  * (kept until metrics_expire() removes them after the grace period).
@@ -36,24 +36,17 @@ void family_clear_locked(struct metric *f)
 	f->m->n_series -= f->n_series;
 	f->head = f->tail = NULL;
 	f->n_series = 0;
-	if (f->table)
-		memset(f->table, 0, f->n_buckets * sizeof(*f->table));
+	hash_reset(&f->by_values);
 	f->order_dirty = true;
 }
 
-/* FNV-1a over the values, each followed by a 0xff byte (never in UTF-8). */
+/* FNV-1a over the values, each with its NUL (never inside a value). */
 static uint64_t values_hash(const char *const *values, size_t n)
 {
-	uint64_t h = 0xcbf29ce484222325ULL;
+	uint64_t h = HASH_FNV1A_INIT;
 
-	for (size_t i = 0; i < n; i++) {
-		for (const unsigned char *p = (const unsigned char *)values[i]; *p; p++) {
-			h ^= *p;
-			h *= 0x100000001b3ULL;
-		}
-		h ^= 0xff;
-		h *= 0x100000001b3ULL;
-	}
+	for (size_t i = 0; i < n; i++)
+		h = hash_fnv1a_str(h, values[i]);
 	return h;
 }
 
@@ -64,24 +57,6 @@ static bool values_equal(const struct metric_series *s, const char *const *value
 			return false;
 	}
 	return true;
-}
-
-static void table_grow_locked(struct metric *f)
-{
-	size_t n = f->n_buckets * 2;
-	struct metric_series **t = calloc(n, sizeof(*t));
-
-	if (!t)
-		return; /* longer chains, still correct */
-	for (struct metric_series *s = f->head; s; s = s->next) {
-		size_t b = s->hash & (n - 1);
-
-		s->hnext = t[b];
-		t[b] = s;
-	}
-	free(f->table);
-	f->table = t;
-	f->n_buckets = n;
 }
 
 /* One allocation: the struct, value pointers, bucket counts, the rendered
@@ -144,9 +119,9 @@ static struct metric_series *series_alloc(struct metric *f, const char *const *v
 
 struct metric_series *metric_series(struct metric *f, const char *const *values)
 {
-	struct metric_series *s;
+	struct metric_series *s = NULL;
+	struct hash_node *n;
 	uint64_t h;
-	size_t b;
 
 	if (!f || (f->n_labels && !values)) {
 		errno = EINVAL;
@@ -161,13 +136,14 @@ struct metric_series *metric_series(struct metric *f, const char *const *values)
 	h = values_hash(values, f->n_labels);
 
 	pthread_mutex_lock(&f->m->lock);
-	b = h & (f->n_buckets - 1);
-	for (s = f->table[b]; s; s = s->hnext) {
-		if (s->hash == h && values_equal(s, values, f->n_labels)) {
+	for (n = hash_chain(&f->by_values, h); n; n = n->next) {
+		s = hash_entry(n, struct metric_series, hnode);
+		if (n->hash == h && values_equal(s, values, f->n_labels)) {
 			s->gone_ns = 0; /* its object is back */
 			goto out_unlock;
 		}
 	}
+	s = NULL;
 	if (f->n_series >= METRIC_MAX_SERIES) {
 		errno = ENOSPC;
 		goto out_unlock;
@@ -177,11 +153,9 @@ struct metric_series *metric_series(struct metric *f, const char *const *values)
 		errno = ENOMEM;
 		goto out_unlock;
 	}
-	s->hash = h;
 	s->created_ms = clock_wall_ns() / 1000000;
 	s->nh.schema = (int8_t)f->m->native.schema;
-	s->hnext = f->table[b];
-	f->table[b] = s;
+	hash_add(&f->by_values, &s->hnode, h);
 	s->prev = f->tail;
 	if (f->tail)
 		f->tail->next = s;
@@ -191,8 +165,6 @@ struct metric_series *metric_series(struct metric *f, const char *const *values)
 	f->n_series++;
 	f->m->n_series++;
 	f->order_dirty = true;
-	if (f->n_series > f->n_buckets)
-		table_grow_locked(f);
 out_unlock:
 	pthread_mutex_unlock(&f->m->lock);
 	return s;
@@ -201,14 +173,7 @@ out_unlock:
 /* Unlinks s from f (hash chain and list); the caller frees it. */
 static void series_unlink_locked(struct metric *f, struct metric_series *s)
 {
-	struct metric_series **pp;
-
-	for (pp = &f->table[s->hash & (f->n_buckets - 1)]; *pp; pp = &(*pp)->hnext) {
-		if (*pp == s) {
-			*pp = s->hnext;
-			break;
-		}
-	}
+	hash_del(&f->by_values, &s->hnode);
 	if (s->prev)
 		s->prev->next = s->next;
 	else

@@ -26,6 +26,7 @@
 
 #include "base/arena.h"
 #include "base/config.h"
+#include "base/hash.h"
 #include "exporters/sender.h"
 
 struct store;
@@ -124,9 +125,8 @@ struct rw_batch {
 	size_t n_rows, cap;
 	struct rw_series *series;
 	size_t n_series;
-	int32_t *slots; /* series_id -> index in series, open addressing */
-	size_t n_slots;
-	uint64_t invalid; /* rows left out: label set that does not parse */
+	struct hash_table by_id; /* of series, by series_id */
+	uint64_t invalid;	 /* rows left out: label set that does not parse */
 	/* Encoded body (snappy of the protobuf), reused across batches. */
 	uint8_t *pb, *body;
 	size_t pb_cap, body_cap, body_len;

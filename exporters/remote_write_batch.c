@@ -158,6 +158,7 @@ struct rw_row {
 };
 
 struct rw_series {
+	struct hash_node node; /* in rw_batch.by_id */
 	int64_t id;
 	const char *name;
 	struct rw_label *labels;
@@ -169,17 +170,13 @@ int rw_batch_init(struct rw_batch *b, size_t cap)
 {
 	memset(b, 0, sizeof(*b));
 	b->cap = cap;
-	b->n_slots = 16;
-	while (b->n_slots < 2 * cap)
-		b->n_slots *= 2;
 	b->rows = calloc(cap, sizeof(*b->rows));
 	b->series = calloc(cap, sizeof(*b->series));
-	b->slots = malloc(b->n_slots * sizeof(*b->slots));
-	if (!b->rows || !b->series || !b->slots) {
+	/* never grows: a batch has at most cap series */
+	if (!b->rows || !b->series || hash_init(&b->by_id, 2 * cap)) {
 		rw_batch_free(b);
 		return -ENOMEM;
 	}
-	memset(b->slots, 0xff, b->n_slots * sizeof(*b->slots));
 	return 0;
 }
 
@@ -190,8 +187,7 @@ void rw_batch_reset(struct rw_batch *b)
 	b->n_rows = b->n_series = 0;
 	b->invalid = 0;
 	b->body_len = 0;
-	if (b->slots)
-		memset(b->slots, 0xff, b->n_slots * sizeof(*b->slots));
+	hash_reset(&b->by_id);
 }
 
 void rw_batch_free(struct rw_batch *b)
@@ -199,35 +195,43 @@ void rw_batch_free(struct rw_batch *b)
 	arena_free(&b->arena);
 	free(b->rows);
 	free(b->series);
-	free(b->slots);
+	hash_fini(&b->by_id);
 	free(b->pb);
 	free(b->body);
 	memset(b, 0, sizeof(*b));
 }
 
-static size_t rw_slot_of(const struct rw_batch *b, int64_t id)
+static uint64_t rw_series_hash(int64_t id)
 {
-	uint64_t h = (uint64_t)id * 0x9e3779b97f4a7c15ull;
+	return ((uint64_t)id * 0x9e3779b97f4a7c15ull) >> 32;
+}
 
-	return (size_t)(h >> 32) & (b->n_slots - 1);
+static struct rw_series *rw_series_find(const struct rw_batch *b, int64_t id, uint64_t h)
+{
+	for (struct hash_node *n = hash_chain(&b->by_id, h); n; n = n->next) {
+		struct rw_series *s = hash_entry(n, struct rw_series, node);
+
+		if (s->id == id)
+			return s;
+	}
+	return NULL;
 }
 
 static int rw_batch_add_row(struct rw_batch *b, int64_t series_id, const char *name,
 			    const char *labels, int64_t ts_ms, double value,
 			    const struct hist_blob_native *hist)
 {
+	uint64_t h = rw_series_hash(series_id);
 	struct rw_label tmp[RW_MAX_LABELS];
-	size_t i, n;
+	struct rw_series *s;
+	size_t n;
 	int err;
 
 	if (b->n_rows >= b->cap)
 		return -ENOSPC;
-	for (i = rw_slot_of(b, series_id); b->slots[i] >= 0; i = (i + 1) & (b->n_slots - 1))
-		if (b->series[b->slots[i]].id == series_id)
-			break;
-	if (b->slots[i] < 0) {
-		struct rw_series *s = &b->series[b->n_series];
-
+	s = rw_series_find(b, series_id, h);
+	if (!s) {
+		s = &b->series[b->n_series];
 		/* One label fewer than the cap: __name__ joins them. */
 		err = rw_labels_parse(labels, &b->arena, tmp, RW_MAX_LABELS - 1, &n);
 		if (err == -EINVAL || !*name)
@@ -242,13 +246,14 @@ static int rw_batch_add_row(struct rw_batch *b, int64_t series_id, const char *n
 			return -ENOMEM;
 		memcpy(s->labels, tmp, n * sizeof(*tmp));
 		s->n_labels = n;
-		b->slots[i] = (int32_t)b->n_series++;
+		hash_add(&b->by_id, &s->node, h);
+		b->n_series++;
 	}
-	b->rows[b->n_rows].series = (uint32_t)b->slots[i];
+	b->rows[b->n_rows].series = (uint32_t)(s - b->series);
 	b->rows[b->n_rows].ts_ms = ts_ms;
 	b->rows[b->n_rows].value = value;
 	b->rows[b->n_rows].hist = hist;
-	b->series[b->slots[i]].count++;
+	s->count++;
 	b->n_rows++;
 	return 0;
 }

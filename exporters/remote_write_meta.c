@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "exporters/remote_write_meta.h"
+#include "base/hash.h"
 #include "base/lazylib.h"
 #include "api/metrics.h"
 #include "exporters/proto/prometheus/remote.pb-c.h"
@@ -18,16 +19,6 @@ struct rw_meta_walk {
 	struct rw_meta *mm;
 	uint64_t hash;
 };
-
-static uint64_t rw_meta_mix(uint64_t h, const char *s)
-{
-	/* FNV-1a, with the NUL: "ab","c" and "a","bc" differ. */
-	do {
-		h ^= (unsigned char)*s;
-		h *= 0x100000001b3ull;
-	} while (*s++);
-	return h;
-}
 
 static void rw_meta_visit(const char *name, enum metric_type type, const char *help,
 			  const char *unit, void *arg)
@@ -57,10 +48,10 @@ static void rw_meta_visit(const char *name, enum metric_type type, const char *h
 	md->metric_family_name = (char *)name;
 	md->help = (char *)(help ? help : "");
 	md->unit = (char *)(unit ? unit : "");
-	w->hash = rw_meta_mix(w->hash, name);
-	w->hash = rw_meta_mix(w->hash, md->help);
-	w->hash = rw_meta_mix(w->hash, md->unit);
-	w->hash = (w->hash ^ (uint64_t)md->type) * 0x100000001b3ull;
+	w->hash = hash_fnv1a_str(w->hash, name);
+	w->hash = hash_fnv1a_str(w->hash, md->help);
+	w->hash = hash_fnv1a_str(w->hash, md->unit);
+	w->hash = hash_fnv1a(w->hash, &(uint8_t){(uint8_t)md->type}, 1);
 }
 
 static int rw_meta_grow(uint8_t **p, size_t *cap, size_t need)
@@ -113,7 +104,7 @@ out:
 
 bool rw_meta_due(struct rw_meta *mm, struct metrics *m, int64_t now_ns)
 {
-	struct rw_meta_walk w = {.mm = mm, .hash = 0xcbf29ce484222325ull};
+	struct rw_meta_walk w = {.mm = mm, .hash = HASH_FNV1A_INIT};
 
 	/* The walk is cheap (a hash of every family's strings); the encoding
 	 * is done only when a send is due. */

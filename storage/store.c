@@ -233,9 +233,8 @@ static void store_free(struct store *s)
 		sqlite3_close(s->ck_db);
 	if (s->db)
 		sqlite3_close(s->db);
-	for (size_t i = 0; i < s->series_cap; i++)
-		free(s->series[i].key);
-	free(s->series);
+	store_series_forget(s);
+	hash_fini(&s->series);
 	for (size_t i = 0; i < s->n_known; i++)
 		free(s->known[i].name);
 	free(s->known);

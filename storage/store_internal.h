@@ -16,6 +16,7 @@
 #include <stdint.h>
 #include <time.h>
 
+#include "base/hash.h"
 #include "storage/store.h"
 
 #define STORE_DEF_QUEUE_ROWS	 65536
@@ -54,11 +55,11 @@ struct store_slot {
 _Static_assert(sizeof(struct store_slot) == STORE_SLOT_HDR, "slot header size");
 
 /* In-memory dictionary of metric_series ids ("name\x01labels" -> id); only
- * the writer thread touches it. Open addressing, power-of-two size. */
+ * the writer thread touches it. One allocation an entry, key included. */
 struct store_series_ent {
-	char *key;
-	uint64_t hash;
+	struct hash_node node; /* in store.series */
 	int64_t id;
+	char key[];
 };
 
 /* A metric history sample in a queue slot (table STORE_TABLE_SAMPLE):
@@ -157,8 +158,7 @@ struct store {
 	int64_t low_space_until; /* after SQLITE_FULL: checkpoint every commit */
 	unsigned backoff_ms;
 	int64_t next_retention, next_checkpoint, next_publish;
-	struct store_series_ent *series;
-	size_t series_cap, series_len;
+	struct hash_table series; /* of struct store_series_ent */
 	uint64_t samples_written, samples_dropped;
 
 	/* Statistics (atomics). */

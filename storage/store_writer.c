@@ -117,75 +117,55 @@ out_fail:
 
 /* ---- metric history ---- */
 
+#define STORE_SERIES_BUCKETS 256 /* to start with */
+
 static uint64_t store_hash(const char *key)
 {
-	uint64_t h = 1469598103934665603ULL;
-
-	for (const unsigned char *p = (const unsigned char *)key; *p; p++) {
-		h ^= *p;
-		h *= 1099511628211ULL;
-	}
-	return h;
+	return hash_fnv1a(HASH_FNV1A_INIT, key, strlen(key));
 }
 
 static struct store_series_ent *store_series_find(struct store *s, const char *key, uint64_t h)
 {
-	if (!s->series_cap)
+	if (!s->series.buckets)
 		return NULL;
-	for (size_t i = h & (s->series_cap - 1);; i = (i + 1) & (s->series_cap - 1)) {
-		struct store_series_ent *e = &s->series[i];
+	for (struct hash_node *n = hash_chain(&s->series, h); n; n = n->next) {
+		struct store_series_ent *e = hash_entry(n, struct store_series_ent, node);
 
-		if (!e->key)
-			return e;
-		if (e->hash == h && strcmp(e->key, key) == 0)
+		if (n->hash == h && strcmp(e->key, key) == 0)
 			return e;
 	}
+	return NULL;
 }
 
-static int store_series_insert(struct store *s, char *key, int64_t id)
+/* Caches key -> id. Not cached (no memory): looked up again next time. */
+static void store_series_insert(struct store *s, const char *key, int64_t id)
 {
-	struct store_series_ent *e;
 	uint64_t h = store_hash(key);
+	struct store_series_ent *e = store_series_find(s, key, h);
+	size_t len = strlen(key) + 1;
 
-	if ((s->series_len + 1) * 2 > s->series_cap) {
-		size_t ncap = s->series_cap ? s->series_cap * 2 : 256;
-		struct store_series_ent *old = s->series;
-		size_t ocap = s->series_cap;
-
-		s->series = calloc(ncap, sizeof(*s->series));
-		if (!s->series) {
-			s->series = old;
-			return -ENOMEM;
-		}
-		s->series_cap = ncap;
-		for (size_t i = 0; i < ocap; i++) {
-			if (!old[i].key)
-				continue;
-			*store_series_find(s, old[i].key, old[i].hash) = old[i];
-		}
-		free(old);
-	}
-	e = store_series_find(s, key, h);
-	if (e->key) {
-		free(key);
+	if (e) {
 		e->id = id;
-		return 0;
+		return;
 	}
-	e->key = key;
-	e->hash = h;
+	if (!s->series.buckets && hash_init(&s->series, STORE_SERIES_BUCKETS))
+		return;
+	e = malloc(sizeof(*e) + len);
+	if (!e)
+		return;
+	memcpy(e->key, key, len);
 	e->id = id;
-	s->series_len++;
-	return 0;
+	hash_add(&s->series, &e->node, h);
 }
 
 void store_series_forget(struct store *s)
 {
-	if (!s->series)
-		return; /* memset(NULL, 0, 0) is undefined */
-	for (size_t i = 0; i < s->series_cap; i++)
-		free(s->series[i].key);
-	memset(s->series, 0, s->series_cap * sizeof(*s->series));
-	s->series_len = 0;
+	struct hash_node *n, *tmp;
+	size_t b;
+
+	hash_for_each_safe(&s->series, b, n, tmp)
+		free(hash_entry(n, struct store_series_ent, node));
+	hash_reset(&s->series);
 }
 
 /* The metric_series id of key ("name\x01labels"), from the cache or the
@@ -198,7 +178,7 @@ static int store_series_resolve(struct store *s, char *key, int64_t *out)
 	int64_t id = -1;
 	int rc;
 
-	if (e && e->key) {
+	if (e) {
 		*out = e->id;
 		return SQLITE_OK;
 	}
@@ -226,13 +206,8 @@ static int store_series_resolve(struct store *s, char *key, int64_t *out)
 	*out = id;
 out:
 	*sep = '\x01';
-	if (rc == SQLITE_OK) {
-		char *dup = strdup(key);
-
-		/* Not cached: looked up again next time, nothing lost. */
-		if (dup && store_series_insert(s, dup, id))
-			free(dup);
-	}
+	if (rc == SQLITE_OK)
+		store_series_insert(s, key, id);
 	return rc;
 }
 

@@ -43,6 +43,7 @@
 #include <bpf/bpf.h>
 
 #include "base/buf.h"
+#include "base/hash.h"
 #include "base/log.h"
 #include "bpf/drops.skel.h"
 #include "collectors/collector.h"
@@ -184,23 +185,11 @@ static bool set_add(void *set, size_t *n, size_t size, const void *v,
 /* The series' labels, hashed (FNV-1a): what the gone set remembers. */
 static uint64_t series_hash(const struct drops_agg *a)
 {
-	uint64_t h = 0xcbf29ce484222325ull;
-	const char *parts[2] = {a->proto, a->ctr};
 	uint32_t nums[2] = {a->reason, a->lnetns};
+	uint64_t h = hash_fnv1a(HASH_FNV1A_INIT, nums, sizeof(nums));
 
-	for (size_t i = 0; i < sizeof(nums); i++) {
-		h ^= ((const unsigned char *)nums)[i];
-		h *= 0x100000001b3ull;
-	}
-	for (int p = 0; p < 2; p++) {
-		for (const char *c = parts[p]; *c; c++) {
-			h ^= (unsigned char)*c;
-			h *= 0x100000001b3ull;
-		}
-		h ^= 0xff;
-		h *= 0x100000001b3ull;
-	}
-	return h;
+	h = hash_fnv1a_str(h, a->proto);
+	return hash_fnv1a_str(h, a->ctr);
 }
 
 /* --- container labels ------------------------------------------------------ */

@@ -283,7 +283,9 @@ static int mptcp_diag_dump_one(int fd, int family, int proto, uint32_t states, u
 int mptcp_diag_dump(int fd, uint64_t netns, struct mptcp_state *fresh, int64_t now_ns)
 {
 	static const int families[] = {AF_INET, AF_INET6};
+	struct hash_node *node, *tmp;
 	int total = 0, r;
+	size_t b;
 
 	/* Connections and listeners first, then their subflows. */
 	for (size_t i = 0; i < 2; i++) {
@@ -302,22 +304,11 @@ int mptcp_diag_dump(int fd, uint64_t netns, struct mptcp_state *fresh, int64_t n
 	}
 	/* Subflows whose connection was not in the MPTCP dump (closed by the
 	 * user in between, or orphaned): drop those connections. */
-	for (size_t b = 0; b < fresh->n_buckets; b++) {
-		struct mptcp_conn **pp = &fresh->buckets[b];
+	hash_for_each_safe(&fresh->conns, b, node, tmp) {
+		struct mptcp_conn *c = hash_entry(node, struct mptcp_conn, node);
 
-		while (*pp) {
-			struct mptcp_conn *c = *pp;
-
-			if (c->resynced) {
-				pp = &c->next;
-				continue;
-			}
-			*pp = c->next;
-			fresh->n_conns--;
-			fresh->n_subflows -= c->n_sf;
-			free(c->sf);
-			free(c);
-		}
+		if (!c->resynced)
+			mptcp_state_conn_drop(fresh, c);
 	}
 	return total;
 }

@@ -10,7 +10,12 @@
 #include <string.h>
 #include <sys/socket.h>
 
-#define MPTCP_STATE_BUCKETS 4096 /* power of two */
+#define MPTCP_STATE_BUCKETS 4096 /* to start with */
+
+static struct mptcp_conn *mptcp_conn_of(struct hash_node *n)
+{
+	return hash_entry(n, struct mptcp_conn, node);
+}
 
 struct mptcp_state *mptcp_state_new(void)
 {
@@ -18,9 +23,7 @@ struct mptcp_state *mptcp_state_new(void)
 
 	if (!st)
 		return NULL;
-	st->n_buckets = MPTCP_STATE_BUCKETS;
-	st->buckets = calloc(st->n_buckets, sizeof(*st->buckets));
-	if (!st->buckets) {
+	if (hash_init(&st->conns, MPTCP_STATE_BUCKETS)) {
 		free(st);
 		return NULL;
 	}
@@ -39,15 +42,12 @@ static void mptcp_conn_free(struct mptcp_conn *c)
 /* Drops every connection and listener; the lock is the caller's business. */
 static void mptcp_state_clear(struct mptcp_state *st)
 {
-	for (size_t i = 0; i < st->n_buckets; i++) {
-		struct mptcp_conn *c = st->buckets[i], *next;
+	struct hash_node *node, *tmp;
+	size_t b;
 
-		for (; c; c = next) {
-			next = c->next;
-			mptcp_conn_free(c);
-		}
-		st->buckets[i] = NULL;
-	}
+	hash_for_each_safe(&st->conns, b, node, tmp)
+		mptcp_conn_free(mptcp_conn_of(node));
+	hash_reset(&st->conns);
 	st->n_conns = 0;
 	st->n_subflows = 0;
 	st->n_listeners = 0;
@@ -58,28 +58,30 @@ void mptcp_state_free(struct mptcp_state *st)
 	if (!st)
 		return;
 	mptcp_state_clear(st);
-	free(st->buckets);
+	hash_fini(&st->conns);
 	free(st->listeners);
 	pthread_mutex_destroy(&st->lock);
 	free(st);
 }
 
-static size_t mptcp_state_bucket(const struct mptcp_state *st, uint64_t netns, uint32_t token)
+static uint64_t mptcp_conn_hash(uint64_t netns, uint32_t token)
 {
 	uint64_t h = (netns * 0x9e3779b97f4a7c15ull) ^ (token * 0xff51afd7ed558ccdull);
 
-	return (size_t)(h ^ (h >> 29)) & (st->n_buckets - 1);
+	return h ^ (h >> 29);
 }
 
 struct mptcp_conn *mptcp_state_conn_get(struct mptcp_state *st, uint64_t netns, uint32_t token,
 					int create)
 {
-	size_t b = mptcp_state_bucket(st, netns, token);
+	uint64_t h = mptcp_conn_hash(netns, token);
 	struct mptcp_conn *c;
 
-	for (c = st->buckets[b]; c; c = c->next)
+	for (struct hash_node *n = hash_chain(&st->conns, h); n; n = n->next) {
+		c = mptcp_conn_of(n);
 		if (c->netns == netns && c->token == token)
 			return c;
+	}
 	if (!create)
 		return NULL;
 	c = calloc(1, sizeof(*c));
@@ -88,25 +90,23 @@ struct mptcp_conn *mptcp_state_conn_get(struct mptcp_state *st, uint64_t netns, 
 	c->netns = netns;
 	c->token = token;
 	c->server_side = -1;
-	c->next = st->buckets[b];
-	st->buckets[b] = c;
+	hash_add(&st->conns, &c->node, h);
 	st->n_conns++;
 	return c;
 }
 
-/* Unlinks c from its chain (does not free it). */
+/* Unlinks c, which is in st, from the table (does not free it). */
 static void mptcp_state_conn_unlink(struct mptcp_state *st, struct mptcp_conn *c)
 {
-	struct mptcp_conn **pp = &st->buckets[mptcp_state_bucket(st, c->netns, c->token)];
+	hash_del(&st->conns, &c->node);
+	st->n_conns--;
+	st->n_subflows -= c->n_sf;
+}
 
-	for (; *pp; pp = &(*pp)->next) {
-		if (*pp == c) {
-			*pp = c->next;
-			st->n_conns--;
-			st->n_subflows -= c->n_sf;
-			return;
-		}
-	}
+void mptcp_state_conn_drop(struct mptcp_state *st, struct mptcp_conn *c)
+{
+	mptcp_state_conn_unlink(st, c);
+	mptcp_conn_free(c);
 }
 
 static int mptcp_tuple_eq(const struct mptcp_tuple *a, const struct mptcp_tuple *b)
@@ -413,64 +413,56 @@ static int8_t mptcp_side_from_listeners(const struct mptcp_state *d, uint64_t ne
 
 void mptcp_state_resync(struct mptcp_state *st, uint64_t netns, struct mptcp_state *fresh)
 {
+	struct hash_node *node, *tmp;
+	size_t b;
+
 	pthread_mutex_lock(&st->lock);
 	/* Connections of netns that are gone. */
-	for (size_t b = 0; b < st->n_buckets; b++) {
-		struct mptcp_conn *c = st->buckets[b], *next;
+	hash_for_each_safe(&st->conns, b, node, tmp) {
+		struct mptcp_conn *c = mptcp_conn_of(node);
 
-		for (; c; c = next) {
-			next = c->next;
-			if (c->netns != netns || mptcp_state_conn_get(fresh, netns, c->token, 0))
-				continue;
-			mptcp_state_conn_unlink(st, c);
-			mptcp_conn_free(c);
-		}
+		if (c->netns != netns || mptcp_state_conn_get(fresh, netns, c->token, 0))
+			continue;
+		mptcp_state_conn_drop(st, c);
 	}
 	/* Connections in the dump: move them over, keeping what only events
 	 * told us (creation time, server side, addresses, subflow ages). */
-	for (size_t b = 0; b < fresh->n_buckets; b++) {
-		struct mptcp_conn *f = fresh->buckets[b], *next;
+	hash_for_each_safe(&fresh->conns, b, node, tmp) {
+		struct mptcp_conn *f = mptcp_conn_of(node);
+		struct mptcp_conn *old = mptcp_state_conn_get(st, netns, f->token, 0);
 
-		for (; f; f = next) {
-			struct mptcp_conn *old = mptcp_state_conn_get(st, netns, f->token, 0);
-
-			next = f->next;
-			if (f->netns != netns)
-				continue;
-			mptcp_state_conn_unlink(fresh, f);
-			if (f->fallback && !old) {
-				mptcp_conn_free(f);
-				continue;
-			}
-			if (old) {
-				for (uint32_t i = 0; i < f->n_sf; i++) {
-					struct mptcp_subflow *o =
-					    mptcp_conn_subflow_find(old, &f->sf[i].t);
-
-					if (o) {
-						f->sf[i].since_ns = o->since_ns;
-						f->sf[i].since_known = o->since_known;
-					}
-				}
-				f->created_ns = old->created_ns;
-				f->created_known = old->created_known;
-				f->established_ns = old->established_ns;
-				f->server_side = old->server_side;
-				f->flags = old->flags;
-				f->resynced = old->resynced;
-				/* f->fallback: the dump's word */
-				memcpy(f->addrs, old->addrs, sizeof(f->addrs));
-				f->n_addrs = old->n_addrs;
-				mptcp_state_conn_unlink(st, old);
-				mptcp_conn_free(old);
-			} else if (f->server_side < 0) {
-				f->server_side = mptcp_side_from_listeners(fresh, netns, &f->t);
-			}
-			f->next = st->buckets[mptcp_state_bucket(st, netns, f->token)];
-			st->buckets[mptcp_state_bucket(st, netns, f->token)] = f;
-			st->n_conns++;
-			st->n_subflows += f->n_sf;
+		if (f->netns != netns)
+			continue;
+		mptcp_state_conn_unlink(fresh, f);
+		if (f->fallback && !old) {
+			mptcp_conn_free(f);
+			continue;
 		}
+		if (old) {
+			for (uint32_t i = 0; i < f->n_sf; i++) {
+				struct mptcp_subflow *o = mptcp_conn_subflow_find(old, &f->sf[i].t);
+
+				if (o) {
+					f->sf[i].since_ns = o->since_ns;
+					f->sf[i].since_known = o->since_known;
+				}
+			}
+			f->created_ns = old->created_ns;
+			f->created_known = old->created_known;
+			f->established_ns = old->established_ns;
+			f->server_side = old->server_side;
+			f->flags = old->flags;
+			f->resynced = old->resynced;
+			/* f->fallback: the dump's word */
+			memcpy(f->addrs, old->addrs, sizeof(f->addrs));
+			f->n_addrs = old->n_addrs;
+			mptcp_state_conn_drop(st, old);
+		} else if (f->server_side < 0) {
+			f->server_side = mptcp_side_from_listeners(fresh, netns, &f->t);
+		}
+		hash_add(&st->conns, &f->node, mptcp_conn_hash(netns, f->token));
+		st->n_conns++;
+		st->n_subflows += f->n_sf;
 	}
 	/* Listeners: the dump's set, with the older "since" where known. */
 	for (size_t i = 0; i < fresh->n_listeners; i++) {
@@ -496,27 +488,28 @@ void mptcp_state_resync(struct mptcp_state *st, uint64_t netns, struct mptcp_sta
 
 uint32_t *mptcp_state_unknown_starts(struct mptcp_state *st, uint64_t netns, size_t *n)
 {
+	struct hash_node *node, *tmp;
 	uint32_t *out = NULL;
-	size_t cap = 0;
+	size_t cap = 0, b;
 
 	*n = 0;
 	pthread_mutex_lock(&st->lock);
-	for (size_t b = 0; b < st->n_buckets; b++) {
-		for (const struct mptcp_conn *c = st->buckets[b]; c; c = c->next) {
-			if (c->netns != netns || c->created_known)
-				continue;
-			if (*n == cap) {
-				uint32_t *p = realloc(out, (cap = cap ? cap * 2 : 64) * sizeof(*p));
+	hash_for_each_safe(&st->conns, b, node, tmp) {
+		const struct mptcp_conn *c = mptcp_conn_of(node);
 
-				if (!p) {
-					free(out);
-					out = NULL;
-					goto out;
-				}
-				out = p;
+		if (c->netns != netns || c->created_known)
+			continue;
+		if (*n == cap) {
+			uint32_t *p = realloc(out, (cap = cap ? cap * 2 : 64) * sizeof(*p));
+
+			if (!p) {
+				free(out);
+				out = NULL;
+				goto out;
 			}
-			out[(*n)++] = c->token;
+			out = p;
 		}
+		out[(*n)++] = c->token;
 	}
 out:
 	pthread_mutex_unlock(&st->lock);
@@ -558,72 +551,68 @@ void mptcp_state_reconcile(struct mptcp_state *st, uint64_t netns, const struct 
 			   const struct mptcp_state *prev, int64_t prev_ns,
 			   struct mptcp_reconcile_stats *out)
 {
+	struct hash_node *node, *tmp;
+	size_t b;
+
 	if (!prev)
 		return;
 	pthread_mutex_lock(&st->lock);
 	/* What the state has and the kernel no longer has. */
-	for (size_t b = 0; b < st->n_buckets; b++) {
-		struct mptcp_conn *c = st->buckets[b], *next;
+	hash_for_each_safe(&st->conns, b, node, tmp) {
+		struct mptcp_conn *c = mptcp_conn_of(node);
+		const struct mptcp_conn *f, *p;
 
-		for (; c; c = next) {
-			const struct mptcp_conn *f, *p;
+		if (c->netns != netns)
+			continue;
+		f = mptcp_dump_conn(fresh, netns, c->token);
+		p = mptcp_dump_conn(prev, netns, c->token);
+		if (!f && !p && c->created_ns < prev_ns) {
+			mptcp_state_conn_drop(st, c);
+			out->conns_removed++;
+			continue;
+		}
+		if (!f)
+			continue;
+		c->fallback = f->fallback;
+		for (uint32_t i = 0; i < c->n_sf;) {
+			struct mptcp_subflow *sf = &c->sf[i];
 
-			next = c->next;
-			if (c->netns != netns)
-				continue;
-			f = mptcp_dump_conn(fresh, netns, c->token);
-			p = mptcp_dump_conn(prev, netns, c->token);
-			if (!f && !p && c->created_ns < prev_ns) {
-				mptcp_state_conn_unlink(st, c);
-				mptcp_conn_free(c);
-				out->conns_removed++;
+			if (!mptcp_dump_has_subflow(f, &sf->t) &&
+			    !mptcp_dump_has_subflow(p, &sf->t) && sf->since_ns < prev_ns) {
+				mptcp_conn_subflow_del(st, c, sf);
+				out->subflows_removed++;
 				continue;
 			}
-			if (!f)
+			i++;
+		}
+		/* Subflows the kernel had in both dumps. */
+		for (uint32_t i = 0; i < f->n_sf; i++) {
+			if (!mptcp_dump_has_subflow(p, &f->sf[i].t) ||
+			    mptcp_conn_subflow_find(c, &f->sf[i].t))
 				continue;
-			c->fallback = f->fallback;
-			for (uint32_t i = 0; i < c->n_sf;) {
-				struct mptcp_subflow *sf = &c->sf[i];
-
-				if (!mptcp_dump_has_subflow(f, &sf->t) &&
-				    !mptcp_dump_has_subflow(p, &sf->t) && sf->since_ns < prev_ns) {
-					mptcp_conn_subflow_del(st, c, sf);
-					out->subflows_removed++;
-					continue;
-				}
-				i++;
-			}
-			/* Subflows the kernel had in both dumps. */
-			for (uint32_t i = 0; i < f->n_sf; i++) {
-				if (!mptcp_dump_has_subflow(p, &f->sf[i].t) ||
-				    mptcp_conn_subflow_find(c, &f->sf[i].t))
-					continue;
-				if (mptcp_state_subflow_put(st, c, &f->sf[i]) == 0)
-					out->subflows_added++;
-			}
+			if (mptcp_state_subflow_put(st, c, &f->sf[i]) == 0)
+				out->subflows_added++;
 		}
 	}
 	/* What the kernel had in both dumps and the state does not know. */
-	for (size_t b = 0; b < fresh->n_buckets; b++) {
-		for (const struct mptcp_conn *f = fresh->buckets[b]; f; f = f->next) {
-			struct mptcp_conn *c;
+	hash_for_each_safe(&fresh->conns, b, node, tmp) {
+		const struct mptcp_conn *f = mptcp_conn_of(node);
+		struct mptcp_conn *c;
 
-			if (f->netns != netns || f->fallback ||
-			    !mptcp_dump_conn(prev, netns, f->token) ||
-			    mptcp_state_conn_get(st, netns, f->token, 0))
-				continue;
-			c = mptcp_state_conn_get(st, netns, f->token, 1);
-			if (!c)
-				break;
-			c->t = f->t;
-			c->server_side = f->server_side;
-			c->established = f->established;
-			c->resynced = 1;
-			c->created_ns = f->created_ns;
-			out->conns_added++;
-			for (uint32_t i = 0; i < f->n_sf; i++)
-				mptcp_state_subflow_put(st, c, &f->sf[i]);
-		}
+		if (f->netns != netns || f->fallback || !mptcp_dump_conn(prev, netns, f->token) ||
+		    mptcp_state_conn_get(st, netns, f->token, 0))
+			continue;
+		c = mptcp_state_conn_get(st, netns, f->token, 1);
+		if (!c)
+			break;
+		c->t = f->t;
+		c->server_side = f->server_side;
+		c->established = f->established;
+		c->resynced = 1;
+		c->created_ns = f->created_ns;
+		out->conns_added++;
+		for (uint32_t i = 0; i < f->n_sf; i++)
+			mptcp_state_subflow_put(st, c, &f->sf[i]);
 	}
 	pthread_mutex_unlock(&st->lock);
 }
@@ -769,7 +758,8 @@ Sysobs__V1__MptcpConnectionList *mptcp_state_msg(struct mptcp_state *st, uint64_
 	struct mptcp_conn_snap *snap = NULL;
 	struct mptcp_subflow *sfs = NULL;
 	size_t n_conns = 0, n_subflows = 0, n_snap = 0, n_sf = 0, n_ls = 0;
-	size_t cap_snap, cap_sf;
+	size_t cap_snap, cap_sf, b;
+	struct hash_node *node, *tmp;
 
 	/* Copy under the lock (memcpy only), build the message after: the main
 	 * thread never waits on a large answer being built. */
@@ -783,22 +773,22 @@ Sysobs__V1__MptcpConnectionList *mptcp_state_msg(struct mptcp_state *st, uint64_
 		pthread_mutex_unlock(&st->lock);
 		goto out_free;
 	}
-	for (size_t b = 0; b < st->n_buckets; b++) {
-		for (struct mptcp_conn *c = st->buckets[b]; c; c = c->next) {
-			if (netns && c->netns != netns)
-				continue;
-			n_conns++;
-			n_subflows += c->n_sf;
-			if (n_snap == cap_snap || n_sf + c->n_sf > cap_sf)
-				continue;
-			snap[n_snap].c = *c;
-			snap[n_snap].c.next = NULL;
-			if (c->n_sf) /* c->sf is NULL without subflows: memcpy(x, NULL, 0) is UB */
-				memcpy(&sfs[n_sf], c->sf, c->n_sf * sizeof(*sfs));
-			snap[n_snap].c.sf = &sfs[n_sf];
-			n_sf += c->n_sf;
-			n_snap++;
-		}
+	hash_for_each_safe(&st->conns, b, node, tmp) {
+		struct mptcp_conn *c = mptcp_conn_of(node);
+
+		if (netns && c->netns != netns)
+			continue;
+		n_conns++;
+		n_subflows += c->n_sf;
+		if (n_snap == cap_snap || n_sf + c->n_sf > cap_sf)
+			continue;
+		snap[n_snap].c = *c;
+		snap[n_snap].c.node.next = NULL;
+		if (c->n_sf) /* c->sf is NULL without subflows: memcpy(x, NULL, 0) is UB */
+			memcpy(&sfs[n_sf], c->sf, c->n_sf * sizeof(*sfs));
+		snap[n_snap].c.sf = &sfs[n_sf];
+		n_sf += c->n_sf;
+		n_snap++;
 	}
 	for (size_t i = 0; i < st->n_listeners; i++)
 		if (!netns || st->listeners[i].netns == netns)

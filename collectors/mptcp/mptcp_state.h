@@ -18,6 +18,7 @@
 #include <stdint.h>
 
 #include "base/arena.h"
+#include "base/hash.h"
 #include "api/proto/sysobs.pb-c.h"
 #include "collectors/mptcp/mptcp_decode.h"
 
@@ -64,8 +65,8 @@ struct mptcp_addr {
 };
 
 struct mptcp_conn {
-	struct mptcp_conn *next; /* hash chain */
-	uint64_t netns;		 /* netns inode */
+	struct hash_node node; /* in mptcp_state.conns */
+	uint64_t netns;	       /* netns inode */
 	uint32_t token;
 	struct mptcp_tuple t; /* the initial subflow's */
 	int8_t server_side;   /* 1, 0, -1: the kernel did not say (e.g. resynced) */
@@ -92,8 +93,7 @@ struct mptcp_listener {
 
 struct mptcp_state {
 	pthread_mutex_t lock;
-	struct mptcp_conn **buckets;
-	size_t n_buckets;
+	struct hash_table conns; /* by (netns, token) */
 	size_t n_conns;
 	size_t n_subflows;
 	struct mptcp_listener *listeners;
@@ -108,6 +108,8 @@ typedef void (*mptcp_subflow_end_fn)(double seconds, void *arg);
 
 struct mptcp_state *mptcp_state_new(void);
 void mptcp_state_free(struct mptcp_state *st); /* accepts NULL */
+/* Takes c, which is in st, out and frees it. */
+void mptcp_state_conn_drop(struct mptcp_state *st, struct mptcp_conn *c);
 
 /* What mptcp_state_apply() made of an event it could not match. */
 enum mptcp_apply_result {
