@@ -35,6 +35,7 @@
 #include "agent/snapshot.h"
 #include "agent/status.h"
 #include "api/history.h"
+#include "api/schema.h"
 #include "api/http_allow.h"
 #include "api/routes.h"
 #include "api/webconfig.h"
@@ -838,7 +839,8 @@ int agent_start(struct agent *a, const char *port_file)
 	host.arg = a;
 	host.collector_names = names;
 	if (!a->http || api_routes_register(a->http, &host) ||
-	    history_routes_register(a->http, a->store, tables) || collector_routes_register(a))
+	    history_routes_register(a->http, a->store, tables) || collector_routes_register(a) ||
+	    schema_routes_register(a->http))
 		return 1;
 	fd_limit_raise();
 	if (http_start(a->http)) {
@@ -915,6 +917,7 @@ void agent_stop(struct agent *a)
 	free(a->route_bindings);
 	a->route_bindings = NULL;
 	history_routes_free();
+	schema_free();
 	deadline_stage("stopping the collectors");
 	collectors_stop(a);
 	deadline_stage("stopping remote_write");
