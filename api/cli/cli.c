@@ -63,6 +63,8 @@ static void usage(FILE *out)
 	    "  ifs [scans]             each core's last IFS result per test, or the scan history\n"
 	    "  cachefiles              slow cachefiles on-demand requests (op=, volume=)\n"
 	    "  schema                  every list route of the agent and its message\n"
+	    "  list PATH               any list route of the schema as a table, e.g. list\n"
+	    "                          /api/v1/cachefiles/daemon\n"
 	    "  series METRIC [MATCH]   metric history, e.g. series sysobs_collector_up "
 	    "'{collector=\"drops\"}'\n"
 	    "  scan CPU|PKG:CORE... [test=scan|array|sbaf]...\n"
@@ -442,6 +444,30 @@ static int cmd_series(struct opts *o, int argc, char **argv)
 	return show(o, "/api/v1/series", extra, n, print_series, false);
 }
 
+/* PATH [KEY=VALUE]...: any list route GET /api/v1/schema names, as its
+ * table (history or not, as the schema says). */
+static int cmd_list(struct opts *o, int argc, char **argv)
+{
+	const ProtobufCMessageDescriptor *list;
+	const Sysobs__V1__SchemaRoute *r;
+
+	if (argc < 1 || argv[0][0] != '/')
+		die_usage(
+		    "list needs a route PATH, e.g. /api/v1/cachefiles/daemon (sysobs schema)");
+	for (int i = 1; i < argc; i++)
+		add_param(o, argv[i]);
+	if (o->output == OUT_TABLE || o->follow || o->since || o->until) {
+		r = schema_route(o, argv[0], &list);
+		if (!r)
+			return 1;
+		if (!r->history && (o->since || o->until || o->follow))
+			die_usage("%s shows the current state: no --since/--until/--follow",
+				  argv[0]);
+		return show(o, argv[0], NULL, 0, NULL, r->history);
+	}
+	return show(o, argv[0], NULL, 0, NULL, false);
+}
+
 /*
  * The commands: a name, the word after it that selects a row (NULL: none),
  * and either a function that runs it with its arguments or the route whose
@@ -470,6 +496,7 @@ static const struct command commands[] = {
     {"cachefiles", NULL, NULL, "/api/v1/cachefiles/slow", NULL, true},
     {"export", NULL, NULL, "/api/v1/export", NULL, false},
     {"schema", NULL, NULL, "/api/v1/schema", NULL, false},
+    {"list", NULL, cmd_list, NULL, NULL, false},
 };
 
 /* The row of command name whose sub-command word, if it has one, is the

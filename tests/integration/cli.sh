@@ -25,7 +25,7 @@ CLI=${SYSOBS_CLI:-$SYSOBS_BUILD/api/cli/sysobs}
 
 # usage errors: exit 2, one line
 for args in "" "frobnicate" "-o xml status" "drops notakeyvalue" "-o json drops --follow" \
-	"--limit 0 drops" "--server ftp://x status" "--cert-file a status" "status extra"; do
+	"--limit 0 drops" "list" "--server ftp://x status" "--cert-file a status" "status extra"; do
 	# shellcheck disable=SC2086
 	"$CLI" $args >/dev/null 2>"$T/err"
 	rc=$?
@@ -104,6 +104,12 @@ for r in /api/v1/collectors /api/v1/export /api/v1/events /api/v1/drops/samples 
 	/api/v1/mptcp/events /api/v1/mptcp/connections /api/v1/schema; do
 	grep -q "^$r " "$T/schema" || fail "'sysobs schema' lacks $r: $(cat "$T/schema")"
 done
+# list PATH: any route of the schema, the same table as its command
+"$CLI" list /api/v1/drops/samples --since -1m "port=$P" >"$T/list" || fail "sysobs list failed"
+assert_eq "sysobs list /api/v1/drops/samples, as sysobs drops" "$(cat "$T/drops")" "$(cat "$T/list")"
+"$CLI" list /api/v1/nope >/dev/null 2>"$T/err"
+assert_eq "exit status, list of a route the schema lacks" 1 "$?"
+grep -q "schema has no /api/v1/nope" "$T/err" || fail "list /api/v1/nope: $(cat "$T/err")"
 "$CLI" -o json drops --since -1m "port=$P" >"$T/drops.json" || fail "-o json failed"
 assert_eq "rows in -o json" $N "$(jq '.data | length' "$T/drops.json")"
 curl -s "http://127.0.0.1:$PORT/api/v1/drops/samples?start=-1m&port=$P" >"$T/curl.json"
