@@ -22,6 +22,7 @@
 
 #include "api/pbjson.h"
 #include "api/proto/messages.h"
+#include "api/proto/pbmsg.h"
 #include "api/proto/sysobs.pb-c.h"
 #include "google/protobuf/timestamp.pb-c.h"
 
@@ -207,26 +208,6 @@ static void fill_value(const ProtobufCFieldDescriptor *f, void *p, int seed, int
 	}
 }
 
-static size_t elem_size(ProtobufCType t)
-{
-	switch (t) {
-	case PROTOBUF_C_TYPE_INT64:
-	case PROTOBUF_C_TYPE_SINT64:
-	case PROTOBUF_C_TYPE_SFIXED64:
-	case PROTOBUF_C_TYPE_UINT64:
-	case PROTOBUF_C_TYPE_FIXED64:
-	case PROTOBUF_C_TYPE_DOUBLE:
-		return 8;
-	case PROTOBUF_C_TYPE_STRING:
-	case PROTOBUF_C_TYPE_MESSAGE:
-		return sizeof(void *);
-	case PROTOBUF_C_TYPE_BYTES:
-		return sizeof(ProtobufCBinaryData);
-	default:
-		return 4;
-	}
-}
-
 /* Every field of m set (one member per oneof), repeated fields with 2 items. */
 static void fill_message(ProtobufCMessage *m, int seed, int depth)
 {
@@ -248,7 +229,7 @@ static void fill_message(ProtobufCMessage *m, int seed, int depth)
 			oneofs_set[n_oneofs++] = f->quantifier_offset;
 		}
 		if (f->label == PROTOBUF_C_LABEL_REPEATED) {
-			size_t size = elem_size(f->type);
+			size_t size = pbmsg_elem_size(f->type);
 			char *arr;
 
 			if (depth >= 3 && f->type == PROTOBUF_C_TYPE_MESSAGE)
