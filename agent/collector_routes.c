@@ -16,6 +16,7 @@
 #include "base/log.h"
 #include "api/query.h"
 #include "api/reply.h"
+#include "api/schema.h"
 #include "collectors/collector.h"
 
 struct route_binding {
@@ -76,6 +77,19 @@ static void collector_route_serve(const struct http_request *req, struct http_re
 	arena_free(&ar);
 }
 
+/* A list route says its message and columns in GET /api/v1/schema. */
+static int route_schema_add(const struct collector *c, const struct collector_route *r)
+{
+	const struct schema_route sr = {
+	    .path = r->path,
+	    .collector = c->ops->name,
+	    .list = r->list,
+	    .columns = r->show,
+	};
+
+	return r->list ? schema_add(&sr) : 0;
+}
+
 int collector_routes_register(struct agent *a)
 {
 	size_t n = 0, k = 0;
@@ -100,8 +114,10 @@ int collector_routes_register(struct agent *a)
 
 			b->c = c;
 			b->r = r;
-			err = http_route(a->http, r->method ? r->method : "GET", r->path, r->prefix,
-					 collector_route_serve, b);
+			err = route_schema_add(c, r);
+			if (!err)
+				err = http_route(a->http, r->method ? r->method : "GET", r->path,
+						 r->prefix, collector_route_serve, b);
 			if (err) {
 				log_err(c->ops->name, "cannot register %s %s: %s",
 					r->method ? r->method : "GET", r->path, strerror(-err));

@@ -30,6 +30,7 @@
 #include "api/proto/sysobs.pb-c.h"
 #include "api/query.h"
 #include "api/reply.h"
+#include "api/schema.h"
 #include "google/protobuf/timestamp.pb-c.h"
 #include "storage/store.h"
 #include "storage/store_history.h"
@@ -629,6 +630,12 @@ static int history_table_init(struct history_table *ht, const struct event_table
 int history_routes_register(struct http_server *http, struct store *s,
 			    const struct event_table *const *tables)
 {
+	static const char *const event_columns[] = {"time", "collector", "table", NULL};
+	static const struct schema_route events = {
+	    .path = "/api/v1/events",
+	    .list = &sysobs__v1__event_list__descriptor,
+	    .columns = event_columns,
+	};
 	char err[256];
 	size_t n = 0;
 	int rc;
@@ -647,13 +654,25 @@ int history_routes_register(struct http_server *http, struct store *s,
 			log_err("http", "history route: %s", err);
 			return -EINVAL;
 		}
-		rc = http_route(http, "GET", ht->t->route, false, history_serve, ht);
+		const struct schema_route sr = {
+		    .path = ht->t->route,
+		    .collector = ht->t->collector,
+		    .list = ht->t->list_message,
+		    .columns = ht->t->show,
+		    .table = ht->t,
+		};
+
+		rc = schema_add(&sr);
+		if (!rc)
+			rc = http_route(http, "GET", ht->t->route, false, history_serve, ht);
 		if (rc) {
 			log_err("http", "cannot register GET %s: %s", ht->t->route, strerror(-rc));
 			return rc;
 		}
 	}
-	rc = http_route(http, "GET", "/api/v1/events", false, events_serve, &history);
+	rc = schema_add(&events);
+	if (!rc)
+		rc = http_route(http, "GET", events.path, false, events_serve, &history);
 	if (rc)
 		log_err("http", "cannot register GET /api/v1/events: %s", strerror(-rc));
 	return rc;

@@ -486,7 +486,7 @@ static int pbj_dec_repeated(struct pbj_dec *dc, ProtobufCMessage *m,
 {
 	size_t *count = (size_t *)((char *)m + f->quantifier_offset);
 	char **arr = (char **)((char *)m + f->offset);
-	size_t size = pbj_elem_size(f->type), n, i;
+	size_t size = pbmsg_elem_size(f->type), n, i;
 	bool map = pbj_is_map(m->descriptor, f);
 	int err = 0;
 

@@ -430,7 +430,7 @@ static bool pbj_map_key_repeated_later(const ProtobufCMessage *const *es, size_t
 		if (kf->type == PROTOBUF_C_TYPE_STRING
 			? !strcmp(*(const char *const *)k ? *(const char *const *)k : "",
 				  *(const char *const *)o ? *(const char *const *)o : "")
-			: !memcmp(k, o, pbj_elem_size(kf->type)))
+			: !memcmp(k, o, pbmsg_elem_size(kf->type)))
 			return true;
 	}
 	return false;
@@ -442,7 +442,7 @@ static int pbj_enc_repeated(struct pbj_buf *b, const ProtobufCMessage *m,
 {
 	size_t n = *(const size_t *)pbj_member(m, f->quantifier_offset);
 	const char *arr = *(const char *const *)pbj_member(m, f->offset);
-	size_t size = pbj_elem_size(f->type);
+	size_t size = pbmsg_elem_size(f->type);
 	bool map = pbj_is_map(m->descriptor, f);
 	int err;
 

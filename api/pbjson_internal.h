@@ -14,6 +14,8 @@
 
 #include <protobuf-c/protobuf-c.h>
 
+#include "api/proto/pbmsg.h"
+
 #define PBJ_TS_MIN  (-62135596800LL) /* 0001-01-01T00:00:00Z */
 #define PBJ_TS_MAX  253402300799LL   /* 9999-12-31T23:59:59Z */
 #define PBJ_NS_MAX  999999999
@@ -23,37 +25,6 @@
 static inline const void *pbj_member(const ProtobufCMessage *m, size_t offset)
 {
 	return (const char *)m + offset;
-}
-
-/* Bytes one element of a repeated field of type t takes in its array. */
-static inline size_t pbj_elem_size(ProtobufCType t)
-{
-	switch (t) {
-	case PROTOBUF_C_TYPE_INT32:
-	case PROTOBUF_C_TYPE_SINT32:
-	case PROTOBUF_C_TYPE_SFIXED32:
-	case PROTOBUF_C_TYPE_UINT32:
-	case PROTOBUF_C_TYPE_FIXED32:
-	case PROTOBUF_C_TYPE_FLOAT:
-	case PROTOBUF_C_TYPE_ENUM:
-		return 4;
-	case PROTOBUF_C_TYPE_INT64:
-	case PROTOBUF_C_TYPE_SINT64:
-	case PROTOBUF_C_TYPE_SFIXED64:
-	case PROTOBUF_C_TYPE_UINT64:
-	case PROTOBUF_C_TYPE_FIXED64:
-	case PROTOBUF_C_TYPE_DOUBLE:
-		return 8;
-	case PROTOBUF_C_TYPE_BOOL:
-		return sizeof(protobuf_c_boolean);
-	case PROTOBUF_C_TYPE_STRING:
-		return sizeof(char *);
-	case PROTOBUF_C_TYPE_BYTES:
-		return sizeof(ProtobufCBinaryData);
-	case PROTOBUF_C_TYPE_MESSAGE:
-		return sizeof(ProtobufCMessage *);
-	}
-	return 0;
 }
 
 /* Whether the presence of f lives in a has_ flag (proto2/1.5 optional scalar). */

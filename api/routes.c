@@ -24,6 +24,7 @@
 #include "api/query.h"
 #include "api/reply.h"
 #include "api/routes.h"
+#include "api/schema.h"
 #include "api/series.h"
 #include "api/status_page.h"
 #include "storage/store.h"
@@ -234,16 +235,29 @@ static void route_series(const struct http_request *req, struct http_response *r
 
 int api_routes_register(struct http_server *h, const struct api_host *host)
 {
+	static const char *const collector_columns[] = {
+	    "name", "state", "errors", "last_activity", "reason", NULL,
+	};
+	static const char *const export_columns[] = {
+	    "name",	 "format",	 "pending_rows", "lag_seconds",
+	    "rows_sent", "rows_refused", "rows_retried", "last_success",
+	    "url",	 "last_error",	 NULL,
+	};
+	static const char *const series_columns[] = {"labels", "points", NULL};
+	/* the list routes also say their message and columns (api/schema.h) */
 	static const struct {
 		const char *path;
 		http_handler fn;
+		const ProtobufCMessageDescriptor *list;
+		const char *const *columns;
 	} own[] = {
-	    {"/", route_index},
-	    {"/metrics", route_metrics},
-	    {"/healthz", route_healthz},
-	    {"/api/v1/collectors", route_collectors},
-	    {"/api/v1/export", route_export},
-	    {"/api/v1/series", route_series},
+	    {"/", route_index, NULL, NULL},
+	    {"/metrics", route_metrics, NULL, NULL},
+	    {"/healthz", route_healthz, NULL, NULL},
+	    {"/api/v1/collectors", route_collectors, &sysobs__v1__collector_list__descriptor,
+	     collector_columns},
+	    {"/api/v1/export", route_export, &sysobs__v1__export_list__descriptor, export_columns},
+	    {"/api/v1/series", route_series, &sysobs__v1__series_list__descriptor, series_columns},
 	};
 	struct store_stats st = {0};
 	int err;
@@ -272,7 +286,12 @@ int api_routes_register(struct http_server *h, const struct api_host *host)
 	api_ctx.health_progress_ns = clock_mono_ns();
 
 	for (size_t i = 0; i < sizeof(own) / sizeof(own[0]); i++) {
-		err = http_route(h, "GET", own[i].path, false, own[i].fn, &api_ctx);
+		const struct schema_route sr = {
+		    .path = own[i].path, .list = own[i].list, .columns = own[i].columns};
+
+		err = own[i].list ? schema_add(&sr) : 0;
+		if (!err)
+			err = http_route(h, "GET", own[i].path, false, own[i].fn, &api_ctx);
 		if (err) {
 			log_err("http", "cannot register GET %s: %s", own[i].path, strerror(-err));
 			return err;

@@ -98,6 +98,11 @@ struct collector_route {
 	bool admin; /* changes the host: only with [http] admin = true */
 	const char *help;
 	void (*fn)(struct collector *c, const struct route_request *req, struct route_reply *rep);
+	/* A GET answering a list ({repeated Row data = 1; ...}): its message and
+	 * the fields of Row readers show by default, NULL-terminated (NULL:
+	 * every scalar field), for GET /api/v1/schema. NULL: no list. */
+	const struct ProtobufCMessageDescriptor *list;
+	const char *const *show;
 };
 
 /* Sets an error reply (status >= 400) printf-style. */

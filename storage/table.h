@@ -102,6 +102,10 @@ struct event_table {
 	 * list envelope {repeated row data = 1; string next_cursor = 2}. */
 	const struct ProtobufCMessageDescriptor *message;
 	const struct ProtobufCMessageDescriptor *list_message;
+	/* The fields of message readers show by default (GET /api/v1/schema:
+	 * the CLI's and the status page's columns), in order, NULL-terminated;
+	 * NULL: every scalar field. */
+	const char *const *show;
 	/* Retention overriding [storage] retention; 0 = that one. */
 	uint64_t retention_ms;
 	/* How grave one row is for the event exporters, as an OpenTelemetry

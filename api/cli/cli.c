@@ -18,7 +18,8 @@
  *
  * This file: the options, the command table and each command, and the
  * fetch of a route (with --follow, its polling). The requests are
- * cli_http.c, the tables and errors cli_print.c (see cli_internal.h).
+ * cli_http.c, any list as GET /api/v1/schema describes it cli_table.c, the
+ * few printers of their own and the errors cli_print.c (cli_internal.h).
  */
 #include <errno.h>
 #include <getopt.h>
@@ -32,6 +33,8 @@
 #include <curl/curl.h>
 
 #include "cli_internal.h"
+#include "cli_table.h"
+#include "api/proto/messages.h"
 #include "api/proto/sysobs.pb-c.h"
 
 static volatile sig_atomic_t stop;
@@ -59,6 +62,9 @@ static void usage(FILE *out)
 	    "events\n"
 	    "  ifs [scans]             each core's last IFS result per test, or the scan history\n"
 	    "  cachefiles              slow cachefiles on-demand requests (op=, volume=)\n"
+	    "  schema                  every list route of the agent and its message\n"
+	    "  list PATH               any list route of the schema as a table, e.g. list\n"
+	    "                          /api/v1/cachefiles/daemon\n"
 	    "  series METRIC [MATCH]   metric history, e.g. series sysobs_collector_up "
 	    "'{collector=\"drops\"}'\n"
 	    "  scan CPU|PKG:CORE... [test=scan|array|sbaf]...\n"
@@ -99,11 +105,65 @@ static void __attribute__((format(printf, 1, 2), noreturn)) die_usage(const char
 	exit(2);
 }
 
-/* Fetches and prints one route; with --follow, polls it every second and
- * prints the rows newer than the newest printed. */
+/* The agent's entry of GET /api/v1/schema for path, fetched once, and the
+ * descriptor of its list message; NULL after a one-line error. */
+static const Sysobs__V1__SchemaRoute *schema_route(const struct opts *o, const char *path,
+						   const ProtobufCMessageDescriptor **list)
+{
+	static Sysobs__V1__SchemaRouteList *schema;
+	struct body b;
+	long code;
+
+	if (!schema) {
+		code = http_call(o, "/api/v1/schema", NULL, 0, false, NULL, 0, &b);
+		if (code >= 200 && code <= 299)
+			schema = sysobs__v1__schema_route_list__unpack(NULL, b.len,
+								       (const uint8_t *)b.data);
+		else if (code >= 0)
+			report_error(code, &b, false);
+		free(b.data);
+		if (!schema) {
+			if (code >= 200 && code <= 299)
+				err_line("cannot decode the agent's GET /api/v1/schema");
+			return NULL;
+		}
+	}
+	for (size_t i = 0; i < schema->n_data; i++) {
+		const Sysobs__V1__SchemaRoute *r = schema->data[i];
+
+		if (strcmp(r->path, path))
+			continue;
+		*list = sysobs_message_find(r->list_message);
+		if (*list)
+			return r;
+		err_line("%s answers %s, which this sysobs does not know: a newer agent?", path,
+			 r->list_message);
+		return NULL;
+	}
+	err_line("the agent's GET /api/v1/schema has no %s", path);
+	return NULL;
+}
+
+/* A list of path in b as the table GET /api/v1/schema describes: the rows
+ * printed, or (size_t)-1 after a one-line error. */
+static size_t list_print(const struct opts *o, const char *path, const struct body *b,
+			 struct table_view *view, bool header, int64_t after_id, int64_t *max_id)
+{
+	const ProtobufCMessageDescriptor *list = NULL;
+	const Sysobs__V1__SchemaRoute *route = schema_route(o, path, &list);
+
+	if (!route)
+		return (size_t)-1;
+	return table_print(stdout, route, list, b->data, b->len, view, header, after_id, max_id);
+}
+
+/* Fetches and prints one route, with its own printer or (print NULL) as
+ * the table GET /api/v1/schema describes; with --follow, polls it every
+ * second and prints the rows newer than the newest printed. */
 static int show(const struct opts *o, const char *path, const char *const *extra, size_t n_extra,
 		print_fn print, bool history)
 {
+	struct table_view view = {0};
 	const char *q[MAX_PARAMS + 8];
 	char since[64];
 	size_t nq = 0;
@@ -167,7 +227,10 @@ static int show(const struct opts *o, const char *path, const char *const *extra
 			free(b.data);
 			return 0;
 		}
-		rows = print(&b, first, max_id, &max_id);
+		if (print)
+			rows = print(&b, first, max_id, &max_id);
+		else
+			rows = list_print(o, path, &b, &view, first, max_id, &max_id);
 		free(b.data);
 		if (rows == (size_t)-1)
 			return 1;
@@ -189,6 +252,9 @@ static int show(const struct opts *o, const char *path, const char *const *extra
  * older than GET /api/v1/export answers 404: none). */
 static int status_exports(const struct opts *o)
 {
+	struct table_view view = {0};
+	int64_t max_id = 0;
+	size_t rows = 0;
 	Sysobs__V1__ExportList *m;
 	struct body b;
 	long code = http_call(o, "/api/v1/export", NULL, 0, false, NULL, 0, &b);
@@ -203,17 +269,16 @@ static int status_exports(const struct opts *o)
 		return 1;
 	}
 	m = sysobs__v1__export_list__unpack(NULL, b.len, (const uint8_t *)b.data);
-	free(b.data);
-	if (!m) {
-		err_line("cannot decode the agent's answer as Sysobs__V1__ExportList");
-		return 1;
-	}
-	if (m->n_data) {
+	if (m && m->n_data) {
 		putchar('\n');
-		export_lines(m, true);
+		rows = list_print(o, "/api/v1/export", &b, &view, true, 0, &max_id);
+	} else if (!m) {
+		err_line("cannot decode the agent's answer as Sysobs__V1__ExportList");
 	}
-	sysobs__v1__export_list__free_unpacked(m, NULL);
-	return 0;
+	free(b.data);
+	if (m)
+		sysobs__v1__export_list__free_unpacked(m, NULL);
+	return !m || rows == (size_t)-1;
 }
 
 static int cmd_status(struct opts *o, int argc, char **argv)
@@ -240,7 +305,7 @@ static int cmd_status(struct opts *o, int argc, char **argv)
 			sysobs__v1__health__free_unpacked(h, NULL);
 		free(b.data);
 	}
-	rc = show(o, "/api/v1/collectors", NULL, 0, print_collectors, false);
+	rc = show(o, "/api/v1/collectors", NULL, 0, NULL, false);
 	if (rc || o->output != OUT_TABLE)
 		return rc;
 	return status_exports(o);
@@ -379,11 +444,36 @@ static int cmd_series(struct opts *o, int argc, char **argv)
 	return show(o, "/api/v1/series", extra, n, print_series, false);
 }
 
+/* PATH [KEY=VALUE]...: any list route GET /api/v1/schema names, as its
+ * table (history or not, as the schema says). */
+static int cmd_list(struct opts *o, int argc, char **argv)
+{
+	const ProtobufCMessageDescriptor *list;
+	const Sysobs__V1__SchemaRoute *r;
+
+	if (argc < 1 || argv[0][0] != '/')
+		die_usage(
+		    "list needs a route PATH, e.g. /api/v1/cachefiles/daemon (sysobs schema)");
+	for (int i = 1; i < argc; i++)
+		add_param(o, argv[i]);
+	if (o->output == OUT_TABLE || o->follow || o->since || o->until) {
+		r = schema_route(o, argv[0], &list);
+		if (!r)
+			return 1;
+		if (!r->history && (o->since || o->until || o->follow))
+			die_usage("%s shows the current state: no --since/--until/--follow",
+				  argv[0]);
+		return show(o, argv[0], NULL, 0, NULL, r->history);
+	}
+	return show(o, argv[0], NULL, 0, NULL, false);
+}
+
 /*
  * The commands: a name, the word after it that selects a row (NULL: none),
  * and either a function that runs it with its arguments or the route whose
  * list it prints (history: a list of rows with ids, which --since, --until
- * and --follow apply to). The first row that matches runs; KEY=VALUE
+ * and --follow apply to), as GET /api/v1/schema says unless it has a
+ * printer of its own (print). The first row that matches runs; KEY=VALUE
  * arguments of a list become query parameters.
  */
 struct command {
@@ -398,13 +488,15 @@ static const struct command commands[] = {
     {"status", NULL, cmd_status, NULL, NULL, false},
     {"scan", NULL, cmd_scan, NULL, NULL, false},
     {"series", NULL, cmd_series, NULL, NULL, false},
-    {"drops", NULL, NULL, "/api/v1/drops/samples", print_drops, true},
-    {"mptcp", "events", NULL, "/api/v1/mptcp/events", print_mptcp_events, true},
+    {"drops", NULL, NULL, "/api/v1/drops/samples", NULL, true},
+    {"mptcp", "events", NULL, "/api/v1/mptcp/events", NULL, true},
     {"mptcp", NULL, NULL, "/api/v1/mptcp/connections", print_mptcp_connections, false},
-    {"ifs", "scans", NULL, "/api/v1/ifs/scans", print_ifs_scans, true},
+    {"ifs", "scans", NULL, "/api/v1/ifs/scans", NULL, true},
     {"ifs", NULL, NULL, "/api/v1/ifs/cores", print_ifs_cores, false},
-    {"cachefiles", NULL, NULL, "/api/v1/cachefiles/slow", print_cachefiles, true},
-    {"export", NULL, NULL, "/api/v1/export", print_exports, false},
+    {"cachefiles", NULL, NULL, "/api/v1/cachefiles/slow", NULL, true},
+    {"export", NULL, NULL, "/api/v1/export", NULL, false},
+    {"schema", NULL, NULL, "/api/v1/schema", NULL, false},
+    {"list", NULL, cmd_list, NULL, NULL, false},
 };
 
 /* The row of command name whose sub-command word, if it has one, is the

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Shared by the files of the sysobs CLI, nothing else: cli.c (options, the
- * command table, fetching a route with --follow), cli_print.c (the table
- * printers, one per message, and the one-line errors) and cli_http.c (one
+ * command table, fetching a route with --follow), cli_table.c (any list,
+ * as GET /api/v1/schema describes it), cli_print.c (the printers of the
+ * routes that are no flat table, and the one-line errors) and cli_http.c (one
  * request to the agent with libcurl). Calls go cli.c -> cli_http.c ->
  * cli_print.c, and cli.c -> cli_print.c.
  */
@@ -38,7 +39,9 @@ struct body {
 	size_t len;
 };
 
-/* The printers: one per message; each returns the rows printed (-1 when
+/* The printers of the routes that are no flat table (nested rows, a
+ * summary above them; every other list is printed by cli_table.c from GET
+ * /api/v1/schema): each returns the rows printed (-1 when
  * the answer does not decode) and, for history lists, the newest id seen
  * (for --follow). Rows come newest first; printing oldest first reads like
  * a log and lets --follow append. Only rows with id > after_id are printed. */
@@ -49,16 +52,9 @@ void err_line(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* A non-2xx answer: the agent's ErrorResponse in one line. */
 void report_error(long code, const struct body *b, bool json);
 const char *str(const char *s); /* s, or "-" when NULL or empty */
-void export_lines(const Sysobs__V1__ExportList *m, bool header);
-size_t print_collectors(const struct body *b, bool header, int64_t after_id, int64_t *max_id);
-size_t print_exports(const struct body *b, bool header, int64_t after_id, int64_t *max_id);
-size_t print_drops(const struct body *b, bool header, int64_t after_id, int64_t *max_id);
-size_t print_mptcp_events(const struct body *b, bool header, int64_t after_id, int64_t *max_id);
 size_t print_mptcp_connections(const struct body *b, bool header, int64_t after_id,
 			       int64_t *max_id);
 size_t print_ifs_cores(const struct body *b, bool header, int64_t after_id, int64_t *max_id);
-size_t print_ifs_scans(const struct body *b, bool header, int64_t after_id, int64_t *max_id);
-size_t print_cachefiles(const struct body *b, bool header, int64_t after_id, int64_t *max_id);
 size_t print_series(const struct body *b, bool header, int64_t after_id, int64_t *max_id);
 
 /* cli_http.c: one request (GET, or POST of a protobuf body) of server+path

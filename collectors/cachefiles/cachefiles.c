@@ -125,6 +125,10 @@ static const struct event_column cachefiles_slow_cols[] = {
     {0},
 };
 
+static const char *const cachefiles_slow_show[] = {
+    "time", "op", "volume", "latency_seconds", "offset", "length", "result", "comm", "pid", NULL,
+};
+
 const struct event_table cachefiles_slow_table = {
     .name = "cachefiles_slow",
     .collector = "cachefiles",
@@ -134,6 +138,7 @@ const struct event_table cachefiles_slow_table = {
     .row_size = sizeof(struct cachefiles_slow_row),
     .message = &sysobs__v1__cachefiles_slow_request__descriptor,
     .list_message = &sysobs__v1__cachefiles_slow_request_list__descriptor,
+    .show = cachefiles_slow_show,
 };
 
 static const char *const cachefiles_daemon_events[] = {"death", "restore", "flush", NULL};

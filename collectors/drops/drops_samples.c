@@ -163,6 +163,10 @@ static const struct event_column drops_cols[] = {
     {0},
 };
 
+static const char *const drop_sample_show[] = {
+    "time", "reason", "protocol", "saddr", "daddr", "ifname", "len", "location", NULL,
+};
+
 const struct event_table drops_samples_table = {
     .name = "drop_samples",
     .collector = "drops",
@@ -172,6 +176,7 @@ const struct event_table drops_samples_table = {
     .row_size = sizeof(struct drops_row),
     .message = &sysobs__v1__drop_sample__descriptor,
     .list_message = &sysobs__v1__drop_sample_list__descriptor,
+    .show = drop_sample_show,
 };
 
 _Static_assert(sizeof(struct drops_row) <= EVENT_ROW_MAX, "drops_row too large for the store");

@@ -350,11 +350,17 @@ out_unlock:
 	pthread_mutex_unlock(&p->lock);
 }
 
+static const char *const ifs_core_show[] = {
+    "package", "core", "cpus", "online", "allowed", "last", "skip_reason", NULL,
+};
+
 const struct collector_route ifs_routes[] = {
     {
 	.path = "/api/v1/ifs/cores",
 	.help = "every core with its CPUs and last results, the devices, the scheduler",
 	.fn = route_cores,
+	.list = &sysobs__v1__ifs_core_list__descriptor,
+	.show = ifs_core_show,
     },
     {
 	.method = "POST",

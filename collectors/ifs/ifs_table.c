@@ -80,6 +80,11 @@ static int ifs_scans_severity(const void *row)
 	return EVENT_SEVERITY_INFO;
 }
 
+static const char *const ifs_scan_show[] = {
+    "time",   "scan_id", "test",	 "package",    "core", "cpu",
+    "status", "details", "requested_by", "error_name", NULL,
+};
+
 const struct event_table ifs_scans_table = {
     .name = "ifs_scans",
     .collector = "ifs",
@@ -90,6 +95,7 @@ const struct event_table ifs_scans_table = {
     .indexes = ifs_indexes,
     .message = &sysobs__v1__ifs_scan__descriptor,
     .list_message = &sysobs__v1__ifs_scan_list__descriptor,
+    .show = ifs_scan_show,
     .severity = ifs_scans_severity,
 };
 

@@ -71,6 +71,9 @@ static void mptcp_route_connections(struct collector *c, const struct route_requ
 }
 
 static const char *const mptcp_live_params[] = {"netns", "limit", NULL};
+static const char *const mptcp_connection_show[] = {
+    "token_hex", "netns", "server_side", "saddr", "daddr", "established", "subflows", NULL,
+};
 
 const struct collector_route mptcp_routes[] = {
     {
@@ -78,6 +81,8 @@ const struct collector_route mptcp_routes[] = {
 	.params = mptcp_live_params,
 	.help = "live connections with subflows and announced addresses, listeners, namespaces",
 	.fn = mptcp_route_connections,
+	.list = &sysobs__v1__mptcp_connection_list__descriptor,
+	.show = mptcp_connection_show,
     },
     {0},
 };

@@ -84,6 +84,10 @@ static int mptcp_events_severity(const void *row)
 	return r->error > 0 || r->reset_reason >= 0 ? EVENT_SEVERITY_WARN : EVENT_SEVERITY_INFO;
 }
 
+static const char *const mptcp_event_show[] = {
+    "time", "type", "token", "netns", "saddr", "daddr", "reset_reason_name", NULL,
+};
+
 const struct event_table mptcp_events_table = {
     .name = "mptcp_events",
     .collector = "mptcp",
@@ -95,6 +99,7 @@ const struct event_table mptcp_events_table = {
     .migrations = mptcp_migrations,
     .message = &sysobs__v1__mptcp_event__descriptor,
     .list_message = &sysobs__v1__mptcp_event_list__descriptor,
+    .show = mptcp_event_show,
     .severity = mptcp_events_severity,
 };
 

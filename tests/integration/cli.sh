@@ -25,7 +25,7 @@ CLI=${SYSOBS_CLI:-$SYSOBS_BUILD/api/cli/sysobs}
 
 # usage errors: exit 2, one line
 for args in "" "frobnicate" "-o xml status" "drops notakeyvalue" "-o json drops --follow" \
-	"--limit 0 drops" "--server ftp://x status" "--cert-file a status" "status extra"; do
+	"--limit 0 drops" "list" "--server ftp://x status" "--cert-file a status" "status extra"; do
 	# shellcheck disable=SC2086
 	REFUSED_BIN=$CLI refused "sysobs $args" "sysobs: " $args
 	assert_eq "output lines of 'sysobs $args'" 1 "$(wc -l <"$T/refused.out")"
@@ -88,6 +88,26 @@ sleep 1.5
 "$CLI" drops --since -1m "port=$P" >"$T/drops" || fail "sysobs drops failed"
 rows=$(grep -c " NO_SOCKET .* udp .*127.0.0.1:$P " "$T/drops")
 assert_eq "NO_SOCKET rows for port $P (table)" $N "$rows"
+# the table is the route's entry in GET /api/v1/schema: its header is the
+# columns the schema names, in order, and every list route is there
+schema=$(api GET /api/v1/schema)
+want=$(jq -r '.data[] | select(.path == "/api/v1/drops/samples") |
+	[.columns[].field | ascii_upcase] | join(" ")' <<<"$schema")
+[[ $want == "TIME REASON PROTOCOL SADDR "* ]] || fail "schema of drops: $want"
+assert_eq "sysobs drops header, from the schema" "$want" "$(head -1 "$T/drops" | tr -s ' ')"
+"$CLI" schema >"$T/schema" || fail "sysobs schema failed"
+assert_eq "routes of 'sysobs schema'" "$(jq -r '.data[].path' <<<"$schema" | sort | tr '\n' ' ')" \
+	"$(tail -n +2 "$T/schema" | awk '{print $1}' | sort | tr '\n' ' ')"
+for r in /api/v1/collectors /api/v1/export /api/v1/events /api/v1/drops/samples \
+	/api/v1/mptcp/events /api/v1/mptcp/connections /api/v1/schema; do
+	grep -q "^$r " "$T/schema" || fail "'sysobs schema' lacks $r: $(cat "$T/schema")"
+done
+# list PATH: any route of the schema, the same table as its command
+"$CLI" list /api/v1/drops/samples --since -1m "port=$P" >"$T/list" || fail "sysobs list failed"
+assert_eq "sysobs list /api/v1/drops/samples, as sysobs drops" "$(cat "$T/drops")" "$(cat "$T/list")"
+"$CLI" list /api/v1/nope >/dev/null 2>"$T/err"
+assert_eq "exit status, list of a route the schema lacks" 1 "$?"
+grep -q "schema has no /api/v1/nope" "$T/err" || fail "list /api/v1/nope: $(cat "$T/err")"
 "$CLI" -o json drops --since -1m "port=$P" >"$T/drops.json" || fail "-o json failed"
 assert_eq "rows in -o json" $N "$(jq '.data | length' "$T/drops.json")"
 curl -s "http://127.0.0.1:$PORT/api/v1/drops/samples?start=-1m&port=$P" >"$T/curl.json"

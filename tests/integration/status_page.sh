@@ -164,7 +164,11 @@ try:
 	    tests: Object.fromEntries(q(".badge", c).map(b => [b.dataset.test, b.dataset.status]))})),
 	  collectors: Object.fromEntries(q("#collectors tr").slice(1).map(r => [txt(r.cells[0]), txt(r.cells[1])])),
 	  loss: q("#loss tr[data-metric]").map(r => r.dataset.metric),
-	  exports: q("#export tr[data-name]").map(r => q("td", r).map(txt)),
+	  // a list table's cells by the field its header names (data-field)
+	  exports: q("#export tr[data-key]").map(r => Object.fromEntries(q("td", r).map((c, i) =>
+	    [r.closest("table").rows[0].cells[i].dataset.field, txt(c)]))),
+	  sample_fields: q("#drops table.schema th").map(h => h.dataset.field),
+	  sample_head: q("#drops table.schema th").map(txt),
 	  links: q("a").map(a => a.getAttribute("href")),
 	  errors: q(".err").map(txt),
 	};""")
@@ -238,9 +242,18 @@ done
 # Event export: the destination configured, retrying (nothing listens), its
 # URL without the password.
 jq -e --arg url "http://127.0.0.1:$XPORT/v1/logs" '.exports | length == 1 and (.[0] |
-	.[0] == "x" and .[1] == "otlp" and .[2] == $url and (.[3] | test("^[0-9.]+k?$")) and
-	.[5] == "never" and .[9] != "-" and .[9] != "")' <<<"$F" >/dev/null ||
+	.name == "x" and .format == "otlp" and .url == $url and (.pending_rows | test("^[0-9]+$")) and
+	.last_success == "-" and .last_error != "-" and .last_error != "")' <<<"$F" >/dev/null ||
 	fail "event export section: $(jq -c .exports <<<"$F")"
+# The plain tables are drawn from GET /api/v1/schema: the drop samples'
+# columns are the ones it names for their route, in order.
+api GET /api/v1/schema >"$T/schema.json"
+assert_eq "drop sample columns, from the schema" \
+	"$(jq -c '[.data[] | select(.path == "/api/v1/drops/samples") | .columns[].field]' "$T/schema.json")" \
+	"$(jq -c .sample_fields <<<"$F")"
+assert_eq "drop sample headers" \
+	"$(jq -c '[.data[] | select(.path == "/api/v1/drops/samples") | .columns[].field | gsub("_"; " ")]' "$T/schema.json")" \
+	"$(jq -c .sample_head <<<"$F")"
 png_bytes=$(stat -c %s "$T/status.png")
 assert_ge "screenshot bytes" 10000 "$png_bytes"
 pass "collectors, event export, data-loss counters and links; screenshot $T/status.png ($png_bytes bytes)"

@@ -9,7 +9,7 @@ api/proto/sysobs.proto. Run by tests/integration/api_contract.sh:
   api_contract.py --url http://127.0.0.1:PORT --pb-dir DIR [options]
 
 For every route /api/v1/collectors lists, plus /api/v1/events,
-/api/v1/collectors and /healthz:
+/api/v1/collectors, /api/v1/schema and /healthz:
   - the answer as JSON and as protobuf (Accept: application/x-protobuf) is the
     same message: the protobuf is parsed as the route's message (ROUTES
     below; ErrorResponse for a 4xx/5xx), turned into a dict with
@@ -27,7 +27,10 @@ For every route /api/v1/collectors lists, plus /api/v1/events,
     allowed values (enum filters, each of which is then accepted, in any
     case) or states the range (numbers, text length; both ends probed), or
     says what an address is; a value taken from a row finds that row;
-  - paging: next_cursor is a decimal string with more rows, "" on the last page.
+  - paging: next_cursor is a decimal string with more rows, "" on the last page;
+  - /api/v1/schema lists exactly the list routes the agent answers, and each
+    column it names is a field of the route's row message of a fitting kind
+    (api_schema_check.py).
 Prints PASS/FAIL lines; exit 1 if anything failed.
 """
 import argparse
@@ -37,6 +40,8 @@ import re
 import sys
 import time
 import urllib.parse
+
+import api_schema_check
 
 PB = "application/x-protobuf"
 JS = "application/json"
@@ -61,6 +66,7 @@ ROUTES = {
     "POST /api/v1/ifs/scans": "IfsScanReply",
     "GET /api/v1/cachefiles/slow": "CachefilesSlowRequestList",
     "GET /api/v1/cachefiles/daemon": "CachefilesDaemonEventList",
+    "GET /api/v1/schema": "SchemaRouteList",
 }
 
 # The filters of each history route, as the contract names them.
@@ -322,7 +328,7 @@ class Contract:
         self.collectors = {c["name"]: c for c in cols["data"]}
         self.check_collectors(cols)
         routes = {"GET /healthz", "GET /api/v1/collectors", "GET /api/v1/export",
-                  "GET /api/v1/events"}
+                  "GET /api/v1/events", "GET /api/v1/schema"}
         self.route_owner = {}
         for c in cols["data"]:
             for r in c["routes"]:
@@ -358,6 +364,7 @@ class Contract:
                 self.check_post(path, ROUTES[r])
         self.check_events()
         self.check_drops()
+        self.check_schema(routes)
         # errors outside any route's handler, still in the negotiated encoding
         self.error("/api/v1/nope", want=404)
         self.error("/api/v1/events", want=405, method="DELETE")
@@ -726,6 +733,9 @@ class Contract:
             fail(f"{path}?protocol=TCP&port=81: expected SYN rows with tcp_flags 2: {tcp[:1]}")
         ok(f"{path}: reason=no_socket&protocol=UDP finds the test's {len(odd)} UDP drops "
            f"(ports {sorted(a.drops_ports)}), absent NULLs")
+
+    def check_schema(self, routes):
+        api_schema_check.check_schema(self, routes, ROUTES, PB, fail, ok)
 
     def check_post(self, path, msg):
         owner = self.collectors.get(self.route_owner.get("POST " + path, ""), {})

@@ -21,54 +21,24 @@
 #include <jansson.h>
 
 #include "api/pbjson.h"
+#include "api/proto/messages.h"
+#include "api/proto/pbmsg.h"
 #include "api/proto/sysobs.pb-c.h"
 #include "google/protobuf/timestamp.pb-c.h"
 
-/* Every message of sysobs.proto; test_every_message_is_listed checks the
- * .proto has no other. */
-static const ProtobufCMessageDescriptor *const all_messages[] = {
-    &sysobs__v1__error__descriptor,
-    &sysobs__v1__error_response__descriptor,
-    &sysobs__v1__health__descriptor,
-    &sysobs__v1__self_sample__descriptor,
-    &sysobs__v1__drop_sample__descriptor,
-    &sysobs__v1__mptcp_event__descriptor,
-    &sysobs__v1__ifs_scan__descriptor,
-    &sysobs__v1__cachefiles_slow_request__descriptor,
-    &sysobs__v1__cachefiles_daemon_event__descriptor,
-    &sysobs__v1__self_sample_list__descriptor,
-    &sysobs__v1__drop_sample_list__descriptor,
-    &sysobs__v1__mptcp_event_list__descriptor,
-    &sysobs__v1__ifs_scan_list__descriptor,
-    &sysobs__v1__cachefiles_slow_request_list__descriptor,
-    &sysobs__v1__cachefiles_daemon_event_list__descriptor,
-    &sysobs__v1__event__descriptor,
-    &sysobs__v1__event_list__descriptor,
-    &sysobs__v1__collector__descriptor,
-    &sysobs__v1__collector_list__descriptor,
-    &sysobs__v1__export_destination__descriptor,
-    &sysobs__v1__export_list__descriptor,
-    &sysobs__v1__point__descriptor,
-    &sysobs__v1__series__descriptor,
-    &sysobs__v1__series_list__descriptor,
-    &sysobs__v1__ifs_test_result__descriptor,
-    &sysobs__v1__ifs_core__descriptor,
-    &sysobs__v1__ifs_device__descriptor,
-    &sysobs__v1__ifs_scheduler__descriptor,
-    &sysobs__v1__ifs_core_list__descriptor,
-    &sysobs__v1__ifs_device_list__descriptor,
-    &sysobs__v1__ifs_core_ref__descriptor,
-    &sysobs__v1__ifs_scan_request__descriptor,
-    &sysobs__v1__ifs_queued_scan__descriptor,
-    &sysobs__v1__ifs_scan_reply__descriptor,
-    &sysobs__v1__mptcp_subflow__descriptor,
-    &sysobs__v1__mptcp_address__descriptor,
-    &sysobs__v1__mptcp_connection__descriptor,
-    &sysobs__v1__mptcp_listener__descriptor,
-    &sysobs__v1__mptcp_namespace__descriptor,
-    &sysobs__v1__mptcp_connection_list__descriptor,
-};
-#define N_MESSAGES (sizeof(all_messages) / sizeof(all_messages[0]))
+/* Every message of sysobs.proto is in sysobs_messages[], generated at build
+ * time (api/proto/messages.h); test_every_message_is_listed checks the
+ * generator against the .proto. */
+static size_t n_messages(void)
+{
+	size_t n = 0;
+
+	while (sysobs_messages[n])
+		n++;
+	return n;
+}
+
+#define N_MESSAGES n_messages()
 
 /* ---- helpers ---- */
 
@@ -238,26 +208,6 @@ static void fill_value(const ProtobufCFieldDescriptor *f, void *p, int seed, int
 	}
 }
 
-static size_t elem_size(ProtobufCType t)
-{
-	switch (t) {
-	case PROTOBUF_C_TYPE_INT64:
-	case PROTOBUF_C_TYPE_SINT64:
-	case PROTOBUF_C_TYPE_SFIXED64:
-	case PROTOBUF_C_TYPE_UINT64:
-	case PROTOBUF_C_TYPE_FIXED64:
-	case PROTOBUF_C_TYPE_DOUBLE:
-		return 8;
-	case PROTOBUF_C_TYPE_STRING:
-	case PROTOBUF_C_TYPE_MESSAGE:
-		return sizeof(void *);
-	case PROTOBUF_C_TYPE_BYTES:
-		return sizeof(ProtobufCBinaryData);
-	default:
-		return 4;
-	}
-}
-
 /* Every field of m set (one member per oneof), repeated fields with 2 items. */
 static void fill_message(ProtobufCMessage *m, int seed, int depth)
 {
@@ -279,7 +229,7 @@ static void fill_message(ProtobufCMessage *m, int seed, int depth)
 			oneofs_set[n_oneofs++] = f->quantifier_offset;
 		}
 		if (f->label == PROTOBUF_C_LABEL_REPEATED) {
-			size_t size = elem_size(f->type);
+			size_t size = pbmsg_elem_size(f->type);
 			char *arr;
 
 			if (depth >= 3 && f->type == PROTOBUF_C_TYPE_MESSAGE)
@@ -319,9 +269,9 @@ static void test_every_message_is_listed(void **state)
 			continue;
 		snprintf(full, sizeof(full), "sysobs.v1.%s", name);
 		for (size_t i = 0; i < N_MESSAGES; i++)
-			listed |= !strcmp(all_messages[i]->name, full);
+			listed |= !strcmp(sysobs_messages[i]->name, full);
 		if (!listed)
-			fail_msg("message %s of sysobs.proto is not in all_messages[]", name);
+			fail_msg("message %s of sysobs.proto is not in sysobs_messages[]", name);
 		found++;
 	}
 	fclose(fp);
@@ -331,7 +281,7 @@ static void test_every_message_is_listed(void **state)
 static void test_every_message_round_trips(void **state)
 {
 	for (size_t i = 0; i < N_MESSAGES; i++) {
-		const ProtobufCMessageDescriptor *d = all_messages[i];
+		const ProtobufCMessageDescriptor *d = sysobs_messages[i];
 		ProtobufCMessage *m = message_new(d), *back, *from_json;
 		size_t len, len2, len3;
 		uint8_t *wire, *wire2, *wire3;
