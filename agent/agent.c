@@ -32,6 +32,7 @@
 #include "agent/snapshot.h"
 #include "agent/status.h"
 #include "api/history.h"
+#include "api/schema.h"
 #include "api/routes.h"
 #include "collectors/collector.h"
 
@@ -415,7 +416,8 @@ static int start_http(struct agent *a)
 
 	a->http = http_new(&boot.hc, a->metrics);
 	if (!a->http || api_routes_register(a->http, &host) ||
-	    history_routes_register(a->http, a->store, boot.tables) || collector_routes_register(a))
+	    history_routes_register(a->http, a->store, boot.tables) ||
+	    collector_routes_register(a) || schema_routes_register(a->http))
 		return 1;
 	fd_limit_raise();
 	if (http_start(a->http)) {
@@ -520,6 +522,7 @@ void agent_stop(struct agent *a)
 	free(a->route_bindings);
 	a->route_bindings = NULL;
 	history_routes_free();
+	schema_free();
 	deadline_stage("stopping the collectors");
 	collectors_stop(a);
 	deadline_stage("stopping remote_write");
