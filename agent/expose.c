@@ -11,8 +11,8 @@
 
 #include "agent/expose.h"
 #include "base/log.h"
-#include "api/nhist.h"
-#include "api/process_metrics.h"
+#include "api/metrics/nhist.h"
+#include "api/metrics/process_metrics.h"
 #include "sysobs_revision.h"
 
 /* [metrics]: field names are the key names (CFG_KEY). */

@@ -14,7 +14,7 @@
 
 #include "base/config.h"
 #include "agent/loop.h"
-#include "api/metrics.h"
+#include "api/metrics/metrics.h"
 
 struct expose {
 	struct metrics *m;

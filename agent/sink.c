@@ -12,7 +12,7 @@
 
 #include "base/log.h"
 #include "agent/sink_impl.h"
-#include "api/metrics.h"
+#include "api/metrics/metrics.h"
 #include "storage/store.h"
 #include "storage/store_query.h"
 

@@ -19,7 +19,7 @@
 
 #include "api/pbjson.h"
 #include "api/pbjson_internal.h"
-#include "api/utf8.h"
+#include "base/utf8.h"
 #include "google/protobuf/timestamp.pb-c.h"
 
 /* ---- decoder ------------------------------------------------------------------- */

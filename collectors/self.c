@@ -4,7 +4,7 @@
  * and storage queue depth, as history. It is polled like any collector and
  * writes a row per poll, so it exercises the whole pipeline (collector ->
  * queue -> writer -> SQLite -> REST) on any host. The live values are the
- * standard process_* metrics, read at every scrape (api/process_metrics.c);
+ * standard process_* metrics, read at every scrape (api/metrics/process_metrics.c);
  * this collector adds only the thread count.
  */
 #include <dirent.h>

@@ -16,7 +16,7 @@
 
 #include "base/lazylib.h"
 #include "base/log.h"
-#include "api/metrics.h"
+#include "api/metrics/metrics.h"
 #include "exporters/sender.h"
 #include "storage/store_samples.h"
 

@@ -8,7 +8,9 @@
 #      from its own folder (tests/ and bench/ may reach internals on purpose);
 #   3. no <sqlite3.h> in api/, collectors/ or exporters/: they read the store
 #      through its API (the agent, at the top, may name the library's version);
-#   4. collectors/ see of storage/ only the table descriptors (storage/table.h).
+#   4. collectors/ see of storage/ only the table descriptors (storage/table.h);
+#   5. the metrics registry (api/metrics/) sees of api/ only itself and the
+#      generated protobuf code: no HTTP, no history, no JSON.
 # Usage: check_layers.sh [ROOT] (default: the repository). Exit 1 with one
 # line per violation.
 set -euo pipefail
@@ -35,6 +37,9 @@ grep -rnE '^[[:space:]]*#[[:space:]]*include' --include='*.c' --include='*.h' "$
 			bad(file, "<sqlite3.h> outside storage/ and agent/")
 		if (file ~ /^collectors\// && inc ~ /^storage\// && inc != "storage/table.h")
 			bad(file, "collectors may include storage/table.h only, not " inc)
+		if (file ~ /^api\/metrics\// && inc ~ /^(api|agent|storage|collectors|exporters)\// &&
+		    inc !~ /^api\/(metrics|proto)\//)
+			bad(file, "the metrics registry may not include " inc)
 	}
 	END {
 		if (n) exit 1

@@ -23,7 +23,7 @@
 #include <cmocka.h>
 
 #include "api/http.h"
-#include "api/metrics.h"
+#include "api/metrics/metrics.h"
 #include "api/query.h"
 
 #define S 1000000000LL

@@ -24,10 +24,10 @@
 #include <snappy-c.h>
 
 #include "base/arena.h"
-#include "api/hist_blob.h"
+#include "api/metrics/hist_blob.h"
 #include "exporters/remote_write.h"
 #include "exporters/remote_write_meta.h"
-#include "api/metrics.h"
+#include "api/metrics/metrics.h"
 #include "exporters/proto/prometheus/remote.pb-c.h"
 #include "storage/store.h"
 #include "storage/store_samples.h"

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /* Well-formed UTF-8 (see utf8.h). */
-#include "api/utf8.h"
+#include "base/utf8.h"
 
 int utf8_seq_len(const unsigned char *p)
 {

@@ -25,8 +25,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "api/metrics_internal.h"
-#include "api/utf8.h"
+#include "api/metrics/metrics_internal.h"
+#include "base/utf8.h"
 
 #define HASH_MIN_BUCKETS 16
 

@@ -14,8 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "api/metrics_internal.h"
-#include "api/utf8.h"
+#include "api/metrics/metrics_internal.h"
+#include "base/utf8.h"
 #include "base/log.h"
 
 static void series_free(struct metric_series *s)

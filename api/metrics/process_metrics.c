@@ -14,7 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "api/process_metrics.h"
+#include "api/metrics/process_metrics.h"
 
 enum { P_CPU, P_RSS, P_VSZ, P_FDS, P_MAXFDS, P_START, P_N };
 
