@@ -177,7 +177,7 @@ static void reloads_zero(struct ifs_priv *p, enum ifs_test t)
 	for (size_t i = 0; i < 2; i++) {
 		const char *v[] = {ifs_test_name(t), results[i]};
 
-		sink_add(k, sink_series(k, p->m_reloads, v), 0);
+		sink_add(k, collector_series(p->c, IFS_M_RELOADS, v), 0);
 	}
 }
 
@@ -186,7 +186,7 @@ static void count_scan(struct ifs_priv *p, enum ifs_test t, const char *result)
 	const char *v[] = {ifs_test_name(t), result};
 	struct sink *k = p->c->sink;
 
-	sink_add(k, sink_series(k, p->m_scans, v), 1);
+	sink_add(k, collector_series(p->c, IFS_M_SCANS, v), 1);
 }
 
 static const char *requester_name(enum ifs_requester by)
@@ -253,7 +253,7 @@ static void tested_update(struct ifs_priv *p, size_t core_idx, enum ifs_test t, 
 	core_labels(&p->topo.cores[core_idx], pkg, cid);
 	l->tested_ns = ts_ns;
 	if (!l->tested_s)
-		l->tested_s = sink_series(k, p->m_last_tested, v);
+		l->tested_s = collector_series(p->c, IFS_M_CORE_LAST_TESTED, v);
 	sink_set(k, l->tested_s, (double)ts_ns / 1e9);
 }
 
@@ -280,9 +280,9 @@ static void last_update(struct ifs_priv *p, size_t core_idx, enum ifs_test t,
 	l->scan_id = scan_id;
 	snprintf(l->error_name, sizeof(l->error_name), "%s", row->error_name);
 	if (!l->status_s)
-		l->status_s = sink_series(k, p->m_status, v);
+		l->status_s = collector_series(p->c, IFS_M_CORE_STATUS, v);
 	if (!l->ts_s)
-		l->ts_s = sink_series(k, p->m_last_ts, v);
+		l->ts_s = collector_series(p->c, IFS_M_CORE_LAST_TS, v);
 	sink_set(k, l->status_s, result);
 	sink_set(k, l->ts_s, (double)ts_ns / 1e9);
 	if (result != IFS_RESULT_UNTESTED)
@@ -389,7 +389,7 @@ static void handle_result(struct ifs_priv *p, const struct ifs_work_result *r)
 	if (!r->rc) {
 		const char *tv[] = {ifs_test_name(job->test)};
 
-		sink_observe(c->sink, sink_series(c->sink, p->m_duration, tv),
+		sink_observe(c->sink, collector_series(p->c, IFS_M_DURATION, tv),
 			     (double)row.duration_ns / 1e9);
 	}
 	snprintf(row.device, sizeof(row.device), "intel_ifs_%d", job->test);
@@ -408,7 +408,7 @@ static void handle_result(struct ifs_priv *p, const struct ifs_work_result *r)
 	if (r->reloaded) {
 		const char *v[] = {ifs_test_name(job->test), r->batch_rc ? "error" : "ok"};
 
-		sink_add(c->sink, sink_series(c->sink, p->m_reloads, v), 1);
+		sink_add(c->sink, collector_series(p->c, IFS_M_RELOADS, v), 1);
 		clog_info(c, "%s: image reloaded before retrying cpu %d: %s",
 			  ifs_test_name(job->test), job->cpu,
 			  r->batch_rc ? strerror(-r->batch_rc) : "ok");
@@ -588,7 +588,7 @@ static void skips_export(struct ifs_priv *p)
 			if (!d->skip_s[why]) {
 				const char *sv[] = {ifs_test_name(t), ifs_skip_name(why)};
 
-				d->skip_s[why] = sink_series(p->c->sink, p->m_skipped, sv);
+				d->skip_s[why] = collector_series(p->c, IFS_M_SKIPPED, sv);
 			}
 			sink_add(p->c->sink, d->skip_s[why], (double)(n - d->skips_exported[why]));
 			d->skips_exported[why] = n;
@@ -695,20 +695,7 @@ static int ifs_start(struct collector *c)
 	struct sink *k = c->sink;
 	int err;
 
-	p->m_scans = sink_family(k, &ifs_metrics[IFS_M_SCANS]);
-	p->m_status = sink_family(k, &ifs_metrics[IFS_M_CORE_STATUS]);
-	p->m_last_ts = sink_family(k, &ifs_metrics[IFS_M_CORE_LAST_TS]);
-	p->m_last_tested = sink_family(k, &ifs_metrics[IFS_M_CORE_LAST_TESTED]);
-	p->m_failing = sink_family(k, &ifs_metrics[IFS_M_FAILING]);
-	p->m_image = sink_family(k, &ifs_metrics[IFS_M_IMAGE]);
-	p->m_reloads = sink_family(k, &ifs_metrics[IFS_M_RELOADS]);
-	p->m_duration = sink_family(k, &ifs_metrics[IFS_M_DURATION]);
-	p->m_skipped = sink_family(k, &ifs_metrics[IFS_M_SKIPPED]);
-	if (!p->m_scans || !p->m_duration || !p->m_status || !p->m_last_ts || !p->m_last_tested ||
-	    !p->m_failing || !p->m_image || !p->m_reloads || !p->m_skipped)
-		return -ENOMEM;
-
-	sink_set(k, sink_series1(k, &ifs_metrics[IFS_M_INTERVAL]),
+	sink_set(k, collector_series1(c, IFS_M_INTERVAL),
 		 p->scfg.periodic ? (double)p->scfg.interval_ns / 1e9 : 0);
 	ifs_sched_init(&p->sched, &p->scfg);
 	pthread_mutex_lock(&p->lock);
@@ -718,17 +705,17 @@ static int ifs_start(struct collector *c)
 
 		if (!p->dev[t].present)
 			continue;
-		p->dev[t].failing_s = sink_series(k, p->m_failing, v);
+		p->dev[t].failing_s = collector_series(p->c, IFS_M_FAILING, v);
 		sink_set(k, p->dev[t].failing_s, 0);
 		/* From 0, so increase() sees the first skip. */
 		for (int why = IFS_SKIP_OFFLINE; why < IFS_SKIP_MAX; why++) {
 			const char *sv[] = {ifs_test_name(t), ifs_skip_name(why)};
 
-			p->dev[t].skip_s[why] = sink_series(k, p->m_skipped, sv);
+			p->dev[t].skip_s[why] = collector_series(p->c, IFS_M_SKIPPED, sv);
 			sink_add(k, p->dev[t].skip_s[why], 0);
 		}
 		if (t != IFS_TEST_ARRAY) {
-			p->dev[t].image_s = sink_series(k, p->m_image, v);
+			p->dev[t].image_s = collector_series(p->c, IFS_M_IMAGE, v);
 			sink_set(k, p->dev[t].image_s, p->dev[t].image_loaded);
 			reloads_zero(p, t);
 		}

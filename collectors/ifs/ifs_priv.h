@@ -94,9 +94,6 @@ struct ifs_priv {
 	bool running;
 	struct ifs_job cur;
 	int cur_package, cur_core_id; /* identity of cur.core at dispatch */
-
-	struct sink_family *m_scans, *m_status, *m_last_ts, *m_last_tested, *m_failing, *m_image,
-	    *m_reloads, *m_duration, *m_skipped;
 };
 
 /* [collector.ifs]; durations in ms. The lists are parsed by ifs_read_config(). */

@@ -480,10 +480,10 @@ static int mptcp_resync(struct mptcp_priv *p, struct mptcp_watch *w)
 static void mptcp_join_rejected_note(struct mptcp_priv *p, struct mptcp_watch *w, uint64_t v)
 {
 	if (w->join_rejected_seen && v > w->join_rejected)
-		sink_add(
-		    p->c->sink,
-		    sink_series(p->c->sink, p->join_failures, (const char *const[]){"rejected"}),
-		    (double)(v - w->join_rejected));
+		sink_add(p->c->sink,
+			 collector_series(p->c, MPTCP_M_JOIN_FAILURES,
+					  (const char *const[]){"rejected"}),
+			 (double)(v - w->join_rejected));
 	w->join_rejected = v;
 	w->join_rejected_seen = 1;
 }
@@ -514,7 +514,7 @@ static void mptcp_mib_read(struct mptcp_priv *p, struct mptcp_watch *w)
 		int gauge = mptcp_mib_is_gauge(p->mib.name[i]);
 
 		sink_set(p->c->sink,
-			 sink_series(p->c->sink, gauge ? p->mib_gauge : p->mib_total, lv),
+			 collector_series(p->c, gauge ? MPTCP_M_MIB_GAUGE : MPTCP_M_MIB, lv),
 			 (double)p->mib.value[i]);
 		if (!strcmp(p->mib.name[i], "MPJoinRejected"))
 			mptcp_join_rejected_note(p, w, p->mib.value[i]);
@@ -529,7 +529,7 @@ static struct sink_series *mptcp_type_series(struct mptcp_priv *p, unsigned type
 	if (!name)
 		type = 0; /* every unknown type shares slot 0 */
 	if (!p->ev_series[type])
-		p->ev_series[type] = sink_series(p->c->sink, p->events_total, lv);
+		p->ev_series[type] = collector_series(p->c, MPTCP_M_EVENTS, lv);
 	return p->ev_series[type];
 }
 
@@ -551,7 +551,7 @@ static struct sink_series *mptcp_join_failure_series(struct mptcp_priv *p,
 		}
 	}
 	lv[0] = name;
-	return sink_series(p->c->sink, p->join_failures, lv);
+	return collector_series(p->c, MPTCP_M_JOIN_FAILURES, lv);
 }
 
 /* One event message: metrics, live state, history row. */
@@ -577,7 +577,7 @@ static void mptcp_handle_event(struct mptcp_priv *p, struct mptcp_watch *w,
 		const char *r = mptcp_reset_reason_name(ev.reset_reason);
 		const char *lv[1] = {r ? r : "unknown"};
 
-		sink_add(k, sink_series(k, p->resets_total, lv), 1);
+		sink_add(k, collector_series(p->c, MPTCP_M_RESETS, lv), 1);
 	}
 	err = mptcp_state_apply(p->state, w->ino, &ev, now_ns, mptcp_on_subflow_end, p);
 	if (err == -ENOENT)
@@ -684,45 +684,36 @@ static void mptcp_reconcile(struct mptcp_priv *p, struct mptcp_watch *w)
 static int mptcp_start(struct collector *c)
 {
 	struct mptcp_priv *p = c->priv;
-	struct sink *k = c->sink;
 	int err;
 
-	p->events_total = sink_family(k, &mptcp_metrics[MPTCP_M_EVENTS]);
-	p->resets_total = sink_family(k, &mptcp_metrics[MPTCP_M_RESETS]);
-	p->corrections = sink_family(k, &mptcp_metrics[MPTCP_M_CORRECTIONS]);
-	p->join_failures = sink_family(k, &mptcp_metrics[MPTCP_M_JOIN_FAILURES]);
-	p->mib_total = sink_family(k, &mptcp_metrics[MPTCP_M_MIB]);
-	p->mib_gauge = sink_family(k, &mptcp_metrics[MPTCP_M_MIB_GAUGE]);
-	p->fallbacks_c = sink_series1(k, &mptcp_metrics[MPTCP_M_FALLBACKS]);
+	p->fallbacks_c = collector_series1(c, MPTCP_M_FALLBACKS);
 	for (size_t i = 0; i < 4; i++)
-		p->correction_s[i] = sink_series(k, p->corrections, &mptcp_correction_kinds[i]);
-	p->lifetime_s = sink_series1(k, &mptcp_metrics[MPTCP_M_LIFETIME]);
-	p->conns_g = sink_series1(k, &mptcp_metrics[MPTCP_M_CONNS]);
-	p->subflows_g = sink_series1(k, &mptcp_metrics[MPTCP_M_SUBFLOWS]);
-	p->overruns_c = sink_series1(k, &mptcp_metrics[MPTCP_M_OVERRUNS]);
-	p->resyncs_c = sink_series1(k, &mptcp_metrics[MPTCP_M_RESYNCS]);
-	p->unknown_ev_c = sink_series1(k, &mptcp_metrics[MPTCP_M_UNKNOWN_EVENTS]);
-	p->unknown_attr_c = sink_series1(k, &mptcp_metrics[MPTCP_M_UNKNOWN_ATTRS]);
-	p->malformed_c = sink_series1(k, &mptcp_metrics[MPTCP_M_MALFORMED]);
-	p->unmatched_c = sink_series1(k, &mptcp_metrics[MPTCP_M_UNMATCHED]);
-	if (!p->events_total || !p->resets_total || !p->lifetime_s || !p->conns_g ||
-	    !p->subflows_g || !p->overruns_c || !p->resyncs_c || !p->unknown_ev_c ||
-	    !p->unknown_attr_c || !p->malformed_c || !p->unmatched_c || !p->correction_s[3] ||
-	    !p->join_failures || !p->fallbacks_c || !p->mib_total || !p->mib_gauge)
-		return -ENOMEM;
+		p->correction_s[i] =
+		    collector_series(c, MPTCP_M_CORRECTIONS, &mptcp_correction_kinds[i]);
+	p->lifetime_s = collector_series1(c, MPTCP_M_LIFETIME);
+	p->conns_g = collector_series1(c, MPTCP_M_CONNS);
+	p->subflows_g = collector_series1(c, MPTCP_M_SUBFLOWS);
+	p->overruns_c = collector_series1(c, MPTCP_M_OVERRUNS);
+	p->resyncs_c = collector_series1(c, MPTCP_M_RESYNCS);
+	p->unknown_ev_c = collector_series1(c, MPTCP_M_UNKNOWN_EVENTS);
+	p->unknown_attr_c = collector_series1(c, MPTCP_M_UNKNOWN_ATTRS);
+	p->malformed_c = collector_series1(c, MPTCP_M_MALFORMED);
+	p->unmatched_c = collector_series1(c, MPTCP_M_UNMATCHED);
 	/* Known types start at 0 so rate() works from the first event. */
 	for (unsigned t = 1; t <= MPTCP_EV_MAX; t++)
 		if (mptcp_event_type_name(t))
 			mptcp_type_series(p, t);
 	for (uint32_t r = 0; mptcp_reset_reason_name(r); r++)
-		sink_series(k, p->resets_total, (const char *const[]){mptcp_reset_reason_name(r)});
+		collector_series(p->c, MPTCP_M_RESETS,
+				 (const char *const[]){mptcp_reset_reason_name(r)});
 	/* So do the join failures SysobsMPTCPJoinsFailing sums by errno:
 	 * increase() misses the first failure of a series that appears with it.
 	 * The errnos a failed join gets (a RST to the SYN, no answer, an
 	 * unreachable path), none (no ERROR) and rejected (the MIB's
 	 * MPJoinRejected of a watched netns). */
 	for (size_t i = 0; i < sizeof(mptcp_join_errnos) / sizeof(*mptcp_join_errnos); i++)
-		sink_series(k, p->join_failures, (const char *const[]){mptcp_join_errnos[i]});
+		collector_series(p->c, MPTCP_M_JOIN_FAILURES,
+				 (const char *const[]){mptcp_join_errnos[i]});
 
 	p->epfd = epoll_create1(EPOLL_CLOEXEC);
 	if (p->epfd < 0)

@@ -49,12 +49,7 @@ struct mptcp_priv {
 	int64_t reconcile_ns, next_reconcile_ns;
 	int absent_side_is_client; /* kernel 5.19+: see mptcp_event_side_resolve() */
 
-	struct sink_family *events_total;	   /* {type} */
-	struct sink_family *resets_total;	   /* {reason} */
-	struct sink_family *corrections;	   /* {kind} */
-	struct sink_family *join_failures;	   /* {errno} */
-	struct sink_family *mib_total, *mib_gauge; /* {netns,counter} */
-	struct mptcp_mib mib;			   /* scratch of mptcp_mib_read() */
+	struct mptcp_mib mib; /* scratch of mptcp_mib_read() */
 	struct sink_series *fallbacks_c;
 	struct sink_series *correction_s[4];
 	struct sink_series *ev_series[MPTCP_EV_MAX + 1];
