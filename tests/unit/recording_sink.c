@@ -2,6 +2,8 @@
 /* recording_sink: see recording_sink.h. */
 #include "recording_sink.h"
 
+#include "collectors/collector.h"
+
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
@@ -173,6 +175,14 @@ void rs_init(struct recording_sink *rs, const char *collector)
 	rs->sink.ops = &rs_ops;
 	rs->sink.impl = rs;
 	rs->sink.collector = collector;
+}
+
+void rs_collector_attach(struct recording_sink *rs, struct collector *c)
+{
+	c->sink = &rs->sink;
+	c->families = rs->handles;
+	for (size_t i = 0; c->ops->metrics && c->ops->metrics[i].name; i++)
+		rs->handles[i] = sink_family(&rs->sink, &c->ops->metrics[i]);
 }
 
 struct rs_series *rs_find(struct recording_sink *rs, const char *name, const char *labels)
