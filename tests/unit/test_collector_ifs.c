@@ -167,6 +167,21 @@ static double series(struct fixture *fx, const char *name, const char *labels)
 	return s->value;
 }
 
+/* The scan series of core (package 0): last status (0 pass, 1 fail, 2
+ * untested), its start and the last tested one (unix s); the failing cores. */
+static void assert_core(struct fixture *fx, const char *core, double status, double last_s,
+			double tested_s, double failing)
+{
+	char labels[32];
+
+	snprintf(labels, sizeof(labels), "scan,0,%s", core);
+	assert_true(series(fx, "sysobs_ifs_core_status", labels) == status);
+	assert_true(series(fx, "sysobs_ifs_core_last_scan_timestamp_seconds", labels) == last_s);
+	assert_true(series(fx, "sysobs_ifs_core_last_tested_timestamp_seconds", labels) ==
+		    tested_s);
+	assert_true(series(fx, "sysobs_ifs_failing_cores", "scan") == failing);
+}
+
 /* What start published before any result. */
 static void start_publishes_zeros(void **state)
 {
@@ -207,11 +222,7 @@ static void pass_then_fail_then_untested(void **state)
 	assert_int_equal(row->retryable, 0);
 	assert_int_equal(row->write_errno, -1);
 	assert_true(series(fx, "sysobs_ifs_scans_total", "scan,pass") == 1);
-	assert_true(series(fx, "sysobs_ifs_core_status", "scan,0,1") == 0);
-	assert_true(series(fx, "sysobs_ifs_core_last_scan_timestamp_seconds", "scan,0,1") == 1000);
-	assert_true(series(fx, "sysobs_ifs_core_last_tested_timestamp_seconds", "scan,0,1") ==
-		    1000);
-	assert_true(series(fx, "sysobs_ifs_failing_cores", "scan") == 0);
+	assert_core(fx, "1", 0, 1000, 1000, 0);
 	dur = rs_find(&fx->rs, "sysobs_ifs_scan_duration_seconds", "scan");
 	assert_non_null(dur);
 	assert_int_equal(dur->observations, 1);
@@ -227,10 +238,7 @@ static void pass_then_fail_then_untested(void **state)
 	assert_int_equal(row->chunk_num, 5);
 	assert_true(series(fx, "sysobs_ifs_scans_total", "scan,fail") == 1);
 	assert_true(series(fx, "sysobs_ifs_scans_total", "scan,pass") == 1);
-	assert_true(series(fx, "sysobs_ifs_core_status", "scan,0,1") == 1);
-	assert_true(series(fx, "sysobs_ifs_core_last_tested_timestamp_seconds", "scan,0,1") ==
-		    1100);
-	assert_true(series(fx, "sysobs_ifs_failing_cores", "scan") == 1);
+	assert_core(fx, "1", 1, 1100, 1100, 1);
 
 	/* a sibling could not join: untested, retryable; the core was not
 	 * tested, so its last tested time stays */
@@ -240,11 +248,7 @@ static void pass_then_fail_then_untested(void **state)
 	assert_int_equal(row->error_code, 1);
 	assert_int_equal(row->retryable, 1);
 	assert_true(series(fx, "sysobs_ifs_scans_total", "scan,untested") == 1);
-	assert_true(series(fx, "sysobs_ifs_core_status", "scan,0,1") == 2);
-	assert_true(series(fx, "sysobs_ifs_core_last_scan_timestamp_seconds", "scan,0,1") == 1200);
-	assert_true(series(fx, "sysobs_ifs_core_last_tested_timestamp_seconds", "scan,0,1") ==
-		    1100);
-	assert_true(series(fx, "sysobs_ifs_failing_cores", "scan") == 0);
+	assert_core(fx, "1", 2, 1200, 1100, 0);
 	assert_int_equal(dur->observations, 3);
 }
 
@@ -258,7 +262,7 @@ static void garbage_and_write_error(void **state)
 
 	row = scan(fx, 0, 0, "pass\n", "0xf10\n", 0, 2000);
 	assert_int_equal(row->core, 0);
-	assert_true(series(fx, "sysobs_ifs_core_status", "scan,0,0") == 0);
+	assert_core(fx, "0", 0, 2000, 2000, 0);
 
 	row = scan(fx, 0, 0, "garbage\n", "0xf10\n", 0, 2100);
 	assert_string_equal(row->status, "error");
@@ -268,8 +272,7 @@ static void garbage_and_write_error(void **state)
 	row = scan(fx, 0, 0, "fail\n", "0xzz\n", 0, 2200);
 	assert_string_equal(row->error_name, "unreadable_status");
 	assert_true(series(fx, "sysobs_ifs_scans_total", "scan,error") == 2);
-	assert_true(series(fx, "sysobs_ifs_core_status", "scan,0,0") == 0);
-	assert_true(series(fx, "sysobs_ifs_core_last_scan_timestamp_seconds", "scan,0,0") == 2000);
+	assert_core(fx, "0", 0, 2000, 2000, 0);
 
 	/* run_test refused the CPU: no test ran, its duration not observed */
 	row = scan(fx, 0, 0, "pass\n", "0xf10\n", -EINVAL, 2300);
@@ -278,7 +281,7 @@ static void garbage_and_write_error(void **state)
 	assert_int_equal(row->write_errno, EINVAL);
 	assert_int_equal(row->error_code, -1);
 	assert_true(series(fx, "sysobs_ifs_scans_total", "scan,error") == 3);
-	assert_true(series(fx, "sysobs_ifs_core_last_scan_timestamp_seconds", "scan,0,0") == 2000);
+	assert_core(fx, "0", 0, 2000, 2000, 0);
 	dur = rs_find(&fx->rs, "sysobs_ifs_scan_duration_seconds", "scan");
 	assert_int_equal(dur->observations, 3);
 	assert_int_equal(fx->rs.n_rows, 4);
