@@ -34,7 +34,6 @@ extern const struct collector_ops ifs_collector;
 struct fixture {
 	char root[64], dev[128];
 	struct config cfg;
-	void *ifs_cfg;
 	struct recording_sink rs;
 	struct collector c;
 };
@@ -84,20 +83,13 @@ static int fixture_setup(void **state)
 	for (size_t i = 0; i < sizeof(tree) / sizeof(tree[0]); i++)
 		tree_write(fx->root, tree[i][0], tree[i][1]);
 
-	/* [collector.ifs] with its defaults (schedule = false), as the agent
-	 * parses it. */
-	fx->ifs_cfg = calloc(1, ifs_collector.cfg_size);
-	if (!fx->ifs_cfg || cfg_declare(&fx->cfg, "collector.ifs", ifs_collector.keys) ||
-	    cfg_section_parse(&fx->cfg, "collector.ifs", fx->ifs_cfg))
-		return -1;
 	rs_init(&fx->rs, "ifs");
-	fx->c = (struct collector){.ops = &ifs_collector,
-				   .cfg = fx->ifs_cfg,
-				   .sysfs_root = fx->root,
-				   .hostname = "testhost",
-				   .fd = -1};
+	fx->c = (struct collector){
+	    .ops = &ifs_collector, .sysfs_root = fx->root, .hostname = "testhost", .fd = -1};
 	rs_collector_attach(&fx->rs, &fx->c);
-	if (ifs_collector.init(&fx->c) || ifs_collector.start(&fx->c))
+	/* [collector.ifs] with its defaults: schedule = false */
+	if (rs_collector_defaults(&fx->c, &fx->cfg) || ifs_collector.init(&fx->c) ||
+	    ifs_collector.start(&fx->c))
 		return -1;
 	*state = fx;
 	return 0;
@@ -110,7 +102,7 @@ static int fixture_teardown(void **state)
 
 	ifs_collector.stop(&fx->c);
 	cfg_free(&fx->cfg);
-	free(fx->ifs_cfg);
+	free((void *)fx->c.cfg);
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", fx->root);
 	free(fx);
 	return system(cmd) == 0 ? 0 : -1;
