@@ -18,32 +18,10 @@
 #include "base/buf.h"
 #include "base/log.h"
 #include "collectors/cachefiles/backend.h"
+#include "collectors/cachefiles/cachefiles_priv.h"
 #include "collectors/cachefiles/cachefiles_decode.h"
 #include "api/proto/sysobs.pb-c.h"
 #include "collectors/collector.h"
-
-/* One row of cachefiles_slow (fixed size for the store queue). */
-struct cachefiles_slow_row {
-	double latency_seconds;
-	int64_t offset;
-	int64_t length;
-	int32_t result;
-	uint32_t object_debug_id;
-	int32_t object_id;
-	uint32_t pid;
-	bool kworker;
-	char op[8];
-	char comm[CF_COMM_LEN + 1];
-	char volume[CF_VOLUME_NAME_LEN + 1];
-};
-
-/* One row of cachefiles_daemon. */
-struct cachefiles_daemon_row {
-	int64_t inflight;
-	uint32_t pid;
-	char event[8];
-	char comm[CF_COMM_LEN + 1];
-};
 
 /* [collector.cachefiles], parsed by the agent from cachefiles_keys. */
 struct cachefiles_cfg {
@@ -298,15 +276,14 @@ static const char *const cf_stat_events[CF_STAT_MAX] = {
     [CF_STAT_COPEN_INVALID] = "copen_invalid",
 };
 
-static int cachefiles_init(struct collector *c)
+/* init with backend be (cachefiles_priv.h): what init does once it has
+ * the configured one, and how a test gives it a fake. */
+int cachefiles_init_backend(struct collector *c, const struct cachefiles_backend_ops *be)
 {
 	const struct cachefiles_cfg *cfg = c->cfg;
-	const struct cachefiles_backend_ops *be = cachefiles_backends[cfg->backend];
 	struct cachefiles_state *st;
 	int err;
 
-	if (!be)
-		return collector_unavailable(c, -EOPNOTSUPP, "built without BPF (SYSOBS_BPF=OFF)");
 	err = be->probe(c->why, sizeof(c->why));
 	if (err)
 		return err;
@@ -319,6 +296,16 @@ static int cachefiles_init(struct collector *c)
 	c->priv = st;
 	c->interval_ms = cfg->interval;
 	return 0;
+}
+
+static int cachefiles_init(struct collector *c)
+{
+	const struct cachefiles_cfg *cfg = c->cfg;
+	const struct cachefiles_backend_ops *be = cachefiles_backends[cfg->backend];
+
+	if (!be)
+		return collector_unavailable(c, -EOPNOTSUPP, "built without BPF (SYSOBS_BPF=OFF)");
+	return cachefiles_init_backend(c, be);
 }
 
 /* The series of the label-less families the agent registered. */
