@@ -177,6 +177,26 @@ int collectors_config_check(struct agent *a)
 	return bad ? -EINVAL : 0;
 }
 
+/* Registers every family of ops->metrics, its handle in c->families[i]
+ * for the collector's lifetime, so start() looks none up again. -1 if one
+ * could not be (the sink logged why): exit 2, nothing started. */
+static int collector_families_register(struct collector *c)
+{
+	size_t n = 0;
+
+	while (c->ops->metrics && c->ops->metrics[n].name)
+		n++;
+	c->families = calloc(n ? n : 1, sizeof(*c->families));
+	if (!c->families) {
+		log_err("agent", "out of memory");
+		return -1;
+	}
+	for (size_t i = 0; i < n; i++)
+		if (!(c->families[i] = sink_family(c->sink, &c->ops->metrics[i])))
+			return -1;
+	return 0;
+}
+
 /* The collector's typed config and its sink, before init. -1 after logging
  * a config error, for exit status 2. */
 static int collector_config(struct agent *a, struct collector *c)
@@ -193,10 +213,7 @@ static int collector_config(struct agent *a, struct collector *c)
 		agent_config_errors_log(a);
 		return -1;
 	}
-	for (const struct metric_desc *d = c->ops->metrics; d && d->name; d++)
-		if (!sink_family(c->sink, d))
-			return -1;
-	return 0;
+	return collector_families_register(c);
 }
 
 /* init every enabled collector; 2 on a config error, else 0. */
@@ -334,6 +351,7 @@ void collectors_stop(struct agent *a)
 		if (c->state != COLLECTOR_DISABLED && c->ops->stop)
 			c->ops->stop(c);
 		agent_sink_free(c->sink);
+		free(c->families);
 		free((void *)c->cfg);
 	}
 	free(a->collectors);

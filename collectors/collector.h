@@ -37,7 +37,8 @@
  *                after 1. Must be cheap (a directory read).
  *
  * Collectors publish through their sink (collectors/sink.h, c->sink) and
- * nothing else: metrics (declared in ops->metrics, registered by the agent),
+ * nothing else: metrics (declared in ops->metrics, registered by the agent
+ * before init, their handles in c->families: collector_family()),
  * event rows (tables declared in ops->tables). Their config arrives parsed:
  * ops->keys are typed (struct cfg_key with offsetof into a struct of
  * ops->cfg_size bytes) and the agent fills c->cfg before init; a value that
@@ -117,7 +118,8 @@ struct collector_ops {
 	const struct cfg_key *keys;		 /* [collector.NAME] keys, {0}-terminated;
 						  * "enabled" is implicit */
 	size_t cfg_size;			 /* struct the typed keys are parsed into */
-	const struct metric_desc *metrics;	 /* {0}-terminated, or NULL */
+	const struct metric_desc *metrics;	 /* {0}-terminated, or NULL; indexed by
+						  * the collector's own enum */
 	const struct event_table *const *tables; /* NULL-terminated, or NULL */
 	const struct collector_route *routes;	 /* {0}-terminated, or NULL */
 	int (*check_config)(struct collector *c);
@@ -147,6 +149,10 @@ struct collector {
 	const char *sysfs_root; /* "/sys" unless --sysfs-root (IFS fake) */
 	const char *hostname;	/* for alerts: [agent] hostname, else gethostname() */
 	bool admin;		/* [http] admin: state-changing routes allowed */
+	/* agent-owned: the registered family of each ops->metrics entry, same
+	 * index, all non-NULL (the agent starts no collector, and exits, when
+	 * one cannot be registered). Read them with collector_family(). */
+	struct sink_family **families;
 	enum collector_state state;
 	char why[256];	      /* reason for unavailable / failed */
 	int fd;		      /* -1: none */
@@ -157,6 +163,25 @@ struct collector {
 	void *loop_fd_src, *loop_timer_src; /* agent-owned */
 	void *owner;			    /* agent-owned: the agent */
 };
+
+/* The family the agent registered for ops->metrics[i]. */
+static inline struct sink_family *collector_family(const struct collector *c, size_t i)
+{
+	return c->families[i];
+}
+
+/* The series of ops->metrics[i] with these label values (sink_series()). */
+static inline struct sink_series *collector_series(const struct collector *c, size_t i,
+						   const char *const *values)
+{
+	return sink_series(c->sink, c->families[i], values);
+}
+
+/* The only series of ops->metrics[i], a family without labels. */
+static inline struct sink_series *collector_series1(const struct collector *c, size_t i)
+{
+	return collector_series(c, i, NULL);
+}
 
 /* The explicit list, NULL-terminated (collectors/registry.c). */
 extern const struct collector_ops *const collector_registry[];

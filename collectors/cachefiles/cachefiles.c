@@ -18,32 +18,10 @@
 #include "base/buf.h"
 #include "base/log.h"
 #include "collectors/cachefiles/backend.h"
+#include "collectors/cachefiles/cachefiles_priv.h"
 #include "collectors/cachefiles/cachefiles_decode.h"
 #include "api/proto/sysobs.pb-c.h"
 #include "collectors/collector.h"
-
-/* One row of cachefiles_slow (fixed size for the store queue). */
-struct cachefiles_slow_row {
-	double latency_seconds;
-	int64_t offset;
-	int64_t length;
-	int32_t result;
-	uint32_t object_debug_id;
-	int32_t object_id;
-	uint32_t pid;
-	bool kworker;
-	char op[8];
-	char comm[CF_COMM_LEN + 1];
-	char volume[CF_VOLUME_NAME_LEN + 1];
-};
-
-/* One row of cachefiles_daemon. */
-struct cachefiles_daemon_row {
-	int64_t inflight;
-	uint32_t pid;
-	char event[8];
-	char comm[CF_COMM_LEN + 1];
-};
 
 /* [collector.cachefiles], parsed by the agent from cachefiles_keys. */
 struct cachefiles_cfg {
@@ -67,8 +45,7 @@ struct cachefiles_state {
 	const struct cachefiles_backend_ops *be_ops;
 	struct cachefiles_backend *be;
 	struct cachefiles_backend_cfg cfg;
-	struct sink_family *duration, *requests, *inflight, *inflight_oldest, *read_bytes, *pickup,
-	    *daemon_events, *domain_images;
+	const struct collector *c;
 	struct sink_series *written_bytes, *lost_ring, *lost_start, *null_objects, *slow_total;
 	struct sink_series *hist_full, *pending_full, *start_full;
 	uint64_t slow_seen;
@@ -304,15 +281,14 @@ static const char *const cf_stat_events[CF_STAT_MAX] = {
     [CF_STAT_COPEN_INVALID] = "copen_invalid",
 };
 
-static int cachefiles_init(struct collector *c)
+/* init with backend be (cachefiles_priv.h): what init does once it has
+ * the configured one, and how a test gives it a fake. */
+int cachefiles_init_backend(struct collector *c, const struct cachefiles_backend_ops *be)
 {
 	const struct cachefiles_cfg *cfg = c->cfg;
-	const struct cachefiles_backend_ops *be = cachefiles_backends[cfg->backend];
 	struct cachefiles_state *st;
 	int err;
 
-	if (!be)
-		return collector_unavailable(c, -EOPNOTSUPP, "built without BPF (SYSOBS_BPF=OFF)");
 	err = be->probe(c->why, sizeof(c->why));
 	if (err)
 		return err;
@@ -320,40 +296,34 @@ static int cachefiles_init(struct collector *c)
 	if (!st)
 		return -ENOMEM;
 	st->be_ops = be;
+	st->c = c;
 	st->cfg.slow_ns = cfg->slow_threshold * 1000000ULL;
 	c->priv = st;
 	c->interval_ms = cfg->interval;
 	return 0;
 }
 
-/* Handles of the families and series the agent registered. */
-static int cachefiles_handles_get(struct collector *c, struct cachefiles_state *st)
+static int cachefiles_init(struct collector *c)
 {
-	const struct metric_desc *d = cachefiles_metrics;
-	struct sink *k = c->sink;
+	const struct cachefiles_cfg *cfg = c->cfg;
+	const struct cachefiles_backend_ops *be = cachefiles_backends[cfg->backend];
 
-	st->duration = sink_family(k, &d[CF_M_DURATION]);
-	st->requests = sink_family(k, &d[CF_M_REQUESTS]);
-	st->inflight = sink_family(k, &d[CF_M_INFLIGHT]);
-	st->inflight_oldest = sink_family(k, &d[CF_M_INFLIGHT_OLDEST]);
-	st->read_bytes = sink_family(k, &d[CF_M_READ_BYTES]);
-	st->pickup = sink_family(k, &d[CF_M_PICKUP]);
-	st->daemon_events = sink_family(k, &d[CF_M_DAEMON_EVENTS]);
-	st->domain_images = sink_family(k, &d[CF_M_DOMAIN_IMAGES]);
-	st->written_bytes = sink_series1(k, &d[CF_M_WRITTEN_BYTES]);
-	st->null_objects = sink_series1(k, &d[CF_M_NULL_OBJECTS]);
-	st->lost_ring = sink_series1(k, &d[CF_M_SLOW_LOST]);
-	st->lost_start = sink_series1(k, &d[CF_M_UNMATCHED]);
-	st->slow_total = sink_series1(k, &d[CF_M_SLOW]);
-	st->hist_full = sink_series1(k, &d[CF_M_HIST_FULL]);
-	st->start_full = sink_series1(k, &d[CF_M_UNTIMED]);
-	st->pending_full = sink_series1(k, &d[CF_M_PICKUP_UNTIMED]);
-	if (!st->duration || !st->requests || !st->inflight || !st->inflight_oldest ||
-	    !st->read_bytes || !st->pickup || !st->daemon_events || !st->domain_images ||
-	    !st->written_bytes || !st->null_objects || !st->lost_ring || !st->lost_start ||
-	    !st->slow_total || !st->hist_full || !st->pending_full || !st->start_full)
-		return -ENOMEM;
-	return 0;
+	if (!be)
+		return collector_unavailable(c, -EOPNOTSUPP, "built without BPF (SYSOBS_BPF=OFF)");
+	return cachefiles_init_backend(c, be);
+}
+
+/* The series of the label-less families the agent registered. */
+static void cachefiles_series_get(struct collector *c, struct cachefiles_state *st)
+{
+	st->written_bytes = collector_series1(c, CF_M_WRITTEN_BYTES);
+	st->null_objects = collector_series1(c, CF_M_NULL_OBJECTS);
+	st->lost_ring = collector_series1(c, CF_M_SLOW_LOST);
+	st->lost_start = collector_series1(c, CF_M_UNMATCHED);
+	st->slow_total = collector_series1(c, CF_M_SLOW);
+	st->hist_full = collector_series1(c, CF_M_HIST_FULL);
+	st->start_full = collector_series1(c, CF_M_UNTIMED);
+	st->pending_full = collector_series1(c, CF_M_PICKUP_UNTIMED);
 }
 
 static int cachefiles_start(struct collector *c)
@@ -361,9 +331,7 @@ static int cachefiles_start(struct collector *c)
 	struct cachefiles_state *st = c->priv;
 	int err;
 
-	err = cachefiles_handles_get(c, st);
-	if (err)
-		return err;
+	cachefiles_series_get(c, st);
 	err = st->be_ops->open(&st->cfg, &st->be, c->why, sizeof(c->why));
 	if (err)
 		return err;
@@ -400,8 +368,8 @@ static void cachefiles_on_slow(const struct cachefiles_slow *s, void *arg)
 		char ids[24];
 
 		snprintf(ids, sizeof(ids), "%lld", (long long)id);
-		sink_exemplar(c->sink, sink_series(c->sink, st->duration, lv), "request_id", ids,
-			      row.latency_seconds, s->ts_ns);
+		sink_exemplar(c->sink, collector_series(st->c, CF_M_DURATION, lv), "request_id",
+			      ids, row.latency_seconds, s->ts_ns);
 	}
 }
 
@@ -517,6 +485,12 @@ static void cachefiles_on_inflight(const struct cachefiles_inflight *r, void *ar
 		a->oldest_ns[i] = r->age_ns;
 }
 
+/* The series of cachefiles_metrics[m] with labels lv is gone. */
+static void cf_series_gone(const struct cachefiles_state *st, size_t m, const char *const *lv)
+{
+	sink_series_gone(st->c->sink, collector_family(st->c, m), collector_series(st->c, m, lv));
+}
+
 /*
  * A released volume (unmounted) keeps its totals in st->retired, so a
  * remount of the same name counts on from them; its series are declared
@@ -530,18 +504,18 @@ static void cachefiles_series_gone(struct sink *k, struct cachefiles_state *st,
 	const char *lv[] = {op, h->volume, NULL};
 	const char *vol[] = {h->volume, NULL};
 
-	sink_series_gone(k, st->duration, sink_series(k, st->duration, lv));
+	cf_series_gone(st, CF_M_DURATION, lv);
 	for (unsigned i = 0; i < 2; i++) {
 		const char *res[] = {op, h->volume, i ? "error" : "ok", NULL};
 		const char *ls[] = {op, h->volume, cf_wait_states[i], NULL};
 
 		if (!i || h->errors)
-			sink_series_gone(k, st->requests, sink_series(k, st->requests, res));
-		sink_series_gone(k, st->inflight, sink_series(k, st->inflight, ls));
-		sink_series_gone(k, st->inflight_oldest, sink_series(k, st->inflight_oldest, ls));
+			cf_series_gone(st, CF_M_REQUESTS, res);
+		cf_series_gone(st, CF_M_INFLIGHT, ls);
+		cf_series_gone(st, CF_M_INFLIGHT_OLDEST, ls);
 	}
 	if (h->op == CF_OP_READ)
-		sink_series_gone(k, st->read_bytes, sink_series(k, st->read_bytes, vol));
+		cf_series_gone(st, CF_M_READ_BYTES, vol);
 }
 
 static void cachefiles_publish(struct sink *k, struct cachefiles_state *st, const struct cf_agg *h)
@@ -552,19 +526,20 @@ static void cachefiles_publish(struct sink *k, struct cachefiles_state *st, cons
 	const char *er[] = {op, h->volume, "error", NULL};
 	const char *vol[] = {h->volume, NULL};
 
-	sink_histogram_set(k, sink_series(k, st->duration, lv), h->buckets,
+	sink_histogram_set(k, collector_series(st->c, CF_M_DURATION, lv), h->buckets,
 			   (double)h->sum_ns / 1e9);
-	sink_set(k, sink_series(k, st->requests, ok), (double)h->ok);
+	sink_set(k, collector_series(st->c, CF_M_REQUESTS, ok), (double)h->ok);
 	if (h->errors)
-		sink_set(k, sink_series(k, st->requests, er), (double)h->errors);
+		sink_set(k, collector_series(st->c, CF_M_REQUESTS, er), (double)h->errors);
 	for (unsigned i = 0; i < 2; i++) {
 		const char *ls[] = {op, h->volume, cf_wait_states[i], NULL};
 
-		sink_set(k, sink_series(k, st->inflight, ls), (double)h->waiting[i]);
-		sink_set(k, sink_series(k, st->inflight_oldest, ls), (double)h->oldest_ns[i] / 1e9);
+		sink_set(k, collector_series(st->c, CF_M_INFLIGHT, ls), (double)h->waiting[i]);
+		sink_set(k, collector_series(st->c, CF_M_INFLIGHT_OLDEST, ls),
+			 (double)h->oldest_ns[i] / 1e9);
 	}
 	if (h->op == CF_OP_READ)
-		sink_set(k, sink_series(k, st->read_bytes, vol), (double)h->bytes);
+		sink_set(k, collector_series(st->c, CF_M_READ_BYTES, vol), (double)h->bytes);
 }
 
 /*
@@ -607,7 +582,7 @@ static void cachefiles_domains(struct sink *k, struct cachefiles_state *st)
 	for (size_t i = 0; i < st->n_domains; i++) {
 		const char *lv[] = {st->domains[i].volume, NULL};
 
-		sink_set(k, sink_series(k, st->domain_images, lv), st->domains[i].images);
+		sink_set(k, collector_series(st->c, CF_M_DOMAIN_IMAGES, lv), st->domains[i].images);
 	}
 }
 
@@ -667,7 +642,8 @@ static int cachefiles_collect(struct collector *c)
 		const char *ev[] = {cf_stat_events[i], NULL};
 
 		if (cf_stat_events[i])
-			sink_set(k, sink_series(k, st->daemon_events, ev), (double)stats[i]);
+			sink_set(k, collector_series(st->c, CF_M_DAEMON_EVENTS, ev),
+				 (double)stats[i]);
 	}
 	sink_set(k, st->written_bytes, (double)stats[CF_STAT_FD_WRITE_BYTES]);
 	sink_set(k, st->null_objects, (double)stats[CF_STAT_NULL_OBJECT]);
@@ -686,8 +662,8 @@ static int cachefiles_collect(struct collector *c)
 
 		if (st->be_ops->read_pickup(st->be, op, p) || !p->count)
 			continue;
-		sink_histogram_set(k, sink_series(k, st->pickup, lv), (const uint64_t *)p->buckets,
-				   (double)p->sum_ns / 1e9);
+		sink_histogram_set(k, collector_series(st->c, CF_M_PICKUP, lv),
+				   (const uint64_t *)p->buckets, (double)p->sum_ns / 1e9);
 	}
 	free(p);
 	return 0;

@@ -569,21 +569,19 @@ static int drops_start(struct collector *c)
 	st->c = c;
 	st->drops =
 	    sink_family(k, &drops_total_metric[cfg->netns_label | cfg->container_label << 1]);
-	st->runs = sink_series1(k, &drops_metrics[DROPS_M_RUNS]);
-	st->overflow = sink_series1(k, &drops_metrics[DROPS_M_OVERFLOW]);
-	st->samples = sink_series1(k, &drops_metrics[DROPS_M_SAMPLES]);
-	st->lost = sink_series1(k, &drops_metrics[DROPS_M_LOST]);
-	st->throttled = sink_series1(k, &drops_metrics[DROPS_M_THROTTLED]);
-	st->invalid_s = sink_series1(k, &drops_metrics[DROPS_M_INVALID]);
-	st->keys = sink_series1(k, &drops_metrics[DROPS_M_MAP_ENTRIES]);
-	st->folded = sink_series1(k, &drops_metrics[DROPS_M_FRAG_FOLDED]);
-	st->recursion = sink_series1(k, &drops_metrics[DROPS_M_RECURSION]);
-	st->netns_live_s = sink_series1(k, &drops_metrics[DROPS_M_NETNS_LIVE]);
-	st->netns_gone_s = sink_series1(k, &drops_metrics[DROPS_M_NETNS_GONE]);
-	if (!st->drops || !st->runs || !st->overflow || !st->samples || !st->lost ||
-	    !st->throttled || !st->invalid_s || !st->keys || !st->folded || !st->recursion ||
-	    !st->netns_live_s || !st->netns_gone_s)
+	if (!st->drops) /* by its config: not one of ops->metrics */
 		return -ENOMEM;
+	st->runs = collector_series1(c, DROPS_M_RUNS);
+	st->overflow = collector_series1(c, DROPS_M_OVERFLOW);
+	st->samples = collector_series1(c, DROPS_M_SAMPLES);
+	st->lost = collector_series1(c, DROPS_M_LOST);
+	st->throttled = collector_series1(c, DROPS_M_THROTTLED);
+	st->invalid_s = collector_series1(c, DROPS_M_INVALID);
+	st->keys = collector_series1(c, DROPS_M_MAP_ENTRIES);
+	st->folded = collector_series1(c, DROPS_M_FRAG_FOLDED);
+	st->recursion = collector_series1(c, DROPS_M_RECURSION);
+	st->netns_live_s = collector_series1(c, DROPS_M_NETNS_LIVE);
+	st->netns_gone_s = collector_series1(c, DROPS_M_NETNS_GONE);
 
 	st->cgroups = drops_cgroups_new(NULL);
 	if (!st->cgroups)

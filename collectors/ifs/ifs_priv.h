@@ -94,9 +94,6 @@ struct ifs_priv {
 	bool running;
 	struct ifs_job cur;
 	int cur_package, cur_core_id; /* identity of cur.core at dispatch */
-
-	struct sink_family *m_scans, *m_status, *m_last_ts, *m_last_tested, *m_failing, *m_image,
-	    *m_reloads, *m_duration, *m_skipped;
 };
 
 /* [collector.ifs]; durations in ms. The lists are parsed by ifs_read_config(). */
@@ -122,6 +119,21 @@ int ifs_check_config(struct collector *c);
 
 struct ifs_work_result;
 
+/* Index of each family in ifs.c's ops->metrics (collector_family()). */
+enum {
+	IFS_M_SCANS,
+	IFS_M_CORE_STATUS,
+	IFS_M_CORE_LAST_TS,
+	IFS_M_CORE_LAST_TESTED,
+	IFS_M_FAILING,
+	IFS_M_IMAGE,
+	IFS_M_RELOADS,
+	IFS_M_DURATION,
+	IFS_M_INTERVAL,
+	IFS_M_SKIPPED,
+	IFS_M_N,
+};
+
 /* Devices and topology (ifs_devices.c), p->lock held. Reads
  * image_version/current_batch of every device and updates p->tests (a
  * device gone or back is logged). */
@@ -132,6 +144,17 @@ int ifs_refresh_topology(struct ifs_priv *p, bool force);
 /* A finished job that wrote current_batch: a failed load of ours is
  * retried later (rotation off), a successful one ends the retries. */
 void ifs_reload_track(struct ifs_priv *p, const struct ifs_work_result *r);
+/* ifs.c, on the main thread: a finished job from the worker into its
+ * IfsScan row, the sysobs_ifs_* series, the core's last result and the
+ * scheduler's outcome. Also the seam unit tests feed recorded results. */
+void ifs_result_handle(struct ifs_priv *p, const struct ifs_work_result *r);
+/* ifs_result.c: a status/details change while the worker was idle
+ * (someone else wrote run_test), recorded without a core. Unlocked. */
+void ifs_passive_check(struct ifs_priv *p);
+/* ifs_result.c, p->lock held: the cores' last results from the history. */
+void ifs_last_restore(struct ifs_priv *p);
+/* ifs_result.c: sysobs_ifs_image_reloads_total of test t from 0. */
+void ifs_reloads_zero(struct ifs_priv *p, enum ifs_test t);
 
 /* GET /api/v1/ifs/cores, POST /api/v1/ifs/scans (ifs_routes.c). */
 extern const struct collector_route ifs_routes[];

@@ -66,6 +66,14 @@ static void read_into(const char *dir, const char *file, char *buf, size_t len)
 		buf[0] = '\0';
 }
 
+void ifs_result_read(const char *dev_dir, struct ifs_work_result *r)
+{
+	read_into(dev_dir, "status", r->status, sizeof(r->status));
+	read_into(dev_dir, "details", r->details, sizeof(r->details));
+	read_into(dev_dir, "image_version", r->image_version, sizeof(r->image_version));
+	read_into(dev_dir, "current_batch", r->batch, sizeof(r->batch));
+}
+
 static void run_work(const struct ifs_work *w, struct ifs_work_result *r)
 {
 	char cur[16];
@@ -105,10 +113,7 @@ static void run_work(const struct ifs_work *w, struct ifs_work_result *r)
 	}
 	r->err_at_open = r->rc && at_open;
 	r->end_mono = clock_mono_ns();
-	read_into(w->dev_dir, "status", r->status, sizeof(r->status));
-	read_into(w->dev_dir, "details", r->details, sizeof(r->details));
-	read_into(w->dev_dir, "image_version", r->image_version, sizeof(r->image_version));
-	read_into(w->dev_dir, "current_batch", r->batch, sizeof(r->batch));
+	ifs_result_read(w->dev_dir, r);
 }
 
 static void *worker_main(void *arg)

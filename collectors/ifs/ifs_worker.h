@@ -50,6 +50,10 @@ struct ifs_work_result {
 	char status[16], details[32], image_version[32], batch[16];
 };
 
+/* What a run left in <dev_dir>: status, details, image_version and
+ * current_batch into r (a file that cannot be read as ""). */
+void ifs_result_read(const char *dev_dir, struct ifs_work_result *r);
+
 struct ifs_worker;
 
 /* Starts the thread; it writes 1 to efd when a result is ready. */

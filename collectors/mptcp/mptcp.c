@@ -69,36 +69,11 @@ static const struct cfg_key mptcp_keys[] = {
     {0},
 };
 
-enum {
-	MPTCP_M_EVENTS,
-	MPTCP_M_RESETS,
-	MPTCP_M_LIFETIME,
-	MPTCP_M_CONNS,
-	MPTCP_M_SUBFLOWS,
-	MPTCP_M_OVERRUNS,
-	MPTCP_M_RESYNCS,
-	MPTCP_M_UNKNOWN_EVENTS,
-	MPTCP_M_UNKNOWN_ATTRS,
-	MPTCP_M_MALFORMED,
-	MPTCP_M_UNMATCHED,
-	MPTCP_M_CORRECTIONS,
-	MPTCP_M_FALLBACKS,
-	MPTCP_M_JOIN_FAILURES,
-	MPTCP_M_MIB,
-	MPTCP_M_MIB_GAUGE,
-	MPTCP_M_N,
-};
-
 static const char *const mptcp_type_l[] = {"type", NULL};
 static const char *const mptcp_reason_l[] = {"reason", NULL};
 static const char *const mptcp_kind_l[] = {"kind", NULL};
 static const char *const mptcp_errno_l[] = {"errno", NULL};
-static const char *const mptcp_join_errnos[] = {
-    "none", "rejected", "ECONNREFUSED", "ECONNRESET", "ETIMEDOUT", "EHOSTUNREACH", "ENETUNREACH",
-};
 static const char *const mptcp_mib_l[] = {"netns", "counter", NULL};
-static const char *const mptcp_correction_kinds[] = {"connection_removed", "connection_added",
-						     "subflow_removed", "subflow_added"};
 /* 1 ms (a join torn down at once) .. 1 day (long-lived connections), about
  * 1-2-5 per decade below a minute, then minutes and hours. */
 // clang-format off
@@ -409,13 +384,6 @@ static int mptcp_init(struct collector *c)
 	return 0;
 }
 
-static void mptcp_on_subflow_end(double seconds, void *arg)
-{
-	struct mptcp_priv *p = arg;
-
-	sink_observe(p->c->sink, p->lifetime_s, seconds < 0 ? 0 : seconds);
-}
-
 static void mptcp_update_gauges(struct mptcp_priv *p)
 {
 	size_t conns, subflows;
@@ -476,10 +444,10 @@ static int mptcp_resync(struct mptcp_priv *p, struct mptcp_watch *w)
 static void mptcp_join_rejected_note(struct mptcp_priv *p, struct mptcp_watch *w, uint64_t v)
 {
 	if (w->join_rejected_seen && v > w->join_rejected)
-		sink_add(
-		    p->c->sink,
-		    sink_series(p->c->sink, p->join_failures, (const char *const[]){"rejected"}),
-		    (double)(v - w->join_rejected));
+		sink_add(p->c->sink,
+			 collector_series(p->c, MPTCP_M_JOIN_FAILURES,
+					  (const char *const[]){"rejected"}),
+			 (double)(v - w->join_rejected));
 	w->join_rejected = v;
 	w->join_rejected_seen = 1;
 }
@@ -510,80 +478,11 @@ static void mptcp_mib_read(struct mptcp_priv *p, struct mptcp_watch *w)
 		int gauge = mptcp_mib_is_gauge(p->mib.name[i]);
 
 		sink_set(p->c->sink,
-			 sink_series(p->c->sink, gauge ? p->mib_gauge : p->mib_total, lv),
+			 collector_series(p->c, gauge ? MPTCP_M_MIB_GAUGE : MPTCP_M_MIB, lv),
 			 (double)p->mib.value[i]);
 		if (!strcmp(p->mib.name[i], "MPJoinRejected"))
 			mptcp_join_rejected_note(p, w, p->mib.value[i]);
 	}
-}
-
-static struct sink_series *mptcp_type_series(struct mptcp_priv *p, unsigned type)
-{
-	const char *name = mptcp_event_type_name(type);
-	const char *lv[1] = {name ? name : "unknown"};
-
-	if (!name)
-		type = 0; /* every unknown type shares slot 0 */
-	if (!p->ev_series[type])
-		p->ev_series[type] = sink_series(p->c->sink, p->events_total, lv);
-	return p->ev_series[type];
-}
-
-/* The series of join failures for the event's ERROR (an errno; u8). */
-static struct sink_series *mptcp_join_failure_series(struct mptcp_priv *p,
-						     const struct mptcp_event *ev)
-{
-	char buf[24];
-	const char *name = NULL;
-	const char *lv[1];
-
-	if (!mptcp_event_has(ev, MPTCP_EVA_ERROR) || !ev->error) {
-		name = "none";
-	} else {
-		name = strerrorname_np(ev->error);
-		if (!name) {
-			snprintf(buf, sizeof(buf), "%u", ev->error);
-			name = buf;
-		}
-	}
-	lv[0] = name;
-	return sink_series(p->c->sink, p->join_failures, lv);
-}
-
-/* One event message: metrics, live state, history row. */
-static void mptcp_handle_event(struct mptcp_priv *p, struct mptcp_watch *w,
-			       const struct nlmsghdr *nlh, int64_t now_ns)
-{
-	struct sink *k = p->c->sink;
-	struct mptcp_event ev;
-	struct mptcp_row row;
-	int err;
-
-	if (mptcp_event_decode(nlh, nlh->nlmsg_len, &ev) < 0) {
-		sink_add(k, p->malformed_c, 1);
-		return;
-	}
-	mptcp_event_side_resolve(&ev, p->absent_side_is_client);
-	sink_add(k, mptcp_type_series(p, ev.type), 1);
-	if (!mptcp_event_type_name(ev.type))
-		sink_add(k, p->unknown_ev_c, 1);
-	if (ev.n_unknown)
-		sink_add(k, p->unknown_attr_c, ev.n_unknown);
-	if (ev.type == MPTCP_EV_SUB_CLOSED && mptcp_event_has(&ev, MPTCP_EVA_RESET_REASON)) {
-		const char *r = mptcp_reset_reason_name(ev.reset_reason);
-		const char *lv[1] = {r ? r : "unknown"};
-
-		sink_add(k, sink_series(k, p->resets_total, lv), 1);
-	}
-	err = mptcp_state_apply(p->state, w->ino, &ev, now_ns, mptcp_on_subflow_end, p);
-	if (err == -ENOENT)
-		sink_add(k, p->unmatched_c, 1);
-	else if (err == MPTCP_APPLY_FALLBACK_CLOSED)
-		sink_add(k, p->fallbacks_c, 1);
-	else if (err == MPTCP_APPLY_JOIN_FAILED)
-		sink_add(k, mptcp_join_failure_series(p, &ev), 1);
-	mptcp_row_fill(&ev, (uint32_t)w->ino, &row);
-	sink_event(k, &mptcp_events_table, now_ns, &row);
 }
 
 /* Drains one netns's event socket (bounded). */
@@ -593,10 +492,8 @@ static void mptcp_watch_read(struct mptcp_priv *p, struct mptcp_watch *w)
 	int fd = mnl_socket_get_fd(w->nl);
 
 	for (int i = 0; i < MPTCP_RECV_BUDGET; i++) {
-		const struct nlmsghdr *nlh;
 		int64_t now = clock_wall_ns();
 		ssize_t n = recv(fd, buf, sizeof(buf), MSG_DONTWAIT);
-		size_t left;
 
 		if (n < 0) {
 			if (errno == EINTR)
@@ -625,11 +522,7 @@ static void mptcp_watch_read(struct mptcp_priv *p, struct mptcp_watch *w)
 			clog_warn(p->c, "netns %s: recv: %s", w->path, strerror(errno));
 			break;
 		}
-		mptcp_nlmsg_for_each(nlh, buf, (size_t)n, left)
-		{
-			if (nlh->nlmsg_type == w->family)
-				mptcp_handle_event(p, w, nlh, now);
-		}
+		mptcp_buffer_handle(p, w, buf, (size_t)n, now);
 	}
 }
 
@@ -680,46 +573,9 @@ static void mptcp_reconcile(struct mptcp_priv *p, struct mptcp_watch *w)
 static int mptcp_start(struct collector *c)
 {
 	struct mptcp_priv *p = c->priv;
-	struct sink *k = c->sink;
 	int err;
 
-	p->events_total = sink_family(k, &mptcp_metrics[MPTCP_M_EVENTS]);
-	p->resets_total = sink_family(k, &mptcp_metrics[MPTCP_M_RESETS]);
-	p->corrections = sink_family(k, &mptcp_metrics[MPTCP_M_CORRECTIONS]);
-	p->join_failures = sink_family(k, &mptcp_metrics[MPTCP_M_JOIN_FAILURES]);
-	p->mib_total = sink_family(k, &mptcp_metrics[MPTCP_M_MIB]);
-	p->mib_gauge = sink_family(k, &mptcp_metrics[MPTCP_M_MIB_GAUGE]);
-	p->fallbacks_c = sink_series1(k, &mptcp_metrics[MPTCP_M_FALLBACKS]);
-	for (size_t i = 0; i < 4; i++)
-		p->correction_s[i] = sink_series(k, p->corrections, &mptcp_correction_kinds[i]);
-	p->lifetime_s = sink_series1(k, &mptcp_metrics[MPTCP_M_LIFETIME]);
-	p->conns_g = sink_series1(k, &mptcp_metrics[MPTCP_M_CONNS]);
-	p->subflows_g = sink_series1(k, &mptcp_metrics[MPTCP_M_SUBFLOWS]);
-	p->overruns_c = sink_series1(k, &mptcp_metrics[MPTCP_M_OVERRUNS]);
-	p->resyncs_c = sink_series1(k, &mptcp_metrics[MPTCP_M_RESYNCS]);
-	p->unknown_ev_c = sink_series1(k, &mptcp_metrics[MPTCP_M_UNKNOWN_EVENTS]);
-	p->unknown_attr_c = sink_series1(k, &mptcp_metrics[MPTCP_M_UNKNOWN_ATTRS]);
-	p->malformed_c = sink_series1(k, &mptcp_metrics[MPTCP_M_MALFORMED]);
-	p->unmatched_c = sink_series1(k, &mptcp_metrics[MPTCP_M_UNMATCHED]);
-	if (!p->events_total || !p->resets_total || !p->lifetime_s || !p->conns_g ||
-	    !p->subflows_g || !p->overruns_c || !p->resyncs_c || !p->unknown_ev_c ||
-	    !p->unknown_attr_c || !p->malformed_c || !p->unmatched_c || !p->correction_s[3] ||
-	    !p->join_failures || !p->fallbacks_c || !p->mib_total || !p->mib_gauge)
-		return -ENOMEM;
-	/* Known types start at 0 so rate() works from the first event. */
-	for (unsigned t = 1; t <= MPTCP_EV_MAX; t++)
-		if (mptcp_event_type_name(t))
-			mptcp_type_series(p, t);
-	for (uint32_t r = 0; mptcp_reset_reason_name(r); r++)
-		sink_series(k, p->resets_total, (const char *const[]){mptcp_reset_reason_name(r)});
-	/* So do the join failures SysobsMPTCPJoinsFailing sums by errno:
-	 * increase() misses the first failure of a series that appears with it.
-	 * The errnos a failed join gets (a RST to the SYN, no answer, an
-	 * unreachable path), none (no ERROR) and rejected (the MIB's
-	 * MPJoinRejected of a watched netns). */
-	for (size_t i = 0; i < sizeof(mptcp_join_errnos) / sizeof(*mptcp_join_errnos); i++)
-		sink_series(k, p->join_failures, (const char *const[]){mptcp_join_errnos[i]});
-
+	mptcp_series_start(p);
 	p->epfd = epoll_create1(EPOLL_CLOEXEC);
 	if (p->epfd < 0)
 		return -errno;

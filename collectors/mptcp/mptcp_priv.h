@@ -49,12 +49,7 @@ struct mptcp_priv {
 	int64_t reconcile_ns, next_reconcile_ns;
 	int absent_side_is_client; /* mptcp_genl_family_reports_side(), set by the probe */
 
-	struct sink_family *events_total;	   /* {type} */
-	struct sink_family *resets_total;	   /* {reason} */
-	struct sink_family *corrections;	   /* {kind} */
-	struct sink_family *join_failures;	   /* {errno} */
-	struct sink_family *mib_total, *mib_gauge; /* {netns,counter} */
-	struct mptcp_mib mib;			   /* scratch of mptcp_mib_read() */
+	struct mptcp_mib mib; /* scratch of mptcp_mib_read() */
 	struct sink_series *fallbacks_c;
 	struct sink_series *correction_s[4];
 	struct sink_series *ev_series[MPTCP_EV_MAX + 1];
@@ -63,6 +58,39 @@ struct mptcp_priv {
 	    *malformed_c, *unmatched_c, *resyncs_c;
 };
 
+/* Index of each family in mptcp.c's ops->metrics (collector_family()). */
+enum {
+	MPTCP_M_EVENTS,
+	MPTCP_M_RESETS,
+	MPTCP_M_LIFETIME,
+	MPTCP_M_CONNS,
+	MPTCP_M_SUBFLOWS,
+	MPTCP_M_OVERRUNS,
+	MPTCP_M_RESYNCS,
+	MPTCP_M_UNKNOWN_EVENTS,
+	MPTCP_M_UNKNOWN_ATTRS,
+	MPTCP_M_MALFORMED,
+	MPTCP_M_UNMATCHED,
+	MPTCP_M_CORRECTIONS,
+	MPTCP_M_FALLBACKS,
+	MPTCP_M_JOIN_FAILURES,
+	MPTCP_M_MIB,
+	MPTCP_M_MIB_GAUGE,
+	MPTCP_M_N,
+};
+
 extern const struct collector_route mptcp_routes[];
+
+/*
+ * mptcp.c, on the main thread; also the seam unit tests drive the event
+ * path through (tests/unit/test_collector_mptcp.c), as iproute2's
+ * ipmptcp.c replays messages into its handler:
+ * mptcp_series_start(): the series start() publishes, before any event;
+ * mptcp_buffer_handle(): one datagram of w's event socket read at now_ns,
+ * each event into its MptcpEvent row, the live state and the counters.
+ */
+void mptcp_series_start(struct mptcp_priv *p);
+void mptcp_buffer_handle(struct mptcp_priv *p, struct mptcp_watch *w, const void *buf, size_t len,
+			 int64_t now_ns);
 
 #endif

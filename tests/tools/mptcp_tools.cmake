@@ -12,6 +12,8 @@ sysobs_unit_test(mptcp_state)
 sysobs_unit_test(mptcp_diag)
 sysobs_unit_test(mptcp_table)
 sysobs_unit_test(mptcp_mib)
+# the event path through the recording sink: raw genetlink datagrams (no root)
+sysobs_unit_test(collector_mptcp ${CMAKE_CURRENT_SOURCE_DIR}/unit/recording_sink.c)
 sysobs_fuzz_target(mptcp)
 
 # Integration tests (root + kernel MPTCP; SKIP otherwise). They need the tools.

@@ -2,8 +2,12 @@
 /* recording_sink: see recording_sink.h. */
 #include "recording_sink.h"
 
+#include "base/config.h"
+#include "collectors/collector.h"
+
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define RS(k) ((struct recording_sink *)(k)->impl)
@@ -173,6 +177,26 @@ void rs_init(struct recording_sink *rs, const char *collector)
 	rs->sink.ops = &rs_ops;
 	rs->sink.impl = rs;
 	rs->sink.collector = collector;
+}
+
+void rs_collector_attach(struct recording_sink *rs, struct collector *c)
+{
+	c->sink = &rs->sink;
+	c->families = rs->handles;
+	for (size_t i = 0; c->ops->metrics && c->ops->metrics[i].name; i++)
+		rs->handles[i] = sink_family(&rs->sink, &c->ops->metrics[i]);
+}
+
+int rs_collector_defaults(struct collector *c, struct config *cfg)
+{
+	void *out = calloc(1, c->ops->cfg_size ? c->ops->cfg_size : 1);
+
+	snprintf(c->section, sizeof(c->section), "collector.%s", c->ops->name);
+	c->cfg = out;
+	if (!out || cfg_declare(cfg, c->section, c->ops->keys) ||
+	    cfg_section_parse(cfg, c->section, out))
+		return -1;
+	return 0;
 }
 
 struct rs_series *rs_find(struct recording_sink *rs, const char *name, const char *labels)

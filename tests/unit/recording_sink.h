@@ -42,11 +42,22 @@ struct recording_sink {
 	size_t n_series;
 	const struct metric_desc *families[64];
 	size_t n_families;
+	struct sink_family *handles[64];   /* a collector's c->families */
 	struct rs_row latest[RS_MAX_ROWS]; /* what sink_latest() returns */
 	size_t n_latest;
 };
 
+struct collector;
+
 void rs_init(struct recording_sink *rs, const char *collector);
+/* What the agent does for a collector before init: c->sink is rs, and
+ * c->families the families of c->ops->metrics registered in it. */
+void rs_collector_attach(struct recording_sink *rs, struct collector *c);
+/* c->cfg with the defaults of c->ops->keys, parsed as the agent parses an
+ * empty [collector.NAME] into cfg (declared here). 0, or -1. Free c->cfg
+ * and cfg_free(cfg) after stop. */
+struct config;
+int rs_collector_defaults(struct collector *c, struct config *cfg);
 /* The series of the family named name with these labels ("a,b"), or NULL. */
 struct rs_series *rs_find(struct recording_sink *rs, const char *name, const char *labels);
 /* A row sink_latest() gives for table t. */

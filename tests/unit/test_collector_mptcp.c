@@ -1,0 +1,314 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The mptcp collector's event path without root or an MPTCP kernel: generic
+ * netlink datagrams built here byte for byte (libmnl, as the kernel's
+ * mptcp_pm events group sends them) go through mptcp_buffer_handle(), the
+ * function the event socket's reader calls per datagram. One connection's
+ * life (CREATED and ESTABLISHED in one datagram, a join, its reset with a
+ * reason, CLOSED), an event about an unknown connection, a message of
+ * another family, a malformed one and one cut short: the MptcpEvent rows,
+ * the connection table and the sysobs_mptcp_* counters are asserted.
+ */
+#include <arpa/inet.h>
+#include <libmnl/libmnl.h>
+#include <linux/genetlink.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "collectors/collector.h"
+#include "collectors/mptcp/mptcp.h"
+#include "collectors/mptcp/mptcp_priv.h"
+#include "collectors/mptcp/mptcp_state.h"
+#include "recording_sink.h"
+
+#define SEC	    1000000000ll
+#define PM_FAMILY   0x20 /* the mptcp_pm family id the watch resolved */
+#define NETNS	    4026531993u
+#define CLIENT_PORT 40000
+
+extern const struct collector_ops mptcp_collector;
+
+struct fixture {
+	struct recording_sink rs;
+	struct collector c;
+	struct mptcp_priv *p;
+};
+
+/* One datagram being built: messages appended one after another. */
+struct dgram {
+	char buf[4096] __attribute__((aligned(8)));
+	size_t len;
+};
+
+/* Appends a message of event cmd (of the mptcp_pm family) to d. */
+static struct nlmsghdr *msg_add(struct dgram *d, uint8_t cmd)
+{
+	struct nlmsghdr *nlh = mnl_nlmsg_put_header(d->buf + d->len);
+	struct genlmsghdr *g = mnl_nlmsg_put_extra_header(nlh, sizeof(*g));
+
+	nlh->nlmsg_type = PM_FAMILY;
+	g->cmd = cmd;
+	g->version = 1;
+	return nlh;
+}
+
+static void msg_end(struct dgram *d, const struct nlmsghdr *nlh)
+{
+	d->len += NLMSG_ALIGN(nlh->nlmsg_len);
+}
+
+/* TOKEN, FAMILY and the IPv4 tuple saddr:sport -> 10.0.0.2:80. */
+static void put_tuple(struct nlmsghdr *nlh, uint32_t token, const char *saddr, uint16_t sport)
+{
+	struct in_addr s, d;
+
+	assert_int_equal(inet_pton(AF_INET, saddr, &s), 1);
+	assert_int_equal(inet_pton(AF_INET, "10.0.0.2", &d), 1);
+	mnl_attr_put_u32(nlh, MPTCP_EVA_TOKEN, token);
+	mnl_attr_put_u16(nlh, MPTCP_EVA_FAMILY, AF_INET);
+	mnl_attr_put(nlh, MPTCP_EVA_SADDR4, 4, &s);
+	mnl_attr_put(nlh, MPTCP_EVA_DADDR4, 4, &d);
+	mnl_attr_put_u16(nlh, MPTCP_EVA_SPORT, htons(sport));
+	mnl_attr_put_u16(nlh, MPTCP_EVA_DPORT, htons(80));
+}
+
+/* A connection event of token 7's initial subflow, client side. */
+static void conn_event(struct dgram *d, uint8_t cmd)
+{
+	struct nlmsghdr *nlh = msg_add(d, cmd);
+
+	put_tuple(nlh, 7, "10.0.0.1", CLIENT_PORT);
+	mnl_attr_put_u8(nlh, MPTCP_EVA_SERVER_SIDE, 0);
+	msg_end(d, nlh);
+}
+
+/* A subflow event of token's join from 10.0.1.1:40001. */
+static struct nlmsghdr *subflow_event(struct dgram *d, uint8_t cmd, uint32_t token)
+{
+	struct nlmsghdr *nlh = msg_add(d, cmd);
+
+	put_tuple(nlh, token, "10.0.1.1", CLIENT_PORT + 1);
+	mnl_attr_put_u8(nlh, MPTCP_EVA_LOC_ID, 1);
+	mnl_attr_put_u8(nlh, MPTCP_EVA_REM_ID, 0);
+	mnl_attr_put_u8(nlh, MPTCP_EVA_BACKUP, 0);
+	return nlh;
+}
+
+static void feed(struct fixture *fx, const struct dgram *d, int64_t at_s)
+{
+	mptcp_buffer_handle(fx->p, &fx->p->w[0], d->buf, d->len, at_s * SEC);
+}
+
+static double counter(struct fixture *fx, const char *name, const char *labels)
+{
+	struct rs_series *s = rs_find(&fx->rs, name, labels);
+
+	assert_non_null(s);
+	return s->value;
+}
+
+static const struct mptcp_row *row_at(struct fixture *fx, size_t i, const char *type)
+{
+	const struct mptcp_row *row;
+
+	assert_true(i < fx->rs.n_rows);
+	assert_ptr_equal(fx->rs.rows[i].t, &mptcp_events_table);
+	row = (const struct mptcp_row *)fx->rs.rows[i].row;
+	assert_string_equal(row->type, type);
+	assert_int_equal(row->netns, NETNS);
+	return row;
+}
+
+static void assert_counts(struct fixture *fx, size_t conns, size_t subflows)
+{
+	size_t c, s;
+
+	mptcp_state_counts(fx->p->state, &c, &s);
+	assert_int_equal(c, conns);
+	assert_int_equal(s, subflows);
+}
+
+/* What start() makes of the collector before its sockets: the watch of
+ * one netns, the series from 0. */
+static int fixture_setup(void **state)
+{
+	struct fixture *fx = calloc(1, sizeof(*fx));
+
+	if (!fx)
+		return -1;
+	rs_init(&fx->rs, "mptcp");
+	fx->c = (struct collector){.ops = &mptcp_collector, .fd = -1};
+	rs_collector_attach(&fx->rs, &fx->c);
+	fx->p = calloc(1, sizeof(*fx->p));
+	if (!fx->p)
+		return -1;
+	fx->c.priv = fx->p;
+	fx->p->c = &fx->c;
+	fx->p->epfd = -1;
+	fx->p->state = mptcp_state_new();
+	fx->p->w[0].ino = NETNS;
+	fx->p->w[0].family = PM_FAMILY;
+	if (!fx->p->state)
+		return -1;
+	mptcp_series_start(fx->p);
+	*state = fx;
+	return 0;
+}
+
+static int fixture_teardown(void **state)
+{
+	struct fixture *fx = *state;
+
+	mptcp_collector.stop(&fx->c);
+	free(fx);
+	return 0;
+}
+
+static void connection_life(void **state)
+{
+	struct fixture *fx = *state;
+	const struct mptcp_row *row;
+	struct mptcp_conn *conn;
+	struct rs_series *life;
+	struct dgram d = {0};
+	struct nlmsghdr *nlh;
+
+	assert_true(counter(fx, "sysobs_mptcp_events_total", "CREATED") == 0);
+	assert_true(counter(fx, "sysobs_mptcp_subflow_resets_total", "badperf") == 0);
+
+	/* CREATED and ESTABLISHED in one datagram */
+	conn_event(&d, MPTCP_EV_CREATED);
+	conn_event(&d, MPTCP_EV_ESTABLISHED);
+	feed(fx, &d, 100);
+	assert_int_equal(fx->rs.n_rows, 2);
+	row = row_at(fx, 0, "CREATED");
+	assert_int_equal(fx->rs.rows[0].ts_ns, 100 * SEC);
+	assert_int_equal(row->token, 7);
+	assert_int_equal(row->family, AF_INET);
+	assert_string_equal(row->saddr, "10.0.0.1");
+	assert_string_equal(row->daddr, "10.0.0.2");
+	assert_int_equal(row->sport, CLIENT_PORT);
+	assert_int_equal(row->dport, 80);
+	assert_int_equal(row->server_side, 0);
+	assert_int_equal(row->reset_reason, -1);
+	row_at(fx, 1, "ESTABLISHED");
+	conn = mptcp_state_conn_get(fx->p->state, NETNS, 7, 0);
+	assert_non_null(conn);
+	assert_int_equal(conn->established, 1);
+	assert_int_equal(conn->created_ns, 100 * SEC);
+	assert_int_equal(conn->created_known, 1);
+	assert_int_equal(conn->server_side, 0);
+	assert_int_equal(conn->t.sport, CLIENT_PORT);
+	assert_counts(fx, 1, 1);
+	assert_true(counter(fx, "sysobs_mptcp_events_total", "CREATED") == 1);
+	assert_true(counter(fx, "sysobs_mptcp_events_total", "ESTABLISHED") == 1);
+
+	/* a join */
+	d.len = 0;
+	msg_end(&d, subflow_event(&d, MPTCP_EV_SUB_ESTABLISHED, 7));
+	feed(fx, &d, 101);
+	row = row_at(fx, 2, "SUB_ESTABLISHED");
+	assert_string_equal(row->saddr, "10.0.1.1");
+	assert_int_equal(row->loc_id, 1);
+	assert_int_equal(conn->n_sf, 2);
+	assert_counts(fx, 1, 2);
+
+	/* the join reset by the peer: bad performance, ECONNRESET */
+	d.len = 0;
+	nlh = subflow_event(&d, MPTCP_EV_SUB_CLOSED, 7);
+	mnl_attr_put_u8(nlh, MPTCP_EVA_ERROR, 104);
+	mnl_attr_put_u32(nlh, MPTCP_EVA_RESET_REASON, 5);
+	mnl_attr_put_u32(nlh, MPTCP_EVA_RESET_FLAGS, 0);
+	msg_end(&d, nlh);
+	feed(fx, &d, 103);
+	row = row_at(fx, 3, "SUB_CLOSED");
+	assert_int_equal(row->reset_reason, 5);
+	assert_string_equal(row->reset_reason_name, "badperf");
+	assert_int_equal(row->error, 104);
+	assert_int_equal(conn->n_sf, 1);
+	assert_counts(fx, 1, 1);
+	assert_true(counter(fx, "sysobs_mptcp_subflow_resets_total", "badperf") == 1);
+	assert_true(counter(fx, "sysobs_mptcp_subflow_resets_total", "mptcp") == 0);
+	life = rs_find(&fx->rs, "sysobs_mptcp_subflow_lifetime_seconds", "");
+	assert_non_null(life);
+	assert_int_equal(life->observations, 1);
+	assert_true(life->value == 2); /* 101 s -> 103 s */
+	/* a join that was established is no failed join */
+	assert_true(counter(fx, "sysobs_mptcp_join_failures_total", "ECONNRESET") == 0);
+
+	/* CLOSED: the connection and its initial subflow end */
+	d.len = 0;
+	conn_event(&d, MPTCP_EV_CLOSED);
+	feed(fx, &d, 110);
+	row_at(fx, 4, "CLOSED");
+	assert_null(mptcp_state_conn_get(fx->p->state, NETNS, 7, 0));
+	assert_counts(fx, 0, 0);
+	assert_int_equal(life->observations, 2);
+	assert_true(life->value == 2 + 10); /* ESTABLISHED at 100 s -> 110 s */
+	assert_true(counter(fx, "sysobs_mptcp_events_total", "SUB_ESTABLISHED") == 1);
+	assert_true(counter(fx, "sysobs_mptcp_events_total", "SUB_CLOSED") == 1);
+	assert_true(counter(fx, "sysobs_mptcp_events_total", "CLOSED") == 1);
+	assert_true(counter(fx, "sysobs_mptcp_unmatched_events_total", "") == 0);
+	assert_true(counter(fx, "sysobs_mptcp_malformed_messages_total", "") == 0);
+	assert_int_equal(fx->rs.n_rows, 5);
+}
+
+static void unmatched_foreign_malformed_and_short(void **state)
+{
+	struct fixture *fx = *state;
+	struct dgram d = {0};
+	struct nlmsghdr *nlh;
+	size_t full;
+
+	/* a join of a connection the state never saw: stored, counted */
+	msg_end(&d, subflow_event(&d, MPTCP_EV_SUB_ESTABLISHED, 99));
+	/* a message of another family in the same datagram: skipped */
+	nlh = msg_add(&d, MPTCP_EV_CREATED);
+	nlh->nlmsg_type = NLMSG_ERROR;
+	msg_end(&d, nlh);
+	/* a genetlink header cut short: malformed, no row */
+	nlh = msg_add(&d, MPTCP_EV_CREATED);
+	nlh->nlmsg_len = NLMSG_HDRLEN + 2;
+	msg_end(&d, nlh);
+	feed(fx, &d, 200);
+	assert_int_equal(fx->rs.n_rows, 1);
+	assert_int_equal(((const struct mptcp_row *)fx->rs.rows[0].row)->token, 99);
+	assert_true(counter(fx, "sysobs_mptcp_unmatched_events_total", "") == 1);
+	assert_true(counter(fx, "sysobs_mptcp_malformed_messages_total", "") == 1);
+	assert_true(counter(fx, "sysobs_mptcp_events_total", "SUB_ESTABLISHED") == 1);
+	assert_true(counter(fx, "sysobs_mptcp_events_total", "CREATED") == 0);
+	assert_counts(fx, 0, 0);
+
+	/* a datagram shorter than its message says: the message is not seen */
+	d.len = 0;
+	conn_event(&d, MPTCP_EV_CREATED);
+	full = d.len;
+	d.len = full - 4;
+	feed(fx, &d, 201);
+	assert_int_equal(fx->rs.n_rows, 1);
+	assert_true(counter(fx, "sysobs_mptcp_events_total", "CREATED") == 0);
+	assert_true(counter(fx, "sysobs_mptcp_malformed_messages_total", "") == 1);
+	/* whole, the same bytes are a connection */
+	d.len = full;
+	feed(fx, &d, 202);
+	assert_int_equal(fx->rs.n_rows, 2);
+	/* the initial subflow counts from ESTABLISHED */
+	assert_counts(fx, 1, 0);
+	assert_int_equal(mptcp_state_conn_get(fx->p->state, NETNS, 7, 0)->established, 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test_setup_teardown(connection_life, fixture_setup, fixture_teardown),
+	    cmocka_unit_test_setup_teardown(unmatched_foreign_malformed_and_short, fixture_setup,
+					    fixture_teardown),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
