@@ -77,6 +77,8 @@ start_agent
 wait_collector ifs
 laps2() { [ "$(loads 0 0)" -ge 4 ] && [ "$(loads 2 0)" -ge 3 ]; }
 wait_for 30 laps2 || fail "no rotation of both: $(tail -n +"$L" "$T/mnt/fake_loads")"
+# Stopped before counting: a load between two counts would read as a failure.
+stop_agent
 echo "both lists: scan loads $(loads 0 -) (batches $(batches 0)), SBAF loads $(loads 2 -)" \
 	"(batches $(batches 2)), failed loads $(($(loads 0 -) - $(loads 0 0) + $(loads 2 -) - $(loads 2 0)))"
 assert_eq "scan batches" "1,2,3" "$(batches 0)"
@@ -84,5 +86,4 @@ assert_eq "SBAF batches" "1,2" "$(batches 2)"
 assert_eq "failed loads, scan" "$(loads 0 0)" "$(loads 0 -)"
 assert_eq "failed loads, SBAF" "$(loads 2 0)" "$(loads 2 -)"
 assert_eq "batch_missing rows" 0 "$(db_count ifs_scans "error_name = 'batch_missing'")"
-stop_agent
 pass "rotate_batches_sbaf rotates SBAF through its own batches, no load fails"
