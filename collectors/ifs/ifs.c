@@ -85,6 +85,7 @@ static const char *const ifs_scan_labels[] = {"test", "result", NULL};
 static const char *const ifs_core_labels[] = {"test", "package", "core", NULL};
 static const char *const ifs_test_labels[] = {"test", NULL};
 static const char *const ifs_skip_labels[] = {"test", "reason", NULL};
+static const char *const ifs_result_labels[] = {"result", NULL};
 
 static const struct metric_desc ifs_metrics[] = {
     [IFS_M_SCANS] = {"sysobs_ifs_scans_total",
@@ -126,6 +127,16 @@ static const struct metric_desc ifs_metrics[] = {
 		       "by test and reason: offline (every thread), sibling_offline (a thread "
 		       "offline: the driver needs all siblings online); one per interval.",
 		       METRIC_KIND_COUNTER, ifs_skip_labels},
+    [IFS_M_ALERT_POSTS] = {"sysobs_ifs_alert_posts_total",
+			   "POSTs of the failed-core alerts to alertmanager_url (one per batch of "
+			   "alerts), by result: ok, failed (no connection or not a 2xx answer). "
+			   "Present only with alertmanager_url set.",
+			   METRIC_KIND_COUNTER, ifs_result_labels},
+    [IFS_M_ALERTS_FIRING] = {"sysobs_ifs_alerts_firing",
+			     "Failed-core alerts the agent holds firing (sent again every "
+			     "alert_resend until a scan of the core passes). Present only with "
+			     "alertmanager_url set.",
+			     METRIC_KIND_GAUGE},
     [IFS_M_N] = {0},
 };
 
@@ -274,6 +285,19 @@ err_free:
 	return err;
 }
 
+/* The alerter's counts (its thread keeps them) into the series. */
+static void ifs_alert_publish(struct ifs_priv *p)
+{
+	struct ifs_alert_stats st;
+
+	if (!p->alert)
+		return;
+	ifs_alert_get_stats(p->alert, &st);
+	sink_set(p->c->sink, p->alert_posts_s[0], (double)st.posts_ok);
+	sink_set(p->c->sink, p->alert_posts_s[1], (double)st.posts_failed);
+	sink_set(p->c->sink, p->alert_firing_s, st.firing);
+}
+
 static int ifs_start(struct collector *c)
 {
 	struct ifs_priv *p = c->priv;
@@ -319,9 +343,15 @@ static int ifs_start(struct collector *c)
 	if (!p->worker)
 		return -errno;
 	if (p->alert_url[0]) {
+		static const char *const ok[] = {"ok"}, *const failed[] = {"failed"};
+
 		p->alert = ifs_alert_new(p->alert_url, p->alert_labels, p->alert_resend_ms);
 		if (!p->alert)
 			return -errno;
+		p->alert_posts_s[0] = collector_series(c, IFS_M_ALERT_POSTS, ok);
+		p->alert_posts_s[1] = collector_series(c, IFS_M_ALERT_POSTS, failed);
+		p->alert_firing_s = collector_series1(c, IFS_M_ALERTS_FIRING);
+		ifs_alert_publish(p);
 	}
 	pthread_mutex_lock(&p->lock);
 	ifs_last_restore(p);
@@ -373,6 +403,7 @@ static int ifs_collect(struct collector *c)
 		clog_debug(c, "topology: %s", strerror(-err));
 	ifs_passive_check(p);
 	dispatch(p);
+	ifs_alert_publish(p);
 	if (gone) {
 		/* Still polled: sysobs resumes when the module is back. */
 		snprintf(c->why, sizeof(c->why),

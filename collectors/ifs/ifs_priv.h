@@ -74,6 +74,8 @@ struct ifs_priv {
 	int efd;
 	struct ifs_worker *worker;
 	struct ifs_alerter *alert;
+	struct sink_series *alert_posts_s[2]; /* ok, failed */
+	struct sink_series *alert_firing_s;
 	char alert_url[512], alert_labels[512];
 	/* The identity of a pushed alert: job and instance as the Prometheus
 	 * rule's alert has them (docs/ifs.md), and the runbook link it gives. */
@@ -131,6 +133,8 @@ enum {
 	IFS_M_DURATION,
 	IFS_M_INTERVAL,
 	IFS_M_SKIPPED,
+	IFS_M_ALERT_POSTS,
+	IFS_M_ALERTS_FIRING,
 	IFS_M_N,
 };
 
