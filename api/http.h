@@ -16,7 +16,6 @@
 #ifndef SYSOBS_HTTP_H
 #define SYSOBS_HTTP_H
 
-#include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -111,7 +110,6 @@ bool http_accepts_gzip(const char *accept_encoding);
 int http_gzip(const char *in, size_t len, char **out, size_t *out_len);
 
 /* Response helpers. */
-void http_reply_json(struct http_response *res, int status, json_t *j); /* steals j */
 void http_reply_text(struct http_response *res, int status, const char *ctype, char *body,
 		     size_t len); /* takes body */
 void http_reply_error(struct http_response *res, int status, const char *code, const char *fmt, ...)

@@ -12,8 +12,6 @@
 #include <string.h>
 #include <strings.h>
 
-#include <jansson.h>
-
 #include "api/http.h"
 #include "api/negotiate.h"
 #include "api/pbjson.h"
@@ -138,25 +136,6 @@ void http_reply_text(struct http_response *res, int status, const char *ctype, c
 	res->content_type = ctype;
 	res->body = body;
 	res->len = body ? len : 0;
-}
-
-void http_reply_json(struct http_response *res, int status, json_t *j)
-{
-	char *s = NULL;
-
-	/* 15 significant digits: doubles read from counters and /proc print as
-	 * 0.092354, not 0.092354000000000006. */
-	if (j)
-		s = json_dumps(j, JSON_COMPACT | JSON_ENCODE_ANY | JSON_REAL_PRECISION(15));
-	json_decref(j);
-	if (!s) {
-		static const char oom[] =
-		    "{\"error\":{\"code\":\"internal\",\"message\":\"cannot encode JSON\"}}";
-
-		http_reply_text(res, 500, API_CT_JSON, strdup(oom), sizeof(oom) - 1);
-		return;
-	}
-	http_reply_text(res, status, API_CT_JSON, s, strlen(s));
 }
 
 /* Errors are ErrorResponse messages, in the encoding the route negotiated

@@ -158,11 +158,6 @@ void drops_cgroups_free(struct drops_cgroups *g)
 	free(g);
 }
 
-const char *drops_cgroups_root(const struct drops_cgroups *g)
-{
-	return g ? g->root : "";
-}
-
 /* Depth-first search of dir (fd, path rel) for the directory whose inode
  * is id; its relative path into found. */
 static bool cg_walk(int dfd, char *rel, size_t rel_len, uint64_t id, int depth)

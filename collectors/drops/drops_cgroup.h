@@ -37,7 +37,6 @@ struct drops_cgroups;
  * /proc/self/mountinfo. NULL + errno (ENOENT: no cgroup2). */
 struct drops_cgroups *drops_cgroups_new(const char *root);
 void drops_cgroups_free(struct drops_cgroups *g); /* accepts NULL */
-const char *drops_cgroups_root(const struct drops_cgroups *g);
 
 /* The path of cgroup id relative to the root ("/" for the root,
  * "/system.slice/docker-<id>.scope"), cut from the left with a leading

@@ -18,6 +18,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <jansson.h>
 #include <zlib.h>
 
 #include <cmocka.h>
@@ -496,6 +498,15 @@ static void test_listen_parse(void **state)
 
 /* ---- a live server ---- */
 
+/* A JSON body for the test routes (steals j). */
+static void reply_json(struct http_response *res, int status, json_t *j)
+{
+	char *s = json_dumps(j, JSON_COMPACT);
+
+	json_decref(j);
+	http_reply_text(res, status, "application/json", s, s ? strlen(s) : 0);
+}
+
 static void h_window(const struct http_request *req, struct http_response *res, void *arg)
 {
 	static const char *const allowed[] = {QUERY_WINDOW_PARAMS, NULL};
@@ -503,22 +514,22 @@ static void h_window(const struct http_request *req, struct http_response *res, 
 
 	if (query_params_check(req, allowed, res) || query_window_parse(req, &w, res))
 		return;
-	http_reply_json(res, 200,
-			json_pack("{s:I,s:I,s:i,s:I}", "start", (json_int_t)w.start_ns, "end",
-				  (json_int_t)w.end_ns, "limit", (int)w.limit, "cursor",
-				  (json_int_t)w.cursor));
+	reply_json(res, 200,
+		   json_pack("{s:I,s:I,s:i,s:I}", "start", (json_int_t)w.start_ns, "end",
+			     (json_int_t)w.end_ns, "limit", (int)w.limit, "cursor",
+			     (json_int_t)w.cursor));
 }
 
 static void h_echo(const struct http_request *req, struct http_response *res, void *arg)
 {
-	http_reply_json(res, 200, json_pack("{s:I}", "len", (json_int_t)req->body_len));
+	reply_json(res, 200, json_pack("{s:I}", "len", (json_int_t)req->body_len));
 }
 
 static void h_sub(const struct http_request *req, struct http_response *res, void *arg)
 {
-	http_reply_json(res, 200,
-			json_pack("{s:s,s:s,s:s}", "subpath", req->subpath, "tag", (char *)arg,
-				  "method", req->method));
+	reply_json(res, 200,
+		   json_pack("{s:s,s:s,s:s}", "subpath", req->subpath, "tag", (char *)arg, "method",
+			     req->method));
 }
 
 static void h_silent(const struct http_request *req, struct http_response *res, void *arg)
