@@ -22,6 +22,15 @@
  * The parser is pure (tests feed it bytes); the watch owns the socket, a
  * debounce timer and an epoll fd that also holds the ring buffer's fd, and
  * is what the collector exposes as its one fd.
+ *
+ * Why not libudev's kernel monitor (udev_monitor_new_from_netlink(udev,
+ * "kernel")): it would replace the ~150 lines of socket code, not the
+ * parser or the debounce, and it (a) filters by subsystem only for
+ * udevd's "libudev"-framed messages, copying every kernel uevent of the
+ * host to user space where this socket filter (SO_ATTACH_FILTER) keeps only
+ * module ones in the kernel; (b) turns a full receive queue (ENOBUFS) into
+ * a NULL device, while the watch must know it lost events to rescan every
+ * module; (c) loads libudev into the unprivileged daemon for that.
  */
 #ifndef SYSOBS_DROPS_UEVENT_H
 #define SYSOBS_DROPS_UEVENT_H
