@@ -7,7 +7,6 @@
  * standard process_* metrics, read at every scrape (api/metrics/process_metrics.c);
  * this collector adds only the thread count.
  */
-#include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +15,7 @@
 #include <unistd.h>
 
 #include "base/log.h"
+#include "base/procfs.h"
 #include "api/proto/sysobs.pb-c.h"
 #include "collectors/collector.h"
 
@@ -68,22 +68,6 @@ static const struct cfg_key self_keys[] = {
 	    "how often the agent samples itself"),
     {0},
 };
-
-/* Counts entries of /proc/self/fd (minus ".", ".." and the dir fd itself). */
-static int64_t count_open_fds(void)
-{
-	DIR *d = opendir("/proc/self/fd");
-	struct dirent *e;
-	int64_t n = 0;
-
-	if (!d)
-		return -1;
-	while ((e = readdir(d)))
-		if (e->d_name[0] != '.')
-			n++;
-	closedir(d);
-	return n - 1;
-}
 
 /* RSS pages and thread count from /proc/self/stat: fields 20 (num_threads)
  * and 24 (rss), counted after the ")" that closes the command name. */
@@ -149,7 +133,7 @@ static int self_collect(struct collector *c)
 		return err;
 	row.rss_bytes = (int64_t)rss_pages * st->page_size;
 	row.threads = threads;
-	row.open_fds = count_open_fds();
+	row.open_fds = procfs_open_fds("/proc/self");
 	row.queue_depth = (int64_t)sink_queue_depth(c->sink);
 
 	sink_set(c->sink, st->threads, (double)row.threads);

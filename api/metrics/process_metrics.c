@@ -7,13 +7,13 @@
  * /proc/stat; the fd limit is RLIMIT_NOFILE's soft value from
  * /proc/PID/limits.
  */
-#include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "base/procfs.h"
 #include "api/metrics/process_metrics.h"
 
 enum { P_CPU, P_RSS, P_VSZ, P_FDS, P_MAXFDS, P_START, P_N };
@@ -56,25 +56,6 @@ static double boot_time(void)
 	return strtod(p + 7, NULL);
 }
 
-static double count_fds(const char *proc)
-{
-	char path[256];
-	struct dirent *e;
-	double n = 0;
-	DIR *d;
-
-	snprintf(path, sizeof(path), "%s/fd", proc);
-	d = opendir(path);
-	if (!d)
-		return -1;
-	while ((e = readdir(d)))
-		if (e->d_name[0] != '.')
-			n++;
-	closedir(d);
-	/* Reading /proc/self/fd holds one fd of its own. */
-	return strcmp(proc, "/proc/self") ? n : n - 1;
-}
-
 static double max_fds(const char *proc)
 {
 	char path[256], buf[4096], *p;
@@ -113,7 +94,7 @@ int process_stat_read(const char *proc, struct process_stat *st)
 	st->start_time_seconds = bt < 0 ? -1 : bt + (double)start / (double)tck;
 	st->virtual_bytes = (double)vsize;
 	st->resident_bytes = (double)rss * (double)page;
-	st->open_fds = count_fds(proc);
+	st->open_fds = (double)procfs_open_fds(proc);
 	st->max_fds = max_fds(proc);
 	return 0;
 }
