@@ -131,7 +131,17 @@ static int config_offline(struct agent *a, const char *config, const struct over
 	return 0;
 }
 
-int main(int argc, char **argv)
+/* The command line: flags that are config values become overrides. */
+struct cmdline {
+	struct override overrides[16];
+	size_t n_over;
+	const char *config, *port_file;
+	bool print_config, check_config;
+};
+
+/* -1 to go on, else the exit status (--help, --version, a usage error,
+ * --print-clickhouse-ddl). */
+static int parse_args(int argc, char **argv, struct cmdline *cl)
 {
 	static const struct option opts[] = {
 	    {"config", required_argument, NULL, 'c'},
@@ -149,51 +159,40 @@ int main(int argc, char **argv)
 	    {"version", no_argument, NULL, 'V'},
 	    {0},
 	};
-	struct override overrides[16];
-	struct agent a = {0};
-	const char *config = NULL, *port_file = NULL;
-	enum log_level lvl;
-	enum log_format fmt;
-	size_t n_over = 0;
-	bool print_config = false, check_config = false;
-	sigset_t mask;
-	int opt, rc;
+	struct override *o = cl->overrides;
+	int opt;
 
 	while ((opt = getopt_long(argc, argv, "c:l:d:L:u:hV", opts, NULL)) != -1) {
-		if (n_over == sizeof(overrides) / sizeof(overrides[0])) {
-			fprintf(stderr, "sysobsd: too many options\n");
-			return 2;
-		}
 		switch (opt) {
 		case 'u':
-			overrides[n_over++] = (struct override){"agent", "user", optarg};
+			o[cl->n_over++] = (struct override){"agent", "user", optarg};
 			break;
 		case 'c':
-			config = optarg;
+			cl->config = optarg;
 			break;
 		case 'l':
-			overrides[n_over++] = (struct override){"http", "listen", optarg};
+			o[cl->n_over++] = (struct override){"http", "listen", optarg};
 			break;
 		case 'd':
-			overrides[n_over++] = (struct override){"storage", "path", optarg};
+			o[cl->n_over++] = (struct override){"storage", "path", optarg};
 			break;
 		case 'L':
-			overrides[n_over++] = (struct override){"agent", "log_level", optarg};
+			o[cl->n_over++] = (struct override){"agent", "log_level", optarg};
 			break;
 		case OPT_SYSFS_ROOT:
-			overrides[n_over++] = (struct override){"agent", "sysfs_root", optarg};
+			o[cl->n_over++] = (struct override){"agent", "sysfs_root", optarg};
 			break;
 		case OPT_WEB_CONFIG:
-			overrides[n_over++] = (struct override){"http", "web_config_file", optarg};
+			o[cl->n_over++] = (struct override){"http", "web_config_file", optarg};
 			break;
 		case OPT_PORT_FILE:
-			port_file = optarg;
+			cl->port_file = optarg;
 			break;
 		case OPT_PRINT_CONFIG:
-			print_config = true;
+			cl->print_config = true;
 			break;
 		case OPT_CHECK_CONFIG:
-			check_config = true;
+			cl->check_config = true;
 			break;
 		case OPT_CLICKHOUSE_DDL:
 			return agent_print_clickhouse_ddl(optarg, stdout) ? 1 : 0;
@@ -207,7 +206,7 @@ int main(int argc, char **argv)
 			usage(stderr);
 			return 2;
 		}
-		if (n_over == sizeof(overrides) / sizeof(overrides[0])) {
+		if (cl->n_over == sizeof(cl->overrides) / sizeof(cl->overrides[0])) {
 			fprintf(stderr, "sysobsd: too many options\n");
 			return 2;
 		}
@@ -217,6 +216,57 @@ int main(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
+	return -1;
+}
+
+/* The config file checked as written, then the flags over it, then the
+ * log settings they give: 0, or 2 after saying why. */
+static int load_config(struct agent *a, const struct cmdline *cl)
+{
+	enum log_level lvl;
+	enum log_format fmt;
+
+	log_set_journal(log_stderr_is_journal());
+	if (cl->config && cfg_load(&a->cfg, cl->config)) {
+		for (size_t i = 0; i < a->cfg.n_errors; i++)
+			fprintf(stderr, "sysobsd: %s\n", a->cfg.errors[i]);
+		return 2;
+	}
+	/* The file's values as the file has them, before a flag replaces one:
+	 * --listen over a bad [http] listen is refused as the bad listen alone
+	 * is, and logged as agent_start() logs it. */
+	if (cl->config && agent_config_check(a)) {
+		agent_config_errors_log(a);
+		return 2;
+	}
+	for (size_t i = 0; i < cl->n_over; i++) {
+		const struct override *o = &cl->overrides[i];
+
+		if (cfg_set(&a->cfg, o->section, o->key, o->value)) {
+			fprintf(stderr, "sysobsd: %s\n", a->cfg.err);
+			return 2;
+		}
+	}
+	/* the flags' own values */
+	if (agent_log_config(&a->cfg, &lvl, &fmt)) {
+		fprintf(stderr, "sysobsd: %s\n", a->cfg.err);
+		return 2;
+	}
+	log_set_level(lvl);
+	log_set_format(fmt);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	struct cmdline cl = {0};
+	struct agent a = {0};
+	sigset_t mask;
+	int rc;
+
+	rc = parse_args(argc, argv, &cl);
+	if (rc >= 0)
+		return rc;
 
 	/* Signals are taken through a signalfd in the loop: block them before
 	 * any thread starts so every thread inherits the mask. */
@@ -231,46 +281,20 @@ int main(int argc, char **argv)
 		fprintf(stderr, "sysobsd: cannot declare config\n");
 		return 1;
 	}
-	if (print_config && !config) {
+	if (cl.print_config && !cl.config) {
 		cfg_print_defaults(&a.cfg, stdout);
 		cfg_free(&a.cfg);
 		return 0;
 	}
-	if (check_config || print_config) {
-		rc = config_offline(&a, config, overrides, n_over, print_config);
+	if (cl.check_config || cl.print_config) {
+		rc = config_offline(&a, cl.config, cl.overrides, cl.n_over, cl.print_config);
 		cfg_free(&a.cfg);
 		return rc;
 	}
-	log_set_journal(log_stderr_is_journal());
-	if (config && cfg_load(&a.cfg, config)) {
-		for (size_t i = 0; i < a.cfg.n_errors; i++)
-			fprintf(stderr, "sysobsd: %s\n", a.cfg.errors[i]);
+	if (load_config(&a, &cl)) {
 		cfg_free(&a.cfg);
 		return 2;
 	}
-	/* The file's values as the file has them, before a flag replaces one:
-	 * --listen over a bad [http] listen is refused as the bad listen alone
-	 * is, and logged as agent_start() logs it. */
-	if (config && agent_config_check(&a)) {
-		agent_config_errors_log(&a);
-		cfg_free(&a.cfg);
-		return 2;
-	}
-	for (size_t i = 0; i < n_over; i++) {
-		if (cfg_set(&a.cfg, overrides[i].section, overrides[i].key, overrides[i].value)) {
-			fprintf(stderr, "sysobsd: %s\n", a.cfg.err);
-			cfg_free(&a.cfg);
-			return 2;
-		}
-	}
-	/* the flags' own values */
-	if (agent_log_config(&a.cfg, &lvl, &fmt)) {
-		fprintf(stderr, "sysobsd: %s\n", a.cfg.err);
-		cfg_free(&a.cfg);
-		return 2;
-	}
-	log_set_level(lvl);
-	log_set_format(fmt);
 
 	/* A fixed mmap threshold turns glibc's sliding one off: after the first
 	 * freed BTF buffer (5.4 MiB) it would rise to that size, and the next
@@ -279,8 +303,8 @@ int main(int argc, char **argv)
 	 * VmHWM 30.3 -> 28.5 MiB (bench/idle_rss.sh). */
 	mallopt(M_MMAP_THRESHOLD, 128 * 1024);
 	log_info("agent", "sysobsd %s (revision %s) starting (config: %s)", SYSOBS_VERSION,
-		 SYSOBS_REVISION, config ? config : "embedded defaults");
-	rc = agent_start(&a, port_file);
+		 SYSOBS_REVISION, cl.config ? cl.config : "embedded defaults");
+	rc = agent_start(&a, cl.port_file);
 	if (rc == 0) {
 		/* Type=notify: serving HTTP, collectors started, privileges dropped.
 		 * Without NOTIFY_SOCKET this does nothing. */
