@@ -25,6 +25,10 @@
  * reads it, and the verifier rejects a reachable poisoned instruction: every
  * read of a moved field sits behind bpf_core_field_exists(), which libbpf
  * resolves to a constant so that the other branch is dead code.
+ *
+ * One file of ~1000 lines on purpose: a BPF object is one compilation unit
+ * (its programs share the maps and helpers), loaded once for its one BTF
+ * parse; the shared types live in cachefiles.h.
  */
 #include "vmlinux.h"
 #include <bpf/bpf_core_read.h>

@@ -15,6 +15,11 @@
  * Drop reason values are never hard-coded: SKB_NOT_DROPPED_YET and
  * SKB_CONSUMED are CO-RE enum relocations resolved against the running
  * kernel's BTF at load; user space names every other value from BTF.
+ *
+ * One file of ~1000 lines on purpose: a BPF object is one compilation
+ * unit (its programs share the maps and the static inline body), and one
+ * object is loaded once for its one BTF parse; the shared types live in
+ * drops.h.
  */
 #include "vmlinux.h"
 #include <bpf/bpf_core_read.h>
