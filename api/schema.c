@@ -6,6 +6,7 @@
  */
 #include <errno.h>
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "base/arena.h"
@@ -52,6 +53,21 @@ static const ProtobufCFieldDescriptor *port_of(const ProtobufCMessageDescriptor 
 	memcpy(name, f->name, n - 4);
 	strcpy(name + n - 4, "port");
 	return protobuf_c_message_descriptor_get_field_by_name(row, name);
+}
+
+/* "netns" -> the string field "netns_name" of row that names its value, if
+ * there is one. */
+static const ProtobufCFieldDescriptor *name_of(const ProtobufCMessageDescriptor *row,
+					       const ProtobufCFieldDescriptor *f)
+{
+	const ProtobufCFieldDescriptor *n;
+	char name[64];
+
+	if (f->type == PROTOBUF_C_TYPE_STRING || f->label == PROTOBUF_C_LABEL_REPEATED ||
+	    (size_t)snprintf(name, sizeof(name), "%s_name", f->name) >= sizeof(name))
+		return NULL;
+	n = protobuf_c_message_descriptor_get_field_by_name(row, name);
+	return n && n->type == PROTOBUF_C_TYPE_STRING ? n : NULL;
 }
 
 static bool is_token(const struct event_table *t, const char *name)
@@ -146,15 +162,17 @@ static Sysobs__V1__SchemaColumn *column_new(struct arena *ar, const ProtobufCMes
 {
 	Sysobs__V1__SchemaColumn *c =
 	    PBMSG_NEW(ar, Sysobs__V1__SchemaColumn, sysobs__v1__schema_column__descriptor);
-	const ProtobufCFieldDescriptor *port;
+	const ProtobufCFieldDescriptor *port, *name;
 
 	if (!c)
 		return NULL;
 	port = port_of(row, f);
+	name = name_of(row, f);
 	c->field = (char *)f->name;
 	c->kind = (char *)field_kind(row, f, t);
 	c->unit = (char *)field_unit(f);
 	c->port_field = port ? (char *)port->name : "";
+	c->name_field = name ? (char *)name->name : "";
 	return c;
 }
 

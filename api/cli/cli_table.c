@@ -166,9 +166,15 @@ static void cell_format(const ProtobufCMessage *m, const Sysobs__V1__SchemaColum
 {
 	const ProtobufCFieldDescriptor *f =
 	    protobuf_c_message_descriptor_get_field_by_name(m->descriptor, c->field);
-	const ProtobufCFieldDescriptor *port;
+	const ProtobufCFieldDescriptor *port, *name = NULL;
 
-	if (!f) {
+	if (c->name_field && *c->name_field)
+		name =
+		    protobuf_c_message_descriptor_get_field_by_name(m->descriptor, c->name_field);
+	if (name && name->type == PROTOBUF_C_TYPE_STRING && field_present(m, name) &&
+	    **(const char *const *)field_ptr(m, name)) {
+		snprintf(out, size, "%s", *(const char *const *)field_ptr(m, name));
+	} else if (!f) {
 		snprintf(out, size, "-");
 	} else if (f->label == PROTOBUF_C_LABEL_REPEATED) {
 		fmt_list(m, f, out, size);

@@ -69,6 +69,9 @@ def check_schema(self, routes, ROUTES, PB, fail, ok):
                 errs.append(f"column {c['field']}: kind {c['kind']!r} for a {t} field")
             if c["port_field"] and c["port_field"] not in row.fields_by_name:
                 errs.append(f"column {c['field']}: port_field {c['port_field']} is no field")
+            nf = row.fields_by_name.get(c.get("name_field")) if c.get("name_field") else None
+            if c.get("name_field") and (nf is None or tname[nf.type] != "string"):
+                errs.append(f"column {c['field']}: name_field {c['name_field']} is no string field")
         if errs:
             fail(f"/api/v1/schema {path}: " + "; ".join(errs))
     ok(f"/api/v1/schema: {len(got)} list routes, {n_cols} columns, all fields of their rows")

@@ -160,6 +160,25 @@ static void test_enums_tokens_and_lists_have_their_formats(void **state)
 	assert_prints(&il.base, icols, 3, "CPUS  ONLINE  LAST\n1,5   yes     0\n");
 }
 
+/* A column whose row has a naming field (netns_name for netns) shows the
+ * name when there is one, else the value. */
+static void test_a_named_value_shows_its_name(void **state)
+{
+	Sysobs__V1__MptcpEvent a = SYSOBS__V1__MPTCP_EVENT__INIT, b = a, *rows[2] = {&a, &b};
+	Sysobs__V1__MptcpEventList l = SYSOBS__V1__MPTCP_EVENT_LIST__INIT;
+	Sysobs__V1__SchemaColumn cols[] = {col("netns", "integer", "")};
+
+	(void)state;
+	cols[0].name_field = "netns_name";
+	a.netns = 4026531840u;
+	a._netns_name_case = SYSOBS__V1__MPTCP_EVENT___NETNS_NAME_NETNS_NAME;
+	a.netns_name = "blue";
+	b.netns = 4026532001u;
+	l.data = rows;
+	l.n_data = 2;
+	assert_prints(&l.base, cols, 1, "NETNS\nblue\n4026532001\n");
+}
+
 static void test_an_answer_that_does_not_decode_is_an_error(void **state)
 {
 	Sysobs__V1__SchemaRoute r = SYSOBS__V1__SCHEMA_ROUTE__INIT;
@@ -191,6 +210,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_history_rows_print_oldest_first_with_every_kind),
 	    cmocka_unit_test(test_enums_tokens_and_lists_have_their_formats),
+	    cmocka_unit_test(test_a_named_value_shows_its_name),
 	    cmocka_unit_test(test_an_answer_that_does_not_decode_is_an_error),
 	    cmocka_unit_test(test_every_message_of_the_proto_is_found_by_name),
 	};
