@@ -219,9 +219,6 @@ static void route_export(const struct http_request *req, struct http_response *r
 	arena_free(&ar);
 }
 
-/* ---- /api/v1/events ---- */
-
-/* The collectors that own event tables, ", "-separated, into buf. */
 /* ---- /api/v1/series ---- */
 
 static void route_series(const struct http_request *req, struct http_response *res, void *arg)
