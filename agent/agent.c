@@ -336,10 +336,9 @@ static int start_config(struct agent *a)
 	return 0;
 }
 
-/* The registry, the loop, the exposition endpoints and the database. */
-static int start_store(struct agent *a)
+/* The registry, the loop, the exposition endpoints, the tables. */
+static int start_registry(struct agent *a)
 {
-	char err[512];
 	int rc;
 
 	a->metrics = metrics_new();
@@ -356,11 +355,28 @@ static int start_store(struct agent *a)
 	mem_stage("expose");
 	for (size_t i = 0; collector_registry[i] && i < 63; i++)
 		boot.names[i] = collector_registry[i]->name;
-
 	/* Every collector's tables are registered, enabled or not, so history
 	 * written earlier stays queryable and the schema does not depend on
 	 * which features this boot found. */
 	agent_all_tables(boot.tables);
+	return 0;
+}
+
+/* The collectors' init: 2 on a config error. Before the store opens:
+ * their BPF loads are start-up's peak (libbpf parses the kernel's BTF,
+ * ~11 MiB, for each object), and SQLite's pages (~1.6 MiB) would sit under
+ * it. No collector writes or reads a row before its start. */
+static int start_collectors(struct agent *a)
+{
+	a->admin = boot.hc.admin;
+	return collectors_init(a);
+}
+
+/* The database, then its writer thread: 2 on an environment error. */
+static int start_store(struct agent *a)
+{
+	char err[512];
+
 	a->store = store_open(&boot.sc, boot.tables, err, sizeof(err));
 	if (!a->store) {
 		log_err("store", "%s", err);
@@ -371,20 +387,6 @@ static int start_store(struct agent *a)
 		agent_config_errors_log(a);
 		return 2;
 	}
-	return 0;
-}
-
-/* The collectors' init, then the writer thread: 2 on a config or
- * environment error. */
-static int start_collectors(struct agent *a)
-{
-	char err[512];
-	int rc;
-
-	a->admin = boot.hc.admin;
-	rc = collectors_init(a);
-	if (rc)
-		return rc;
 	/* After every config value was checked: an environment error. */
 	if (privsep_check_db_dir(&boot.pc, boot.sc.path, err, sizeof(err))) {
 		log_err("agent", "%s", err);
@@ -491,8 +493,8 @@ int agent_start(struct agent *a, const char *port_file)
 	int rc;
 
 	mem_stage("config");
-	if ((rc = start_config(a)) || (rc = start_store(a)) || (rc = start_collectors(a)) ||
-	    (rc = start_http(a)))
+	if ((rc = start_config(a)) || (rc = start_registry(a)) || (rc = start_collectors(a)) ||
+	    (rc = start_store(a)) || (rc = start_http(a)))
 		return rc;
 	collectors_start(a);
 	/* Start-up parses big inputs (kernel BTF, ...) and frees them; give

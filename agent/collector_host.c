@@ -204,7 +204,7 @@ static int collector_config(struct agent *a, struct collector *c)
 	void *cfg = calloc(1, c->ops->cfg_size ? c->ops->cfg_size : 1);
 
 	c->cfg = cfg;
-	c->sink = agent_sink_new(c->ops->name, a->metrics, a->store);
+	c->sink = agent_sink_new(c->ops->name, a->metrics, &a->store);
 	if (!cfg || !c->sink) {
 		log_err("agent", "out of memory");
 		return -1;

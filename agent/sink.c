@@ -19,7 +19,7 @@
 struct agent_sink {
 	struct sink sink;
 	struct metrics *m;
-	struct store *store;
+	struct store *const *store;    /* the agent's, opened after the collectors' init */
 	struct metric_series *dropped; /* {collector, reason="queue_full"} */
 	struct log_ratelimit rl;
 };
@@ -30,7 +30,7 @@ static int as_event_id(struct sink *k, const struct event_table *t, int64_t ts_n
 	struct agent_sink *as = k->impl;
 	int err;
 
-	err = store_submit_id(as->store, t, ts_ns, row, id);
+	err = store_submit_id(*as->store, t, ts_ns, row, id);
 	if (err == -EAGAIN) {
 		series_add(as->dropped, 1);
 		log_ratelimited(&as->rl, 10000, LOG_LVL_WARN, k->collector,
@@ -125,14 +125,14 @@ static int as_latest(struct sink *k, const struct event_table *t, const char *gr
 {
 	struct agent_sink *as = k->impl;
 
-	return store_latest(as->store, t, group_by, where, fn, arg);
+	return store_latest(*as->store, t, group_by, where, fn, arg);
 }
 
 static size_t as_queue_depth(struct sink *k)
 {
 	struct agent_sink *as = k->impl;
 
-	return store_queue_depth(as->store);
+	return store_queue_depth(*as->store);
 }
 
 static const struct sink_ops agent_sink_ops = {
@@ -152,7 +152,7 @@ static const struct sink_ops agent_sink_ops = {
     .queue_depth = as_queue_depth,
 };
 
-struct sink *agent_sink_new(const char *collector, struct metrics *m, struct store *store)
+struct sink *agent_sink_new(const char *collector, struct metrics *m, struct store *const *store)
 {
 	static const char *const labels[] = {"collector", "reason", NULL};
 	struct agent_sink *as = calloc(1, sizeof(*as));

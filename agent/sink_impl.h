@@ -10,8 +10,11 @@
 struct metrics;
 struct store;
 
-/* A sink for the collector named collector (a string that outlives it). */
-struct sink *agent_sink_new(const char *collector, struct metrics *m, struct store *store);
+/* A sink for the collector named collector (a string that outlives it).
+ * *store is read at each use: the agent opens its store after the
+ * collectors' init (whose BPF loads are start-up's peak) and before their
+ * start, the first that may write or read rows. */
+struct sink *agent_sink_new(const char *collector, struct metrics *m, struct store *const *store);
 void agent_sink_free(struct sink *k); /* accepts NULL */
 
 #endif
