@@ -26,6 +26,7 @@
 #include <bpf/libbpf.h>
 #include <linux/bpf.h>
 
+#include "bpf/drops.h" /* before its skeleton */
 #include "bpf/drops.skel.h"
 
 #define MAX_PROGS 8
@@ -83,6 +84,8 @@ int main(int argc, char **argv)
 		bpf_program__set_autoload(base->progs.drops_raw_tp, false);
 		bpf_program__set_autoload(base->progs.drops_udp_destruct_enter, false);
 		bpf_program__set_autoload(base->progs.drops_udp_destruct_exit, false);
+		bpf_program__set_autoload(base->progs.netns_walk, false);
+		bpf_program__set_autoload(base->progs.netstat_walk, false);
 		if (drops_bpf__load(base) ||
 		    !(base_link = bpf_program__attach(base->progs.drops_baseline))) {
 			fprintf(stderr, "baseline program: %s\n", strerror(errno));

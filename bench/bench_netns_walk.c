@@ -18,6 +18,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include "bpf/netns.skel.h"
 #include "collectors/netns_live.h"
 
 static double now_ns(void)
@@ -73,11 +74,18 @@ int main(int argc, char **argv)
 	int rounds = argc > 1 ? atoi(argv[1]) : 200;
 	static uint32_t ino[1 << 20];
 	struct netns_live *nl;
+	struct netns_bpf *skel;
 	char why[512];
 	size_t nproc = 0;
 	double t0, walk, proc;
 
-	nl = netns_live_open(why, sizeof(why));
+	skel = netns_bpf__open_and_load();
+	if (!skel) {
+		perror("netns walk: load");
+		return 77;
+	}
+	nl = netns_live_new(bpf_program__fd(skel->progs.netns_walk), skel->bss->live_netns,
+			    skel->bss->live_cookie, why, sizeof(why));
 	if (!nl) {
 		fprintf(stderr, "netns walk: %s\n", why);
 		return 77;
@@ -98,5 +106,6 @@ int main(int argc, char **argv)
 	       walk / (double)netns_live_count(nl));
 	printf("proc  %10.1f us per scan\n", proc / 1e3);
 	netns_live_close(nl);
+	netns_bpf__destroy(skel);
 	return 0;
 }

@@ -7,6 +7,10 @@
 #ifndef SYSOBS_DROPS_H
 #define SYSOBS_DROPS_H
 
+/* The namespace walks are linked into the drops object (bpf/CMakeLists.txt):
+ * its skeleton names their .bss types. */
+#include "netstat.h"
+
 /*
  * In-kernel aggregation key: one per (reason, L3, L4, netns[, cgroup]).
  * The namespace is keyed by its cookie (net->net_cookie: a 64-bit number

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <bpf/bpf.h>
 #include <bpf/btf.h>
 #include <bpf/libbpf.h>
 
@@ -198,6 +199,28 @@ bool bpf_util_ftrace_has(const char *fn)
 bool bpf_util_has_fentry(const struct bpf_util_btf *b, const char *fn)
 {
 	return bpf_util_btf_has(b, fn, BTF_KIND_FUNC) && bpf_util_ftrace_has(fn);
+}
+
+int bpf_util_fentry_probe(const struct bpf_util_btf *b, const char *fn)
+{
+	/* r0 = 0; exit */
+	static const struct bpf_insn ret0[] = {
+	    {.code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = BPF_REG_0},
+	    {.code = BPF_JMP | BPF_EXIT},
+	};
+	int id = b->vmlinux ? btf__find_by_name_kind(b->vmlinux, fn, BTF_KIND_FUNC) : -ENOENT;
+	LIBBPF_OPTS(bpf_prog_load_opts, opts, .expected_attach_type = BPF_TRACE_FENTRY,
+		    .attach_btf_id = id > 0 ? (__u32)id : 0);
+	int fd;
+
+	if (id <= 0)
+		return -ENOENT;
+	fd = bpf_prog_load(BPF_PROG_TYPE_TRACING, "sysobs_fentry", "GPL", ret0,
+			   sizeof(ret0) / sizeof(ret0[0]), &opts);
+	if (fd < 0)
+		return -errno;
+	close(fd);
+	return 0;
 }
 
 bool bpf_util_have_caps(void)

@@ -79,6 +79,13 @@ bool bpf_util_ftrace_has(const char *fn);
 /* Can fentry/fexit attach to fn: a FUNC in BTF that ftrace lists. */
 bool bpf_util_has_fentry(const struct bpf_util_btf *b, const char *fn);
 
+/* Does the kernel load an fentry program on vmlinux's fn? A two-instruction
+ * one, so that a kernel or a policy that refuses tracing programs (EPERM
+ * where ftrace is locked down) is known before a collector's object loads:
+ * each load is a parse of the kernel's BTF (~11 MiB, ~0.15 s). 0; -ENOENT
+ * when fn is no FUNC in vmlinux's BTF; else the load's -errno. */
+int bpf_util_fentry_probe(const struct bpf_util_btf *b, const char *fn);
+
 /* May this process load tracing BPF: CAP_SYS_ADMIN, or CAP_BPF with
  * CAP_PERFMON, in its effective set (not just "is root"). */
 bool bpf_util_have_caps(void);

@@ -3,19 +3,17 @@
 #include "collectors/netns_live.h"
 
 #include <bpf/bpf.h>
-#include <bpf/libbpf.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "bpf/netns.h"
-#include "bpf/netns.skel.h"
-#include "collectors/bpf_util.h"
 
 struct netns_live {
-	struct netns_bpf *skel;
 	int prog_fd;
+	const __u32 *live_netns; /* the program's .bss, mmapped */
+	const __u64 *live_cookie;
 	size_t n; /* namespaces in the last good snapshot */
 	struct netns_id {
 		uint32_t inum;
@@ -24,7 +22,8 @@ struct netns_live {
 	uint64_t cookie[NETNS_LIVE_MAX]; /* sorted */
 };
 
-struct netns_live *netns_live_open(char *why, size_t why_len)
+struct netns_live *netns_live_new(int prog_fd, const __u32 *live_netns, const __u64 *live_cookie,
+				  char *why, size_t why_len)
 {
 	struct netns_live *nl = calloc(1, sizeof(*nl));
 	int err;
@@ -33,24 +32,15 @@ struct netns_live *netns_live_open(char *why, size_t why_len)
 		snprintf(why, why_len, "out of memory");
 		return NULL;
 	}
-	bpf_util_load_begin("netns");
-	nl->skel = netns_bpf__open_and_load();
-	err = nl->skel ? 0 : -errno;
-	bpf_util_load_end();
-	if (err) {
-		snprintf(why, why_len, "load: %s; libbpf: %s", strerror(-err),
-			 bpf_util_load_cause(err));
-		free(nl);
-		errno = -err;
-		return NULL;
-	}
-	nl->prog_fd = bpf_program__fd(nl->skel->progs.netns_walk);
+	nl->prog_fd = prog_fd;
+	nl->live_netns = live_netns;
+	nl->live_cookie = live_cookie;
 	/* One walk now: a kernel that loads the program but cannot run it
 	 * (no test_run for raw_tp, say) says so here, not at every collect. */
 	err = netns_live_snapshot(nl);
 	if (err) {
 		snprintf(why, why_len, "first walk: %s", strerror(-err));
-		netns_live_close(nl);
+		free(nl);
 		errno = -err;
 		return NULL;
 	}
@@ -85,8 +75,8 @@ int netns_live_snapshot(struct netns_live *nl)
 		return -E2BIG;
 	/* .bss is mmapped: the walk wrote it before test_run returned. */
 	for (uint32_t i = 0; i < n; i++) {
-		nl->ns[i].inum = nl->skel->bss->live_netns[i];
-		nl->ns[i].cookie = nl->skel->bss->live_cookie[i];
+		nl->ns[i].inum = nl->live_netns[i];
+		nl->ns[i].cookie = nl->live_cookie[i];
 		nl->cookie[i] = nl->ns[i].cookie;
 	}
 	qsort(nl->ns, n, sizeof(nl->ns[0]), id_cmp);
@@ -122,8 +112,5 @@ size_t netns_live_count(const struct netns_live *nl)
 
 void netns_live_close(struct netns_live *nl)
 {
-	if (!nl)
-		return;
-	netns_bpf__destroy(nl->skel);
 	free(nl);
 }

@@ -232,7 +232,7 @@ static void frag_expiries_find(struct collector *c, struct drops_state *st)
 
 /* Opens and loads the BPF object with one of its two programs (and, with
  * sockctx, the fentry/fexit pair on udp_destruct_common()). */
-static int drops_load_once(struct drops_state *st, bool tp_btf, bool sockctx)
+static int drops_load_once(struct drops_state *st, bool tp_btf, bool sockctx, bool walks)
 {
 	const struct drops_cfg *cfg = st->cfg;
 	LIBBPF_OPTS(bpf_object_open_opts, oo,
@@ -258,6 +258,13 @@ static int drops_load_once(struct drops_state *st, bool tp_btf, bool sockctx)
 		skel->rodata->sock_free_lo = st->sock_free_lo;
 		skel->rodata->sock_free_len = st->sock_free_hi - st->sock_free_lo;
 	}
+	/* The namespace walks ride in this object (bpf/CMakeLists.txt): run
+	 * by test_run, never attached. */
+	st->walks = walks;
+	bpf_program__set_autoload(skel->progs.netns_walk, walks);
+	bpf_program__set_autoload(skel->progs.netstat_walk, walks && st->mib_idx[0] != UINT32_MAX);
+	skel->rodata->ncpus = (__u32)st->ncpus;
+	memcpy((void *)skel->rodata->mib_idx, st->mib_idx, sizeof(st->mib_idx));
 	skel->rodata->has_rx_sk = st->nargs >= 4;
 	skel->rodata->use_slots = cfg->fast_slots;
 	skel->rodata->key_cgroup = cfg->container_label;
@@ -298,27 +305,74 @@ err_destroy:
 static int drops_load(struct collector *c, struct drops_state *st, bool tp_btf)
 {
 	bool sockctx = tp_btf && st->has_udp_destruct && st->sock_free_hi;
-	int err = drops_load_once(st, tp_btf, sockctx);
+	int err = drops_load_once(st, tp_btf, sockctx, true);
 
 	/* Some kernels refuse fentry (no BPF trampolines, or a policy that
 	 * answers EPERM to tracing programs while tp_btf loads): the counting
-	 * program must not depend on it. */
+	 * program must not depend on it. bpf_util_fentry_probe() found most
+	 * before this load; one it did not (the real programs refused) still
+	 * falls back. */
 	if (err && sockctx) {
 		clog_warn(c,
 			  "fentry/fexit on udp_destruct_common refused (%s): loading without; "
 			  "datagrams a closed UDP socket never read count in netns 0",
 			  strerror(-err));
 		bpf_util_load_retry();
-		err = drops_load_once(st, tp_btf, false);
+		err = drops_load_once(st, tp_btf, false, true);
+	}
+	/* Nor on the namespace walks. */
+	if (err) {
+		clog_warn(c,
+			  "the program with the namespace walks did not load (%s): loading "
+			  "without them",
+			  strerror(-err));
+		bpf_util_load_retry();
+		err = drops_load_once(st, tp_btf, false, false);
 	}
 	return err;
+}
+
+/* The two walks of the kernel's namespace list in the loaded object: the
+ * live namespaces (netns_live) and their TCP counters (drops_netstat).
+ * Either may be missing (warned); drops_walks_close() before the object
+ * goes. */
+static void drops_walks_open(struct collector *c, struct drops_state *st)
+{
+	struct bpf_program *ns = st->skel->progs.netstat_walk;
+	char why[512];
+
+	st->netstat = drops_netstat_open(c,
+					 !st->walks			? -EOPNOTSUPP
+					 : st->mib_idx[0] == UINT32_MAX ? -ENOENT
+									: bpf_program__fd(ns),
+					 st->skel->bss->netstat);
+	if (!st->walks) {
+		snprintf(why, sizeof(why), "the walk did not load");
+		st->live = NULL;
+	} else {
+		st->live = netns_live_new(bpf_program__fd(st->skel->progs.netns_walk),
+					  st->skel->bss->live_netns, st->skel->bss->live_cookie,
+					  why, sizeof(why));
+	}
+	if (!st->live)
+		clog_warn(c,
+			  "cannot list network namespaces (%s): counters of deleted namespaces are "
+			  "never retired (their series stay, their kernel keys fill map_entries)",
+			  why);
+}
+
+static void drops_walks_close(struct drops_state *st)
+{
+	netns_live_close(st->live);
+	st->live = NULL;
+	drops_netstat_close(st->netstat);
+	st->netstat = NULL;
 }
 
 static int drops_init(struct collector *c)
 {
 	const struct drops_cfg *cfg = c->cfg;
 	struct drops_state *st;
-	char why[512];
 	int err;
 
 	/* ring_bytes: drops_check_config() ran before */
@@ -362,7 +416,13 @@ static int drops_init(struct collector *c)
 	/* bpf_rdonly_cast() (v6.2) lets tp_btf read packet bytes without a
 	 * helper call; kfuncs are FUNCs in the kernel's BTF. */
 	st->has_rdonly_cast = bpf_util_btf_has(&st->btf, "bpf_rdonly_cast", BTF_KIND_FUNC);
-	st->has_udp_destruct = bpf_util_btf_has(&st->btf, "udp_destruct_common", BTF_KIND_FUNC);
+	err = bpf_util_fentry_probe(&st->btf, "udp_destruct_common");
+	st->has_udp_destruct = !err;
+	if (err && err != -ENOENT)
+		clog_warn(c,
+			  "fentry/fexit on udp_destruct_common refused (%s): datagrams a closed "
+			  "UDP socket never read count in netns 0",
+			  strerror(-err));
 	if (drops_netstat_indices(st->btf.vmlinux, st->mib_idx))
 		st->mib_idx[0] = UINT32_MAX; /* drops_netstat_open() says so */
 	/* Names are copied out. The parsed BTF is ~6 MiB: gone before libbpf
@@ -430,17 +490,8 @@ static int drops_init(struct collector *c)
 					     strerror(-err), bpf_util_load_cause(err));
 	clog_info(c, "%zu drop reasons from %s; kfree_skb has %d arguments; program %s",
 		  drops_reasons_count(st->reasons), cfg->btf_path, st->nargs, st->attach_kind);
-	/* Now, with the capabilities: the walks themselves need none later.
-	 * Both load BPF objects, and libbpf parses vmlinux BTF for each
-	 * (~11 MiB): before the symbol table (~2.3 MiB) is read back, so the
-	 * two never add up (start-up's peak fell from 23.4 to 21.2 MiB). */
-	st->netstat = drops_netstat_open(c, st->ncpus, st->mib_idx);
-	st->live = netns_live_open(why, sizeof(why));
-	if (!st->live)
-		clog_warn(c,
-			  "cannot list network namespaces (%s): counters of deleted namespaces are "
-			  "never retired (their series stay, their kernel keys fill map_entries)",
-			  why);
+	/* Run unprivileged later (test_run): loaded with the capabilities. */
+	drops_walks_open(c, st);
 	if (st->ksyms_fd >= 0)
 		st->ksyms = drops_ksyms_read_fd(st->ksyms_fd);
 	return 0;
@@ -599,10 +650,13 @@ static int drops_start(struct collector *c)
 	if (!st->link && !strcmp(st->attach_kind, "tp_btf") && cfg->attach == DROPS_ATTACH_AUTO) {
 		clog_warn(c, "tp_btf/kfree_skb did not attach (%s); trying raw_tp",
 			  strerror(errno));
+		drops_walks_close(st);
 		drops_bpf__destroy(st->skel);
 		st->skel = NULL;
 		bpf_util_load_retry();
 		err = drops_load(c, st, false);
+		if (!err)
+			drops_walks_open(c, st);
 		if (err) {
 			snprintf(c->why, sizeof(c->why), "load raw_tp after tp_btf: %s; libbpf: %s",
 				 strerror(-err), bpf_util_load_cause(err));
@@ -764,6 +818,7 @@ static void drops_stop(struct collector *c)
 	ring_buffer__free(st->rb);
 	if (st->ksyms_fd >= 0)
 		close(st->ksyms_fd);
+	drops_walks_close(st); /* they read the object's .bss */
 	drops_bpf__destroy(st->skel);
 	drops_ksyms_free(st->ksyms);
 	drops_cgroups_free(st->cgroups);
@@ -772,8 +827,6 @@ static void drops_stop(struct collector *c)
 	bpf_util_btf_free(&st->btf);
 	free(st->percpu);
 	drops_counts_free(st->counts);
-	netns_live_close(st->live);
-	drops_netstat_close(st->netstat);
 	free(st);
 	c->priv = NULL;
 	c->fd = -1;

@@ -45,6 +45,7 @@
 #include "base/buf.h"
 #include "base/hash.h"
 #include "base/log.h"
+#include "bpf/drops.h" /* before its skeleton */
 #include "bpf/drops.skel.h"
 #include "collectors/collector.h"
 #include "collectors/drops/drops.h"

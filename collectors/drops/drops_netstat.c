@@ -20,7 +20,6 @@
 
 #include "base/log.h"
 #include "bpf/netstat.h"
-#include "bpf/netstat.skel.h"
 #include "collectors/collector.h"
 #include "collectors/drops/drops_priv.h"
 #include "collectors/sink.h"
@@ -83,8 +82,8 @@ int drops_netstat_indices(const struct btf *btf, uint32_t idx[NETSTAT_N])
 }
 
 struct drops_netstat {
-	struct netstat_bpf *skel;
 	int prog_fd;
+	const struct netstat_ns *table; /* the walk's .bss, mmapped */
 	struct sink_family *fam[NETSTAT_N];
 	uint32_t *shown; /* namespaces with series, sorted */
 	size_t nshown;
@@ -114,8 +113,8 @@ static int run(struct drops_netstat *ns, uint32_t *n)
 	return 0;
 }
 
-struct drops_netstat *drops_netstat_open(struct collector *c, int ncpus,
-					 const uint32_t idx[NETSTAT_N])
+struct drops_netstat *drops_netstat_open(struct collector *c, int prog_fd,
+					 const struct netstat_ns *table)
 {
 	struct drops_netstat *ns = calloc(1, sizeof(*ns));
 	uint32_t n;
@@ -123,23 +122,12 @@ struct drops_netstat *drops_netstat_open(struct collector *c, int ncpus,
 
 	if (!ns)
 		return NULL;
-	if (idx[0] == UINT32_MAX) {
-		err = -ENOENT;
+	if (prog_fd < 0) {
+		err = prog_fd;
 		goto out_warn;
 	}
-	ns->skel = netstat_bpf__open();
-	if (!ns->skel) {
-		err = -errno;
-		goto out_warn;
-	}
-	ns->skel->rodata->ncpus = (__u32)ncpus;
-	memcpy((void *)ns->skel->rodata->mib_idx, idx, NETSTAT_N * sizeof(*idx));
-	bpf_util_load_begin("netstat");
-	err = netstat_bpf__load(ns->skel) ? -errno : 0;
-	bpf_util_load_end();
-	if (err)
-		goto out_warn;
-	ns->prog_fd = bpf_program__fd(ns->skel->progs.netstat_walk);
+	ns->prog_fd = prog_fd;
+	ns->table = table;
 	if ((err = run(ns, &n)))
 		goto out_warn;
 	for (int i = 0; i < NETSTAT_N; i++)
@@ -150,9 +138,9 @@ struct drops_netstat *drops_netstat_open(struct collector *c, int ncpus,
 	return ns;
 out_warn:
 	clog_warn(c,
-		  "cannot read the namespaces' TCP counters (%s; libbpf: %s): no "
+		  "cannot read the namespaces' TCP counters (%s): no "
 		  "sysobs_tcp_listen_drops_total and the like",
-		  strerror(-err), bpf_util_load_cause(err));
+		  err == -ENOENT ? "no LINUX_MIB_* counters in the kernel's BTF" : strerror(-err));
 	drops_netstat_close(ns);
 	return NULL;
 }
@@ -174,7 +162,7 @@ int drops_netstat_publish(struct collector *c, struct drops_netstat *ns)
 		return 0;
 	}
 	ns->warned = false;
-	e = ns->skel->bss->netstat;
+	e = ns->table;
 	now = calloc(n ? n : 1, sizeof(*now));
 	if (!now)
 		return -ENOMEM;
@@ -220,7 +208,6 @@ void drops_netstat_close(struct drops_netstat *ns)
 {
 	if (!ns)
 		return;
-	netstat_bpf__destroy(ns->skel);
 	free(ns->shown);
 	free(ns);
 }

@@ -47,8 +47,9 @@ struct drops_state {
 	int nargs;			     /* kfree_skb tracepoint arguments */
 	uint64_t frag_free_lo, frag_free_hi; /* skb_release_data() text, 0 unknown */
 	bool has_rdonly_cast;
-	bool has_udp_destruct;		     /* udp_destruct_common() in BTF: fentry/fexit */
+	bool has_udp_destruct;		     /* fentry on udp_destruct_common() loads */
 	bool sockctx;			     /* ... and loaded */
+	bool walks;			     /* the namespace walks loaded with the object */
 	uint64_t sock_free_lo, sock_free_hi; /* udp_destruct_common() text */
 	uint64_t frag_expire_fn[DROPS_FRAG_EXPIRE_FNS]; /* fragment queue timers, 0 unknown */
 	bool frag_timers;				/* some known: timer pair loaded */
@@ -100,10 +101,11 @@ int drops_publish_counts(struct collector *c, struct drops_state *st);
 bool drops_counts_netns_gone(const struct drops_counts *k, uint64_t cookie);
 
 /* drops_netstat.c: the namespaces' TCP counters kfree_skb does not see.
- * open loads the walk (with the capabilities) and registers the families;
- * NULL (warned) when it cannot. publish accepts NULL. */
-struct drops_netstat *drops_netstat_open(struct collector *c, int ncpus,
-					 const uint32_t idx[NETSTAT_N]);
+ * open takes the loaded walk (prog_fd; -errno when it is not loaded) and
+ * its .bss table, runs it once and registers the families; NULL (warned)
+ * when it cannot. publish accepts NULL. */
+struct drops_netstat *drops_netstat_open(struct collector *c, int prog_fd,
+					 const struct netstat_ns *table);
 /* The LINUX_MIB_* values of the running kernel; 0 or -ENOENT (idx[0] is
  * UINT32_MAX then). */
 struct btf;
