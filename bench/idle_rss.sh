@@ -10,6 +10,9 @@
 # STAGES=1: one more agent start with SYSOBS_MEM_STAGES=1, printing VmRSS and
 # the peak of each start-up stage (config, store open, each collector's init
 # and start, http start, ...).
+# BEFORE=path/to/an/older/sysobsd: that build too, started in each run
+# right after this one, in a column of its own (a change's before/after in
+# the same runs as node_exporter).
 # Needs root (BPF; the agent then drops to sysobs, else nobody).
 # Usage: bench/idle_rss.sh [path/to/sysobsd]
 set -euo pipefail
@@ -35,9 +38,9 @@ sample() {
 		>>"$t/rows"
 }
 
-agent_start() { # agent_start [ENV=VALUE...]
+agent_start() { # agent_start [ENV=VALUE...] (AGENT_BIN: the binary, default $bin)
 	rm -f "$t"/sysobs.db* "$t/port"
-	env "$@" "$bin" --listen 127.0.0.1:0 --db "$t/sysobs.db" --port-file "$t/port" \
+	env "$@" "${AGENT_BIN:-$bin}" --listen 127.0.0.1:0 --db "$t/sysobs.db" --port-file "$t/port" \
 		--log-level warn 2>"$t/log" &
 	pid=$!
 	for _ in $(seq 100); do [ -s "$t/port" ] && break; sleep 0.1; done
@@ -69,6 +72,13 @@ for run in $(seq 1 "$RUNS"); do
 		fi
 	fi
 	agent_stop
+	if [ -n "${BEFORE:-}" ]; then
+		AGENT_BIN=$BEFORE agent_start
+		sleep 5
+		scrape3 "http://127.0.0.1:$port/metrics"
+		sample before "$pid"
+		agent_stop
+	fi
 	[ "$have_ne" = 1 ] || continue
 	ne_port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 	prometheus-node-exporter --web.listen-address="127.0.0.1:$ne_port" >"$t/ne.log" 2>&1 &
@@ -98,12 +108,22 @@ stat_mib() {
 }
 echo
 echo "idle memory over $RUNS runs, MiB: median (min..max)"
-printf '%-8s %-20s %-20s %-8s\n' "" sysobsd node_exporter "ratio"
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b + 0 > 0) printf "%.2fx", a / b; else print "-" }'; }
+if [ -n "${BEFORE:-}" ]; then
+	echo "before: $BEFORE"
+	printf '%-8s %-20s %-20s %-8s %-20s %-8s\n' "" sysobsd node_exporter "ratio" before "ratio"
+else
+	printf '%-8s %-20s %-20s %-8s\n' "" sysobsd node_exporter "ratio"
+fi
 for col in 2:VmRSS 3:VmHWM 4:RssAnon 5:Pss; do
 	read -r a alo ahi < <(stat_mib sysobsd "${col%%:*}")
 	read -r b blo bhi < <(stat_mib node_exporter "${col%%:*}")
-	ratio=$(awk -v a="$a" -v b="$b" 'BEGIN { if (b + 0 > 0) printf "%.2fx", a / b; else print "-" }')
-	printf '%-8s %-20s %-20s %-8s\n' "${col#*:}" "$a ($alo..$ahi)" "$b ($blo..$bhi)" "$ratio"
+	printf '%-8s %-20s %-20s %-8s' "${col#*:}" "$a ($alo..$ahi)" "$b ($blo..$bhi)" "$(ratio "$a" "$b")"
+	if [ -n "${BEFORE:-}" ]; then
+		read -r c clo chi < <(stat_mib before "${col%%:*}")
+		printf ' %-20s %-8s' "$c ($clo..$chi)" "$(ratio "$c" "$b")"
+	fi
+	echo
 done
 echo "goal: VmHWM ratio <= 1.00x, VmRSS ratio <= 0.75x"
 
