@@ -47,8 +47,8 @@ agent_config() {
 		collector.drops.interval=200ms "collector.drops.netns_label=$1" \
 		"collector.drops.fast_slots=$2" "collector.drops.container_label=${3:-false}"
 }
-start_drops_agent() {
-	start_agent
+start_drops_agent() { # [sysobsd flags...]
+	start_agent "$@"
 	wait_collector drops
 	wait_for 10 grep -q 'without capabilities' "$T/agent.log" ||
 		fail "the agent did not drop its privileges"
@@ -135,7 +135,12 @@ reference_netns() {
 
 # --- A. label, fast slots: grace, removal, reuse --------------------------------
 agent_config true true
-start_drops_agent
+# With libbpf's debug lines: the walks ride in the drops object, so its one
+# load is the agent's one parse of the kernel BTF by libbpf (issue #23:
+# each parse is ~11 MiB at start-up's peak; three loads before).
+start_drops_agent --log-level debug
+assert_eq "libbpf's kernel BTF loads at start-up (one object)" 1 \
+	"$(grep -c "libbpf: loading kernel BTF '" "$T/agent.log")"
 ns_new "$NS-a"
 A=$NSINUM
 # a namespace deleted just before (another test's) stays in the kernel's
