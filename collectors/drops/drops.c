@@ -302,32 +302,41 @@ err_destroy:
 	return err;
 }
 
+/*
+ * The fentry pair and the namespace walks are extras: some kernels refuse
+ * fentry (no BPF trampolines, or a policy that answers EPERM to tracing
+ * programs while tp_btf loads) and old ones a walk (it needs
+ * bpf_map_lookup_percpu_elem(), v5.19); the counting program must depend on
+ * neither. bpf_util_fentry_probe() found most refusals before this; each
+ * try is a load (a kernel BTF parse), so another one only after a failure
+ * that is not a permission problem.
+ */
 static int drops_load(struct collector *c, struct drops_state *st, bool tp_btf)
 {
+	static const struct {
+		bool sockctx, walks;
+	} tries[] = {{true, true}, {true, false}, {false, true}, {false, false}};
 	bool sockctx = tp_btf && st->has_udp_destruct && st->sock_free_hi;
-	int err = drops_load_once(st, tp_btf, sockctx, true);
+	int err = 0, n = 0;
 
-	/* Some kernels refuse fentry (no BPF trampolines, or a policy that
-	 * answers EPERM to tracing programs while tp_btf loads): the counting
-	 * program must not depend on it. bpf_util_fentry_probe() found most
-	 * before this load; one it did not (the real programs refused) still
-	 * falls back. */
-	if (err && sockctx) {
-		clog_warn(c,
-			  "fentry/fexit on udp_destruct_common refused (%s): loading without; "
-			  "datagrams a closed UDP socket never read count in netns 0",
-			  strerror(-err));
-		bpf_util_load_retry();
-		err = drops_load_once(st, tp_btf, false, true);
-	}
-	/* Nor on the namespace walks. */
-	if (err) {
-		clog_warn(c,
-			  "the program with the namespace walks did not load (%s): loading "
-			  "without them",
-			  strerror(-err));
-		bpf_util_load_retry();
-		err = drops_load_once(st, tp_btf, false, false);
+	for (size_t i = 0; i < sizeof(tries) / sizeof(tries[0]); i++) {
+		if (tries[i].sockctx && !sockctx)
+			continue;
+		if (n++ && (err == -EPERM || !bpf_util_have_caps()))
+			break;
+		if (n > 1) {
+			bool nofentry = sockctx && !tries[i].sockctx;
+
+			clog_warn(c, "the BPF object did not load (%s): loading it without %s%s%s",
+				  strerror(-err),
+				  nofentry ? "fentry/fexit on udp_destruct_common" : "",
+				  nofentry && !tries[i].walks ? " and " : "",
+				  tries[i].walks ? "" : "the namespace walks");
+			bpf_util_load_retry();
+		}
+		err = drops_load_once(st, tp_btf, tries[i].sockctx, tries[i].walks);
+		if (!err)
+			break;
 	}
 	return err;
 }
