@@ -347,14 +347,14 @@ static int drops_load(struct collector *c, struct drops_state *st, bool tp_btf)
  * goes. */
 static void drops_walks_open(struct collector *c, struct drops_state *st)
 {
-	struct bpf_program *ns = st->skel->progs.netstat_walk;
+	int netstat_fd = -EOPNOTSUPP; /* the object loaded without the walks */
 	char why[512];
 
-	st->netstat = drops_netstat_open(c,
-					 !st->walks			? -EOPNOTSUPP
-					 : st->mib_idx[0] == UINT32_MAX ? -ENOENT
-									: bpf_program__fd(ns),
-					 st->skel->bss->netstat);
+	if (st->walks)
+		netstat_fd = st->mib_idx[0] == UINT32_MAX
+				 ? -ENOENT /* not loaded: no LINUX_MIB_* indices */
+				 : bpf_program__fd(st->skel->progs.netstat_walk);
+	st->netstat = drops_netstat_open(c, netstat_fd, st->skel->bss->netstat);
 	if (!st->walks) {
 		snprintf(why, sizeof(why), "the walk did not load");
 		st->live = NULL;

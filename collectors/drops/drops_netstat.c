@@ -117,6 +117,7 @@ struct drops_netstat *drops_netstat_open(struct collector *c, int prog_fd,
 					 const struct netstat_ns *table)
 {
 	struct drops_netstat *ns = calloc(1, sizeof(*ns));
+	const char *why = NULL;
 	uint32_t n;
 	int err;
 
@@ -124,6 +125,8 @@ struct drops_netstat *drops_netstat_open(struct collector *c, int prog_fd,
 		return NULL;
 	if (prog_fd < 0) {
 		err = prog_fd;
+		why = err == -ENOENT ? "no LINUX_MIB_* counters in the kernel's BTF"
+				     : "the walk did not load";
 		goto out_warn;
 	}
 	ns->prog_fd = prog_fd;
@@ -140,7 +143,7 @@ out_warn:
 	clog_warn(c,
 		  "cannot read the namespaces' TCP counters (%s): no "
 		  "sysobs_tcp_listen_drops_total and the like",
-		  err == -ENOENT ? "no LINUX_MIB_* counters in the kernel's BTF" : strerror(-err));
+		  why ? why : strerror(-err));
 	drops_netstat_close(ns);
 	return NULL;
 }

@@ -101,7 +101,8 @@ int drops_publish_counts(struct collector *c, struct drops_state *st);
 bool drops_counts_netns_gone(const struct drops_counts *k, uint64_t cookie);
 
 /* drops_netstat.c: the namespaces' TCP counters kfree_skb does not see.
- * open takes the loaded walk (prog_fd; -errno when it is not loaded) and
+ * open takes the loaded walk (prog_fd; when it is not loaded, -ENOENT for
+ * no LINUX_MIB_* indices, else any -errno) and
  * its .bss table, runs it once and registers the families; NULL (warned)
  * when it cannot. publish accepts NULL. */
 struct drops_netstat *drops_netstat_open(struct collector *c, int prog_fd,
