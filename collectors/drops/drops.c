@@ -355,14 +355,11 @@ static void drops_walks_open(struct collector *c, struct drops_state *st)
 				 ? -ENOENT /* not loaded: no LINUX_MIB_* indices */
 				 : bpf_program__fd(st->skel->progs.netstat_walk);
 	st->netstat = drops_netstat_open(c, netstat_fd, st->skel->bss->netstat);
-	if (!st->walks) {
-		snprintf(why, sizeof(why), "the walk did not load");
-		st->live = NULL;
-	} else {
+	snprintf(why, sizeof(why), "the walk did not load");
+	if (st->walks)
 		st->live = netns_live_new(bpf_program__fd(st->skel->progs.netns_walk),
 					  st->skel->bss->live_netns, st->skel->bss->live_cookie,
 					  why, sizeof(why));
-	}
 	if (!st->live)
 		clog_warn(c,
 			  "cannot list network namespaces (%s): counters of deleted namespaces are "
