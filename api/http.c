@@ -252,7 +252,14 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const c
 		int status;
 
 		c->seen = true;
-		http_conns_busy(h, conn, true);
+		cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
+						 MHD_HTTP_HEADER_CONTENT_LENGTH);
+		/* A body still to come keeps the connection under the header
+		 * deadline (http_conn.c) until it is in: a kept-alive request
+		 * trickling its body holds its slot no longer than a slow
+		 * header would. */
+		if (!cl || !strtoull(cl, NULL, 10))
+			http_conns_busy(h, conn, true);
 		/* A chunked body is refused before libmicrohttpd decodes it (its
 		 * errors there are HTML): the first request of a plain
 		 * connection was refused earlier (http_header.c), this catches
@@ -280,13 +287,19 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const c
 			return http_reply_error_now(h, conn, c, NULL, status, "unauthorized",
 						    c->deny_msg, NULL);
 		}
-		/* Refuse a declared oversize body before reading any of it. */
-		cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
-						 MHD_HTTP_HEADER_CONTENT_LENGTH);
-		if (cl && strtoull(cl, NULL, 10) > HTTP_BODY_MAX)
+		if (!cl || !strtoull(cl, NULL, 10))
+			return MHD_YES;
+		/* As http_header.c does for a connection's first request: an
+		 * oversize body (413) and then a GET or HEAD body (400) are
+		 * refused before a byte of them is read. */
+		if (strtoull(cl, NULL, 10) > HTTP_BODY_MAX)
 			c->too_large = true;
 		if (c->too_large)
 			return http_dispatch(h, conn, c, url, method);
+		if (!strcmp(method, MHD_HTTP_METHOD_GET) || !strcmp(method, MHD_HTTP_METHOD_HEAD))
+			return http_reply_error_now(
+			    h, conn, c, NULL, 400, "bad_request",
+			    "a GET or HEAD request takes no body (Content-Length > 0)", NULL);
 		return MHD_YES;
 	}
 	if (*upload_data_size) {
@@ -319,6 +332,7 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const c
 		c->body[c->body_len] = '\0';
 		return MHD_YES;
 	}
+	http_conns_busy(h, conn, true); /* the body is in */
 	return http_dispatch(h, conn, c, url, method);
 }
 
@@ -355,17 +369,25 @@ static void mhd_log(void *cls, const char *fmt, va_list ap)
  * evicts quickly, but a fresh client's SYN dropped on a full queue costs it
  * the 1 s SYN retransmission. The kernel caps it at net.core.somaxconn. */
 #define SOMAXCONN_WANTED 4096
+#define RCVBUF_WANTED	 (4 * (HTTP_HEADER_MAX + HTTP_BODY_MAX))
 
 static int listen_socket(struct http_server *h, int *fd_out)
 {
 	struct sockaddr_storage ss;
-	socklen_t sslen = sizeof(ss);
-	int fd, one = 1, err;
+	socklen_t sslen = sizeof(ss), optlen = sizeof(int);
+	int fd, one = 1, rcvbuf = 0, err;
 
 	fd = socket(h->addr.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (fd < 0)
 		return -errno;
 	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	/* A request is peeked whole before libmicrohttpd gets it
+	 * (http_accept.c): the receive window of an accepted socket (half
+	 * its buffer or less) must hold the largest header and body. */
+	if (getsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, &optlen) || rcvbuf < RCVBUF_WANTED) {
+		rcvbuf = RCVBUF_WANTED;
+		setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof(rcvbuf));
+	}
 	if (h->addr.ss_family == AF_INET6)
 		setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
 	if (bind(fd, (struct sockaddr *)&h->addr, h->addrlen) < 0) {

@@ -1,9 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The accepting thread: a plain-HTTP connection is handed to libmicrohttpd
- * (MHD_add_connection) only once its first request header is complete and
- * sane, and only when libmicrohttpd has a free slot. The header is read
- * with MSG_PEEK, so libmicrohttpd then reads the very same bytes.
+ * (MHD_add_connection) only once its first request is complete - a sane
+ * header and all of the body it declares - and only when libmicrohttpd
+ * has a free slot. The request is read with MSG_PEEK, so libmicrohttpd
+ * then reads the very same bytes. A body trickled in a byte at a time
+ * waits here like a slow header (a GET or HEAD with a body is refused at
+ * once), never in a slot.
  *
  * Why the header: libmicrohttpd 0.9.75 answers what it cannot parse
  * itself, in HTML and with no hook to change that - a Content-Length
@@ -46,6 +49,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/ioctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <netinet/in.h>
@@ -200,9 +204,10 @@ static enum screened screen(struct http_server *h, struct http_pending *p)
 	struct http_acceptor *ac = &h->acceptor;
 	char buf[HTTP_HEADER_MAX + 1], msg[128];
 	const char *code;
+	uint64_t body_len;
 	size_t hdr_len;
 	ssize_t r;
-	int st;
+	int st, queued;
 
 	r = recv(p->fd, buf, sizeof(buf), MSG_PEEK | MSG_DONTWAIT);
 	if (r < 0 && (errno == EAGAIN || errno == EINTR))
@@ -211,12 +216,18 @@ static enum screened screen(struct http_server *h, struct http_pending *p)
 		pending_drop(ac, p, true);
 		return SCREEN_GONE;
 	}
-	st = http_header_check(buf, (size_t)r, &hdr_len, msg, sizeof(msg), &code);
+	st = http_header_check(buf, (size_t)r, &hdr_len, &body_len, msg, sizeof(msg), &code);
 	if (st) {
 		refuse(h, p, st, code, msg, HTTP_CLOSE_REJECTED);
 		return SCREEN_GONE;
 	}
 	if (!hdr_len)
+		return SCREEN_READING;
+	/* A body is waited for here too, under the same deadline: a body
+	 * sent a byte at a time never holds a slot. What has come is in
+	 * the socket's receive queue (SIOCINQ), which the listening
+	 * socket's buffer leaves room for (http_acceptor_start). */
+	if (body_len && (ioctl(p->fd, FIONREAD, &queued) || (uint64_t)queued < hdr_len + body_len))
 		return SCREEN_READING;
 	enqueue(h, p);
 	return SCREEN_QUEUED;

@@ -17,11 +17,12 @@
  * outside 0x21-0x7e, longer than HTTP_URL_MAX, with %00 or more than
  * HTTP_ARGS_MAX arguments (http_target_check); a version other than
  * HTTP/1.x (400 when malformed or missing, 505 for another major); a CR
- * not ending a line; a field name that is not a token (a NUL, a CTL, a
- * space before the colon, no colon at all); a control byte in a value;
- * obs-fold (a line starting with white space); an HTTP/1.1 request
- * without exactly one Host; a Content-Length that is not digits alone,
- * beyond 2^64 (413) or repeated; any Transfer-Encoding (411: the one route
+ * not ending a line, a line ended by a bare LF; a field name that is not a
+ * token (a NUL, a CTL, a space before the colon, no colon at all); a
+ * control byte in a value; obs-fold (a line starting with white space); an
+ * HTTP/1.1 request without exactly one Host; a Content-Length that is not
+ * digits alone, beyond HTTP_BODY_MAX (413) or repeated, or above 0 on a GET
+ * or HEAD; any Transfer-Encoding (411: the one route
  * with a body takes small JSON with a Content-Length; 400 with a
  * Content-Length too: the framing is ambiguous); more than
  * HTTP_HEADER_MAX bytes, HTTP_HEADER_FIELDS fields or HTTP_COOKIES_MAX
@@ -46,8 +47,10 @@ static bool is_tchar(unsigned char c)
 
 struct hdr_state {
 	unsigned fields, hosts, cookies, lengths;
+	unsigned long long body; /* Content-Length */
 	bool te;
-	bool http11; /* HTTP/1.1 or a later 1.x: Host is required */
+	bool http11;   /* HTTP/1.1 or a later 1.x: Host is required */
+	bool bodyless; /* GET or HEAD: no route takes a body */
 };
 
 static int bad(char *msg, size_t msglen, const char *what)
@@ -81,6 +84,7 @@ static int request_line_check(const char *l, size_t n, bool complete, struct hdr
 		return complete ? bad(msg, msglen, "no request target and no HTTP version") : 0;
 	if (!i)
 		return bad(msg, msglen, "no method before the request target");
+	st->bodyless = (i == 3 && !memcmp(l, "GET", 3)) || (i == 4 && !memcmp(l, "HEAD", 4));
 	sp1 = l + i;
 	target = sp1 + 1;
 	sp2 = memchr(target, ' ', n - (size_t)(target - l));
@@ -123,9 +127,10 @@ static int request_line_check(const char *l, size_t n, bool complete, struct hdr
 	return 0;
 }
 
-/* "Content-Length:" value: digits alone (libmicrohttpd takes no other). */
-static int content_length_check(const char *v, size_t n, char *msg, size_t msglen,
-				const char **code)
+/* "Content-Length:" value: digits alone (libmicrohttpd takes no other), at
+ * most HTTP_BODY_MAX (413 before a byte of the body is waited for). */
+static int content_length_check(const char *v, size_t n, struct hdr_state *st, char *msg,
+				size_t msglen, const char **code)
 {
 	unsigned long long cl = 0;
 
@@ -141,6 +146,12 @@ static int content_length_check(const char *v, size_t n, char *msg, size_t msgle
 		}
 		cl = cl * 10 + (unsigned long long)(v[i] - '0');
 	}
+	if (cl > HTTP_BODY_MAX) {
+		*code = "payload_too_large";
+		snprintf(msg, msglen, "request body larger than %u bytes", HTTP_BODY_MAX);
+		return 413;
+	}
+	st->body = cl;
 	return 0;
 }
 
@@ -188,7 +199,7 @@ static int field_line_check(const char *l, size_t n, bool complete, struct hdr_s
 	if (name == 14 && !strncasecmp(l, "content-length", 14)) {
 		if (st->lengths++)
 			return bad(msg, msglen, "more than one Content-Length");
-		return content_length_check(v, vn, msg, msglen, code);
+		return content_length_check(v, vn, st, msg, msglen, code);
 	}
 	while (vn && (v[vn - 1] == ' ' || v[vn - 1] == '\t'))
 		vn--;
@@ -225,11 +236,16 @@ static int header_end_check(const struct hdr_state *st, char *msg, size_t msglen
 	}
 	if (st->http11 && !st->hosts)
 		return bad(msg, msglen, "an HTTP/1.1 request without Host");
+	/* Refused rather than waited for: its bytes would hold the
+	 * connection for nothing (RFC 9110 9.3.1: a GET body has no
+	 * meaning), and a body sent a byte at a time holds it for long. */
+	if (st->bodyless && st->body)
+		return bad(msg, msglen, "a GET or HEAD request takes no body (Content-Length > 0)");
 	return 0;
 }
 
-int http_header_check(const char *buf, size_t len, size_t *hdr_len, char *msg, size_t msglen,
-		      const char **code)
+int http_header_check(const char *buf, size_t len, size_t *hdr_len, uint64_t *body_len,
+		      char *msg, size_t msglen, const char **code)
 {
 	struct hdr_state st = {0};
 	const char *p = buf, *end = buf + len;
@@ -238,6 +254,7 @@ int http_header_check(const char *buf, size_t len, size_t *hdr_len, char *msg, s
 
 	*code = "bad_request";
 	*hdr_len = 0;
+	*body_len = 0;
 	/* RFC 9112 2.2: empty lines before the request line are ignored
 	 * (libmicrohttpd does too). */
 	while (p < end && (*p == '\n' || (*p == '\r' && (p + 1 == end || p[1] == '\n'))))
@@ -247,9 +264,14 @@ int http_header_check(const char *buf, size_t len, size_t *hdr_len, char *msg, s
 		bool complete = lf != NULL;
 		size_t n = complete ? (size_t)(lf - p) : (size_t)(end - p);
 
-		/* CRLF or a bare LF end a line (RFC 9112 2.2); a CR elsewhere
-		 * is refused. A CR last of what has come may be a CRLF's. */
-		if (complete && n && p[n - 1] == '\r')
+		/* CRLF ends a line; a bare LF (which RFC 9112 2.2 lets a
+		 * recipient take or refuse) is refused at once, since
+		 * libmicrohttpd 0.9.75 waits for a byte after it before it
+		 * answers; a CR elsewhere is refused. A CR last of what has
+		 * come may be a CRLF's. */
+		if (complete && !(n && p[n - 1] == '\r'))
+			return bad(msg, msglen, "a line ended by a bare LF (HTTP lines end with CRLF)");
+		if (complete)
 			n--;
 		cr = memchr(p, '\r', n);
 		if (cr && (complete || cr + 1 < p + n))
@@ -265,8 +287,10 @@ int http_header_check(const char *buf, size_t len, size_t *hdr_len, char *msg, s
 			if ((size_t)(lf + 1 - buf) > HTTP_HEADER_MAX)
 				break; /* 431 below */
 			status = header_end_check(&st, msg, msglen, code);
-			if (!status)
+			if (!status) {
 				*hdr_len = (size_t)(lf + 1 - buf);
+				*body_len = st.body;
+			}
 			return status;
 		} else {
 			status = n ? field_line_check(p, n, complete, &st, msg, msglen, code) : 0;

@@ -12,11 +12,13 @@
 
 static int check(const uint8_t *data, size_t size, size_t *hdr_len, const char **code)
 {
+	uint64_t body_len;
 	char msg[128];
 	int st;
 
 	msg[0] = '\0';
-	st = http_header_check((const char *)data, size, hdr_len, msg, sizeof(msg), code);
+	st = http_header_check((const char *)data, size, hdr_len, &body_len, msg, sizeof(msg),
+			       code);
 	FUZZ_CHECK(st == 0 || st == 400 || st == 411 || st == 413 || st == 414 || st == 431 ||
 		       st == 505,
 		   "status %d", st);
@@ -25,6 +27,8 @@ static int check(const uint8_t *data, size_t size, size_t *hdr_len, const char *
 	FUZZ_CHECK(*hdr_len <= size && *hdr_len <= HTTP_HEADER_MAX, "header length %zu of %zu",
 		   *hdr_len, size);
 	FUZZ_CHECK(!*hdr_len || data[*hdr_len - 1] == '\n', "header not ending a line");
+	FUZZ_CHECK(body_len <= HTTP_BODY_MAX && (*hdr_len || !body_len), "body of %llu bytes",
+		   (unsigned long long)body_len);
 	return st;
 }
 
