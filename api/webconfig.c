@@ -529,28 +529,25 @@ static bool bcrypt_check(const char *hash, const char *password)
 	return ok;
 }
 
-bool web_auth_check(struct web_config *wc, const char *user, const char *password)
+/* HMAC(process key, user NUL password): what the cache keeps, never the
+ * password itself. */
+static bool auth_digest(const struct web_auth_cache *c, const char *user, const char *password,
+			unsigned char digest[DIGEST_LEN])
 {
-	struct web_auth_cache *c;
-	unsigned char digest[DIGEST_LEN];
-	const struct web_user *u = NULL;
-	struct auth_entry *slot = NULL;
 	gnutls_hmac_hd_t hm;
-	bool ok;
 
-	if (!wc || !wc->cache || !user || !password)
-		return false;
-	c = wc->cache;
-	for (size_t i = 0; i < wc->n_users; i++)
-		if (!strcmp(wc->users[i].name, user))
-			u = &wc->users[i];
-	/* The pair's digest, never the password, is what the cache keeps;
-	 * the key is random per process. */
 	if (gnutls_hmac_init(&hm, GNUTLS_MAC_SHA256, c->key, sizeof(c->key)) < 0)
 		return false;
 	gnutls_hmac(hm, user, strlen(user) + 1);
 	gnutls_hmac(hm, password, strlen(password));
 	gnutls_hmac_deinit(hm, digest);
+	return true;
+}
+
+/* The cached verdict of a digest: 1 ok, 0 refused, -1 not cached. */
+static int cache_lookup(struct web_auth_cache *c, const unsigned char *digest)
+{
+	int verdict = -1;
 
 	pthread_mutex_lock(&c->lock);
 	for (size_t i = 0; i < AUTH_CACHE_SIZE; i++) {
@@ -558,18 +555,21 @@ bool web_auth_check(struct web_config *wc, const char *user, const char *passwor
 
 		if (e->used && digest_equal(e->digest, digest)) {
 			e->tick = ++c->tick;
-			ok = e->ok;
-			pthread_mutex_unlock(&c->lock);
-			explicit_bzero(digest, sizeof(digest));
-			return ok;
+			verdict = e->ok;
+			break;
 		}
 	}
 	pthread_mutex_unlock(&c->lock);
+	return verdict;
+}
 
-	/* Not seen: one bcrypt (an unknown user against a dummy hash, so
-	 * that it takes as long). */
-	ok = bcrypt_check(u ? u->hash : dummy_hash, password) && u;
+static void cache_store(struct web_auth_cache *c, const unsigned char *digest, bool ok)
+{
+	struct auth_entry *slot = NULL;
 
+	/* A free entry, else the oldest refusal, else (for a good pair) the
+	 * oldest good one: refused pairs never push a good one out, so that
+	 * guessed passwords cannot make a scraper's pair need a bcrypt. */
 	pthread_mutex_lock(&c->lock);
 	for (size_t i = 0; i < AUTH_CACHE_SIZE; i++) {
 		struct auth_entry *e = &c->e[i];
@@ -578,14 +578,97 @@ bool web_auth_check(struct web_config *wc, const char *user, const char *passwor
 			slot = e;
 			break;
 		}
-		if (!slot || e->tick < slot->tick)
+		if (e->ok && !ok)
+			continue;
+		if (!slot || (slot->ok && !e->ok) || (slot->ok == e->ok && e->tick < slot->tick))
 			slot = e;
 	}
-	memcpy(slot->digest, digest, sizeof(digest));
+	if (!slot) {
+		pthread_mutex_unlock(&c->lock);
+		return;
+	}
+	memcpy(slot->digest, digest, DIGEST_LEN);
 	slot->used = true;
 	slot->ok = ok;
 	slot->tick = ++c->tick;
 	pthread_mutex_unlock(&c->lock);
+}
+
+/* The cost of a bcrypt hash ("$2b$NN$..."), 0 when it has none. */
+static unsigned bcrypt_cost(const char *hash)
+{
+	if (strlen(hash) < 7 || hash[0] != '$' || hash[3] != '$' || hash[6] != '$' ||
+	    hash[4] < '0' || hash[4] > '9' || hash[5] < '0' || hash[5] > '9')
+		return 0;
+	return (unsigned)(hash[4] - '0') * 10 + (unsigned)(hash[5] - '0');
+}
+
+/* What an unknown user's password is checked against, so that it costs
+ * what the dearest known user costs: that user's own hash (the verdict is
+ * thrown away), or the built-in dummy when there are no users. */
+static const char *dummy_for(const struct web_config *wc)
+{
+	const char *h = dummy_hash;
+	unsigned best = 0;
+
+	for (size_t i = 0; i < wc->n_users; i++) {
+		unsigned cost = bcrypt_cost(wc->users[i].hash);
+
+		if (cost > best) {
+			best = cost;
+			h = wc->users[i].hash;
+		}
+	}
+	return h;
+}
+
+unsigned web_auth_cost(const struct web_config *wc, const char *user)
+{
+	if (!wc)
+		return 0;
+	for (size_t i = 0; user && i < wc->n_users; i++)
+		if (!strcmp(wc->users[i].name, user))
+			return bcrypt_cost(wc->users[i].hash);
+	return bcrypt_cost(dummy_for(wc));
+}
+
+int web_auth_cached(struct web_config *wc, const char *user, const char *password)
+{
+	unsigned char digest[DIGEST_LEN];
+	int verdict;
+
+	if (!wc || !wc->cache || !user || !password)
+		return 0;
+	if (!auth_digest(wc->cache, user, password, digest))
+		return 0;
+	verdict = cache_lookup(wc->cache, digest);
+	explicit_bzero(digest, sizeof(digest));
+	return verdict;
+}
+
+bool web_auth_check(struct web_config *wc, const char *user, const char *password)
+{
+	unsigned char digest[DIGEST_LEN];
+	const struct web_user *u = NULL;
+	int verdict;
+	bool ok;
+
+	if (!wc || !wc->cache || !user || !password)
+		return false;
+	for (size_t i = 0; i < wc->n_users; i++)
+		if (!strcmp(wc->users[i].name, user))
+			u = &wc->users[i];
+	if (!auth_digest(wc->cache, user, password, digest))
+		return false;
+	verdict = cache_lookup(wc->cache, digest);
+	if (verdict >= 0) {
+		explicit_bzero(digest, sizeof(digest));
+		return verdict;
+	}
+	/* Not seen: one bcrypt (an unknown user against the dearest known
+	 * user's hash, so that it takes as long). */
+	ok = bcrypt_check(u ? u->hash : dummy_for(wc), password) && u;
+	cache_store(wc->cache, digest, ok);
 	explicit_bzero(digest, sizeof(digest));
 	return ok;
 }
