@@ -41,8 +41,8 @@ static void values_whole(const struct config *cfg, const char *text, size_t size
 			if (v->line <= 0)
 				continue;
 			line = line_at(text, size, v->line);
-			FUZZ_CHECK(line, "[%s] %s from line %d of a shorter text", sec->name, v->key,
-				   v->line);
+			FUZZ_CHECK(line, "[%s] %s from line %d of a shorter text", sec->name,
+				   v->key, v->line);
 			FUZZ_CHECK(strstr(line, v->key) && strstr(line, v->value),
 				   "[%s] %s = '%.40s' not in its line %d", sec->name, v->key,
 				   v->value, v->line);
