@@ -55,7 +55,7 @@ write_base_config
 { printf ';' && long b 100000 && echo; } >>"$T/sysobsd.ini"
 "$SYSOBSD" --check-config --config "$T/sysobsd.ini" 2>"$T/err" ||
 	fail "a 100,000-character comment: $(head -c 300 "$T/err")"
-{ printf '[http]\n' && long c 100000 && printf '\n[storage]\npath = %s/x.db\n' "$T"; } >"$T/big.ini"
+{ printf '[http]\n' && long c 100000 && printf '\n[storage]\npath = %s/x.db\n[agent]\nuser = root\n' "$T"; } >"$T/big.ini"
 "$SYSOBSD" --check-config --config "$T/big.ini" 2>"$T/err"
 assert_eq "a 100,000-character bad line: exit" 2 $?
 assert_eq "errors and summary" 2 "$(wc -l <"$T/err")"
