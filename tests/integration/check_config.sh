@@ -8,9 +8,9 @@
 #    [http] listen as at start); its summary names the drop-in directory;
 #  - drop-ins (F.d/*.ini): override the main file, in strcmp() order, other
 #    names ignored, an unreadable one an error; --print-config --config
-#    shows the value in effect and the drop-in file:line it came from, and
-#    the running agent uses it. (A drop-in or secret file the checking user
-#    cannot read: an error naming it.)
+#    shows the value in effect and the drop-in file:line it came from (also
+#    where ./var is missing), and the running agent uses it. (A drop-in or
+#    secret file the checking user cannot read: an error naming it.)
 source "$(dirname "$0")/lib.sh"
 need_cmd jq
 
@@ -434,6 +434,14 @@ cp "$T/eff" "$T/eff.ini"
 grep -Ev '^# (from |default$)' "$T/eff" | diff - "$T/eff2" >/dev/null ||
 	fail "the printed config loads to other values"
 awk 'length > 190 { print; bad = 1 } END { exit bad }' "$T/eff" || fail "a line over 190 bytes"
+# --print-config asks nothing of this host: the default ./var/sysobs.db
+# where there is no ./var (issue 30)
+mkdir -p "$T/novar"
+printf '[http]\nthreads = 3\n' >"$T/novar/p.ini"
+(cd "$T/novar" && "$SYSOBSD" --print-config --config p.ini) >"$T/novar.out" 2>"$T/err" ||
+	fail "--print-config without ./var: $(cat "$T/err")"
+grep -A1 -x '# default' "$T/novar.out" | grep -qx 'path = ./var/sysobs.db' ||
+	fail "--print-config without ./var printed no default path"
 
 # the running agent: drops disabled by the last drop-in, threads from 9-z
 cp "$D/sysobsd.ini" "$T/sysobsd.ini"
