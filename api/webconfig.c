@@ -419,11 +419,12 @@ static int parse_users(struct parse_ctx *p, const yaml_node_t *map, struct web_c
 				    user);
 		cost = bcrypt_cost(hash);
 		if (cost < WEB_BCRYPT_COST_MIN || cost > WEB_BCRYPT_COST_MAX)
-			return fail(p, v,
-				    "basic_auth_users: %s: bcrypt cost %d outside %d-%d (one check "
-				    "at cost 14 takes 1.5 s on a 2-CPU machine; htpasswd -nbBC 10 USER "
-				    "PASSWORD makes one of cost 10)",
-				    user, cost, WEB_BCRYPT_COST_MIN, WEB_BCRYPT_COST_MAX);
+			return fail(
+			    p, v,
+			    "basic_auth_users: %s: bcrypt cost %d outside %d-%d (one check "
+			    "at cost 14 takes 1.5 s on a 2-CPU machine; htpasswd -nbBC 10 USER "
+			    "PASSWORD makes one of cost 10)",
+			    user, cost, WEB_BCRYPT_COST_MIN, WEB_BCRYPT_COST_MAX);
 		for (size_t i = 0; i < wc->n_users; i++)
 			if (!strcmp(wc->users[i].name, user))
 				return fail(p, k, "basic_auth_users: %s given twice", user);
