@@ -499,8 +499,9 @@ int agent_config_check(struct agent *a, bool host)
 
 	bad |= agent_storage_config(a, &sc);
 	/* a flag (--db) may replace the path: the file's own must still be
-	 * one the agent could use */
-	if (host)
+	 * one the agent could use; a relative one names a directory of the
+	 * working directory a start will have (the unit's), not this one's */
+	if (host && sc.path && sc.path[0] == '/')
 		bad |= storage_dir_check(a, sc.path);
 	bad |= agent_http_config(a, &hc, host);
 	bad |= listen_parse(a, hc.listen, &ss, &sslen);
