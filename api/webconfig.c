@@ -172,6 +172,37 @@ static int tls_version(struct parse_ctx *p, const yaml_node_t *v, const char *ke
 	return fail(p, v, "%s: expected TLS10, TLS11, TLS12 or TLS13", key);
 }
 
+/* What the server's start would refuse of the PEM files, by the same
+ * GnuTLS calls libmicrohttpd makes (a key that does not match its
+ * certificate, a CA file without a certificate): refused here, at load,
+ * so that --check-config says so and the start exits 2 for it (issue 30:
+ * the check said valid, the start exited 1). */
+static int tls_files_check(struct parse_ctx *p, const struct web_config *wc,
+			   const yaml_node_t *key_node, const yaml_node_t *ca_node)
+{
+	gnutls_certificate_credentials_t cred;
+	gnutls_datum_t cert = {(unsigned char *)wc->cert_pem, (unsigned)strlen(wc->cert_pem)};
+	gnutls_datum_t key = {(unsigned char *)wc->key_pem, (unsigned)strlen(wc->key_pem)};
+	int rc, err = 0;
+
+	if (gnutls_certificate_allocate_credentials(&cred) < 0)
+		return fail(p, key_node, "out of memory");
+	rc = gnutls_certificate_set_x509_key_mem(cred, &cert, &key, GNUTLS_X509_FMT_PEM);
+	if (rc < 0)
+		err = fail(p, key_node, "key_file and cert_file: %s", gnutls_strerror(rc));
+	if (!err && wc->client_ca_pem) {
+		gnutls_datum_t ca = {(unsigned char *)wc->client_ca_pem,
+				     (unsigned)strlen(wc->client_ca_pem)};
+
+		rc = gnutls_certificate_set_x509_trust_mem(cred, &ca, GNUTLS_X509_FMT_PEM);
+		if (rc <= 0)
+			err = fail(p, ca_node, "client_ca_file: %s",
+				   rc < 0 ? gnutls_strerror(rc) : "no certificate in it");
+	}
+	gnutls_certificate_free_credentials(cred);
+	return err;
+}
+
 #define FOR_PAIRS(p, map, pair)                                                                    \
 	for (yaml_node_pair_t *pair = (map)->data.mapping.pairs.start;                             \
 	     pair < (map)->data.mapping.pairs.top; pair++)
@@ -181,6 +212,7 @@ static int parse_tls(struct parse_ctx *p, const yaml_node_t *map, struct web_con
 	static const char *const auth_names[] = {"NoClientCert", "RequestClientCert",
 						 "RequireAnyClientCert", "VerifyClientCertIfGiven",
 						 "RequireAndVerifyClientCert"};
+	const yaml_node_t *key_node = map, *ca_node = map;
 	int min_v = 2, max_v = 3, err = 0;
 	bool have_auth = false;
 
@@ -198,11 +230,13 @@ static int parse_tls(struct parse_ctx *p, const yaml_node_t *map, struct web_con
 			return fail(p, k, "tls_server_config: keys must be strings");
 		if (!strcmp(key, "cert_file"))
 			err = load_pem(p, v, key, &wc->cert_pem);
-		else if (!strcmp(key, "key_file"))
+		else if (!strcmp(key, "key_file")) {
 			err = load_pem(p, v, key, &wc->key_pem);
-		else if (!strcmp(key, "client_ca_file"))
+			key_node = v;
+		} else if (!strcmp(key, "client_ca_file")) {
 			err = is_null(v) ? 0 : load_pem(p, v, key, &wc->client_ca_pem);
-		else if (!strcmp(key, "client_auth_type")) {
+			ca_node = v;
+		} else if (!strcmp(key, "client_auth_type")) {
 			const char *s = scalar(v);
 			int i;
 
@@ -249,6 +283,9 @@ static int parse_tls(struct parse_ctx *p, const yaml_node_t *map, struct web_con
 			    auth_names[wc->client_auth]);
 	if (min_v > max_v)
 		return fail(p, map, "min_version is above max_version");
+	err = tls_files_check(p, wc, key_node, ca_node);
+	if (err)
+		return err;
 	/* GnuTLS priority: its NORMAL set, only the allowed protocol versions. */
 	char prio[128];
 	size_t n = (size_t)snprintf(prio, sizeof(prio), "NORMAL:-VERS-ALL");
@@ -323,21 +360,39 @@ static int parse_server(struct parse_ctx *p, const yaml_node_t *map, struct web_
 	return 0;
 }
 
+/* The cost of a bcrypt hash ("$2y$10$..."), or -1 when it has none. */
+static int bcrypt_cost(const char *h)
+{
+	if (strncmp(h, "$2y$", 4) && strncmp(h, "$2b$", 4) && strncmp(h, "$2a$", 4))
+		return -1;
+	if (h[4] < '0' || h[4] > '9' || h[5] < '0' || h[5] > '9' || h[6] != '$')
+		return -1;
+	return (h[4] - '0') * 10 + (h[5] - '0');
+}
+
+/* The hash's form, checked by libxcrypt at the lowest cost: a hash is
+ * never run at its own cost here ($2b$31$ took hours, at start). */
 static bool bcrypt_hash_valid(const char *h)
 {
 	struct crypt_data *cd;
 	const char *r;
+	char *low;
 	bool ok;
 
-	if (strncmp(h, "$2y$", 4) && strncmp(h, "$2b$", 4) && strncmp(h, "$2a$", 4))
+	if (bcrypt_cost(h) < 0 || !(low = strdup(h)))
 		return false;
+	low[4] = '0';
+	low[5] = '4';
 	cd = calloc(1, sizeof(*cd));
-	if (!cd)
+	if (!cd) {
+		free(low);
 		return false;
+	}
 	/* A malformed setting makes crypt_rn fail (NULL or a "*" string). */
-	r = crypt_rn("x", h, cd, sizeof(*cd));
+	r = crypt_rn("x", low, cd, sizeof(*cd));
 	ok = r && r[0] == '$' && strlen(r) == strlen(h);
 	free(cd);
+	free(low);
 	return ok;
 }
 
@@ -353,6 +408,7 @@ static int parse_users(struct parse_ctx *p, const yaml_node_t *map, struct web_c
 		yaml_node_t *v = yaml_document_get_node(p->doc, pair->value);
 		const char *user = scalar(k), *hash = scalar(v);
 		struct web_user *t;
+		int cost;
 
 		if (!user || !*user || strchr(user, ':'))
 			return fail(p, k, "basic_auth_users: a user name is a string without ':'");
@@ -361,6 +417,14 @@ static int parse_users(struct parse_ctx *p, const yaml_node_t *map, struct web_c
 				    "basic_auth_users: %s: expected a bcrypt hash ($2y$, $2b$ or "
 				    "$2a$), e.g. from htpasswd -nbBC 10 USER PASSWORD",
 				    user);
+		cost = bcrypt_cost(hash);
+		if (cost < WEB_BCRYPT_COST_MIN || cost > WEB_BCRYPT_COST_MAX)
+			return fail(
+			    p, v,
+			    "basic_auth_users: %s: bcrypt cost %d outside %d-%d (one check "
+			    "at cost 14 takes 1.5 s on a 2-CPU machine; htpasswd -nbBC 10 USER "
+			    "PASSWORD makes one of cost 10)",
+			    user, cost, WEB_BCRYPT_COST_MIN, WEB_BCRYPT_COST_MAX);
 		for (size_t i = 0; i < wc->n_users; i++)
 			if (!strcmp(wc->users[i].name, user))
 				return fail(p, k, "basic_auth_users: %s given twice", user);
@@ -370,6 +434,7 @@ static int parse_users(struct parse_ctx *p, const yaml_node_t *map, struct web_c
 		wc->users = t;
 		t[wc->n_users].name = strdup(user);
 		t[wc->n_users].hash = strdup(hash);
+		t[wc->n_users].cost = cost;
 		wc->n_users++;
 		if (!t[wc->n_users - 1].name || !t[wc->n_users - 1].hash)
 			return -ENOMEM;

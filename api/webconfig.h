@@ -37,9 +37,17 @@ struct web_header {
 	char *name, *value;
 };
 
+/* The bcrypt costs a basic_auth_users hash may have: what htpasswd and
+ * exporter-toolkit users generate (htpasswd -B: 5, Go's bcrypt: 10). A
+ * cost outside is refused at load, file:line, before any hash is run
+ * ($2b$31$ hung the start for hours, deaf to SIGTERM). */
+#define WEB_BCRYPT_COST_MIN 4
+#define WEB_BCRYPT_COST_MAX 14
+
 struct web_user {
 	char *name;
 	char *hash; /* bcrypt, "$2y$..." / "$2b$..." / "$2a$..." */
+	int cost;   /* the hash's, WEB_BCRYPT_COST_MIN to _MAX */
 };
 
 struct web_auth_cache;

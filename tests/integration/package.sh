@@ -23,6 +23,10 @@
 #    ExecReload guard fails the reload, sends no SIGHUP, the agent runs on;
 #    an upgrade to a newer version
 #    restarts it, keeps the edited conffile and the history;
+#  - a drop-in the next start would refuse (listen address not on the
+#    host, port 22, [storage] path under /opt): the reload fails, a
+#    reinstall fails in postinst naming the drop-in's line, the agent runs
+#    on unchanged; once removed, dpkg --configure -a restarts it;
 #  - remove stops it and keeps /etc; purge removes /etc/sysobs and
 #    /var/lib/sysobs and the unit;
 #  - remote scrape: [http] listen = 0.0.0.0:9559 alone, and the host
@@ -185,6 +189,15 @@ awk -v e="$exposure" -v m="$MAX_EXPOSURE" 'BEGIN { exit !(e <= m) }' ||
 	fail "exposure $exposure > $MAX_EXPOSURE: $(cat "$T/results/security.txt")"
 assert_eq "journal PRIORITY of 'http: listening'" 6 "$(res journal_listening)"
 assert_ge "reload logged" 1 "$(res reload_logged)"
+for c in not_here port22 opt; do
+	[[ "$(res refuse_${c}_reload_rc)" == [1-9]* ]] || fail "$c: reload: $(res refuse_${c}_reload_rc)"
+	[[ "$(res refuse_${c}_reinstall_rc)" == [1-9]* ]] ||
+		fail "$c: reinstall returned $(res refuse_${c}_reinstall_rc)"
+	assert_ge "$c: the reinstall names the drop-in's line" 1 "$(res refuse_${c}_reinstall_said)"
+	assert_eq "$c: the agent after the refused reinstall" "active same" "$(res refuse_${c}_agent)"
+done
+assert_eq "dpkg --configure -a once fixed" 0 "$(res refuse_fixed_configure_rc)"
+assert_eq "active once fixed" active "$(res refuse_fixed_active)"
 assert_eq "reload kept the process" yes "$(res reload_same_pid)"
 [ "$(res bad_reload_rc)" != 0 ] || fail "systemctl reload with a bad drop-in succeeded"
 assert_ge "the bad drop-in's file:line in the journal" 1 "$(res bad_reload_error)"
