@@ -172,7 +172,8 @@ static int parse_u64(const char *s, uint64_t *out, bool want_hex)
 
 	if (trim_copy(s, buf, sizeof(buf)) || !buf[0] || buf[0] == '-' || buf[0] == '+')
 		return -EINVAL;
-	if (want_hex && strcmp(buf, "0") && strncasecmp(buf, "0x", 2))
+	/* The kernel's %#llx puts 0x on every number, zero included. */
+	if (want_hex && strncasecmp(buf, "0x", 2))
 		return -EINVAL;
 	errno = 0;
 	v = strtoull(buf, &end, 0);

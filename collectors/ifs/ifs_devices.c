@@ -31,8 +31,16 @@ static void presence_note(struct ifs_priv *p, enum ifs_test t, bool present)
 		return;
 	d->present = present;
 	if (present) {
-		if (d->gone)
+		if (d->gone) {
 			clog_info(p->c, "intel_ifs_%d is back", t);
+			/* A module load starts the device afresh (core.c's static
+			 * ifs_devices[]: status untested, details 0x0): that is
+			 * the baseline of the passive check, not the last result
+			 * before the unload, which no run replaced. */
+			snprintf(d->seen_status, sizeof(d->seen_status), "untested");
+			snprintf(d->seen_details, sizeof(d->seen_details), "0x0");
+			d->seen_valid = true;
+		}
 		d->gone = false;
 		return;
 	}

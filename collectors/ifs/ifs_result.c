@@ -400,6 +400,19 @@ void ifs_result_handle(struct ifs_priv *p, const struct ifs_work_result *r)
 	sink_event(p->c->sink, &ifs_scans_table, r->start_wall, &row);
 }
 
+/* Whether status/details differ from the values last seen: by value when
+ * both parse (the baseline set at a module load is written, not read). */
+static bool seen_differs(const struct ifs_dev *dv, const char *st, const char *de)
+{
+	enum ifs_result r0, r1;
+	uint64_t d0, d1;
+
+	if (ifs_status_parse(st, &r1) || ifs_details_parse(de, &d1) ||
+	    ifs_status_parse(dv->seen_status, &r0) || ifs_details_parse(dv->seen_details, &d0))
+		return strcmp(st, dv->seen_status) || strcmp(de, dv->seen_details);
+	return r0 != r1 || d0 != d1;
+}
+
 /* Someone else wrote run_test: status/details changed while we were idle.
  * Recorded without a CPU (see the header comment). Called unlocked. */
 void ifs_passive_check(struct ifs_priv *p)
@@ -423,9 +436,8 @@ void ifs_passive_check(struct ifs_priv *p)
 		if (ifs_read_text(path, de, sizeof(de)) < 0)
 			continue;
 		pthread_mutex_lock(&p->lock);
-		if (dv->seen_valid &&
-		    (strcmp(st, dv->seen_status) || strcmp(de, dv->seen_details)) &&
-		    !ifs_status_parse(st, &result) && !ifs_details_parse(de, &raw)) {
+		if (dv->seen_valid && seen_differs(dv, st, de) && !ifs_status_parse(st, &result) &&
+		    !ifs_details_parse(de, &raw)) {
 			ifs_row_init(&row);
 			row.batch = dv->batch_loaded ? (int32_t)dv->batch : -1;
 			snprintf(row.device, sizeof(row.device), "intel_ifs_%d", t);

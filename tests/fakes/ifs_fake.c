@@ -29,7 +29,8 @@
  *   fake_module: 1 while the intel_ifs module is loaded; write 0 to unload it
  *	(every intel_ifs_<N> directory goes away, as misc_deregister() does)
  *	and 1 to load it again (the devices come back without an image, as
- *	ifs_init() leaves them until current_batch is written).
+ *	ifs_init() leaves them until current_batch is written, and with status
+ *	untested, details 0x0: core.c's static devices, fresh with the module).
  *
  * Driver behaviour reproduced: writing a CPU number to run_test blocks inside
  * write() for the test time, under ONE lock shared by all devices and by
@@ -633,7 +634,9 @@ static char *node_render(const struct node *n)
 		snprintf(buf, 4096, "%s\n", ifs_result_name(d->status));
 		break;
 	case N_DETAILS:
-		snprintf(buf, 4096, "%#llx\n", (unsigned long long)d->details);
+		/* The kernel's %#llx prints zero as 0x0 (lib/vsprintf.c puts the
+		 * prefix on any hex number); glibc's as "0". */
+		snprintf(buf, 4096, "0x%llx\n", (unsigned long long)d->details);
 		break;
 	case N_IMAGE_VERSION:
 		if (d->loaded)
@@ -822,7 +825,7 @@ static void runs_append(int64_t t0, int64_t t1, int dev, unsigned cpu, enum ifs_
 			uint64_t details)
 {
 	char line[128];
-	int n = snprintf(line, sizeof(line), "%lld %lld intel_ifs_%d %u %s %#llx\n", (long long)t0,
+	int n = snprintf(line, sizeof(line), "%lld %lld intel_ifs_%d %u %s 0x%llx\n", (long long)t0,
 			 (long long)t1, dev, cpu, ifs_result_name(r), (unsigned long long)details);
 
 	log_append(&F.runs, &F.runs_len, line, n);
@@ -952,14 +955,20 @@ static int load_batch(int dev, unsigned batch)
 
 /* rmmod intel_ifs (0) or modprobe (1). rmmod waits for a run in progress
  * (the device's file is held open), as we do by taking ifs_sem. A loaded
- * module starts with no image on any device. */
+ * module starts with no image on any device, and its devices (core.c's
+ * static ifs_devices[], fresh with the module's data) with status
+ * untested (SCAN_NOT_TESTED, 0) and details 0x0. */
 static void module_set(unsigned loaded)
 {
 	pthread_mutex_lock(&F.ifs_sem);
 	pthread_mutex_lock(&F.state);
-	if (loaded && F.unloaded)
-		for (int d = 0; d < MAX_DEVS; d++)
+	if (loaded && F.unloaded) {
+		for (int d = 0; d < MAX_DEVS; d++) {
 			F.dev[d].loaded = false;
+			F.dev[d].status = IFS_RESULT_UNTESTED;
+			F.dev[d].details = 0;
+		}
+	}
 	F.unloaded = !loaded;
 	pthread_mutex_unlock(&F.state);
 	pthread_mutex_unlock(&F.ifs_sem);
