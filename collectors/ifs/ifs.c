@@ -86,6 +86,7 @@ static const char *const ifs_core_labels[] = {"test", "package", "core", NULL};
 static const char *const ifs_test_labels[] = {"test", NULL};
 static const char *const ifs_skip_labels[] = {"test", "reason", NULL};
 static const char *const ifs_result_labels[] = {"result", NULL};
+static const char *const ifs_pkg_core_labels[] = {"package", "core", NULL};
 
 static const struct metric_desc ifs_metrics[] = {
     [IFS_M_SCANS] = {"sysobs_ifs_scans_total",
@@ -137,6 +138,10 @@ static const struct metric_desc ifs_metrics[] = {
 			     "alert_resend until a scan of the core passes). Present only with "
 			     "alertmanager_url set.",
 			     METRIC_KIND_GAUGE},
+    [IFS_M_CORE_ALLOWED] = {"sysobs_ifs_core_allowed",
+			    "1 if allow_cpus/deny_cpus let the scheduler test the core (every "
+			    "thread allowed, none denied), 0 if it is excluded on purpose.",
+			    METRIC_KIND_GAUGE, ifs_pkg_core_labels},
     [IFS_M_N] = {0},
 };
 

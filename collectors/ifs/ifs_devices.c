@@ -108,6 +108,23 @@ void ifs_refresh_devices(struct ifs_priv *p)
 	p->tests = tests;
 }
 
+/* sysobs_ifs_core_allowed of every known core: a core denied on purpose
+ * is told apart from one that should be tested (SysobsIFSCoreNotTested
+ * leaves it out). A remembered core keeps its series. */
+static void allowed_export(struct ifs_priv *p)
+{
+	for (size_t i = 0; i < p->sched.n_cores; i++) {
+		const struct ifs_core_info *c = &p->sched.cores[i];
+		char pkg[16], cid[16];
+		const char *v[] = {pkg, cid};
+
+		snprintf(pkg, sizeof(pkg), "%d", c->package);
+		snprintf(cid, sizeof(cid), "%d", c->core_id);
+		sink_set(p->c->sink, collector_series(p->c, IFS_M_CORE_ALLOWED, v),
+			 ifs_sched_core_allowed(&p->sched, i));
+	}
+}
+
 /* Re-reads the topology if the online CPU list changed; keeps per-core
  * results by (package, core_id). Called with p->lock held. */
 int ifs_refresh_topology(struct ifs_priv *p, bool force)
@@ -147,7 +164,10 @@ int ifs_refresh_topology(struct ifs_priv *p, bool force)
 	ifs_topology_free(&p->topo);
 	p->topo = nt;
 	snprintf(p->online_text, sizeof(p->online_text), "%s", online);
-	return ifs_sched_set_topology(&p->sched, nt.cores, nt.n_cores, clock_mono_ns());
+	err = ifs_sched_set_topology(&p->sched, nt.cores, nt.n_cores, clock_mono_ns());
+	if (!err)
+		allowed_export(p);
+	return err;
 }
 
 /*

@@ -275,6 +275,11 @@ api GET /api/v1/ifs/cores >"$T/cores.json"
 assert_eq "cores status" 200 "$HTTP_CODE"
 allowed=$(jq -c '[.data[] | select(.package == 0 and .core == 1) | .allowed]' "$T/cores.json")
 assert_eq "cores allowed flag" '[false]' "$allowed"
+# Issue 33 item 9: the denied core is told apart in the metrics too.
+assert_eq "sysobs_ifs_core_allowed of the denied core" 0 \
+	"$(metric 'sysobs_ifs_core_allowed{package="0",core="1"}')"
+assert_eq "sysobs_ifs_core_allowed of an allowed core" 1 \
+	"$(metric 'sysobs_ifs_core_allowed{package="1",core="0"}')"
 assert_eq "cores of package 1 core 0" '{"cpus":[2,6],"online":true,"tests":["scan","array","sbaf"]}' \
 	"$(jq -c '.data[] | select(.package == 1 and .core == 0) | {cpus, online, tests: [.last[].test]}' "$T/cores.json")"
 # The array test has no image: no image_version, no batch.
