@@ -273,7 +273,22 @@ static int ifs_init(struct collector *c)
 		    p->root);
 		goto err_free;
 	}
-	err = ifs_topology_read(p->root, &p->topo);
+	/* The cores of offline threads, while still root (debugfs is root's). */
+	p->hints = calloc(IFS_MAX_CPUS, sizeof(*p->hints));
+	if (!p->hints) {
+		err = -ENOMEM;
+		goto err_free;
+	}
+	err = ifs_topology_hints_read(p->root, p->hints);
+	if (err < 0) {
+		clog_info(c,
+			  "no %s/kernel/debug/x86/topo (%s): the core of a CPU offline since "
+			  "before the start is known only from its last result",
+			  p->root, strerror(-err));
+		free(p->hints);
+		p->hints = NULL;
+	}
+	err = ifs_topology_read(p->root, p->hints, &p->topo);
 	if (err) {
 		err = collector_unavailable(c, err, "cannot read the CPU topology under %s: %s",
 					    p->root, strerror(-err));
@@ -285,6 +300,7 @@ static int ifs_init(struct collector *c)
 err_free:
 	/* Nothing else was made yet; the agent may exit without stop(). */
 	pthread_mutex_destroy(&p->lock);
+	free(p->hints);
 	free(p);
 	c->priv = NULL;
 	return err;
@@ -432,6 +448,7 @@ static void ifs_stop(struct collector *c)
 		close(p->efd);
 	ifs_sched_free(&p->sched);
 	ifs_topology_free(&p->topo);
+	free(p->hints);
 	free(p->last);
 	free(p->reqs);
 	pthread_mutex_destroy(&p->lock);

@@ -22,6 +22,9 @@
  *	thread_siblings_list,core_cpus_list}: the kernel removes the topology
  *	directory of an offline CPU and drops it from its siblings' lists;
  * and, outside the sysfs tree:
+ *   kernel/debug/x86/topo/cpus/<N> with `debugfs = 1` (the x86 topology
+ *	debugfs, Linux 6.9+): pkg_id and core_id of every CPU, offline ones
+ *	included (cpu_data() outlives the offlining);
  *   fake_runs: one line per finished run "<start_ms> <end_ms> intel_ifs_<N>
  *	<cpu> <status> <details>", so tests can check order and overlap;
  *   fake_loads: one line per current_batch write that took the lock,
@@ -51,7 +54,8 @@
  *   cpus = 8                ; logical CPUs
  *   threads_per_core = 2    ; SMT; cpu c is thread c / cores of core c % cores
  *   packages = 1
- *   offline = 5             ; CPU list
+ *   offline = 5             ; CPU list (offline from the start, as nosmt)
+ *   debugfs = 0             ; 1: kernel/debug/x86/topo/cpus/<N> present
  *   scan_ms = 200           ; time one run_test write blocks
  *   load_ms = 0             ; time one current_batch write blocks
  *   devices = 0,1           ; which intel_ifs_<N> exist
@@ -144,6 +148,7 @@ struct fdev {
 
 static struct {
 	unsigned cpus, tpc, packages, cores, scan_ms, load_ms;
+	bool debugfs; /* kernel/debug/x86/topo/cpus/<N> */
 	bool online[MAX_CPUS];
 	struct fdev dev[MAX_DEVS];
 	pthread_mutex_t ifs_sem; /* the driver's semaphore: held across a run */
@@ -269,6 +274,8 @@ static int fake_ini_line(void *user, const char *section, const char *name, cons
 			F.scan_ms = strtoul(value, NULL, 0);
 		else if (!strcmp(name, "load_ms"))
 			F.load_ms = strtoul(value, NULL, 0);
+		else if (!strcmp(name, "debugfs"))
+			F.debugfs = strtoul(value, NULL, 0) != 0;
 		else if (!strcmp(name, "offline")) {
 			if (parse_list(value, list, MAX_CPUS, &n))
 				return 0;
@@ -481,6 +488,7 @@ enum node_kind {
 	N_TOPO_DIR,
 	N_DEV_DIR, /* intel_ifs_<N>: exists while the module is loaded */
 	N_MODULE,
+	N_DEBUG_TOPO, /* kernel/debug/x86/topo/cpus/<N> */
 	N_RUNS,
 	N_LOADS,
 };
@@ -555,6 +563,15 @@ static void build_tree(void)
 		add_node(N_SIBLINGS, c, 0444, "%s%u/topology/thread_siblings_list", b, c);
 		add_node(N_SIBLINGS, c, 0444, "%s%u/topology/core_cpus_list", b, c);
 	}
+	if (!F.debugfs)
+		return;
+	add_node(N_DIR, 0, 0755, "/kernel");
+	add_node(N_DIR, 0, 0700, "/kernel/debug");
+	add_node(N_DIR, 0, 0755, "/kernel/debug/x86");
+	add_node(N_DIR, 0, 0755, "/kernel/debug/x86/topo");
+	add_node(N_DIR, 0, 0755, "/kernel/debug/x86/topo/cpus");
+	for (unsigned c = 0; c < F.cpus; c++)
+		add_node(N_DEBUG_TOPO, c, 0444, "/kernel/debug/x86/topo/cpus/%u", c);
 }
 
 /* cpuN/topology and what is in it exist only while cpu N is online: the
@@ -675,6 +692,32 @@ static char *node_render(const struct node *n)
 			set[cpu_core(c) + t * F.cores] = F.online[cpu_core(c) + t * F.cores];
 		cpulist_print(buf, 4096, set, F.cpus);
 		break;
+	case N_DEBUG_TOPO: {
+		/* arch/x86/kernel/cpu/debugfs.c cpu_debug_show(): cpu_data(N)
+		 * stays after the CPU goes offline; every CPU here was brought up
+		 * once (x86 boots every thread, nosmt included). */
+		unsigned pkg = cpu_core(c) / cores_per_pkg, core = cpu_core(c) % cores_per_pkg;
+		unsigned apicid = pkg << 8 | core << 1 | c / F.cores;
+
+		snprintf(buf, 4096,
+			 "online:              %d\n"
+			 "initial_apicid:      %x\n"
+			 "apicid:              %x\n"
+			 "pkg_id:              %u\n"
+			 "die_id:              0\n"
+			 "cu_id:               255\n"
+			 "core_id:             %u\n"
+			 "logical_pkg_id:      %u\n"
+			 "logical_die_id:      %u\n"
+			 "llc_id:              %u\n"
+			 "l2c_id:              %u\n"
+			 "max_cores:           %u\n"
+			 "max_die_per_pkg:     1\n"
+			 "smp_num_siblings:    %u\n",
+			 F.online[c], apicid, apicid, pkg, core, pkg, pkg, pkg << 8, apicid & ~1u,
+			 cores_per_pkg, F.tpc);
+		break;
+	}
 	case N_RUNS:
 		free(buf);
 		buf = strndup(F.runs ? F.runs : "", F.runs_len);
