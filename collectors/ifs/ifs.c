@@ -273,6 +273,23 @@ static int ifs_init(struct collector *c)
 		    p->root);
 		goto err_free;
 	}
+	/* The microcode's shortest time between two scans of a core, by CPU
+	 * model (the kernel selftest's table). */
+	{
+		char path[PATH_MAX + 32], text[4096];
+		unsigned fam, model;
+
+		snprintf(path, sizeof(path), "%s/devices/system/cpu/modalias", p->root);
+		if (ifs_read_text(path, text, sizeof(text)) >= 0 &&
+		    !ifs_min_scan_gap_parse(text, &fam, &model, &p->scfg.min_scan_gap_ns))
+			clog_info(c,
+				  "CPU family %u model %#x: scans of one core at least %lld s "
+				  "apart",
+				  fam, model, (long long)(p->scfg.min_scan_gap_ns / 1000000000LL));
+		else
+			clog_info(c, "CPU model unknown (no %s): no minimum time between scans",
+				  path);
+	}
 	/* The cores of offline threads, while still root (debugfs is root's). */
 	p->hints = calloc(IFS_MAX_CPUS, sizeof(*p->hints));
 	if (!p->hints) {
@@ -327,6 +344,13 @@ static int ifs_start(struct collector *c)
 
 	sink_set(k, collector_series1(c, IFS_M_INTERVAL),
 		 p->scfg.periodic ? (double)p->scfg.interval_ns / 1e9 : 0);
+	if (p->scfg.periodic && p->scfg.interval_ns < p->scfg.min_scan_gap_ns)
+		clog_warn(c,
+			  "interval %lld s is shorter than this CPU's minimum time between two "
+			  "scans of a core (%lld s): each core is scanned every %lld s",
+			  (long long)(p->scfg.interval_ns / 1000000000LL),
+			  (long long)(p->scfg.min_scan_gap_ns / 1000000000LL),
+			  (long long)(p->scfg.min_scan_gap_ns / 1000000000LL));
 	ifs_sched_init(&p->sched, &p->scfg);
 	pthread_mutex_lock(&p->lock);
 	ifs_refresh_devices(p);

@@ -198,6 +198,10 @@ static void last_restore_row(int64_t id, int64_t ts_ns, const void *r, void *arg
 		    p->topo.cores[k].core_id != row->core)
 			continue;
 		last_update(p, k, t, result, ts_ns, row->cpu, raw, (uint64_t)row->scan_id, row);
+		/* Its start on the scheduler's clock: the minimum gap between
+		 * two scans of the core holds across the restart. */
+		ifs_sched_note_begun(&p->sched, (unsigned)k, t,
+				     clock_mono_ns() - (clock_wall_ns() - ts_ns));
 		rs->n++;
 	}
 }

@@ -56,6 +56,9 @@
  *   packages = 1
  *   offline = 5             ; CPU list (offline from the start, as nosmt)
  *   debugfs = 0             ; 1: kernel/debug/x86/topo/cpus/<N> present
+ *   model = 0xcf            ; family 6 model in devices/system/cpu/modalias;
+ *                           ; a scan of a core within 180 s (0x8f), 30 s (0xcf)
+ *                           ; or 1 s (other) of its last one: untested, error 6
  *   scan_ms = 200           ; time one run_test write blocks
  *   load_ms = 0             ; time one current_batch write blocks
  *   devices = 0,1           ; which intel_ifs_<N> exist
@@ -148,7 +151,9 @@ struct fdev {
 
 static struct {
 	unsigned cpus, tpc, packages, cores, scan_ms, load_ms;
-	bool debugfs; /* kernel/debug/x86/topo/cpus/<N> */
+	bool debugfs;		      /* kernel/debug/x86/topo/cpus/<N> */
+	unsigned model;		      /* family 6 model: devices/system/cpu/modalias; 0 = none */
+	int64_t scanned_ms[MAX_CPUS]; /* per core: start of its last scan, 0 none */
 	bool online[MAX_CPUS];
 	struct fdev dev[MAX_DEVS];
 	pthread_mutex_t ifs_sem; /* the driver's semaphore: held across a run */
@@ -276,6 +281,8 @@ static int fake_ini_line(void *user, const char *section, const char *name, cons
 			F.load_ms = strtoul(value, NULL, 0);
 		else if (!strcmp(name, "debugfs"))
 			F.debugfs = strtoul(value, NULL, 0) != 0;
+		else if (!strcmp(name, "model"))
+			F.model = strtoul(value, NULL, 0);
 		else if (!strcmp(name, "offline")) {
 			if (parse_list(value, list, MAX_CPUS, &n))
 				return 0;
@@ -489,6 +496,7 @@ enum node_kind {
 	N_DEV_DIR, /* intel_ifs_<N>: exists while the module is loaded */
 	N_MODULE,
 	N_DEBUG_TOPO, /* kernel/debug/x86/topo/cpus/<N> */
+	N_MODALIAS,
 	N_RUNS,
 	N_LOADS,
 };
@@ -551,6 +559,8 @@ static void build_tree(void)
 	add_node(N_CPU_ONLINE_ALL, 0, 0444, "/devices/system/cpu/online");
 	add_node(N_CPU_RANGE, 0, 0444, "/devices/system/cpu/possible");
 	add_node(N_CPU_RANGE, 0, 0444, "/devices/system/cpu/present");
+	if (F.model)
+		add_node(N_MODALIAS, 0, 0444, "/devices/system/cpu/modalias");
 	for (unsigned c = 0; c < F.cpus; c++) {
 		const char *b = "/devices/system/cpu/cpu";
 
@@ -691,6 +701,11 @@ static char *node_render(const struct node *n)
 		for (unsigned t = 0; t < F.tpc; t++)
 			set[cpu_core(c) + t * F.cores] = F.online[cpu_core(c) + t * F.cores];
 		cpulist_print(buf, 4096, set, F.cpus);
+		break;
+	case N_MODALIAS:
+		/* arch_print_cpu_modalias(), a few feature words after it */
+		snprintf(buf, 4096, "cpu:type:x86,ven0000fam0006mod%04X:feature:,0000,0001,0002\n",
+			 F.model);
 		break;
 	case N_DEBUG_TOPO: {
 		/* arch/x86/kernel/cpu/debugfs.c cpu_debug_show(): cpu_data(N)
@@ -883,6 +898,16 @@ static bool siblings_online(unsigned cpu)
 	return true;
 }
 
+/* Whether the core of cpu was scanned less than its model's interval ago
+ * (F.state held). */
+static bool scan_too_soon(unsigned cpu)
+{
+	int64_t gap = F.model == 0x8f ? 180000 : F.model == 0xcf ? 30000 : F.model ? 1000 : 0;
+	int64_t last = F.scanned_ms[cpu_core(cpu)];
+
+	return gap && last && now_ms() - last < gap;
+}
+
 static int run_test(int dev, unsigned cpu)
 {
 	struct fdev *d = &F.dev[dev];
@@ -892,7 +917,7 @@ static int run_test(int dev, unsigned cpu)
 	uint64_t word;
 	int64_t t0, t1;
 	unsigned ms;
-	bool alone = false;
+	bool alone = false, too_soon = false;
 	int rc = 0;
 
 	/* run_test_store: kstrtouint, cpu >= nr_cpu_ids */
@@ -913,10 +938,17 @@ static int run_test(int dev, unsigned cpu)
 		 * tries: untested with chunk/bundle 0, in a few ms. The core's
 		 * script is not consumed: its test never started. */
 		alone = true;
+	} else if (dev == IFS_TEST_SCAN && scan_too_soon(cpu)) {
+		/* The microcode refuses a scan of the core inside its interval
+		 * (test_ifs.sh: 180 s on Sapphire Rapids, 30 s on Emerald
+		 * Rapids, 1 s elsewhere): untested, error 6. */
+		too_soon = true;
 	} else {
 		struct script *sc = &d->core[cpu_core(cpu)];
 
 		st = script_next(sc->n ? sc : &d->def);
+		if (dev == IFS_TEST_SCAN)
+			F.scanned_ms[cpu_core(cpu)] = now_ms();
 		if (st->kind == R_EINTR)
 			rc = -EINTR; /* down_interruptible: a signal while waiting */
 		else if (d->corrupt)
@@ -924,7 +956,7 @@ static int run_test(int dev, unsigned cpu)
 		else if (st->kind == R_CORRUPT)
 			d->corrupt = true;
 	}
-	ms = alone ? 5 : d->run_ms ? d->run_ms : F.scan_ms;
+	ms = alone || too_soon ? 5 : d->run_ms ? d->run_ms : F.scan_ms;
 	pthread_mutex_unlock(&F.state);
 	if (rc) {
 		pthread_mutex_unlock(&F.ifs_sem);
@@ -937,6 +969,9 @@ static int run_test(int dev, unsigned cpu)
 		res = IFS_RESULT_UNTESTED;
 		word = dev == IFS_TEST_SCAN ? scan_word(d, 0, 1, false, false)
 					    : ifs_sbaf_word(0, 0, 1, false, 0);
+	} else if (too_soon) {
+		res = IFS_RESULT_UNTESTED;
+		word = scan_word(d, 0, 6, false, false);
 	} else {
 		step_result(dev, d, st, &res, &word);
 	}
