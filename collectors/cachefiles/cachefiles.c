@@ -279,6 +279,7 @@ static const char *const cf_stat_events[CF_STAT_MAX] = {
     [CF_STAT_RELEASE_LOST] = "volume_release_lost",
     [CF_STAT_COPEN_ERROR] = "copen_error",
     [CF_STAT_COPEN_INVALID] = "copen_invalid",
+    [CF_STAT_COPEN_CLOSED] = "copen_closed",
 };
 
 /* init with backend be (cachefiles_priv.h): what init does once it has

@@ -302,6 +302,27 @@ static void prepare_read_hook_only_for_its_prototype(void **state)
 	}
 }
 
+/* Issue 33 item 15: what the fexit of cachefiles_ondemand_copen() counts.
+ * A reply with a size >= 0 for an OPEN whose anonymous fd the daemon closed
+ * first returns 0 without the tracepoint (ondemand.c: -EBADFD to the
+ * reader): before, no copen counter saw it (neither the tracepoint's copen
+ * nor copen_error nor copen_invalid); now copen_closed. */
+static void copen_replies_each_counted_once(void **state)
+{
+	(void)state;
+	/* size >= 0, the tracepoint fired: counted there as copen */
+	assert_int_equal(cf_copen_class(0, 0, 1, 1), -1);
+	/* size >= 0, returned 0, no tracepoint: the fd was closed first */
+	assert_int_equal(cf_copen_class(0, 0, 0, 1), CF_STAT_COPEN_CLOSED);
+	/* the daemon's error reply: the OPEN fails with it */
+	assert_int_equal(cf_copen_class(0, 1, 0, 1), CF_STAT_COPEN_ERROR);
+	/* refused by the kernel: unknown id, bad number, -EINVAL size */
+	assert_int_equal(cf_copen_class(-EINVAL, 0, 0, 1), CF_STAT_COPEN_INVALID);
+	assert_int_equal(cf_copen_class(-EINVAL, 1, 0, 1), CF_STAT_COPEN_INVALID);
+	/* without the tracepoint attached nothing can be told apart */
+	assert_int_equal(cf_copen_class(0, 0, 0, 0), -1);
+}
+
 /* /proc/self/mountinfo lines, the super options as erofs_show_options
  * prints them */
 static void domain_mounts_name_the_shared_volume(void **state)
@@ -411,6 +432,7 @@ int main(void)
 	    cmocka_unit_test(volume_names),
 	    cmocka_unit_test(domain_mounts_name_the_shared_volume),
 	    cmocka_unit_test(domain_images_count_superblocks),
+	    cmocka_unit_test(copen_replies_each_counted_once),
 	    cmocka_unit_test(probe_verdict_names_what_is_missing),
 	    cmocka_unit_test(bpf_probe_on_this_host),
 	    cmocka_unit_test(daemon_read_hook_only_for_its_prototype),
