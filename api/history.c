@@ -77,6 +77,8 @@ static bool field_fits(const struct event_column *c, const ProtobufCFieldDescrip
 	switch (c->type) {
 	case COL_TEXT:
 		return f->type == PROTOBUF_C_TYPE_STRING;
+	case COL_BLOB:
+		return f->type == PROTOBUF_C_TYPE_BYTES;
 	case COL_REAL:
 		return f->type == PROTOBUF_C_TYPE_DOUBLE || f->type == PROTOBUF_C_TYPE_FLOAT;
 	default:
@@ -120,7 +122,9 @@ int history_check_table(const struct event_table *t, char *err, size_t errlen)
 				 t->name, c->name, d->name, f ? "compatible" : "");
 			return -EINVAL;
 		}
-		if (c->null != COL_NOT_NULL && !field_optional(f)) {
+		/* proto3 bytes are absent when empty: a BLOB's NULL needs no more
+		 * (and protoc-c's initializer of an optional bytes does not compile) */
+		if (c->null != COL_NOT_NULL && !field_optional(f) && c->type != COL_BLOB) {
 			snprintf(err, errlen,
 				 "table %s column %s can be NULL: %s.%s must be optional", t->name,
 				 c->name, d->name, c->name);
@@ -196,6 +200,15 @@ static ProtobufCMessage *row_message(const struct history_table *ht, struct aren
 		case COLV_TEXT:
 			*(char **)((char *)m + f->offset) = arena_strndup(ar, v.s, v.len);
 			break;
+		case COLV_BLOB: {
+			ProtobufCBinaryData *b = (ProtobufCBinaryData *)((char *)m + f->offset);
+
+			b->data = arena_alloc(ar, v.len ? v.len : 1);
+			if (b->data)
+				memcpy(b->data, v.s, v.len);
+			b->len = v.len;
+			break;
+		}
 		case COLV_REAL:
 			if (f->type == PROTOBUF_C_TYPE_FLOAT)
 				*(float *)((char *)m + f->offset) = (float)v.d;

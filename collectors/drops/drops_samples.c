@@ -18,6 +18,7 @@
 #include "collectors/collector.h"
 #include "collectors/drops/drops.h"
 #include "collectors/drops/drops_btf.h"
+#include "collectors/drops/drops_capture.h"
 #include "collectors/drops/drops_cgroup.h"
 #include "collectors/drops/drops_decode.h"
 #include "collectors/drops/drops_ksym.h"
@@ -160,6 +161,8 @@ static const struct event_column drops_cols[] = {
     /* ?container= the 12-digit label value, or any longer prefix */
     DROPS_COL(container, COL_TEXT, COL_NULL_EMPTY, .filter = COL_FILTER_PREFIX),
     DROPS_COL(netns_cookie, COL_UINT, COL_NULL_ZERO, .filter = COL_FILTER_EQ, .fmin = 1),
+    DROPS_COL(capture, COL_BLOB, COL_NULL_EMPTY),
+    DROPS_COL(orig_len, COL_UINT, COL_NULL_ZERO),
     {0},
 };
 
@@ -180,6 +183,7 @@ const struct event_table drops_samples_table = {
 };
 
 _Static_assert(sizeof(struct drops_row) <= EVENT_ROW_MAX, "drops_row too large for the store");
+_Static_assert(DROPS_ROW_CAPTURE_MAX == DROPS_CAPTURE_MAX, "capture sizes differ");
 
 /* --- samples ------------------------------------------------------------- */
 
@@ -212,6 +216,8 @@ static void drops_row_fill(struct drops_state *st, const struct drop_sample *s, 
 	r->fragment = s->fragment;
 	r->cgroup_id = s->cgroup_id;
 	r->netns_cookie = s->netns_cookie;
+	r->capture.len =
+	    (uint16_t)drops_capture_sll2(s, r->capture.data, sizeof(r->capture.data), &r->orig_len);
 	if (s->cgroup_id &&
 	    !drops_cgroups_path(st->cgroups, s->cgroup_id, r->cgroup, sizeof(r->cgroup)))
 		drops_container_id(r->cgroup, r->container, sizeof(r->container));
