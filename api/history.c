@@ -24,7 +24,9 @@
 #include "base/log.h"
 #include "base/netns_name.h"
 #include "api/history.h"
+#include "api/history_pcapng.h"
 #include "api/http.h"
+#include "api/negotiate.h"
 #include "api/pbjson.h"
 #include "api/proto/pbmsg.h"
 #include "api/proto/sysobs.pb-c.h"
@@ -347,6 +349,10 @@ struct page_ctx {
 	ProtobufCMessage **rows;
 	int64_t *ids;
 	size_t n, cap;
+	/* pcapng: the row structs and times themselves, not messages */
+	bool raw;
+	void **raw_rows;
+	int64_t *ts;
 };
 
 static int page_row(int64_t id, int64_t ts_ns, const void *row, void *arg)
@@ -356,6 +362,17 @@ static int page_row(int64_t id, int64_t ts_ns, const void *row, void *arg)
 
 	if (x->n == x->cap)
 		return 0; /* the one extra row only says a next page exists */
+	if (x->raw) {
+		void *copy = arena_alloc(x->ar, x->ht->t->row_size);
+
+		if (!copy)
+			return -ENOMEM;
+		memcpy(copy, row, x->ht->t->row_size);
+		x->raw_rows[x->n] = copy;
+		x->ts[x->n] = ts_ns;
+		x->ids[x->n++] = id;
+		return 0;
+	}
 	m = row_message(x->ht, x->ar, id, ts_ns, row);
 	if (!m)
 		return -ENOMEM;
@@ -386,6 +403,12 @@ static int history_query(const struct history_table *ht, const struct query_wind
 	x->ids = arena_alloc(x->ar, (w->limit + 1) * sizeof(*x->ids));
 	if (!x->rows || !x->ids)
 		return -ENOMEM;
+	if (x->raw) {
+		x->raw_rows = arena_alloc(x->ar, (w->limit + 1) * sizeof(*x->raw_rows));
+		x->ts = arena_alloc(x->ar, (w->limit + 1) * sizeof(*x->ts));
+		if (!x->raw_rows || !x->ts)
+			return -ENOMEM;
+	}
 	n = store_history_page(ht->store, ht->t, &q, page_row, x);
 	if (n < 0)
 		return n;
@@ -429,7 +452,14 @@ static void history_serve(const struct http_request *req, struct http_response *
 	bool more = false;
 	int enc, err;
 
-	enc = api_encoding(req, res);
+	/* A table with a packet capture also answers as pcapng, when asked by
+	 * name (JSON stays the default); its errors are JSON. */
+	if (history_pcapng_able(ht->t)) {
+		static const char *const offers[] = {API_CT_JSON, API_CT_PROTOBUF, API_CT_PCAPNG};
+
+		x.raw = http_negotiate(req->accept, offers, 3) == 2;
+	}
+	enc = x.raw ? API_JSON : api_encoding(req, res);
 	if (enc < 0 || query_params_check(req, ht->allowed, res) ||
 	    query_window_parse(req, &w, res))
 		return;
@@ -446,6 +476,21 @@ static void history_serve(const struct http_request *req, struct http_response *
 	err = history_query(ht, &w, filters, nf, &x, &more);
 	if (err) {
 		reply_query_error(res, enc, err);
+		goto out;
+	}
+	if (x.raw) {
+		struct buf b = {0};
+		size_t len;
+		char *body;
+
+		err = history_pcapng_page(ht->t, x.raw_rows, x.ids, x.ts, x.n,
+					  more && x.n ? x.ids[x.n - 1] : 0, &b);
+		body = err ? NULL : buf_steal(&b, &len);
+		if (body)
+			http_reply_text(res, 200, API_CT_PCAPNG, body, len);
+		else
+			reply_query_error(res, enc, -ENOMEM);
+		buf_free(&b);
 		goto out;
 	}
 	{
