@@ -58,6 +58,8 @@ static void usage(FILE *out)
 	    "  export                  event export destinations: backlog, last success, errors\n"
 	    "  drops                   sampled packet drops (reason=, protocol=, addr=, port=, "
 	    "...)\n"
+	    "  drops pcap [KEY=VALUE]  the same samples as a pcapng file on stdout (Wireshark, "
+	    "tshark)\n"
 	    "  mptcp [events]          live MPTCP connections and subflows, or path-manager "
 	    "events\n"
 	    "  ifs [scans]             each core's last IFS result per test, or the scan history\n"
@@ -246,6 +248,58 @@ static int show(const struct opts *o, const char *path, const char *const *extra
 		if (stop)
 			return 0;
 	}
+}
+
+static void add_param(struct opts *o, const char *kv);
+
+/* drops pcap: the samples page as pcapng (the agent writes the file), to
+ * stdout; filters and --since/--until/--limit as for drops. */
+static int cmd_drops_pcap(struct opts *o, int argc, char **argv)
+{
+	const char *q[MAX_PARAMS + 8];
+	char lim[64], since[80], until[80];
+	size_t nq = 0;
+	struct body b;
+	long code;
+
+	if (o->follow)
+		die_usage("drops pcap: no --follow yet (ask again, or use --since)");
+	if (isatty(1))
+		die_usage("drops pcap: refusing to write pcapng to a terminal: redirect it");
+	for (int i = 0; i < argc; i++)
+		add_param(o, argv[i]);
+	for (size_t i = 0; i < o->n_params; i++)
+		q[nq++] = o->params[i];
+	if (o->limit) {
+		snprintf(lim, sizeof(lim), "limit=%s", o->limit);
+		q[nq++] = lim;
+	}
+	if (o->since) {
+		snprintf(since, sizeof(since), "start=%s", o->since);
+		q[nq++] = since;
+	}
+	if (o->until) {
+		snprintf(until, sizeof(until), "end=%s", o->until);
+		q[nq++] = until;
+	}
+	o->accept = "application/x-pcapng";
+	code = http_call(o, "/api/v1/drops/samples", q, nq, false, NULL, 0, &b);
+	if (code < 0) {
+		free(b.data);
+		return 1;
+	}
+	if (code < 200 || code > 299) {
+		report_error(code, &b, true);
+		free(b.data);
+		return 1;
+	}
+	if (fwrite(b.data, 1, b.len, stdout) != b.len || fflush(stdout)) {
+		free(b.data);
+		err_line("writing the pcapng to stdout: %s", strerror(errno));
+		return 1;
+	}
+	free(b.data);
+	return 0;
 }
 
 /* status, after the collectors: the export destinations, if any (an agent
@@ -488,6 +542,7 @@ static const struct command commands[] = {
     {"status", NULL, cmd_status, NULL, NULL, false},
     {"scan", NULL, cmd_scan, NULL, NULL, false},
     {"series", NULL, cmd_series, NULL, NULL, false},
+    {"drops", "pcap", cmd_drops_pcap, NULL, NULL, false},
     {"drops", NULL, NULL, "/api/v1/drops/samples", NULL, true},
     {"mptcp", "events", NULL, "/api/v1/mptcp/events", NULL, true},
     {"mptcp", NULL, NULL, "/api/v1/mptcp/connections", print_mptcp_connections, false},
