@@ -21,6 +21,8 @@
 #include <strings.h>
 
 #include "base/arena.h"
+#include "base/buf.h"
+#include "base/hash.h"
 #include "base/log.h"
 #include "base/netns_name.h"
 #include "api/history.h"
@@ -60,6 +62,8 @@ struct history_table {
 	struct history_param params[STORE_FILTERS_MAX];
 	size_t n_params;
 	const char *allowed[HISTORY_PARAMS_MAX + 1];
+	const struct event_column *c_stack; /* stacks_route: the "stack" text column */
+	const char *stacks_allowed[HISTORY_PARAMS_MAX + 1];
 };
 
 struct history {
@@ -513,6 +517,184 @@ out:
 	arena_free(&ar);
 }
 
+/* ---- <stacks_route>: folded stacks with counts ---- */
+
+#define HISTORY_STACKS_PAGE 1000
+#define HISTORY_STACKS_ROWS 100000 /* rows read at most, newest first */
+
+struct stack_count {
+	struct hash_node node;
+	uint64_t count;
+	size_t len;
+	char s[];
+};
+
+struct stacks_ctx {
+	const struct event_column *c;
+	struct hash_table h;
+	uint64_t rows;
+	int64_t last_id;
+};
+
+static int stacks_row(int64_t id, int64_t ts_ns, const void *row, void *arg)
+{
+	struct stacks_ctx *x = arg;
+	struct stack_count *e;
+	struct col_value v;
+	uint64_t h;
+
+	(void)ts_ns;
+	x->rows++;
+	x->last_id = id;
+	col_value(x->c, row, &v);
+	if (v.kind != COLV_TEXT)
+		return 0;
+	h = hash_fnv1a(HASH_FNV1A_INIT, v.s, v.len);
+	for (struct hash_node *n = hash_chain(&x->h, h); n; n = n->next) {
+		e = hash_entry(n, struct stack_count, node);
+		if (n->hash == h && e->len == v.len && !memcmp(e->s, v.s, v.len)) {
+			e->count++;
+			return 0;
+		}
+	}
+	e = malloc(sizeof(*e) + v.len + 1);
+	if (!e)
+		return -ENOMEM;
+	e->count = 1;
+	e->len = v.len;
+	memcpy(e->s, v.s, v.len);
+	e->s[v.len] = '\0';
+	hash_add(&x->h, &e->node, h);
+	return 0;
+}
+
+static int stack_count_cmp(const void *a, const void *b)
+{
+	const struct stack_count *x = *(struct stack_count *const *)a;
+	const struct stack_count *y = *(struct stack_count *const *)b;
+
+	if (x->count != y->count)
+		return x->count < y->count ? 1 : -1;
+	return strcmp(x->s, y->s);
+}
+
+/*
+ * The stacks of the rows a filter selects in a window, folded, with the
+ * number of rows that had each, most first, the first `limit`: a
+ * DropStackList, or with Accept: text/plain "stack count" lines (what
+ * flamegraph.pl and speedscope read). Reads the newest HISTORY_STACKS_ROWS
+ * rows of the window at most (truncated says so).
+ */
+static void stacks_serve(const struct http_request *req, struct http_response *res, void *arg)
+{
+	static const char *const offers[] = {API_CT_JSON, API_CT_PROTOBUF, "text/plain"};
+	const struct history_table *ht = arg;
+	struct store_filter filters[STORE_FILTERS_MAX];
+	struct stacks_ctx x = {.c = ht->c_stack};
+	Sysobs__V1__DropStackList list = SYSOBS__V1__DROP_STACK_LIST__INIT;
+	struct stack_count **all = NULL;
+	struct arena ar = {0};
+	struct query_window w;
+	struct store_page_query q = {0};
+	size_t nf = 0, n = 0, i;
+	struct hash_node *node, *tmp;
+	int pick = http_negotiate(req->accept, offers, 3), enc, err = 0;
+	bool text = pick == 2;
+
+	enc = text ? API_JSON : api_encoding(req, res);
+	if (enc < 0 || query_params_check(req, ht->stacks_allowed, res) ||
+	    query_window_parse(req, &w, res))
+		return;
+	for (i = 0; i < ht->n_params; i++) {
+		const char *v = http_query(req, ht->params[i].name);
+
+		if (!v)
+			continue;
+		memset(&filters[nf], 0, sizeof(filters[nf]));
+		if (filter_parse(&ht->params[i], v, &ar, &filters[nf], res, enc))
+			goto out;
+		nf++;
+	}
+	if (hash_init(&x.h, 64)) {
+		reply_query_error(res, enc, -ENOMEM);
+		goto out;
+	}
+	q = (struct store_page_query){.cursor = INT64_MAX,
+				      .start_ns = w.start_ns,
+				      .end_ns = w.end_ns,
+				      .limit = HISTORY_STACKS_PAGE,
+				      .filters = filters,
+				      .n_filters = nf};
+	for (;;) {
+		int got = store_history_page(ht->store, ht->t, &q, stacks_row, &x);
+
+		if (got < 0) {
+			err = got;
+			break;
+		}
+		if ((unsigned)got < HISTORY_STACKS_PAGE)
+			break;
+		if (x.rows >= HISTORY_STACKS_ROWS) {
+			list.truncated = true;
+			break;
+		}
+		q.cursor = x.last_id;
+	}
+	if (err) {
+		reply_query_error(res, enc, err);
+		goto out_hash;
+	}
+	all = malloc((x.h.n ? x.h.n : 1) * sizeof(*all));
+	if (!all) {
+		reply_query_error(res, enc, -ENOMEM);
+		goto out_hash;
+	}
+	hash_for_each_safe(&x.h, i, node, tmp)
+		all[n++] = hash_entry(node, struct stack_count, node);
+	qsort(all, n, sizeof(*all), stack_count_cmp);
+	if (n > w.limit)
+		n = w.limit;
+	if (text) {
+		struct buf b = {0};
+		char *body;
+		size_t len;
+
+		for (i = 0; i < n; i++)
+			buf_printf(&b, "%s %" PRIu64 "\n", all[i]->s, all[i]->count);
+		body = buf_steal(&b, &len);
+		if (!body && b.oom)
+			reply_query_error(res, enc, -ENOMEM);
+		else
+			http_reply_text(res, 200, "text/plain; charset=utf-8",
+					body ? body : strdup(""), len);
+		goto out_hash;
+	}
+	list.samples = x.rows;
+	list.data = arena_alloc(&ar, (n ? n : 1) * sizeof(*list.data));
+	for (i = 0; list.data && i < n; i++) {
+		Sysobs__V1__DropStack *d = arena_alloc(&ar, sizeof(*d));
+
+		if (!d)
+			break;
+		sysobs__v1__drop_stack__init(d);
+		d->stack = all[i]->s;
+		d->count = all[i]->count;
+		list.data[i] = d;
+	}
+	list.n_data = n;
+	if (ar.oom)
+		reply_query_error(res, enc, -ENOMEM);
+	else
+		api_reply(res, 200, enc, &list.base);
+out_hash:
+	free(all);
+	hash_for_each_safe(&x.h, i, node, tmp)
+		free(hash_entry(node, struct stack_count, node));
+	hash_fini(&x.h);
+out:
+	arena_free(&ar);
+}
+
 /* ---- /api/v1/events: every table, merged by id ---- */
 
 static void events_serve(const struct http_request *req, struct http_response *res, void *arg)
@@ -680,8 +862,20 @@ static int history_table_init(struct history_table *ht, const struct event_table
 	ht->allowed[na++] = "start";
 	ht->allowed[na++] = "end";
 	ht->allowed[na++] = "limit";
+	memcpy(ht->stacks_allowed, ht->allowed, na * sizeof(*ht->allowed));
+	ht->stacks_allowed[na] = NULL; /* no cursor: an aggregate */
 	ht->allowed[na++] = "cursor";
 	ht->allowed[na] = NULL;
+	if (t->stacks_route) {
+		for (const struct event_column *c = t->cols; c->name; c++)
+			if (!strcmp(c->name, "stack") && c->type == COL_TEXT)
+				ht->c_stack = c;
+		if (!ht->c_stack) {
+			snprintf(err, errlen, "table %s: a stacks route needs a text column stack",
+				 t->name);
+			return -EINVAL;
+		}
+	}
 	return 0;
 }
 
@@ -723,6 +917,8 @@ int history_routes_register(struct http_server *http, struct store *s,
 		rc = schema_add(&sr);
 		if (!rc)
 			rc = http_route(http, "GET", ht->t->route, false, history_serve, ht);
+		if (!rc && ht->c_stack)
+			rc = http_route(http, "GET", ht->t->stacks_route, false, stacks_serve, ht);
 		if (rc) {
 			log_err("http", "cannot register GET %s: %s", ht->t->route, strerror(-rc));
 			return rc;

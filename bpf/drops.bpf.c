@@ -75,6 +75,8 @@ const volatile __u64 frag_free_len = 0;
  * capture_payload: past the headers too. */
 const volatile __u32 capture_bytes = 0;
 const volatile bool capture_payload = false;
+/* Kernel stack frames kept with a sample (<= DROPS_STACK_MAX), 0 = none. */
+const volatile __u32 stack_depth = 0;
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
@@ -823,8 +825,8 @@ static __always_inline void sample_capture(struct sk_buff *skb, struct drops_rec
 	r->hatype = dev ? BPF_CORE_READ(dev, type) : 0;
 }
 
-static __always_inline void emit_sample(struct sk_buff *skb, void *location, __u32 reason,
-					struct drops_key *key, struct drops_parsed *p,
+static __always_inline void emit_sample(void *ctx, struct sk_buff *skb, void *location,
+					__u32 reason, struct drops_key *key, struct drops_parsed *p,
 					struct net_device *dev, struct net *net, struct sock *sk,
 					__u64 now, const bool direct)
 {
@@ -882,6 +884,15 @@ static __always_inline void emit_sample(struct sk_buff *skb, void *location, __u
 	if ((p->flags & DROPS_F_L3_PARSED) && !(p->flags & DROPS_F_FRAGMENT))
 		sample_l4(skb, r, p, &l4_end, direct);
 	r->cgroup_id = key->cgroup ?: sock_cgroup_id(sk);
+	if (stack_depth) {
+		/* a constant size (frozen rodata): the walk stops at the depth */
+		long n = bpf_get_stack(ctx, r->stack,
+				       (stack_depth < DROPS_STACK_MAX ? stack_depth : DROPS_STACK_MAX) *
+					   sizeof(__u64),
+				       0);
+
+		r->stack_n = n > 0 ? n / sizeof(__u64) : 0;
+	}
 	if (capture_bytes)
 		sample_capture(skb, r, p, l4_end, dev, direct);
 	bpf_ringbuf_submit(r, 0);
@@ -938,8 +949,8 @@ static __always_inline bool count_in_hash(const struct drops_key *key)
 	return !err;
 }
 
-static __always_inline int handle_drop(struct sk_buff *skb, void *location, __u32 reason,
-				       struct sock *rx_sk, const bool direct)
+static __always_inline int handle_drop(void *ctx, struct sk_buff *skb, void *location,
+				       __u32 reason, struct sock *rx_sk, const bool direct)
 {
 	struct drops_key key = {};
 	struct drops_parsed p = {};
@@ -997,7 +1008,7 @@ static __always_inline int handle_drop(struct sk_buff *skb, void *location, __u3
 		return 0;
 	if (!sk) /* a drop with a device: netns_of() did not look */
 		sk = RD(skb, sk) ?: rx_sk;
-	emit_sample(skb, location, reason, &key, &p, dev, net, sk, now, direct);
+	emit_sample(ctx, skb, location, reason, &key, &p, dev, net, sk, now, direct);
 	return 0;
 }
 
@@ -1042,7 +1053,7 @@ int BPF_PROG(drops_tp_btf, struct sk_buff *skb, void *location, enum skb_drop_re
 {
 	struct sock *rx_sk = has_rx_sk ? (struct sock *)ctx[3] : NULL;
 
-	return handle_drop(skb, location, reason, rx_sk, true);
+	return handle_drop(ctx, skb, location, reason, rx_sk, true);
 }
 
 SEC("raw_tp/kfree_skb")
@@ -1050,7 +1061,7 @@ int BPF_PROG(drops_raw_tp, struct sk_buff *skb, void *location, enum skb_drop_re
 {
 	struct sock *rx_sk = has_rx_sk ? (struct sock *)ctx[3] : NULL;
 
-	return handle_drop(skb, location, reason, rx_sk, false);
+	return handle_drop(ctx, skb, location, reason, rx_sk, false);
 }
 
 /*

@@ -93,7 +93,7 @@ struct event_column {
 		.size = sizeof(((row *)0)->field), .null = (n), __VA_ARGS__                        \
 	}
 
-#define EVENT_ROW_MAX 1024 /* largest row struct a table may declare */
+#define EVENT_ROW_MAX 1536 /* largest row struct a table may declare */
 
 struct event_table {
 	const char *name;		 /* SQL table; also the migrations component */
@@ -112,6 +112,9 @@ struct event_table {
 	 * list envelope {repeated row data = 1; string next_cursor = 2}. */
 	const struct ProtobufCMessageDescriptor *message;
 	const struct ProtobufCMessageDescriptor *list_message;
+	/* GET route of the folded-stack aggregate of the text column "stack"
+	 * (api/history.c), with the table's filters; NULL: none. */
+	const char *stacks_route;
 	/* The fields of message readers show by default (GET /api/v1/schema:
 	 * the CLI's and the status page's columns), in order, NULL-terminated;
 	 * NULL: every scalar field. */

@@ -577,8 +577,9 @@ static const struct real {
 } real_tables[] = {
     {"self_samples", ""}, /* collectors/self.c */
     /* collectors/drops/drops.c; issue 14 added the next five, issue 35 the capture */
-    {"drop_samples", ", truncated INTEGER, fragment INTEGER, cgroup_id INTEGER, cgroup TEXT,"
-		     " container TEXT, netns_cookie INTEGER, capture BLOB, orig_len INTEGER"},
+    {"drop_samples",
+     ", truncated INTEGER, fragment INTEGER, cgroup_id INTEGER, cgroup TEXT,"
+     " container TEXT, netns_cookie INTEGER, stack TEXT, capture BLOB, orig_len INTEGER"},
     {"mptcp_events",
      ", reset_reason_name TEXT, deny_join_id0 INTEGER"}, /* collectors/mptcp/mptcp.c */
     /* collectors/ifs/ifs.c: the JSON-in-a-string "decoded" became columns */
