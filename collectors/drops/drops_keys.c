@@ -24,11 +24,9 @@ const struct cfg_key drops_cfg_keys[] = {
     DROPS_KEY(sample_burst, CFG_U64, "20", 1, 1000000,
 	      "records a quiet host may send at once before the rate applies; split over the "
 	      "online CPUs like the rate, at least 1 each"),
-    DROPS_KEY(
-	capture_bytes, CFG_U64, "128", 0, 256,
-	"bytes of a sampled drop's packet kept with the sample, from its MAC header (else "
-	"its network header); the copy also stops after the transport header unless "
-	"capture_payload is set, so no TCP or UDP payload is kept by default (0 = no capture)"),
+    DROPS_KEY(capture_bytes, CFG_U64, "128", 0, 256,
+	      "packet bytes kept with a sampled drop, from its MAC header; headers only unless "
+	      "capture_payload, never TCP or UDP payload (0 = no capture)"),
     DROPS_KEY(capture_payload, CFG_BOOL, "false", 0, 0,
 	      "let the capture run past the packet's headers into its payload, up to "
 	      "capture_bytes"),
