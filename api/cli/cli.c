@@ -59,7 +59,8 @@ static void usage(FILE *out)
 	    "  drops                   sampled packet drops (reason=, protocol=, addr=, port=, "
 	    "...)\n"
 	    "  drops pcap [KEY=VALUE]  the same samples as a pcapng file on stdout (Wireshark, "
-	    "tshark)\n"
+	    "tshark);\n"
+	    "                          --follow streams new ones: | wireshark -k -i -\n"
 	    "  mptcp [events]          live MPTCP connections and subflows, or path-manager "
 	    "events\n"
 	    "  ifs [scans]             each core's last IFS result per test, or the scan history\n"
@@ -258,24 +259,23 @@ static int cmd_drops_pcap(struct opts *o, int argc, char **argv)
 {
 	const char *q[MAX_PARAMS + 8];
 	char lim[64], since[80], until[80];
+	struct pcap_follow f = {0};
 	size_t nq = 0;
-	struct body b;
-	long code;
+	int rc = 1;
 
-	if (o->follow)
-		die_usage("drops pcap: no --follow yet (ask again, or use --since)");
 	if (isatty(1))
 		die_usage("drops pcap: refusing to write pcapng to a terminal: redirect it");
+	if (o->follow && o->until)
+		die_usage("drops pcap: --follow and --until do not go together");
 	for (int i = 0; i < argc; i++)
 		add_param(o, argv[i]);
 	for (size_t i = 0; i < o->n_params; i++)
 		q[nq++] = o->params[i];
-	if (o->limit) {
-		snprintf(lim, sizeof(lim), "limit=%s", o->limit);
+	snprintf(lim, sizeof(lim), "limit=%s", o->limit ? o->limit : "1000");
+	if (o->limit || o->follow)
 		q[nq++] = lim;
-	}
-	if (o->since) {
-		snprintf(since, sizeof(since), "start=%s", o->since);
+	if (o->since || o->follow) {
+		snprintf(since, sizeof(since), "start=%s", o->since ? o->since : "-1m");
 		q[nq++] = since;
 	}
 	if (o->until) {
@@ -283,23 +283,44 @@ static int cmd_drops_pcap(struct opts *o, int argc, char **argv)
 		q[nq++] = until;
 	}
 	o->accept = "application/x-pcapng";
-	code = http_call(o, "/api/v1/drops/samples", q, nq, false, NULL, 0, &b);
-	if (code < 0) {
+	for (;;) {
+		struct body b;
+		long code = http_call(o, "/api/v1/drops/samples", q, nq, false, NULL, 0, &b);
+
+		if (code < 0)
+			goto out;
+		if (code < 200 || code > 299) {
+			report_error(code, &b, true);
+			free(b.data);
+			goto out;
+		}
+		if (!o->follow) {
+			if (fwrite(b.data, 1, b.len, stdout) != b.len)
+				code = -1;
+		} else if (pcap_follow_merge(&f, (const uint8_t *)b.data, b.len, stdout) < 0) {
+			err_line("the agent's answer is not the pcapng it writes");
+			free(b.data);
+			goto out;
+		}
 		free(b.data);
-		return 1;
+		if (code < 0 || fflush(stdout)) {
+			if (!o->follow || errno != EPIPE) /* the reader went away */
+				err_line("writing the pcapng to stdout: %s", strerror(errno));
+			rc = !o->follow || errno != EPIPE;
+			goto out;
+		}
+		if (!o->follow || stop)
+			break;
+		/* next polls: the last seconds, packets newer than those written */
+		snprintf(since, sizeof(since), "start=-%ds", 10 * FOLLOW_POLL);
+		sleep(FOLLOW_POLL);
+		if (stop)
+			break;
 	}
-	if (code < 200 || code > 299) {
-		report_error(code, &b, true);
-		free(b.data);
-		return 1;
-	}
-	if (fwrite(b.data, 1, b.len, stdout) != b.len || fflush(stdout)) {
-		free(b.data);
-		err_line("writing the pcapng to stdout: %s", strerror(errno));
-		return 1;
-	}
-	free(b.data);
-	return 0;
+	rc = 0;
+out:
+	pcap_follow_free(&f);
+	return rc;
 }
 
 /* status, after the collectors: the export destinations, if any (an agent

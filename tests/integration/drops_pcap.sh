@@ -17,6 +17,8 @@
 #   - an interface block per (netns, ifindex) named after the device, the
 #     namespace in its description; timestamps within the test's window;
 #     a comment with reason, location and netns on every packet;
+#   - `sysobs drops pcap` writes the same file; with --follow, one stream
+#     holding each packet and interface once across its polls;
 # then, with capture_bytes = 100 and capture_payload = true, one UDP
 # datagram cut at 100 bytes from its MAC header (caplen 20 + 86 < frame).
 source "$(dirname "$0")/lib.sh"
@@ -166,6 +168,19 @@ assert_eq "icmp comment" 1 \
 cmp -s "$P" "$T/cli.pcapng" || fail "sysobs drops pcap differs from the API's pcapng"
 out=$("$CLI" --server "http://127.0.0.1:$PORT" drops pcap reason=NOPE 2>&1 >/dev/null)
 [ $? = 1 ] && grep -q "reason" <<<"$out" || fail "a bad filter: '$out'"
+# --follow: one stream out of successive pages, each packet and interface once
+"$CLI" --server "http://127.0.0.1:$PORT" drops pcap --follow "netns=$NSINUM" >"$T/follow.pcapng" &
+fpid=$!
+sleep 1.5
+ip netns exec "$NS" "$GEN" udp -d 127.0.0.1 -p 40007 -s 41007 -n 3 >/dev/null || fail "udp"
+sleep 2.5
+kill -INT $fpid
+wait $fpid || fail "sysobs drops pcap --follow exited with $?"
+n_follow=$(tshark -r "$T/follow.pcapng" -T fields -e frame.comment 2>/dev/null | sed 's/ .*//' | sort -u | wc -l)
+assert_eq "--follow: distinct packets (8 before it started, 3 during)" $((n_json + 3)) "$n_follow"
+assert_eq "--follow: frames" $((n_json + 3)) "$(tsv "$T/follow.pcapng" frame.number | wc -l)"
+assert_eq "--follow: interfaces" 2 "$(tshark -r "$T/follow.pcapng" -T fields -e frame.interface_name 2>/dev/null | sort -u | wc -l)"
+assert_eq "--follow: the 3 new ones" 3 "$(tshark -r "$T/follow.pcapng" -Y 'udp.dstport == 40007' -T fields -e frame.number 2>/dev/null | wc -l)"
 # pcapng only when asked by name: */* still gets JSON
 ct=$(in_api_netns curl -sS -o /dev/null -w '%{content_type}' -H 'Accept: */*' \
 	"http://127.0.0.1:$PORT/api/v1/drops/samples?limit=1")
