@@ -56,4 +56,22 @@ within "runs" "$b_cnt" "$m_cnt"
 within "run time (ns)" "$b_ns" "$(awk -v s="$m_sec" 'BEGIN { printf "%.0f", s * 1e9 }')"
 awk -v c="$b_cnt" -v n="$b_ns" 'BEGIN { printf "ns per run (bpftool): %.1f\n", n / c }'
 stop_agent
-pass "sysobs_bpf_program_runs_total and _run_seconds_total of $name agree with bpftool within 5 %"
+
+# unprivileged after start (the default [agent] user): the statistics were
+# enabled before the drop, its own fds and their info stay readable
+rm -f "$T"/sysobs.db*
+write_base_config agent.user=-
+cat >>"$T/sysobsd.ini" <<INI
+[collector.self]
+interval = 100ms
+INI
+chmod 755 "$T"
+start_agent
+wait_collector drops
+ip netns exec "$NS" "$GEN" udp -d 127.0.0.1 -p 9 -n 20000 >/dev/null || fail "generator"
+sleep 0.5
+runs=$(metric "sysobs_bpf_program_runs_total{program=\"$name\"}")
+assert_ge "runs counted by the unprivileged agent" 20000 "${runs%.*}"
+stop_agent
+pass "sysobs_bpf_program_runs_total and _run_seconds_total of $name agree with bpftool within 5 %;" \
+	"counted after the agent drops its privileges"
