@@ -156,6 +156,8 @@ try:
 	    total: Number(r.querySelector("td.total").dataset.value),
 	    lines: q("polyline", r).length}])),
 	  samples: q("#drops tr.sample").length,
+	  stacks_of: txt(document.getElementById("drops-stacks")),
+	  stacks: q("#drops tr.stack").map(r => r.cells[1].title),
 	  mptcp_summary: txt(document.getElementById("mptcp-n")),
 	  conns: q("#mptcp tr.conn").map(r => ({token: r.dataset.token, subflows: Number(txt(r.querySelector("td.subflows"))),
 	    netns: txt(r.querySelector("td.netns"))})),
@@ -206,6 +208,10 @@ awk -v a="$drops_before" -v d="$dom_drops" -v b="$drops_after" 'BEGIN { exit !(d
 assert_ge "page NO_SOCKET total" 10000 "${dom_drops%.*}"
 assert_ge "NO_SOCKET history lines" 1 "$(jq '.drops.NO_SOCKET.lines' <<<"$F")"
 assert_eq "latest drop samples shown" 10 "$(jq .samples <<<"$F")"
+assert_eq "stacks section" "Top kernel stacks of NO_SOCKET (samples of the last hour)" \
+	"$(jq -r .stacks_of <<<"$F")"
+assert_ge "top stacks naming __udp4_lib_rcv" 1 \
+	"$(jq '[.stacks[] | select(test("__udp4_lib_rcv"))] | length' <<<"$F")"
 pass "drops: NO_SOCKET $dom_drops on the page, /metrics $drops_before..$drops_after; history drawn; 10 latest samples"
 
 # MPTCP: the client's connection with its 2 subflows, and nothing else.
