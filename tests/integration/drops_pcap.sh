@@ -14,6 +14,8 @@
 #     fragment offset, addresses, the IP header only;
 #   - a datagram routed to a tun device without carrier (no L2 header):
 #     on that interface, decoded from its IP header;
+#   - a UDP datagram inside a VXLAN from a second namespace: the inner
+#     packet on the vxlan device, with its inner Ethernet source;
 #   - an interface block per (netns, ifindex) named after the device, the
 #     namespace in its description; timestamps within the test's window;
 #     a comment with reason, location and netns on every packet;
@@ -38,11 +40,33 @@ CLI=${SYSOBS_BUILD:?}/api/cli/sysobs
 NS=sysobs-dpcap-$$
 netns_new "$NS" || skip "cannot create a network namespace"
 ip -n "$NS" link set lo mtu 1280
+# no IPv6 on the devices made below: their neighbour and listener
+# solicitations would be drops of their own
+ip netns exec "$NS" sysctl -qw net.ipv6.conf.default.disable_ipv6=1
 ip -n "$NS" addr add 10.77.0.1/24 dev lo 2>/dev/null
 ip -n "$NS" tuntap add dev dpcaptun0 mode tun || skip "cannot create a tun device"
 ip -n "$NS" addr add 10.78.0.1/24 dev dpcaptun0
 ip -n "$NS" link set dpcaptun0 up
 ip netns exec "$NS" sysctl -qw net.ipv4.ping_group_range="0 0"
+# a VXLAN from a second namespace: the inner packet is the one dropped
+NS2=sysobs-dpcap2-$$
+ns1=$NSINUM
+netns_new "$NS2" || skip "cannot create a second network namespace"
+NSINUM=$ns1 # the namespace of the drops
+ip netns exec "$NS2" sysctl -qw net.ipv6.conf.default.disable_ipv6=1
+ip -n "$NS" link add dpcapv0 type veth peer name dpcapv1 netns "$NS2" || skip "no veth"
+ip -n "$NS" addr add 10.79.0.1/24 dev dpcapv0
+ip -n "$NS2" addr add 10.79.0.2/24 dev dpcapv1
+ip -n "$NS" link set dpcapv0 up
+ip -n "$NS2" link set dpcapv1 up
+ip -n "$NS" link add dpcapvx0 type vxlan id 42 local 10.79.0.1 remote 10.79.0.2 dstport 4789 \
+	dev dpcapv0 || skip "no vxlan"
+ip -n "$NS2" link add dpcapvx1 type vxlan id 42 local 10.79.0.2 remote 10.79.0.1 dstport 4789 \
+	dev dpcapv1
+ip -n "$NS" addr add 10.80.0.1/24 dev dpcapvx0
+ip -n "$NS2" addr add 10.80.0.2/24 dev dpcapvx1
+ip -n "$NS" link set dpcapvx0 up
+ip -n "$NS2" link set dpcapvx1 up
 ip netns exec "$NS" nft -f - <<'NFT' || fail "nft rules"
 table inet dpcap {
 	chain pre {
@@ -94,8 +118,13 @@ ip netns exec "$NS" "$GEN" udp -d 127.0.0.1 -p 40004 -s 41004 -n 1 -l 3000 >/dev
 	fail "fragmented udp"
 ip netns exec "$NS" "$GEN" udp -d 10.78.0.2 -p 40005 -s 41005 -n 1 -l 10 >/dev/null ||
 	fail "udp to the tun"
-want=8 # udp4 udp6 tcp icmp icmp6 2 fragments tun
-have_all() { [ "$(api GET "/api/v1/drops/samples?netns=$NSINUM&limit=50" | jq '.data | length')" -ge $want ]; }
+ip netns exec "$NS2" "$GEN" udp -d 10.80.0.1 -p 40008 -s 41008 -n 1 -l 10 >/dev/null ||
+	fail "udp over the vxlan"
+want=9 # udp4 udp6 tcp icmp icmp6 2 fragments tun vxlan
+have_all() {
+	[ "$(api GET "/api/v1/drops/samples?netns=$NSINUM&limit=50" | jq '.data | length')" -ge $want ] &&
+		[ "$(api GET "/api/v1/drops/samples?port=40008" | jq '.data | length')" -ge 1 ]
+}
 wait_for 10 have_all || fail "fewer than $want samples in $NS: $(api GET "/api/v1/drops/samples?netns=$NSINUM&limit=50" | jq -c '[.data[] | [.reason, .protocol, .dport, .ifname]]')"
 t1=$(($(date +%s) + 1))
 
@@ -140,12 +169,19 @@ assert_eq "udp to the tun (no L2)" "10.78.0.1 10.78.0.2 40005 dpcaptun0" \
 assert_eq "tun frame without a link-layer address" "0" \
 	"$(fields 'udp.dstport == 40005' sll.halen)"
 
+# the VXLAN: the inner packet, on the vxlan device, its inner Ethernet source
+assert_eq "udp inside the vxlan" "10.80.0.2 10.80.0.1 41008 40008 dpcapvx0 6" \
+	"$(fields 'udp.dstport == 40008' ip.src ip.dst udp.srcport udp.dstport frame.interface_name sll.halen)"
+assert_eq "the vxlan frame's source MAC (the peer's vxlan device)" \
+	"$(ip -n "$NS2" -j link show dpcapvx1 | jq -r '.[0].address')" \
+	"$(fields 'udp.dstport == 40008' sll.src.eth)"
+
 # interface blocks: one per (netns, ifindex), named, the namespace described
 ifs=$(tshark -r "$P" -T fields -e frame.interface_id -e frame.interface_name \
 	-e frame.interface_description 2>/dev/null | sort -u)
 echo "interfaces:"
 echo "$ifs" | sed 's/^/  /'
-assert_eq "interfaces" 2 "$(wc -l <<<"$ifs")"
+assert_eq "interfaces" 3 "$(wc -l <<<"$ifs")"
 grep -q "lo	ifindex 1 in netns $NSINUM ($NS)" <<<"$ifs" || fail "lo's interface block: $ifs"
 # timestamps: within the test's window, equal to the JSON's
 bad=$(tsv "$P" frame.time_epoch | awk -v a="$t0" -v b="$t1" '$1 < a || $1 > b' | wc -l)
@@ -177,9 +213,9 @@ sleep 2.5
 kill -INT $fpid
 wait $fpid || fail "sysobs drops pcap --follow exited with $?"
 n_follow=$(tshark -r "$T/follow.pcapng" -T fields -e frame.comment 2>/dev/null | sed 's/ .*//' | sort -u | wc -l)
-assert_eq "--follow: distinct packets (8 before it started, 3 during)" $((n_json + 3)) "$n_follow"
+assert_eq "--follow: distinct packets ($n_json before it started, 3 during)" $((n_json + 3)) "$n_follow"
 assert_eq "--follow: frames" $((n_json + 3)) "$(tsv "$T/follow.pcapng" frame.number | wc -l)"
-assert_eq "--follow: interfaces" 2 "$(tshark -r "$T/follow.pcapng" -T fields -e frame.interface_name 2>/dev/null | sort -u | wc -l)"
+assert_eq "--follow: interfaces" 3 "$(tshark -r "$T/follow.pcapng" -T fields -e frame.interface_name 2>/dev/null | sort -u | wc -l)"
 assert_eq "--follow: the 3 new ones" 3 "$(tshark -r "$T/follow.pcapng" -Y 'udp.dstport == 40007' -T fields -e frame.number 2>/dev/null | wc -l)"
 # pcapng only when asked by name: */* still gets JSON
 ct=$(in_api_netns curl -sS -o /dev/null -w '%{content_type}' -H 'Accept: */*' \
@@ -199,6 +235,6 @@ assert_eq "udp cut at capture_bytes: frame, captured" "148 106 41006" \
 	"$(fields 'udp.dstport == 40006' frame.len frame.cap_len udp.srcport)"
 [ "$(grep -c xxxxxxxx "$P")" -ge 1 ] || fail "capture_payload: no payload bytes"
 stop_agent
-pass "tshark decodes the agent's pcapng: udp4/udp6/tcp/icmp/icmpv6/fragments/tun with 5-tuple," \
+pass "tshark decodes the agent's pcapng: udp4/udp6/tcp/icmp/icmpv6/fragments/tun/vxlan with 5-tuple," \
 	"lengths, timestamps, interface blocks and comments; headers only by default;" \
 	"capture_bytes cuts at 100 bytes; the CLI writes the same file"
