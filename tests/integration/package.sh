@@ -11,7 +11,7 @@
 #  - installed, enabled and active as Type=notify; the main process runs as
 #    sysobs with empty capability sets, no_new_privs and seccomp filtering,
 #    without a privileged helper child (no IFS device), under the unit's
-#    MemoryHigh=80M and MemoryMax=128M;
+#    MemoryHigh=136M and MemoryMax=224M;
 #  - /var/lib/sysobs/sysobs.db exists (the absolute path of the installed
 #    config in the unit's StateDirectory), the sysobs user exists;
 #  - every collector the container allows runs (self, drops, mptcp);
@@ -165,8 +165,8 @@ assert_eq "CapEff and CapBnd" "0000000000000000 0000000000000000" "$(res main_ca
 assert_eq "no_new_privs" 1 "$(res no_new_privs)"
 assert_eq "seccomp mode (2 = filter)" 2 "$(res seccomp)"
 assert_eq "privileged helpers without an IFS device" 0 "$(res helper_children)"
-assert_eq "MemoryHigh (80M)" 83886080 "$(res memory_high)"
-assert_eq "MemoryMax (128M)" 134217728 "$(res memory_max)"
+assert_eq "MemoryHigh (136M)" 142606336 "$(res memory_high)"
+assert_eq "MemoryMax (224M)" 234881024 "$(res memory_max)"
 [[ "$(res user_exists)" == sysobs:/var/lib/sysobs:/usr/sbin/nologin ]] ||
 	fail "sysobs user: $(res user_exists)"
 [[ "$(res db)" == sysobs:* ]] || fail "database: $(res db)"
