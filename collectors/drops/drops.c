@@ -354,7 +354,8 @@ static void drops_walks_open(struct collector *c, struct drops_state *st)
 		netstat_fd = st->mib_idx[0] == UINT32_MAX
 				 ? -ENOENT /* not loaded: no LINUX_MIB_* indices */
 				 : bpf_program__fd(st->skel->progs.netstat_walk);
-	st->netstat = drops_netstat_open(c, netstat_fd, st->skel->bss->netstat);
+	st->netstat = drops_netstat_open(c, netstat_fd, st->skel->bss->netstat, st->skel->bss->psk,
+					 &st->skel->bss->npsk);
 	snprintf(why, sizeof(why), "the walk did not load");
 	if (st->walks)
 		st->live = netns_live_new(bpf_program__fd(st->skel->progs.netns_walk),

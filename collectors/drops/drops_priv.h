@@ -106,7 +106,8 @@ bool drops_counts_netns_gone(const struct drops_counts *k, uint64_t cookie);
  * its .bss table, runs it once and registers the families; NULL (warned)
  * when it cannot. publish accepts NULL. */
 struct drops_netstat *drops_netstat_open(struct collector *c, int prog_fd,
-					 const struct netstat_ns *table);
+					 const struct netstat_ns *table,
+					 const struct netstat_psk *psk, const __u32 *npsk);
 /* The LINUX_MIB_* values of the running kernel; 0 or -ENOENT (idx[0] is
  * UINT32_MAX then). */
 struct btf;
