@@ -54,6 +54,8 @@ struct drops_state {
 	uint64_t frag_expire_fn[DROPS_FRAG_EXPIRE_FNS]; /* fragment queue timers, 0 unknown */
 	bool frag_timers;				/* some known: timer pair loaded */
 	struct bpf_link *timer_links[2];		/* timer_expire_entry, _exit */
+	uint64_t net_cleanup_fn;	/* cleanup_net: a namespace exit's purge, 0 unknown */
+	struct bpf_link *work_links[2]; /* workqueue_execute_start, _end */
 	struct bpf_link *sock_links[2];
 	int ncpus;	  /* possible CPUs: per-CPU value arrays */
 	uint64_t *percpu; /* ncpus values */
