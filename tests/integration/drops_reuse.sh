@@ -11,6 +11,7 @@ source "$(dirname "$0")/lib.sh"
 need_root
 need_cmd ip
 need_cmd nstat
+need_cmd lsns
 [ -r /sys/kernel/btf/vmlinux ] || skip "kernel without BTF (/sys/kernel/btf/vmlinux)"
 GEN=${SYSOBS_BUILD:?}/tests/drops_gen
 [ -x "$GEN" ] || fail "traffic generator $GEN not built"
@@ -29,6 +30,18 @@ write_base_config metrics.stale_series_grace=5m collector.self.enabled=false \
 start_agent
 wait_collector drops
 
+# Namespaces deleted just before (earlier tests') free their inode numbers
+# as their cleanup runs, and a new namespace takes the lowest free one: wait
+# (up to 60 s) until the kernel's list holds only the namespaces of
+# processes and /run/netns, so that P's number is the one freed next.
+reference_netns() {
+	{
+		lsns -t net -n -o NS
+		for f in /run/netns/*; do stat -L -c %i "$f"; done
+	} | sort -u | wc -l
+}
+settled() { [ "$(val sysobs_drops_netns_live)" = "$(reference_netns)" ]; }
+wait_for 60 settled || true
 netns_new "$NS-p" || skip "cannot create a network namespace"
 P=$NSINUM
 ip netns exec "$NS-p" "$GEN" udp -d 127.0.0.1 -p 9 -n 300 -s 41100 >/dev/null || fail "traffic"
