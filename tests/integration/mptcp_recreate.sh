@@ -71,6 +71,8 @@ eq() { [ "$("${@:2}")" = "$1" ]; }
 wait_for 5 eq 6 n_conns "$OLD" || fail "old namespace: 6 connections expected, got $(n_conns "$OLD")"
 wait_for 5 eq 3 mib "$OLD" MPCapableSYNRX || fail "old MIB: $(mib "$OLD" MPCapableSYNRX)"
 FD0=$(ls "/proc/$AGENT_PID/fd" | wc -l)
+fds() { for f in /proc/$AGENT_PID/fd/*; do echo "${f##*/} $(readlink "$f")"; done | sort -n; }
+fds >"$T/fds0"
 
 # The container restarts: its processes end, the namespace goes, a new one
 # takes the name.
@@ -79,9 +81,12 @@ ip netns del "$NS"
 # the path gone: released (its sockets and files closed), logged
 gone_logged() { grep -q "netns /run/netns/$NS (inode $OLD) is gone" "$T/agent.log"; }
 wait_for 5 gone_logged || fail "the deletion was not logged"
-FD_GONE=$(ls "/proc/$AGENT_PID/fd" | wc -l)
-echo "agent descriptors: $FD0 watching the old namespace, $FD_GONE after its deletion"
-[ "$FD_GONE" -lt "$FD0" ] || fail "descriptors of the deleted namespace still open ($FD0 -> $FD_GONE)"
+ns_files() { fds | grep -cE 'pm_type$|/net/netstat$'; }
+n_sockets() { fds | grep -c 'socket:'; }
+S0=$(grep -c 'socket:' "$T/fds0")
+released() { [ "$(ns_files)" = 0 ] && [ "$(n_sockets)" -le $((S0 - 2)) ]; }
+wait_for 5 released || fail "the deleted namespace's files and sockets still open: $(fds | tr '\n' ' ')"
+echo "agent: the namespace's files 2 -> $(ns_files), sockets $S0 -> $(n_sockets) after its deletion"
 ip netns add "$NS" || fail "cannot re-create $NS"
 ip -n "$NS" link set lo up
 NEW=$(stat -L -c %i "/run/netns/$NS")
@@ -112,9 +117,11 @@ if [ "$SAME" = 0 ]; then
 fi
 grep -q "netns /run/netns/$NS is a new namespace (inode $NEW, was $OLD)" "$T/agent.log" ||
 	fail "the switch was not logged"
-# (an HTTP connection of the last request may still be closing)
-fds_back() { [ "$(ls "/proc/$AGENT_PID/fd" | wc -l)" -le "$FD0" ]; }
+# The namespace's files (pm_type, net/netstat) once, its sockets no more
+# than before (an HTTP connection of the last request may still be
+# closing; the store may have opened its WAL meanwhile: not the namespace's).
+fds_back() { [ "$(ns_files)" = 2 ] && [ "$(n_sockets)" -le "$S0" ]; }
 wait_for 5 fds_back ||
-	fail "agent descriptors: $FD0 watching the old namespace, $(ls "/proc/$AGENT_PID/fd" | wc -l) watching the new one"
+	fail "agent descriptors: $FD0 watching the old namespace, $(ls "/proc/$AGENT_PID/fd" | wc -l) watching the new one: $(fds | diff "$T/fds0" - | grep '^[<>]' | tr '\n' ' ')"
 stop_agent
 pass "a re-created namespace is watched again: inode, 20 live connections = ss, MPCapableSYNRX 10 = nstat, nothing left of the old one"
