@@ -478,6 +478,11 @@ void store_get_stats(struct store *s, struct store_stats *out)
 	out->rows_dropped_error = store_stat_get(&s->rows_dropped_error);
 	out->samples_written = store_stat_get(&s->samples_written);
 	out->samples_dropped = store_stat_get(&s->samples_dropped);
+	out->snapshots = store_stat_get(&s->snapshots);
+	for (int i = 0; i < STORE_DROP_REASONS; i++) {
+		out->samples_dropped_by[i] = store_stat_get(&s->samples_dropped_by[i]);
+		out->snapshots_dropped_by[i] = store_stat_get(&s->snapshots_dropped_by[i]);
+	}
 	out->db_bytes = store_stat_get(&s->db_bytes);
 	for (int i = 0; i < STORE_OP_MAX; i++)
 		out->errors[i] = store_stat_get(&s->errors_op[i]);

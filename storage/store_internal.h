@@ -140,6 +140,10 @@ struct store {
 	bool writer_idle; /* writer sleeps with an empty queue */
 	bool started, stop, writer_done;
 	uint64_t dropped_full;
+	uint64_t reserved; /* slots a snapshot in progress holds (store_snapshot_begin) */
+	/* The writer's last commit: SQLITE_OK, or why it failed (the reason
+	 * the queue is full: store_full_reason()). Atomic. */
+	int writer_rc;
 
 	/* Next event row id: given under mu when a row is queued, so the
 	 * submitter knows it at once (exemplars point at rows by id); the
@@ -160,6 +164,8 @@ struct store {
 	int64_t next_retention, next_checkpoint, next_publish;
 	struct hash_table series; /* of struct store_series_ent */
 	uint64_t samples_written, samples_dropped;
+	uint64_t samples_dropped_by[STORE_DROP_REASONS];
+	uint64_t snapshots, snapshots_dropped_by[STORE_DROP_REASONS];
 
 	/* Statistics (atomics). */
 	uint64_t rows_written, batches, write_errors, rows_dropped_error;
@@ -213,6 +219,8 @@ void store_log(const struct store *s, struct store_ratelimit *rl, unsigned inter
 int64_t store_wall_ns(void);
 void store_abs_mono(int64_t ns, struct timespec *out);
 void store_stat_add(uint64_t *p, uint64_t v);
+/* Counts n samples lost (samples_dropped and its reason). */
+void store_samples_lost(struct store *s, enum store_drop_reason reason, uint64_t n);
 uint64_t store_stat_get(const uint64_t *p);
 void store_count_error(struct store *s, enum store_err_op op);
 int store_query_int(sqlite3 *db, const char *sql, int64_t *out);

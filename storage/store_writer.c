@@ -104,7 +104,7 @@ int store_write_batch(struct store *s, uint64_t start, uint64_t n)
 	store_stat_add(&s->rows_written, written);
 	store_stat_add(&s->rows_dropped_error, skipped);
 	store_stat_add(&s->samples_written, samples);
-	store_stat_add(&s->samples_dropped, skipped_samples);
+	store_samples_lost(s, STORE_DROP_INSERT_ERROR, skipped_samples);
 	store_stat_add(&s->batches, 1);
 	return 0;
 
@@ -367,6 +367,7 @@ void *store_writer_main(void *arg)
 						  "writing again after a full disk");
 				last_rc = SQLITE_OK;
 			}
+			__atomic_store_n(&s->writer_rc, last_rc, __ATOMIC_RELAXED);
 			__atomic_store_n(&s->tail, s->tail + n, __ATOMIC_RELAXED);
 			if (s->tail == s->head)
 				s->base = s->head; /* no slot in use: restart at 0 */
@@ -377,6 +378,7 @@ void *store_writer_main(void *arg)
 			continue;
 		}
 		last_rc = rc;
+		__atomic_store_n(&s->writer_rc, rc, __ATOMIC_RELAXED);
 		store_stat_add(&s->write_errors, 1);
 		store_count_error(s, STORE_OP_COMMIT);
 		s->backoff_ms = s->backoff_ms ? s->backoff_ms * 2 : STORE_BACKOFF_MIN_MS;
