@@ -90,7 +90,7 @@ static int on_snapshot(int fd, void *arg)
 {
 	struct agent *a = arg;
 
-	agent_snapshot(a->metrics, a->store, clock_wall_ns());
+	agent_snapshot(a->metrics, a->store, a->store_series, clock_wall_ns());
 	return 0;
 }
 

@@ -87,17 +87,24 @@ static void snapshot_count(const char *name, const char *labels, double value,
  * up (a full disk, a locked database) loses whole snapshots, each counted in
  * sysobs_history_snapshots_dropped_total{reason} and its samples in
  * sysobs_history_samples_dropped_total{reason}: a timestamp missing from the
- * history is a snapshot counted, never a partial one.
+ * history is a snapshot counted, never a partial one. The snapshot carries
+ * the counters as they are with itself counted, so the history alone says
+ * how many snapshots are missing up to each one it holds.
  */
-int agent_snapshot(struct metrics *m, struct store *s, int64_t ts_ns)
+int agent_snapshot(struct metrics *m, struct store *s, struct store_series *ss, int64_t ts_ns)
 {
 	static struct log_ratelimit rl, rl_buckets, rl_native, rl_full;
 	struct snapshot_ctx x = {.store = s, .ts_ns = ts_ns};
 	enum store_drop_reason why;
 	size_t n = 0;
+	int err;
 
 	metrics_visit_buckets(m, snapshot_count, &n);
-	if (store_snapshot_begin(s, n, &why)) {
+	err = store_snapshot_begin(s, n, &why);
+	/* The counters as of this snapshot, in it: the history says itself
+	 * how many snapshots there were and how many are missing. */
+	agent_store_metrics_publish(ss, s);
+	if (err) {
 		log_ratelimited(&rl_full, 60000, LOG_LVL_WARN, "agent",
 				"metric history: snapshot of %zu samples dropped (%s; "
 				"sysobs_history_snapshots_dropped_total)",
