@@ -439,26 +439,6 @@ static void exp_cursor_save(struct exp_dest *d, int64_t pos)
 	sender_cursor_save(&d->snd, d->cursor, d->pos, &d->rl_store);
 }
 
-/*
- * ClickHouse answers 500 to data it cannot take (a row that does not parse,
- * a type that does not convert): sent again it would fail again and hold
- * the export for ever. Its body starts "Code: N." with the exception code;
- * those of bad data are a refusal.
- */
-static bool ch_refused(const char *resp)
-{
-	static const int codes[] = {6, 16, 26, 27, 38, 41, 53, 60, 69, 70, 72, 81, 117};
-	const char *p = strstr(resp, "Code: ");
-	int code;
-
-	if (!p || sscanf(p + 6, "%d", &code) != 1)
-		return false;
-	for (size_t i = 0; i < sizeof(codes) / sizeof(codes[0]); i++)
-		if (codes[i] == code)
-			return true;
-	return false;
-}
-
 /* Sends rows[0..n) (all of one table for ClickHouse): the verdict. */
 static enum sender_verdict exp_send(struct exp_dest *d, const struct export_row *rows, size_t n,
 				    uint64_t *rejected)
@@ -485,9 +465,8 @@ static enum sender_verdict exp_send(struct exp_dest *d, const struct export_row 
 		return err == -EINVAL ? SENDER_REFUSED : SENDER_RETRY;
 	}
 	v = sender_post(&d->snd, d->body.p, d->body.len, d->cfg.gzip);
-	if (v == SENDER_RETRY && d->format == EXP_CLICKHOUSE && d->snd.status == 500 &&
-	    ch_refused(d->snd.resp))
-		v = SENDER_REFUSED;
+	if (d->format == EXP_CLICKHOUSE && v != SENDER_STOPPED)
+		v = clickhouse_verdict(d->snd.status, d->snd.resp);
 	if (v == SENDER_SENT) {
 		sender_count(d->m.bytes, d->cfg.gzip ? d->snd.gz.len : d->body.len);
 		if (d->format == EXP_OTLP) {
@@ -664,14 +643,17 @@ static void exp_metrics_register(struct exp_dest *d, struct metrics *m)
 	f = metrics_counter(m, "sysobs_export_rows_sent_total",
 			    "Event rows the destination accepted.", dest);
 	d->m.sent = exp_series(f, d->name, NULL);
-	f = metrics_counter(m, "sysobs_export_rows_retried_total",
-			    "Event rows in batches that failed with a 5xx, a 429 or a transport "
-			    "error and are sent again.",
-			    dest);
+	f = metrics_counter(
+	    m, "sysobs_export_rows_retried_total",
+	    "Event rows in batches sent again: the receiver's state (401, 403, 404, "
+	    "407, 408, 429, 5xx, any answer not about the data) or a transport "
+	    "error.",
+	    dest);
 	d->m.retried = exp_series(f, d->name, NULL);
 	f = metrics_counter(m, "sysobs_export_rows_dropped_total",
-			    "Event rows never delivered: refused (a 4xx other than 429, not "
-			    "retried), rejected (OTLP partial success), too_old (past max_age), "
+			    "Event rows never delivered: refused (400 or 422, or ClickHouse's code "
+			    "for data it cannot take: not retried), rejected (OTLP partial "
+			    "success), too_old (past max_age), "
 			    "deleted (by retention before they were sent).",
 			    dest_reason);
 	d->m.refused = exp_series(f, d->name, "refused");

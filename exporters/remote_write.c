@@ -296,7 +296,7 @@ static uint64_t rw_turn(struct remote_write *rw)
 		return wait;
 	}
 	default:
-		/* 4xx other than 429 (and anything else): it would refuse it again. */
+		/* 400, 422: a verdict on the data, it would refuse it again. */
 		sender_count(rw->m.failed, n);
 		log_ratelimited(&rw->rl_fail, 10000, LOG_LVL_WARN, RW_COMPONENT,
 				"%s refused %zu samples with %ld (%.160s); dropped, not retried",
@@ -308,8 +308,9 @@ static uint64_t rw_turn(struct remote_write *rw)
 }
 
 /* Metadata, in a request of its own when due (remote_write_meta.h). A
- * receiver that refuses it (4xx) gets it again after metadata_interval, a
- * failing one after max_backoff; samples never wait for it. */
+ * receiver that refuses it (any 4xx: many receivers take no metadata) gets
+ * it again after metadata_interval, a failing one after max_backoff;
+ * samples never wait for it. */
 static void rw_meta_turn(struct remote_write *rw)
 {
 	const struct remote_write_config *c = &rw->cfg;
@@ -361,11 +362,12 @@ static void rw_metrics_register(struct remote_write *rw, struct metrics *m)
 				      "Samples the remote-write receiver accepted (2xx).");
 	rw->m.failed = metrics_counter1(
 	    m, "sysobs_remote_write_samples_failed_total",
-	    "Samples in requests the receiver refused with a 4xx other than 429 (not retried).");
+	    "Samples in requests the receiver refused as data (400, 422; not retried).");
 	rw->m.retried =
 	    metrics_counter1(m, "sysobs_remote_write_samples_retried_total",
-			     "Samples in requests that failed with a 5xx, a 429 or a transport "
-			     "error and are sent again.");
+			     "Samples in requests sent again: the receiver's state (401, 403, "
+			     "404, 408, 429, 5xx, any answer not about the data) or a transport "
+			     "error.");
 	f = metrics_counter(m, "sysobs_remote_write_samples_dropped_total",
 			    "Metric history samples never sent: too_old (older than max_age), "
 			    "deleted (by retention before their turn), invalid (label set).",
