@@ -311,12 +311,14 @@ struct store *store_open(const struct store_config *cfg, const struct event_tabl
 	static pthread_once_t once = PTHREAD_ONCE_INIT;
 	struct store *s;
 	int64_t n_objects = 0, ver = 0;
-	bool fresh, unclean;
+	bool fresh, unclean, transient;
 	int rc;
 
 	pthread_once(&once, store_sqlite_config);
-	if (store_check_path(cfg->path, err, errlen))
+	if (store_check_path(cfg->path, err, errlen)) {
+		errno = EINVAL;
 		return NULL;
+	}
 	s = calloc(1, sizeof(*s));
 	if (!s) {
 		snprintf(err, errlen, "out of memory");
@@ -399,7 +401,15 @@ struct store *store_open(const struct store_config *cfg, const struct event_tabl
 	return s;
 
 out_free:
+	/* The environment of the moment (a full disk, another process's
+	 * lock, I/O, memory), which a later start may not meet; not a
+	 * permission, a corrupt file or a newer schema. */
+	rc = s->db ? sqlite3_extended_errcode(s->db) & 0xff : SQLITE_OK;
+	transient = rc == SQLITE_FULL || rc == SQLITE_IOERR || rc == SQLITE_BUSY ||
+		    rc == SQLITE_LOCKED || rc == SQLITE_NOMEM || rc == SQLITE_PROTOCOL ||
+		    store_dir_full(s->path);
 	store_free(s);
+	errno = transient ? EAGAIN : EINVAL;
 	return NULL;
 }
 

@@ -56,6 +56,9 @@ struct store;
  * with the file: a file it does not get through is checked whole in the
  * background (store_start) only when the last stop was unclean (a WAL file
  * was left); a corrupt result is logged and counted (errors, "integrity").
+ * On failure errno is EAGAIN when the cause may pass by itself (the
+ * database's file system full, another process holding its lock, an I/O
+ * error), EINVAL otherwise (a path, permission, corrupt file, schema).
  */
 struct store *store_open(const struct store_config *cfg, const struct event_table *const *tables,
 			 char *err, size_t errlen);

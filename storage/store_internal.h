@@ -234,6 +234,9 @@ int store_migrate_table(struct store *s, const struct event_table *t, char *err,
 
 /* store_check.c */
 int store_check_path(const char *path, char *err, size_t errlen);
+/* The file system of path's directory has no block (or inode) left for an
+ * unprivileged writer. */
+bool store_dir_full(const char *path);
 bool store_unclean_stop(const char *path); /* a WAL file was left beside it */
 /* quick_check at open, bounded in time (may go on in the background). */
 int store_open_check(struct store *s, bool unclean, char *err, size_t errlen);
