@@ -109,6 +109,16 @@ out:
 	return changed;
 }
 
+/*
+ * Retention never deletes the newest metric sample: metric_samples numbers
+ * its rows by rowid (no AUTOINCREMENT), which restarts at 1 in an emptied
+ * table. remote_write's cursor is a rowid: with the numbering restarting,
+ * samples deleted unsent could not be told from samples never written
+ * (exporters/remote_write.c counts deleted = the oldest rowid left - its
+ * cursor - 1).
+ */
+#define STORE_KEEP_NEWEST " AND rowid < (SELECT max(rowid) FROM metric_samples)"
+
 /* Deletes rows older than their table's retention, STORE_DELETE_BATCH per
  * transaction. *budget counts transactions left for this turn. Returns true
  * when it ran out of budget with work left. */
@@ -129,7 +139,8 @@ static bool store_retain_age(struct store *s, int *budget)
 		snprintf(sql, sizeof(sql),
 			 "DELETE FROM \"%s\" WHERE rowid IN (SELECT rowid FROM \"%s\""
 			 " WHERE ts < ?1 LIMIT %d)%s",
-			 name, name, STORE_DELETE_BATCH, i < s->n_known ? " RETURNING id" : "");
+			 name, name, STORE_DELETE_BATCH,
+			 i < s->n_known ? " RETURNING id" : STORE_KEEP_NEWEST);
 		do {
 			if (*budget <= 0)
 				return true;
@@ -186,7 +197,7 @@ static int64_t store_retain_size_step(struct store *s)
 		free(v);
 		snprintf(sql, sizeof(sql),
 			 "DELETE FROM metric_samples WHERE rowid IN (SELECT rowid FROM "
-			 "metric_samples ORDER BY rowid LIMIT %d) AND ?1 = ?1",
+			 "metric_samples ORDER BY rowid LIMIT %d) AND ?1 = ?1" STORE_KEEP_NEWEST,
 			 STORE_DELETE_BATCH);
 		return store_delete_txn(s, sql, 0, -1);
 	}
@@ -208,7 +219,7 @@ static int64_t store_retain_size_step(struct store *s)
 	}
 	snprintf(sql, sizeof(sql),
 		 "DELETE FROM metric_samples WHERE rowid IN (SELECT rowid FROM metric_samples"
-		 " WHERE ts <= ?1 LIMIT %d)",
+		 " WHERE ts <= ?1 LIMIT %d)" STORE_KEEP_NEWEST,
 		 STORE_DELETE_BATCH);
 	k = store_delete_txn(s, sql, cut_ts, -1);
 	if (k < 0)

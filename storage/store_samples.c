@@ -76,6 +76,18 @@ int store_samples_last(struct store *s, int64_t *out)
 	return rc == SQLITE_OK ? 0 : -EIO;
 }
 
+int store_samples_first(struct store *s, int64_t *out)
+{
+	sqlite3 *db = store_reader_get(s);
+	int rc;
+
+	if (!db)
+		return -EBUSY;
+	rc = store_query_int(db, "SELECT min(rowid) FROM metric_samples", out);
+	store_reader_put(s, db);
+	return rc == SQLITE_OK ? 0 : -EIO;
+}
+
 #define CURSOR_KEY_MAX 64
 
 struct store_cursor {
@@ -136,13 +148,21 @@ out_free:
 	return NULL;
 }
 
-int store_cursor_get(struct store_cursor *c, int64_t *out)
+int store_cursor_find(struct store_cursor *c, int64_t *out, bool *found)
 {
 	int rc = sqlite3_step(c->get);
 
+	*found = rc == SQLITE_ROW;
 	*out = rc == SQLITE_ROW ? sqlite3_column_int64(c->get, 0) : 0;
 	sqlite3_reset(c->get);
 	return rc == SQLITE_ROW || rc == SQLITE_DONE ? 0 : -EIO;
+}
+
+int store_cursor_get(struct store_cursor *c, int64_t *out)
+{
+	bool found;
+
+	return store_cursor_find(c, out, &found);
 }
 
 int store_cursor_set(struct store_cursor *c, int64_t v)
