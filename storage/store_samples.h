@@ -69,5 +69,11 @@ int store_cursor_find(struct store_cursor *c, int64_t *out, bool *found);
 /* Stores v (committed when this returns 0). 0, -EBUSY or -EIO. */
 int store_cursor_set(struct store_cursor *c, int64_t v);
 void store_cursor_close(struct store_cursor *c); /* accepts NULL */
+/* A note kept beside the cursor (store_meta "cursor.<name>/<what>"): what
+ * its owner needs to know of the run that moved it (the destination, the
+ * tables it covered). get: "" when none; set: text NULL deletes it. 0 or
+ * -EIO (-EBUSY when locked, for set). */
+int store_cursor_note_get(struct store_cursor *c, const char *what, char *buf, size_t len);
+int store_cursor_note_set(struct store_cursor *c, const char *what, const char *text);
 
 #endif
