@@ -139,7 +139,9 @@ static const struct cfg_key storage_keys[] = {
     SK(path, CFG_STRING, "./var/sysobs.db", 0, 0,
        "SQLite database file (its directory must exist)"),
     SK(queue_rows, CFG_U64, "65536", 16, 1u << 24,
-       "bounded event queue between collectors and the writer"),
+       "bounded event queue between collectors and the writer; a metric-history snapshot "
+       "(every series) is queued whole or dropped whole, so keep it well above the series "
+       "count"),
     SK(batch_rows, CFG_U64, "2000", 1, 1000000, "commit after this many rows ..."),
     SK(batch_ms, CFG_U64, "200", 1, 60000, "... or after this many milliseconds"),
     SK(snapshot_interval, CFG_DURATION, "15s", 0, SECONDS(86400),

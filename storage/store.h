@@ -114,7 +114,9 @@ enum store_drop_reason store_full_reason(struct store *s);
  * them), or returns -EAGAIN with *reason when the queue has no room for all
  * of them; then the snapshot is not queued at all and counted dropped, with
  * its n samples. store_snapshot_end() gives back what the snapshot did not
- * use. Samples beyond n (series added meanwhile) take free slots. */
+ * use. Samples beyond n (series added meanwhile) take free slots. A
+ * snapshot larger than the whole queue ([storage] queue_rows) reserves
+ * nothing and is queued as far as it fits, each lost sample counted. */
 int store_snapshot_begin(struct store *s, size_t n, enum store_drop_reason *reason);
 void store_snapshot_end(struct store *s);
 

@@ -151,6 +151,10 @@ int store_snapshot_begin(struct store *s, size_t n, enum store_drop_reason *reas
 	store_stat_add(&s->snapshots, 1);
 	if (room)
 		return 0;
+	/* More samples than the whole queue holds: never whole; queued as
+	 * far as they fit, each one lost counted (store_enqueue). */
+	if (n > s->cap && !s->stop)
+		return 0;
 	*reason = store_full_reason(s);
 	store_stat_add(&s->snapshots_dropped_by[*reason], 1);
 	store_samples_lost(s, *reason, n);

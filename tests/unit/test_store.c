@@ -625,10 +625,14 @@ static void test_snapshot_whole_or_counted(void **state)
 	assert_int_equal(store_snapshot_begin(s, 2, &why), -EAGAIN);
 	assert_int_equal(why, STORE_DROP_QUEUE_FULL);
 	store_snapshot_end(s);
+	/* Larger than the whole queue: not reserved, queued as far as it
+	 * fits (here: nothing), each sample counted where it is lost. */
+	assert_int_equal(store_snapshot_begin(s, 9, &why), 0);
+	store_snapshot_end(s);
 	/* A sample outside a snapshot on a full queue: counted too. */
 	assert_int_equal(store_submit_sample(s, 2000, "m", "{}", 9), -EAGAIN);
 	store_get_stats(s, &st);
-	assert_int_equal(st.snapshots, 2);
+	assert_int_equal(st.snapshots, 3);
 	assert_int_equal(st.snapshots_dropped_by[STORE_DROP_QUEUE_FULL], 1);
 	assert_int_equal(st.samples_dropped_by[STORE_DROP_QUEUE_FULL], 3);
 	assert_int_equal(st.samples_dropped, 3);
