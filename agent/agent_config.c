@@ -151,7 +151,8 @@ static const struct cfg_key storage_keys[] = {
        "per-table retention overriding the above, e.g. drop_samples=1d, mptcp_events=30d "
        "(tables: self_samples, drop_samples, mptcp_events, ifs_scans, cachefiles_slow)"),
     SK(max_size, CFG_SIZE, "1G", 0, UINT64_MAX,
-       "delete the oldest history past this database size (0 = no cap)"),
+       "delete the oldest history past this size of the database file and its WAL "
+       "together (0 = no cap)"),
     SK(busy_timeout, CFG_DURATION, "5s", 0, SECONDS(600),
        "how long a statement waits on a locked database"),
     SK(query_timeout, CFG_DURATION, "5s", 10, SECONDS(600),

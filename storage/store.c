@@ -70,7 +70,23 @@ static int store_pragmas(struct store *s, bool fresh, char *err, size_t errlen)
 		return -EIO;
 	}
 	sqlite3_finalize(st);
-	snprintf(sql, sizeof(sql), "PRAGMA journal_size_limit = %d", STORE_JOURNAL_LIMIT);
+	s->wal_cap = STORE_JOURNAL_LIMIT;
+	if (s->cfg.max_bytes && s->cfg.max_bytes / 16 < STORE_JOURNAL_LIMIT)
+		s->wal_cap = s->cfg.max_bytes / 16 > STORE_WAL_MIN ? (int64_t)s->cfg.max_bytes / 16
+								   : STORE_WAL_MIN;
+	/* in pages of 4 KiB (the default; a larger page only checkpoints
+	 * sooner): woken at half the cap, the writer's own at 3/4 */
+	s->ckpt_frames = (int)(s->wal_cap / 4096 / 2);
+	s->ckpt_hard_frames = (int)(s->wal_cap / 4096 * 3 / 4);
+	if (s->ckpt_frames > STORE_CKPT_FRAMES)
+		s->ckpt_frames = STORE_CKPT_FRAMES;
+	if (s->ckpt_hard_frames > STORE_CKPT_HARD_FRAMES)
+		s->ckpt_hard_frames = STORE_CKPT_HARD_FRAMES;
+	/* ~100 bytes of a row and its index entries a row, in the WAL */
+	s->delete_batch = (int)(s->wal_cap / 2 / 100);
+	if (s->delete_batch > STORE_DELETE_BATCH)
+		s->delete_batch = STORE_DELETE_BATCH;
+	snprintf(sql, sizeof(sql), "PRAGMA journal_size_limit = %" PRId64, s->wal_cap);
 	if (store_exec_rows(s->db, "PRAGMA synchronous = NORMAL") != SQLITE_OK ||
 	    store_exec_rows(s->db, sql) != SQLITE_OK ||
 	    store_exec_rows(s->db, "PRAGMA foreign_keys = OFF") != SQLITE_OK ||

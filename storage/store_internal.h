@@ -42,6 +42,7 @@
 #define STORE_OPEN_CHECK_MS	 100   /* quick_check budget at open */
 #define STORE_READER_WAIT_MS	 2000
 #define STORE_JOURNAL_LIMIT	 (64 * 1024 * 1024)
+#define STORE_WAL_MIN		 (256 * 1024) /* the WAL's share of a small max_size, at least */
 #define STORE_SLOT_HDR		 24
 
 /* Slot layout: header, then the row at a 16-byte aligned offset. */
@@ -140,6 +141,14 @@ struct store {
 	bool writer_idle; /* writer sleeps with an empty queue */
 	bool started, stop, writer_done;
 	uint64_t dropped_full;
+	/* max_size is the database plus its WAL: the WAL gets wal_cap bytes
+	 * of it (a sixteenth, STORE_WAL_MIN to STORE_JOURNAL_LIMIT), the
+	 * checkpointer is woken at ckpt_frames and the writer checkpoints
+	 * itself at ckpt_hard_frames (both within wal_cap), and size
+	 * retention keeps the database's pages within max_size - wal_cap. */
+	int64_t wal_cap;
+	int ckpt_frames, ckpt_hard_frames;
+	int delete_batch;  /* rows per size-retention transaction: its WAL frames fit wal_cap */
 	uint64_t reserved; /* slots a snapshot in progress holds (store_snapshot_begin) */
 	/* The writer's last commit: SQLITE_OK, or why it failed (the reason
 	 * the queue is full: store_full_reason()). Atomic. */
