@@ -659,31 +659,19 @@ static void cache_store(struct web_auth_cache *c, const unsigned char *digest, b
 	pthread_mutex_unlock(&c->lock);
 }
 
-/* The cost of a bcrypt hash ("$2b$NN$..."), 0 when it has none. */
-static unsigned bcrypt_cost(const char *hash)
-{
-	if (strlen(hash) < 7 || hash[0] != '$' || hash[3] != '$' || hash[6] != '$' ||
-	    hash[4] < '0' || hash[4] > '9' || hash[5] < '0' || hash[5] > '9')
-		return 0;
-	return (unsigned)(hash[4] - '0') * 10 + (unsigned)(hash[5] - '0');
-}
-
 /* What an unknown user's password is checked against, so that it costs
  * what the dearest known user costs: that user's own hash (the verdict is
  * thrown away), or the built-in dummy when there are no users. */
 static const char *dummy_for(const struct web_config *wc)
 {
 	const char *h = dummy_hash;
-	unsigned best = 0;
+	int best = 0;
 
-	for (size_t i = 0; i < wc->n_users; i++) {
-		unsigned cost = bcrypt_cost(wc->users[i].hash);
-
-		if (cost > best) {
-			best = cost;
+	for (size_t i = 0; i < wc->n_users; i++)
+		if (wc->users[i].cost > best) {
+			best = wc->users[i].cost;
 			h = wc->users[i].hash;
 		}
-	}
 	return h;
 }
 
@@ -691,10 +679,13 @@ unsigned web_auth_cost(const struct web_config *wc, const char *user)
 {
 	if (!wc)
 		return 0;
+	int c;
+
 	for (size_t i = 0; user && i < wc->n_users; i++)
 		if (!strcmp(wc->users[i].name, user))
-			return bcrypt_cost(wc->users[i].hash);
-	return bcrypt_cost(dummy_for(wc));
+			return (unsigned)wc->users[i].cost;
+	c = bcrypt_cost(dummy_for(wc));
+	return c > 0 ? (unsigned)c : 0;
 }
 
 int web_auth_cached(struct web_config *wc, const char *user, const char *password)
