@@ -8,7 +8,7 @@ PKGS=(
 	build-essential cmake pkg-config clang llvm
 	libclang-rt-dev # libFuzzer and the sanitizer runtimes for clang (scripts/fuzz.sh)
 	libsqlite3-dev libmicrohttpd-dev libjansson-dev libinih-dev libmnl-dev
-	libprotobuf-c-dev protobuf-c-compiler libcurl4-openssl-dev libprotobuf-dev protobuf-compiler python3-protobuf
+	libprotobuf-c-dev protobuf-c-compiler libcurl4-openssl-dev libnghttp2-dev libprotobuf-dev protobuf-compiler python3-protobuf
 	libbpf-dev bpftool libelf-dev zlib1g-dev libseccomp-dev libsnappy-dev
 	libyaml-dev libcrypt-dev libgnutls28-dev
 	# tests

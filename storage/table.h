@@ -83,7 +83,7 @@ struct event_column {
 		.size = sizeof(((row *)0)->field), .null = (n), __VA_ARGS__                        \
 	}
 
-#define EVENT_ROW_MAX 576 /* largest row struct a table may declare */
+#define EVENT_ROW_MAX 1024 /* largest row struct a table may declare */
 
 struct event_table {
 	const char *name;		 /* SQL table; also the migrations component */

@@ -48,6 +48,12 @@ struct drops_row {
 	char cgroup[104];      /* its path under the cgroup2 root, cut from the left */
 	char container[65];    /* the container id the path carries */
 	uint64_t netns_cookie; /* net->net_cookie of netns: which namespace of that inode */
+	/* Kubernetes names from the agent's cache (sink_pod()), "" unknown:
+	 * by the container id, else the pod sandbox's netns */
+	char pod[254];
+	char pod_namespace[64];
+	char pod_uid[40];
+	char container_name[64];
 };
 
 extern const struct event_table drops_samples_table;

@@ -160,6 +160,11 @@ static const struct event_column drops_cols[] = {
     /* ?container= the 12-digit label value, or any longer prefix */
     DROPS_COL(container, COL_TEXT, COL_NULL_EMPTY, .filter = COL_FILTER_PREFIX),
     DROPS_COL(netns_cookie, COL_UINT, COL_NULL_ZERO, .filter = COL_FILTER_EQ, .fmin = 1),
+    /* ?pod=&pod_namespace=: Kubernetes names, as the runtime had them */
+    DROPS_COL(pod, COL_TEXT, COL_NULL_EMPTY, .filter = COL_FILTER_EQ),
+    DROPS_COL(pod_namespace, COL_TEXT, COL_NULL_EMPTY, .filter = COL_FILTER_EQ),
+    DROPS_COL(pod_uid, COL_TEXT, COL_NULL_EMPTY, .filter = COL_FILTER_EQ),
+    DROPS_COL(container_name, COL_TEXT, COL_NULL_EMPTY),
     {0},
 };
 
@@ -217,6 +222,19 @@ static void drops_row_fill(struct drops_state *st, const struct drop_sample *s, 
 		drops_container_id(r->cgroup, r->container, sizeof(r->container));
 }
 
+/* The pod's names from the agent's cache: no call to a runtime here. */
+static void drops_row_pod(struct sink *k, struct drops_row *r)
+{
+	struct sink_pod p;
+
+	if (sink_pod(k, r->container, r->cgroup, r->netns, &p))
+		return;
+	snprintf(r->pod, sizeof(r->pod), "%s", p.pod);
+	snprintf(r->pod_namespace, sizeof(r->pod_namespace), "%s", p.pod_namespace);
+	snprintf(r->pod_uid, sizeof(r->pod_uid), "%s", p.pod_uid);
+	snprintf(r->container_name, sizeof(r->container_name), "%s", p.container);
+}
+
 int drops_on_sample(void *ctx, void *data, size_t len)
 {
 	struct collector *c = ctx;
@@ -230,6 +248,7 @@ int drops_on_sample(void *ctx, void *data, size_t len)
 		return 0;
 	}
 	drops_row_fill(st, &s, &row);
+	drops_row_pod(c->sink, &row);
 	ts = (int64_t)s.ts_mono_ns + st->mono_to_wall_ns;
 	/* The stored sample's id, as the exemplar of its drop counter: from a
 	 * graph of sysobs_packet_drops_total to GET /api/v1/drops/samples.

@@ -252,7 +252,7 @@ static void test_forwarded_writes(void **state)
 	bool at_open;
 
 	make_tree();
-	assert_int_equal(privsep_helper_start(root), 0);
+	assert_int_equal(privsep_helper_start(root, NULL), 0);
 	assert_true(privsep_helper_pid() > 0);
 	snprintf(path, sizeof(path), "%s/devices/virtual/misc/intel_ifs_1/run_test", root);
 	assert_int_equal(priv_write_number(path, 3, &at_open), 0);
