@@ -20,7 +20,7 @@ struct drops_cfg {
 	uint64_t interval; /* ms */
 	uint64_t sample_rate, sample_burst, map_entries;
 	uint64_t ring_bytes;
-	bool netns_label, container_label, fast_slots;
+	bool netns_label, container_label, pod_label, fast_slots;
 	unsigned attach; /* enum drops_attach */
 	const char *btf_path, *kallsyms;
 };

@@ -77,7 +77,22 @@ struct drops_agg {
 	/* the series: netns and container label values (0, "": none) */
 	uint32_t lnetns;
 	char ctr[DROPS_CTR_LEN + 1];
+	int32_t pod; /* pod_label: its k->pods index, -1 none */
 };
+
+/* pod_label: a network namespace (by cookie, never reused) -> the pod whose
+ * sandbox it is, asked of the agent's name service (sink_pod()) until it
+ * answers or DROPS_CTR_TRIES collects pass (then no pod: the host's, or a
+ * namespace of no pod). Entries stay where they are (aggregates hold their
+ * index); a full table reuses those of dead namespaces. */
+struct drops_podns {
+	uint64_t cookie;
+	uint8_t tries;
+	bool resolved;
+	char pod[254];
+	char ns[64];
+};
+#define DROPS_PODS_MAX 4096
 
 /* cgroup id -> container label, decided once (ids are never reused). */
 struct drops_ctr {
@@ -110,6 +125,8 @@ struct drops_counts {
 	size_t ndead_ns;
 	struct drops_ctr *ctrs; /* sorted by id */
 	size_t nctrs, ctrs_cap;
+	struct drops_podns *pods; /* pod_label */
+	size_t npods, pods_cap;
 	uint64_t netns_gone; /* sysobs_drops_netns_gone_total */
 	uint64_t retired;    /* counts of gone series, out of every map */
 	uint64_t pending;    /* counts not published yet (container unknown) */
@@ -150,6 +167,7 @@ void drops_counts_free(struct drops_counts *k)
 	free(k->dead_ns);
 	free(k->owners);
 	free(k->ctrs);
+	free(k->pods);
 	free(k);
 }
 
@@ -276,6 +294,65 @@ static bool ctr_label(struct drops_state *st, struct drops_agg *a)
 	}
 	a->dead = a->dead || c->dead;
 	memcpy(a->ctr, c->ctr, sizeof(a->ctr));
+	return true;
+}
+
+/* --- pod labels --------------------------------------------------------------- */
+
+static bool netns_dead(const struct drops_state *st, uint64_t cookie);
+
+static struct drops_podns *podns_get(struct drops_state *st, uint64_t cookie)
+{
+	struct drops_counts *k = st->counts;
+	struct drops_podns *p;
+
+	for (size_t i = 0; i < k->npods; i++)
+		if (k->pods[i].cookie == cookie)
+			return &k->pods[i];
+	if (k->npods >= DROPS_PODS_MAX) {
+		for (size_t i = 0; i < k->npods; i++)
+			if (netns_dead(st, k->pods[i].cookie)) {
+				p = &k->pods[i];
+				goto out_reuse;
+			}
+		return NULL;
+	}
+	p = array_grow(k->pods, &k->pods_cap, k->npods, sizeof(*k->pods), 16);
+	if (!p)
+		return NULL;
+	k->pods = p;
+	p = &k->pods[k->npods++];
+out_reuse:
+	memset(p, 0, sizeof(*p));
+	p->cookie = cookie;
+	return p;
+}
+
+/* Sets a->pod from its namespace. false: not known yet (leave a out of
+ * this collect, as an unknown container is). */
+static bool pod_label(struct drops_state *st, struct drops_agg *a)
+{
+	struct drops_podns *p;
+	struct sink_pod sp;
+
+	a->pod = -1;
+	if (!a->netns || !a->cookie)
+		return true;
+	p = podns_get(st, a->cookie);
+	if (!p)
+		return true; /* no room: no pod label */
+	if (!p->resolved) {
+		if (!sink_pod(st->c->sink, "", "", a->netns, &sp) && sp.pod[0]) {
+			snprintf(p->pod, sizeof(p->pod), "%s", sp.pod);
+			snprintf(p->ns, sizeof(p->ns), "%s", sp.pod_namespace);
+			p->resolved = true;
+		} else if (++p->tries >= DROPS_CTR_TRIES) {
+			p->resolved = true; /* no pod's */
+		} else {
+			return false;
+		}
+	}
+	a->pod = (int32_t)(p - st->counts->pods);
 	return true;
 }
 
@@ -423,6 +500,7 @@ static size_t label_entries(struct drops_state *st, size_t n)
 		struct drops_agg *a = &k->agg[i];
 
 		a->lnetns = cfg->netns_label ? a->netns : 0;
+		a->pod = -1;
 		a->dead = netns_dead(st, a->cookie);
 		if (a->dead &&
 		    set_add(k->dead_ns, &k->ndead_ns, sizeof(uint64_t), &a->cookie, u64_cmp))
@@ -433,6 +511,16 @@ static size_t label_entries(struct drops_state *st, size_t n)
 		}
 		if (!cfg->container_label)
 			a->ctr[0] = '\0';
+		if (cfg->pod_label) {
+			if (!pod_label(st, a)) {
+				k->pending += a->count;
+				continue;
+			}
+			/* one series per pod: its namespace splits them even
+			 * without the netns label */
+			if (a->pod >= 0 && k->pods[a->pod].pod[0])
+				a->lnetns = a->netns;
+		}
 		k->agg[j++] = *a;
 	}
 	return j;
@@ -575,7 +663,7 @@ static uint64_t series_owner(struct drops_state *st, const struct drops_agg *a,
 	const struct drops_owner *o;
 	size_t at;
 
-	if (!st->cfg->netns_label || !a->lnetns)
+	if ((!st->cfg->netns_label && !st->cfg->pod_label) || !a->lnetns)
 		return 0;
 	live = k->walk_ok ? netns_live_cookie(st->live, a->lnetns) : 0;
 	if (live) {
@@ -614,7 +702,7 @@ static int publish_series(struct collector *c, struct drops_state *st, struct dr
 	struct drops_counts *k = st->counts;
 	const struct drops_cfg *cfg = st->cfg;
 	char reason[DROPS_REASON_NAME_MAX], netns[16];
-	const char *values[5] = {reason, a->proto, NULL, NULL, NULL};
+	const char *values[7] = {reason, a->proto, NULL, NULL, NULL, NULL, NULL};
 	uint64_t owner = series_owner(st, a, b), total = 0, hash = 0;
 	bool dead = series_dead(st, a, b, owner), again = false, owned = !owner;
 	struct sink_series *s;
@@ -654,6 +742,12 @@ static int publish_series(struct collector *c, struct drops_state *st, struct dr
 		values[v++] = netns;
 	if (cfg->container_label)
 		values[v++] = a->ctr;
+	if (cfg->pod_label) {
+		const struct drops_podns *p = a->pod >= 0 ? &k->pods[a->pod] : NULL;
+
+		values[v++] = p ? p->pod : "";
+		values[v++] = p ? p->ns : "";
+	}
 	s = sink_series(c->sink, st->drops, values);
 	if (!s) {
 		err = -errno;

@@ -257,10 +257,21 @@ int drops_on_sample(void *ctx, void *data, size_t len)
 	 * bring it back. */
 	if (!sink_event_id(c->sink, &drops_samples_table, ts, &row, &id) && id > 0 &&
 	    !drops_counts_netns_gone(st->counts, s.netns_cookie)) {
-		char netns[16], ids[24];
-		const char *values[4] = {row.reason, row.protocol, netns, NULL};
+		char netns[16], ids[24], ctr[13];
+		const char *values[7] = {row.reason, row.protocol, NULL, NULL, NULL, NULL, NULL};
+		int v = 2;
 
 		snprintf(netns, sizeof(netns), "%" PRIu32, s.netns);
+		snprintf(ctr, sizeof(ctr), "%s", row.container);
+		/* the series as drops_counts.c labels it */
+		if (st->cfg->netns_label)
+			values[v++] = netns;
+		if (st->cfg->container_label)
+			values[v++] = ctr;
+		if (st->cfg->pod_label) {
+			values[v++] = row.pod;
+			values[v++] = row.pod_namespace;
+		}
 		snprintf(ids, sizeof(ids), "%lld", (long long)id);
 		sink_exemplar(c->sink, sink_series(c->sink, st->drops, values), "sample_id", ids, 1,
 			      ts);
