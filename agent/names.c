@@ -209,6 +209,7 @@ int names_lookup(struct names *n, const char *container_id, const char *cgroup_p
 	const char *qos = NULL;
 	char uid[40];
 	bool k8s_cgroup = !names_cgroup_parse(cgroup_path, uid, sizeof(uid), &qos);
+	bool found_ctr = false;
 	int rc = -ENOENT;
 
 	*out = (struct sink_pod){0};
@@ -221,6 +222,7 @@ int names_lookup(struct names *n, const char *container_id, const char *cgroup_p
 		if (c) {
 			*out = c->p;
 			rc = 0;
+			found_ctr = true;
 		}
 	}
 	if (rc && netns) {
@@ -232,14 +234,15 @@ int names_lookup(struct names *n, const char *container_id, const char *cgroup_p
 		}
 	}
 	pthread_mutex_unlock(&n->lock);
+	/* a container or namespace the runtime did not list yet: one being
+	 * made, or started since the last refresh */
+	if (!found_ctr && ((container_id && *container_id && k8s_cgroup) || (rc && netns)))
+		names_poke(n);
 	if (k8s_cgroup) {
 		snprintf(out->qos, sizeof(out->qos), "%s", qos);
 		if (rc) {
 			snprintf(out->pod_uid, sizeof(out->pod_uid), "%s", uid);
 			rc = 0;
-			/* a container started since the last refresh */
-			if (container_id && *container_id)
-				names_poke(n);
 		}
 	}
 	return rc;

@@ -39,6 +39,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <time.h>
 
 #include <bpf/bpf.h>
 
@@ -81,13 +83,18 @@ struct drops_agg {
 };
 
 /* pod_label: a network namespace (by cookie, never reused) -> the pod whose
- * sandbox it is, asked of the agent's name service (sink_pod()) until it
- * answers or DROPS_CTR_TRIES collects pass (then no pod: the host's, or a
- * namespace of no pod). Entries stay where they are (aggregates hold their
- * index); a full table reuses those of dead namespaces. */
+ * sandbox it is, asked of the agent's name service (sink_pod()) at every
+ * collect until it answers or DROPS_POD_WAIT_NS passed since the namespace
+ * first counted (then no pod: a namespace of no pod; the agent's own is
+ * known at once). Its counts wait meanwhile, as those of an unknown
+ * container do: a pod's namespace exists, and drops, before the runtime
+ * lists its sandbox (CNI setup), and a label decided too early would stay.
+ * Entries stay where they are (aggregates hold their index); a full table
+ * reuses those of dead namespaces. */
+#define DROPS_POD_WAIT_NS (5ll * 1000000000)
 struct drops_podns {
 	uint64_t cookie;
-	uint8_t tries;
+	int64_t first_ns; /* CLOCK_MONOTONIC */
 	bool resolved;
 	char pod[254];
 	char ns[64];
@@ -299,6 +306,14 @@ static bool ctr_label(struct drops_state *st, struct drops_agg *a)
 
 /* --- pod labels --------------------------------------------------------------- */
 
+static int64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
 static bool netns_dead(const struct drops_state *st, uint64_t cookie);
 
 static struct drops_podns *podns_get(struct drops_state *st, uint64_t cookie)
@@ -325,7 +340,20 @@ static struct drops_podns *podns_get(struct drops_state *st, uint64_t cookie)
 out_reuse:
 	memset(p, 0, sizeof(*p));
 	p->cookie = cookie;
+	p->first_ns = mono_ns();
 	return p;
+}
+
+/* The inode of the agent's own network namespace (the host's, run as a
+ * DaemonSet with hostNetwork): never a pod's. 0 unknown. */
+static uint32_t self_netns(void)
+{
+	static uint32_t ino;
+	struct stat st;
+
+	if (!ino && !stat("/proc/self/ns/net", &st))
+		ino = (uint32_t)st.st_ino;
+	return ino;
 }
 
 /* Sets a->pod from its namespace. false: not known yet (leave a out of
@@ -346,7 +374,8 @@ static bool pod_label(struct drops_state *st, struct drops_agg *a)
 			snprintf(p->pod, sizeof(p->pod), "%s", sp.pod);
 			snprintf(p->ns, sizeof(p->ns), "%s", sp.pod_namespace);
 			p->resolved = true;
-		} else if (++p->tries >= DROPS_CTR_TRIES) {
+		} else if (a->netns == self_netns() ||
+			   mono_ns() - p->first_ns >= DROPS_POD_WAIT_NS) {
 			p->resolved = true; /* no pod's */
 		} else {
 			return false;

@@ -258,6 +258,7 @@ int drops_on_sample(void *ctx, void *data, size_t len)
 	if (!sink_event_id(c->sink, &drops_samples_table, ts, &row, &id) && id > 0 &&
 	    !drops_counts_netns_gone(st->counts, s.netns_cookie)) {
 		char netns[16], ids[24], ctr[13];
+		struct sink_pod np;
 		const char *values[7] = {row.reason, row.protocol, NULL, NULL, NULL, NULL, NULL};
 		int v = 2;
 
@@ -268,9 +269,10 @@ int drops_on_sample(void *ctx, void *data, size_t len)
 			values[v++] = netns;
 		if (st->cfg->container_label)
 			values[v++] = ctr;
-		if (st->cfg->pod_label) {
-			values[v++] = row.pod;
-			values[v++] = row.pod_namespace;
+		if (st->cfg->pod_label) { /* the counts name a pod by its netns */
+			sink_pod(c->sink, "", "", s.netns, &np);
+			values[v++] = np.pod;
+			values[v++] = np.pod_namespace;
 		}
 		snprintf(ids, sizeof(ids), "%lld", (long long)id);
 		sink_exemplar(c->sink, sink_series(c->sink, st->drops, values), "sample_id", ids, 1,
