@@ -124,56 +124,40 @@ static bool uid_char(char c)
 
 int names_cgroup_parse(const char *path, char *uid, size_t uidlen, const char **qos)
 {
-	static const char *const classes[] = {"besteffort", "burstable"};
 	const char *k = path ? strstr(path, "kubepods") : NULL;
-	const char *p;
-	size_t len;
 
 	if (!k || uidlen < 37)
 		return -ENOENT;
-	p = k + strlen("kubepods");
-	*qos = "guaranteed";
-	/* "/besteffort/pod", "-besteffort-pod", or straight "/pod", "-pod" */
-	for (size_t i = 0; i < 2; i++) {
-		size_t cl = strlen(classes[i]);
+	/* The pod's component: "pod<UID>" after '/' or '-', ended by '/', '.'
+	 * (".slice") or the end; the first such after "kubepods". */
+	for (const char *p = strstr(k, "pod"); p; p = strstr(p + 1, "pod")) {
+		const char *u = p + 3;
+		size_t len = 0;
 
-		if ((p[0] == '/' || p[0] == '-') && !strncmp(p + 1, classes[i], cl) &&
-		    (p[1 + cl] == '/' || p[1 + cl] == '-' || p[1 + cl] == '.')) {
-			*qos = classes[i];
-			p += 1 + cl;
-			/* systemd: kubepods-besteffort.slice/kubepods-besteffort-pod...;
-			 * skip to the pod's own component */
-			if (!strncmp(p, ".slice/", 7)) {
-				const char *q = strstr(p, "-pod");
-
-				if (!q)
-					return -ENOENT;
-				p = q;
+		if (p[-1] != '/' && p[-1] != '-')
+			continue;
+		while (uid_char(u[len]))
+			len++;
+		/* a UID is 36 characters (32 hex digits, 4 dashes); a static
+		 * pod's is the 32 hex digits of its config hash */
+		if ((len != 36 && len != 32) || (u[len] != '/' && u[len] != '.' && u[len] != '\0'))
+			continue;
+		for (size_t i = 0; i < len; i++)
+			uid[i] = u[i] == '_' ? '-' : u[i]; /* systemd escapes '-' as '_' */
+		uid[len] = '\0';
+		/* the QoS class between kubepods and the pod; none: guaranteed */
+		*qos = "guaranteed";
+		for (const char *q = k; q < p; q++)
+			if (!strncmp(q, "besteffort", 10)) {
+				*qos = "besteffort";
+				break;
+			} else if (!strncmp(q, "burstable", 9)) {
+				*qos = "burstable";
+				break;
 			}
-			break;
-		}
+		return 0;
 	}
-	if (!strncmp(p, ".slice/", 7)) { /* kubepods.slice/kubepods-pod<uid>.slice */
-		const char *q = strstr(p, "-pod");
-
-		if (!q)
-			return -ENOENT;
-		p = q;
-	}
-	if ((p[0] != '/' && p[0] != '-') || strncmp(p + 1, "pod", 3))
-		return -ENOENT;
-	p += 4;
-	for (len = 0; uid_char(p[len]); len++)
-		;
-	/* a UID is 36 characters (32 hex digits, 4 dashes); a static pod's
-	 * is the 32 hex digits of its config hash */
-	if ((len != 36 && len != 32) || len >= uidlen ||
-	    (p[len] != '/' && p[len] != '.' && p[len] != '\0'))
-		return -ENOENT;
-	for (size_t i = 0; i < len; i++)
-		uid[i] = p[i] == '_' ? '-' : p[i]; /* systemd escapes '-' as '_' */
-	uid[len] = '\0';
-	return 0;
+	return -ENOENT;
 }
 
 int names_info_netns_path(const char *js, char *out, size_t len)

@@ -26,9 +26,8 @@ for c in containerd ctr runc buildah protoc curl jq nft nsenter python3; do need
 CNI_BIN=/usr/lib/cni
 [ -x $CNI_BIN/bridge ] && [ -x $CNI_BIN/host-local ] || skip "needs the CNI plugins (containernetworking-plugins)"
 [ -r /sys/kernel/btf/vmlinux ] || skip "kernel without BTF (/sys/kernel/btf/vmlinux)"
-BUSYBOX=$(command -v busybox)
-file -L "$BUSYBOX" 2>/dev/null | grep -q 'statically linked' || BUSYBOX=/bin/busybox
-[ -x "$BUSYBOX" ] || skip "needs a static busybox (busybox-static)"
+BUSYBOX=/bin/busybox # busybox-static's: the image has no libc
+[ -x "$BUSYBOX" ] && ! ldd "$BUSYBOX" >/dev/null 2>&1 || skip "needs a static busybox (busybox-static)"
 PROTO_DIR=${SYSOBS_TEST_DATA:?}/cri
 
 chmod 0755 "$T" # the unprivileged agent reaches its database here
