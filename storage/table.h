@@ -74,6 +74,8 @@ struct event_column {
 					  * parameter are OR'ed (addr = saddr or daddr). */
 	const struct col_domain *domain; /* COL_FILTER_ENUM */
 	int64_t fmin, fmax;		 /* COL_FILTER_EQ on numbers; both 0 = type range */
+	const char *otel; /* its attribute under OpenTelemetry's semantic conventions in
+			   * OTLP exports (k8s.pod.name, ...); NULL = sysobs's name */
 };
 
 /* Column initialisers: COL(struct row, field, type, null[, .filter = ...]). */

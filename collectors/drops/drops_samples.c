@@ -158,13 +158,15 @@ static const struct event_column drops_cols[] = {
     DROPS_COL(cgroup_id, COL_UINT, COL_NULL_ZERO, .filter = COL_FILTER_EQ, .fmin = 1),
     DROPS_COL(cgroup, COL_TEXT, COL_NULL_EMPTY),
     /* ?container= the 12-digit label value, or any longer prefix */
-    DROPS_COL(container, COL_TEXT, COL_NULL_EMPTY, .filter = COL_FILTER_PREFIX),
+    DROPS_COL(container, COL_TEXT, COL_NULL_EMPTY, .filter = COL_FILTER_PREFIX,
+	      .otel = "container.id"),
     DROPS_COL(netns_cookie, COL_UINT, COL_NULL_ZERO, .filter = COL_FILTER_EQ, .fmin = 1),
     /* ?pod=&pod_namespace=: Kubernetes names, as the runtime had them */
-    DROPS_COL(pod, COL_TEXT, COL_NULL_EMPTY, .filter = COL_FILTER_EQ),
-    DROPS_COL(pod_namespace, COL_TEXT, COL_NULL_EMPTY, .filter = COL_FILTER_EQ),
-    DROPS_COL(pod_uid, COL_TEXT, COL_NULL_EMPTY, .filter = COL_FILTER_EQ),
-    DROPS_COL(container_name, COL_TEXT, COL_NULL_EMPTY),
+    DROPS_COL(pod, COL_TEXT, COL_NULL_EMPTY, .filter = COL_FILTER_EQ, .otel = "k8s.pod.name"),
+    DROPS_COL(pod_namespace, COL_TEXT, COL_NULL_EMPTY, .filter = COL_FILTER_EQ,
+	      .otel = "k8s.namespace.name"),
+    DROPS_COL(pod_uid, COL_TEXT, COL_NULL_EMPTY, .filter = COL_FILTER_EQ, .otel = "k8s.pod.uid"),
+    DROPS_COL(container_name, COL_TEXT, COL_NULL_EMPTY, .otel = "k8s.container.name"),
     {0},
 };
 

@@ -100,7 +100,11 @@ CREATE TABLE IF NOT EXISTS sysobs.drop_samples
     cgroup_id Nullable(UInt64),
     cgroup Nullable(String),
     container Nullable(String),
-    netns_cookie Nullable(UInt64)
+    netns_cookie Nullable(UInt64),
+    pod Nullable(String),
+    pod_namespace Nullable(String),
+    pod_uid Nullable(String),
+    container_name Nullable(String)
 )
 ENGINE = ReplacingMergeTree()
 PARTITION BY toYYYYMM(time)
