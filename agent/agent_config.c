@@ -172,10 +172,10 @@ static const struct cfg_key kubernetes_keys[] = {
     KK(cri_socket, CFG_STRING, "auto", 0, 0,
        "the CRI runtime's unix socket that names pods (ListPodSandbox, ListContainers): auto = "
        "the first of /run/containerd/containerd.sock and /run/crio/crio.sock that exists at "
-       "start; off = none (pod UID and QoS class from cgroup paths only)"),
+       "start; off = none (pod UIDs from cgroup paths only)"),
     KK(refresh, CFG_DURATION, "30s", SECONDS(1), SECONDS(3600),
        "how often the pod and container lists are read again (also at once, at most once a "
-       "second, when a drop comes from a Kubernetes container not known yet)"),
+       "second, when a drop comes from a Kubernetes container or namespace not known yet)"),
     KK(timeout, CFG_DURATION, "2s", 100, SECONDS(60), "a call to the runtime fails after this"),
     {0},
 };

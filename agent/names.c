@@ -327,7 +327,7 @@ static int cri_call(struct names *n, const char *method, const ProtobufCMessage 
 	if (rc && n->cri_ok)
 		log_warn("names",
 			 "CRI runtime at %s: %s; pods are named from cgroup paths "
-			 "(pod UID, QoS class) until it answers",
+			 "(pod UIDs) until it answers",
 			 n->cfg.cri_socket, err);
 	else if (rc)
 		log_debug("names", "CRI runtime at %s: %s", n->cfg.cri_socket, err);
@@ -633,7 +633,7 @@ static void names_metrics(struct names *n, struct metrics *m)
 				   call_labels);
 	n->info = metrics_gauge(m, "sysobs_k8s_names_info",
 				"Where Kubernetes names come from: source cri (the runtime "
-				"answers) or cgroup (pod UID and QoS class from cgroup paths only)",
+				"answers) or cgroup (pod UIDs from cgroup paths only)",
 				info_labels);
 	n->pods_g = metrics_gauge1(m, "sysobs_k8s_pods", "Pod sandboxes the name service knows");
 	n->ctrs_g = metrics_gauge1(m, "sysobs_k8s_containers",
@@ -665,7 +665,7 @@ struct names *names_start(const struct names_config *cfg, struct metrics *m)
 	if (!cfg->cri_socket || !*cfg->cri_socket) {
 		info_set(n, "cgroup");
 		log_info("names", "no CRI runtime socket: pods are named from cgroup paths (pod "
-				  "UID, QoS class) only");
+				  "UIDs) only");
 		return n;
 	}
 	if (!n->cfg.connect) {
