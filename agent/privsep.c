@@ -284,13 +284,19 @@ static int seccomp_load_list(const int *calls, size_t n, uint32_t deflt, bool ag
 static void helper_main(int fd, int rootfd)
 {
 	static const int calls[] = {
-	    SCMP_SYS(read),	    SCMP_SYS(write),
-	    SCMP_SYS(openat2),	    SCMP_SYS(close),
-	    SCMP_SYS(recvfrom),	    SCMP_SYS(sendto),
-	    SCMP_SYS(exit_group),   SCMP_SYS(exit),
-	    SCMP_SYS(rt_sigreturn), SCMP_SYS(restart_syscall),
+	    SCMP_SYS(read),
+	    SCMP_SYS(write),
+	    SCMP_SYS(openat2),
+	    SCMP_SYS(close),
+	    SCMP_SYS(recvfrom),
+	    SCMP_SYS(sendto),
+	    SCMP_SYS(exit_group),
+	    SCMP_SYS(exit),
+	    SCMP_SYS(rt_sigreturn),
+	    SCMP_SYS(restart_syscall),
 	    /* the CRI runtime's socket: connected, passed, closed */
-	    SCMP_SYS(socket),	    SCMP_SYS(connect),
+	    SCMP_SYS(socket),
+	    SCMP_SYS(connect),
 	    SCMP_SYS(sendmsg),
 	};
 

@@ -17,7 +17,11 @@
  *     configured sysfs root, which root may write as their owner without any
  *     capability), resolved with openat2() beneath the root opened at start
  *     with no symlink in any component. It refuses anything else and exits
- *     with the agent.
+ *     with the agent. When a CRI runtime socket is configured ([kubernetes]
+ *     cri_socket), the helper is forked for it too and serves one more
+ *     command: connect to that socket (root's, 0660) and pass the connected
+ *     descriptor back (SCM_RIGHTS), for the name service (agent/names.h),
+ *     again after the runtime restarted.
  *  2. privsep_drop() switches the agent to [agent] user (default sysobs,
  *     else nobody): the database files change owner, supplementary groups
  *     go, uid/gid change on every thread (which clears the permitted,

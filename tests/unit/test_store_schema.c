@@ -577,9 +577,10 @@ static const struct real {
 } real_tables[] = {
     {"self_samples", ""}, /* collectors/self.c */
     /* collectors/drops/drops.c; issue 14 added the five before pod, issue 34 the last four */
-    {"drop_samples", ", truncated INTEGER, fragment INTEGER, cgroup_id INTEGER, cgroup TEXT,"
-		     " container TEXT, netns_cookie INTEGER, pod TEXT, pod_namespace TEXT, pod_uid TEXT,"
-		     " container_name TEXT"},
+    {"drop_samples",
+     ", truncated INTEGER, fragment INTEGER, cgroup_id INTEGER, cgroup TEXT,"
+     " container TEXT, netns_cookie INTEGER, pod TEXT, pod_namespace TEXT, pod_uid TEXT,"
+     " container_name TEXT"},
     {"mptcp_events",
      ", reset_reason_name TEXT, deny_join_id0 INTEGER"}, /* collectors/mptcp/mptcp.c */
     /* collectors/ifs/ifs.c: the JSON-in-a-string "decoded" became columns */
