@@ -219,34 +219,27 @@ bool http_client_cert_ok(struct http_server *h, struct MHD_Connection *conn, cha
 }
 
 /*
- * basic_auth_users: 0 when the request may go on, else the status to answer
- * (401). A wrong password is answered after HTTP_AUTH_DELAY_MS with the
- * connection suspended, not a server thread asleep.
+ * basic_auth_users: 0 when the request may go on, a status to answer now
+ * (401 without credentials), or HTTP_AUTH_PENDING while http_login.c holds
+ * the connection (a bcrypt, or a refusal answered at its fixed time).
  */
-int http_basic_auth(struct http_server *h, struct MHD_Connection *conn, struct http_conn *c,
-		    bool *delay)
+int http_basic_auth(struct http_server *h, struct MHD_Connection *conn, struct http_conn *c)
 {
 	char *pass = NULL, *user;
-	bool ok;
+	int status;
 
-	*delay = false;
 	if (!h->web || !h->web->n_users)
 		return 0;
 	user = MHD_basic_auth_get_username_password(conn, &pass);
-	if (!user) {
+	if (!user || !pass) {
 		snprintf(c->deny_msg, sizeof(c->deny_msg), "authentication required");
+		MHD_free(user);
 		MHD_free(pass);
 		return 401;
 	}
-	ok = pass && web_auth_check(h->web, user, pass);
-	if (pass) {
-		explicit_bzero(pass, strlen(pass));
-		MHD_free(pass);
-	}
+	status = http_login_check(h, conn, c, user, pass);
+	explicit_bzero(pass, strlen(pass));
+	MHD_free(pass);
 	MHD_free(user);
-	if (ok)
-		return 0;
-	snprintf(c->deny_msg, sizeof(c->deny_msg), "wrong user name or password");
-	*delay = true;
-	return 401;
+	return status;
 }

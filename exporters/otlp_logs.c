@@ -279,7 +279,7 @@ static int otlp_record_fill(struct arena *a, const struct export_row *r, struct 
 		char num[32];
 
 		col_value(c, r->row, &cv);
-		if (cv.kind == COLV_NULL)
+		if (cv.kind == COLV_NULL || cv.kind == COLV_BLOB) /* packet bytes stay home */
 			continue;
 		/* a column with a semantic-convention name goes by it
 		 * (k8s.pod.name, container.id, ...); the body keeps ours */

@@ -277,6 +277,9 @@ static int drops_load_once(struct drops_state *st, bool tp_btf, bool sockctx, bo
 	skel->rodata->use_slots = cfg->fast_slots;
 	skel->rodata->key_cgroup = cfg->container_label;
 	skel->rodata->has_rdonly_cast = st->has_rdonly_cast;
+	skel->rodata->capture_bytes = (__u32)cfg->capture_bytes;
+	skel->rodata->capture_payload = cfg->capture_payload;
+	skel->rodata->stack_depth = (__u32)cfg->stack_depth;
 	for (int i = 0; i < DROPS_FRAG_EXPIRE_FNS; i++)
 		skel->rodata->frag_expire_fn[i] = st->frag_expire_fn[i];
 	if (st->frag_free_hi) {

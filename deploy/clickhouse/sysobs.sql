@@ -101,6 +101,8 @@ CREATE TABLE IF NOT EXISTS sysobs.drop_samples
     cgroup Nullable(String),
     container Nullable(String),
     netns_cookie Nullable(UInt64),
+    stack Nullable(String),
+    orig_len Nullable(UInt32),
     pod Nullable(String),
     pod_namespace Nullable(String),
     pod_uid Nullable(String),
