@@ -8,7 +8,7 @@
  *
  * What an attacker can time is the same for every wrong pair: a refusal
  * leaves at a fixed time after the request began (HTTP_AUTH_DELAY_MS, or
- * 1.5 times the dearest bcrypt's recent time when that is longer), whether the user
+ * twice the dearest bcrypt's recent time when that is longer), whether the user
  * exists or not and whatever its cost (an unknown user is checked against
  * the dearest known user's hash, webconfig.c). Failed logins are limited
  * per client address (an IPv4 address, an IPv6 /64): LOGIN_BURST of them,
@@ -27,9 +27,6 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
-#include <sys/syscall.h>
-#include <unistd.h>
 #include <time.h>
 
 #include "api/http_internal.h"
@@ -41,7 +38,6 @@
 #define LOGIN_REFILL_MS	  5000	 /* ... then one per this */
 #define LOGIN_QUEUE_MAX	  32	 /* pairs waiting for a bcrypt; past it: 429 */
 #define LOGIN_PENDING_PER_ADDR 2 /* ... of them from one address */
-#define LOGIN_NICE	  10	 /* the login thread's nice value */
 
 struct http_login_job {
 	struct http_login_job *next;
@@ -49,15 +45,16 @@ struct http_login_job {
 	struct http_conn *c;
 	char *user, *pass;
 	struct login_key key;
+	int64_t refuse_at; /* a refusal leaves then (or when the bcrypt ends) */
 };
 
 static const char *const outcome_names[LOGIN_N] = {"ok", "refused", "limited", "busy"};
 
 /* A refusal leaves this long after its request began: the fixed delay, or
- * half again the dearest check's recent time when that is longer. */
+ * twice the dearest check's recent time when that is longer. */
 static int64_t fail_delay_ns(const struct http_login *l)
 {
-	int64_t d = (int64_t)HTTP_AUTH_DELAY_MS * 1000000, s = l->slowest_ns + l->slowest_ns / 2;
+	int64_t d = (int64_t)HTTP_AUTH_DELAY_MS * 1000000, s = 2 * l->slowest_ns;
 
 	return s > d ? s : d;
 }
@@ -203,6 +200,9 @@ int http_login_check(struct http_server *h, struct MHD_Connection *conn, struct 
 	j->conn = conn;
 	j->c = c;
 	j->key = key;
+	pthread_mutex_lock(&l->lock);
+	j->refuse_at = c->start_ns + fail_delay_ns(l);
+	pthread_mutex_unlock(&l->lock);
 	/* Held before the login thread can see it, so that its release
 	 * always finds the connection (a release before the suspend only
 	 * sets the time: http_conn.c). */
@@ -240,9 +240,6 @@ static void *login_thread(void *arg)
 	struct http_server *h = arg;
 	struct http_login *l = &h->login;
 
-	/* Below the request threads: the bcrypts of guessed passwords take
-	 * what the serving of requests leaves (Linux's nice is per thread). */
-	setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), LOGIN_NICE);
 	pthread_mutex_lock(&l->lock);
 	for (;;) {
 		struct http_login_job *j;
@@ -272,11 +269,11 @@ static void *login_thread(void *arg)
 		shift = web_auth_cost(h->web, NULL) - web_auth_cost(h->web, j->user);
 		took = shift < 31 ? took << shift : INT64_MAX / 4;
 		pthread_mutex_lock(&l->lock);
-		l->slowest_ns = l->slowest_ns * 7 / 8;
+		l->slowest_ns = l->slowest_ns * 15 / 16;
 		if (took > l->slowest_ns)
 			l->slowest_ns = took;
 		bucket_done(l, &j->key, ok);
-		at = ok ? 0 : j->c->start_ns + fail_delay_ns(l);
+		at = ok ? 0 : j->refuse_at;
 		pthread_mutex_unlock(&l->lock);
 		count(l, ok ? LOGIN_OK : LOGIN_REFUSED);
 		if (!ok)

@@ -28,6 +28,8 @@
 #include <bpf/bpf_tracing.h>
 
 #include "drops.h"
+#include "init_net.h"
+#include "netns.h"
 
 #define ETH_P_IP       0x0800
 #define ETH_P_IPV6     0x86DD
@@ -563,6 +565,115 @@ int BPF_PROG(drops_timer_exit, struct timer_list *timer)
 	return 0;
 }
 
+/*
+ * Fragments pending when their namespace is deleted (issue 33). The
+ * namespace's exit frees them, not a timer: cleanup_net() (the work
+ * net_cleanup_work, in a kworker) -> pre_exit -> fqdir_pre_exit() ->
+ * inet_frag_rbtree_purge(), reason FRAG_REASM_TIMEOUT, with no timer
+ * running, no socket and the rbnode in skb->dev. cleanup_net() cleans a
+ * batch: every namespace whose last reference went before it ran, still in
+ * the kernel's list with a reference count of 0. At
+ * workqueue:workqueue_execute_start of that work the list is walked; when
+ * the batch is one namespace, its inode number and cookie are kept for the
+ * kworker (per task, until workqueue_execute_end) and its purged fragments
+ * take them; a batch of several leaves them in netns 0, never in a wrong
+ * one. Only for the work function cleanup_net (address from kallsyms;
+ * unknown: not attached). Cost: one probe read and a compare per work item
+ * run, a walk of the namespace list per namespace cleanup.
+ */
+const volatile __u64 net_cleanup_fn = 0;
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 64);
+	__type(key, __u64); /* task_struct address of the kworker */
+	__type(value, struct drops_sockns);
+} netexit SEC(".maps");
+
+/* The namespace reference count: ns.__ns_ref from 6.18, ns.count before. */
+struct ns_common___ref {
+	refcount_t __ns_ref;
+} __attribute__((preserve_access_index));
+
+struct ns_common___count {
+	refcount_t count;
+} __attribute__((preserve_access_index));
+
+struct exit_walk {
+	struct list_head *head;
+	struct list_head *pos;
+	__u64 list_off, ns_off;
+	__u32 dying;
+	bool closed;
+	struct drops_sockns ns;
+};
+
+static long exit_one(__u64 i, struct exit_walk *w)
+{
+	struct list_head *pos = w->pos;
+	struct net *net;
+	void *nsc;
+	int refs;
+
+	if (pos == w->head) {
+		w->closed = true;
+		return 1;
+	}
+	net = (struct net *)((void *)pos - w->list_off);
+	nsc = (void *)net + w->ns_off;
+	if (bpf_core_field_exists(struct ns_common___ref, __ns_ref))
+		refs = BPF_CORE_READ((struct ns_common___ref *)nsc, __ns_ref.refs.counter);
+	else
+		refs = BPF_CORE_READ((struct ns_common___count *)nsc, count.refs.counter);
+	if (!refs) {
+		w->dying++;
+		w->ns.inum = BPF_CORE_READ(net, ns.inum);
+		w->ns.cookie = BPF_CORE_READ(net, net_cookie);
+	}
+	pos = BPF_CORE_READ(pos, next);
+	w->pos = pos;
+	return pos ? 0 : 1;
+}
+
+/* workqueue_execute_start(work): raw_tp, every read a probe read */
+SEC("raw_tp/workqueue_execute_start")
+int BPF_PROG(drops_work_start, struct work_struct *work)
+{
+	struct exit_walk w = {
+	    .list_off = bpf_core_field_offset(struct net, list),
+	    .ns_off = bpf_core_field_offset(struct net, ns),
+	};
+	struct net *init_net;
+	__u64 task;
+
+	if (!net_cleanup_fn || (__u64)BPF_CORE_READ(work, func) != net_cleanup_fn)
+		return 0;
+	init_net = init_net_find();
+	if (!init_net)
+		return 0;
+	w.pos = (struct list_head *)((void *)init_net + w.list_off);
+	w.head = BPF_CORE_READ(init_net, list.prev);
+	bpf_loop(NETNS_LIVE_MAX + 1, exit_one, &w, 0);
+	if (!w.closed || w.dying != 1)
+		return 0;
+	task = bpf_get_current_task();
+	bpf_map_update_elem(&netexit, &task, &w.ns, BPF_ANY);
+	return 0;
+}
+
+/* workqueue_execute_end(work, function): the work may be freed by now */
+SEC("raw_tp/workqueue_execute_end")
+int BPF_PROG(drops_work_end, struct work_struct *work, work_func_t function)
+{
+	__u64 task;
+
+	if (!net_cleanup_fn || (__u64)function != net_cleanup_fn)
+		return 0;
+	task = bpf_get_current_task();
+	bpf_map_delete_elem(&netexit, &task);
+	return 0;
+}
+
 /* The namespace's identity in the key: its inode number (the label) and
  * its cookie (what tells a reused inode number apart; see struct
  * drops_key). net_cookie is set when the namespace is made ("net:
@@ -602,6 +713,17 @@ static __always_inline void netns_of(struct sk_buff *skb, void *location, __u32 
 			*netp = net;
 			key_netns(key, net, false);
 			return;
+		}
+		if (net_cleanup_fn) {
+			/* the namespace's exit purging its queues (netexit) */
+			__u64 task = bpf_get_current_task();
+			struct drops_sockns *ns = bpf_map_lookup_elem(&netexit, &task);
+
+			if (ns) {
+				key->netns = ns->inum;
+				key->netns_cookie = ns->cookie;
+				return;
+			}
 		}
 		dev = NULL;
 	}
