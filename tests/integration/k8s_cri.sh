@@ -168,6 +168,13 @@ new_uid() {
 	UIDS+=("$NEW_UID")
 }
 cleanup_pods() {
+	# every sandbox the runtime has, not only those this shell knows of (a
+	# failed start in a background job)
+	if [ -n "$CD_PID" ]; then
+		for id in $(ctr -a "$SOCK" -n k8s.io containers ls -q 2>/dev/null); do
+			remove_pod "$id" 2>/dev/null
+		done
+	fi
 	for id in "${PODS[@]}"; do remove_pod "$id" 2>/dev/null; done
 	stop_containerd
 	# runc removes the containers' cgroups; the pods' parents are ours
