@@ -164,6 +164,9 @@ static void agent_reload(struct agent *a)
 	unsigned restart = 0;
 	int bad;
 
+	/* The certificate first, config file or not: a renewed one is what a
+	 * reload is most often for (handshakes look too, once a second). */
+	http_tls_reload(a->http);
 	if (!a->cfg.path) {
 		log_info("agent", "SIGHUP: no config file to reload (embedded defaults)");
 		return;

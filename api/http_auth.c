@@ -130,6 +130,33 @@ static bool media_type_is(const char *ct, const char *type)
 	       (!ct[n] || ct[n] == ';' || ct[n] == ' ' || ct[n] == '\t');
 }
 
+struct header_count {
+	const char *name;
+	unsigned n;
+};
+
+static enum MHD_Result count_header(void *cls, enum MHD_ValueKind kind, const char *key,
+				    const char *value)
+{
+	struct header_count *hc = cls;
+
+	(void)kind;
+	(void)value;
+	if (key && !strcasecmp(key, hc->name))
+		hc->n++;
+	return MHD_YES;
+}
+
+/* How many times the request carries header NAME (libmicrohttpd's lookup
+ * finds the first only). */
+static unsigned header_count(struct MHD_Connection *conn, const char *name)
+{
+	struct header_count hc = {name, 0};
+
+	MHD_get_connection_values(conn, MHD_HEADER_KIND, count_header, &hc);
+	return hc.n;
+}
+
 int http_admin_check(const struct http_server *h, struct MHD_Connection *conn, const char *method,
 		     char *msg, size_t msglen)
 {
@@ -154,6 +181,10 @@ int http_admin_check(const struct http_server *h, struct MHD_Connection *conn, c
 	if (!host || !authority_is_us(h, &local, host, strlen(host))) {
 		snprintf(msg, msglen, "Host %.64s is not this server's address and port",
 			 host ? host : "(none)");
+		return 403;
+	}
+	if (origin && header_count(conn, "Origin") > 1) {
+		snprintf(msg, msglen, "more than one Origin header");
 		return 403;
 	}
 	if (origin) {

@@ -18,11 +18,15 @@
 #      before: 2.7-10 s); the guessers get 429 once their address spent its
 #      failures (sysobs_http_logins_total{result="limited"}).
 #   F. SIGTERM with logins held: a clean exit within 2 s.
+#   G. /metrics?collect=drops and unknown /metrics parameters: 400 naming
+#      collect[] (before: everything served); /api/v1/drops%2Fsamples: 400
+#      (before: routed); an admin POST with a second Origin: 403.
 source "$(dirname "$0")/lib.sh"
 need_root
 need_cmd python3
 need_cmd jq
 TOOL="$SYSOBS_SRC/tests/tools/http_pressure.py"
+write_base_config http.admin=true
 
 # p95 NAME JSON PATH MAX_MS: the probe of PATH in JSON answered 200 only,
 # its p95 under MAX_MS.
@@ -75,8 +79,26 @@ head -1 <<<"$ans" | grep -q '^HTTP/1.1 400' || fail "C: bare LF: $ans"
 grep -q '"code":"bad_request"' <<<"$ans" || grep -q '"code": *"bad_request"' <<<"$ans" ||
 	fail "C: bare LF answer is not the JSON error: $ans"
 [ "$ms" -lt 1000 ] || fail "C: bare LF answered after $ms ms"
-stop_agent
 pass "C: bare-LF request: JSON 400 in $ms ms"
+
+# G: the smaller rows
+req GET '/metrics?collect=drops'
+assert_eq "G: /metrics?collect=drops (no brackets)" 400 "$HTTP_CODE"
+grep -q 'collect\[\]' <<<"$BODY" || fail "G: the 400 does not name collect[]: $BODY"
+req GET '/metrics?foo=1'
+assert_eq "G: /metrics with an unknown parameter" 400 "$HTTP_CODE"
+req GET '/metrics?collect[]=drops'
+assert_eq "G: /metrics?collect[]=drops" 200 "$HTTP_CODE"
+req GET '/api/v1/drops%2Fsamples'
+assert_eq "G: %2F in the path" 400 "$HTTP_CODE"
+assert_eq "G: %2F answer" bad_request "$(jq -r .error.code <<<"$BODY")"
+code=$(curl -s -o "$T/origin.out" -w '%{http_code}' -X POST -H 'Content-Type: application/json' \
+	-H "Origin: http://127.0.0.1:$PORT" -H 'Origin: http://evil.example' -d '{"cpus":[0]}' \
+	"http://127.0.0.1:$PORT/api/v1/ifs/scans")
+assert_eq "G: admin POST with a second Origin" 403 "$code"
+grep -q 'more than one Origin' "$T/origin.out" || fail "G: $(cat "$T/origin.out")"
+stop_agent
+pass "G: /metrics refuses unknown parameters (collect without [] too), %2F is no separator, a second Origin is refused"
 
 # ---- D, E, F: basic auth ----
 hash() { python3 -W ignore -c 'import crypt,sys; print(crypt.crypt(sys.argv[1], crypt.mksalt(crypt.METHOD_BLOWFISH, rounds=2**int(sys.argv[2]))))' "$1" "$2"; }
