@@ -9,7 +9,8 @@ All at once, for --duration seconds after --warmup:
                     /api/v1/ifs/scans), then one body byte every --trickle s.
                     A connection answered is counted by status and opened
                     again.
-  --idle N          N connections that send nothing.
+  --idle N          N connections that send nothing (--idle-reopen: opened
+                    again when the server closes one).
   --guess N         N threads, each a loop of new connections asking /metrics
                     with a random user name and password (--guess-from ADDR:
                     the source address, e.g. 127.0.0.9).
@@ -147,7 +148,8 @@ def slow_and_idle(a, stop, stats):
             st = int(parts[1]) if len(parts) >= 2 and parts[1].isdigit() else "closed"
             stats.add(kind, st)
             s.close()
-            if not stop.is_set():
+            # a slow sender comes back; an idle one closed is gone
+            if not stop.is_set() and (kind == "slow_body" or a.idle_reopen):
                 open_one(kind)
         if time.monotonic() >= next_byte:
             next_byte += a.trickle
@@ -186,6 +188,8 @@ def main():
     p.add_argument("--slow-body-request", choices=["get", "post"], default="get")
     p.add_argument("--trickle", type=float, default=2.0)
     p.add_argument("--idle", type=int, default=0)
+    p.add_argument("--idle-reopen", action="store_true",
+                   help="open an idle connection again when the server closes it")
     p.add_argument("--guess", type=int, default=0)
     p.add_argument("--guess-from", default=None)
     p.add_argument("--probe", action="append", default=[])
