@@ -58,8 +58,9 @@ static void usage(FILE *out)
 	    "  export                  event export destinations: backlog, last success, errors\n"
 	    "  drops                   sampled packet drops (reason=, protocol=, addr=, port=, "
 	    "...)\n"
-	    "  mptcp [events]          live MPTCP connections and subflows, or path-manager "
-	    "events\n"
+	    "  mptcp [events|subflows] live MPTCP connections and subflows (refresh=1: their TCP "
+	    "state now),\n"
+	    "                          or path-manager events, or subflow health history\n"
 	    "  ifs [scans]             each core's last IFS result per test, or the scan history\n"
 	    "  cachefiles              slow cachefiles on-demand requests (op=, volume=)\n"
 	    "  schema                  every list route of the agent and its message\n"
@@ -490,6 +491,7 @@ static const struct command commands[] = {
     {"series", NULL, cmd_series, NULL, NULL, false},
     {"drops", NULL, NULL, "/api/v1/drops/samples", NULL, true},
     {"mptcp", "events", NULL, "/api/v1/mptcp/events", NULL, true},
+    {"mptcp", "subflows", NULL, "/api/v1/mptcp/subflows", NULL, true},
     {"mptcp", NULL, NULL, "/api/v1/mptcp/connections", print_mptcp_connections, false},
     {"ifs", "scans", NULL, "/api/v1/ifs/scans", NULL, true},
     {"ifs", NULL, NULL, "/api/v1/ifs/cores", print_ifs_cores, false},

@@ -30,16 +30,12 @@
 #define IPPROTO_MPTCP 262
 #endif
 
-/* A dump on demand is skipped when the last one is younger than this: the
- * figures cannot be staler, and a burst of requests costs one dump. */
-#define MPTCP_REFRESH_MIN_NS 100000000LL
-
 struct mptcp_subflow_ctx {
 	int64_t history_ns;			  /* 0: no rows */
 	int64_t next_history_ns[MPTCP_MAX_NETNS]; /* per watch */
 	int fd[MPTCP_MAX_NETNS];		  /* on-demand sock_diag sockets */
-	pthread_mutex_t refresh_lock;		  /* the fds, last_refresh_ns */
-	int64_t last_refresh_ns;
+	pthread_mutex_t refresh_lock;		  /* the fds, refresh_start_ns, seq */
+	int64_t refresh_start_ns;		  /* when the last dump on demand began */
 	uint32_t seq;
 };
 
@@ -196,7 +192,7 @@ int mptcp_subflow_refresh(struct mptcp_priv *p, uint64_t netns)
 	static const int protos[] = {IPPROTO_MPTCP, IPPROTO_TCP};
 	struct mptcp_subflow_ctx *x = p->sub;
 	const size_t buflen = 1 << 16;
-	int64_t now = clock_wall_ns();
+	int64_t arrived = clock_wall_ns(), now;
 	char *buf;
 	int err = 0;
 
@@ -206,8 +202,12 @@ int mptcp_subflow_refresh(struct mptcp_priv *p, uint64_t netns)
 	if (!buf)
 		return -ENOMEM;
 	pthread_mutex_lock(&x->refresh_lock);
-	if (now - x->last_refresh_ns < MPTCP_REFRESH_MIN_NS)
+	/* Requests that waited for a dump begun after they arrived take its
+	 * figures (as fresh as they asked): a burst costs one dump per
+	 * dump's duration, not one each. */
+	if (x->refresh_start_ns >= arrived)
 		goto out_unlock;
+	x->refresh_start_ns = clock_wall_ns();
 	for (size_t i = 0; i < p->n_w && !err; i++) {
 		struct mptcp_state *fresh;
 
@@ -227,7 +227,6 @@ int mptcp_subflow_refresh(struct mptcp_priv *p, uint64_t netns)
 			mptcp_subflow_info_take(p->state, p->w[i].ino, fresh, NULL, NULL);
 		mptcp_state_free(fresh);
 	}
-	x->last_refresh_ns = clock_wall_ns();
 out_unlock:
 	pthread_mutex_unlock(&x->refresh_lock);
 	free(buf);

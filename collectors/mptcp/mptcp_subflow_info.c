@@ -201,7 +201,7 @@ int mptcp_subflow_info_take(struct mptcp_state *st, uint64_t netns, const struct
 		f = mptcp_state_conn_get((struct mptcp_state *)fresh, netns, c->token, 0);
 		if (!f)
 			continue;
-		if (f->info.have)
+		if (f->info.have && f->info.sampled_ns >= c->info.sampled_ns)
 			c->info = f->info;
 		for (uint32_t i = 0; i < c->n_sf; i++) {
 			struct mptcp_subflow *sf = &c->sf[i];
@@ -215,7 +215,10 @@ int mptcp_subflow_info_take(struct mptcp_state *st, uint64_t netns, const struct
 			if (!fs)
 				continue;
 			base = sf->tcp;
-			sf->tcp = fs->tcp;
+			/* A dump on demand taken after this one may already be
+			 * in: keep its newer figures, count from this one. */
+			if (base.sampled_ns <= fs->tcp.sampled_ns)
+				sf->tcp = fs->tcp;
 			updated++;
 			if (!fn) { /* on demand: the counting stays where it was */
 				sf->tcp.base_acked = base.base_acked;

@@ -198,6 +198,9 @@ assert_eq "history filter loc_id" 2 "$(jq -r '.data[0].loc_id' "$T/rows")"
 cli=$("$SYSOBS_BUILD/api/cli/sysobs" --server "http://127.0.0.1:$PORT" mptcp 2>&1) || fail "sysobs mptcp: $cli"
 grep -q "rtt $(col "$MP_A2" 2 <<<"$ours")ms/$(col "$MP_A2" 3 <<<"$ours")ms cwnd $(col "$MP_A2" 4 <<<"$ours") " <<<"$cli" ||
 	fail "CLI tree without path 2's rtt/cwnd: $cli"
+hist=$("$SYSOBS_BUILD/api/cli/sysobs" --server "http://127.0.0.1:$PORT" mptcp subflows \
+	token="$TOKEN_HEX" loc_id=2 2>&1) || fail "sysobs mptcp subflows: $hist"
+grep -q "$MP_A2" <<<"$hist" || fail "CLI history without path 2's rows: $hist"
 api GET "/api/v1/mptcp/connections?refresh=yes" >/dev/null
 assert_eq "refresh=yes refused" 400 "$HTTP_CODE"
 

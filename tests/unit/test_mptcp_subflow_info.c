@@ -275,6 +275,22 @@ static void test_take_counts(void **state)
 	/* An event about a known subflow keeps the figures. */
 	put_sf(st, 7, 1000, 1, 0, 0, 0);
 	assert_int_equal(c->sf[0].tcp.bytes_acked, 1500);
+	/* A dump older than the figures (an on-demand dump came in after
+	 * the reconciliation's was taken): the figures stay, the counting
+	 * moves to the older dump's values. */
+	c->sf[0].tcp.sampled_ns = 200;
+	{
+		struct mptcp_conn *f = mptcp_state_conn_get(d3, NS, 7, 0);
+
+		f->sf[0].tcp.sampled_ns = 100;
+		f->sf[0].tcp.bytes_acked = 1600;
+		f->sf[1].tcp.sampled_ns = 100;
+	}
+	n_seen = 0;
+	assert_int_equal(mptcp_subflow_info_take(st, NS, d3, on_sample, NULL), 2);
+	assert_int_equal(c->sf[0].tcp.bytes_acked, 1500);
+	assert_int_equal(c->sf[0].tcp.sampled_ns, 200);
+	assert_int_equal(c->sf[0].tcp.base_acked, 1600);
 	/* Another netns's dump changes nothing here. */
 	assert_int_equal(mptcp_subflow_info_take(st, NS + 1, d3, on_sample, NULL), 0);
 	mptcp_state_free(st);
