@@ -98,13 +98,11 @@ static void mptcp_subflow_on_sample(const struct mptcp_subflow_delta *d, void *a
 	snprintf(id, sizeof(id), "%u", sf->loc_id);
 	sink_observe(c->sink, collector_series(c, MPTCP_M_SF_SRTT, lv),
 		     (double)sf->tcp.rtt_us / 1e6);
-	if (d->acked)
-		sink_add(c->sink, collector_series(c, MPTCP_M_SF_ACKED, lv), (double)d->acked);
-	if (d->received)
-		sink_add(c->sink, collector_series(c, MPTCP_M_SF_RECEIVED, lv),
-			 (double)d->received);
-	if (d->retrans)
-		sink_add(c->sink, collector_series(c, MPTCP_M_SF_RETRANS, lv), (double)d->retrans);
+	/* Even 0: the series exist from a path's first sample, so increase()
+	 * and rate() see its first bytes and retransmits. */
+	sink_add(c->sink, collector_series(c, MPTCP_M_SF_ACKED, lv), (double)d->acked);
+	sink_add(c->sink, collector_series(c, MPTCP_M_SF_RECEIVED, lv), (double)d->received);
+	sink_add(c->sink, collector_series(c, MPTCP_M_SF_RETRANS, lv), (double)d->retrans);
 	/* A row for a subflow that has lived at least one history period
 	 * (since_ns: its start, or when a dump first showed it). */
 	if (s->history && sf->since_ns && s->now_ns - sf->since_ns >= s->p->sub->history_ns) {

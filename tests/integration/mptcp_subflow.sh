@@ -169,7 +169,11 @@ assert_eq "path 2's endpoint id" 2 "$id2"
 assert_eq "retransmits_total{loc_id=2}" "$r2" \
 	"$(metric "sysobs_mptcp_subflow_retransmits_total{netns=\"$INO\",loc_id=\"2\"}")"
 assert_eq "retransmits_total{loc_id=0}" "$r1" \
-	"$(metric_sum sysobs_mptcp_subflow_retransmits_total 'loc_id="0"')"
+	"$(metric "sysobs_mptcp_subflow_retransmits_total{netns=\"$INO\",loc_id=\"0\"}")"
+# The series of what has not happened yet exists at 0 (the client received
+# nothing but the server's acks).
+assert_eq "received_bytes_total{loc_id=2}" "$(jq -r --arg a "$MP_A2" '.data[].subflows[] | select(.saddr == $a) | .tcp.bytes_received' "$T/live")" \
+	"$(metric "sysobs_mptcp_subflow_received_bytes_total{netns=\"$INO\",loc_id=\"2\"}")"
 for a in "$MP_A1:0" "$MP_A2:2"; do
 	assert_eq "acked_bytes_total{loc_id=${a#*:}}" "$(col "${a%%:*}" 5 <<<"$theirs")" \
 		"$(metric "sysobs_mptcp_subflow_acked_bytes_total{netns=\"$INO\",loc_id=\"${a#*:}\"}")"
