@@ -68,11 +68,11 @@ static const struct cfg_key mptcp_keys[] = {
 	    "receive buffer of each event socket (bytes; k/M suffixes)"),
     CFG_KEY(struct mptcp_cfg, reconcile, CFG_DURATION, "10s", 500, 3600000,
 	    "period of the comparison of the live state with the MPTCP socket dump (sock_diag); "
-	    "a difference seen in two dumps in a row is corrected and counted; also the period of "
-	    "the subflows' TCP state (tcp_info) in the API and metrics"),
+	    "a difference seen in two dumps in a row is corrected and counted (also the subflows' "
+	    "tcp_info period)"),
     CFG_KEY(struct mptcp_cfg, subflow_history, CFG_DURATION, "60s", 0, 86400000,
-	    "period of the mptcp_subflow_samples history rows (one per subflow that lived that "
-	    "long, at the first reconciliation after each period); 0: none"),
+	    "period of the mptcp_subflow_samples history rows: one per subflow that lived that "
+	    "long, at the next reconciliation (0: none)"),
     {0},
 };
 
