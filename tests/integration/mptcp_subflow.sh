@@ -6,11 +6,12 @@
 # its segments at the server); path 1 is neither. The client streams bulk
 # data, then idles.
 # Asserted: under load, each subflow's RTT from ?refresh=1 within 10 % of
-# `ss -ti` read just before and after it (rounds where those two agree); idle, after two reconcile periods
-# (no refresh), srtt, rttvar, cwnd, bytes_acked, bytes_sent, total
-# retransmits equal to ss; retransmits on path 2 and (almost) none on path 1,
-# the same in the metrics by endpoint id, the acked bytes counter equal to
-# ss's bytes_acked; the connection's mptcp_info equal to `ss -M`; history
+# `ss -ti` read before, beside and after it (rounds where those agree);
+# idle, from the reconciliation alone (1 s, no refresh) once the kernel's
+# figures settle: srtt, rttvar, cwnd, bytes_acked, bytes_sent, total
+# retransmits and segs_out equal to ss; retransmits per segment on path 2
+# at least 10 times path 1's, the metrics by endpoint id equal to ss's
+# totals; the connection's mptcp_info equal to `ss -M`; history
 # rows of both subflows (/api/v1/mptcp/subflows); the CLI's tree.
 HERE=$(cd "$(dirname "$0")" && pwd)
 source "$HERE/lib.sh"
@@ -83,10 +84,10 @@ col() { awk -v s="$1" -v c="$2" '$1 == s { print $c }'; }
 # The shaped path's srtt moves by tens of percent within milliseconds under
 # this load (cubic's sawtooth in the tbf queue). Each round reads ss before
 # the API call, beside it (started with it) and after it; a round is judged
-# only when before and after agree within 5 % (the kernel's value was
-# steady across the call), and sysobs must then be within 10 % of the
-# three in at least 4 of 5 judged rounds (the value can still swing and
-# come back inside the window), or within 20 us (path 1's veth RTT is some
+# only when the three agree within 5 % or 20 us (the kernel's value was
+# steady across the call), and sysobs must then be within 10 % of them in at
+# least 4 of 5 judged rounds (the value can still swing and come back
+# between two readings), or within 20 us (path 1's veth RTT is some
 # 10 us, where 10 % is below ss's 1 us print resolution); at least 10
 # judged rounds per subflow.
 echo stream >&4
@@ -106,9 +107,14 @@ for round in $(seq 1 80); do
 		b=$(col "$a" 2 <<<"$before")
 		m=$(col "$a" 2 <"$T/mid")
 		e=$(col "$a" 2 <<<"$after")
-		[ -n "$s" ] && [ -n "$b" ] && [ -n "$m" ] && [ -n "$e" ] ||
-			fail "round $round, $a: no RTT (sysobs '$s', ss '$b' '$m' '$e'): $(cat "$T/live")"
-		awk -v b="$b" -v e="$e" 'BEGIN { exit !(b <= e * 1.05 && e <= b * 1.05) }' || continue
+		[ -n "$s" ] || fail "round $round, $a: no RTT from sysobs: $(cat "$T/live")"
+		# ss can miss a socket whose dump was interrupted (seen in a
+		# TCG guest): no reference, no round.
+		[ -n "$b" ] && [ -n "$m" ] && [ -n "$e" ] || continue
+		awk -v b="$b" -v m="$m" -v e="$e" 'BEGIN {
+			lo = b; if (m < lo) lo = m; if (e < lo) lo = e
+			hi = b; if (m > hi) hi = m; if (e > hi) hi = e
+			exit !(hi <= lo * 1.05 + 0.02) }' || continue
 		judged[$a]=$((judged[$a] + 1))
 		if awk -v s="$s" -v b="$b" -v m="$m" -v e="$e" 'BEGIN {
 			lo = b; if (m < lo) lo = m; if (e < lo) lo = e
@@ -136,10 +142,16 @@ awk -v p1="$(col "$MP_A1" 2 <<<"$ours")" -v p2="$(col "$MP_A2" 2 <<<"$ours")" \
 # ---- 2. idle: equal to ss after the reconciliation -------------------------
 echo stop >&4
 wait_for 5 grep -qs '^idle' "$T/client.txt" || fail "client did not stop streaming"
-sleep 2.5 # two reconcile periods: the last sample is of the idle connection
-api GET /api/v1/mptcp/connections >"$T/live"
-ours=$(api_subflows <"$T/live")
-theirs=$(ss_subflows)
+# The lossy path can still retransmit for a few seconds (RTO backoff):
+# wait until sysobs's last reconciliation (no refresh) shows what ss shows,
+# every figure of both subflows (a reconcile period is 1 s).
+idle_equal() {
+	theirs=$(ss_subflows)
+	api GET /api/v1/mptcp/connections >"$T/live"
+	ours=$(api_subflows <"$T/live")
+	[ -n "$theirs" ] && [ "$(sort <<<"$ours")" = "$(sort <<<"$theirs")" ]
+}
+wait_for 10 idle_equal || fail "idle subflows not equal to ss: ss '$theirs', sysobs '$ours'"
 echo "ss:     $theirs" | tr '\n' ';'
 echo
 echo "sysobs: $ours" | tr '\n' ';'
@@ -181,14 +193,19 @@ done
 n=$(metric "sysobs_mptcp_subflow_srtt_seconds_count{netns=\"$INO\",loc_id=\"2\"}")
 assert_ge "srtt histogram samples of path 2" 3 "${n%.*}"
 
-# The connection's mptcp_info, equal to ss -M (idle: nothing moves).
-ssm=$(ip netns exec "$NS_A" ss -MinHO "( dport = :$MP_PORT )")
-info=$(jq -c --argjson t "$TOKEN" '.data[] | select(.token == $t) | .info' "$T/live")
-assert_eq "info.subflows" "$(grep -o ' subflows:[0-9]*' <<<"$ssm" | cut -d: -f2)" "$(jq -r .subflows <<<"$info")"
-assert_eq "info.write_seq" "$(printf %u "$((16#$(grep -o 'write_seq:[0-9a-f]*' <<<"$ssm" | cut -d: -f2)))")" \
-	"$(jq -r .write_seq <<<"$info")"
-assert_eq "info.snd_una" "$(printf %u "$((16#$(grep -o 'snd_una:[0-9a-f]*' <<<"$ssm" | cut -d: -f2)))")" \
-	"$(jq -r .snd_una <<<"$info")"
+# The connection's mptcp_info equal to ss -M (from the reconciliation; the
+# data level can still move a moment after the subflows settle).
+hexu() { printf %u "$((16#$(grep -o "$1:[0-9a-f]*" <<<"$ssm" | cut -d: -f2)))"; }
+info_equal() {
+	ssm=$(ip netns exec "$NS_A" ss -MinHO "( dport = :$MP_PORT )")
+	api GET /api/v1/mptcp/connections >"$T/live"
+	info=$(jq -c --argjson t "$TOKEN" '.data[] | select(.token == $t) | .info' "$T/live")
+	[ "$(grep -o ' subflows:[0-9]*' <<<"$ssm" | cut -d: -f2)" = "$(jq -r .subflows <<<"$info")" ] &&
+		[ "$(hexu write_seq)" = "$(jq -r .write_seq <<<"$info")" ] &&
+		[ "$(hexu snd_una)" = "$(jq -r .snd_una <<<"$info")" ] &&
+		[ "$(hexu rcv_nxt)" = "$(jq -r .rcv_nxt <<<"$info")" ]
+}
+wait_for 5 info_equal || fail "mptcp_info not equal to ss -M: ss '$ssm', sysobs $info"
 if [ "$(jq -r '.subflows_total // empty' <<<"$info")" != "" ]; then
 	assert_eq "info.subflows_total (6.8+)" 2 "$(jq -r .subflows_total <<<"$info")"
 fi

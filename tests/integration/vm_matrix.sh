@@ -31,7 +31,7 @@ done
 
 # Host programs the integration scripts call, beyond busybox.
 tools=()
-for t in bash jq curl ip nft sqlite3 setpriv mawk date stat mktemp seq timeout sort sysctl; do
+for t in bash jq curl ip nft sqlite3 setpriv mawk date stat mktemp seq timeout sort sysctl ss tc; do
 	p=$(command -v "$t" 2>/dev/null || true)
 	[ -n "$p" ] || continue
 	case $t in
@@ -57,7 +57,7 @@ for k in $KERNELS; do
 		read -r kernel moddir release <<<"$("$SYSOBS_SRC/tests/vm/fetch-kernel.sh" "${k#debian-}")" ||
 			fail "$k: cannot fetch the Debian kernel"
 		# modular on Debian, built in on the test kernel
-		mods=(--modules "$moddir" veth nf_tables inet_diag mptcp_diag tcp_diag udp_diag cachefiles)
+		mods=(--modules "$moddir" veth nf_tables nft_numgen sch_tbf inet_diag mptcp_diag tcp_diag udp_diag cachefiles)
 		;;
 	built-6.12)
 		kernel=$("$SYSOBS_SRC/tests/vm/build-kernel.sh") || fail "test kernel build failed"
