@@ -24,6 +24,9 @@ need_cmd tc
 need_cmd nft
 PEER=$SYSOBS_BUILD/tests/mptcp_peer
 [ -x "$PEER" ] || fail "mptcp_peer not built ($PEER)"
+# The peers' lifetime (mptcp_topo.sh): some 20 s here, minutes in a TCG
+# guest (integration.vm_matrix with SYSOBS_VM_TESTS=mptcp_subflow).
+MP_TIMEOUT=600
 
 mptcp_topo_up || fail "topology setup failed"
 ip netns exec "$NS_A" tc qdisc add dev mpa2 root tbf rate 8mbit burst 16kb latency 60ms ||
