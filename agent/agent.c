@@ -322,7 +322,9 @@ static int start_config(struct agent *a)
 	agent_host_config(a);
 	export_identity_resolve(&a->cfg, a->host, &boot.identity);
 	if (agent_storage_config(a, &boot.sc) || agent_http_config(a, &boot.hc, true) ||
-	    agent_listen_check(a, boot.hc.listen) || agent_privsep_config(a, &boot.pc, true) ||
+	    agent_listen_check(a, boot.hc.listen, false) ||
+	    agent_privsep_config(a, &boot.pc, true) ||
+	    agent_db_dir_check(a, boot.sc.path, &boot.pc) ||
 	    remote_write_new(&a->cfg, &boot.identity, &a->rw) ||
 	    agent_export_new(a, &boot.identity, true, &a->exp)) {
 		agent_config_errors_log(a);

@@ -53,12 +53,14 @@ int agent_config_declare(struct agent *a);
  * agent_start() does. main() runs it on the file as read, before any flag
  * replaces a value: a flag overrides a value, it does not excuse a bad one,
  * so a bad value in the file is the same error (file:line, exit 2) with or
- * without the flag. What a value asks of the host at start (binding the
- * address, reaching the database's directory) agent_start() checks for the
- * value in effect alone: a flag is how a second agent runs beside the first.
- * 0, or -EINVAL with a->cfg.err set.
+ * without the flag. With host, the directory of the file's absolute
+ * database path must exist too (issue 30: --db hid a [storage] path that
+ * the next start without the flag, the unit's, would refuse). Binding the address, and reaching the
+ * directory as the user the agent becomes, agent_start() checks for the
+ * value in effect alone: a flag is how a second agent runs beside the first
+ * (on another port). 0, or -EINVAL with a->cfg.err set.
  */
-int agent_config_check(struct agent *a);
+int agent_config_check(struct agent *a, bool host);
 /*
  * Everything agent_start() checks of the config, and records every error
  * (cfg.errors), without a side effect: no database, BPF, socket or sysfs

@@ -10,6 +10,7 @@
  * start-up reads (agent_config_validate()).
  */
 #include <errno.h>
+#include <limits.h>
 #include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -354,41 +355,54 @@ static int listen_parse(struct agent *a, const char *listen, struct sockaddr_sto
 	return 0;
 }
 
-int agent_listen_check(struct agent *a, const char *listen)
+/* The lowest port an unprivileged bind may take here (the sysctl of this
+ * network namespace), 1024 when it cannot be read. */
+static unsigned unprivileged_port_start(void)
+{
+	FILE *f = fopen("/proc/sys/net/ipv4/ip_unprivileged_port_start", "re");
+	unsigned v = 1024;
+
+	if (f) {
+		if (fscanf(f, "%u", &v) != 1)
+			v = 1024;
+		fclose(f);
+	}
+	return v;
+}
+
+int agent_listen_check(struct agent *a, const char *listen, bool in_use_ok)
 {
 	struct sockaddr_storage ss;
 	socklen_t sslen;
+	unsigned port, lowest;
 	int fd, one = 1, err = 0;
 
 	if (listen_parse(a, listen, &ss, &sslen))
 		return -EINVAL;
+	port = ntohs(ss.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&ss)->sin6_port
+					      : ((struct sockaddr_in *)&ss)->sin_port);
+	lowest = unprivileged_port_start();
+	if (port && port < lowest)
+		/* Whoever checks (root outside the unit: the package's
+		 * postinst, the reload's guard) could bind it; the unit, whose
+		 * bounding set has no CAP_NET_BIND_SERVICE, could not. One
+		 * verdict for both: the agent never counts on that capability. */
+		return cfg_error(&a->cfg, "http", "listen",
+				 "port %u is below net.ipv4.ip_unprivileged_port_start (%u): the "
+				 "agent does not use CAP_NET_BIND_SERVICE (its unit grants none); "
+				 "choose a port from %u, or lower that sysctl",
+				 port, lowest, lowest);
 	fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return 0; /* not the address's fault; http_start() reports it */
 	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
 	if (ss.ss_family == AF_INET6)
 		setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
-	if (bind(fd, (struct sockaddr *)&ss, sslen) < 0)
-		err = cfg_error(&a->cfg, "http", "listen", "cannot bind: %s", strerror(errno));
+	if (bind(fd, (struct sockaddr *)&ss, sslen) < 0 && !(in_use_ok && errno == EADDRINUSE))
+		err = cfg_error(&a->cfg, "http", "listen", "cannot bind: %s%s", strerror(errno),
+				errno == EADDRNOTAVAIL ? " (no such address on this host)" : "");
 	close(fd);
 	return err;
-}
-
-int agent_config_check(struct agent *a)
-{
-	struct store_config sc = {0};
-	struct http_config hc = {0};
-	struct privsep_config pc = {0};
-	struct sockaddr_storage ss;
-	socklen_t sslen;
-	int bad = 0;
-
-	bad |= agent_storage_config(a, &sc);
-	bad |= agent_http_config(a, &hc, true);
-	bad |= listen_parse(a, hc.listen, &ss, &sslen);
-	bad |= agent_privsep_config(a, &pc, true);
-	web_config_free(hc.web);
-	return bad ? -EINVAL : 0;
 }
 
 /* [storage] path's directory exists (the database itself is not opened). */
@@ -411,6 +425,89 @@ static int storage_dir_check(struct agent *a, const char *path)
 	if (!S_ISDIR(st.st_mode))
 		return cfg_error(&a->cfg, "storage", "path", "%s is not a directory", dir);
 	return 0;
+}
+
+/* Whether dir is path or below it (both absolute, without "..": realpath). */
+static bool path_under(const char *dir, const char *path, size_t n)
+{
+	while (n > 1 && path[n - 1] == '/')
+		n--;
+	return !strncmp(dir, path, n) && (dir[n] == '/' || dir[n] == '\0' || n == 1);
+}
+
+/*
+ * The sandbox of the service (deploy/sysobsd.service): under
+ * ProtectSystem=strict only its StateDirectory= and ReadWritePaths= are
+ * writable, which the unit also names in SYSOBS_WRITABLE_PATHS (':'
+ * separated) for this check, seen by the agent it starts, by its reload's
+ * check and by the package's postinst. A database directory outside them
+ * would fail only inside the unit, at its next start.
+ */
+static int sandbox_check(struct agent *a, const char *dir)
+{
+	const char *list = getenv("SYSOBS_WRITABLE_PATHS");
+	char real[PATH_MAX], *dup, *save = NULL;
+	bool ok = false;
+
+	if (!list || !*list || !realpath(dir, real))
+		return 0; /* no sandbox named; a missing directory: said already */
+	dup = strdup(list);
+	if (!dup)
+		return -ENOMEM;
+	for (char *p = strtok_r(dup, ":", &save); p && !ok; p = strtok_r(NULL, ":", &save))
+		ok = *p == '/' && path_under(real, p, strlen(p));
+	free(dup);
+	if (!ok)
+		return cfg_error(
+		    &a->cfg, "storage", "path",
+		    "directory %s is outside what the service may write "
+		    "(SYSOBS_WRITABLE_PATHS=%s: its StateDirectory= and ReadWritePaths=; "
+		    "ProtectSystem=strict makes the rest read-only)",
+		    real, list);
+	return 0;
+}
+
+int agent_db_dir_check(struct agent *a, const char *path, const struct privsep_config *pc)
+{
+	char dir[PATH_MAX], msg[512];
+	const char *slash;
+
+	if (storage_dir_check(a, path))
+		return -EINVAL;
+	if (!path || !*path)
+		return 0;
+	slash = strrchr(path, '/');
+	if (!slash)
+		snprintf(dir, sizeof(dir), ".");
+	else
+		snprintf(dir, sizeof(dir), "%.*s", slash == path ? 1 : (int)(slash - path), path);
+	if (sandbox_check(a, dir))
+		return -EINVAL;
+	if (pc && pc->user && privsep_check_db_dir(pc, path, msg, sizeof(msg)))
+		return cfg_error(&a->cfg, "storage", "path", "%s", msg);
+	return 0;
+}
+
+int agent_config_check(struct agent *a, bool host)
+{
+	struct store_config sc = {0};
+	struct http_config hc = {0};
+	struct privsep_config pc = {0};
+	struct sockaddr_storage ss;
+	socklen_t sslen;
+	int bad = 0;
+
+	bad |= agent_storage_config(a, &sc);
+	/* a flag (--db) may replace the path: the file's own must still be
+	 * one the agent could use; a relative one names a directory of the
+	 * working directory a start will have (the unit's), not this one's */
+	if (host && sc.path && sc.path[0] == '/')
+		bad |= storage_dir_check(a, sc.path);
+	bad |= agent_http_config(a, &hc, host);
+	bad |= listen_parse(a, hc.listen, &ss, &sslen);
+	bad |= agent_privsep_config(a, &pc, host);
+	web_config_free(hc.web);
+	return bad ? -EINVAL : 0;
 }
 
 size_t agent_all_tables(const struct event_table **tables)
@@ -459,12 +556,18 @@ int agent_config_validate(struct agent *a, bool host)
 	agent_host_config(a);
 	bad |= agent_storage_config(a, &sc);
 	bad |= agent_table_retention(a);
-	if (host)
-		bad |= storage_dir_check(a, sc.path);
 	bad |= agent_http_config(a, &hc, host);
-	if (hc.listen)
-		bad |= listen_parse(a, hc.listen, &ss, &sslen);
 	bad |= agent_privsep_config(a, &pc, host);
+	if (host) {
+		/* what the start checks of this host: the database directory
+		 * (for the user the agent becomes, in the unit's sandbox), a
+		 * throwaway bind of the listen address (taken: by the running
+		 * agent, whose reload this may be) */
+		bad |= agent_db_dir_check(a, sc.path, pc.user ? &pc : NULL);
+		if (hc.listen)
+			bad |= agent_listen_check(a, hc.listen, true);
+	} else if (hc.listen)
+		bad |= listen_parse(a, hc.listen, &ss, &sslen);
 	bad |= expose_config_check(&a->cfg);
 	export_identity_resolve(&a->cfg, a->host, &id); /* errors: remote_write_check() */
 	bad |= remote_write_check(&a->cfg, &id, host, &rw);

@@ -37,9 +37,16 @@ int agent_http_config(struct agent *a, struct http_config *hc, bool read_files);
  * the agent's own seccomp filter, where NSS may not work). */
 int agent_privsep_config(struct agent *a, struct privsep_config *pc, bool lookup);
 /* [http] listen must parse and be bindable now, before anything is loaded
- * or attached: a bad address or a port in use exits 2 at once. The probe
- * socket is closed again; http_start() binds for real later. */
-int agent_listen_check(struct agent *a, const char *listen);
+ * or attached: a bad address, an address not on this host, a port below
+ * net.ipv4.ip_unprivileged_port_start (the agent never counts on
+ * CAP_NET_BIND_SERVICE, which its unit does not grant) or a port in use
+ * (unless in_use_ok: --check-config beside the running agent) exits 2 at
+ * once. The probe socket is closed again; http_start() binds for real. */
+int agent_listen_check(struct agent *a, const char *listen, bool in_use_ok);
+/* [storage] path's directory: exists, inside SYSOBS_WRITABLE_PATHS when
+ * that is set (the unit's sandbox), reachable by the user the agent
+ * becomes (pc; NULL: not asked). 0 or -EINVAL with the error recorded. */
+int agent_db_dir_check(struct agent *a, const char *path, const struct privsep_config *pc);
 /* Every event table any collector declares, NULL-terminated, into
  * tables[AGENT_MAX_TABLES + 1]: the store has them all, whichever run. */
 size_t agent_all_tables(const struct event_table **tables);

@@ -10,6 +10,7 @@
  * with --config the values in effect and where each came from.
  */
 #include <getopt.h>
+#include <limits.h>
 #include <malloc.h>
 #include <pthread.h>
 #include <signal.h>
@@ -52,8 +53,9 @@ static void usage(FILE *out)
 	    "                          TLS and basic auth in exporter-toolkit's YAML format\n"
 	    "                          ([http] web_config_file)\n"
 	    "      --check-config      check the config (and flags) as start-up would, print\n"
-	    "                          every error as file:line: message; exit 0 or 2;\n"
-	    "                          opens no database, socket or BPF object\n"
+	    "                          every error as file:line: message and the drop-ins\n"
+	    "                          read; exit 0 or 2; opens no database or BPF object,\n"
+	    "                          binds [http] listen once and closes it\n"
 	    "      --print-config      print every config key with its default and exit;\n"
 	    "                          with --config, the values in effect, each with\n"
 	    "                          the file:line it came from\n"
@@ -110,24 +112,42 @@ static int config_offline(struct agent *a, const char *config, const struct over
 {
 	int bad = 0;
 
+	char dir[PATH_MAX];
+
 	if (config)
 		bad |= cfg_load(&a->cfg, config);
 	if (config)
-		bad |= agent_config_check(a);
+		bad |= agent_config_check(a, !print);
 	for (size_t i = 0; i < n_over; i++)
 		bad |= cfg_set(&a->cfg, over[i].section, over[i].key, over[i].value);
-	bad |= agent_config_validate(a, true);
+	/* printing asks nothing of this host (a missing ./var included) */
+	bad |= agent_config_validate(a, !print);
 	agent_config_errors_print(&a->cfg, 0, stderr);
 	if (bad) {
 		fprintf(stderr, "sysobsd: %s: config not valid\n",
 			config ? config : "embedded defaults");
 		return 2;
 	}
-	if (print)
+	if (print) {
 		cfg_print_effective(&a->cfg, stdout);
-	else
-		fprintf(stderr, "sysobsd: %s: config valid\n",
-			config ? config : "embedded defaults");
+		return 0;
+	}
+	/* the files read: what was checked is what a start reads */
+	if (!config) {
+		fprintf(stderr, "sysobsd: embedded defaults: config valid\n");
+		return 0;
+	}
+	if (cfg_dropin_dir(config, dir, sizeof(dir)))
+		snprintf(dir, sizeof(dir), "%s.d", config);
+	fprintf(stderr, "sysobsd: %s: config valid", config);
+	if (a->cfg.n_files > 1) {
+		fprintf(stderr, " with %zu drop-in%s:", a->cfg.n_files - 1,
+			a->cfg.n_files > 2 ? "s" : "");
+		for (size_t i = 1; i < a->cfg.n_files; i++)
+			fprintf(stderr, " %s", a->cfg.files[i]);
+		fputc('\n', stderr);
+	} else
+		fprintf(stderr, " (no drop-in in %s)\n", dir);
 	return 0;
 }
 
@@ -235,7 +255,7 @@ static int load_config(struct agent *a, const struct cmdline *cl)
 	/* The file's values as the file has them, before a flag replaces one:
 	 * --listen over a bad [http] listen is refused as the bad listen alone
 	 * is, and logged as agent_start() logs it. */
-	if (cl->config && agent_config_check(a)) {
+	if (cl->config && agent_config_check(a, true)) {
 		agent_config_errors_log(a);
 		return 2;
 	}

@@ -84,6 +84,11 @@ static void as_series_gone(struct sink *k, struct sink_family *f, struct sink_se
 	metric_series_gone((struct metric *)f, (struct metric_series *)s, clock_mono_ns());
 }
 
+static void as_series_remove(struct sink *k, struct sink_family *f, struct sink_series *s)
+{
+	metric_series_remove((struct metric *)f, (struct metric_series *)s);
+}
+
 static void as_family_clear(struct sink *k, struct sink_family *f)
 {
 	metric_clear((struct metric *)f);
@@ -141,6 +146,7 @@ static const struct sink_ops agent_sink_ops = {
     .family = as_family,
     .series = as_series,
     .series_gone = as_series_gone,
+    .series_remove = as_series_remove,
     .family_clear = as_family_clear,
     .add = as_add,
     .set = as_set,

@@ -21,10 +21,14 @@
 #include <strings.h>
 
 #include "base/arena.h"
+#include "base/buf.h"
+#include "base/hash.h"
 #include "base/log.h"
 #include "base/netns_name.h"
 #include "api/history.h"
+#include "api/history_pcapng.h"
 #include "api/http.h"
+#include "api/negotiate.h"
 #include "api/pbjson.h"
 #include "api/proto/pbmsg.h"
 #include "api/proto/sysobs.pb-c.h"
@@ -58,6 +62,8 @@ struct history_table {
 	struct history_param params[STORE_FILTERS_MAX];
 	size_t n_params;
 	const char *allowed[HISTORY_PARAMS_MAX + 1];
+	const struct event_column *c_stack; /* stacks_route: the "stack" text column */
+	const char *stacks_allowed[HISTORY_PARAMS_MAX + 1];
 };
 
 struct history {
@@ -77,6 +83,8 @@ static bool field_fits(const struct event_column *c, const ProtobufCFieldDescrip
 	switch (c->type) {
 	case COL_TEXT:
 		return f->type == PROTOBUF_C_TYPE_STRING;
+	case COL_BLOB:
+		return f->type == PROTOBUF_C_TYPE_BYTES;
 	case COL_REAL:
 		return f->type == PROTOBUF_C_TYPE_DOUBLE || f->type == PROTOBUF_C_TYPE_FLOAT;
 	default:
@@ -120,7 +128,9 @@ int history_check_table(const struct event_table *t, char *err, size_t errlen)
 				 t->name, c->name, d->name, f ? "compatible" : "");
 			return -EINVAL;
 		}
-		if (c->null != COL_NOT_NULL && !field_optional(f)) {
+		/* proto3 bytes are absent when empty: a BLOB's NULL needs no more
+		 * (and protoc-c's initializer of an optional bytes does not compile) */
+		if (c->null != COL_NOT_NULL && !field_optional(f) && c->type != COL_BLOB) {
 			snprintf(err, errlen,
 				 "table %s column %s can be NULL: %s.%s must be optional", t->name,
 				 c->name, d->name, c->name);
@@ -196,6 +206,15 @@ static ProtobufCMessage *row_message(const struct history_table *ht, struct aren
 		case COLV_TEXT:
 			*(char **)((char *)m + f->offset) = arena_strndup(ar, v.s, v.len);
 			break;
+		case COLV_BLOB: {
+			ProtobufCBinaryData *b = (ProtobufCBinaryData *)((char *)m + f->offset);
+
+			b->data = arena_alloc(ar, v.len ? v.len : 1);
+			if (b->data)
+				memcpy(b->data, v.s, v.len);
+			b->len = v.len;
+			break;
+		}
 		case COLV_REAL:
 			if (f->type == PROTOBUF_C_TYPE_FLOAT)
 				*(float *)((char *)m + f->offset) = (float)v.d;
@@ -334,6 +353,10 @@ struct page_ctx {
 	ProtobufCMessage **rows;
 	int64_t *ids;
 	size_t n, cap;
+	/* pcapng: the row structs and times themselves, not messages */
+	bool raw;
+	void **raw_rows;
+	int64_t *ts;
 };
 
 static int page_row(int64_t id, int64_t ts_ns, const void *row, void *arg)
@@ -343,6 +366,17 @@ static int page_row(int64_t id, int64_t ts_ns, const void *row, void *arg)
 
 	if (x->n == x->cap)
 		return 0; /* the one extra row only says a next page exists */
+	if (x->raw) {
+		void *copy = arena_alloc(x->ar, x->ht->t->row_size);
+
+		if (!copy)
+			return -ENOMEM;
+		memcpy(copy, row, x->ht->t->row_size);
+		x->raw_rows[x->n] = copy;
+		x->ts[x->n] = ts_ns;
+		x->ids[x->n++] = id;
+		return 0;
+	}
 	m = row_message(x->ht, x->ar, id, ts_ns, row);
 	if (!m)
 		return -ENOMEM;
@@ -373,6 +407,12 @@ static int history_query(const struct history_table *ht, const struct query_wind
 	x->ids = arena_alloc(x->ar, (w->limit + 1) * sizeof(*x->ids));
 	if (!x->rows || !x->ids)
 		return -ENOMEM;
+	if (x->raw) {
+		x->raw_rows = arena_alloc(x->ar, (w->limit + 1) * sizeof(*x->raw_rows));
+		x->ts = arena_alloc(x->ar, (w->limit + 1) * sizeof(*x->ts));
+		if (!x->raw_rows || !x->ts)
+			return -ENOMEM;
+	}
 	n = store_history_page(ht->store, ht->t, &q, page_row, x);
 	if (n < 0)
 		return n;
@@ -416,7 +456,14 @@ static void history_serve(const struct http_request *req, struct http_response *
 	bool more = false;
 	int enc, err;
 
-	enc = api_encoding(req, res);
+	/* A table with a packet capture also answers as pcapng, when asked by
+	 * name (JSON stays the default); its errors are JSON. */
+	if (history_pcapng_able(ht->t)) {
+		static const char *const offers[] = {API_CT_JSON, API_CT_PROTOBUF, API_CT_PCAPNG};
+
+		x.raw = http_negotiate(req->accept, offers, 3) == 2;
+	}
+	enc = x.raw ? API_JSON : api_encoding(req, res);
 	if (enc < 0 || query_params_check(req, ht->allowed, res) ||
 	    query_window_parse(req, &w, res))
 		return;
@@ -435,6 +482,21 @@ static void history_serve(const struct http_request *req, struct http_response *
 		reply_query_error(res, enc, err);
 		goto out;
 	}
+	if (x.raw) {
+		struct buf b = {0};
+		size_t len;
+		char *body;
+
+		err = history_pcapng_page(ht->t, x.raw_rows, x.ids, x.ts, x.n,
+					  more && x.n ? x.ids[x.n - 1] : 0, &b);
+		body = err ? NULL : buf_steal(&b, &len);
+		if (body)
+			http_reply_text(res, 200, API_CT_PCAPNG, body, len);
+		else
+			reply_query_error(res, enc, -ENOMEM);
+		buf_free(&b);
+		goto out;
+	}
 	{
 		const ProtobufCMessageDescriptor *ld = ht->t->list_message;
 		ProtobufCMessage *list = arena_alloc(&ar, ld->sizeof_message);
@@ -451,6 +513,184 @@ static void history_serve(const struct http_request *req, struct http_response *
 		else
 			api_reply(res, 200, enc, list);
 	}
+out:
+	arena_free(&ar);
+}
+
+/* ---- <stacks_route>: folded stacks with counts ---- */
+
+#define HISTORY_STACKS_PAGE 1000
+#define HISTORY_STACKS_ROWS 100000 /* rows read at most, newest first */
+
+struct stack_count {
+	struct hash_node node;
+	uint64_t count;
+	size_t len;
+	char s[];
+};
+
+struct stacks_ctx {
+	const struct event_column *c;
+	struct hash_table h;
+	uint64_t rows;
+	int64_t last_id;
+};
+
+static int stacks_row(int64_t id, int64_t ts_ns, const void *row, void *arg)
+{
+	struct stacks_ctx *x = arg;
+	struct stack_count *e;
+	struct col_value v;
+	uint64_t h;
+
+	(void)ts_ns;
+	x->rows++;
+	x->last_id = id;
+	col_value(x->c, row, &v);
+	if (v.kind != COLV_TEXT)
+		return 0;
+	h = hash_fnv1a(HASH_FNV1A_INIT, v.s, v.len);
+	for (struct hash_node *n = hash_chain(&x->h, h); n; n = n->next) {
+		e = hash_entry(n, struct stack_count, node);
+		if (n->hash == h && e->len == v.len && !memcmp(e->s, v.s, v.len)) {
+			e->count++;
+			return 0;
+		}
+	}
+	e = malloc(sizeof(*e) + v.len + 1);
+	if (!e)
+		return -ENOMEM;
+	e->count = 1;
+	e->len = v.len;
+	memcpy(e->s, v.s, v.len);
+	e->s[v.len] = '\0';
+	hash_add(&x->h, &e->node, h);
+	return 0;
+}
+
+static int stack_count_cmp(const void *a, const void *b)
+{
+	const struct stack_count *x = *(struct stack_count *const *)a;
+	const struct stack_count *y = *(struct stack_count *const *)b;
+
+	if (x->count != y->count)
+		return x->count < y->count ? 1 : -1;
+	return strcmp(x->s, y->s);
+}
+
+/*
+ * The stacks of the rows a filter selects in a window, folded, with the
+ * number of rows that had each, most first, the first `limit`: a
+ * DropStackList, or with Accept: text/plain "stack count" lines (what
+ * flamegraph.pl and speedscope read). Reads the newest HISTORY_STACKS_ROWS
+ * rows of the window at most (truncated says so).
+ */
+static void stacks_serve(const struct http_request *req, struct http_response *res, void *arg)
+{
+	static const char *const offers[] = {API_CT_JSON, API_CT_PROTOBUF, "text/plain"};
+	const struct history_table *ht = arg;
+	struct store_filter filters[STORE_FILTERS_MAX];
+	struct stacks_ctx x = {.c = ht->c_stack};
+	Sysobs__V1__DropStackList list = SYSOBS__V1__DROP_STACK_LIST__INIT;
+	struct stack_count **all = NULL;
+	struct arena ar = {0};
+	struct query_window w;
+	struct store_page_query q = {0};
+	size_t nf = 0, n = 0, i;
+	struct hash_node *node, *tmp;
+	int pick = http_negotiate(req->accept, offers, 3), enc, err = 0;
+	bool text = pick == 2;
+
+	enc = text ? API_JSON : api_encoding(req, res);
+	if (enc < 0 || query_params_check(req, ht->stacks_allowed, res) ||
+	    query_window_parse(req, &w, res))
+		return;
+	for (i = 0; i < ht->n_params; i++) {
+		const char *v = http_query(req, ht->params[i].name);
+
+		if (!v)
+			continue;
+		memset(&filters[nf], 0, sizeof(filters[nf]));
+		if (filter_parse(&ht->params[i], v, &ar, &filters[nf], res, enc))
+			goto out;
+		nf++;
+	}
+	if (hash_init(&x.h, 64)) {
+		reply_query_error(res, enc, -ENOMEM);
+		goto out;
+	}
+	q = (struct store_page_query){.cursor = INT64_MAX,
+				      .start_ns = w.start_ns,
+				      .end_ns = w.end_ns,
+				      .limit = HISTORY_STACKS_PAGE,
+				      .filters = filters,
+				      .n_filters = nf};
+	for (;;) {
+		int got = store_history_page(ht->store, ht->t, &q, stacks_row, &x);
+
+		if (got < 0) {
+			err = got;
+			break;
+		}
+		if ((unsigned)got < HISTORY_STACKS_PAGE)
+			break;
+		if (x.rows >= HISTORY_STACKS_ROWS) {
+			list.truncated = true;
+			break;
+		}
+		q.cursor = x.last_id;
+	}
+	if (err) {
+		reply_query_error(res, enc, err);
+		goto out_hash;
+	}
+	all = malloc((x.h.n ? x.h.n : 1) * sizeof(*all));
+	if (!all) {
+		reply_query_error(res, enc, -ENOMEM);
+		goto out_hash;
+	}
+	hash_for_each_safe(&x.h, i, node, tmp)
+		all[n++] = hash_entry(node, struct stack_count, node);
+	qsort(all, n, sizeof(*all), stack_count_cmp);
+	if (n > w.limit)
+		n = w.limit;
+	if (text) {
+		struct buf b = {0};
+		char *body;
+		size_t len;
+
+		for (i = 0; i < n; i++)
+			buf_printf(&b, "%s %" PRIu64 "\n", all[i]->s, all[i]->count);
+		body = buf_steal(&b, &len);
+		if (!body && b.oom)
+			reply_query_error(res, enc, -ENOMEM);
+		else
+			http_reply_text(res, 200, "text/plain; charset=utf-8",
+					body ? body : strdup(""), len);
+		goto out_hash;
+	}
+	list.samples = x.rows;
+	list.data = arena_alloc(&ar, (n ? n : 1) * sizeof(*list.data));
+	for (i = 0; list.data && i < n; i++) {
+		Sysobs__V1__DropStack *d = arena_alloc(&ar, sizeof(*d));
+
+		if (!d)
+			break;
+		sysobs__v1__drop_stack__init(d);
+		d->stack = all[i]->s;
+		d->count = all[i]->count;
+		list.data[i] = d;
+	}
+	list.n_data = n;
+	if (ar.oom)
+		reply_query_error(res, enc, -ENOMEM);
+	else
+		api_reply(res, 200, enc, &list.base);
+out_hash:
+	free(all);
+	hash_for_each_safe(&x.h, i, node, tmp)
+		free(hash_entry(node, struct stack_count, node));
+	hash_fini(&x.h);
 out:
 	arena_free(&ar);
 }
@@ -622,8 +862,20 @@ static int history_table_init(struct history_table *ht, const struct event_table
 	ht->allowed[na++] = "start";
 	ht->allowed[na++] = "end";
 	ht->allowed[na++] = "limit";
+	memcpy(ht->stacks_allowed, ht->allowed, na * sizeof(*ht->allowed));
+	ht->stacks_allowed[na] = NULL; /* no cursor: an aggregate */
 	ht->allowed[na++] = "cursor";
 	ht->allowed[na] = NULL;
+	if (t->stacks_route) {
+		for (const struct event_column *c = t->cols; c->name; c++)
+			if (!strcmp(c->name, "stack") && c->type == COL_TEXT)
+				ht->c_stack = c;
+		if (!ht->c_stack) {
+			snprintf(err, errlen, "table %s: a stacks route needs a text column stack",
+				 t->name);
+			return -EINVAL;
+		}
+	}
 	return 0;
 }
 
@@ -665,6 +917,8 @@ int history_routes_register(struct http_server *http, struct store *s,
 		rc = schema_add(&sr);
 		if (!rc)
 			rc = http_route(http, "GET", ht->t->route, false, history_serve, ht);
+		if (!rc && ht->c_stack)
+			rc = http_route(http, "GET", ht->t->stacks_route, false, stacks_serve, ht);
 		if (rc) {
 			log_err("http", "cannot register GET %s: %s", ht->t->route, strerror(-rc));
 			return rc;

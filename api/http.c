@@ -166,7 +166,10 @@ struct http_server *http_new(const struct http_config *cfg, struct metrics *m)
 	}
 	h->acceptor.listen_fd = h->acceptor.ep = h->acceptor.wake_fd = h->conns.slot_fd = -1;
 	err = http_conns_init(h);
+	if (!err)
+		err = http_login_init(h);
 	if (err) {
+		http_login_free(h);
 		http_conns_free(h);
 		goto out_free;
 	}
@@ -226,6 +229,58 @@ static void *on_uri(void *cls, const char *uri, struct MHD_Connection *conn)
 	return c;
 }
 
+static const char *deny_code(int status)
+{
+	switch (status) {
+	case 401:
+		return "unauthorized";
+	case 429:
+		return "too_many_requests";
+	case 503:
+		return "unavailable";
+	default:
+		return "forbidden";
+	}
+}
+
+/*
+ * The start of an authenticated request: a body still to come is waited
+ * for under the header deadline; one that no route could take (a GET or
+ * HEAD body, one over HTTP_BODY_MAX) is refused before a byte of it is
+ * read. true when it has answered (*r the result), false to go on.
+ */
+static bool request_begin(struct http_server *h, struct MHD_Connection *conn, struct http_conn *c,
+			  const char *url, const char *method, enum MHD_Result *r)
+{
+	const char *cl =
+	    MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+	unsigned long long len = cl ? strtoull(cl, NULL, 10) : 0;
+
+	/* A body still to come keeps the connection under the header
+	 * deadline (http_conn.c) until it is in: a kept-alive request
+	 * trickling its body holds its slot no longer than a slow header
+	 * would. */
+	if (!len) {
+		http_conns_busy(h, conn, true);
+		return false;
+	}
+	/* As http_header.c does for a connection's first request: an
+	 * oversize body (413) and then a GET or HEAD body (400) are refused
+	 * before a byte of them is read. */
+	if (len > HTTP_BODY_MAX) {
+		c->too_large = true;
+		*r = http_dispatch(h, conn, c, url, method);
+		return true;
+	}
+	if (!strcmp(method, MHD_HTTP_METHOD_GET) || !strcmp(method, MHD_HTTP_METHOD_HEAD)) {
+		*r = http_reply_error_now(h, conn, c, NULL, 400, "bad_request",
+					  "a GET or HEAD request takes no body (Content-Length > 0)",
+					  NULL);
+		return true;
+	}
+	return false;
+}
+
 static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const char *url,
 				 const char *method, const char *version, const char *upload_data,
 				 size_t *upload_data_size, void **con_cls)
@@ -243,23 +298,12 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const c
 	if (c->refused)
 		return MHD_NO;
 	if (c->deny_status) /* resumed after the failure delay */
-		return http_reply_error_now(h, conn, c, NULL, c->deny_status,
-					    c->deny_status == 401 ? "unauthorized" : "forbidden",
+		return http_reply_error_now(h, conn, c, NULL, c->deny_status, deny_code(c->deny_status),
 					    c->deny_msg, NULL);
 	if (!c->seen) {
-		const char *cl;
-		bool delay;
 		int status;
 
 		c->seen = true;
-		cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
-						 MHD_HTTP_HEADER_CONTENT_LENGTH);
-		/* A body still to come keeps the connection under the header
-		 * deadline (http_conn.c) until it is in: a kept-alive request
-		 * trickling its body holds its slot no longer than a slow
-		 * header would. */
-		if (!cl || !strtoull(cl, NULL, 10))
-			http_conns_busy(h, conn, true);
 		/* A chunked body is refused before libmicrohttpd decodes it (its
 		 * errors there are HTML): the first request of a plain
 		 * connection was refused earlier (http_header.c), this catches
@@ -279,28 +323,24 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const c
 		if (!http_client_cert_ok(h, conn, c->deny_msg, sizeof(c->deny_msg)))
 			return http_reply_error_now(h, conn, c, NULL, 403, "forbidden", c->deny_msg,
 						    NULL);
-		status = http_basic_auth(h, conn, c, &delay);
-		if (status) {
-			c->deny_status = status;
-			if (delay && !http_conns_delay(h, conn, HTTP_AUTH_DELAY_MS))
-				return MHD_YES;
-			return http_reply_error_now(h, conn, c, NULL, status, "unauthorized",
-						    c->deny_msg, NULL);
-		}
-		if (!cl || !strtoull(cl, NULL, 10))
+		status = http_basic_auth(h, conn, c);
+		if (status == HTTP_AUTH_PENDING) {
+			c->auth_held = true;
 			return MHD_YES;
-		/* As http_header.c does for a connection's first request: an
-		 * oversize body (413) and then a GET or HEAD body (400) are
-		 * refused before a byte of them is read. */
-		if (strtoull(cl, NULL, 10) > HTTP_BODY_MAX)
-			c->too_large = true;
-		if (c->too_large)
-			return http_dispatch(h, conn, c, url, method);
-		if (!strcmp(method, MHD_HTTP_METHOD_GET) || !strcmp(method, MHD_HTTP_METHOD_HEAD))
-			return http_reply_error_now(
-			    h, conn, c, NULL, 400, "bad_request",
-			    "a GET or HEAD request takes no body (Content-Length > 0)", NULL);
-		return MHD_YES;
+		}
+		if (status)
+			return http_reply_error_now(h, conn, c, NULL, status, deny_code(status),
+						    c->deny_msg, NULL);
+	}
+	if (!c->begun) {
+		/* Authenticated (at once, or resumed after the login thread). */
+		enum MHD_Result r;
+
+		c->begun = true;
+		if (request_begin(h, conn, c, url, method, &r))
+			return r;
+		if (!*upload_data_size)
+			return MHD_YES; /* the body, or the call to answer, comes next */
 	}
 	if (*upload_data_size) {
 		size_t n = *upload_data_size;
@@ -483,9 +523,12 @@ int http_start(struct http_server *h)
 	 * libmicrohttpd with their first request header complete. */
 	err = http_conns_start(h);
 	if (!err)
+		err = http_login_start(h);
+	if (!err)
 		err = http_acceptor_start(h, fd);
 	if (err) {
 		close(fd);
+		http_login_stop(h);
 		http_conns_stop(h);
 		MHD_stop_daemon(h->daemon);
 		h->daemon = NULL;
@@ -506,9 +549,11 @@ void http_free(struct http_server *h)
 	if (!h)
 		return;
 	http_acceptor_stop(h);
+	http_login_stop(h);
 	http_conns_stop(h);
 	if (h->daemon)
 		MHD_stop_daemon(h->daemon);
+	http_login_free(h);
 	http_conns_free(h);
 	web_config_free(h->web);
 	for (size_t i = 0; i < h->n_routes; i++) {

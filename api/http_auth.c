@@ -130,6 +130,33 @@ static bool media_type_is(const char *ct, const char *type)
 	       (!ct[n] || ct[n] == ';' || ct[n] == ' ' || ct[n] == '\t');
 }
 
+struct header_count {
+	const char *name;
+	unsigned n;
+};
+
+static enum MHD_Result count_header(void *cls, enum MHD_ValueKind kind, const char *key,
+				    const char *value)
+{
+	struct header_count *hc = cls;
+
+	(void)kind;
+	(void)value;
+	if (key && !strcasecmp(key, hc->name))
+		hc->n++;
+	return MHD_YES;
+}
+
+/* How many times the request carries header NAME (libmicrohttpd's lookup
+ * finds the first only). */
+static unsigned header_count(struct MHD_Connection *conn, const char *name)
+{
+	struct header_count hc = {name, 0};
+
+	MHD_get_connection_values(conn, MHD_HEADER_KIND, count_header, &hc);
+	return hc.n;
+}
+
 int http_admin_check(const struct http_server *h, struct MHD_Connection *conn, const char *method,
 		     char *msg, size_t msglen)
 {
@@ -154,6 +181,10 @@ int http_admin_check(const struct http_server *h, struct MHD_Connection *conn, c
 	if (!host || !authority_is_us(h, &local, host, strlen(host))) {
 		snprintf(msg, msglen, "Host %.64s is not this server's address and port",
 			 host ? host : "(none)");
+		return 403;
+	}
+	if (origin && header_count(conn, "Origin") > 1) {
+		snprintf(msg, msglen, "more than one Origin header");
 		return 403;
 	}
 	if (origin) {
@@ -219,34 +250,27 @@ bool http_client_cert_ok(struct http_server *h, struct MHD_Connection *conn, cha
 }
 
 /*
- * basic_auth_users: 0 when the request may go on, else the status to answer
- * (401). A wrong password is answered after HTTP_AUTH_DELAY_MS with the
- * connection suspended, not a server thread asleep.
+ * basic_auth_users: 0 when the request may go on, a status to answer now
+ * (401 without credentials), or HTTP_AUTH_PENDING while http_login.c holds
+ * the connection (a bcrypt, or a refusal answered at its fixed time).
  */
-int http_basic_auth(struct http_server *h, struct MHD_Connection *conn, struct http_conn *c,
-		    bool *delay)
+int http_basic_auth(struct http_server *h, struct MHD_Connection *conn, struct http_conn *c)
 {
 	char *pass = NULL, *user;
-	bool ok;
+	int status;
 
-	*delay = false;
 	if (!h->web || !h->web->n_users)
 		return 0;
 	user = MHD_basic_auth_get_username_password(conn, &pass);
-	if (!user) {
+	if (!user || !pass) {
 		snprintf(c->deny_msg, sizeof(c->deny_msg), "authentication required");
+		MHD_free(user);
 		MHD_free(pass);
 		return 401;
 	}
-	ok = pass && web_auth_check(h->web, user, pass);
-	if (pass) {
-		explicit_bzero(pass, strlen(pass));
-		MHD_free(pass);
-	}
+	status = http_login_check(h, conn, c, user, pass);
+	explicit_bzero(pass, strlen(pass));
+	MHD_free(pass);
 	MHD_free(user);
-	if (ok)
-		return 0;
-	snprintf(c->deny_msg, sizeof(c->deny_msg), "wrong user name or password");
-	*delay = true;
-	return 401;
+	return status;
 }

@@ -108,7 +108,8 @@ static void slot_freed(struct http_conns *cs)
 static void crowded_update(struct http_server *h)
 {
 	struct http_conns *cs = &h->conns;
-	bool crowded = cs->n_waiting > 0 || cs->n_unstarted + cs->n_socks >= h->cfg.max_connections;
+	bool crowded = cs->n_waiting > 0 ||
+		       cs->n_unstarted + cs->n_socks - cs->n_held >= h->cfg.max_connections;
 
 	atomic_store_explicit(&cs->crowded, crowded, memory_order_relaxed);
 }
@@ -119,7 +120,7 @@ bool http_conns_reserve(struct http_server *h, int fd)
 	bool ok;
 
 	pthread_mutex_lock(&cs->lock);
-	ok = cs->n_unstarted + cs->n_socks < h->cfg.max_connections &&
+	ok = cs->n_unstarted + cs->n_socks - cs->n_held < h->cfg.max_connections &&
 	     cs->n_unstarted < cs->cap_unstarted;
 	if (ok)
 		cs->unstarted[cs->n_unstarted++] =
@@ -194,6 +195,8 @@ void http_conns_notify(void *cls, struct MHD_Connection *conn, void **socket_con
 	if (!s->doomed)
 		cs->n_live--;
 	cs->n_socks--;
+	if (s->held) /* closed while held: only at stop */
+		cs->n_held--;
 	crowded_update(h);
 	wake = cs->n_waiting > 0;
 	series_set(cs->open, cs->n_live);
@@ -241,7 +244,25 @@ void http_conns_close(struct http_server *h, struct MHD_Connection *conn,
 
 int http_conns_delay(struct http_server *h, struct MHD_Connection *conn, unsigned ms)
 {
+	return http_conns_hold(h, conn, clock_mono_ns() + (int64_t)ms * 1000000);
+}
+
+void http_conns_release(struct http_server *h, struct MHD_Connection *conn, int64_t at_ns)
+{
 	struct http_conns *cs = &h->conns;
+
+	pthread_mutex_lock(&cs->lock);
+	for (size_t i = 0; i < cs->n_delayed; i++)
+		if (cs->delayed[i].conn == conn)
+			cs->delayed[i].at_ns = at_ns;
+	pthread_cond_signal(&cs->cond);
+	pthread_mutex_unlock(&cs->lock);
+}
+
+int http_conns_hold(struct http_server *h, struct MHD_Connection *conn, int64_t at_ns)
+{
+	struct http_conns *cs = &h->conns;
+	struct http_sock *s = http_conns_sock(conn);
 
 	pthread_mutex_lock(&cs->lock);
 	if (!cs->thread_running || cs->stop) {
@@ -260,9 +281,21 @@ int http_conns_delay(struct http_server *h, struct MHD_Connection *conn, unsigne
 		cs->cap_delayed = cap;
 	}
 	cs->delayed[cs->n_delayed].conn = conn;
-	cs->delayed[cs->n_delayed].at_ns = clock_mono_ns() + (int64_t)ms * 1000000;
+	cs->delayed[cs->n_delayed].sock = s;
+	cs->delayed[cs->n_delayed].at_ns = at_ns;
 	cs->delayed[cs->n_delayed].suspended = false;
 	cs->n_delayed++;
+	/* A held connection (a login checked or refused later) gives its
+	 * slot to the next client while it waits: guessed passwords do not
+	 * fill the slots. At most max_connections of them, so that
+	 * libmicrohttpd's own limit (twice that) is never met. */
+	if (s && !s->held && cs->n_held < h->cfg.max_connections) {
+		s->held = true;
+		cs->n_held++;
+		crowded_update(h);
+		if (cs->n_waiting)
+			slot_freed(cs);
+	}
 	pthread_mutex_unlock(&cs->lock);
 	/* Outside our lock (libmicrohttpd takes its own); the entry is only
 	 * resumed once marked suspended, so the resume never comes first. */
@@ -289,6 +322,12 @@ static void resume_due(struct http_conns *cs, bool all)
 		pthread_mutex_lock(&cs->lock);
 		for (size_t i = 0; i < cs->n_delayed && n < 64;) {
 			if (cs->delayed[i].suspended && (all || cs->delayed[i].at_ns <= now)) {
+				struct http_sock *s = cs->delayed[i].sock;
+
+				if (s && s->held) { /* back in the slot count */
+					s->held = false;
+					cs->n_held--;
+				}
 				due[n++] = cs->delayed[i].conn;
 				cs->delayed[i] = cs->delayed[--cs->n_delayed];
 			} else {

@@ -328,6 +328,14 @@ int http_target_check(const char *uri, size_t len, char *msg, size_t msglen, con
 			return 400;
 		}
 	q = memchr(uri, '?', len);
+	/* libmicrohttpd decodes the path before routing, so an encoded
+	 * slash would read as a separator ("/api/v1/drops%2Fsamples" reached
+	 * the samples route); no route has one in a segment. */
+	for (const char *p = uri; p + 2 < (q ? q : end); p++)
+		if (p[0] == '%' && p[1] == '2' && (p[2] == 'F' || p[2] == 'f')) {
+			snprintf(msg, msglen, "an encoded slash (%%2F) in the path");
+			return 400;
+		}
 	if (q)
 		for (n_args = 1; (q = memchr(q + 1, '&', (size_t)(end - q - 1))); n_args++)
 			;

@@ -12,6 +12,8 @@
  *                   eviction, the header deadline, delayed answers
  *   http_accept.c   connections before libmicrohttpd: screening, the queue
  *                   for a slot
+ *   http_login.c    bcrypt off the request threads, failed logins limited
+ *                   per address, refusals at a fixed time
  * Calls go down that list (http.c -> http_route.c -> http_auth.c ->
  * http_respond.c -> http_gzip.c; http_accept.c -> http_respond.c,
  * http_header.c, http_conn.c). http_conn.c knows nothing of the acceptor:
@@ -50,6 +52,8 @@ struct http_route_entry {
 struct http_conn {
 	int64_t start_ns;
 	bool seen;	 /* the access handler ran once */
+	bool auth_held;	 /* held by http_login.c while its password is checked */
+	bool begun;	 /* authenticated; request_begin ran */
 	bool refused;	 /* answered from the URI callback; close */
 	int deny_status; /* 401/403 to send when resumed after a delay */
 	char deny_msg[160];
@@ -69,6 +73,7 @@ struct http_sock {
 	bool busy;		 /* a request's header is in; not evictable */
 	bool doomed;		 /* shut down by us; MHD closes it soon */
 	signed char tls_verdict; /* client certificate: 0 unchecked, 1 ok, -1 refused */
+	bool held;		 /* suspended by http_conns_hold, out of the slot count */
 };
 
 enum http_close_reason {
@@ -90,6 +95,7 @@ struct http_unstarted {
 
 struct http_delayed {
 	struct MHD_Connection *conn;
+	struct http_sock *sock; /* NULL: untracked */
 	int64_t at_ns;
 	bool suspended; /* MHD_suspend_connection returned */
 };
@@ -104,6 +110,7 @@ struct http_conns {
 	struct http_unstarted *unstarted;
 	unsigned n_unstarted, cap_unstarted;
 	unsigned n_waiting;  /* complete requests queued in http_accept.c */
+	unsigned n_held;     /* held (http_conns_hold): not counted in the slots */
 	atomic_bool crowded; /* slots full or clients waiting: Connection: close */
 	struct http_delayed *delayed;
 	size_t n_delayed, cap_delayed;
@@ -139,6 +146,39 @@ struct http_acceptor {
 	bool running;
 };
 
+/* http_login.c: the login thread and the per-address limit of failed
+ * logins. */
+#define LOGIN_BUCKETS 1024 /* client addresses remembered */
+
+struct login_key {
+	int family;
+	unsigned char addr[8]; /* IPv4 address, or an IPv6 /64 */
+};
+
+struct login_bucket {
+	struct login_key key;
+	double tokens;	  /* failed logins it may still make now */
+	unsigned pending; /* its pairs waiting for the login thread */
+	int64_t last_ns;
+	bool used;
+};
+
+enum login_outcome { LOGIN_OK, LOGIN_REFUSED, LOGIN_LIMITED, LOGIN_BUSY, LOGIN_N };
+
+struct http_login_job;
+
+struct http_login {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	pthread_t thread;
+	bool initialized, running, stop;
+	struct http_login_job *head, *tail;
+	unsigned n_queued;
+	int64_t slowest_ns; /* the longest bcrypt seen */
+	struct login_bucket buckets[LOGIN_BUCKETS];
+	struct metric_series *outcome[LOGIN_N];
+};
+
 struct http_server {
 	struct http_config cfg;
 	char *listen;
@@ -156,6 +196,7 @@ struct http_server {
 	bool tls;
 	struct http_conns conns;
 	struct http_acceptor acceptor;
+	struct http_login login;
 };
 
 /* http_accept.c: takes listen_fd (closed by http_acceptor_stop). */
@@ -175,9 +216,20 @@ int http_admin_check(const struct http_server *h, struct MHD_Connection *conn, c
 /* The client certificate the TLS config asks for (false: 403, msg why). */
 bool http_client_cert_ok(struct http_server *h, struct MHD_Connection *conn, char *msg,
 			 size_t msglen);
-/* basic_auth_users: 0, or 401 with c->deny_msg (*delay: a wrong password). */
-int http_basic_auth(struct http_server *h, struct MHD_Connection *conn, struct http_conn *c,
-		    bool *delay);
+/* basic_auth_users: 0 when the request may go on; HTTP_AUTH_PENDING when
+ * the connection is held (resumed with c->deny_status set, or 0 to go on);
+ * else the status to answer now, with c->deny_msg. */
+#define HTTP_AUTH_PENDING 1
+int http_basic_auth(struct http_server *h, struct MHD_Connection *conn, struct http_conn *c);
+
+/* http_login.c: a user and password given: 0, HTTP_AUTH_PENDING or a
+ * status to answer now (as http_basic_auth). */
+int http_login_check(struct http_server *h, struct MHD_Connection *conn, struct http_conn *c,
+		     const char *user, const char *pass);
+int http_login_init(struct http_server *h);  /* at http_new */
+int http_login_start(struct http_server *h); /* the login thread, when there are users */
+void http_login_stop(struct http_server *h); /* before http_conns_stop */
+void http_login_free(struct http_server *h);
 
 /* http_respond.c */
 /* Counts a request answered (r NULL: route "other") with its duration. */
@@ -248,5 +300,9 @@ void http_conns_close(struct http_server *h, struct MHD_Connection *conn,
 /* Suspends conn and resumes it after ms (then the access handler runs
  * again). 0 or -errno. */
 int http_conns_delay(struct http_server *h, struct MHD_Connection *conn, unsigned ms);
+/* Suspends conn until at_ns (CLOCK_MONOTONIC; INT64_MAX: until released). */
+int http_conns_hold(struct http_server *h, struct MHD_Connection *conn, int64_t at_ns);
+/* A held connection is resumed at at_ns (0: now). */
+void http_conns_release(struct http_server *h, struct MHD_Connection *conn, int64_t at_ns);
 
 #endif

@@ -104,6 +104,17 @@ static void route_metrics(const struct http_request *req, struct http_response *
 	fmt = http_negotiate(req->accept, offers, 3);
 	if (fmt < 0)
 		fmt = METRICS_FMT_TEXT;
+	/* collect[] is the one parameter (node_exporter's); anything else,
+	 * "collect" without the brackets included, is a mistake that would
+	 * otherwise serve every collector silently. */
+	for (size_t i = 0; i < req->n_args; i++)
+		if (strcmp(req->args[2 * i], "collect[]")) {
+			http_reply_error(res, 400, "bad_request",
+					 "unknown parameter \"%.64s\" (the one parameter is collect[], "
+					 "once per collector)",
+					 req->args[2 * i]);
+			return;
+		}
 	n_collect = http_query_all(req, "collect[]", collect, HTTP_ARGS_MAX);
 	for (size_t i = 0; i < n_collect; i++) {
 		size_t j = 0;

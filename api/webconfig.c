@@ -172,6 +172,37 @@ static int tls_version(struct parse_ctx *p, const yaml_node_t *v, const char *ke
 	return fail(p, v, "%s: expected TLS10, TLS11, TLS12 or TLS13", key);
 }
 
+/* What the server's start would refuse of the PEM files, by the same
+ * GnuTLS calls libmicrohttpd makes (a key that does not match its
+ * certificate, a CA file without a certificate): refused here, at load,
+ * so that --check-config says so and the start exits 2 for it (issue 30:
+ * the check said valid, the start exited 1). */
+static int tls_files_check(struct parse_ctx *p, const struct web_config *wc,
+			   const yaml_node_t *key_node, const yaml_node_t *ca_node)
+{
+	gnutls_certificate_credentials_t cred;
+	gnutls_datum_t cert = {(unsigned char *)wc->cert_pem, (unsigned)strlen(wc->cert_pem)};
+	gnutls_datum_t key = {(unsigned char *)wc->key_pem, (unsigned)strlen(wc->key_pem)};
+	int rc, err = 0;
+
+	if (gnutls_certificate_allocate_credentials(&cred) < 0)
+		return fail(p, key_node, "out of memory");
+	rc = gnutls_certificate_set_x509_key_mem(cred, &cert, &key, GNUTLS_X509_FMT_PEM);
+	if (rc < 0)
+		err = fail(p, key_node, "key_file and cert_file: %s", gnutls_strerror(rc));
+	if (!err && wc->client_ca_pem) {
+		gnutls_datum_t ca = {(unsigned char *)wc->client_ca_pem,
+				     (unsigned)strlen(wc->client_ca_pem)};
+
+		rc = gnutls_certificate_set_x509_trust_mem(cred, &ca, GNUTLS_X509_FMT_PEM);
+		if (rc <= 0)
+			err = fail(p, ca_node, "client_ca_file: %s",
+				   rc < 0 ? gnutls_strerror(rc) : "no certificate in it");
+	}
+	gnutls_certificate_free_credentials(cred);
+	return err;
+}
+
 #define FOR_PAIRS(p, map, pair)                                                                    \
 	for (yaml_node_pair_t *pair = (map)->data.mapping.pairs.start;                             \
 	     pair < (map)->data.mapping.pairs.top; pair++)
@@ -181,6 +212,7 @@ static int parse_tls(struct parse_ctx *p, const yaml_node_t *map, struct web_con
 	static const char *const auth_names[] = {"NoClientCert", "RequestClientCert",
 						 "RequireAnyClientCert", "VerifyClientCertIfGiven",
 						 "RequireAndVerifyClientCert"};
+	const yaml_node_t *key_node = map, *ca_node = map;
 	int min_v = 2, max_v = 3, err = 0;
 	bool have_auth = false;
 
@@ -198,11 +230,13 @@ static int parse_tls(struct parse_ctx *p, const yaml_node_t *map, struct web_con
 			return fail(p, k, "tls_server_config: keys must be strings");
 		if (!strcmp(key, "cert_file"))
 			err = load_pem(p, v, key, &wc->cert_pem);
-		else if (!strcmp(key, "key_file"))
+		else if (!strcmp(key, "key_file")) {
 			err = load_pem(p, v, key, &wc->key_pem);
-		else if (!strcmp(key, "client_ca_file"))
+			key_node = v;
+		} else if (!strcmp(key, "client_ca_file")) {
 			err = is_null(v) ? 0 : load_pem(p, v, key, &wc->client_ca_pem);
-		else if (!strcmp(key, "client_auth_type")) {
+			ca_node = v;
+		} else if (!strcmp(key, "client_auth_type")) {
 			const char *s = scalar(v);
 			int i;
 
@@ -249,6 +283,9 @@ static int parse_tls(struct parse_ctx *p, const yaml_node_t *map, struct web_con
 			    auth_names[wc->client_auth]);
 	if (min_v > max_v)
 		return fail(p, map, "min_version is above max_version");
+	err = tls_files_check(p, wc, key_node, ca_node);
+	if (err)
+		return err;
 	/* GnuTLS priority: its NORMAL set, only the allowed protocol versions. */
 	char prio[128];
 	size_t n = (size_t)snprintf(prio, sizeof(prio), "NORMAL:-VERS-ALL");
@@ -323,21 +360,39 @@ static int parse_server(struct parse_ctx *p, const yaml_node_t *map, struct web_
 	return 0;
 }
 
+/* The cost of a bcrypt hash ("$2y$10$..."), or -1 when it has none. */
+static int bcrypt_cost(const char *h)
+{
+	if (strncmp(h, "$2y$", 4) && strncmp(h, "$2b$", 4) && strncmp(h, "$2a$", 4))
+		return -1;
+	if (h[4] < '0' || h[4] > '9' || h[5] < '0' || h[5] > '9' || h[6] != '$')
+		return -1;
+	return (h[4] - '0') * 10 + (h[5] - '0');
+}
+
+/* The hash's form, checked by libxcrypt at the lowest cost: a hash is
+ * never run at its own cost here ($2b$31$ took hours, at start). */
 static bool bcrypt_hash_valid(const char *h)
 {
 	struct crypt_data *cd;
 	const char *r;
+	char *low;
 	bool ok;
 
-	if (strncmp(h, "$2y$", 4) && strncmp(h, "$2b$", 4) && strncmp(h, "$2a$", 4))
+	if (bcrypt_cost(h) < 0 || !(low = strdup(h)))
 		return false;
+	low[4] = '0';
+	low[5] = '4';
 	cd = calloc(1, sizeof(*cd));
-	if (!cd)
+	if (!cd) {
+		free(low);
 		return false;
+	}
 	/* A malformed setting makes crypt_rn fail (NULL or a "*" string). */
-	r = crypt_rn("x", h, cd, sizeof(*cd));
+	r = crypt_rn("x", low, cd, sizeof(*cd));
 	ok = r && r[0] == '$' && strlen(r) == strlen(h);
 	free(cd);
+	free(low);
 	return ok;
 }
 
@@ -353,6 +408,7 @@ static int parse_users(struct parse_ctx *p, const yaml_node_t *map, struct web_c
 		yaml_node_t *v = yaml_document_get_node(p->doc, pair->value);
 		const char *user = scalar(k), *hash = scalar(v);
 		struct web_user *t;
+		int cost;
 
 		if (!user || !*user || strchr(user, ':'))
 			return fail(p, k, "basic_auth_users: a user name is a string without ':'");
@@ -361,6 +417,14 @@ static int parse_users(struct parse_ctx *p, const yaml_node_t *map, struct web_c
 				    "basic_auth_users: %s: expected a bcrypt hash ($2y$, $2b$ or "
 				    "$2a$), e.g. from htpasswd -nbBC 10 USER PASSWORD",
 				    user);
+		cost = bcrypt_cost(hash);
+		if (cost < WEB_BCRYPT_COST_MIN || cost > WEB_BCRYPT_COST_MAX)
+			return fail(
+			    p, v,
+			    "basic_auth_users: %s: bcrypt cost %d outside %d-%d (one check "
+			    "at cost 14 takes 1.5 s on a 2-CPU machine; htpasswd -nbBC 10 USER "
+			    "PASSWORD makes one of cost 10)",
+			    user, cost, WEB_BCRYPT_COST_MIN, WEB_BCRYPT_COST_MAX);
 		for (size_t i = 0; i < wc->n_users; i++)
 			if (!strcmp(wc->users[i].name, user))
 				return fail(p, k, "basic_auth_users: %s given twice", user);
@@ -370,6 +434,7 @@ static int parse_users(struct parse_ctx *p, const yaml_node_t *map, struct web_c
 		wc->users = t;
 		t[wc->n_users].name = strdup(user);
 		t[wc->n_users].hash = strdup(hash);
+		t[wc->n_users].cost = cost;
 		wc->n_users++;
 		if (!t[wc->n_users - 1].name || !t[wc->n_users - 1].hash)
 			return -ENOMEM;
@@ -529,28 +594,25 @@ static bool bcrypt_check(const char *hash, const char *password)
 	return ok;
 }
 
-bool web_auth_check(struct web_config *wc, const char *user, const char *password)
+/* HMAC(process key, user NUL password): what the cache keeps, never the
+ * password itself. */
+static bool auth_digest(const struct web_auth_cache *c, const char *user, const char *password,
+			unsigned char digest[DIGEST_LEN])
 {
-	struct web_auth_cache *c;
-	unsigned char digest[DIGEST_LEN];
-	const struct web_user *u = NULL;
-	struct auth_entry *slot = NULL;
 	gnutls_hmac_hd_t hm;
-	bool ok;
 
-	if (!wc || !wc->cache || !user || !password)
-		return false;
-	c = wc->cache;
-	for (size_t i = 0; i < wc->n_users; i++)
-		if (!strcmp(wc->users[i].name, user))
-			u = &wc->users[i];
-	/* The pair's digest, never the password, is what the cache keeps;
-	 * the key is random per process. */
 	if (gnutls_hmac_init(&hm, GNUTLS_MAC_SHA256, c->key, sizeof(c->key)) < 0)
 		return false;
 	gnutls_hmac(hm, user, strlen(user) + 1);
 	gnutls_hmac(hm, password, strlen(password));
 	gnutls_hmac_deinit(hm, digest);
+	return true;
+}
+
+/* The cached verdict of a digest: 1 ok, 0 refused, -1 not cached. */
+static int cache_lookup(struct web_auth_cache *c, const unsigned char *digest)
+{
+	int verdict = -1;
 
 	pthread_mutex_lock(&c->lock);
 	for (size_t i = 0; i < AUTH_CACHE_SIZE; i++) {
@@ -558,18 +620,21 @@ bool web_auth_check(struct web_config *wc, const char *user, const char *passwor
 
 		if (e->used && digest_equal(e->digest, digest)) {
 			e->tick = ++c->tick;
-			ok = e->ok;
-			pthread_mutex_unlock(&c->lock);
-			explicit_bzero(digest, sizeof(digest));
-			return ok;
+			verdict = e->ok;
+			break;
 		}
 	}
 	pthread_mutex_unlock(&c->lock);
+	return verdict;
+}
 
-	/* Not seen: one bcrypt (an unknown user against a dummy hash, so
-	 * that it takes as long). */
-	ok = bcrypt_check(u ? u->hash : dummy_hash, password) && u;
+static void cache_store(struct web_auth_cache *c, const unsigned char *digest, bool ok)
+{
+	struct auth_entry *slot = NULL;
 
+	/* A free entry, else the oldest refusal, else (for a good pair) the
+	 * oldest good one: refused pairs never push a good one out, so that
+	 * guessed passwords cannot make a scraper's pair need a bcrypt. */
 	pthread_mutex_lock(&c->lock);
 	for (size_t i = 0; i < AUTH_CACHE_SIZE; i++) {
 		struct auth_entry *e = &c->e[i];
@@ -578,14 +643,88 @@ bool web_auth_check(struct web_config *wc, const char *user, const char *passwor
 			slot = e;
 			break;
 		}
-		if (!slot || e->tick < slot->tick)
+		if (e->ok && !ok)
+			continue;
+		if (!slot || (slot->ok && !e->ok) || (slot->ok == e->ok && e->tick < slot->tick))
 			slot = e;
 	}
-	memcpy(slot->digest, digest, sizeof(digest));
+	if (!slot) {
+		pthread_mutex_unlock(&c->lock);
+		return;
+	}
+	memcpy(slot->digest, digest, DIGEST_LEN);
 	slot->used = true;
 	slot->ok = ok;
 	slot->tick = ++c->tick;
 	pthread_mutex_unlock(&c->lock);
+}
+
+/* What an unknown user's password is checked against, so that it costs
+ * what the dearest known user costs: that user's own hash (the verdict is
+ * thrown away), or the built-in dummy when there are no users. */
+static const char *dummy_for(const struct web_config *wc)
+{
+	const char *h = dummy_hash;
+	int best = 0;
+
+	for (size_t i = 0; i < wc->n_users; i++)
+		if (wc->users[i].cost > best) {
+			best = wc->users[i].cost;
+			h = wc->users[i].hash;
+		}
+	return h;
+}
+
+unsigned web_auth_cost(const struct web_config *wc, const char *user)
+{
+	if (!wc)
+		return 0;
+	int c;
+
+	for (size_t i = 0; user && i < wc->n_users; i++)
+		if (!strcmp(wc->users[i].name, user))
+			return (unsigned)wc->users[i].cost;
+	c = bcrypt_cost(dummy_for(wc));
+	return c > 0 ? (unsigned)c : 0;
+}
+
+int web_auth_cached(struct web_config *wc, const char *user, const char *password)
+{
+	unsigned char digest[DIGEST_LEN];
+	int verdict;
+
+	if (!wc || !wc->cache || !user || !password)
+		return 0;
+	if (!auth_digest(wc->cache, user, password, digest))
+		return 0;
+	verdict = cache_lookup(wc->cache, digest);
+	explicit_bzero(digest, sizeof(digest));
+	return verdict;
+}
+
+bool web_auth_check(struct web_config *wc, const char *user, const char *password)
+{
+	unsigned char digest[DIGEST_LEN];
+	const struct web_user *u = NULL;
+	int verdict;
+	bool ok;
+
+	if (!wc || !wc->cache || !user || !password)
+		return false;
+	for (size_t i = 0; i < wc->n_users; i++)
+		if (!strcmp(wc->users[i].name, user))
+			u = &wc->users[i];
+	if (!auth_digest(wc->cache, user, password, digest))
+		return false;
+	verdict = cache_lookup(wc->cache, digest);
+	if (verdict >= 0) {
+		explicit_bzero(digest, sizeof(digest));
+		return verdict;
+	}
+	/* Not seen: one bcrypt (an unknown user against the dearest known
+	 * user's hash, so that it takes as long). */
+	ok = bcrypt_check(u ? u->hash : dummy_for(wc), password) && u;
+	cache_store(wc->cache, digest, ok);
 	explicit_bzero(digest, sizeof(digest));
 	return ok;
 }

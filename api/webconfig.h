@@ -37,9 +37,17 @@ struct web_header {
 	char *name, *value;
 };
 
+/* The bcrypt costs a basic_auth_users hash may have: what htpasswd and
+ * exporter-toolkit users generate (htpasswd -B: 5, Go's bcrypt: 10). A
+ * cost outside is refused at load, file:line, before any hash is run
+ * ($2b$31$ hung the start for hours, deaf to SIGTERM). */
+#define WEB_BCRYPT_COST_MIN 4
+#define WEB_BCRYPT_COST_MAX 14
+
 struct web_user {
 	char *name;
 	char *hash; /* bcrypt, "$2y$..." / "$2b$..." / "$2a$..." */
+	int cost;   /* the hash's, WEB_BCRYPT_COST_MIN to _MAX */
 };
 
 struct web_auth_cache;
@@ -69,9 +77,17 @@ struct web_config *web_config_parse(const char *text, size_t len, const char *pa
 /*
  * Checks a user and password against basic_auth_users: bcrypt once per
  * (user, password), then a keyed SHA-256 of the pair from a small cache,
- * compared in constant time. An unknown user costs one bcrypt as well.
- * Thread-safe. true when they match.
+ * compared in constant time. An unknown user costs one bcrypt as well, at
+ * the cost of the dearest known user. Thread-safe. true when they match.
+ * Slow on a cache miss (a bcrypt): the HTTP server calls it from its login
+ * thread (api/http_login.c), never from a request thread.
  */
 bool web_auth_check(struct web_config *wc, const char *user, const char *password);
+/* The cached verdict only, without a bcrypt: 1 match, 0 refused, -1 not
+ * cached (web_auth_check must decide). Fast; thread-safe. */
+int web_auth_cached(struct web_config *wc, const char *user, const char *password);
+/* The bcrypt cost a check of USER runs at: its hash's, or for an unknown
+ * user (and for NULL) the dearest known user's. */
+unsigned web_auth_cost(const struct web_config *wc, const char *user);
 
 #endif

@@ -1,16 +1,15 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * INI configuration over declared keys. inih does the parsing; we feed it
- * through ini_parse_stream() with our own reader so every value remembers the
- * file and line it came from, for errors that point at file:line, and so a
- * key or a section given twice in one file is refused naming both lines.
+ * INI configuration over declared keys, read line by line here (inih's
+ * syntax, whole lines of any length: parse_line()) so every value remembers
+ * the file and line it came from, for errors that point at file:line, and so
+ * a key or a section given twice in one file is refused naming both lines.
  * Drop-in files are later layers over the main file (cfg_load()).
  */
 #include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <ini.h>
 #include <limits.h>
 #include <poll.h>
 #include <stdarg.h>
@@ -27,12 +26,12 @@
 
 struct parse_ctx {
 	struct config *cfg;
-	const char *file;    /* interned name of the file parsed */
-	const char *p, *end; /* what is left of the buffer */
+	const char *file; /* interned name of the file parsed */
 	int line;
 	int failed;
-	bool key_seen;	   /* a key line since the last header (inih's prev_name) */
-	bool continuation; /* inih takes this line as continuing the key above */
+	char *section;	   /* of the last header; NULL before the first */
+	char *key;	   /* of the last key line since that header */
+	bool key_seen;	   /* a key line since the last header */
 	bool skip_section; /* keys under a refused header: not reported again */
 	bool unknown_said; /* this header's unknown section already reported */
 };
@@ -302,74 +301,59 @@ int cfg_set(struct config *cfg, const char *section, const char *key, const char
 	return set_at(cfg, section, key, value, NULL, 0);
 }
 
-/* Called by inih for every key line. An error is recorded and parsing goes
- * on (return 1, so inih does not count the line again), for a check that
- * reports every error of a file at once. */
-static int cfg_ini_handler(void *user, const char *section, const char *name, const char *value)
+/* A key line's name and value, where the line is in ctx. An error is
+ * recorded and parsing goes on, for a check that reports every error of a
+ * file at once. */
+static void key_line(struct parse_ctx *ctx, const char *name, const char *value)
 {
-	struct parse_ctx *ctx = user;
 	struct config *cfg = ctx->cfg;
+	const char *section = ctx->section ? ctx->section : "";
 
-	if (!name) /* a bare [section] line (INI_CALL_HANDLER_ON_NEW_SECTION) */
-		return 1;
 	ctx->key_seen = true;
-	if (ctx->continuation) {
-		/* inih's multi-line values would hand us the key again with
-		 * this line alone as its value: the first line's value lost. */
-		const struct cfg_section *sec = cfg_section(cfg, section);
-		char first[300];
-
-		where(cfg_file(sec, name) ? cfg_file(sec, name) : ctx->file, cfg_line(sec, name),
-		      first, sizeof(first));
-		cfg_fail(cfg,
-			 "%s:%d: indented line taken as continuing [%s] %s (%s): a value is one "
-			 "line, and keys start at the beginning of the line",
-			 ctx->file, ctx->line, section, name, first);
-		ctx->failed = 1;
-		return 1;
-	}
 	if (ctx->skip_section)
-		return 1;
+		return;
 	if (!section[0]) {
 		cfg_fail(cfg, "%s:%d: key '%s' outside a section", ctx->file, ctx->line, name);
 		ctx->failed = 1;
-		return 1;
+		return;
 	}
 	if (!cfg_section(cfg, section)) {
 		/* named once, at its first key */
 		if (ctx->unknown_said)
-			return 1;
+			return;
 		ctx->unknown_said = true;
 	}
 	if (set_at(cfg, section, name, value, ctx->file, ctx->line))
 		ctx->failed = 1;
-	return 1;
 }
 
 /* A [section] header at this line: a declared section's second header in
  * one file is an error naming both lines (in a later file, a new layer of
- * it). An undeclared one is left to the handler, which names it at its
+ * it). An undeclared one is left to key_line(), which names it at its
  * first key. */
-static int section_header(struct parse_ctx *ctx, const char *name, size_t len)
+static int section_header(struct parse_ctx *ctx, const char *name)
 {
 	struct config *cfg = ctx->cfg;
 	struct cfg_section *sec;
-	char buf[64], first[300];
+	char first[300];
 
 	ctx->skip_section = false;
 	ctx->unknown_said = false;
-	if (len >= sizeof(buf))
-		return 0; /* longer than any declared section */
-	memcpy(buf, name, len);
-	buf[len] = '\0';
-	sec = cfg_section(cfg, buf);
-	if (!sec)
-		sec = family_section(cfg, buf);
+	ctx->key_seen = false;
+	free(ctx->section);
+	ctx->section = strdup(name);
+	if (!ctx->section)
+		return cfg_fail(cfg, "%s:%d: out of memory", ctx->file, ctx->line), -ENOMEM;
+	free(ctx->key);
+	ctx->key = NULL;
+	sec = cfg_section(cfg, name);
+	if (!sec && strlen(name) < 64) /* longer than any declared section */
+		sec = family_section(cfg, name);
 	if (!sec)
 		return 0;
 	if (sec->line > 0 && sec->file == ctx->file) {
 		where(sec->file, sec->line, first, sizeof(first));
-		cfg_fail(cfg, "%s:%d: [%s] given twice (first at %s)", ctx->file, ctx->line, buf,
+		cfg_fail(cfg, "%s:%d: [%s] given twice (first at %s)", ctx->file, ctx->line, name,
 			 first);
 		/* its keys would each be "given twice" too: one error is enough */
 		ctx->skip_section = true;
@@ -380,79 +364,104 @@ static int section_header(struct parse_ctx *ctx, const char *name, size_t len)
 	return 0;
 }
 
-/*
- * What inih will make of a line, by ini_parse_stream()'s own rules: a
- * [section] header, an indented continuation of the key above (Debian's
- * libinih is built with INI_ALLOW_MULTILINE), or anything else. The reader
- * has to tell: that libinih calls the handler neither for a bare header
- * (INI_CALL_HANDLER_ON_NEW_SECTION) nor with a line number
- * (INI_HANDLER_LINENO). 0, or -EINVAL with cfg->err set.
- */
-static int line_classify(struct parse_ctx *ctx, const char *line)
+static char *lskip(char *s)
 {
-	const char *s = line, *end;
+	while (*s && isspace((unsigned char)*s))
+		s++;
+	return s;
+}
+
+static char *rstrip(char *s)
+{
+	char *p = s + strlen(s);
+
+	while (p > s && isspace((unsigned char)p[-1]))
+		*--p = '\0';
+	return s;
+}
+
+/* The first of chars in s (any char: NULL), or an inline comment's ';'
+ * (one after a blank), or the end. */
+static char *find_chars_or_comment(char *s, const char *chars)
+{
 	bool space = false;
 
-	ctx->continuation = false;
-	if (ctx->line == 1 && !strncmp(s, "\xEF\xBB\xBF", 3))
-		s += 3; /* INI_ALLOW_BOM */
-	while (isspace((unsigned char)*s))
+	while (*s && (!chars || !strchr(chars, *s)) && !(space && *s == ';')) {
+		space = isspace((unsigned char)*s);
 		s++;
-	if (!*s || *s == ';' || *s == '#')
-		return 0; /* blank, or a comment */
-	if (s > line && ctx->key_seen) {
-		ctx->continuation = true;
-		return 0;
 	}
-	if (*s != '[') {
-		/* inih's syntax error, which it reports for the first line
-		 * only: named here for every line (its delimiters: = and :) */
-		if (!strpbrk(s, "=:"))
-			return cfg_fail(ctx->cfg,
-					"%s:%d: syntax error (expected [section] or key = value)",
-					ctx->file, ctx->line);
-		return 0;
-	}
-	/* up to ']', or an inline comment: ';' after a blank */
-	for (end = s + 1; *end && *end != ']' && !(space && *end == ';'); end++)
-		space = isspace((unsigned char)*end);
-	if (*end != ']')
-		return cfg_fail(ctx->cfg, "%s:%d: syntax error (a [section] header without ']')",
-				ctx->file, ctx->line);
-	ctx->key_seen = false;
-	return section_header(ctx, s + 1, (size_t)(end - s - 1));
+	return s;
 }
 
-/* ini_reader over the buffer, fgets() style (at most num - 1 bytes, up to
- * and including a newline), counting lines so the handler knows where a
- * value is. An error found here (a header given twice, a syntax error) is
- * recorded, ctx->failed set, and parsing goes on. */
-static char *line_reader(char *str, int num, void *stream)
+/*
+ * One whole line, of any length (the file's limit is CFG_MAX_BYTES): the
+ * rules of inih (version 55 as Debian builds it), which this reader
+ * replaces: Debian's libinih is built with a 200-byte line buffer on the
+ * stack (INI_MAX_LINE, fixed at its build), reads a longer line in pieces
+ * and takes each further piece for a line of its own (issue 30: a long
+ * comment hid "admin = true", a 2 KB token was a syntax error). Blank lines and
+ * lines starting with ';' or '#' are comments; "[name]" starts a section;
+ * "key = value" (or "key: value") sets a key, a ';' after a blank starting
+ * an inline comment; an indented line after a key is an error (inih would
+ * take it as continuing the key's value). 0, or -EINVAL with the error
+ * recorded.
+ */
+static int parse_line(struct parse_ctx *ctx, char *line)
 {
-	struct parse_ctx *ctx = stream;
-	size_t n = 0;
+	char *s = line, *start, *end, *value;
 
-	if (ctx->p >= ctx->end || num < 2)
-		return NULL;
-	while (ctx->p + n < ctx->end && n < (size_t)num - 1 && ctx->p[n] != '\n')
-		n++;
-	if (ctx->p + n < ctx->end && n < (size_t)num - 1)
-		n++; /* the newline */
-	memcpy(str, ctx->p, n);
-	str[n] = '\0';
-	ctx->p += n;
-	ctx->line++;
-	if (line_classify(ctx, str))
-		ctx->failed = 1;
-	return str;
+	if (ctx->line == 1 && !strncmp(s, "\xEF\xBB\xBF", 3))
+		s += 3; /* a UTF-8 byte order mark */
+	rstrip(s);
+	start = lskip(s);
+	if (!*start || *start == ';' || *start == '#')
+		return 0; /* blank, or a comment */
+	if (start > line && ctx->key_seen) {
+		/* a multi-line value would lose its first line's value */
+		const struct cfg_section *sec = cfg_section(ctx->cfg, ctx->section);
+		const char *key = ctx->key ? ctx->key : "";
+		char first[300];
+
+		where(cfg_file(sec, key) ? cfg_file(sec, key) : ctx->file, cfg_line(sec, key),
+		      first, sizeof(first));
+		return cfg_fail(ctx->cfg,
+				"%s:%d: indented line taken as continuing [%s] %s (%s): a value is "
+				"one line, and keys start at the beginning of the line",
+				ctx->file, ctx->line, ctx->section, key, first);
+	}
+	if (*start == '[') {
+		end = find_chars_or_comment(start + 1, "]");
+		if (*end != ']')
+			return cfg_fail(ctx->cfg,
+					"%s:%d: syntax error (a [section] header without ']')",
+					ctx->file, ctx->line);
+		*end = '\0';
+		return section_header(ctx, start + 1);
+	}
+	end = find_chars_or_comment(start, "=:");
+	if (*end != '=' && *end != ':')
+		return cfg_fail(ctx->cfg, "%s:%d: syntax error (expected [section] or key = value)",
+				ctx->file, ctx->line);
+	*end = '\0';
+	rstrip(start);
+	value = end + 1;
+	*find_chars_or_comment(value, NULL) = '\0';
+	value = rstrip(lskip(value));
+	free(ctx->key);
+	ctx->key = strdup(start);
+	if (!ctx->key)
+		return cfg_fail(ctx->cfg, "%s:%d: out of memory", ctx->file, ctx->line), -ENOMEM;
+	key_line(ctx, start, value);
+	return 0;
 }
 
-/* Parses one file's text as a layer over what the config holds. */
+/* Parses one file's text as a layer over what the config holds: line by
+ * line, every line whole, going on past an error. */
 static int load_layer(struct config *cfg, const char *name, const char *buf, size_t len)
 {
-	struct parse_ctx ctx = {.cfg = cfg, .p = buf, .end = buf + len};
+	struct parse_ctx ctx = {.cfg = cfg};
 	const char *nul = memchr(buf, '\0', len);
-	int rc;
+	char *text, *p, *eol;
 
 	ctx.file = file_intern(cfg, name);
 	if (!ctx.file)
@@ -461,22 +470,30 @@ static int load_layer(struct config *cfg, const char *name, const char *buf, siz
 		return cfg_fail(cfg, "%s: config larger than %u bytes", name, CFG_MAX_BYTES),
 		       -EFBIG;
 	if (nul) {
-		/* inih would stop at it and take the rest for gone */
+		/* a line would end at it, the rest taken for gone */
 		size_t line = 1;
 
 		for (const char *q = buf; q < nul; q++)
 			line += *q == '\n';
 		return cfg_fail(cfg, "%s:%zu: NUL byte in the config (binary file?)", name, line);
 	}
-	rc = ini_parse_stream(line_reader, &ctx, cfg_ini_handler, &ctx);
-	if (ctx.failed)
-		return -EINVAL;
-	if (rc > 0)
-		return cfg_fail(cfg, "%s:%d: syntax error (expected [section] or key = value)",
-				name, rc);
-	if (rc < 0)
-		return cfg_fail(cfg, "%s: cannot parse config", name), -EIO;
-	return 0;
+	text = malloc(len + 1);
+	if (!text)
+		return cfg_fail(cfg, "%s: out of memory", name), -ENOMEM;
+	memcpy(text, buf, len);
+	text[len] = '\0';
+	for (p = text; *p; p = eol ? eol + 1 : p + strlen(p)) {
+		eol = strchr(p, '\n');
+		if (eol)
+			*eol = '\0';
+		ctx.line++;
+		if (parse_line(&ctx, p))
+			ctx.failed = 1;
+	}
+	free(text);
+	free(ctx.section);
+	free(ctx.key);
+	return ctx.failed ? -EINVAL : 0;
 }
 
 int cfg_load_buffer(struct config *cfg, const char *name, const char *buf, size_t len)

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Configuration: an INI file (inih) over embedded defaults, then command-line
+ * Configuration: an INI file (inih's syntax, read by base/config.c in
+ * whole lines of any length) over embedded defaults, then command-line
  * flags over both. Sections: [agent], [http], [storage], [collector.NAME].
  *
  * Every key is declared in a table of struct cfg_key with its default and a

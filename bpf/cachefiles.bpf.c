@@ -39,6 +39,9 @@
 
 char LICENSE[] SEC("license") = "GPL";
 
+/* Set when cf_tp_copen is attached: a copen without it is told apart. */
+const volatile bool copen_tp_loaded = false;
+
 /* Requests at or above this latency go to the ring buffer. Set before load. */
 const volatile __u64 slow_ns = 100000000ULL;
 /* Set when cf_prepare_ondemand_read_exit is loaded: a READ answered 0 waits
@@ -153,6 +156,16 @@ struct {
 	__type(key, __u32); /* thread id */
 	__type(value, struct cf_start);
 } starts SEC(".maps");
+
+/* Threads inside cachefiles_ondemand_copen() whose tracepoint fired (set by
+ * cf_tp_copen, taken by cf_copen_exit): a copen returning 0 for a size >= 0
+ * without it is one whose anonymous fd was closed first. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 64);
+	__type(key, __u64); /* pid_tgid */
+	__type(value, __u8);
+} copen_traced SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -754,8 +767,11 @@ int BPF_PROG(cf_send_req_exit, void *obj, int opcode, size_t data_len, void *ini
 SEC("fexit/cachefiles_ondemand_copen")
 int BPF_PROG(cf_copen_exit, void *cache, char *args, int ret)
 {
+	__u64 tid = bpf_get_current_pid_tgid();
+	int traced = bpf_map_delete_elem(&copen_traced, &tid) == 0;
 	char buf[24];
 	long n;
+	int k;
 
 	if (ret < 0) {
 		stat_add(CF_STAT_COPEN_INVALID, 1);
@@ -766,8 +782,9 @@ int BPF_PROG(cf_copen_exit, void *cache, char *args, int ret)
 		return 0;
 	if (bpf_probe_read_kernel(buf, 1, args + n))
 		return 0;
-	if (buf[0] == '-')
-		stat_add(CF_STAT_COPEN_ERROR, 1);
+	k = cf_copen_class(ret, buf[0] == '-', traced, copen_tp_loaded);
+	if (k >= 0)
+		stat_add(k, 1);
 	return 0;
 }
 
@@ -891,7 +908,11 @@ int BPF_PROG(cf_tp_cread, struct cachefiles_object___sysobs *obj, unsigned int m
 SEC("tp_btf/cachefiles_ondemand_copen")
 int BPF_PROG(cf_tp_copen, struct cachefiles_object___sysobs *obj, unsigned int msg_id, long len)
 {
+	__u64 tid = bpf_get_current_pid_tgid();
+	__u8 one = 1;
+
 	stat_add(CF_STAT_COPEN, 1);
+	bpf_map_update_elem(&copen_traced, &tid, &one, BPF_ANY);
 	if (!obj)
 		stat_add(CF_STAT_NULL_OBJECT, 1);
 	return 0;

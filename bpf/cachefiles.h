@@ -61,8 +61,35 @@ enum cf_stat {
 				 * the OPEN fails with it; no tracepoint fires */
 	CF_STAT_COPEN_INVALID,	/* copen replies the kernel refused (unknown id,
 				 * bad format): the write returned an error */
+	CF_STAT_COPEN_CLOSED,	/* copen of an OPEN whose anonymous fd the daemon
+				 * had closed first: the OPEN fails with -EBADFD,
+				 * the write returns 0, no tracepoint fires */
 	CF_STAT_MAX,
 };
+
+/*
+ * What an fexit of cachefiles_ondemand_copen() counts for a reply, as a
+ * CF_STAT_* index, or -1 when the tracepoint counted it (CF_STAT_COPEN).
+ * ret: copen's return; size_negative: the reply's size is "-..." (the
+ * daemon's error); traced: cachefiles_ondemand_copen fired on this thread
+ * during the call; tp_loaded: that tracepoint is attached at all. From
+ * fs/cachefiles/ondemand.c: an unknown id or a bad number returns < 0; a
+ * negative errno size fails the OPEN and returns 0 without the tracepoint;
+ * a size >= 0 whose anonymous fd was closed before the copen (ondemand_id
+ * CACHEFILES_ONDEMAND_ID_CLOSED, 6.10 and the stable backports) sets
+ * req->error = -EBADFD and returns 0 without the tracepoint either.
+ * Shared by the BPF program and its unit test.
+ */
+static inline int cf_copen_class(int ret, int size_negative, int traced, int tp_loaded)
+{
+	if (ret < 0)
+		return CF_STAT_COPEN_INVALID;
+	if (size_negative)
+		return CF_STAT_COPEN_ERROR;
+	if (tp_loaded && !traced)
+		return CF_STAT_COPEN_CLOSED;
+	return -1;
+}
 
 /* Daemon lifecycle records (ring buffer daemon_events). */
 enum cf_daemon_event {

@@ -28,6 +28,8 @@
 #include <bpf/bpf_tracing.h>
 
 #include "drops.h"
+#include "init_net.h"
+#include "netns.h"
 
 #define ETH_P_IP       0x0800
 #define ETH_P_IPV6     0x86DD
@@ -71,6 +73,12 @@ const volatile bool key_cgroup = false;
  */
 const volatile __u64 frag_free_lo = 0;
 const volatile __u64 frag_free_len = 0;
+/* Capture for samples (sample_capture()): bytes at most, 0 = off;
+ * capture_payload: past the headers too. */
+const volatile __u32 capture_bytes = 0;
+const volatile bool capture_payload = false;
+/* Kernel stack frames kept with a sample (<= DROPS_STACK_MAX), 0 = none. */
+const volatile __u32 stack_depth = 0;
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
@@ -557,6 +565,115 @@ int BPF_PROG(drops_timer_exit, struct timer_list *timer)
 	return 0;
 }
 
+/*
+ * Fragments pending when their namespace is deleted (issue 33). The
+ * namespace's exit frees them, not a timer: cleanup_net() (the work
+ * net_cleanup_work, in a kworker) -> pre_exit -> fqdir_pre_exit() ->
+ * inet_frag_rbtree_purge(), reason FRAG_REASM_TIMEOUT, with no timer
+ * running, no socket and the rbnode in skb->dev. cleanup_net() cleans a
+ * batch: every namespace whose last reference went before it ran, still in
+ * the kernel's list with a reference count of 0. At
+ * workqueue:workqueue_execute_start of that work the list is walked; when
+ * the batch is one namespace, its inode number and cookie are kept for the
+ * kworker (per task, until workqueue_execute_end) and its purged fragments
+ * take them; a batch of several leaves them in netns 0, never in a wrong
+ * one. Only for the work function cleanup_net (address from kallsyms;
+ * unknown: not attached). Cost: one probe read and a compare per work item
+ * run, a walk of the namespace list per namespace cleanup.
+ */
+const volatile __u64 net_cleanup_fn = 0;
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 64);
+	__type(key, __u64); /* task_struct address of the kworker */
+	__type(value, struct drops_sockns);
+} netexit SEC(".maps");
+
+/* The namespace reference count: ns.__ns_ref from 6.18, ns.count before. */
+struct ns_common___ref {
+	refcount_t __ns_ref;
+} __attribute__((preserve_access_index));
+
+struct ns_common___count {
+	refcount_t count;
+} __attribute__((preserve_access_index));
+
+struct exit_walk {
+	struct list_head *head;
+	struct list_head *pos;
+	__u64 list_off, ns_off;
+	__u32 dying;
+	bool closed;
+	struct drops_sockns ns;
+};
+
+static long exit_one(__u64 i, struct exit_walk *w)
+{
+	struct list_head *pos = w->pos;
+	struct net *net;
+	void *nsc;
+	int refs;
+
+	if (pos == w->head) {
+		w->closed = true;
+		return 1;
+	}
+	net = (struct net *)((void *)pos - w->list_off);
+	nsc = (void *)net + w->ns_off;
+	if (bpf_core_field_exists(struct ns_common___ref, __ns_ref))
+		refs = BPF_CORE_READ((struct ns_common___ref *)nsc, __ns_ref.refs.counter);
+	else
+		refs = BPF_CORE_READ((struct ns_common___count *)nsc, count.refs.counter);
+	if (!refs) {
+		w->dying++;
+		w->ns.inum = BPF_CORE_READ(net, ns.inum);
+		w->ns.cookie = BPF_CORE_READ(net, net_cookie);
+	}
+	pos = BPF_CORE_READ(pos, next);
+	w->pos = pos;
+	return pos ? 0 : 1;
+}
+
+/* workqueue_execute_start(work): raw_tp, every read a probe read */
+SEC("raw_tp/workqueue_execute_start")
+int BPF_PROG(drops_work_start, struct work_struct *work)
+{
+	struct exit_walk w = {
+	    .list_off = bpf_core_field_offset(struct net, list),
+	    .ns_off = bpf_core_field_offset(struct net, ns),
+	};
+	struct net *init_net;
+	__u64 task;
+
+	if (!net_cleanup_fn || (__u64)BPF_CORE_READ(work, func) != net_cleanup_fn)
+		return 0;
+	init_net = init_net_find();
+	if (!init_net)
+		return 0;
+	w.pos = (struct list_head *)((void *)init_net + w.list_off);
+	w.head = BPF_CORE_READ(init_net, list.prev);
+	bpf_loop(NETNS_LIVE_MAX + 1, exit_one, &w, 0);
+	if (!w.closed || w.dying != 1)
+		return 0;
+	task = bpf_get_current_task();
+	bpf_map_update_elem(&netexit, &task, &w.ns, BPF_ANY);
+	return 0;
+}
+
+/* workqueue_execute_end(work, function): the work may be freed by now */
+SEC("raw_tp/workqueue_execute_end")
+int BPF_PROG(drops_work_end, struct work_struct *work, work_func_t function)
+{
+	__u64 task;
+
+	if (!net_cleanup_fn || (__u64)function != net_cleanup_fn)
+		return 0;
+	task = bpf_get_current_task();
+	bpf_map_delete_elem(&netexit, &task);
+	return 0;
+}
+
 /* The namespace's identity in the key: its inode number (the label) and
  * its cookie (what tells a reused inode number apart; see struct
  * drops_key). net_cookie is set when the namespace is made ("net:
@@ -596,6 +713,17 @@ static __always_inline void netns_of(struct sk_buff *skb, void *location, __u32 
 			*netp = net;
 			key_netns(key, net, false);
 			return;
+		}
+		if (net_cleanup_fn) {
+			/* the namespace's exit purging its queues (netexit) */
+			__u64 task = bpf_get_current_task();
+			struct drops_sockns *ns = bpf_map_lookup_elem(&netexit, &task);
+
+			if (ns) {
+				key->netns = ns->inum;
+				key->netns_cookie = ns->cookie;
+				return;
+			}
 		}
 		dev = NULL;
 	}
@@ -638,7 +766,7 @@ static __always_inline void netns_of(struct sk_buff *skb, void *location, __u32 
  * 12, ICMP 8, ICMPv6 4) flags the sample truncated.
  */
 static __always_inline void sample_l4(struct sk_buff *skb, struct drops_record *r,
-				      const struct drops_parsed *p, const bool direct)
+				      const struct drops_parsed *p, __u32 *l4_end, const bool direct)
 {
 	__u32 thoff = transport_offset(skb, p, direct), end = p->tail, ip_end, avail;
 	__u16 need = 0, full = 0;
@@ -674,14 +802,19 @@ static __always_inline void sample_l4(struct sk_buff *skb, struct drops_record *
 	}
 	if (avail < full)
 		r->flags |= DROPS_F_TRUNCATED;
+	/* the capture's headers-only bound (TCP's options below) */
+	*l4_end = thoff + (p->l4 == IPPROTO_ICMPV6 ? 8 : full);
 	if (avail < need || bpf_probe_read_kernel(l4, sizeof(l4), p->head + thoff))
 		return;
 	if (p->l4 == IPPROTO_ICMP || p->l4 == IPPROTO_ICMPV6) {
 		r->icmp_type = l4[0];
 		r->icmp_code = l4[1];
 	} else {
-		if (p->l4 == IPPROTO_TCP)
+		if (p->l4 == IPPROTO_TCP) {
 			r->tcp_flags = l4[13];
+			if ((l4[12] >> 4) > 5)
+				*l4_end = thoff + (l4[12] >> 4) * 4;
+		}
 		r->sport = ((__u16)l4[0] << 8) | l4[1];
 		r->dport = ((__u16)l4[2] << 8) | l4[3];
 	}
@@ -750,25 +883,94 @@ static __always_inline __u64 sock_cgroup_id(struct sock *sk)
 	return cg ? BPF_CORE_READ(cg, kn, id) : 0;
 }
 
-static __always_inline void emit_sample(struct sk_buff *skb, void *location, __u32 reason,
-					struct drops_key *key, struct drops_parsed *p,
+#define ETH_P_ARP    0x0806
+#define ARP_HDR_LEN  28 /* Ethernet/IPv4 ARP */
+#define DROPS_L2_MAX 64 /* a MAC header longer than this is not believed */
+
+/*
+ * The packet's first bytes, for a sample: from the MAC header when the skb
+ * has one (mac_header set, before the network header, at most
+ * DROPS_L2_MAX bytes before it), else from the network header; up to
+ * capture_bytes and never past the linear data (skb->tail: bytes in page
+ * fragments are not copied). Without capture_payload the copy also ends
+ * with the headers, so no application byte of TCP or UDP is ever read:
+ * after the transport header (TCP with its options, UDP 8, ICMP 8) when
+ * it was parsed, else after the IP header (non-first fragments, other
+ * protocols), the ARP header for ARP, and the MAC header alone for any
+ * other ethertype. cap_orig is the packet's whole length from the same
+ * start: skb->len counts from skb->data, which may lie before or after it.
+ */
+static __always_inline void sample_capture(struct sk_buff *skb, struct drops_record *r,
+					   const struct drops_parsed *p, __u32 l4_end,
+					   struct net_device *dev, const bool direct)
+{
+	__u16 mac = RD(skb, mac_header), nh = RD(skb, network_header);
+	unsigned char *head = RD(skb, head), *data = RD(skb, data);
+	__u32 start, end = RD(skb, tail), n;
+	__s64 orig;
+
+	if (nh == NOHDR || nh == 0)
+		return;
+	start = nh;
+	if (mac != NOHDR && mac < nh && nh - mac <= DROPS_L2_MAX)
+		start = mac;
+	if (!capture_payload) {
+		__u32 hdr_end = nh;
+
+		if (l4_end)
+			hdr_end = l4_end;
+		else if (p->flags & DROPS_F_L3_PARSED)
+			hdr_end = p->thoff ?: (__u32)nh + p->l3len;
+		else if (p->l3 == ETH_P_ARP)
+			hdr_end = (__u32)nh + ARP_HDR_LEN;
+		if (hdr_end < end)
+			end = hdr_end;
+	}
+	if (end <= start)
+		return;
+	n = end - start;
+	if (n > capture_bytes)
+		n = capture_bytes;
+	/* for the verifier: a length it can bound whatever the compiler made
+	 * of the compares above */
+	barrier_var(n);
+	n &= DROPS_CAPTURE_MAX * 2 - 1;
+	if (n > DROPS_CAPTURE_MAX)
+		n = DROPS_CAPTURE_MAX;
+	if (bpf_probe_read_kernel(r->cap, n, head + start))
+		return;
+	orig = (__s64)RD(skb, len) + (data - head) - start;
+	r->cap_len = n;
+	r->cap_l2len = nh - start;
+	r->cap_orig = orig > n ? orig : n;
+	r->pkt_type = BPF_CORE_READ_BITFIELD_PROBED(skb, pkt_type);
+	r->hatype = dev ? BPF_CORE_READ(dev, type) : 0;
+}
+
+static __always_inline void emit_sample(void *ctx, struct sk_buff *skb, void *location,
+					__u32 reason, struct drops_key *key, struct drops_parsed *p,
 					struct net_device *dev, struct net *net, struct sock *sk,
 					__u64 now, const bool direct)
 {
+	/* Two fixed sizes, chosen at load: capture_bytes is a frozen rodata
+	 * constant, so the verifier sees one constant size on the path it
+	 * keeps. (The dynptr API, bpf_ringbuf_reserve_dynptr(), v5.19, would
+	 * fit each record to its packet; not done yet.) */
+	const __u32 size = capture_bytes ? sizeof(struct drops_record)
+					 : __builtin_offsetof(struct drops_record, cap);
 	struct drops_record *r;
+	__u32 l4_end = 0;
 
-	/* Records are fixed-size, so plain bpf_ringbuf_reserve(): the dynptr
-	 * API (bpf_ringbuf_reserve_dynptr(), v5.19) pays off only for
-	 * variable-size records such as packet payload, which these are not. */
-	r = bpf_ringbuf_reserve(&samples, sizeof(*r), 0);
+	r = bpf_ringbuf_reserve(&samples, size, 0);
 	if (!r) {
 		stat_inc(DROPS_STAT_SAMPLES_LOST);
 		return;
 	}
-	__builtin_memset(r, 0, sizeof(*r));
+	/* cap[] is written as far as cap_len says, and read no further */
+	__builtin_memset(r, 0, __builtin_offsetof(struct drops_record, cap));
 	r->magic = DROPS_RECORD_MAGIC;
 	r->version = DROPS_RECORD_VERSION;
-	r->size = sizeof(*r);
+	r->size = size;
 	r->ts_ns = now;
 	r->location = (__u64)location;
 	r->reason = reason;
@@ -802,8 +1004,19 @@ static __always_inline void emit_sample(struct sk_buff *skb, void *location, __u
 		}
 	}
 	if ((p->flags & DROPS_F_L3_PARSED) && !(p->flags & DROPS_F_FRAGMENT))
-		sample_l4(skb, r, p, direct);
+		sample_l4(skb, r, p, &l4_end, direct);
 	r->cgroup_id = key->cgroup ?: sock_cgroup_id(sk);
+	if (stack_depth) {
+		/* a constant size (frozen rodata): the walk stops at the depth */
+		long n = bpf_get_stack(ctx, r->stack,
+				       (stack_depth < DROPS_STACK_MAX ? stack_depth : DROPS_STACK_MAX) *
+					   sizeof(__u64),
+				       0);
+
+		r->stack_n = n > 0 ? n / sizeof(__u64) : 0;
+	}
+	if (capture_bytes)
+		sample_capture(skb, r, p, l4_end, dev, direct);
 	bpf_ringbuf_submit(r, 0);
 	stat_inc(DROPS_STAT_SAMPLES);
 }
@@ -858,8 +1071,8 @@ static __always_inline bool count_in_hash(const struct drops_key *key)
 	return !err;
 }
 
-static __always_inline int handle_drop(struct sk_buff *skb, void *location, __u32 reason,
-				       struct sock *rx_sk, const bool direct)
+static __always_inline int handle_drop(void *ctx, struct sk_buff *skb, void *location,
+				       __u32 reason, struct sock *rx_sk, const bool direct)
 {
 	struct drops_key key = {};
 	struct drops_parsed p = {};
@@ -917,7 +1130,7 @@ static __always_inline int handle_drop(struct sk_buff *skb, void *location, __u3
 		return 0;
 	if (!sk) /* a drop with a device: netns_of() did not look */
 		sk = RD(skb, sk) ?: rx_sk;
-	emit_sample(skb, location, reason, &key, &p, dev, net, sk, now, direct);
+	emit_sample(ctx, skb, location, reason, &key, &p, dev, net, sk, now, direct);
 	return 0;
 }
 
@@ -962,7 +1175,7 @@ int BPF_PROG(drops_tp_btf, struct sk_buff *skb, void *location, enum skb_drop_re
 {
 	struct sock *rx_sk = has_rx_sk ? (struct sock *)ctx[3] : NULL;
 
-	return handle_drop(skb, location, reason, rx_sk, true);
+	return handle_drop(ctx, skb, location, reason, rx_sk, true);
 }
 
 SEC("raw_tp/kfree_skb")
@@ -970,7 +1183,7 @@ int BPF_PROG(drops_raw_tp, struct sk_buff *skb, void *location, enum skb_drop_re
 {
 	struct sock *rx_sk = has_rx_sk ? (struct sock *)ctx[3] : NULL;
 
-	return handle_drop(skb, location, reason, rx_sk, false);
+	return handle_drop(ctx, skb, location, reason, rx_sk, false);
 }
 
 /*

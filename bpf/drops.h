@@ -70,7 +70,7 @@ enum drops_stat {
 };
 
 #define DROPS_RECORD_MAGIC   0x44524f50u /* "DROP" */
-#define DROPS_RECORD_VERSION 3		 /* 2: cgroup_id; 3: netns_cookie */
+#define DROPS_RECORD_VERSION 5		 /* 2: cgroup_id; 3: netns_cookie; 4: capture; 5: stack */
 
 /* record flags */
 #define DROPS_F_L3_PARSED 0x01 /* IP header read: addresses valid */
@@ -82,6 +82,14 @@ enum drops_stat {
 #define DROPS_F_TRUNCATED 0x10
 
 #define DROPS_IFNAMSIZ 16
+
+/* Packet bytes a sample can carry ([collector.drops] capture_bytes at most).
+ * A power of two: the program masks the copy's length with it. */
+#define DROPS_CAPTURE_MAX 256
+
+/* Kernel stack frames a sample can carry ([collector.drops] stack_depth at
+ * most). */
+#define DROPS_STACK_MAX 24
 
 /* One sampled drop, as the BPF program writes it into the ring buffer. */
 struct drops_record {
@@ -109,6 +117,23 @@ struct drops_record {
 	char ifname[DROPS_IFNAMSIZ];
 	__u64 cgroup_id;    /* cgroup v2 id of the drop's socket, 0 none */
 	__u64 netns_cookie; /* the key's */
+	/* bpf_get_stack() of the drop: stack_n return addresses, innermost
+	 * first (the program's own frames and the tracepoint's on top). */
+	__u32 stack_n;
+	__u32 pad5;
+	__u64 stack[DROPS_STACK_MAX];
+	/* Capture (capture_bytes > 0): cap_len bytes of the packet from its
+	 * MAC header (the network header when it has none), of which cap_l2len
+	 * are the link-layer header; cap_orig is the packet's length from that
+	 * same start. The record ends at cap[] (size says) when capture is off. */
+	__u16 cap_len;
+	__u8 cap_l2len;
+	__u8 pkt_type; /* skb->pkt_type: PACKET_HOST, PACKET_BROADCAST, ... */
+	__u16 hatype;  /* the device's type (ARPHRD_*), 0 without a device */
+	__u16 pad3;
+	__u32 cap_orig;
+	__u32 pad4;
+	__u8 cap[DROPS_CAPTURE_MAX];
 };
 
 #endif

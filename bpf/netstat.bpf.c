@@ -8,7 +8,8 @@
  * the RCU read lock test_run holds), reading for each namespace the
  * LINUX_MIB_* counters user space asks for from net->mib.net_statistics,
  * a per-CPU array of unsigned long, summed over the possible CPUs: what
- * /proc/net/netstat prints in that namespace (snmp_fold_field()).
+ * /proc/net/netstat prints in that namespace (snmp_fold_field()), and the
+ * receive drops of its AF_PACKET sockets (psk_one).
  *
  * A per-CPU pointer is an offset to add __per_cpu_offset[cpu] to. That
  * array is a data symbol (kallsyms without CONFIG_KALLSYMS_ALL hides it)
@@ -33,6 +34,9 @@ const volatile __u32 ncpus = 1;		      /* possible CPUs */
 const volatile __u32 mib_idx[NETSTAT_N] = {}; /* LINUX_MIB_* */
 
 struct netstat_ns netstat[NETNS_LIVE_MAX];
+/* AF_PACKET sockets with drops, this walk's (npsk of them); see psk_one */
+struct netstat_psk psk[NETSTAT_PSK_MAX];
+__u32 npsk;
 __u64 cpu_off[NETSTAT_CPUS_MAX];
 volatile __u64 ptrbuf; /* a pointer stored and read back as a number */
 
@@ -91,6 +95,62 @@ static long sum_cpu(__u64 cpu, struct sum *s)
 	return 0;
 }
 
+/*
+ * AF_PACKET receive drops (a full receive buffer, a full TPACKET ring:
+ * packet_rcv() / tpacket_rcv()) free a shared skb, so kfree_skb does not
+ * fire; the kernel counts them per socket, in po->tp_drops (what
+ * PACKET_STATISTICS returns, and resets) and in sk_drops (what packet_diag's
+ * PACKET_DIAG_MEMINFO shows as SK_MEMINFO_DROPS, never reset): read here,
+ * sk_drops plus the NUMA drop counters where the kernel has them (6.18:
+ * sk->sk_drop_counters, sk_drops_read()). net->packet.sklist is the
+ * namespace's list of packet sockets (RCU, which test_run holds).
+ */
+struct sock___drops {
+	struct numa_drop_counters *sk_drop_counters;
+} __attribute__((preserve_access_index));
+
+struct numa_drop_counters___sysobs {
+	atomic_t drops0;
+	atomic_t drops1;
+} __attribute__((preserve_access_index));
+
+struct psk_walk {
+	struct hlist_node *pos;
+	__u64 node_off; /* of sk_node in struct sock */
+	__u32 ns;
+};
+
+static long psk_one(__u64 i, struct psk_walk *p)
+{
+	struct hlist_node *pos = p->pos;
+	struct netstat_psk *e;
+	struct sock *sk;
+	__u32 drops;
+
+	if (!pos || npsk >= NETSTAT_PSK_MAX)
+		return 1;
+	sk = (struct sock *)((void *)pos - p->node_off);
+	drops = (__u32)BPF_CORE_READ(sk, sk_drops.counter);
+	if (bpf_core_field_exists(struct sock___drops, sk_drop_counters)) {
+		struct numa_drop_counters___sysobs *dc =
+		    (void *)BPF_CORE_READ((struct sock___drops *)sk, sk_drop_counters);
+
+		if (dc)
+			drops += (__u32)BPF_CORE_READ(dc, drops0.counter) +
+				 (__u32)BPF_CORE_READ(dc, drops1.counter);
+	}
+	if (drops) {
+		e = &psk[npsk & (NETSTAT_PSK_MAX - 1)];
+		e->sk = (__u64)sk;
+		e->ns = p->ns;
+		e->drops = drops;
+		npsk++;
+	}
+	pos = BPF_CORE_READ(pos, next);
+	p->pos = pos;
+	return pos ? 0 : 1;
+}
+
 static long ns_one(__u64 i, struct walk *w)
 {
 	struct list_head *pos = w->pos;
@@ -113,6 +173,16 @@ static long ns_one(__u64 i, struct walk *w)
 	s.slot = w->n;
 	if (s.mib)
 		bpf_loop(NETSTAT_CPUS_MAX, sum_cpu, &s, 0);
+	{
+		struct psk_walk p = {
+		    .pos = BPF_CORE_READ(net, packet.sklist.first),
+		    .node_off = bpf_core_field_offset(struct sock, __sk_common.skc_node),
+		    .ns = w->n,
+		};
+
+		if (p.pos)
+			bpf_loop(NETSTAT_PSK_MAX, psk_one, &p, 0);
+	}
 	w->n++;
 	pos = BPF_CORE_READ(pos, next);
 	w->pos = pos;
@@ -143,6 +213,7 @@ int netstat_walk(void *ctx)
 	init_net = init_net_find();
 	if (!init_net)
 		return NETNS_WALK_NO_INIT;
+	npsk = 0;
 	w.pos = (struct list_head *)((void *)init_net + w.list_off);
 	w.head = BPF_CORE_READ(init_net, list.prev);
 	bpf_loop(NETNS_LIVE_MAX + 1, ns_one, &w, 0);

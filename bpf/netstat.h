@@ -18,4 +18,13 @@ struct netstat_ns {
 
 #define NETSTAT_NO_OFFSETS 0xFFFFFFFDu /* per-CPU offsets not found */
 
+/* AF_PACKET sockets with receive drops, of every namespace (netstat_walk). */
+#define NETSTAT_PSK_MAX 4096 /* a power of two */
+
+struct netstat_psk {
+	__u64 sk;    /* the socket's address: tells it apart between walks */
+	__u32 ns;    /* index of its namespace in netstat[] */
+	__u32 drops; /* sk_drops_read(): what packet_diag's SK_MEMINFO_DROPS shows */
+};
+
 #endif

@@ -5,7 +5,9 @@
  * writes a row per poll, so it exercises the whole pipeline (collector ->
  * queue -> writer -> SQLite -> REST) on any host. The live values are the
  * standard process_* metrics, read at every scrape (api/metrics/process_metrics.c);
- * this collector adds only the thread count.
+ * this collector adds the thread count, and what the agent's own BPF
+ * programs cost the kernel (self_bpf.c): their run count and run time, with
+ * the kernel's run statistics held on while the agent runs (bpf_stats).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -18,6 +20,7 @@
 #include "base/procfs.h"
 #include "api/proto/sysobs.pb-c.h"
 #include "collectors/collector.h"
+#include "collectors/self_bpf.h"
 
 struct self_row {
 	double cpu_seconds;
@@ -29,15 +32,32 @@ struct self_row {
 
 struct self_cfg {
 	uint64_t interval; /* ms */
+	bool bpf_stats;
 };
 
+static const char *const self_prog_labels[] = {"program", NULL};
+
+enum { SELF_M_THREADS, SELF_M_BPF_RUN_SECONDS, SELF_M_BPF_RUNS };
 static const struct metric_desc self_metrics[] = {
-    {"sysobs_threads", "Threads of sysobsd.", METRIC_KIND_GAUGE},
+    [SELF_M_THREADS] = {"sysobs_threads", "Threads of sysobsd.", METRIC_KIND_GAUGE},
+    [SELF_M_BPF_RUN_SECONDS] = {"sysobs_bpf_program_run_seconds_total",
+				"Time the kernel spent running this BPF program of sysobsd "
+				"(bpf_prog_info.run_time_ns; counted while run statistics are on: "
+				"[collector.self] bpf_stats).",
+				METRIC_KIND_COUNTER, self_prog_labels},
+    [SELF_M_BPF_RUNS] = {"sysobs_bpf_program_runs_total",
+			 "Runs of this BPF program of sysobsd (bpf_prog_info.run_cnt; counted "
+			 "while run statistics are on).",
+			 METRIC_KIND_COUNTER, self_prog_labels},
     {0},
 };
 
+#define SELF_BPF_PROGS_MAX 32
+
 struct self_state {
 	struct sink_series *threads;
+	struct sink_family *bpf_seconds, *bpf_runs;
+	int stats_fd; /* BPF_ENABLE_STATS, -1 none */
 	long page_size;
 };
 
@@ -66,6 +86,10 @@ static const struct event_table *const self_tables[] = {&self_samples_table, NUL
 static const struct cfg_key self_keys[] = {
     CFG_KEY(struct self_cfg, interval, CFG_DURATION, "10s", 10, 86400000,
 	    "how often the agent samples itself"),
+    CFG_KEY(struct self_cfg, bpf_stats, CFG_BOOL, "true", 0, 0,
+	    "keep the kernel's BPF run statistics on while sysobsd runs (BPF_ENABLE_STATS), for "
+	    "sysobs_bpf_program_run_seconds_total; host-wide: every BPF program then pays two "
+	    "clock reads per run"),
     {0},
 };
 
@@ -103,17 +127,54 @@ static int self_init(struct collector *c)
 	if (!st)
 		return -ENOMEM;
 	st->page_size = sysconf(_SC_PAGESIZE);
+	st->stats_fd = -1;
 	c->priv = st;
 	c->interval_ms = cfg->interval;
+	/* Before the agent drops its privileges: it needs CAP_SYS_ADMIN. */
+	if (cfg->bpf_stats) {
+		st->stats_fd = self_bpf_stats_enable();
+		if (st->stats_fd < 0)
+			log_warn("self",
+				 "BPF run statistics not enabled (%s): "
+				 "sysobs_bpf_program_run_seconds_total counts only while another "
+				 "holder or kernel.bpf_stats_enabled keeps them on",
+				 strerror(-st->stats_fd));
+	}
 	return 0;
+}
+
+/* Each program's run count and time, summed by name (a name the agent
+ * loads twice is one series). */
+static void self_bpf_publish(struct collector *c, struct self_state *st)
+{
+	struct self_bpf_prog p[SELF_BPF_PROGS_MAX];
+	int n = self_bpf_progs("/proc/self/fd", p, SELF_BPF_PROGS_MAX);
+
+	for (int i = 0; i < n; i++) {
+		const char *values[2] = {p[i].name, NULL};
+		uint64_t cnt = p[i].run_cnt, ns = p[i].run_time_ns;
+
+		if (!p[i].name[0])
+			continue;
+		for (int j = i + 1; j < n; j++) {
+			if (!strcmp(p[j].name, p[i].name)) {
+				cnt += p[j].run_cnt, ns += p[j].run_time_ns;
+				p[j].name[0] = '\0';
+			}
+		}
+		sink_set(c->sink, sink_series(c->sink, st->bpf_runs, values), (double)cnt);
+		sink_set(c->sink, sink_series(c->sink, st->bpf_seconds, values), (double)ns / 1e9);
+	}
 }
 
 static int self_start(struct collector *c)
 {
 	struct self_state *st = c->priv;
 
-	st->threads = sink_series1(c->sink, &self_metrics[0]);
-	return st->threads ? 0 : -ENOMEM;
+	st->threads = sink_series1(c->sink, &self_metrics[SELF_M_THREADS]);
+	st->bpf_seconds = sink_family(c->sink, &self_metrics[SELF_M_BPF_RUN_SECONDS]);
+	st->bpf_runs = sink_family(c->sink, &self_metrics[SELF_M_BPF_RUNS]);
+	return st->threads && st->bpf_seconds && st->bpf_runs ? 0 : -ENOMEM;
 }
 
 static int self_collect(struct collector *c)
@@ -137,6 +198,7 @@ static int self_collect(struct collector *c)
 	row.queue_depth = (int64_t)sink_queue_depth(c->sink);
 
 	sink_set(c->sink, st->threads, (double)row.threads);
+	self_bpf_publish(c, st);
 
 	/* A full queue is the sink's business; the sample is simply lost. */
 	sink_event(c->sink, &self_samples_table, clock_wall_ns(), &row);
@@ -145,6 +207,10 @@ static int self_collect(struct collector *c)
 
 static void self_stop(struct collector *c)
 {
+	struct self_state *st = c->priv;
+
+	if (st && st->stats_fd >= 0)
+		close(st->stats_fd);
 	free(c->priv);
 	c->priv = NULL;
 }

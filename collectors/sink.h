@@ -74,6 +74,9 @@ struct sink_ops {
 			int64_t *id);
 	void (*exemplar)(struct sink_series *s, const char *name, const char *value, double v,
 			 int64_t ts_ns);
+	/* Added with series_remove; NULL: sink_series_remove() declares the
+	 * series gone instead. */
+	void (*series_remove)(struct sink *k, struct sink_family *f, struct sink_series *s);
 };
 
 struct sink {
@@ -137,6 +140,19 @@ static inline struct sink_series *sink_series1(struct sink *k, const struct metr
 static inline void sink_series_gone(struct sink *k, struct sink_family *f, struct sink_series *s)
 {
 	if (f && s)
+		k->ops->series_gone(k, f, s);
+}
+
+/* The series is wrong now, not just ended (its label names another object
+ * than the one it counted): out of /metrics at once, without the grace.
+ * Do not use s after this call. */
+static inline void sink_series_remove(struct sink *k, struct sink_family *f, struct sink_series *s)
+{
+	if (!f || !s)
+		return;
+	if (k->ops->series_remove)
+		k->ops->series_remove(k, f, s);
+	else
 		k->ops->series_gone(k, f, s);
 }
 

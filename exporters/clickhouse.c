@@ -60,6 +60,8 @@ int clickhouse_ddl(const struct event_table *const *tables, const char *database
 			   "    time DateTime MATERIALIZED toDateTime(intDiv(ts, 1000000000))",
 			   t->name, t->help ? t->help : "", database, t->name);
 		for (const struct event_column *c = t->cols; c->name; c++) {
+			if (c->type == COL_BLOB) /* packet bytes stay home */
+				continue;
 			if (c->null == COL_NOT_NULL)
 				buf_printf(out, ",\n    %s %s", c->name, ch_type(c));
 			else
@@ -150,6 +152,8 @@ int clickhouse_rows(const struct export_row *rows, size_t n, const struct export
 			struct col_value v;
 
 			col_value(c, x->row, &v);
+			if (v.kind == COLV_BLOB) /* not in the DDL either */
+				continue;
 			buf_printf(out, ",\"%s\":", c->name);
 			switch (v.kind) {
 			case COLV_NULL:

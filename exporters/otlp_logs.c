@@ -275,7 +275,7 @@ static int otlp_record_fill(struct arena *a, const struct export_row *r, struct 
 		char num[32];
 
 		col_value(c, r->row, &cv);
-		if (cv.kind == COLV_NULL)
+		if (cv.kind == COLV_NULL || cv.kind == COLV_BLOB) /* packet bytes stay home */
 			continue;
 		rec->attributes[k] = otlp_kv_new(a, c->name, otlp_any_column(a, &cv));
 		if (!rec->attributes[k++])

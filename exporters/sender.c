@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -126,12 +127,55 @@ char *sender_url_public(const char *url)
 	return out;
 }
 
-static int sender_check_file(struct config *cfg, const char *section, const char *key,
-			     const char *path)
+/* A PEM block whose label holds what ("CERTIFICATE", "PRIVATE KEY"). */
+static bool pem_has(const char *text, const char *what)
 {
-	if (*path && access(path, R_OK))
+	for (const char *p = strstr(text, "-----BEGIN "); p; p = strstr(p + 1, "-----BEGIN ")) {
+		const char *label = p + 11, *end = strstr(label, "-----");
+		const char *hit = strstr(label, what);
+
+		if (end && hit && hit < end)
+			return true;
+	}
+	return false;
+}
+
+/* A TLS file of a sender: readable, and PEM holding what (libcurl reads
+ * it at the first send, where a bad file would only show as failing sends:
+ * issue 30, tls_ca_file = /etc/hostname passed the check). */
+static int sender_check_file(struct config *cfg, const char *section, const char *key,
+			     const char *path, const char *what)
+{
+	enum { PEM_MAX = 1 << 20 };
+	FILE *f;
+	char *buf;
+	size_t n;
+	int err = 0;
+
+	if (!*path)
+		return 0;
+	f = fopen(path, "re");
+	if (!f)
 		return cfg_error(cfg, section, key, "%s: %s", path, strerror(errno));
-	return 0;
+	buf = malloc(PEM_MAX + 1);
+	if (!buf) {
+		fclose(f);
+		return cfg_error(cfg, section, key, "out of memory");
+	}
+	n = fread(buf, 1, PEM_MAX + 1, f);
+	if (ferror(f))
+		err = cfg_error(cfg, section, key, "%s: %s", path, strerror(errno));
+	else if (n > PEM_MAX)
+		err = cfg_error(cfg, section, key, "%s: larger than 1 MiB", path);
+	else {
+		buf[n] = '\0';
+		if (!pem_has(buf, what))
+			err = cfg_error(cfg, section, key,
+					"%s: not PEM (no -----BEGIN ...%s----- line)", path, what);
+	}
+	fclose(f);
+	free(buf);
+	return err;
 }
 
 int sender_check(struct sender *s, struct config *cfg, const char *section,
@@ -176,9 +220,9 @@ int sender_check(struct sender *s, struct config *cfg, const char *section,
 				 "a client certificate needs both tls_cert_file and tls_key_file");
 	if (!read_files)
 		return bad ? -EINVAL : 0;
-	bad |= sender_check_file(cfg, section, "tls_ca_file", c->tls_ca_file);
-	bad |= sender_check_file(cfg, section, "tls_cert_file", c->tls_cert_file);
-	bad |= sender_check_file(cfg, section, "tls_key_file", c->tls_key_file);
+	bad |= sender_check_file(cfg, section, "tls_ca_file", c->tls_ca_file, "CERTIFICATE");
+	bad |= sender_check_file(cfg, section, "tls_cert_file", c->tls_cert_file, "CERTIFICATE");
+	bad |= sender_check_file(cfg, section, "tls_key_file", c->tls_key_file, "PRIVATE KEY");
 	if (*c->basic_auth_password_file &&
 	    sender_read_secret(c->basic_auth_password_file, &s->password, &why))
 		bad |= cfg_error(cfg, section, "basic_auth_password_file", "%s: %s",

@@ -16,6 +16,7 @@ PKGS=(
 	python3-prometheus-client
 	openssl
 	prometheus-alertmanager bpftrace libfuse3-dev fuse3
+	tshark # decodes the drops pcapng (integration.drops_pcap)
 	victoria-metrics # a second remote_write receiver (integration.remote_write_fleet)
 	clickhouse-server # the event exporter's ClickHouse receiver (integration.export_clickhouse)
 	# HTTP load test and benchmark (bench/http_load.sh: node_exporter beside it)

@@ -23,6 +23,8 @@ static const char *col_sql_type(enum col_type t)
 		return "REAL";
 	case COL_TEXT:
 		return "TEXT";
+	case COL_BLOB:
+		return "BLOB";
 	default:
 		return "INTEGER";
 	}
@@ -65,8 +67,10 @@ int store_schema_check(const struct event_table *t, char *err, size_t errlen)
 			why = "BOOL must be a bool";
 		else if (c->null == COL_NULL_NEG && c->type != COL_INT)
 			why = "NULL_NEG needs a signed integer";
-		else if (c->null == COL_NULL_EMPTY && c->type != COL_TEXT)
-			why = "NULL_EMPTY needs text";
+		else if (c->null == COL_NULL_EMPTY && c->type != COL_TEXT && c->type != COL_BLOB)
+			why = "NULL_EMPTY needs text or a blob";
+		else if (c->type == COL_BLOB && (c->size <= sizeof(uint16_t) || c->filter))
+			why = "a BLOB needs room after its length and takes no filter";
 		else if (c->filter == COL_FILTER_ENUM && !c->domain)
 			why = "an enum filter needs a domain";
 		else if ((c->filter == COL_FILTER_ADDR || c->filter == COL_FILTER_PREFIX) &&
@@ -201,6 +205,9 @@ int store_schema_bind(sqlite3_stmt *st, const struct event_table *t, const void 
 		case COLV_TEXT:
 			rc = sqlite3_bind_text(st, i, v.s, (int)v.len, SQLITE_STATIC);
 			break;
+		case COLV_BLOB:
+			rc = sqlite3_bind_blob(st, i, v.s, (int)v.len, SQLITE_STATIC);
+			break;
 		case COLV_REAL:
 			rc = sqlite3_bind_double(st, i, v.d);
 			break;
@@ -257,6 +264,19 @@ void store_schema_read_row(sqlite3_stmt *st, int first, const struct event_table
 			memcpy(p, s ? (const void *)s : "", n);
 			if (n < c->size)
 				p[n] = '\0';
+			break;
+		}
+		case COL_BLOB: {
+			const void *b = sqlite3_column_blob(st, i);
+			size_t n = b ? (size_t)sqlite3_column_bytes(st, i) : 0;
+			uint16_t n16;
+
+			if (n > c->size - sizeof(n16))
+				n = c->size - sizeof(n16);
+			n16 = (uint16_t)n;
+			memcpy(p, &n16, sizeof(n16));
+			if (n)
+				memcpy(p + sizeof(n16), b, n);
 			break;
 		}
 		case COL_REAL:

@@ -34,14 +34,24 @@ enum col_type {
 	COL_BOOL, /* bool */
 	COL_REAL, /* double */
 	COL_TEXT, /* char[size], NUL-terminated (or filling size) */
+	COL_BLOB, /* struct col_blob: a byte count, then the bytes (size = 2 + capacity);
+		   * a BLOB in SQLite, bytes in protobuf, base64 in JSON; left out by
+		   * the exporters. No filter. */
 };
+
+/* The row field of a COL_BLOB column of capacity n: len bytes of data. */
+#define COL_BLOB_FIELD(n)                                                                          \
+	struct {                                                                                   \
+		uint16_t len;                                                                      \
+		uint8_t data[n];                                                                   \
+	}
 
 /* How a missing value is written in the row struct. */
 enum col_null {
 	COL_NOT_NULL,	/* always a value */
 	COL_NULL_NEG,	/* COL_INT: a negative value is NULL */
 	COL_NULL_ZERO,	/* numbers: 0 is NULL */
-	COL_NULL_EMPTY, /* COL_TEXT: "" is NULL */
+	COL_NULL_EMPTY, /* COL_TEXT: "" is NULL; COL_BLOB: no bytes is NULL */
 };
 
 enum col_filter {
@@ -83,7 +93,7 @@ struct event_column {
 		.size = sizeof(((row *)0)->field), .null = (n), __VA_ARGS__                        \
 	}
 
-#define EVENT_ROW_MAX 576 /* largest row struct a table may declare */
+#define EVENT_ROW_MAX 1536 /* largest row struct a table may declare */
 
 struct event_table {
 	const char *name;		 /* SQL table; also the migrations component */
@@ -102,6 +112,9 @@ struct event_table {
 	 * list envelope {repeated row data = 1; string next_cursor = 2}. */
 	const struct ProtobufCMessageDescriptor *message;
 	const struct ProtobufCMessageDescriptor *list_message;
+	/* GET route of the folded-stack aggregate of the text column "stack"
+	 * (api/history.c), with the table's filters; NULL: none. */
+	const char *stacks_route;
 	/* The fields of message readers show by default (GET /api/v1/schema:
 	 * the CLI's and the status page's columns), in order, NULL-terminated;
 	 * NULL: every scalar field. */

@@ -47,6 +47,17 @@ void col_value(const struct event_column *c, const void *row, struct col_value *
 		out->len = strnlen(out->s, c->size);
 		out->kind = !out->len && c->null == COL_NULL_EMPTY ? COLV_NULL : COLV_TEXT;
 		return;
+	case COL_BLOB: {
+		uint16_t n;
+
+		memcpy(&n, p, sizeof(n));
+		if (n > c->size - sizeof(n))
+			n = c->size - sizeof(n);
+		out->s = (const char *)p + sizeof(n);
+		out->len = n;
+		out->kind = !n && c->null == COL_NULL_EMPTY ? COLV_NULL : COLV_BLOB;
+		return;
+	}
 	case COL_REAL:
 		out->d = *(const double *)p;
 		out->kind = c->null == COL_NULL_ZERO && out->d == 0 ? COLV_NULL : COLV_REAL;

@@ -20,6 +20,7 @@ enum col_kind {
 	COLV_BOOL, /* i: 0 or 1 */
 	COLV_REAL, /* d */
 	COLV_TEXT, /* s[len], not NUL-terminated when it fills the column */
+	COLV_BLOB, /* s[len]: bytes */
 };
 
 struct col_value {

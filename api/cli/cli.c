@@ -58,6 +58,9 @@ static void usage(FILE *out)
 	    "  export                  event export destinations: backlog, last success, errors\n"
 	    "  drops                   sampled packet drops (reason=, protocol=, addr=, port=, "
 	    "...)\n"
+	    "  drops pcap [KEY=VALUE]  the same samples as a pcapng file on stdout (Wireshark, "
+	    "tshark);\n"
+	    "                          --follow streams new ones: | wireshark -k -i -\n"
 	    "  mptcp [events|subflows] live MPTCP connections and subflows (refresh=1: their TCP "
 	    "state now),\n"
 	    "                          or path-manager events, or subflow health history\n"
@@ -247,6 +250,78 @@ static int show(const struct opts *o, const char *path, const char *const *extra
 		if (stop)
 			return 0;
 	}
+}
+
+static void add_param(struct opts *o, const char *kv);
+
+/* drops pcap: the samples page as pcapng (the agent writes the file), to
+ * stdout; filters and --since/--until/--limit as for drops. */
+static int cmd_drops_pcap(struct opts *o, int argc, char **argv)
+{
+	const char *q[MAX_PARAMS + 8];
+	char lim[64], since[80], until[80];
+	struct pcap_follow f = {0};
+	size_t nq = 0;
+	int rc = 1;
+
+	if (isatty(1))
+		die_usage("drops pcap: refusing to write pcapng to a terminal: redirect it");
+	if (o->follow && o->until)
+		die_usage("drops pcap: --follow and --until do not go together");
+	for (int i = 0; i < argc; i++)
+		add_param(o, argv[i]);
+	for (size_t i = 0; i < o->n_params; i++)
+		q[nq++] = o->params[i];
+	snprintf(lim, sizeof(lim), "limit=%s", o->limit ? o->limit : "1000");
+	if (o->limit || o->follow)
+		q[nq++] = lim;
+	if (o->since || o->follow) {
+		snprintf(since, sizeof(since), "start=%s", o->since ? o->since : "-1m");
+		q[nq++] = since;
+	}
+	if (o->until) {
+		snprintf(until, sizeof(until), "end=%s", o->until);
+		q[nq++] = until;
+	}
+	o->accept = "application/x-pcapng";
+	for (;;) {
+		struct body b;
+		long code = http_call(o, "/api/v1/drops/samples", q, nq, false, NULL, 0, &b);
+
+		if (code < 0)
+			goto out;
+		if (code < 200 || code > 299) {
+			report_error(code, &b, true);
+			free(b.data);
+			goto out;
+		}
+		if (!o->follow) {
+			if (fwrite(b.data, 1, b.len, stdout) != b.len)
+				code = -1;
+		} else if (pcap_follow_merge(&f, (const uint8_t *)b.data, b.len, stdout) < 0) {
+			err_line("the agent's answer is not the pcapng it writes");
+			free(b.data);
+			goto out;
+		}
+		free(b.data);
+		if (code < 0 || fflush(stdout)) {
+			if (!o->follow || errno != EPIPE) /* the reader went away */
+				err_line("writing the pcapng to stdout: %s", strerror(errno));
+			rc = !o->follow || errno != EPIPE;
+			goto out;
+		}
+		if (!o->follow || stop)
+			break;
+		/* next polls: the last seconds, packets newer than those written */
+		snprintf(since, sizeof(since), "start=-%ds", 10 * FOLLOW_POLL);
+		sleep(FOLLOW_POLL);
+		if (stop)
+			break;
+	}
+	rc = 0;
+out:
+	pcap_follow_free(&f);
+	return rc;
 }
 
 /* status, after the collectors: the export destinations, if any (an agent
@@ -489,6 +564,7 @@ static const struct command commands[] = {
     {"status", NULL, cmd_status, NULL, NULL, false},
     {"scan", NULL, cmd_scan, NULL, NULL, false},
     {"series", NULL, cmd_series, NULL, NULL, false},
+    {"drops", "pcap", cmd_drops_pcap, NULL, NULL, false},
     {"drops", NULL, NULL, "/api/v1/drops/samples", NULL, true},
     {"mptcp", "events", NULL, "/api/v1/mptcp/events", NULL, true},
     {"mptcp", "subflows", NULL, "/api/v1/mptcp/subflows", NULL, true},

@@ -95,8 +95,15 @@ long http_call(const struct opts *o, const char *path, const char *const *query,
 		*eq = '\0';
 		url_add(c, url, sizeof(url), kv, eq + 1);
 	}
-	hdr = curl_slist_append(hdr, json ? "Accept: application/json"
-					  : "Accept: application/x-protobuf");
+	if (o->accept) {
+		char accept[128];
+
+		snprintf(accept, sizeof(accept), "Accept: %s", o->accept);
+		hdr = curl_slist_append(hdr, accept);
+	} else {
+		hdr = curl_slist_append(hdr, json ? "Accept: application/json"
+						  : "Accept: application/x-protobuf");
+	}
 	if (post)
 		hdr = curl_slist_append(hdr, "Content-Type: application/x-protobuf");
 	curl_easy_setopt(c, CURLOPT_URL, url);

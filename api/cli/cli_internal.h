@@ -13,6 +13,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "api/proto/sysobs.pb-c.h"
 
@@ -30,6 +31,7 @@ struct opts {
 	const char *ca_file, *cert_file, *key_file, *user, *password_file;
 	bool insecure;
 	unsigned timeout_s;
+	const char *accept;		/* an Accept header of its own (drops pcap), or NULL */
 	const char *params[MAX_PARAMS]; /* "key=value", URL-escaped when sent */
 	size_t n_params;
 };
@@ -56,6 +58,22 @@ size_t print_mptcp_connections(const struct body *b, bool header, int64_t after_
 			       int64_t *max_id);
 size_t print_ifs_cores(const struct body *b, bool header, int64_t after_id, int64_t *max_id);
 size_t print_series(const struct body *b, bool header, int64_t after_id, int64_t *max_id);
+
+/* cli_pcap.c: --follow of drops pcap, successive pcapng pages merged into
+ * one stream (the first section header, each interface once, each packet
+ * once by the id in its comment). */
+#define PCAP_FOLLOW_IFS 256
+struct pcap_follow {
+	bool started;
+	int64_t max_id;
+	size_t n_ifs;
+	void *ifs[PCAP_FOLLOW_IFS]; /* interface blocks written, as written */
+	uint32_t if_len[PCAP_FOLLOW_IFS];
+};
+/* Writes what is new in one page to out: packets written, -1 when the page
+ * does not parse as the agent's pcapng. */
+long pcap_follow_merge(struct pcap_follow *f, const uint8_t *in, size_t len, FILE *out);
+void pcap_follow_free(struct pcap_follow *f);
 
 /* cli_http.c: one request (GET, or POST of a protobuf body) of server+path
  * with the query parameters; the body lands in *out. The HTTP status, or

@@ -253,6 +253,9 @@ static void cf_optional_programs(struct cachefiles_bpf *skel, const char *btf_pa
 		bpf_program__set_autoload(progs[i], false);
 	}
 	bpf_util_btf_free(&b);
+	/* A copen that returns 0 for a size >= 0 without the tracepoint is
+	 * one whose anonymous fd was closed first: only with the tracepoint. */
+	skel->rodata->copen_tp_loaded = bpf_program__autoload(skel->progs.cf_tp_copen);
 }
 
 static int bpf_open(const struct cachefiles_backend_cfg *cfg, struct cachefiles_backend **out,

@@ -279,6 +279,7 @@ static const char *const cf_stat_events[CF_STAT_MAX] = {
     [CF_STAT_RELEASE_LOST] = "volume_release_lost",
     [CF_STAT_COPEN_ERROR] = "copen_error",
     [CF_STAT_COPEN_INVALID] = "copen_invalid",
+    [CF_STAT_COPEN_CLOSED] = "copen_closed",
 };
 
 /* init with backend be (cachefiles_priv.h): what init does once it has
@@ -546,23 +547,28 @@ static void cachefiles_publish(struct sink *k, struct cachefiles_state *st, cons
  * Shared EROFS domains, from the mount table: every image mounted with
  * domain_id=D reads through the one volume erofs,D, so that volume's series
  * are the domain's, not one image's. The kernel's volume key does not say
- * it; erofs_show_options does. Mounts outside the agent's mount namespace
- * are not seen.
+ * it; erofs_show_options does. An image is a superblock: its bind mounts
+ * and propagated copies are more mountinfo lines with the same device
+ * number. Mounts outside the agent's mount namespace are not seen.
  */
 static void cachefiles_domains(struct sink *k, struct cachefiles_state *st)
 {
-	char line[2048], vol[CF_VOLUME_NAME_LEN + 1];
-	FILE *f = fopen("/proc/self/mounts", "re");
+	struct cachefiles_domain_tally t = {0};
+	char line[4096];
+	FILE *f = fopen("/proc/self/mountinfo", "re");
 
 	for (size_t i = 0; i < st->n_domains; i++)
 		st->domains[i].images = 0;
-	while (f && fgets(line, sizeof(line), f)) {
+	while (f && fgets(line, sizeof(line), f))
+		if (cachefiles_domain_tally_line(&t, line) < 0)
+			break;
+	if (f)
+		fclose(f);
+	for (size_t j = 0; j < t.n_domains; j++) {
 		struct cf_domain *d = NULL;
 
-		if (!cachefiles_domain_mount(line, vol, sizeof(vol)))
-			continue;
 		for (size_t i = 0; i < st->n_domains && !d; i++)
-			if (!strcmp(st->domains[i].volume, vol))
+			if (!strcmp(st->domains[i].volume, t.domains[j].volume))
 				d = &st->domains[i];
 		if (!d) {
 			void *p = array_grow(st->domains, &st->cap_domains, st->n_domains,
@@ -572,13 +578,11 @@ static void cachefiles_domains(struct sink *k, struct cachefiles_state *st)
 				break;
 			st->domains = p;
 			d = &st->domains[st->n_domains++];
-			snprintf(d->volume, sizeof(d->volume), "%s", vol);
-			d->images = 0;
+			snprintf(d->volume, sizeof(d->volume), "%s", t.domains[j].volume);
 		}
-		d->images++;
+		d->images = t.domains[j].images;
 	}
-	if (f)
-		fclose(f);
+	cachefiles_domain_tally_free(&t);
 	for (size_t i = 0; i < st->n_domains; i++) {
 		const char *lv[] = {st->domains[i].volume, NULL};
 

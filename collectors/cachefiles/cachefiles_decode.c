@@ -2,7 +2,10 @@
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+
+#include "base/buf.h"
 
 #include "collectors/cachefiles/cachefiles_decode.h"
 
@@ -175,14 +178,20 @@ int cachefiles_probe_verdict(const struct cachefiles_kernel *k, char *why, size_
 	return 0;
 }
 
-bool cachefiles_domain_mount(const char *line, char *out, size_t len)
+bool cachefiles_domain_mount(const char *line, char *out, size_t len, unsigned *major,
+			     unsigned *minor)
 {
 	char type[32], opts[1024];
-	const char *o;
+	const char *o, *sep;
 
-	/* device mountpoint type options dump pass; spaces in the first two
-	 * are escaped (\040) by the kernel */
-	if (sscanf(line, "%*s %*s %31s %1023s", type, opts) != 2 || strcmp(type, "erofs"))
+	/* id parent major:minor root mountpoint options [optional...] - type
+	 * source superoptions; spaces inside a field are escaped (\040) by
+	 * the kernel, so " - " only ever separates the optional fields from
+	 * the filesystem's. */
+	if (sscanf(line, "%*u %*u %u:%u", major, minor) != 2)
+		return false;
+	sep = strstr(line, " - ");
+	if (!sep || sscanf(sep + 3, "%31s %*s %1023s", type, opts) != 2 || strcmp(type, "erofs"))
 		return false;
 	for (o = opts; o; o = strchr(o, ',') ? strchr(o, ',') + 1 : NULL) {
 		size_t n;
@@ -197,6 +206,50 @@ bool cachefiles_domain_mount(const char *line, char *out, size_t len)
 		return true;
 	}
 	return false;
+}
+
+int cachefiles_domain_tally_line(struct cachefiles_domain_tally *t, const char *line)
+{
+	char vol[CF_VOLUME_NAME_LEN + 1];
+	unsigned major, minor;
+	uint64_t dev;
+	size_t i;
+	void *p;
+
+	if (!cachefiles_domain_mount(line, vol, sizeof(vol), &major, &minor))
+		return 0;
+	dev = (uint64_t)major << 32 | minor;
+	for (i = 0; i < t->n_devs; i++)
+		if (t->devs[i] == dev)
+			return 0; /* a bind mount or propagated copy */
+	p = array_grow(t->devs, &t->cap_devs, t->n_devs, sizeof(*t->devs), 8);
+	if (!p)
+		return -ENOMEM;
+	t->devs = p;
+	for (i = 0; i < t->n_domains; i++)
+		if (!strcmp(t->domains[i].volume, vol))
+			break;
+	if (i == t->n_domains) {
+		p = array_grow(t->domains, &t->cap_domains, t->n_domains, sizeof(*t->domains), 4);
+		if (!p)
+			return -ENOMEM;
+		t->domains = p;
+		snprintf(t->domains[i].volume, sizeof(t->domains[i].volume), "%s", vol);
+		t->domains[i].images = 0;
+		t->n_domains++;
+	}
+	t->devs[t->n_devs++] = dev;
+	t->domains[i].images++;
+	return 1;
+}
+
+void cachefiles_domain_tally_free(struct cachefiles_domain_tally *t)
+{
+	if (!t)
+		return;
+	free(t->domains);
+	free(t->devs);
+	memset(t, 0, sizeof(*t));
 }
 
 double cachefiles_hist_quantile(const __u64 *buckets, double q)

@@ -57,13 +57,36 @@ struct cachefiles_kernel {
 int cachefiles_probe_verdict(const struct cachefiles_kernel *k, char *why, size_t len);
 
 /*
- * One line of /proc/self/mounts: an EROFS mount with domain_id=D shares the
- * fscache volume "erofs,D" with every image of its domain
+ * One line of /proc/self/mountinfo: an EROFS mount with domain_id=D shares
+ * the fscache volume "erofs,D" with every image of its domain
  * (fs/erofs/fscache.c, erofs_fscache_register_domain; erofs_show_options
- * prints fsid= and domain_id=). Returns true and the volume name in out for
- * such a line, false for any other.
+ * prints fsid= and domain_id= among the super options, after " - ").
+ * Returns true, the volume name in out and the superblock's device number
+ * (field 3, major:minor) for such a line, false for any other.
  */
-bool cachefiles_domain_mount(const char *line, char *out, size_t len);
+bool cachefiles_domain_mount(const char *line, char *out, size_t len, unsigned *major,
+			     unsigned *minor);
+
+/*
+ * Images of each shared EROFS domain, counted as superblocks: a bind mount
+ * or a propagated copy of a mount (shared subtrees) is another mountinfo
+ * line of the same superblock (same device number), and one image. Fed a
+ * mountinfo line at a time; the counts are in domains[0..n_domains).
+ */
+struct cachefiles_domain_count {
+	char volume[CF_VOLUME_NAME_LEN + 1];
+	unsigned images;
+};
+struct cachefiles_domain_tally {
+	struct cachefiles_domain_count *domains;
+	size_t n_domains, cap_domains;
+	uint64_t *devs; /* superblocks seen: major << 32 | minor */
+	size_t n_devs, cap_devs;
+};
+/* 1: a new image of a domain counted, 0: not a domain mount or a superblock
+ * already counted, -ENOMEM. */
+int cachefiles_domain_tally_line(struct cachefiles_domain_tally *t, const char *line);
+void cachefiles_domain_tally_free(struct cachefiles_domain_tally *t);
 
 /* Quantile (0..1) from non-cumulative bucket counts, as the upper bound in
  * seconds of the bucket that holds it; +Inf bucket -> INFINITY; no data -> NAN.

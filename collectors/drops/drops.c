@@ -228,6 +228,12 @@ static void frag_expiries_find(struct collector *c, struct drops_state *st)
 	if (!n)
 		clog_warn(c, "ip_expire and ip6_frag_expire not in kallsyms: fragment reassembly "
 			     "timeouts (FRAG_REASM_TIMEOUT) count in netns 0");
+	/* The work that runs a deleted namespace's exit (its queue purge). */
+	if (drops_ksyms_range(st->ksyms, "cleanup_net", &st->net_cleanup_fn, &hi)) {
+		st->net_cleanup_fn = 0;
+		clog_warn(c, "cleanup_net not in kallsyms: fragments pending when their "
+			     "namespace is deleted (FRAG_REASM_TIMEOUT) count in netns 0");
+	}
 }
 
 /* Opens and loads the BPF object with one of its two programs (and, with
@@ -249,6 +255,9 @@ static int drops_load_once(struct drops_state *st, bool tp_btf, bool sockctx, bo
 	bpf_program__set_autoload(skel->progs.drops_baseline, false);
 	bpf_program__set_autoload(skel->progs.drops_timer_entry, st->frag_timers);
 	bpf_program__set_autoload(skel->progs.drops_timer_exit, st->frag_timers);
+	bpf_program__set_autoload(skel->progs.drops_work_start, st->net_cleanup_fn != 0);
+	bpf_program__set_autoload(skel->progs.drops_work_end, st->net_cleanup_fn != 0);
+	skel->rodata->net_cleanup_fn = st->net_cleanup_fn;
 	/* fentry needs BPF trampolines: only next to the tp_btf program (a
 	 * kernel that refuses tp_btf gets raw_tp without them). */
 	st->sockctx = sockctx;
@@ -269,6 +278,9 @@ static int drops_load_once(struct drops_state *st, bool tp_btf, bool sockctx, bo
 	skel->rodata->use_slots = cfg->fast_slots;
 	skel->rodata->key_cgroup = cfg->container_label;
 	skel->rodata->has_rdonly_cast = st->has_rdonly_cast;
+	skel->rodata->capture_bytes = (__u32)cfg->capture_bytes;
+	skel->rodata->capture_payload = cfg->capture_payload;
+	skel->rodata->stack_depth = (__u32)cfg->stack_depth;
 	for (int i = 0; i < DROPS_FRAG_EXPIRE_FNS; i++)
 		skel->rodata->frag_expire_fn[i] = st->frag_expire_fn[i];
 	if (st->frag_free_hi) {
@@ -354,7 +366,8 @@ static void drops_walks_open(struct collector *c, struct drops_state *st)
 		netstat_fd = st->mib_idx[0] == UINT32_MAX
 				 ? -ENOENT /* not loaded: no LINUX_MIB_* indices */
 				 : bpf_program__fd(st->skel->progs.netstat_walk);
-	st->netstat = drops_netstat_open(c, netstat_fd, st->skel->bss->netstat);
+	st->netstat = drops_netstat_open(c, netstat_fd, st->skel->bss->netstat, st->skel->bss->psk,
+					 &st->skel->bss->npsk);
 	snprintf(why, sizeof(why), "the walk did not load");
 	if (st->walks)
 		st->live = netns_live_new(bpf_program__fd(st->skel->progs.netns_walk),
@@ -715,6 +728,23 @@ static int drops_start(struct collector *c)
 			st->timer_links[0] = st->timer_links[1] = NULL;
 		}
 	}
+	/* The namespace of fragments a namespace's exit purges (netexit):
+	 * end before start, never a start without its end. */
+	if (st->net_cleanup_fn) {
+		st->work_links[1] = bpf_program__attach(st->skel->progs.drops_work_end);
+		if (st->work_links[1])
+			st->work_links[0] = bpf_program__attach(st->skel->progs.drops_work_start);
+		if (!st->work_links[0] || !st->work_links[1]) {
+			clog_warn(
+			    c,
+			    "workqueue:workqueue_execute_start/end did not attach (%s): "
+			    "fragments pending when their namespace is deleted count in netns 0",
+			    strerror(errno));
+			bpf_link__destroy(st->work_links[0]);
+			bpf_link__destroy(st->work_links[1]);
+			st->work_links[0] = st->work_links[1] = NULL;
+		}
+	}
 	/* after the attach: a raw_tp fallback has maps of its own */
 	st->rb = ring_buffer__new(bpf_map__fd(st->skel->maps.samples), drops_on_sample, c, NULL);
 	if (!st->rb) {
@@ -817,6 +847,8 @@ static void drops_stop(struct collector *c)
 		ring_buffer__consume(st->rb);
 	bpf_link__destroy(st->timer_links[0]);
 	bpf_link__destroy(st->timer_links[1]);
+	bpf_link__destroy(st->work_links[0]); /* start before end */
+	bpf_link__destroy(st->work_links[1]);
 	bpf_link__destroy(st->sock_links[0]);
 	bpf_link__destroy(st->sock_links[1]);
 	bpf_link__destroy(st->link);

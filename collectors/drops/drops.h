@@ -11,6 +11,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "collectors/drops/drops_capture.h"
 #include "storage/table.h"
 
 /* [collector.drops], parsed by the agent from drops_cfg_keys. */
@@ -20,10 +21,15 @@ struct drops_cfg {
 	uint64_t interval; /* ms */
 	uint64_t sample_rate, sample_burst, map_entries;
 	uint64_t ring_bytes;
-	bool netns_label, container_label, fast_slots;
+	uint64_t capture_bytes; /* <= DROPS_CAPTURE_MAX; 0 off */
+	uint64_t stack_depth;	/* <= DROPS_STACK_MAX; 0 off */
+	bool netns_label, container_label, fast_slots, capture_payload;
 	unsigned attach; /* enum drops_attach */
 	const char *btf_path, *kallsyms;
 };
+
+#define DROPS_ROW_CAPTURE_MAX 256 /* DROPS_CAPTURE_MAX of bpf/drops.h */
+#define DROPS_STACK_TEXT      512 /* a folded stack in the row, cut at the outer end */
 
 /* One row of drop_samples (see drops_cols); -1 / "" bind as NULL. */
 struct drops_row {
@@ -48,6 +54,13 @@ struct drops_row {
 	char cgroup[104];      /* its path under the cgroup2 root, cut from the left */
 	char container[65];    /* the container id the path carries */
 	uint64_t netns_cookie; /* net->net_cookie of netns: which namespace of that inode */
+	/* The kernel stack of the drop, folded: "outermost;...;innermost"
+	 * function names (drops_stack.h), "" when none. */
+	char stack[DROPS_STACK_TEXT];
+	/* The capture as a Linux cooked v2 frame (drops_capture.h), and that
+	 * frame's length before capture_bytes cut it (0: no capture). */
+	COL_BLOB_FIELD(DROPS_SLL2_HDR_LEN + DROPS_ROW_CAPTURE_MAX) capture;
+	uint32_t orig_len;
 };
 
 extern const struct event_table drops_samples_table;

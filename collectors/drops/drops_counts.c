@@ -32,7 +32,12 @@
  * namespace's keys are retired and left out at once, whether or not its
  * death was seen before, so the series restarts from the new namespace's
  * count (a counter reset to Prometheus) instead of adding one namespace's
- * drops to the other's.
+ * drops to the other's. A series of the older namespace that the new one
+ * has not counted in (yet) is removed at once, without the grace, at the
+ * collect whose walk finds the inode number live under another cookie: it
+ * would show the dead namespace's drops under the live one's label (the
+ * `graced` list remembers the series of dead namespaces still in their
+ * grace, with the cookie they counted).
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -107,6 +112,8 @@ struct drops_counts {
 		uint64_t cookie;
 	} * owners; /* the namespace each netns label was last seen naming, by inum */
 	size_t nowners, owners_cap;
+	struct drops_agg *graced; /* series of dead namespaces, in their grace */
+	size_t ngraced, graced_cap;
 	size_t ndead_ns;
 	struct drops_ctr *ctrs; /* sorted by id */
 	size_t nctrs, ctrs_cap;
@@ -149,6 +156,7 @@ void drops_counts_free(struct drops_counts *k)
 	free(k->gone);
 	free(k->dead_ns);
 	free(k->owners);
+	free(k->graced);
 	free(k->ctrs);
 	free(k);
 }
@@ -608,6 +616,63 @@ static bool series_dead(const struct drops_state *st, const struct drops_agg *a,
 	return true;
 }
 
+/* The series of a (its labels) out of /metrics at once, if it is there. */
+static void series_remove(struct collector *c, struct drops_state *st, const struct drops_agg *a)
+{
+	char reason[DROPS_REASON_NAME_MAX], netns[16];
+	const char *values[5] = {reason, a->proto, NULL, NULL, NULL};
+	int v = 2;
+
+	drops_reason_format(st->reasons, a->reason, reason, sizeof(reason));
+	snprintf(netns, sizeof(netns), "%" PRIu32, a->lnetns);
+	if (st->cfg->netns_label)
+		values[v++] = netns;
+	if (st->cfg->container_label)
+		values[v++] = a->ctr;
+	sink_series_remove(c->sink, st->drops, sink_series(c->sink, st->drops, values));
+}
+
+/* Remembers the series of a, declared gone, as counting the namespace of
+ * cookie. A full list starts over (what it forgets: a reuse of one of those
+ * inode numbers within the grace shows the old value until the grace ends). */
+static void graced_add(struct drops_counts *k, const struct drops_agg *a, uint64_t cookie)
+{
+	struct drops_agg *p;
+
+	if (k->ngraced >= DROPS_GONE_MAX)
+		k->ngraced = 0;
+	p = array_grow(k->graced, &k->graced_cap, k->ngraced, sizeof(*k->graced), 64);
+	if (!p)
+		return;
+	k->graced = p;
+	p = &k->graced[k->ngraced++];
+	*p = *a;
+	p->cookie = cookie;
+}
+
+/* Removes the series of dead namespaces whose inode number the walk finds
+ * live under another cookie (a new namespace got it); before the keys are
+ * published, so that the new namespace's own drops, if any, show again in
+ * this collect. */
+static void graced_reused(struct collector *c, struct drops_state *st)
+{
+	struct drops_counts *k = st->counts;
+	size_t j = 0;
+
+	if (!k->walk_ok)
+		return;
+	for (size_t i = 0; i < k->ngraced; i++) {
+		struct drops_agg *g = &k->graced[i];
+		uint64_t live = netns_live_cookie(st->live, g->lnetns);
+
+		if (live && live != g->cookie)
+			series_remove(c, st, g);
+		else
+			k->graced[j++] = *g;
+	}
+	k->ngraced = j;
+}
+
 static int publish_series(struct collector *c, struct drops_state *st, struct drops_agg *a,
 			  struct drops_agg *b, size_t *deleted)
 {
@@ -637,9 +702,12 @@ static int publish_series(struct collector *c, struct drops_state *st, struct dr
 	}
 	if (owner)
 		carry_drop(k, a, owner);
-	/* only keys of the label's earlier namespace(s): nothing to show yet */
-	if (!owned)
+	/* only keys of the label's earlier namespace(s): nothing to show yet,
+	 * and what the series showed was theirs */
+	if (!owned) {
+		series_remove(c, st, a);
 		return 0;
+	}
 	if (dead) {
 		hash = series_hash(a);
 		again = bsearch(&hash, k->gone, k->ngone, sizeof(*k->gone), u64_cmp) != NULL;
@@ -665,6 +733,8 @@ static int publish_series(struct collector *c, struct drops_state *st, struct dr
 		sink_set(c->sink, s, (double)total);
 	if (dead) {
 		sink_series_gone(c->sink, st->drops, s);
+		if (owner)
+			graced_add(k, a, owner);
 		carry_drop(k, a, UINT64_MAX);
 		set_add(k->gone, &k->ngone, sizeof(uint64_t), &hash, u64_cmp);
 		return 0;
@@ -716,6 +786,7 @@ int drops_publish_counts(struct collector *c, struct drops_state *st)
 	st->events = k->pending + retired_before;
 	for (i = 0; i < n; i++)
 		st->events += k->agg[i].count;
+	graced_reused(c, st);
 	if (n)
 		qsort(k->agg, n, sizeof(*k->agg), agg_cmp);
 	for (i = 0; i < n; i = j) {

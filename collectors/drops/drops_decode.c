@@ -15,14 +15,23 @@
 
 int drops_record_decode(const void *buf, size_t len, struct drop_sample *out)
 {
+	const size_t head = offsetof(struct drops_record, cap);
 	struct drops_record r;
 	int af;
 
-	if (!buf || len < sizeof(r))
+	_Static_assert(sizeof(out->cap) == DROPS_CAPTURE_MAX, "capture sizes differ");
+	_Static_assert(sizeof(out->stack) == sizeof(r.stack), "stack sizes differ");
+	/* Two sizes: without cap[] when capture is off. */
+	if (!buf || len < head)
 		return -EINVAL;
-	memcpy(&r, buf, sizeof(r)); /* ring-buffer data is 8-aligned; copy anyway */
+	memcpy(&r, buf, head); /* ring-buffer data is 8-aligned; copy anyway */
 	if (r.magic != DROPS_RECORD_MAGIC || r.version != DROPS_RECORD_VERSION ||
-	    r.size != sizeof(r))
+	    (r.size != sizeof(r) && r.size != head) || len < r.size)
+		return -EINVAL;
+	if (r.stack_n > DROPS_STACK_MAX)
+		return -EINVAL;
+	if (r.size == head ? r.cap_len != 0
+			   : (r.cap_len > DROPS_CAPTURE_MAX || r.cap_orig < r.cap_len))
 		return -EINVAL;
 	if ((r.flags & DROPS_F_L3_PARSED) && r.l3_proto != ETH_P_IP && r.l3_proto != ETH_P_IPV6)
 		return -EINVAL;
@@ -41,6 +50,16 @@ int drops_record_decode(const void *buf, size_t len, struct drop_sample *out)
 	out->truncated = r.flags & DROPS_F_TRUNCATED;
 	out->cgroup_id = r.cgroup_id;
 	out->netns_cookie = r.netns_cookie;
+	out->stack_n = r.stack_n;
+	memcpy(out->stack, r.stack, r.stack_n * sizeof(r.stack[0]));
+	if (r.cap_len) {
+		out->cap_len = r.cap_len;
+		out->cap_l2len = r.cap_l2len;
+		out->pkt_type = r.pkt_type;
+		out->hatype = r.hatype;
+		out->cap_orig = r.cap_orig;
+		memcpy(out->cap, (const unsigned char *)buf + head, r.cap_len);
+	}
 
 	if (r.flags & DROPS_F_L3_PARSED) {
 		af = r.l3_proto == ETH_P_IP ? AF_INET : AF_INET6;

@@ -35,6 +35,18 @@ struct drop_sample {
 	char ifname[16];       /* "" when the skb had no device */
 	uint64_t cgroup_id;    /* cgroup v2 id of the drop's socket, 0 none */
 	uint64_t netns_cookie; /* net->net_cookie of netns, 0 none */
+	/* The kernel stack, innermost first (stack_n 0: none) */
+	uint32_t stack_n;
+	uint64_t stack[24];
+	/* The capture (cap_len 0: none): cap_len bytes from the MAC header
+	 * (cap_l2len bytes of it) or the network header, of a packet of
+	 * cap_orig bytes from there. */
+	uint16_t cap_len;
+	uint8_t cap_l2len;
+	uint8_t pkt_type; /* PACKET_HOST, ... */
+	uint16_t hatype;  /* ARPHRD_*, 0 without a device */
+	uint32_t cap_orig;
+	uint8_t cap[256];
 };
 
 /* Decodes one ring-buffer record. 0, or -EINVAL for a short/foreign/corrupt

@@ -24,6 +24,15 @@ const struct cfg_key drops_cfg_keys[] = {
     DROPS_KEY(sample_burst, CFG_U64, "20", 1, 1000000,
 	      "records a quiet host may send at once before the rate applies; split over the "
 	      "online CPUs like the rate, at least 1 each"),
+    DROPS_KEY(capture_bytes, CFG_U64, "128", 0, 256,
+	      "packet bytes kept with a sampled drop, from its MAC header; headers only unless "
+	      "capture_payload, never TCP or UDP payload (0 = no capture)"),
+    DROPS_KEY(capture_payload, CFG_BOOL, "false", 0, 0,
+	      "let the capture run past the packet's headers into its payload, up to "
+	      "capture_bytes"),
+    DROPS_KEY(stack_depth, CFG_U64, "16", 0, 24,
+	      "kernel stack frames kept with a sampled drop (bpf_get_stack), folded into "
+	      "function names: GET /api/v1/drops/stacks (0 = none)"),
     DROPS_KEY(map_entries, CFG_U64, "4096", 16, 1 << 20,
 	      "distinct (reason, protocols, netns) counters kept in the kernel; more are "
 	      "counted as sysobs_drops_map_overflow_total"),

@@ -7,7 +7,9 @@
  * the agent drops its privileges, for every namespace, also those created
  * later or held by no process. One series per namespace and counter, from
  * the first collect that finds one of the namespace's counters non-zero;
- * a namespace's series are declared gone when it leaves the list.
+ * a namespace's series are declared gone when it leaves the list. The same
+ * walk lists the AF_PACKET sockets with receive drops
+ * (sysobs_packet_socket_drops_total, psk_publish()).
  */
 #include <bpf/bpf.h>
 #include <bpf/btf.h>
@@ -46,6 +48,14 @@ static const struct metric_desc netstat_metrics[NETSTAT_N] = {
      "TCPAbortOnClose); the unread segments are freed with __kfree_skb(), no tracepoint.",
      METRIC_KIND_COUNTER, netstat_labels},
 };
+static const struct metric_desc psk_metric = {
+    "sysobs_packet_socket_drops_total",
+    "Packets AF_PACKET sockets of the namespace could not take (full receive buffer or full "
+    "TPACKET ring: tcpdump's \"dropped by kernel\"), from each socket's own count (sk_drops, "
+    "packet_diag's SK_MEMINFO_DROPS; PACKET_STATISTICS tp_drops counts the same). The skb is "
+    "shared, so kfree_skb does not fire: never in sysobs_packet_drops_total.",
+    METRIC_KIND_COUNTER, netstat_labels};
+
 /* Looked up by name in the running kernel's BTF: the values are not stable
  * (Debian's linux/snmp.h says LINUX_MIB_LISTENDROPS = 20, the 6.18 kernel
  * here 24: entries were inserted before it). */
@@ -81,12 +91,32 @@ int drops_netstat_indices(const struct btf *btf, uint32_t idx[NETSTAT_N])
 	return found == NETSTAT_N ? 0 : -ENOENT;
 }
 
+/* An AF_PACKET socket with drops, as the last walk saw it. */
+struct psk_seen {
+	uint64_t sk;
+	uint32_t inum;
+	uint32_t drops;
+};
+
+/* A namespace's AF_PACKET drops so far (sockets closed since included). */
+struct psk_total {
+	uint32_t inum;
+	uint64_t total;
+};
+
 struct drops_netstat {
 	int prog_fd;
 	const struct netstat_ns *table; /* the walk's .bss, mmapped */
+	const struct netstat_psk *psk;	/* ... its packet sockets with drops */
+	const __u32 *npsk;
 	struct sink_family *fam[NETSTAT_N];
+	struct sink_family *psk_fam;
 	uint32_t *shown; /* namespaces with series, sorted */
 	size_t nshown;
+	struct psk_seen *socks; /* sorted by sk */
+	size_t nsocks;
+	struct psk_total *totals; /* sorted by inum */
+	size_t ntotals;
 	bool warned;
 };
 
@@ -114,7 +144,8 @@ static int run(struct drops_netstat *ns, uint32_t *n)
 }
 
 struct drops_netstat *drops_netstat_open(struct collector *c, int prog_fd,
-					 const struct netstat_ns *table)
+					 const struct netstat_ns *table,
+					 const struct netstat_psk *psk, const __u32 *npsk)
 {
 	struct drops_netstat *ns = calloc(1, sizeof(*ns));
 	const char *why = NULL;
@@ -131,6 +162,8 @@ struct drops_netstat *drops_netstat_open(struct collector *c, int prog_fd,
 	}
 	ns->prog_fd = prog_fd;
 	ns->table = table;
+	ns->psk = psk;
+	ns->npsk = npsk;
 	if ((err = run(ns, &n)))
 		goto out_warn;
 	for (int i = 0; i < NETSTAT_N; i++)
@@ -138,6 +171,10 @@ struct drops_netstat *drops_netstat_open(struct collector *c, int prog_fd,
 			err = -ENOMEM;
 			goto out_warn;
 		}
+	if (!(ns->psk_fam = sink_family(c->sink, &psk_metric))) {
+		err = -ENOMEM;
+		goto out_warn;
+	}
 	return ns;
 out_warn:
 	clog_warn(c,
@@ -146,6 +183,99 @@ out_warn:
 		  why ? why : strerror(-err));
 	drops_netstat_close(ns);
 	return NULL;
+}
+
+static int u64_cmp(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static struct psk_total *psk_total_get(struct drops_netstat *ns, uint32_t inum)
+{
+	struct psk_total *t = bsearch(&inum, ns->totals, ns->ntotals, sizeof(*t), u32_cmp), *p;
+	size_t at = 0;
+
+	if (t)
+		return t;
+	p = realloc(ns->totals, (ns->ntotals + 1) * sizeof(*p));
+	if (!p)
+		return NULL;
+	ns->totals = p;
+	while (at < ns->ntotals && p[at].inum < inum)
+		at++;
+	memmove(p + at + 1, p + at, (ns->ntotals - at) * sizeof(*p));
+	p[at] = (struct psk_total){inum, 0};
+	ns->ntotals++;
+	return &p[at];
+}
+
+/*
+ * sysobs_packet_socket_drops_total{netns}: each socket's drops added as they
+ * grow (a socket first seen brings all it counted; an address seen again
+ * with fewer drops is another socket), so a namespace's total keeps what its
+ * closed sockets counted up to the walk before they closed. live: the
+ * walk's namespaces (sorted inums); a namespace no longer in it is gone.
+ */
+static int psk_publish(struct collector *c, struct drops_netstat *ns, uint32_t n,
+		       const uint32_t *live, size_t nlive)
+{
+	uint32_t cnt = ns->npsk ? *ns->npsk : 0;
+	bool truncated = cnt >= NETSTAT_PSK_MAX;
+	struct psk_seen *now;
+	size_t nnow = 0, j = 0;
+	char label[16];
+
+	if (!ns->psk)
+		return 0;
+	if (cnt > NETSTAT_PSK_MAX)
+		cnt = NETSTAT_PSK_MAX;
+	now = calloc(cnt + ns->nsocks + 1, sizeof(*now));
+	if (!now)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < cnt; i++) {
+		const struct netstat_psk *e = &ns->psk[i];
+		const struct psk_seen *old;
+		struct psk_total *t;
+		uint32_t inum = e->ns < n ? ns->table[e->ns].inum : 0;
+
+		if (!inum)
+			continue;
+		old = bsearch(&e->sk, ns->socks, ns->nsocks, sizeof(*old), u64_cmp);
+		t = psk_total_get(ns, inum);
+		if (t)
+			t->total += old && old->inum == inum && e->drops >= old->drops
+					? e->drops - old->drops
+					: e->drops;
+		now[nnow++] = (struct psk_seen){e->sk, inum, e->drops};
+	}
+	qsort(now, nnow, sizeof(*now), u64_cmp);
+	/* a truncated walk did not see every socket: keep the others' counts */
+	for (size_t i = 0; truncated && i < ns->nsocks; i++)
+		if (!bsearch(&ns->socks[i].sk, now, nnow, sizeof(*now), u64_cmp))
+			now[nnow++] = ns->socks[i];
+	if (truncated)
+		qsort(now, nnow, sizeof(*now), u64_cmp);
+	free(ns->socks);
+	ns->socks = now;
+	ns->nsocks = nnow;
+	for (size_t i = 0; i < ns->ntotals; i++) {
+		const char *values[] = {label, NULL};
+		struct sink_series *s;
+
+		snprintf(label, sizeof(label), "%" PRIu32, ns->totals[i].inum);
+		s = sink_series(c->sink, ns->psk_fam, values);
+		if (bsearch(&ns->totals[i].inum, live, nlive, sizeof(*live), u32_cmp)) {
+			if (s)
+				sink_set(c->sink, s, (double)ns->totals[i].total);
+			ns->totals[j++] = ns->totals[i];
+		} else {
+			sink_series_gone(c->sink, ns->psk_fam, s);
+		}
+	}
+	ns->ntotals = j;
+	return 0;
 }
 
 int drops_netstat_publish(struct collector *c, struct drops_netstat *ns)
@@ -169,6 +299,14 @@ int drops_netstat_publish(struct collector *c, struct drops_netstat *ns)
 	now = calloc(n ? n : 1, sizeof(*now));
 	if (!now)
 		return -ENOMEM;
+	for (uint32_t i = 0; i < n; i++)
+		now[i] = e[i].inum;
+	qsort(now, n, sizeof(*now), u32_cmp);
+	err = psk_publish(c, ns, n, now, n);
+	if (err) {
+		free(now);
+		return err;
+	}
 	for (uint32_t i = 0; i < n; i++) {
 		bool any = false, shown;
 
@@ -212,5 +350,7 @@ void drops_netstat_close(struct drops_netstat *ns)
 	if (!ns)
 		return;
 	free(ns->shown);
+	free(ns->socks);
+	free(ns->totals);
 	free(ns);
 }

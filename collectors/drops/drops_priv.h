@@ -54,6 +54,8 @@ struct drops_state {
 	uint64_t frag_expire_fn[DROPS_FRAG_EXPIRE_FNS]; /* fragment queue timers, 0 unknown */
 	bool frag_timers;				/* some known: timer pair loaded */
 	struct bpf_link *timer_links[2];		/* timer_expire_entry, _exit */
+	uint64_t net_cleanup_fn;	/* cleanup_net: a namespace exit's purge, 0 unknown */
+	struct bpf_link *work_links[2]; /* workqueue_execute_start, _end */
 	struct bpf_link *sock_links[2];
 	int ncpus;	  /* possible CPUs: per-CPU value arrays */
 	uint64_t *percpu; /* ncpus values */
@@ -106,7 +108,8 @@ bool drops_counts_netns_gone(const struct drops_counts *k, uint64_t cookie);
  * its .bss table, runs it once and registers the families; NULL (warned)
  * when it cannot. publish accepts NULL. */
 struct drops_netstat *drops_netstat_open(struct collector *c, int prog_fd,
-					 const struct netstat_ns *table);
+					 const struct netstat_ns *table,
+					 const struct netstat_psk *psk, const __u32 *npsk);
 /* The LINUX_MIB_* values of the running kernel; 0 or -ENOENT (idx[0] is
  * UINT32_MAX then). */
 struct btf;

@@ -18,10 +18,12 @@
 #include "collectors/collector.h"
 #include "collectors/drops/drops.h"
 #include "collectors/drops/drops_btf.h"
+#include "collectors/drops/drops_capture.h"
 #include "collectors/drops/drops_cgroup.h"
 #include "collectors/drops/drops_decode.h"
 #include "collectors/drops/drops_ksym.h"
 #include "collectors/drops/drops_priv.h"
+#include "collectors/drops/drops_stack.h"
 
 #define DROPS_CONSUME_BUDGET 8192 /* records per on_ready before yielding */
 
@@ -160,6 +162,9 @@ static const struct event_column drops_cols[] = {
     /* ?container= the 12-digit label value, or any longer prefix */
     DROPS_COL(container, COL_TEXT, COL_NULL_EMPTY, .filter = COL_FILTER_PREFIX),
     DROPS_COL(netns_cookie, COL_UINT, COL_NULL_ZERO, .filter = COL_FILTER_EQ, .fmin = 1),
+    DROPS_COL(stack, COL_TEXT, COL_NULL_EMPTY),
+    DROPS_COL(capture, COL_BLOB, COL_NULL_EMPTY),
+    DROPS_COL(orig_len, COL_UINT, COL_NULL_ZERO),
     {0},
 };
 
@@ -177,9 +182,11 @@ const struct event_table drops_samples_table = {
     .message = &sysobs__v1__drop_sample__descriptor,
     .list_message = &sysobs__v1__drop_sample_list__descriptor,
     .show = drop_sample_show,
+    .stacks_route = "/api/v1/drops/stacks",
 };
 
 _Static_assert(sizeof(struct drops_row) <= EVENT_ROW_MAX, "drops_row too large for the store");
+_Static_assert(DROPS_ROW_CAPTURE_MAX == DROPS_CAPTURE_MAX, "capture sizes differ");
 
 /* --- samples ------------------------------------------------------------- */
 
@@ -212,6 +219,9 @@ static void drops_row_fill(struct drops_state *st, const struct drop_sample *s, 
 	r->fragment = s->fragment;
 	r->cgroup_id = s->cgroup_id;
 	r->netns_cookie = s->netns_cookie;
+	drops_stack_fold(st->ksyms, s->stack, s->stack_n, r->stack, sizeof(r->stack));
+	r->capture.len =
+	    (uint16_t)drops_capture_sll2(s, r->capture.data, sizeof(r->capture.data), &r->orig_len);
 	if (s->cgroup_id &&
 	    !drops_cgroups_path(st->cgroups, s->cgroup_id, r->cgroup, sizeof(r->cgroup)))
 		drops_container_id(r->cgroup, r->container, sizeof(r->container));

@@ -86,6 +86,7 @@ static const char *const ifs_core_labels[] = {"test", "package", "core", NULL};
 static const char *const ifs_test_labels[] = {"test", NULL};
 static const char *const ifs_skip_labels[] = {"test", "reason", NULL};
 static const char *const ifs_result_labels[] = {"result", NULL};
+static const char *const ifs_pkg_core_labels[] = {"package", "core", NULL};
 
 static const struct metric_desc ifs_metrics[] = {
     [IFS_M_SCANS] = {"sysobs_ifs_scans_total",
@@ -137,6 +138,10 @@ static const struct metric_desc ifs_metrics[] = {
 			     "alert_resend until a scan of the core passes). Present only with "
 			     "alertmanager_url set.",
 			     METRIC_KIND_GAUGE},
+    [IFS_M_CORE_ALLOWED] = {"sysobs_ifs_core_allowed",
+			    "1 if allow_cpus/deny_cpus let the scheduler test the core (every "
+			    "thread allowed, none denied), 0 if it is excluded on purpose.",
+			    METRIC_KIND_GAUGE, ifs_pkg_core_labels},
     [IFS_M_N] = {0},
 };
 
@@ -268,7 +273,39 @@ static int ifs_init(struct collector *c)
 		    p->root);
 		goto err_free;
 	}
-	err = ifs_topology_read(p->root, &p->topo);
+	/* The microcode's shortest time between two scans of a core, by CPU
+	 * model (the kernel selftest's table). */
+	{
+		char path[PATH_MAX + 32], text[4096];
+		unsigned fam, model;
+
+		snprintf(path, sizeof(path), "%s/devices/system/cpu/modalias", p->root);
+		if (ifs_read_text(path, text, sizeof(text)) >= 0 &&
+		    !ifs_min_scan_gap_parse(text, &fam, &model, &p->scfg.min_scan_gap_ns))
+			clog_info(c,
+				  "CPU family %u model %#x: scans of one core at least %lld s "
+				  "apart",
+				  fam, model, (long long)(p->scfg.min_scan_gap_ns / 1000000000LL));
+		else
+			clog_info(c, "CPU model unknown (no %s): no minimum time between scans",
+				  path);
+	}
+	/* The cores of offline threads, while still root (debugfs is root's). */
+	p->hints = calloc(IFS_MAX_CPUS, sizeof(*p->hints));
+	if (!p->hints) {
+		err = -ENOMEM;
+		goto err_free;
+	}
+	err = ifs_topology_hints_read(p->root, p->hints);
+	if (err < 0) {
+		clog_info(c,
+			  "no %s/kernel/debug/x86/topo (%s): the core of a CPU offline since "
+			  "before the start is known only from its last result",
+			  p->root, strerror(-err));
+		free(p->hints);
+		p->hints = NULL;
+	}
+	err = ifs_topology_read(p->root, p->hints, &p->topo);
 	if (err) {
 		err = collector_unavailable(c, err, "cannot read the CPU topology under %s: %s",
 					    p->root, strerror(-err));
@@ -280,6 +317,7 @@ static int ifs_init(struct collector *c)
 err_free:
 	/* Nothing else was made yet; the agent may exit without stop(). */
 	pthread_mutex_destroy(&p->lock);
+	free(p->hints);
 	free(p);
 	c->priv = NULL;
 	return err;
@@ -306,6 +344,13 @@ static int ifs_start(struct collector *c)
 
 	sink_set(k, collector_series1(c, IFS_M_INTERVAL),
 		 p->scfg.periodic ? (double)p->scfg.interval_ns / 1e9 : 0);
+	if (p->scfg.periodic && p->scfg.interval_ns < p->scfg.min_scan_gap_ns)
+		clog_warn(c,
+			  "interval %lld s is shorter than this CPU's minimum time between two "
+			  "scans of a core (%lld s): each core is scanned every %lld s",
+			  (long long)(p->scfg.interval_ns / 1000000000LL),
+			  (long long)(p->scfg.min_scan_gap_ns / 1000000000LL),
+			  (long long)(p->scfg.min_scan_gap_ns / 1000000000LL));
 	ifs_sched_init(&p->sched, &p->scfg);
 	pthread_mutex_lock(&p->lock);
 	ifs_refresh_devices(p);
@@ -427,6 +472,7 @@ static void ifs_stop(struct collector *c)
 		close(p->efd);
 	ifs_sched_free(&p->sched);
 	ifs_topology_free(&p->topo);
+	free(p->hints);
 	free(p->last);
 	free(p->reqs);
 	pthread_mutex_destroy(&p->lock);

@@ -9,6 +9,7 @@
  */
 #include <ctype.h>
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -172,7 +173,8 @@ static int parse_u64(const char *s, uint64_t *out, bool want_hex)
 
 	if (trim_copy(s, buf, sizeof(buf)) || !buf[0] || buf[0] == '-' || buf[0] == '+')
 		return -EINVAL;
-	if (want_hex && strcmp(buf, "0") && strncasecmp(buf, "0x", 2))
+	/* The kernel's %#llx puts 0x on every number, zero included. */
+	if (want_hex && strncasecmp(buf, "0x", 2))
 		return -EINVAL;
 	errno = 0;
 	v = strtoull(buf, &end, 0);
@@ -185,6 +187,22 @@ static int parse_u64(const char *s, uint64_t *out, bool want_hex)
 int ifs_details_parse(const char *s, uint64_t *out)
 {
 	return parse_u64(s, out, true);
+}
+
+int ifs_min_scan_gap_parse(const char *modalias, unsigned *family, unsigned *model, int64_t *gap_ns)
+{
+	const char *x = strstr(modalias, "type:x86,ven");
+
+	/* arch_print_cpu_modalias: "x86,ven%04Xfam%04Xmod%04X:feature:" */
+	if (!x || sscanf(x, "type:x86,ven%*4xfam%4xmod%4x", family, model) != 2)
+		return -EINVAL;
+	if (*family == 6 && *model == 0x8f) /* Sapphire Rapids X */
+		*gap_ns = 180LL * 1000000000LL;
+	else if (*family == 6 && *model == 0xcf) /* Emerald Rapids X */
+		*gap_ns = 30LL * 1000000000LL;
+	else
+		*gap_ns = 1000000000LL;
+	return 0;
 }
 
 int ifs_image_version_parse(const char *s, bool *loaded, uint32_t *version)

@@ -79,6 +79,19 @@ int ifs_device_parse_name(const char *name, int *n);
 int ifs_status_parse(const char *s, enum ifs_result *out);
 /* The `details` file, "%#llx\n" (so 0 reads "0"). 0 or -EINVAL. */
 int ifs_details_parse(const char *s, uint64_t *out);
+
+/*
+ * The shortest time between two scans of one core the CPU's microcode
+ * accepts: a scan inside it ends untested with error 6 ("core not capable
+ * currently"). The kernel's IFS selftest (test_ifs.sh,
+ * check_cpu_ifs_support_interval_time) documents 180 s on Sapphire Rapids
+ * (family 6 model 0x8f), 30 s on Emerald Rapids (0xcf) and 1 s on other
+ * models. From devices/system/cpu/modalias ("cpu:type:x86,ven0000fam0006
+ * mod008F:feature:..."): the gap in ns, family and model in *family and
+ * *model; -EINVAL if the text names no x86 family and model.
+ */
+int ifs_min_scan_gap_parse(const char *modalias, unsigned *family, unsigned *model,
+			   int64_t *gap_ns);
 /* `image_version`: "none" -> *loaded = false; "%#x" -> version. 0 or -EINVAL. */
 int ifs_image_version_parse(const char *s, bool *loaded, uint32_t *version);
 /* `current_batch`: "none" -> *loaded = false; "0x%02x" -> batch. 0 or -EINVAL. */

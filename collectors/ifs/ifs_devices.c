@@ -31,8 +31,16 @@ static void presence_note(struct ifs_priv *p, enum ifs_test t, bool present)
 		return;
 	d->present = present;
 	if (present) {
-		if (d->gone)
+		if (d->gone) {
 			clog_info(p->c, "intel_ifs_%d is back", t);
+			/* A module load starts the device afresh (core.c's static
+			 * ifs_devices[]: status untested, details 0x0): that is
+			 * the baseline of the passive check, not the last result
+			 * before the unload, which no run replaced. */
+			snprintf(d->seen_status, sizeof(d->seen_status), "untested");
+			snprintf(d->seen_details, sizeof(d->seen_details), "0x0");
+			d->seen_valid = true;
+		}
 		d->gone = false;
 		return;
 	}
@@ -100,13 +108,60 @@ void ifs_refresh_devices(struct ifs_priv *p)
 	p->tests = tests;
 }
 
+/* sysobs_ifs_core_allowed of every known core: a core denied on purpose
+ * is told apart from one that should be tested (SysobsIFSCoreNotTested
+ * leaves it out). A remembered core keeps its series. */
+static void allowed_export(struct ifs_priv *p)
+{
+	for (size_t i = 0; i < p->sched.n_cores; i++) {
+		const struct ifs_core_info *c = &p->sched.cores[i];
+		char pkg[16], cid[16];
+		const char *v[] = {pkg, cid};
+
+		snprintf(pkg, sizeof(pkg), "%d", c->package);
+		snprintf(cid, sizeof(cid), "%d", c->core_id);
+		sink_set(p->c->sink, collector_series(p->c, IFS_M_CORE_ALLOWED, v),
+			 ifs_sched_core_allowed(&p->sched, i));
+	}
+}
+
+/* Makes nt the topology (taken over): per-core results kept by (package,
+ * core_id), the scheduler told. On -ENOMEM nt is freed, p unchanged. */
+static int topology_install(struct ifs_priv *p, struct ifs_topology *nt)
+{
+	struct ifs_last(*nl)[IFS_TEST_MAX];
+	int err;
+
+	nl = calloc(nt->n_cores ? nt->n_cores : 1, sizeof(*nl));
+	if (!nl) {
+		ifs_topology_free(nt);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < nt->n_cores; i++)
+		for (size_t j = 0; p->last && j < p->topo.n_cores; j++)
+			if (p->topo.cores[j].package == nt->cores[i].package &&
+			    p->topo.cores[j].core_id == nt->cores[i].core_id)
+				memcpy(nl[i], p->last[j], sizeof(nl[i]));
+	/* A core whose threads went offline is remembered (its topology is
+	 * gone from sysfs); one that was never seen online since the start is
+	 * known from the debugfs hints or its last result (ifs_topology_adopt),
+	 * and keeps its series: its last result stays meaningful. */
+	free(p->last);
+	p->last = nl;
+	ifs_topology_free(&p->topo);
+	p->topo = *nt;
+	err = ifs_sched_set_topology(&p->sched, nt->cores, nt->n_cores, clock_mono_ns());
+	if (!err)
+		allowed_export(p);
+	return err;
+}
+
 /* Re-reads the topology if the online CPU list changed; keeps per-core
  * results by (package, core_id). Called with p->lock held. */
 int ifs_refresh_topology(struct ifs_priv *p, bool force)
 {
 	char path[PATH_MAX], online[sizeof(p->online_text)];
 	struct ifs_topology nt;
-	struct ifs_last(*nl)[IFS_TEST_MAX];
 	int err;
 
 	snprintf(path, sizeof(path), "%s/devices/system/cpu/online", p->root);
@@ -114,32 +169,42 @@ int ifs_refresh_topology(struct ifs_priv *p, bool force)
 		online[0] = '\0';
 	if (!force && !strcmp(online, p->online_text))
 		return 0;
-	err = ifs_topology_read(p->root, &nt);
+	err = ifs_topology_read(p->root, p->hints, &nt);
 	if (!err)
 		err = ifs_topology_remember(&nt, &p->topo);
 	if (err) {
 		ifs_topology_free(&nt);
 		return err;
 	}
-	nl = calloc(nt.n_cores ? nt.n_cores : 1, sizeof(*nl));
-	if (!nl) {
-		ifs_topology_free(&nt);
-		return -ENOMEM;
-	}
-	for (size_t i = 0; i < nt.n_cores; i++)
-		for (size_t j = 0; p->last && j < p->topo.n_cores; j++)
-			if (p->topo.cores[j].package == nt.cores[i].package &&
-			    p->topo.cores[j].core_id == nt.cores[i].core_id)
-				memcpy(nl[i], p->last[j], sizeof(nl[i]));
-	/* A core whose threads went offline is remembered (its topology is
-	 * gone from sysfs); one that was never seen online since the start is
-	 * unknown, but keeps its series: its last result stays meaningful. */
-	free(p->last);
-	p->last = nl;
-	ifs_topology_free(&p->topo);
-	p->topo = nt;
 	snprintf(p->online_text, sizeof(p->online_text), "%s", online);
-	return ifs_sched_set_topology(&p->sched, nt.cores, nt.n_cores, clock_mono_ns());
+	return topology_install(p, &nt);
+}
+
+int ifs_topology_adopt(struct ifs_priv *p, const int *cpu, const int *package, const int *core_id,
+		       size_t n)
+{
+	struct ifs_topology nt = p->topo;
+
+	if (!n)
+		return 0;
+	nt.cores = malloc((p->topo.n_cores + n) * sizeof(*nt.cores));
+	if (!nt.cores)
+		return -ENOMEM;
+	if (p->topo.n_cores)
+		memcpy(nt.cores, p->topo.cores, p->topo.n_cores * sizeof(*nt.cores));
+	for (size_t i = 0; i < n; i++) {
+		/* Only a CPU sysfs knows offline and places in no core. */
+		if (cpu[i] < 0 || cpu[i] >= IFS_MAX_CPUS ||
+		    !ifs_cpu_isset(nt.offline, (unsigned)cpu[i]))
+			continue;
+		if (ifs_topology_add_offline(&nt, cpu[i], package[i], core_id[i]))
+			break;
+		clog_info(p->c,
+			  "package %d core %d: offline since before the start, known from its "
+			  "last result on cpu %d",
+			  package[i], core_id[i], cpu[i]);
+	}
+	return topology_install(p, &nt);
 }
 
 /*

@@ -86,6 +86,9 @@ struct ifs_priv {
 	pthread_mutex_t lock;
 	bool started;
 	struct ifs_topology topo;
+	/* Cores of CPUs from the x86 topology debugfs, read at start-up (root
+	 * only): an offline thread's core; NULL without it. */
+	struct ifs_cpu_hint *hints;
 	char online_text[1024];
 	struct ifs_dev dev[IFS_TEST_MAX];
 	unsigned tests;			       /* runnable tests: device present (+ image) */
@@ -135,6 +138,7 @@ enum {
 	IFS_M_SKIPPED,
 	IFS_M_ALERT_POSTS,
 	IFS_M_ALERTS_FIRING,
+	IFS_M_CORE_ALLOWED,
 	IFS_M_N,
 };
 
@@ -145,6 +149,11 @@ void ifs_refresh_devices(struct ifs_priv *p);
 /* Re-reads the topology if the online CPU list changed (always with
  * force); keeps per-core results by (package, core_id). */
 int ifs_refresh_topology(struct ifs_priv *p, bool force);
+/* Adds to the topology, as an offline thread, each cpu[i] of core
+ * (package[i], core_id[i]) that sysfs does not place (offline since before
+ * the start, no hint): a core known from its last result. 0 or -ENOMEM. */
+int ifs_topology_adopt(struct ifs_priv *p, const int *cpu, const int *package, const int *core_id,
+		       size_t n);
 /* A finished job that wrote current_batch: a failed load of ours is
  * retried later (rotation off), a successful one ends the retries. */
 void ifs_reload_track(struct ifs_priv *p, const struct ifs_work_result *r);

@@ -198,6 +198,10 @@ static void last_restore_row(int64_t id, int64_t ts_ns, const void *r, void *arg
 		    p->topo.cores[k].core_id != row->core)
 			continue;
 		last_update(p, k, t, result, ts_ns, row->cpu, raw, (uint64_t)row->scan_id, row);
+		/* Its start on the scheduler's clock: the minimum gap between
+		 * two scans of the core holds across the restart. */
+		ifs_sched_note_begun(&p->sched, (unsigned)k, t,
+				     clock_mono_ns() - (clock_wall_ns() - ts_ns));
 		rs->n++;
 	}
 }
@@ -222,6 +226,39 @@ static void tested_restore_row(int64_t id, int64_t ts_ns, const void *r, void *a
 			tested_update(p, k, t, ts_ns);
 }
 
+/* Cores of the history that the topology does not know, with the CPU their
+ * last run wrote: offline since before the start (sysfs removed their
+ * topology/), no hint from debugfs. */
+struct ifs_unknown_cores {
+	struct ifs_priv *p;
+	int cpu[64], package[64], core_id[64];
+	size_t n;
+};
+
+static void unknown_core_row(int64_t id, int64_t ts_ns, const void *r, void *arg)
+{
+	const struct ifs_row *row = r;
+	struct ifs_unknown_cores *u = arg;
+	const struct ifs_topology *t = &u->p->topo;
+
+	(void)id;
+	(void)ts_ns;
+	if (u->n == sizeof(u->cpu) / sizeof(u->cpu[0]) || row->cpu < 0 ||
+	    row->cpu >= IFS_MAX_CPUS || t->cpu_core[row->cpu] >= 0 ||
+	    !ifs_cpu_isset(t->offline, (unsigned)row->cpu))
+		return;
+	for (size_t k = 0; k < t->n_cores; k++)
+		if (t->cores[k].package == row->package && t->cores[k].core_id == row->core)
+			return;
+	for (size_t i = 0; i < u->n; i++)
+		if (u->cpu[i] == row->cpu)
+			return; /* another test's row on the same CPU */
+	u->cpu[u->n] = row->cpu;
+	u->package[u->n] = row->package;
+	u->core_id[u->n] = row->core;
+	u->n++;
+}
+
 /*
  * After a restart, each core's last result comes back from the history, so
  * a failed core stays failed (metric and alert) until a scan passes, instead
@@ -231,11 +268,22 @@ static void tested_restore_row(int64_t id, int64_t ts_ns, const void *r, void *a
 void ifs_last_restore(struct ifs_priv *p)
 {
 	struct ifs_restore rs = {.p = p};
+	struct ifs_unknown_cores u = {.p = p};
 	int err;
 
+	/* A core whose threads are all offline since before the start is not
+	 * in sysfs: without debugfs, its last result is what places it (a
+	 * failed core taken offline must stay failed). */
 	err = sink_latest(p->c->sink, &ifs_scans_table, "test, package, core",
-			  "core IS NOT NULL AND status IN ('pass', 'fail', 'untested')",
-			  last_restore_row, &rs);
+			  "core IS NOT NULL AND cpu IS NOT NULL AND "
+			  "status IN ('pass', 'fail', 'untested')",
+			  unknown_core_row, &u);
+	if (!err && u.n)
+		err = ifs_topology_adopt(p, u.cpu, u.package, u.core_id, u.n);
+	if (!err)
+		err = sink_latest(p->c->sink, &ifs_scans_table, "test, package, core",
+				  "core IS NOT NULL AND status IN ('pass', 'fail', 'untested')",
+				  last_restore_row, &rs);
 	if (!err)
 		err = sink_latest(p->c->sink, &ifs_scans_table, "test, package, core",
 				  "core IS NOT NULL AND status IN ('pass', 'fail')",
@@ -400,6 +448,19 @@ void ifs_result_handle(struct ifs_priv *p, const struct ifs_work_result *r)
 	sink_event(p->c->sink, &ifs_scans_table, r->start_wall, &row);
 }
 
+/* Whether status/details differ from the values last seen: by value when
+ * both parse (the baseline set at a module load is written, not read). */
+static bool seen_differs(const struct ifs_dev *dv, const char *st, const char *de)
+{
+	enum ifs_result r0, r1;
+	uint64_t d0, d1;
+
+	if (ifs_status_parse(st, &r1) || ifs_details_parse(de, &d1) ||
+	    ifs_status_parse(dv->seen_status, &r0) || ifs_details_parse(dv->seen_details, &d0))
+		return strcmp(st, dv->seen_status) || strcmp(de, dv->seen_details);
+	return r0 != r1 || d0 != d1;
+}
+
 /* Someone else wrote run_test: status/details changed while we were idle.
  * Recorded without a CPU (see the header comment). Called unlocked. */
 void ifs_passive_check(struct ifs_priv *p)
@@ -423,9 +484,8 @@ void ifs_passive_check(struct ifs_priv *p)
 		if (ifs_read_text(path, de, sizeof(de)) < 0)
 			continue;
 		pthread_mutex_lock(&p->lock);
-		if (dv->seen_valid &&
-		    (strcmp(st, dv->seen_status) || strcmp(de, dv->seen_details)) &&
-		    !ifs_status_parse(st, &result) && !ifs_details_parse(de, &raw)) {
+		if (dv->seen_valid && seen_differs(dv, st, de) && !ifs_status_parse(st, &result) &&
+		    !ifs_details_parse(de, &raw)) {
 			ifs_row_init(&row);
 			row.batch = dv->batch_loaded ? (int32_t)dv->batch : -1;
 			snprintf(row.device, sizeof(row.device), "intel_ifs_%d", t);

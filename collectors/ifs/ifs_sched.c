@@ -272,6 +272,28 @@ size_t ifs_sched_pending(const struct ifs_sched *s)
 	return s->n_reqs;
 }
 
+void ifs_sched_note_begun(struct ifs_sched *s, unsigned core, enum ifs_test test, int64_t start)
+{
+	struct ifs_sched_pair *p;
+
+	if (core >= s->n_cores || (unsigned)test >= IFS_TEST_MAX)
+		return;
+	p = &s->pairs[core][test];
+	if (!p->begun_known || start > p->begun)
+		p->begun = start;
+	p->begun_known = true;
+}
+
+int64_t ifs_sched_gap_until(const struct ifs_sched *s, unsigned core, enum ifs_test test)
+{
+	const struct ifs_sched_pair *p;
+
+	if (core >= s->n_cores || test != IFS_TEST_SCAN || s->cfg.min_scan_gap_ns <= 0)
+		return INT64_MIN;
+	p = &s->pairs[core][test];
+	return p->begun_known ? p->begun + s->cfg.min_scan_gap_ns : INT64_MIN;
+}
+
 int64_t ifs_sched_hour_used(struct ifs_sched *s, int64_t now)
 {
 	size_t drop = 0;
@@ -341,9 +363,15 @@ int ifs_sched_next(struct ifs_sched *s, int64_t now, struct ifs_job *job, int64_
 	for (size_t r = 0; r < s->n_reqs; r++) {
 		struct ifs_sched_req q = s->reqs[r];
 		int cpu = ifs_sched_core_cpu(s, q.core);
+		int64_t gap = ifs_sched_gap_until(s, q.core, q.test);
 
 		if (cpu < 0 || !test_ok(s, q.test))
 			continue; /* offline for now: stays queued */
+		if (gap > now) {  /* the core's last scan is too recent */
+			if (gap < *wake)
+				*wake = gap;
+			continue;
+		}
 		for (unsigned i = 0; q.cpu >= 0 && i < s->cores[q.core].n_cpus; i++)
 			if (s->cores[q.core].cpus[i] == q.cpu && s->cores[q.core].online[i])
 				cpu = q.cpu;
@@ -371,9 +399,14 @@ int ifs_sched_next(struct ifs_sched *s, int64_t now, struct ifs_job *job, int64_
 			continue;
 		}
 		for (int t = 0; t < IFS_TEST_MAX; t++) {
-			if (!test_ok(s, t) || s->pairs[c][t].next_due >= best_due)
+			int64_t due = s->pairs[c][t].next_due;
+			int64_t gap = ifs_sched_gap_until(s, c, t);
+
+			if (due != INT64_MAX && gap > due)
+				due = gap; /* due, but the last scan is too recent */
+			if (!test_ok(s, t) || due >= best_due)
 				continue;
-			best_due = s->pairs[c][t].next_due;
+			best_due = due;
 			best_c = c;
 			best_t = t;
 		}
@@ -381,7 +414,8 @@ int ifs_sched_next(struct ifs_sched *s, int64_t now, struct ifs_job *job, int64_
 	if (best_t < 0)
 		return -EAGAIN;
 	if (best_due > now) {
-		*wake = best_due;
+		if (best_due < *wake)
+			*wake = best_due;
 		return -EAGAIN;
 	}
 	*job = (struct ifs_job){
@@ -465,6 +499,10 @@ void ifs_sched_done(struct ifs_sched *s, const struct ifs_job *job, int64_t star
 		return; /* the core is gone */
 	p = &s->pairs[core][job->test];
 	p->skip_noted = 0;
+	/* A write refused (EINVAL, EPERM) or a batch that did not load ran
+	 * nothing on the core; anything else may have started a scan. */
+	if (out != IFS_OUT_ERROR && out != IFS_OUT_BATCH_ERROR)
+		ifs_sched_note_begun(s, core, job->test, start);
 	if (job->by == IFS_BY_SCHEDULER)
 		p->reload = false;
 

@@ -21,6 +21,9 @@
  *   that a run always starts once the hour before it is empty, however
  *   long the last run took (a cap must slow scanning, never stop it);
  * - a retryable outcome is retried after backoff * 2^n, up to retry_max;
+ * - two scans of one core start at least min_scan_gap_ns apart (the
+ *   microcode refuses a scan inside the window, untested error 6), the
+ *   last start restored from the history at a restart;
  * - optional batch rotation, per test with its own list (scan and SBAF
  *   images are separate files): once every eligible core was tested (pass or
  *   fail) with the current batch, the next batch of the list is used; a
@@ -68,6 +71,11 @@ struct ifs_sched_config {
 	 * with its own numbering); n_batches[t] 0 = off for test t. */
 	unsigned batches[IFS_TEST_MAX][IFS_MAX_BATCHES];
 	unsigned n_batches[IFS_TEST_MAX];
+	/* Shortest time between the starts of two scans of one core (the
+	 * microcode's, per CPU model: ifs_min_scan_gap_parse()); 0 = none.
+	 * Scheduled runs, retries, reload reruns and API requests all wait
+	 * it out. */
+	int64_t min_scan_gap_ns;
 };
 
 enum ifs_requester { IFS_BY_SCHEDULER, IFS_BY_API };
@@ -112,6 +120,8 @@ struct ifs_sched_pair {
 	bool spread;	    /* first due time assigned */
 	bool reload;	    /* the next run reloads the image first */
 	int64_t skip_noted; /* when its due run was last counted as skipped; 0 = not */
+	bool begun_known;
+	int64_t begun; /* start of the last run that reached the core (any result) */
 };
 
 struct ifs_sched_req {
@@ -180,6 +190,14 @@ int ifs_sched_next(struct ifs_sched *s, int64_t now, struct ifs_job *job, int64_
 /* Reports the end of the running job, started at start and ended at end. */
 void ifs_sched_done(struct ifs_sched *s, const struct ifs_job *job, int64_t start, int64_t end,
 		    enum ifs_outcome out);
+
+/* A run of (core, test) started at start (mono ns, may be before the
+ * scheduler's clock began): from the history at a restart, so the minimum
+ * gap between two scans holds across it. Keeps the later of two. */
+void ifs_sched_note_begun(struct ifs_sched *s, unsigned core, enum ifs_test test, int64_t start);
+/* When (core, test) may start next under the minimum gap (INT64_MIN: any
+ * time). */
+int64_t ifs_sched_gap_until(const struct ifs_sched *s, unsigned core, enum ifs_test test);
 
 /* Scan time of the hour before now (ns). */
 int64_t ifs_sched_hour_used(struct ifs_sched *s, int64_t now);

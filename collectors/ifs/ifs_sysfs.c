@@ -131,7 +131,55 @@ static void index_cores(struct ifs_topology *t)
 			t->cpu_core[t->cores[k].cpus[i]] = (int)k;
 }
 
-int ifs_topology_read(const char *root, struct ifs_topology *t)
+/* "pkg_id:              3" lines of a topo/cpus/<N> file. */
+static int hint_parse(const char *text, struct ifs_cpu_hint *h)
+{
+	bool pkg = false, core = false;
+
+	for (const char *l = text; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
+		unsigned v;
+
+		if (sscanf(l, "pkg_id: %u", &v) == 1) {
+			h->package = (int)v;
+			pkg = true;
+		} else if (sscanf(l, "core_id: %u", &v) == 1) {
+			h->core_id = (int)v;
+			core = true;
+		}
+	}
+	/* Only "online:" for a CPU never brought up (!c->initialized). */
+	h->known = pkg && core;
+	return h->known ? 0 : -ENOENT;
+}
+
+int ifs_topology_hints_read(const char *root, struct ifs_cpu_hint *hints)
+{
+	char path[PATH_MAX], text[1024];
+	struct dirent *e;
+	int n = 0;
+	DIR *d;
+
+	memset(hints, 0, IFS_MAX_CPUS * sizeof(*hints));
+	snprintf(path, sizeof(path), "%s/kernel/debug/x86/topo/cpus", root);
+	d = opendir(path);
+	if (!d)
+		return -errno;
+	while ((e = readdir(d))) {
+		char *end;
+		long cpu = strtol(e->d_name, &end, 10);
+
+		if (e->d_name[0] < '0' || e->d_name[0] > '9' || *end || cpu >= IFS_MAX_CPUS)
+			continue;
+		snprintf(path, sizeof(path), "%s/kernel/debug/x86/topo/cpus/%ld", root, cpu);
+		if (ifs_read_text(path, text, sizeof(text)) < 0)
+			continue;
+		n += hint_parse(text, &hints[cpu]) == 0;
+	}
+	closedir(d);
+	return n;
+}
+
+int ifs_topology_read(const char *root, const struct ifs_cpu_hint *hints, struct ifs_topology *t)
 {
 	char path[PATH_MAX];
 	struct dirent *e;
@@ -161,8 +209,20 @@ int ifs_topology_read(const char *root, struct ifs_topology *t)
 		snprintf(path, sizeof(path),
 			 "%s/devices/system/cpu/cpu%d/topology/physical_package_id", root, cpu);
 		if (read_int(path, &package)) {
-			if (!online) /* offline, topology removed by the kernel */
-				t->offline[cpu / 64] |= 1ULL << (cpu % 64);
+			if (online) /* online without topology: nothing to go on */
+				continue;
+			/* Offline, topology removed by the kernel: its core from
+			 * the hints if they know it. */
+			if (hints && hints[cpu].known) {
+				err =
+				    add_cpu(t, cpu, hints[cpu].package, hints[cpu].core_id, false);
+				if (err)
+					break;
+				if ((unsigned)cpu + 1 > t->n_cpus)
+					t->n_cpus = cpu + 1;
+				continue;
+			}
+			t->offline[cpu / 64] |= 1ULL << (cpu % 64);
 			continue;
 		}
 		snprintf(path, sizeof(path), "%s/devices/system/cpu/cpu%d/topology/core_id", root,
@@ -216,6 +276,23 @@ int ifs_topology_remember(struct ifs_topology *t, const struct ifs_topology *old
 	}
 	free(t->cores);
 	*t = n;
+	index_cores(t);
+	return 0;
+}
+
+int ifs_topology_add_offline(struct ifs_topology *t, int cpu, int package, int core_id)
+{
+	int err;
+
+	if (cpu < 0 || cpu >= IFS_MAX_CPUS)
+		return -EINVAL;
+	if (t->cpu_core[cpu] >= 0)
+		return 0; /* known already */
+	err = add_cpu(t, cpu, package, core_id, false);
+	if (err)
+		return err;
+	if ((unsigned)cpu + 1 > t->n_cpus)
+		t->n_cpus = cpu + 1;
 	index_cores(t);
 	return 0;
 }

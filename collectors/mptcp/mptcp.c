@@ -19,8 +19,10 @@
  *   rcvbuf     receive buffer of each event socket
  *   reconcile  period of the comparison with the socket dump
  *
- * A watched namespace stays alive while its sockets are open (until stop),
- * even after `ip netns del`.
+ * A path-named namespace is looked up again at every collect (its inode by
+ * stat(2)): one deleted is released (its sockets closed, so the kernel can
+ * free it), and one created again under the same path (a container
+ * restart) is entered and watched like a new one (mptcp_watch_follow).
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -195,7 +197,8 @@ static int mptcp_in_netns(const char *path, int (*fn)(struct mptcp_watch *, stru
 	if (!path) {
 		if (stat("/proc/thread-self/ns/net", &sb) < 0)
 			return -errno;
-		w->ino = sb.st_ino;
+		__atomic_store_n(&w->ino, (uint64_t)sb.st_ino, __ATOMIC_RELAXED);
+		w->dev = sb.st_dev;
 		return fn(w, p);
 	}
 	ns_fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -205,7 +208,9 @@ static int mptcp_in_netns(const char *path, int (*fn)(struct mptcp_watch *, stru
 		ret = -errno;
 		goto out_close_ns;
 	}
-	w->ino = sb.st_ino;
+	/* Read by HTTP threads (the namespaces of the live route). */
+	__atomic_store_n(&w->ino, (uint64_t)sb.st_ino, __ATOMIC_RELAXED);
+	w->dev = sb.st_dev;
 	self_fd = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
 	if (self_fd < 0) {
 		ret = -errno;
@@ -605,6 +610,108 @@ static void mptcp_reconcile(struct mptcp_priv *p, struct mptcp_watch *w)
 	}
 }
 
+/* Enters the namespace of watch i and watches it: sockets opened and
+ * polled, its MIB read, its live connections dumped. */
+static int mptcp_watch_start(struct mptcp_priv *p, size_t i)
+{
+	struct mptcp_watch *w = &p->w[i];
+	const char *path = strcmp(w->path, "self") ? w->path : NULL;
+	struct epoll_event ev = {.events = EPOLLIN, .data.u64 = i};
+	int err;
+
+	err = mptcp_in_netns(path, mptcp_watch_open_here, w, p);
+	if (err) {
+		mptcp_watch_close(w);
+		return err;
+	}
+	if (epoll_ctl(p->epfd, EPOLL_CTL_ADD, mnl_socket_get_fd(w->nl), &ev) < 0) {
+		err = -errno;
+		mptcp_watch_close(w);
+		return err;
+	}
+	mptcp_pm_type_check(p, w);
+	mptcp_mib_read(p, w);
+	/* Connections that predate us: subscribed first, then dumped,
+	 * so nothing falls in between. */
+	mptcp_resync(p, w);
+	return 0;
+}
+
+/*
+ * Lets go of the namespace watch w was in: its sockets and files closed (the
+ * last references the agent held on it, so the kernel can free a deleted
+ * one), its connections and listeners out of the live state, its MIB series
+ * gone from /metrics after the stale grace.
+ */
+static void mptcp_watch_release(struct mptcp_priv *p, struct mptcp_watch *w)
+{
+	struct mptcp_state *none = mptcp_state_new();
+
+	mptcp_watch_close(w); /* a closed fd leaves the epoll set by itself */
+	if (none) {
+		mptcp_state_resync(p->state, w->ino, none);
+		mptcp_state_free(none);
+	}
+	for (size_t i = 0; i < p->mib.n; i++) {
+		const char *lv[2] = {w->ino_s, p->mib.name[i]};
+		size_t fam = mptcp_mib_is_gauge(p->mib.name[i]) ? MPTCP_M_MIB_GAUGE : MPTCP_M_MIB;
+
+		sink_series_gone(p->c->sink, collector_family(p->c, fam),
+				 collector_series(p->c, fam, lv));
+	}
+	w->pm_warned = 0;
+	w->resync_pending = 0;
+	w->join_rejected_seen = 0;
+	mptcp_update_gauges(p);
+}
+
+/*
+ * Follows the path of watch i to the namespace it names now: `ip netns del`
+ * removes /run/netns/NAME (released here: the agent would otherwise keep
+ * the dead namespace alive and watch it for ever), `ip netns add` of the
+ * same name (a container restart) makes it a new namespace with another
+ * inode (watched from now on). "self" never changes.
+ */
+static void mptcp_watch_follow(struct mptcp_priv *p, size_t i)
+{
+	struct mptcp_watch *w = &p->w[i];
+	uint64_t was = w->ino;
+	struct stat sb;
+	int err;
+
+	if (!strcmp(w->path, "self"))
+		return;
+	if (stat(w->path, &sb) < 0) {
+		if (w->nl) {
+			mptcp_watch_release(p, w);
+			clog_warn(p->c,
+				  "netns %s (inode %llu) is gone (%s): released, watched again "
+				  "when the path names a namespace",
+				  w->path, (unsigned long long)was, strerror(errno));
+		}
+		return;
+	}
+	if (w->nl && (uint64_t)sb.st_ino == w->ino && sb.st_dev == w->dev)
+		return;
+	if (w->nl)
+		mptcp_watch_release(p, w);
+	err = mptcp_watch_start(p, i);
+	if (err) {
+		/* e.g. the path exists before `ip netns add` has mounted the
+		 * namespace on it: tried again at the next collect. */
+		log_ratelimited(&w->follow_rl, 60000, LOG_LVL_WARN, "mptcp",
+				"netns %s (inode %llu): cannot watch it: %s%s", w->path,
+				(unsigned long long)w->ino, strerror(-err),
+				err == -EPERM ? " (entering a namespace needs CAP_SYS_ADMIN, "
+						"gone with the privilege drop: [agent] user = "
+						"root, or restart sysobsd)"
+					      : "");
+		return;
+	}
+	clog_warn(p->c, "netns %s is a new namespace (inode %llu, was %llu): watching it", w->path,
+		  (unsigned long long)w->ino, (unsigned long long)was);
+}
+
 static int mptcp_start(struct collector *c)
 {
 	struct mptcp_priv *p = c->priv;
@@ -616,22 +723,13 @@ static int mptcp_start(struct collector *c)
 		return -errno;
 	for (size_t i = 0; i < p->n_w; i++) {
 		struct mptcp_watch *w = &p->w[i];
-		const char *path = strcmp(w->path, "self") ? w->path : NULL;
-		struct epoll_event ev = {.events = EPOLLIN, .data.u64 = i};
 
-		err = mptcp_in_netns(path, mptcp_watch_open_here, w, p);
+		err = mptcp_watch_start(p, i);
 		if (err) {
 			snprintf(c->why, sizeof(c->why), "netns %.160s: %s", w->path,
 				 strerror(-err));
 			return err;
 		}
-		if (epoll_ctl(p->epfd, EPOLL_CTL_ADD, mnl_socket_get_fd(w->nl), &ev) < 0)
-			return -errno;
-		mptcp_pm_type_check(p, w);
-		mptcp_mib_read(p, w);
-		/* Connections that predate us: subscribed first, then dumped,
-		 * so nothing falls in between. */
-		mptcp_resync(p, w);
 		clog_info(c, "watching netns %s (inode %llu)", w->path, (unsigned long long)w->ino);
 	}
 	mptcp_update_gauges(p);
@@ -652,7 +750,7 @@ static int mptcp_on_ready(struct collector *c)
 	if (n < 0)
 		return errno == EINTR ? 0 : -errno;
 	for (int i = 0; i < n; i++)
-		if (evs[i].data.u64 < p->n_w)
+		if (evs[i].data.u64 < p->n_w && p->w[evs[i].data.u64].nl)
 			mptcp_watch_read(p, &p->w[evs[i].data.u64]);
 	mptcp_update_gauges(p);
 	return 0;
@@ -669,6 +767,9 @@ static int mptcp_collect(struct collector *c)
 	for (size_t i = 0; i < p->n_w; i++) {
 		struct mptcp_watch *w = &p->w[i];
 
+		mptcp_watch_follow(p, i);
+		if (!w->nl)
+			continue; /* its path names no namespace now */
 		mptcp_pm_type_check(p, w);
 		mptcp_mib_read(p, w);
 		/* An overrun whose drain ended exactly on the read budget. */

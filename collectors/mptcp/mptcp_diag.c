@@ -204,6 +204,13 @@ int mptcp_diag_msg_apply(const struct nlmsghdr *nlh, size_t len, int proto, uint
 		 * which is the peer's bit: BKUP_REM in the dump (net/mptcp/diag.c:
 		 * sf->backup -> BKUP_REM, sf->request_bkup -> BKUP_LOC). */
 		sf.backup = !!(flags & MPTCP_SUBFLOW_FLAG_BKUP_REM);
+		/* The initial subflow knows the side (`ss` flags M/m): the
+		 * peer's MP_CAPABLE seen (MCAP_REM) on both ends, our own
+		 * request for it (MCAP_LOC: subflow->request_mptcp) only on
+		 * the end that connected. Joins say nothing of the connection:
+		 * either end may open one. */
+		if (flags & MPTCP_SUBFLOW_FLAG_MCAP_REM)
+			c->server_side = (flags & MPTCP_SUBFLOW_FLAG_MCAP_LOC) ? 0 : 1;
 		sf.if_idx = (int32_t)m->id.idiag_if;
 		sf.since_ns = now_ns;
 		/* Its tcp_info, by the length sent (mptcp_subflow_info.h). */

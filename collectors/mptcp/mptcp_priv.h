@@ -22,6 +22,7 @@
 struct mptcp_watch {
 	char path[256];	       /* as configured ("self" for our own) */
 	uint64_t ino;	       /* netns inode: the netns id in rows and JSON */
+	uint64_t dev;	       /* st_dev of the netns file (nsfs) */
 	struct mnl_socket *nl; /* event socket, joined to the events group */
 	uint16_t family;       /* mptcp_pm genl family id in that netns */
 	int diag_fd;	       /* NETLINK_SOCK_DIAG socket in that netns */
@@ -36,6 +37,7 @@ struct mptcp_watch {
 	struct mptcp_state *prev_dump; /* the last reconciliation's dump */
 	int64_t prev_dump_ns;
 	struct log_ratelimit overrun_rl;
+	struct log_ratelimit follow_rl; /* the path names no usable namespace */
 };
 
 struct mptcp_priv {

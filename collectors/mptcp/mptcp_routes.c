@@ -80,7 +80,7 @@ static void mptcp_route_connections(struct collector *c, const struct route_requ
 		}
 		sysobs__v1__mptcp_namespace__init(ns);
 		ns->path = arena_strdup(req->arena, p->w[i].path);
-		ns->netns = (uint32_t)p->w[i].ino;
+		ns->netns = (uint32_t)__atomic_load_n(&p->w[i].ino, __ATOMIC_RELAXED);
 		ns->overruns = __atomic_load_n(&p->w[i].overruns, __ATOMIC_RELAXED);
 		list->namespaces[list->n_namespaces++] = ns;
 	}

@@ -392,12 +392,13 @@ int mptcp_state_apply(struct mptcp_state *st, uint64_t netns, const struct mptcp
 }
 
 /*
- * The side of a connection only a socket dump knows: the server's when its
- * local port is one an MPTCP listener of the dump listens on (at its
- * address, or a wildcard one: a v6 wildcard takes IPv4 too); unknown (-1)
- * otherwise, never "client" (its listener may have closed since). A client
- * socket shares a listener's port only if bound to it on purpose
- * (SO_REUSEADDR/SO_REUSEPORT): not seen here.
+ * The side of a connection only a socket dump knows when its initial
+ * subflow is gone (the dump's subflow flags give it while it lives,
+ * mptcp_diag.c): the server's when its local port is one an MPTCP listener
+ * of the dump listens on (at its address, or a wildcard one: a v6 wildcard
+ * takes IPv4 too); unknown (-1) otherwise, never "client" (its listener may
+ * have closed since). A client socket bound to a listener's port on purpose
+ * (SO_REUSEPORT) would be taken for a server here: only a guess.
  */
 static int8_t mptcp_side_from_listeners(const struct mptcp_state *d, uint64_t netns,
 					const struct mptcp_tuple *t)

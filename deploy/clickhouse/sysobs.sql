@@ -100,7 +100,9 @@ CREATE TABLE IF NOT EXISTS sysobs.drop_samples
     cgroup_id Nullable(UInt64),
     cgroup Nullable(String),
     container Nullable(String),
-    netns_cookie Nullable(UInt64)
+    netns_cookie Nullable(UInt64),
+    stack Nullable(String),
+    orig_len Nullable(UInt32)
 )
 ENGINE = ReplacingMergeTree()
 PARTITION BY toYYYYMM(time)

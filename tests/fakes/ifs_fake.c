@@ -22,6 +22,9 @@
  *	thread_siblings_list,core_cpus_list}: the kernel removes the topology
  *	directory of an offline CPU and drops it from its siblings' lists;
  * and, outside the sysfs tree:
+ *   kernel/debug/x86/topo/cpus/<N> with `debugfs = 1` (the x86 topology
+ *	debugfs, Linux 6.9+): pkg_id and core_id of every CPU, offline ones
+ *	included (cpu_data() outlives the offlining);
  *   fake_runs: one line per finished run "<start_ms> <end_ms> intel_ifs_<N>
  *	<cpu> <status> <details>", so tests can check order and overlap;
  *   fake_loads: one line per current_batch write that took the lock,
@@ -29,7 +32,8 @@
  *   fake_module: 1 while the intel_ifs module is loaded; write 0 to unload it
  *	(every intel_ifs_<N> directory goes away, as misc_deregister() does)
  *	and 1 to load it again (the devices come back without an image, as
- *	ifs_init() leaves them until current_batch is written).
+ *	ifs_init() leaves them until current_batch is written, and with status
+ *	untested, details 0x0: core.c's static devices, fresh with the module).
  *
  * Driver behaviour reproduced: writing a CPU number to run_test blocks inside
  * write() for the test time, under ONE lock shared by all devices and by
@@ -50,7 +54,11 @@
  *   cpus = 8                ; logical CPUs
  *   threads_per_core = 2    ; SMT; cpu c is thread c / cores of core c % cores
  *   packages = 1
- *   offline = 5             ; CPU list
+ *   offline = 5             ; CPU list (offline from the start, as nosmt)
+ *   debugfs = 0             ; 1: kernel/debug/x86/topo/cpus/<N> present
+ *   model = 0xcf            ; family 6 model in devices/system/cpu/modalias;
+ *                           ; a scan of a core within 180 s (0x8f), 30 s (0xcf)
+ *                           ; or 1 s (other) of its last one: untested, error 6
  *   scan_ms = 200           ; time one run_test write blocks
  *   load_ms = 0             ; time one current_batch write blocks
  *   devices = 0,1           ; which intel_ifs_<N> exist
@@ -143,6 +151,9 @@ struct fdev {
 
 static struct {
 	unsigned cpus, tpc, packages, cores, scan_ms, load_ms;
+	bool debugfs;		      /* kernel/debug/x86/topo/cpus/<N> */
+	unsigned model;		      /* family 6 model: devices/system/cpu/modalias; 0 = none */
+	int64_t scanned_ms[MAX_CPUS]; /* per core: start of its last scan, 0 none */
 	bool online[MAX_CPUS];
 	struct fdev dev[MAX_DEVS];
 	pthread_mutex_t ifs_sem; /* the driver's semaphore: held across a run */
@@ -268,6 +279,10 @@ static int fake_ini_line(void *user, const char *section, const char *name, cons
 			F.scan_ms = strtoul(value, NULL, 0);
 		else if (!strcmp(name, "load_ms"))
 			F.load_ms = strtoul(value, NULL, 0);
+		else if (!strcmp(name, "debugfs"))
+			F.debugfs = strtoul(value, NULL, 0) != 0;
+		else if (!strcmp(name, "model"))
+			F.model = strtoul(value, NULL, 0);
 		else if (!strcmp(name, "offline")) {
 			if (parse_list(value, list, MAX_CPUS, &n))
 				return 0;
@@ -480,6 +495,8 @@ enum node_kind {
 	N_TOPO_DIR,
 	N_DEV_DIR, /* intel_ifs_<N>: exists while the module is loaded */
 	N_MODULE,
+	N_DEBUG_TOPO, /* kernel/debug/x86/topo/cpus/<N> */
+	N_MODALIAS,
 	N_RUNS,
 	N_LOADS,
 };
@@ -542,6 +559,8 @@ static void build_tree(void)
 	add_node(N_CPU_ONLINE_ALL, 0, 0444, "/devices/system/cpu/online");
 	add_node(N_CPU_RANGE, 0, 0444, "/devices/system/cpu/possible");
 	add_node(N_CPU_RANGE, 0, 0444, "/devices/system/cpu/present");
+	if (F.model)
+		add_node(N_MODALIAS, 0, 0444, "/devices/system/cpu/modalias");
 	for (unsigned c = 0; c < F.cpus; c++) {
 		const char *b = "/devices/system/cpu/cpu";
 
@@ -554,6 +573,15 @@ static void build_tree(void)
 		add_node(N_SIBLINGS, c, 0444, "%s%u/topology/thread_siblings_list", b, c);
 		add_node(N_SIBLINGS, c, 0444, "%s%u/topology/core_cpus_list", b, c);
 	}
+	if (!F.debugfs)
+		return;
+	add_node(N_DIR, 0, 0755, "/kernel");
+	add_node(N_DIR, 0, 0700, "/kernel/debug");
+	add_node(N_DIR, 0, 0755, "/kernel/debug/x86");
+	add_node(N_DIR, 0, 0755, "/kernel/debug/x86/topo");
+	add_node(N_DIR, 0, 0755, "/kernel/debug/x86/topo/cpus");
+	for (unsigned c = 0; c < F.cpus; c++)
+		add_node(N_DEBUG_TOPO, c, 0444, "/kernel/debug/x86/topo/cpus/%u", c);
 }
 
 /* cpuN/topology and what is in it exist only while cpu N is online: the
@@ -633,7 +661,9 @@ static char *node_render(const struct node *n)
 		snprintf(buf, 4096, "%s\n", ifs_result_name(d->status));
 		break;
 	case N_DETAILS:
-		snprintf(buf, 4096, "%#llx\n", (unsigned long long)d->details);
+		/* The kernel's %#llx prints zero as 0x0 (lib/vsprintf.c puts the
+		 * prefix on any hex number); glibc's as "0". */
+		snprintf(buf, 4096, "0x%llx\n", (unsigned long long)d->details);
 		break;
 	case N_IMAGE_VERSION:
 		if (d->loaded)
@@ -672,6 +702,37 @@ static char *node_render(const struct node *n)
 			set[cpu_core(c) + t * F.cores] = F.online[cpu_core(c) + t * F.cores];
 		cpulist_print(buf, 4096, set, F.cpus);
 		break;
+	case N_MODALIAS:
+		/* arch_print_cpu_modalias(), a few feature words after it */
+		snprintf(buf, 4096, "cpu:type:x86,ven0000fam0006mod%04X:feature:,0000,0001,0002\n",
+			 F.model);
+		break;
+	case N_DEBUG_TOPO: {
+		/* arch/x86/kernel/cpu/debugfs.c cpu_debug_show(): cpu_data(N)
+		 * stays after the CPU goes offline; every CPU here was brought up
+		 * once (x86 boots every thread, nosmt included). */
+		unsigned pkg = cpu_core(c) / cores_per_pkg, core = cpu_core(c) % cores_per_pkg;
+		unsigned apicid = pkg << 8 | core << 1 | c / F.cores;
+
+		snprintf(buf, 4096,
+			 "online:              %d\n"
+			 "initial_apicid:      %x\n"
+			 "apicid:              %x\n"
+			 "pkg_id:              %u\n"
+			 "die_id:              0\n"
+			 "cu_id:               255\n"
+			 "core_id:             %u\n"
+			 "logical_pkg_id:      %u\n"
+			 "logical_die_id:      %u\n"
+			 "llc_id:              %u\n"
+			 "l2c_id:              %u\n"
+			 "max_cores:           %u\n"
+			 "max_die_per_pkg:     1\n"
+			 "smp_num_siblings:    %u\n",
+			 F.online[c], apicid, apicid, pkg, core, pkg, pkg, pkg << 8, apicid & ~1u,
+			 cores_per_pkg, F.tpc);
+		break;
+	}
 	case N_RUNS:
 		free(buf);
 		buf = strndup(F.runs ? F.runs : "", F.runs_len);
@@ -822,7 +883,7 @@ static void runs_append(int64_t t0, int64_t t1, int dev, unsigned cpu, enum ifs_
 			uint64_t details)
 {
 	char line[128];
-	int n = snprintf(line, sizeof(line), "%lld %lld intel_ifs_%d %u %s %#llx\n", (long long)t0,
+	int n = snprintf(line, sizeof(line), "%lld %lld intel_ifs_%d %u %s 0x%llx\n", (long long)t0,
 			 (long long)t1, dev, cpu, ifs_result_name(r), (unsigned long long)details);
 
 	log_append(&F.runs, &F.runs_len, line, n);
@@ -837,6 +898,16 @@ static bool siblings_online(unsigned cpu)
 	return true;
 }
 
+/* Whether the core of cpu was scanned less than its model's interval ago
+ * (F.state held). */
+static bool scan_too_soon(unsigned cpu)
+{
+	int64_t gap = F.model == 0x8f ? 180000 : F.model == 0xcf ? 30000 : F.model ? 1000 : 0;
+	int64_t last = F.scanned_ms[cpu_core(cpu)];
+
+	return gap && last && now_ms() - last < gap;
+}
+
 static int run_test(int dev, unsigned cpu)
 {
 	struct fdev *d = &F.dev[dev];
@@ -846,7 +917,7 @@ static int run_test(int dev, unsigned cpu)
 	uint64_t word;
 	int64_t t0, t1;
 	unsigned ms;
-	bool alone = false;
+	bool alone = false, too_soon = false;
 	int rc = 0;
 
 	/* run_test_store: kstrtouint, cpu >= nr_cpu_ids */
@@ -867,10 +938,17 @@ static int run_test(int dev, unsigned cpu)
 		 * tries: untested with chunk/bundle 0, in a few ms. The core's
 		 * script is not consumed: its test never started. */
 		alone = true;
+	} else if (dev == IFS_TEST_SCAN && scan_too_soon(cpu)) {
+		/* The microcode refuses a scan of the core inside its interval
+		 * (test_ifs.sh: 180 s on Sapphire Rapids, 30 s on Emerald
+		 * Rapids, 1 s elsewhere): untested, error 6. */
+		too_soon = true;
 	} else {
 		struct script *sc = &d->core[cpu_core(cpu)];
 
 		st = script_next(sc->n ? sc : &d->def);
+		if (dev == IFS_TEST_SCAN)
+			F.scanned_ms[cpu_core(cpu)] = now_ms();
 		if (st->kind == R_EINTR)
 			rc = -EINTR; /* down_interruptible: a signal while waiting */
 		else if (d->corrupt)
@@ -878,7 +956,7 @@ static int run_test(int dev, unsigned cpu)
 		else if (st->kind == R_CORRUPT)
 			d->corrupt = true;
 	}
-	ms = alone ? 5 : d->run_ms ? d->run_ms : F.scan_ms;
+	ms = alone || too_soon ? 5 : d->run_ms ? d->run_ms : F.scan_ms;
 	pthread_mutex_unlock(&F.state);
 	if (rc) {
 		pthread_mutex_unlock(&F.ifs_sem);
@@ -891,6 +969,9 @@ static int run_test(int dev, unsigned cpu)
 		res = IFS_RESULT_UNTESTED;
 		word = dev == IFS_TEST_SCAN ? scan_word(d, 0, 1, false, false)
 					    : ifs_sbaf_word(0, 0, 1, false, 0);
+	} else if (too_soon) {
+		res = IFS_RESULT_UNTESTED;
+		word = scan_word(d, 0, 6, false, false);
 	} else {
 		step_result(dev, d, st, &res, &word);
 	}
@@ -952,14 +1033,20 @@ static int load_batch(int dev, unsigned batch)
 
 /* rmmod intel_ifs (0) or modprobe (1). rmmod waits for a run in progress
  * (the device's file is held open), as we do by taking ifs_sem. A loaded
- * module starts with no image on any device. */
+ * module starts with no image on any device, and its devices (core.c's
+ * static ifs_devices[], fresh with the module's data) with status
+ * untested (SCAN_NOT_TESTED, 0) and details 0x0. */
 static void module_set(unsigned loaded)
 {
 	pthread_mutex_lock(&F.ifs_sem);
 	pthread_mutex_lock(&F.state);
-	if (loaded && F.unloaded)
-		for (int d = 0; d < MAX_DEVS; d++)
+	if (loaded && F.unloaded) {
+		for (int d = 0; d < MAX_DEVS; d++) {
 			F.dev[d].loaded = false;
+			F.dev[d].status = IFS_RESULT_UNTESTED;
+			F.dev[d].details = 0;
+		}
+	}
 	F.unloaded = !loaded;
 	pthread_mutex_unlock(&F.state);
 	pthread_mutex_unlock(&F.ifs_sem);

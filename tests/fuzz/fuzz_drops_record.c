@@ -1,11 +1,15 @@
 // SPDX-License-Identifier: MIT
 /* Fuzz target: ring-buffer records of the drops collector. Any bytes must
- * decode or be refused, and a decoded sample must hold terminated strings. */
+ * decode or be refused, a decoded sample must hold terminated strings, and
+ * its capture and stack must turn into a cooked frame and a folded line
+ * within their buffers. */
 #include <linux/types.h>
 #include <stdint.h>
 #include <string.h>
 
+#include "collectors/drops/drops_capture.h"
 #include "collectors/drops/drops_decode.h"
+#include "collectors/drops/drops_stack.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -18,7 +22,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		    strnlen(s.daddr, sizeof(s.daddr)) == sizeof(s.daddr) ||
 		    strnlen(s.ifname, sizeof(s.ifname)) == sizeof(s.ifname))
 			__builtin_trap();
+		uint8_t frame[DROPS_SLL2_HDR_LEN + 256];
+		char folded[512];
+		uint32_t orig;
+		size_t n;
+
 		(void)drops_protocol_name(s.l3_proto, s.l4_proto);
+		n = drops_capture_sll2(&s, frame, sizeof(frame), &orig);
+		if (n > sizeof(frame) || (n && orig < n))
+			__builtin_trap();
+		drops_stack_fold(NULL, s.stack, s.stack_n, folded, sizeof(folded));
+		if (strnlen(folded, sizeof(folded)) == sizeof(folded))
+			__builtin_trap();
 	}
 	return 0;
 }

@@ -3,19 +3,23 @@
 #  - sysobsd --check-config --config F: a set of bad configs, each exits 2
 #    and names the file:line of every error it holds, and nothing else (one
 #    file holds several errors: all are reported); the shipped configs pass;
-#  - check mode as nobody: works, creates no database file, binds no port
-#    (and, where strace runs, makes no bpf/socket/bind call);
+#  - check mode as nobody: works, creates no database file, leaves no port
+#    bound (where strace runs: no bpf or listen call, one throwaway bind of
+#    [http] listen as at start); its summary names the drop-in directory;
 #  - drop-ins (F.d/*.ini): override the main file, in strcmp() order, other
 #    names ignored, an unreadable one an error; --print-config --config
-#    shows the value in effect and the drop-in file:line it came from, and
-#    the running agent uses it. (A drop-in or secret file the checking user
-#    cannot read: an error naming it.)
+#    shows the value in effect and the drop-in file:line it came from (also
+#    where ./var is missing), and the running agent uses it. (A drop-in or
+#    secret file the checking user cannot read: an error naming it.)
 source "$(dirname "$0")/lib.sh"
 need_cmd jq
 
 : "${SYSOBS_SRC:?}"
 C=$T/c
 mkdir -p "$C" "$T/var"
+# the configs below keep the default [agent] user: the check asks, as the
+# start does, that the user the agent becomes reaches the database directory
+chmod 755 "$T" "$T/var"
 n_bad=0
 
 # check_bad NAME SUBSTRING LOC...: $C/NAME.ini (and its drop-ins) fails the
@@ -291,11 +295,16 @@ check_bad many "unknown key 'bogus'" many.ini:3 many.ini:5 many.ini:6 many.ini:8
 [ "$(grep -c '' "$T/err")" = 14 ] || fail "many: expected 13 errors and a summary: $(cat "$T/err")"
 
 # The shipped configs pass (the installed one with its database elsewhere:
-# /var/lib/sysobs is the package's).
+# /var/lib/sysobs is the package's; --db would not excuse a missing one,
+# integration.check_config_start).
 (cd "$T" && "$SYSOBSD" --check-config --config "$SYSOBS_SRC/deploy/sysobsd.example.ini") \
 	2>"$T/err" || fail "sysobsd.example.ini: $(cat "$T/err")"
-"$SYSOBSD" --check-config --config "$SYSOBS_SRC/deploy/sysobsd.ini" --db "$T/var/x.db" \
-	2>"$T/err" || fail "sysobsd.ini: $(cat "$T/err")"
+sed "s|^path = /var/lib/sysobs/sysobs.db$|path = $T/var/x.db|" "$SYSOBS_SRC/deploy/sysobsd.ini" \
+	>"$T/shipped.ini"
+grep -qx "path = $T/var/x.db" "$T/shipped.ini" || fail "no [storage] path in deploy/sysobsd.ini"
+"$SYSOBSD" --check-config --config "$T/shipped.ini" 2>"$T/err" || fail "sysobsd.ini: $(cat "$T/err")"
+grep -qxF "sysobsd: $T/shipped.ini: config valid (no drop-in in $T/shipped.d)" "$T/err" ||
+	fail "the summary does not name the drop-in directory: $(cat "$T/err")"
 # a flag over a bad value does not excuse it, as at start
 "$SYSOBSD" --check-config --config "$C/out_of_range.ini" --listen 127.0.0.1:0 2>"$T/err"
 assert_eq "a flag over a bad file value" 2 $?
@@ -335,8 +344,8 @@ EOF
 		"(install the package libcurl4)"; do
 		grep -qF -- "$want" "$T/err" || fail "without the libraries, no '$want': $(cat "$T/err")"
 	done
-	without_libs "$SYSOBSD" --check-config --config "$SYSOBS_SRC/deploy/sysobsd.ini" \
-		--db "$T/var/x.db" 2>"$T/err" || fail "without libcurl, sysobsd.ini: $(cat "$T/err")"
+	without_libs "$SYSOBSD" --check-config --config "$T/shipped.ini" 2>"$T/err" ||
+		fail "without libcurl, sysobsd.ini: $(cat "$T/err")"
 	nolib=", without libcurl and snappy only the senders' urls fail, naming the packages"
 fi
 
@@ -359,12 +368,17 @@ if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then
 	if strace -o /dev/null true 2>/dev/null; then
 		# (LeakSanitizer cannot run under ptrace: off for a sanitizer build)
 		ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0 \
-			strace -f -qq -e trace=bpf,socket,bind,perf_event_open -o "$T/strace" \
+			strace -f -qq -e trace=bpf,socket,bind,listen,perf_event_open -o "$T/strace" \
 			"${as_nobody[@]}" "$SYSOBSD" --check-config --config "$N/ok.ini" 2>"$T/strace.err" ||
 			fail "check under strace failed: $(tail -5 "$T/strace.err")"
-		# (AF_UNIX sockets are NSS's user lookups, setpriv's and getpwnam()'s)
-		! grep -E 'bpf\(|socket\(AF_(INET|INET6|NETLINK|PACKET)|bind\(|perf_event_open\(' \
-			"$T/strace" || fail "check mode made a bpf/socket/bind call"
+		# (AF_UNIX sockets are NSS's user lookups, setpriv's and getpwnam()'s;
+		# one AF_INET socket is the throwaway bind of [http] listen, as at
+		# start, never listened on)
+		! grep -E 'bpf\(|socket\(AF_(INET6|NETLINK|PACKET)|listen\(|perf_event_open\(' \
+			"$T/strace" || fail "check mode made a bpf/socket/listen call"
+		[ "$(grep -c 'socket(AF_INET,' "$T/strace")" = 1 ] &&
+			grep -q "bind(.*sin_port=htons($port)" "$T/strace" ||
+			fail "check mode: not one throwaway bind of port $port: $(cat "$T/strace")"
 	fi
 	# a secret file nobody cannot read is an error at its line
 	printf '[remote_write]\nurl = http://127.0.0.1:9/w\nbearer_token_file = %s\n' "$N/token" \
@@ -420,6 +434,14 @@ cp "$T/eff" "$T/eff.ini"
 grep -Ev '^# (from |default$)' "$T/eff" | diff - "$T/eff2" >/dev/null ||
 	fail "the printed config loads to other values"
 awk 'length > 190 { print; bad = 1 } END { exit bad }' "$T/eff" || fail "a line over 190 bytes"
+# --print-config asks nothing of this host: the default ./var/sysobs.db
+# where there is no ./var (issue 30)
+mkdir -p "$T/novar"
+printf '[http]\nthreads = 3\n' >"$T/novar/p.ini"
+(cd "$T/novar" && "$SYSOBSD" --print-config --config p.ini) >"$T/novar.out" 2>"$T/err" ||
+	fail "--print-config without ./var: $(cat "$T/err")"
+grep -A1 -x '# default' "$T/novar.out" | grep -qx 'path = ./var/sysobs.db' ||
+	fail "--print-config without ./var printed no default path"
 
 # the running agent: drops disabled by the last drop-in, threads from 9-z
 cp "$D/sysobsd.ini" "$T/sysobsd.ini"

@@ -96,7 +96,10 @@ while i < len(text):  # several JSON arrays, one per body
     recs += arr
 con = sqlite3.connect(db)
 con.row_factory = sqlite3.Row
-cols = [r[1] for r in con.execute("PRAGMA table_info(drop_samples)") if r[1] not in ("id", "ts")]
+# BLOB columns (the packet capture) stay home: never in a record
+cols = [r[1] for r in con.execute("PRAGMA table_info(drop_samples)")
+        if r[1] not in ("id", "ts") and r[2] != "BLOB"]
+blobs = [r[1] for r in con.execute("PRAGMA table_info(drop_samples)") if r[2] == "BLOB"]
 rows = {r["id"]: r for r in con.execute("SELECT * FROM drop_samples WHERE id <= ?", (cur,))}
 errors = []
 seen = set()
@@ -119,6 +122,9 @@ for rec in recs:
         errors.append("record %d: event %r table %r" % (rid, rec["event_name"], a.get("sysobs.table")))
     if rec["severity_number"] != 9 or rec["severity_text"] != "INFO":
         errors.append("record %d: severity %r %r" % (rid, rec["severity_number"], rec["severity_text"]))
+    for c in blobs:
+        if c in a:
+            errors.append("record %d: BLOB column %s exported" % (rid, c))
     for c in cols:
         v = row[c]
         got = a.get(c)

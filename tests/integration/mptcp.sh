@@ -242,6 +242,8 @@ listen = 127.0.0.1:0
 path = $T/bad.db
 [collector.mptcp]
 netns = self, relative/name
+[agent]
+user = root
 INI
 refused "a bad netns value" "bad.ini:6" --config "$T/bad.ini"
 write_base_config

@@ -29,9 +29,9 @@
 #      (MP_PRIO: the server gets SUB_PRIORITY backup=1, the peer's bit); after
 #      a resync each side's backup is what its events said; after a restart
 #      each connection's side and start time are its CREATED row's (the
-#      agent's history); without history the server's side comes from its
-#      listener's port and the client's is unknown (absent), not "client",
-#      its start absent, not the restart time; CREATED rows
+#      agent's history); without history each side comes from the initial
+#      subflow's flags in the dump (ss: M server, Mm client), the start is
+#      absent, not the restart time; CREATED rows
 #      carry server_side and deny_join_id0 decoded from FLAGS (the server
 #      sets net.mptcp.allow_join_initial_addr_port=0: the client's CREATED
 #      has flags=1), equal to ip mptcp monitor.
@@ -354,13 +354,13 @@ check "side: client connection server_side after restart (history)" false "$(unt
 check "side: server connection server_side after restart (history)" true "$(live_conn "$INO_B" server_side)"
 check "start: client connection created after restart (history)" "$created_a" "$(live_conn "$INO_A" created)"
 check "start: server connection created after restart (history)" "$created_b" "$(live_conn "$INO_B" created)"
-# Without history (a new database): the server's side from its listener's
-# port, the client's unknown (absent, never "client" by default), no start.
+# Without history (a new database): each side from the initial subflow's
+# flags (ss -ti: server M, client Mm), no start.
 stop_agent
 mkdir "$T/db.keep" && mv "$T"/sysobs.db* "$T/db.keep/"
 start_agent
-check "side: resynced server connection, no history (listener port)" true "$(until_eq 5 true live_conn "$INO_B" server_side)"
-check "side: resynced client connection, no history" absent "$(live_conn "$INO_A" server_side)"
+check "side: resynced server connection, no history (subflow flags M)" true "$(until_eq 5 true live_conn "$INO_B" server_side)"
+check "side: resynced client connection, no history (subflow flags Mm)" false "$(until_eq 5 false live_conn "$INO_A" server_side)"
 check "start: resynced connection, no history" absent "$(live_conn "$INO_B" created)"
 stop_agent
 rm -f "$T"/sysobs.db* && mv "$T"/db.keep/* "$T/" && rmdir "$T/db.keep"

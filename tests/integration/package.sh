@@ -11,7 +11,7 @@
 #  - installed, enabled and active as Type=notify; the main process runs as
 #    sysobs with empty capability sets, no_new_privs and seccomp filtering,
 #    without a privileged helper child (no IFS device), under the unit's
-#    MemoryHigh=80M and MemoryMax=128M;
+#    MemoryHigh=136M and MemoryMax=224M;
 #  - /var/lib/sysobs/sysobs.db exists (the absolute path of the installed
 #    config in the unit's StateDirectory), the sysobs user exists;
 #  - every collector the container allows runs (self, drops, mptcp);
@@ -23,6 +23,10 @@
 #    ExecReload guard fails the reload, sends no SIGHUP, the agent runs on;
 #    an upgrade to a newer version
 #    restarts it, keeps the edited conffile and the history;
+#  - a drop-in the next start would refuse (listen address not on the
+#    host, port 22, [storage] path under /opt): the reload fails, a
+#    reinstall fails in postinst naming the drop-in's line, the agent runs
+#    on unchanged; once removed, dpkg --configure -a restarts it;
 #  - remove stops it and keeps /etc; purge removes /etc/sysobs and
 #    /var/lib/sysobs and the unit;
 #  - remote scrape: [http] listen = 0.0.0.0:9559 alone, and the host
@@ -161,8 +165,8 @@ assert_eq "CapEff and CapBnd" "0000000000000000 0000000000000000" "$(res main_ca
 assert_eq "no_new_privs" 1 "$(res no_new_privs)"
 assert_eq "seccomp mode (2 = filter)" 2 "$(res seccomp)"
 assert_eq "privileged helpers without an IFS device" 0 "$(res helper_children)"
-assert_eq "MemoryHigh (80M)" 83886080 "$(res memory_high)"
-assert_eq "MemoryMax (128M)" 134217728 "$(res memory_max)"
+assert_eq "MemoryHigh (136M)" 142606336 "$(res memory_high)"
+assert_eq "MemoryMax (224M)" 234881024 "$(res memory_max)"
 [[ "$(res user_exists)" == sysobs:/var/lib/sysobs:/usr/sbin/nologin ]] ||
 	fail "sysobs user: $(res user_exists)"
 [[ "$(res db)" == sysobs:* ]] || fail "database: $(res db)"
@@ -185,6 +189,15 @@ awk -v e="$exposure" -v m="$MAX_EXPOSURE" 'BEGIN { exit !(e <= m) }' ||
 	fail "exposure $exposure > $MAX_EXPOSURE: $(cat "$T/results/security.txt")"
 assert_eq "journal PRIORITY of 'http: listening'" 6 "$(res journal_listening)"
 assert_ge "reload logged" 1 "$(res reload_logged)"
+for c in not_here port22 opt; do
+	[[ "$(res refuse_${c}_reload_rc)" == [1-9]* ]] || fail "$c: reload: $(res refuse_${c}_reload_rc)"
+	[[ "$(res refuse_${c}_reinstall_rc)" == [1-9]* ]] ||
+		fail "$c: reinstall returned $(res refuse_${c}_reinstall_rc)"
+	assert_ge "$c: the reinstall names the drop-in's line" 1 "$(res refuse_${c}_reinstall_said)"
+	assert_eq "$c: the agent after the refused reinstall" "active same" "$(res refuse_${c}_agent)"
+done
+assert_eq "dpkg --configure -a once fixed" 0 "$(res refuse_fixed_configure_rc)"
+assert_eq "active once fixed" active "$(res refuse_fixed_active)"
 assert_eq "reload kept the process" yes "$(res reload_same_pid)"
 [ "$(res bad_reload_rc)" != 0 ] || fail "systemctl reload with a bad drop-in succeeded"
 assert_ge "the bad drop-in's file:line in the journal" 1 "$(res bad_reload_error)"

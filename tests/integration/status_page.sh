@@ -160,6 +160,9 @@ try:
 	    total: Number(r.querySelector("td.total").dataset.value),
 	    lines: q("polyline", r).length}])),
 	  samples: q("#drops tr.sample").length,
+	  stacks_of: txt(document.getElementById("drops-stacks")),
+	  bpf: Object.fromEntries(q("#loss tr[data-program]").map(r => [r.dataset.program, txt(r.cells[1])])),
+	  stacks: q("#drops tr.stack").map(r => r.cells[1].title),
 	  mptcp_summary: txt(document.getElementById("mptcp-n")),
 	  conns: q("#mptcp tr.conn").map(r => ({token: r.dataset.token, subflows: Number(txt(r.querySelector("td.subflows"))),
 	    netns: txt(r.querySelector("td.netns"))})),
@@ -212,6 +215,16 @@ awk -v a="$drops_before" -v d="$dom_drops" -v b="$drops_after" 'BEGIN { exit !(d
 assert_ge "page NO_SOCKET total" 10000 "${dom_drops%.*}"
 assert_ge "NO_SOCKET history lines" 1 "$(jq '.drops.NO_SOCKET.lines' <<<"$F")"
 assert_eq "latest drop samples shown" 10 "$(jq .samples <<<"$F")"
+[[ "$(jq -r '.bpf.drops_tp_btf // .bpf.drops_raw_tp // ""' <<<"$F")" =~ ^[0-9.]+[kMG]?\ ns/run$ ]] ||
+	fail "agent section: no ns/run of the drops program: $(jq -c .bpf <<<"$F")"
+# the stacks of the reason with the most drops on the page (host-wide: the
+# test's NO_SOCKET flood, unless other drops on the host outnumber it)
+top=$(jq -r '.drops | to_entries | max_by(.value.total) | .key' <<<"$F")
+assert_eq "stacks section" "Top kernel stacks of $top (samples of the last hour)" \
+	"$(jq -r .stacks_of <<<"$F")"
+assert_ge "top stacks shown" 1 "$(jq '.stacks | length' <<<"$F")"
+[ "$top" != NO_SOCKET ] || assert_ge "top stacks naming __udp4_lib_rcv" 1 \
+	"$(jq '[.stacks[] | select(test("__udp4_lib_rcv"))] | length' <<<"$F")"
 pass "drops: NO_SOCKET $dom_drops on the page, /metrics $drops_before..$drops_after; history drawn; 10 latest samples"
 
 # MPTCP: the client's connection with its 2 subflows, and nothing else.

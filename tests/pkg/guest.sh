@@ -87,6 +87,29 @@ r upgrade_restarted "$([ "$(systemctl show -P MainPID sysobsd)" != "$pid" ] && e
 r conffile_kept "$(grep -c '^log_level = debug$' /etc/sysobs/sysobsd.ini)"
 rows_after=$(curl -s 'http://127.0.0.1:9559/api/v1/self/samples?limit=1000' | grep -o '"id"' | wc -l)
 r history_kept "$([ "$rows_after" -ge "$rows_before" ] && [ "$rows_before" -gt 0 ] && echo yes || echo "no $rows_before $rows_after")"
+# a drop-in the next start would refuse (issue 32 item 2): an address not
+# on this host, port 22, the database under /opt (read-only in the unit's
+# sandbox). Each fails the reload's guard, and a reinstall fails in
+# postinst, non-zero and saying why, with the agent left running as it was.
+mkdir -p /opt/sysobs
+pid=$(systemctl show -P MainPID sysobsd)
+for c in not_here port22 opt; do
+	case $c in
+	not_here) printf '[http]\nlisten = 192.0.2.1:9559\n' ;;
+	port22) printf '[http]\nlisten = 127.0.0.1:22\n' ;;
+	opt) printf '[storage]\npath = /opt/sysobs/sysobs.db\n' ;;
+	esac >/etc/sysobs/sysobsd.d/50-$c.ini
+	r refuse_${c}_reload_rc "$(systemctl reload sysobsd >/dev/null 2>&1; echo $?)"
+	dpkg -i /root/new2/sysobs_*.deb >/results/reinstall-$c.log 2>&1
+	r refuse_${c}_reinstall_rc $?
+	r refuse_${c}_reinstall_said "$(grep -c "sysobsd.d/50-$c.ini:2: " /results/reinstall-$c.log)"
+	r refuse_${c}_agent "$(systemctl is-active sysobsd) $([ "$(systemctl show -P MainPID sysobsd)" = "$pid" ] && echo same || echo other)"
+	rm /etc/sysobs/sysobsd.d/50-$c.ini
+done
+dpkg --configure -a >/results/configure.log 2>&1
+r refuse_fixed_configure_rc $?
+for _ in $(seq 1 100); do scrape && break; sleep 0.1; done
+r refuse_fixed_active "$(systemctl is-active sysobsd)"
 # after the upgrade: a drop the agent samples: UDP to a closed port; its kernel location named
 # (from the root copy of /proc/kallsyms the unit makes before start)
 P=$((20000 + RANDOM % 20000))

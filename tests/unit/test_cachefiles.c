@@ -13,6 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -301,31 +302,101 @@ static void prepare_read_hook_only_for_its_prototype(void **state)
 	}
 }
 
-/* /proc/self/mounts lines as erofs_show_options prints them */
+/* Issue 33 item 15: what the fexit of cachefiles_ondemand_copen() counts.
+ * A reply with a size >= 0 for an OPEN whose anonymous fd the daemon closed
+ * first returns 0 without the tracepoint (ondemand.c: -EBADFD to the
+ * reader): before, no copen counter saw it (neither the tracepoint's copen
+ * nor copen_error nor copen_invalid); now copen_closed. */
+static void copen_replies_each_counted_once(void **state)
+{
+	(void)state;
+	/* size >= 0, the tracepoint fired: counted there as copen */
+	assert_int_equal(cf_copen_class(0, 0, 1, 1), -1);
+	/* size >= 0, returned 0, no tracepoint: the fd was closed first */
+	assert_int_equal(cf_copen_class(0, 0, 0, 1), CF_STAT_COPEN_CLOSED);
+	/* the daemon's error reply: the OPEN fails with it */
+	assert_int_equal(cf_copen_class(0, 1, 0, 1), CF_STAT_COPEN_ERROR);
+	/* refused by the kernel: unknown id, bad number, -EINVAL size */
+	assert_int_equal(cf_copen_class(-EINVAL, 0, 0, 1), CF_STAT_COPEN_INVALID);
+	assert_int_equal(cf_copen_class(-EINVAL, 1, 0, 1), CF_STAT_COPEN_INVALID);
+	/* without the tracepoint attached nothing can be told apart */
+	assert_int_equal(cf_copen_class(0, 0, 0, 0), -1);
+}
+
+/* /proc/self/mountinfo lines, the super options as erofs_show_options
+ * prints them */
 static void domain_mounts_name_the_shared_volume(void **state)
 {
 	char vol[CF_VOLUME_NAME_LEN + 1];
+	unsigned ma = 9, mi = 9;
 
-	assert_true(cachefiles_domain_mount(
-	    "none /mnt/a erofs ro,relatime,fsid=img1,domain_id=dom 0 0\n", vol, sizeof(vol)));
+	(void)state;
+	assert_true(cachefiles_domain_mount("113 67 0:60 / /mnt/a ro,relatime - erofs none "
+					    "ro,fsid=img1,domain_id=dom\n",
+					    vol, sizeof(vol), &ma, &mi));
 	assert_string_equal(vol, "erofs,dom");
-	/* domain_id first, and another image of the same domain */
-	assert_true(cachefiles_domain_mount("none /mnt/b erofs ro,domain_id=dom,fsid=img2 0 0", vol,
-					    sizeof(vol)));
+	assert_int_equal(ma, 0);
+	assert_int_equal(mi, 60);
+	/* domain_id first, optional fields (shared:N) before the separator */
+	assert_true(
+	    cachefiles_domain_mount("118 116 0:61 / /mnt/b ro shared:6 master:2 - erofs none "
+				    "ro,domain_id=dom,fsid=img2",
+				    vol, sizeof(vol), &ma, &mi));
 	assert_string_equal(vol, "erofs,dom");
+	assert_int_equal(mi, 61);
 	/* an image of its own: its volume is erofs,<fsid>, not shared */
-	assert_false(cachefiles_domain_mount("none /mnt/c erofs ro,relatime,fsid=img3 0 0\n", vol,
-					     sizeof(vol)));
-	/* not erofs, an empty domain_id, a short line */
-	assert_false(
-	    cachefiles_domain_mount("tmpfs /tmp tmpfs rw,domain_id=dom 0 0\n", vol, sizeof(vol)));
-	assert_false(cachefiles_domain_mount("none /mnt/d erofs ro,domain_id=,fsid=x 0 0\n", vol,
-					     sizeof(vol)));
-	assert_false(cachefiles_domain_mount("none /mnt/e\n", vol, sizeof(vol)));
+	assert_false(cachefiles_domain_mount("120 67 0:62 / /mnt/c ro - erofs none ro,fsid=img3\n",
+					     vol, sizeof(vol), &ma, &mi));
+	/* not erofs, an empty domain_id, no separator, a short line */
+	assert_false(cachefiles_domain_mount(
+	    "30 24 0:27 / /tmp rw - tmpfs tmpfs rw,domain_id=dom\n", vol, sizeof(vol), &ma, &mi));
+	assert_false(cachefiles_domain_mount("121 67 0:63 / /mnt/d ro - erofs none "
+					     "ro,domain_id=,fsid=x\n",
+					     vol, sizeof(vol), &ma, &mi));
+	assert_false(cachefiles_domain_mount("121 67 0:63 / /mnt/d ro erofs none ro,domain_id=d\n",
+					     vol, sizeof(vol), &ma, &mi));
+	assert_false(cachefiles_domain_mount("121 67\n", vol, sizeof(vol), &ma, &mi));
 	/* a mount point with an escaped space is one field */
-	assert_true(cachefiles_domain_mount("none /mnt/my\\040dir erofs ro,domain_id=d2 0 0\n", vol,
-					    sizeof(vol)));
+	assert_true(cachefiles_domain_mount("121 67 0:63 / /mnt/my\\040dir ro - erofs none "
+					    "ro,domain_id=d2\n",
+					    vol, sizeof(vol), &ma, &mi));
 	assert_string_equal(vol, "erofs,d2");
+}
+
+/* Issue 33 item 14: images of a domain are superblocks. The recorded
+ * mountinfo (tests/data/cachefiles/README) has domain "dom" on 5 lines: 2
+ * images, one bind-mounted, the other bind-mounted under a shared subtree
+ * and propagated; counting lines (as /proc/self/mounts did) said 5. */
+static void domain_images_count_superblocks(void **state)
+{
+	struct cachefiles_domain_tally t = {0};
+	const char *dir = getenv("SYSOBS_TEST_DATA");
+	char path[4096], line[4096];
+	unsigned lines = 0;
+	FILE *f;
+
+	(void)state;
+	assert_non_null(dir);
+	snprintf(path, sizeof(path), "%s/cachefiles/mountinfo_domains", dir);
+	f = fopen(path, "re");
+	assert_non_null(f);
+	while (fgets(line, sizeof(line), f)) {
+		char vol[CF_VOLUME_NAME_LEN + 1];
+		unsigned ma, mi;
+
+		lines += cachefiles_domain_mount(line, vol, sizeof(vol), &ma, &mi) &&
+			 !strcmp(vol, "erofs,dom");
+		assert_true(cachefiles_domain_tally_line(&t, line) >= 0);
+	}
+	fclose(f);
+	assert_int_equal(lines, 5);
+	assert_int_equal(t.n_domains, 2);
+	assert_string_equal(t.domains[0].volume, "erofs,dom");
+	assert_int_equal(t.domains[0].images, 2);
+	assert_string_equal(t.domains[1].volume, "erofs,d2");
+	assert_int_equal(t.domains[1].images, 1);
+	cachefiles_domain_tally_free(&t);
+	cachefiles_domain_tally_free(NULL);
 }
 
 static void bpf_probe_on_this_host(void **state)
@@ -360,6 +431,8 @@ int main(void)
 	    cmocka_unit_test(daemon_record_decodes),
 	    cmocka_unit_test(volume_names),
 	    cmocka_unit_test(domain_mounts_name_the_shared_volume),
+	    cmocka_unit_test(domain_images_count_superblocks),
+	    cmocka_unit_test(copen_replies_each_counted_once),
 	    cmocka_unit_test(probe_verdict_names_what_is_missing),
 	    cmocka_unit_test(bpf_probe_on_this_host),
 	    cmocka_unit_test(daemon_read_hook_only_for_its_prototype),

@@ -208,6 +208,75 @@ static void test_file_values_override_defaults_and_keep_lines(void **state)
 	free(path);
 }
 
+/* A line is read whole, whatever its length (issue 30: inih split lines
+ * longer than 199 bytes, and each piece was parsed as a line). */
+static void test_long_lines_are_read_whole(void **state)
+{
+	size_t n = 100000, off = 0;
+	char *text = malloc(n + 4096), *path;
+	const struct cfg_section *http;
+	struct config cfg;
+
+	assert_non_null(text);
+	/* a comment that inih cut after 199 bytes, its tail a key line */
+	off += (size_t)sprintf(text + off, "[http]\n#");
+	memset(text + off, 'a', 198);
+	off += 198;
+	off += (size_t)sprintf(text + off, "admin = true\n");
+	/* a 100,000-byte comment */
+	text[off++] = ';';
+	memset(text + off, 'b', n);
+	off += n;
+	/* a 2 KB value, then a value after a long one with an inline comment */
+	off += (size_t)sprintf(text + off, "\nlisten = ");
+	memset(text + off, 'c', 2048);
+	off += 2048;
+	off += (size_t)sprintf(text + off, "\ntimeout = ");
+	memset(text + off, 'd', 300);
+	off += 300;
+	off += (size_t)sprintf(text + off, " ; threads = 9\n");
+	text[off] = '\0';
+	path = write_tmp(text);
+	declare(&cfg);
+	assert_int_equal(cfg_load(&cfg, path), 0);
+	http = cfg_section(&cfg, "http");
+	assert_string_equal(cfg_get(http, "admin"), "false");
+	assert_int_equal(cfg_line(http, "admin"), 0);
+	assert_int_equal(strlen(cfg_get(http, "listen")), 2048);
+	assert_int_equal(cfg_line(http, "listen"), 4);
+	assert_int_equal(strlen(cfg_get(http, "timeout")), 300);
+	assert_int_equal(cfg_line(http, "timeout"), 5);
+	assert_int_equal(cfg_line(http, "threads"), 0);
+	assert_int_equal(cfg.n_errors, 0);
+	cfg_free(&cfg);
+	unlink(path);
+	free(path);
+	free(text);
+}
+
+/* A long line that is not valid is one error at its own line. */
+static void test_long_bad_line_is_one_error(void **state)
+{
+	char *text = malloc(1000), *path;
+	struct config cfg;
+	char want[512];
+
+	assert_non_null(text);
+	sprintf(text, "[http]\n");
+	memset(text + 7, 'x', 500);
+	strcpy(text + 507, "\nthreads = 2\n");
+	path = write_tmp(text);
+	declare(&cfg);
+	assert_int_equal(cfg_load(&cfg, path), -EINVAL);
+	assert_int_equal(cfg.n_errors, 1);
+	snprintf(want, sizeof(want), "%s:2: syntax error", path);
+	assert_non_null(strstr(cfg.err, want));
+	cfg_free(&cfg);
+	unlink(path);
+	free(path);
+	free(text);
+}
+
 static void test_unknown_key_names_file_line_and_known_keys(void **state)
 {
 	char *path = write_tmp("[http]\nlisten = x\nthreds = 3\n");
@@ -627,6 +696,8 @@ int main(void)
 	    cmocka_unit_test(test_sizes_are_powers_of_1024),
 	    cmocka_unit_test(test_defaults_apply_without_a_file),
 	    cmocka_unit_test(test_file_values_override_defaults_and_keep_lines),
+	    cmocka_unit_test(test_long_lines_are_read_whole),
+	    cmocka_unit_test(test_long_bad_line_is_one_error),
 	    cmocka_unit_test(test_unknown_key_names_file_line_and_known_keys),
 	    cmocka_unit_test(test_unknown_section_is_an_error),
 	    cmocka_unit_test(test_syntax_error_names_the_line),

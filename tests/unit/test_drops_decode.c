@@ -10,6 +10,7 @@
 #include <cmocka.h>
 
 #include "bpf/drops.h"
+#include "collectors/drops/drops_capture.h"
 #include "collectors/drops/drops_decode.h"
 
 static struct drops_record udp4_record(void)
@@ -182,12 +183,88 @@ static void test_protocol_names(void **state)
 	assert_string_equal(drops_l3_name(0x88cc, buf, sizeof(buf)), "0x88cc");
 }
 
+/* The capture: both record sizes, its bounds, and the cooked v2 frame. */
+static void test_capture(void **state)
+{
+	static const uint8_t eth_ip[] = {
+	    0,	  0,	0,   0,	 0, 0, 2, 0x11, 0x22, 0x33, 0x44, 0x55, 0x08, 0x00, /* Ethernet */
+	    0x45, 0,	0,   28, 0, 1, 0, 0,	64,   17,   0,	  0,	10,   0,
+	    0,	  1,	127, 0,	 0, 1,	     /* IPv4 */
+	    0x9c, 0x40, 0,   9,	 0, 8, 0, 0, /* UDP */
+	};
+	struct drops_record r = udp4_record();
+	struct drop_sample s;
+	uint8_t frame[DROPS_SLL2_HDR_LEN + 256];
+	uint32_t orig;
+	size_t n;
+
+	/* capture off: the record ends at cap[] */
+	r.size = offsetof(struct drops_record, cap);
+	assert_int_equal(drops_record_decode(&r, r.size, &s), 0);
+	assert_int_equal(s.cap_len, 0);
+	assert_int_equal(drops_capture_sll2(&s, frame, sizeof(frame), &orig), 0);
+	r.cap_len = 4; /* a short record cannot carry bytes */
+	assert_int_equal(drops_record_decode(&r, r.size, &s), -EINVAL);
+
+	r = udp4_record();
+	memcpy(r.cap, eth_ip, sizeof(eth_ip));
+	r.cap_len = sizeof(eth_ip);
+	r.cap_l2len = 14;
+	r.cap_orig = 14 + 28 + 100; /* 100 bytes of payload not copied */
+	r.hatype = 1;
+	r.pkt_type = 0;
+	assert_int_equal(drops_record_decode(&r, sizeof(r), &s), 0);
+	assert_int_equal(drops_record_decode(&r, sizeof(r) - 1, &s), -EINVAL);
+	assert_int_equal(s.cap_len, sizeof(eth_ip));
+	n = drops_capture_sll2(&s, frame, sizeof(frame), &orig);
+	assert_int_equal(n, 20 + 28);
+	assert_int_equal(orig, 20 + 28 + 100);
+	assert_int_equal(frame[0] << 8 | frame[1], 0x0800); /* ethertype */
+	assert_int_equal(frame[2] | frame[3], 0);
+	assert_int_equal(frame[4] << 24 | frame[5] << 16 | frame[6] << 8 | frame[7],
+			 1);			       /* ifindex */
+	assert_int_equal(frame[8] << 8 | frame[9], 1); /* ARPHRD_ETHER */
+	assert_int_equal(frame[10], 0);		       /* PACKET_HOST */
+	assert_int_equal(frame[11], 6);
+	assert_memory_equal(frame + 12, eth_ip + 6, 6); /* the source MAC */
+	assert_memory_equal(frame + 20, eth_ip + 14, 28);
+	/* room for less: cut, the original length kept */
+	assert_int_equal(drops_capture_sll2(&s, frame, 30, &orig), 30);
+	assert_int_equal(orig, 20 + 28 + 100);
+	assert_int_equal(drops_capture_sll2(&s, frame, 19, &orig), 0);
+
+	/* no L2 (a tun): from the network header, ARPHRD_NONE, no address;
+	 * no protocol on the skb: the version nibble decides */
+	memcpy(r.cap, eth_ip + 14, 28);
+	r.cap_len = 28;
+	r.cap_l2len = 0;
+	r.cap_orig = 28;
+	r.hatype = 0;
+	r.l3_proto = 0;
+	r.flags = 0;
+	assert_int_equal(drops_record_decode(&r, sizeof(r), &s), 0);
+	n = drops_capture_sll2(&s, frame, sizeof(frame), &orig);
+	assert_int_equal(n, 48);
+	assert_int_equal(orig, 48);
+	assert_int_equal(frame[0] << 8 | frame[1], 0x0800);
+	assert_int_equal(frame[8] << 8 | frame[9], 0xFFFE);
+	assert_int_equal(frame[11], 0);
+
+	/* bounds: more than the record holds, or more than the packet */
+	r.cap_len = DROPS_CAPTURE_MAX + 1;
+	assert_int_equal(drops_record_decode(&r, sizeof(r), &s), -EINVAL);
+	r.cap_len = 28;
+	r.cap_orig = 27;
+	assert_int_equal(drops_record_decode(&r, sizeof(r), &s), -EINVAL);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_udp4),    cmocka_unit_test(test_truncated),
 	    cmocka_unit_test(test_tcp6),    cmocka_unit_test(test_icmp_and_unparsed),
 	    cmocka_unit_test(test_rejects), cmocka_unit_test(test_protocol_names),
+	    cmocka_unit_test(test_capture),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -29,12 +29,41 @@ static void test_sysfs_text(void **state)
 	assert_int_equal(ifs_status_parse("passed\n", &r), -EINVAL);
 	assert_int_equal(ifs_status_parse("", &r), -EINVAL);
 
-	/* %#llx prints zero as "0", everything else with 0x. */
-	assert_int_equal(ifs_details_parse("0\n", &v), 0);
+	/* The kernel's %#llx prints zero as "0x0" (glibc's as "0"). */
+	v = 1;
+	assert_int_equal(ifs_details_parse("0x0\n", &v), 0);
 	assert_true(v == 0);
 	assert_int_equal(ifs_details_parse("0x8000000000000f05\n", &v), 0);
 	assert_true(v == 0x8000000000000f05ULL);
 	assert_int_equal(ifs_details_parse("1234\n", &v), -EINVAL);
+
+	/* The microcode's interval between two scans of a core, by model
+	 * (test_ifs.sh), from devices/system/cpu/modalias. */
+	{
+		unsigned fam, model;
+		int64_t gap;
+
+		assert_int_equal(ifs_min_scan_gap_parse("cpu:type:x86,ven0000fam0006mod008F:"
+							"feature:,0000,0001\n",
+							&fam, &model, &gap),
+				 0);
+		assert_int_equal(fam, 6);
+		assert_int_equal(model, 0x8f);
+		assert_true(gap == 180000000000LL);
+		assert_int_equal(ifs_min_scan_gap_parse("cpu:type:x86,ven0000fam0006mod00CF:"
+							"feature:\n",
+							&fam, &model, &gap),
+				 0);
+		assert_true(gap == 30000000000LL);
+		assert_int_equal(ifs_min_scan_gap_parse("cpu:type:x86,ven0000fam0006mod00AD:"
+							"feature:\n",
+							&fam, &model, &gap),
+				 0);
+		assert_true(gap == 1000000000LL);
+		assert_int_equal(
+		    ifs_min_scan_gap_parse("cpu:type:aarch64:feature:,0000\n", &fam, &model, &gap),
+		    -EINVAL);
+	}
 	assert_int_equal(ifs_details_parse("0xzz\n", &v), -EINVAL);
 	assert_int_equal(ifs_details_parse("-0x1\n", &v), -EINVAL);
 

@@ -304,6 +304,60 @@ static void test_retries_with_backoff(void **state)
 	ifs_sched_free(&s);
 }
 
+/* Issue 33 item 11: two scans of one core start min_scan_gap_ns apart (the
+ * microcode's interval, 180 s on Sapphire Rapids): a code 6 retry after
+ * 1 min waits for it, so does an API request and a reload rerun; a start
+ * from the history counts; array BIST has no such window. */
+static void test_min_scan_gap(void **state)
+{
+	struct ifs_sched_config cfg = {
+	    .periodic = true,
+	    .interval_ns = 24 * HOUR,
+	    .retry_max = 3,
+	    .retry_backoff_ns = 60 * SEC,
+	    .min_scan_gap_ns = 180 * SEC,
+	};
+	struct ifs_sched s;
+	struct ifs_job j;
+	int64_t wake;
+
+	setup(&s, &cfg, 1, SCAN);
+	assert_int_equal(run_one(&s, 0, SEC, IFS_OUT_RETRY, &j), 0);
+	assert_int_equal(j.test, IFS_TEST_SCAN);
+	/* The retry is due at 61 s, the window ends at 180 s. */
+	assert_int_equal(ifs_sched_next(&s, 61 * SEC, &j, &wake), -EAGAIN);
+	assert_true(wake == 180 * SEC);
+	assert_int_equal(ifs_sched_gap_until(&s, 0, IFS_TEST_SCAN), 180 * SEC);
+	assert_true(ifs_sched_gap_until(&s, 0, IFS_TEST_ARRAY) == INT64_MIN);
+	/* An API request waits for the window as well. */
+	assert_int_equal(ifs_sched_request(&s, 0, IFS_TEST_SCAN, 7, -1), 0);
+	assert_int_equal(ifs_sched_next(&s, 100 * SEC, &j, &wake), -EAGAIN);
+	assert_true(wake == 180 * SEC);
+	assert_int_equal(ifs_sched_next(&s, 180 * SEC, &j, &wake), 0);
+	assert_int_equal(j.scan_id, 7);
+	ifs_sched_done(&s, &j, 180 * SEC, 181 * SEC, IFS_OUT_RELOAD);
+	/* The rerun after an image reload, too. */
+	assert_int_equal(ifs_sched_next(&s, 181 * SEC, &j, &wake), -EAGAIN);
+	assert_true(wake == 360 * SEC);
+	ifs_sched_free(&s);
+
+	/* After a restart: the last start from the history (before the
+	 * scheduler's clock began) holds the first run back. */
+	setup(&s, &cfg, 1, SCAN);
+	ifs_sched_note_begun(&s, 0, IFS_TEST_SCAN, -170 * SEC);
+	assert_int_equal(ifs_sched_next(&s, 0, &j, &wake), -EAGAIN);
+	assert_true(wake == 10 * SEC);
+	assert_int_equal(run_one(&s, 10 * SEC, SEC, IFS_OUT_DONE, &j), 0);
+	ifs_sched_free(&s);
+
+	/* Without a window (model unknown) nothing waits. */
+	cfg.min_scan_gap_ns = 0;
+	setup(&s, &cfg, 1, SCAN);
+	ifs_sched_note_begun(&s, 0, IFS_TEST_SCAN, -SEC);
+	assert_int_equal(run_one(&s, 0, SEC, IFS_OUT_DONE, &j), 0);
+	ifs_sched_free(&s);
+}
+
 /* Issue 21, item 2: a core with an offline SMT sibling is not tested (ifs.h:
  * "All siblings must be online to run a core test"; the driver runs it
  * anyway and the scan ends untested, "other thread could not join"). This
@@ -564,6 +618,7 @@ int main(void)
 	    cmocka_unit_test(test_hourly_cap_long_run),
 	    cmocka_unit_test(test_reload_once_then_retry),
 	    cmocka_unit_test(test_retries_with_backoff),
+	    cmocka_unit_test(test_min_scan_gap),
 	    cmocka_unit_test(test_offline_cpus),
 	    cmocka_unit_test(test_api_only_when_off),
 	    cmocka_unit_test(test_batch_rotation),

@@ -87,7 +87,7 @@ static void test_topology(void **state)
 	cpu(7, "1\n", 1, 4);
 	put("devices/system/cpu/cpufreq/boost", "1\n"); /* not a cpu */
 
-	assert_int_equal(ifs_topology_read(root, &t), 0);
+	assert_int_equal(ifs_topology_read(root, NULL, &t), 0);
 	assert_int_equal(t.n_cores, 4);
 	assert_int_equal(t.n_cpus, 8);
 	/* Sorted by (package, core_id). */
@@ -114,6 +114,54 @@ static void test_topology(void **state)
 	ifs_topology_free(NULL);
 }
 
+/* Issue 33 item 7: the x86 topology debugfs names the core of a CPU whose
+ * topology/ is gone (cpu_debug_show prints cpu_data(N), kept offline); a
+ * CPU never brought up prints only "online:". */
+static void test_topology_hints(void **state)
+{
+	struct ifs_cpu_hint *h = calloc(IFS_MAX_CPUS, sizeof(*h));
+	struct ifs_topology t;
+
+	assert_non_null(h);
+	assert_int_equal(ifs_topology_hints_read(root, h), -ENOENT);
+	cpu(0, NULL, 0, 0);
+	cpu(1, "1\n", 0, 1);
+	cpu(2, "0\n", -1, 0); /* sibling of cpu0, offline since boot */
+	cpu(3, "0\n", -1, 0); /* never brought up */
+	put("kernel/debug/x86/topo/cpus/0", "online:              1\ninitial_apicid:      0\n"
+					    "apicid:              0\npkg_id:              0\n"
+					    "die_id:              0\ncore_id:             0\n");
+	put("kernel/debug/x86/topo/cpus/2", "online:              0\ninitial_apicid:      1\n"
+					    "apicid:              1\npkg_id:              0\n"
+					    "die_id:              0\ncore_id:             0\n");
+	put("kernel/debug/x86/topo/cpus/3", "online:              0\n");
+	assert_int_equal(ifs_topology_hints_read(root, h), 2);
+	assert_true(h[2].known);
+	assert_false(h[3].known);
+
+	/* Without hints cpu0's core looks single-threaded. */
+	assert_int_equal(ifs_topology_read(root, NULL, &t), 0);
+	assert_int_equal(t.cores[0].n_cpus, 1);
+	ifs_topology_free(&t);
+	/* With them cpu2 is its offline sibling; cpu3 stays unknown. */
+	assert_int_equal(ifs_topology_read(root, h, &t), 0);
+	assert_int_equal(t.n_cores, 2);
+	assert_int_equal(t.cores[0].n_cpus, 2);
+	assert_int_equal(t.cores[0].cpus[1], 2);
+	assert_false(t.cores[0].online[1]);
+	assert_int_equal(t.cpu_core[3], -1);
+	assert_true(ifs_cpu_isset(t.offline, 3));
+	/* A core known only from the history: cpu3 offline, added to it. */
+	assert_int_equal(ifs_topology_add_offline(&t, 3, 0, 7), 0);
+	assert_int_equal(t.n_cores, 3);
+	assert_int_equal(t.cpu_core[3], 2);
+	assert_int_equal(t.cores[2].core_id, 7);
+	assert_int_equal(ifs_topology_add_offline(&t, 3, 0, 7), 0); /* known: no-op */
+	assert_int_equal(t.cores[2].n_cpus, 1);
+	ifs_topology_free(&t);
+	free(h);
+}
+
 /* Issue 13: the kernel removes cpuN/topology at hot-unplug. The collector
  * remembers the core of a thread it saw online; one it never saw is only
  * known to be offline. */
@@ -126,7 +174,7 @@ static void test_topology_remember(void **state)
 	cpu(1, "1\n", 0, 1);
 	cpu(2, "1\n", 0, 0);
 	cpu(3, "1\n", 0, 1);
-	assert_int_equal(ifs_topology_read(root, &before), 0);
+	assert_int_equal(ifs_topology_read(root, NULL, &before), 0);
 	assert_int_equal(before.n_cores, 2);
 
 	/* cpu 2 (sibling of cpu 0) and both threads of core 1 go offline. */
@@ -137,7 +185,7 @@ static void test_topology_remember(void **state)
 		snprintf(rel, sizeof(rel), "devices/system/cpu/cpu%d/online", c);
 		put(rel, "0\n");
 	}
-	assert_int_equal(ifs_topology_read(root, &after), 0);
+	assert_int_equal(ifs_topology_read(root, NULL, &after), 0);
 	assert_int_equal(after.n_cores, 1); /* what sysfs alone says */
 	assert_int_equal(after.cores[0].n_cpus, 1);
 	assert_true(ifs_cpu_isset(after.offline, 2) && ifs_cpu_isset(after.offline, 3));
@@ -254,6 +302,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test_setup_teardown(test_topology, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_topology_remember, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_topology_hints, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_devices, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_worker_reload, setup, teardown),
 	};

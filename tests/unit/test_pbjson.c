@@ -501,7 +501,7 @@ static void test_oneof_shows_only_the_member_set(void **state)
 	ev.drop_sample = &d;
 	assert_json(&ev.base, "{\"id\":\"12\",\"collector\":\"drops\",\"table\":\"drop_samples\","
 			      "\"drop_sample\":{\"id\":\"12\",\"reason_code\":0,\"netns\":0,"
-			      "\"len\":1500,\"cpu\":0}}");
+			      "\"len\":1500,\"cpu\":0,\"capture\":\"\"}}");
 	assert_json_lacks(&ev.base, "self_sample");
 }
 
@@ -512,7 +512,9 @@ static void test_optional_fields_appear_only_when_set_zero_included(void **state
 	    protobuf_c_message_descriptor_get_field_by_name(d.base.descriptor, "sport");
 
 	/* non-optional zero fields are always there; optional unset ones not */
-	assert_json(&d.base, "{\"id\":\"0\",\"reason_code\":0,\"netns\":0,\"len\":0,\"cpu\":0}");
+	assert_json(
+	    &d.base,
+	    "{\"id\":\"0\",\"reason_code\":0,\"netns\":0,\"len\":0,\"cpu\":0,\"capture\":\"\"}");
 	assert_false(pbjson_field_present(&d.base, sport));
 
 	/* an optional set to zero is there, as zero */

@@ -576,9 +576,10 @@ static const struct real {
 	const char *removed;
 } real_tables[] = {
     {"self_samples", ""}, /* collectors/self.c */
-    /* collectors/drops/drops.c; issue 14 added the last five */
-    {"drop_samples", ", truncated INTEGER, fragment INTEGER, cgroup_id INTEGER, cgroup TEXT,"
-		     " container TEXT, netns_cookie INTEGER"},
+    /* collectors/drops/drops.c; issue 14 added the next five, issue 35 the capture */
+    {"drop_samples",
+     ", truncated INTEGER, fragment INTEGER, cgroup_id INTEGER, cgroup TEXT,"
+     " container TEXT, netns_cookie INTEGER, stack TEXT, capture BLOB, orig_len INTEGER"},
     {"mptcp_events",
      ", reset_reason_name TEXT, deny_join_id0 INTEGER"}, /* collectors/mptcp/mptcp.c */
     /* collectors/ifs/ifs.c: the JSON-in-a-string "decoded" became columns */

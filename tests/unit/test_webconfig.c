@@ -7,9 +7,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
+#include <gnutls/gnutls.h>
+#include <gnutls/x509.h>
 
 #include "api/webconfig.h"
 
@@ -28,6 +31,49 @@ static void write_file(const char *name, const char *text)
 	fclose(f);
 }
 
+/* A new EC key as PEM into name, and (cert_name not NULL) a self-signed
+ * certificate of it into cert_name. 0 or -1. */
+static int write_key_cert(const char *key_name, const char *cert_name)
+{
+	gnutls_x509_privkey_t key;
+	gnutls_x509_crt_t crt;
+	gnutls_datum_t out;
+	unsigned char serial = 1;
+	int rc = -1;
+
+	if (gnutls_x509_privkey_init(&key) < 0)
+		return -1;
+	if (gnutls_x509_privkey_generate(key, GNUTLS_PK_ECDSA,
+					 GNUTLS_CURVE_TO_BITS(GNUTLS_ECC_CURVE_SECP256R1), 0) < 0 ||
+	    gnutls_x509_privkey_export2(key, GNUTLS_X509_FMT_PEM, &out) < 0)
+		goto out_key;
+	write_file(key_name, (const char *)out.data);
+	gnutls_free(out.data);
+	if (!cert_name) {
+		rc = 0;
+		goto out_key;
+	}
+	if (gnutls_x509_crt_init(&crt) < 0)
+		goto out_key;
+	if (gnutls_x509_crt_set_version(crt, 3) >= 0 &&
+	    gnutls_x509_crt_set_serial(crt, &serial, 1) >= 0 &&
+	    gnutls_x509_crt_set_activation_time(crt, time(NULL) - 60) >= 0 &&
+	    gnutls_x509_crt_set_expiration_time(crt, time(NULL) + 3600) >= 0 &&
+	    gnutls_x509_crt_set_dn_by_oid(crt, GNUTLS_OID_X520_COMMON_NAME, 0, "localhost", 9) >=
+		0 &&
+	    gnutls_x509_crt_set_key(crt, key) >= 0 &&
+	    gnutls_x509_crt_sign2(crt, crt, key, GNUTLS_DIG_SHA256, 0) >= 0 &&
+	    gnutls_x509_crt_export2(crt, GNUTLS_X509_FMT_PEM, &out) >= 0) {
+		write_file(cert_name, (const char *)out.data);
+		gnutls_free(out.data);
+		rc = 0;
+	}
+	gnutls_x509_crt_deinit(crt);
+out_key:
+	gnutls_x509_privkey_deinit(key);
+	return rc;
+}
+
 static int setup(void **state)
 {
 	struct crypt_data cd = {0};
@@ -38,9 +84,10 @@ static int setup(void **state)
 	if (!mkdtemp(dir))
 		return -1;
 	snprintf(cfg_path, sizeof(cfg_path), "%s/web.yml", dir);
-	write_file("server.crt", "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n");
-	write_file("server.key", "-----BEGIN PRIVATE KEY-----\nMIIB\n-----END PRIVATE KEY-----\n");
-	write_file("ca.crt", "-----BEGIN CERTIFICATE-----\nMIIC\n-----END CERTIFICATE-----\n");
+	if (write_key_cert("server.key", "server.crt") || write_key_cert("ca.key", "ca.crt") ||
+	    write_key_cert("other.key", NULL))
+		return -1;
+	write_file("fake.crt", "-----BEGIN CERTIFICATE-----\nMIIC\n-----END CERTIFICATE-----\n");
 	write_file("plain.txt", "not a certificate\n");
 	if (!crypt_gensalt_rn("$2b$", 4, NULL, 0, salt, sizeof(salt)))
 		return -1;
@@ -145,6 +192,7 @@ static void test_refused(void **state)
 	refused("basic_auth_users:\n  a: plaintext\n", "bcrypt");
 	refused("basic_auth_users:\n  a: $1$abc$def\n", "bcrypt"); /* MD5-crypt */
 	refused("basic_auth_users:\n  'a:b': $2y$04$x\n", "without ':'");
+	refused("basic_auth_users:\n  b: $2b$04$x\n", "expected a bcrypt hash");
 	refused("basic_auth_users: [a, b]\n", "mapping");
 	refused("tls_server_config:\n  cert_file: server.crt\n", "both cert_file and key_file");
 	refused("tls_server_config:\n  cert_file: none.crt\n  key_file: server.key\n", "none.crt");
@@ -156,6 +204,15 @@ static void test_refused(void **state)
 		"  client_ca_file: ca.crt\n  client_auth_type: NoClientCert\n",
 		"NoClientCert");
 	refused("tls_server_config:\n  client_auth_type: Sometimes\n", "client_auth_type");
+	/* what GnuTLS would refuse at the server's start (issue 30) */
+	refused(
+	    "tls_server_config:\n  cert_file: server.crt\n  key_file: other.key\n",
+	    "web.yml:3: key_file and cert_file: The certificate and the given key do not match");
+	refused("tls_server_config:\n  cert_file: server.crt\n  key_file: server.key\n"
+		"  client_ca_file: fake.crt\n",
+		"web.yml:4: client_ca_file: ");
+	refused("tls_server_config:\n  cert_file: fake.crt\n  key_file: server.key\n",
+		"web.yml:3: key_file and cert_file: ");
 	refused("tls_server_config:\n  min_version: TLS14\n", "TLS10, TLS11");
 	refused("tls_server_config:\n  cert_file: server.crt\n  key_file: server.key\n"
 		"  min_version: TLS13\n  max_version: TLS12\n",
@@ -167,6 +224,45 @@ static void test_refused(void **state)
 	refused("http_server_config:\n  hdrs: {}\n", "unknown key \"hdrs\"");
 	refused("basic_auth_users: [\n", "web.yml:");
 	refused("- a\n- b\n", "mapping at the top");
+}
+
+/* A hash's cost outside 4-14 is refused at once, naming its line; one
+ * inside is kept with the user (issue 30: $2b$31$ hung the start). */
+static void test_bcrypt_cost_policy(void **state)
+{
+	char text[512], err[512], hash[128];
+	struct web_config *wc;
+	struct timespec t0, t1;
+	static const int costs[] = {3, 14, 31, 99};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(costs) / sizeof(costs[0]); i++) {
+		int cost = costs[i];
+
+		snprintf(hash, sizeof(hash), "%s", hash_pw);
+		hash[4] = (char)('0' + cost / 10);
+		hash[5] = (char)('0' + cost % 10);
+		snprintf(text, sizeof(text), "basic_auth_users:\n  alice: %s\n  bob: %s\n", hash_pw,
+			 hash);
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		wc = parse(text, err, sizeof(err));
+		clock_gettime(CLOCK_MONOTONIC, &t1);
+		/* the form is checked at cost 4: never seconds */
+		assert_true((t1.tv_sec - t0.tv_sec) * 1000000000L + t1.tv_nsec - t0.tv_nsec <
+			    500000000L);
+		if (cost == 14) {
+			assert_non_null(wc);
+			assert_int_equal(wc->users[0].cost, 4);
+			assert_int_equal(wc->users[1].cost, 14);
+			web_config_free(wc);
+			continue;
+		}
+		assert_null(wc);
+		snprintf(text, sizeof(text),
+			 "web.yml:3: basic_auth_users: bob: bcrypt cost %d outside 4-14", cost);
+		if (!strstr(err, text))
+			fail_msg("message \"%s\" lacks \"%s\"", err, text);
+	}
 }
 
 static void test_auth(void **state)
@@ -205,6 +301,7 @@ int main(void)
 	    cmocka_unit_test(test_node_exporter_file),
 	    cmocka_unit_test(test_empty_and_defaults),
 	    cmocka_unit_test(test_refused),
+	    cmocka_unit_test(test_bcrypt_cost_policy),
 	    cmocka_unit_test(test_auth),
 	};
 
