@@ -622,11 +622,13 @@ static int mptcp_watch_start(struct mptcp_priv *p, size_t i)
 	err = mptcp_in_netns(path, mptcp_watch_open_here, w, p);
 	if (err) {
 		mptcp_watch_close(w);
+		mptcp_subflow_close(p, w);
 		return err;
 	}
 	if (epoll_ctl(p->epfd, EPOLL_CTL_ADD, mnl_socket_get_fd(w->nl), &ev) < 0) {
 		err = -errno;
 		mptcp_watch_close(w);
+		mptcp_subflow_close(p, w);
 		return err;
 	}
 	mptcp_pm_type_check(p, w);
@@ -648,6 +650,7 @@ static void mptcp_watch_release(struct mptcp_priv *p, struct mptcp_watch *w)
 	struct mptcp_state *none = mptcp_state_new();
 
 	mptcp_watch_close(w); /* a closed fd leaves the epoll set by itself */
+	mptcp_subflow_close(p, w);
 	if (none) {
 		mptcp_state_resync(p->state, w->ino, none);
 		mptcp_state_free(none);

@@ -74,8 +74,25 @@ void mptcp_subflow_open_here(struct mptcp_priv *p, struct mptcp_watch *w)
 	if (!p->sub || i >= MPTCP_MAX_NETNS)
 		return;
 	/* Without it only ?refresh=1 is lost; the reconciliation's figures
-	 * stay. */
+	 * stay. A namespace watched again (re-created) gets a new one. */
+	pthread_mutex_lock(&p->sub->refresh_lock);
+	if (p->sub->fd[i] >= 0)
+		close(p->sub->fd[i]);
 	p->sub->fd[i] = mptcp_diag_open();
+	pthread_mutex_unlock(&p->sub->refresh_lock);
+}
+
+void mptcp_subflow_close(struct mptcp_priv *p, struct mptcp_watch *w)
+{
+	size_t i = (size_t)(w - p->w);
+
+	if (!p->sub || i >= MPTCP_MAX_NETNS)
+		return;
+	pthread_mutex_lock(&p->sub->refresh_lock);
+	if (p->sub->fd[i] >= 0)
+		close(p->sub->fd[i]);
+	p->sub->fd[i] = -1;
+	pthread_mutex_unlock(&p->sub->refresh_lock);
 }
 
 /* ---- at each reconciliation (main thread) ------------------------------ */

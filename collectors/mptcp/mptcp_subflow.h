@@ -22,6 +22,8 @@ int mptcp_subflow_init(struct mptcp_priv *p, uint64_t history_ms);
 void mptcp_subflow_free(struct mptcp_priv *p);
 /* Opens w's on-demand sock_diag socket; in w's netns (mptcp_in_netns()). */
 void mptcp_subflow_open_here(struct mptcp_priv *p, struct mptcp_watch *w);
+/* Closes it (w lets go of its namespace), waiting for a dump on it. */
+void mptcp_subflow_close(struct mptcp_priv *p, struct mptcp_watch *w);
 /* Main thread, after a reconciliation's dump fresh of w taken at now_ns. */
 void mptcp_subflow_sample(struct mptcp_priv *p, struct mptcp_watch *w,
 			  const struct mptcp_state *fresh, int64_t now_ns);
