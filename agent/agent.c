@@ -90,7 +90,7 @@ static int on_snapshot(int fd, void *arg)
 {
 	struct agent *a = arg;
 
-	agent_snapshot(a->metrics, a->store, clock_wall_ns());
+	agent_snapshot(a->metrics, a->store, a->store_series, clock_wall_ns());
 	return 0;
 }
 
@@ -162,6 +162,9 @@ static void agent_reload(struct agent *a)
 	unsigned restart = 0;
 	int bad;
 
+	/* The certificate first, config file or not: a renewed one is what a
+	 * reload is most often for (handshakes look too, once a second). */
+	http_tls_reload(a->http);
 	if (!a->cfg.path) {
 		log_info("agent", "SIGHUP: no config file to reload (embedded defaults)");
 		return;
@@ -374,12 +377,22 @@ static int start_collectors(struct agent *a)
 	return collectors_init(a);
 }
 
-/* The database, then its writer thread: 2 on an environment error. */
+/* The database, then its writer thread: 2 on an environment error that
+ * stays (a path, permission, corrupt file), AGENT_EXIT_TEMPFAIL on one that
+ * passes by itself (the disk full, another process's lock): the unit
+ * restarts the agent for that, never for 2. */
 static int start_store(struct agent *a)
 {
 	char err[512];
 
 	a->store = store_open(&boot.sc, boot.tables, err, sizeof(err));
+	if (!a->store && errno == EAGAIN) {
+		log_err("store",
+			"%s; exiting with status %d for the service manager to start it again "
+			"(the database's file system full, locked or failing for now)",
+			err, AGENT_EXIT_TEMPFAIL);
+		return AGENT_EXIT_TEMPFAIL;
+	}
 	if (!a->store) {
 		log_err("store", "%s", err);
 		return 2;

@@ -81,9 +81,15 @@ void agent_config_errors_print(const struct config *cfg, size_t from, FILE *out)
  * 0, or -EINVAL with every bad value of [agent] recorded (cfg->err: the
  * last). */
 int agent_log_config(struct config *cfg, enum log_level *lvl, enum log_format *fmt);
+/* Exit status of a start the environment of the moment refused (the
+ * database's file system full, its lock held): EX_TEMPFAIL of sysexits.h.
+ * The unit restarts the agent for it (deploy/sysobsd.service), unlike 2. */
+#define AGENT_EXIT_TEMPFAIL 75
+
 /* After the config is loaded: opens storage, inits collectors, starts HTTP
  * and collectors. Returns 0; 2 for a config/storage error (message logged);
- * 1 for any other start failure. */
+ * AGENT_EXIT_TEMPFAIL when the database cannot be opened for now (full
+ * disk, locked); 1 for any other start failure. */
 int agent_start(struct agent *a, const char *port_file);
 /* Runs the event loop until SIGTERM/SIGINT. */
 int agent_run(struct agent *a);

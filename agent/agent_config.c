@@ -140,7 +140,9 @@ static const struct cfg_key storage_keys[] = {
     SK(path, CFG_STRING, "./var/sysobs.db", 0, 0,
        "SQLite database file (its directory must exist)"),
     SK(queue_rows, CFG_U64, "65536", 16, 1u << 24,
-       "bounded event queue between collectors and the writer"),
+       "bounded event queue between collectors and the writer; a metric-history snapshot "
+       "(every series) is queued whole or dropped whole, so keep it well above the series "
+       "count"),
     SK(batch_rows, CFG_U64, "2000", 1, 1000000, "commit after this many rows ..."),
     SK(batch_ms, CFG_U64, "200", 1, 60000, "... or after this many milliseconds"),
     SK(snapshot_interval, CFG_DURATION, "15s", 0, SECONDS(86400),
@@ -150,7 +152,8 @@ static const struct cfg_key storage_keys[] = {
        "per-table retention overriding the above, e.g. drop_samples=1d, mptcp_events=30d "
        "(tables: self_samples, drop_samples, mptcp_events, ifs_scans, cachefiles_slow)"),
     SK(max_size, CFG_SIZE, "1G", 0, UINT64_MAX,
-       "delete the oldest history past this database size (0 = no cap)"),
+       "delete the oldest history past this size of the database file and its WAL "
+       "together (0 = no cap)"),
     SK(busy_timeout, CFG_DURATION, "5s", 0, SECONDS(600),
        "how long a statement waits on a locked database"),
     SK(query_timeout, CFG_DURATION, "5s", 10, SECONDS(600),

@@ -2,8 +2,9 @@
 /*
  * The agent's side of collectors/sink.h: one sink per collector, wired to the
  * metrics registry and the store. Queue-full policy lives here, once: the row
- * is dropped, counted in sysobs_events_dropped_total{collector,
- * reason="queue_full"}, and a warning is logged at most every 10 s per
+ * is dropped, counted in sysobs_events_dropped_total{collector, reason}
+ * (queue_full, or disk_full/locked when the writer's commits fail for
+ * that: store_full_reason()), and a warning is logged at most every 10 s per
  * collector.
  */
 #include <errno.h>
@@ -19,8 +20,9 @@
 struct agent_sink {
 	struct sink sink;
 	struct metrics *m;
-	struct store *const *store;    /* the agent's, opened after the collectors' init */
-	struct metric_series *dropped; /* {collector, reason="queue_full"} */
+	struct store *const *store; /* the agent's, opened after the collectors' init */
+	/* {collector, reason}: queue_full, disk_full, locked (store_full_reason()) */
+	struct metric_series *dropped[STORE_DROP_LOCKED + 1];
 	struct log_ratelimit rl;
 };
 
@@ -32,10 +34,13 @@ static int as_event_id(struct sink *k, const struct event_table *t, int64_t ts_n
 
 	err = store_submit_id(*as->store, t, ts_ns, row, id);
 	if (err == -EAGAIN) {
-		series_add(as->dropped, 1);
+		enum store_drop_reason why = store_full_reason(*as->store);
+
+		series_add(as->dropped[why], 1);
 		log_ratelimited(&as->rl, 10000, LOG_LVL_WARN, k->collector,
-				"event queue full: %s rows dropped (sysobs_events_dropped_total)",
-				t->name);
+				"event queue full (%s): %s rows dropped "
+				"(sysobs_events_dropped_total)",
+				store_drop_reason_name(why), t->name);
 	} else if (err) {
 		log_ratelimited(&as->rl, 10000, LOG_LVL_WARN, k->collector,
 				"cannot queue a %s row: %s", t->name, strerror(-err));
@@ -173,9 +178,9 @@ struct sink *agent_sink_new(const char *collector, struct metrics *m, struct sto
 	as->store = store;
 	dropped = metrics_counter(m, "sysobs_events_dropped_total",
 				  "Event rows dropped before reaching the database.", labels);
-	if (dropped)
-		as->dropped =
-		    metric_series(dropped, (const char *const[]){collector, "queue_full"});
+	for (int i = 0; dropped && i <= STORE_DROP_LOCKED; i++)
+		as->dropped[i] = metric_series(
+		    dropped, (const char *const[]){collector, store_drop_reason_name(i)});
 	return &as->sink;
 }
 

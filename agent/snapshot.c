@@ -74,12 +74,45 @@ static void snapshot_visit(const char *name, const char *labels, double value,
 		x->queued++;
 }
 
-int agent_snapshot(struct metrics *m, struct store *s, int64_t ts_ns)
+static void snapshot_count(const char *name, const char *labels, double value,
+			   const struct metric_buckets *b, void *arg)
 {
-	static struct log_ratelimit rl, rl_buckets, rl_native;
-	struct snapshot_ctx x = {.store = s, .ts_ns = ts_ns};
+	(void)name, (void)labels, (void)value, (void)b;
+	++*(size_t *)arg;
+}
 
+/*
+ * One snapshot, whole or not at all: its samples' queue slots are reserved
+ * first (the series counted in a pass of their own), so that a queue filling
+ * up (a full disk, a locked database) loses whole snapshots, each counted in
+ * sysobs_history_snapshots_dropped_total{reason} and its samples in
+ * sysobs_history_samples_dropped_total{reason}: a timestamp missing from the
+ * history is a snapshot counted, never a partial one. The snapshot carries
+ * the counters as they are with itself counted, so the history alone says
+ * how many snapshots are missing up to each one it holds.
+ */
+int agent_snapshot(struct metrics *m, struct store *s, struct store_series *ss, int64_t ts_ns)
+{
+	static struct log_ratelimit rl, rl_buckets, rl_native, rl_full;
+	struct snapshot_ctx x = {.store = s, .ts_ns = ts_ns};
+	enum store_drop_reason why;
+	size_t n = 0;
+	int err;
+
+	metrics_visit_buckets(m, snapshot_count, &n);
+	err = store_snapshot_begin(s, n, &why);
+	/* The counters as of this snapshot, in it: the history says itself
+	 * how many snapshots there were and how many are missing. */
+	agent_store_metrics_publish(ss, s);
+	if (err) {
+		log_ratelimited(&rl_full, 60000, LOG_LVL_WARN, "agent",
+				"metric history: snapshot of %zu samples dropped (%s; "
+				"sysobs_history_snapshots_dropped_total)",
+				n, store_drop_reason_name(why));
+		return -EAGAIN;
+	}
 	metrics_visit_buckets(m, snapshot_visit, &x);
+	store_snapshot_end(s);
 	if (x.no_native)
 		log_ratelimited(&rl_native, 3600000, LOG_LVL_WARN, "agent",
 				"metric history: %zu histogram series kept without their "
@@ -99,8 +132,10 @@ int agent_snapshot(struct metrics *m, struct store *s, int64_t ts_ns)
 }
 
 struct store_series {
-	struct metric_series *written, *dropped_error, *samples, *samples_dropped, *depth, *bytes,
-	    *batches, *del_age, *del_size, *err[STORE_ERROR_OPS];
+	struct metric_series *written, *dropped_error, *samples, *depth, *bytes, *batches, *del_age,
+	    *del_size, *err[STORE_ERROR_OPS];
+	struct metric_series *samples_dropped[STORE_DROP_REASONS], *snapshots,
+	    *snapshots_dropped[STORE_DROP_REASONS];
 };
 
 struct store_series *agent_store_metrics_new(struct metrics *m)
@@ -121,10 +156,24 @@ struct store_series *agent_store_metrics_new(struct metrics *m)
 		ss->dropped_error = metric_series(f, (const char *const[]){"", "insert_error"});
 	ss->samples = metrics_counter1(m, "sysobs_history_samples_written_total",
 				       "Metric history samples committed to the database.");
-	ss->samples_dropped =
-	    metrics_counter1(m, "sysobs_history_samples_dropped_total",
-			     "Metric history samples lost (queue full, label set too long, "
-			     "or refused by the database).");
+	f = metrics_counter(m, "sysobs_history_samples_dropped_total",
+			    "Metric history samples lost, by reason: queue_full, disk_full, locked "
+			    "(the queue was full, and why), too_long (label set longer than a "
+			    "queue slot), insert_error (refused by the database).",
+			    reason);
+	for (int i = 0; f && i < STORE_DROP_REASONS; i++)
+		ss->samples_dropped[i] =
+		    metric_series(f, (const char *const[]){store_drop_reason_name(i)});
+	ss->snapshots = metrics_counter1(m, "sysobs_history_snapshots_total",
+					 "Metric history snapshots taken (each queued whole, or "
+					 "dropped and counted).");
+	f = metrics_counter(m, "sysobs_history_snapshots_dropped_total",
+			    "Metric history snapshots not queued at all, by reason: queue_full, "
+			    "disk_full, locked.",
+			    reason);
+	for (int i = 0; f && i <= STORE_DROP_LOCKED; i++)
+		ss->snapshots_dropped[i] =
+		    metric_series(f, (const char *const[]){store_drop_reason_name(i)});
 	f = metrics_counter(m, "sysobs_storage_errors_total",
 			    "Storage operations that failed (commits are retried).", op);
 	for (int i = 0; f && i < STORE_ERROR_OPS; i++)
@@ -160,7 +209,11 @@ void agent_store_metrics_publish(struct store_series *ss, struct store *s)
 	set_u64(ss->written, st.rows_written);
 	set_u64(ss->dropped_error, st.rows_dropped_error);
 	set_u64(ss->samples, st.samples_written);
-	set_u64(ss->samples_dropped, st.samples_dropped);
+	set_u64(ss->snapshots, st.snapshots);
+	for (int i = 0; i < STORE_DROP_REASONS; i++) {
+		set_u64(ss->samples_dropped[i], st.samples_dropped_by[i]);
+		set_u64(ss->snapshots_dropped[i], st.snapshots_dropped_by[i]);
+	}
 	set_u64(ss->batches, st.batches);
 	set_u64(ss->depth, st.queue_depth);
 	set_u64(ss->bytes, st.db_bytes);

@@ -498,8 +498,22 @@ int http_start(struct http_server *h)
 	size_t no = 6;
 
 	if (h->tls) {
-		opts[no++] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_CERT, 0, w->cert_pem};
-		opts[no++] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_KEY, 0, w->key_pem};
+		err = http_tls_init(h);
+		if (err) {
+			close(fd);
+			return err;
+		}
+		/* The pair per handshake, re-read when its files change
+		 * (http_tls.c); given once when there are no files. */
+		if (h->tls_state.initialized) {
+			opts[no++] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_CERT_CALLBACK, 0,
+							     http_tls_callback()};
+		} else {
+			opts[no++] =
+			    (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_CERT, 0, w->cert_pem};
+			opts[no++] =
+			    (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_KEY, 0, w->key_pem};
+		}
 		opts[no++] =
 		    (struct MHD_OptionItem){MHD_OPTION_HTTPS_PRIORITIES, 0, w->tls_priorities};
 		if (w->client_ca_pem && w->client_auth != WEB_CLIENT_NONE)
@@ -554,6 +568,7 @@ void http_free(struct http_server *h)
 	if (h->daemon)
 		MHD_stop_daemon(h->daemon);
 	http_login_free(h);
+	http_tls_free(h);
 	http_conns_free(h);
 	web_config_free(h->web);
 	for (size_t i = 0; i < h->n_routes; i++) {

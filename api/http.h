@@ -90,6 +90,10 @@ int http_route(struct http_server *h, const char *method, const char *path, bool
 int http_start(struct http_server *h);		 /* binds; -errno with a logged reason */
 uint16_t http_port(const struct http_server *h); /* actual port (for :0) */
 void http_free(struct http_server *h);		 /* stops and frees; accepts NULL */
+/* SIGHUP: the TLS certificate and key files looked at again (as every
+ * handshake does at most once a second): 1 a new pair served, 0 unchanged
+ * or no TLS, -1 the new files refused (logged; the old pair stays). */
+int http_tls_reload(struct http_server *h);
 
 /*
  * Parses a listen address: "127.0.0.1:9464", "[::1]:9464", ":9464" (all IPv4

@@ -29,6 +29,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 
 #include "api/http.h"
 #include "api/http_allow.h"
@@ -179,6 +180,27 @@ struct http_login {
 	struct metric_series *outcome[LOGIN_N];
 };
 
+/* http_tls.c: the certificate and key served, re-read when they change. */
+struct http_tls_pair;
+
+struct http_tls {
+	pthread_mutex_t lock;
+	bool initialized, refused;
+	char *cert_file, *key_file;
+	struct stat cert_st, key_st;	     /* the files of the pair served */
+	struct stat bad_cert_st, bad_key_st; /* the files of a pair refused */
+	struct http_tls_pair *pair;	     /* served; older ones behind it */
+	int64_t checked_ns;
+	unsigned reloads;
+};
+
+/* 0 (also without TLS files: the PEM given at start is served as it is) or
+ * -errno; before MHD starts. */
+int http_tls_init(struct http_server *h);
+/* The gnutls_certificate_retrieve_function2 for MHD_OPTION_HTTPS_CERT_CALLBACK. */
+void *http_tls_callback(void);
+void http_tls_free(struct http_server *h); /* after MHD_stop_daemon */
+
 struct http_server {
 	struct http_config cfg;
 	char *listen;
@@ -197,6 +219,7 @@ struct http_server {
 	struct http_conns conns;
 	struct http_acceptor acceptor;
 	struct http_login login;
+	struct http_tls tls_state;
 };
 
 /* http_accept.c: takes listen_fd (closed by http_acceptor_stop). */

@@ -129,7 +129,8 @@ static bool is_null(const yaml_node_t *n)
 }
 
 /* Reads a PEM file named relative to the web-config file's folder. */
-static int load_pem(struct parse_ctx *p, const yaml_node_t *v, const char *key, char **out)
+static int load_pem(struct parse_ctx *p, const yaml_node_t *v, const char *key, char **out,
+		    char **path_out)
 {
 	char path[8192], msg[512];
 	const char *s = scalar(v);
@@ -147,6 +148,12 @@ static int load_pem(struct parse_ctx *p, const yaml_node_t *v, const char *key, 
 		return fail(p, v, "%s: %s", key, msg);
 	if (!strstr(*out, "-----BEGIN "))
 		return fail(p, v, "%s: %s is not PEM", key, path);
+	if (path_out) {
+		free(*path_out);
+		*path_out = strdup(path);
+		if (!*path_out)
+			return -ENOMEM;
+	}
 	return 0;
 }
 
@@ -229,12 +236,12 @@ static int parse_tls(struct parse_ctx *p, const yaml_node_t *map, struct web_con
 		if (!key)
 			return fail(p, k, "tls_server_config: keys must be strings");
 		if (!strcmp(key, "cert_file"))
-			err = load_pem(p, v, key, &wc->cert_pem);
+			err = load_pem(p, v, key, &wc->cert_pem, &wc->cert_file);
 		else if (!strcmp(key, "key_file")) {
-			err = load_pem(p, v, key, &wc->key_pem);
+			err = load_pem(p, v, key, &wc->key_pem, &wc->key_file);
 			key_node = v;
 		} else if (!strcmp(key, "client_ca_file")) {
-			err = is_null(v) ? 0 : load_pem(p, v, key, &wc->client_ca_pem);
+			err = is_null(v) ? 0 : load_pem(p, v, key, &wc->client_ca_pem, NULL);
 			ca_node = v;
 		} else if (!strcmp(key, "client_auth_type")) {
 			const char *s = scalar(v);
@@ -538,6 +545,8 @@ void web_config_free(struct web_config *wc)
 	if (!wc)
 		return;
 	free(wc->cert_pem);
+	free(wc->cert_file);
+	free(wc->key_file);
 	if (wc->key_pem) {
 		explicit_bzero(wc->key_pem, strlen(wc->key_pem));
 		free(wc->key_pem);

@@ -55,6 +55,7 @@ struct web_auth_cache;
 struct web_config {
 	/* TLS: PEM text read from the files; NULL when TLS is off. */
 	char *cert_pem, *key_pem, *client_ca_pem;
+	char *cert_file, *key_file; /* their paths: re-read when they change */
 	enum web_client_auth client_auth;
 	char *tls_priorities; /* GnuTLS priority string from min/max_version */
 	/* http_server_config.headers: added to every response. */

@@ -1,123 +1,124 @@
 #!/usr/bin/env bash
-# No growth under abuse (issue #24 item 8): the bad-request corpus of
-# tests/tools/http_abuse.py against sysobsd with the shipped defaults and a
-# temporary database for DURATION, printing every INTERVAL the elapsed time,
-# requests sent, VmRSS, VmHWM, open descriptors (/proc/PID/fd) and threads,
-# and the same RSS of a control: a second agent, same defaults, no HTTP
-# traffic. Both record the host's packet drops (the abuse makes some: each
-# reset connection), so both databases grow alike, and with them SQLite's
-# page cache (up to cache_size, 8 MiB): the control's growth is that share.
-# At the end it says whether RSS and descriptors are flat: the mean RSS of
-# the last third of the samples against the first third after WARMUP, less
-# the control's (growth < GROWTH_KIB), and the descriptors 3 s after the
-# load against before it. A glibc arena that rises then plateaus shows as
-# growth in the warm-up only.
+# The cheap attacks of issue 30, sysobsd beside Debian's
+# prometheus-node-exporter in one run, both on their shipped defaults, one
+# server at a time (same machine, same client). For each case it prints
+# what a well-behaved client got meanwhile:
+#   slow_get   64 connections: a GET header with Content-Length: 65536, then
+#              a body byte every 2 s; a fresh /metrics every 0.2 s
+#   slow_post  300 connections trickling a POST body (node_exporter has no
+#              POST route: it reads the body all the same); fresh /metrics
+#   idle_load  2000 idle connections beside wrk -c1000 on /metrics for
+#              DURATION: ok requests/s (and the same wrk alone, before), a
+#              fresh liveness probe (/healthz; node_exporter /) meanwhile
+#   c4000_root wrk -c4000 on / (the status page; node_exporter's landing
+#              page): ok requests/s, socket errors (resets and read errors)
+#   guess      both with the same web-config (basic_auth_users, bcrypt cost
+#              10): 64 connections guessing passwords from 127.0.0.9, an
+#              authenticated /metrics from 127.0.0.1 whose pair is cached
+# The bad-request soak (growth under abuse) is bench/http_abuse_soak.sh.
 #
-# Usage: bench/http_abuse.sh [path/to/sysobsd]
-#   DURATION=600 INTERVAL=30 WARMUP=60 WORKERS=4 SLOW=2 GROWTH_KIB=2048
-# Root (the collectors of the shipped defaults load BPF). A build-asan agent
-# works too: LSan reports at its exit (the end of this script), in its log.
+# Usage: bench/http_abuse.sh [path/to/sysobsd]   DURATION=10 (seconds)
+# Needs root (the collectors load BPF), python3, wrk, prometheus-node-exporter.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 bin=${1:-${SYSOBSD:-$here/build/sysobsd}}
-DURATION=${DURATION:-600}
-INTERVAL=${INTERVAL:-30}
-WARMUP=${WARMUP:-60}
-WORKERS=${WORKERS:-4}
-SLOW=${SLOW:-2}
-GROWTH_KIB=${GROWTH_KIB:-2048}
-[ "$(id -u)" = 0 ] || { echo "needs root (the shipped defaults' collectors load BPF)"; exit 1; }
-command -v python3 >/dev/null || { echo "needs python3"; exit 1; }
+DURATION=${DURATION:-10}
+TOOL="$here/tests/tools/http_pressure.py"
+for c in wrk prometheus-node-exporter python3 jq; do
+	command -v "$c" >/dev/null || { echo "needs $c"; exit 1; }
+done
+[ "$(id -u)" = 0 ] || { echo "needs root (the collectors load BPF)"; exit 1; }
+ulimit -n 65536 2>/dev/null || true
 
 t=$(mktemp -d)
+chmod 711 "$t"
+mkdir -m 1777 "$t/db"
 pid=
-cpid=
-tool=
 cleanup() {
-	for p in "$tool" "$pid" "$cpid"; do [ -z "$p" ] || kill "$p" 2>/dev/null || true; done
+	[ -z "$pid" ] || kill "$pid" 2>/dev/null || true
 	wait 2>/dev/null || true
 	rm -rf "$t"
 }
 trap cleanup EXIT
 
-# The embedded defaults (deploy/sysobsd.ini only adds the user, the path
-# and kallsyms of the unit), on an ephemeral loopback port. The agent drops
-# to user nobody after start: the database directory is that user's.
-chmod 755 "$t"
-start() { # NAME: starts an agent in the background ($! is its pid)
-	mkdir "$t/$1"
-	chown nobody "$t/$1"
-	"$bin" --listen 127.0.0.1:0 --db "$t/$1/sysobs.db" --port-file "$t/$1.port" \
-		--log-level warn 2>"$t/$1.log" &
+free_port() {
+	local p
+	for _ in $(seq 50); do
+		p=$((10000 + RANDOM % 22000))
+		! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null && { echo "$p"; return; }
+	done
+	return 1
 }
-start abused
-pid=$!
-start control
-cpid=$!
-for _ in $(seq 100); do [ -s "$t/abused.port" ] && [ -s "$t/control.port" ] && break; sleep 0.1; done
-[ -s "$t/abused.port" ] && [ -s "$t/control.port" ] ||
-	{ echo "sysobsd did not start"; cat "$t"/*.log; exit 1; }
-port=$(cat "$t/abused.port")
-sleep 3 # collectors settle
 
-field() { awk -v k="$1:" '$1 == k { print $2 }' "/proc/${2:-$pid}/status"; }
-fds() { ls "/proc/$pid/fd" | wc -l; }
-fd0=$(fds)
-echo "sysobsd pid $pid port $port; abuse: $WORKERS workers + $SLOW slow for ${DURATION}s (warm-up ${WARMUP}s); baseline: RSS $(field VmRSS) KiB, $fd0 fds, $(field Threads) threads"
-python3 "$here/tests/tools/http_abuse.py" --port "$port" --duration "$DURATION" \
-	--workers "$WORKERS" --slow "$SLOW" --count-file "$t/sent" >"$t/abuse.json" 2>"$t/abuse.err" &
-tool=$!
-printf '%8s %10s %10s %10s %5s %7s %12s\n' elapsed sent VmRSS_KiB VmHWM_KiB fds threads control_RSS
-t0=$(date +%s)
-: >"$t/samples"
-while kill -0 "$tool" 2>/dev/null; do
-	sleep "$INTERVAL" &
-	wait $! || true
-	kill -0 "$tool" 2>/dev/null || break
-	el=$(($(date +%s) - t0))
-	row=$(printf '%8s %10s %10s %10s %5s %7s %12s' "$el" \
-		"$(cat "$t/sent" 2>/dev/null || echo 0)" "$(field VmRSS)" "$(field VmHWM)" "$(fds)" \
-		"$(field Threads)" "$(field VmRSS "$cpid")")
-	echo "$row"
-	echo "$row" >>"$t/samples"
+python3 -W ignore -c 'import crypt; print(crypt.crypt("s3cret", crypt.mksalt(crypt.METHOD_BLOWFISH, rounds=1024)))' >"$t/hash"
+printf 'basic_auth_users:\n  prometheus: %s\n' "$(cat "$t/hash")" >"$t/web.yml"
+
+# start SERVER [WEBCONFIG]: sets port and pid
+start() {
+	port=$(free_port)
+	if [ "$1" = sysobsd ]; then
+		"$bin" --listen "127.0.0.1:$port" --db "$t/db/s$port.db" --log-level warn \
+			${2:+--web.config.file "$2"} 2>>"$t/sysobsd.log" &
+	else
+		prometheus-node-exporter --web.listen-address="127.0.0.1:$port" \
+			${2:+--web.config.file="$2"} 2>>"$t/node_exporter.log" &
+	fi
+	pid=$!
+	for _ in $(seq 100); do
+		curl -s -o /dev/null ${2:+-u prometheus:s3cret} "http://127.0.0.1:$port/metrics" && break
+		sleep 0.1
+	done
+	sleep 1
+}
+stop() {
+	kill "$pid"
+	wait "$pid" 2>/dev/null || true
+	pid=
+}
+probe_fmt() { # JSON PATH
+	jq -r --arg p "$2" '.[$p] | "p50 \(.p50_ms) ms, p95 \(.p95_ms) ms, max \(.max_ms) ms, \(.statuses | to_entries | map("\(.value)x\(.key)") | join(" "))"' <<<"$1"
+}
+wrk_ok() { # wrk output: ok requests/s and socket errors
+	awk '/Requests\/sec/ { rps = $2 } /requests in/ { n = $1 } /Non-2xx/ { bad = $NF }
+		/Socket errors/ { gsub(",", ""); err = $4 + $6 + $8 + $10 }
+		/Duration|requests in/ { for (i = 1; i <= NF; i++) if ($i == "in") d = $(i + 1) }
+		END { d += 0; if (d == 0) d = 1; printf "%.0f ok req/s, %d socket errors, %d non-2xx", (n - bad) / d, err, bad }'
+}
+
+printf '%-11s %-14s %s\n' case server result
+for srv in sysobsd node_exporter; do
+	live=/healthz
+	[ "$srv" = sysobsd ] || live=/
+	start "$srv"
+	out=$(python3 "$TOOL" --port "$port" --slow-body 64 --slow-body-request get --probe /metrics \
+		--duration "$DURATION" --warmup 1)
+	printf '%-11s %-14s /metrics %s\n' slow_get "$srv" "$(probe_fmt "$out" /metrics)"
+	out=$(python3 "$TOOL" --port "$port" --slow-body 300 --slow-body-request post --probe /metrics \
+		--duration "$DURATION" --warmup 1)
+	printf '%-11s %-14s /metrics %s\n' slow_post "$srv" "$(probe_fmt "$out" /metrics)"
+	alone=$(wrk -t2 -c1000 -d"${DURATION}s" "http://127.0.0.1:$port/metrics" 2>&1 | wrk_ok)
+	python3 "$TOOL" --port "$port" --idle 2000 --probe "$live" --duration "$((DURATION + 2))" \
+		--warmup 1 >"$t/idle.json" &
+	ppid=$!
+	sleep 2
+	loaded=$(wrk -t2 -c1000 -d"${DURATION}s" "http://127.0.0.1:$port/metrics" 2>&1 | wrk_ok)
+	wait "$ppid"
+	printf '%-11s %-14s wrk -c1000 alone: %s; beside 2000 idle: %s; %s %s\n' idle_load "$srv" \
+		"$alone" "$loaded" "$live" "$(probe_fmt "$(cat "$t/idle.json")" "$live")"
+	printf '%-11s %-14s %s\n' c4000_root "$srv" \
+		"$(wrk -t2 -c4000 -d"${DURATION}s" "http://127.0.0.1:$port/" 2>&1 | wrk_ok)"
+	stop
+	start "$srv" "$t/web.yml"
+	curl -s -o /dev/null -u prometheus:s3cret "http://127.0.0.1:$port/metrics"
+	python3 "$TOOL" --port "$port" --guess 64 --guess-from 127.0.0.9 \
+		--duration "$((DURATION + 3))" --warmup 0 >"$t/guess.json" &
+	gpid=$!
+	sleep 3
+	out=$(python3 "$TOOL" --port "$port" --probe /metrics --auth prometheus:s3cret \
+		--duration "$DURATION" --warmup 0)
+	wait "$gpid"
+	printf '%-11s %-14s authenticated /metrics %s; guesses: %s\n' guess "$srv" \
+		"$(probe_fmt "$out" /metrics)" \
+		"$(jq -r '.guess.statuses | to_entries | map("\(.value)x\(.key)") | join(" ")' "$t/guess.json")"
+	stop
 done
-wait "$tool" || { echo "http_abuse.py failed: $(tail -3 "$t/abuse.err")"; exit 1; }
-tool=
-sleep 3
-fd1=$(fds)
-summary=$(tail -1 "$t/abuse.json")
-echo "after: RSS $(field VmRSS) KiB, HWM $(field VmHWM) KiB, $fd1 fds, $(field Threads) threads; $(python3 -c 'import json,sys; d=json.loads(sys.argv[1]); print(d["sent"], "requests,", d["errors"], "unexpected answers", d["error_kinds"] or "")' "$summary")"
-
-# flat? the first third of the samples after the warm-up against the last
-# third, less the control's growth over the same samples
-verdict=$(awk -v w="$WARMUP" -v g="$GROWTH_KIB" '
-	$1 >= w { n++; rss[n] = $3; ctl[n] = $7 }
-	END {
-		if (n < 3) { print "too few samples after the warm-up"; exit }
-		k = int(n / 3)
-		for (i = 1; i <= k; i++) { a += rss[i]; ca += ctl[i] }
-		for (i = n - k + 1; i <= n; i++) { b += rss[i]; cb += ctl[i] }
-		d = (b - a) / k; cd = (cb - ca) / k
-		printf "RSS %s: first third after warm-up %.0f KiB, last third %.0f KiB (%+.0f KiB); control %+.0f KiB; abuse share %+.0f KiB (bound %d)\n", d - cd < g ? "flat" : "GROWS", a / k, b / k, d, cd, d - cd, g
-	}' "$t/samples")
-echo "$verdict"
-if [ "$fd1" -le "$fd0" ]; then
-	echo "fds flat: $fd0 before, $fd1 after"
-else
-	echo "fds GROW: $fd0 before, $fd1 after"
-fi
-kill -TERM "$pid"
-rc=0
-wait "$pid" || rc=$?
-pid=
-kill -TERM "$cpid"
-wait "$cpid" || true
-cpid=
-if grep -q "LeakSanitizer\|AddressSanitizer\|runtime error" "$t/abused.log"; then
-	echo "sanitizer report:"
-	grep -A30 "LeakSanitizer\|AddressSanitizer\|runtime error" "$t/abused.log" | head -80
-	exit 1
-fi
-echo "sysobsd exit $rc after SIGTERM"
-case $verdict in *GROWS* | too*) exit 1 ;; esac
-[ "$fd1" -le "$fd0" ] && [ "$rc" = 0 ]

@@ -10,7 +10,7 @@
  *   - reads back the newest stored rows of its own tables (start-up state).
  * It never sees the agent, the store, the metrics registry or the HTTP
  * server. What happens when the event queue is full (drop, count in
- * sysobs_events_dropped_total{collector,reason="queue_full"}, rate-limited
+ * sysobs_events_dropped_total{collector,reason} (queue_full, disk_full, locked), rate-limited
  * warning) is decided here, once, for every collector.
  *
  * The sink is a table of operations the agent fills in (agent/sink.c), so

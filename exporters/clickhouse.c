@@ -180,3 +180,24 @@ int clickhouse_rows(const struct export_row *rows, size_t n, const struct export
 	}
 	return out->oom ? -ENOMEM : 0;
 }
+
+enum sender_verdict clickhouse_verdict(long status, const char *resp)
+{
+	/* CANNOT_PARSE_TEXT, CANNOT_PARSE_QUOTED_STRING,
+	 * CANNOT_PARSE_INPUT_ASSERTION_FAILED, CANNOT_PARSE_DATE,
+	 * CANNOT_PARSE_DATETIME, TYPE_MISMATCH, SYNTAX_ERROR (of a row),
+	 * ARGUMENT_OUT_OF_BOUND, CANNOT_CONVERT_TYPE, CANNOT_PARSE_NUMBER,
+	 * INCORRECT_DATA */
+	static const int data_codes[] = {6, 26, 27, 38, 41, 53, 62, 69, 70, 72, 117};
+	const char *p = resp ? strstr(resp, "Code: ") : NULL;
+	int code;
+
+	if (status >= 200 && status < 300)
+		return SENDER_SENT;
+	if (!status || !p || sscanf(p + 6, "%d", &code) != 1)
+		return sender_verdict_of(status);
+	for (size_t i = 0; i < sizeof(data_codes) / sizeof(data_codes[0]); i++)
+		if (data_codes[i] == code)
+			return SENDER_REFUSED;
+	return SENDER_RETRY;
+}

@@ -21,6 +21,7 @@
 
 #include "base/buf.h"
 #include "exporters/export_row.h"
+#include "exporters/sender.h"
 
 /* [A-Za-z_][A-Za-z0-9_]{0,63}: a database or table name that needs no quoting. */
 bool clickhouse_ident_ok(const char *s);
@@ -41,5 +42,17 @@ char *clickhouse_insert_url(const char *base, const char *database, const struct
  * 0 or -ENOMEM. */
 int clickhouse_rows(const struct export_row *rows, size_t n, const struct export_identity *id,
 		    struct buf *out);
+
+/*
+ * The verdict on ClickHouse's answer (status 0: none). Its error body starts
+ * "Code: N." with the exception code, whatever the HTTP status (18.16
+ * answers 500 to most, later releases 400, 404, 403...): the codes of data
+ * it cannot take (a value that does not parse or convert) refuse the rows,
+ * sent again they would fail again; every other code (a database or table
+ * missing, a column the table lacks, authentication, memory, too many
+ * parts) is the destination's state and retried. An answer without a code
+ * (a proxy's) goes by sender_verdict_of().
+ */
+enum sender_verdict clickhouse_verdict(long status, const char *resp);
 
 #endif

@@ -66,7 +66,8 @@ static const struct cfg_key export_keys[] = {
 };
 
 struct exp_metrics {
-	struct metric_series *sent, *refused, *retried, *rejected, *drop_old, *drop_deleted;
+	struct metric_series *sent, *refused, *retried, *rejected, *drop_old, *drop_deleted,
+	    *skipped;
 	struct metric_series *pending, *lag, *last_success, *bytes, *cpu;
 };
 
@@ -81,6 +82,7 @@ struct exp_dest {
 	struct store_cursor *cursor;
 	struct store_watch *watch;
 	int64_t pos;
+	uint64_t skipped; /* rows of tables exported again, written while they were not */
 	struct exp_metrics m;
 	struct log_ratelimit rl_fail, rl_store;
 	int64_t pending_at_ns; /* clock_mono_ns() of the last pending count */
@@ -439,26 +441,6 @@ static void exp_cursor_save(struct exp_dest *d, int64_t pos)
 	sender_cursor_save(&d->snd, d->cursor, d->pos, &d->rl_store);
 }
 
-/*
- * ClickHouse answers 500 to data it cannot take (a row that does not parse,
- * a type that does not convert): sent again it would fail again and hold
- * the export for ever. Its body starts "Code: N." with the exception code;
- * those of bad data are a refusal.
- */
-static bool ch_refused(const char *resp)
-{
-	static const int codes[] = {6, 16, 26, 27, 38, 41, 53, 60, 69, 70, 72, 81, 117};
-	const char *p = strstr(resp, "Code: ");
-	int code;
-
-	if (!p || sscanf(p + 6, "%d", &code) != 1)
-		return false;
-	for (size_t i = 0; i < sizeof(codes) / sizeof(codes[0]); i++)
-		if (codes[i] == code)
-			return true;
-	return false;
-}
-
 /* Sends rows[0..n) (all of one table for ClickHouse): the verdict. */
 static enum sender_verdict exp_send(struct exp_dest *d, const struct export_row *rows, size_t n,
 				    uint64_t *rejected)
@@ -485,9 +467,8 @@ static enum sender_verdict exp_send(struct exp_dest *d, const struct export_row 
 		return err == -EINVAL ? SENDER_REFUSED : SENDER_RETRY;
 	}
 	v = sender_post(&d->snd, d->body.p, d->body.len, d->cfg.gzip);
-	if (v == SENDER_RETRY && d->format == EXP_CLICKHOUSE && d->snd.status == 500 &&
-	    ch_refused(d->snd.resp))
-		v = SENDER_REFUSED;
+	if (d->format == EXP_CLICKHOUSE && v != SENDER_STOPPED)
+		v = clickhouse_verdict(d->snd.status, d->snd.resp);
 	if (v == SENDER_SENT) {
 		sender_count(d->m.bytes, d->cfg.gzip ? d->snd.gz.len : d->body.len);
 		if (d->format == EXP_OTLP) {
@@ -664,20 +645,26 @@ static void exp_metrics_register(struct exp_dest *d, struct metrics *m)
 	f = metrics_counter(m, "sysobs_export_rows_sent_total",
 			    "Event rows the destination accepted.", dest);
 	d->m.sent = exp_series(f, d->name, NULL);
-	f = metrics_counter(m, "sysobs_export_rows_retried_total",
-			    "Event rows in batches that failed with a 5xx, a 429 or a transport "
-			    "error and are sent again.",
-			    dest);
+	f = metrics_counter(
+	    m, "sysobs_export_rows_retried_total",
+	    "Event rows in batches sent again: the receiver's state (401, 403, 404, "
+	    "407, 408, 429, 5xx, any answer not about the data) or a transport "
+	    "error.",
+	    dest);
 	d->m.retried = exp_series(f, d->name, NULL);
 	f = metrics_counter(m, "sysobs_export_rows_dropped_total",
-			    "Event rows never delivered: refused (a 4xx other than 429, not "
-			    "retried), rejected (OTLP partial success), too_old (past max_age), "
-			    "deleted (by retention before they were sent).",
+			    "Event rows never delivered: refused (400 or 422, or ClickHouse's code "
+			    "for data it cannot take: not retried), rejected (OTLP partial "
+			    "success), too_old (past max_age), "
+			    "deleted (by retention before they were sent), skipped (written while "
+			    "their table was not in tables, counted when it is again).",
 			    dest_reason);
 	d->m.refused = exp_series(f, d->name, "refused");
 	d->m.rejected = exp_series(f, d->name, "rejected");
 	d->m.drop_old = exp_series(f, d->name, "too_old");
 	d->m.drop_deleted = exp_series(f, d->name, "deleted");
+	d->m.skipped = exp_series(f, d->name, "skipped");
+	sender_count(d->m.skipped, d->skipped);
 	f = metrics_gauge(m, "sysobs_export_pending_rows",
 			  "Event rows after the destination's cursor (committed, not yet sent).",
 			  dest);
@@ -694,6 +681,86 @@ static void exp_metrics_register(struct exp_dest *d, struct metrics *m)
 	f = metrics_counter(m, "sysobs_export_cpu_seconds_total",
 			    "CPU time (user + system) of the destination's thread.", dest);
 	d->m.cpu = exp_series(f, d->name, NULL);
+}
+
+static bool exp_has_table(const struct exp_dest *d, const char *name)
+{
+	for (size_t i = 0; i < d->n_tables; i++)
+		if (!strcmp(d->tables[i]->name, name))
+			return true;
+	return false;
+}
+
+/*
+ * The cursor follows the config (issue 31): one cursor per destination, so
+ * a table taken out of tables is passed by (the cursor moves with the rows
+ * of the others). Notes beside the cursor keep the destination and the
+ * tables of the last start, and for a table taken out, the cursor when it
+ * was: when it comes back, its rows written meanwhile (still retained) are
+ * counted as skipped, said in the log. A changed destination keeps the
+ * cursor, said in the log: a new `cursor` name starts one from the oldest
+ * retained row (docs/fleet.md).
+ */
+static void exp_follow_config(struct exp_dest *d, struct store *s)
+{
+	char prev[1024], now[1024] = "", dest[600], note[80], val[32];
+	size_t off = 0;
+
+	snprintf(dest, sizeof(dest), "%s %s%s%s", exp_formats[d->format], d->snd.url_public,
+		 d->format == EXP_CLICKHOUSE ? " database " : "",
+		 d->format == EXP_CLICKHOUSE ? d->cfg.database : "");
+	if (!store_cursor_note_get(d->cursor, "destination", prev, sizeof(prev)) && *prev &&
+	    strcmp(prev, dest))
+		log_warn(d->section,
+			 "the destination changed (was: %s): the cursor stays at row %" PRId64
+			 ", so it gets the rows after it only; a new [%s] cursor name sends it "
+			 "the history from the oldest retained row",
+			 prev, d->pos, d->section);
+	store_cursor_note_set(d->cursor, "destination", dest);
+
+	for (size_t i = 0; i < d->n_tables; i++)
+		off += (size_t)snprintf(now + off, off < sizeof(now) ? sizeof(now) - off : 0,
+					"%s%s", i ? "," : "", d->tables[i]->name);
+	if (!store_cursor_note_get(d->cursor, "tables", prev, sizeof(prev)) && *prev) {
+		/* taken out since the last start: from the cursor on, not sent */
+		for (char *save, *t = strtok_r(prev, ",", &save); t;
+		     t = strtok_r(NULL, ",", &save)) {
+			if (exp_has_table(d, t))
+				continue;
+			snprintf(note, sizeof(note), "excluded.%s", t);
+			if (!store_cursor_note_get(d->cursor, note, val, sizeof(val)) && *val)
+				continue;
+			snprintf(val, sizeof(val), "%" PRId64, d->pos);
+			store_cursor_note_set(d->cursor, note, val);
+			log_warn(d->section,
+				 "table %s is no longer exported: its rows after row %" PRId64
+				 " are passed by (counted as skipped if it is exported again)",
+				 t, d->pos);
+		}
+	}
+	for (size_t i = 0; i < d->n_tables; i++) {
+		uint64_t since, after;
+		int64_t from, oldest;
+
+		snprintf(note, sizeof(note), "excluded.%s", d->tables[i]->name);
+		if (store_cursor_note_get(d->cursor, note, val, sizeof(val)) || !*val)
+			continue;
+		from = strtoll(val, NULL, 10);
+		if (from < d->pos &&
+		    !store_export_pending(s, &d->tables[i], 1, from, &since, &oldest) &&
+		    !store_export_pending(s, &d->tables[i], 1, d->pos, &after, &oldest) &&
+		    since > after) {
+			d->skipped += since - after;
+			log_warn(d->section,
+				 "table %s is exported again: %" PRIu64
+				 " of its rows written while "
+				 "it was not (rows %" PRId64 " to %" PRId64 ") are skipped "
+				 "(sysobs_export_rows_dropped_total{reason=\"skipped\"})",
+				 d->tables[i]->name, since - after, from, d->pos);
+		}
+		store_cursor_note_set(d->cursor, note, NULL);
+	}
+	store_cursor_note_set(d->cursor, "tables", now);
 }
 
 int events_export_attach(struct events_export *e, struct store *s)
@@ -721,6 +788,7 @@ int events_export_attach(struct events_export *e, struct store *s)
 		pthread_mutex_lock(&d->st_mu);
 		d->pos = pos;
 		pthread_mutex_unlock(&d->st_mu);
+		exp_follow_config(d, s);
 		d->watch = store_watch_add(s, d->tables, d->n_tables);
 		if (!d->watch) {
 			log_err(d->section, "too many exporters, or a table unknown to the store");

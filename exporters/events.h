@@ -9,10 +9,11 @@
  * The history is the buffer, as for remote_write: each destination has a
  * thread that reads committed rows after its durable cursor (store_meta
  * cursor.NAME, one id: storage/store_export.h), sends a batch, and moves
- * the cursor only once the receiver accepted it (2xx) or refused it for
- * good (a 4xx other than 429: counted, then the next batch). 429, 5xx and
- * transport errors are retried after a backoff or the receiver's
- * Retry-After. At least once: a crash resends at most the batch in flight,
+ * the cursor only once the receiver accepted it (2xx) or refused the data
+ * itself (400, 422, ClickHouse's codes of data it cannot take: counted,
+ * then the next batch). Every other answer (401, 403, 404, 408, 429, 5xx...)
+ * and transport errors are retried after a backoff or the receiver's
+ * Retry-After (sender_verdict_of()). At least once: a crash resends at most the batch in flight,
  * and every row carries its key (host, database id, table, id) so the
  * receiver deduplicates. Rows retention deletes before they were sent, and
  * rows older than max_age when their turn comes, are counted, never silent.

@@ -199,14 +199,31 @@ static int rw_read_row(const struct store_sample *smp, void *arg)
 	return 0;
 }
 
-/* The cursor moves past the batch: count what it leaves unsent. */
+/* The cursor moves past the batch: count what it leaves unsent (rows
+ * retention deleted since this turn's rw_count_deleted() included). */
 static void rw_advance(struct remote_write *rw, const struct rw_read *x)
 {
-	if (rw->pos > 0 && x->first > rw->pos + 1)
+	if (x->first > rw->pos + 1)
 		sender_count(rw->m.drop_deleted, (uint64_t)(x->first - rw->pos - 1));
 	sender_count(rw->m.drop_old, x->too_old);
 	sender_count(rw->m.drop_invalid, rw->batch.invalid);
 	rw->pos = x->last;
+	sender_cursor_save(&rw->snd, rw->cursor, rw->pos, &rw->rl_store);
+}
+
+/* Every turn, whatever the receiver's state: samples retention deleted
+ * after the cursor (the rowids between it and the oldest left) are counted
+ * at once, and the cursor moves past them, so an outage that outlasts the
+ * retention shows in sysobs_remote_write_samples_dropped_total{reason=
+ * "deleted"} while it lasts, not once the receiver is back. */
+static void rw_count_deleted(struct remote_write *rw)
+{
+	int64_t first;
+
+	if (store_samples_first(rw->store, &first) || first <= rw->pos + 1)
+		return;
+	sender_count(rw->m.drop_deleted, (uint64_t)(first - rw->pos - 1));
+	rw->pos = first - 1;
 	sender_cursor_save(&rw->snd, rw->cursor, rw->pos, &rw->rl_store);
 }
 
@@ -216,7 +233,7 @@ static uint64_t rw_turn(struct remote_write *rw)
 {
 	const struct remote_write_config *c = &rw->cfg;
 	struct rw_read x = {.rw = rw};
-	int64_t last, t0;
+	int64_t last, t0, first;
 	size_t n;
 	enum sender_verdict verdict;
 	int err;
@@ -231,12 +248,16 @@ static uint64_t rw_turn(struct remote_write *rw)
 		log_warn(RW_COMPONENT,
 			 "the metric history was renumbered (emptied or a new database): "
 			 "sending it from its start");
-		rw->pos = 0;
+		/* from its oldest sample: nothing of it was deleted unsent */
+		if (store_samples_first(rw->store, &first))
+			first = 0;
+		rw->pos = first > 0 ? first - 1 : 0;
 		sender_cursor_save(&rw->snd, rw->cursor, rw->pos, &rw->rl_store);
 	}
+	rw_count_deleted(rw);
 	if (rw->m.pending)
-		series_set(rw->m.pending, (double)(last - rw->pos));
-	if (last == rw->pos)
+		series_set(rw->m.pending, (double)(last > rw->pos ? last - rw->pos : 0));
+	if (last <= rw->pos)
 		return c->send_interval;
 
 	rw_batch_reset(&rw->batch);
@@ -296,7 +317,7 @@ static uint64_t rw_turn(struct remote_write *rw)
 		return wait;
 	}
 	default:
-		/* 4xx other than 429 (and anything else): it would refuse it again. */
+		/* 400, 422: a verdict on the data, it would refuse it again. */
 		sender_count(rw->m.failed, n);
 		log_ratelimited(&rw->rl_fail, 10000, LOG_LVL_WARN, RW_COMPONENT,
 				"%s refused %zu samples with %ld (%.160s); dropped, not retried",
@@ -308,8 +329,9 @@ static uint64_t rw_turn(struct remote_write *rw)
 }
 
 /* Metadata, in a request of its own when due (remote_write_meta.h). A
- * receiver that refuses it (4xx) gets it again after metadata_interval, a
- * failing one after max_backoff; samples never wait for it. */
+ * receiver that refuses it (any 4xx: many receivers take no metadata) gets
+ * it again after metadata_interval, a failing one after max_backoff;
+ * samples never wait for it. */
 static void rw_meta_turn(struct remote_write *rw)
 {
 	const struct remote_write_config *c = &rw->cfg;
@@ -361,11 +383,12 @@ static void rw_metrics_register(struct remote_write *rw, struct metrics *m)
 				      "Samples the remote-write receiver accepted (2xx).");
 	rw->m.failed = metrics_counter1(
 	    m, "sysobs_remote_write_samples_failed_total",
-	    "Samples in requests the receiver refused with a 4xx other than 429 (not retried).");
+	    "Samples in requests the receiver refused as data (400, 422; not retried).");
 	rw->m.retried =
 	    metrics_counter1(m, "sysobs_remote_write_samples_retried_total",
-			     "Samples in requests that failed with a 5xx, a 429 or a transport "
-			     "error and are sent again.");
+			     "Samples in requests sent again: the receiver's state (401, 403, "
+			     "404, 408, 429, 5xx, any answer not about the data) or a transport "
+			     "error.");
 	f = metrics_counter(m, "sysobs_remote_write_samples_dropped_total",
 			    "Metric history samples never sent: too_old (older than max_age), "
 			    "deleted (by retention before their turn), invalid (label set).",
@@ -401,6 +424,8 @@ int remote_write_start(struct remote_write *rw, struct store *s, struct metrics 
 					      "Content-Type: application/x-protobuf",
 					      "X-Prometheus-Remote-Write-Version: 0.1.0", NULL};
 	char err[256];
+	int64_t first = 0;
+	bool found;
 	int rc;
 
 	if (!rw)
@@ -412,9 +437,21 @@ int remote_write_start(struct remote_write *rw, struct store *s, struct metrics 
 		log_err(RW_COMPONENT, "cannot open its cursor: %s", err);
 		return -EIO;
 	}
-	if (store_cursor_get(rw->cursor, &rw->pos)) {
+	if (store_cursor_find(rw->cursor, &rw->pos, &found) ||
+	    (!found && store_samples_first(s, &first))) {
 		log_err(RW_COMPONENT, "cannot read its cursor");
 		return -EIO;
+	}
+	if (!found) {
+		/* The cursor exists from the first start: what retention deletes
+		 * from now on is counted even if nothing was ever sent. History
+		 * deleted before remote_write was configured is not its loss. */
+		rw->pos = first ? first - 1 : 0;
+		if (store_cursor_set(rw->cursor, rw->pos))
+			log_warn(RW_COMPONENT,
+				 "cannot store its first cursor yet (%" PRId64
+				 "); kept in memory, stored with the first batch",
+				 rw->pos);
 	}
 	if (rw_batch_init(&rw->batch, rw->cfg.batch_samples + HIST_BLOB_MAX_BUCKETS) ||
 	    sender_setup(&rw->snd, headers)) {

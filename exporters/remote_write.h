@@ -9,10 +9,10 @@
  * becomes one WriteRequest (labels sorted, __name__ included, external
  * labels added, samples in timestamp order per series), protobuf-encoded,
  * snappy block-compressed and POSTed with libcurl. The cursor moves past the
- * batch only once the receiver answered 2xx (sent) or a 4xx other than 429
- * (dropped: it would refuse it again). 5xx, 429 and transport errors are
- * retried after an exponential backoff or the receiver's Retry-After, from
- * the database again, so an outage or an agent restart loses nothing.
+ * batch only once the receiver answered 2xx (sent) or 400/422 (dropped: a
+ * verdict on the data, it would refuse it again). Every other answer (401,
+ * 403, 404, 429, 5xx, ...) and transport errors are retried after an exponential backoff or the
+ * receiver's Retry-After, from the database again, so an outage or an agent restart loses nothing.
  * Samples older than max_age when their turn comes are dropped and counted.
  * One batch is in memory at a time.
  */

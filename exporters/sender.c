@@ -393,11 +393,16 @@ enum sender_verdict sender_post(struct sender *s, const void *body, size_t len, 
 		snprintf(s->errbuf, sizeof(s->errbuf), "%s", cu->easy_strerror(rc));
 	if (!s->status && sender_stopping(s))
 		return SENDER_STOPPED;
-	if (s->status >= 200 && s->status < 300)
+	return sender_verdict_of(s->status);
+}
+
+enum sender_verdict sender_verdict_of(long status)
+{
+	if (status >= 200 && status < 300)
 		return SENDER_SENT;
-	if (!s->status || s->status == 429 || s->status >= 500)
-		return SENDER_RETRY;
-	return SENDER_REFUSED;
+	if (status == 400 || status == 422)
+		return SENDER_REFUSED;
+	return SENDER_RETRY;
 }
 
 uint64_t sender_retry_wait(struct sender *s)

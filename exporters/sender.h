@@ -3,9 +3,10 @@
  * What every exporter that POSTs to a receiver shares (remote_write, the
  * event exporters): the endpoint's keys (URL, time limit, backoff, basic
  * auth or bearer token, TLS) and their checks, one libcurl handle, the
- * verdict on an answer (2xx sent; 429, 5xx and transport errors retried
- * after an exponential backoff or the receiver's Retry-After; any other
- * answer refused: the receiver would refuse it again), gzip for a body, and
+ * verdict on an answer (2xx sent; 400 and 422, a verdict on the data
+ * itself, refused; every other answer and transport errors retried after an
+ * exponential backoff or the receiver's Retry-After: the matrix is
+ * sender_verdict_of() and docs/fleet.md), gzip for a body, and
  * a thread that a stop wakes from its waits and that aborts a request still
  * running RW_STOP_GRACE after the stop.
  */
@@ -45,7 +46,7 @@ struct sender_config {
 	    SENDER_KEY(st, m, timeout, CFG_DURATION, "30s", 100, 600000,                           \
 		       "time limit of one request"),                                               \
 	    SENDER_KEY(st, m, min_backoff, CFG_DURATION, "30ms", 1, 600000,                        \
-		       "first wait before retrying a 5xx, 429 or transport error; doubles per "    \
+		       "first wait before retrying (any answer but 2xx, 400, 422); doubles per "   \
 		       "failure"),                                                                 \
 	    SENDER_KEY(st, m, max_backoff, CFG_DURATION, "5s", 1, 3600000,                         \
 		       "longest wait between retries (a receiver's Retry-After is honoured up to " \
@@ -68,10 +69,24 @@ struct sender_config {
 
 enum sender_verdict {
 	SENDER_SENT,	/* 2xx */
-	SENDER_RETRY,	/* 429, 5xx, transport error: send it again */
-	SENDER_REFUSED, /* anything else: the receiver would refuse it again */
+	SENDER_RETRY,	/* the receiver's state, not the data: send it again */
+	SENDER_REFUSED, /* 400, 422: the data itself, it would be refused again */
 	SENDER_STOPPED, /* aborted by the stop */
 };
+
+/*
+ * The verdict on an HTTP status (0: no answer, a transport error). Only a
+ * verdict on the data itself refuses a batch (its rows are counted lost and
+ * the cursor moves past them): 400 Bad Request and 422 Unprocessable
+ * Content, which the remote-write spec and OTLP/HTTP use for data the
+ * receiver cannot take. Everything else says something about the receiver
+ * or the way to it, which changes (a token renewed, a proxy fixed, a
+ * database created): 401, 403, 404, 407, 408, 413, 429, 5xx, any other
+ * code, and no answer at all are retried with backoff, and the batch stays
+ * in the history. Formats refine it from the body (ClickHouse's error code,
+ * OTLP's partial success).
+ */
+enum sender_verdict sender_verdict_of(long status);
 
 struct sender {
 	const char *section; /* "remote_write", "export.NAME": logs and messages */

@@ -18,7 +18,7 @@ PKGS=(
 	prometheus-alertmanager bpftrace libfuse3-dev fuse3
 	tshark # decodes the drops pcapng (integration.drops_pcap)
 	victoria-metrics # a second remote_write receiver (integration.remote_write_fleet)
-	clickhouse-server # the event exporter's ClickHouse receiver (integration.export_clickhouse)
+	clickhouse-server clickhouse-client # the event exporter's ClickHouse receiver and the client integration.export_clickhouse queries it with
 	# HTTP load test and benchmark (bench/http_load.sh: node_exporter beside it)
 	wrk prometheus-node-exporter
 	# status page test: headless browser and its WebDriver

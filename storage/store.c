@@ -70,7 +70,23 @@ static int store_pragmas(struct store *s, bool fresh, char *err, size_t errlen)
 		return -EIO;
 	}
 	sqlite3_finalize(st);
-	snprintf(sql, sizeof(sql), "PRAGMA journal_size_limit = %d", STORE_JOURNAL_LIMIT);
+	s->wal_cap = STORE_JOURNAL_LIMIT;
+	if (s->cfg.max_bytes && s->cfg.max_bytes / 16 < STORE_JOURNAL_LIMIT)
+		s->wal_cap = s->cfg.max_bytes / 16 > STORE_WAL_MIN ? (int64_t)s->cfg.max_bytes / 16
+								   : STORE_WAL_MIN;
+	/* in pages of 4 KiB (the default; a larger page only checkpoints
+	 * sooner): woken at half the cap, the writer's own at 3/4 */
+	s->ckpt_frames = (int)(s->wal_cap / 4096 / 2);
+	s->ckpt_hard_frames = (int)(s->wal_cap / 4096 * 3 / 4);
+	if (s->ckpt_frames > STORE_CKPT_FRAMES)
+		s->ckpt_frames = STORE_CKPT_FRAMES;
+	if (s->ckpt_hard_frames > STORE_CKPT_HARD_FRAMES)
+		s->ckpt_hard_frames = STORE_CKPT_HARD_FRAMES;
+	/* ~100 bytes of a row and its index entries a row, in the WAL */
+	s->delete_batch = (int)(s->wal_cap / 2 / 100);
+	if (s->delete_batch > STORE_DELETE_BATCH)
+		s->delete_batch = STORE_DELETE_BATCH;
+	snprintf(sql, sizeof(sql), "PRAGMA journal_size_limit = %" PRId64, s->wal_cap);
 	if (store_exec_rows(s->db, "PRAGMA synchronous = NORMAL") != SQLITE_OK ||
 	    store_exec_rows(s->db, sql) != SQLITE_OK ||
 	    store_exec_rows(s->db, "PRAGMA foreign_keys = OFF") != SQLITE_OK ||
@@ -311,12 +327,14 @@ struct store *store_open(const struct store_config *cfg, const struct event_tabl
 	static pthread_once_t once = PTHREAD_ONCE_INIT;
 	struct store *s;
 	int64_t n_objects = 0, ver = 0;
-	bool fresh, unclean;
+	bool fresh, unclean, transient;
 	int rc;
 
 	pthread_once(&once, store_sqlite_config);
-	if (store_check_path(cfg->path, err, errlen))
+	if (store_check_path(cfg->path, err, errlen)) {
+		errno = EINVAL;
 		return NULL;
+	}
 	s = calloc(1, sizeof(*s));
 	if (!s) {
 		snprintf(err, errlen, "out of memory");
@@ -399,7 +417,15 @@ struct store *store_open(const struct store_config *cfg, const struct event_tabl
 	return s;
 
 out_free:
+	/* The environment of the moment (a full disk, another process's
+	 * lock, I/O, memory), which a later start may not meet; not a
+	 * permission, a corrupt file or a newer schema. */
+	rc = s->db ? sqlite3_extended_errcode(s->db) & 0xff : SQLITE_OK;
+	transient = rc == SQLITE_FULL || rc == SQLITE_IOERR || rc == SQLITE_BUSY ||
+		    rc == SQLITE_LOCKED || rc == SQLITE_NOMEM || rc == SQLITE_PROTOCOL ||
+		    store_dir_full(s->path);
 	store_free(s);
+	errno = transient ? EAGAIN : EINVAL;
 	return NULL;
 }
 
@@ -478,6 +504,11 @@ void store_get_stats(struct store *s, struct store_stats *out)
 	out->rows_dropped_error = store_stat_get(&s->rows_dropped_error);
 	out->samples_written = store_stat_get(&s->samples_written);
 	out->samples_dropped = store_stat_get(&s->samples_dropped);
+	out->snapshots = store_stat_get(&s->snapshots);
+	for (int i = 0; i < STORE_DROP_REASONS; i++) {
+		out->samples_dropped_by[i] = store_stat_get(&s->samples_dropped_by[i]);
+		out->snapshots_dropped_by[i] = store_stat_get(&s->snapshots_dropped_by[i]);
+	}
 	out->db_bytes = store_stat_get(&s->db_bytes);
 	for (int i = 0; i < STORE_OP_MAX; i++)
 		out->errors[i] = store_stat_get(&s->errors_op[i]);

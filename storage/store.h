@@ -56,6 +56,9 @@ struct store;
  * with the file: a file it does not get through is checked whole in the
  * background (store_start) only when the last stop was unclean (a WAL file
  * was left); a corrupt result is logged and counted (errors, "integrity").
+ * On failure errno is EAGAIN when the cause may pass by itself (the
+ * database's file system full, another process holding its lock, an I/O
+ * error), EINVAL otherwise (a path, permission, corrupt file, schema).
  */
 struct store *store_open(const struct store_config *cfg, const struct event_table *const *tables,
 			 char *err, size_t errlen);
@@ -67,7 +70,8 @@ int store_start(struct store *s);
 void store_close(struct store *s);
 
 /* Copies row (t->row_size bytes) into the queue. Never blocks: returns
- * -EAGAIN when the queue is full (counted as dropped, reason="queue_full"). */
+ * -EAGAIN when the queue is full (the caller counts it, by
+ * store_full_reason()). */
 int store_submit(struct store *s, const struct event_table *t, int64_t ts_ns, const void *row);
 /* Same, and *id is the id the row will have in its table (and in
  * /api/v1/events) once committed. A row the queue takes is written with that
@@ -77,8 +81,8 @@ int store_submit_id(struct store *s, const struct event_table *t, int64_t ts_ns,
 		    int64_t *id);
 /* Queues one metric history sample (series name + rendered label set
  * `{a="b"}`, value) through the same queue as event rows. -EAGAIN when the
- * queue is full, -E2BIG for a name and labels longer than a slot (counted
- * in samples_dropped). */
+ * queue is full, -E2BIG for a name and labels longer than a slot (both
+ * counted in samples_dropped, by reason). */
 int store_submit_sample(struct store *s, int64_t ts_ns, const char *name, const char *labels,
 			double value);
 /* store_submit_sample with an opaque blob kept beside the value (metric_samples.buckets:
@@ -87,6 +91,34 @@ int store_submit_sample(struct store *s, int64_t ts_ns, const char *name, const 
  * can submit the sample without its blob. */
 int store_submit_sample_blob(struct store *s, int64_t ts_ns, const char *name, const char *labels,
 			     double value, const void *blob, size_t blob_len);
+
+/* Why a row or sample did not reach the history: the queue was full because
+ * the writer's last commit failed for a full disk (disk_full) or another
+ * connection's lock (locked), or it was full for no failure (queue_full: a
+ * burst the writer had not caught up with); a name and labels longer than a
+ * queue slot (too_long); SQLite refused the row on its own (insert_error). */
+enum store_drop_reason {
+	STORE_DROP_QUEUE_FULL,
+	STORE_DROP_DISK_FULL,
+	STORE_DROP_LOCKED,
+	STORE_DROP_TOO_LONG,
+	STORE_DROP_INSERT_ERROR,
+	STORE_DROP_REASONS
+};
+const char *store_drop_reason_name(int reason);
+/* The reason a row the queue refuses now is lost (one of the first three). */
+enum store_drop_reason store_full_reason(struct store *s);
+
+/* Metric history snapshots are whole or missing: store_snapshot_begin()
+ * reserves n queue slots for one snapshot's samples (event rows cannot take
+ * them), or returns -EAGAIN with *reason when the queue has no room for all
+ * of them; then the snapshot is not queued at all and counted dropped, with
+ * its n samples. store_snapshot_end() gives back what the snapshot did not
+ * use. Samples beyond n (series added meanwhile) take free slots. A
+ * snapshot larger than the whole queue ([storage] queue_rows) reserves
+ * nothing and is queued as far as it fits, each lost sample counted. */
+int store_snapshot_begin(struct store *s, size_t n, enum store_drop_reason *reason);
+void store_snapshot_end(struct store *s);
 
 /* Waits until everything submitted so far is committed (tests, shutdown).
  * Returns 0; -EIO when a commit failed meanwhile (the rows stay queued and
@@ -110,6 +142,8 @@ struct store_stats {
 	uint64_t rows_dropped_full;  /* queue full (event rows and samples) */
 	uint64_t rows_dropped_error; /* a row SQLite refused on its own */
 	uint64_t samples_written, samples_dropped;
+	uint64_t samples_dropped_by[STORE_DROP_REASONS]; /* samples_dropped by reason */
+	uint64_t snapshots, snapshots_dropped_by[STORE_DROP_REASONS];
 	uint64_t batches;
 	uint64_t write_errors;	  /* failed commits (disk full, I/O) */
 	uint64_t rows_lost_close; /* queued rows store_close() could not write */

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -62,6 +63,19 @@ int store_check_path(const char *path, char *err, size_t errlen)
 	}
 	free(copy);
 	return ret;
+}
+
+bool store_dir_full(const char *path)
+{
+	struct statvfs sv;
+	char *copy = strdup(path);
+	bool full;
+
+	if (!copy)
+		return false;
+	full = statvfs(dirname(copy), &sv) == 0 && (sv.f_bavail == 0 || sv.f_favail == 0);
+	free(copy);
+	return full;
 }
 
 /* PRAGMA quick_check must say "ok"; a file that is not a database fails

@@ -42,6 +42,7 @@
 #define STORE_OPEN_CHECK_MS	 100   /* quick_check budget at open */
 #define STORE_READER_WAIT_MS	 2000
 #define STORE_JOURNAL_LIMIT	 (64 * 1024 * 1024)
+#define STORE_WAL_MIN		 (256 * 1024) /* the WAL's share of a small max_size, at least */
 #define STORE_SLOT_HDR		 24
 
 /* Slot layout: header, then the row at a 16-byte aligned offset. */
@@ -140,6 +141,18 @@ struct store {
 	bool writer_idle; /* writer sleeps with an empty queue */
 	bool started, stop, writer_done;
 	uint64_t dropped_full;
+	/* max_size is the database plus its WAL: the WAL gets wal_cap bytes
+	 * of it (a sixteenth, STORE_WAL_MIN to STORE_JOURNAL_LIMIT), the
+	 * checkpointer is woken at ckpt_frames and the writer checkpoints
+	 * itself at ckpt_hard_frames (both within wal_cap), and size
+	 * retention keeps the database's pages within max_size - wal_cap. */
+	int64_t wal_cap;
+	int ckpt_frames, ckpt_hard_frames;
+	int delete_batch;  /* rows per size-retention transaction: its WAL frames fit wal_cap */
+	uint64_t reserved; /* slots a snapshot in progress holds (store_snapshot_begin) */
+	/* The writer's last commit: SQLITE_OK, or why it failed (the reason
+	 * the queue is full: store_full_reason()). Atomic. */
+	int writer_rc;
 
 	/* Next event row id: given under mu when a row is queued, so the
 	 * submitter knows it at once (exemplars point at rows by id); the
@@ -160,6 +173,8 @@ struct store {
 	int64_t next_retention, next_checkpoint, next_publish;
 	struct hash_table series; /* of struct store_series_ent */
 	uint64_t samples_written, samples_dropped;
+	uint64_t samples_dropped_by[STORE_DROP_REASONS];
+	uint64_t snapshots, snapshots_dropped_by[STORE_DROP_REASONS];
 
 	/* Statistics (atomics). */
 	uint64_t rows_written, batches, write_errors, rows_dropped_error;
@@ -213,6 +228,8 @@ void store_log(const struct store *s, struct store_ratelimit *rl, unsigned inter
 int64_t store_wall_ns(void);
 void store_abs_mono(int64_t ns, struct timespec *out);
 void store_stat_add(uint64_t *p, uint64_t v);
+/* Counts n samples lost (samples_dropped and its reason). */
+void store_samples_lost(struct store *s, enum store_drop_reason reason, uint64_t n);
 uint64_t store_stat_get(const uint64_t *p);
 void store_count_error(struct store *s, enum store_err_op op);
 int store_query_int(sqlite3 *db, const char *sql, int64_t *out);
@@ -226,6 +243,9 @@ int store_migrate_table(struct store *s, const struct event_table *t, char *err,
 
 /* store_check.c */
 int store_check_path(const char *path, char *err, size_t errlen);
+/* The file system of path's directory has no block (or inode) left for an
+ * unprivileged writer. */
+bool store_dir_full(const char *path);
 bool store_unclean_stop(const char *path); /* a WAL file was left beside it */
 /* quick_check at open, bounded in time (may go on in the background). */
 int store_open_check(struct store *s, bool unclean, char *err, size_t errlen);

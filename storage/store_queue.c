@@ -30,12 +30,22 @@ static int store_enqueue(struct store *s, uint32_t table, int64_t ts_ns, const v
 {
 	struct store_slot *slot;
 	uint64_t depth;
+	bool full;
 
 	pthread_mutex_lock(&s->mu);
 	depth = s->head - s->tail;
-	if (depth >= s->cap || s->stop) {
+	/* A snapshot's reserved slots are for its samples alone. */
+	if (table == STORE_TABLE_SAMPLE && s->reserved && !s->stop) {
+		s->reserved--;
+		full = false;
+	} else {
+		full = depth + s->reserved >= s->cap || s->stop;
+	}
+	if (full) {
 		s->dropped_full++;
 		pthread_mutex_unlock(&s->mu);
+		if (table == STORE_TABLE_SAMPLE)
+			store_samples_lost(s, store_full_reason(s), 1);
 		return -EAGAIN;
 	}
 	slot = store_slot_at(s, s->head);
@@ -89,7 +99,7 @@ int store_submit_sample_blob(struct store *s, int64_t ts_ns, const char *name, c
 	if (head + nlen + llen + 2 + blob_len > s->slot_size - STORE_SLOT_HDR ||
 	    nlen + llen + 2 + blob_len > sizeof(tail)) {
 		if (!blob_len)
-			store_stat_add(&s->samples_dropped, 1);
+			store_samples_lost(s, STORE_DROP_TOO_LONG, 1);
 		return -E2BIG;
 	}
 	memcpy(tail, name, nlen);
@@ -105,6 +115,57 @@ int store_submit_sample(struct store *s, int64_t ts_ns, const char *name, const 
 			double value)
 {
 	return store_submit_sample_blob(s, ts_ns, name, labels, value, NULL, 0);
+}
+
+static const char *const store_drop_names[STORE_DROP_REASONS] = {
+    "queue_full", "disk_full", "locked", "too_long", "insert_error",
+};
+
+const char *store_drop_reason_name(int reason)
+{
+	return reason >= 0 && reason < STORE_DROP_REASONS ? store_drop_names[reason] : NULL;
+}
+
+enum store_drop_reason store_full_reason(struct store *s)
+{
+	switch (__atomic_load_n(&s->writer_rc, __ATOMIC_RELAXED) & 0xff) {
+	case SQLITE_FULL:
+		return STORE_DROP_DISK_FULL;
+	case SQLITE_BUSY:
+	case SQLITE_LOCKED:
+		return STORE_DROP_LOCKED;
+	default:
+		return STORE_DROP_QUEUE_FULL;
+	}
+}
+
+int store_snapshot_begin(struct store *s, size_t n, enum store_drop_reason *reason)
+{
+	bool room;
+
+	pthread_mutex_lock(&s->mu);
+	room = !s->stop && s->head - s->tail + s->reserved + n <= s->cap;
+	if (room)
+		s->reserved += n;
+	pthread_mutex_unlock(&s->mu);
+	store_stat_add(&s->snapshots, 1);
+	if (room)
+		return 0;
+	/* More samples than the whole queue holds: never whole; queued as
+	 * far as they fit, each one lost counted (store_enqueue). */
+	if (n > s->cap && !s->stop)
+		return 0;
+	*reason = store_full_reason(s);
+	store_stat_add(&s->snapshots_dropped_by[*reason], 1);
+	store_samples_lost(s, *reason, n);
+	return -EAGAIN;
+}
+
+void store_snapshot_end(struct store *s)
+{
+	pthread_mutex_lock(&s->mu);
+	s->reserved = 0;
+	pthread_mutex_unlock(&s->mu);
 }
 
 size_t store_queue_depth(const struct store *s)

@@ -109,6 +109,16 @@ out:
 	return changed;
 }
 
+/*
+ * Retention never deletes the newest metric sample: metric_samples numbers
+ * its rows by rowid (no AUTOINCREMENT), which restarts at 1 in an emptied
+ * table. remote_write's cursor is a rowid: with the numbering restarting,
+ * samples deleted unsent could not be told from samples never written
+ * (exporters/remote_write.c counts deleted = the oldest rowid left - its
+ * cursor - 1).
+ */
+#define STORE_KEEP_NEWEST " AND rowid < (SELECT max(rowid) FROM metric_samples)"
+
 /* Deletes rows older than their table's retention, STORE_DELETE_BATCH per
  * transaction. *budget counts transactions left for this turn. Returns true
  * when it ran out of budget with work left. */
@@ -129,7 +139,8 @@ static bool store_retain_age(struct store *s, int *budget)
 		snprintf(sql, sizeof(sql),
 			 "DELETE FROM \"%s\" WHERE rowid IN (SELECT rowid FROM \"%s\""
 			 " WHERE ts < ?1 LIMIT %d)%s",
-			 name, name, STORE_DELETE_BATCH, i < s->n_known ? " RETURNING id" : "");
+			 name, name, STORE_DELETE_BATCH,
+			 i < s->n_known ? " RETURNING id" : STORE_KEEP_NEWEST);
 		do {
 			if (*budget <= 0)
 				return true;
@@ -153,7 +164,7 @@ static int store_idts_cmp(const void *a, const void *b)
 	return x->id < y->id ? -1 : x->id > y->id;
 }
 
-/* One step of size retention: the STORE_DELETE_BATCH oldest event rows
+/* One step of size retention: the s->delete_batch oldest event rows
  * across all tables (by global id) plus metric samples up to the newest of
  * their timestamps. Returns rows deleted, 0 when nothing is left, -1. */
 static int64_t store_retain_size_step(struct store *s)
@@ -164,14 +175,14 @@ static int64_t store_retain_size_step(struct store *s)
 	char sql[256];
 	int rc;
 
-	v = malloc(sizeof(*v) * STORE_DELETE_BATCH * (s->n_known ? s->n_known : 1));
+	v = malloc(sizeof(*v) * s->delete_batch * (s->n_known ? s->n_known : 1));
 	if (!v)
 		return -1;
 	for (size_t i = 0; i < s->n_known; i++) {
 		sqlite3_stmt *st;
 
 		snprintf(sql, sizeof(sql), "SELECT id, ts FROM \"%s\" ORDER BY id LIMIT %d",
-			 s->known[i].name, STORE_DELETE_BATCH);
+			 s->known[i].name, s->delete_batch);
 		rc = sqlite3_prepare_v2(s->db, sql, -1, &st, NULL);
 		if (rc != SQLITE_OK)
 			continue;
@@ -186,12 +197,12 @@ static int64_t store_retain_size_step(struct store *s)
 		free(v);
 		snprintf(sql, sizeof(sql),
 			 "DELETE FROM metric_samples WHERE rowid IN (SELECT rowid FROM "
-			 "metric_samples ORDER BY rowid LIMIT %d) AND ?1 = ?1",
-			 STORE_DELETE_BATCH);
+			 "metric_samples ORDER BY rowid LIMIT %d) AND ?1 = ?1" STORE_KEEP_NEWEST,
+			 s->delete_batch);
 		return store_delete_txn(s, sql, 0, -1);
 	}
 	qsort(v, n, sizeof(*v), store_idts_cmp);
-	k = n < STORE_DELETE_BATCH ? (int64_t)n : STORE_DELETE_BATCH;
+	k = n < (size_t)s->delete_batch ? (int64_t)n : s->delete_batch;
 	cut_id = v[k - 1].id;
 	for (int64_t i = 0; i < k; i++)
 		cut_ts = v[i].ts > cut_ts ? v[i].ts : cut_ts;
@@ -208,24 +219,29 @@ static int64_t store_retain_size_step(struct store *s)
 	}
 	snprintf(sql, sizeof(sql),
 		 "DELETE FROM metric_samples WHERE rowid IN (SELECT rowid FROM metric_samples"
-		 " WHERE ts <= ?1 LIMIT %d)",
-		 STORE_DELETE_BATCH);
+		 " WHERE ts <= ?1 LIMIT %d)" STORE_KEEP_NEWEST,
+		 s->delete_batch);
 	k = store_delete_txn(s, sql, cut_ts, -1);
 	if (k < 0)
 		return -1;
 	return total + k;
 }
 
+/* Past max_size less the WAL's share, deletes down to a WAL's share below
+ * that: the rows arriving meanwhile (a flood's batch) fit under the bound. */
 static bool store_retain_size(struct store *s, int *budget)
 {
-	int64_t used, total, n;
+	int64_t used, total, n, target = (int64_t)s->cfg.max_bytes - s->wal_cap;
+	bool over = false;
 
 	if (!s->cfg.max_bytes)
 		return false;
 	for (;;) {
 		if (store_db_size(s, &used, &total))
 			return false;
-		if ((uint64_t)used <= s->cfg.max_bytes)
+		if (used > target)
+			over = true;
+		if (!over || used <= target - s->wal_cap)
 			return false;
 		if (*budget <= 0)
 			return true;
@@ -247,12 +263,27 @@ bool store_retention(struct store *s)
 	bool more;
 	int64_t used, total;
 
+	char sql[64] = "PRAGMA incremental_vacuum";
+
 	more = store_retain_age(s, &budget);
 	if (!more)
 		more = store_retain_size(s, &budget);
+	/* Under max_size, give back only what the file is over by: the
+	 * freed pages are taken again by the next rows, and every page the
+	 * vacuum moves is a WAL frame (a flood's size retention that gave
+	 * back all of them doubled the WAL at each turn). */
+	if (s->cfg.max_bytes && !store_db_size(s, &used, &total)) {
+		int64_t over = total + s->wal_cap - (int64_t)s->cfg.max_bytes;
+
+		if (over <= 0)
+			sql[0] = '\0';
+		else
+			snprintf(sql, sizeof(sql), "PRAGMA incremental_vacuum(%" PRId64 ")",
+				 over / 4096 + 1);
+	}
 	if ((int64_t)(store_stat_get(&s->rows_deleted_age) +
 		      store_stat_get(&s->rows_deleted_size)) != before &&
-	    store_exec_rows(s->db, "PRAGMA incremental_vacuum") != SQLITE_OK) {
+	    sql[0] && store_exec_rows(s->db, sql) != SQLITE_OK) {
 		store_count_error(s, STORE_OP_RETENTION);
 		store_log(s, &s->rl_maint, 60000, STORE_LOG_WARN, "incremental_vacuum: %s",
 			  sqlite3_errmsg(s->db));

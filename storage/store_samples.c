@@ -76,6 +76,18 @@ int store_samples_last(struct store *s, int64_t *out)
 	return rc == SQLITE_OK ? 0 : -EIO;
 }
 
+int store_samples_first(struct store *s, int64_t *out)
+{
+	sqlite3 *db = store_reader_get(s);
+	int rc;
+
+	if (!db)
+		return -EBUSY;
+	rc = store_query_int(db, "SELECT min(rowid) FROM metric_samples", out);
+	store_reader_put(s, db);
+	return rc == SQLITE_OK ? 0 : -EIO;
+}
+
 #define CURSOR_KEY_MAX 64
 
 struct store_cursor {
@@ -136,13 +148,68 @@ out_free:
 	return NULL;
 }
 
-int store_cursor_get(struct store_cursor *c, int64_t *out)
+int store_cursor_find(struct store_cursor *c, int64_t *out, bool *found)
 {
 	int rc = sqlite3_step(c->get);
 
+	*found = rc == SQLITE_ROW;
 	*out = rc == SQLITE_ROW ? sqlite3_column_int64(c->get, 0) : 0;
 	sqlite3_reset(c->get);
 	return rc == SQLITE_ROW || rc == SQLITE_DONE ? 0 : -EIO;
+}
+
+static int store_cursor_note_stmt(struct store_cursor *c, const char *sql, const char *what,
+				  sqlite3_stmt **st)
+{
+	char key[CURSOR_KEY_MAX + 64];
+
+	if (snprintf(key, sizeof(key), "%s/%s", c->key, what) >= (int)sizeof(key) ||
+	    sqlite3_prepare_v2(c->db, sql, -1, st, NULL) != SQLITE_OK)
+		return -EIO;
+	sqlite3_bind_text(*st, 1, key, -1, SQLITE_TRANSIENT);
+	return 0;
+}
+
+int store_cursor_note_get(struct store_cursor *c, const char *what, char *buf, size_t len)
+{
+	sqlite3_stmt *st;
+	int rc;
+
+	buf[0] = '\0';
+	if (store_cursor_note_stmt(c, "SELECT value FROM store_meta WHERE key = ?1", what, &st))
+		return -EIO;
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW && sqlite3_column_text(st, 0))
+		snprintf(buf, len, "%s", (const char *)sqlite3_column_text(st, 0));
+	sqlite3_finalize(st);
+	return rc == SQLITE_ROW || rc == SQLITE_DONE ? 0 : -EIO;
+}
+
+int store_cursor_note_set(struct store_cursor *c, const char *what, const char *text)
+{
+	sqlite3_stmt *st;
+	int rc;
+
+	if (store_cursor_note_stmt(
+		c,
+		text ? "INSERT OR REPLACE INTO store_meta(key, value) VALUES(?1, ?2)"
+		     : "DELETE FROM store_meta WHERE key = ?1",
+		what, &st))
+		return -EIO;
+	if (text)
+		sqlite3_bind_text(st, 2, text, -1, SQLITE_TRANSIENT);
+	rc = sqlite3_step(st);
+	sqlite3_finalize(st);
+	if (rc == SQLITE_DONE)
+		return 0;
+	return rc == SQLITE_BUSY || rc == SQLITE_LOCKED ? -EBUSY : -EIO;
+}
+
+int store_cursor_get(struct store_cursor *c, int64_t *out)
+{
+	bool found;
+
+	return store_cursor_find(c, out, &found);
 }
 
 int store_cursor_set(struct store_cursor *c, int64_t v)

@@ -15,6 +15,7 @@
 #ifndef SYSOBS_STORE_SAMPLES_H
 #define SYSOBS_STORE_SAMPLES_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -45,6 +46,9 @@ int store_samples_after(struct store *s, int64_t after, size_t limit, store_samp
 
 /* The newest sample's rowid (0 for none) in *out. 0, -EBUSY or -EIO. */
 int store_samples_last(struct store *s, int64_t *out);
+/* The oldest sample's rowid (0 for none): retention deletes from that end,
+ * so the rowids between a cursor and it were deleted. 0, -EBUSY or -EIO. */
+int store_samples_first(struct store *s, int64_t *out);
 
 /*
  * A named durable cursor: one row of store_meta ("cursor.<name>"), written
@@ -60,8 +64,16 @@ struct store_cursor;
 struct store_cursor *store_cursor_open(struct store *s, const char *name, char *err, size_t errlen);
 /* The stored value, 0 when never set. 0 or -EIO. */
 int store_cursor_get(struct store_cursor *c, int64_t *out);
+/* Same, and whether it was ever set. */
+int store_cursor_find(struct store_cursor *c, int64_t *out, bool *found);
 /* Stores v (committed when this returns 0). 0, -EBUSY or -EIO. */
 int store_cursor_set(struct store_cursor *c, int64_t v);
 void store_cursor_close(struct store_cursor *c); /* accepts NULL */
+/* A note kept beside the cursor (store_meta "cursor.<name>/<what>"): what
+ * its owner needs to know of the run that moved it (the destination, the
+ * tables it covered). get: "" when none; set: text NULL deletes it. 0 or
+ * -EIO (-EBUSY when locked, for set). */
+int store_cursor_note_get(struct store_cursor *c, const char *what, char *buf, size_t len);
+int store_cursor_note_set(struct store_cursor *c, const char *what, const char *text);
 
 #endif

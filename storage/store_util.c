@@ -80,6 +80,12 @@ uint64_t store_stat_get(const uint64_t *p)
 	return __atomic_load_n(p, __ATOMIC_RELAXED);
 }
 
+void store_samples_lost(struct store *s, enum store_drop_reason reason, uint64_t n)
+{
+	store_stat_add(&s->samples_dropped, n);
+	store_stat_add(&s->samples_dropped_by[reason], n);
+}
+
 void store_count_error(struct store *s, enum store_err_op op)
 {
 	store_stat_add(&s->errors_op[op], 1);

@@ -104,7 +104,7 @@ int store_write_batch(struct store *s, uint64_t start, uint64_t n)
 	store_stat_add(&s->rows_written, written);
 	store_stat_add(&s->rows_dropped_error, skipped);
 	store_stat_add(&s->samples_written, samples);
-	store_stat_add(&s->samples_dropped, skipped_samples);
+	store_samples_lost(s, STORE_DROP_INSERT_ERROR, skipped_samples);
 	store_stat_add(&s->batches, 1);
 	return 0;
 
@@ -367,6 +367,20 @@ void *store_writer_main(void *arg)
 						  "writing again after a full disk");
 				last_rc = SQLITE_OK;
 			}
+			__atomic_store_n(&s->writer_rc, last_rc, __ATOMIC_RELAXED);
+			/* Past max_size after this commit: size retention before
+			 * the next batch, not at its next minute (a flood adds
+			 * megabytes a second). page_count is read from the
+			 * header SQLite holds: no I/O. */
+			if (s->cfg.max_bytes) {
+				int64_t used, total;
+
+				pthread_mutex_unlock(&s->mu);
+				if (!store_db_size(s, &used, &total) &&
+				    used + s->wal_cap > (int64_t)s->cfg.max_bytes)
+					s->next_retention = 0;
+				pthread_mutex_lock(&s->mu);
+			}
 			__atomic_store_n(&s->tail, s->tail + n, __ATOMIC_RELAXED);
 			if (s->tail == s->head)
 				s->base = s->head; /* no slot in use: restart at 0 */
@@ -377,6 +391,7 @@ void *store_writer_main(void *arg)
 			continue;
 		}
 		last_rc = rc;
+		__atomic_store_n(&s->writer_rc, rc, __ATOMIC_RELAXED);
 		store_stat_add(&s->write_errors, 1);
 		store_count_error(s, STORE_OP_COMMIT);
 		s->backoff_ms = s->backoff_ms ? s->backoff_ms * 2 : STORE_BACKOFF_MIN_MS;
@@ -431,12 +446,12 @@ int store_wal_hook(void *arg, sqlite3 *db, const char *name, int frames)
 {
 	struct store *s = arg;
 
-	if (frames >= STORE_CKPT_HARD_FRAMES) {
+	if (frames >= s->ckpt_hard_frames) {
 		/* The checkpointer never caught up (sustained load, no pause
 		 * between batches): checkpoint here, with no write running,
 		 * so the WAL can restart from its beginning. */
 		store_checkpoint(s, db);
-	} else if (frames >= STORE_CKPT_FRAMES) {
+	} else if (frames >= s->ckpt_frames) {
 		pthread_mutex_lock(&s->ck_mu);
 		if (!s->ck_pending) {
 			s->ck_pending = true;

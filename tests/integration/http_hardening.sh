@@ -152,6 +152,38 @@ if command -v prometheus-node-exporter >/dev/null; then
 else
 	echo "note: prometheus-node-exporter not installed; promtool check web-config only"
 fi
+# certificate renewal (issue 30 item 5): new files are served without a
+# restart, by the next handshake a second later or at once on SIGHUP; a
+# key that does not match keeps the pair served before, said in the log
+serial() { openssl s_client -connect "127.0.0.1:$PORT" </dev/null 2>/dev/null |
+	openssl x509 -noout -serial 2>/dev/null; }
+s0=$(serial)
+[ -n "$s0" ] || fail "no certificate served"
+renew() { # NAME: the server pair replaced by NAME's, as certbot does (rename)
+	cp "$T/$1.crt" "$T/server.crt.new" && cp "$T/$1.key" "$T/server.key.new" &&
+		mv "$T/server.key.new" "$T/server.key" && mv "$T/server.crt.new" "$T/server.crt"
+}
+mkcert server2 /CN=localhost ca $'subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth'
+mkcert server3 /CN=localhost ca $'subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth'
+renew server2
+sleep 1.2
+s2=$(openssl x509 -noout -serial -in "$T/server2.crt")
+serial >/dev/null # this handshake finds the files changed
+assert_eq "renewed certificate served without SIGHUP" "$s2" "$(serial)"
+renew server3
+kill -HUP "$AGENT_PID"
+sleep 0.3
+assert_eq "renewed certificate served after SIGHUP" "$(openssl x509 -noout -serial -in "$T/server3.crt")" "$(serial)"
+cp "$T/server2.crt" "$T/server.crt" # server2's certificate, server3's key
+kill -HUP "$AGENT_PID"
+sleep 0.3
+assert_eq "a mismatched pair keeps the one served" "$(openssl x509 -noout -serial -in "$T/server3.crt")" "$(serial)"
+grep -q 'TLS: the new .* cannot be used' "$T/agent.log" || fail "the refused pair is not logged"
+tls -u prometheus:s3cret "$U/metrics"
+assert_eq "served with the kept pair" 200 "$HTTP_CODE"
+cp "$T/server3.crt" "$T/server.crt"
+pass "certificate renewal: new files served by the next handshake (1 s) and at once on SIGHUP; a key that does not match its certificate is refused, logged, and the old pair served"
+
 # SIGTERM while wrong passwords wait out their delay (suspended connections)
 for i in $(seq 8); do
 	curl -s --max-time 5 --cacert "$T/ca.crt" -u "prometheus:wrong$i" -o /dev/null "$U/metrics" &

@@ -6,7 +6,8 @@ tests/integration/remote_write.sh. Loopback only.
   rw_fake_receiver.py [--tls CERT KEY [--client-ca CA]] [--save DIR] [--port N] PORTFILE LOGFILE STATUS...
 
 STATUS is a code (200, 400, 503, ...) or CODE:RETRY_AFTER (429:2), or
-200+partial: an OTLP ExportLogsServiceResponse whose partial_success rejects
+CODE/SECONDS (401/5: every request answered 401 for 5 s from the first
+one it answered, then the next step), or 200+partial: an OTLP ExportLogsServiceResponse whose partial_success rejects
 3 records ("scripted rejection"); requests after the list get 204. Also an
 OTLP/HTTP logs receiver for tests/integration/export_otlp.sh. Writes the port it listens on to PORTFILE, and one
 JSON line per request to LOGFILE: arrival time, status answered, the body's
@@ -34,18 +35,29 @@ if args and args[0] == "--port":
     port, args = int(args[1]), args[2:]
 portfile, logfile, script = args[0], args[1], args[2:]
 count = 0
+step_at, step_since = 0, None  # the step answering, since when (timed steps)
 
 
 class Handler(http.server.BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
 
     def do_POST(self):
-        global count
+        global count, step_at, step_since
         t = time.time()
         n = int(self.headers.get("Content-Length", "0"))
         body = self.rfile.read(n)
-        step = script[count] if count < len(script) else "204"
         count += 1
+        while True:
+            step = script[step_at] if step_at < len(script) else "204"
+            if "/" not in step:
+                step_at += 1
+                break
+            step, _, secs = step.partition("/")  # CODE/SECONDS: that long
+            if step_since is None:
+                step_since = t
+            if t - step_since < float(secs):
+                break
+            step_at, step_since = step_at + 1, None
         step, partial = step.split("+")[0], "+partial" in step
         code, _, retry_after = step.partition(":")
         entry = {

@@ -25,7 +25,9 @@
 
 #include "base/arena.h"
 #include "api/metrics/hist_blob.h"
+#include "exporters/clickhouse.h"
 #include "exporters/remote_write.h"
+#include "exporters/sender.h"
 #include "exporters/remote_write_meta.h"
 #include "api/metrics/metrics.h"
 #include "exporters/proto/prometheus/remote.pb-c.h"
@@ -102,6 +104,40 @@ static void test_labels_sort_bytewise(void **state)
 	assert_string_equal(l[2].name, "_x");
 	assert_string_equal(l[3].name, "a");
 	assert_string_equal(l[4].name, "reason");
+}
+
+/* The verdict matrix (docs/remote_write.md, docs/fleet.md): only a verdict
+ * on the data refuses a batch; the receiver's state keeps it. */
+static void test_verdict_refuses_only_data(void **state)
+{
+	static const long kept[] = {0,	 401, 403, 404, 405, 407, 408, 409, 410, 413, 415, 421,
+				    425, 429, 431, 451, 500, 502, 503, 504, 301, 302, 100};
+
+	assert_int_equal(sender_verdict_of(200), SENDER_SENT);
+	assert_int_equal(sender_verdict_of(204), SENDER_SENT);
+	assert_int_equal(sender_verdict_of(400), SENDER_REFUSED);
+	assert_int_equal(sender_verdict_of(422), SENDER_REFUSED);
+	for (size_t i = 0; i < sizeof(kept) / sizeof(kept[0]); i++)
+		assert_int_equal(sender_verdict_of(kept[i]), SENDER_RETRY);
+	/* ClickHouse: its code decides, whatever the status. */
+	assert_int_equal(clickhouse_verdict(500, "Code: 27, e.displayText() = DB::Exception: "
+						 "Cannot parse input"),
+			 SENDER_REFUSED);
+	assert_int_equal(clickhouse_verdict(400, "Code: 53. DB::Exception: Type mismatch"),
+			 SENDER_REFUSED);
+	assert_int_equal(clickhouse_verdict(404, "Code: 81, e.displayText() = DB::Exception: "
+						 "Database nosuchdb doesn't exist"),
+			 SENDER_RETRY);
+	assert_int_equal(clickhouse_verdict(404, "Code: 60. DB::Exception: Table x doesn't exist"),
+			 SENDER_RETRY);
+	assert_int_equal(clickhouse_verdict(500, "Code: 16, no such column"), SENDER_RETRY);
+	assert_int_equal(clickhouse_verdict(403, "Code: 516. Authentication failed"), SENDER_RETRY);
+	assert_int_equal(clickhouse_verdict(500, "Code: 241, memory limit exceeded"), SENDER_RETRY);
+	/* a proxy's answer, no ClickHouse code: the general rule */
+	assert_int_equal(clickhouse_verdict(403, "<html>Forbidden</html>"), SENDER_RETRY);
+	assert_int_equal(clickhouse_verdict(400, "<html>Bad Request</html>"), SENDER_REFUSED);
+	assert_int_equal(clickhouse_verdict(0, ""), SENDER_RETRY);
+	assert_int_equal(clickhouse_verdict(200, "Code: 27"), SENDER_SENT);
 }
 
 static void test_retry_after_reads_seconds_and_dates(void **state)
@@ -537,6 +573,7 @@ int main(void)
 	    cmocka_unit_test(test_external_labels_are_checked),
 	    cmocka_unit_test(test_labels_sort_bytewise),
 	    cmocka_unit_test(test_retry_after_reads_seconds_and_dates),
+	    cmocka_unit_test(test_verdict_refuses_only_data),
 	    cmocka_unit_test(test_backoff_doubles_up_to_its_cap),
 	    cmocka_unit_test(test_public_url_has_no_credentials),
 	    cmocka_unit_test(test_write_request_decodes_back_after_snappy),

@@ -332,7 +332,7 @@ static void test_registry_to_wire_through_the_history(void **state)
 		series_observe(s, v);
 		assert_int_equal(nhist_add(&want, v, 1, NHIST_ZERO_THRESHOLD_DEFAULT, 160), 0);
 	}
-	assert_int_equal(agent_snapshot(m, st, 3000000000ll), 0);
+	assert_int_equal(agent_snapshot(m, st, NULL, 3000000000ll), 0);
 	assert_int_equal(store_flush(st), 0);
 
 	assert_int_equal(rw_batch_init(&b, 300), 0);

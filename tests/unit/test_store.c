@@ -593,6 +593,74 @@ static void test_queue_full_counted(void **state)
 	assert_int_equal(db_int("SELECT count(*) FROM test_a"), 8);
 }
 
+/*
+ * Metric history snapshots are whole or missing: a snapshot whose samples do
+ * not all fit is not queued at all, counted (snapshot and samples) by the
+ * reason the queue is full; event rows cannot take a snapshot's reserved
+ * slots. A database locked by another connection makes the reason "locked".
+ */
+static void test_snapshot_whole_or_counted(void **state)
+{
+	struct store_config cfg = default_cfg();
+	enum store_drop_reason why = STORE_DROP_REASONS;
+	struct ev_row r = make_row(1);
+	struct store_stats st;
+	struct store *s;
+	sqlite3 *holder;
+
+	cfg.queue_rows = 8;
+	cfg.busy_timeout_ms = 50;
+	s = store_open(&cfg, tables_ab, err, sizeof(err));
+	assert_non_null(s);
+	/* Writer not started: nothing drains. 5 slots for a snapshot of 5. */
+	assert_int_equal(store_snapshot_begin(s, 5, &why), 0);
+	for (int i = 0; i < 3; i++)
+		assert_int_equal(store_submit(s, &table_a, now_ns(), &r), 0);
+	/* The 3 free slots are taken; the snapshot's 5 are not for rows. */
+	assert_int_equal(store_submit(s, &table_a, now_ns(), &r), -EAGAIN);
+	for (int i = 0; i < 5; i++)
+		assert_int_equal(store_submit_sample(s, 1000, "m", "{}", i), 0);
+	store_snapshot_end(s);
+	/* The next snapshot finds no room for its 2: dropped whole. */
+	assert_int_equal(store_snapshot_begin(s, 2, &why), -EAGAIN);
+	assert_int_equal(why, STORE_DROP_QUEUE_FULL);
+	store_snapshot_end(s);
+	/* Larger than the whole queue: not reserved, queued as far as it
+	 * fits (here: nothing), each sample counted where it is lost. */
+	assert_int_equal(store_snapshot_begin(s, 9, &why), 0);
+	store_snapshot_end(s);
+	/* A sample outside a snapshot on a full queue: counted too. */
+	assert_int_equal(store_submit_sample(s, 2000, "m", "{}", 9), -EAGAIN);
+	store_get_stats(s, &st);
+	assert_int_equal(st.snapshots, 3);
+	assert_int_equal(st.snapshots_dropped_by[STORE_DROP_QUEUE_FULL], 1);
+	assert_int_equal(st.samples_dropped_by[STORE_DROP_QUEUE_FULL], 3);
+	assert_int_equal(st.samples_dropped, 3);
+
+	/* Another connection holds the write lock: the writer's commit fails
+	 * busy, and what the full queue refuses is lost to "locked". */
+	assert_int_equal(sqlite3_open_v2(dbpath, &holder, SQLITE_OPEN_READWRITE, NULL), SQLITE_OK);
+	assert_int_equal(sqlite3_exec(holder, "BEGIN IMMEDIATE", NULL, NULL, NULL), SQLITE_OK);
+	assert_int_equal(store_start(s), 0);
+	assert_int_equal(store_flush_timeout(s, 5000), -EIO);
+	assert_int_equal(store_full_reason(s), STORE_DROP_LOCKED);
+	assert_int_equal(store_snapshot_begin(s, 1, &why), -EAGAIN);
+	assert_int_equal(why, STORE_DROP_LOCKED);
+	store_snapshot_end(s);
+	assert_int_equal(store_submit_sample(s, 3000, "m", "{}", 9), -EAGAIN);
+	store_get_stats(s, &st);
+	assert_int_equal(st.snapshots_dropped_by[STORE_DROP_LOCKED], 1);
+	assert_int_equal(st.samples_dropped_by[STORE_DROP_LOCKED], 2);
+	assert_int_equal(sqlite3_exec(holder, "COMMIT", NULL, NULL, NULL), SQLITE_OK);
+	sqlite3_close(holder);
+	assert_int_equal(store_flush(s), 0);
+	assert_int_equal(store_full_reason(s), STORE_DROP_QUEUE_FULL);
+	store_close(s);
+	assert_int_equal(db_int("SELECT count(*) FROM metric_samples"), 5);
+	assert_int_equal(db_int("SELECT count(*) FROM test_a"), 3);
+	assert_string_equal(store_drop_reason_name(STORE_DROP_DISK_FULL), "disk_full");
+}
+
 static void test_global_ids_across_tables_and_reopen(void **state)
 {
 	struct store_config cfg = default_cfg();
@@ -1264,6 +1332,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_series_no_reader, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_metric_history_samples, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_disk_full_recovers, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_snapshot_whole_or_counted, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
