@@ -71,6 +71,7 @@ for k in $KERNELS; do
 		--bin "$SYSOBS_BUILD/tests/drops_gen=/bin/drops_gen" \
 		--bin "$SYSOBS_BUILD/tests/drops_gen=/build/tests/drops_gen" \
 		--bin "$SYSOBS_BUILD/tests/mptcp_peer=/build/tests/mptcp_peer" \
+		--bin "$SYSOBS_BUILD/api/cli/sysobs=/build/api/cli/sysobs" \
 		"${tools[@]}" "${files[@]}" --file "$T/vm-test.conf=/etc/vm-test.conf" "${mods[@]}"
 	vm_boot "$kernel" "$T/initrd-$k.gz" "$k" \
 		--append "sysobs.test=matrix${SYSOBS_VM_GUEST_LIMIT:+ sysobs.timeout=$SYSOBS_VM_GUEST_LIMIT}" \
