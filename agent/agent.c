@@ -28,7 +28,9 @@
 #include "exporters/remote_write.h"
 #include "agent/expose.h"
 #include "agent/mem_stage.h"
+#include "agent/names.h"
 #include "agent/privsep.h"
+#include "agent/sink_impl.h"
 #include "agent/snapshot.h"
 #include "agent/status.h"
 #include "api/history.h"
@@ -312,6 +314,7 @@ static struct agent_boot {
 	struct store_config sc;
 	struct http_config hc;
 	struct privsep_config pc;
+	struct names_config nc;
 } boot;
 
 /* Every value of every section checked, the senders built, the
@@ -326,7 +329,7 @@ static int start_config(struct agent *a)
 	export_identity_resolve(&a->cfg, a->host, &boot.identity);
 	if (agent_storage_config(a, &boot.sc) || agent_http_config(a, &boot.hc, true) ||
 	    agent_listen_check(a, boot.hc.listen, false) ||
-	    agent_privsep_config(a, &boot.pc, true) ||
+	    agent_privsep_config(a, &boot.pc, true) || agent_names_config(a, &boot.nc) ||
 	    agent_db_dir_check(a, boot.sc.path, &boot.pc) ||
 	    remote_write_new(&a->cfg, &boot.identity, &a->rw) ||
 	    agent_export_new(a, &boot.identity, true, &a->exp)) {
@@ -482,11 +485,15 @@ static int start_loop_work(struct agent *a)
  */
 static int drop_privileges(struct agent *a)
 {
+	bool dropping = geteuid() == 0 && strcmp(boot.pc.user, "root");
 	char err[512];
 	int rc;
 
-	if (geteuid() == 0 && strcmp(boot.pc.user, "root") && collectors_need_priv_writes(a)) {
-		rc = privsep_helper_start(a->sysfs_root);
+	/* The CRI runtime's socket is root's: after the drop, the helper
+	 * connects to it (again after a runtime restart) and passes the
+	 * descriptor. */
+	if (dropping && (collectors_need_priv_writes(a) || boot.nc.cri_socket[0])) {
+		rc = privsep_helper_start(a->sysfs_root, boot.nc.cri_socket);
 		if (rc) {
 			log_err("agent", "cannot start the privileged helper: %s", strerror(-rc));
 			return 1;
@@ -500,6 +507,21 @@ static int drop_privileges(struct agent *a)
 		return 1;
 	}
 	mem_stage("privilege drop");
+	if (dropping && boot.nc.cri_socket[0])
+		boot.nc.connect = privsep_cri_connect;
+	return 0;
+}
+
+/* The name service, after the drop: its thread connects through the
+ * helper (or directly, when the agent kept root). */
+static int start_names(struct agent *a)
+{
+	a->names = names_start(&boot.nc, a->metrics);
+	if (!a->names) {
+		log_err("agent", "cannot start the name service: %s", strerror(errno));
+		return 1;
+	}
+	agent_sink_names_set(a->names);
 	return 0;
 }
 
@@ -522,7 +544,9 @@ int agent_start(struct agent *a, const char *port_file)
 		log_err("agent", "cannot write port file %s: %s", port_file, strerror(errno));
 		return 1;
 	}
-	return drop_privileges(a);
+	if ((rc = drop_privileges(a)))
+		return rc;
+	return start_names(a);
 }
 
 int agent_run(struct agent *a)
@@ -542,6 +566,9 @@ void agent_stop(struct agent *a)
 	schema_free();
 	deadline_stage("stopping the collectors");
 	collectors_stop(a);
+	agent_sink_names_set(NULL);
+	names_stop(a->names);
+	a->names = NULL;
 	deadline_stage("stopping remote_write");
 	remote_write_free(a->rw); /* reads the store, updates metrics */
 	a->rw = NULL;

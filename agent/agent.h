@@ -20,6 +20,7 @@
 
 struct collector;
 struct remote_write;
+struct names;
 
 struct agent {
 	struct config cfg;
@@ -43,6 +44,7 @@ struct agent {
 	struct remote_write *rw;	   /* NULL unless [remote_write] url */
 	struct events_export *exp;	   /* NULL unless an [export.NAME] */
 	size_t cfg_errors_logged;	   /* cfg.errors[] logged so far */
+	struct names *names;		   /* Kubernetes names (agent/names.h) */
 };
 
 /* Declares [agent], [http], [storage] and every collector's section. */

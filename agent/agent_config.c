@@ -23,6 +23,7 @@
 #include "agent/agent_config.h"
 #include "agent/collector_host.h"
 #include "agent/expose.h"
+#include "agent/names.h"
 #include "api/http_allow.h"
 #include "api/webconfig.h"
 #include "collectors/collector.h"
@@ -163,6 +164,60 @@ static const struct cfg_key storage_keys[] = {
     {0},
 };
 
+/* [kubernetes]: the name service (agent/names.h). */
+struct kubernetes_section {
+	const char *cri_socket;
+	uint64_t refresh; /* ms */
+	uint64_t timeout; /* ms */
+};
+
+#define KK(f, t, d, lo, hi, h) CFG_KEY(struct kubernetes_section, f, t, d, lo, hi, h)
+static const struct cfg_key kubernetes_keys[] = {
+    KK(cri_socket, CFG_STRING, "auto", 0, 0,
+       "the CRI runtime's unix socket that names pods (ListPodSandbox, ListContainers): auto = "
+       "the first of /run/containerd/containerd.sock and /run/crio/crio.sock that exists at "
+       "start; off = none (pod UIDs from cgroup paths only)"),
+    KK(refresh, CFG_DURATION, "30s", SECONDS(1), SECONDS(3600),
+       "how often the pod and container lists are read again (also at once, at most once a "
+       "second, when a drop comes from a Kubernetes container or namespace not known yet)"),
+    KK(timeout, CFG_DURATION, "2s", 100, SECONDS(60), "a call to the runtime fails after this"),
+    {0},
+};
+
+static const char *const cri_socket_auto[] = {
+    "/run/containerd/containerd.sock",
+    "/run/crio/crio.sock",
+    NULL,
+};
+
+int agent_names_config(struct agent *a, struct names_config *nc)
+{
+	struct kubernetes_section s = {0};
+	int bad = cfg_section_parse(&a->cfg, "kubernetes", &s);
+	struct stat st;
+
+	*nc = (struct names_config){.refresh_ms = s.refresh, .timeout_ms = s.timeout};
+	if (bad)
+		return -EINVAL;
+	if (!s.cri_socket || !strcmp(s.cri_socket, "off") || !*s.cri_socket) {
+		nc->cri_socket = "";
+	} else if (!strcmp(s.cri_socket, "auto")) {
+		nc->cri_socket = "";
+		for (size_t i = 0; cri_socket_auto[i]; i++)
+			if (!stat(cri_socket_auto[i], &st) && S_ISSOCK(st.st_mode)) {
+				nc->cri_socket = cri_socket_auto[i];
+				break;
+			}
+	} else if (s.cri_socket[0] != '/' || strlen(s.cri_socket) >= 108) {
+		return cfg_error(&a->cfg, "kubernetes", "cri_socket",
+				 "expected auto, off or an absolute path of a unix socket "
+				 "(107 characters at most)");
+	} else {
+		nc->cri_socket = s.cri_socket;
+	}
+	return 0;
+}
+
 static const struct cfg_key collector_enabled_key = {
     "enabled", "true", "run this collector when the host supports it"};
 
@@ -173,6 +228,7 @@ int agent_config_declare(struct agent *a)
 	if ((err = cfg_declare(&a->cfg, "agent", agent_keys)) ||
 	    (err = cfg_declare(&a->cfg, "http", http_keys)) ||
 	    (err = cfg_declare(&a->cfg, "storage", storage_keys)) ||
+	    (err = cfg_declare(&a->cfg, "kubernetes", kubernetes_keys)) ||
 	    (err = expose_config_declare(&a->cfg)) ||
 	    (err = cfg_declare(&a->cfg, "remote_write", remote_write_keys)) ||
 	    (err = events_export_declare(&a->cfg)))
@@ -550,6 +606,7 @@ int agent_config_validate(struct agent *a, bool host)
 	struct store_config sc = {0};
 	struct http_config hc = {0};
 	struct privsep_config pc = {0};
+	struct names_config nc;
 	struct remote_write *rw = NULL;
 	struct export_identity_buf id;
 	struct sockaddr_storage ss;
@@ -561,6 +618,7 @@ int agent_config_validate(struct agent *a, bool host)
 	bad |= agent_table_retention(a);
 	bad |= agent_http_config(a, &hc, host);
 	bad |= agent_privsep_config(a, &pc, host);
+	bad |= agent_names_config(a, &nc) ? 1 : 0;
 	if (host) {
 		/* what the start checks of this host: the database directory
 		 * (for the user the agent becomes, in the unit's sandbox), a

@@ -35,6 +35,10 @@ int agent_http_config(struct agent *a, struct http_config *hc, bool read_files);
 /* [agent] user and seccomp (and the section's other keys checked). The user
  * is looked up only with lookup (not by a reload's check, which runs under
  * the agent's own seccomp filter, where NSS may not work). */
+/* [kubernetes]: the CRI socket in effect ("" none; auto resolved now by
+ * a stat of each candidate), the refresh and timeout. 0 or -EINVAL. */
+struct names_config;
+int agent_names_config(struct agent *a, struct names_config *nc);
 int agent_privsep_config(struct agent *a, struct privsep_config *pc, bool lookup);
 /* [http] listen must parse and be bindable now, before anything is loaded
  * or attached: a bad address, an address not on this host, a port below

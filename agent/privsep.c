@@ -17,6 +17,7 @@
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -33,6 +34,7 @@ static struct {
 	int fd;
 	pid_t pid;
 	char root[256];
+	char cri[108]; /* the CRI runtime's socket, "" none */
 	pthread_mutex_t lock;
 } helper = {.fd = -1, .lock = PTHREAD_MUTEX_INITIALIZER};
 
@@ -42,6 +44,61 @@ pid_t privsep_helper_pid(void)
 }
 
 /* ---- the helper ---- */
+
+void privsep_cri_socket_set(const char *path)
+{
+	snprintf(helper.cri, sizeof(helper.cri), "%s", path ? path : "");
+}
+
+/* A new connection to the CRI runtime's socket, as root (the socket is
+ * root's, mode 0660: its owner needs no capability). Connected by path at
+ * each request, so a runtime that restarted (a new socket at that path) is
+ * reached again. The descriptor or -errno. */
+static int helper_cri_connect(void)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	int fd;
+
+	if (!helper.cri[0])
+		return -EPERM;
+	memcpy(sa.sun_path, helper.cri, sizeof(helper.cri));
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa))) {
+		int e = -errno;
+
+		close(fd);
+		return e;
+	}
+	return fd;
+}
+
+/* The reply, with the descriptor fd (>= 0) attached as SCM_RIGHTS. */
+static void helper_reply(int sock, const struct privsep_rep *rp, int fd)
+{
+	union {
+		char buf[CMSG_SPACE(sizeof(int))];
+		struct cmsghdr align;
+	} u;
+	struct iovec iov = {.iov_base = (void *)rp, .iov_len = sizeof(*rp)};
+	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1};
+
+	if (fd >= 0) {
+		struct cmsghdr *cm;
+
+		memset(&u, 0, sizeof(u));
+		mh.msg_control = u.buf;
+		mh.msg_controllen = sizeof(u.buf);
+		cm = CMSG_FIRSTHDR(&mh);
+		cm->cmsg_level = SOL_SOCKET;
+		cm->cmsg_type = SCM_RIGHTS;
+		cm->cmsg_len = CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(cm), &fd, sizeof(int));
+	}
+	while (sendmsg(sock, &mh, MSG_NOSIGNAL) < 0 && errno == EINTR)
+		;
+}
 
 /* The path of the request under the sysfs root, relative to it, with no
  * symlink on the way (priv_write_beneath). The form under /devices is the
@@ -53,6 +110,12 @@ static int helper_do(const struct privsep_req *rq, int rootfd, struct privsep_re
 	bool at_open = false;
 
 	rp->at_open = 0;
+	if (rq->op == PRIVSEP_CRI_CONNECT) {
+		int fd = helper_cri_connect();
+
+		rp->rc = fd < 0 ? fd : 0;
+		return fd < 0 ? (fd == -EPERM ? -1 : -2) : fd + 3;
+	}
 	if ((rq->op != PRIVSEP_RUN_TEST && rq->op != PRIVSEP_LOAD_BATCH) || rq->dev >= DEV_MAX ||
 	    rq->value > (rq->op == PRIVSEP_RUN_TEST ? CPU_MAX : BATCH_MAX)) {
 		rp->rc = -EPERM;
@@ -73,6 +136,7 @@ int privsep_serve(int fd, int rootfd)
 		struct privsep_req rq;
 		struct privsep_rep rp;
 		ssize_t n = recv(fd, &rq, sizeof(rq), 0);
+		int r;
 
 		if (n == 0)
 			return refused; /* the agent is gone */
@@ -84,11 +148,14 @@ int privsep_serve(int fd, int rootfd)
 		if (n != sizeof(rq)) {
 			rp = (struct privsep_rep){.rc = -EPERM};
 			refused++;
-		} else if (helper_do(&rq, rootfd, &rp)) {
+		} else if ((r = helper_do(&rq, rootfd, &rp)) == -1) {
 			refused++;
+		} else if (r >= 3) { /* a descriptor to pass: r - 3 */
+			helper_reply(fd, &rp, r - 3);
+			close(r - 3);
+			continue;
 		}
-		while (send(fd, &rp, sizeof(rp), MSG_NOSIGNAL) < 0 && errno == EINTR)
-			;
+		helper_reply(fd, &rp, -1);
 	}
 }
 
@@ -217,11 +284,20 @@ static int seccomp_load_list(const int *calls, size_t n, uint32_t deflt, bool ag
 static void helper_main(int fd, int rootfd)
 {
 	static const int calls[] = {
-	    SCMP_SYS(read),	    SCMP_SYS(write),
-	    SCMP_SYS(openat2),	    SCMP_SYS(close),
-	    SCMP_SYS(recvfrom),	    SCMP_SYS(sendto),
-	    SCMP_SYS(exit_group),   SCMP_SYS(exit),
-	    SCMP_SYS(rt_sigreturn), SCMP_SYS(restart_syscall),
+	    SCMP_SYS(read),
+	    SCMP_SYS(write),
+	    SCMP_SYS(openat2),
+	    SCMP_SYS(close),
+	    SCMP_SYS(recvfrom),
+	    SCMP_SYS(sendto),
+	    SCMP_SYS(exit_group),
+	    SCMP_SYS(exit),
+	    SCMP_SYS(rt_sigreturn),
+	    SCMP_SYS(restart_syscall),
+	    /* the CRI runtime's socket: connected, passed, closed */
+	    SCMP_SYS(socket),
+	    SCMP_SYS(connect),
+	    SCMP_SYS(sendmsg),
 	};
 
 	prctl(PR_SET_NAME, "sysobsd-priv", 0, 0, 0);
@@ -283,19 +359,62 @@ static int forward(const char *path, unsigned value, bool *at_open)
 	return rp.rc;
 }
 
+/* A connection to the CRI runtime from the helper, received as SCM_RIGHTS
+ * (agent/names.h's connect function after the drop). fd or -errno. */
+int privsep_cri_connect(void *arg)
+{
+	struct privsep_req rq = {.op = PRIVSEP_CRI_CONNECT};
+	struct privsep_rep rp = {.rc = -EIO};
+	union {
+		char buf[CMSG_SPACE(sizeof(int))];
+		struct cmsghdr align;
+	} u;
+	struct iovec iov = {.iov_base = &rp, .iov_len = sizeof(rp)};
+	struct msghdr mh = {.msg_iov = &iov,
+			    .msg_iovlen = 1,
+			    .msg_control = u.buf,
+			    .msg_controllen = sizeof(u.buf)};
+	int fd = -1;
+
+	(void)arg;
+	if (helper.fd < 0)
+		return -ENOTCONN;
+	pthread_mutex_lock(&helper.lock);
+	if (send(helper.fd, &rq, sizeof(rq), MSG_NOSIGNAL) == sizeof(rq)) {
+		ssize_t n;
+
+		while ((n = recvmsg(helper.fd, &mh, MSG_CMSG_CLOEXEC)) < 0 && errno == EINTR)
+			;
+		if (n != sizeof(rp))
+			rp = (struct privsep_rep){.rc = -EIO};
+		for (struct cmsghdr *cm = n > 0 ? CMSG_FIRSTHDR(&mh) : NULL; cm;
+		     cm = CMSG_NXTHDR(&mh, cm))
+			if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS)
+				memcpy(&fd, CMSG_DATA(cm), sizeof(int));
+	}
+	pthread_mutex_unlock(&helper.lock);
+	if (rp.rc == 0 && fd >= 0)
+		return fd;
+	if (fd >= 0)
+		close(fd);
+	return rp.rc ? rp.rc : -EIO;
+}
+
 /*
  * The sysfs root is opened here, as configured (it is the operator's, so a
  * symlink in it is followed); what the helper opens under it is resolved
  * with no symlink at all. A kernel without openat2() is said once here: the
  * helper then refuses every write (priv_write_beneath).
  */
-int privsep_helper_start(const char *sysfs_root)
+int privsep_helper_start(const char *sysfs_root, const char *cri_socket)
 {
 	int sv[2], rootfd, probe, rc;
 	pid_t pid;
 
-	if (strlen(sysfs_root) >= sizeof(helper.root))
+	if (strlen(sysfs_root) >= sizeof(helper.root) ||
+	    (cri_socket && strlen(cri_socket) >= sizeof(helper.cri)))
 		return -ENAMETOOLONG;
+	privsep_cri_socket_set(cri_socket);
 	rootfd = open(sysfs_root, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (rootfd < 0) {
 		rc = -errno;

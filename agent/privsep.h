@@ -17,7 +17,11 @@
  *     configured sysfs root, which root may write as their owner without any
  *     capability), resolved with openat2() beneath the root opened at start
  *     with no symlink in any component. It refuses anything else and exits
- *     with the agent.
+ *     with the agent. When a CRI runtime socket is configured ([kubernetes]
+ *     cri_socket), the helper is forked for it too and serves one more
+ *     command: connect to that socket (root's, 0660) and pass the connected
+ *     descriptor back (SCM_RIGHTS), for the name service (agent/names.h),
+ *     again after the runtime restarted.
  *  2. privsep_drop() switches the agent to [agent] user (default sysobs,
  *     else nobody): the database files change owner, supplementary groups
  *     go, uid/gid change on every thread (which clears the permitted,
@@ -59,7 +63,14 @@ struct privsep_config {
 int privsep_prepare(const struct privsep_config *cfg, char *err, size_t errlen);
 /* Forks the helper (as root, before the drop) and installs the forwarding
  * of collectors' privileged writes (collectors/privwrite.h). 0 or -errno. */
-int privsep_helper_start(const char *sysfs_root);
+int privsep_helper_start(const char *sysfs_root, const char *cri_socket);
+/* A connection to the CRI runtime's socket (cri_socket above, "" or NULL:
+ * none) made by the helper and passed back as SCM_RIGHTS: what the name
+ * service (agent/names.h) connects with after the drop. fd or -errno
+ * (-ENOTCONN without a helper, -EPERM when it has no socket). */
+int privsep_cri_connect(void *arg);
+/* The helper's CRI socket, for privsep_serve() in tests. */
+void privsep_cri_socket_set(const char *path);
 pid_t privsep_helper_pid(void);
 
 /* Before anything starts: can the user the agent will become reach the
@@ -70,7 +81,7 @@ int privsep_check_db_dir(const struct privsep_config *cfg, const char *db_path, 
 int privsep_drop(const struct privsep_config *cfg, char *err, size_t errlen);
 
 /* Commands of the helper's wire protocol (tests speak it directly). */
-enum privsep_op { PRIVSEP_RUN_TEST = 1, PRIVSEP_LOAD_BATCH = 2 };
+enum privsep_op { PRIVSEP_RUN_TEST = 1, PRIVSEP_LOAD_BATCH = 2, PRIVSEP_CRI_CONNECT = 3 };
 struct privsep_req {
 	unsigned op, dev, value;
 };

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "base/log.h"
+#include "agent/names.h"
 #include "agent/sink_impl.h"
 #include "api/metrics/metrics.h"
 #include "storage/store.h"
@@ -145,7 +146,23 @@ static size_t as_queue_depth(struct sink *k)
 	return store_queue_depth(*as->store);
 }
 
+static struct names *sink_names;
+
+void agent_sink_names_set(struct names *n)
+{
+	__atomic_store_n(&sink_names, n, __ATOMIC_RELEASE);
+}
+
+static int as_pod(struct sink *k, const char *container_id, const char *cgroup, uint32_t netns,
+		  struct sink_pod *out)
+{
+	(void)k;
+	return names_lookup(__atomic_load_n(&sink_names, __ATOMIC_ACQUIRE), container_id, cgroup,
+			    netns, out);
+}
+
 static const struct sink_ops agent_sink_ops = {
+    .pod = as_pod,
     .event = as_event,
     .event_id = as_event_id,
     .family = as_family,

@@ -16,5 +16,8 @@ struct store;
  * start, the first that may write or read rows. */
 struct sink *agent_sink_new(const char *collector, struct metrics *m, struct store *const *store);
 void agent_sink_free(struct sink *k); /* accepts NULL */
+/* The name service every sink's sink_pod() asks (NULL: none). */
+struct names;
+void agent_sink_names_set(struct names *n);
 
 #endif

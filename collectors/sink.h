@@ -23,6 +23,7 @@
 #ifndef SYSOBS_SINK_H
 #define SYSOBS_SINK_H
 
+#include <errno.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -48,6 +49,16 @@ struct metric_desc {
 struct sink;
 struct sink_family; /* a registered metric family */
 struct sink_series; /* one label set of a family */
+
+/* The Kubernetes names of a container or a pod's network namespace, from
+ * the agent's attribution service (agent/names.h); "" for what is unknown. */
+struct sink_pod {
+	char pod[254]; /* a DNS subdomain: 253 characters at most */
+	char pod_namespace[64];
+	char pod_uid[40];
+	char container[64]; /* the container's name in its pod */
+	char qos[12];	    /* guaranteed, burstable, besteffort (from the cgroup) */
+};
 
 /* Called for each row sink_latest() finds: row is the table's row struct
  * filled from the database (NULL columns as their sentinel). */
@@ -77,6 +88,9 @@ struct sink_ops {
 	/* Added with series_remove; NULL: sink_series_remove() declares the
 	 * series gone instead. */
 	void (*series_remove)(struct sink *k, struct sink_family *f, struct sink_series *s);
+	/* Added with Kubernetes names; NULL: none (sink_pod() says -ENOENT). */
+	int (*pod)(struct sink *k, const char *container_id, const char *cgroup, uint32_t netns,
+		   struct sink_pod *out);
 };
 
 struct sink {
@@ -202,6 +216,21 @@ static inline void sink_exemplar(struct sink *k, struct sink_series *s, const ch
 {
 	if (s && k->ops->exemplar)
 		k->ops->exemplar(s, name, value, v, ts_ns);
+}
+
+/*
+ * The pod of a container (its 64-hex-digit id, "" none), else of a network
+ * namespace (its inode, 0 none), else what the cgroup path tells (pod UID
+ * and QoS class): from the agent's cache, never a call to the runtime. 0 with
+ * out filled, -ENOENT when nothing is known (out zeroed).
+ */
+static inline int sink_pod(struct sink *k, const char *container_id, const char *cgroup,
+			   uint32_t netns, struct sink_pod *out)
+{
+	*out = (struct sink_pod){0};
+	if (!k->ops->pod)
+		return -ENOENT;
+	return k->ops->pod(k, container_id, cgroup, netns, out);
 }
 
 static inline double sink_value(struct sink *k, const struct sink_series *s)

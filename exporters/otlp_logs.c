@@ -21,7 +21,11 @@
  *   host.name = the instance; service.version = sysobsd's version;
  *   sysobs.db_id = the database's id (it changes when the history starts
  *   over, so (host, table, id) keys stay unique); each external label under
- *   its own name (label names have no '.', so none collides).
+ *   its own name (label names have no '.', so none collides);
+ *   k8s.node.name = $NODE_NAME when set (the DaemonSet sets it).
+ * A column with a semantic-convention name (event_column.otel: k8s.pod.name,
+ * k8s.namespace.name, k8s.pod.uid, k8s.container.name, container.id) is the
+ * record's attribute under that name.
  * The program's name is the scope's: "sysobsd" and its version.
  */
 #include <errno.h>
@@ -277,7 +281,10 @@ static int otlp_record_fill(struct arena *a, const struct export_row *r, struct 
 		col_value(c, r->row, &cv);
 		if (cv.kind == COLV_NULL || cv.kind == COLV_BLOB) /* packet bytes stay home */
 			continue;
-		rec->attributes[k] = otlp_kv_new(a, c->name, otlp_any_column(a, &cv));
+		/* a column with a semantic-convention name goes by it
+		 * (k8s.pod.name, container.id, ...); the body keeps ours */
+		rec->attributes[k] =
+		    otlp_kv_new(a, c->otel ? c->otel : c->name, otlp_any_column(a, &cv));
 		if (!rec->attributes[k++])
 			return -ENOMEM;
 		if (body->len)
@@ -315,7 +322,10 @@ static int otlp_resource_fill(struct arena *a, const struct export_identity *id,
 {
 	const char *job = id->job ? id->job : "";
 	const char *slash = strchr(job, '/');
-	size_t max = 7 + id->n_labels, k = 0;
+	size_t max = 8 + id->n_labels, k = 0;
+	/* The Kubernetes node, as the DaemonSet passes it from the downward
+	 * API (deploy/kubernetes/daemonset.yaml: NODE_NAME = spec.nodeName). */
+	const char *node = getenv("NODE_NAME");
 	otlp_kv **kv;
 
 	if (id->n_labels > EXPORT_MAX_LABELS || !id->instance || !*id->instance)
@@ -348,6 +358,8 @@ static int otlp_resource_fill(struct arena *a, const struct export_identity *id,
 		OTLP_STR("service.version", id->version, strlen(id->version));
 	if (id->db_id && *id->db_id)
 		OTLP_STR("sysobs.db_id", id->db_id, strlen(id->db_id));
+	if (node && *node)
+		OTLP_STR("k8s.node.name", node, strlen(node));
 	for (size_t i = 0; i < id->n_labels; i++)
 		OTLP_STR(id->labels[i].name, id->labels[i].value, strlen(id->labels[i].value));
 #undef OTLP_STR

@@ -8,7 +8,7 @@ PKGS=(
 	build-essential cmake pkg-config clang llvm
 	libclang-rt-dev # libFuzzer and the sanitizer runtimes for clang (scripts/fuzz.sh)
 	libsqlite3-dev libmicrohttpd-dev libjansson-dev libinih-dev libmnl-dev
-	libprotobuf-c-dev protobuf-c-compiler libcurl4-openssl-dev libprotobuf-dev protobuf-compiler python3-protobuf
+	libprotobuf-c-dev protobuf-c-compiler libcurl4-openssl-dev libnghttp2-dev libprotobuf-dev protobuf-compiler python3-protobuf
 	libbpf-dev bpftool libelf-dev zlib1g-dev libseccomp-dev libsnappy-dev
 	libyaml-dev libcrypt-dev libgnutls28-dev
 	# tests
@@ -29,6 +29,9 @@ PKGS=(
 	# VM tests (tests/vm): test kernel build, qemu, initramfs, EROFS/ext4 images
 	linux-source-6.12 flex bison bc libssl-dev dwarves cpio kmod xz-utils
 	qemu-system-x86 busybox-static erofs-utils e2fsprogs
+	# Kubernetes names on a real runtime (integration.k8s_cri): containerd's
+	# CRI plugin, runc, the CNI bridge; buildah builds the pause image offline
+	containerd runc containernetworking-plugins buildah
 )
 
 missing=()

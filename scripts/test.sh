@@ -22,6 +22,15 @@ if stage suite; then
 	t0=$(date +%s)
 	./scripts/build.sh
 	(cd "${SYSOBS_BUILD_DIR:-build}" && ctest --output-on-failure --timeout 1800 "$@")
+	# A test skipped for a missing package is a failure of scripts/deps.sh:
+	# on CI every test must run (a missing kernel feature stays a skip).
+	log="${SYSOBS_BUILD_DIR:-build}/Testing/Temporary/LastTest.log"
+	missing=$(grep -E '^SKIP: (needs [^r]|needs r[^o]|.*not installed|.*not built)' "$log" 2>/dev/null | sort -u || true)
+	if [ -n "$missing" ]; then
+		echo "test.sh: tests skipped for a missing package (scripts/deps.sh must install it):"
+		echo "$missing"
+		[ "${CI:-}" != true ] || exit 1
+	fi
 	took suite "$t0"
 fi
 

@@ -84,6 +84,8 @@ struct event_column {
 					  * parameter are OR'ed (addr = saddr or daddr). */
 	const struct col_domain *domain; /* COL_FILTER_ENUM */
 	int64_t fmin, fmax;		 /* COL_FILTER_EQ on numbers; both 0 = type range */
+	const char *otel; /* its attribute under OpenTelemetry's semantic conventions in
+			   * OTLP exports (k8s.pod.name, ...); NULL = sysobs's name */
 };
 
 /* Column initialisers: COL(struct row, field, type, null[, .filter = ...]). */
@@ -93,7 +95,7 @@ struct event_column {
 		.size = sizeof(((row *)0)->field), .null = (n), __VA_ARGS__                        \
 	}
 
-#define EVENT_ROW_MAX 1536 /* largest row struct a table may declare */
+#define EVENT_ROW_MAX 1792 /* largest row struct a table may declare */
 
 struct event_table {
 	const char *name;		 /* SQL table; also the migrations component */

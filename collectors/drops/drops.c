@@ -139,25 +139,33 @@ static const struct metric_desc drops_watch_metrics[2] = {
 
 /*
  * sysobs_packet_drops_total, with the labels its config asks for: netns
- * (netns_label), container (container_label), both or neither. The label set
+ * (netns_label), container (container_label), pod and pod_namespace
+ * (pod_label), in any combination. The label set
  * depends on the config, which ops->metrics cannot say (the agent registers
  * those before init, as declared), so the collector registers the one its
  * config asks for at start.
  */
-static const char *const drops_total_labels[4][5] = {
+static const char *const drops_total_labels[8][7] = {
     {"reason", "protocol", NULL},
     {"reason", "protocol", "netns", NULL},
     {"reason", "protocol", "container", NULL},
     {"reason", "protocol", "netns", "container", NULL},
+    {"reason", "protocol", "pod", "pod_namespace", NULL},
+    {"reason", "protocol", "netns", "pod", "pod_namespace", NULL},
+    {"reason", "protocol", "container", "pod", "pod_namespace", NULL},
+    {"reason", "protocol", "netns", "container", "pod", "pod_namespace", NULL},
 };
 #define DROPS_TOTAL_HELP                                                                           \
 	"Packets the kernel dropped, by drop reason (named from the kernel's BTF) and protocol, "  \
 	"since the collector started."
-static const struct metric_desc drops_total_metric[4] = {
-    {"sysobs_packet_drops_total", DROPS_TOTAL_HELP, METRIC_KIND_COUNTER, drops_total_labels[0]},
-    {"sysobs_packet_drops_total", DROPS_TOTAL_HELP, METRIC_KIND_COUNTER, drops_total_labels[1]},
-    {"sysobs_packet_drops_total", DROPS_TOTAL_HELP, METRIC_KIND_COUNTER, drops_total_labels[2]},
-    {"sysobs_packet_drops_total", DROPS_TOTAL_HELP, METRIC_KIND_COUNTER, drops_total_labels[3]},
+#define DROPS_TOTAL(i)                                                                             \
+	{                                                                                          \
+		"sysobs_packet_drops_total", DROPS_TOTAL_HELP, METRIC_KIND_COUNTER,                \
+		    drops_total_labels[i]                                                          \
+	}
+static const struct metric_desc drops_total_metric[8] = {
+    DROPS_TOTAL(0), DROPS_TOTAL(1), DROPS_TOTAL(2), DROPS_TOTAL(3),
+    DROPS_TOTAL(4), DROPS_TOTAL(5), DROPS_TOTAL(6), DROPS_TOTAL(7),
 };
 
 static const struct event_table *const drops_tables[] = {&drops_samples_table, NULL};
@@ -638,7 +646,8 @@ static int drops_start(struct collector *c)
 
 	st->c = c;
 	st->drops =
-	    sink_family(k, &drops_total_metric[cfg->netns_label | cfg->container_label << 1]);
+	    sink_family(k, &drops_total_metric[cfg->netns_label | cfg->container_label << 1 |
+					       cfg->pod_label << 2]);
 	if (!st->drops) /* by its config: not one of ops->metrics */
 		return -ENOMEM;
 	st->runs = collector_series1(c, DROPS_M_RUNS);

@@ -23,7 +23,7 @@ struct drops_cfg {
 	uint64_t ring_bytes;
 	uint64_t capture_bytes; /* <= DROPS_CAPTURE_MAX; 0 off */
 	uint64_t stack_depth;	/* <= DROPS_STACK_MAX; 0 off */
-	bool netns_label, container_label, fast_slots, capture_payload;
+	bool netns_label, container_label, pod_label, fast_slots, capture_payload;
 	unsigned attach; /* enum drops_attach */
 	const char *btf_path, *kallsyms;
 };
@@ -61,6 +61,12 @@ struct drops_row {
 	 * frame's length before capture_bytes cut it (0: no capture). */
 	COL_BLOB_FIELD(DROPS_SLL2_HDR_LEN + DROPS_ROW_CAPTURE_MAX) capture;
 	uint32_t orig_len;
+	/* Kubernetes names from the agent's cache (sink_pod()), "" unknown:
+	 * by the container id, else the pod sandbox's netns */
+	char pod[254];
+	char pod_namespace[64];
+	char pod_uid[40];
+	char container_name[64];
 };
 
 extern const struct event_table drops_samples_table;

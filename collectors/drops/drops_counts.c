@@ -44,6 +44,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <time.h>
 
 #include <bpf/bpf.h>
 
@@ -82,7 +84,27 @@ struct drops_agg {
 	/* the series: netns and container label values (0, "": none) */
 	uint32_t lnetns;
 	char ctr[DROPS_CTR_LEN + 1];
+	int32_t pod; /* pod_label: its k->pods index, -1 none */
 };
+
+/* pod_label: a network namespace (by cookie, never reused) -> the pod whose
+ * sandbox it is, asked of the agent's name service (sink_pod()) at every
+ * collect until it answers or DROPS_POD_WAIT_NS passed since the namespace
+ * first counted (then no pod: a namespace of no pod; the agent's own is
+ * known at once). Its counts wait meanwhile, as those of an unknown
+ * container do: a pod's namespace exists, and drops, before the runtime
+ * lists its sandbox (CNI setup), and a label decided too early would stay.
+ * Entries stay where they are (aggregates hold their index); a full table
+ * reuses those of dead namespaces. */
+#define DROPS_POD_WAIT_NS (5ll * 1000000000)
+struct drops_podns {
+	uint64_t cookie;
+	int64_t first_ns; /* CLOCK_MONOTONIC */
+	bool resolved;
+	char pod[254];
+	char ns[64];
+};
+#define DROPS_PODS_MAX 4096
 
 /* cgroup id -> container label, decided once (ids are never reused). */
 struct drops_ctr {
@@ -117,6 +139,8 @@ struct drops_counts {
 	size_t ndead_ns;
 	struct drops_ctr *ctrs; /* sorted by id */
 	size_t nctrs, ctrs_cap;
+	struct drops_podns *pods; /* pod_label */
+	size_t npods, pods_cap;
 	uint64_t netns_gone; /* sysobs_drops_netns_gone_total */
 	uint64_t retired;    /* counts of gone series, out of every map */
 	uint64_t pending;    /* counts not published yet (container unknown) */
@@ -158,6 +182,7 @@ void drops_counts_free(struct drops_counts *k)
 	free(k->owners);
 	free(k->graced);
 	free(k->ctrs);
+	free(k->pods);
 	free(k);
 }
 
@@ -284,6 +309,87 @@ static bool ctr_label(struct drops_state *st, struct drops_agg *a)
 	}
 	a->dead = a->dead || c->dead;
 	memcpy(a->ctr, c->ctr, sizeof(a->ctr));
+	return true;
+}
+
+/* --- pod labels --------------------------------------------------------------- */
+
+static int64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static bool netns_dead(const struct drops_state *st, uint64_t cookie);
+
+static struct drops_podns *podns_get(struct drops_state *st, uint64_t cookie)
+{
+	struct drops_counts *k = st->counts;
+	struct drops_podns *p;
+
+	for (size_t i = 0; i < k->npods; i++)
+		if (k->pods[i].cookie == cookie)
+			return &k->pods[i];
+	if (k->npods >= DROPS_PODS_MAX) {
+		for (size_t i = 0; i < k->npods; i++)
+			if (netns_dead(st, k->pods[i].cookie)) {
+				p = &k->pods[i];
+				goto out_reuse;
+			}
+		return NULL;
+	}
+	p = array_grow(k->pods, &k->pods_cap, k->npods, sizeof(*k->pods), 16);
+	if (!p)
+		return NULL;
+	k->pods = p;
+	p = &k->pods[k->npods++];
+out_reuse:
+	memset(p, 0, sizeof(*p));
+	p->cookie = cookie;
+	p->first_ns = mono_ns();
+	return p;
+}
+
+/* The inode of the agent's own network namespace (the host's, run as a
+ * DaemonSet with hostNetwork): never a pod's. 0 unknown. */
+static uint32_t self_netns(void)
+{
+	static uint32_t ino;
+	struct stat st;
+
+	if (!ino && !stat("/proc/self/ns/net", &st))
+		ino = (uint32_t)st.st_ino;
+	return ino;
+}
+
+/* Sets a->pod from its namespace. false: not known yet (leave a out of
+ * this collect, as an unknown container is). */
+static bool pod_label(struct drops_state *st, struct drops_agg *a)
+{
+	struct drops_podns *p;
+	struct sink_pod sp;
+
+	a->pod = -1;
+	if (!a->netns || !a->cookie)
+		return true;
+	p = podns_get(st, a->cookie);
+	if (!p)
+		return true; /* no room: no pod label */
+	if (!p->resolved) {
+		if (!sink_pod(st->c->sink, "", "", a->netns, &sp) && sp.pod[0]) {
+			snprintf(p->pod, sizeof(p->pod), "%s", sp.pod);
+			snprintf(p->ns, sizeof(p->ns), "%s", sp.pod_namespace);
+			p->resolved = true;
+		} else if (a->netns == self_netns() ||
+			   mono_ns() - p->first_ns >= DROPS_POD_WAIT_NS) {
+			p->resolved = true; /* no pod's */
+		} else {
+			return false;
+		}
+	}
+	a->pod = (int32_t)(p - st->counts->pods);
 	return true;
 }
 
@@ -431,6 +537,7 @@ static size_t label_entries(struct drops_state *st, size_t n)
 		struct drops_agg *a = &k->agg[i];
 
 		a->lnetns = cfg->netns_label ? a->netns : 0;
+		a->pod = -1;
 		a->dead = netns_dead(st, a->cookie);
 		if (a->dead &&
 		    set_add(k->dead_ns, &k->ndead_ns, sizeof(uint64_t), &a->cookie, u64_cmp))
@@ -441,6 +548,16 @@ static size_t label_entries(struct drops_state *st, size_t n)
 		}
 		if (!cfg->container_label)
 			a->ctr[0] = '\0';
+		if (cfg->pod_label) {
+			if (!pod_label(st, a)) {
+				k->pending += a->count;
+				continue;
+			}
+			/* one series per pod: its namespace splits them even
+			 * without the netns label */
+			if (a->pod >= 0 && k->pods[a->pod].pod[0])
+				a->lnetns = a->netns;
+		}
 		k->agg[j++] = *a;
 	}
 	return j;
@@ -583,7 +700,7 @@ static uint64_t series_owner(struct drops_state *st, const struct drops_agg *a,
 	const struct drops_owner *o;
 	size_t at;
 
-	if (!st->cfg->netns_label || !a->lnetns)
+	if ((!st->cfg->netns_label && !st->cfg->pod_label) || !a->lnetns)
 		return 0;
 	live = k->walk_ok ? netns_live_cookie(st->live, a->lnetns) : 0;
 	if (live) {
@@ -679,7 +796,7 @@ static int publish_series(struct collector *c, struct drops_state *st, struct dr
 	struct drops_counts *k = st->counts;
 	const struct drops_cfg *cfg = st->cfg;
 	char reason[DROPS_REASON_NAME_MAX], netns[16];
-	const char *values[5] = {reason, a->proto, NULL, NULL, NULL};
+	const char *values[7] = {reason, a->proto, NULL, NULL, NULL, NULL, NULL};
 	uint64_t owner = series_owner(st, a, b), total = 0, hash = 0;
 	bool dead = series_dead(st, a, b, owner), again = false, owned = !owner;
 	struct sink_series *s;
@@ -722,6 +839,12 @@ static int publish_series(struct collector *c, struct drops_state *st, struct dr
 		values[v++] = netns;
 	if (cfg->container_label)
 		values[v++] = a->ctr;
+	if (cfg->pod_label) {
+		const struct drops_podns *p = a->pod >= 0 ? &k->pods[a->pod] : NULL;
+
+		values[v++] = p ? p->pod : "";
+		values[v++] = p ? p->ns : "";
+	}
 	s = sink_series(c->sink, st->drops, values);
 	if (!s) {
 		err = -errno;

@@ -44,6 +44,11 @@ const struct cfg_key drops_cfg_keys[] = {
 	      "add a container label (the short id of the container whose socket dropped, from "
 	      "its cgroup; empty for the host) to sysobs_packet_drops_total; the socket's cgroup "
 	      "joins the kernel key"),
+    DROPS_KEY(pod_label, CFG_BOOL, "false", 0, 0,
+	      "add pod and pod_namespace labels (the Kubernetes pod whose sandbox network "
+	      "namespace dropped, from the agent's name service, [kubernetes]; empty for the host "
+	      "and for a namespace of no pod) to sysobs_packet_drops_total: one series per pod "
+	      "and reason, docs/kubernetes.md gives the count"),
     DROPS_KEY(fast_slots, CFG_BOOL, "true", 0, 0,
 	      "count drops in a per-CPU direct-mapped table in front of the hash (cheaper per "
 	      "drop)"),

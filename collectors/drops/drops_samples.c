@@ -160,11 +160,18 @@ static const struct event_column drops_cols[] = {
     DROPS_COL(cgroup_id, COL_UINT, COL_NULL_ZERO, .filter = COL_FILTER_EQ, .fmin = 1),
     DROPS_COL(cgroup, COL_TEXT, COL_NULL_EMPTY),
     /* ?container= the 12-digit label value, or any longer prefix */
-    DROPS_COL(container, COL_TEXT, COL_NULL_EMPTY, .filter = COL_FILTER_PREFIX),
+    DROPS_COL(container, COL_TEXT, COL_NULL_EMPTY, .filter = COL_FILTER_PREFIX,
+	      .otel = "container.id"),
     DROPS_COL(netns_cookie, COL_UINT, COL_NULL_ZERO, .filter = COL_FILTER_EQ, .fmin = 1),
     DROPS_COL(stack, COL_TEXT, COL_NULL_EMPTY),
     DROPS_COL(capture, COL_BLOB, COL_NULL_EMPTY),
     DROPS_COL(orig_len, COL_UINT, COL_NULL_ZERO),
+    /* ?pod=&pod_namespace=: Kubernetes names, as the runtime had them */
+    DROPS_COL(pod, COL_TEXT, COL_NULL_EMPTY, .filter = COL_FILTER_EQ, .otel = "k8s.pod.name"),
+    DROPS_COL(pod_namespace, COL_TEXT, COL_NULL_EMPTY, .filter = COL_FILTER_EQ,
+	      .otel = "k8s.namespace.name"),
+    DROPS_COL(pod_uid, COL_TEXT, COL_NULL_EMPTY, .filter = COL_FILTER_EQ, .otel = "k8s.pod.uid"),
+    DROPS_COL(container_name, COL_TEXT, COL_NULL_EMPTY, .otel = "k8s.container.name"),
     {0},
 };
 
@@ -227,6 +234,19 @@ static void drops_row_fill(struct drops_state *st, const struct drop_sample *s, 
 		drops_container_id(r->cgroup, r->container, sizeof(r->container));
 }
 
+/* The pod's names from the agent's cache: no call to a runtime here. */
+static void drops_row_pod(struct sink *k, struct drops_row *r)
+{
+	struct sink_pod p;
+
+	if (sink_pod(k, r->container, r->cgroup, r->netns, &p))
+		return;
+	snprintf(r->pod, sizeof(r->pod), "%s", p.pod);
+	snprintf(r->pod_namespace, sizeof(r->pod_namespace), "%s", p.pod_namespace);
+	snprintf(r->pod_uid, sizeof(r->pod_uid), "%s", p.pod_uid);
+	snprintf(r->container_name, sizeof(r->container_name), "%s", p.container);
+}
+
 int drops_on_sample(void *ctx, void *data, size_t len)
 {
 	struct collector *c = ctx;
@@ -240,6 +260,7 @@ int drops_on_sample(void *ctx, void *data, size_t len)
 		return 0;
 	}
 	drops_row_fill(st, &s, &row);
+	drops_row_pod(c->sink, &row);
 	ts = (int64_t)s.ts_mono_ns + st->mono_to_wall_ns;
 	/* The stored sample's id, as the exemplar of its drop counter: from a
 	 * graph of sysobs_packet_drops_total to GET /api/v1/drops/samples.
@@ -248,10 +269,23 @@ int drops_on_sample(void *ctx, void *data, size_t len)
 	 * bring it back. */
 	if (!sink_event_id(c->sink, &drops_samples_table, ts, &row, &id) && id > 0 &&
 	    !drops_counts_netns_gone(st->counts, s.netns_cookie)) {
-		char netns[16], ids[24];
-		const char *values[4] = {row.reason, row.protocol, netns, NULL};
+		char netns[16], ids[24], ctr[13];
+		struct sink_pod np;
+		const char *values[7] = {row.reason, row.protocol, NULL, NULL, NULL, NULL, NULL};
+		int v = 2;
 
 		snprintf(netns, sizeof(netns), "%" PRIu32, s.netns);
+		snprintf(ctr, sizeof(ctr), "%s", row.container);
+		/* the series as drops_counts.c labels it */
+		if (st->cfg->netns_label)
+			values[v++] = netns;
+		if (st->cfg->container_label)
+			values[v++] = ctr;
+		if (st->cfg->pod_label) { /* the counts name a pod by its netns */
+			sink_pod(c->sink, "", "", s.netns, &np);
+			values[v++] = np.pod;
+			values[v++] = np.pod_namespace;
+		}
 		snprintf(ids, sizeof(ids), "%lld", (long long)id);
 		sink_exemplar(c->sink, sink_series(c->sink, st->drops, values), "sample_id", ids, 1,
 			      ts);

@@ -102,7 +102,11 @@ CREATE TABLE IF NOT EXISTS sysobs.drop_samples
     container Nullable(String),
     netns_cookie Nullable(UInt64),
     stack Nullable(String),
-    orig_len Nullable(UInt32)
+    orig_len Nullable(UInt32),
+    pod Nullable(String),
+    pod_namespace Nullable(String),
+    pod_uid Nullable(String),
+    container_name Nullable(String)
 )
 ENGINE = ReplacingMergeTree()
 PARTITION BY toYYYYMM(time)

@@ -13,7 +13,7 @@ EX=$SYSOBS_SRC/deploy/sysobsd.example.ini
 sed '1,/^$/d' "$EX" >"$T/example-body.ini"
 diff -u "$T/defaults.ini" "$T/example-body.ini" >&2 ||
 	fail "deploy/sysobsd.example.ini differs from --print-config: regenerate it"
-for sec in agent http storage metrics remote_write collector.self collector.drops collector.mptcp \
+for sec in agent http storage kubernetes metrics remote_write collector.self collector.drops collector.mptcp \
 	collector.ifs collector.cachefiles; do
 	grep -qx "\[$sec\]" "$T/defaults.ini" || fail "--print-config lacks [$sec]"
 done

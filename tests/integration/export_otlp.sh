@@ -101,6 +101,9 @@ cols = [r[1] for r in con.execute("PRAGMA table_info(drop_samples)")
         if r[1] not in ("id", "ts") and r[2] != "BLOB"]
 blobs = [r[1] for r in con.execute("PRAGMA table_info(drop_samples)") if r[2] == "BLOB"]
 rows = {r["id"]: r for r in con.execute("SELECT * FROM drop_samples WHERE id <= ?", (cur,))}
+# columns named by OpenTelemetry's semantic conventions (event_column.otel)
+otel = {"container": "container.id", "pod": "k8s.pod.name", "pod_namespace": "k8s.namespace.name",
+        "pod_uid": "k8s.pod.uid", "container_name": "k8s.container.name"}
 errors = []
 seen = set()
 want_res = {"host.name": {"stringValue": "hostA"}, "service.instance.id": {"stringValue": "hostA"},
@@ -127,7 +130,7 @@ for rec in recs:
             errors.append("record %d: BLOB column %s exported" % (rid, c))
     for c in cols:
         v = row[c]
-        got = a.get(c)
+        got = a.get(otel.get(c, c))
         if v is None:
             if got is not None:
                 errors.append("record %d: %s is NULL in SQLite, %r in OTLP" % (rid, c, got))

@@ -74,7 +74,8 @@ ROUTES = {
 FILTERS = {
     "/api/v1/self/samples": set(),
     "/api/v1/drops/samples": {"reason", "ifindex", "ifname", "netns", "protocol", "addr", "port",
-                              "cgroup_id", "container", "netns_cookie"},
+                              "cgroup_id", "container", "netns_cookie", "pod", "pod_namespace",
+                              "pod_uid"},
     "/api/v1/mptcp/events": {"netns", "type", "token", "addr", "port"},
     "/api/v1/mptcp/subflows": {"netns", "token", "loc_id", "addr", "port"},
     "/api/v1/ifs/scans": {"test", "cpu", "core", "package", "result", "requested_by", "scan_id"},

@@ -85,7 +85,9 @@ static const struct metric_desc drops_total = {"sysobs_packet_drops_total", "tes
 static void drops_sample_path(void **state)
 {
 	struct recording_sink rs;
-	struct drops_state st = {.mono_to_wall_ns = 1000 * SEC};
+	/* the exemplar names the series as the config labels it */
+	struct drops_cfg cfg = {.netns_label = true};
+	struct drops_state st = {.mono_to_wall_ns = 1000 * SEC, .cfg = &cfg};
 	struct collector c = {.sink = &rs.sink, .priv = &st};
 	struct drops_record rec = udp4_no_socket();
 	const struct drops_row *row;

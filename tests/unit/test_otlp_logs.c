@@ -21,6 +21,8 @@
 
 #include <cmocka.h>
 
+#include "base/config.h"
+#include "collectors/drops/drops.h"
 #include "collectors/ifs/ifs_table.h"
 #include "collectors/mptcp/mptcp.h"
 #include "exporters/otlp_logs.h"
@@ -368,6 +370,56 @@ static void test_every_column_type(void **state)
 	request_free(req);
 }
 
+/* A drop of a named pod: its Kubernetes columns under OpenTelemetry's
+ * semantic-convention names; the node from NODE_NAME on the resource. */
+static const otlp_kv *attr(const otlp_record *r, const char *key)
+{
+	for (size_t i = 0; i < r->n_attributes; i++)
+		if (!strcmp(r->attributes[i]->key, key))
+			return r->attributes[i];
+	return NULL;
+}
+
+static void test_kubernetes_semantic_conventions(void **state)
+{
+	struct export_identity id = test_identity();
+	struct drops_row d = {
+	    .reason = "NO_SOCKET",
+	    .ifindex = -1,
+	    .sport = -1,
+	    .dport = -1,
+	    .icmp_type = -1,
+	    .icmp_code = -1,
+	    .tcp_flags = -1,
+	    .container = "d21a21475ff295d3f8fcc2b5956cdbaf79d66eb37f6e335a3247bb7aa6c7f0e7",
+	    .pod = "web-7d9f",
+	    .pod_namespace = "shop",
+	    .pod_uid = "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0",
+	    .container_name = "app",
+	};
+	struct export_row row = {&drops_samples_table, 7, 1000, &d};
+	const Opentelemetry__Proto__Resource__V1__Resource *res;
+	otlp_request *req;
+	otlp_record *r;
+
+	(void)state;
+	setenv("NODE_NAME", "node-17", 1);
+	req = encode_and_decode(&row, 1, &id);
+	unsetenv("NODE_NAME");
+	r = record_at(req, 0);
+	assert_kv_string(attr(r, "k8s.pod.name"), "k8s.pod.name", "web-7d9f");
+	assert_kv_string(attr(r, "k8s.namespace.name"), "k8s.namespace.name", "shop");
+	assert_kv_string(attr(r, "k8s.pod.uid"), "k8s.pod.uid", d.pod_uid);
+	assert_kv_string(attr(r, "k8s.container.name"), "k8s.container.name", "app");
+	assert_kv_string(attr(r, "container.id"), "container.id", d.container);
+	assert_null(attr(r, "pod"));
+	assert_null(attr(r, "container"));
+	assert_non_null(strstr(r->body->string_value, "pod=web-7d9f"));
+	res = req->resource_logs[0]->resource;
+	assert_kv_string(res->attributes[res->n_attributes - 3], "k8s.node.name", "node-17");
+	request_free(req);
+}
+
 static void test_job_maps_to_service_name_and_namespace(void **state)
 {
 	struct export_identity id = test_identity();
@@ -513,6 +565,7 @@ int main(void)
 	    cmocka_unit_test(test_mptcp_rows_and_their_severity),
 	    cmocka_unit_test(test_every_column_type),
 	    cmocka_unit_test(test_job_maps_to_service_name_and_namespace),
+	    cmocka_unit_test(test_kubernetes_semantic_conventions),
 	    cmocka_unit_test(test_bad_rows_leave_the_output_alone),
 	    cmocka_unit_test(test_severity_names),
 	    cmocka_unit_test(test_response_empty_partial_and_garbage),

@@ -22,6 +22,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -246,13 +247,57 @@ static void test_serve_no_symlink(void **state)
 	close(rootfd);
 }
 
+/* A unix socket listening at path (a CRI runtime's stand-in). */
+static int cri_listen(const char *path)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
+	unlink(path);
+	assert_true(fd >= 0);
+	assert_int_equal(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	assert_int_equal(listen(fd, 4), 0);
+	return fd;
+}
+
+/* The helper's connection reaches the listener: a byte goes through. */
+static void cri_roundtrip(int lfd)
+{
+	int fd = privsep_cri_connect(NULL), peer;
+	char c = 0;
+
+	assert_true(fd >= 0);
+	assert_true(fcntl(fd, F_GETFD) & FD_CLOEXEC);
+	peer = accept(lfd, NULL, NULL);
+	assert_true(peer >= 0);
+	assert_int_equal(write(fd, "x", 1), 1);
+	assert_int_equal(read(peer, &c, 1), 1);
+	assert_int_equal(c, 'x');
+	close(peer);
+	close(fd);
+}
+
 static void test_forwarded_writes(void **state)
 {
-	char path[256], buf[32];
+	char path[256], buf[32], cri[128];
 	bool at_open;
+	int lfd;
 
 	make_tree();
-	assert_int_equal(privsep_helper_start(root), 0);
+	/* The CRI runtime's socket, connected by the (filtered) helper and
+	 * passed back; again after the runtime restarted (a new socket at the
+	 * same path); none while it is down. */
+	snprintf(cri, sizeof(cri), "%s/cri.sock", root);
+	lfd = cri_listen(cri);
+	assert_int_equal(privsep_helper_start(root, cri), 0);
+	cri_roundtrip(lfd);
+	close(lfd);
+	unlink(cri);
+	assert_int_equal(privsep_cri_connect(NULL), -ENOENT);
+	lfd = cri_listen(cri);
+	cri_roundtrip(lfd);
+	close(lfd);
 	assert_true(privsep_helper_pid() > 0);
 	snprintf(path, sizeof(path), "%s/devices/virtual/misc/intel_ifs_1/run_test", root);
 	assert_int_equal(priv_write_number(path, 3, &at_open), 0);

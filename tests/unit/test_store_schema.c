@@ -576,10 +576,12 @@ static const struct real {
 	const char *removed;
 } real_tables[] = {
     {"self_samples", ""}, /* collectors/self.c */
-    /* collectors/drops/drops.c; issue 14 added the next five, issue 35 the capture */
+    /* collectors/drops/drops.c; issue 14 added the next five, issue 35 the capture,
+     * issue 34 the Kubernetes names */
     {"drop_samples",
      ", truncated INTEGER, fragment INTEGER, cgroup_id INTEGER, cgroup TEXT,"
-     " container TEXT, netns_cookie INTEGER, stack TEXT, capture BLOB, orig_len INTEGER"},
+     " container TEXT, netns_cookie INTEGER, stack TEXT, capture BLOB, orig_len INTEGER,"
+     " pod TEXT, pod_namespace TEXT, pod_uid TEXT, container_name TEXT"},
     {"mptcp_events",
      ", reset_reason_name TEXT, deny_join_id0 INTEGER"}, /* collectors/mptcp/mptcp.c */
     /* collectors/ifs/ifs.c: the JSON-in-a-string "decoded" became columns */
