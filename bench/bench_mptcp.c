@@ -20,6 +20,10 @@
  *   reconcile merge    mptcp_state_reconcile() of 10,000 connections x 2
  *                      subflows against two identical dumps (the periodic
  *                      reconciliation's in-memory part)
+ *   tcp_info decode    mptcp_tcp_info_decode() of a 280-byte tcp_info (6.18)
+ *   subflow take       mptcp_subflow_info_take() of the same 20,000 subflows'
+ *                      figures into the live state, with the counting
+ *                      callback (the subflow health part of a reconciliation)
  *   sock_diag dump     with BENCH_MPTCP_DUMP=1 (root, run inside a netns with
  *                      live MPTCP connections: ip netns exec NS bench_mptcp):
  *                      one mptcp_diag_dump() of that netns, the reconciliation's
@@ -39,6 +43,7 @@
 #include "collectors/mptcp/mptcp_decode.h"
 #include "collectors/mptcp/mptcp_diag.h"
 #include "collectors/mptcp/mptcp_state.h"
+#include "collectors/mptcp/mptcp_subflow_info.h"
 #include "storage/store.h"
 
 #define BENCH_MAX_MSGS 256
@@ -51,6 +56,14 @@ struct bench_msg {
 
 static struct bench_msg msgs[BENCH_MAX_MSGS];
 static size_t n_msgs;
+
+static unsigned long bench_samples;
+
+static void bench_on_sample(const struct mptcp_subflow_delta *d, void *arg)
+{
+	(void)arg;
+	bench_samples += d->acked + 1;
+}
 
 static double now_s(void)
 {
@@ -237,6 +250,41 @@ int main(int argc, char **argv)
 		printf("  reconcile merge     %10.2f ms per pass of %d connections x 2 subflows "
 		       "(%u corrections)\n",
 		       t / rounds * 1e3, n_conn, rs.conns_removed + rs.conns_added);
+		{
+			static char ti[280] __attribute__((aligned(8)));
+			struct mptcp_tcp_stats ts;
+			const long n_dec = 10000000;
+			long sum = 0;
+
+			t0 = now_s();
+			for (long i = 0; i < n_dec; i++) {
+				ti[0] = (char)i; /* not hoisted out of the loop */
+				mptcp_tcp_info_decode(ti, sizeof(ti), &ts);
+				sum += ts.state;
+			}
+			t = now_s() - t0;
+			printf("  tcp_info decode     %10.1f ns per subflow (280 bytes; %ld)\n",
+			       t / n_dec * 1e9, sum & 1);
+		}
+		{
+			struct hash_node *node, *tmp;
+			size_t b;
+
+			hash_for_each_safe(&fresh->conns, b, node, tmp) {
+				struct mptcp_conn *c = hash_entry(node, struct mptcp_conn, node);
+
+				for (uint32_t j = 0; j < c->n_sf; j++)
+					c->sf[j].tcp.have = MPTCP_TCPI_BASE;
+			}
+			t0 = now_s();
+			for (int r = 0; r < rounds; r++)
+				mptcp_subflow_info_take(live, 1, fresh, bench_on_sample, NULL);
+			t = now_s() - t0;
+			printf("  subflow take        %10.2f ms per pass of %d connections x 2 "
+			       "subflows "
+			       "(%.0f ns per subflow)\n",
+			       t / rounds * 1e3, n_conn, t / rounds / (2.0 * n_conn) * 1e9);
+		}
 		for (int k = 0; k < 3; k++)
 			mptcp_state_free(all[k]);
 	}
@@ -248,6 +296,9 @@ int main(int argc, char **argv)
 		if (fd < 0) {
 			fprintf(stderr, "bench_mptcp: sock_diag: %s\n", strerror(-fd));
 		} else {
+			struct timespec c0, c1;
+
+			clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c0);
 			t0 = now_s();
 			for (int r = 0; r < rounds; r++) {
 				struct mptcp_state *d = mptcp_state_new();
@@ -256,9 +307,12 @@ int main(int argc, char **argv)
 				mptcp_state_free(d);
 			}
 			t = now_s() - t0;
+			clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c1);
 			printf("  sock_diag dump      %10.2f ms per dump (%d sockets: connections, "
-			       "listeners, subflows)\n",
-			       t / rounds * 1e3, n);
+			       "listeners, subflows; %.2f ms CPU in the kernel and here)\n",
+			       t / rounds * 1e3, n,
+			       ((c1.tv_sec - c0.tv_sec) + (c1.tv_nsec - c0.tv_nsec) / 1e9) /
+				   rounds * 1e3);
 			close(fd);
 		}
 	}

@@ -61,8 +61,9 @@ static void usage(FILE *out)
 	    "  drops pcap [KEY=VALUE]  the same samples as a pcapng file on stdout (Wireshark, "
 	    "tshark);\n"
 	    "                          --follow streams new ones: | wireshark -k -i -\n"
-	    "  mptcp [events]          live MPTCP connections and subflows, or path-manager "
-	    "events\n"
+	    "  mptcp [events|subflows] live MPTCP connections and subflows (refresh=1: their TCP "
+	    "state now),\n"
+	    "                          or path-manager events, or subflow health history\n"
 	    "  ifs [scans]             each core's last IFS result per test, or the scan history\n"
 	    "  cachefiles              slow cachefiles on-demand requests (op=, volume=)\n"
 	    "  schema                  every list route of the agent and its message\n"
@@ -566,6 +567,7 @@ static const struct command commands[] = {
     {"drops", "pcap", cmd_drops_pcap, NULL, NULL, false},
     {"drops", NULL, NULL, "/api/v1/drops/samples", NULL, true},
     {"mptcp", "events", NULL, "/api/v1/mptcp/events", NULL, true},
+    {"mptcp", "subflows", NULL, "/api/v1/mptcp/subflows", NULL, true},
     {"mptcp", NULL, NULL, "/api/v1/mptcp/connections", print_mptcp_connections, false},
     {"ifs", "scans", NULL, "/api/v1/ifs/scans", NULL, true},
     {"ifs", NULL, NULL, "/api/v1/ifs/cores", print_ifs_cores, false},

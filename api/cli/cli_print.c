@@ -64,6 +64,22 @@ static const char *fmt_netns(uint32_t inum, bool named, const char *name, char *
 	return buf;
 }
 
+/* A subflow's TCP state under its line, as `ss -ti` spells the figures
+ * (rtt/rttvar in ms with %g, retrans current/total); bytes_acked and
+ * delivery_rate when the kernel gave them. */
+static void print_mptcp_subflow_tcp(const Sysobs__V1__MptcpSubflowTcp *t)
+{
+	printf("    rtt %gms/%gms cwnd %u retrans %u/%u", (double)t->rtt_us / 1000,
+	       (double)t->rttvar_us / 1000, t->snd_cwnd, t->retrans, t->total_retrans);
+	if (t->_bytes_acked_case)
+		printf(" acked %llu", (unsigned long long)t->bytes_acked);
+	if (t->_bytes_received_case)
+		printf(" received %llu", (unsigned long long)t->bytes_received);
+	if (t->_delivery_rate_case)
+		printf(" delivery %.1fMbit/s", (double)t->delivery_rate * 8 / 1e6);
+	putchar('\n');
+}
+
 size_t print_mptcp_connections(const struct body *b, bool header, int64_t after_id, int64_t *max_id)
 {
 	UNPACK(Sysobs__V1__MptcpConnectionList, sysobs__v1__mptcp_connection_list, b);
@@ -96,6 +112,8 @@ size_t print_mptcp_connections(const struct body *b, bool header, int64_t after_
 			table_fmt_time(s->since, since, sizeof(since));
 			printf("  subflow %u/%u %-28s %-28s %s%s since %s\n", s->loc_id, s->rem_id,
 			       src, dst, s->family, s->backup ? " backup" : "", since);
+			if (s->tcp)
+				print_mptcp_subflow_tcp(s->tcp);
 		}
 	}
 	for (size_t i = 0; i < m->n_namespaces; i++) {

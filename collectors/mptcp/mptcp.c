@@ -49,6 +49,8 @@
 #include "collectors/mptcp/mptcp_priv.h"
 #include "collectors/mptcp/mptcp_recover.h"
 #include "collectors/mptcp/mptcp_state.h"
+#include "collectors/mptcp/mptcp_subflow.h"
+#include "collectors/mptcp/mptcp_subflow_info.h"
 
 #define MPTCP_RECV_BUDGET 512 /* datagrams per netns per on_ready */
 #define MPTCP_PM_CHECK_MS 10000
@@ -57,6 +59,7 @@ struct mptcp_cfg {
 	const char *netns; /* comma list, parsed by mptcp_config_netns() */
 	uint64_t rcvbuf;
 	uint64_t reconcile; /* ms */
+	uint64_t subflow_history; /* ms, 0: off */
 };
 
 static const struct cfg_key mptcp_keys[] = {
@@ -67,7 +70,11 @@ static const struct cfg_key mptcp_keys[] = {
 	    "receive buffer of each event socket (bytes; k/M suffixes)"),
     CFG_KEY(struct mptcp_cfg, reconcile, CFG_DURATION, "10s", 500, 3600000,
 	    "period of the comparison of the live state with the MPTCP socket dump (sock_diag); "
-	    "a difference seen in two dumps in a row is corrected and counted"),
+	    "a difference seen in two dumps in a row is corrected and counted (also the subflows' "
+	    "tcp_info period)"),
+    CFG_KEY(struct mptcp_cfg, subflow_history, CFG_DURATION, "60s", 0, 86400000,
+	    "period of the mptcp_subflow_samples history rows: one per subflow that lived that "
+	    "long, at the next reconciliation (0: none)"),
     {0},
 };
 
@@ -76,6 +83,13 @@ static const char *const mptcp_reason_l[] = {"reason", NULL};
 static const char *const mptcp_kind_l[] = {"kind", NULL};
 static const char *const mptcp_errno_l[] = {"errno", NULL};
 static const char *const mptcp_mib_l[] = {"netns", "counter", NULL};
+static const char *const mptcp_sf_l[] = {"netns", "loc_id", NULL};
+/* Subflow smoothed RTT: 100 us (a LAN) .. 10 s (a bufferbloated path). */
+// clang-format off
+static const double mptcp_srtt_bounds[] = {
+    0.0001, 0.0002, 0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10,
+};
+// clang-format on
 /* 1 ms (a join torn down at once) .. 1 day (long-lived connections), about
  * 1-2-5 per decade below a minute, then minutes and hours. */
 // clang-format off
@@ -145,10 +159,29 @@ static const struct metric_desc mptcp_metrics[] = {
 			   "The MPTcpExt MIB entries that are gauges (MPCurrEstab: established "
 			   "MPTCP connections), per watched namespace.",
 			   METRIC_KIND_GAUGE, mptcp_mib_l},
+    [MPTCP_M_SF_SRTT] =
+	{"sysobs_mptcp_subflow_srtt_seconds",
+	 "Smoothed RTT of each subflow at each reconciliation (tcp_info of the socket "
+	 "dump), by netns and local endpoint id (0: the initial subflow).",
+	 METRIC_KIND_HISTOGRAM, mptcp_sf_l, mptcp_srtt_bounds,
+	 sizeof(mptcp_srtt_bounds) / sizeof(mptcp_srtt_bounds[0])},
+    [MPTCP_M_SF_ACKED] = {"sysobs_mptcp_subflow_acked_bytes_total",
+			  "Bytes the peer acknowledged on subflows (tcp_info bytes_acked growth "
+			  "between reconciliations), by netns and local endpoint id.",
+			  METRIC_KIND_COUNTER, mptcp_sf_l},
+    [MPTCP_M_SF_RECEIVED] = {"sysobs_mptcp_subflow_received_bytes_total",
+			     "Bytes received on subflows (tcp_info bytes_received growth), by "
+			     "netns and local endpoint id.",
+			     METRIC_KIND_COUNTER, mptcp_sf_l},
+    [MPTCP_M_SF_RETRANS] = {"sysobs_mptcp_subflow_retransmits_total",
+			    "Segments retransmitted on subflows (tcp_info total_retrans growth), "
+			    "by netns and local endpoint id.",
+			    METRIC_KIND_COUNTER, mptcp_sf_l},
     [MPTCP_M_N] = {0},
 };
 
-static const struct event_table *const mptcp_tables[] = {&mptcp_events_table, NULL};
+static const struct event_table *const mptcp_tables[] = {&mptcp_events_table,
+							 &mptcp_subflow_samples_table, NULL};
 
 /* ---- network namespaces ---------------------------------------------- */
 
@@ -222,6 +255,7 @@ static int mptcp_watch_open_here(struct mptcp_watch *w, struct mptcp_priv *p)
 	/* A proc/net file shows the netns it was opened in, for ever; the
 	 * thread's own (it is the one that switched netns). */
 	w->netstat_fd = open("/proc/thread-self/net/netstat", O_RDONLY | O_CLOEXEC);
+	mptcp_subflow_open_here(p, w);
 	snprintf(w->ino_s, sizeof(w->ino_s), "%llu", (unsigned long long)w->ino);
 	return 0;
 }
@@ -358,7 +392,7 @@ static int mptcp_init(struct collector *c)
 	if (err)
 		return err;
 	p->state = mptcp_state_new();
-	if (!p->state)
+	if (!p->state || mptcp_subflow_init(p, cfg->subflow_history))
 		return -ENOMEM;
 	/* Probe every netns now, so a missing namespace or a kernel without
 	 * MPTCP makes the collector unavailable with a reason. */
@@ -558,6 +592,7 @@ static void mptcp_reconcile(struct mptcp_priv *p, struct mptcp_watch *w)
 		return;
 	}
 	mptcp_state_reconcile(p->state, w->ino, fresh, w->prev_dump, w->prev_dump_ns, &rs);
+	mptcp_subflow_sample(p, w, fresh, now);
 	mptcp_state_free(w->prev_dump);
 	w->prev_dump = fresh;
 	w->prev_dump_ns = now;
@@ -587,11 +622,13 @@ static int mptcp_watch_start(struct mptcp_priv *p, size_t i)
 	err = mptcp_in_netns(path, mptcp_watch_open_here, w, p);
 	if (err) {
 		mptcp_watch_close(w);
+		mptcp_subflow_close(p, w);
 		return err;
 	}
 	if (epoll_ctl(p->epfd, EPOLL_CTL_ADD, mnl_socket_get_fd(w->nl), &ev) < 0) {
 		err = -errno;
 		mptcp_watch_close(w);
+		mptcp_subflow_close(p, w);
 		return err;
 	}
 	mptcp_pm_type_check(p, w);
@@ -613,6 +650,7 @@ static void mptcp_watch_release(struct mptcp_priv *p, struct mptcp_watch *w)
 	struct mptcp_state *none = mptcp_state_new();
 
 	mptcp_watch_close(w); /* a closed fd leaves the epoll set by itself */
+	mptcp_subflow_close(p, w);
 	if (none) {
 		mptcp_state_resync(p->state, w->ino, none);
 		mptcp_state_free(none);
@@ -758,6 +796,7 @@ static void mptcp_stop(struct collector *c)
 		mptcp_watch_close(&p->w[i]);
 	if (p->epfd >= 0)
 		close(p->epfd);
+	mptcp_subflow_free(p);
 	mptcp_state_free(p->state);
 	free(p);
 	c->priv = NULL;

@@ -176,6 +176,10 @@ int mptcp_diag_msg_apply(const struct nlmsghdr *nlh, size_t len, int proto, uint
 		    m->idiag_state != MPTCP_TCP_SYN_SENT && m->idiag_state != MPTCP_TCP_SYN_RECV;
 		c->resynced = 1;
 		c->created_ns = now_ns;
+		/* Its MPTCP-level counters, by the length sent (issue 36). */
+		if (mptcp_conn_info_decode(mnl_attr_get_payload(info),
+					   mnl_attr_get_payload_len(info), &c->info) == 0)
+			c->info.sampled_ns = now_ns;
 		return 1;
 	}
 
@@ -209,6 +213,10 @@ int mptcp_diag_msg_apply(const struct nlmsghdr *nlh, size_t len, int proto, uint
 			c->server_side = (flags & MPTCP_SUBFLOW_FLAG_MCAP_LOC) ? 0 : 1;
 		sf.if_idx = (int32_t)m->id.idiag_if;
 		sf.since_ns = now_ns;
+		/* Its tcp_info, by the length sent (mptcp_subflow_info.h). */
+		if (info && mptcp_tcp_info_decode(mnl_attr_get_payload(info),
+						  mnl_attr_get_payload_len(info), &sf.tcp) == 0)
+			sf.tcp.sampled_ns = now_ns;
 		return mptcp_state_subflow_put(fresh, c, &sf) ?: 1;
 	}
 	return 0;

@@ -51,6 +51,8 @@ struct mptcp_priv {
 	int64_t reconcile_ns, next_reconcile_ns;
 	int absent_side_is_client; /* mptcp_genl_family_reports_side(), set by the probe */
 
+	struct mptcp_subflow_ctx *sub; /* subflow health (mptcp_subflow.c) */
+
 	struct mptcp_mib mib; /* scratch of mptcp_mib_read() */
 	struct sink_series *fallbacks_c;
 	struct sink_series *correction_s[4];
@@ -78,6 +80,10 @@ enum {
 	MPTCP_M_JOIN_FAILURES,
 	MPTCP_M_MIB,
 	MPTCP_M_MIB_GAUGE,
+	MPTCP_M_SF_SRTT, /* subflow health (mptcp_subflow.c) */
+	MPTCP_M_SF_ACKED,
+	MPTCP_M_SF_RECEIVED,
+	MPTCP_M_SF_RETRANS,
 	MPTCP_M_N,
 };
 

@@ -2,6 +2,7 @@
 /* mptcp_routes: the mptcp collector's own route (the live state); its
  * history is the generic route of mptcp_events. */
 #include <stdint.h>
+#include <string.h>
 
 #include "base/arena.h"
 #include "base/config.h"
@@ -9,14 +10,17 @@
 #include "collectors/collector.h"
 #include "collectors/mptcp/mptcp_priv.h"
 #include "collectors/mptcp/mptcp_state.h"
+#include "collectors/mptcp/mptcp_subflow.h"
 
 #define MPTCP_LIVE_LIMIT_MAX 1000 /* connections per answer: the default and the cap */
 
 /*
- * GET /api/v1/mptcp/connections[?netns=INODE][&limit=N] -> MptcpConnectionList:
+ * GET /api/v1/mptcp/connections[?netns=INODE][&limit=N][&refresh=1] -> MptcpConnectionList:
  * live connections with their subflows and announced addresses, and
  * listeners, of every watched netns (or one); at most limit connections
  * ("truncated" says when there were more), and the namespaces watched.
+ * refresh=1 takes the subflows' TCP state from a socket dump made now
+ * instead of the last reconciliation's (mptcp_subflow_refresh()).
  * A connection's history is GET /api/v1/mptcp/events?token=N (the generic
  * history route of mptcp_events).
  */
@@ -25,6 +29,7 @@ static void mptcp_route_connections(struct collector *c, const struct route_requ
 {
 	struct mptcp_priv *p = c->priv;
 	const char *netns_s = route_arg(req, "netns"), *limit_s = route_arg(req, "limit");
+	const char *refresh_s = route_arg(req, "refresh");
 	uint64_t netns = 0, limit = MPTCP_LIVE_LIMIT_MAX;
 	Sysobs__V1__MptcpConnectionList *list;
 
@@ -41,6 +46,19 @@ static void mptcp_route_connections(struct collector *c, const struct route_requ
 		route_error(rep, 400, "bad_request", "limit: 1..%d, not \"%.64s\"",
 			    MPTCP_LIVE_LIMIT_MAX, limit_s);
 		return;
+	}
+	if (refresh_s && strcmp(refresh_s, "0") && strcmp(refresh_s, "1")) {
+		route_error(rep, 400, "bad_request", "refresh: 0 or 1, not \"%.64s\"", refresh_s);
+		return;
+	}
+	if (refresh_s && !strcmp(refresh_s, "1")) {
+		int err = mptcp_subflow_refresh(p, netns);
+
+		if (err) {
+			route_error(rep, 503, "unavailable", "socket dump failed: %s",
+				    strerror(-err));
+			return;
+		}
 	}
 	list = mptcp_state_msg(p->state, netns, (size_t)limit, req->arena);
 	if (!list) {
@@ -70,7 +88,7 @@ static void mptcp_route_connections(struct collector *c, const struct route_requ
 	rep->msg = &list->base;
 }
 
-static const char *const mptcp_live_params[] = {"netns", "limit", NULL};
+static const char *const mptcp_live_params[] = {"netns", "limit", "refresh", NULL};
 static const char *const mptcp_connection_show[] = {
     "token_hex", "netns", "server_side", "saddr", "daddr", "established", "subflows", NULL,
 };

@@ -174,12 +174,15 @@ int mptcp_state_subflow_put(struct mptcp_state *st, struct mptcp_conn *c,
 	if (old) {
 		int64_t since = old->since_ns;
 		uint8_t known = old->since_known;
+		struct mptcp_tcp_stats tcp = old->tcp;
 
 		*old = *sf;
 		if (since) {
 			old->since_ns = since;
 			old->since_known = known;
 		}
+		if (!sf->tcp.have) /* an event: the last dump's figures stay */
+			old->tcp = tcp;
 		return 0;
 	}
 	if (c->n_sf == c->cap_sf) {

@@ -21,6 +21,7 @@
 #include "base/hash.h"
 #include "api/proto/sysobs.pb-c.h"
 #include "collectors/mptcp/mptcp_decode.h"
+#include "collectors/mptcp/mptcp_subflow_info.h"
 
 #define MPTCP_STATE_MAX_ADDRS 16 /* announced addresses kept per connection */
 
@@ -53,6 +54,7 @@ struct mptcp_subflow {
 	/* since_ns is when it was established (an event said it), not when a
 	 * socket dump first showed it: only then is its lifetime measured. */
 	uint8_t since_known;
+	struct mptcp_tcp_stats tcp; /* its tcp_info at the last dump (tcp.have 0: none) */
 };
 
 struct mptcp_addr {
@@ -83,6 +85,7 @@ struct mptcp_conn {
 	uint32_t n_sf, cap_sf;
 	struct mptcp_addr addrs[MPTCP_STATE_MAX_ADDRS];
 	uint32_t n_addrs;
+	struct mptcp_conn_stats info; /* its mptcp_info at the last dump (info.have 0: none) */
 };
 
 struct mptcp_listener {

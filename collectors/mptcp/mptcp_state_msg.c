@@ -11,6 +11,7 @@
 #include "base/netns_name.h"
 #include "api/proto/pbmsg.h"
 #include "collectors/mptcp/mptcp_state.h"
+#include "collectors/mptcp/mptcp_subflow_msg.h"
 
 /* The text of an address in the arena, NULL when the family is unknown. */
 static char *mptcp_msg_addr(struct arena *ar, uint8_t family, const struct in6_addr *a)
@@ -53,6 +54,7 @@ static Sysobs__V1__MptcpSubflow *mptcp_subflow_msg(struct arena *ar, const struc
 	m->backup = !!sf->backup;
 	m->if_idx = sf->if_idx;
 	m->since = pbmsg_time(ar, sf->since_ns);
+	m->tcp = mptcp_subflow_tcp_msg(ar, &sf->tcp);
 	return m;
 }
 
@@ -101,6 +103,7 @@ static Sysobs__V1__MptcpConnection *mptcp_conn_msg(struct arena *ar, const struc
 	if (c->created_known)
 		m->created = pbmsg_time(ar, c->created_ns);
 	m->established_at = pbmsg_time(ar, c->established_ns);
+	m->info = mptcp_conn_info_msg(ar, &c->info);
 	m->subflows = arena_alloc(ar, (c->n_sf ? c->n_sf : 1) * sizeof(*m->subflows));
 	m->addresses = arena_alloc(ar, (c->n_addrs ? c->n_addrs : 1) * sizeof(*m->addresses));
 	if (!m->subflows || !m->addresses)

@@ -148,6 +148,47 @@ ENGINE = ReplacingMergeTree()
 PARTITION BY toYYYYMM(time)
 ORDER BY (host, time, db_id, id);
 
+-- mptcp_subflow_samples: periodic TCP state of the subflows of long-lived MPTCP connections (tcp_info)
+CREATE TABLE IF NOT EXISTS sysobs.mptcp_subflow_samples
+(
+    host String,
+    job String,
+    labels Nested(name String, value String),
+    db_id String,
+    id UInt64,
+    ts Int64,
+    time DateTime MATERIALIZED toDateTime(intDiv(ts, 1000000000)),
+    netns UInt32,
+    token Nullable(Int64),
+    loc_id Nullable(Int64),
+    rem_id Nullable(Int64),
+    saddr Nullable(String),
+    daddr Nullable(String),
+    sport Nullable(Int64),
+    dport Nullable(Int64),
+    backup Nullable(Int64),
+    rtt_us Nullable(Int64),
+    rttvar_us Nullable(Int64),
+    min_rtt_us Nullable(Int64),
+    snd_cwnd Nullable(Int64),
+    snd_ssthresh Nullable(Int64),
+    retrans Nullable(Int64),
+    total_retrans Nullable(Int64),
+    lost Nullable(Int64),
+    bytes_sent Nullable(Int64),
+    bytes_acked Nullable(Int64),
+    bytes_received Nullable(Int64),
+    bytes_retrans Nullable(Int64),
+    delivery_rate Nullable(Int64),
+    pacing_rate Nullable(Int64),
+    busy_us Nullable(Int64),
+    rwnd_limited_us Nullable(Int64),
+    sndbuf_limited_us Nullable(Int64)
+)
+ENGINE = ReplacingMergeTree()
+PARTITION BY toYYYYMM(time)
+ORDER BY (host, time, db_id, id);
+
 -- ifs_scans: every scan result with its decoded status
 CREATE TABLE IF NOT EXISTS sysobs.ifs_scans
 (

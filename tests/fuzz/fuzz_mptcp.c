@@ -4,7 +4,9 @@
  * recv() returns it (one or more messages); every message goes through
  * mptcp_event_decode() and the text helpers, as the collector does. The
  * corpus is tests/data/mptcp/ (messages recorded from a real kernel). The
- * same bytes also go through the MPTcpExt MIB parser (/proc/net/netstat text).
+ * same bytes also go through the MPTcpExt MIB parser (/proc/net/netstat text),
+ * and the tcp_info / mptcp_info decoders (the whole buffer as the struct,
+ * and each INET_DIAG_INFO through the sock_diag path).
  */
 #include <libmnl/libmnl.h>
 #include <stdint.h>
@@ -16,6 +18,7 @@
 #include "collectors/mptcp/mptcp_mib.h"
 #include "collectors/mptcp/mptcp_nl.h"
 #include "collectors/mptcp/mptcp_state.h"
+#include "collectors/mptcp/mptcp_subflow_info.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -52,6 +55,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		mptcp_reset_reason_name(ev.reset_reason);
 	}
 	mptcp_genl_family_parse(copy, size, &family, &group);
+	{
+		struct mptcp_tcp_stats ts;
+		struct mptcp_conn_stats cs;
+
+		mptcp_tcp_info_decode(copy, size, &ts);
+		mptcp_conn_info_decode(copy, size, &cs);
+	}
 	/* And walked as the collector walks a datagram. */
 	mptcp_nlmsg_for_each(nlh, copy, size, left)
 	{
@@ -70,6 +80,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		}
 		mptcp_state_msg(st, 0, 1000, &ar);
 		arena_free(&ar);
+		/* The dump's figures into a live state that knows the same
+		 * connections (the reconciliation's path), and the rows. */
+		{
+			struct mptcp_state *live = mptcp_state_new();
+
+			if (live) {
+				mptcp_nlmsg_for_each(nlh, copy, size, left)
+				    mptcp_diag_msg_apply(nlh, nlh->nlmsg_len, 6, 1, live, 0);
+				mptcp_subflow_info_take(live, 1, st, NULL, NULL);
+				mptcp_state_msg(live, 0, 1000, &ar);
+				arena_free(&ar);
+				mptcp_state_free(live);
+			}
+		}
 		mptcp_state_free(st);
 	}
 	free(copy);

@@ -38,7 +38,7 @@ for db in sysobs shard1 shard2; do
 		"$T/ddl-cluster.sql" | clickhouse-client --port "$CH_TCP" --multiquery ||
 		fail "the DDL does not load into database $db"
 done
-assert_eq "tables of the sysobs database" 12 "$(chq 'SELECT count() FROM system.tables WHERE database = '"'"'sysobs'"'"'')"
+assert_eq "tables of the sysobs database" 14 "$(chq 'SELECT count() FROM system.tables WHERE database = '"'"'sysobs'"'"'')"
 pass "shipped DDL = --print-clickhouse-ddl; it loads into ClickHouse $(chq 'SELECT version()') with Distributed tables"
 
 # ---- 2. rows with identity ----

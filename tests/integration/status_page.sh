@@ -73,6 +73,7 @@ poll = 100ms
 max_scan_seconds_per_hour = 3600
 [collector.mptcp]
 netns = /run/netns/$NS_A
+reconcile = 1s
 [collector.drops]
 netns_label = true
 sample_rate = 1000000
@@ -87,6 +88,9 @@ mptcp_client "$MP_B1" 2
 grep -q 'subflows=2' "$T/client.txt" || fail "second subflow not established: $(cat "$T/client.txt")"
 live() { [ "$(api GET /api/v1/mptcp/connections | jq '[.data[] | select(.token_hex == "'"$TOKEN_HEX"'")] | length')" = 1 ]; }
 wait_for 10 live || fail "agent does not list connection $TOKEN_HEX"
+# Both subflows' TCP state sampled (the reconciliation's dump, every 1 s).
+sampled() { [ "$(api GET /api/v1/mptcp/connections | jq '[.data[].subflows[] | select(.tcp.rtt_us > 0)] | length')" = 2 ]; }
+wait_for 5 sampled || fail "subflows without TCP state: $(api GET /api/v1/mptcp/connections)"
 
 # ---- drops: >= 10,000 samples in the database ----
 samples() { db_count drop_samples "netns = $NSINUM"; }
@@ -163,6 +167,8 @@ try:
 	  conns: q("#mptcp tr.conn").map(r => ({token: r.dataset.token, subflows: Number(txt(r.querySelector("td.subflows"))),
 	    netns: txt(r.querySelector("td.netns"))})),
 	  subflow_rows: q("#mptcp tr.sub").length,
+	  subflow_health: q("#mptcp tr.sub td.health").map(c => ({rtt_us: Number(c.dataset.rttUs),
+	    cwnd: Number(c.dataset.cwnd), text: txt(c)})),
 	  cores: q("#ifs .core").map(c => ({core: c.dataset.core,
 	    tests: Object.fromEntries(q(".badge", c).map(b => [b.dataset.test, b.dataset.status]))})),
 	  collectors: Object.fromEntries(q("#collectors tr").slice(1).map(r => [txt(r.cells[0]), txt(r.cells[1])])),
@@ -227,6 +233,13 @@ assert_eq "connections on the page" "[{\"netns\":\"$NS_A\",\"subflows\":2,\"toke
 	"$(jq -cS .conns <<<"$F")"
 assert_eq "subflow rows" 2 "$(jq .subflow_rows <<<"$F")"
 assert_eq "MPTCP summary" "1 connections, 2 subflows" "$(jq -r .mptcp_summary <<<"$F")"
+# Each subflow's RTT and cwnd as the API has them (tcp_info of the dump).
+api GET /api/v1/mptcp/connections >"$T/mc"
+assert_eq "subflow health on the page" \
+	"$(jq -cS '[.data[].subflows[] | {rtt_us: .tcp.rtt_us, cwnd: .tcp.snd_cwnd}] | sort' "$T/mc")" \
+	"$(jq -cS '[.subflow_health[] | {rtt_us, cwnd}] | sort' <<<"$F")"
+jq -e '.subflow_health | all(.text | test("^rtt [0-9.]+ .s · cwnd [0-9]+"))' <<<"$F" >/dev/null ||
+	fail "subflow health text: $(jq -c .subflow_health <<<"$F")"
 pass "mptcp: connection $TOKEN_HEX with 2 subflows (the client's token) in netns $NS_A (by name)"
 
 # IFS: the fake's script: scan fails on core 2 only, array passes everywhere.

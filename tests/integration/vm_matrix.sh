@@ -12,7 +12,10 @@
 #     under PKT_TOO_SMALL (value 3 on 6.1);
 #   - runs tests/integration/drops.sh and mptcp.sh unchanged; each must pass
 #     (or skip with a reason, reported).
-# SYSOBS_VM_KERNELS="debian-6.1 debian-6.12 built-6.12" picks the kernels.
+# SYSOBS_VM_KERNELS="debian-6.1 debian-6.12 built-6.12" picks the kernels;
+# SYSOBS_VM_TESTS the integration tests (mptcp_subflow too: ss, tc, tbf and
+# nft numgen are in the guest); SYSOBS_VM_GUEST_LIMIT the guest's own
+# watchdog (s, default 240: a TCG guest needs more for mptcp_subflow).
 source "$(dirname "$0")/lib.sh"
 source "$SYSOBS_SRC/tests/vm/lib-vm.sh"
 
@@ -31,7 +34,7 @@ done
 
 # Host programs the integration scripts call, beyond busybox.
 tools=()
-for t in bash jq curl ip nft sqlite3 setpriv mawk date stat mktemp seq timeout sort sysctl; do
+for t in bash jq curl ip nft sqlite3 setpriv mawk date stat mktemp seq timeout sort sysctl ss tc; do
 	p=$(command -v "$t" 2>/dev/null || true)
 	[ -n "$p" ] || continue
 	case $t in
@@ -57,7 +60,7 @@ for k in $KERNELS; do
 		read -r kernel moddir release <<<"$("$SYSOBS_SRC/tests/vm/fetch-kernel.sh" "${k#debian-}")" ||
 			fail "$k: cannot fetch the Debian kernel"
 		# modular on Debian, built in on the test kernel
-		mods=(--modules "$moddir" veth nf_tables inet_diag mptcp_diag tcp_diag udp_diag cachefiles)
+		mods=(--modules "$moddir" veth nf_tables nft_numgen sch_tbf inet_diag mptcp_diag tcp_diag udp_diag cachefiles)
 		;;
 	built-6.12)
 		kernel=$("$SYSOBS_SRC/tests/vm/build-kernel.sh") || fail "test kernel build failed"
@@ -68,8 +71,10 @@ for k in $KERNELS; do
 		--bin "$SYSOBS_BUILD/tests/drops_gen=/bin/drops_gen" \
 		--bin "$SYSOBS_BUILD/tests/drops_gen=/build/tests/drops_gen" \
 		--bin "$SYSOBS_BUILD/tests/mptcp_peer=/build/tests/mptcp_peer" \
+		--bin "$SYSOBS_BUILD/api/cli/sysobs=/build/api/cli/sysobs" \
 		"${tools[@]}" "${files[@]}" --file "$T/vm-test.conf=/etc/vm-test.conf" "${mods[@]}"
-	vm_boot "$kernel" "$T/initrd-$k.gz" "$k" --append "sysobs.test=matrix" \
+	vm_boot "$kernel" "$T/initrd-$k.gz" "$k" \
+		--append "sysobs.test=matrix${SYSOBS_VM_GUEST_LIMIT:+ sysobs.timeout=$SYSOBS_VM_GUEST_LIMIT}" \
 		--timeout "${SYSOBS_VM_TIMEOUT:-900}" --mem 1024
 	C=$T/$k.console
 	accel=$(sed -n 's/.*accel=\([a-z]*\).*/\1/p' "$T/$k.raw.qemu" | tail -n1)

@@ -16,8 +16,9 @@
  *	Connects, waits until the connection has SUBFLOWS subflows (MPTCP_INFO),
  *	prints "token=<u32> subflows=<n>", then holds the connection until a
  *	line (or EOF) arrives on stdin, prints "closing" and closes. The line
- *	"send" writes 1 MiB first; "shut" shuts the write side down (prints
- *	"shut") and waits for another line; "reset" closes with SO_LINGER 0
+ *	"send" writes 1 MiB first; "stream" writes until the next line, prints
+ *	"idle" and waits for another line; "shut" shuts the write side down
+ *	(prints "shut") and waits for another line; "reset" closes with SO_LINGER 0
  *	(MPTCP sends MP_FASTCLOSE).
  *   mptcp_peer burst ADDR PORT -n COUNT [-s SUBFLOWS] [-b BATCH] [-t TIMEOUT_MS] [-H]
  *	Opens COUNT connections, BATCH at a time; waits for each to reach
@@ -233,6 +234,23 @@ static int peer_client(const struct sockaddr_storage *ss, socklen_t sl, int want
 	fflush(stdout);
 	if (!fgets(line, sizeof(line), stdin))
 		line[0] = 0;
+	/* Bulk data until the next line: the subflows carry a load (their
+	 * RTT, cwnd and retransmits move), then the connection idles. */
+	if (!strncmp(line, "stream", 6)) {
+		static char data[65536];
+		struct pollfd sp[2] = {{.fd = 0, .events = POLLIN}, {.fd = fd, .events = POLLOUT}};
+
+		while (!peer_stop && poll(sp, 2, 1000) >= 0 && !(sp[0].revents & (POLLIN | POLLHUP)))
+			if ((sp[1].revents & POLLOUT) && write(fd, data, sizeof(data)) < 0)
+				break;
+		/* The line that stopped it, then the next command. */
+		if (fgets(line, sizeof(line), stdin)) {
+			printf("idle\n");
+			fflush(stdout);
+		}
+		if (!fgets(line, sizeof(line), stdin))
+			line[0] = 0;
+	}
 	/* Optional payload before closing, to exercise a path that went down. */
 	if (!strncmp(line, "send", 4)) {
 		static char data[65536];
