@@ -183,7 +183,8 @@ req GET '/metrics?collect[]=nosuch'
 assert_eq "collect[] with an unknown collector" 400 "$HTTP_CODE"
 grep -q 'nosuch' <<<"$BODY" || fail "400 does not name the collector: $BODY"
 req GET '/metrics?foo=bar&collect[]=self'
-assert_eq "other parameters are ignored" 200 "$HTTP_CODE"
+assert_eq "another parameter is refused (issue 30: ?collect=x served everything)" 400 "$HTTP_CODE"
+grep -q 'collect\[\]' <<<"$BODY" || fail "the 400 does not name collect[]: $BODY"
 
 # Text: promtool; OpenMetrics: the reference parser; same samples.
 curl -sS "http://127.0.0.1:$PORT/metrics" >"$T/text.txt"
