@@ -193,6 +193,9 @@ int http_login_check(struct http_server *h, struct MHD_Connection *conn, struct 
 	j = calloc(1, sizeof(*j));
 	if (!j || !(j->user = strdup(user)) || !(j->pass = strdup(pass))) {
 		job_free(j);
+		pthread_mutex_lock(&l->lock);
+		bucket_done(l, &key, true); /* its token and place back */
+		pthread_mutex_unlock(&l->lock);
 		count(l, LOGIN_BUSY);
 		deny(c, 503, "out of memory");
 		return c->deny_status;
@@ -208,6 +211,9 @@ int http_login_check(struct http_server *h, struct MHD_Connection *conn, struct 
 	 * sets the time: http_conn.c). */
 	if (http_conns_hold(h, conn, INT64_MAX)) {
 		job_free(j);
+		pthread_mutex_lock(&l->lock);
+		bucket_done(l, &key, true);
+		pthread_mutex_unlock(&l->lock);
 		deny(c, 503, "the server is stopping");
 		return c->deny_status;
 	}
