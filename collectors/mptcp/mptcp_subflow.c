@@ -37,6 +37,9 @@ struct mptcp_subflow_ctx {
 	pthread_mutex_t refresh_lock;		  /* the fds, refresh_start_ns, seq */
 	int64_t refresh_start_ns;		  /* when the last dump on demand began */
 	uint32_t seq;
+	/* the endpoint ids each watch has series of (main thread), declared
+	 * gone when the watch lets its namespace go */
+	uint8_t loc_seen[MPTCP_MAX_NETNS][32];
 };
 
 int mptcp_subflow_init(struct mptcp_priv *p, uint64_t history_ms)
@@ -84,10 +87,27 @@ void mptcp_subflow_open_here(struct mptcp_priv *p, struct mptcp_watch *w)
 
 void mptcp_subflow_close(struct mptcp_priv *p, struct mptcp_watch *w)
 {
+	static const int fams[] = {MPTCP_M_SF_SRTT, MPTCP_M_SF_ACKED, MPTCP_M_SF_RECEIVED,
+				   MPTCP_M_SF_RETRANS};
 	size_t i = (size_t)(w - p->w);
+	struct collector *c = p->c;
 
 	if (!p->sub || i >= MPTCP_MAX_NETNS)
 		return;
+	/* The namespace's per-endpoint series leave /metrics after the stale
+	 * grace, as its MIB series do (mptcp_watch_release). */
+	for (unsigned id = 0; id < 256; id++) {
+		char ids[4];
+		const char *lv[2] = {w->ino_s, ids};
+
+		if (!(p->sub->loc_seen[i][id / 8] & (1u << (id % 8))))
+			continue;
+		snprintf(ids, sizeof(ids), "%u", id);
+		for (size_t f = 0; f < sizeof(fams) / sizeof(fams[0]); f++)
+			sink_series_gone(c->sink, collector_family(c, (size_t)fams[f]),
+					 collector_series(c, (size_t)fams[f], lv));
+	}
+	memset(p->sub->loc_seen[i], 0, sizeof(p->sub->loc_seen[i]));
 	pthread_mutex_lock(&p->sub->refresh_lock);
 	if (p->sub->fd[i] >= 0)
 		close(p->sub->fd[i]);
@@ -104,6 +124,14 @@ struct mptcp_sample_ctx {
 	int history; /* rows this time */
 };
 
+static void loc_seen_mark(struct mptcp_priv *p, const struct mptcp_watch *w, unsigned id)
+{
+	size_t i = (size_t)(w - p->w);
+
+	if (i < MPTCP_MAX_NETNS && id < 256)
+		p->sub->loc_seen[i][id / 8] |= (uint8_t)(1u << (id % 8));
+}
+
 static void mptcp_subflow_on_sample(const struct mptcp_subflow_delta *d, void *arg)
 {
 	struct mptcp_sample_ctx *s = arg;
@@ -113,6 +141,7 @@ static void mptcp_subflow_on_sample(const struct mptcp_subflow_delta *d, void *a
 	const char *lv[2] = {s->w->ino_s, id};
 
 	snprintf(id, sizeof(id), "%u", sf->loc_id);
+	loc_seen_mark(s->p, s->w, sf->loc_id);
 	sink_observe(c->sink, collector_series(c, MPTCP_M_SF_SRTT, lv),
 		     (double)sf->tcp.rtt_us / 1e6);
 	/* Even 0: the series exist from a path's first sample, so increase()

@@ -433,7 +433,8 @@ cp "$T/eff" "$T/eff.ini"
 "$SYSOBSD" --print-config --config "$T/eff.ini" | grep -Ev '^# (from |default$)' >"$T/eff2"
 grep -Ev '^# (from |default$)' "$T/eff" | diff - "$T/eff2" >/dev/null ||
 	fail "the printed config loads to other values"
-awk 'length > 190 { print; bad = 1 } END { exit bad }' "$T/eff" || fail "a line over 190 bytes"
+# (its lines may be of any length: the reader takes them whole, issue 30;
+# the round trip above is what proves it)
 # --print-config asks nothing of this host: the default ./var/sysobs.db
 # where there is no ./var (issue 30)
 mkdir -p "$T/novar"
