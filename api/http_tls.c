@@ -65,6 +65,8 @@ static struct http_tls_pair *pair_load(const char *cert_pem, const char *key_pem
 	struct http_tls_pair *p;
 	int rc;
 
+	if (web_tls_pair_check(cert_pem, key_pem, msg, msglen))
+		return NULL;
 	if (gnutls_certificate_allocate_credentials(&cred) < 0) {
 		snprintf(msg, msglen, "out of memory");
 		return NULL;

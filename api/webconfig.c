@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <gnutls/crypto.h>
+#include <gnutls/x509.h>
 #include <gnutls/gnutls.h>
 #include <libgen.h>
 #include <pthread.h>
@@ -184,6 +185,51 @@ static int tls_version(struct parse_ctx *p, const yaml_node_t *v, const char *ke
  * certificate, a CA file without a certificate): refused here, at load,
  * so that --check-config says so and the start exits 2 for it (issue 30:
  * the check said valid, the start exited 1). */
+/*
+ * Does the key belong to the (first) certificate? Compared by public key
+ * id before GnuTLS's own gnutls_certificate_set_x509_key_mem() is asked:
+ * 3.7.9 leaks the parsed certificate when it finds a mismatch (LSan), and
+ * a refused pair is what a reload of a renewed certificate may meet.
+ */
+int web_tls_pair_check(const char *cert_pem, const char *key_pem, char *msg, size_t msglen)
+{
+	gnutls_datum_t cert = {(unsigned char *)cert_pem, (unsigned)strlen(cert_pem)};
+	gnutls_datum_t key = {(unsigned char *)key_pem, (unsigned)strlen(key_pem)};
+	unsigned char cid[64], kid[64];
+	size_t clen = sizeof(cid), klen = sizeof(kid);
+	gnutls_x509_crt_t crt = NULL;
+	gnutls_x509_privkey_t pk = NULL;
+	int rc, ret = -EINVAL;
+
+	if ((rc = gnutls_x509_crt_init(&crt)) < 0 ||
+	    (rc = gnutls_x509_crt_import(crt, &cert, GNUTLS_X509_FMT_PEM)) < 0) {
+		snprintf(msg, msglen, "certificate: %s", gnutls_strerror(rc));
+		goto out;
+	}
+	if ((rc = gnutls_x509_privkey_init(&pk)) < 0 ||
+	    (rc = gnutls_x509_privkey_import2(pk, &key, GNUTLS_X509_FMT_PEM, NULL,
+					      GNUTLS_PKCS_PLAIN)) < 0) {
+		snprintf(msg, msglen, "key: %s", gnutls_strerror(rc));
+		goto out;
+	}
+	if ((rc = gnutls_x509_crt_get_key_id(crt, 0, cid, &clen)) < 0 ||
+	    (rc = gnutls_x509_privkey_get_key_id(pk, 0, kid, &klen)) < 0) {
+		snprintf(msg, msglen, "%s", gnutls_strerror(rc));
+		goto out;
+	}
+	if (clen != klen || memcmp(cid, kid, clen)) {
+		snprintf(msg, msglen, "%s", gnutls_strerror(GNUTLS_E_CERTIFICATE_KEY_MISMATCH));
+		goto out;
+	}
+	ret = 0;
+out:
+	if (pk)
+		gnutls_x509_privkey_deinit(pk);
+	if (crt)
+		gnutls_x509_crt_deinit(crt);
+	return ret;
+}
+
 static int tls_files_check(struct parse_ctx *p, const struct web_config *wc,
 			   const yaml_node_t *key_node, const yaml_node_t *ca_node)
 {
@@ -192,6 +238,10 @@ static int tls_files_check(struct parse_ctx *p, const struct web_config *wc,
 	gnutls_datum_t key = {(unsigned char *)wc->key_pem, (unsigned)strlen(wc->key_pem)};
 	int rc, err = 0;
 
+	char msg[160];
+
+	if (web_tls_pair_check(wc->cert_pem, wc->key_pem, msg, sizeof(msg)))
+		return fail(p, key_node, "key_file and cert_file: %s", msg);
 	if (gnutls_certificate_allocate_credentials(&cred) < 0)
 		return fail(p, key_node, "out of memory");
 	rc = gnutls_certificate_set_x509_key_mem(cred, &cert, &key, GNUTLS_X509_FMT_PEM);

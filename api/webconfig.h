@@ -67,6 +67,10 @@ struct web_config {
 	struct web_auth_cache *cache;
 };
 
+/* 0 when the PEM key belongs to the PEM certificate (the first of a
+ * chain); -EINVAL with msg otherwise. */
+int web_tls_pair_check(const char *cert_pem, const char *key_pem, char *msg, size_t msglen);
+
 /* Loads and validates FILE. NULL with a message in err on any problem. */
 struct web_config *web_config_load(const char *path, char *err, size_t errlen);
 void web_config_free(struct web_config *wc); /* accepts NULL */
