@@ -461,6 +461,7 @@ static int start_loop_work(struct agent *a)
 	if (!loop_add_timer(a->loop, AGENT_PUBLISH_MS, on_publish, a) ||
 	    (a->snapshot_ms && !loop_add_timer(a->loop, a->snapshot_ms, on_snapshot, a)))
 		return 1;
+	names_declare(a->metrics);
 	if (remote_write_start(a->rw, a->store, a->metrics) ||
 	    events_export_start(a->exp, a->metrics))
 		return 1;

@@ -641,6 +641,13 @@ static void names_metrics(struct names *n, struct metrics *m)
 				   "10 minutes)");
 }
 
+void names_declare(struct metrics *m)
+{
+	struct names none = {0};
+
+	names_metrics(&none, m);
+}
+
 struct names *names_start(const struct names_config *cfg, struct metrics *m)
 {
 	struct names *n = calloc(1, sizeof(*n));

@@ -50,6 +50,10 @@ struct names;
 /* Starts the service (its thread when a socket is configured). NULL +
  * errno. metrics may be NULL (tests). */
 struct names *names_start(const struct names_config *cfg, struct metrics *m);
+/* The name service's metric families, registered before it starts (after
+ * the privilege drop): remote_write's first metadata, sent at its start,
+ * then names them too. */
+void names_declare(struct metrics *m);
 void names_stop(struct names *n); /* accepts NULL */
 
 /*
