@@ -44,8 +44,11 @@ pass "shipped DDL = --print-clickhouse-ddl; it loads into ClickHouse $(chq 'SELE
 # ---- 2. rows with identity ----
 make_drops() { "$GEN" udp -d 127.0.0.1 -p "$DPORT" -n "$1" >/dev/null; }
 agent_config() { # INSTANCE DATABASE DB_FILE
+	# a ring that holds the burst: a sample is ~1.3 KB since it carries the
+	# headers and the stack (issue 35), and an ASan agent reads it slowly
 	write_base_config storage.path="$3" collector.drops.sample_rate=20000 \
-		collector.drops.sample_burst=20000 remote_write.instance="$1" \
+		collector.drops.sample_burst=20000 collector.drops.ring_bytes=4m \
+		remote_write.instance="$1" \
 		remote_write.external_labels="cluster=test"
 	cat >>"$T/sysobsd.ini" <<-INI
 		[export.ch]
