@@ -109,6 +109,8 @@ int cfg_declare(struct config *cfg, const char *section, const struct cfg_key *k
 
 struct cfg_section *cfg_section(const struct config *cfg, const char *section)
 {
+	if (!section) /* a key before any [section] */
+		return NULL;
 	for (size_t i = 0; i < cfg->n_sections; i++)
 		if (!strcmp(cfg->sections[i].name, section))
 			return &cfg->sections[i];
