@@ -273,9 +273,9 @@ static bool request_begin(struct http_server *h, struct MHD_Connection *conn, st
 		return true;
 	}
 	if (!strcmp(method, MHD_HTTP_METHOD_GET) || !strcmp(method, MHD_HTTP_METHOD_HEAD)) {
-		*r = http_reply_error_now(h, conn, c, NULL, 400, "bad_request",
-					  "a GET or HEAD request takes no body (Content-Length > 0)",
-					  NULL);
+		*r = http_reply_error_now(
+		    h, conn, c, NULL, 400, "bad_request",
+		    "a GET or HEAD request takes no body (Content-Length > 0)", NULL);
 		return true;
 	}
 	return false;
@@ -298,8 +298,8 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const c
 	if (c->refused)
 		return MHD_NO;
 	if (c->deny_status) /* resumed after the failure delay */
-		return http_reply_error_now(h, conn, c, NULL, c->deny_status, deny_code(c->deny_status),
-					    c->deny_msg, NULL);
+		return http_reply_error_now(h, conn, c, NULL, c->deny_status,
+					    deny_code(c->deny_status), c->deny_msg, NULL);
 	if (!c->seen) {
 		int status;
 

@@ -244,8 +244,8 @@ static int header_end_check(const struct hdr_state *st, char *msg, size_t msglen
 	return 0;
 }
 
-int http_header_check(const char *buf, size_t len, size_t *hdr_len, uint64_t *body_len,
-		      char *msg, size_t msglen, const char **code)
+int http_header_check(const char *buf, size_t len, size_t *hdr_len, uint64_t *body_len, char *msg,
+		      size_t msglen, const char **code)
 {
 	struct hdr_state st = {0};
 	const char *p = buf, *end = buf + len;
@@ -270,7 +270,8 @@ int http_header_check(const char *buf, size_t len, size_t *hdr_len, uint64_t *bo
 		 * answers; a CR elsewhere is refused. A CR last of what has
 		 * come may be a CRLF's. */
 		if (complete && !(n && p[n - 1] == '\r'))
-			return bad(msg, msglen, "a line ended by a bare LF (HTTP lines end with CRLF)");
+			return bad(msg, msglen,
+				   "a line ended by a bare LF (HTTP lines end with CRLF)");
 		if (complete)
 			n--;
 		cr = memchr(p, '\r', n);

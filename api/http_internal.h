@@ -290,8 +290,8 @@ bool http_maybe_gzip(enum http_gzip_mode mode, struct MHD_Connection *conn,
  * else the status to answer (400, 411, 413, 414, 431, 505) with its error
  * code and msg. Pure: no I/O, no state.
  */
-int http_header_check(const char *buf, size_t len, size_t *hdr_len, uint64_t *body_len,
-		      char *msg, size_t msglen, const char **code);
+int http_header_check(const char *buf, size_t len, size_t *hdr_len, uint64_t *body_len, char *msg,
+		      size_t msglen, const char **code);
 /* Checks a raw request target: 0, or 400/414 with msg and the error code. */
 int http_target_check(const char *uri, size_t len, char *msg, size_t msglen, const char **code);
 

@@ -34,10 +34,10 @@
 #include "base/log.h"
 #include "api/metrics/metrics.h"
 
-#define LOGIN_BURST	  10	 /* failed logins an address may make at once */
-#define LOGIN_REFILL_MS	  5000	 /* ... then one per this */
-#define LOGIN_QUEUE_MAX	  32	 /* pairs waiting for a bcrypt; past it: 429 */
-#define LOGIN_PENDING_PER_ADDR 2 /* ... of them from one address */
+#define LOGIN_BURST	       10   /* failed logins an address may make at once */
+#define LOGIN_REFILL_MS	       5000 /* ... then one per this */
+#define LOGIN_QUEUE_MAX	       32   /* pairs waiting for a bcrypt; past it: 429 */
+#define LOGIN_PENDING_PER_ADDR 2    /* ... of them from one address */
 
 struct http_login_job {
 	struct http_login_job *next;
@@ -77,8 +77,7 @@ static struct login_key key_of(const struct sockaddr *sa)
 
 /* The bucket of an address (lock held): its own, or the least recently
  * used one, refilled. */
-static struct login_bucket *bucket_of(struct http_login *l, const struct login_key *k,
-				      int64_t now)
+static struct login_bucket *bucket_of(struct http_login *l, const struct login_key *k, int64_t now)
 {
 	struct login_bucket *b = NULL;
 

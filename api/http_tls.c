@@ -27,9 +27,9 @@
 #include "api/webconfig.h"
 #include "base/log.h"
 
-#define TLS_CHAIN_MAX	16
-#define TLS_RECHECK_NS	1000000000LL /* files looked at no more often */
-#define TLS_FILE_MAX	(1 << 20)
+#define TLS_CHAIN_MAX  16
+#define TLS_RECHECK_NS 1000000000LL /* files looked at no more often */
+#define TLS_FILE_MAX   (1 << 20)
 
 struct http_tls_pair {
 	struct http_tls_pair *older;
@@ -83,7 +83,8 @@ static struct http_tls_pair *pair_load(const char *cert_pem, const char *key_pem
 		return NULL;
 	}
 	p->n_pcert = TLS_CHAIN_MAX;
-	rc = gnutls_pcert_list_import_x509_raw(p->pcert, &p->n_pcert, &cert, GNUTLS_X509_FMT_PEM, 0);
+	rc =
+	    gnutls_pcert_list_import_x509_raw(p->pcert, &p->n_pcert, &cert, GNUTLS_X509_FMT_PEM, 0);
 	if (rc < 0) {
 		p->n_pcert = 0;
 		goto out_fail;
@@ -145,8 +146,9 @@ static int tls_check(struct http_tls *t)
 
 	if (stat(t->cert_file, &cs) || stat(t->key_file, &ks)) {
 		if (!t->refused)
-			log_warn("http", "TLS: cannot read %s or %s (%s): serving the certificate "
-					 "loaded before",
+			log_warn("http",
+				 "TLS: cannot read %s or %s (%s): serving the certificate "
+				 "loaded before",
 				 t->cert_file, t->key_file, strerror(errno));
 		t->refused = true;
 		return -1;
@@ -159,8 +161,9 @@ static int tls_check(struct http_tls *t)
 	key = cert ? file_read(t->key_file, &ks, msg, sizeof(msg)) : NULL;
 	p = key ? pair_load(cert, key, msg, sizeof(msg)) : NULL;
 	if (!p) {
-		log_warn("http", "TLS: the new %s / %s cannot be used (%s): serving the "
-				 "certificate loaded before",
+		log_warn("http",
+			 "TLS: the new %s / %s cannot be used (%s): serving the "
+			 "certificate loaded before",
 			 t->cert_file, t->key_file, msg);
 		t->refused = true;
 		t->bad_cert_st = cs;

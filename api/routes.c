@@ -109,10 +109,11 @@ static void route_metrics(const struct http_request *req, struct http_response *
 	 * otherwise serve every collector silently. */
 	for (size_t i = 0; i < req->n_args; i++)
 		if (strcmp(req->args[2 * i], "collect[]")) {
-			http_reply_error(res, 400, "bad_request",
-					 "unknown parameter \"%.64s\" (the one parameter is collect[], "
-					 "once per collector)",
-					 req->args[2 * i]);
+			http_reply_error(
+			    res, 400, "bad_request",
+			    "unknown parameter \"%.64s\" (the one parameter is collect[], "
+			    "once per collector)",
+			    req->args[2 * i]);
 			return;
 		}
 	n_collect = http_query_all(req, "collect[]", collect, HTTP_ARGS_MAX);

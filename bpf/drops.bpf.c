@@ -766,7 +766,8 @@ static __always_inline void netns_of(struct sk_buff *skb, void *location, __u32 
  * 12, ICMP 8, ICMPv6 4) flags the sample truncated.
  */
 static __always_inline void sample_l4(struct sk_buff *skb, struct drops_record *r,
-				      const struct drops_parsed *p, __u32 *l4_end, const bool direct)
+				      const struct drops_parsed *p, __u32 *l4_end,
+				      const bool direct)
 {
 	__u32 thoff = transport_offset(skb, p, direct), end = p->tail, ip_end, avail;
 	__u16 need = 0, full = 0;
@@ -1008,10 +1009,10 @@ static __always_inline void emit_sample(void *ctx, struct sk_buff *skb, void *lo
 	r->cgroup_id = key->cgroup ?: sock_cgroup_id(sk);
 	if (stack_depth) {
 		/* a constant size (frozen rodata): the walk stops at the depth */
-		long n = bpf_get_stack(ctx, r->stack,
-				       (stack_depth < DROPS_STACK_MAX ? stack_depth : DROPS_STACK_MAX) *
-					   sizeof(__u64),
-				       0);
+		long n = bpf_get_stack(
+		    ctx, r->stack,
+		    (stack_depth < DROPS_STACK_MAX ? stack_depth : DROPS_STACK_MAX) * sizeof(__u64),
+		    0);
 
 		r->stack_n = n > 0 ? n / sizeof(__u64) : 0;
 	}
@@ -1071,8 +1072,8 @@ static __always_inline bool count_in_hash(const struct drops_key *key)
 	return !err;
 }
 
-static __always_inline int handle_drop(void *ctx, struct sk_buff *skb, void *location,
-				       __u32 reason, struct sock *rx_sk, const bool direct)
+static __always_inline int handle_drop(void *ctx, struct sk_buff *skb, void *location, __u32 reason,
+				       struct sock *rx_sk, const bool direct)
 {
 	struct drops_key key = {};
 	struct drops_parsed p = {};

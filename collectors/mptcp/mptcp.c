@@ -58,7 +58,7 @@
 struct mptcp_cfg {
 	const char *netns; /* comma list, parsed by mptcp_config_netns() */
 	uint64_t rcvbuf;
-	uint64_t reconcile; /* ms */
+	uint64_t reconcile;	  /* ms */
 	uint64_t subflow_history; /* ms, 0: off */
 };
 

@@ -17,8 +17,8 @@ static int check(const uint8_t *data, size_t size, size_t *hdr_len, const char *
 	int st;
 
 	msg[0] = '\0';
-	st = http_header_check((const char *)data, size, hdr_len, &body_len, msg, sizeof(msg),
-			       code);
+	st =
+	    http_header_check((const char *)data, size, hdr_len, &body_len, msg, sizeof(msg), code);
 	FUZZ_CHECK(st == 0 || st == 400 || st == 411 || st == 413 || st == 414 || st == 431 ||
 		       st == 505,
 		   "status %d", st);

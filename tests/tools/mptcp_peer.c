@@ -240,7 +240,8 @@ static int peer_client(const struct sockaddr_storage *ss, socklen_t sl, int want
 		static char data[65536];
 		struct pollfd sp[2] = {{.fd = 0, .events = POLLIN}, {.fd = fd, .events = POLLOUT}};
 
-		while (!peer_stop && poll(sp, 2, 1000) >= 0 && !(sp[0].revents & (POLLIN | POLLHUP)))
+		while (!peer_stop && poll(sp, 2, 1000) >= 0 &&
+		       !(sp[0].revents & (POLLIN | POLLHUP)))
 			if ((sp[1].revents & POLLOUT) && write(fd, data, sizeof(data)) < 0)
 				break;
 		/* The line that stopped it, then the next command. */
