@@ -202,9 +202,6 @@ int http_login_check(struct http_server *h, struct MHD_Connection *conn, struct 
 	j->conn = conn;
 	j->c = c;
 	j->key = key;
-	pthread_mutex_lock(&l->lock);
-	j->refuse_at = c->start_ns + fail_delay_ns(l);
-	pthread_mutex_unlock(&l->lock);
 	/* Held before the login thread can see it, so that its release
 	 * always finds the connection (a release before the suspend only
 	 * sets the time: http_conn.c). */
@@ -217,6 +214,8 @@ int http_login_check(struct http_server *h, struct MHD_Connection *conn, struct 
 		return c->deny_status;
 	}
 	pthread_mutex_lock(&l->lock);
+	at = c->start_ns + fail_delay_ns(l);
+	j->refuse_at = at;
 	if (l->running && !l->stop && l->n_queued < LOGIN_QUEUE_MAX) {
 		if (l->tail)
 			l->tail->next = j;
@@ -229,7 +228,6 @@ int http_login_check(struct http_server *h, struct MHD_Connection *conn, struct 
 	}
 	if (j)
 		bucket_done(l, &key, true);
-	at = c->start_ns + fail_delay_ns(l);
 	pthread_mutex_unlock(&l->lock);
 	if (j) {
 		job_free(j);
