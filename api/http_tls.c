@@ -29,7 +29,6 @@
 
 #define TLS_CHAIN_MAX  16
 #define TLS_RECHECK_NS 1000000000LL /* files looked at no more often */
-#define TLS_FILE_MAX   (1 << 20)
 
 struct http_tls_pair {
 	struct http_tls_pair *older;
@@ -102,29 +101,6 @@ out_fail:
 	return NULL;
 }
 
-static char *file_read(const char *path, struct stat *st, char *msg, size_t msglen)
-{
-	FILE *f = fopen(path, "re");
-	char *buf = NULL;
-	size_t n;
-
-	if (!f || fstat(fileno(f), st) || st->st_size > TLS_FILE_MAX) {
-		snprintf(msg, msglen, "%s: %s", path, f ? "larger than 1 MiB" : strerror(errno));
-		goto out;
-	}
-	buf = malloc((size_t)st->st_size + 1);
-	if (!buf) {
-		snprintf(msg, msglen, "out of memory");
-		goto out;
-	}
-	n = fread(buf, 1, (size_t)st->st_size, f);
-	buf[n] = '\0';
-out:
-	if (f)
-		fclose(f);
-	return buf;
-}
-
 static bool same_file(const struct stat *a, const struct stat *b)
 {
 	return a->st_ino == b->st_ino && a->st_dev == b->st_dev && a->st_size == b->st_size &&
@@ -142,6 +118,7 @@ static int tls_check(struct http_tls *t)
 	char msg[256];
 	char *cert = NULL, *key = NULL;
 	struct http_tls_pair *p;
+	size_t len;
 	int ret = -1;
 
 	if (stat(t->cert_file, &cs) || stat(t->key_file, &ks)) {
@@ -157,8 +134,10 @@ static int tls_check(struct http_tls *t)
 		return 0;
 	if (t->refused && same_file(&cs, &t->bad_cert_st) && same_file(&ks, &t->bad_key_st))
 		return -1; /* the bad pair already said */
-	cert = file_read(t->cert_file, &cs, msg, sizeof(msg));
-	key = cert ? file_read(t->key_file, &ks, msg, sizeof(msg)) : NULL;
+	/* read after the stat: a file replaced in between is read again at
+	 * the next look, its stat then differing from the one kept */
+	cert = web_file_read(t->cert_file, &len, msg, sizeof(msg));
+	key = cert ? web_file_read(t->key_file, &len, msg, sizeof(msg)) : NULL;
 	p = key ? pair_load(cert, key, msg, sizeof(msg)) : NULL;
 	if (!p) {
 		log_warn("http",

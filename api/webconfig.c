@@ -71,7 +71,7 @@ static int fail(struct parse_ctx *p, const yaml_node_t *n, const char *fmt, ...)
 }
 
 /* Reads a whole (small) file. */
-static char *read_file(const char *path, size_t *len, char *err, size_t errlen)
+char *web_file_read(const char *path, size_t *len, char *err, size_t errlen)
 {
 	struct stat st;
 	char *buf = NULL;
@@ -144,7 +144,7 @@ static int load_pem(struct parse_ctx *p, const yaml_node_t *v, const char *key, 
 	else
 		snprintf(path, sizeof(path), "%s/%s", p->dir, s);
 	free(*out);
-	*out = read_file(path, &len, msg, sizeof(msg));
+	*out = web_file_read(path, &len, msg, sizeof(msg));
 	if (!*out)
 		return fail(p, v, "%s: %s", key, msg);
 	if (!strstr(*out, "-----BEGIN "))
@@ -581,7 +581,7 @@ struct web_config *web_config_load(const char *path, char *err, size_t errlen)
 {
 	struct web_config *wc;
 	size_t len;
-	char *text = read_file(path, &len, err, errlen);
+	char *text = web_file_read(path, &len, err, errlen);
 
 	if (!text)
 		return NULL;

@@ -67,6 +67,10 @@ struct web_config {
 	struct web_auth_cache *cache;
 };
 
+/* A regular file of at most 1 MiB, NUL-terminated (*len its
+ * length); NULL with a message in err. */
+char *web_file_read(const char *path, size_t *len, char *err, size_t errlen);
+
 /* 0 when the PEM key belongs to the PEM certificate (the first of a
  * chain); -EINVAL with msg otherwise. */
 int web_tls_pair_check(const char *cert_pem, const char *key_pem, char *msg, size_t msglen);
