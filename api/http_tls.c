@@ -60,22 +60,11 @@ static struct http_tls_pair *pair_load(const char *cert_pem, const char *key_pem
 {
 	gnutls_datum_t cert = {(unsigned char *)cert_pem, (unsigned)strlen(cert_pem)};
 	gnutls_datum_t key = {(unsigned char *)key_pem, (unsigned)strlen(key_pem)};
-	gnutls_certificate_credentials_t cred;
 	struct http_tls_pair *p;
 	int rc;
 
 	if (web_tls_pair_check(cert_pem, key_pem, msg, msglen))
 		return NULL;
-	if (gnutls_certificate_allocate_credentials(&cred) < 0) {
-		snprintf(msg, msglen, "out of memory");
-		return NULL;
-	}
-	rc = gnutls_certificate_set_x509_key_mem(cred, &cert, &key, GNUTLS_X509_FMT_PEM);
-	gnutls_certificate_free_credentials(cred);
-	if (rc < 0) {
-		snprintf(msg, msglen, "%s", gnutls_strerror(rc));
-		return NULL;
-	}
 	p = calloc(1, sizeof(*p));
 	if (!p) {
 		snprintf(msg, msglen, "out of memory");

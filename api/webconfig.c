@@ -186,8 +186,9 @@ static int tls_version(struct parse_ctx *p, const yaml_node_t *v, const char *ke
  * so that --check-config says so and the start exits 2 for it (issue 30:
  * the check said valid, the start exited 1). */
 /*
- * Does the key belong to the (first) certificate? Compared by public key
- * id before GnuTLS's own gnutls_certificate_set_x509_key_mem() is asked:
+ * Does the key belong to the (first) certificate, and will the server take
+ * the pair? Compared by public key id before GnuTLS's own
+ * gnutls_certificate_set_x509_key_mem() is asked:
  * 3.7.9 leaks the parsed certificate when it finds a mismatch (LSan), and
  * a refused pair is what a reload of a renewed certificate may meet.
  */
@@ -197,6 +198,7 @@ int web_tls_pair_check(const char *cert_pem, const char *key_pem, char *msg, siz
 	gnutls_datum_t key = {(unsigned char *)key_pem, (unsigned)strlen(key_pem)};
 	unsigned char cid[64], kid[64];
 	size_t clen = sizeof(cid), klen = sizeof(kid);
+	gnutls_certificate_credentials_t cred = NULL;
 	gnutls_x509_crt_t crt = NULL;
 	gnutls_x509_privkey_t pk = NULL;
 	int rc, ret = -EINVAL;
@@ -221,8 +223,17 @@ int web_tls_pair_check(const char *cert_pem, const char *key_pem, char *msg, siz
 		snprintf(msg, msglen, "%s", gnutls_strerror(GNUTLS_E_CERTIFICATE_KEY_MISMATCH));
 		goto out;
 	}
+	/* then as the server will take them (libmicrohttpd makes this call) */
+	if ((rc = gnutls_certificate_allocate_credentials(&cred)) < 0 ||
+	    (rc = gnutls_certificate_set_x509_key_mem(cred, &cert, &key, GNUTLS_X509_FMT_PEM)) <
+		0) {
+		snprintf(msg, msglen, "%s", gnutls_strerror(rc));
+		goto out;
+	}
 	ret = 0;
 out:
+	if (cred)
+		gnutls_certificate_free_credentials(cred);
 	if (pk)
 		gnutls_x509_privkey_deinit(pk);
 	if (crt)
@@ -234,28 +245,22 @@ static int tls_files_check(struct parse_ctx *p, const struct web_config *wc,
 			   const yaml_node_t *key_node, const yaml_node_t *ca_node)
 {
 	gnutls_certificate_credentials_t cred;
-	gnutls_datum_t cert = {(unsigned char *)wc->cert_pem, (unsigned)strlen(wc->cert_pem)};
-	gnutls_datum_t key = {(unsigned char *)wc->key_pem, (unsigned)strlen(wc->key_pem)};
-	int rc, err = 0;
-
+	gnutls_datum_t ca;
 	char msg[160];
+	int rc, err = 0;
 
 	if (web_tls_pair_check(wc->cert_pem, wc->key_pem, msg, sizeof(msg)))
 		return fail(p, key_node, "key_file and cert_file: %s", msg);
+	if (!wc->client_ca_pem)
+		return 0;
 	if (gnutls_certificate_allocate_credentials(&cred) < 0)
-		return fail(p, key_node, "out of memory");
-	rc = gnutls_certificate_set_x509_key_mem(cred, &cert, &key, GNUTLS_X509_FMT_PEM);
-	if (rc < 0)
-		err = fail(p, key_node, "key_file and cert_file: %s", gnutls_strerror(rc));
-	if (!err && wc->client_ca_pem) {
-		gnutls_datum_t ca = {(unsigned char *)wc->client_ca_pem,
-				     (unsigned)strlen(wc->client_ca_pem)};
-
-		rc = gnutls_certificate_set_x509_trust_mem(cred, &ca, GNUTLS_X509_FMT_PEM);
-		if (rc <= 0)
-			err = fail(p, ca_node, "client_ca_file: %s",
-				   rc < 0 ? gnutls_strerror(rc) : "no certificate in it");
-	}
+		return fail(p, ca_node, "out of memory");
+	ca = (gnutls_datum_t){(unsigned char *)wc->client_ca_pem,
+			      (unsigned)strlen(wc->client_ca_pem)};
+	rc = gnutls_certificate_set_x509_trust_mem(cred, &ca, GNUTLS_X509_FMT_PEM);
+	if (rc <= 0)
+		err = fail(p, ca_node, "client_ca_file: %s",
+			   rc < 0 ? gnutls_strerror(rc) : "no certificate in it");
 	gnutls_certificate_free_credentials(cred);
 	return err;
 }
