@@ -595,8 +595,11 @@ static int rw_dest_start(struct rw_dest *rw, struct store *s, struct metrics *m)
 		log_err(rw->section, "cannot start its thread: %s", strerror(-rc));
 		return rc;
 	}
-	log_info(rw->section, "sending metric history to %s from sample %" PRId64 " of cursor %s",
-		 rw->snd.url_public, rw->pos, rw->cursor_name);
+	/* the cursor named when it is not the section's own */
+	log_info(rw->section, "sending metric history to %s from sample %" PRId64 "%s%s",
+		 rw->snd.url_public, rw->pos,
+		 strcmp(rw->cursor_name, rw->section) ? " of cursor " : "",
+		 strcmp(rw->cursor_name, rw->section) ? rw->cursor_name : "");
 	return 0;
 }
 

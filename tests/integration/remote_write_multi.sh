@@ -79,7 +79,7 @@ for d in remote_write vm; do
 	s=$(rw samples_sent_total "$d")
 	[ "${s%.*}" -gt 0 ] || fail "sysobs_remote_write_samples_sent_total{destination=$d}: '$s'"
 done
-grep -q 'remote_write.vm.*sending metric history to .* of cursor remote_write.vm' "$T/agent.log" ||
+grep -q "remote_write.vm.*sending metric history to http://127.0.0.1:$VM_PORT/" "$T/agent.log" ||
 	fail "no start line of [remote_write.vm]: $(grep remote_write "$T/agent.log")"
 [ -n "$(cursor remote_write)" ] && [ -n "$(cursor remote_write.vm)" ] ||
 	fail "cursors: remote_write '$(cursor remote_write)', remote_write.vm '$(cursor remote_write.vm)'"
