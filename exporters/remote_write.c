@@ -249,16 +249,18 @@ int remote_write_check(struct config *cfg, const char *host, bool read_files,
 		return -ENOMEM;
 	/* The plain [remote_write] first, under the names it always had. */
 	err = rw_set_add(cfg, set, "remote_write", "remote_write", host, read_files);
+	bad = err ? 1 : 0;
 	for (size_t i = 0; err != -ENOMEM && i < cfg->n_sections; i++) {
 		const char *name = cfg_family_name(&cfg->sections[i], "remote_write");
 
+		if (!name)
+			continue;
+		err = rw_set_add(cfg, set, cfg->sections[i].name, name, host, read_files);
 		bad |= err ? 1 : 0;
-		err =
-		    name ? rw_set_add(cfg, set, cfg->sections[i].name, name, host, read_files) : 0;
 	}
-	if (err == -ENOMEM || err || bad || !set->n) {
+	if (err == -ENOMEM || bad || !set->n) {
 		remote_write_free(set);
-		return err == -ENOMEM ? err : err || bad ? -EINVAL : 0;
+		return err == -ENOMEM ? err : bad ? -EINVAL : 0;
 	}
 	*out = set;
 	return 0;
