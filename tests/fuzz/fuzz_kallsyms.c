@@ -24,7 +24,9 @@ static void check_format(const struct drops_ksyms *k, uint64_t addr)
 
 	FUZZ_CHECK(rc == 0 || rc == -ENOENT, "format %d", rc);
 	FUZZ_CHECK(strnlen(buf, sizeof(buf)) < sizeof(buf) && buf[0], "format not a string");
-	FUZZ_CHECK(rc || strstr(buf, "+0x"), "\"%s\" for a known address", buf);
+	/* a known address has its offset, unless a long name filled the buffer */
+	FUZZ_CHECK(rc || strstr(buf, "+0x") || strlen(buf) == sizeof(buf) - 1,
+		   "\"%s\" for a known address", buf);
 	rc = drops_ksyms_format(k, addr, tiny, sizeof(tiny));
 	FUZZ_CHECK(strnlen(tiny, sizeof(tiny)) < sizeof(tiny), "format past a small buffer");
 }
