@@ -84,8 +84,8 @@ static void check_clickhouse(const struct export_row *rows, size_t n)
 		FUZZ_CHECK(nl, "a row without its line end");
 		j = json_loadb(p, (size_t)(nl - p), JSON_ALLOW_NUL | JSON_DECODE_INT_AS_REAL, &e);
 		FUZZ_CHECK(json_is_object(j), "row %zu not a JSON object: %s", lines, e.text);
-		FUZZ_CHECK(lines < n &&
-			       json_number_value(json_object_get(j, "id")) == (double)rows[lines].id,
+		FUZZ_CHECK(lines < n && json_number_value(json_object_get(j, "id")) ==
+					    (double)rows[lines].id,
 			   "row %zu id", lines);
 		json_decref(j);
 	}
