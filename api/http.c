@@ -405,11 +405,7 @@ static void mhd_log(void *cls, const char *fmt, va_list ap)
 
 /* ---- lifecycle ---- */
 
-/* A deep accept queue: under a connection flood the server accepts and
- * evicts quickly, but a fresh client's SYN dropped on a full queue costs it
- * the 1 s SYN retransmission. The kernel caps it at net.core.somaxconn. */
-#define SOMAXCONN_WANTED 4096
-#define RCVBUF_WANTED	 (4 * (HTTP_HEADER_MAX + HTTP_BODY_MAX))
+#define RCVBUF_WANTED (4 * (HTTP_HEADER_MAX + HTTP_BODY_MAX))
 
 static int listen_socket(struct http_server *h, int *fd_out)
 {
@@ -435,7 +431,7 @@ static int listen_socket(struct http_server *h, int *fd_out)
 		log_err("http", "cannot bind %s: %s", h->listen, strerror(-err));
 		goto out_close;
 	}
-	if (listen(fd, SOMAXCONN_WANTED) < 0) {
+	if (listen(fd, HTTP_BACKLOG) < 0) {
 		err = -errno;
 		log_err("http", "cannot listen on %s: %s", h->listen, strerror(-err));
 		goto out_close;

@@ -123,6 +123,12 @@ struct http_conns {
 	struct metric_series *closed[HTTP_CLOSE_N];
 };
 
+/* A deep accept queue: under a connection flood the server accepts and
+ * evicts quickly, but a fresh client's SYN dropped on a full queue costs it
+ * the 1 s SYN retransmission. The kernel caps it at net.core.somaxconn.
+ * The accepting thread's reading list holds as many (http_accept.c). */
+#define HTTP_BACKLOG 4096
+
 /* http_accept.c: a connection until libmicrohttpd has it. */
 struct http_pending {
 	struct http_pending *prev, *next; /* oldest first */

@@ -15,7 +15,7 @@
 #   C. wrk -c4000 / (the status page): no socket error, 2xx only (before:
 #      6,307-11,899 read errors, resets counted as closed{reason="limit"}).
 #   D. afterwards the agent serves and exits 0 on SIGTERM within 5 s.
-# Loopback only; about 40 s.
+# Loopback only; about 45 s.
 source "$(dirname "$0")/lib.sh"
 need_cmd wrk
 need_cmd python3
@@ -50,17 +50,18 @@ wrk_ok() {
 	assert_eq "$1: non-2xx answers" 0 "$WRK_NON2XX"
 }
 
-# idle_beside_load WHAT [--idle-reopen]: 2,000 idle connections and a
-# /healthz probe every 0.2 s for 8 s, wrk -c1000 on /metrics for 5 s of it
+# idle_beside_load WHAT SECONDS WRK_AT [--idle-reopen]: 2,000 idle
+# connections and a /healthz probe every 0.2 s for SECONDS, wrk -c1000 on
+# /metrics for 5 s from WRK_AT s
 idle_beside_load() {
-	local what=$1 c0 c1 b0 seen open n ok max
-	shift
+	local what=$1 secs=$2 at=$3 c0 c1 b0 seen open n ok max
+	shift 3
 	c0=$(closed_sum)
 	b0=$(refused_503)
-	python3 "$TOOL" --port "$PORT" --idle 2000 "$@" --probe /healthz --duration 7 \
+	python3 "$TOOL" --port "$PORT" --idle 2000 "$@" --probe /healthz --duration "$((secs - 1))" \
 		--warmup 1 >"$T/idle.json" &
 	local tpid=$!
-	sleep 1.5
+	sleep "$at"
 	wrk -t2 -c1000 -d5s --timeout 10s "http://127.0.0.1:$PORT/metrics" >"$T/wrk.txt" 2>&1 ||
 		fail "$what: wrk: $(cat "$T/wrk.txt")"
 	wait "$tpid" || fail "$what: http_pressure.py failed"
@@ -82,7 +83,7 @@ idle_beside_load() {
 	echo "$what: idle connections shut by the server: counted $((c1 - c0)), seen closed" \
 		"$seen, open at the stop $open, not opened $(jq -c '.idle_connect.statuses // {}' "$T/idle.json")"
 	assert_eq "$what: idle connections answered (not shut)" 0 \
-		"$(jq '[.idle.statuses | to_entries[] | select(.key != "closed") | .value] | add // 0' "$T/idle.json")"
+		"$(jq '[(.idle.statuses // {}) | to_entries[] | select(.key != "closed") | .value] | add // 0' "$T/idle.json")"
 	assert_ge "$what: shut-downs counted >= seen by the client" "$seen" "$((c1 - c0))"
 	assert_ge "$what: shut-downs seen + open at the stop >= counted" "$((c1 - c0))" "$((seen + open))"
 }
@@ -91,10 +92,12 @@ wrk -t2 -c1000 -d4s --timeout 10s "http://127.0.0.1:$PORT/metrics" >"$T/wrk.txt"
 	fail "wrk alone: $(cat "$T/wrk.txt")"
 wrk_ok "wrk -c1000 alone" "$T/wrk.txt"
 
-idle_beside_load "A: 2000 idle held + wrk -c1000"
+idle_beside_load "A: 2000 idle held + wrk -c1000" 8 1.5
 pass "A: 2000 idle connections held beside wrk -c1000: 2xx only, /healthz 200 within 8 s, shut-downs counted"
 
-idle_beside_load "B: 2000 idle re-opened + wrk -c1000" --idle-reopen
+# The server shuts idle connections at header_timeout (10 s) or when newer
+# ones crowd its reading list: wrk runs across that deadline.
+idle_beside_load "B: 2000 idle re-opened + wrk -c1000" 13 7.5 --idle-reopen
 pass "B: 2000 idle connections re-opened as fast as closed beside wrk -c1000: 2xx only, /healthz 200 within 8 s, shut-downs counted"
 
 b0=$(refused_503)
