@@ -281,6 +281,40 @@ static bool request_begin(struct http_server *h, struct MHD_Connection *conn, st
 	return false;
 }
 
+/* The fields of a request, for http_fields_check: one more than
+ * HTTP_HEADER_FIELDS is already too many. */
+struct fields {
+	struct http_field f[HTTP_HEADER_FIELDS + 1];
+	size_t n;
+};
+
+static enum MHD_Result field_add(void *cls, enum MHD_ValueKind kind, const char *key,
+				 size_t key_size, const char *value, size_t value_size)
+{
+	struct fields *fs = cls;
+
+	(void)kind;
+	if (fs->n == HTTP_HEADER_FIELDS + 1)
+		return MHD_NO;
+	fs->f[fs->n++] = (struct http_field){.name = key,
+					     .name_len = key_size,
+					     .value = value ? value : "",
+					     .value_len = value ? value_size : 0};
+	return MHD_YES;
+}
+
+/* A request libmicrohttpd parsed, checked as http_accept.c checks a
+ * connection's first request: 0 or the status to answer (code, msg). */
+static int fields_check(struct MHD_Connection *conn, const char *method, const char *version,
+			char *msg, size_t msglen, const char **code)
+{
+	struct fields fs;
+
+	fs.n = 0;
+	MHD_get_connection_values_n(conn, MHD_HEADER_KIND, field_add, &fs);
+	return http_fields_check(fs.f, fs.n, method, version, msg, msglen, code);
+}
+
 static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const char *url,
 				 const char *method, const char *version, const char *upload_data,
 				 size_t *upload_data_size, void **con_cls)
@@ -301,25 +335,20 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const c
 		return http_reply_error_now(h, conn, c, NULL, c->deny_status,
 					    deny_code(c->deny_status), c->deny_msg, NULL);
 	if (!c->seen) {
+		const char *code;
 		int status;
 
 		c->seen = true;
-		/* A chunked body is refused before libmicrohttpd decodes it (its
-		 * errors there are HTML): the first request of a plain
-		 * connection was refused earlier (http_header.c), this catches
-		 * the next ones and TLS. */
-		if (MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
-						MHD_HTTP_HEADER_TRANSFER_ENCODING)) {
-			if (MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
-							MHD_HTTP_HEADER_CONTENT_LENGTH))
-				return http_reply_error_now(
-				    h, conn, c, NULL, 400, "bad_request",
-				    "both Transfer-Encoding and Content-Length", NULL);
-			return http_reply_error_now(h, conn, c, NULL, 411, "length_required",
-						    "a request body needs a Content-Length "
-						    "(Transfer-Encoding is not accepted)",
+		/* What the first request of a plain connection was refused
+		 * for (http_header.c), refused here in the next ones and over
+		 * TLS, which libmicrohttpd parsed itself: a chunked body
+		 * before libmicrohttpd decodes it (its errors there are
+		 * HTML), a missing Host, too many fields... */
+		status =
+		    fields_check(conn, method, version, c->deny_msg, sizeof(c->deny_msg), &code);
+		if (status)
+			return http_reply_error_now(h, conn, c, NULL, status, code, c->deny_msg,
 						    NULL);
-		}
 		if (!http_client_cert_ok(h, conn, c->deny_msg, sizeof(c->deny_msg)))
 			return http_reply_error_now(h, conn, c, NULL, 403, "forbidden", c->deny_msg,
 						    NULL);

@@ -298,6 +298,22 @@ bool http_maybe_gzip(enum http_gzip_mode mode, struct MHD_Connection *conn,
  */
 int http_header_check(const char *buf, size_t len, size_t *hdr_len, uint64_t *body_len, char *msg,
 		      size_t msglen, const char **code);
+/*
+ * The fields of a request as libmicrohttpd parsed them (a kept-alive
+ * connection's next requests, every request over TLS: http_accept.c saw
+ * none of their bytes), checked as http_header_check checks a first
+ * request's: names that are tokens, no control byte in a value, at most
+ * HTTP_HEADER_FIELDS fields and HTTP_COOKIES_MAX cookies (431), one Host on
+ * HTTP/1.1, one Content-Length of digits alone and at most HTTP_BODY_MAX
+ * (413), none above 0 on a GET or HEAD, no Transfer-Encoding (411). 0 or
+ * the status with its error code and msg. Pure.
+ */
+struct http_field {
+	const char *name, *value;
+	size_t name_len, value_len;
+};
+int http_fields_check(const struct http_field *f, size_t n, const char *method, const char *version,
+		      char *msg, size_t msglen, const char **code);
 /* Checks a raw request target: 0, or 400/414 with msg and the error code. */
 int http_target_check(const char *uri, size_t len, char *msg, size_t msglen, const char **code);
 
