@@ -216,6 +216,7 @@ static void *on_uri(void *cls, const char *uri, struct MHD_Connection *conn)
 	struct http_conn *c = calloc(1, sizeof(*c));
 	const char *code;
 	char msg[128];
+	size_t len;
 	int status;
 
 	if (!c)
@@ -223,9 +224,20 @@ static void *on_uri(void *cls, const char *uri, struct MHD_Connection *conn)
 	c->start_ns = clock_mono_ns();
 	if (!uri)
 		return c;
-	status = http_target_check(uri, strnlen(uri, HTTP_URL_MAX + 1), msg, sizeof(msg), &code);
-	if (status)
-		refuse_early(h, conn, c, status, code, msg);
+	len = strnlen(uri, HTTP_URL_MAX + 1);
+	status = http_target_check(uri, len, msg, sizeof(msg), &code);
+	if (!status)
+		return c;
+	/* Over TLS the answer can only go through libmicrohttpd: from the
+	 * access handler's first call, unless the arguments would exhaust
+	 * its memory before that (then the socket is only shut down). */
+	if (h->tls && http_target_args(uri, len) <= HTTP_ARGS_MAX) {
+		c->deny_status = status;
+		c->deny_code = code;
+		snprintf(c->deny_msg, sizeof(c->deny_msg), "%s", msg);
+		return c;
+	}
+	refuse_early(h, conn, c, status, code, msg);
 	return c;
 }
 
@@ -331,9 +343,10 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const c
 	}
 	if (c->refused)
 		return MHD_NO;
-	if (c->deny_status) /* resumed after the failure delay */
+	if (c->deny_status) /* resumed after the failure delay, or a refused target */
 		return http_reply_error_now(h, conn, c, NULL, c->deny_status,
-					    deny_code(c->deny_status), c->deny_msg, NULL);
+					    c->deny_code ? c->deny_code : deny_code(c->deny_status),
+					    c->deny_msg, NULL);
 	if (!c->seen) {
 		const char *code;
 		int status;

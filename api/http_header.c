@@ -359,6 +359,17 @@ int http_fields_check(const struct http_field *f, size_t n, const char *method, 
 	return header_end_check(&st, msg, msglen, code);
 }
 
+size_t http_target_args(const char *uri, size_t len)
+{
+	const char *q = memchr(uri, '?', len), *end = uri + len;
+	size_t n = 0;
+
+	if (q)
+		for (n = 1; (q = memchr(q + 1, '&', (size_t)(end - q - 1))); n++)
+			;
+	return n;
+}
+
 int http_target_check(const char *uri, size_t len, char *msg, size_t msglen, const char **code)
 {
 	const char *q, *end = uri + len;
@@ -386,9 +397,7 @@ int http_target_check(const char *uri, size_t len, char *msg, size_t msglen, con
 			snprintf(msg, msglen, "an encoded slash (%%2F) in the path");
 			return 400;
 		}
-	if (q)
-		for (n_args = 1; (q = memchr(q + 1, '&', (size_t)(end - q - 1))); n_args++)
-			;
+	n_args = http_target_args(uri, len);
 	if (n_args > HTTP_ARGS_MAX) {
 		snprintf(msg, msglen, "more than %d query parameters", HTTP_ARGS_MAX);
 		return 400;

@@ -52,11 +52,13 @@ struct http_route_entry {
  * completion callback. */
 struct http_conn {
 	int64_t start_ns;
-	bool seen;	 /* the access handler ran once */
-	bool auth_held;	 /* held by http_login.c while its password is checked */
-	bool begun;	 /* authenticated; request_begin ran */
-	bool refused;	 /* answered from the URI callback; close */
-	int deny_status; /* 401/403 to send when resumed after a delay */
+	bool seen;	       /* the access handler ran once */
+	bool auth_held;	       /* held by http_login.c while its password is checked */
+	bool begun;	       /* authenticated; request_begin ran */
+	bool refused;	       /* answered from the URI callback; close */
+	int deny_status;       /* 401/403 to send when resumed after a delay, or a
+				* refused target to answer over TLS */
+	const char *deny_code; /* its error code (NULL: by the status) */
 	char deny_msg[160];
 	char *body;
 	size_t body_len, body_cap;
@@ -314,6 +316,8 @@ struct http_field {
 };
 int http_fields_check(const struct http_field *f, size_t n, const char *method, const char *version,
 		      char *msg, size_t msglen, const char **code);
+/* The query arguments of a raw request target ('&'-separated). */
+size_t http_target_args(const char *uri, size_t len);
 /* Checks a raw request target: 0, or 400/414 with msg and the error code. */
 int http_target_check(const char *uri, size_t len, char *msg, size_t msglen, const char **code);
 
