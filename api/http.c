@@ -191,8 +191,10 @@ out_free:
  * until its timeout. The JSON answer is written to the socket directly
  * (nothing else was sent on it for this request) and the socket is shut
  * down, so libmicrohttpd closes the connection. Over TLS the socket is
- * only shut down. (A connection's first request is screened earlier, in
- * http_accept.c; this catches the next ones of a kept-alive connection.)
+ * only shut down (on_uri lets a target with few arguments be answered from
+ * the access handler instead). (A connection's first request is screened
+ * earlier, in http_accept.c; this catches the next ones of a kept-alive
+ * connection.)
  */
 static void refuse_early(struct http_server *h, struct MHD_Connection *conn, struct http_conn *c,
 			 int status, const char *code, const char *msg)

@@ -41,8 +41,9 @@
  * longer than header_timeout gets a JSON 503 with Retry-After.
  *
  * TLS connections are queued at once (their bytes are encrypted);
- * libmicrohttpd's own parsing and http_conn.c cover them, and the next
- * requests of a kept-alive connection.
+ * libmicrohttpd's own parsing, the checks of the fields it hands over
+ * (http_fields_check, from http.c) and http_conn.c cover them, and the
+ * next requests of a kept-alive connection.
  */
 #include <errno.h>
 #include <stdlib.h>
