@@ -61,6 +61,7 @@ idle_beside_load() {
 	python3 "$TOOL" --port "$PORT" --idle 2000 "$@" --probe /healthz --duration "$((secs - 1))" \
 		--warmup 1 >"$T/idle.json" &
 	local tpid=$!
+	on_exit "kill $tpid 2>/dev/null"
 	sleep "$at"
 	wrk -t2 -c1000 -d5s --timeout 10s "http://127.0.0.1:$PORT/metrics" >"$T/wrk.txt" 2>&1 ||
 		fail "$what: wrk: $(cat "$T/wrk.txt")"
