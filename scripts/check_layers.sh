@@ -10,7 +10,13 @@
 #      through its API (the agent, at the top, may name the library's version);
 #   4. collectors/ see of storage/ only the table descriptors (storage/table.h);
 #   5. the metrics registry (api/metrics/) sees of api/ only itself and the
-#      generated protobuf code: no HTTP, no history, no JSON.
+#      generated protobuf code: no HTTP, no history, no JSON;
+#   6. no SQL in collectors/: a string literal with an SQL keyword (SELECT,
+#      INSERT, UPDATE, DELETE, CREATE, WHERE as a word in capitals, or a
+#      statement's shape in any case: "select ... from", "insert into",
+#      "delete from", "create table|index", "update X set", "where X =")
+#      is refused; a collector states what it reads as typed filters and
+#      indexes (storage/table.h) and the store writes the SQL.
 # Usage: check_layers.sh [ROOT] (default: the repository). Exit 1 with one
 # line per violation.
 set -euo pipefail
@@ -18,6 +24,26 @@ root=${1:-$(cd "$(dirname "$0")/.." && pwd)}
 cd "$root"
 dirs=()
 for d in agent api base collectors exporters storage bpf; do [ -d "$d" ] && dirs+=("$d"); done
+fail=0
+# 6: SQL in the collectors' string literals (one literal at a time, so a
+# keyword in a comment or an identifier does not count).
+kw='(^|[^A-Za-z0-9_])(SELECT|INSERT|UPDATE|DELETE|CREATE|WHERE)([^A-Za-z0-9_]|$)'
+shape='select[[:space:]].*[[:space:]]from[[:space:]]|insert[[:space:]]+into|delete[[:space:]]+from'
+shape+='|create[[:space:]]+(unique[[:space:]]+)?(table|index|view|trigger)'
+shape+='|update[[:space:]]+[a-z_]+[[:space:]]+set[[:space:]]'
+shape+='|where[[:space:]]+[a-z_]+[[:space:]]*(=|<|>|in[[:space:]]*[(]|is[[:space:]]+(not[[:space:]]+)?null)'
+literals() {
+	[ -d collectors ] || return 0
+	grep -rnoE --include='*.c' --include='*.h' '"([^"\\]|\\.)*"' collectors || true
+}
+while IFS= read -r hit; do
+	[ -n "$hit" ] || continue
+	echo "check_layers: ${hit%%:*}: SQL in a collector (${hit#*:*:}): typed filters and indexes (storage/table.h) instead"
+	fail=1
+done < <({
+	literals | grep -E -e "$kw"
+	literals | grep -iE -e "$shape"
+} | sort -u)
 grep -rnE '^[[:space:]]*#[[:space:]]*include' --include='*.c' --include='*.h' "${dirs[@]}" |
 	awk -F: '
 	function dir(p) { sub(/\/[^\/]*$/, "", p); return p }
@@ -44,4 +70,5 @@ grep -rnE '^[[:space:]]*#[[:space:]]*include' --include='*.c' --include='*.h' "$
 	END {
 		if (n) exit 1
 		print "check_layers: " NR " includes, no violation"
-	}'
+	}' || fail=1
+exit $fail

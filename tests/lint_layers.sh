@@ -11,14 +11,21 @@ echo '#include "storage/store_internal.h"' >"$t/api/private.c"
 echo '#include <sqlite3.h>' >"$t/api/sqlite.c"
 echo '#include "storage/store.h"' >"$t/collectors/x/store.c"
 echo '#include "storage/store_internal.h"' >"$t/storage/own_private.c" # allowed
+# SQL in a collector, in capitals and in lower case
+echo 'static const char *q = "SELECT max(id) FROM x";' >"$t/collectors/x/sql.c"
+printf '%s\n' 'static const char *w =' '  "core is not null and status in (1) " "where core is null";' \
+	>"$t/collectors/x/sql_lower.c"
+# allowed: English and identifiers that hold a keyword
+printf '%s\n' '/* SELECT in a comment */' 'static const char *a = "CREATED";' \
+	'static const char *b = "the drop where uevents are";' >"$t/collectors/x/english.c"
 out=$(bash "$src/scripts/check_layers.sh" "$t") && {
 	echo "FAIL: check_layers.sh accepted a tree with violations"
 	exit 1
 }
 echo "$out"
 n=$(grep -c '^check_layers: ' <<<"$out")
-[ "$n" = 4 ] || {
-	echo "FAIL: $n violations reported, 4 made"
+[ "$n" = 6 ] || {
+	echo "FAIL: $n violations reported, 6 made"
 	exit 1
 }
 bash "$src/scripts/check_layers.sh" "$src"
