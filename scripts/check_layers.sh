@@ -6,8 +6,12 @@
 #   1. no relative include ("../storage/store.h" builds from anywhere);
 #   2. a module's private headers (*_internal.h, *_priv.h) are included only
 #      from its own folder (tests/ and bench/ may reach internals on purpose);
-#   3. no <sqlite3.h> in api/, collectors/ or exporters/: they read the store
-#      through its API (the agent, at the top, may name the library's version);
+#   3. no <sqlite3.h> in api/, base/, collectors/ or exporters/: they read the
+#      store through its API (the agent, at the top, may name the library's
+#      version); no <microhttpd.h> or <curl/curl.h> in collectors/: a
+#      collector's only way out is its sink (no HTTP server, no HTTP client);
+#      no include through the build's layer views ("layer/storage/..."), which
+#      would reach another module's folder past the view a library is given;
 #   4. collectors/ see of storage/ only the table descriptors (storage/table.h);
 #   5. the metrics registry (api/metrics/) sees of api/ only itself and the
 #      generated protobuf code: no HTTP, no history, no JSON;
@@ -59,8 +63,12 @@ grep -rnE '^[[:space:]]*#[[:space:]]*include' --include='*.c' --include='*.h' "$
 			bad(file, "relative include \"" inc "\"")
 		if (inc ~ /_(internal|priv)\.h$/ && inc ~ /\// && dir(inc) != dir(file))
 			bad(file, "private header " inc " of another module")
-		if (inc == "sqlite3.h" && file ~ /^(api|collectors|exporters)\//)
+		if (inc == "sqlite3.h" && file ~ /^(api|base|collectors|exporters)\//)
 			bad(file, "<sqlite3.h> outside storage/ and agent/")
+		if ((inc == "microhttpd.h" || inc == "curl/curl.h") && file ~ /^collectors\//)
+			bad(file, "<" inc "> in a collector: its only way out is its sink")
+		if (inc ~ /^layer\//)
+			bad(file, "include through the build\x27s layer views (" inc ")")
 		if (file ~ /^collectors\// && inc ~ /^storage\// && inc != "storage/table.h")
 			bad(file, "collectors may include storage/table.h only, not " inc)
 		if (file ~ /^api\/metrics\// && inc ~ /^(api|agent|storage|collectors|exporters)\// &&

@@ -5,12 +5,16 @@ set -euo pipefail
 src=${SYSOBS_SRC:?}
 t=$(mktemp -d)
 trap 'rm -rf "$t"' EXIT
-mkdir -p "$t/collectors/x" "$t/api" "$t/storage"
+mkdir -p "$t/collectors/x" "$t/api" "$t/storage" "$t/base"
 echo '#include "../storage/store.h"' >"$t/collectors/x/relative.c"
 echo '#include "storage/store_internal.h"' >"$t/api/private.c"
 echo '#include <sqlite3.h>' >"$t/api/sqlite.c"
 echo '#include "storage/store.h"' >"$t/collectors/x/store.c"
 echo '#include "storage/store_internal.h"' >"$t/storage/own_private.c" # allowed
+echo '#include <microhttpd.h>' >"$t/collectors/x/http_server.c"
+echo '#include <curl/curl.h>' >"$t/collectors/x/http_client.c"
+echo '#include <sqlite3.h>' >"$t/base/sqlite.c"
+echo '#include "layer/storage/storage/store.h"' >"$t/collectors/x/view.c"
 # SQL in a collector, in capitals and in lower case
 echo 'static const char *q = "SELECT max(id) FROM x";' >"$t/collectors/x/sql.c"
 printf '%s\n' 'static const char *w =' '  "core is not null and status in (1) " "where core is null";' \
@@ -24,8 +28,8 @@ out=$(bash "$src/scripts/check_layers.sh" "$t") && {
 }
 echo "$out"
 n=$(grep -c '^check_layers: ' <<<"$out")
-[ "$n" = 6 ] || {
-	echo "FAIL: $n violations reported, 6 made"
+[ "$n" = 10 ] || {
+	echo "FAIL: $n violations reported, 10 made"
 	exit 1
 }
 bash "$src/scripts/check_layers.sh" "$src"
