@@ -14,7 +14,7 @@
 #include "base/log.h"
 #include "agent/names.h"
 #include "agent/sink_impl.h"
-#include "api/metrics/metrics.h"
+#include "metrics/metrics.h"
 #include "storage/store.h"
 #include "storage/store_query.h"
 

@@ -13,8 +13,8 @@
 #      no include through the build's layer views ("layer/storage/..."), which
 #      would reach another module's folder past the view a library is given;
 #   4. collectors/ see of storage/ only the table descriptors (storage/table.h);
-#   5. the metrics registry (api/metrics/) sees of api/ only itself and the
-#      generated protobuf code: no HTTP, no history, no JSON;
+#   5. the metrics registry (metrics/) sees of api/ only the generated
+#      protobuf code: no HTTP, no history, no JSON;
 #   6. no SQL in collectors/: a string literal with an SQL keyword (SELECT,
 #      INSERT, UPDATE, DELETE, CREATE, WHERE as a word in capitals, or a
 #      statement's shape in any case: "select ... from", "insert into",
@@ -27,7 +27,7 @@ set -euo pipefail
 root=${1:-$(cd "$(dirname "$0")/.." && pwd)}
 cd "$root"
 dirs=()
-for d in agent api base collectors exporters storage bpf; do [ -d "$d" ] && dirs+=("$d"); done
+for d in agent api base collectors exporters metrics storage bpf; do [ -d "$d" ] && dirs+=("$d"); done
 fail=0
 # 6: SQL in the collectors' string literals (one literal at a time, so a
 # keyword in a comment or an identifier does not count).
@@ -71,8 +71,8 @@ grep -rnE '^[[:space:]]*#[[:space:]]*include' --include='*.c' --include='*.h' "$
 			bad(file, "include through the build\x27s layer views (" inc ")")
 		if (file ~ /^collectors\// && inc ~ /^storage\// && inc != "storage/table.h")
 			bad(file, "collectors may include storage/table.h only, not " inc)
-		if (file ~ /^api\/metrics\// && inc ~ /^(api|agent|storage|collectors|exporters)\// &&
-		    inc !~ /^api\/(metrics|proto)\//)
+		if (file ~ /^metrics\// && inc ~ /^(api|agent|storage|collectors|exporters)\// &&
+		    inc !~ /^api\/proto\//)
 			bad(file, "the metrics registry may not include " inc)
 	}
 	END {

@@ -26,7 +26,7 @@ static const char *const store_core_migrations[] = {
     "CREATE INDEX metric_samples_series_ts ON metric_samples(series_id, ts);"
     "CREATE INDEX metric_samples_ts ON metric_samples(ts);",
     /* 2: a histogram's classic buckets on its _count sample, an opaque
-     * blob for the store (the agent's api/metrics/hist_blob.h format). */
+     * blob for the store (the agent's metrics/hist_blob.h format). */
     "ALTER TABLE metric_samples ADD COLUMN buckets BLOB;",
     NULL,
 };
