@@ -14,7 +14,8 @@
 #      would reach another module's folder past the view a library is given;
 #   4. collectors/ see of storage/ only the table descriptors (storage/table.h);
 #   5. the metrics registry (metrics/) sees of api/ only the generated
-#      protobuf code: no HTTP, no history, no JSON;
+#      protobuf code: no HTTP, no history, no JSON; exporters/ include nothing
+#      of api/ (the registry they read is metrics/, beside storage/);
 #   6. no SQL in collectors/: a string literal with an SQL keyword (SELECT,
 #      INSERT, UPDATE, DELETE, CREATE, WHERE as a word in capitals, or a
 #      statement's shape in any case: "select ... from", "insert into",
@@ -22,7 +23,9 @@
 #      is refused; a collector states what it reads as typed filters and
 #      indexes (storage/table.h) and the store writes the SQL.
 # Usage: check_layers.sh [ROOT] (default: the repository). Exit 1 with one
-# line per violation.
+# line per violation. Every build runs it (the target sysobs_layer_check,
+# which each library of the project waits for), so a violation fails
+# `cmake --build`; lint.layers and lint.layers_in_build test it.
 set -euo pipefail
 root=${1:-$(cd "$(dirname "$0")/.." && pwd)}
 cd "$root"
@@ -45,8 +48,8 @@ while IFS= read -r hit; do
 	echo "check_layers: ${hit%%:*}: SQL in a collector (${hit#*:*:}): typed filters and indexes (storage/table.h) instead"
 	fail=1
 done < <({
-	literals | grep -E -e "$kw"
-	literals | grep -iE -e "$shape"
+	literals | grep -E -e "$kw" || true
+	literals | grep -iE -e "$shape" || true
 } | sort -u)
 grep -rnE '^[[:space:]]*#[[:space:]]*include' --include='*.c' --include='*.h' "${dirs[@]}" |
 	awk -F: '
@@ -71,6 +74,8 @@ grep -rnE '^[[:space:]]*#[[:space:]]*include' --include='*.c' --include='*.h' "$
 			bad(file, "include through the build\x27s layer views (" inc ")")
 		if (file ~ /^collectors\// && inc ~ /^storage\// && inc != "storage/table.h")
 			bad(file, "collectors may include storage/table.h only, not " inc)
+		if (file ~ /^exporters\// && inc ~ /^api\//)
+			bad(file, "exporters may not include the HTTP API (" inc "); the registry is metrics/")
 		if (file ~ /^metrics\// && inc ~ /^(api|agent|storage|collectors|exporters)\// &&
 		    inc !~ /^api\/proto\//)
 			bad(file, "the metrics registry may not include " inc)

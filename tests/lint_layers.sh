@@ -5,7 +5,7 @@ set -euo pipefail
 src=${SYSOBS_SRC:?}
 t=$(mktemp -d)
 trap 'rm -rf "$t"' EXIT
-mkdir -p "$t/collectors/x" "$t/api" "$t/storage" "$t/base"
+mkdir -p "$t/collectors/x" "$t/api" "$t/storage" "$t/base" "$t/exporters" "$t/metrics"
 echo '#include "../storage/store.h"' >"$t/collectors/x/relative.c"
 echo '#include "storage/store_internal.h"' >"$t/api/private.c"
 echo '#include <sqlite3.h>' >"$t/api/sqlite.c"
@@ -15,6 +15,10 @@ echo '#include <microhttpd.h>' >"$t/collectors/x/http_server.c"
 echo '#include <curl/curl.h>' >"$t/collectors/x/http_client.c"
 echo '#include <sqlite3.h>' >"$t/base/sqlite.c"
 echo '#include "layer/storage/storage/store.h"' >"$t/collectors/x/view.c"
+echo '#include "api/http.h"' >"$t/exporters/http.c"
+echo '#include "api/reply.h"' >"$t/metrics/reply.c"
+echo '#include "metrics/metrics.h"' >"$t/exporters/registry.c"               # allowed
+echo '#include "api/proto/prometheus/metrics.pb-c.h"' >"$t/metrics/proto.c" # allowed
 # SQL in a collector, in capitals and in lower case
 echo 'static const char *q = "SELECT max(id) FROM x";' >"$t/collectors/x/sql.c"
 printf '%s\n' 'static const char *w =' '  "core is not null and status in (1) " "where core is null";' \
@@ -28,8 +32,8 @@ out=$(bash "$src/scripts/check_layers.sh" "$t") && {
 }
 echo "$out"
 n=$(grep -c '^check_layers: ' <<<"$out")
-[ "$n" = 10 ] || {
-	echo "FAIL: $n violations reported, 10 made"
+[ "$n" = 12 ] || {
+	echo "FAIL: $n violations reported, 12 made"
 	exit 1
 }
 bash "$src/scripts/check_layers.sh" "$src"
