@@ -17,7 +17,8 @@
 #      protobuf code: no HTTP, no history, no JSON; exporters/ include nothing
 #      of api/ (the registry they read is metrics/, beside storage/);
 #   6. no SQL in collectors/: a string literal with an SQL keyword (SELECT,
-#      INSERT, UPDATE, DELETE, CREATE, WHERE as a word in capitals, or a
+#      INSERT, UPDATE, DELETE, CREATE, WHERE as a word in capitals, a bare
+#      condition such as "core IS NOT NULL", "status IN (", "AND x =", or a
 #      statement's shape in any case: "select ... from", "insert into",
 #      "delete from", "create table|index", "update X set", "where X =")
 #      is refused; a collector states what it reads as typed filters and
@@ -35,6 +36,8 @@ fail=0
 # 6: SQL in the collectors' string literals (one literal at a time, so a
 # keyword in a comment or an identifier does not count).
 kw='(^|[^A-Za-z0-9_])(SELECT|INSERT|UPDATE|DELETE|CREATE|WHERE)([^A-Za-z0-9_]|$)'
+# a condition without its WHERE: "core IS NOT NULL", "status IN (", "AND x ="
+kw+='|[a-z_]+ IS (NOT )?NULL|[a-z_]+ IN \(| AND [a-z_]+ (=|<|>|IN|IS)'
 shape='select[[:space:]].*[[:space:]]from[[:space:]]|insert[[:space:]]+into|delete[[:space:]]+from'
 shape+='|create[[:space:]]+(unique[[:space:]]+)?(table|index|view|trigger)'
 shape+='|update[[:space:]]+[a-z_]+[[:space:]]+set[[:space:]]'
