@@ -4,8 +4,6 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
-#include <inttypes.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
