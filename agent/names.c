@@ -175,9 +175,13 @@ int names_info_netns_path(const char *js, char *out, size_t len)
 		const char *type = json_string_value(json_object_get(e, "type"));
 		const char *path = json_string_value(json_object_get(e, "path"));
 
-		if (type && path && !strcmp(type, "network") && *path && strlen(path) < len) {
-			snprintf(out, len, "%s", path);
-			rc = 0;
+		/* The first network namespace with a path is the pod's: one too
+		 * long for out is -ENOENT, not the next entry's. */
+		if (type && path && !strcmp(type, "network") && *path) {
+			if (strlen(path) < len) {
+				snprintf(out, len, "%s", path);
+				rc = 0;
+			}
 			break;
 		}
 	}

@@ -475,7 +475,7 @@ static enum sender_verdict exp_send(struct exp_dest *d, const struct export_row 
 			int64_t rej = 0;
 			char msg[160];
 
-			if (!otlp_logs_response(d->snd.resp, d->snd.resp_len, &rej, msg,
+			if (!otlp_logs_response(d->snd.resp, d->snd.resp_len, n, &rej, msg,
 						sizeof(msg)) &&
 			    rej > 0) {
 				*rejected = (uint64_t)rej;
