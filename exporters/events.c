@@ -13,7 +13,7 @@
 #include "base/arena.h"
 #include "base/buf.h"
 #include "base/log.h"
-#include "api/metrics/metrics.h"
+#include "metrics/metrics.h"
 #include "exporters/clickhouse.h"
 #include "exporters/events.h"
 #include "exporters/otlp_logs.h"
