@@ -167,6 +167,7 @@ struct rw_read {
 	int64_t cutoff_ns;
 	int64_t first, last; /* rowids read */
 	int64_t newest_ms;   /* newest timestamp in the batch */
+	int64_t oldest_ns;   /* timestamp of its first row: the oldest pending */
 	uint64_t too_old;
 	int err;
 };
@@ -184,8 +185,10 @@ static int rw_read_row(const struct store_sample *smp, void *arg)
 	 * the batch has that much room past batch_samples. */
 	if (x->rw->batch.n_rows >= x->rw->cfg.batch_samples)
 		return RW_READ_FULL;
-	if (!x->first)
+	if (!x->first) {
 		x->first = smp->rowid;
+		x->oldest_ns = smp->ts_ns;
+	}
 	x->last = smp->rowid;
 	if (smp->ts_ns < x->cutoff_ns) {
 		x->too_old++;
@@ -204,9 +207,9 @@ static int rw_read_row(const struct store_sample *smp, void *arg)
 static void rw_advance(struct remote_write *rw, const struct rw_read *x)
 {
 	if (x->first > rw->pos + 1)
-		sender_count(rw->m.drop_deleted, (uint64_t)(x->first - rw->pos - 1));
-	sender_count(rw->m.drop_old, x->too_old);
-	sender_count(rw->m.drop_invalid, rw->batch.invalid);
+		sender_lost(&rw->snd, rw->m.drop_deleted, (uint64_t)(x->first - rw->pos - 1));
+	sender_lost(&rw->snd, rw->m.drop_old, x->too_old);
+	sender_lost(&rw->snd, rw->m.drop_invalid, rw->batch.invalid);
 	rw->pos = x->last;
 	sender_cursor_save(&rw->snd, rw->cursor, rw->pos, &rw->rl_store);
 }
@@ -222,7 +225,7 @@ static void rw_count_deleted(struct remote_write *rw)
 
 	if (store_samples_first(rw->store, &first) || first <= rw->pos + 1)
 		return;
-	sender_count(rw->m.drop_deleted, (uint64_t)(first - rw->pos - 1));
+	sender_lost(&rw->snd, rw->m.drop_deleted, (uint64_t)(first - rw->pos - 1));
 	rw->pos = first - 1;
 	sender_cursor_save(&rw->snd, rw->cursor, rw->pos, &rw->rl_store);
 }
@@ -257,8 +260,10 @@ static uint64_t rw_turn(struct remote_write *rw)
 	rw_count_deleted(rw);
 	if (rw->m.pending)
 		series_set(rw->m.pending, (double)(last > rw->pos ? last - rw->pos : 0));
-	if (last <= rw->pos)
+	if (last <= rw->pos) {
+		sender_status_backlog(&rw->snd, 0, 0);
 		return c->send_interval;
+	}
 
 	rw_batch_reset(&rw->batch);
 	x.cutoff_ns = clock_wall_ns() - (int64_t)c->max_age * 1000000;
@@ -273,6 +278,8 @@ static uint64_t rw_turn(struct remote_write *rw)
 	}
 	if (!x.last)
 		return c->send_interval;
+	sender_status_backlog(&rw->snd, (uint64_t)(last - rw->pos),
+			      (double)(clock_wall_ns() - x.oldest_ns) / 1e9);
 	if (!rw->batch.n_rows) { /* all too old or invalid: nothing to send */
 		rw_advance(rw, &x);
 		return 0;
@@ -299,26 +306,37 @@ static uint64_t rw_turn(struct remote_write *rw)
 		if (rw->m.highest)
 			series_set(rw->m.highest, (double)x.newest_ms / 1e3);
 		sender_recovered(&rw->snd);
+		sender_status_sent(&rw->snd, n, true);
 		rw_advance(rw, &x);
+		if (x.last >= last)
+			sender_status_backlog(&rw->snd, 0, 0);
 		return x.last < last ? 0 : c->send_interval;
 	case SENDER_RETRY: {
 		uint64_t wait = sender_retry_wait(&rw->snd);
 
 		sender_count(rw->m.retried, n);
-		if (rw->snd.status)
+		sender_status_retried(&rw->snd, n);
+		if (rw->snd.status) {
+			sender_status_error(&rw->snd, "answered %ld: %.200s", rw->snd.status,
+					    rw->snd.resp);
 			log_ratelimited(&rw->rl_fail, 10000, LOG_LVL_WARN, RW_COMPONENT,
 					"%s answered %ld (%.120s); retrying %zu samples in %" PRIu64
 					" ms",
 					rw->snd.url_public, rw->snd.status, rw->snd.resp, n, wait);
-		else
+		} else {
+			sender_status_error(&rw->snd, "%s", rw->snd.errbuf);
 			log_ratelimited(&rw->rl_fail, 10000, LOG_LVL_WARN, RW_COMPONENT,
 					"%s: %s; retrying %zu samples in %" PRIu64 " ms",
 					rw->snd.url_public, rw->snd.errbuf, n, wait);
+		}
 		return wait;
 	}
 	default:
 		/* 400, 422: a verdict on the data, it would refuse it again. */
-		sender_count(rw->m.failed, n);
+		sender_lost(&rw->snd, rw->m.failed, n);
+		sender_status_failed(&rw->snd, n);
+		sender_status_error(&rw->snd, "refused with %ld: %.200s", rw->snd.status,
+				    rw->snd.resp);
 		log_ratelimited(&rw->rl_fail, 10000, LOG_LVL_WARN, RW_COMPONENT,
 				"%s refused %zu samples with %ld (%.160s); dropped, not retried",
 				rw->snd.url_public, n, rw->snd.status, rw->snd.resp);
@@ -469,6 +487,14 @@ int remote_write_start(struct remote_write *rw, struct store *s, struct metrics 
 		 strcmp(rw->cfg.cursor, "remote_write") ? " of cursor " : "",
 		 strcmp(rw->cfg.cursor, "remote_write") ? rw->cfg.cursor : "");
 	return 0;
+}
+
+void remote_write_status(struct remote_write *rw, struct export_status *st)
+{
+	sender_status_get(&rw->snd, st);
+	st->name = "remote_write";
+	st->format = "remote_write";
+	st->url = rw->snd.url_public;
 }
 
 void remote_write_free(struct remote_write *rw)

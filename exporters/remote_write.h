@@ -69,6 +69,10 @@ int remote_write_check(struct config *cfg, const struct export_identity_buf *id,
 /* Registers the sender's metrics and starts its thread; 0 when rw is NULL.
  * -errno with a message logged. */
 int remote_write_start(struct remote_write *rw, struct store *s, struct metrics *m);
+/* Its status for the API (GET /api/v1/export, /readyz), as an event
+ * export destination's: name and format "remote_write", safe on any thread
+ * between remote_write_start() and remote_write_free(). */
+void remote_write_status(struct remote_write *rw, struct export_status *st);
 /* Stops the thread (a request in flight gets 2 s to finish, then is aborted
  * within about a second more) and frees.
  * Accepts NULL. Call before the store and the registry go. */

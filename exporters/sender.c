@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -480,11 +481,82 @@ void sender_count(struct metric_series *c, uint64_t v)
 		series_add(c, (double)v);
 }
 
+/* ---- status (struct export_status, under s->mu) ---- */
+
+void sender_lost(struct sender *s, struct metric_series *c, uint64_t v)
+{
+	if (!v)
+		return;
+	sender_count(c, v);
+	pthread_mutex_lock(&s->mu);
+	s->st.lost += v;
+	s->st.last_loss = (double)clock_wall_ns() / 1e9;
+	pthread_mutex_unlock(&s->mu);
+}
+
+void sender_status_cursor(struct sender *s, int64_t cursor)
+{
+	pthread_mutex_lock(&s->mu);
+	s->st.cursor = cursor;
+	pthread_mutex_unlock(&s->mu);
+}
+
+void sender_status_backlog(struct sender *s, uint64_t pending, double lag)
+{
+	pthread_mutex_lock(&s->mu);
+	s->st.pending = pending;
+	s->st.lag_seconds = lag > 0 ? lag : 0;
+	pthread_mutex_unlock(&s->mu);
+}
+
+void sender_status_sent(struct sender *s, uint64_t n, bool clear_error)
+{
+	pthread_mutex_lock(&s->mu);
+	s->st.sent += n;
+	s->st.last_success = (double)clock_wall_ns() / 1e9;
+	if (clear_error)
+		s->st.last_error[0] = '\0';
+	pthread_mutex_unlock(&s->mu);
+}
+
+void sender_status_retried(struct sender *s, uint64_t n)
+{
+	pthread_mutex_lock(&s->mu);
+	s->st.retried += n;
+	pthread_mutex_unlock(&s->mu);
+}
+
+void sender_status_failed(struct sender *s, uint64_t n)
+{
+	pthread_mutex_lock(&s->mu);
+	s->st.failed += n;
+	pthread_mutex_unlock(&s->mu);
+}
+
+void sender_status_error(struct sender *s, const char *fmt, ...)
+{
+	va_list ap;
+
+	pthread_mutex_lock(&s->mu);
+	va_start(ap, fmt);
+	vsnprintf(s->st.last_error, sizeof(s->st.last_error), fmt, ap);
+	va_end(ap);
+	pthread_mutex_unlock(&s->mu);
+}
+
+void sender_status_get(struct sender *s, struct export_status *st)
+{
+	pthread_mutex_lock(&s->mu);
+	*st = s->st;
+	pthread_mutex_unlock(&s->mu);
+}
+
 void sender_cursor_save(struct sender *s, struct store_cursor *cur, int64_t pos,
 			struct log_ratelimit *rl)
 {
 	int err = store_cursor_set(cur, pos);
 
+	sender_status_cursor(s, pos);
 	if (err)
 		log_ratelimited(rl, 60000, LOG_LVL_WARN, s->section,
 				"cannot store the cursor (%s); it stays in memory and is stored "
