@@ -541,6 +541,10 @@ void sender_status_error(struct sender *s, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(s->st.last_error, sizeof(s->st.last_error), fmt, ap);
 	va_end(ap);
+	/* one line: a receiver's answer often ends in a newline */
+	for (char *p = s->st.last_error; *p; p++)
+		if (*p == '\n' || *p == '\r')
+			*p = ' ';
 	pthread_mutex_unlock(&s->mu);
 }
 
