@@ -43,6 +43,8 @@ struct remote_write_config {
 	uint64_t metadata_interval; /* ms; 0: no metadata */
 	const char *cursor;	    /* store_meta cursor.<this> */
 	bool native_histograms;	    /* histograms as native ones (remote_write_hist.c) */
+	uint64_t native_histograms_check; /* ms after the first one accepted; 0: none */
+	const char *query_url;		  /* the receiver's query API (remote_write_probe.h) */
 };
 
 extern const struct cfg_key remote_write_keys[];
@@ -131,6 +133,7 @@ struct rw_batch {
 	size_t n_series;
 	struct hash_table by_id; /* of series, by series_id */
 	uint64_t invalid;	 /* rows left out: label set that does not parse */
+	size_t n_native;	 /* native histograms in the batch */
 	/* Encoded body (snappy of the protobuf), reused across batches. */
 	uint8_t *pb, *body;
 	size_t pb_cap, body_cap, body_len;

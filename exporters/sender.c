@@ -397,6 +397,32 @@ enum sender_verdict sender_post(struct sender *s, const void *body, size_t len, 
 	return sender_verdict_of(s->status);
 }
 
+enum sender_verdict sender_get(struct sender *s, const char *url)
+{
+	const struct lazylib_curl *cu = lazylib_curl(NULL); /* s->curl: it is loaded */
+	CURLcode rc;
+
+	s->resp[0] = '\0';
+	s->resp_len = 0;
+	s->errbuf[0] = '\0';
+	s->status = 0;
+	cu->easy_setopt(s->curl, CURLOPT_URL, url);
+	cu->easy_setopt(s->curl, CURLOPT_HTTPHEADER, (struct curl_slist *)NULL);
+	cu->easy_setopt(s->curl, CURLOPT_HTTPGET, 1L);
+	rc = cu->easy_perform(s->curl);
+	/* back to the posts: their headers, their URL (POSTFIELDS makes the
+	 * next request a POST again) */
+	cu->easy_setopt(s->curl, CURLOPT_HTTPHEADER, s->hdr);
+	cu->easy_setopt(s->curl, CURLOPT_URL, s->url_post ? s->url_post : s->cfg->url);
+	if (rc == CURLE_OK)
+		cu->easy_getinfo(s->curl, CURLINFO_RESPONSE_CODE, &s->status);
+	else if (!s->errbuf[0])
+		snprintf(s->errbuf, sizeof(s->errbuf), "%s", cu->easy_strerror(rc));
+	if (!s->status && sender_stopping(s))
+		return SENDER_STOPPED;
+	return sender_verdict_of(s->status);
+}
+
 enum sender_verdict sender_verdict_of(long status)
 {
 	if (status >= 200 && status < 300)
@@ -463,6 +489,7 @@ void sender_set_url(struct sender *s, const char *url)
 {
 	const struct lazylib_curl *cu = lazylib_curl(NULL); /* s->curl: it is loaded */
 
+	s->url_post = url;
 	cu->easy_setopt(s->curl, CURLOPT_URL, url);
 }
 

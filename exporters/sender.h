@@ -107,6 +107,7 @@ struct sender {
 	const char *section; /* "remote_write", "export.NAME": logs and messages */
 	const struct sender_config *cfg;
 	char *url_public; /* cfg->url without user:password@: for logs and status */
+	const char *url_post; /* sender_set_url()'s, NULL: cfg->url */
 	char *password, *bearer;
 	CURL *curl;
 	struct curl_slist *hdr;
@@ -148,6 +149,10 @@ int sender_setup(struct sender *s, const char *const *headers);
 /* POSTs body (gzip'ed first with gzip, sent with Content-Encoding: gzip)
  * and says what became of it; s->status, s->resp, s->errbuf tell more. */
 enum sender_verdict sender_post(struct sender *s, const void *body, size_t len, bool gzip);
+/* GETs url with the handle's auth and TLS (a receiver's query API): the
+ * verdict, and s->status, s->resp (its first SENDER_RESP_MAX - 1 bytes),
+ * s->errbuf. The next sender_post() goes where it went before. */
+enum sender_verdict sender_get(struct sender *s, const char *url);
 /* The URL of the next requests (a copy is not taken: keep it alive). */
 void sender_set_url(struct sender *s, const char *url);
 /* After SENDER_RETRY: the wait before the next attempt (ms), the backoff
