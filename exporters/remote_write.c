@@ -47,9 +47,10 @@ const struct cfg_key remote_write_keys[] = {
     RWK(cursor, CFG_STRING, "remote_write", 0, 0,
 	"name of the durable cursor in the database (store_meta cursor.NAME): a second agent "
 	"sending the same history elsewhere needs a name of its own"),
-    RWK(metadata_interval, CFG_DURATION, "1m", 0, 86400000,
+    RWK(metadata_interval, CFG_DURATION, "1h", 0, 86400000,
 	"how often to send every family's type, help and unit (also at start and when they "
-	"change; 0 = never)"),
+	"change; 0 = never); Prometheus and VictoriaMetrics keep none of it, Mimir-like "
+	"receivers that do may want 1m"),
     RWK(job, CFG_STRING, "sysobs", 0, 0,
 	"job label of every series unless it has one (empty = none); the same as the "
 	"documented scrape job's name; also on every exported event row"),
