@@ -97,8 +97,8 @@ struct remote_write {
 	struct metrics *metrics;
 	struct rw_meta meta;
 	struct log_ratelimit rl_fail, rl_store;
-	bool native;		/* histograms go native: the config, until the check says no */
-	struct rw_probe probe;	/* native_histograms_check */
+	bool native;	       /* histograms go native: the config, until the check says no */
+	struct rw_probe probe; /* native_histograms_check */
 };
 
 static int rw_cursor_name_check(const char *s)
@@ -254,8 +254,7 @@ static void rw_probe_after_send(struct remote_write *rw)
 		return;
 	snprintf(name, sizeof(name), "%.*s", (int)(n - 4), rw->batch.native_sum_name);
 	if (rw_probe_arm(&rw->probe, name, rw->ext, rw->n_ext,
-			 clock_mono_ns() +
-			     (int64_t)rw->cfg.native_histograms_check * 1000000)) {
+			 clock_mono_ns() + (int64_t)rw->cfg.native_histograms_check * 1000000)) {
 		log_warn(RW_COMPONENT, "cannot check that the receiver stores native histograms "
 				       "(out of memory, or labels too long)");
 		rw->probe.done = true;

@@ -39,10 +39,10 @@ struct remote_write_config {
 	uint64_t batch_samples;	   /* samples per request */
 	uint64_t send_interval;	   /* ms between looks at the history when caught up */
 	const char *external_labels;
-	const char *job, *instance; /* identity: see rw_identity_add() */
-	uint64_t metadata_interval; /* ms; 0: no metadata */
-	const char *cursor;	    /* store_meta cursor.<this> */
-	bool native_histograms;	    /* histograms as native ones (remote_write_hist.c) */
+	const char *job, *instance;	  /* identity: see rw_identity_add() */
+	uint64_t metadata_interval;	  /* ms; 0: no metadata */
+	const char *cursor;		  /* store_meta cursor.<this> */
+	bool native_histograms;		  /* histograms as native ones (remote_write_hist.c) */
 	uint64_t native_histograms_check; /* ms after the first one accepted; 0: none */
 	const char *query_url;		  /* the receiver's query API (remote_write_probe.h) */
 };

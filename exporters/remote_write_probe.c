@@ -46,8 +46,7 @@ char *rw_probe_base(const char *url, const char *query_url)
 	return b;
 }
 
-int rw_probe_selector(char *out, size_t len, const char *name, const struct rw_label *l,
-		      size_t n)
+int rw_probe_selector(char *out, size_t len, const char *name, const struct rw_label *l, size_t n)
 {
 	size_t o = 0;
 
@@ -98,7 +97,8 @@ int rw_probe_answer(const char *body, size_t len, const char *name)
 		json_decref(root);
 		return -EINVAL;
 	}
-	json_array_foreach(res, i, r) {
+	json_array_foreach(res, i, r)
+	{
 		const char *n =
 		    json_string_value(json_object_get(json_object_get(r, "metric"), "__name__"));
 

@@ -48,8 +48,7 @@ struct rw_probe {
 char *rw_probe_base(const char *url, const char *query_url);
 /* name{k="v",...} of the labels l[n] (values escaped as PromQL strings)
  * into out[len]. -ENOSPC when it does not fit. Pure. */
-int rw_probe_selector(char *out, size_t len, const char *name, const struct rw_label *l,
-		      size_t n);
+int rw_probe_selector(char *out, size_t len, const char *name, const struct rw_label *l, size_t n);
 /* A /api/v1/query answer to count by (__name__) of name and
  * RW_PROBE_CONTROL: 1 when both are there (the histogram is stored), 0 when
  * only the control is (it is not), -EAGAIN when the control is not (the

@@ -106,7 +106,7 @@ struct export_status {
 struct sender {
 	const char *section; /* "remote_write", "export.NAME": logs and messages */
 	const struct sender_config *cfg;
-	char *url_public; /* cfg->url without user:password@: for logs and status */
+	char *url_public;     /* cfg->url without user:password@: for logs and status */
 	const char *url_post; /* sender_set_url()'s, NULL: cfg->url */
 	char *password, *bearer;
 	CURL *curl;
