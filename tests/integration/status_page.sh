@@ -65,6 +65,7 @@ cat >>"$T/sysobsd.ini" <<INI
 snapshot_interval = 1s
 [export.x]
 format = otlp
+send_interval = 1s
 url = http://user:secret@127.0.0.1:$XPORT/v1/logs
 [collector.ifs]
 schedule = true
