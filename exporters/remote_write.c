@@ -281,19 +281,19 @@ static void rw_probe_turn(struct remote_write *rw)
 		log_warn(RW_COMPONENT,
 			 "cannot check whether %s stores native histograms: its query API showed "
 			 "no %s of this agent in %u tries",
-			 rw->probe.base, RW_PROBE_CONTROL, rw->probe.tries);
+			 rw->probe.base_public, RW_PROBE_CONTROL, rw->probe.tries);
 		return;
 	}
 	if (rc == 1) {
 		log_info(RW_COMPONENT, "%s stores the native histograms it accepts (%s found)",
-			 rw->probe.base, rw->probe.selector);
+			 rw->probe.base_public, rw->probe.selector);
 		return;
 	}
 	if (rc < 0) {
 		log_warn(RW_COMPONENT,
 			 "cannot check whether %s stores native histograms: %s%.*s (set "
 			 "query_url, or native_histograms_check = 0)",
-			 rw->probe.base, rw->snd.status ? "its query API answered " : "",
+			 rw->probe.base_public, rw->snd.status ? "its query API answered " : "",
 			 rw->snd.status ? 160 : (int)sizeof(rw->snd.errbuf),
 			 rw->snd.status ? rw->snd.resp : rw->snd.errbuf);
 		return;
@@ -302,7 +302,7 @@ static void rw_probe_turn(struct remote_write *rw)
 		"the receiver accepted native histograms and stored none (%s absent from %s, "
 		"which shows the %s sent with it): sending classic _bucket series from now on; "
 		"set native_histograms = false for it (docs/remote_write.md)",
-		rw->probe.selector, rw->probe.base, RW_PROBE_CONTROL);
+		rw->probe.selector, rw->probe.base_public, RW_PROBE_CONTROL);
 	rw->native = false;
 	sender_count(rw->m.unstored, 1);
 	if (rw->m.native_form)

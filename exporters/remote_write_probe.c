@@ -113,7 +113,14 @@ int rw_probe_init(struct rw_probe *p, const char *url, const char *query_url)
 {
 	memset(p, 0, sizeof(*p));
 	p->base = rw_probe_base(url, query_url);
-	return p->base ? 0 : -errno;
+	if (!p->base)
+		return -errno;
+	p->base_public = sender_url_public(p->base);
+	if (!p->base_public && errno == ENOMEM)
+		return -ENOMEM;
+	if (!p->base_public && !(p->base_public = strdup("the receiver")))
+		return -ENOMEM;
+	return 0;
 }
 
 int rw_probe_arm(struct rw_probe *p, const char *name, const struct rw_label *l, size_t n,
@@ -158,6 +165,7 @@ int rw_probe_run(struct rw_probe *p, struct sender *s)
 void rw_probe_free(struct rw_probe *p)
 {
 	free(p->base);
+	free(p->base_public);
 	free(p->query);
 	memset(p, 0, sizeof(*p));
 }

@@ -31,6 +31,7 @@ struct sender;
 
 struct rw_probe {
 	char *base;	     /* the query API's base URL; NULL: cannot check */
+	char *base_public;   /* the same without user:password@, for the log */
 	char *query;	     /* the request URL, once armed */
 	char selector[1024]; /* NAME{identity}, for the log */
 	char name[256];	     /* NAME */

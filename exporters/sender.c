@@ -406,13 +406,12 @@ enum sender_verdict sender_get(struct sender *s, const char *url)
 	s->resp_len = 0;
 	s->errbuf[0] = '\0';
 	s->status = 0;
+	/* the handle's headers stay: they carry a bearer token (the body's
+	 * Content-* headers mean nothing without a body) */
 	cu->easy_setopt(s->curl, CURLOPT_URL, url);
-	cu->easy_setopt(s->curl, CURLOPT_HTTPHEADER, (struct curl_slist *)NULL);
 	cu->easy_setopt(s->curl, CURLOPT_HTTPGET, 1L);
 	rc = cu->easy_perform(s->curl);
-	/* back to the posts: their headers, their URL (POSTFIELDS makes the
-	 * next request a POST again) */
-	cu->easy_setopt(s->curl, CURLOPT_HTTPHEADER, s->hdr);
+	/* back to the posts' URL (POSTFIELDS makes the next request a POST) */
 	cu->easy_setopt(s->curl, CURLOPT_URL, s->url_post ? s->url_post : s->cfg->url);
 	if (rc == CURLE_OK)
 		cu->easy_getinfo(s->curl, CURLINFO_RESPONSE_CODE, &s->status);
