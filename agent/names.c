@@ -15,7 +15,7 @@
 
 #include "agent/names.h"
 #include "agent/names_cri.h"
-#include "api/metrics/metrics.h"
+#include "metrics/metrics.h"
 #include "base/hash.h"
 #include "base/log.h"
 

@@ -24,12 +24,12 @@
 #include <snappy-c.h>
 
 #include "base/arena.h"
-#include "api/metrics/hist_blob.h"
+#include "metrics/hist_blob.h"
 #include "exporters/clickhouse.h"
 #include "exporters/remote_write.h"
 #include "exporters/sender.h"
 #include "exporters/remote_write_meta.h"
-#include "api/metrics/metrics.h"
+#include "metrics/metrics.h"
 #include "exporters/proto/prometheus/remote.pb-c.h"
 #include "storage/store.h"
 #include "storage/store_samples.h"

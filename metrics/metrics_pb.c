@@ -17,7 +17,7 @@
 #include <string.h>
 
 #include "base/arena.h"
-#include "api/metrics/metrics_internal.h"
+#include "metrics/metrics_internal.h"
 #include "api/proto/prometheus/metrics.pb-c.h"
 
 typedef Io__Prometheus__Client__MetricFamily PbFamily;

@@ -19,8 +19,8 @@
 
 #include "base/buf.h"
 #include "base/hash.h"
-#include "api/metrics/metrics.h"
-#include "api/metrics/nhist.h"
+#include "metrics/metrics.h"
+#include "metrics/nhist.h"
 
 /* The last exemplar of a counter, or of one classic bucket of a histogram. */
 struct metric_exemplar {

@@ -14,7 +14,7 @@
 #include <unistd.h>
 
 #include "base/procfs.h"
-#include "api/metrics/process_metrics.h"
+#include "metrics/process_metrics.h"
 
 enum { P_CPU, P_RSS, P_VSZ, P_FDS, P_MAXFDS, P_START, P_N };
 

@@ -25,7 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "api/metrics/metrics_internal.h"
+#include "metrics/metrics_internal.h"
 #include "base/utf8.h"
 
 #define HASH_MIN_BUCKETS 16

@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "api/metrics/metrics_internal.h"
+#include "metrics/metrics_internal.h"
 #include "base/utf8.h"
 #include "base/log.h"
 

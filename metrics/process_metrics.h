@@ -10,7 +10,7 @@
 #ifndef SYSOBS_PROCESS_METRICS_H
 #define SYSOBS_PROCESS_METRICS_H
 
-#include "api/metrics/metrics.h"
+#include "metrics/metrics.h"
 
 /* Registers the families and the hook. 0 or -errno. */
 int process_metrics_register(struct metrics *m);

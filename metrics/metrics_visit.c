@@ -7,8 +7,8 @@
  */
 #include <pthread.h>
 
-#include "api/metrics/metrics.h"
-#include "api/metrics/metrics_internal.h"
+#include "metrics/metrics.h"
+#include "metrics/metrics_internal.h"
 
 void metrics_visit_buckets(struct metrics *m, metrics_visit_buckets_fn fn, void *arg)
 {

@@ -46,7 +46,7 @@ enum metrics_format { METRICS_FMT_TEXT, METRICS_FMT_OPENMETRICS, METRICS_FMT_PRO
 /* Native histogram settings of a registry. */
 struct metrics_native {
 	bool enabled;
-	int schema;	       /* NHIST_SCHEMA_MIN..MAX (api/metrics/nhist.h) */
+	int schema;	       /* NHIST_SCHEMA_MIN..MAX (metrics/nhist.h) */
 	double zero_threshold; /* |v| <= this counts in the zero bucket */
 	unsigned max_buckets;  /* per series; past it the schema halves */
 };
@@ -157,14 +157,14 @@ struct metric_buckets {
  * as its _count (its buckets and sum in b) and its _sum (b NULL for every
  * call but the _count), with the family name and the rendered label set `{a="b",...}` (""
  * for none), under the registry lock. For the metric-history snapshots.
- * api/metrics/metrics_visit.c. */
+ * metrics/metrics_visit.c. */
 typedef void (*metrics_visit_buckets_fn)(const char *name, const char *labels, double value,
 					 const struct metric_buckets *b, void *arg);
 void metrics_visit_buckets(struct metrics *m, metrics_visit_buckets_fn fn, void *arg);
 
 /* Every family, in name order, under the registry lock: its name (as the
  * text format's # TYPE line has it), type, help and unit ("seconds", ...;
- * NULL for none). For remote-write metadata. api/metrics/metrics_visit.c. */
+ * NULL for none). For remote-write metadata. metrics/metrics_visit.c. */
 typedef void (*metrics_family_fn)(const char *name, enum metric_type type, const char *help,
 				  const char *unit, void *arg);
 void metrics_visit_families(struct metrics *m, metrics_family_fn fn, void *arg);

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "api/metrics/metrics_internal.h"
+#include "metrics/metrics_internal.h"
 
 const char *metrics_name_unit(const char *name, bool counter)
 {

@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "api/metrics/nhist.h"
+#include "metrics/nhist.h"
 
 /*
  * bounds[s][j] = 2^(j/2^s - 1) for schema s in 1..8, rounded *down* to a

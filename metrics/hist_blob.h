@@ -21,7 +21,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "api/metrics/nhist.h"
+#include "metrics/nhist.h"
 
 #define HIST_BLOB_MAX_BUCKETS 256 /* a histogram with more is kept without buckets */
 #define HIST_BLOB_LE_MAX      32  /* bytes of one rendered bound */

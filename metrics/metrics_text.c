@@ -16,7 +16,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "api/metrics/metrics_internal.h"
+#include "metrics/metrics_internal.h"
 
 static void put_u64(struct buf *b, uint64_t v)
 {

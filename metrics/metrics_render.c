@@ -7,7 +7,7 @@
 #include <errno.h>
 #include <pthread.h>
 
-#include "api/metrics/metrics_internal.h"
+#include "metrics/metrics_internal.h"
 
 int metrics_render(struct metrics *m, enum metrics_format fmt, const char *const *owners,
 		   char **out, size_t *len)

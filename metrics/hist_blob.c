@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "api/metrics/hist_blob.h"
+#include "metrics/hist_blob.h"
 
 struct blob_w {
 	uint8_t *p;
