@@ -11,7 +11,8 @@
 #     cursor in the database (cursor.remote_write, cursor.remote_write.vm).
 #  3. VictoriaMetrics down for RW_MULTI_OUTAGE_S (12) seconds: Prometheus is
 #     not held back (its sender stays caught up, its cursor moves), the vm
-#     cursor stands still and its sender retries; back up, vm catches up.
+#     cursor stands still and its sender retries, /readyz names
+#     remote_write.vm stuck and only it; back up, vm catches up.
 #  4. over a closed window spanning the outage, every series has as many raw
 #     samples in VictoriaMetrics as in Prometheus (no gap), the same series
 #     in both but for the via label, which only VictoriaMetrics has.
@@ -105,6 +106,12 @@ retried1=$(rw samples_retried_total vm)
 [ "${retried1%.*}" -gt "${retried0%.*}" ] || fail "vm sender did not retry: $retried0 -> $retried1"
 pending=$(rw pending_samples vm)
 [ "${pending%.*}" -gt 0 ] || fail "no vm samples pending during the outage: '$pending'"
+# the status API and /readyz: the vm destination stuck, Prometheus not
+req GET '/readyz?stuck_after=8s'
+assert_eq "/readyz during the vm outage" 503 "$HTTP_CODE"
+jq -e '(.reasons | length == 1 and (.[0] | startswith("remote_write.vm: stuck: ")))
+	and (.exports | map(.name) | sort == ["remote_write", "remote_write.vm"])' <<<"$BODY" >/dev/null ||
+	fail "/readyz: $BODY"
 pass "vm down ${OUTAGE_S} s: Prometheus caught up (cursor $prom_cursor0 -> $prom_cursor1), vm cursor still at $vm_cursor0, $pending samples pending, retried $retried0 -> $retried1"
 start_victoria
 t_back=$(date +%s)
