@@ -6,40 +6,72 @@
  * runtime), for the history rows (mptcp_events, mptcp_subflow_samples) and
  * the live route's connections and namespaces.
  */
+#include <stdio.h>
 #include <string.h>
 
 #include "api/proto/sysobs.pb-c.h"
 #include "base/arena.h"
 #include "collectors/mptcp/mptcp_pod.h"
 
-#define MPTCP_POD_RETRY_NS 1000000000ll /* a namespace of no pod (yet): asked again after 1 s */
-#define MPTCP_POD_TRIES	   30		/* ... at most this many times */
+#define MPTCP_POD_RETRY_NS   100000000ll /* a namespace of no pod (yet): asked again after 0.1 s */
+#define MPTCP_POD_GIVE_UP_NS 60000000000ll /* ... for 60 s after the first miss */
+
+/* sysobs_mptcp_netns_pod_info{netns, pod, pod_namespace, pod_uid} 1: the
+ * pod of the netns label the per-namespace series (MIB, subflows) carry,
+ * for a PromQL join, instead of two more labels on each of them. */
+static void mptcp_pod_info_set(struct collector *c, struct mptcp_watch *w)
+{
+	struct mptcp_pod_cache *pc = &w->pod;
+	char ino[24];
+	const char *lv[4] = {ino, pc->names.pod, pc->names.pod_namespace, pc->names.pod_uid};
+
+	snprintf(ino, sizeof(ino), "%llu", (unsigned long long)pc->ino);
+	pc->info = collector_series(c, MPTCP_M_NETNS_POD, lv);
+	sink_set(c->sink, pc->info, 1);
+}
 
 /*
  * A namespace's pod cannot change while the watch holds it open (its inode
  * is not given to another namespace before it is freed), so a pod once
  * found is kept until the watch enters another namespace. While none is
  * found (a sandbox the runtime has not listed yet, or a namespace of no pod:
- * the host's, a /run/netns one) the service is asked again at most once a
- * second and MPTCP_POD_TRIES times: each miss makes it refresh from the
- * runtime, which must not go on for ever for the host's namespace.
+ * the host's, a /run/netns one) the service is asked again at most every
+ * 0.1 s (a lookup in its cache), for a minute after the first miss: a miss
+ * makes it refresh from the runtime (once a second at most), which must not
+ * go on for ever for the host's namespace. The collector asks at every
+ * collect too, so a pod's namespace is named before its first event.
  */
 const struct sink_pod *mptcp_watch_pod(struct collector *c, struct mptcp_watch *w, int64_t now_ns)
 {
 	struct mptcp_pod_cache *pc = &w->pod;
 
-	if (pc->ino != w->ino)
-		*pc = (struct mptcp_pod_cache){.ino = w->ino};
+	if (pc->ino != w->ino) {
+		mptcp_pod_forget(c, w);
+		pc->ino = w->ino;
+	}
 	if (pc->found)
 		return &pc->names;
-	if (pc->tries >= MPTCP_POD_TRIES || (pc->tries && now_ns < pc->next_ns))
+	if (pc->first_miss_ns &&
+	    (now_ns < pc->next_ns || now_ns - pc->first_miss_ns > MPTCP_POD_GIVE_UP_NS))
 		return NULL;
-	pc->tries++;
 	pc->next_ns = now_ns + MPTCP_POD_RETRY_NS;
-	if (sink_pod(c->sink, "", "", (uint32_t)w->ino, &pc->names) || !pc->names.pod[0])
+	if (sink_pod(c->sink, "", "", (uint32_t)w->ino, &pc->names) || !pc->names.pod[0]) {
+		if (!pc->first_miss_ns)
+			pc->first_miss_ns = now_ns;
 		return NULL;
+	}
 	pc->found = true;
+	mptcp_pod_info_set(c, w);
 	return &pc->names;
+}
+
+void mptcp_pod_forget(struct collector *c, struct mptcp_watch *w)
+{
+	struct mptcp_pod_cache *pc = &w->pod;
+
+	if (pc->info)
+		sink_series_gone(c->sink, collector_family(c, MPTCP_M_NETNS_POD), pc->info);
+	*pc = (struct mptcp_pod_cache){0};
 }
 
 /* ---- the live route (an HTTP thread: the service, not the watch's cache) -- */

@@ -14,8 +14,11 @@
 struct arena;
 
 /* The pod of w's namespace (cached in w, main thread), or NULL for none
- * known (a namespace of no pod, or not listed by the runtime yet). */
+ * known (a namespace of no pod, or not listed by the runtime yet); once
+ * found, its sysobs_mptcp_netns_pod_info series is 1. */
 const struct sink_pod *mptcp_watch_pod(struct collector *c, struct mptcp_watch *w, int64_t now_ns);
+/* w lets go of its namespace: its pod forgotten, its info series gone. */
+void mptcp_pod_forget(struct collector *c, struct mptcp_watch *w);
 
 /* The pod of every namespace of list and of its connections, asked of the
  * agent's name service now (any thread). */

@@ -23,9 +23,10 @@
 struct mptcp_pod_cache {
 	uint64_t ino;
 	bool found;
-	uint8_t tries;
-	int64_t next_ns; /* no pod found: not asked again before */
+	int64_t first_miss_ns; /* the first lookup that found no pod, 0 none */
+	int64_t next_ns;       /* no pod found: not asked again before */
 	struct sink_pod names;
+	struct sink_series *info; /* sysobs_mptcp_netns_pod_info, once found */
 };
 
 /* One watched network namespace. */
@@ -95,6 +96,7 @@ enum {
 	MPTCP_M_SF_ACKED,
 	MPTCP_M_SF_RECEIVED,
 	MPTCP_M_SF_RETRANS,
+	MPTCP_M_NETNS_POD, /* mptcp_pod.c */
 	MPTCP_M_N,
 };
 

@@ -11,6 +11,7 @@
 #      pod's name, namespace and UID (client side in the client pod, server
 #      side in the server pod), with as many subflows as `ss -tni` shows
 #      (tcp-ulp-mptcp) in that netns, and as many connections as `ss -M`;
+#      sysobs_mptcp_netns_pod_info joins each namespace's inode to its pod;
 #   B. history: mptcp_events?pod=NAME&pod_namespace=NS gives each pod's
 #      events, equal (type, ids, addresses, ports, backup) to `ip mptcp
 #      monitor` run in that pod's netns; mptcp_subflows?pod= gives the
@@ -89,6 +90,15 @@ start_agent
 wait_collector mptcp
 pods_known() { [ "$(metric sysobs_k8s_pods)" -ge 2 ] 2>/dev/null; }
 wait_for 15 pods_known || fail "the agent does not know the two pods: $(metric sysobs_k8s_pods)"
+
+# the join of the per-namespace series (netns label) to the pods
+info_of() { # INODE POD UID
+	metric "sysobs_mptcp_netns_pod_info{netns=\"$1\",pod=\"$2\",pod_namespace=\"shop\",pod_uid=\"$3\"}"
+}
+infos() { [ "$(info_of "$INO_C" "mp-client-$$" "$UID_C")" = 1 ] && [ "$(info_of "$INO_S" "mp-server-$$" "$UID_S")" = 1 ]; }
+# (the collector names a namespace at its collects: its rows from then on)
+wait_for 10 infos ||
+	fail "sysobs_mptcp_netns_pod_info: $(curl -sS "http://127.0.0.1:$PORT/metrics" | grep '^sysobs_mptcp_netns_pod_info')"
 
 # --- A: the live connection under both pods -----------------------------------------
 MP_PORT=$((20000 + $$ % 10000))

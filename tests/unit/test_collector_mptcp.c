@@ -306,12 +306,14 @@ static void unmatched_foreign_malformed_and_short(void **state)
 }
 
 /* The pod whose sandbox the watched namespace is, on every row from when
- * the agent's name service knows it; a namespace of no pod is asked about
- * once a second at most, and 30 times in all. */
+ * the agent's name service knows it, and its info series (gone when the
+ * watch enters another namespace); a namespace of no pod is asked about
+ * every 0.1 s at most, for a minute after the first miss. */
 static void rows_by_pod(void **state)
 {
 	struct fixture *fx = *state;
 	const struct mptcp_row *row;
+	struct rs_series *info;
 	struct dgram d = {0};
 
 	conn_event(&d, MPTCP_EV_CREATED);
@@ -320,7 +322,7 @@ static void rows_by_pod(void **state)
 	assert_string_equal(row->pod, "");
 	assert_int_equal(fx->rs.pod_lookups, 1);
 
-	/* the runtime lists the sandbox: asked again a second later */
+	/* the runtime lists the sandbox: asked again 0.1 s later */
 	rs_pod_add(&fx->rs, NETNS, "web-1", "shop", "0b7c1f5e-uid");
 	d.len = 0;
 	conn_event(&d, MPTCP_EV_ESTABLISHED);
@@ -340,18 +342,25 @@ static void rows_by_pod(void **state)
 	feed(fx, &d, 102);
 	assert_string_equal(row_at(fx, 3, "CLOSED")->pod, "web-1");
 	assert_int_equal(fx->rs.pod_lookups, 2);
+	/* the join of the netns label to the pod */
+	info =
+	    rs_find(&fx->rs, "sysobs_mptcp_netns_pod_info", "4026531993,web-1,shop,0b7c1f5e-uid");
+	assert_non_null(info);
+	assert_true(info->value == 1);
+	assert_false(info->gone);
 
 	/* the path now names another namespace, of no pod */
 	fx->p->w[0].ino = NETNS + 1;
 	for (int i = 0; i < 40; i++) {
 		d.len = 0;
 		conn_event(&d, MPTCP_EV_CREATED);
-		feed(fx, &d, 200 + i);
+		feed(fx, &d, 200 + 2 * i);
 		row = (const struct mptcp_row *)fx->rs.rows[fx->rs.n_rows - 1].row;
 		assert_int_equal(row->netns, NETNS + 1);
 		assert_string_equal(row->pod, "");
 	}
-	assert_int_equal(fx->rs.pod_lookups, 2 + 30);
+	assert_int_equal(fx->rs.pod_lookups, 2 + 31); /* 200 s .. 260 s */
+	assert_true(info->gone);
 }
 
 /* The live route's answer: connections and namespaces of a pod's namespace
