@@ -60,7 +60,7 @@ const struct sink_pod *mptcp_watch_pod(struct collector *c, struct mptcp_watch *
 			pc->first_miss_ns = now_ns;
 		return NULL;
 	}
-	pc->found = true;
+	__atomic_store_n(&pc->found, true, __ATOMIC_RELEASE);
 	mptcp_pod_info_set(c, w);
 	return &pc->names;
 }
@@ -69,12 +69,24 @@ void mptcp_pod_forget(struct collector *c, struct mptcp_watch *w)
 {
 	struct mptcp_pod_cache *pc = &w->pod;
 
+	__atomic_store_n(&pc->found, false, __ATOMIC_RELEASE);
 	if (pc->info)
 		sink_series_gone(c->sink, collector_family(c, MPTCP_M_NETNS_POD), pc->info);
 	*pc = (struct mptcp_pod_cache){0};
 }
 
 /* ---- the live route (an HTTP thread: the service, not the watch's cache) -- */
+
+/* Whether the watch of netns has found its pod (the main thread's flag):
+ * the service is asked only then, since a miss would make it refresh from
+ * the runtime at every query of the host's namespace. */
+static bool mptcp_pod_known(const struct mptcp_priv *p, uint32_t netns)
+{
+	for (size_t i = 0; i < p->n_w; i++)
+		if ((uint32_t)__atomic_load_n(&p->w[i].ino, __ATOMIC_RELAXED) == netns)
+			return __atomic_load_n(&p->w[i].pod.found, __ATOMIC_ACQUIRE);
+	return false;
+}
 
 struct mptcp_pod_strs {
 	char *pod, *pod_namespace, *pod_uid;
@@ -106,13 +118,14 @@ static bool mptcp_pod_strs(struct collector *c, uint32_t netns, struct arena *ar
 		(m)->_pod_uid_case = SYSOBS__V1__##MSG##___POD_UID_POD_UID;                        \
 	} while (0)
 
-void mptcp_pod_list(struct collector *c, Sysobs__V1__MptcpConnectionList *list, struct arena *ar)
+void mptcp_pod_list(const struct mptcp_priv *p, Sysobs__V1__MptcpConnectionList *list,
+		    struct arena *ar)
 {
 	for (size_t i = 0; i < list->n_namespaces; i++) {
 		Sysobs__V1__MptcpNamespace *ns = list->namespaces[i];
 		struct mptcp_pod_strs s;
 
-		if (!mptcp_pod_strs(c, ns->netns, ar, &s))
+		if (!mptcp_pod_known(p, ns->netns) || !mptcp_pod_strs(p->c, ns->netns, ar, &s))
 			continue;
 		MPTCP_POD_SET(ns, &s, MPTCP_NAMESPACE);
 		for (size_t j = 0; j < list->n_data; j++)

@@ -20,8 +20,9 @@ const struct sink_pod *mptcp_watch_pod(struct collector *c, struct mptcp_watch *
 /* w lets go of its namespace: its pod forgotten, its info series gone. */
 void mptcp_pod_forget(struct collector *c, struct mptcp_watch *w);
 
-/* The pod of every namespace of list and of its connections, asked of the
- * agent's name service now (any thread). */
-void mptcp_pod_list(struct collector *c, Sysobs__V1__MptcpConnectionList *list, struct arena *ar);
+/* The pod of every namespace of list whose watch found one, and of its
+ * connections, asked of the agent's name service now (any thread). */
+void mptcp_pod_list(const struct mptcp_priv *p, Sysobs__V1__MptcpConnectionList *list,
+		    struct arena *ar);
 
 #endif

@@ -86,7 +86,7 @@ static void mptcp_route_connections(struct collector *c, const struct route_requ
 		list->namespaces[list->n_namespaces++] = ns;
 	}
 	mptcp_state_msg_names(list, req->arena);
-	mptcp_pod_list(c, list, req->arena);
+	mptcp_pod_list(p, list, req->arena);
 	rep->msg = &list->base;
 }
 

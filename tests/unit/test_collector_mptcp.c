@@ -364,7 +364,8 @@ static void rows_by_pod(void **state)
 }
 
 /* The live route's answer: connections and namespaces of a pod's namespace
- * carry its names, the others none. */
+ * carry its names, the others none; the service is asked only about the
+ * namespace whose watch found its pod (a miss would make it refresh). */
 static void live_list_by_pod(void **state)
 {
 	struct fixture *fx = *state;
@@ -384,7 +385,13 @@ static void live_list_by_pod(void **state)
 	list.data = connp;
 	list.n_data = 2;
 	rs_pod_add(&fx->rs, NETNS, "web-1", "shop", "0b7c1f5e-uid");
-	mptcp_pod_list(&fx->c, &list, &ar);
+	fx->p->n_w = 2;
+	fx->p->w[1].ino = NETNS + 1;
+	assert_non_null(mptcp_watch_pod(&fx->c, &fx->p->w[0], 100 * SEC));
+	assert_null(mptcp_watch_pod(&fx->c, &fx->p->w[1], 100 * SEC));
+	assert_int_equal(fx->rs.pod_lookups, 2);
+	mptcp_pod_list(fx->p, &list, &ar);
+	assert_int_equal(fx->rs.pod_lookups, 3);
 	assert_int_equal(ns[0]._pod_case, SYSOBS__V1__MPTCP_NAMESPACE___POD_POD);
 	assert_string_equal(ns[0].pod, "web-1");
 	assert_string_equal(conn[0].pod, "web-1");
@@ -393,6 +400,7 @@ static void live_list_by_pod(void **state)
 	assert_int_equal(conn[0]._pod_case, SYSOBS__V1__MPTCP_CONNECTION___POD_POD);
 	assert_int_equal(conn[1]._pod_case, 0);
 	assert_int_equal(ns[1]._pod_case, 0);
+	fx->p->n_w = 0; /* no sockets of theirs for stop() to close */
 	arena_free(&ar);
 }
 
