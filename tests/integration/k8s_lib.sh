@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Sourced by the Kubernetes tests (integration.k8s_cri, integration.k8s_mptcp)
 # after lib.sh: Debian's containerd with its CRI plugin, runc and the CNI
 # bridge plugin on a socket, state and root of the test's own, a pause image
@@ -21,6 +22,7 @@ SOCK=$CD/containerd.sock
 NET=$(($$ % 200 + 20))
 BR=sok$(($$ % 100000))
 SUBNET=10.246.$NET.0/24
+# shellcheck disable=SC2034 # (the sourcing test's)
 GW=10.246.$NET.1
 mkdir -p "$CD/cni" "$CD/logs"
 

@@ -101,6 +101,7 @@ wait_for 10 infos ||
 	fail "sysobs_mptcp_netns_pod_info: $(curl -sS "http://127.0.0.1:$PORT/metrics" | grep '^sysobs_mptcp_netns_pod_info')"
 
 # --- A: the live connection under both pods -----------------------------------------
+# shellcheck disable=SC2034 # (mptcp_topo.sh's helpers read it)
 MP_PORT=$((20000 + $$ % 10000))
 mptcp_server "$IP_S"
 mptcp_client "$IP_S" 2 -t 5000
