@@ -28,7 +28,7 @@
 #include "api/http.h"
 #include "api/http_internal.h"
 #include "api/webconfig.h"
-#include "api/metrics/metrics.h"
+#include "metrics/metrics.h"
 
 static const double duration_bounds[] = {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025,
 					 0.05,	 0.1,	0.25,	0.5,   1,    2.5};

@@ -59,7 +59,7 @@
 
 #include "base/log.h"
 #include "api/http_internal.h"
-#include "api/metrics/metrics.h"
+#include "metrics/metrics.h"
 
 #define QUEUED_MIN   256  /* queued complete requests before the backlog takes over */
 #define READING_HARD 16	  /* x max_connections, at least HTTP_BACKLOG: incomplete headers */

@@ -25,7 +25,7 @@
 #include "base/log.h"
 #include "api/http.h"
 #include "api/http_internal.h"
-#include "api/metrics/metrics.h"
+#include "metrics/metrics.h"
 #include "api/negotiate.h"
 #include "api/reply.h"
 #include "api/webconfig.h"

@@ -19,7 +19,7 @@
 #include "base/buf.h"
 #include "base/log.h"
 #include "api/http.h"
-#include "api/metrics/metrics.h"
+#include "metrics/metrics.h"
 #include "api/negotiate.h"
 #include "api/query.h"
 #include "api/reply.h"

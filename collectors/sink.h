@@ -91,8 +91,8 @@ struct sink_ops {
 	void (*observe)(struct sink_series *s, double v);
 	void (*histogram_set)(struct sink_series *s, const uint64_t *counts, double sum);
 	double (*value)(const struct sink_series *s);
-	int (*latest)(struct sink *k, const struct event_table *t, const char *group_by,
-		      const char *where, sink_row_fn fn, void *arg);
+	int (*latest)(struct sink *k, const struct event_table *t, const char *const *group_by,
+		      const struct row_cond *where, sink_row_fn fn, void *arg);
 	size_t (*queue_depth)(struct sink *k);
 	/* Added with exemplars; a sink may leave them NULL (sink_event_id()
 	 * then reports no id, sink_exemplar() does nothing). */
@@ -254,13 +254,18 @@ static inline double sink_value(struct sink *k, const struct sink_series *s)
 }
 
 /*
- * The newest row of each group (group_by: comma-separated column names) of
- * the collector's own table t among the rows matching where (an SQL
- * condition on t's columns, or NULL), oldest group first. For state a
- * collector restores at start. 0, -EBUSY (no reader free), -EIO.
+ * The newest row of each group (group_by: NULL-terminated names of t's
+ * columns) of the collector's own table t among the rows matching where
+ * (typed conditions, {0}-terminated: column, eq/in/not_null, values; see
+ * storage/table.h; NULL: every row), oldest group first. For state a
+ * collector restores at start. The store compiles the filter (and uses a
+ * partial index the filter implies); the unit tests' recording sink
+ * evaluates the same filter in memory. 0, -EINVAL (a column or value t
+ * cannot take), -EBUSY (no reader free), -EIO.
  */
-static inline int sink_latest(struct sink *k, const struct event_table *t, const char *group_by,
-			      const char *where, sink_row_fn fn, void *arg)
+static inline int sink_latest(struct sink *k, const struct event_table *t,
+			      const char *const *group_by, const struct row_cond *where,
+			      sink_row_fn fn, void *arg)
 {
 	return k->ops->latest(k, t, group_by, where, fn, arg);
 }

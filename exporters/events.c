@@ -13,7 +13,7 @@
 #include "base/arena.h"
 #include "base/buf.h"
 #include "base/log.h"
-#include "api/metrics/metrics.h"
+#include "metrics/metrics.h"
 #include "exporters/clickhouse.h"
 #include "exporters/events.h"
 #include "exporters/otlp_logs.h"
@@ -475,7 +475,7 @@ static enum sender_verdict exp_send(struct exp_dest *d, const struct export_row 
 			int64_t rej = 0;
 			char msg[160];
 
-			if (!otlp_logs_response(d->snd.resp, d->snd.resp_len, &rej, msg,
+			if (!otlp_logs_response(d->snd.resp, d->snd.resp_len, n, &rej, msg,
 						sizeof(msg)) &&
 			    rej > 0) {
 				*rejected = (uint64_t)rej;

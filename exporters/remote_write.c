@@ -14,13 +14,13 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "api/metrics/hist_blob.h"
+#include "metrics/hist_blob.h"
 #include "base/lazylib.h"
 #include "base/log.h"
 #include "exporters/identity.h"
 #include "exporters/remote_write.h"
 #include "exporters/remote_write_meta.h"
-#include "api/metrics/metrics.h"
+#include "metrics/metrics.h"
 #include "exporters/proto/prometheus/remote.pb-c.h"
 #include "storage/store.h"
 #include "storage/store_samples.h"

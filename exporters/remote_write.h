@@ -146,7 +146,7 @@ int rw_batch_add(struct rw_batch *b, int64_t series_id, const char *name, const 
 		 int64_t ts_ms, double value);
 /*
  * Adds the classic buckets of one histogram sample: blob is the history's
- * bucket blob (api/metrics/hist_blob.h) on the sample of count_name (NAME_count),
+ * bucket blob (metrics/hist_blob.h) on the sample of count_name (NAME_count),
  * each bucket a sample of NAME_bucket with labels plus le. Adds up to
  * HIST_BLOB_MAX_BUCKETS rows. -EINVAL for a blob or name that does not
  * decode (counted in b->invalid), else as rw_batch_add.

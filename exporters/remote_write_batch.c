@@ -17,7 +17,7 @@
 #include <time.h>
 
 #include "base/lazylib.h"
-#include "api/metrics/hist_blob.h"
+#include "metrics/hist_blob.h"
 #include "exporters/remote_write.h"
 #include "exporters/proto/prometheus/remote.pb-c.h"
 

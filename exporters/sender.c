@@ -17,7 +17,7 @@
 
 #include "base/lazylib.h"
 #include "base/log.h"
-#include "api/metrics/metrics.h"
+#include "metrics/metrics.h"
 #include "exporters/sender.h"
 #include "storage/store_samples.h"
 

@@ -4,6 +4,8 @@
 
 #include "base/config.h"
 #include "collectors/collector.h"
+#include "storage/store_filter.h"
+#include "storage/table_value.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -129,15 +131,30 @@ static double rs_value(const struct sink_series *s)
 
 /* Gives every row put in for t, oldest first (where and group_by are SQL
  * the test has already applied in choosing them). */
-static int rs_latest(struct sink *k, const struct event_table *t, const char *group_by,
-		     const char *where, sink_row_fn fn, void *arg)
+/* What the store's query gives, from the rows the test put in: the newest
+ * row of each group among those that meet the filter, in id order. */
+static int rs_latest(struct sink *k, const struct event_table *t, const char *const *group_by,
+		     const struct row_cond *where, sink_row_fn fn, void *arg)
 {
 	struct recording_sink *rs = RS(k);
+	char err[256];
 
-	(void)group_by, (void)where;
-	for (size_t i = 0; i < rs->n_latest; i++)
-		if (rs->latest[i].t == t)
-			fn(rs->latest[i].id, rs->latest[i].ts_ns, rs->latest[i].row, arg);
+	if (store_filter_check(t, where, err, sizeof(err)))
+		return -EINVAL;
+	rs->n_latest_queries++;
+	for (size_t i = 0; i < rs->n_latest; i++) {
+		const struct rs_row *r = &rs->latest[i];
+		bool newer = false;
+
+		if (r->t != t || !table_filter_match(t, where, r->row))
+			continue;
+		for (size_t j = i + 1; j < rs->n_latest && !newer; j++)
+			newer = rs->latest[j].t == t &&
+				table_filter_match(t, where, rs->latest[j].row) &&
+				table_group_equal(t, group_by, r->row, rs->latest[j].row);
+		if (!newer)
+			fn(r->id, r->ts_ns, r->row, arg);
+	}
 	return 0;
 }
 

@@ -543,13 +543,13 @@ static void test_response_empty_partial_and_garbage(void **state)
 	(void)state;
 	/* Empty: full success. */
 	strcpy(msg, "stale");
-	assert_int_equal(otlp_logs_response("", 0, &rejected, msg, sizeof(msg)), 0);
+	assert_int_equal(otlp_logs_response("", 0, 10, &rejected, msg, sizeof(msg)), 0);
 	assert_int_equal(rejected, 0);
 	assert_string_equal(msg, "");
 	/* A response without partial_success (0 bytes of fields too). */
 	len = opentelemetry__proto__collector__logs__v1__export_logs_service_response__pack(&resp,
 											    body);
-	assert_int_equal(otlp_logs_response(body, len, &rejected, msg, sizeof(msg)), 0);
+	assert_int_equal(otlp_logs_response(body, len, 10, &rejected, msg, sizeof(msg)), 0);
 	assert_int_equal(rejected, 0);
 	/* Partial success. */
 	ps.rejected_log_records = 3;
@@ -557,17 +557,31 @@ static void test_response_empty_partial_and_garbage(void **state)
 	resp.partial_success = &ps;
 	len = opentelemetry__proto__collector__logs__v1__export_logs_service_response__pack(&resp,
 											    body);
-	assert_int_equal(otlp_logs_response(body, len, &rejected, msg, sizeof(msg)), 0);
+	assert_int_equal(otlp_logs_response(body, len, 10, &rejected, msg, sizeof(msg)), 0);
 	assert_int_equal(rejected, 3);
 	assert_string_equal(msg, "3 records too old");
-	assert_int_equal(otlp_logs_response(body, len, &rejected, small, sizeof(small)), 0);
+	assert_int_equal(otlp_logs_response(body, len, 10, &rejected, small, sizeof(small)), 0);
 	assert_string_equal(small, "3 rec");
-	assert_int_equal(otlp_logs_response(body, len, &rejected, NULL, 0), 0);
+	assert_int_equal(otlp_logs_response(body, len, 10, &rejected, NULL, 0), 0);
 	assert_int_equal(rejected, 3);
+	/* A count past the request or negative (the receiver's error: an int64
+	 * on the wire) stays within [0, sent]; the message is printable. */
+	ps.rejected_log_records = 1000;
+	ps.error_message = "bad\nline\x1b[31m";
+	len = opentelemetry__proto__collector__logs__v1__export_logs_service_response__pack(&resp,
+											    body);
+	assert_int_equal(otlp_logs_response(body, len, 10, &rejected, msg, sizeof(msg)), 0);
+	assert_int_equal(rejected, 10);
+	assert_string_equal(msg, "bad?line?[31m");
+	ps.rejected_log_records = -5;
+	len = opentelemetry__proto__collector__logs__v1__export_logs_service_response__pack(&resp,
+											    body);
+	assert_int_equal(otlp_logs_response(body, len, 10, &rejected, msg, sizeof(msg)), 0);
+	assert_int_equal(rejected, 0);
 	/* Garbage: a length past the end. */
-	assert_int_equal(otlp_logs_response(garbage, sizeof(garbage), &rejected, msg, sizeof(msg)),
-			 -EINVAL);
-	assert_int_equal(otlp_logs_response("<html>", 6, &rejected, msg, sizeof(msg)), -EINVAL);
+	assert_int_equal(
+	    otlp_logs_response(garbage, sizeof(garbage), 10, &rejected, msg, sizeof(msg)), -EINVAL);
+	assert_int_equal(otlp_logs_response("<html>", 6, 10, &rejected, msg, sizeof(msg)), -EINVAL);
 }
 
 int main(void)
