@@ -107,6 +107,7 @@ int rw_batch_add_native(struct rw_batch *b, int64_t series_id, const char *count
 				ts_ms, h);
 	if (err)
 		return err;
+	b->n_native++;
 	/* The _sum row that follows is in the histogram already. */
 	if (strlen(labels) < sizeof(b->native_sum_labels)) {
 		snprintf(b->native_sum_name, sizeof(b->native_sum_name), "%s_sum", name);

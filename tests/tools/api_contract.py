@@ -54,6 +54,7 @@ DECIMAL = re.compile(r"^[1-9][0-9]*$")
 # /api/v1/collectors lists and this table lacks is a failure: add it here.
 ROUTES = {
     "GET /healthz": "Health",
+    "GET /readyz": "Readiness",
     "GET /api/v1/collectors": "CollectorList",
     "GET /api/v1/export": "ExportList",
     "GET /api/v1/events": "EventList",
@@ -332,7 +333,7 @@ class Contract:
             return
         self.collectors = {c["name"]: c for c in cols["data"]}
         self.check_collectors(cols)
-        routes = {"GET /healthz", "GET /api/v1/collectors", "GET /api/v1/export",
+        routes = {"GET /healthz", "GET /readyz", "GET /api/v1/collectors", "GET /api/v1/export",
                   "GET /api/v1/events", "GET /api/v1/schema"}
         self.route_owner = {}
         for c in cols["data"]:
