@@ -79,6 +79,7 @@ url = http://127.0.0.1:$CH_HTTP/
 database = sysobs
 tables = drop_samples,mptcp_events
 batch_rows = 50000
+send_interval = 1s
 min_backoff = 50ms
 max_backoff = 500ms
 INI
