@@ -27,6 +27,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "storage/table.h"
 
@@ -59,6 +60,20 @@ struct sink_pod {
 	char container[64]; /* the container's name in its pod */
 	char qos[12];	    /* guaranteed, burstable, besteffort (from the cgroup) */
 };
+
+/* The pod fields of a history row (its columns: COL_POD in storage/table.h),
+ * and their copy from a struct sink_pod. */
+#define SINK_POD_ROW_FIELDS                                                                        \
+	char pod[sizeof(((struct sink_pod *)0)->pod)];                                             \
+	char pod_namespace[sizeof(((struct sink_pod *)0)->pod_namespace)];                         \
+	char pod_uid[sizeof(((struct sink_pod *)0)->pod_uid)]
+#define SINK_POD_ROW_SET(r, p)                                                                     \
+	do {                                                                                       \
+		snprintf((r)->pod, sizeof((r)->pod), "%s", (p)->pod);                              \
+		snprintf((r)->pod_namespace, sizeof((r)->pod_namespace), "%s",                     \
+			 (p)->pod_namespace);                                                      \
+		snprintf((r)->pod_uid, sizeof((r)->pod_uid), "%s", (p)->pod_uid);                  \
+	} while (0)
 
 /* Called for each row sink_latest() finds: row is the table's row struct
  * filled from the database (NULL columns as their sentinel). */

@@ -95,6 +95,19 @@ struct event_column {
 		.size = sizeof(((row *)0)->field), .null = (n), __VA_ARGS__                        \
 	}
 
+/*
+ * The Kubernetes columns of a row whose struct has char pod[], pod_namespace[]
+ * and pod_uid[] (the sizes of struct sink_pod's): the names the agent's name
+ * service gave the row's pod when it was recorded, filtered by ?pod=,
+ * ?pod_namespace=, ?pod_uid=, exported under OpenTelemetry's names.
+ */
+#define COL_POD(row)                                                                               \
+	COL(row, pod, COL_TEXT, COL_NULL_EMPTY, .filter = COL_FILTER_EQ, .otel = "k8s.pod.name"),  \
+	    COL(row, pod_namespace, COL_TEXT, COL_NULL_EMPTY, .filter = COL_FILTER_EQ,             \
+		.otel = "k8s.namespace.name"),                                                     \
+	    COL(row, pod_uid, COL_TEXT, COL_NULL_EMPTY, .filter = COL_FILTER_EQ,                   \
+		.otel = "k8s.pod.uid")
+
 #define EVENT_ROW_MAX 1792 /* largest row struct a table may declare */
 
 /*

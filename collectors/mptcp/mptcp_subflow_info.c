@@ -328,6 +328,7 @@ static const struct event_column mptcp_subflow_cols[] = {
     SF_NUM(busy_us),
     SF_NUM(rwnd_limited_us),
     SF_NUM(sndbuf_limited_us),
+    COL_POD(struct mptcp_subflow_row),
     {0},
 };
 

@@ -48,6 +48,8 @@ static const struct event_column mptcp_cols[] = {
     MPTCP_COL(unknown_attrs, COL_TEXT, COL_NULL_EMPTY),
     MPTCP_COL(reset_reason_name, COL_TEXT, COL_NULL_EMPTY),
     MPTCP_COL(deny_join_id0, COL_INT, COL_NULL_NEG),
+    /* ?pod=&pod_namespace=: the pod whose sandbox the namespace is */
+    COL_POD(struct mptcp_row),
     {0},
 };
 
@@ -147,6 +149,7 @@ void mptcp_row_fill(const struct mptcp_event *ev, uint32_t netns, struct mptcp_r
 	r->deny_join_id0 =
 	    mptcp_event_has(ev, MPTCP_EVA_FLAGS) ? !!(ev->flags & MPTCP_EV_FLAG_DENY_JOIN_ID0) : -1;
 	r->unknown_attrs[0] = '\0';
+	r->pod[0] = r->pod_namespace[0] = r->pod_uid[0] = '\0';
 	mptcp_event_unknown_str(ev, r->unknown_attrs, sizeof(r->unknown_attrs));
 	reason = r->reset_reason >= 0 ? mptcp_reset_reason_name((uint32_t)r->reset_reason) : NULL;
 	snprintf(r->reset_reason_name, sizeof(r->reset_reason_name), "%s", reason ? reason : "");

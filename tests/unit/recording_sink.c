@@ -171,6 +171,36 @@ static void rs_exemplar(struct sink_series *s, const char *name, const char *val
 		 "%s=%s", name, value);
 }
 
+/* By network namespace only, as the name service answers for a sandbox. */
+static int rs_pod(struct sink *k, const char *container_id, const char *cgroup, uint32_t netns,
+		  struct sink_pod *out)
+{
+	struct recording_sink *rs = RS(k);
+
+	(void)container_id, (void)cgroup;
+	rs->pod_lookups++;
+	for (size_t i = 0; i < rs->n_pods; i++)
+		if (rs->pods[i].netns == netns) {
+			*out = rs->pods[i].p;
+			return 0;
+		}
+	return -ENOENT;
+}
+
+void rs_pod_add(struct recording_sink *rs, uint32_t netns, const char *name, const char *ns,
+		const char *uid)
+{
+	struct sink_pod *p;
+
+	if (rs->n_pods >= sizeof(rs->pods) / sizeof(rs->pods[0]))
+		return;
+	rs->pods[rs->n_pods].netns = netns;
+	p = &rs->pods[rs->n_pods++].p;
+	snprintf(p->pod, sizeof(p->pod), "%s", name);
+	snprintf(p->pod_namespace, sizeof(p->pod_namespace), "%s", ns);
+	snprintf(p->pod_uid, sizeof(p->pod_uid), "%s", uid);
+}
+
 static const struct sink_ops rs_ops = {
     .event = rs_event,
     .family = rs_family,
@@ -186,6 +216,7 @@ static const struct sink_ops rs_ops = {
     .queue_depth = rs_queue_depth,
     .event_id = rs_event_id,
     .exemplar = rs_exemplar,
+    .pod = rs_pod,
 };
 
 void rs_init(struct recording_sink *rs, const char *collector)

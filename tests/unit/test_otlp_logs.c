@@ -247,6 +247,8 @@ static void test_resource_scope_and_ifs_rows_decode_back(void **state)
 	request_free(req);
 }
 
+static const otlp_kv *attr(const otlp_record *r, const char *key);
+
 static void mptcp_row_null(struct mptcp_row *r)
 {
 	memset(r, 0, sizeof(*r));
@@ -281,6 +283,10 @@ static void test_mptcp_rows_and_their_severity(void **state)
 	refused = created;
 	strcpy(refused.type, "SUB_CLOSED");
 	refused.error = 111;
+	/* of a pod's namespace: its names under the semantic conventions */
+	strcpy(refused.pod, "web-7d9f");
+	strcpy(refused.pod_namespace, "shop");
+	strcpy(refused.pod_uid, "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0");
 
 	rows[0] = (struct export_row){&mptcp_events_table, 100, 1, &created};
 	rows[1] = (struct export_row){&mptcp_events_table, 101, 2, &reset};
@@ -309,7 +315,13 @@ static void test_mptcp_rows_and_their_severity(void **state)
 	assert_record_head(r, 3, 13, "WARN", "mptcp_events", 102,
 			   "netns=4026531840 type=SUB_CLOSED token=439041101 family=2 "
 			   "saddr=10.0.0.1 daddr=10.0.0.2 sport=40000 dport=443 error=111 "
-			   "server_side=0");
+			   "server_side=0 pod=web-7d9f pod_namespace=shop "
+			   "pod_uid=0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0");
+	assert_int_equal(r->n_attributes, 2 + 10 + 3);
+	assert_kv_string(attr(r, "k8s.pod.name"), "k8s.pod.name", "web-7d9f");
+	assert_kv_string(attr(r, "k8s.namespace.name"), "k8s.namespace.name", "shop");
+	assert_kv_string(attr(r, "k8s.pod.uid"), "k8s.pod.uid", refused.pod_uid);
+	assert_null(attr(r, "pod"));
 	request_free(req);
 }
 

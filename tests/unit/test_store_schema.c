@@ -583,8 +583,9 @@ static const struct real {
      ", truncated INTEGER, fragment INTEGER, cgroup_id INTEGER, cgroup TEXT,"
      " container TEXT, netns_cookie INTEGER, stack TEXT, capture BLOB, orig_len INTEGER,"
      " pod TEXT, pod_namespace TEXT, pod_uid TEXT, container_name TEXT"},
+    /* collectors/mptcp/mptcp_table.c; issue 34 the Kubernetes names */
     {"mptcp_events",
-     ", reset_reason_name TEXT, deny_join_id0 INTEGER"}, /* collectors/mptcp/mptcp.c */
+     ", reset_reason_name TEXT, deny_join_id0 INTEGER, pod TEXT, pod_namespace TEXT, pod_uid TEXT"},
     /* collectors/ifs/ifs.c: the JSON-in-a-string "decoded" became columns */
     {"ifs_scans",
      ", control_error INTEGER, signature_error INTEGER, array_bitmask INTEGER,"
