@@ -58,7 +58,7 @@ done
 stop_agent
 # every metric a rule reads is one the code exports
 for name in $(grep -o 'sysobs_[a-z_]*' "$R/sysobs-alerts.yml" | sort -u); do
-	grep -rqs "\"$name\"" "$SYSOBS_SRC/agent" "$SYSOBS_SRC/collectors" "$SYSOBS_SRC/api" "$SYSOBS_SRC/exporters" \
+	grep -rqs "\"$name\"" "$SYSOBS_SRC/agent" "$SYSOBS_SRC/collectors" "$SYSOBS_SRC/api" "$SYSOBS_SRC/metrics" "$SYSOBS_SRC/exporters" \
 		"$SYSOBS_SRC/storage" || fail "rule reads $name, which no code exports"
 done
 pass "rules load, their promtool tests pass, the state set matches the API"
