@@ -2,7 +2,8 @@
 # The event exporter into Debian's ClickHouse (18.16), all on loopback:
 #  1. the shipped DDL (deploy/clickhouse/sysobs.sql) is what
 #     sysobsd --print-clickhouse-ddl prints, and it loads;
-#  2. drop samples reach ClickHouse with the host's identity; every row of
+#  2. drop samples reach ClickHouse with the host's identity and the name of
+#     their namespace (netns_name: the test's ip netns); every row of
 #     SQLite up to the cursor is in ClickHouse once by key (db_id, id);
 #  3. ClickHouse down while drops go on: the rows wait in the history
 #     (pending, retried counted); back up, the backlog drains; a kill -9 of
@@ -42,7 +43,11 @@ assert_eq "tables of the sysobs database" 14 "$(chq 'SELECT count() FROM system.
 pass "shipped DDL = --print-clickhouse-ddl; it loads into ClickHouse $(chq 'SELECT version()') with Distributed tables"
 
 # ---- 2. rows with identity ----
-make_drops() { "$GEN" udp -d 127.0.0.1 -p "$DPORT" -n "$1" >/dev/null; }
+# the drops happen in a namespace the host names (ip netns): its rows carry
+# netns_name
+NS=sysobs-ch-$$
+netns_new "$NS" || fail "cannot create a network namespace"
+make_drops() { ip netns exec "$NS" "$GEN" udp -d 127.0.0.1 -p "$DPORT" -n "$1" >/dev/null; }
 agent_config() { # INSTANCE DATABASE DB_FILE
 	# a ring that holds the burst: a sample is ~1.3 KB since it carries the
 	# headers and the stack (issue 35), and an ASan agent reads it slowly
@@ -98,6 +103,8 @@ id=$(sqlite3 "$DBF" "SELECT max(id) FROM drop_samples WHERE id <= $(cursor "$DBF
 lite=$(sqlite3 -json "$DBF" "SELECT CAST(ts AS TEXT) AS ts, reason, protocol, saddr, daddr, CAST(sport AS TEXT) AS sport, CAST(dport AS TEXT) AS dport FROM drop_samples WHERE id = $id" | jq -c '.[0] | map_values(tostring)')
 ch=$(chq "SELECT toString(ts) AS ts, reason, toString(protocol) AS protocol, saddr, daddr, toString(sport) AS sport, toString(dport) AS dport FROM shard1.drop_samples WHERE id = $id FORMAT JSONEachRow" | jq -c 'map_values(tostring)')
 assert_eq "row $id in ClickHouse = in SQLite" "$lite" "$ch"
+assert_eq "netns and netns_name of row $id in ClickHouse" "$NSINUM $NS" \
+	"$(chq "SELECT netns, netns_name FROM shard1.drop_samples WHERE id = $id" | tr '\t' ' ')"
 pass "online: $LITE drop samples in ClickHouse once each, with host, job and external labels"
 
 # ---- 4. a database not created yet: kept, then sent ----
