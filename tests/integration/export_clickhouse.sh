@@ -98,8 +98,8 @@ compare "$DBF" shard1 "online"
 assert_ge "rows exported" 300 "$LITE"
 row=$(chq "SELECT host, job, labels.name, labels.value, length(db_id) FROM shard1.drop_samples LIMIT 1 FORMAT JSONEachRow")
 assert_eq "identity of a row" '{"host":"hostA","job":"sysobs","labels.name":["cluster"],"labels.value":["test"],"length(db_id)":"16"}' "$row"
-# the same row, field by field, in SQLite and ClickHouse
-id=$(sqlite3 "$DBF" "SELECT max(id) FROM drop_samples WHERE id <= $(cursor "$DBF")")
+# the same row (one of the test's drops), field by field, in SQLite and ClickHouse
+id=$(sqlite3 "$DBF" "SELECT max(id) FROM drop_samples WHERE id <= $(cursor "$DBF") AND dport = $DPORT")
 lite=$(sqlite3 -json "$DBF" "SELECT CAST(ts AS TEXT) AS ts, reason, protocol, saddr, daddr, CAST(sport AS TEXT) AS sport, CAST(dport AS TEXT) AS dport FROM drop_samples WHERE id = $id" | jq -c '.[0] | map_values(tostring)')
 ch=$(chq "SELECT toString(ts) AS ts, reason, toString(protocol) AS protocol, saddr, daddr, toString(sport) AS sport, toString(dport) AS dport FROM shard1.drop_samples WHERE id = $id FORMAT JSONEachRow" | jq -c 'map_values(tostring)')
 assert_eq "row $id in ClickHouse = in SQLite" "$lite" "$ch"
