@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The event exporter into Debian's ClickHouse (18.16), all on loopback:
-#  1. the shipped DDL (deploy/clickhouse/sysobs.sql) is what
-#     sysobsd --print-clickhouse-ddl prints, and it loads;
+#  1. the shipped DDL (deploy/clickhouse/sysobs.sql, and the build's copy the
+#     package installs) is what sysobsd --print-clickhouse-ddl prints, and
+#     it loads, by docs/fleet.md's curl lines too;
 #  2. drop samples reach ClickHouse with the host's identity and the name of
 #     their namespace (netns_name: the test's ip netns); every row of
 #     SQLite up to the cursor is in ClickHouse once by key (db_id, id);
@@ -33,6 +34,19 @@ DPORT=$((40000 + RANDOM % 9000))
 diff -u "$SYSOBS_SRC/deploy/clickhouse/sysobs.sql" "$T/ddl.sql" >&2 ||
 	fail "deploy/clickhouse/sysobs.sql differs from sysobsd --print-clickhouse-ddl: regenerate it"
 start_clickhouse
+# docs/fleet.md's curl lines (no clickhouse-client) on the DDL the package
+# installs (the build's copy), into this ClickHouse
+cmp -s "$SYSOBS_BUILD/deploy/clickhouse.sql" "$T/ddl.sql" ||
+	fail "the build's deploy/clickhouse.sql (the package's /usr/share/sysobs/clickhouse.sql) differs from --print-clickhouse-ddl"
+load=$(awk '/^\*\*Loading it/ { f = 1 } f && /^```sh$/ { on = 1; next } on && /^```/ { exit } on' \
+	"$SYSOBS_SRC/docs/fleet.md")
+[[ $load == CH=* ]] || fail "no curl lines in docs/fleet.md: $load"
+load=${load//\/usr\/share\/sysobs\/clickhouse.sql/$SYSOBS_BUILD/deploy/clickhouse.sql}
+load=${load//http:\/\/clickhouse.example:8123\//http://127.0.0.1:$CH_HTTP/}
+bash -c "set -o pipefail; $load" >"$T/curl-ddl.out" 2>&1 || fail "docs/fleet.md's curl lines: $(cat "$T/curl-ddl.out")"
+n_tables=$(grep -c '^CREATE TABLE' "$T/ddl.sql")
+assert_eq "tables of the sysobs database after the curl lines" "$n_tables" \
+	"$(chq 'SELECT count() FROM system.tables WHERE database = '"'"'sysobs'"'"'')"
 "$SYSOBSD" --print-clickhouse-ddl=two_shards >"$T/ddl-cluster.sql"
 for db in sysobs shard1 shard2; do
 	sed "s/\bsysobs\./$db./g; s/DATABASE IF NOT EXISTS sysobs;/DATABASE IF NOT EXISTS $db;/" \
@@ -40,7 +54,7 @@ for db in sysobs shard1 shard2; do
 		fail "the DDL does not load into database $db"
 done
 assert_eq "tables of the sysobs database" 14 "$(chq 'SELECT count() FROM system.tables WHERE database = '"'"'sysobs'"'"'')"
-pass "shipped DDL = --print-clickhouse-ddl; it loads into ClickHouse $(chq 'SELECT version()') with Distributed tables"
+pass "shipped DDL = --print-clickhouse-ddl; it loads into ClickHouse $(chq 'SELECT version()') by docs/fleet.md's curl lines ($n_tables tables) and with Distributed tables"
 
 # ---- 2. rows with identity ----
 # the drops happen in a namespace the host names (ip netns): its rows carry
