@@ -123,8 +123,15 @@ machines() {
 }
 want="solo/uninitialized web/$MID_a1 web/$MID_a2"
 [ "$MID_a1" \< "$MID_a2" ] || want="solo/uninitialized web/$MID_a2 web/$MID_a1"
-assert_eq "machines per instance in Prometheus" "$want" "$(machines "$PROM_PORT")"
-assert_eq "machines per instance in VictoriaMetrics" "$want" "$(machines "$VM")"
+# every agent's series in both (solo's may come a moment after the pair's)
+all_in() {
+	curl -sf "http://127.0.0.1:$VM/internal/force_flush" -o /dev/null
+	[ "$(machines "$1")" = "$want" ]
+}
+wait_for 30 all_in "$PROM_PORT" || assert_eq "machines per instance in Prometheus" "$want" "$(machines "$PROM_PORT")"
+wait_for 30 all_in "$VM" || assert_eq "machines per instance in VictoriaMetrics" "$want" "$(machines "$VM")"
+assert_eq "the clash expression in Prometheus, all three in" "web=2" "$(clash "$PROM_PORT")"
+assert_eq "the clash expression in VictoriaMetrics, all three in" "web=2" "$(clash "$VM")"
 pass "the clash expression gives web=2 (and no solo) in Prometheus and VictoriaMetrics ${t_expr}s after the first agent started; both name the machines: $want"
 
 # ---- Prometheus's evaluation of the shipped rule ----
