@@ -17,7 +17,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "api/metrics/metrics.h"
+#include "metrics/metrics.h"
 
 #define HOST_ID_LEN 64 /* the longest machine_id or boot_id label kept */
 
