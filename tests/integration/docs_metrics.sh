@@ -7,7 +7,8 @@
 # doc name is known as it is, as a histogram's _bucket/_sum/_count, as the
 # OpenMetrics family of a _total counter (the name without _total), or as a
 # prefix ending in "_" of a known family; the build's own library names
-# (add_library(sysobs_...)) are not metrics and pass. docs/fleet.md named
+# and targets (add_library, add_custom_target, add_executable) are not
+# metrics and pass. docs/fleet.md named
 # sysobs_drops_total for sysobs_packet_drops_total (issue 32).
 source "$(dirname "$0")/lib.sh"
 need_root
@@ -18,12 +19,12 @@ req GET /metrics
 stop_agent
 {
 	sed -n 's/^# TYPE \(sysobs_[a-z0-9_]*\) .*/\1/p' <<<"$BODY"
-	grep -rhoE '"sysobs_[a-z0-9_]+"' "$SYSOBS_SRC"/{agent,api,base,collectors,exporters,storage} |
+	grep -rshoE '"sysobs_[a-z0-9_]+"' "$SYSOBS_SRC"/{agent,api,base,collectors,exporters,metrics,storage} |
 		tr -d '"'
 } | sort -u >"$T/known"
 assert_ge "families in /metrics" 20 "$(grep -c '^# TYPE sysobs_' <<<"$BODY")"
-grep -rhoE 'add_library\(sysobs_[a-z0-9_]+' "$SYSOBS_SRC" --include=CMakeLists.txt |
-	sed 's/add_library(//' | sort -u >"$T/libs"
+grep -rhoE 'add_(library|custom_target|executable)\(sysobs_[a-z0-9_]+' "$SYSOBS_SRC" --include=CMakeLists.txt |
+	sed 's/^add_[a-z_]*(//' | sort -u >"$T/libs"
 grep -rhoE 'sysobs_layer\(sysobs_[a-z0-9_]+|function\(sysobs_[a-z0-9_]+' "$SYSOBS_SRC" \
 	--include=CMakeLists.txt --include='*.cmake' | sed 's/.*(//' >>"$T/libs"
 
