@@ -151,6 +151,23 @@ static void reload_errors_log(const struct config *cfg)
 		cfg->n_errors ? "config not valid" : "cannot reload");
 }
 
+/* Sections in one config and not the other: a [remote_write.NAME] or
+ * [export.NAME] a drop-in added or took away, each named; how many. */
+static unsigned reload_sections_diff(const struct config *run, const struct config *fresh)
+{
+	unsigned n = 0;
+
+	for (size_t i = 0; i < fresh->n_sections; i++)
+		if (!cfg_section(run, fresh->sections[i].name) && ++n)
+			log_warn("agent", "SIGHUP: [%s] added: needs a restart",
+				 fresh->sections[i].name);
+	for (size_t i = 0; i < run->n_sections; i++)
+		if (!cfg_section(fresh, run->sections[i].name) && ++n)
+			log_warn("agent", "SIGHUP: [%s] removed: needs a restart",
+				 run->sections[i].name);
+	return n;
+}
+
 /* SIGHUP: reads the config file and its drop-ins again (command-line flags
  * still win: a running value from line 0 that is not the default came from
  * a flag), then applies the live keys and names the others that changed. A
@@ -224,6 +241,7 @@ static void agent_reload(struct agent *a)
 				 sec->name, k->key, was, now);
 		}
 	}
+	restart += reload_sections_diff(&a->cfg, &fresh.cfg);
 	log_info("agent",
 		 "SIGHUP: reloaded %s (log_level %s, log_format %s); %u change%s need%s a "
 		 "restart",
@@ -334,7 +352,7 @@ static int start_config(struct agent *a)
 	    agent_listen_check(a, boot.hc.listen, false) ||
 	    agent_privsep_config(a, &boot.pc, true) || agent_names_config(a, &boot.nc) ||
 	    agent_db_dir_check(a, boot.sc.path, &boot.pc) ||
-	    remote_write_new(&a->cfg, &boot.identity, &a->rw) ||
+	    remote_write_new(&a->cfg, a->host, &a->rw) ||
 	    agent_export_new(a, &boot.identity, true, &a->exp)) {
 		agent_config_errors_log(a);
 		return 2;

@@ -233,8 +233,7 @@ int agent_config_declare(struct agent *a)
 	    (err = cfg_declare(&a->cfg, "http", http_keys)) ||
 	    (err = cfg_declare(&a->cfg, "storage", storage_keys)) ||
 	    (err = cfg_declare(&a->cfg, "kubernetes", kubernetes_keys)) ||
-	    (err = expose_config_declare(&a->cfg)) ||
-	    (err = cfg_declare(&a->cfg, "remote_write", remote_write_keys)) ||
+	    (err = expose_config_declare(&a->cfg)) || (err = remote_write_declare(&a->cfg)) ||
 	    (err = events_export_declare(&a->cfg)))
 		return err;
 	for (size_t i = 0; collector_registry[i]; i++) {
@@ -636,7 +635,7 @@ int agent_config_validate(struct agent *a, bool host)
 		bad |= listen_parse(a, hc.listen, &ss, &sslen);
 	bad |= expose_config_check(&a->cfg);
 	export_identity_resolve(&a->cfg, a->host, &id); /* errors: remote_write_check() */
-	bad |= remote_write_check(&a->cfg, &id, host, &rw);
+	bad |= remote_write_check(&a->cfg, a->host, host, &rw) ? 1 : 0;
 	bad |= export_config_check(a, &id, host);
 	bad |= collectors_config_check(a);
 	remote_write_free(rw);
