@@ -6,6 +6,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <malloc.h>
 #include <signal.h>
 #include <stdio.h>
@@ -27,6 +28,7 @@
 #include "exporters/identity.h"
 #include "exporters/remote_write.h"
 #include "agent/expose.h"
+#include "agent/host_id.h"
 #include "agent/mem_stage.h"
 #include "agent/names.h"
 #include "agent/privsep.h"
@@ -34,6 +36,7 @@
 #include "agent/snapshot.h"
 #include "agent/status.h"
 #include "api/history.h"
+#include "storage/store_export.h"
 #include "api/schema.h"
 #include "api/routes.h"
 #include "collectors/collector.h"
@@ -444,7 +447,7 @@ static int start_http(struct agent *a)
 	struct api_host host = {
 	    .metrics = a->metrics,
 	    .store = a->store,
-	    .hostname = a->hostname,
+	    .hostname = a->host,
 	    .tables = boot.tables,
 	    .collectors = agent_collectors_status,
 	    .exports = agent_exports_status,
@@ -468,6 +471,19 @@ static int start_http(struct agent *a)
 	return 0;
 }
 
+/* sysobs_host_info (agent/host_id.h), before remote_write starts so that
+ * its first metadata names it. 0, or -ENOMEM. */
+static int agent_host_info(struct agent *a)
+{
+	struct host_id id;
+	uint64_t db_id;
+
+	host_id_read(&id, a->machine_id_file);
+	if (!store_db_id(a->store, &db_id))
+		snprintf(id.db_id, sizeof(id.db_id), "%016" PRIx64, db_id);
+	return host_id_publish(a->metrics, &id);
+}
+
 /* The agent's timers, the senders and the signals on the loop. */
 static int start_loop_work(struct agent *a)
 {
@@ -480,6 +496,8 @@ static int start_loop_work(struct agent *a)
 	    (a->snapshot_ms && !loop_add_timer(a->loop, a->snapshot_ms, on_snapshot, a)))
 		return 1;
 	names_declare(a->metrics);
+	if (agent_host_info(a))
+		return 1;
 	if (remote_write_start(a->rw, a->store, a->metrics) ||
 	    events_export_start(a->exp, a->metrics))
 		return 1;

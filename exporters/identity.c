@@ -11,6 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/netns_name.h"
+#include "exporters/export_row.h"
 #include "exporters/identity.h"
 #include "exporters/remote_write.h"
 
@@ -75,4 +77,15 @@ int export_identity_resolve_section(struct config *cfg, const char *section, con
 	out->id.n_labels = k;
 	out->id.version = SYSOBS_VERSION;
 	return 0;
+}
+
+/* (export_row.h) The host's names of its namespaces go with the rows as
+ * its own name does: looked up when the row is sent. */
+bool export_netns_name(const struct event_column *c, const struct col_value *v, char *buf,
+		       size_t len)
+{
+	if (!export_is_netns(c) || v->kind == COLV_NULL)
+		return false;
+	return !netns_name_lookup((uint32_t)(v->kind == COLV_UINT ? v->u : (uint64_t)v->i), buf,
+				  len);
 }

@@ -147,6 +147,22 @@ stop_agent() {
 	[ "$rc" = 0 ] || fail "sysobsd exited with $rc after SIGTERM"
 }
 
+# start_uts_agent NAME HOSTNAME CONFIG: sysobsd with CONFIG in a UTS
+# namespace of its own whose host name is HOSTNAME (what gethostname()
+# gives it: the default instance), its log in $T/NAME.log; waits for its
+# port, sets UTS_PORT (and UTS_PORT_<NAME>), stops it on exit.
+start_uts_agent() {
+	local name=$1 host=$2 cfg=$3 pid
+	rm -f "$T/$name.port"
+	unshare --uts sh -c 'hostname "$1" && shift && exec "$@"' sh "$host" \
+		"$SYSOBSD" --config "$cfg" --port-file "$T/$name.port" >>"$T/$name.log" 2>&1 &
+	pid=$!
+	on_exit "kill $pid 2>/dev/null; wait $pid 2>/dev/null"
+	wait_for 20 test -s "$T/$name.port" || fail "agent $name did not start: $(tail -5 "$T/$name.log")"
+	UTS_PORT=$(cat "$T/$name.port")
+	printf -v "UTS_PORT_$name" '%s' "$UTS_PORT"
+}
+
 # in_api_netns CMD...: runs CMD in $API_NETNS if set, else here.
 in_api_netns() {
 	if [ -n "$API_NETNS" ]; then
