@@ -207,6 +207,12 @@ static int store_prepare_writer(struct store *s, char *err, size_t errlen)
 	if (rc == SQLITE_OK)
 		rc = sqlite3_prepare_v3(s->db, "COMMIT", -1, SQLITE_PREPARE_PERSISTENT,
 					&s->st_commit, NULL);
+	if (rc == SQLITE_OK) /* store_db_size(), before and after every commit */
+		rc = sqlite3_prepare_v3(s->db,
+					"SELECT p.page_count, f.freelist_count, z.page_size FROM "
+					"pragma_page_count p, pragma_freelist_count f, "
+					"pragma_page_size z",
+					-1, SQLITE_PREPARE_PERSISTENT, &s->st_size, NULL);
 	if (rc == SQLITE_OK)
 		rc = sqlite3_prepare_v3(s->db,
 					"INSERT INTO metric_samples(series_id, ts, value, buckets) "
@@ -242,6 +248,7 @@ static void store_free(struct store *s)
 	free(s->ins);
 	sqlite3_finalize(s->st_begin);
 	sqlite3_finalize(s->st_commit);
+	sqlite3_finalize(s->st_size);
 	sqlite3_finalize(s->st_sample);
 	sqlite3_finalize(s->st_series_get);
 	sqlite3_finalize(s->st_series_add);

@@ -125,6 +125,7 @@ struct store {
 	sqlite3 *db;	    /* writer connection */
 	sqlite3_stmt **ins; /* per registered table */
 	sqlite3_stmt *st_begin, *st_commit;
+	sqlite3_stmt *st_size; /* page_count, freelist_count, page_size */
 	sqlite3_stmt *st_sample, *st_series_get, *st_series_add;
 
 	/* Queue (mu). */

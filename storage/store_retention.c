@@ -39,10 +39,13 @@ static int64_t *array_grow_ids(int64_t *ids, size_t *cap, size_t n)
 int store_db_size(struct store *s, int64_t *used, int64_t *total)
 {
 	int64_t pages, free_pages, page_size;
+	int rc = sqlite3_step(s->st_size);
 
-	if (store_query_int(s->db, "PRAGMA page_count", &pages) != SQLITE_OK ||
-	    store_query_int(s->db, "PRAGMA freelist_count", &free_pages) != SQLITE_OK ||
-	    store_query_int(s->db, "PRAGMA page_size", &page_size) != SQLITE_OK)
+	pages = sqlite3_column_int64(s->st_size, 0);
+	free_pages = sqlite3_column_int64(s->st_size, 1);
+	page_size = sqlite3_column_int64(s->st_size, 2);
+	sqlite3_reset(s->st_size);
+	if (rc != SQLITE_ROW)
 		return -EIO;
 	*total = pages * page_size;
 	*used = (pages - free_pages) * page_size;
@@ -245,26 +248,31 @@ static int64_t store_retain_size_step(struct store *s)
 /* Past max_size less the WAL's share (counting incoming bytes about to be
  * committed), deletes down to a WAL's share below that: the rows arriving
  * meanwhile fit under the bound. */
-static bool store_retain_size(struct store *s, int *budget, int64_t incoming)
+static bool store_retain_size(struct store *s, int *budget, int64_t incoming, int64_t *used)
 {
-	int64_t used, total, n, target = (int64_t)s->cfg.max_bytes - s->wal_cap - incoming;
+	int64_t total, n, target = (int64_t)s->cfg.max_bytes - s->wal_cap - incoming;
 	bool over = false;
 
+	*used = -1;
 	if (!s->cfg.max_bytes)
 		return false;
 	for (;;) {
-		if (store_db_size(s, &used, &total))
+		if (store_db_size(s, used, &total)) {
+			*used = -1;
 			return false;
-		if (used > target)
+		}
+		if (*used > target)
 			over = true;
-		if (!over || used <= target - s->wal_cap)
+		if (!over || *used <= target - s->wal_cap)
 			return false;
 		if (*budget <= 0)
 			return true;
 		(*budget)--;
 		n = store_retain_size_step(s);
-		if (n <= 0)
+		if (n <= 0) {
+			*used = -1; /* changed, maybe */
 			return false;
+		}
 	}
 }
 
@@ -289,16 +297,13 @@ uint64_t store_bound_rows(const struct store *s, uint64_t n)
 void store_bound_room(struct store *s, uint64_t n, int64_t *used)
 {
 	int budget = STORE_DELETE_BUDGET;
-	int64_t total;
 
 	*used = -1;
 	if (!s->cfg.max_bytes)
 		return;
 	s->delete_batch = (int)store_bound_rows(s, STORE_DELETE_BATCH);
-	if (store_retain_size(s, &budget, (int64_t)n * s->row_bytes))
+	if (store_retain_size(s, &budget, (int64_t)n * s->row_bytes, used))
 		s->next_retention = 0; /* more to delete: again before the next batch */
-	if (store_db_size(s, used, &total))
-		*used = -1;
 }
 
 /* A quarter of the last commit's bytes a row, three quarters of before:
@@ -364,7 +369,7 @@ bool store_retention(struct store *s)
 	s->delete_batch = (int)store_bound_rows(s, STORE_DELETE_BATCH);
 	more = store_retain_age(s, &budget);
 	if (!more)
-		more = store_retain_size(s, &budget, 0);
+		more = store_retain_size(s, &budget, 0, &used);
 	if (s->cfg.max_bytes)
 		more = store_retain_vacuum(s, &budget) || more;
 	else if (store_stat_get(&s->rows_deleted_age) != before)

@@ -436,18 +436,24 @@ int store_checkpoint(struct store *s, sqlite3 *db)
 
 /*
  * The writer's own checkpoint, when the WAL reached half its share of
- * max_size: it waits for a checkpoint of the checkpointer thread to end
- * (SQLite answers BUSY at once, without the busy handler, to a second
- * checkpointer), then checkpoints RESTART, waiting (the busy handler) for
- * readers of the WAL's frames, so the next commit writes the WAL from its
- * beginning. A PASSIVE checkpoint gave up while the checkpointer copied,
- * and the commits meanwhile grew the WAL to 3.5 and 7 MB at an 8M
- * max_size (its share: 1 MB).
+ * max_size: PASSIVE, which gives up at once (BUSY, without the busy
+ * handler) while the checkpointer thread copies. Past three quarters of
+ * the share it waits for the checkpointer's checkpoint to end and then
+ * checkpoints RESTART, waiting (the busy handler) for readers of the WAL's
+ * frames, so that the next commit (at most a quarter of the share) writes
+ * the WAL from its beginning: the PASSIVE one alone let the commits grow
+ * the WAL to 3.5 and 7 MB at an 8M max_size (its share: 1 MB). Waiting
+ * at half already cost 1-row commits two thirds of their rate.
  */
-static void store_ckpt_restart(struct store *s, sqlite3 *db)
+static void store_ckpt_restart(struct store *s, sqlite3 *db, int frames)
 {
-	int rc = SQLITE_BUSY;
+	int rc;
 
+	if (frames < s->ckpt_hard_frames * 3 / 2) {
+		store_checkpoint(s, db);
+		return;
+	}
+	rc = SQLITE_BUSY;
 	for (int tries = 0; tries < 3 && rc == SQLITE_BUSY; tries++) {
 		pthread_mutex_lock(&s->ck_mu);
 		while (s->ck_running)
@@ -472,7 +478,7 @@ int store_wal_hook(void *arg, sqlite3 *db, const char *name, int frames)
 		/* The checkpointer never caught up (sustained load, no pause
 		 * between batches): checkpoint here, with no write running,
 		 * so the WAL restarts from its beginning. */
-		store_ckpt_restart(s, db);
+		store_ckpt_restart(s, db, frames);
 	} else if (frames >= s->ckpt_frames) {
 		pthread_mutex_lock(&s->ck_mu);
 		if (!s->ck_pending) {
