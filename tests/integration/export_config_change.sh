@@ -152,8 +152,8 @@ config self_samples,drop_samples "http://localhost:$RP/v1/logs" export.x.start_f
 start_agent
 line=$(grep -o "the cursor moves from row $c4 to row [0-9]* (start_from = now); [0-9]* rows are skipped" "$T/agent.log") ||
 	fail "start_from = now is not logged: $(grep export.x "$T/agent.log" | tail -3)"
-to=$(awk '{ print $8 }' <<<"$line")
-n6=$(awk '{ print $12 }' <<<"$line")
+to=$(awk '{ print $9 }' <<<"$line")
+n6=$(awk '{ print $13 }' <<<"$line")
 assert_eq "rows skipped (the log)" "$(rows "id > $c4 AND id <= $to" | wc -l)" "$n6"
 assert_ge "rows skipped" 1 "$n6"
 assert_eq "rows skipped (the counter)" "$n6" "$(skipped)"
