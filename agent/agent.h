@@ -15,7 +15,7 @@
 #include "base/log.h"
 #include "agent/loop.h"
 #include "api/http.h"
-#include "api/metrics/metrics.h"
+#include "metrics/metrics.h"
 #include "storage/store.h"
 
 struct collector;

@@ -11,8 +11,8 @@
 
 #include "agent/expose.h"
 #include "base/log.h"
-#include "api/metrics/nhist.h"
-#include "api/metrics/process_metrics.h"
+#include "metrics/nhist.h"
+#include "metrics/process_metrics.h"
 #include "sysobs_revision.h"
 
 /* [metrics]: field names are the key names (CFG_KEY). */

@@ -14,7 +14,7 @@
 
 #include "base/config.h"
 #include "agent/loop.h"
-#include "api/metrics/metrics.h"
+#include "metrics/metrics.h"
 
 struct expose {
 	struct metrics *m;

@@ -15,7 +15,7 @@
 
 #include "agent/names.h"
 #include "agent/names_cri.h"
-#include "api/metrics/metrics.h"
+#include "metrics/metrics.h"
 #include "base/hash.h"
 #include "base/log.h"
 
@@ -175,9 +175,13 @@ int names_info_netns_path(const char *js, char *out, size_t len)
 		const char *type = json_string_value(json_object_get(e, "type"));
 		const char *path = json_string_value(json_object_get(e, "path"));
 
-		if (type && path && !strcmp(type, "network") && *path && strlen(path) < len) {
-			snprintf(out, len, "%s", path);
-			rc = 0;
+		/* The first network namespace with a path is the pod's: one too
+		 * long for out is -ENOENT, not the next entry's. */
+		if (type && path && !strcmp(type, "network") && *path) {
+			if (strlen(path) < len) {
+				snprintf(out, len, "%s", path);
+				rc = 0;
+			}
 			break;
 		}
 	}

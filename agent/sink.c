@@ -14,7 +14,7 @@
 #include "base/log.h"
 #include "agent/names.h"
 #include "agent/sink_impl.h"
-#include "api/metrics/metrics.h"
+#include "metrics/metrics.h"
 #include "storage/store.h"
 #include "storage/store_query.h"
 
@@ -131,8 +131,8 @@ static double as_value(const struct sink_series *s)
 	return series_value((const struct metric_series *)s);
 }
 
-static int as_latest(struct sink *k, const struct event_table *t, const char *group_by,
-		     const char *where, sink_row_fn fn, void *arg)
+static int as_latest(struct sink *k, const struct event_table *t, const char *const *group_by,
+		     const struct row_cond *where, sink_row_fn fn, void *arg)
 {
 	struct agent_sink *as = k->impl;
 

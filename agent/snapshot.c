@@ -2,7 +2,7 @@
 /*
  * What the agent's timers feed: metric-history snapshots (every counter and
  * gauge series, histograms by their _count, with their classic and native
- * buckets in a blob beside it (api/metrics/hist_blob.h), and _sum, into the
+ * buckets in a blob beside it (metrics/hist_blob.h), and _sum, into the
  * store's queue as samples, so they take the same path as event rows), and
  * the store's own statistics published as metrics. The store knows nothing
  * of the metrics registry; this file is where the two meet.
@@ -10,10 +10,10 @@
 #include <errno.h>
 #include <stdlib.h>
 
-#include "api/metrics/hist_blob.h"
+#include "metrics/hist_blob.h"
 #include "base/log.h"
 #include "agent/snapshot.h"
-#include "api/metrics/metrics.h"
+#include "metrics/metrics.h"
 #include "storage/store.h"
 
 struct snapshot_ctx {

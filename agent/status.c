@@ -4,9 +4,9 @@
  * landing page). Runs on HTTP threads while the main thread may change a
  * collector's state: fields are copied with relaxed atomic loads, so an
  * answer may mix an old and a new value but never reads a torn integer, and
- * a reason is always NUL-terminated. The event exporters' destinations
- * (GET /api/v1/export) are copied under each destination's lock
- * (events_export_status()).
+ * a reason is always NUL-terminated. The event exporters' destinations and
+ * remote_write (GET /api/v1/export, /readyz) are copied under each sender's
+ * lock (sender_status_get()).
  */
 #include <stdio.h>
 #include <string.h>
@@ -17,6 +17,7 @@
 #include "collectors/collector.h"
 #include "api/proto/pbmsg.h"
 #include "exporters/events.h"
+#include "exporters/remote_write.h"
 
 static Sysobs__V1__CollectorState state_enum(enum collector_state s)
 {
@@ -95,28 +96,32 @@ Sysobs__V1__CollectorList *agent_collectors_status(void *arg, struct arena *ar)
 	return ar->oom ? NULL : l;
 }
 
-static Sysobs__V1__ExportDestination *export_status(struct events_export *e, size_t i,
+/* One destination's status (an [export.NAME] or remote_write) as the API
+ * shows it, in ar. */
+static Sysobs__V1__ExportDestination *export_status(const struct export_status *st,
 						    struct arena *ar)
 {
 	Sysobs__V1__ExportDestination *m = arena_alloc(ar, sizeof(*m));
-	struct events_export_status st;
 
 	if (!m)
 		return NULL;
 	sysobs__v1__export_destination__init(m);
-	events_export_status(e, i, &st);
-	m->name = arena_strdup(ar, st.name);
-	m->format = arena_strdup(ar, st.format);
-	m->url = arena_strdup(ar, st.url);
-	m->cursor = st.cursor;
-	m->pending_rows = st.pending;
-	m->lag_seconds = st.lag_seconds;
-	if (st.last_success > 0)
-		m->last_success = pbmsg_time(ar, (int64_t)(st.last_success * 1e9));
-	m->rows_sent = st.sent;
-	m->rows_refused = st.failed;
-	m->rows_retried = st.retried;
-	m->last_error = arena_strdup(ar, st.last_error);
+	m->name = arena_strdup(ar, st->name);
+	m->format = arena_strdup(ar, st->format);
+	m->url = arena_strdup(ar, st->url);
+	m->cursor = st->cursor;
+	m->pending_rows = st->pending;
+	m->lag_seconds = st->lag_seconds;
+	if (st->last_success > 0)
+		m->last_success = pbmsg_time(ar, (int64_t)(st->last_success * 1e9));
+	m->rows_sent = st->sent;
+	m->rows_refused = st->failed;
+	m->rows_retried = st->retried;
+	m->rows_lost = st->lost;
+	if (st->last_loss > 0)
+		m->last_loss = pbmsg_time(ar, (int64_t)(st->last_loss * 1e9));
+	m->last_error = arena_strdup(ar, st->last_error);
+	m->problem = "";
 	return m;
 }
 
@@ -125,15 +130,22 @@ Sysobs__V1__ExportList *agent_exports_status(void *arg, struct arena *ar)
 	const struct agent *a = arg;
 	Sysobs__V1__ExportList *l = arena_alloc(ar, sizeof(*l));
 	size_t n = events_export_count(a->exp);
+	struct export_status st;
 
 	if (!l)
 		return NULL;
 	sysobs__v1__export_list__init(l);
-	l->data = arena_alloc(ar, (n ? n : 1) * sizeof(*l->data));
+	l->data = arena_alloc(ar, (n + 1) * sizeof(*l->data));
 	if (!l->data)
 		return NULL;
-	for (size_t i = 0; i < n; i++) {
-		l->data[i] = export_status(a->exp, i, ar);
+	for (size_t i = 0; i <= n; i++) {
+		if (i < n)
+			events_export_status(a->exp, i, &st);
+		else if (a->rw)
+			remote_write_status(a->rw, &st);
+		else
+			break;
+		l->data[i] = export_status(&st, ar);
 		if (!l->data[i])
 			return NULL;
 		l->n_data++;

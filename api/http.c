@@ -28,7 +28,7 @@
 #include "api/http.h"
 #include "api/http_internal.h"
 #include "api/webconfig.h"
-#include "api/metrics/metrics.h"
+#include "metrics/metrics.h"
 
 static const double duration_bounds[] = {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025,
 					 0.05,	 0.1,	0.25,	0.5,   1,    2.5};
@@ -191,8 +191,10 @@ out_free:
  * until its timeout. The JSON answer is written to the socket directly
  * (nothing else was sent on it for this request) and the socket is shut
  * down, so libmicrohttpd closes the connection. Over TLS the socket is
- * only shut down. (A connection's first request is screened earlier, in
- * http_accept.c; this catches the next ones of a kept-alive connection.)
+ * only shut down (on_uri lets a target with few arguments be answered from
+ * the access handler instead). (A connection's first request is screened
+ * earlier, in http_accept.c; this catches the next ones of a kept-alive
+ * connection.)
  */
 static void refuse_early(struct http_server *h, struct MHD_Connection *conn, struct http_conn *c,
 			 int status, const char *code, const char *msg)
@@ -216,6 +218,7 @@ static void *on_uri(void *cls, const char *uri, struct MHD_Connection *conn)
 	struct http_conn *c = calloc(1, sizeof(*c));
 	const char *code;
 	char msg[128];
+	size_t len;
 	int status;
 
 	if (!c)
@@ -223,9 +226,20 @@ static void *on_uri(void *cls, const char *uri, struct MHD_Connection *conn)
 	c->start_ns = clock_mono_ns();
 	if (!uri)
 		return c;
-	status = http_target_check(uri, strnlen(uri, HTTP_URL_MAX + 1), msg, sizeof(msg), &code);
-	if (status)
-		refuse_early(h, conn, c, status, code, msg);
+	len = strnlen(uri, HTTP_URL_MAX + 1);
+	status = http_target_check(uri, len, msg, sizeof(msg), &code);
+	if (!status)
+		return c;
+	/* Over TLS the answer can only go through libmicrohttpd: from the
+	 * access handler's first call, unless the arguments would exhaust
+	 * its memory before that (then the socket is only shut down). */
+	if (h->tls && http_target_args(uri, len) <= HTTP_ARGS_MAX) {
+		c->deny_status = status;
+		c->deny_code = code;
+		snprintf(c->deny_msg, sizeof(c->deny_msg), "%s", msg);
+		return c;
+	}
+	refuse_early(h, conn, c, status, code, msg);
 	return c;
 }
 
@@ -281,6 +295,40 @@ static bool request_begin(struct http_server *h, struct MHD_Connection *conn, st
 	return false;
 }
 
+/* The fields of a request, for http_fields_check: one more than
+ * HTTP_HEADER_FIELDS is already too many. */
+struct fields {
+	struct http_field f[HTTP_HEADER_FIELDS + 1];
+	size_t n;
+};
+
+static enum MHD_Result field_add(void *cls, enum MHD_ValueKind kind, const char *key,
+				 size_t key_size, const char *value, size_t value_size)
+{
+	struct fields *fs = cls;
+
+	(void)kind;
+	if (fs->n == HTTP_HEADER_FIELDS + 1)
+		return MHD_NO;
+	fs->f[fs->n++] = (struct http_field){.name = key,
+					     .name_len = key_size,
+					     .value = value ? value : "",
+					     .value_len = value ? value_size : 0};
+	return MHD_YES;
+}
+
+/* A request libmicrohttpd parsed, checked as http_accept.c checks a
+ * connection's first request: 0 or the status to answer (code, msg). */
+static int fields_check(struct MHD_Connection *conn, const char *method, const char *version,
+			char *msg, size_t msglen, const char **code)
+{
+	struct fields fs;
+
+	fs.n = 0;
+	MHD_get_connection_values_n(conn, MHD_HEADER_KIND, field_add, &fs);
+	return http_fields_check(fs.f, fs.n, method, version, msg, msglen, code);
+}
+
 static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const char *url,
 				 const char *method, const char *version, const char *upload_data,
 				 size_t *upload_data_size, void **con_cls)
@@ -297,29 +345,25 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const c
 	}
 	if (c->refused)
 		return MHD_NO;
-	if (c->deny_status) /* resumed after the failure delay */
+	if (c->deny_status) /* resumed after the failure delay, or a refused target */
 		return http_reply_error_now(h, conn, c, NULL, c->deny_status,
-					    deny_code(c->deny_status), c->deny_msg, NULL);
+					    c->deny_code ? c->deny_code : deny_code(c->deny_status),
+					    c->deny_msg, NULL);
 	if (!c->seen) {
+		const char *code;
 		int status;
 
 		c->seen = true;
-		/* A chunked body is refused before libmicrohttpd decodes it (its
-		 * errors there are HTML): the first request of a plain
-		 * connection was refused earlier (http_header.c), this catches
-		 * the next ones and TLS. */
-		if (MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
-						MHD_HTTP_HEADER_TRANSFER_ENCODING)) {
-			if (MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
-							MHD_HTTP_HEADER_CONTENT_LENGTH))
-				return http_reply_error_now(
-				    h, conn, c, NULL, 400, "bad_request",
-				    "both Transfer-Encoding and Content-Length", NULL);
-			return http_reply_error_now(h, conn, c, NULL, 411, "length_required",
-						    "a request body needs a Content-Length "
-						    "(Transfer-Encoding is not accepted)",
+		/* What the first request of a plain connection was refused
+		 * for (http_header.c), refused here in the next ones and over
+		 * TLS, which libmicrohttpd parsed itself: a chunked body
+		 * before libmicrohttpd decodes it (its errors there are
+		 * HTML), a missing Host, too many fields... */
+		status =
+		    fields_check(conn, method, version, c->deny_msg, sizeof(c->deny_msg), &code);
+		if (status)
+			return http_reply_error_now(h, conn, c, NULL, status, code, c->deny_msg,
 						    NULL);
-		}
 		if (!http_client_cert_ok(h, conn, c->deny_msg, sizeof(c->deny_msg)))
 			return http_reply_error_now(h, conn, c, NULL, 403, "forbidden", c->deny_msg,
 						    NULL);
@@ -405,11 +449,7 @@ static void mhd_log(void *cls, const char *fmt, va_list ap)
 
 /* ---- lifecycle ---- */
 
-/* A deep accept queue: under a connection flood the server accepts and
- * evicts quickly, but a fresh client's SYN dropped on a full queue costs it
- * the 1 s SYN retransmission. The kernel caps it at net.core.somaxconn. */
-#define SOMAXCONN_WANTED 4096
-#define RCVBUF_WANTED	 (4 * (HTTP_HEADER_MAX + HTTP_BODY_MAX))
+#define RCVBUF_WANTED (4 * (HTTP_HEADER_MAX + HTTP_BODY_MAX))
 
 static int listen_socket(struct http_server *h, int *fd_out)
 {
@@ -435,7 +475,7 @@ static int listen_socket(struct http_server *h, int *fd_out)
 		log_err("http", "cannot bind %s: %s", h->listen, strerror(-err));
 		goto out_close;
 	}
-	if (listen(fd, SOMAXCONN_WANTED) < 0) {
+	if (listen(fd, HTTP_BACKLOG) < 0) {
 		err = -errno;
 		log_err("http", "cannot listen on %s: %s", h->listen, strerror(-err));
 		goto out_close;

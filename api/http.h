@@ -48,6 +48,7 @@ struct http_response {
 	char *body;		  /* malloc'ed, freed by the server */
 	size_t len;
 	bool protobuf; /* errors in protobuf (set by api_encoding()) */
+	bool close;    /* Connection: close after it */
 };
 
 typedef void (*http_handler)(const struct http_request *req, struct http_response *res, void *arg);

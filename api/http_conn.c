@@ -42,7 +42,7 @@
 
 #include "base/log.h"
 #include "api/http_internal.h"
-#include "api/metrics/metrics.h"
+#include "metrics/metrics.h"
 
 #define SWEEP_MS      200
 #define IDLE_EVICT_MS 1000 /* idle at least this long to be evicted for a waiting client */

@@ -155,6 +155,55 @@ static int content_length_check(const char *v, size_t n, struct hdr_state *st, c
 	return 0;
 }
 
+/* A control byte in a field value (HTAB aside): n bytes of v. */
+static bool has_ctl(const char *v, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)v[i];
+
+		if ((c < 0x20 && c != '\t') || c == 0x7f)
+			return true;
+	}
+	return false;
+}
+
+/* A complete field: name (a token, name_len bytes) and its value v (vn
+ * bytes, white space before it gone), counted and checked for what the
+ * fields of a request say together. */
+static int field_check(struct hdr_state *st, const char *name, size_t name_len, const char *v,
+		       size_t vn, char *msg, size_t msglen, const char **code)
+{
+	if (++st->fields > HTTP_HEADER_FIELDS) {
+		*code = "header_too_large";
+		snprintf(msg, msglen, "more than %d header fields", HTTP_HEADER_FIELDS);
+		return 431;
+	}
+	if (name_len == 14 && !strncasecmp(name, "content-length", 14)) {
+		if (st->lengths++)
+			return bad(msg, msglen, "more than one Content-Length");
+		return content_length_check(v, vn, st, msg, msglen, code);
+	}
+	while (vn && (v[vn - 1] == ' ' || v[vn - 1] == '\t'))
+		vn--;
+	if (name_len == 4 && !strncasecmp(name, "host", 4)) {
+		if (st->hosts++)
+			return bad(msg, msglen, "more than one Host");
+	} else if (name_len == 17 && !strncasecmp(name, "transfer-encoding", 17)) {
+		st->te = true;
+	} else if (name_len == 6 && !strncasecmp(name, "cookie", 6)) {
+		/* libmicrohttpd splits cookies at ';' and ',' */
+		st->cookies++;
+		for (size_t i = 0; i < vn; i++)
+			st->cookies += v[i] == ';' || v[i] == ',';
+		if (st->cookies > HTTP_COOKIES_MAX) {
+			*code = "header_too_large";
+			snprintf(msg, msglen, "more than %d cookies", HTTP_COOKIES_MAX);
+			return 431;
+		}
+	}
+	return 0;
+}
+
 /* A field line, or as much of it as has come. */
 static int field_line_check(const char *l, size_t n, bool complete, struct hdr_state *st, char *msg,
 			    size_t msglen, const char **code)
@@ -176,50 +225,18 @@ static int field_line_check(const char *l, size_t n, bool complete, struct hdr_s
 	if (!i)
 		return bad(msg, msglen, "a header field without a name");
 	name = i;
-	for (i = name + 1; i < n; i++) {
-		unsigned char c = (unsigned char)l[i];
-
-		if ((c < 0x20 && c != '\t') || c == 0x7f)
-			return bad(msg, msglen, "a control byte in a header value");
-	}
+	if (has_ctl(l + name + 1, n - name - 1))
+		return bad(msg, msglen, "a control byte in a header value");
 	if (!complete)
 		return 0;
-	if (++st->fields > HTTP_HEADER_FIELDS) {
-		*code = "header_too_large";
-		snprintf(msg, msglen, "more than %d header fields", HTTP_HEADER_FIELDS);
-		return 431;
-	}
-	/* the value without the white space around it */
+	/* the value without the white space before it */
 	v = l + name + 1;
 	vn = n - name - 1;
 	while (vn && (*v == ' ' || *v == '\t')) {
 		v++;
 		vn--;
 	}
-	if (name == 14 && !strncasecmp(l, "content-length", 14)) {
-		if (st->lengths++)
-			return bad(msg, msglen, "more than one Content-Length");
-		return content_length_check(v, vn, st, msg, msglen, code);
-	}
-	while (vn && (v[vn - 1] == ' ' || v[vn - 1] == '\t'))
-		vn--;
-	if (name == 4 && !strncasecmp(l, "host", 4)) {
-		if (st->hosts++)
-			return bad(msg, msglen, "more than one Host");
-	} else if (name == 17 && !strncasecmp(l, "transfer-encoding", 17)) {
-		st->te = true;
-	} else if (name == 6 && !strncasecmp(l, "cookie", 6)) {
-		/* libmicrohttpd splits cookies at ';' and ',' */
-		st->cookies++;
-		for (i = 0; i < vn; i++)
-			st->cookies += v[i] == ';' || v[i] == ',';
-		if (st->cookies > HTTP_COOKIES_MAX) {
-			*code = "header_too_large";
-			snprintf(msg, msglen, "more than %d cookies", HTTP_COOKIES_MAX);
-			return 431;
-		}
-	}
-	return 0;
+	return field_check(st, l, name, v, vn, msg, msglen, code);
 }
 
 /* The blank line has come: what the fields say together. */
@@ -310,6 +327,49 @@ int http_header_check(const char *buf, size_t len, size_t *hdr_len, uint64_t *bo
 	return 0;
 }
 
+int http_fields_check(const struct http_field *f, size_t n, const char *method, const char *version,
+		      char *msg, size_t msglen, const char **code)
+{
+	struct hdr_state st = {
+	    .http11 = version && strcmp(version, "HTTP/1.0") != 0,
+	    .bodyless = method && (!strcmp(method, "GET") || !strcmp(method, "HEAD")),
+	};
+	int status;
+
+	*code = "bad_request";
+	for (size_t i = 0; i < n; i++) {
+		const char *v = f[i].value;
+		size_t vn = f[i].value_len, k;
+
+		for (k = 0; k < f[i].name_len && is_tchar((unsigned char)f[i].name[k]); k++)
+			;
+		if (!f[i].name_len || k < f[i].name_len)
+			return bad(msg, msglen,
+				   "a header field name with a byte that is not a token character");
+		if (has_ctl(v, vn))
+			return bad(msg, msglen, "a control byte in a header value");
+		while (vn && (*v == ' ' || *v == '\t')) {
+			v++;
+			vn--;
+		}
+		status = field_check(&st, f[i].name, f[i].name_len, v, vn, msg, msglen, code);
+		if (status)
+			return status;
+	}
+	return header_end_check(&st, msg, msglen, code);
+}
+
+size_t http_target_args(const char *uri, size_t len)
+{
+	const char *q = memchr(uri, '?', len), *end = uri + len;
+	size_t n = 0;
+
+	if (q)
+		for (n = 1; (q = memchr(q + 1, '&', (size_t)(end - q - 1))); n++)
+			;
+	return n;
+}
+
 int http_target_check(const char *uri, size_t len, char *msg, size_t msglen, const char **code)
 {
 	const char *q, *end = uri + len;
@@ -337,9 +397,7 @@ int http_target_check(const char *uri, size_t len, char *msg, size_t msglen, con
 			snprintf(msg, msglen, "an encoded slash (%%2F) in the path");
 			return 400;
 		}
-	if (q)
-		for (n_args = 1; (q = memchr(q + 1, '&', (size_t)(end - q - 1))); n_args++)
-			;
+	n_args = http_target_args(uri, len);
 	if (n_args > HTTP_ARGS_MAX) {
 		snprintf(msg, msglen, "more than %d query parameters", HTTP_ARGS_MAX);
 		return 400;

@@ -52,11 +52,13 @@ struct http_route_entry {
  * completion callback. */
 struct http_conn {
 	int64_t start_ns;
-	bool seen;	 /* the access handler ran once */
-	bool auth_held;	 /* held by http_login.c while its password is checked */
-	bool begun;	 /* authenticated; request_begin ran */
-	bool refused;	 /* answered from the URI callback; close */
-	int deny_status; /* 401/403 to send when resumed after a delay */
+	bool seen;	       /* the access handler ran once */
+	bool auth_held;	       /* held by http_login.c while its password is checked */
+	bool begun;	       /* authenticated; request_begin ran */
+	bool refused;	       /* answered from the URI callback; close */
+	int deny_status;       /* 401/403 to send when resumed after a delay, or a
+				* refused target to answer over TLS */
+	const char *deny_code; /* its error code (NULL: by the status) */
 	char deny_msg[160];
 	char *body;
 	size_t body_len, body_cap;
@@ -122,6 +124,12 @@ struct http_conns {
 	struct metric_series *waiting;
 	struct metric_series *closed[HTTP_CLOSE_N];
 };
+
+/* A deep accept queue: under a connection flood the server accepts and
+ * evicts quickly, but a fresh client's SYN dropped on a full queue costs it
+ * the 1 s SYN retransmission. The kernel caps it at net.core.somaxconn.
+ * The accepting thread's reading list holds as many (http_accept.c). */
+#define HTTP_BACKLOG 4096
 
 /* http_accept.c: a connection until libmicrohttpd has it. */
 struct http_pending {
@@ -292,6 +300,24 @@ bool http_maybe_gzip(enum http_gzip_mode mode, struct MHD_Connection *conn,
  */
 int http_header_check(const char *buf, size_t len, size_t *hdr_len, uint64_t *body_len, char *msg,
 		      size_t msglen, const char **code);
+/*
+ * The fields of a request as libmicrohttpd parsed them (a kept-alive
+ * connection's next requests, every request over TLS: http_accept.c saw
+ * none of their bytes), checked as http_header_check checks a first
+ * request's: names that are tokens, no control byte in a value, at most
+ * HTTP_HEADER_FIELDS fields and HTTP_COOKIES_MAX cookies (431), one Host on
+ * HTTP/1.1, one Content-Length of digits alone and at most HTTP_BODY_MAX
+ * (413), none above 0 on a GET or HEAD, no Transfer-Encoding (411). 0 or
+ * the status with its error code and msg. Pure.
+ */
+struct http_field {
+	const char *name, *value;
+	size_t name_len, value_len;
+};
+int http_fields_check(const struct http_field *f, size_t n, const char *method, const char *version,
+		      char *msg, size_t msglen, const char **code);
+/* The query arguments of a raw request target ('&'-separated). */
+size_t http_target_args(const char *uri, size_t len);
 /* Checks a raw request target: 0, or 400/414 with msg and the error code. */
 int http_target_check(const char *uri, size_t len, char *msg, size_t msglen, const char **code);
 

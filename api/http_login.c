@@ -32,7 +32,7 @@
 #include "api/http_internal.h"
 #include "api/webconfig.h"
 #include "base/log.h"
-#include "api/metrics/metrics.h"
+#include "metrics/metrics.h"
 
 #define LOGIN_BURST	       10   /* failed logins an address may make at once */
 #define LOGIN_REFILL_MS	       5000 /* ... then one per this */

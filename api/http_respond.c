@@ -25,7 +25,7 @@
 #include "base/log.h"
 #include "api/http.h"
 #include "api/http_internal.h"
-#include "api/metrics/metrics.h"
+#include "metrics/metrics.h"
 #include "api/negotiate.h"
 #include "api/reply.h"
 #include "api/webconfig.h"
@@ -83,7 +83,7 @@ enum MHD_Result http_queue(struct http_server *h, struct MHD_Connection *conn,
 		MHD_add_response_header(mr, h->web->headers[i].name, h->web->headers[i].value);
 	/* The slots are full or clients wait for one: this one's goes to
 	 * them (http_accept.c, http_conn.c). */
-	if (http_conns_crowded(h))
+	if (res->close || http_conns_crowded(h))
 		MHD_add_response_header(mr, MHD_HTTP_HEADER_CONNECTION, "close");
 	ret = MHD_queue_response(conn, (unsigned)res->status, mr);
 	MHD_destroy_response(mr);
@@ -105,6 +105,10 @@ enum MHD_Result http_reply_error_now(struct http_server *h, struct MHD_Connectio
 								  MHD_HTTP_HEADER_ACCEPT),
 				      offers, 2) == 1;
 	http_reply_error(&res, status, code, "%s", msg);
+	/* A malformed request closes its connection, as the first request's
+	 * refusal does (http_accept.c): what follows it is not trusted. */
+	res.close = status == 400 || status == 411 || status == 413 || status == 414 ||
+		    status == 431 || status == 505;
 	ret = http_queue(h, conn, &res, allow);
 	http_count_request(h, r, c, res.status);
 	free(res.body);

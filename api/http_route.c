@@ -17,7 +17,7 @@
 #include "base/log.h"
 #include "api/http.h"
 #include "api/http_internal.h"
-#include "api/metrics/metrics.h"
+#include "metrics/metrics.h"
 
 int http_route(struct http_server *h, const char *method, const char *path, bool prefix,
 	       http_handler fn, void *arg)

@@ -318,11 +318,11 @@ static int pbj_dec_message(struct pbj_dec *dc, const ProtobufCMessageDescriptor 
  * repeated field or a singular field). A string or message already at p is
  * replaced (the caller only decodes into defaults).
  */
-static int pbj_dec_value(struct pbj_dec *dc, const ProtobufCFieldDescriptor *f, const json_t *v,
-			 void *p, int depth)
+/* The integer and floating-point types, range-checked into *p; 1 when f is
+ * of none of them. */
+static int pbj_dec_number(struct pbj_dec *dc, const ProtobufCFieldDescriptor *f, const json_t *v,
+			  void *p)
 {
-	const ProtobufCEnumValue *ev;
-	ProtobufCMessage *sub;
 	uint64_t u;
 	double dv = 0;
 	int err;
@@ -364,97 +364,131 @@ static int pbj_dec_value(struct pbj_dec *dc, const ProtobufCFieldDescriptor *f, 
 		else
 			*(double *)p = dv;
 		return 0;
+	default:
+		return 1;
+	}
+}
+
+/* An enum by value name or number. */
+static int pbj_dec_enum(struct pbj_dec *dc, const ProtobufCFieldDescriptor *f, const json_t *v,
+			int *p)
+{
+	const ProtobufCEnumDescriptor *ed = f->descriptor;
+	const ProtobufCEnumValue *ev;
+	uint64_t u;
+	int err;
+
+	if (json_is_string(v)) {
+		ev = protobuf_c_enum_descriptor_get_value_by_name(ed, json_string_value(v));
+		if (!ev)
+			return pbj_fail(dc, "\"%s\" is not a value of %s", json_string_value(v),
+					ed->name);
+		*p = ev->value;
+		return 0;
+	}
+	if (json_is_integer(v)) {
+		err = pbj_dec_int(dc, f, v, true, INT32_MIN, INT32_MAX, 0, &u);
+		if (!err)
+			*p = (int)(int64_t)u;
+		return err;
+	}
+	return pbj_fail(dc, "expected a value name or number of %s, got %s", ed->name,
+			pbj_json_kind(v));
+}
+
+static int pbj_dec_string(struct pbj_dec *dc, const ProtobufCFieldDescriptor *f, const json_t *v,
+			  char **dst)
+{
+	char *s;
+
+	if (!json_is_string(v))
+		return pbj_fail(dc, "expected a string, got %s", pbj_json_kind(v));
+	s = strdup(json_string_value(v));
+	if (!s)
+		return -ENOMEM;
+	if (*dst && *dst != f->default_value)
+		free(*dst);
+	*dst = s;
+	return 0;
+}
+
+static int pbj_dec_bytes(struct pbj_dec *dc, const ProtobufCFieldDescriptor *f, const json_t *v,
+			 ProtobufCBinaryData *bd)
+{
+	const char *s;
+	uint8_t *data;
+	ssize_t n;
+
+	if (!json_is_string(v))
+		return pbj_fail(dc, "expected a base64 string (bytes), got %s", pbj_json_kind(v));
+	s = json_string_value(v);
+	data = malloc(strlen(s) / 4 * 3 + 3);
+	if (!data)
+		return -ENOMEM;
+	n = pbj_base64_decode(s, data);
+	if (n < 0) {
+		free(data);
+		return pbj_fail(dc, "expected a base64 string (bytes)");
+	}
+	if (bd->data && (!f->default_value ||
+			 bd->data != ((const ProtobufCBinaryData *)f->default_value)->data))
+		free(bd->data);
+	bd->data = data;
+	bd->len = (size_t)n;
+	return 0;
+}
+
+/* A nested message, or a Timestamp from its RFC 3339 string. */
+static int pbj_dec_submessage(struct pbj_dec *dc, const ProtobufCFieldDescriptor *f,
+			      const json_t *v, ProtobufCMessage **dst, int depth)
+{
+	const ProtobufCMessageDescriptor *md = f->descriptor;
+	bool ts = pbj_is_timestamp(md);
+	ProtobufCMessage *sub;
+
+	if (depth >= PBJ_DEPTH)
+		return pbj_fail(dc, "nested too deep");
+	if (ts && !json_is_string(v))
+		return pbj_fail(dc, "expected an RFC 3339 time string, got %s", pbj_json_kind(v));
+	if (!ts && !json_is_object(v))
+		return pbj_fail(dc, "expected an object (%s), got %s", md->name, pbj_json_kind(v));
+	sub = pbj_message_new(md);
+	if (!sub)
+		return -ENOMEM;
+	protobuf_c_message_free_unpacked(*dst, NULL);
+	*dst = sub; /* owned by the parent from here, even on error */
+	if (!ts)
+		return pbj_dec_message(dc, md, v, sub, depth + 1);
+	if (pbj_parse_timestamp(json_string_value(v), (Google__Protobuf__Timestamp *)sub))
+		return pbj_fail(dc, "expected an RFC 3339 time (0001..9999), got \"%s\"",
+				json_string_value(v));
+	return 0;
+}
+
+static int pbj_dec_value(struct pbj_dec *dc, const ProtobufCFieldDescriptor *f, const json_t *v,
+			 void *p, int depth)
+{
+	int err;
+
+	switch (f->type) {
 	case PROTOBUF_C_TYPE_BOOL:
 		if (!json_is_boolean(v))
 			return pbj_fail(dc, "expected true or false (bool), got %s",
 					pbj_json_kind(v));
 		*(protobuf_c_boolean *)p = json_is_true(v);
 		return 0;
-	case PROTOBUF_C_TYPE_ENUM: {
-		const ProtobufCEnumDescriptor *ed = f->descriptor;
-
-		if (json_is_string(v)) {
-			ev = protobuf_c_enum_descriptor_get_value_by_name(ed, json_string_value(v));
-			if (!ev)
-				return pbj_fail(dc, "\"%s\" is not a value of %s",
-						json_string_value(v), ed->name);
-			*(int *)p = ev->value;
-			return 0;
-		}
-		if (json_is_integer(v)) {
-			err = pbj_dec_int(dc, f, v, true, INT32_MIN, INT32_MAX, 0, &u);
-			if (!err)
-				*(int *)p = (int)(int64_t)u;
+	case PROTOBUF_C_TYPE_ENUM:
+		return pbj_dec_enum(dc, f, v, p);
+	case PROTOBUF_C_TYPE_STRING:
+		return pbj_dec_string(dc, f, v, p);
+	case PROTOBUF_C_TYPE_BYTES:
+		return pbj_dec_bytes(dc, f, v, p);
+	case PROTOBUF_C_TYPE_MESSAGE:
+		return pbj_dec_submessage(dc, f, v, p, depth);
+	default:
+		err = pbj_dec_number(dc, f, v, p);
+		if (err <= 0)
 			return err;
-		}
-		return pbj_fail(dc, "expected a value name or number of %s, got %s", ed->name,
-				pbj_json_kind(v));
-	}
-	case PROTOBUF_C_TYPE_STRING: {
-		char *s, **dst = p;
-
-		if (!json_is_string(v))
-			return pbj_fail(dc, "expected a string, got %s", pbj_json_kind(v));
-		s = strdup(json_string_value(v));
-		if (!s)
-			return -ENOMEM;
-		if (*dst && *dst != f->default_value)
-			free(*dst);
-		*dst = s;
-		return 0;
-	}
-	case PROTOBUF_C_TYPE_BYTES: {
-		ProtobufCBinaryData *bd = p;
-		const char *s;
-		uint8_t *data;
-		ssize_t n;
-
-		if (!json_is_string(v))
-			return pbj_fail(dc, "expected a base64 string (bytes), got %s",
-					pbj_json_kind(v));
-		s = json_string_value(v);
-		data = malloc(strlen(s) / 4 * 3 + 3);
-		if (!data)
-			return -ENOMEM;
-		n = pbj_base64_decode(s, data);
-		if (n < 0) {
-			free(data);
-			return pbj_fail(dc, "expected a base64 string (bytes)");
-		}
-		if (bd->data && (!f->default_value ||
-				 bd->data != ((const ProtobufCBinaryData *)f->default_value)->data))
-			free(bd->data);
-		bd->data = data;
-		bd->len = (size_t)n;
-		return 0;
-	}
-	case PROTOBUF_C_TYPE_MESSAGE: {
-		const ProtobufCMessageDescriptor *md = f->descriptor;
-		ProtobufCMessage **dst = p;
-
-		if (depth >= PBJ_DEPTH)
-			return pbj_fail(dc, "nested too deep");
-		if (pbj_is_timestamp(md) && !json_is_string(v))
-			return pbj_fail(dc, "expected an RFC 3339 time string, got %s",
-					pbj_json_kind(v));
-		if (!pbj_is_timestamp(md) && !json_is_object(v))
-			return pbj_fail(dc, "expected an object (%s), got %s", md->name,
-					pbj_json_kind(v));
-		sub = pbj_message_new(md);
-		if (!sub)
-			return -ENOMEM;
-		protobuf_c_message_free_unpacked(*dst, NULL);
-		*dst = sub; /* owned by the parent from here, even on error */
-		if (pbj_is_timestamp(md)) {
-			if (pbj_parse_timestamp(json_string_value(v),
-						(Google__Protobuf__Timestamp *)sub))
-				return pbj_fail(
-				    dc, "expected an RFC 3339 time (0001..9999), got \"%s\"",
-				    json_string_value(v));
-			return 0;
-		}
-		return pbj_dec_message(dc, md, v, sub, depth + 1);
-	}
 	}
 	return pbj_fail(dc, "field type %d not supported", (int)f->type);
 }

@@ -18,8 +18,9 @@
 #include "base/arena.h"
 #include "base/buf.h"
 #include "base/log.h"
+#include "base/timeutil.h"
 #include "api/http.h"
-#include "api/metrics/metrics.h"
+#include "metrics/metrics.h"
 #include "api/negotiate.h"
 #include "api/query.h"
 #include "api/reply.h"
@@ -231,6 +232,98 @@ static void route_export(const struct http_request *req, struct http_response *r
 	arena_free(&ar);
 }
 
+/* ---- /readyz ---- */
+
+static double ts_seconds(const Google__Protobuf__Timestamp *t)
+{
+	return (double)t->seconds + t->nanos / 1e9;
+}
+
+/*
+ * Why destination d is not ready at now (unix s) into why, or false when it
+ * is: rows pending whose oldest is older than stuck_after (an outage, a
+ * receiver too slow), or a row lost for good in the last stuck_after
+ * (refused, too old, deleted unsent). Pure: tests/unit/test_readiness.c.
+ */
+bool export_problem(const Sysobs__V1__ExportDestination *d, double now, double stuck_after,
+		    char *why, size_t len)
+{
+	double ok_ago = d->last_success ? now - ts_seconds(d->last_success) : -1;
+	double loss_ago = d->last_loss ? now - ts_seconds(d->last_loss) : -1;
+	char ago[48] = "none since the start";
+
+	if (ok_ago >= 0)
+		snprintf(ago, sizeof(ago), "%.0f s ago", ok_ago);
+	if (d->pending_rows && d->lag_seconds > stuck_after) {
+		snprintf(why, len,
+			 "stuck: %llu rows pending, the oldest %.0f s old; last success %s%s%s",
+			 (unsigned long long)d->pending_rows, d->lag_seconds, ago,
+			 *d->last_error ? "; " : "", d->last_error);
+		return true;
+	}
+	if (loss_ago >= 0 && loss_ago < stuck_after) {
+		snprintf(why, len,
+			 "losing rows: %llu lost since the start, the last %.0f s ago%s%s",
+			 (unsigned long long)d->rows_lost, loss_ago, *d->last_error ? "; " : "",
+			 d->last_error);
+		return true;
+	}
+	return false;
+}
+
+/*
+ * Readiness, apart from /healthz's liveness: 503 when any export
+ * destination or remote_write is stuck or losing rows (export_problem()),
+ * each named in reasons. ?stuck_after=DURATION overrides the default
+ * (READY_STUCK_AFTER_S): `sysobs status --stuck-after`, a probe's own.
+ */
+static void route_readyz(const struct http_request *req, struct http_response *res, void *arg)
+{
+	static const char *const params[] = {"stuck_after", NULL};
+	Sysobs__V1__Readiness r = SYSOBS__V1__READINESS__INIT;
+	Sysobs__V1__ExportList empty = SYSOBS__V1__EXPORT_LIST__INIT, *el = &empty;
+	struct api_ctx *ctx = arg;
+	const char *v = http_query(req, "stuck_after");
+	double now = (double)clock_wall_ns() / 1e9;
+	struct arena ar = {0};
+	int64_t ns = (int64_t)READY_STUCK_AFTER_S * 1000000000;
+	int enc = api_encoding(req, res);
+	char why[512];
+
+	if (enc < 0 || query_params_check(req, params, res))
+		return;
+	if (v && (duration_parse_ns(v, &ns) || ns <= 0)) {
+		api_error(res, enc, 400, "bad_request",
+			  "stuck_after: '%.64s' is not a positive duration (e.g. 30s, 5m)", v);
+		return;
+	}
+	if (ctx->host.exports)
+		el = ctx->host.exports(ctx->host.arg, &ar);
+	r.reasons = el ? arena_alloc(&ar, (el->n_data + 1) * sizeof(*r.reasons)) : NULL;
+	if (!r.reasons) {
+		api_error(res, enc, 500, "internal", "out of memory");
+		arena_free(&ar);
+		return;
+	}
+	r.stuck_after_seconds = (double)ns / 1e9;
+	for (size_t i = 0; i < el->n_data; i++) {
+		Sysobs__V1__ExportDestination *d = el->data[i];
+
+		if (!export_problem(d, now, r.stuck_after_seconds, why, sizeof(why)))
+			continue;
+		d->problem = arena_strdup(&ar, why);
+		r.reasons[r.n_reasons++] = arena_printf(&ar, "%s: %s", d->name, why);
+	}
+	r.exports = el->data;
+	r.n_exports = el->n_data;
+	r.status = r.n_reasons ? "not ready" : "ready";
+	if (ar.oom)
+		api_error(res, enc, 500, "internal", "out of memory");
+	else
+		api_reply(res, r.n_reasons ? 503 : 200, enc, &r.base);
+	arena_free(&ar);
+}
+
 /* ---- /api/v1/series ---- */
 
 static void route_series(const struct http_request *req, struct http_response *res, void *arg)
@@ -248,9 +341,9 @@ int api_routes_register(struct http_server *h, const struct api_host *host)
 	    "name", "state", "errors", "last_activity", "reason", NULL,
 	};
 	static const char *const export_columns[] = {
-	    "name",	 "format",	 "pending_rows", "lag_seconds",
-	    "rows_sent", "rows_refused", "rows_retried", "last_success",
-	    "url",	 "last_error",	 NULL,
+	    "name",	    "format",	    "pending_rows", "lag_seconds", "rows_sent",
+	    "rows_refused", "rows_retried", "last_success", "rows_lost",   "last_loss",
+	    "url",	    "last_error",   NULL,
 	};
 	static const char *const series_columns[] = {"labels", "points", NULL};
 	/* the list routes also say their message and columns (api/schema.h) */
@@ -263,6 +356,7 @@ int api_routes_register(struct http_server *h, const struct api_host *host)
 	    {"/", route_index, NULL, NULL},
 	    {"/metrics", route_metrics, NULL, NULL},
 	    {"/healthz", route_healthz, NULL, NULL},
+	    {"/readyz", route_readyz, NULL, NULL},
 	    {"/api/v1/collectors", route_collectors, &sysobs__v1__collector_list__descriptor,
 	     collector_columns},
 	    {"/api/v1/export", route_export, &sysobs__v1__export_list__descriptor, export_columns},

@@ -9,6 +9,9 @@
 #ifndef SYSOBS_ROUTES_H
 #define SYSOBS_ROUTES_H
 
+#include <stdbool.h>
+#include <stddef.h>
+
 #include "api/proto/sysobs.pb-c.h"
 #include "storage/table.h"
 
@@ -34,6 +37,15 @@ struct api_host {
 	 * NULL-terminated. */
 	const char *const *collector_names;
 };
+
+/* GET /readyz's default: a destination with rows pending longer than this,
+ * or that lost rows this recently, is not ready (docs/api.md). */
+#define READY_STUCK_AFTER_S 300
+
+/* Why export destination d is not ready at now (unix s), into why[len]:
+ * false when it is ready (api/routes.c, for GET /readyz). */
+bool export_problem(const Sysobs__V1__ExportDestination *d, double now, double stuck_after,
+		    char *why, size_t len);
 
 /* host is copied. Returns 0 or -errno. */
 int api_routes_register(struct http_server *h, const struct api_host *host);

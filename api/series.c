@@ -12,7 +12,7 @@
 #include "base/buf.h"
 #include "base/log.h"
 #include "api/http.h"
-#include "api/metrics/metrics.h"
+#include "metrics/metrics.h"
 #include "api/proto/sysobs.pb-c.h"
 #include "api/query.h"
 #include "api/reply.h"

@@ -269,6 +269,28 @@ static int tls_files_check(struct parse_ctx *p, const struct web_config *wc,
 	for (yaml_node_pair_t *pair = (map)->data.mapping.pairs.start;                             \
 	     pair < (map)->data.mapping.pairs.top; pair++)
 
+/* A key given twice in one mapping (libyaml keeps both; the toolkit's
+ * strict YAML refuses it, and a second tls_server_config or user would
+ * silently replace the first): -EINVAL with both lines. */
+static int unique_keys(struct parse_ctx *p, const yaml_node_t *map)
+{
+	FOR_PAIRS(p, map, a)
+	{
+		const yaml_node_t *ka = yaml_document_get_node(p->doc, a->key);
+		const char *sa = scalar(ka);
+
+		for (const yaml_node_pair_t *b = map->data.mapping.pairs.start; sa && b < a; b++) {
+			const yaml_node_t *kb = yaml_document_get_node(p->doc, b->key);
+			const char *sb = scalar(kb);
+
+			if (sb && !strcmp(sa, sb))
+				return fail(p, ka, "\"%s\" given twice (first on line %zu)", sa,
+					    kb->start_mark.line + 1);
+		}
+	}
+	return 0;
+}
+
 static int parse_tls(struct parse_ctx *p, const yaml_node_t *map, struct web_config *wc)
 {
 	static const char *const auth_names[] = {"NoClientCert", "RequestClientCert",
@@ -282,6 +304,8 @@ static int parse_tls(struct parse_ctx *p, const yaml_node_t *map, struct web_con
 		return 0;
 	if (map->type != YAML_MAPPING_NODE)
 		return fail(p, map, "tls_server_config: expected a mapping");
+	if (unique_keys(p, map))
+		return -EINVAL;
 	FOR_PAIRS(p, map, pair)
 	{
 		yaml_node_t *k = yaml_document_get_node(p->doc, pair->key);
@@ -369,6 +393,8 @@ static int parse_server(struct parse_ctx *p, const yaml_node_t *map, struct web_
 		return 0;
 	if (map->type != YAML_MAPPING_NODE)
 		return fail(p, map, "http_server_config: expected a mapping");
+	if (unique_keys(p, map))
+		return -EINVAL;
 	FOR_PAIRS(p, map, pair)
 	{
 		yaml_node_t *k = yaml_document_get_node(p->doc, pair->key);
@@ -389,6 +415,8 @@ static int parse_server(struct parse_ctx *p, const yaml_node_t *map, struct web_
 			continue;
 		if (v->type != YAML_MAPPING_NODE)
 			return fail(p, v, "headers: expected a mapping");
+		if (unique_keys(p, v))
+			return -EINVAL;
 		FOR_PAIRS(p, v, hp)
 		{
 			yaml_node_t *hk = yaml_document_get_node(p->doc, hp->key);
@@ -542,6 +570,9 @@ struct web_config *web_config_parse(const char *text, size_t len, const char *pa
 			rc = fail(&p, root, "expected a mapping at the top");
 			goto out;
 		}
+		rc = unique_keys(&p, root);
+		if (rc)
+			goto out;
 		FOR_PAIRS(&p, root, pair)
 		{
 			yaml_node_t *k = yaml_document_get_node(&doc, pair->key);

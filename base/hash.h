@@ -21,7 +21,7 @@
  * that fails leaves longer chains, still correct.
  *
  * No order: iteration is by bucket, so what must come out in an order sorts
- * (the /metrics render sorts each family's series, api/metrics/metrics_order.c).
+ * (the /metrics render sorts each family's series, metrics/metrics_order.c).
  * Not locked: the owner's lock guards it. No hash_add() while iterating.
  */
 #ifndef SYSOBS_BASE_HASH_H

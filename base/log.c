@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: MIT */
+#include <ctype.h>
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -232,4 +233,20 @@ void log_ratelimited(struct log_ratelimit *rl, unsigned interval_ms, enum log_le
 	if (n)
 		log_msg(lvl, component, "(%llu similar messages suppressed)",
 			(unsigned long long)n);
+}
+
+void log_printable(char *out, size_t outlen, const char *s, size_t n, bool first_line)
+{
+	size_t i = 0, j = 0;
+
+	while (i < n && isspace((unsigned char)s[i]))
+		i++;
+	for (; i < n && j + 1 < outlen; i++) {
+		unsigned char c = (unsigned char)s[i];
+
+		if (first_line && (c == '\n' || c == '\r'))
+			break;
+		out[j++] = c >= 0x20 && c < 0x7f ? (char)c : '?';
+	}
+	out[j] = '\0';
 }

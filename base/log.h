@@ -69,6 +69,14 @@ void log_ratelimited(struct log_ratelimit *rl, unsigned interval_ms, enum log_le
 #define clog_info(c, ...)  log_msg(LOG_LVL_INFO, (c)->ops->name, __VA_ARGS__)
 #define clog_debug(c, ...) log_msg(LOG_LVL_DEBUG, (c)->ops->name, __VA_ARGS__)
 
+/*
+ * A peer's text (a reply body, an error message) for a log line: s[0..n)
+ * into out as printable ASCII, any other byte '?', leading blanks skipped,
+ * up to the first line break when first_line is set; truncated to outlen,
+ * NUL-terminated (outlen > 0).
+ */
+void log_printable(char *out, size_t outlen, const char *s, size_t n, bool first_line);
+
 /* Monotonic and wall clocks in nanoseconds. */
 int64_t clock_mono_ns(void);
 int64_t clock_wall_ns(void);

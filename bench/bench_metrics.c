@@ -32,7 +32,7 @@
 #include <time.h>
 
 #include "api/http.h"
-#include "api/metrics/metrics.h"
+#include "metrics/metrics.h"
 #include "api/routes.h"
 
 #define FAMILIES 100

@@ -72,7 +72,7 @@ natives=$(curl -s -g "http://127.0.0.1:$pport/api/v1/query" \
 snap_rows=$(sqlite3 "file:$t/sysobs.db?mode=ro" \
 	"SELECT count(*) FROM metric_samples WHERE ts = (SELECT max(ts) FROM metric_samples)")
 # The bucket blobs of the last snapshot: their bytes, and how many carry
-# native buckets (api/metrics/hist_blob.h: first byte 0xff).
+# native buckets (metrics/hist_blob.h: first byte 0xff).
 read -r blob_bytes blob_native <<<"$(sqlite3 -separator ' ' "file:$t/sysobs.db?mode=ro" \
 	"SELECT coalesce(sum(length(buckets)), 0), coalesce(sum(hex(substr(buckets, 1, 1)) = 'FF'), 0)
 	 FROM metric_samples WHERE ts = (SELECT max(ts) FROM metric_samples)")"

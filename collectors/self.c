@@ -4,7 +4,7 @@
  * and storage queue depth, as history. It is polled like any collector and
  * writes a row per poll, so it exercises the whole pipeline (collector ->
  * queue -> writer -> SQLite -> REST) on any host. The live values are the
- * standard process_* metrics, read at every scrape (api/metrics/process_metrics.c);
+ * standard process_* metrics, read at every scrape (metrics/process_metrics.c);
  * this collector adds the thread count, and what the agent's own BPF
  * programs cost the kernel (self_bpf.c): their run count and run time, with
  * the kernel's run statistics held on while the agent runs (bpf_stats).

@@ -27,6 +27,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "storage/table.h"
 
@@ -60,6 +61,20 @@ struct sink_pod {
 	char qos[12];	    /* guaranteed, burstable, besteffort (from the cgroup) */
 };
 
+/* The pod fields of a history row (its columns: COL_POD in storage/table.h),
+ * and their copy from a struct sink_pod. */
+#define SINK_POD_ROW_FIELDS                                                                        \
+	char pod[sizeof(((struct sink_pod *)0)->pod)];                                             \
+	char pod_namespace[sizeof(((struct sink_pod *)0)->pod_namespace)];                         \
+	char pod_uid[sizeof(((struct sink_pod *)0)->pod_uid)]
+#define SINK_POD_ROW_SET(r, p)                                                                     \
+	do {                                                                                       \
+		snprintf((r)->pod, sizeof((r)->pod), "%s", (p)->pod);                              \
+		snprintf((r)->pod_namespace, sizeof((r)->pod_namespace), "%s",                     \
+			 (p)->pod_namespace);                                                      \
+		snprintf((r)->pod_uid, sizeof((r)->pod_uid), "%s", (p)->pod_uid);                  \
+	} while (0)
+
 /* Called for each row sink_latest() finds: row is the table's row struct
  * filled from the database (NULL columns as their sentinel). */
 typedef void (*sink_row_fn)(int64_t id, int64_t ts_ns, const void *row, void *arg);
@@ -76,8 +91,8 @@ struct sink_ops {
 	void (*observe)(struct sink_series *s, double v);
 	void (*histogram_set)(struct sink_series *s, const uint64_t *counts, double sum);
 	double (*value)(const struct sink_series *s);
-	int (*latest)(struct sink *k, const struct event_table *t, const char *group_by,
-		      const char *where, sink_row_fn fn, void *arg);
+	int (*latest)(struct sink *k, const struct event_table *t, const char *const *group_by,
+		      const struct row_cond *where, sink_row_fn fn, void *arg);
 	size_t (*queue_depth)(struct sink *k);
 	/* Added with exemplars; a sink may leave them NULL (sink_event_id()
 	 * then reports no id, sink_exemplar() does nothing). */
@@ -239,13 +254,18 @@ static inline double sink_value(struct sink *k, const struct sink_series *s)
 }
 
 /*
- * The newest row of each group (group_by: comma-separated column names) of
- * the collector's own table t among the rows matching where (an SQL
- * condition on t's columns, or NULL), oldest group first. For state a
- * collector restores at start. 0, -EBUSY (no reader free), -EIO.
+ * The newest row of each group (group_by: NULL-terminated names of t's
+ * columns) of the collector's own table t among the rows matching where
+ * (typed conditions, {0}-terminated: column, eq/in/not_null, values; see
+ * storage/table.h; NULL: every row), oldest group first. For state a
+ * collector restores at start. The store compiles the filter (and uses a
+ * partial index the filter implies); the unit tests' recording sink
+ * evaluates the same filter in memory. 0, -EINVAL (a column or value t
+ * cannot take), -EBUSY (no reader free), -EIO.
  */
-static inline int sink_latest(struct sink *k, const struct event_table *t, const char *group_by,
-			      const char *where, sink_row_fn fn, void *arg)
+static inline int sink_latest(struct sink *k, const struct event_table *t,
+			      const char *const *group_by, const struct row_cond *where,
+			      sink_row_fn fn, void *arg)
 {
 	return k->ops->latest(k, t, group_by, where, fn, arg);
 }

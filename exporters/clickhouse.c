@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 /* ClickHouse DDL and JSONEachRow rows (exporters/clickhouse.h). */
+#include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
@@ -189,13 +190,18 @@ enum sender_verdict clickhouse_verdict(long status, const char *resp)
 	 * ARGUMENT_OUT_OF_BOUND, CANNOT_CONVERT_TYPE, CANNOT_PARSE_NUMBER,
 	 * INCORRECT_DATA */
 	static const int data_codes[] = {6, 26, 27, 38, 41, 53, 62, 69, 70, 72, 117};
-	const char *p = resp ? strstr(resp, "Code: ") : NULL;
-	int code;
+	const char *p = resp;
+	long code;
 
 	if (status >= 200 && status < 300)
 		return SENDER_SENT;
-	if (!status || !p || sscanf(p + 6, "%d", &code) != 1)
+	/* ClickHouse's own body starts with its code; "Code: " further in is
+	 * someone else's text (a proxy's page quoting it, a row's value). */
+	while (p && isspace((unsigned char)*p))
+		p++;
+	if (!status || !p || strncmp(p, "Code: ", 6) || !isdigit((unsigned char)p[6]))
 		return sender_verdict_of(status);
+	code = strtol(p + 6, NULL, 10);
 	for (size_t i = 0; i < sizeof(data_codes) / sizeof(data_codes[0]); i++)
 		if (data_codes[i] == code)
 			return SENDER_REFUSED;

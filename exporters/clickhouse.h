@@ -50,8 +50,9 @@ int clickhouse_rows(const struct export_row *rows, size_t n, const struct export
  * it cannot take (a value that does not parse or convert) refuse the rows,
  * sent again they would fail again; every other code (a database or table
  * missing, a column the table lacks, authentication, memory, too many
- * parts) is the destination's state and retried. An answer without a code
- * (a proxy's) goes by sender_verdict_of().
+ * parts) is the destination's state and retried. An answer whose body does
+ * not start with "Code: N" (a proxy's, even one quoting a code further on)
+ * goes by sender_verdict_of().
  */
 enum sender_verdict clickhouse_verdict(long status, const char *resp);
 

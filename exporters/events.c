@@ -13,7 +13,7 @@
 #include "base/arena.h"
 #include "base/buf.h"
 #include "base/log.h"
-#include "api/metrics/metrics.h"
+#include "metrics/metrics.h"
 #include "exporters/clickhouse.h"
 #include "exporters/events.h"
 #include "exporters/events_follow.h"
@@ -55,9 +55,10 @@ static const struct cfg_key export_keys[] = {
 	"receiver: http(s)://HOST:8123/ for clickhouse, http(s)://HOST:4318/v1/logs for otlp"),
     EXK(tables, CFG_STRING, "", 0, 0,
 	"event tables to send, comma-separated (empty = every event table but self_samples)"),
-    EXK(batch_rows, CFG_U64, "1000", 1, 100000, "rows per batch (one request per table in it)"),
-    EXK(send_interval, CFG_DURATION, "1s", 100, 60000,
-	"how often to look for new rows once everything was sent"),
+    EXK(batch_rows, CFG_U64, "5000", 1, 100000, "rows per batch (one request per table in it)"),
+    EXK(send_interval, CFG_DURATION, "10s", 100, 60000,
+	"how often to look for new rows once everything was sent (10 s: a quarter of "
+	"ClickHouse's CPU per row at 1 s, docs/fleet.md)"),
     EXK(max_age, CFG_DURATION, "0", 0, 366ull * 86400000,
 	"rows older than this when their turn comes are dropped and counted (0 = none: "
 	"retention bounds the backlog)"),
@@ -103,13 +104,8 @@ struct exp_dest {
 	size_t n_rows, cap;
 	struct buf body;
 	char *url_buf;
-
-	/* Status, and pos, under st_mu: the HTTP threads read them
-	 * (events_export_status()) from before the thread starts. */
-	pthread_mutex_t st_mu;
-	uint64_t st_sent, st_failed, st_retried, st_pending;
-	double st_lag, st_last_success;
-	char st_error[sizeof(((struct events_export_status *)0)->last_error)];
+	/* The status the HTTP threads read is the sender's (snd.st,
+	 * sender_status_get()), from before the thread starts. */
 };
 
 struct events_export {
@@ -185,7 +181,6 @@ static void exp_dest_free(struct exp_dest *d)
 	free(d->rows);
 	buf_free(&d->body);
 	free(d->url_buf);
-	pthread_mutex_destroy(&d->st_mu);
 	free(d);
 }
 
@@ -200,7 +195,6 @@ static int exp_dest_new(struct config *cfg, struct cfg_section *sec, const char 
 	if (!d)
 		return -ENOMEM;
 	d->bf.table = -1;
-	pthread_mutex_init(&d->st_mu, NULL);
 	snprintf(d->name, sizeof(d->name), "%s", name);
 	snprintf(d->section, sizeof(d->section), "%s", sec->name);
 	bad |= cfg_section_parse(cfg, sec->name, &d->cfg) ? 1 : 0;
@@ -328,20 +322,6 @@ int events_export_new(struct config *cfg, const struct event_table *const *table
 
 /* ---- a turn ---- */
 
-static void exp_status_error(struct exp_dest *d, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-
-static void exp_status_error(struct exp_dest *d, const char *fmt, ...)
-{
-	va_list ap;
-
-	pthread_mutex_lock(&d->st_mu);
-	va_start(ap, fmt);
-	vsnprintf(d->st_error, sizeof(d->st_error), fmt, ap);
-	va_end(ap);
-	pthread_mutex_unlock(&d->st_mu);
-}
-
 /* Reading: rows of every table after pos, cut at the first id a full page
  * may hide rows below in another table. */
 struct exp_read {
@@ -449,7 +429,7 @@ static void exp_drop_old(struct exp_dest *d)
 	for (size_t i = 0; i < d->n_rows; i++)
 		if (d->rows[i].ts_ns >= cutoff)
 			d->rows[k++] = d->rows[i];
-	sender_count(d->m.drop_old, d->n_rows - k);
+	sender_lost(&d->snd, d->m.drop_old, d->n_rows - k);
 	d->n_rows = k;
 }
 
@@ -468,9 +448,7 @@ static void exp_backfill_done(struct exp_dest *d)
 
 static void exp_cursor_save(struct exp_dest *d, int64_t pos)
 {
-	pthread_mutex_lock(&d->st_mu);
 	d->pos = pos;
-	pthread_mutex_unlock(&d->st_mu);
 	store_watch_set(d->watch, d->pos, d->pos);
 	sender_cursor_save(&d->snd, d->cursor, d->pos, &d->rl_store);
 }
@@ -509,7 +487,7 @@ static enum sender_verdict exp_send(struct exp_dest *d, const struct export_row 
 			int64_t rej = 0;
 			char msg[160];
 
-			if (!otlp_logs_response(d->snd.resp, d->snd.resp_len, &rej, msg,
+			if (!otlp_logs_response(d->snd.resp, d->snd.resp_len, n, &rej, msg,
 						sizeof(msg)) &&
 			    rej > 0) {
 				*rejected = (uint64_t)rej;
@@ -536,7 +514,7 @@ static uint64_t exp_turn(struct exp_dest *d)
 
 	/* Deleted while nothing was in flight: never read, lost. */
 	store_watch_take(d->watch, &deleted, &inflight);
-	sender_count(d->m.drop_deleted, deleted + inflight);
+	sender_lost(&d->snd, d->m.drop_deleted, deleted + inflight);
 	/* Counting a backlog reads it: while batches come full (a backlog),
 	 * once a second is enough for the gauges; near the head, every turn,
 	 * so they say 0 when everything was sent. */
@@ -552,10 +530,7 @@ static uint64_t exp_turn(struct exp_dest *d)
 			series_set(d->m.pending, (double)pending);
 		if (d->m.lag)
 			series_set(d->m.lag, lag > 0 ? lag : 0);
-		pthread_mutex_lock(&d->st_mu);
-		d->st_pending = pending;
-		d->st_lag = lag > 0 ? lag : 0;
-		pthread_mutex_unlock(&d->st_mu);
+		sender_status_backlog(&d->snd, pending, lag);
 		if (!pending)
 			return d->cfg.send_interval;
 	}
@@ -563,7 +538,7 @@ static uint64_t exp_turn(struct exp_dest *d)
 	if (err) {
 		log_ratelimited(&d->rl_store, 60000, LOG_LVL_WARN, d->section,
 				"cannot read the history: %s", strerror(-err));
-		exp_status_error(d, "cannot read the history: %s", strerror(-err));
+		sender_status_error(&d->snd, "cannot read the history: %s", strerror(-err));
 		return d->cfg.send_interval;
 	}
 	d->full = d->n_rows >= d->cfg.batch_rows;
@@ -599,28 +574,26 @@ static uint64_t exp_turn(struct exp_dest *d)
 		if (v == SENDER_RETRY)
 			break;
 		if (v == SENDER_REFUSED) {
-			sender_count(d->m.refused, n);
-			pthread_mutex_lock(&d->st_mu);
-			d->st_failed += n;
-			pthread_mutex_unlock(&d->st_mu);
+			sender_lost(&d->snd, d->m.refused, n);
+			sender_status_failed(&d->snd, n);
 			log_ratelimited(
 			    &d->rl_fail, 10000, LOG_LVL_WARN, d->section,
 			    "%s refused %zu rows with %ld (%.200s%s); dropped, not retried",
 			    d->snd.url_public, n, d->snd.status, d->snd.resp,
 			    d->snd.status ? "" : d->snd.errbuf);
-			exp_status_error(d, "refused with %ld: %.200s", d->snd.status,
-					 d->snd.status ? d->snd.resp : d->snd.errbuf);
+			sender_status_error(&d->snd, "refused with %ld: %.200s", d->snd.status,
+					    d->snd.status ? d->snd.resp : d->snd.errbuf);
 		} else {
 			sent += n - rej;
 			accepted = true;
-			sender_count(d->m.rejected, rej);
+			sender_lost(&d->snd, d->m.rejected, rej);
 		}
 		i += n;
 	}
 	/* Deleted during the send: past the batch, lost; in it, lost only if
 	 * the batch must be read again. */
 	store_watch_take(d->watch, &deleted, &inflight);
-	sender_count(d->m.drop_deleted, deleted + (v == SENDER_RETRY ? inflight : 0));
+	sender_lost(&d->snd, d->m.drop_deleted, deleted + (v == SENDER_RETRY ? inflight : 0));
 	if (v == SENDER_RETRY) {
 		uint64_t wait = sender_retry_wait(&d->snd);
 
@@ -628,13 +601,12 @@ static uint64_t exp_turn(struct exp_dest *d)
 		 * receiver deduplicates them by key. */
 		store_watch_set(d->watch, d->pos, d->pos);
 		sender_count(d->m.retried, d->n_rows);
-		pthread_mutex_lock(&d->st_mu);
-		d->st_retried += d->n_rows;
-		pthread_mutex_unlock(&d->st_mu);
+		sender_status_retried(&d->snd, d->n_rows);
 		if (d->snd.status)
-			exp_status_error(d, "answered %ld: %.200s", d->snd.status, d->snd.resp);
+			sender_status_error(&d->snd, "answered %ld: %.200s", d->snd.status,
+					    d->snd.resp);
 		else
-			exp_status_error(d, "%s", d->snd.errbuf);
+			sender_status_error(&d->snd, "%s", d->snd.errbuf);
 		log_ratelimited(&d->rl_fail, 10000, LOG_LVL_WARN, d->section,
 				"%s %s%.200s; retrying %zu rows in %" PRIu64 " ms",
 				d->snd.url_public, d->snd.status ? "answered: " : "",
@@ -645,13 +617,10 @@ static uint64_t exp_turn(struct exp_dest *d)
 	if (accepted && d->m.last_success)
 		series_set(d->m.last_success, (double)clock_wall_ns() / 1e9);
 	sender_recovered(&d->snd);
-	pthread_mutex_lock(&d->st_mu);
-	d->st_sent += sent;
 	if (accepted)
-		d->st_last_success = (double)clock_wall_ns() / 1e9;
-	if (v == SENDER_SENT)
-		d->st_error[0] = '\0';
-	pthread_mutex_unlock(&d->st_mu);
+		sender_status_sent(&d->snd, sent, v == SENDER_SENT);
+	else if (v == SENDER_SENT)
+		sender_status_error(&d->snd, "%s", "");
 	if (d->bf.table >= 0)
 		exp_backfill_save(d->cursor, d->tables, &d->bf, last, n_read);
 	else
@@ -742,9 +711,7 @@ static void exp_follow(struct exp_dest *d, struct store *s)
 		 d->format == EXP_CLICKHOUSE ? " database " : "",
 		 d->format == EXP_CLICKHOUSE ? d->cfg.database : "");
 	exp_follow_config(&f, s, dest);
-	pthread_mutex_lock(&d->st_mu);
 	d->pos = f.pos;
-	pthread_mutex_unlock(&d->st_mu);
 	d->skipped += f.skipped;
 	exp_backfill_next(d->cursor, d->tables, d->n_tables, &d->bf);
 }
@@ -771,10 +738,9 @@ int events_export_attach(struct events_export *e, struct store *s)
 			log_err(d->section, "cannot open its cursor: %s", d->cursor ? "read" : err);
 			return -EIO;
 		}
-		pthread_mutex_lock(&d->st_mu);
 		d->pos = pos;
-		pthread_mutex_unlock(&d->st_mu);
 		exp_follow(d, s);
+		sender_status_cursor(&d->snd, d->pos);
 		d->watch = store_watch_add(s, d->tables, d->n_tables);
 		if (!d->watch) {
 			log_err(d->section, "too many exporters, or a table unknown to the store");
@@ -821,22 +787,12 @@ size_t events_export_count(const struct events_export *e)
 	return e ? e->n : 0;
 }
 
-void events_export_status(struct events_export *e, size_t i, struct events_export_status *st)
+void events_export_status(struct events_export *e, size_t i, struct export_status *st)
 {
 	struct exp_dest *d = e->dest[i];
 
-	memset(st, 0, sizeof(*st));
+	sender_status_get(&d->snd, st);
 	st->name = d->name;
 	st->format = exp_formats[d->format];
 	st->url = d->snd.url_public;
-	pthread_mutex_lock(&d->st_mu);
-	st->cursor = d->pos;
-	st->pending = d->st_pending;
-	st->lag_seconds = d->st_lag;
-	st->last_success = d->st_last_success;
-	st->sent = d->st_sent;
-	st->failed = d->st_failed;
-	st->retried = d->st_retried;
-	memcpy(st->last_error, d->st_error, sizeof(st->last_error));
-	pthread_mutex_unlock(&d->st_mu);
 }

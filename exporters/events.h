@@ -27,6 +27,7 @@
 
 #include "base/config.h"
 #include "exporters/export_row.h"
+#include "exporters/sender.h"
 
 struct store;
 struct metrics;
@@ -57,19 +58,9 @@ void events_export_free(struct events_export *e);
 
 /* ---- for the status API and page ---- */
 
-struct events_export_status {
-	const char *name, *format, *url;
-	int64_t cursor;	     /* last id delivered (or given up) */
-	uint64_t pending;    /* rows after it */
-	double lag_seconds;  /* age of the oldest pending row, 0 when none */
-	double last_success; /* unix s, 0 = never */
-	uint64_t sent, failed, retried;
-	char last_error[256]; /* "" when the last attempt succeeded */
-};
-
 size_t events_export_count(const struct events_export *e);
 /* Destination i's status into *st, safe on any thread: name, format and url
  * (without user:password@) live as long as e, last_error is a copy. */
-void events_export_status(struct events_export *e, size_t i, struct events_export_status *st);
+void events_export_status(struct events_export *e, size_t i, struct export_status *st);
 
 #endif

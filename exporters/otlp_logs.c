@@ -36,6 +36,7 @@
 #include <string.h>
 
 #include "base/arena.h"
+#include "base/log.h"
 #include "exporters/otlp_logs.h"
 #include "exporters/proto/opentelemetry/proto/collector/logs/v1/logs_service.pb-c.h"
 #include "storage/table_value.h"
@@ -421,7 +422,8 @@ out:
 	return err;
 }
 
-int otlp_logs_response(const void *body, size_t len, int64_t *rejected, char *msg, size_t msglen)
+int otlp_logs_response(const void *body, size_t len, size_t sent, int64_t *rejected, char *msg,
+		       size_t msglen)
 {
 	otlp_response *r;
 
@@ -435,9 +437,12 @@ int otlp_logs_response(const void *body, size_t len, int64_t *rejected, char *ms
 	if (!r)
 		return -EINVAL;
 	if (r->partial_success) {
-		*rejected = r->partial_success->rejected_log_records;
-		if (msg && msglen && r->partial_success->error_message)
-			snprintf(msg, msglen, "%s", r->partial_success->error_message);
+		int64_t rej = r->partial_success->rejected_log_records;
+		const char *m = r->partial_success->error_message;
+
+		*rejected = rej < 0 ? 0 : (uint64_t)rej > sent ? (int64_t)sent : rej;
+		if (msg && msglen && m)
+			log_printable(msg, msglen, m, strlen(m), false);
 	}
 	opentelemetry__proto__collector__logs__v1__export_logs_service_response__free_unpacked(
 	    r, NULL);

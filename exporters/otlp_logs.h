@@ -44,12 +44,16 @@ int otlp_logs_encode(const struct export_row *rows, size_t n, const struct expor
 		     struct buf *out);
 
 /*
- * Reads an ExportLogsServiceResponse body (empty: full success): the
- * records the receiver rejected into *rejected and its error_message into
- * msg (truncated to msglen, NUL-terminated; msg may be NULL), both 0/""
- * without partial_success. 0, or -EINVAL for a body that does not decode.
+ * Reads an ExportLogsServiceResponse body (empty: full success) to a
+ * request of sent records: the records the receiver rejected into
+ * *rejected, within [0, sent] (a negative count or one past the request is
+ * the receiver's error: never more counted lost than were sent), and its
+ * error_message into msg (printable ASCII, truncated to msglen,
+ * NUL-terminated; msg may be NULL), both 0/"" without partial_success. 0,
+ * or -EINVAL for a body that does not decode.
  */
-int otlp_logs_response(const void *body, size_t len, int64_t *rejected, char *msg, size_t msglen);
+int otlp_logs_response(const void *body, size_t len, size_t sent, int64_t *rejected, char *msg,
+		       size_t msglen);
 
 /* "DEBUG", "INFO", "WARN", ... for a SeverityNumber 1..24; NULL outside. */
 const char *otlp_severity_text(int severity);

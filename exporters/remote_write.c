@@ -14,13 +14,14 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "api/metrics/hist_blob.h"
+#include "metrics/hist_blob.h"
 #include "base/lazylib.h"
 #include "base/log.h"
 #include "exporters/identity.h"
 #include "exporters/remote_write.h"
 #include "exporters/remote_write_meta.h"
-#include "api/metrics/metrics.h"
+#include "exporters/remote_write_probe.h"
+#include "metrics/metrics.h"
 #include "exporters/proto/prometheus/remote.pb-c.h"
 #include "storage/store.h"
 #include "storage/store_samples.h"
@@ -46,9 +47,10 @@ const struct cfg_key remote_write_keys[] = {
     RWK(cursor, CFG_STRING, "remote_write", 0, 0,
 	"name of the durable cursor in the database (store_meta cursor.NAME): a second agent "
 	"sending the same history elsewhere needs a name of its own"),
-    RWK(metadata_interval, CFG_DURATION, "1m", 0, 86400000,
+    RWK(metadata_interval, CFG_DURATION, "1h", 0, 86400000,
 	"how often to send every family's type, help and unit (also at start and when they "
-	"change; 0 = never)"),
+	"change; 0 = never); Prometheus and VictoriaMetrics keep none of it, Mimir-like "
+	"receivers that do may want 1m"),
     RWK(job, CFG_STRING, "sysobs", 0, 0,
 	"job label of every series unless it has one (empty = none); the same as the "
 	"documented scrape job's name; also on every exported event row"),
@@ -57,8 +59,16 @@ const struct cfg_key remote_write_keys[] = {
 	"host name, as the documented scrape config relabels it); also the host of every "
 	"exported event row"),
     RWK(native_histograms, CFG_BOOL, "false", 0, 0,
-	"send histograms as native histograms (the receiver must accept them, e.g. Prometheus "
-	"with --enable-feature=native-histograms) instead of NAME_bucket, _count and _sum"),
+	"send histograms as native histograms (the receiver must keep them, e.g. Prometheus "
+	"with --enable-feature=native-histograms; not VictoriaMetrics 1.79) instead of "
+	"NAME_bucket, _count and _sum"),
+    RWK(native_histograms_check, CFG_DURATION, "15s", 0, 3600000,
+	"with native_histograms: this long after the first one accepted, ask the receiver's "
+	"query API whether it stored it; if not, log an error and send classic buckets from "
+	"then on (0 = trust the receiver)"),
+    RWK(query_url, CFG_STRING, "", 0, 0,
+	"the receiver's Prometheus query API for native_histograms_check, e.g. "
+	"http://vmselect:8481/select/0/prometheus (empty = url without /api/v1/write)"),
     {0},
 };
 
@@ -68,6 +78,7 @@ struct rw_metrics {
 	struct metric_series *sent, *failed, *retried, *pending, *last_send, *highest, *duration,
 	    *bytes, *cpu, *meta_sent;
 	struct metric_series *drop_old, *drop_deleted, *drop_invalid;
+	struct metric_series *native_form, *unstored;
 };
 
 struct remote_write {
@@ -86,6 +97,8 @@ struct remote_write {
 	struct metrics *metrics;
 	struct rw_meta meta;
 	struct log_ratelimit rl_fail, rl_store;
+	bool native;	       /* histograms go native: the config, until the check says no */
+	struct rw_probe probe; /* native_histograms_check */
 };
 
 static int rw_cursor_name_check(const char *s)
@@ -167,6 +180,7 @@ struct rw_read {
 	int64_t cutoff_ns;
 	int64_t first, last; /* rowids read */
 	int64_t newest_ms;   /* newest timestamp in the batch */
+	int64_t oldest_ns;   /* timestamp of its first row: the oldest pending */
 	uint64_t too_old;
 	int err;
 };
@@ -184,14 +198,16 @@ static int rw_read_row(const struct store_sample *smp, void *arg)
 	 * the batch has that much room past batch_samples. */
 	if (x->rw->batch.n_rows >= x->rw->cfg.batch_samples)
 		return RW_READ_FULL;
-	if (!x->first)
+	if (!x->first) {
 		x->first = smp->rowid;
+		x->oldest_ns = smp->ts_ns;
+	}
 	x->last = smp->rowid;
 	if (smp->ts_ns < x->cutoff_ns) {
 		x->too_old++;
 		return 0;
 	}
-	err = rw_batch_add_history(&x->rw->batch, x->rw->cfg.native_histograms, smp, ms);
+	err = rw_batch_add_history(&x->rw->batch, x->rw->native, smp, ms);
 	if (err == -ENOMEM || err == -ENOSPC)
 		return -ENOMEM;
 	if (!err && ms > x->newest_ms)
@@ -204,9 +220,9 @@ static int rw_read_row(const struct store_sample *smp, void *arg)
 static void rw_advance(struct remote_write *rw, const struct rw_read *x)
 {
 	if (x->first > rw->pos + 1)
-		sender_count(rw->m.drop_deleted, (uint64_t)(x->first - rw->pos - 1));
-	sender_count(rw->m.drop_old, x->too_old);
-	sender_count(rw->m.drop_invalid, rw->batch.invalid);
+		sender_lost(&rw->snd, rw->m.drop_deleted, (uint64_t)(x->first - rw->pos - 1));
+	sender_lost(&rw->snd, rw->m.drop_old, x->too_old);
+	sender_lost(&rw->snd, rw->m.drop_invalid, rw->batch.invalid);
 	rw->pos = x->last;
 	sender_cursor_save(&rw->snd, rw->cursor, rw->pos, &rw->rl_store);
 }
@@ -222,9 +238,75 @@ static void rw_count_deleted(struct remote_write *rw)
 
 	if (store_samples_first(rw->store, &first) || first <= rw->pos + 1)
 		return;
-	sender_count(rw->m.drop_deleted, (uint64_t)(first - rw->pos - 1));
+	sender_lost(&rw->snd, rw->m.drop_deleted, (uint64_t)(first - rw->pos - 1));
 	rw->pos = first - 1;
 	sender_cursor_save(&rw->snd, rw->cursor, rw->pos, &rw->rl_store);
+}
+
+/* An accepted request carried the first native histograms: the check of
+ * native_histograms_check is armed for one of them. */
+static void rw_probe_after_send(struct remote_write *rw)
+{
+	char name[sizeof(rw->batch.native_sum_name)];
+	size_t n = strlen(rw->batch.native_sum_name);
+
+	if (!rw->batch.n_native || rw->probe.done || rw->probe.due_ns || n < 5)
+		return;
+	snprintf(name, sizeof(name), "%.*s", (int)(n - 4), rw->batch.native_sum_name);
+	if (rw_probe_arm(&rw->probe, name, rw->ext, rw->n_ext,
+			 clock_mono_ns() + (int64_t)rw->cfg.native_histograms_check * 1000000)) {
+		log_warn(RW_COMPONENT, "cannot check that the receiver stores native histograms "
+				       "(out of memory, or labels too long)");
+		rw->probe.done = true;
+	}
+}
+
+/* When the check is due: the receiver either has the histogram (native it
+ * stays) or not (an error, counted, and classic buckets from now on). */
+static void rw_probe_turn(struct remote_write *rw)
+{
+	int rc;
+
+	if (rw->probe.done || !rw->probe.due_ns || clock_mono_ns() < rw->probe.due_ns)
+		return;
+	rc = rw_probe_run(&rw->probe, &rw->snd);
+	if (rc == -EAGAIN && rw->probe.tries < RW_PROBE_TRIES) {
+		/* the receiver shows nothing of the batch yet: later */
+		rw->probe.due_ns =
+		    clock_mono_ns() + (int64_t)rw->cfg.native_histograms_check * 1000000;
+		return;
+	}
+	rw->probe.done = true;
+	if (rc == -EAGAIN) {
+		log_warn(RW_COMPONENT,
+			 "cannot check whether %s stores native histograms: its query API showed "
+			 "no %s of this agent in %u tries",
+			 rw->probe.base_public, RW_PROBE_CONTROL, rw->probe.tries);
+		return;
+	}
+	if (rc == 1) {
+		log_info(RW_COMPONENT, "%s stores the native histograms it accepts (%s found)",
+			 rw->probe.base_public, rw->probe.selector);
+		return;
+	}
+	if (rc < 0) {
+		log_warn(RW_COMPONENT,
+			 "cannot check whether %s stores native histograms: %s%.*s (set "
+			 "query_url, or native_histograms_check = 0)",
+			 rw->probe.base_public, rw->snd.status ? "its query API answered " : "",
+			 rw->snd.status ? 160 : (int)sizeof(rw->snd.errbuf),
+			 rw->snd.status ? rw->snd.resp : rw->snd.errbuf);
+		return;
+	}
+	log_err(RW_COMPONENT,
+		"the receiver accepted native histograms and stored none (%s absent from %s, "
+		"which shows the %s sent with it): sending classic _bucket series from now on; "
+		"set native_histograms = false for it (docs/remote_write.md)",
+		rw->probe.selector, rw->probe.base_public, RW_PROBE_CONTROL);
+	rw->native = false;
+	sender_count(rw->m.unstored, 1);
+	if (rw->m.native_form)
+		series_set(rw->m.native_form, 0);
 }
 
 /* One turn of the sender: reads a batch after the cursor, sends it, and
@@ -257,8 +339,10 @@ static uint64_t rw_turn(struct remote_write *rw)
 	rw_count_deleted(rw);
 	if (rw->m.pending)
 		series_set(rw->m.pending, (double)(last > rw->pos ? last - rw->pos : 0));
-	if (last <= rw->pos)
+	if (last <= rw->pos) {
+		sender_status_backlog(&rw->snd, 0, 0);
 		return c->send_interval;
+	}
 
 	rw_batch_reset(&rw->batch);
 	x.cutoff_ns = clock_wall_ns() - (int64_t)c->max_age * 1000000;
@@ -273,6 +357,8 @@ static uint64_t rw_turn(struct remote_write *rw)
 	}
 	if (!x.last)
 		return c->send_interval;
+	sender_status_backlog(&rw->snd, (uint64_t)(last - rw->pos),
+			      (double)(clock_wall_ns() - x.oldest_ns) / 1e9);
 	if (!rw->batch.n_rows) { /* all too old or invalid: nothing to send */
 		rw_advance(rw, &x);
 		return 0;
@@ -299,26 +385,38 @@ static uint64_t rw_turn(struct remote_write *rw)
 		if (rw->m.highest)
 			series_set(rw->m.highest, (double)x.newest_ms / 1e3);
 		sender_recovered(&rw->snd);
+		sender_status_sent(&rw->snd, n, true);
+		rw_probe_after_send(rw);
 		rw_advance(rw, &x);
+		if (x.last >= last)
+			sender_status_backlog(&rw->snd, 0, 0);
 		return x.last < last ? 0 : c->send_interval;
 	case SENDER_RETRY: {
 		uint64_t wait = sender_retry_wait(&rw->snd);
 
 		sender_count(rw->m.retried, n);
-		if (rw->snd.status)
+		sender_status_retried(&rw->snd, n);
+		if (rw->snd.status) {
+			sender_status_error(&rw->snd, "answered %ld: %.200s", rw->snd.status,
+					    rw->snd.resp);
 			log_ratelimited(&rw->rl_fail, 10000, LOG_LVL_WARN, RW_COMPONENT,
 					"%s answered %ld (%.120s); retrying %zu samples in %" PRIu64
 					" ms",
 					rw->snd.url_public, rw->snd.status, rw->snd.resp, n, wait);
-		else
+		} else {
+			sender_status_error(&rw->snd, "%s", rw->snd.errbuf);
 			log_ratelimited(&rw->rl_fail, 10000, LOG_LVL_WARN, RW_COMPONENT,
 					"%s: %s; retrying %zu samples in %" PRIu64 " ms",
 					rw->snd.url_public, rw->snd.errbuf, n, wait);
+		}
 		return wait;
 	}
 	default:
 		/* 400, 422: a verdict on the data, it would refuse it again. */
-		sender_count(rw->m.failed, n);
+		sender_lost(&rw->snd, rw->m.failed, n);
+		sender_status_failed(&rw->snd, n);
+		sender_status_error(&rw->snd, "refused with %ld: %.200s", rw->snd.status,
+				    rw->snd.resp);
 		log_ratelimited(&rw->rl_fail, 10000, LOG_LVL_WARN, RW_COMPONENT,
 				"%s refused %zu samples with %ld (%.160s); dropped, not retried",
 				rw->snd.url_public, n, rw->snd.status, rw->snd.resp);
@@ -366,6 +464,7 @@ static void *rw_main(void *arg)
 
 	do {
 		rw_meta_turn(rw);
+		rw_probe_turn(rw);
 		wait = rw_turn(rw);
 		sender_publish_cpu(rw->m.cpu);
 	} while (!sender_stopping(&rw->snd) && (!wait || sender_sleep(&rw->snd, wait)));
@@ -410,6 +509,16 @@ static void rw_metrics_register(struct remote_write *rw, struct metrics *m)
 	rw->m.meta_sent =
 	    metrics_counter1(m, "sysobs_remote_write_metadata_sent_total",
 			     "Metric family metadata (type, help, unit) the receiver accepted.");
+	rw->m.native_form = metrics_gauge1(
+	    m, "sysobs_remote_write_native_histograms",
+	    "1 while histograms are sent as native histograms, 0 as classic _bucket series "
+	    "(native_histograms off, or the receiver found not to store them).");
+	rw->m.unstored = metrics_counter1(
+	    m, "sysobs_remote_write_native_histograms_unstored_total",
+	    "Checks that found the receiver had not stored a native histogram it accepted "
+	    "(the sender then sends classic buckets).");
+	if (rw->m.native_form)
+		series_set(rw->m.native_form, rw->native);
 	rw->m.cpu = metrics_counter1(m, "sysobs_remote_write_cpu_seconds_total",
 				     "CPU time (user + system) of the sender thread.");
 	f = metrics_histogram(m, "sysobs_remote_write_batch_duration_seconds",
@@ -458,6 +567,20 @@ int remote_write_start(struct remote_write *rw, struct store *s, struct metrics 
 		log_err(RW_COMPONENT, "out of memory (or libcurl failed to start)");
 		return -ENOMEM;
 	}
+	rw->native = rw->cfg.native_histograms;
+	rw->probe.done = true;
+	if (rw->native && rw->cfg.native_histograms_check) {
+		rc = rw_probe_init(&rw->probe, rw->cfg.http.url, rw->cfg.query_url);
+		if (rc == -ENOMEM)
+			return rc;
+		if (rc) {
+			log_warn(RW_COMPONENT,
+				 "native_histograms: %s is no .../api/v1/write URL, so whether it "
+				 "stores them cannot be checked; set query_url",
+				 rw->snd.url_public);
+			rw->probe.done = true;
+		}
+	}
 	rw_metrics_register(rw, m);
 	rc = sender_start(&rw->snd, rw_main, rw, "sysobs-rw");
 	if (rc) {
@@ -471,6 +594,14 @@ int remote_write_start(struct remote_write *rw, struct store *s, struct metrics 
 	return 0;
 }
 
+void remote_write_status(struct remote_write *rw, struct export_status *st)
+{
+	sender_status_get(&rw->snd, st);
+	st->name = "remote_write";
+	st->format = "remote_write";
+	st->url = rw->snd.url_public;
+}
+
 void remote_write_free(struct remote_write *rw)
 {
 	if (!rw)
@@ -479,5 +610,6 @@ void remote_write_free(struct remote_write *rw)
 	store_cursor_close(rw->cursor);
 	rw_batch_free(&rw->batch);
 	rw_meta_free(&rw->meta);
+	rw_probe_free(&rw->probe);
 	rw_free_settings(rw);
 }

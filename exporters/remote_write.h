@@ -39,10 +39,12 @@ struct remote_write_config {
 	uint64_t batch_samples;	   /* samples per request */
 	uint64_t send_interval;	   /* ms between looks at the history when caught up */
 	const char *external_labels;
-	const char *job, *instance; /* identity: see rw_identity_add() */
-	uint64_t metadata_interval; /* ms; 0: no metadata */
-	const char *cursor;	    /* store_meta cursor.<this> */
-	bool native_histograms;	    /* histograms as native ones (remote_write_hist.c) */
+	const char *job, *instance;	  /* identity: see rw_identity_add() */
+	uint64_t metadata_interval;	  /* ms; 0: no metadata */
+	const char *cursor;		  /* store_meta cursor.<this> */
+	bool native_histograms;		  /* histograms as native ones (remote_write_hist.c) */
+	uint64_t native_histograms_check; /* ms after the first one accepted; 0: none */
+	const char *query_url;		  /* the receiver's query API (remote_write_probe.h) */
 };
 
 extern const struct cfg_key remote_write_keys[];
@@ -69,6 +71,10 @@ int remote_write_check(struct config *cfg, const struct export_identity_buf *id,
 /* Registers the sender's metrics and starts its thread; 0 when rw is NULL.
  * -errno with a message logged. */
 int remote_write_start(struct remote_write *rw, struct store *s, struct metrics *m);
+/* Its status for the API (GET /api/v1/export, /readyz), as an event
+ * export destination's: name and format "remote_write", safe on any thread
+ * between remote_write_start() and remote_write_free(). */
+void remote_write_status(struct remote_write *rw, struct export_status *st);
 /* Stops the thread (a request in flight gets 2 s to finish, then is aborted
  * within about a second more) and frees.
  * Accepts NULL. Call before the store and the registry go. */
@@ -127,6 +133,7 @@ struct rw_batch {
 	size_t n_series;
 	struct hash_table by_id; /* of series, by series_id */
 	uint64_t invalid;	 /* rows left out: label set that does not parse */
+	size_t n_native;	 /* native histograms in the batch */
 	/* Encoded body (snappy of the protobuf), reused across batches. */
 	uint8_t *pb, *body;
 	size_t pb_cap, body_cap, body_len;
@@ -146,7 +153,7 @@ int rw_batch_add(struct rw_batch *b, int64_t series_id, const char *name, const 
 		 int64_t ts_ms, double value);
 /*
  * Adds the classic buckets of one histogram sample: blob is the history's
- * bucket blob (api/metrics/hist_blob.h) on the sample of count_name (NAME_count),
+ * bucket blob (metrics/hist_blob.h) on the sample of count_name (NAME_count),
  * each bucket a sample of NAME_bucket with labels plus le. Adds up to
  * HIST_BLOB_MAX_BUCKETS rows. -EINVAL for a blob or name that does not
  * decode (counted in b->invalid), else as rw_batch_add.

@@ -17,7 +17,7 @@
 #include <time.h>
 
 #include "base/lazylib.h"
-#include "api/metrics/hist_blob.h"
+#include "metrics/hist_blob.h"
 #include "exporters/remote_write.h"
 #include "exporters/proto/prometheus/remote.pb-c.h"
 
@@ -186,6 +186,7 @@ void rw_batch_reset(struct rw_batch *b)
 	b->arena.oom = false;
 	b->n_rows = b->n_series = 0;
 	b->invalid = 0;
+	b->n_native = 0;
 	b->body_len = 0;
 	hash_reset(&b->by_id);
 }

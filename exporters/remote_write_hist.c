@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * A histogram from the metric history on the wire. Classic: the blob on its
- * _count sample (api/metrics/hist_blob.h) becomes one sample of
+ * _count sample (metrics/hist_blob.h) becomes one sample of
  * NAME_bucket{...,le="<bound>"} per bucket, cumulative as in an exposition,
  * so histogram_quantile() works on any receiver. Native ([remote_write]
  * native_histograms): the blob's native buckets become one
@@ -13,7 +13,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "api/metrics/hist_blob.h"
+#include "metrics/hist_blob.h"
 #include "exporters/remote_write.h"
 #include "exporters/proto/prometheus/remote.pb-c.h"
 #include "storage/store_samples.h"
@@ -107,6 +107,7 @@ int rw_batch_add_native(struct rw_batch *b, int64_t series_id, const char *count
 				ts_ms, h);
 	if (err)
 		return err;
+	b->n_native++;
 	/* The _sum row that follows is in the histogram already. */
 	if (strlen(labels) < sizeof(b->native_sum_labels)) {
 		snprintf(b->native_sum_name, sizeof(b->native_sum_name), "%s_sum", name);

@@ -10,7 +10,7 @@
 #include "exporters/remote_write_meta.h"
 #include "base/hash.h"
 #include "base/lazylib.h"
-#include "api/metrics/metrics.h"
+#include "metrics/metrics.h"
 #include "exporters/proto/prometheus/remote.pb-c.h"
 
 #define RW_META_MAX 4096 /* families in one request */

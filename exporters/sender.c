@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,7 +18,7 @@
 
 #include "base/lazylib.h"
 #include "base/log.h"
-#include "api/metrics/metrics.h"
+#include "metrics/metrics.h"
 #include "exporters/sender.h"
 #include "storage/store_samples.h"
 
@@ -396,6 +397,31 @@ enum sender_verdict sender_post(struct sender *s, const void *body, size_t len, 
 	return sender_verdict_of(s->status);
 }
 
+enum sender_verdict sender_get(struct sender *s, const char *url)
+{
+	const struct lazylib_curl *cu = lazylib_curl(NULL); /* s->curl: it is loaded */
+	CURLcode rc;
+
+	s->resp[0] = '\0';
+	s->resp_len = 0;
+	s->errbuf[0] = '\0';
+	s->status = 0;
+	/* the handle's headers stay: they carry a bearer token (the body's
+	 * Content-* headers mean nothing without a body) */
+	cu->easy_setopt(s->curl, CURLOPT_URL, url);
+	cu->easy_setopt(s->curl, CURLOPT_HTTPGET, 1L);
+	rc = cu->easy_perform(s->curl);
+	/* back to the posts' URL (POSTFIELDS makes the next request a POST) */
+	cu->easy_setopt(s->curl, CURLOPT_URL, s->url_post ? s->url_post : s->cfg->url);
+	if (rc == CURLE_OK)
+		cu->easy_getinfo(s->curl, CURLINFO_RESPONSE_CODE, &s->status);
+	else if (!s->errbuf[0])
+		snprintf(s->errbuf, sizeof(s->errbuf), "%s", cu->easy_strerror(rc));
+	if (!s->status && sender_stopping(s))
+		return SENDER_STOPPED;
+	return sender_verdict_of(s->status);
+}
+
 enum sender_verdict sender_verdict_of(long status)
 {
 	if (status >= 200 && status < 300)
@@ -462,6 +488,7 @@ void sender_set_url(struct sender *s, const char *url)
 {
 	const struct lazylib_curl *cu = lazylib_curl(NULL); /* s->curl: it is loaded */
 
+	s->url_post = url;
 	cu->easy_setopt(s->curl, CURLOPT_URL, url);
 }
 
@@ -480,11 +507,86 @@ void sender_count(struct metric_series *c, uint64_t v)
 		series_add(c, (double)v);
 }
 
+/* ---- status (struct export_status, under s->mu) ---- */
+
+void sender_lost(struct sender *s, struct metric_series *c, uint64_t v)
+{
+	if (!v)
+		return;
+	sender_count(c, v);
+	pthread_mutex_lock(&s->mu);
+	s->st.lost += v;
+	s->st.last_loss = (double)clock_wall_ns() / 1e9;
+	pthread_mutex_unlock(&s->mu);
+}
+
+void sender_status_cursor(struct sender *s, int64_t cursor)
+{
+	pthread_mutex_lock(&s->mu);
+	s->st.cursor = cursor;
+	pthread_mutex_unlock(&s->mu);
+}
+
+void sender_status_backlog(struct sender *s, uint64_t pending, double lag)
+{
+	pthread_mutex_lock(&s->mu);
+	s->st.pending = pending;
+	s->st.lag_seconds = lag > 0 ? lag : 0;
+	pthread_mutex_unlock(&s->mu);
+}
+
+void sender_status_sent(struct sender *s, uint64_t n, bool clear_error)
+{
+	pthread_mutex_lock(&s->mu);
+	s->st.sent += n;
+	s->st.last_success = (double)clock_wall_ns() / 1e9;
+	if (clear_error)
+		s->st.last_error[0] = '\0';
+	pthread_mutex_unlock(&s->mu);
+}
+
+void sender_status_retried(struct sender *s, uint64_t n)
+{
+	pthread_mutex_lock(&s->mu);
+	s->st.retried += n;
+	pthread_mutex_unlock(&s->mu);
+}
+
+void sender_status_failed(struct sender *s, uint64_t n)
+{
+	pthread_mutex_lock(&s->mu);
+	s->st.failed += n;
+	pthread_mutex_unlock(&s->mu);
+}
+
+void sender_status_error(struct sender *s, const char *fmt, ...)
+{
+	va_list ap;
+
+	pthread_mutex_lock(&s->mu);
+	va_start(ap, fmt);
+	vsnprintf(s->st.last_error, sizeof(s->st.last_error), fmt, ap);
+	va_end(ap);
+	/* one line: a receiver's answer often ends in a newline */
+	for (char *p = s->st.last_error; *p; p++)
+		if (*p == '\n' || *p == '\r')
+			*p = ' ';
+	pthread_mutex_unlock(&s->mu);
+}
+
+void sender_status_get(struct sender *s, struct export_status *st)
+{
+	pthread_mutex_lock(&s->mu);
+	*st = s->st;
+	pthread_mutex_unlock(&s->mu);
+}
+
 void sender_cursor_save(struct sender *s, struct store_cursor *cur, int64_t pos,
 			struct log_ratelimit *rl)
 {
 	int err = store_cursor_set(cur, pos);
 
+	sender_status_cursor(s, pos);
 	if (err)
 		log_ratelimited(rl, 60000, LOG_LVL_WARN, s->section,
 				"cannot store the cursor (%s); it stays in memory and is stored "

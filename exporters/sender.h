@@ -88,10 +88,26 @@ enum sender_verdict {
  */
 enum sender_verdict sender_verdict_of(long status);
 
+/* What the status API shows of one destination (GET /api/v1/export,
+ * /readyz): kept by the sender's thread through the sender_status_*()
+ * calls, read on HTTP threads with sender_status_get(). */
+struct export_status {
+	const char *name, *format, *url;
+	int64_t cursor;	     /* last id delivered (or given up) */
+	uint64_t pending;    /* rows after it */
+	double lag_seconds;  /* age of the oldest pending row, 0 when none */
+	double last_success; /* unix s, 0 = never */
+	uint64_t sent, failed, retried;
+	uint64_t lost;	      /* rows never delivered: refused, too old, deleted... */
+	double last_loss;     /* unix s of the last such loss, 0 = none since the start */
+	char last_error[256]; /* "" when the last attempt succeeded */
+};
+
 struct sender {
 	const char *section; /* "remote_write", "export.NAME": logs and messages */
 	const struct sender_config *cfg;
-	char *url_public; /* cfg->url without user:password@: for logs and status */
+	char *url_public;     /* cfg->url without user:password@: for logs and status */
+	const char *url_post; /* sender_set_url()'s, NULL: cfg->url */
 	char *password, *bearer;
 	CURL *curl;
 	struct curl_slist *hdr;
@@ -103,6 +119,10 @@ struct sender {
 	uint64_t backoff_ms;
 	unsigned failures; /* retried attempts since the last success */
 	struct buf gz;	   /* gzip'ed body, reused */
+
+	/* Under mu: the status readers (sender_status_get()). name, format
+	 * and url are the owner's to set. */
+	struct export_status st;
 
 	pthread_t thread;
 	bool started, curl_global, sync_init;
@@ -129,6 +149,10 @@ int sender_setup(struct sender *s, const char *const *headers);
 /* POSTs body (gzip'ed first with gzip, sent with Content-Encoding: gzip)
  * and says what became of it; s->status, s->resp, s->errbuf tell more. */
 enum sender_verdict sender_post(struct sender *s, const void *body, size_t len, bool gzip);
+/* GETs url with the handle's auth and TLS (a receiver's query API): the
+ * verdict, and s->status, s->resp (its first SENDER_RESP_MAX - 1 bytes),
+ * s->errbuf. The next sender_post() goes where it went before. */
+enum sender_verdict sender_get(struct sender *s, const char *url);
 /* The URL of the next requests (a copy is not taken: keep it alive). */
 void sender_set_url(struct sender *s, const char *url);
 /* After SENDER_RETRY: the wait before the next attempt (ms), the backoff
@@ -149,6 +173,24 @@ void sender_publish_cpu(struct metric_series *cpu);
 /* v added to the counter c; nothing for a NULL series (its registration
  * failed) or 0. */
 void sender_count(struct metric_series *c, uint64_t v);
+/* Rows lost for good (refused, too old, deleted unsent, ...): v added to
+ * the counter c and to the status (lost, last_loss: what /readyz calls
+ * losing rows). */
+void sender_lost(struct sender *s, struct metric_series *c, uint64_t v);
+/* The status, under s->mu: the backlog after a count of it; rows the
+ * receiver took (now the last success; the last error cleared when
+ * clear_error); rows in a batch sent again or refused (failed, with
+ * sender_lost() for the loss); the last error; the cursor. */
+void sender_status_backlog(struct sender *s, uint64_t pending, double lag);
+void sender_status_cursor(struct sender *s, int64_t cursor);
+void sender_status_sent(struct sender *s, uint64_t n, bool clear_error);
+void sender_status_retried(struct sender *s, uint64_t n);
+void sender_status_failed(struct sender *s, uint64_t n);
+void sender_status_error(struct sender *s, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+/* A copy of the status, safe on any thread once sender_check() ran. */
+void sender_status_get(struct sender *s, struct export_status *st);
+
 /* pos stored as the durable cursor cur. A failure (locked or full disk) is
  * logged as s->section, at most once a minute through rl, and changes
  * nothing else: the position stays in memory and the next batch stores it. */

@@ -29,7 +29,7 @@ PKGS=(
 	# VM tests (tests/vm): test kernel build, qemu, initramfs, EROFS/ext4 images
 	linux-source-6.12 flex bison bc libssl-dev dwarves cpio kmod xz-utils
 	qemu-system-x86 busybox-static erofs-utils e2fsprogs
-	# Kubernetes names on a real runtime (integration.k8s_cri): containerd's
+	# Kubernetes names on a real runtime (integration.k8s_cri, k8s_mptcp): containerd's
 	# CRI plugin, runc, the CNI bridge; buildah builds the pause image offline
 	containerd runc containernetworking-plugins buildah
 )

@@ -11,6 +11,7 @@
 
 #include "storage/store.h"
 #include "storage/store_internal.h"
+#include "storage/store_filter.h"
 #include "storage/store_schema.h"
 
 /* Core schema, versioned with PRAGMA user_version: entry i brings the
@@ -25,7 +26,7 @@ static const char *const store_core_migrations[] = {
     "CREATE INDEX metric_samples_series_ts ON metric_samples(series_id, ts);"
     "CREATE INDEX metric_samples_ts ON metric_samples(ts);",
     /* 2: a histogram's classic buckets on its _count sample, an opaque
-     * blob for the store (the agent's api/metrics/hist_blob.h format). */
+     * blob for the store (the agent's metrics/hist_blob.h format). */
     "ALTER TABLE metric_samples ADD COLUMN buckets BLOB;",
     NULL,
 };
@@ -116,10 +117,10 @@ int store_migrate_table(struct store *s, const struct event_table *t, char *err,
 	sqlite3_stmt *get = NULL, *bump = NULL;
 	size_t known = 0;
 	int64_t ver = 0;
-	char what[160], sql[4096];
+	char what[160], sql[4096], *mig;
 	int rc, ret = -EIO;
 
-	while (t->migrations && t->migrations[known])
+	while (t->migrations && t->migrations[known].column)
 		known++;
 	rc = sqlite3_prepare_v2(s->db, "SELECT version FROM schema_migrations WHERE component = ?1",
 				-1, &get, NULL);
@@ -165,12 +166,18 @@ int store_migrate_table(struct store *s, const struct event_table *t, char *err,
 		sqlite3_reset(bump);
 		sqlite3_bind_int64(bump, 2, (int64_t)v + 1);
 		snprintf(what, sizeof(what), "%s: table %s migration %zu", s->path, t->name, v + 1);
-		ret = store_migrate_step(s->db, t->migrations[v - 1], bump, err, errlen, what);
+		mig = store_migration_sql(t, &t->migrations[v - 1]);
+		ret = mig ? store_migrate_step(s->db, mig, bump, err, errlen, what) : -ENOMEM;
+		sqlite3_free(mig);
 		if (ret)
 			goto out;
 	}
-	for (const char *const *ix = t->indexes; ix && *ix; ix++) {
-		if (sqlite3_exec(s->db, *ix, NULL, NULL, NULL) != SQLITE_OK)
+	for (const struct table_index *ix = t->indexes; ix && ix->name; ix++) {
+		char *sql_ix = store_index_sql(t, ix);
+
+		rc = sql_ix ? sqlite3_exec(s->db, sql_ix, NULL, NULL, NULL) : SQLITE_NOMEM;
+		sqlite3_free(sql_ix);
+		if (rc != SQLITE_OK)
 			goto out_sql;
 	}
 	ret = 0;

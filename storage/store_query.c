@@ -14,6 +14,8 @@
 #include <time.h>
 
 #include "storage/store.h"
+#include "storage/store_filter.h"
+#include "storage/store_internal.h"
 #include "storage/store_query.h"
 #include "storage/store_schema.h"
 
@@ -92,30 +94,83 @@ int store_series_samples(struct store *s, int64_t series_id, int64_t from_ns, in
 	return read_end(s, db, st, ret, rc);
 }
 
-int store_latest(struct store *s, const struct event_table *t, const char *group_by,
-		 const char *where, store_row_fn fn, void *arg)
+/* "SELECT max(id), ts, cols FROM t WHERE ... GROUP BY ... ORDER BY 1": the
+ * predicate of each partial index the filter implies, as the index spells it
+ * (literals), then the filter's own conditions as parameters ?1... */
+static char *latest_sql(const struct event_table *t, const char *const *group_by,
+			const struct row_cond *where)
 {
-	char cols[2048], sql[4096];
-	unsigned char row[EVENT_ROW_MAX];
-	sqlite3_stmt *st = NULL;
-	sqlite3 *db;
-	int rc, ret = 0;
+	char cols[2048];
+	sqlite3_str *q;
+	int param = 1;
+	bool first = true;
 
 	if (store_schema_select_list(t, cols, sizeof(cols)))
-		return -EINVAL;
+		return NULL;
+	q = sqlite3_str_new(NULL);
 	/* SQLite: with max(), the bare columns come from the row of the max. */
-	if (snprintf(sql, sizeof(sql), "SELECT max(id), %s FROM %s%s%s GROUP BY %s ORDER BY 1",
-		     cols + strlen("id, "), t->name, where ? " WHERE " : "", where ? where : "",
-		     group_by) >= (int)sizeof(sql))
+	sqlite3_str_appendf(q, "SELECT max(id), %s FROM %s", cols + strlen("id, "), t->name);
+	for (const struct table_index *ix = t->indexes; ix && ix->name; ix++)
+		if (ix->where && ix->where->column && store_filter_implies(where, ix->where)) {
+			sqlite3_str_appendall(q, first ? " WHERE " : " AND ");
+			store_filter_sql(q, ix->where, " AND ", NULL);
+			first = false;
+		}
+	if (where && where->column) {
+		sqlite3_str_appendall(q, first ? " WHERE " : " AND ");
+		store_filter_sql(q, where, " AND ", &param);
+	}
+	for (const char *const *g = group_by; g && *g; g++)
+		sqlite3_str_appendf(q, "%s%s", g == group_by ? " GROUP BY " : ", ", *g);
+	if (!group_by || !*group_by)
+		sqlite3_str_appendall(q, " GROUP BY id");
+	sqlite3_str_appendall(q, " ORDER BY 1");
+	return sqlite3_str_finish(q);
+}
+
+int store_latest_sql(const struct event_table *t, const char *const *group_by,
+		     const struct row_cond *where, char **sql, char *err, size_t errlen)
+{
+	*sql = NULL;
+	if (store_filter_check(t, where, err, errlen))
 		return -EINVAL;
+	for (const char *const *g = group_by; g && *g; g++)
+		if (!store_column_find(t, *g)) {
+			snprintf(err, errlen, "table %s: group by %s: no such column", t->name, *g);
+			return -EINVAL;
+		}
+	*sql = latest_sql(t, group_by, where);
+	return *sql ? 0 : -ENOMEM;
+}
+
+int store_latest(struct store *s, const struct event_table *t, const char *const *group_by,
+		 const struct row_cond *where, store_row_fn fn, void *arg)
+{
+	unsigned char row[EVENT_ROW_MAX];
+	sqlite3_stmt *st = NULL;
+	char *sql, err[256];
+	sqlite3 *db;
+	int rc, ret;
+
+	ret = store_latest_sql(t, group_by, where, &sql, err, sizeof(err));
+	if (ret) {
+		if (ret == -EINVAL)
+			store_log(s, NULL, 0, STORE_LOG_ERR, "%s", err);
+		return ret;
+	}
 	db = store_reader_get(s);
-	if (!db)
+	if (!db) {
+		sqlite3_free(sql);
 		return -EBUSY;
+	}
 	rc = sqlite3_prepare_v2(db, sql, -1, &st, NULL);
+	sqlite3_free(sql);
+	if (rc == SQLITE_OK)
+		rc = store_filter_bind(st, where, 1);
 	while (rc == SQLITE_OK && (rc = sqlite3_step(st)) == SQLITE_ROW) {
 		store_schema_read_row(st, 2, t, row);
 		fn(sqlite3_column_int64(st, 0), sqlite3_column_int64(st, 1), row, arg);
 		rc = SQLITE_OK;
 	}
-	return read_end(s, db, st, ret, rc);
+	return read_end(s, db, st, 0, rc);
 }

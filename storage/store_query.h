@@ -15,16 +15,24 @@
 
 struct store;
 struct event_table;
+struct row_cond;
 
 typedef void (*store_row_fn)(int64_t id, int64_t ts_ns, const void *row, void *arg);
 
 /*
- * The newest row of each group (group_by: columns of t) among rows matching
- * where (SQL over t's columns, or NULL), read back into t's row struct, in
- * id order. 0, -EINVAL (statement too long), -EBUSY (no reader), -EIO.
+ * The newest row of each group (group_by: NULL-terminated names of t's
+ * columns; NULL: every row) among rows matching where (typed conditions,
+ * storage/table.h; NULL: all rows), read back into t's row struct, in id
+ * order. 0, -EINVAL (a condition or group column t cannot take: logged),
+ * -EBUSY (no reader), -EIO.
  */
-int store_latest(struct store *s, const struct event_table *t, const char *group_by,
-		 const char *where, store_row_fn fn, void *arg);
+int store_latest(struct store *s, const struct event_table *t, const char *const *group_by,
+		 const struct row_cond *where, store_row_fn fn, void *arg);
+
+/* The statement store_latest() runs (sqlite3_free() it), for the query
+ * plan's test. 0, -EINVAL with the reason in err, -ENOMEM. */
+int store_latest_sql(const struct event_table *t, const char *const *group_by,
+		     const struct row_cond *where, char **sql, char *err, size_t errlen);
 
 /*
  * Metric history, as the agent's snapshots write it: table metric_series

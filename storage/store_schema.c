@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "storage/store_filter.h"
 #include "storage/store_schema.h"
 #include "storage/table_value.h"
 
@@ -86,7 +87,7 @@ int store_schema_check(const struct event_table *t, char *err, size_t errlen)
 		snprintf(err, errlen, "table %s: 1 to %d columns", t->name, STORE_COLS_MAX);
 		return -EINVAL;
 	}
-	return 0;
+	return store_table_queries_check(t, err, errlen);
 }
 
 size_t store_schema_ncols(const struct event_table *t)

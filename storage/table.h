@@ -95,7 +95,96 @@ struct event_column {
 		.size = sizeof(((row *)0)->field), .null = (n), __VA_ARGS__                        \
 	}
 
+/*
+ * The Kubernetes columns of a row whose struct has char pod[], pod_namespace[]
+ * and pod_uid[] (the sizes of struct sink_pod's): the names the agent's name
+ * service gave the row's pod when it was recorded, filtered by ?pod=,
+ * ?pod_namespace=, ?pod_uid=, exported under OpenTelemetry's names.
+ */
+#define COL_POD(row)                                                                               \
+	COL(row, pod, COL_TEXT, COL_NULL_EMPTY, .filter = COL_FILTER_EQ, .otel = "k8s.pod.name"),  \
+	    COL(row, pod_namespace, COL_TEXT, COL_NULL_EMPTY, .filter = COL_FILTER_EQ,             \
+		.otel = "k8s.namespace.name"),                                                     \
+	    COL(row, pod_uid, COL_TEXT, COL_NULL_EMPTY, .filter = COL_FILTER_EQ,                   \
+		.otel = "k8s.pod.uid")
+
 #define EVENT_ROW_MAX 1792 /* largest row struct a table may declare */
+
+/*
+ * Typed conditions on a table's columns, the only query language a collector
+ * speaks (sink_latest(), partial indexes): the store compiles them to SQL
+ * (bound parameters; literals in an index's own predicate), the recording
+ * sink of the unit tests evaluates them in memory (table_filter_match() in
+ * storage/table_value.h). A condition array is {0}-terminated (column NULL)
+ * and all its conditions must hold.
+ */
+enum row_op {
+	ROW_EQ,	      /* the column equals values[0] */
+	ROW_IN,	      /* the column equals one of values[0, n_values) */
+	ROW_NOT_NULL, /* the column has a value (not its NULL sentinel); no values */
+};
+
+/* A value compared with a column: text for COL_TEXT columns, num otherwise
+ * (COL_UINT past INT64_MAX as the store keeps it, wrapped). */
+struct row_value {
+	int64_t num;
+	const char *text;
+};
+#define ROW_NUM(v)                                                                                 \
+	{                                                                                          \
+		.num = (v)                                                                         \
+	}
+#define ROW_TEXT(v)                                                                                \
+	{                                                                                          \
+		.text = (v)                                                                        \
+	}
+
+struct row_cond {
+	const char *column; /* one of the table's cols */
+	enum row_op op;
+	const struct row_value *values;
+	size_t n_values;
+};
+
+/* Condition initialisers: ROW_COND_IN("status", array of struct row_value). */
+#define ROW_COND_EQ(col, v)                                                                        \
+	{                                                                                          \
+		.column = (col), .op = ROW_EQ, .values = (v), .n_values = 1                        \
+	}
+#define ROW_COND_IN(col, v)                                                                        \
+	{                                                                                          \
+		.column = (col), .op = ROW_IN, .values = (v),                                      \
+		.n_values = sizeof(v) / sizeof((v)[0])                                             \
+	}
+#define ROW_COND_NOT_NULL(col)                                                                     \
+	{                                                                                          \
+		.column = (col), .op = ROW_NOT_NULL                                                \
+	}
+
+/*
+ * An index beside the one on ts: <table>_<name> on columns (NULL-terminated
+ * names of cols, or "id"/"ts"). With where, a partial index of the rows
+ * matching it: the store adds that predicate to every query whose filter
+ * implies it, so SQLite may use the index (a query's own conditions are
+ * bound parameters, which SQLite cannot match against an index's).
+ */
+struct table_index {
+	const char *name;
+	const char *const *columns;
+	const struct row_cond *where;
+};
+
+/*
+ * One data migration: column takes names[v] where the integer column from
+ * holds v (0 <= v < n_names, names[v] not NULL); other rows keep theirs.
+ * (The one kind the tables have needed: a name column added beside a code.)
+ */
+struct table_migration {
+	const char *column; /* COL_TEXT */
+	const char *from;   /* COL_INT or COL_UINT */
+	const char *const *names;
+	size_t n_names;
+};
 
 struct event_table {
 	const char *name;		 /* SQL table; also the migrations component */
@@ -104,12 +193,11 @@ struct event_table {
 	const char *help;		 /* one line for the route list */
 	const struct event_column *cols; /* {0}-terminated */
 	size_t row_size;		 /* <= EVENT_ROW_MAX */
-	/* Extra indexes, each one "CREATE INDEX IF NOT EXISTS ..." statement;
-	 * NULL-terminated or NULL. An index on ts is always made. */
-	const char *const *indexes;
+	/* Extra indexes, {0}-terminated or NULL. An index on ts is always made. */
+	const struct table_index *indexes;
 	/* Data migrations of an existing table (columns are added from cols by
-	 * themselves): SQL scripts, NULL-terminated, append only. */
-	const char *const *migrations;
+	 * themselves), {0}-terminated, append only: each one is a version. */
+	const struct table_migration *migrations;
 	/* The protobuf message of one row (api/proto/sysobs.proto), and the
 	 * list envelope {repeated row data = 1; string next_cursor = 2}. */
 	const struct ProtobufCMessageDescriptor *message;

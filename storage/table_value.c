@@ -76,3 +76,68 @@ void col_value(const struct event_column *c, const void *row, struct col_value *
 		return;
 	}
 }
+
+static const struct event_column *table_column(const struct event_table *t, const char *name)
+{
+	for (const struct event_column *c = t->cols; c->name; c++)
+		if (!strcmp(c->name, name))
+			return c;
+	return NULL;
+}
+
+static bool value_matches(const struct col_value *v, const struct row_value *want)
+{
+	if (v->kind == COLV_TEXT)
+		return want->text && strlen(want->text) == v->len &&
+		       !memcmp(want->text, v->s, v->len);
+	if (v->kind == COLV_INT || v->kind == COLV_BOOL || v->kind == COLV_UINT)
+		return !want->text && want->num == v->i;
+	return false;
+}
+
+/* One condition on row; an unknown column matches nothing. */
+static bool cond_matches(const struct event_table *t, const struct row_cond *cond, const void *row)
+{
+	const struct event_column *c = table_column(t, cond->column);
+	struct col_value v;
+
+	if (!c)
+		return false;
+	col_value(c, row, &v);
+	if (v.kind == COLV_NULL)
+		return false; /* NULL equals nothing; not_null fails */
+	if (cond->op == ROW_NOT_NULL)
+		return true;
+	for (size_t i = 0; i < cond->n_values; i++)
+		if (value_matches(&v, &cond->values[i]))
+			return true;
+	return false;
+}
+
+bool table_filter_match(const struct event_table *t, const struct row_cond *where, const void *row)
+{
+	for (const struct row_cond *cond = where; cond && cond->column; cond++)
+		if (!cond_matches(t, cond, row))
+			return false;
+	return true;
+}
+
+bool table_group_equal(const struct event_table *t, const char *const *group_by, const void *a,
+		       const void *b)
+{
+	for (const char *const *g = group_by; g && *g; g++) {
+		const struct event_column *c = table_column(t, *g);
+		struct col_value va, vb;
+
+		if (!c)
+			return false;
+		col_value(c, a, &va);
+		col_value(c, b, &vb);
+		if (va.kind == COLV_NULL && vb.kind == COLV_NULL)
+			continue;
+		if (va.kind != vb.kind || va.i != vb.i || va.len != vb.len ||
+		    (va.len && memcmp(va.s, vb.s, va.len)) || va.d != vb.d)
+			return false;
+	}
+	return group_by && *group_by;
+}

@@ -38,4 +38,15 @@ void col_value(const struct event_column *c, const void *row, struct col_value *
 /* An integer or bool column of row, widened (unsigned 64-bit wraps). */
 int64_t col_int(const struct event_column *c, const void *row);
 
+/* row (of t) meets every condition of where (storage/table.h), as the
+ * store's SQL would decide: a NULL column equals nothing. What the unit
+ * tests' recording sink answers sink_latest() with. */
+bool table_filter_match(const struct event_table *t, const struct row_cond *where, const void *row);
+
+/* Rows a and b of t fall in the same group of group_by (NULL-terminated
+ * column names; NULL values group together, as SQL's GROUP BY does). False
+ * for no group_by: each row is its own group. */
+bool table_group_equal(const struct event_table *t, const char *const *group_by, const void *a,
+		       const void *b);
+
 #endif

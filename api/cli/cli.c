@@ -14,7 +14,8 @@
  * --basic-auth-user with --basic-auth-password-file.
  *
  * Exit status: 0 ok, 1 the agent could not be reached or answered an error,
- * 2 a usage error. Errors are one line on stderr.
+ * 2 a usage error, 3 (status) an export destination or remote_write stuck
+ * or losing rows (GET /readyz). Errors are one line on stderr.
  *
  * This file: the options, the command table and each command, and the
  * fetch of a route (with --follow, its polling). The requests are
@@ -53,8 +54,9 @@ static void usage(FILE *out)
 	    "Query a sysobsd agent over its REST API.\n"
 	    "\n"
 	    "Commands:\n"
-	    "  status                  agent health, each collector's state and each event "
-	    "export\n"
+	    "  status                  agent health, each collector's state and each export "
+	    "(remote_write\n"
+	    "                          too); exit status 3 when one is stuck or losing rows\n"
 	    "  export                  event export destinations: backlog, last success, errors\n"
 	    "  drops                   sampled packet drops (reason=, protocol=, addr=, port=, "
 	    "...)\n"
@@ -92,9 +94,15 @@ static void usage(FILE *out)
 	    "      --basic-auth-password-file FILE\n"
 	    "                              the password, first line (trailing newline ignored)\n"
 	    "      --timeout SECONDS       per request (default 10)\n"
+	    "      --stuck-after DURATION  status: an export with rows pending longer than this, "
+	    "or\n"
+	    "                              that lost rows this recently, is not ready (default: "
+	    "the\n"
+	    "                              agent's, 5m)\n"
 	    "  -h, --help                  this help\n"
 	    "  -V, --version               version\n"
-	    "\nExit status: 0 ok, 1 agent unreachable or error answer, 2 usage error.\n");
+	    "\nExit status: 0 ok, 1 agent unreachable or error answer, 2 usage error,\n"
+	    "3 (status) an export or remote_write stuck or losing rows.\n");
 }
 
 static void __attribute__((format(printf, 1, 2), noreturn)) die_usage(const char *fmt, ...)
@@ -357,6 +365,47 @@ static int status_exports(const struct opts *o)
 	return !m || rows == (size_t)-1;
 }
 
+/*
+ * status, last: GET /readyz (with --stuck-after). Each destination stuck or
+ * losing rows is printed (table output) or said on stderr (json, protobuf),
+ * and makes the exit status 3. An agent older than /readyz (404): ready.
+ */
+static int status_ready(const struct opts *o)
+{
+	char q[96];
+	const char *qp[] = {q};
+	Sysobs__V1__Readiness *r;
+	struct body b;
+	long code;
+
+	snprintf(q, sizeof(q), "stuck_after=%s", o->stuck_after ? o->stuck_after : "");
+	code = http_call(o, "/readyz", qp, o->stuck_after ? 1 : 0, false, NULL, 0, &b);
+	if (code < 0 || code == 404) {
+		free(b.data);
+		return code < 0;
+	}
+	if (code != 200 && code != 503) {
+		report_error(code, &b, false);
+		free(b.data);
+		return 1;
+	}
+	r = sysobs__v1__readiness__unpack(NULL, b.len, (const uint8_t *)b.data);
+	free(b.data);
+	if (!r) {
+		err_line("cannot decode the agent's answer as Sysobs__V1__Readiness");
+		return 1;
+	}
+	for (size_t i = 0; i < r->n_reasons; i++) {
+		if (o->output == OUT_TABLE)
+			printf("%snot ready: %s\n", i ? "" : "\n", r->reasons[i]);
+		else
+			err_line("not ready: %s", r->reasons[i]);
+	}
+	code = r->n_reasons ? 3 : 0;
+	sysobs__v1__readiness__free_unpacked(r, NULL);
+	return (int)code;
+}
+
 static int cmd_status(struct opts *o, int argc, char **argv)
 {
 	struct body b;
@@ -382,9 +431,9 @@ static int cmd_status(struct opts *o, int argc, char **argv)
 		free(b.data);
 	}
 	rc = show(o, "/api/v1/collectors", NULL, 0, NULL, false);
-	if (rc || o->output != OUT_TABLE)
-		return rc;
-	return status_exports(o);
+	if (!rc && o->output == OUT_TABLE)
+		rc = status_exports(o);
+	return rc ? rc : status_ready(o);
 }
 
 /* "CPU" or "PKG:CORE" -> the request; test=... params choose the tests. */
@@ -600,7 +649,8 @@ enum {
 	OPT_INSECURE,
 	OPT_USER,
 	OPT_PWFILE,
-	OPT_TIMEOUT
+	OPT_TIMEOUT,
+	OPT_STUCK
 };
 
 int main(int argc, char **argv)
@@ -620,6 +670,7 @@ int main(int argc, char **argv)
 	    {"basic-auth-user", required_argument, NULL, OPT_USER},
 	    {"basic-auth-password-file", required_argument, NULL, OPT_PWFILE},
 	    {"timeout", required_argument, NULL, OPT_TIMEOUT},
+	    {"stuck-after", required_argument, NULL, OPT_STUCK},
 	    {"help", no_argument, NULL, 'h'},
 	    {"version", no_argument, NULL, 'V'},
 	    {0},
@@ -682,6 +733,9 @@ int main(int argc, char **argv)
 			break;
 		case OPT_PWFILE:
 			o.password_file = optarg;
+			break;
+		case OPT_STUCK:
+			o.stuck_after = optarg;
 			break;
 		case OPT_TIMEOUT:
 			o.timeout_s = (unsigned)strtoul(optarg, &end, 10);

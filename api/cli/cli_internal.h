@@ -31,6 +31,7 @@ struct opts {
 	const char *ca_file, *cert_file, *key_file, *user, *password_file;
 	bool insecure;
 	unsigned timeout_s;
+	const char *stuck_after;	/* status: /readyz?stuck_after=, or NULL */
 	const char *accept;		/* an Accept header of its own (drops pcap), or NULL */
 	const char *params[MAX_PARAMS]; /* "key=value", URL-escaped when sent */
 	size_t n_params;

@@ -244,6 +244,17 @@ static void frag_expiries_find(struct collector *c, struct drops_state *st)
 	}
 }
 
+static const char *drops_prog_name(enum drops_prog prog)
+{
+	return prog == DROPS_PROG_TP_BTF ? "tp_btf" : "raw_tp";
+}
+
+static struct bpf_program *drops_kfree_skb_prog(const struct drops_state *st)
+{
+	return st->prog == DROPS_PROG_TP_BTF ? st->skel->progs.drops_tp_btf
+					     : st->skel->progs.drops_raw_tp;
+}
+
 /* Opens and loads the BPF object with one of its two programs (and, with
  * sockctx, the fentry/fexit pair on udp_destruct_common()). */
 static int drops_load_once(struct drops_state *st, bool tp_btf, bool sockctx, bool walks)
@@ -314,7 +325,7 @@ static int drops_load_once(struct drops_state *st, bool tp_btf, bool sockctx, bo
 	if (err)
 		goto err_destroy;
 	st->skel = skel;
-	st->attach_kind = tp_btf ? "tp_btf" : "raw_tp";
+	st->prog = tp_btf ? DROPS_PROG_TP_BTF : DROPS_PROG_RAW_TP;
 	return 0;
 
 err_destroy:
@@ -396,20 +407,13 @@ static void drops_walks_close(struct drops_state *st)
 	st->netstat = NULL;
 }
 
-static int drops_init(struct collector *c)
+/* What the kernel's BTF tells: the tracepoint's arguments, the drop
+ * reasons, the kfuncs and fentry targets, the MIB indexes. The parsed BTF
+ * (~6 MiB) is gone before libbpf parses its own copy for CO-RE. */
+static int drops_init_btf(struct collector *c, struct drops_state *st)
 {
-	const struct drops_cfg *cfg = c->cfg;
-	struct drops_state *st;
+	const struct drops_cfg *cfg = st->cfg;
 	int err;
-
-	/* ring_bytes: drops_check_config() ran before */
-	st = calloc(1, sizeof(*st));
-	if (!st)
-		return -ENOMEM;
-	c->priv = st;
-	st->cfg = cfg;
-	st->ksyms_fd = -1;
-	c->interval_ms = cfg->interval;
 
 	err = bpf_util_btf_load(&st->btf, cfg->btf_path, NULL);
 	if (err == -ENOENT)
@@ -452,20 +456,19 @@ static int drops_init(struct collector *c)
 			  strerror(-err));
 	if (drops_netstat_indices(st->btf.vmlinux, st->mib_idx))
 		st->mib_idx[0] = UINT32_MAX; /* drops_netstat_open() says so */
-	/* Names are copied out. The parsed BTF is ~6 MiB: gone before libbpf
-	 * parses its own copy for CO-RE, and not part of the idle agent. */
+	/* Names are copied out: not part of the idle agent. */
 	bpf_util_btf_free(&st->btf);
 
-	st->ncpus = libbpf_num_possible_cpus();
-	if (st->ncpus < 1)
-		return collector_unavailable(c, -ENODEV, "cannot count possible CPUs");
-	st->percpu = calloc(st->ncpus, sizeof(*st->percpu));
-	st->counts = drops_counts_new(st->ncpus);
-	if (!st->percpu || !st->counts)
-		return -ENOMEM;
+	return 0;
+}
 
-	/* Before the load: the program needs skb_release_data()'s text to tell
-	 * frag_list members from drops (bpf/drops.bpf.c, frag_free_lo). */
+/* Kernel text the program needs before the load (skb_release_data()
+ * tells frag_list members from drops: bpf/drops.bpf.c, frag_free_lo). */
+static void drops_init_ksyms(struct collector *c, struct drops_state *st)
+{
+	const struct drops_cfg *cfg = st->cfg;
+	int err;
+
 	st->ksyms_fd = open(cfg->kallsyms, O_RDONLY | O_CLOEXEC);
 	st->ksyms = st->ksyms_fd >= 0 ? drops_ksyms_read_fd(st->ksyms_fd) : NULL;
 	if (!st->ksyms || !drops_ksyms_count(st->ksyms))
@@ -487,6 +490,14 @@ static int drops_init(struct collector *c)
 	 * (~12 MiB), start-up's peak: read again after the load (~40 ms). */
 	drops_ksyms_free(st->ksyms);
 	st->ksyms = NULL;
+}
+
+/* One load (tp_btf, or raw_tp when it is refused and attach = auto), its
+ * failure told as the missing feature or permission it is. */
+static int drops_init_load(struct collector *c, struct drops_state *st)
+{
+	const struct drops_cfg *cfg = st->cfg;
+	int err;
 
 	bpf_util_load_begin(c->ops->name);
 	err = drops_load(c, st, cfg->attach != DROPS_ATTACH_RAW_TP);
@@ -515,8 +526,42 @@ static int drops_init(struct collector *c)
 		return collector_unavailable(c, err == -EINVAL ? -EOPNOTSUPP : err,
 					     "cannot load the BPF program: %s; libbpf: %s",
 					     strerror(-err), bpf_util_load_cause(err));
+	return 0;
+}
+
+static int drops_init(struct collector *c)
+{
+	const struct drops_cfg *cfg = c->cfg;
+	struct drops_state *st;
+	int err;
+
+	/* ring_bytes: drops_check_config() ran before */
+	st = calloc(1, sizeof(*st));
+	if (!st)
+		return -ENOMEM;
+	c->priv = st;
+	st->cfg = cfg;
+	st->ksyms_fd = -1;
+	c->interval_ms = cfg->interval;
+
+	err = drops_init_btf(c, st);
+	if (err)
+		return err;
+	st->ncpus = libbpf_num_possible_cpus();
+	if (st->ncpus < 1)
+		return collector_unavailable(c, -ENODEV, "cannot count possible CPUs");
+	st->percpu = calloc(st->ncpus, sizeof(*st->percpu));
+	st->counts = drops_counts_new(st->ncpus);
+	if (!st->percpu || !st->counts)
+		return -ENOMEM;
+
+	drops_init_ksyms(c, st);
+	err = drops_init_load(c, st);
+	if (err)
+		return err;
 	clog_info(c, "%zu drop reasons from %s; kfree_skb has %d arguments; program %s",
-		  drops_reasons_count(st->reasons), cfg->btf_path, st->nargs, st->attach_kind);
+		  drops_reasons_count(st->reasons), cfg->btf_path, st->nargs,
+		  drops_prog_name(st->prog));
 	/* Run unprivileged later (test_run): loaded with the capabilities. */
 	drops_walks_open(c, st);
 	if (st->ksyms_fd >= 0)
@@ -637,6 +682,57 @@ static void drops_watch_start(struct collector *c, struct drops_state *st)
 	c->fd = drops_watch_fd(st->watch);
 }
 
+/* The kfree_skb program; with attach = auto, a tp_btf program that loaded
+ * but does not attach gets the raw_tp one, as one that does not load does
+ * (drops_init). 0, or -errno with c->why said. */
+static int drops_attach_main(struct collector *c, struct drops_state *st)
+{
+	int err;
+
+	st->link = bpf_program__attach(drops_kfree_skb_prog(st));
+	if (!st->link && st->prog == DROPS_PROG_TP_BTF && st->cfg->attach == DROPS_ATTACH_AUTO) {
+		clog_warn(c, "tp_btf/kfree_skb did not attach (%s); trying raw_tp",
+			  strerror(errno));
+		drops_walks_close(st);
+		drops_bpf__destroy(st->skel);
+		st->skel = NULL;
+		bpf_util_load_retry();
+		err = drops_load(c, st, false);
+		if (err) {
+			snprintf(c->why, sizeof(c->why), "load raw_tp after tp_btf: %s; libbpf: %s",
+				 strerror(-err), bpf_util_load_cause(err));
+			return err;
+		}
+		drops_walks_open(c, st);
+		st->link = bpf_program__attach(st->skel->progs.drops_raw_tp);
+	}
+	if (!st->link) {
+		err = -errno;
+		snprintf(c->why, sizeof(c->why), "attach %s/kfree_skb: %s; libbpf: %s",
+			 drops_prog_name(st->prog), strerror(-err), bpf_util_load_cause(err));
+		return err;
+	}
+	return 0;
+}
+
+/* A pair of programs that bracket a kernel function or work item: the exit
+ * before the entry (and the reverse at stop), so an entry is never without
+ * its exit; both or neither. Optional: a failure is said, not returned. */
+static void drops_attach_pair(struct collector *c, struct bpf_program *exit,
+			      struct bpf_program *entry, struct bpf_link *links[2],
+			      const char *what, const char *without)
+{
+	links[1] = bpf_program__attach(exit);
+	if (links[1])
+		links[0] = bpf_program__attach(entry);
+	if (links[0] && links[1])
+		return;
+	clog_warn(c, "%s did not attach (%s): %s", what, strerror(errno), without);
+	bpf_link__destroy(links[0]);
+	bpf_link__destroy(links[1]);
+	links[0] = links[1] = NULL;
+}
+
 static int drops_start(struct collector *c)
 {
 	struct drops_state *st = c->priv;
@@ -670,90 +766,29 @@ static int drops_start(struct collector *c)
 			  strerror(errno));
 	st->mono_to_wall_ns = clock_wall_ns() - clock_mono_ns();
 	bpf_util_load_begin(c->ops->name);
-	st->link =
-	    bpf_program__attach(!strcmp(st->attach_kind, "tp_btf") ? st->skel->progs.drops_tp_btf
-								   : st->skel->progs.drops_raw_tp);
-	/* attach = auto: a tp_btf program that loaded but does not attach gets
-	 * the raw_tp one, as one that does not load does (drops_init). */
-	if (!st->link && !strcmp(st->attach_kind, "tp_btf") && cfg->attach == DROPS_ATTACH_AUTO) {
-		clog_warn(c, "tp_btf/kfree_skb did not attach (%s); trying raw_tp",
-			  strerror(errno));
-		drops_walks_close(st);
-		drops_bpf__destroy(st->skel);
-		st->skel = NULL;
-		bpf_util_load_retry();
-		err = drops_load(c, st, false);
-		if (!err)
-			drops_walks_open(c, st);
-		if (err) {
-			snprintf(c->why, sizeof(c->why), "load raw_tp after tp_btf: %s; libbpf: %s",
-				 strerror(-err), bpf_util_load_cause(err));
-			goto out_load_end;
-		}
-		st->link = bpf_program__attach(st->skel->progs.drops_raw_tp);
-	}
-	if (!st->link) {
-		err = -errno;
-		snprintf(c->why, sizeof(c->why), "attach %s/kfree_skb: %s; libbpf: %s",
-			 st->attach_kind, strerror(-err), bpf_util_load_cause(err));
+	err = drops_attach_main(c, st);
+	if (err)
 		goto out_load_end;
-	}
 	/* The namespace of unread datagrams freed at close (bpf/drops.bpf.c,
 	 * struct drops_sockctx): without it they count in netns 0. */
-	if (st->sockctx) {
-		/* exit before entry (and the reverse at stop): an entry is
-		 * never without its exit */
-		st->sock_links[1] = bpf_program__attach(st->skel->progs.drops_udp_destruct_exit);
-		if (st->sock_links[1])
-			st->sock_links[0] =
-			    bpf_program__attach(st->skel->progs.drops_udp_destruct_enter);
-		if (!st->sock_links[0] || !st->sock_links[1]) {
-			/* never one without the other */
-			err = -errno;
-			bpf_link__destroy(st->sock_links[0]);
-			bpf_link__destroy(st->sock_links[1]);
-			st->sock_links[0] = st->sock_links[1] = NULL;
-			errno = -err;
-			err = 0;
-			clog_warn(c,
-				  "fentry/fexit udp_destruct_common did not attach (%s): datagrams "
-				  "a closed UDP socket never read count in netns 0",
-				  strerror(errno));
-		}
-	}
+	if (st->sockctx)
+		drops_attach_pair(c, st->skel->progs.drops_udp_destruct_exit,
+				  st->skel->progs.drops_udp_destruct_enter, st->sock_links,
+				  "fentry/fexit udp_destruct_common",
+				  "datagrams a closed UDP socket never read count in netns 0");
 	/* The namespace of fragment queues that time out (bpf/drops.bpf.c,
-	 * fragctx): exit before entry, never an entry without its exit. */
-	if (st->frag_timers) {
-		st->timer_links[1] = bpf_program__attach(st->skel->progs.drops_timer_exit);
-		if (st->timer_links[1])
-			st->timer_links[0] = bpf_program__attach(st->skel->progs.drops_timer_entry);
-		if (!st->timer_links[0] || !st->timer_links[1]) {
-			clog_warn(c,
-				  "timer:timer_expire_entry/exit did not attach (%s): fragment "
-				  "reassembly timeouts count in netns 0",
-				  strerror(errno));
-			bpf_link__destroy(st->timer_links[0]);
-			bpf_link__destroy(st->timer_links[1]);
-			st->timer_links[0] = st->timer_links[1] = NULL;
-		}
-	}
-	/* The namespace of fragments a namespace's exit purges (netexit):
-	 * end before start, never a start without its end. */
-	if (st->net_cleanup_fn) {
-		st->work_links[1] = bpf_program__attach(st->skel->progs.drops_work_end);
-		if (st->work_links[1])
-			st->work_links[0] = bpf_program__attach(st->skel->progs.drops_work_start);
-		if (!st->work_links[0] || !st->work_links[1]) {
-			clog_warn(
-			    c,
-			    "workqueue:workqueue_execute_start/end did not attach (%s): "
-			    "fragments pending when their namespace is deleted count in netns 0",
-			    strerror(errno));
-			bpf_link__destroy(st->work_links[0]);
-			bpf_link__destroy(st->work_links[1]);
-			st->work_links[0] = st->work_links[1] = NULL;
-		}
-	}
+	 * fragctx). */
+	if (st->frag_timers)
+		drops_attach_pair(c, st->skel->progs.drops_timer_exit,
+				  st->skel->progs.drops_timer_entry, st->timer_links,
+				  "timer:timer_expire_entry/exit",
+				  "fragment reassembly timeouts count in netns 0");
+	/* The namespace of fragments a namespace's exit purges (netexit). */
+	if (st->net_cleanup_fn)
+		drops_attach_pair(
+		    c, st->skel->progs.drops_work_end, st->skel->progs.drops_work_start,
+		    st->work_links, "workqueue:workqueue_execute_start/end",
+		    "fragments pending when their namespace is deleted count in netns 0");
 	/* after the attach: a raw_tp fallback has maps of its own */
 	st->rb = ring_buffer__new(bpf_map__fd(st->skel->maps.samples), drops_on_sample, c, NULL);
 	if (!st->rb) {
@@ -803,8 +838,7 @@ static void drops_publish_recursion(struct collector *c, struct drops_state *st)
 
 	if (!st->skel)
 		return;
-	prog = strcmp(st->attach_kind, "tp_btf") ? st->skel->progs.drops_raw_tp
-						 : st->skel->progs.drops_tp_btf;
+	prog = drops_kfree_skb_prog(st);
 	if (bpf_obj_get_info_by_fd(bpf_program__fd(prog), &info, &len))
 		return;
 	sink_set(c->sink, st->recursion, (double)info.recursion_misses);

@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "collectors/drops/drops_capture.h"
+#include "collectors/sink.h"
 #include "storage/table.h"
 
 /* [collector.drops], parsed by the agent from drops_cfg_keys. */
@@ -63,9 +64,7 @@ struct drops_row {
 	uint32_t orig_len;
 	/* Kubernetes names from the agent's cache (sink_pod()), "" unknown:
 	 * by the container id, else the pod sandbox's netns */
-	char pod[254];
-	char pod_namespace[64];
-	char pod_uid[40];
+	SINK_POD_ROW_FIELDS;
 	char container_name[64];
 };
 

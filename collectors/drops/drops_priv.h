@@ -29,6 +29,12 @@ struct netns_live;
 struct sink_family;
 struct sink_series;
 
+/* The two programs on skb:kfree_skb: one is loaded (drops_prog_name()). */
+enum drops_prog {
+	DROPS_PROG_TP_BTF,
+	DROPS_PROG_RAW_TP,
+};
+
 struct drops_state {
 	const struct drops_cfg *cfg;
 	struct drops_bpf *skel;
@@ -42,7 +48,7 @@ struct drops_state {
 	struct drops_counts *counts;   /* drops_counts.c */
 	struct drops_netstat *netstat; /* drops_netstat.c, NULL: unavailable */
 	uint32_t mib_idx[NETSTAT_N];   /* its LINUX_MIB_* values from BTF */
-	const char *attach_kind;       /* "tp_btf" or "raw_tp" */
+	enum drops_prog prog;	       /* the kfree_skb program loaded */
 
 	int nargs;			     /* kfree_skb tracepoint arguments */
 	uint64_t frag_free_lo, frag_free_hi; /* skb_release_data() text, 0 unknown */

@@ -167,10 +167,7 @@ static const struct event_column drops_cols[] = {
     DROPS_COL(capture, COL_BLOB, COL_NULL_EMPTY),
     DROPS_COL(orig_len, COL_UINT, COL_NULL_ZERO),
     /* ?pod=&pod_namespace=: Kubernetes names, as the runtime had them */
-    DROPS_COL(pod, COL_TEXT, COL_NULL_EMPTY, .filter = COL_FILTER_EQ, .otel = "k8s.pod.name"),
-    DROPS_COL(pod_namespace, COL_TEXT, COL_NULL_EMPTY, .filter = COL_FILTER_EQ,
-	      .otel = "k8s.namespace.name"),
-    DROPS_COL(pod_uid, COL_TEXT, COL_NULL_EMPTY, .filter = COL_FILTER_EQ, .otel = "k8s.pod.uid"),
+    COL_POD(struct drops_row),
     DROPS_COL(container_name, COL_TEXT, COL_NULL_EMPTY, .otel = "k8s.container.name"),
     {0},
 };
@@ -241,9 +238,7 @@ static void drops_row_pod(struct sink *k, struct drops_row *r)
 
 	if (sink_pod(k, r->container, r->cgroup, r->netns, &p))
 		return;
-	snprintf(r->pod, sizeof(r->pod), "%s", p.pod);
-	snprintf(r->pod_namespace, sizeof(r->pod_namespace), "%s", p.pod_namespace);
-	snprintf(r->pod_uid, sizeof(r->pod_uid), "%s", p.pod_uid);
+	SINK_POD_ROW_SET(r, &p);
 	snprintf(r->container_name, sizeof(r->container_name), "%s", p.container);
 }
 

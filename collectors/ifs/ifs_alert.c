@@ -94,17 +94,51 @@ err:
 	return NULL;
 }
 
-static size_t discard_body(char *ptr, size_t size, size_t nmemb, void *arg)
+/* The start of the reply body, for ifs_alert_reply(). */
+struct reply_buf {
+	char p[IFS_ALERT_REPLY_MAX];
+	size_t len;
+};
+
+static size_t keep_body(char *ptr, size_t size, size_t nmemb, void *arg)
 {
+	struct reply_buf *r = arg;
+	size_t n = size * nmemb, room = sizeof(r->p) - r->len;
+
+	memcpy(r->p + r->len, ptr, n < room ? n : room);
+	r->len += n < room ? n : room;
 	return size * nmemb;
+}
+
+int ifs_alert_reply(long status, const char *body, size_t len, char *msg, size_t msglen)
+{
+	json_t *j = NULL, *m;
+
+	if (!msglen)
+		return status >= 200 && status <= 299 ? 0 : -EIO;
+	msg[0] = '\0';
+	if (status >= 200 && status <= 299)
+		return 0;
+	if (body && len)
+		j = json_loadb(body, len, JSON_DECODE_ANY, NULL);
+	m = json_is_object(j) ? json_object_get(j, "message") : j;
+	if (json_is_string(m) && json_string_length(m))
+		log_printable(msg, msglen, json_string_value(m), json_string_length(m), false);
+	else if (body && len)
+		log_printable(msg, msglen, body, len, true);
+	if (!msg[0])
+		snprintf(msg, msglen, "HTTP %ld", status);
+	json_decref(j);
+	return -EIO;
 }
 
 /* One POST of a JSON array; 0 on a 2xx answer. */
 static int post_alerts(struct ifs_alerter *a, CURL *curl, const char *body)
 {
 	const struct lazylib_curl *cu = a->cu;
-	char url[1024], err[CURL_ERROR_SIZE] = "";
+	char url[1024], err[CURL_ERROR_SIZE] = "", why[160];
 	struct curl_slist *hdr = NULL;
+	struct reply_buf reply = {.len = 0};
 	long status = 0;
 	CURLcode rc;
 	size_t ul = strlen(a->url);
@@ -119,16 +153,22 @@ static int post_alerts(struct ifs_alerter *a, CURL *curl, const char *body)
 	cu->easy_setopt(curl, CURLOPT_TIMEOUT, POST_TIMEOUT_S);
 	cu->easy_setopt(curl, CURLOPT_CONNECTTIMEOUT, 5L);
 	cu->easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
-	cu->easy_setopt(curl, CURLOPT_WRITEFUNCTION, discard_body);
+	cu->easy_setopt(curl, CURLOPT_WRITEFUNCTION, keep_body);
+	cu->easy_setopt(curl, CURLOPT_WRITEDATA, &reply);
 	cu->easy_setopt(curl, CURLOPT_ERRORBUFFER, err);
 	rc = cu->easy_perform(curl);
 	if (rc == CURLE_OK)
 		cu->easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &status);
 	cu->slist_free_all(hdr);
-	if (rc != CURLE_OK || status < 200 || status > 299) {
-		log_ratelimited(
-		    &a->rl, 60000, LOG_LVL_WARN, "ifs", "alertmanager push to %s failed: %s", url,
-		    rc != CURLE_OK ? (err[0] ? err : cu->easy_strerror(rc)) : "HTTP error");
+	if (rc != CURLE_OK) {
+		log_ratelimited(&a->rl, 60000, LOG_LVL_WARN, "ifs",
+				"alertmanager push to %s failed: %s", url,
+				err[0] ? err : cu->easy_strerror(rc));
+		return -EIO;
+	}
+	if (ifs_alert_reply(status, reply.p, reply.len, why, sizeof(why))) {
+		log_ratelimited(&a->rl, 60000, LOG_LVL_WARN, "ifs",
+				"alertmanager push to %s failed: HTTP %ld: %s", url, status, why);
 		return -EIO;
 	}
 	return 0;

@@ -45,4 +45,18 @@ void ifs_alert_format_time(int64_t ns, char *buf, size_t len);
 /* Parses "k=v,k2=v2" into a JSON object; NULL on a syntax error. Pure. */
 json_t *ifs_alert_parse_labels(const char *s);
 
+/* The part of Alertmanager's reply body the push keeps (for the log). */
+#define IFS_ALERT_REPLY_MAX 512
+
+/*
+ * Alertmanager's reply to a push: 0 for a 2xx status, -EIO for any other
+ * (0: no answer). body[0..len) is what it said (any bytes, len may be 0):
+ * 0.25 answers a bad alert with 400 and a JSON string, a malformed request
+ * with 422 and {"code":..,"message":..}, a proxy with text or HTML. msg
+ * gets the reason to log: that string or message, else the body's first
+ * line, else "HTTP <status>"; printable ASCII only (other bytes as '?'),
+ * truncated to msglen, NUL-terminated. Pure.
+ */
+int ifs_alert_reply(long status, const char *body, size_t len, char *msg, size_t msglen);
+
 #endif

@@ -259,6 +259,29 @@ static void unknown_core_row(int64_t id, int64_t ts_ns, const void *r, void *arg
 	u->n++;
 }
 
+/* The queries of ifs_last_restore(): the newest row of each (test, core),
+ * among results that say something of a core. */
+static const char *const ifs_restore_group[] = {"test", "package", "core", NULL};
+static const struct row_value ifs_results_any[] = {ROW_TEXT("pass"), ROW_TEXT("fail"),
+						   ROW_TEXT("untested")};
+static const struct row_value ifs_results_tested[] = {ROW_TEXT("pass"), ROW_TEXT("fail")};
+static const struct row_cond ifs_placed_rows[] = {
+    ROW_COND_NOT_NULL("core"),
+    ROW_COND_NOT_NULL("cpu"),
+    ROW_COND_IN("status", ifs_results_any),
+    {0},
+};
+static const struct row_cond ifs_last_rows[] = {
+    ROW_COND_NOT_NULL("core"),
+    ROW_COND_IN("status", ifs_results_any),
+    {0},
+};
+static const struct row_cond ifs_tested_rows[] = {
+    ROW_COND_NOT_NULL("core"),
+    ROW_COND_IN("status", ifs_results_tested),
+    {0},
+};
+
 /*
  * After a restart, each core's last result comes back from the history, so
  * a failed core stays failed (metric and alert) until a scan passes, instead
@@ -274,19 +297,15 @@ void ifs_last_restore(struct ifs_priv *p)
 	/* A core whose threads are all offline since before the start is not
 	 * in sysfs: without debugfs, its last result is what places it (a
 	 * failed core taken offline must stay failed). */
-	err = sink_latest(p->c->sink, &ifs_scans_table, "test, package, core",
-			  "core IS NOT NULL AND cpu IS NOT NULL AND "
-			  "status IN ('pass', 'fail', 'untested')",
+	err = sink_latest(p->c->sink, &ifs_scans_table, ifs_restore_group, ifs_placed_rows,
 			  unknown_core_row, &u);
 	if (!err && u.n)
 		err = ifs_topology_adopt(p, u.cpu, u.package, u.core_id, u.n);
 	if (!err)
-		err = sink_latest(p->c->sink, &ifs_scans_table, "test, package, core",
-				  "core IS NOT NULL AND status IN ('pass', 'fail', 'untested')",
+		err = sink_latest(p->c->sink, &ifs_scans_table, ifs_restore_group, ifs_last_rows,
 				  last_restore_row, &rs);
 	if (!err)
-		err = sink_latest(p->c->sink, &ifs_scans_table, "test, package, core",
-				  "core IS NOT NULL AND status IN ('pass', 'fail')",
+		err = sink_latest(p->c->sink, &ifs_scans_table, ifs_restore_group, ifs_tested_rows,
 				  tested_restore_row, &rs);
 	if (err && err != -EBUSY) /* -EBUSY: no reader free, start without */
 		clog_warn(p->c, "cannot read the last results: %s", strerror(-err));

@@ -189,20 +189,185 @@ static int core_of_cpu(const struct ifs_priv *p, long long cpu)
  * test that cannot run here, 503 when too many are pending). The results
  * come in GET /api/v1/ifs/scans?scan_id=N, the history route of ifs_scans.
  */
+/* The cores a scan request names, as indexes into p->topo.cores (sel) with
+ * the CPU asked for or -1 (sel_cpu); 0, or -1 with the answer in rep. */
+struct scan_selection {
+	size_t n;
+	int core[IFS_MAX_CPUS];
+	int cpu[IFS_MAX_CPUS];
+};
+
+static void scan_select_add(struct scan_selection *s, int core, int cpu)
+{
+	if (s->n < IFS_MAX_CPUS) {
+		s->cpu[s->n] = cpu;
+		s->core[s->n++] = core;
+	}
+}
+
+static int scan_target_core(const struct ifs_priv *p, const struct ifs_scan_request *rq,
+			    const struct ifs_scan_target *tg, struct scan_selection *s)
+{
+	int found = -1;
+
+	if (rq->by_cpu)
+		return core_of_cpu(p, tg->id);
+	for (size_t k = 0; k < p->topo.n_cores; k++) {
+		if (p->topo.cores[k].core_id != tg->id)
+			continue;
+		if (tg->package >= 0) {
+			if (p->topo.cores[k].package == tg->package)
+				found = (int)k;
+			continue;
+		}
+		/* A core id alone: every package's core of that id. */
+		if (found >= 0)
+			scan_select_add(s, found, -1);
+		found = (int)k;
+	}
+	return found;
+}
+
+static int scan_select(const struct ifs_priv *p, const struct ifs_scan_request *rq,
+		       struct scan_selection *s, struct route_reply *rep)
+{
+	for (size_t i = 0; i < rq->n; i++) {
+		const struct ifs_scan_target *tg = &rq->targets[i];
+		int found = scan_target_core(p, rq, tg, s);
+
+		if (found < 0 && rq->by_cpu && tg->id < IFS_MAX_CPUS &&
+		    ifs_cpu_isset(p->topo.offline, (unsigned)tg->id)) {
+			/* What sysfs says of an offline CPU sysobs never saw
+			 * online: it exists, its core is unknown. */
+			route_error(rep, 409, "conflict",
+				    "cpus[%zu]: CPU %d is offline and its core unknown (the kernel "
+				    "removes the topology of an offline CPU)",
+				    i, tg->id);
+			return -1;
+		}
+		if (found < 0) {
+			route_error(rep, 400, "bad_request", "%s[%zu]: no such %s%s",
+				    rq->by_cpu ? "cpus" : "cores", i, rq->by_cpu ? "CPU" : "core",
+				    rq->by_cpu ? ""
+					       : " (a core whose CPUs are all offline is unknown "
+						 "until one is back online)");
+			return -1;
+		}
+		scan_select_add(s, found, rq->by_cpu ? tg->id : -1);
+	}
+	return 0;
+}
+
+/* Every core scannable, or -1 with the answer: all or nothing. */
+static int scan_check_cores(struct ifs_priv *p, const struct scan_selection *s,
+			    struct route_reply *rep)
+{
+	for (size_t i = 0; i < s->n; i++) {
+		const struct ifs_core_info *ci = &p->topo.cores[s->core[i]];
+		enum ifs_skip why = ifs_sched_core_skip(&p->sched, s->core[i]);
+
+		if (why == IFS_SKIP_NONE)
+			continue;
+		route_error(rep, 409, "conflict", "package %d core %d cannot be scanned: %s",
+			    ci->package, ci->core_id,
+			    why == IFS_SKIP_DENIED ? "excluded by allow_cpus/deny_cpus"
+			    : why == IFS_SKIP_OFFLINE
+				? "all of its CPUs are offline"
+				: "one of its CPUs is offline (the driver "
+				  "tests a core with all of its siblings online)");
+		return -1;
+	}
+	/* Requests wait for one core at a time: bound the backlog. */
+	if (p->n_reqs + ifs_sched_pending(&p->sched) + s->n * IFS_TEST_MAX > IFS_MAX_PENDING) {
+		route_error(rep, 503, "busy",
+			    "more than %d scans already pending; retry when they ran",
+			    IFS_MAX_PENDING);
+		return -1;
+	}
+	return 0;
+}
+
+/* Queue one core's requests (every test of test_mask) and describe them in
+ * out; nothing here may fail: the memory was taken before. */
+static void scan_queue_core(struct ifs_priv *p, const struct scan_selection *s, size_t i,
+			    unsigned test_mask, Sysobs__V1__IfsScanReply *out,
+			    Sysobs__V1__IfsQueuedScan *qs)
+{
+	const struct ifs_core_info *ci = &p->topo.cores[s->core[i]];
+	int cpu = ifs_sched_core_cpu(&p->sched, s->core[i]);
+
+	/* The thread asked for runs the test if it is online. */
+	for (unsigned k = 0; k < ci->n_cpus; k++)
+		if (ci->cpus[k] == s->cpu[i] && ci->online[k])
+			cpu = s->cpu[i];
+	for (int t = 0; t < IFS_TEST_MAX; t++) {
+		Sysobs__V1__IfsQueuedScan *q = &qs[out->n_scans];
+		struct ifs_api_req *r;
+
+		if (!(test_mask & (1u << t)))
+			continue;
+		r = &p->reqs[p->n_reqs++];
+		r->package = ci->package;
+		r->core_id = ci->core_id;
+		r->test = t;
+		r->scan_id = ++p->next_scan_id;
+		r->cpu = s->cpu[i];
+		sysobs__v1__ifs_queued_scan__init(q);
+		q->scan_id = (int64_t)r->scan_id;
+		/* Static: nothing may fail once requests are queued. */
+		q->test = (char *)ifs_test_name(t);
+		q->package = (uint32_t)ci->package;
+		q->core = (uint32_t)ci->core_id;
+		q->cpu = cpu;
+		out->scans[out->n_scans++] = q;
+	}
+}
+
+/* The whole answer and the request slots before the first request is
+ * queued, then every selected core once; NULL with the answer on failure. */
+static Sysobs__V1__IfsScanReply *scan_queue(struct ifs_priv *p, struct arena *ar,
+					    const struct scan_selection *s, unsigned test_mask,
+					    struct route_reply *rep)
+{
+	size_t most = s->n * IFS_TEST_MAX;
+	Sysobs__V1__IfsScanReply *out;
+	Sysobs__V1__IfsQueuedScan *qs;
+	struct ifs_api_req *nr;
+
+	out = PBMSG_NEW(ar, Sysobs__V1__IfsScanReply, sysobs__v1__ifs_scan_reply__descriptor);
+	qs = arena_alloc(ar, most * sizeof(*qs));
+	if (out) {
+		out->scans = arena_alloc(ar, most * sizeof(*out->scans));
+		out->poll = arena_strdup(ar, "/api/v1/ifs/scans?scan_id=<scan_id>");
+	}
+	nr = realloc(p->reqs, (p->n_reqs + most) * sizeof(*nr));
+	if (nr)
+		p->reqs = nr;
+	if (!out || !qs || !out->scans || !out->poll || !nr) {
+		route_error(rep, 503, "busy", "out of memory");
+		return NULL;
+	}
+	for (size_t i = 0; i < s->n; i++) {
+		bool dup = false;
+
+		for (size_t k = 0; k < i; k++)
+			dup |= s->core[k] == s->core[i];
+		if (!dup)
+			scan_queue_core(p, s, i, test_mask, out, qs);
+	}
+	return out;
+}
+
 static void route_scans_post(struct collector *c, const struct route_request *req,
 			     struct route_reply *rep)
 {
 	const Sysobs__V1__IfsScanRequest *body = (const Sysobs__V1__IfsScanRequest *)req->body;
-	struct arena *ar = req->arena;
-	struct ifs_priv *p;
+	struct scan_selection sel = {0};
 	struct ifs_scan_request rq;
 	Sysobs__V1__IfsScanReply *out;
-	Sysobs__V1__IfsQueuedScan *qs;
+	struct ifs_priv *p;
 	char why[256];
-	size_t i, n_sel = 0;
-	int sel[IFS_MAX_CPUS], sel_cpu[IFS_MAX_CPUS];
 	unsigned test_mask;
-	struct ifs_api_req *nr;
 	uint64_t one = 1;
 
 	if (ifs_scan_request_parse(body, &rq, why, sizeof(why))) {
@@ -216,138 +381,20 @@ static void route_scans_post(struct collector *c, const struct route_request *re
 	if ((test_mask & p->tests) != test_mask) {
 		route_error(rep, 409, "conflict",
 			    "a requested test has no device or no image loaded here");
-		goto out_unlock;
+		pthread_mutex_unlock(&p->lock);
+		return;
 	}
-	for (i = 0; i < rq.n; i++) {
-		const struct ifs_scan_target *tg = &rq.targets[i];
-		int found = -1;
-
-		if (rq.by_cpu) {
-			found = core_of_cpu(p, tg->id);
-		} else if (tg->package < 0) {
-			/* A core id alone: every package's core of that id. */
-			for (size_t k = 0; k < p->topo.n_cores && n_sel < IFS_MAX_CPUS; k++) {
-				if (p->topo.cores[k].core_id != tg->id)
-					continue;
-				if (found >= 0) {
-					sel_cpu[n_sel] = -1;
-					sel[n_sel++] = found;
-				}
-				found = (int)k;
-			}
-		} else {
-			for (size_t k = 0; k < p->topo.n_cores; k++)
-				if (p->topo.cores[k].package == tg->package &&
-				    p->topo.cores[k].core_id == tg->id)
-					found = (int)k;
-		}
-		if (found < 0 && rq.by_cpu && tg->id < IFS_MAX_CPUS &&
-		    ifs_cpu_isset(p->topo.offline, (unsigned)tg->id)) {
-			/* What sysfs says of an offline CPU sysobs never saw
-			 * online: it exists, its core is unknown. */
-			route_error(rep, 409, "conflict",
-				    "cpus[%zu]: CPU %d is offline and its core unknown (the kernel "
-				    "removes the topology of an offline CPU)",
-				    i, tg->id);
-			goto out_unlock;
-		}
-		if (found < 0) {
-			route_error(rep, 400, "bad_request", "%s[%zu]: no such %s%s",
-				    rq.by_cpu ? "cpus" : "cores", i, rq.by_cpu ? "CPU" : "core",
-				    rq.by_cpu ? ""
-					      : " (a core whose CPUs are all offline is unknown "
-						"until one is back online)");
-			goto out_unlock;
-		}
-		if (n_sel < IFS_MAX_CPUS) {
-			sel_cpu[n_sel] = rq.by_cpu ? tg->id : -1;
-			sel[n_sel++] = found;
-		}
-	}
-	/* Check every core before queueing anything: all or nothing. */
-	for (i = 0; i < n_sel; i++) {
-		const struct ifs_core_info *ci = &p->topo.cores[sel[i]];
-
-		enum ifs_skip why = ifs_sched_core_skip(&p->sched, sel[i]);
-
-		if (why != IFS_SKIP_NONE) {
-			route_error(rep, 409, "conflict",
-				    "package %d core %d cannot be scanned: %s", ci->package,
-				    ci->core_id,
-				    why == IFS_SKIP_DENIED    ? "excluded by allow_cpus/deny_cpus"
-				    : why == IFS_SKIP_OFFLINE ? "all of its CPUs are offline"
-							      : "one of its CPUs is offline (the "
-								"driver tests a core with all "
-								"of its siblings online)");
-			goto out_unlock;
-		}
-	}
-	/* Requests wait for one core at a time: bound the backlog. */
-	if (p->n_reqs + ifs_sched_pending(&p->sched) + n_sel * IFS_TEST_MAX > IFS_MAX_PENDING) {
-		route_error(rep, 503, "busy",
-			    "more than %d scans already pending; retry when they ran",
-			    IFS_MAX_PENDING);
-		goto out_unlock;
-	}
-	/* The whole answer before the first request is queued. */
-	out = PBMSG_NEW(ar, Sysobs__V1__IfsScanReply, sysobs__v1__ifs_scan_reply__descriptor);
-	qs = arena_alloc(ar, n_sel * IFS_TEST_MAX * sizeof(*qs));
-	if (out) {
-		out->scans = arena_alloc(ar, n_sel * IFS_TEST_MAX * sizeof(*out->scans));
-		out->poll = arena_strdup(ar, "/api/v1/ifs/scans?scan_id=<scan_id>");
-	}
-	nr = realloc(p->reqs, (p->n_reqs + n_sel * IFS_TEST_MAX) * sizeof(*nr));
-	if (nr)
-		p->reqs = nr;
-	if (!out || !qs || !out->scans || !out->poll || !nr) {
-		route_error(rep, 503, "busy", "out of memory");
-		goto out_unlock;
-	}
-	for (i = 0; i < n_sel; i++) {
-		const struct ifs_core_info *ci = &p->topo.cores[sel[i]];
-		int cpu = ifs_sched_core_cpu(&p->sched, sel[i]);
-		bool dup = false;
-
-		for (size_t k = 0; k < i; k++)
-			dup |= sel[k] == sel[i];
-		if (dup)
-			continue;
-		/* The thread asked for runs the test if it is online. */
-		for (unsigned k = 0; k < ci->n_cpus; k++)
-			if (ci->cpus[k] == sel_cpu[i] && ci->online[k])
-				cpu = sel_cpu[i];
-		for (int t = 0; t < IFS_TEST_MAX; t++) {
-			Sysobs__V1__IfsQueuedScan *q = &qs[out->n_scans];
-			struct ifs_api_req *r;
-
-			if (!(test_mask & (1u << t)))
-				continue;
-			r = &p->reqs[p->n_reqs++];
-			r->package = ci->package;
-			r->core_id = ci->core_id;
-			r->test = t;
-			r->scan_id = ++p->next_scan_id;
-			r->cpu = sel_cpu[i];
-			sysobs__v1__ifs_queued_scan__init(q);
-			q->scan_id = (int64_t)r->scan_id;
-			/* Static: nothing may fail once requests are queued. */
-			q->test = (char *)ifs_test_name(t);
-			q->package = (uint32_t)ci->package;
-			q->core = (uint32_t)ci->core_id;
-			q->cpu = cpu;
-			out->scans[out->n_scans++] = q;
-		}
-	}
+	out = NULL;
+	if (!scan_select(p, &rq, &sel, rep) && !scan_check_cores(p, &sel, rep))
+		out = scan_queue(p, req->arena, &sel, test_mask, rep);
 	pthread_mutex_unlock(&p->lock);
+	if (!out)
+		return;
 	if (write(p->efd, &one, sizeof(one)) < 0) {
 		/* the next poll tick picks the requests up anyway */
 	}
 	rep->status = 202;
 	rep->msg = &out->base;
-	return;
-
-out_unlock:
-	pthread_mutex_unlock(&p->lock);
 }
 
 static const char *const ifs_core_show[] = {

@@ -56,10 +56,12 @@ static const struct event_column ifs_cols[] = {
     {0},
 };
 
-static const char *const ifs_indexes[] = {
-    "CREATE INDEX IF NOT EXISTS ifs_scans_core ON ifs_scans(core, id)",
-    "CREATE INDEX IF NOT EXISTS ifs_scans_scan_id ON ifs_scans(scan_id)",
-    NULL,
+static const char *const ifs_core_cols[] = {"core", "id", NULL};
+static const char *const ifs_scan_id_cols[] = {"scan_id", NULL};
+static const struct table_index ifs_indexes[] = {
+    {.name = "core", .columns = ifs_core_cols},
+    {.name = "scan_id", .columns = ifs_scan_id_cols},
+    {0},
 };
 
 /*

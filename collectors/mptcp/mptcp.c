@@ -46,6 +46,7 @@
 #include "collectors/mptcp/mptcp_diag.h"
 #include "collectors/mptcp/mptcp_mib.h"
 #include "collectors/mptcp/mptcp_nl.h"
+#include "collectors/mptcp/mptcp_pod.h"
 #include "collectors/mptcp/mptcp_priv.h"
 #include "collectors/mptcp/mptcp_recover.h"
 #include "collectors/mptcp/mptcp_state.h"
@@ -84,6 +85,7 @@ static const char *const mptcp_kind_l[] = {"kind", NULL};
 static const char *const mptcp_errno_l[] = {"errno", NULL};
 static const char *const mptcp_mib_l[] = {"netns", "counter", NULL};
 static const char *const mptcp_sf_l[] = {"netns", "loc_id", NULL};
+static const char *const mptcp_pod_l[] = {"netns", "pod", "pod_namespace", "pod_uid", NULL};
 /* Subflow smoothed RTT: 100 us (a LAN) .. 10 s (a bufferbloated path). */
 // clang-format off
 static const double mptcp_srtt_bounds[] = {
@@ -177,6 +179,11 @@ static const struct metric_desc mptcp_metrics[] = {
 			    "Segments retransmitted on subflows (tcp_info total_retrans growth), "
 			    "by netns and local endpoint id.",
 			    METRIC_KIND_COUNTER, mptcp_sf_l},
+    [MPTCP_M_NETNS_POD] = {"sysobs_mptcp_netns_pod_info",
+			   "1 for each watched namespace that is a Kubernetes pod's sandbox, "
+			   "with the pod's names: joins the netns label of the other series to "
+			   "the pod (docs/kubernetes.md).",
+			   METRIC_KIND_GAUGE, mptcp_pod_l},
     [MPTCP_M_N] = {0},
 };
 
@@ -662,6 +669,7 @@ static void mptcp_watch_release(struct mptcp_priv *p, struct mptcp_watch *w)
 		sink_series_gone(p->c->sink, collector_family(p->c, fam),
 				 collector_series(p->c, fam, lv));
 	}
+	mptcp_pod_forget(p->c, w);
 	w->pm_warned = 0;
 	w->resync_pending = 0;
 	w->join_rejected_seen = 0;
@@ -774,6 +782,7 @@ static int mptcp_collect(struct collector *c)
 		if (!w->nl)
 			continue; /* its path names no namespace now */
 		mptcp_pm_type_check(p, w);
+		mptcp_watch_pod(c, w, now);
 		mptcp_mib_read(p, w);
 		/* An overrun whose drain ended exactly on the read budget. */
 		if (w->resync_pending) {

@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "collectors/mptcp/mptcp_decode.h"
+#include "collectors/sink.h"
 #include "storage/table.h"
 
 struct mptcp_row {
@@ -21,6 +22,8 @@ struct mptcp_row {
 	char saddr[INET6_ADDRSTRLEN], daddr[INET6_ADDRSTRLEN];
 	char reset_reason_name[24];
 	char unknown_attrs[128];
+	/* The pod whose sandbox netns is (agent's name service), "" none */
+	SINK_POD_ROW_FIELDS;
 };
 
 /* The history row of one decoded event seen in netns. Pure. server_side

@@ -316,13 +316,13 @@ const char *mptcp_event_type_str(unsigned type, char *buf, size_t len)
 	return buf;
 }
 
-static const char *const mptcp_reset_names[] = {
+const char *const mptcp_reset_names[MPTCP_RESET_NAMES] = {
     "unspec", "mptcp", "resource", "prohibit", "wq2big", "badperf", "middlebox",
 };
 
 const char *mptcp_reset_reason_name(uint32_t reason)
 {
-	if (reason >= sizeof(mptcp_reset_names) / sizeof(mptcp_reset_names[0]))
+	if (reason >= MPTCP_RESET_NAMES)
 		return NULL;
 	return mptcp_reset_names[reason];
 }

@@ -176,6 +176,9 @@ const char *mptcp_event_type_str(unsigned type, char *buf, size_t len);
 /* "unspec", "mptcp", "resource", "prohibit", "wq2big", "badperf",
  * "middlebox", or NULL for a reason this code does not know. */
 const char *mptcp_reset_reason_name(uint32_t reason);
+/* Those names by code (MPTCP_RST_* of include/uapi/linux/mptcp.h). */
+#define MPTCP_RESET_NAMES 7
+extern const char *const mptcp_reset_names[MPTCP_RESET_NAMES];
 /* Address of the event as text ("" if absent); buf at least INET6_ADDRSTRLEN. */
 const char *mptcp_event_saddr_str(const struct mptcp_event *ev, char *buf, size_t len);
 const char *mptcp_event_daddr_str(const struct mptcp_event *ev, char *buf, size_t len);

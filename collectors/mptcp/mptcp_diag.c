@@ -264,43 +264,52 @@ static int mptcp_diag_dump_one(int fd, int family, int proto, uint32_t states, u
 
 	for (;;) {
 		ssize_t n = recv(fd, buf, sizeof(buf), 0);
-		const struct nlmsghdr *h;
-		size_t left;
+		int r;
 
 		if (n < 0)
 			return errno == EINTR ? -EINTR : -errno;
 		if (n == 0)
 			return -EIO;
-		mptcp_nlmsg_for_each(h, buf, (size_t)n, left)
-		{
-			int r;
-
-			if (h->nlmsg_seq != seq)
-				continue;
-			if (h->nlmsg_type == NLMSG_DONE)
-				return added;
-			if (h->nlmsg_type == NLMSG_ERROR) {
-				const struct nlmsgerr *e = mnl_nlmsg_get_payload(h);
-
-				if (h->nlmsg_len < NLMSG_HDRLEN + sizeof(*e))
-					return -EIO;
-				return e->error ? e->error : added;
-			}
-			r = mptcp_diag_msg_apply(h, h->nlmsg_len, proto, netns, fresh, now_ns);
-			if (r == -ENOMEM)
-				return r;
-			if (r > 0)
-				added++;
-		}
+		r = mptcp_diag_reply(buf, (size_t)n, seq, proto, netns, fresh, now_ns, &added);
+		if (r)
+			return r < 0 ? r : added;
 	}
+}
+
+int mptcp_diag_reply(const void *buf, size_t len, uint32_t seq, int proto, uint64_t netns,
+		     struct mptcp_state *fresh, int64_t now_ns, int *added)
+{
+	const struct nlmsghdr *h;
+	size_t left;
+
+	mptcp_nlmsg_for_each(h, buf, len, left)
+	{
+		int r;
+
+		if (h->nlmsg_seq != seq)
+			continue;
+		if (h->nlmsg_type == NLMSG_DONE)
+			return 1;
+		if (h->nlmsg_type == NLMSG_ERROR) {
+			const struct nlmsgerr *e = mnl_nlmsg_get_payload(h);
+
+			if (h->nlmsg_len < NLMSG_HDRLEN + sizeof(*e))
+				return -EIO;
+			return e->error ? (e->error < 0 ? e->error : -EIO) : 1;
+		}
+		r = mptcp_diag_msg_apply(h, h->nlmsg_len, proto, netns, fresh, now_ns);
+		if (r == -ENOMEM)
+			return r;
+		if (r > 0)
+			(*added)++;
+	}
+	return 0;
 }
 
 int mptcp_diag_dump(int fd, uint64_t netns, struct mptcp_state *fresh, int64_t now_ns)
 {
 	static const int families[] = {AF_INET, AF_INET6};
-	struct hash_node *node, *tmp;
 	int total = 0, r;
-	size_t b;
 
 	/* Connections and listeners first, then their subflows. */
 	for (size_t i = 0; i < 2; i++) {
@@ -317,6 +326,15 @@ int mptcp_diag_dump(int fd, uint64_t netns, struct mptcp_state *fresh, int64_t n
 			return r;
 		total += r;
 	}
+	mptcp_diag_dump_end(fresh);
+	return total;
+}
+
+void mptcp_diag_dump_end(struct mptcp_state *fresh)
+{
+	struct hash_node *node, *tmp;
+	size_t b;
+
 	/* Subflows whose connection was not in the MPTCP dump (closed by the
 	 * user in between, or orphaned): drop those connections. */
 	hash_for_each_safe(&fresh->conns, b, node, tmp) {
@@ -325,5 +343,4 @@ int mptcp_diag_dump(int fd, uint64_t netns, struct mptcp_state *fresh, int64_t n
 		if (!c->resynced)
 			mptcp_state_conn_drop(fresh, c);
 	}
-	return total;
 }

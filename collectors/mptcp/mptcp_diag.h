@@ -24,6 +24,19 @@ struct mptcp_state;
 int mptcp_diag_msg_apply(const struct nlmsghdr *nlh, size_t len, int proto, uint64_t netns,
 			 struct mptcp_state *fresh, int64_t now_ns);
 
+/* Pure: one recv() of a dump's answer (a datagram of messages) applied to
+ * fresh, as mptcp_diag_msg_apply; messages of another sequence number than
+ * the request's seq are skipped, and *added counts the sockets added. 1
+ * when the dump ended (NLMSG_DONE, or an NLMSG_ERROR of 0), 0 when more is
+ * to come, the kernel's -errno (or -EIO for a malformed or positive error),
+ * -ENOMEM. */
+int mptcp_diag_reply(const void *buf, size_t len, uint32_t seq, int proto, uint64_t netns,
+		     struct mptcp_state *fresh, int64_t now_ns, int *added);
+
+/* After both dumps: drops the connections the MPTCP dump did not list
+ * (their subflows alone came, from a connection closed in between). */
+void mptcp_diag_dump_end(struct mptcp_state *fresh);
+
 /* Opens a NETLINK_SOCK_DIAG socket in the current netns (blocking, with a
  * receive timeout so a dump can never hang the loop). -errno on failure. */
 int mptcp_diag_open(void);

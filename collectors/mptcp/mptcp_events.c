@@ -13,6 +13,7 @@
 #include "collectors/collector.h"
 #include "collectors/mptcp/mptcp.h"
 #include "collectors/mptcp/mptcp_decode.h"
+#include "collectors/mptcp/mptcp_pod.h"
 #include "collectors/mptcp/mptcp_priv.h"
 #include "collectors/mptcp/mptcp_state.h"
 
@@ -69,6 +70,7 @@ static void mptcp_handle_event(struct mptcp_priv *p, struct mptcp_watch *w,
 {
 	struct sink *k = p->c->sink;
 	struct mptcp_event ev;
+	const struct sink_pod *pod;
 	struct mptcp_row row;
 	int err;
 
@@ -96,6 +98,9 @@ static void mptcp_handle_event(struct mptcp_priv *p, struct mptcp_watch *w,
 	else if (err == MPTCP_APPLY_JOIN_FAILED)
 		sink_add(k, mptcp_join_failure_series(p, &ev), 1);
 	mptcp_row_fill(&ev, (uint32_t)w->ino, &row);
+	pod = mptcp_watch_pod(p->c, w, now_ns);
+	if (pod)
+		SINK_POD_ROW_SET(&row, pod);
 	sink_event(k, &mptcp_events_table, now_ns, &row);
 }
 

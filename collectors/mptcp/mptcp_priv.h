@@ -7,6 +7,7 @@
 #define SYSOBS_MPTCP_PRIV_H
 
 #include <libmnl/libmnl.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -17,6 +18,16 @@
 #include "collectors/mptcp/mptcp_state.h"
 
 #define MPTCP_MAX_NETNS 64
+
+/* The pod of a watched namespace (mptcp_pod.c): for inode ino. */
+struct mptcp_pod_cache {
+	uint64_t ino;
+	bool found;
+	int64_t first_miss_ns; /* the first lookup that found no pod, 0 none */
+	int64_t next_ns;       /* no pod found: not asked again before */
+	struct sink_pod names;
+	struct sink_series *info; /* sysobs_mptcp_netns_pod_info, once found */
+};
 
 /* One watched network namespace. */
 struct mptcp_watch {
@@ -38,6 +49,7 @@ struct mptcp_watch {
 	int64_t prev_dump_ns;
 	struct log_ratelimit overrun_rl;
 	struct log_ratelimit follow_rl; /* the path names no usable namespace */
+	struct mptcp_pod_cache pod;	/* main thread */
 };
 
 struct mptcp_priv {
@@ -84,6 +96,7 @@ enum {
 	MPTCP_M_SF_ACKED,
 	MPTCP_M_SF_RECEIVED,
 	MPTCP_M_SF_RETRANS,
+	MPTCP_M_NETNS_POD, /* mptcp_pod.c */
 	MPTCP_M_N,
 };
 

@@ -4,8 +4,6 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
-#include <inttypes.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -13,7 +11,7 @@
 #include "collectors/mptcp/mptcp_state.h"
 #include "collectors/sink.h"
 
-/* Tokens per query: the IN list must fit the store's statement buffer. */
+/* Tokens per query: a bounded statement and parameter count. */
 #define RECOVER_BATCH 128
 
 /* An address as mptcp_row_fill() stored it: IPv4 dotted, IPv6 otherwise. */
@@ -58,29 +56,25 @@ static void on_created(int64_t id, int64_t ts_ns, const void *row, void *arg)
 	x->recovered += mptcp_state_recover(x->st, x->netns, (uint32_t)r->token, &h);
 }
 
-/* One query for tokens[0, n). */
+/* One query for tokens[0, n): the newest CREATED row of each token in the
+ * namespace (a token can name an older connection too, which the tuple check
+ * in mptcp_state_recover() turns away). The store serves it from the partial
+ * token index (mptcp_indexes), which the type condition implies. */
 static int recover_batch(struct sink *k, struct recover_ctx *x, const uint32_t *tokens, size_t n)
 {
-	char where[RECOVER_BATCH * 12 + 160];
-	size_t len;
+	static const char *const by_token[] = {"token", NULL};
+	static const struct row_value created[] = {ROW_TEXT("CREATED")};
+	struct row_value netns = ROW_NUM((int64_t)x->netns), in[RECOVER_BATCH];
+	const struct row_cond where[] = {
+	    ROW_COND_EQ("type", created),
+	    ROW_COND_EQ("netns", &netns),
+	    {.column = "token", .op = ROW_IN, .values = in, .n_values = n},
+	    {0},
+	};
 
-	/* The first term is the token index's own condition, verbatim, so
-	 * that SQLite may use that partial index (mptcp_indexes). */
-	len = (size_t)snprintf(
-	    where, sizeof(where),
-	    "type IN ('CREATED', 'CLOSED') AND type = 'CREATED' AND netns = %" PRIu64
-	    " AND token IN (",
-	    x->netns);
-	for (size_t i = 0; i < n && len < sizeof(where); i++)
-		len += (size_t)snprintf(where + len, sizeof(where) - len, "%s%" PRIu32,
-					i ? "," : "", tokens[i]);
-	if (len + 2 > sizeof(where))
-		return -E2BIG;
-	strcat(where, ")");
-	/* the newest CREATED row of each token: a token can name an older
-	 * connection too, which the tuple check in mptcp_state_recover() turns
-	 * away */
-	return sink_latest(k, &mptcp_events_table, "token", where, on_created, x);
+	for (size_t i = 0; i < n; i++)
+		in[i] = (struct row_value)ROW_NUM(tokens[i]);
+	return sink_latest(k, &mptcp_events_table, by_token, where, on_created, x);
 }
 
 int mptcp_recover_starts(struct sink *k, struct mptcp_state *st, uint64_t netns)

@@ -8,6 +8,7 @@
 #include "base/config.h"
 #include "api/proto/sysobs.pb-c.h"
 #include "collectors/collector.h"
+#include "collectors/mptcp/mptcp_pod.h"
 #include "collectors/mptcp/mptcp_priv.h"
 #include "collectors/mptcp/mptcp_state.h"
 #include "collectors/mptcp/mptcp_subflow.h"
@@ -85,6 +86,7 @@ static void mptcp_route_connections(struct collector *c, const struct route_requ
 		list->namespaces[list->n_namespaces++] = ns;
 	}
 	mptcp_state_msg_names(list, req->arena);
+	mptcp_pod_list(p, list, req->arena);
 	rep->msg = &list->base;
 }
 

@@ -22,6 +22,7 @@
 #include "collectors/collector.h"
 #include "collectors/mptcp/mptcp_diag.h"
 #include "collectors/mptcp/mptcp_nl.h"
+#include "collectors/mptcp/mptcp_pod.h"
 #include "collectors/mptcp/mptcp_priv.h"
 #include "collectors/mptcp/mptcp_state.h"
 #include "collectors/mptcp/mptcp_subflow_info.h"
@@ -152,9 +153,13 @@ static void mptcp_subflow_on_sample(const struct mptcp_subflow_delta *d, void *a
 	/* A row for a subflow that has lived at least one history period
 	 * (since_ns: its start, or when a dump first showed it). */
 	if (s->history && sf->since_ns && s->now_ns - sf->since_ns >= s->p->sub->history_ns) {
+		const struct sink_pod *pod;
 		struct mptcp_subflow_row r;
 
 		mptcp_subflow_row_fill(d->netns, d->token, sf, &r);
+		pod = mptcp_watch_pod(c, s->w, s->now_ns);
+		if (pod)
+			SINK_POD_ROW_SET(&r, pod);
 		sink_event(c->sink, &mptcp_subflow_samples_table, sf->tcp.sampled_ns, &r);
 	}
 }

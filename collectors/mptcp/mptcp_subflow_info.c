@@ -328,6 +328,7 @@ static const struct event_column mptcp_subflow_cols[] = {
     SF_NUM(busy_us),
     SF_NUM(rwnd_limited_us),
     SF_NUM(sndbuf_limited_us),
+    COL_POD(struct mptcp_subflow_row),
     {0},
 };
 
@@ -338,10 +339,10 @@ static const char *const mptcp_subflow_show[] = {
 
 /* One subflow's (token, loc_id, ts) series is what a reader asks for:
  * "what did path 2 of this connection do at 14:00". */
-static const char *const mptcp_subflow_indexes[] = {
-    "CREATE INDEX IF NOT EXISTS mptcp_subflow_samples_token ON "
-    "mptcp_subflow_samples(token, loc_id, ts)",
-    NULL,
+static const char *const mptcp_subflow_token_cols[] = {"token", "loc_id", "ts", NULL};
+static const struct table_index mptcp_subflow_indexes[] = {
+    {.name = "token", .columns = mptcp_subflow_token_cols},
+    {0},
 };
 
 const struct event_table mptcp_subflow_samples_table = {

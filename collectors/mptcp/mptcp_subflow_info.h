@@ -21,6 +21,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "collectors/sink.h"
+
 struct mptcp_state;
 struct mptcp_subflow;
 struct mptcp_conn;
@@ -125,6 +127,7 @@ struct mptcp_subflow_row {
 	int64_t delivery_rate, pacing_rate, busy_us, rwnd_limited_us, sndbuf_limited_us;
 	uint32_t netns;
 	char saddr[INET6_ADDRSTRLEN], daddr[INET6_ADDRSTRLEN];
+	SINK_POD_ROW_FIELDS; /* as in struct mptcp_row */
 };
 
 /* Pure: the row of subflow sf of connection token in netns. */

@@ -48,25 +48,35 @@ static const struct event_column mptcp_cols[] = {
     MPTCP_COL(unknown_attrs, COL_TEXT, COL_NULL_EMPTY),
     MPTCP_COL(reset_reason_name, COL_TEXT, COL_NULL_EMPTY),
     MPTCP_COL(deny_join_id0, COL_INT, COL_NULL_NEG),
+    /* ?pod=&pod_namespace=: the pod whose sandbox the namespace is */
+    COL_POD(struct mptcp_row),
     {0},
 };
 
 /* Only CREATED and CLOSED rows are indexed by token, which gives a
  * connection's time span: a full (token, id) index cost half the insert
- * rate. The generic history route's ?token=N query cannot use this
- * partial index (it has no condition on type). */
-static const char *const mptcp_indexes[] = {
-    "CREATE INDEX IF NOT EXISTS mptcp_events_token ON mptcp_events(token, ts)"
-    " WHERE type IN ('CREATED', 'CLOSED')",
-    NULL,
+ * rate. The store adds this index's condition to a query whose filter
+ * implies it (a type among these), so that SQLite uses it; the generic
+ * history route's ?token=N query cannot (it has no condition on type). */
+static const char *const mptcp_token_cols[] = {"token", "ts", NULL};
+static const struct row_value mptcp_span_types[] = {ROW_TEXT("CREATED"), ROW_TEXT("CLOSED")};
+static const struct row_cond mptcp_token_where[] = {
+    ROW_COND_IN("type", mptcp_span_types),
+    {0},
+};
+static const struct table_index mptcp_indexes[] = {
+    {.name = "token", .columns = mptcp_token_cols, .where = mptcp_token_where},
+    {0},
 };
 
-/* 2: rows written before reset_reason_name was a column get it. */
-static const char *const mptcp_migrations[] = {
-    "UPDATE mptcp_events SET reset_reason_name = CASE reset_reason WHEN 0 THEN 'unspec'"
-    " WHEN 1 THEN 'mptcp' WHEN 2 THEN 'resource' WHEN 3 THEN 'prohibit' WHEN 4 THEN 'wq2big'"
-    " WHEN 5 THEN 'badperf' WHEN 6 THEN 'middlebox' END WHERE reset_reason IS NOT NULL;",
-    NULL,
+/* 2: rows written before reset_reason_name was a column get the name of
+ * their reset_reason. */
+static const struct table_migration mptcp_migrations[] = {
+    {.column = "reset_reason_name",
+     .from = "reset_reason",
+     .names = mptcp_reset_names,
+     .n_names = MPTCP_RESET_NAMES},
+    {0},
 };
 
 /*
@@ -139,6 +149,7 @@ void mptcp_row_fill(const struct mptcp_event *ev, uint32_t netns, struct mptcp_r
 	r->deny_join_id0 =
 	    mptcp_event_has(ev, MPTCP_EVA_FLAGS) ? !!(ev->flags & MPTCP_EV_FLAG_DENY_JOIN_ID0) : -1;
 	r->unknown_attrs[0] = '\0';
+	r->pod[0] = r->pod_namespace[0] = r->pod_uid[0] = '\0';
 	mptcp_event_unknown_str(ev, r->unknown_attrs, sizeof(r->unknown_attrs));
 	reason = r->reset_reason >= 0 ? mptcp_reset_reason_name((uint32_t)r->reset_reason) : NULL;
 	snprintf(r->reset_reason_name, sizeof(r->reset_reason_name), "%s", reason ? reason : "");

@@ -142,7 +142,10 @@ CREATE TABLE IF NOT EXISTS sysobs.mptcp_events
     server_side Nullable(Int64),
     unknown_attrs Nullable(String),
     reset_reason_name Nullable(String),
-    deny_join_id0 Nullable(Int64)
+    deny_join_id0 Nullable(Int64),
+    pod Nullable(String),
+    pod_namespace Nullable(String),
+    pod_uid Nullable(String)
 )
 ENGINE = ReplacingMergeTree()
 PARTITION BY toYYYYMM(time)
@@ -183,7 +186,10 @@ CREATE TABLE IF NOT EXISTS sysobs.mptcp_subflow_samples
     pacing_rate Nullable(Int64),
     busy_us Nullable(Int64),
     rwnd_limited_us Nullable(Int64),
-    sndbuf_limited_us Nullable(Int64)
+    sndbuf_limited_us Nullable(Int64),
+    pod Nullable(String),
+    pod_namespace Nullable(String),
+    pod_uid Nullable(String)
 )
 ENGINE = ReplacingMergeTree()
 PARTITION BY toYYYYMM(time)

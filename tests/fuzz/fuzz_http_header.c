@@ -5,7 +5,9 @@
  * or accepts; an accepted complete header ends with its blank line within
  * the input and the size limit. Early refusal must never refuse a valid
  * header: every prefix of an accepted one is accepted as incomplete, and
- * a refused prefix means the whole input is refused.
+ * a refused prefix means the whole input is refused. An accepted header's
+ * fields pass the check of requests libmicrohttpd parsed
+ * (http_fields_check).
  */
 #include "api/http_internal.h"
 #include "tests/fuzz/fuzz_common.h"
@@ -32,6 +34,47 @@ static int check(const uint8_t *data, size_t size, size_t *hdr_len, const char *
 	return st;
 }
 
+/*
+ * An accepted header, split into fields as libmicrohttpd would hand them
+ * over, is accepted by http_fields_check too: a kept-alive connection's
+ * next request (or one over TLS) is never refused for what a first request
+ * is accepted with.
+ */
+static void fields_agree(const char *h, size_t len)
+{
+	struct http_field f[HTTP_HEADER_FIELDS];
+	char method[32] = "", version[16] = "", msg[128];
+	const char *p, *end = h + len, *sp, *code;
+	size_t n = 0, m;
+	int st;
+
+	while (h < end && (*h == '\r' || *h == '\n')) /* empty lines before it */
+		h++;
+	p = memchr(h, '\n', (size_t)(end - h));
+	sp = memchr(h, ' ', (size_t)(end - h));
+	m = sp ? (size_t)(sp - h) : 0;
+	if (m < sizeof(method)) {
+		memcpy(method, h, m);
+		method[m] = '\0';
+	}
+	if (p && p - h >= 10) { /* "... HTTP/1.x\r\n" */
+		memcpy(version, p - 9, 8);
+		version[8] = '\0';
+	}
+	while (p && ++p < end && *p != '\r' && n < HTTP_HEADER_FIELDS) {
+		const char *lf = memchr(p, '\n', (size_t)(end - p));
+		const char *colon = memchr(p, ':', (size_t)(lf - p));
+
+		f[n++] = (struct http_field){.name = p,
+					     .name_len = (size_t)(colon - p),
+					     .value = colon + 1,
+					     .value_len = (size_t)(lf - 1 - colon - 1)};
+		p = lf;
+	}
+	st = http_fields_check(f, n, method, version, msg, sizeof(msg), &code);
+	FUZZ_CHECK(!st, "accepted header refused as fields: %d %s", st, msg);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	const char *code;
@@ -52,6 +95,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		}
 		FUZZ_CHECK(!check(data, whole, &hdr_len, &code) && hdr_len == whole,
 			   "the header alone is not the same header");
+		fields_agree((const char *)data, whole);
 	}
 	n = size / 2;
 	if (check(data, n, &hdr_len, &code) && !hdr_len)

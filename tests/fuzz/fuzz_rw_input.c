@@ -4,7 +4,7 @@
  * the parser, the rest is its input. 0: a Retry-After header value (from the
  * network); 1: a rendered label set read back from the database; 2: the
  * external_labels config value; 3: a label set through a whole batch and its
- * encoding; 4: a histogram bucket blob from the database (api/metrics/hist_blob.h),
+ * encoding; 4: a histogram bucket blob from the database (metrics/hist_blob.h),
  * decoded and through a batch; 5: the same blob with native buckets, decoded
  * and through a batch as a native histogram. Each must accept or reject without reading out of
  * bounds, and what it accepts must be well-formed.
@@ -14,7 +14,7 @@
 #include <string.h>
 
 #include "base/arena.h"
-#include "api/metrics/hist_blob.h"
+#include "metrics/hist_blob.h"
 #include "exporters/remote_write.h"
 
 /* Not assert(): the replay test is built with NDEBUG. */

@@ -39,7 +39,7 @@ grep -q "127.0.0.1:1.*connect" "$T/err" || fail "unreachable: $(cat "$T/err")"
 write_base_config
 printf '[collector.drops]\nsample_rate = 100000\nsample_burst = 10000\n' >>"$T/sysobsd.ini"
 XPORT=$(free_port) || fail "no free loopback port"
-printf '[export.x]\nformat = otlp\nurl = http://user:secret@127.0.0.1:%s/v1/logs\n' "$XPORT" \
+printf '[export.x]\nformat = otlp\nsend_interval = 1s\nurl = http://user:secret@127.0.0.1:%s/v1/logs\n' "$XPORT" \
 	>>"$T/sysobsd.ini"
 start_agent
 export SYSOBS_URL=http://127.0.0.1:$PORT

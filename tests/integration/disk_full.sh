@@ -26,6 +26,7 @@ interval = 20ms
 format = otlp
 url = http://127.0.0.1:$RX_PORT/v1/logs
 tables = self_samples
+send_interval = 1s
 min_backoff = 50ms
 max_backoff = 200ms
 INI

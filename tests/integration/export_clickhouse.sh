@@ -57,6 +57,7 @@ agent_config() { # INSTANCE DATABASE DB_FILE
 		database = $2
 		tables = drop_samples
 		batch_rows = $BATCH
+		send_interval = 1s
 		min_backoff = 50ms
 		max_backoff = 500ms
 	INI
@@ -85,6 +86,7 @@ url = http://127.0.0.1:$CH_HTTP/
 database = nosuchdb
 tables = drop_samples
 batch_rows = $BATCH
+send_interval = 1s
 INI
 start_agent
 make_drops 300

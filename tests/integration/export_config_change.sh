@@ -44,7 +44,7 @@ config() { # TABLES [URL [KEY=VALUE...]]
 		collector.cachefiles.enabled=false collector.ifs.enabled=false \
 		collector.drops.sample_rate=20000 collector.drops.sample_burst=20000 \
 		export.x.format=otlp "export.x.url=$url" "export.x.tables=$tables" \
-		export.x.min_backoff=100ms export.x.max_backoff=300ms "$@"
+		export.x.send_interval=1s export.x.min_backoff=100ms export.x.max_backoff=300ms "$@"
 }
 cursor() { sqlite3 "$db" "SELECT value FROM store_meta WHERE key = 'cursor.export.x'"; }
 maxid() { sqlite3 "file:$db?mode=ro" "SELECT coalesce(max(id), 0) FROM $1"; }

@@ -40,6 +40,7 @@ format = otlp
 url = http://127.0.0.1:$(cat "$T/recv.port")/v1/logs
 tables = drop_samples
 batch_rows = $BATCH
+send_interval = 1s
 min_backoff = 50ms
 max_backoff = 200ms
 INI

@@ -29,7 +29,7 @@ write_base_config storage.snapshot_interval=1s collector.self.interval=200ms \
 	remote_write.batch_samples=40 remote_write.metadata_interval=0 \
 	remote_write.min_backoff=100ms remote_write.max_backoff=500ms \
 	export.ch.format=clickhouse "export.ch.url=http://127.0.0.1:$(cat "$T/ch.port")/" \
-	export.ch.tables=self_samples export.ch.batch_rows=5 export.ch.gzip=false \
+	export.ch.tables=self_samples export.ch.batch_rows=5 export.ch.send_interval=1s export.ch.gzip=false \
 	export.ch.min_backoff=100ms export.ch.max_backoff=500ms
 start_agent
 

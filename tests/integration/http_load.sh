@@ -29,17 +29,13 @@ healthz_within_1s() { # WHAT
 
 # wrk_run CONNS SECONDS: fails on any socket error or non-2xx answer
 wrk_run() {
-	local out reqs errs non2xx
-	out=$(wrk -t2 -c"$1" -d"$2"s --timeout 10s "http://127.0.0.1:$PORT/metrics" 2>&1) ||
-		fail "wrk: $out"
-	reqs=$(awk '/requests in/ { print $1 }' <<<"$out")
-	errs=$(awk -F'[ ,]+' '/Socket errors:/ { print $4 + $6 + $8 + $10 }' <<<"$out")
-	non2xx=$(awk '/Non-2xx or 3xx responses:/ { print $NF }' <<<"$out")
-	echo "wrk -c$1: $reqs requests, $(awk '/Requests\/sec/ { print $2 }' <<<"$out") req/s," \
-		"socket errors ${errs:-0}, non-2xx ${non2xx:-0}"
-	assert_ge "requests answered at $1 connections" 1 "${reqs:-0}"
-	assert_eq "socket errors at $1 connections" 0 "${errs:-0}"
-	assert_eq "non-2xx answers at $1 connections" 0 "${non2xx:-0}"
+	wrk -t2 -c"$1" -d"$2"s --timeout 10s "http://127.0.0.1:$PORT/metrics" >"$T/wrk.txt" 2>&1 ||
+		fail "wrk: $(cat "$T/wrk.txt")"
+	wrk_parse "$T/wrk.txt"
+	echo "wrk -c$1: $WRK_SUMMARY"
+	assert_ge "requests answered at $1 connections" 1 "$WRK_REQS"
+	assert_eq "socket errors at $1 connections" 0 "$WRK_ERRS"
+	assert_eq "non-2xx answers at $1 connections" 0 "$WRK_NON2XX"
 }
 
 write_base_config

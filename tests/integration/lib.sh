@@ -230,6 +230,23 @@ wait_collector() {
 	wait_for 10 _running "$1" || fail "$1 collector not running: $(collector_reason "$1")"
 }
 
+# wrk_parse FILE: reads wrk's report into WRK_REQS (requests answered),
+# WRK_NON2XX, WRK_ERRS (socket errors: connect + read + write + timeout),
+# WRK_RPS (requests/s) and WRK_OK_RPS (2xx answers per second of the run);
+# WRK_SUMMARY says them in one line. wrk prints no "Socket errors" or
+# "Non-2xx" line when there were none.
+wrk_parse() {
+	local v
+	v=$(awk '/requests in/ { n = $1; d = $4; sub(/s,?$/, "", d); if (d ~ /m$/) { sub(/m/, "", d); d *= 60 } }
+		/Non-2xx or 3xx responses:/ { bad = $NF }
+		/Socket errors:/ { gsub(",", ""); err = $4 + $6 + $8 + $10 }
+		/Requests\/sec/ { rps = $2 }
+		END { d += 0; printf "%d %d %d %s %.0f", n, bad, err, rps + 0, (d > 0 ? (n - bad) / d : 0) }' "$1")
+	read -r WRK_REQS WRK_NON2XX WRK_ERRS WRK_RPS WRK_OK_RPS <<<"$v"
+	WRK_SUMMARY="$WRK_REQS requests, $WRK_OK_RPS ok req/s, $WRK_NON2XX non-2xx, $WRK_ERRS socket errors"
+	[ -n "$WRK_REQS" ] || fail "wrk printed no report: $(cat "$1")"
+}
+
 # port_free PORT: nothing listens on 127.0.0.1:PORT.
 port_free() { ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 

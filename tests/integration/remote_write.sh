@@ -297,7 +297,8 @@ wait_for 20 same || fail "Prometheus says $(prom "$SEL" | jq -r '.[0].value[1]')
 
 # Raw samples over the outage window and a little around it: consecutive
 # timestamps at most a few snapshot intervals apart (the agent restart is
-# the longest: stop, start-up, first snapshot).
+# the longest: stop, start-up, first snapshot; up to 5 s on a loaded host,
+# against an outage of OUTAGE_S that a lost window would leave).
 window=$(($(date +%s) - t0 + 10))
 max_gap() {
 	prom "$1[${window}s]" | jq -r --argjson t0 "$((t0 - 5))" --argjson t1 "$((t1 + 5))" '
@@ -307,9 +308,9 @@ max_gap() {
 }
 read -r gap_build n_build <<<"$(max_gap 'sysobs_build_info{cluster="it",replica="r1"}')"
 read -r gap_drops n_drops <<<"$(max_gap "$SEL")"
-jq -en --argjson g "$gap_build" '$g <= 4' >/dev/null ||
+jq -en --argjson g "$gap_build" '$g <= 8' >/dev/null ||
 	fail "sysobs_build_info has a gap of ${gap_build}s in the outage window"
-jq -en --argjson g "$gap_drops" '$g <= 4' >/dev/null ||
+jq -en --argjson g "$gap_drops" '$g <= 8' >/dev/null ||
 	fail "$SEL has a gap of ${gap_drops}s in the outage window"
 assert_ge "build_info samples over the ${OUTAGE_S}s outage" $((OUTAGE_S - 8)) "$n_build"
 rss_growth=$((rss_peak - rss_before))

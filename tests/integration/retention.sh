@@ -18,6 +18,7 @@ interval = 100ms
 format = otlp
 url = http://127.0.0.1:9/v1/logs
 tables = self_samples, mptcp_events
+send_interval = 1s
 min_backoff = 100ms
 max_backoff = 200ms
 INI

@@ -65,6 +65,7 @@ cat >>"$T/sysobsd.ini" <<INI
 snapshot_interval = 1s
 [export.x]
 format = otlp
+send_interval = 1s
 url = http://user:secret@127.0.0.1:$XPORT/v1/logs
 [collector.ifs]
 schedule = true
@@ -173,6 +174,8 @@ try:
 	    tests: Object.fromEntries(q(".badge", c).map(b => [b.dataset.test, b.dataset.status]))})),
 	  collectors: Object.fromEntries(q("#collectors tr").slice(1).map(r => [txt(r.cells[0]), txt(r.cells[1])])),
 	  loss: q("#loss tr[data-metric]").map(r => r.dataset.metric),
+	  top: q("main > section").slice(0, 2).map(e => e.id),
+	  ready_state: txt(document.getElementById("ready-state")),
 	  // a list table's cells by the field its header names (data-field)
 	  exports: q("#export tr[data-key]").map(r => Object.fromEntries(q("td", r).map((c, i) =>
 	    [r.closest("table").rows[0].cells[i].dataset.field, txt(c)]))),
@@ -269,8 +272,13 @@ done
 # URL without the password.
 jq -e --arg url "http://127.0.0.1:$XPORT/v1/logs" '.exports | length == 1 and (.[0] |
 	.name == "x" and .format == "otlp" and .url == $url and (.pending_rows | test("^[0-9]+$")) and
-	.last_success == "-" and .last_error != "-" and .last_error != "")' <<<"$F" >/dev/null ||
+	.last_success == "-" and .last_error != "-" and .last_error != "" and
+	.lag_seconds != null and .rows_lost == "0")' <<<"$F" >/dev/null ||
 	fail "event export section: $(jq -c .exports <<<"$F")"
+# The top box: the exports' readiness (GET /readyz; retrying for less than
+# its 5 min: ready) and their lag, then data loss.
+assert_eq "the first two sections" '["export","loss"]' "$(jq -c .top <<<"$F")"
+assert_eq "readiness in the top box" "— ready" "$(jq -r .ready_state <<<"$F")"
 # The plain tables are drawn from GET /api/v1/schema: the drop samples'
 # columns are the ones it names for their route, in order.
 api GET /api/v1/schema >"$T/schema.json"

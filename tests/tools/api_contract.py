@@ -54,6 +54,7 @@ DECIMAL = re.compile(r"^[1-9][0-9]*$")
 # /api/v1/collectors lists and this table lacks is a failure: add it here.
 ROUTES = {
     "GET /healthz": "Health",
+    "GET /readyz": "Readiness",
     "GET /api/v1/collectors": "CollectorList",
     "GET /api/v1/export": "ExportList",
     "GET /api/v1/events": "EventList",
@@ -76,8 +77,10 @@ FILTERS = {
     "/api/v1/drops/samples": {"reason", "ifindex", "ifname", "netns", "protocol", "addr", "port",
                               "cgroup_id", "container", "netns_cookie", "pod", "pod_namespace",
                               "pod_uid"},
-    "/api/v1/mptcp/events": {"netns", "type", "token", "addr", "port"},
-    "/api/v1/mptcp/subflows": {"netns", "token", "loc_id", "addr", "port"},
+    "/api/v1/mptcp/events": {"netns", "type", "token", "addr", "port", "pod", "pod_namespace",
+                             "pod_uid"},
+    "/api/v1/mptcp/subflows": {"netns", "token", "loc_id", "addr", "port", "pod",
+                               "pod_namespace", "pod_uid"},
     "/api/v1/ifs/scans": {"test", "cpu", "core", "package", "result", "requested_by", "scan_id"},
     "/api/v1/cachefiles/slow": {"op", "volume"},
     "/api/v1/cachefiles/daemon": {"event"},
@@ -330,7 +333,7 @@ class Contract:
             return
         self.collectors = {c["name"]: c for c in cols["data"]}
         self.check_collectors(cols)
-        routes = {"GET /healthz", "GET /api/v1/collectors", "GET /api/v1/export",
+        routes = {"GET /healthz", "GET /readyz", "GET /api/v1/collectors", "GET /api/v1/export",
                   "GET /api/v1/events", "GET /api/v1/schema"}
         self.route_owner = {}
         for c in cols["data"]:

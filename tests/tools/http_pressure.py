@@ -18,7 +18,10 @@ All at once, for --duration seconds after --warmup:
                     --probe-interval s, with --auth USER:PASS if given; its
                     latency and status are recorded.
 Prints one JSON object: per probe path n, statuses, p50/p95/max ms; the slow
-connections' answers by status; the guesses' answers by status.
+and idle connections' ends by status ("closed": shut by the server without an
+answer) and how many were still open at the stop (slow_body_open_at_stop,
+idle_open_at_stop); connections that could not be opened (idle_connect); the
+guesses' answers by status.
 
   http_pressure.py --port 9559 --slow-body 64 --probe /healthz --probe /metrics
   http_pressure.py --port 9559 --guess 64 --guess-from 127.0.0.9 \\
@@ -159,7 +162,10 @@ def slow_and_idle(a, stop, stats):
                         s.send(b"{" if a.slow_body_request == "post" else b"x")
                     except OSError:
                         pass
-    for s in conns:
+    # the connections still open at the stop (the server may have closed
+    # some of them in the last moment, unseen here)
+    for s, kind in conns.items():
+        stats.add(kind + "_open_at_stop", "open")
         s.close()
 
 

@@ -4,6 +4,8 @@
 
 #include "base/config.h"
 #include "collectors/collector.h"
+#include "storage/store_filter.h"
+#include "storage/table_value.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -129,15 +131,30 @@ static double rs_value(const struct sink_series *s)
 
 /* Gives every row put in for t, oldest first (where and group_by are SQL
  * the test has already applied in choosing them). */
-static int rs_latest(struct sink *k, const struct event_table *t, const char *group_by,
-		     const char *where, sink_row_fn fn, void *arg)
+/* What the store's query gives, from the rows the test put in: the newest
+ * row of each group among those that meet the filter, in id order. */
+static int rs_latest(struct sink *k, const struct event_table *t, const char *const *group_by,
+		     const struct row_cond *where, sink_row_fn fn, void *arg)
 {
 	struct recording_sink *rs = RS(k);
+	char err[256];
 
-	(void)group_by, (void)where;
-	for (size_t i = 0; i < rs->n_latest; i++)
-		if (rs->latest[i].t == t)
-			fn(rs->latest[i].id, rs->latest[i].ts_ns, rs->latest[i].row, arg);
+	if (store_filter_check(t, where, err, sizeof(err)))
+		return -EINVAL;
+	rs->n_latest_queries++;
+	for (size_t i = 0; i < rs->n_latest; i++) {
+		const struct rs_row *r = &rs->latest[i];
+		bool newer = false;
+
+		if (r->t != t || !table_filter_match(t, where, r->row))
+			continue;
+		for (size_t j = i + 1; j < rs->n_latest && !newer; j++)
+			newer = rs->latest[j].t == t &&
+				table_filter_match(t, where, rs->latest[j].row) &&
+				table_group_equal(t, group_by, r->row, rs->latest[j].row);
+		if (!newer)
+			fn(r->id, r->ts_ns, r->row, arg);
+	}
 	return 0;
 }
 
@@ -152,6 +169,36 @@ static void rs_exemplar(struct sink_series *s, const char *name, const char *val
 	(void)v, (void)ts_ns;
 	snprintf(((struct rs_series *)s)->exemplar, sizeof(((struct rs_series *)s)->exemplar),
 		 "%s=%s", name, value);
+}
+
+/* By network namespace only, as the name service answers for a sandbox. */
+static int rs_pod(struct sink *k, const char *container_id, const char *cgroup, uint32_t netns,
+		  struct sink_pod *out)
+{
+	struct recording_sink *rs = RS(k);
+
+	(void)container_id, (void)cgroup;
+	rs->pod_lookups++;
+	for (size_t i = 0; i < rs->n_pods; i++)
+		if (rs->pods[i].netns == netns) {
+			*out = rs->pods[i].p;
+			return 0;
+		}
+	return -ENOENT;
+}
+
+void rs_pod_add(struct recording_sink *rs, uint32_t netns, const char *name, const char *ns,
+		const char *uid)
+{
+	struct sink_pod *p;
+
+	if (rs->n_pods >= sizeof(rs->pods) / sizeof(rs->pods[0]))
+		return;
+	rs->pods[rs->n_pods].netns = netns;
+	p = &rs->pods[rs->n_pods++].p;
+	snprintf(p->pod, sizeof(p->pod), "%s", name);
+	snprintf(p->pod_namespace, sizeof(p->pod_namespace), "%s", ns);
+	snprintf(p->pod_uid, sizeof(p->pod_uid), "%s", uid);
 }
 
 static const struct sink_ops rs_ops = {
@@ -169,6 +216,7 @@ static const struct sink_ops rs_ops = {
     .queue_depth = rs_queue_depth,
     .event_id = rs_event_id,
     .exemplar = rs_exemplar,
+    .pod = rs_pod,
 };
 
 void rs_init(struct recording_sink *rs, const char *collector)

@@ -4,7 +4,9 @@
  * (collectors/sink.h promises one): every row submitted, every family and
  * series with its value, gone flag and last exemplar, kept in memory for
  * the test to assert on. sink_latest() answers from rows the test puts in
- * (rs_latest_add), not from SQL: a test states what "the history" holds.
+ * (rs_latest_add), not from SQL: a test states what "the history" holds,
+ * and the recording sink evaluates the collector's typed filter and groups
+ * on them in memory (table_filter_match(), table_group_equal()).
  */
 #ifndef SYSOBS_RECORDING_SINK_H
 #define SYSOBS_RECORDING_SINK_H
@@ -45,6 +47,14 @@ struct recording_sink {
 	struct sink_family *handles[64];   /* a collector's c->families */
 	struct rs_row latest[RS_MAX_ROWS]; /* what sink_latest() returns */
 	size_t n_latest;
+	size_t n_latest_queries; /* sink_latest() calls answered */
+	/* what sink_pod() answers for a network namespace (rs_pod_add) */
+	struct {
+		uint32_t netns;
+		struct sink_pod p;
+	} pods[8];
+	size_t n_pods;
+	size_t pod_lookups; /* sink_pod() calls */
 };
 
 struct collector;
@@ -63,5 +73,9 @@ struct rs_series *rs_find(struct recording_sink *rs, const char *name, const cha
 /* A row sink_latest() gives for table t. */
 void rs_latest_add(struct recording_sink *rs, const struct event_table *t, int64_t ts_ns,
 		   const void *row);
+
+/* sink_pod() names netns as the pod name in namespace ns with uid. */
+void rs_pod_add(struct recording_sink *rs, uint32_t netns, const char *name, const char *ns,
+		const char *uid);
 
 #endif

@@ -57,7 +57,9 @@ static void tree_write(const char *root, const char *rel, const char *content)
 	fclose(f);
 }
 
-static int fixture_setup(void **state)
+/* The fixture, started after history() (if any) filled what sink_latest()
+ * finds: the rows of an earlier run. */
+static int fixture_build(void **state, void (*history)(struct recording_sink *rs))
 {
 	struct fixture *fx = calloc(1, sizeof(*fx));
 	static const char *const tree[][2] = {
@@ -87,12 +89,60 @@ static int fixture_setup(void **state)
 	fx->c = (struct collector){
 	    .ops = &ifs_collector, .sysfs_root = fx->root, .hostname = "testhost", .fd = -1};
 	rs_collector_attach(&fx->rs, &fx->c);
+	if (history)
+		history(&fx->rs);
 	/* [collector.ifs] with its defaults: schedule = false */
 	if (rs_collector_defaults(&fx->c, &fx->cfg) || ifs_collector.init(&fx->c) ||
 	    ifs_collector.start(&fx->c))
 		return -1;
 	*state = fx;
 	return 0;
+}
+
+static int fixture_setup(void **state)
+{
+	return fixture_build(state, NULL);
+}
+
+/* One row of an earlier run: test, core (package 0 unless package says
+ * otherwise; -1: no core), its status and start (unix s). */
+static void history_row(struct recording_sink *rs, const char *test, int package, int core,
+			const char *status, int64_t start_s)
+{
+	struct ifs_row row;
+
+	ifs_row_init(&row);
+	snprintf(row.test, sizeof(row.test), "%s", test);
+	snprintf(row.status, sizeof(row.status), "%s", status);
+	snprintf(row.details, sizeof(row.details), "0x0");
+	row.package = package;
+	row.core = core;
+	row.cpu = core;
+	row.scan_id = start_s;
+	rs_latest_add(rs, &ifs_scans_table, start_s * SEC, &row);
+}
+
+/*
+ * Core 1 passed, failed, then could not be tested (untested), then the run
+ * broke (error); core 0 failed, then broke. Rows of another package, of no
+ * core and of the array test do not touch the scan series of package 0.
+ */
+static void earlier_run(struct recording_sink *rs)
+{
+	history_row(rs, "scan", 0, 1, "pass", 1000);
+	history_row(rs, "scan", 0, 0, "fail", 1050);
+	history_row(rs, "scan", 0, 1, "fail", 1100);
+	history_row(rs, "scan", 1, 0, "pass", 1150); /* package 1: not on this host */
+	history_row(rs, "scan", 0, 1, "untested", 1200);
+	history_row(rs, "scan", 0, -1, "pass", 1250); /* no core: says nothing */
+	history_row(rs, "array", 0, 0, "pass", 1275);
+	history_row(rs, "scan", 0, 1, "error", 1300);
+	history_row(rs, "scan", 0, 0, "error", 1350);
+}
+
+static int restart_setup(void **state)
+{
+	return fixture_build(state, earlier_run);
 }
 
 static int fixture_teardown(void **state)
@@ -279,6 +329,28 @@ static void garbage_and_write_error(void **state)
 	assert_int_equal(fx->rs.n_rows, 4);
 }
 
+/*
+ * After a restart each core's last result comes back from the history
+ * (ifs_last_restore(), through sink_latest() with the recording sink
+ * evaluating its filter): the newest pass/fail/untested row of each core
+ * sets its status and last scan, the newest pass/fail row its last tested
+ * time; "error" rows (no result of the core) are passed over, so core 0
+ * stays failed and core 1's last tested time is its fail, not its untested
+ * run.
+ */
+static void restart_restores_last_results(void **state)
+{
+	struct fixture *fx = *state;
+
+	assert_int_equal(fx->rs.n_latest_queries, 3);
+	assert_int_equal(fx->rs.n_rows, 0); /* nothing written back */
+	assert_core(fx, "1", 2, 1200, 1100, 1);
+	assert_core(fx, "0", 1, 1050, 1050, 1);
+	/* a scan now: the restored state goes on from there */
+	scan(fx, 0, 0, "pass\n", "0xf10\n", 0, 2000);
+	assert_core(fx, "0", 0, 2000, 2000, 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -286,6 +358,8 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(pass_then_fail_then_untested, fixture_setup,
 					    fixture_teardown),
 	    cmocka_unit_test_setup_teardown(garbage_and_write_error, fixture_setup,
+					    fixture_teardown),
+	    cmocka_unit_test_setup_teardown(restart_restores_last_results, restart_setup,
 					    fixture_teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -23,6 +23,8 @@
 
 #include "collectors/collector.h"
 #include "collectors/mptcp/mptcp.h"
+#include "base/arena.h"
+#include "collectors/mptcp/mptcp_pod.h"
 #include "collectors/mptcp/mptcp_priv.h"
 #include "collectors/mptcp/mptcp_state.h"
 #include "recording_sink.h"
@@ -303,12 +305,113 @@ static void unmatched_foreign_malformed_and_short(void **state)
 	assert_int_equal(mptcp_state_conn_get(fx->p->state, NETNS, 7, 0)->established, 0);
 }
 
+/* The pod whose sandbox the watched namespace is, on every row from when
+ * the agent's name service knows it, and its info series (gone when the
+ * watch enters another namespace); a namespace of no pod is asked about
+ * every 0.1 s at most, for a minute after the first miss. */
+static void rows_by_pod(void **state)
+{
+	struct fixture *fx = *state;
+	const struct mptcp_row *row;
+	struct rs_series *info;
+	struct dgram d = {0};
+
+	conn_event(&d, MPTCP_EV_CREATED);
+	feed(fx, &d, 100);
+	row = row_at(fx, 0, "CREATED");
+	assert_string_equal(row->pod, "");
+	assert_int_equal(fx->rs.pod_lookups, 1);
+
+	/* the runtime lists the sandbox: asked again 0.1 s later */
+	rs_pod_add(&fx->rs, NETNS, "web-1", "shop", "0b7c1f5e-uid");
+	d.len = 0;
+	conn_event(&d, MPTCP_EV_ESTABLISHED);
+	feed(fx, &d, 100);
+	assert_string_equal(row_at(fx, 1, "ESTABLISHED")->pod, "");
+	d.len = 0;
+	msg_end(&d, subflow_event(&d, MPTCP_EV_SUB_ESTABLISHED, 7));
+	feed(fx, &d, 101);
+	row = row_at(fx, 2, "SUB_ESTABLISHED");
+	assert_string_equal(row->pod, "web-1");
+	assert_string_equal(row->pod_namespace, "shop");
+	assert_string_equal(row->pod_uid, "0b7c1f5e-uid");
+	assert_int_equal(fx->rs.pod_lookups, 2);
+	/* kept: no lookup per event */
+	d.len = 0;
+	conn_event(&d, MPTCP_EV_CLOSED);
+	feed(fx, &d, 102);
+	assert_string_equal(row_at(fx, 3, "CLOSED")->pod, "web-1");
+	assert_int_equal(fx->rs.pod_lookups, 2);
+	/* the join of the netns label to the pod */
+	info =
+	    rs_find(&fx->rs, "sysobs_mptcp_netns_pod_info", "4026531993,web-1,shop,0b7c1f5e-uid");
+	assert_non_null(info);
+	assert_true(info->value == 1);
+	assert_false(info->gone);
+
+	/* the path now names another namespace, of no pod */
+	fx->p->w[0].ino = NETNS + 1;
+	for (int i = 0; i < 40; i++) {
+		d.len = 0;
+		conn_event(&d, MPTCP_EV_CREATED);
+		feed(fx, &d, 200 + 2 * i);
+		row = (const struct mptcp_row *)fx->rs.rows[fx->rs.n_rows - 1].row;
+		assert_int_equal(row->netns, NETNS + 1);
+		assert_string_equal(row->pod, "");
+	}
+	assert_int_equal(fx->rs.pod_lookups, 2 + 31); /* 200 s .. 260 s */
+	assert_true(info->gone);
+}
+
+/* The live route's answer: connections and namespaces of a pod's namespace
+ * carry its names, the others none; the service is asked only about the
+ * namespace whose watch found its pod (a miss would make it refresh). */
+static void live_list_by_pod(void **state)
+{
+	struct fixture *fx = *state;
+	Sysobs__V1__MptcpNamespace ns[2], *nsp[2] = {&ns[0], &ns[1]};
+	Sysobs__V1__MptcpConnection conn[2], *connp[2] = {&conn[0], &conn[1]};
+	Sysobs__V1__MptcpConnectionList list;
+	struct arena ar = {0};
+
+	sysobs__v1__mptcp_connection_list__init(&list);
+	for (int i = 0; i < 2; i++) {
+		sysobs__v1__mptcp_namespace__init(&ns[i]);
+		sysobs__v1__mptcp_connection__init(&conn[i]);
+		ns[i].netns = conn[i].netns = NETNS + (uint32_t)i;
+	}
+	list.namespaces = nsp;
+	list.n_namespaces = 2;
+	list.data = connp;
+	list.n_data = 2;
+	rs_pod_add(&fx->rs, NETNS, "web-1", "shop", "0b7c1f5e-uid");
+	fx->p->n_w = 2;
+	fx->p->w[1].ino = NETNS + 1;
+	assert_non_null(mptcp_watch_pod(&fx->c, &fx->p->w[0], 100 * SEC));
+	assert_null(mptcp_watch_pod(&fx->c, &fx->p->w[1], 100 * SEC));
+	assert_int_equal(fx->rs.pod_lookups, 2);
+	mptcp_pod_list(fx->p, &list, &ar);
+	assert_int_equal(fx->rs.pod_lookups, 3);
+	assert_int_equal(ns[0]._pod_case, SYSOBS__V1__MPTCP_NAMESPACE___POD_POD);
+	assert_string_equal(ns[0].pod, "web-1");
+	assert_string_equal(conn[0].pod, "web-1");
+	assert_string_equal(conn[0].pod_namespace, "shop");
+	assert_string_equal(conn[0].pod_uid, "0b7c1f5e-uid");
+	assert_int_equal(conn[0]._pod_case, SYSOBS__V1__MPTCP_CONNECTION___POD_POD);
+	assert_int_equal(conn[1]._pod_case, 0);
+	assert_int_equal(ns[1]._pod_case, 0);
+	fx->p->n_w = 0; /* no sockets of theirs for stop() to close */
+	arena_free(&ar);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test_setup_teardown(connection_life, fixture_setup, fixture_teardown),
 	    cmocka_unit_test_setup_teardown(unmatched_foreign_malformed_and_short, fixture_setup,
 					    fixture_teardown),
+	    cmocka_unit_test_setup_teardown(rows_by_pod, fixture_setup, fixture_teardown),
+	    cmocka_unit_test_setup_teardown(live_list_by_pod, fixture_setup, fixture_teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

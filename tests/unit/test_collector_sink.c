@@ -8,7 +8,9 @@
  *    no row.
  *  - mptcp: the restart recovery reads the collector's own history through
  *    sink_latest(): a CREATED row with the connection's tuple gives its
- *    start and side, another connection's row with the same token does not.
+ *    start and side, another connection's row with the same token does not;
+ *    the recording sink evaluates the recovery's typed filter (type,
+ *    namespace, tokens) and its grouping as the store would.
  */
 #include <arpa/inet.h>
 #include <setjmp.h>
@@ -175,11 +177,74 @@ static void mptcp_restart_recovery_through_sink(void **state)
 	mptcp_state_free(st);
 }
 
+/* Connection 7 of netns 1 as a dump after a restart shows it: start unknown. */
+static struct mptcp_state *state_after_restart(void)
+{
+	struct mptcp_state *st = mptcp_state_new(), *fresh = mptcp_state_new();
+	struct mptcp_conn *c = mptcp_state_conn_get(fresh, 1, 7, 1);
+
+	c->t.family = AF_INET;
+	inet_pton(AF_INET, "10.0.0.1", &c->t.saddr);
+	inet_pton(AF_INET, "10.0.0.2", &c->t.daddr);
+	c->t.sport = 40002;
+	c->t.dport = 8080;
+	c->resynced = 1;
+	c->created_ns = 100 * SEC;
+	mptcp_state_resync(st, 1, fresh);
+	mptcp_state_free(fresh);
+	return st;
+}
+
+/*
+ * The recovery's query, evaluated by the recording sink as the store
+ * would: of the rows with the connection's token and tuple, only a CREATED
+ * row of the same namespace counts (not another namespace's, not a CLOSED
+ * row), and of those the newest (an older CREATED row of the same token is
+ * grouped away), whatever their order of arrival.
+ */
+static void mptcp_recovery_query_filters_history(void **state)
+{
+	struct recording_sink rs;
+	struct mptcp_state *st = state_after_restart();
+	struct mptcp_row row = {.token = 7,
+				.family = AF_INET,
+				.sport = 40002,
+				.dport = 8080,
+				.saddr = "10.0.0.1",
+				.daddr = "10.0.0.2"};
+	struct mptcp_conn *c;
+
+	(void)state;
+	rs_init(&rs, "mptcp");
+	row.netns = 2, row.server_side = 1;
+	strcpy(row.type, "CREATED");
+	rs_latest_add(&rs, &mptcp_events_table, 9 * SEC, &row); /* another namespace */
+	row.netns = 1;
+	strcpy(row.type, "CLOSED");
+	rs_latest_add(&rs, &mptcp_events_table, 8 * SEC, &row); /* not a start */
+	strcpy(row.type, "CREATED");
+	rs_latest_add(&rs, &mptcp_events_table, 4 * SEC, &row); /* older: grouped away */
+	row.server_side = 0;
+	rs_latest_add(&rs, &mptcp_events_table, 5 * SEC, &row);
+	row.token = 8;
+	rs_latest_add(&rs, &mptcp_events_table, 6 * SEC, &row); /* not asked for */
+
+	assert_int_equal(mptcp_recover_starts(&rs.sink, st, 1), 1);
+	assert_int_equal(rs.n_latest_queries, 1);
+	c = mptcp_state_conn_get(st, 1, 7, 0);
+	assert_non_null(c);
+	assert_int_equal(c->created_known, 1);
+	assert_int_equal(c->created_ns, 5 * SEC);
+	assert_int_equal(c->server_side, 0);
+	mptcp_state_free(st);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(drops_sample_path),
 	    cmocka_unit_test(mptcp_restart_recovery_through_sink),
+	    cmocka_unit_test(mptcp_recovery_query_filters_history),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

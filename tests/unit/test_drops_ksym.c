@@ -5,6 +5,7 @@
 #include <grp.h>
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
@@ -158,6 +159,19 @@ static void test_proc(void **state)
 }
 
 /*
+ * Two reads of the live table: BPF programs loaded or freed meanwhile (by
+ * any process: other tests, other agents) add or remove their bpf_prog_*
+ * and trampoline symbols, so the counts may differ by those; a read that
+ * lost the addresses has none at all.
+ */
+static bool ksyms_same_table(size_t got, size_t want)
+{
+	size_t d = got > want ? got - want : want - got;
+
+	return got > 0 && d <= want / 100;
+}
+
+/*
  * The table read again from the fd kept open since start-up: from offset
  * 0 whatever was read before, and with addresses after the process gave up
  * root (the kernel decides at open), where a new open may show zeros.
@@ -185,7 +199,7 @@ static void test_read_fd(void **state)
 	assert_true(read(fd, buf, sizeof(buf)) > 0);
 	b = drops_ksyms_read_fd(fd);
 	assert_non_null(b);
-	assert_int_equal(drops_ksyms_count(b), drops_ksyms_count(a));
+	assert_true(ksyms_same_table(drops_ksyms_count(b), drops_ksyms_count(a)));
 	drops_ksyms_free(b);
 	pid = fork();
 	assert_true(pid >= 0);
@@ -201,7 +215,7 @@ static void test_read_fd(void **state)
 		       "through a new open\n",
 		       drops_ksyms_count(kept), drops_ksyms_count(fresh));
 		fflush(stdout);
-		_exit(drops_ksyms_count(kept) == drops_ksyms_count(a) ? 0 : 1);
+		_exit(ksyms_same_table(drops_ksyms_count(kept), drops_ksyms_count(a)) ? 0 : 1);
 	}
 	assert_int_equal(waitpid(pid, &status, 0), pid);
 	assert_true(WIFEXITED(status));

@@ -24,8 +24,8 @@
 #include <cmocka.h>
 #include <math.h>
 
-#include "api/metrics/metrics.h"
-#include "api/metrics/nhist.h"
+#include "metrics/metrics.h"
+#include "metrics/nhist.h"
 #include "api/proto/prometheus/metrics.pb-c.h"
 
 /* ---- native bucket math ---- */

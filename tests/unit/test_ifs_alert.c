@@ -162,6 +162,33 @@ static void test_pure_helpers(void **state)
 	assert_null(ifs_alert_parse_labels("a-b=c"));
 }
 
+/* Alertmanager 0.25's answers (recorded, tests/fuzz/corpus/alert_reply/)
+ * give the log their reason; a proxy's page its first line. */
+static void test_reply(void **state)
+{
+	static const char bad_label[] = "\"invalid label set: invalid name \\\"0bad\\\"\"\n";
+	static const char bad_json[] = "{\"code\":400,\"message\":\"parsing alerts body from "
+				       "\\\"\\\" failed, because unexpected EOF\"}";
+	static const char html[] = "<html>\r\n<head><title>502 Bad Gateway</title></head>\r\n";
+	char msg[64], tiny[8];
+
+	(void)state;
+	assert_int_equal(ifs_alert_reply(200, "", 0, msg, sizeof(msg)), 0);
+	assert_string_equal(msg, "");
+	assert_int_equal(ifs_alert_reply(400, bad_label, strlen(bad_label), msg, sizeof(msg)),
+			 -EIO);
+	assert_string_equal(msg, "invalid label set: invalid name \"0bad\"");
+	assert_int_equal(ifs_alert_reply(400, bad_json, strlen(bad_json), msg, sizeof(msg)), -EIO);
+	assert_string_equal(msg, "parsing alerts body from \"\" failed, because unexpected EOF");
+	assert_int_equal(ifs_alert_reply(502, html, strlen(html), msg, sizeof(msg)), -EIO);
+	assert_string_equal(msg, "<html>");
+	assert_int_equal(ifs_alert_reply(503, NULL, 0, msg, sizeof(msg)), -EIO);
+	assert_string_equal(msg, "HTTP 503");
+	/* control bytes and a small buffer */
+	assert_int_equal(ifs_alert_reply(500, "\"a\\u001b[31mb\"", 14, tiny, sizeof(tiny)), -EIO);
+	assert_string_equal(tiny, "a?[31mb");
+}
+
 static void test_fire_retry_resend_resolve(void **state)
 {
 	struct ifs_alert_stats st;
@@ -273,6 +300,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_pure_helpers),
+	    cmocka_unit_test(test_reply),
 	    cmocka_unit_test(test_fire_retry_resend_resolve),
 	    cmocka_unit_test(test_fire_never_blocks),
 	};

@@ -19,7 +19,7 @@
 
 #include <cmocka.h>
 
-#include "api/metrics/metrics.h"
+#include "metrics/metrics.h"
 
 /* noinline: inlined, gcc 12 takes &buf for a dangling pointer (-Wdangling-pointer). */
 static __attribute__((noinline)) char *render(struct metrics *m)

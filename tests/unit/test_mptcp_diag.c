@@ -282,6 +282,59 @@ static int apply_conn(struct mptcp_state *fresh, int state, uint32_t ino, uint32
 
 /* Live until its user closes it: after a DATA_FIN (FIN_WAIT1/2, CLOSING,
  * LAST_ACK, CLOSE) only while the socket has an inode (not orphaned). */
+/* One recv() of a dump's answer (mptcp_diag_reply): messages of another
+ * request skipped, DONE ends it, the kernel's error is returned; an error
+ * message without room for its errno, or a positive one, is -EIO (it was
+ * returned as a count of sockets). */
+static void test_reply_datagram(void **state)
+{
+	static char dgram[8192] __attribute__((aligned(8)));
+	struct nlmsghdr *nlh, *done;
+	struct mptcp_state *fresh = mptcp_state_new();
+	struct nlmsgerr *e;
+	size_t len;
+	int added = 0;
+
+	(void)state;
+	nlh = diag_msg(AF_INET, 1, "10.0.0.1", "10.0.0.2", 1000, 80, 0);
+	put_mptcp_info(nlh, 0xabc);
+	nlh->nlmsg_seq = 7;
+	memcpy(dgram, nlh, nlh->nlmsg_len);
+	len = NLMSG_ALIGN(nlh->nlmsg_len);
+	nlh->nlmsg_seq = 6; /* a stale answer of an earlier request */
+	memcpy(dgram + len, nlh, nlh->nlmsg_len);
+	len += NLMSG_ALIGN(nlh->nlmsg_len);
+	assert_int_equal(mptcp_diag_reply(dgram, len, 7, IPPROTO_MPTCP, NS, fresh, 1, &added), 0);
+	assert_int_equal(added, 1);
+	done = (struct nlmsghdr *)(dgram + len);
+	*done = (struct nlmsghdr){
+	    .nlmsg_len = NLMSG_HDRLEN + 4, .nlmsg_type = NLMSG_DONE, .nlmsg_seq = 7};
+	assert_int_equal(
+	    mptcp_diag_reply(done, done->nlmsg_len, 7, IPPROTO_MPTCP, NS, fresh, 1, &added), 1);
+	assert_int_equal(
+	    mptcp_diag_reply(done, done->nlmsg_len, 8, IPPROTO_MPTCP, NS, fresh, 1, &added), 0);
+	*done = (struct nlmsghdr){
+	    .nlmsg_len = NLMSG_HDRLEN + sizeof(*e), .nlmsg_type = NLMSG_ERROR, .nlmsg_seq = 7};
+	e = (struct nlmsgerr *)NLMSG_DATA(done);
+	memset(e, 0, sizeof(*e));
+	e->error = -EPERM;
+	assert_int_equal(
+	    mptcp_diag_reply(done, done->nlmsg_len, 7, IPPROTO_TCP, NS, fresh, 1, &added), -EPERM);
+	e->error = 5;
+	assert_int_equal(
+	    mptcp_diag_reply(done, done->nlmsg_len, 7, IPPROTO_TCP, NS, fresh, 1, &added), -EIO);
+	e->error = 0;
+	assert_int_equal(
+	    mptcp_diag_reply(done, done->nlmsg_len, 7, IPPROTO_TCP, NS, fresh, 1, &added), 1);
+	done->nlmsg_len = NLMSG_HDRLEN + 4;
+	assert_int_equal(
+	    mptcp_diag_reply(done, done->nlmsg_len, 7, IPPROTO_TCP, NS, fresh, 1, &added), -EIO);
+	assert_int_equal(added, 1);
+	mptcp_diag_dump_end(fresh);
+	assert_int_equal(fresh->n_conns, 1); /* its MPTCP socket answered: kept */
+	mptcp_state_free(fresh);
+}
+
 static void test_closing_states_and_fallback(void **state)
 {
 	struct mptcp_state *fresh = mptcp_state_new();
@@ -315,6 +368,7 @@ int main(void)
 	    cmocka_unit_test(test_recorded_client),
 	    cmocka_unit_test(test_recorded_server),
 	    cmocka_unit_test(test_closing_states_and_fallback),
+	    cmocka_unit_test(test_reply_datagram),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -20,6 +20,7 @@
 
 #include "collectors/mptcp/mptcp.h"
 #include "collectors/mptcp/mptcp_decode.h"
+#include "storage/store_filter.h"
 #include "storage/store_schema.h"
 
 static sqlite3 *db;
@@ -33,8 +34,12 @@ static int setup(void **state)
 	assert_int_equal(sqlite3_open(":memory:", &db), SQLITE_OK);
 	assert_int_equal(store_schema_create_sql(&mptcp_events_table, sql, sizeof(sql)), 0);
 	assert_int_equal(sqlite3_exec(db, sql, NULL, NULL, NULL), SQLITE_OK);
-	for (const char *const *ix = mptcp_events_table.indexes; ix && *ix; ix++)
-		assert_int_equal(sqlite3_exec(db, *ix, NULL, NULL, NULL), SQLITE_OK);
+	for (const struct table_index *ix = mptcp_events_table.indexes; ix && ix->name; ix++) {
+		char *ix_sql = store_index_sql(&mptcp_events_table, ix);
+
+		assert_int_equal(sqlite3_exec(db, ix_sql, NULL, NULL, NULL), SQLITE_OK);
+		sqlite3_free(ix_sql);
+	}
 	return 0;
 }
 

@@ -104,6 +104,13 @@ static void test_info_netns(void **state)
 					       "[{\"type\":\"network\",\"path\":\"/x\"}]}}}",
 					       p, 2),
 			 -ENOENT);
+	/* the first network entry too long for the buffer: not the next one's
+	 * path (fuzz.cgroup_names) */
+	assert_int_equal(names_info_netns_path("{\"runtimeSpec\":{\"linux\":{\"namespaces\":"
+					       "[{\"type\":\"network\",\"path\":\"/var/run/x\"},"
+					       "{\"type\":\"network\",\"path\":\"/y\"}]}}}",
+					       p, 8),
+			 -ENOENT);
 }
 
 static void test_grpc_frame(void **state)

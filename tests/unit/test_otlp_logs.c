@@ -247,6 +247,8 @@ static void test_resource_scope_and_ifs_rows_decode_back(void **state)
 	request_free(req);
 }
 
+static const otlp_kv *attr(const otlp_record *r, const char *key);
+
 static void mptcp_row_null(struct mptcp_row *r)
 {
 	memset(r, 0, sizeof(*r));
@@ -281,6 +283,10 @@ static void test_mptcp_rows_and_their_severity(void **state)
 	refused = created;
 	strcpy(refused.type, "SUB_CLOSED");
 	refused.error = 111;
+	/* of a pod's namespace: its names under the semantic conventions */
+	strcpy(refused.pod, "web-7d9f");
+	strcpy(refused.pod_namespace, "shop");
+	strcpy(refused.pod_uid, "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0");
 
 	rows[0] = (struct export_row){&mptcp_events_table, 100, 1, &created};
 	rows[1] = (struct export_row){&mptcp_events_table, 101, 2, &reset};
@@ -309,7 +315,13 @@ static void test_mptcp_rows_and_their_severity(void **state)
 	assert_record_head(r, 3, 13, "WARN", "mptcp_events", 102,
 			   "netns=4026531840 type=SUB_CLOSED token=439041101 family=2 "
 			   "saddr=10.0.0.1 daddr=10.0.0.2 sport=40000 dport=443 error=111 "
-			   "server_side=0");
+			   "server_side=0 pod=web-7d9f pod_namespace=shop "
+			   "pod_uid=0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0");
+	assert_int_equal(r->n_attributes, 2 + 10 + 3);
+	assert_kv_string(attr(r, "k8s.pod.name"), "k8s.pod.name", "web-7d9f");
+	assert_kv_string(attr(r, "k8s.namespace.name"), "k8s.namespace.name", "shop");
+	assert_kv_string(attr(r, "k8s.pod.uid"), "k8s.pod.uid", refused.pod_uid);
+	assert_null(attr(r, "pod"));
 	request_free(req);
 }
 
@@ -531,13 +543,13 @@ static void test_response_empty_partial_and_garbage(void **state)
 	(void)state;
 	/* Empty: full success. */
 	strcpy(msg, "stale");
-	assert_int_equal(otlp_logs_response("", 0, &rejected, msg, sizeof(msg)), 0);
+	assert_int_equal(otlp_logs_response("", 0, 10, &rejected, msg, sizeof(msg)), 0);
 	assert_int_equal(rejected, 0);
 	assert_string_equal(msg, "");
 	/* A response without partial_success (0 bytes of fields too). */
 	len = opentelemetry__proto__collector__logs__v1__export_logs_service_response__pack(&resp,
 											    body);
-	assert_int_equal(otlp_logs_response(body, len, &rejected, msg, sizeof(msg)), 0);
+	assert_int_equal(otlp_logs_response(body, len, 10, &rejected, msg, sizeof(msg)), 0);
 	assert_int_equal(rejected, 0);
 	/* Partial success. */
 	ps.rejected_log_records = 3;
@@ -545,17 +557,31 @@ static void test_response_empty_partial_and_garbage(void **state)
 	resp.partial_success = &ps;
 	len = opentelemetry__proto__collector__logs__v1__export_logs_service_response__pack(&resp,
 											    body);
-	assert_int_equal(otlp_logs_response(body, len, &rejected, msg, sizeof(msg)), 0);
+	assert_int_equal(otlp_logs_response(body, len, 10, &rejected, msg, sizeof(msg)), 0);
 	assert_int_equal(rejected, 3);
 	assert_string_equal(msg, "3 records too old");
-	assert_int_equal(otlp_logs_response(body, len, &rejected, small, sizeof(small)), 0);
+	assert_int_equal(otlp_logs_response(body, len, 10, &rejected, small, sizeof(small)), 0);
 	assert_string_equal(small, "3 rec");
-	assert_int_equal(otlp_logs_response(body, len, &rejected, NULL, 0), 0);
+	assert_int_equal(otlp_logs_response(body, len, 10, &rejected, NULL, 0), 0);
 	assert_int_equal(rejected, 3);
+	/* A count past the request or negative (the receiver's error: an int64
+	 * on the wire) stays within [0, sent]; the message is printable. */
+	ps.rejected_log_records = 1000;
+	ps.error_message = "bad\nline\x1b[31m";
+	len = opentelemetry__proto__collector__logs__v1__export_logs_service_response__pack(&resp,
+											    body);
+	assert_int_equal(otlp_logs_response(body, len, 10, &rejected, msg, sizeof(msg)), 0);
+	assert_int_equal(rejected, 10);
+	assert_string_equal(msg, "bad?line?[31m");
+	ps.rejected_log_records = -5;
+	len = opentelemetry__proto__collector__logs__v1__export_logs_service_response__pack(&resp,
+											    body);
+	assert_int_equal(otlp_logs_response(body, len, 10, &rejected, msg, sizeof(msg)), 0);
+	assert_int_equal(rejected, 0);
 	/* Garbage: a length past the end. */
-	assert_int_equal(otlp_logs_response(garbage, sizeof(garbage), &rejected, msg, sizeof(msg)),
-			 -EINVAL);
-	assert_int_equal(otlp_logs_response("<html>", 6, &rejected, msg, sizeof(msg)), -EINVAL);
+	assert_int_equal(
+	    otlp_logs_response(garbage, sizeof(garbage), 10, &rejected, msg, sizeof(msg)), -EINVAL);
+	assert_int_equal(otlp_logs_response("<html>", 6, 10, &rejected, msg, sizeof(msg)), -EINVAL);
 }
 
 int main(void)

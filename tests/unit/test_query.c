@@ -25,7 +25,7 @@
 #include <cmocka.h>
 
 #include "api/http.h"
-#include "api/metrics/metrics.h"
+#include "metrics/metrics.h"
 #include "api/query.h"
 
 #define S 1000000000LL

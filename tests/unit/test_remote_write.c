@@ -24,12 +24,12 @@
 #include <snappy-c.h>
 
 #include "base/arena.h"
-#include "api/metrics/hist_blob.h"
+#include "metrics/hist_blob.h"
 #include "exporters/clickhouse.h"
 #include "exporters/remote_write.h"
 #include "exporters/sender.h"
 #include "exporters/remote_write_meta.h"
-#include "api/metrics/metrics.h"
+#include "metrics/metrics.h"
 #include "exporters/proto/prometheus/remote.pb-c.h"
 #include "storage/store.h"
 #include "storage/store_samples.h"
@@ -137,6 +137,17 @@ static void test_verdict_refuses_only_data(void **state)
 	assert_int_equal(clickhouse_verdict(403, "<html>Forbidden</html>"), SENDER_RETRY);
 	assert_int_equal(clickhouse_verdict(400, "<html>Bad Request</html>"), SENDER_REFUSED);
 	assert_int_equal(clickhouse_verdict(0, ""), SENDER_RETRY);
+	/* The code only where ClickHouse puts it, first (fuzz.clickhouse_verdict:
+	 * a proxy's page quoting one went by that code, not its status). */
+	assert_int_equal(clickhouse_verdict(400, "CCode: 3, e.displayText() = DB::Exception"),
+			 SENDER_REFUSED);
+	assert_int_equal(clickhouse_verdict(502, "<html>upstream said Code: 27</html>"),
+			 SENDER_RETRY);
+	assert_int_equal(clickhouse_verdict(500, "\nCode: 27, e.displayText() = x"),
+			 SENDER_REFUSED);
+	assert_int_equal(clickhouse_verdict(500, "Code: 99999999999999999999"), SENDER_RETRY);
+	/* 2^32 + 27: sscanf("%d") wrapped it to 27 and refused the rows */
+	assert_int_equal(clickhouse_verdict(500, "Code: 4294967323"), SENDER_RETRY);
 	assert_int_equal(clickhouse_verdict(200, "Code: 27"), SENDER_SENT);
 }
 

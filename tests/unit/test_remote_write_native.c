@@ -24,11 +24,11 @@
 #include <cmocka.h>
 #include <snappy-c.h>
 
-#include "api/metrics/hist_blob.h"
+#include "metrics/hist_blob.h"
 #include "exporters/remote_write.h"
 #include "agent/snapshot.h"
-#include "api/metrics/metrics.h"
-#include "api/metrics/nhist.h"
+#include "metrics/metrics.h"
+#include "metrics/nhist.h"
 #include "exporters/proto/prometheus/remote.pb-c.h"
 #include "storage/store.h"
 #include "storage/store_samples.h"

@@ -21,7 +21,7 @@
 #include <jansson.h>
 
 #include "api/http.h"
-#include "api/metrics/metrics.h"
+#include "metrics/metrics.h"
 #include "api/proto/sysobs.pb-c.h"
 #include "api/series.h"
 #include "google/protobuf/timestamp.pb-c.h"

@@ -60,11 +60,13 @@ static const struct event_column ev2_cols[] = {
     {0},
 };
 
-/* v2's data migration fills extra for the even pids of rows already there.
- * Appending is not idempotent: a second run would show as "mm". */
-static const char *const a_migrations_v2[] = {
-    "UPDATE test_a SET extra = coalesce(extra, '') || 'm' WHERE pid % 2 = 0;",
-    NULL,
+/* v2's data migration fills extra with "m" for pids 0, 2 and 10 of rows
+ * already there. A second run would show on a row written since with pid 10
+ * and another extra. */
+static const char *const a_extra_by_pid[] = {[0] = "m", [2] = "m", [10] = "m"};
+static const struct table_migration a_migrations_v2[] = {
+    {.column = "extra", .from = "pid", .names = a_extra_by_pid, .n_names = 11},
+    {0},
 };
 
 static const struct event_table table_a = {
@@ -253,9 +255,9 @@ static void test_migrations_applied_once_and_on_reopen(void **state)
 			print_error("round %d: %s\n", round, err);
 		assert_non_null(s);
 		if (round == 0) {
-			/* A row written by v2, extra set. Its pid is even:
+			/* A row written by v2, extra set. Its pid is 10:
 			 * were the migration run again on the next open, its
-			 * extra would read "newm". */
+			 * extra would read "m". */
 			assert_int_equal(store_start(s), 0);
 			assert_int_equal(store_submit(s, &table_a_v2, now_ns(), &r2), 0);
 			assert_int_equal(store_flush(s), 0);
@@ -1306,11 +1308,68 @@ static void test_disk_full_recovers(void **state)
 	umount2(mnt, MNT_DETACH);
 }
 
+static char latest_log[256];
+
+static void latest_log_fn(enum store_log_level lvl, const char *msg, void *arg)
+{
+	(void)arg;
+	if (lvl == STORE_LOG_ERR)
+		snprintf(latest_log, sizeof(latest_log), "%s", msg);
+}
+
+static void latest_collect(int64_t id, int64_t ts_ns, const void *row, void *arg)
+{
+	const struct ev_row *r = row;
+	char *out = arg;
+
+	(void)id, (void)ts_ns;
+	snprintf(out + strlen(out), 256 - strlen(out), "%d/%s,", (int)r->pid, r->note);
+}
+
+/*
+ * store_latest() through the store's own reader pool: the typed filter's
+ * rows, the newest of each group, oldest group first; a filter the table
+ * cannot take is -EINVAL, logged with its reason, and reads nothing.
+ */
+static void test_latest_typed_filter(void **state)
+{
+	static const char *const by_cpu[] = {"cpu", NULL};
+	static const struct row_value notes[] = {ROW_TEXT("x"), ROW_TEXT("y")};
+	static const struct row_cond x_or_y[] = {ROW_COND_IN("note", notes), {0}};
+	static const struct row_value text[] = {ROW_TEXT("1")};
+	static const struct row_cond bad[] = {ROW_COND_EQ("pid", text), {0}};
+	struct store_config cfg = default_cfg();
+	char got[256] = "";
+	struct store *s;
+
+	(void)state;
+	cfg.log = latest_log_fn;
+	s = open_started(&cfg, tables_ab);
+	for (int i = 0; i < 12; i++) {
+		struct ev_row r = make_row(i); /* cpu = i % 4 */
+
+		snprintf(r.note, sizeof(r.note), "%s", i % 3 == 0 ? "x" : i % 3 == 1 ? "y" : "");
+		assert_int_equal(store_submit(s, &table_a, now_ns(), &r), 0);
+	}
+	assert_int_equal(store_flush(s), 0);
+	/* x or y: pids 0,1,3,4,6,7,9,10; the newest of each cpu: 4 (cpu 0),
+	 * 9 (cpu 1), 10 (cpu 2), 7 (cpu 3); in id order */
+	assert_int_equal(store_latest(s, &table_a, by_cpu, x_or_y, latest_collect, got), 0);
+	assert_string_equal(got, "4/y,7/y,9/x,10/y,");
+	got[0] = '\0';
+	assert_int_equal(store_latest(s, &table_a, by_cpu, bad, latest_collect, got), -EINVAL);
+	assert_string_equal(got, "");
+	assert_non_null(
+	    strstr(latest_log, "filter on pid (eq): a number column compares with numbers"));
+	store_close(s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test_setup_teardown(test_migrations_applied_once_and_on_reopen, setup,
 					    teardown),
+	    cmocka_unit_test_setup_teardown(test_latest_typed_filter, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_fresh_table_created_at_latest_version, setup,
 					    teardown),
 	    cmocka_unit_test_setup_teardown(test_newer_schema_refused, setup, teardown),

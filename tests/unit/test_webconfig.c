@@ -224,6 +224,17 @@ static void test_refused(void **state)
 	refused("http_server_config:\n  hdrs: {}\n", "unknown key \"hdrs\"");
 	refused("basic_auth_users: [\n", "web.yml:");
 	refused("- a\n- b\n", "mapping at the top");
+	/* A key given twice: the second section replaced the first's files
+	 * and leaked its priorities (LeakSanitizer in fuzz.webconfig). */
+	refused("tls_server_config:\n  cert_file: server.crt\n  key_file: server.key\n"
+		"tls_server_config:\n  cert_file: server.crt\n  key_file: server.key\n",
+		"web.yml:4: \"tls_server_config\" given twice (first on line 1)");
+	refused("tls_server_config:\n  cert_file: server.crt\n  key_file: server.key\n"
+		"  cert_file: other.crt\n",
+		"web.yml:4: \"cert_file\" given twice (first on line 2)");
+	refused("http_server_config:\n  headers:\n    X-Frame-Options: deny\n"
+		"    X-Frame-Options: sameorigin\n",
+		"given twice (first on line 3)");
 }
 
 /* A hash's cost outside 4-14 is refused at once, naming its line; one
