@@ -6,6 +6,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <malloc.h>
 #include <signal.h>
 #include <stdio.h>
@@ -27,6 +28,7 @@
 #include "exporters/identity.h"
 #include "exporters/remote_write.h"
 #include "agent/expose.h"
+#include "agent/host_id.h"
 #include "agent/mem_stage.h"
 #include "agent/names.h"
 #include "agent/privsep.h"
@@ -34,6 +36,7 @@
 #include "agent/snapshot.h"
 #include "agent/status.h"
 #include "api/history.h"
+#include "storage/store_export.h"
 #include "api/schema.h"
 #include "api/routes.h"
 #include "collectors/collector.h"
@@ -148,6 +151,23 @@ static void reload_errors_log(const struct config *cfg)
 		cfg->n_errors ? "config not valid" : "cannot reload");
 }
 
+/* Sections in one config and not the other: a [remote_write.NAME] or
+ * [export.NAME] a drop-in added or took away, each named; how many. */
+static unsigned reload_sections_diff(const struct config *run, const struct config *fresh)
+{
+	unsigned n = 0;
+
+	for (size_t i = 0; i < fresh->n_sections; i++)
+		if (!cfg_section(run, fresh->sections[i].name) && ++n)
+			log_warn("agent", "SIGHUP: [%s] added: needs a restart",
+				 fresh->sections[i].name);
+	for (size_t i = 0; i < run->n_sections; i++)
+		if (!cfg_section(fresh, run->sections[i].name) && ++n)
+			log_warn("agent", "SIGHUP: [%s] removed: needs a restart",
+				 run->sections[i].name);
+	return n;
+}
+
 /* SIGHUP: reads the config file and its drop-ins again (command-line flags
  * still win: a running value from line 0 that is not the default came from
  * a flag), then applies the live keys and names the others that changed. A
@@ -221,6 +241,7 @@ static void agent_reload(struct agent *a)
 				 sec->name, k->key, was, now);
 		}
 	}
+	restart += reload_sections_diff(&a->cfg, &fresh.cfg);
 	log_info("agent",
 		 "SIGHUP: reloaded %s (log_level %s, log_format %s); %u change%s need%s a "
 		 "restart",
@@ -331,7 +352,7 @@ static int start_config(struct agent *a)
 	    agent_listen_check(a, boot.hc.listen, false) ||
 	    agent_privsep_config(a, &boot.pc, true) || agent_names_config(a, &boot.nc) ||
 	    agent_db_dir_check(a, boot.sc.path, &boot.pc) ||
-	    remote_write_new(&a->cfg, &boot.identity, &a->rw) ||
+	    remote_write_new(&a->cfg, a->host, &a->rw) ||
 	    agent_export_new(a, &boot.identity, true, &a->exp)) {
 		agent_config_errors_log(a);
 		return 2;
@@ -426,7 +447,7 @@ static int start_http(struct agent *a)
 	struct api_host host = {
 	    .metrics = a->metrics,
 	    .store = a->store,
-	    .hostname = a->hostname,
+	    .hostname = a->host,
 	    .tables = boot.tables,
 	    .collectors = agent_collectors_status,
 	    .exports = agent_exports_status,
@@ -450,6 +471,19 @@ static int start_http(struct agent *a)
 	return 0;
 }
 
+/* sysobs_host_info (agent/host_id.h), before remote_write starts so that
+ * its first metadata names it. 0, or -ENOMEM. */
+static int agent_host_info(struct agent *a)
+{
+	struct host_id id;
+	uint64_t db_id;
+
+	host_id_read(&id, a->machine_id_file);
+	if (!store_db_id(a->store, &db_id))
+		snprintf(id.db_id, sizeof(id.db_id), "%016" PRIx64, db_id);
+	return host_id_publish(a->metrics, &id);
+}
+
 /* The agent's timers, the senders and the signals on the loop. */
 static int start_loop_work(struct agent *a)
 {
@@ -462,6 +496,8 @@ static int start_loop_work(struct agent *a)
 	    (a->snapshot_ms && !loop_add_timer(a->loop, a->snapshot_ms, on_snapshot, a)))
 		return 1;
 	names_declare(a->metrics);
+	if (agent_host_info(a))
+		return 1;
 	if (remote_write_start(a->rw, a->store, a->metrics) ||
 	    events_export_start(a->exp, a->metrics))
 		return 1;

@@ -30,8 +30,9 @@ struct agent {
 	struct http_server *http;
 	struct collector *collectors;
 	size_t n_collectors;
-	const char *sysfs_root; /* "/sys" unless --sysfs-root (IFS fake) */
-	const char *hostname;	/* [agent] hostname as configured ("" = unset) */
+	const char *sysfs_root;	     /* "/sys" unless --sysfs-root (IFS fake) */
+	const char *hostname;	     /* [agent] hostname as configured ("" = unset) */
+	const char *machine_id_file; /* [agent] machine_id_file (agent/host_id.h) */
 	/* The host's name on every path that names it (the exporters' default
 	 * instance, the IFS alert push): [agent] hostname, else gethostname(),
 	 * resolved once by agent_host_resolve(); "" if both fail. */

@@ -36,6 +36,7 @@ struct agent_section {
 	unsigned log_level;  /* enum log_level */
 	unsigned log_format; /* enum log_format */
 	const char *hostname;
+	const char *machine_id_file;
 	const char *sysfs_root;
 	const char *user;
 	unsigned seccomp; /* enum privsep_seccomp */
@@ -98,6 +99,9 @@ static const struct cfg_key agent_keys[] = {
 		   "text, logfmt or json; under systemd (JOURNAL_STREAM) without time stamps and "
 		   "with <N> priority prefixes"),
     AK(hostname, CFG_STRING, "", "host name used in alerts; empty = gethostname()"),
+    AK(machine_id_file, CFG_STRING, "/etc/machine-id",
+       "the machine's id for sysobs_host_info (systemd's machine-id file); a container points "
+       "it at the host's file mounted in, a test gives each agent its own"),
     AK(sysfs_root, CFG_STRING, "/sys",
        "root of sysfs (point at the IFS fake to try the ifs collector)"),
     AK(user, CFG_STRING, "sysobs",
@@ -229,8 +233,7 @@ int agent_config_declare(struct agent *a)
 	    (err = cfg_declare(&a->cfg, "http", http_keys)) ||
 	    (err = cfg_declare(&a->cfg, "storage", storage_keys)) ||
 	    (err = cfg_declare(&a->cfg, "kubernetes", kubernetes_keys)) ||
-	    (err = expose_config_declare(&a->cfg)) ||
-	    (err = cfg_declare(&a->cfg, "remote_write", remote_write_keys)) ||
+	    (err = expose_config_declare(&a->cfg)) || (err = remote_write_declare(&a->cfg)) ||
 	    (err = events_export_declare(&a->cfg)))
 		return err;
 	for (size_t i = 0; collector_registry[i]; i++) {
@@ -266,6 +269,7 @@ void agent_host_config(struct agent *a)
 	cfg_section_parse(&a->cfg, "agent", &s); /* errors: agent_privsep_config() */
 	a->sysfs_root = s.sysfs_root;
 	a->hostname = s.hostname;
+	a->machine_id_file = s.machine_id_file;
 	/* [agent] hostname, else gethostname() (which may truncate without a
 	 * NUL: one is forced); "" when that fails too. */
 	if (a->hostname && *a->hostname)
@@ -631,7 +635,7 @@ int agent_config_validate(struct agent *a, bool host)
 		bad |= listen_parse(a, hc.listen, &ss, &sslen);
 	bad |= expose_config_check(&a->cfg);
 	export_identity_resolve(&a->cfg, a->host, &id); /* errors: remote_write_check() */
-	bad |= remote_write_check(&a->cfg, &id, host, &rw);
+	bad |= remote_write_check(&a->cfg, a->host, host, &rw) ? 1 : 0;
 	bad |= export_config_check(a, &id, host);
 	bad |= collectors_config_check(a);
 	remote_write_free(rw);

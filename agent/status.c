@@ -129,22 +129,20 @@ Sysobs__V1__ExportList *agent_exports_status(void *arg, struct arena *ar)
 {
 	const struct agent *a = arg;
 	Sysobs__V1__ExportList *l = arena_alloc(ar, sizeof(*l));
-	size_t n = events_export_count(a->exp);
+	size_t n = events_export_count(a->exp), n_rw = remote_write_count(a->rw);
 	struct export_status st;
 
 	if (!l)
 		return NULL;
 	sysobs__v1__export_list__init(l);
-	l->data = arena_alloc(ar, (n + 1) * sizeof(*l->data));
+	l->data = arena_alloc(ar, (n + n_rw + 1) * sizeof(*l->data));
 	if (!l->data)
 		return NULL;
-	for (size_t i = 0; i <= n; i++) {
+	for (size_t i = 0; i < n + n_rw; i++) {
 		if (i < n)
 			events_export_status(a->exp, i, &st);
-		else if (a->rw)
-			remote_write_status(a->rw, &st);
 		else
-			break;
+			remote_write_status(a->rw, i - n, &st);
 		l->data[i] = export_status(&st, ar);
 		if (!l->data[i])
 			return NULL;

@@ -445,6 +445,25 @@ static void list_fill(ProtobufCMessage *list, const ProtobufCFieldDescriptor *f_
 		*(char **)((char *)list + f_cursor->offset) = arena_printf(ar, "%" PRId64, next);
 }
 
+/* Every filter parameter the request names, into filters[*nf]; -1 with
+ * the 400 answered. */
+static int filters_parse(const struct history_table *ht, const struct http_request *req,
+			 struct arena *ar, struct store_filter *filters, size_t *nf,
+			 struct http_response *res, int enc)
+{
+	for (size_t i = 0; i < ht->n_params; i++) {
+		const char *v = http_query(req, ht->params[i].name);
+
+		if (!v)
+			continue;
+		memset(&filters[*nf], 0, sizeof(filters[*nf]));
+		if (filter_parse(&ht->params[i], v, ar, &filters[*nf], res, enc))
+			return -1;
+		(*nf)++;
+	}
+	return 0;
+}
+
 static void history_serve(const struct http_request *req, struct http_response *res, void *arg)
 {
 	const struct history_table *ht = arg;
@@ -467,16 +486,8 @@ static void history_serve(const struct http_request *req, struct http_response *
 	if (enc < 0 || query_params_check(req, ht->allowed, res) ||
 	    query_window_parse(req, &w, res))
 		return;
-	for (size_t i = 0; i < ht->n_params; i++) {
-		const char *v = http_query(req, ht->params[i].name);
-
-		if (!v)
-			continue;
-		memset(&filters[nf], 0, sizeof(filters[nf]));
-		if (filter_parse(&ht->params[i], v, &ar, &filters[nf], res, enc))
-			goto out;
-		nf++;
-	}
+	if (filters_parse(ht, req, &ar, filters, &nf, res, enc))
+		goto out;
 	err = history_query(ht, &w, filters, nf, &x, &more);
 	if (err) {
 		reply_query_error(res, enc, err);
@@ -578,6 +589,74 @@ static int stack_count_cmp(const void *a, const void *b)
 	return strcmp(x->s, y->s);
 }
 
+/* The stacks of every matching row, page after page, until the rows run
+ * out or HISTORY_STACKS_ROWS were read (*truncated). */
+static int stacks_count(const struct history_table *ht, const struct query_window *w,
+			struct store_filter *filters, size_t nf, struct stacks_ctx *x,
+			protobuf_c_boolean *truncated)
+{
+	struct store_page_query q = {.cursor = INT64_MAX,
+				     .start_ns = w->start_ns,
+				     .end_ns = w->end_ns,
+				     .limit = HISTORY_STACKS_PAGE,
+				     .filters = filters,
+				     .n_filters = nf};
+
+	for (;;) {
+		int got = store_history_page(ht->store, ht->t, &q, stacks_row, x);
+
+		if (got < 0)
+			return got;
+		if ((unsigned)got < HISTORY_STACKS_PAGE)
+			return 0;
+		if (x->rows >= HISTORY_STACKS_ROWS) {
+			*truncated = true;
+			return 0;
+		}
+		q.cursor = x->last_id;
+	}
+}
+
+/* Folded stacks, one "stack count" line each: flamegraph.pl's input. */
+static void stacks_reply_text(struct http_response *res, struct stack_count **all, size_t n)
+{
+	struct buf b = {0};
+	char *body;
+	size_t len;
+
+	for (size_t i = 0; i < n; i++)
+		buf_printf(&b, "%s %" PRIu64 "\n", all[i]->s, all[i]->count);
+	body = buf_steal(&b, &len);
+	if (!body && b.oom)
+		reply_query_error(res, API_JSON, -ENOMEM);
+	else
+		http_reply_text(res, 200, "text/plain; charset=utf-8", body ? body : strdup(""),
+				len);
+}
+
+static void stacks_reply_list(struct http_response *res, int enc, struct arena *ar,
+			      Sysobs__V1__DropStackList *list, struct stack_count **all, size_t n,
+			      uint64_t rows)
+{
+	list->samples = rows;
+	list->data = arena_alloc(ar, (n ? n : 1) * sizeof(*list->data));
+	for (size_t i = 0; list->data && i < n; i++) {
+		Sysobs__V1__DropStack *d = arena_alloc(ar, sizeof(*d));
+
+		if (!d)
+			break;
+		sysobs__v1__drop_stack__init(d);
+		d->stack = all[i]->s;
+		d->count = all[i]->count;
+		list->data[i] = d;
+	}
+	list->n_data = n;
+	if (ar->oom)
+		reply_query_error(res, enc, -ENOMEM);
+	else
+		api_reply(res, 200, enc, &list->base);
+}
+
 /*
  * The stacks of the rows a filter selects in a window, folded, with the
  * number of rows that had each, most first, the first `limit`: a
@@ -595,7 +674,6 @@ static void stacks_serve(const struct http_request *req, struct http_response *r
 	struct stack_count **all = NULL;
 	struct arena ar = {0};
 	struct query_window w;
-	struct store_page_query q = {0};
 	size_t nf = 0, n = 0, i;
 	struct hash_node *node, *tmp;
 	int pick = http_negotiate(req->accept, offers, 3), enc, err = 0;
@@ -605,41 +683,13 @@ static void stacks_serve(const struct http_request *req, struct http_response *r
 	if (enc < 0 || query_params_check(req, ht->stacks_allowed, res) ||
 	    query_window_parse(req, &w, res))
 		return;
-	for (i = 0; i < ht->n_params; i++) {
-		const char *v = http_query(req, ht->params[i].name);
-
-		if (!v)
-			continue;
-		memset(&filters[nf], 0, sizeof(filters[nf]));
-		if (filter_parse(&ht->params[i], v, &ar, &filters[nf], res, enc))
-			goto out;
-		nf++;
-	}
+	if (filters_parse(ht, req, &ar, filters, &nf, res, enc))
+		goto out;
 	if (hash_init(&x.h, 64)) {
 		reply_query_error(res, enc, -ENOMEM);
 		goto out;
 	}
-	q = (struct store_page_query){.cursor = INT64_MAX,
-				      .start_ns = w.start_ns,
-				      .end_ns = w.end_ns,
-				      .limit = HISTORY_STACKS_PAGE,
-				      .filters = filters,
-				      .n_filters = nf};
-	for (;;) {
-		int got = store_history_page(ht->store, ht->t, &q, stacks_row, &x);
-
-		if (got < 0) {
-			err = got;
-			break;
-		}
-		if ((unsigned)got < HISTORY_STACKS_PAGE)
-			break;
-		if (x.rows >= HISTORY_STACKS_ROWS) {
-			list.truncated = true;
-			break;
-		}
-		q.cursor = x.last_id;
-	}
+	err = stacks_count(ht, &w, filters, nf, &x, &list.truncated);
 	if (err) {
 		reply_query_error(res, enc, err);
 		goto out_hash;
@@ -654,38 +704,10 @@ static void stacks_serve(const struct http_request *req, struct http_response *r
 	qsort(all, n, sizeof(*all), stack_count_cmp);
 	if (n > w.limit)
 		n = w.limit;
-	if (text) {
-		struct buf b = {0};
-		char *body;
-		size_t len;
-
-		for (i = 0; i < n; i++)
-			buf_printf(&b, "%s %" PRIu64 "\n", all[i]->s, all[i]->count);
-		body = buf_steal(&b, &len);
-		if (!body && b.oom)
-			reply_query_error(res, enc, -ENOMEM);
-		else
-			http_reply_text(res, 200, "text/plain; charset=utf-8",
-					body ? body : strdup(""), len);
-		goto out_hash;
-	}
-	list.samples = x.rows;
-	list.data = arena_alloc(&ar, (n ? n : 1) * sizeof(*list.data));
-	for (i = 0; list.data && i < n; i++) {
-		Sysobs__V1__DropStack *d = arena_alloc(&ar, sizeof(*d));
-
-		if (!d)
-			break;
-		sysobs__v1__drop_stack__init(d);
-		d->stack = all[i]->s;
-		d->count = all[i]->count;
-		list.data[i] = d;
-	}
-	list.n_data = n;
-	if (ar.oom)
-		reply_query_error(res, enc, -ENOMEM);
+	if (text)
+		stacks_reply_text(res, all, n);
 	else
-		api_reply(res, 200, enc, &list.base);
+		stacks_reply_list(res, enc, &ar, &list, all, n, x.rows);
 out_hash:
 	free(all);
 	hash_for_each_safe(&x.h, i, node, tmp)

@@ -70,6 +70,27 @@ static void route_index(const struct http_request *req, struct http_response *re
 	http_reply_text(res, 200, CT_HTML, b.p, b.len);
 }
 
+/* docs/runbooks.md as HTML (scripts/runbooks_html.py at build time), the
+ * page every shipped rule's runbook_url opens. */
+extern const char runbooks_html[];
+extern const size_t runbooks_html_len;
+
+static void route_runbooks(const struct http_request *req, struct http_response *res, void *arg)
+{
+	char *body;
+
+	(void)arg;
+	if (query_params_check(req, NULL, res))
+		return;
+	body = malloc(runbooks_html_len);
+	if (!body) {
+		http_reply_error(res, 500, "internal", "out of memory");
+		return;
+	}
+	memcpy(body, runbooks_html, runbooks_html_len);
+	http_reply_text(res, 200, CT_HTML, body, runbooks_html_len);
+}
+
 /* ---- /metrics ---- */
 
 /*
@@ -354,6 +375,7 @@ int api_routes_register(struct http_server *h, const struct api_host *host)
 		const char *const *columns;
 	} own[] = {
 	    {"/", route_index, NULL, NULL},
+	    {"/runbooks", route_runbooks, NULL, NULL},
 	    {"/metrics", route_metrics, NULL, NULL},
 	    {"/healthz", route_healthz, NULL, NULL},
 	    {"/readyz", route_readyz, NULL, NULL},

@@ -237,8 +237,8 @@ agent_snap() {
 		$1 == "sysobs_export_rows_retried_total{destination=\"ch\"}" { rt += $2 }
 		$1 == "sysobs_export_pending_rows{destination=\"ch\"}" { p += $2 }
 		$1 == "sysobs_export_lag_seconds{destination=\"ch\"}" { if ($2 > lag) lag = $2 }
-		$1 == "sysobs_remote_write_samples_sent_total" { s += $2 }
-		$1 == "sysobs_remote_write_bytes_sent_total" { sb += $2 }
+		$1 == "sysobs_remote_write_samples_sent_total{destination=\"remote_write\"}" { s += $2 }
+		$1 == "sysobs_remote_write_bytes_sent_total{destination=\"remote_write\"}" { sb += $2 }
 		is("sysobs_packet_drops_total") { d += $2 }
 		is("sysobs_drop_samples_total") { ds += $2 }
 		is("sysobs_drop_samples_throttled_total") { dt += $2 }

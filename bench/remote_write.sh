@@ -76,7 +76,7 @@ SQL
 	peak=0
 	t0=
 	while :; do
-		sent=$(metric sysobs_remote_write_samples_sent_total)
+		sent=$(metric 'sysobs_remote_write_samples_sent_total{destination="remote_write"}')
 		r=$(awk '/^VmRSS/ { print $2 }' "/proc/$pid/status")
 		[ "$r" -le "$peak" ] || peak=$r
 		# The clock starts at the first accepted batch (not at start-up).
@@ -89,10 +89,10 @@ SQL
 	done
 	t1=$(date +%s.%N)
 	sleep 1.2 # the cpu counter is published after the turn
-	cpu=$(metric sysobs_remote_write_cpu_seconds_total)
-	bytes=$(metric sysobs_remote_write_bytes_sent_total)
-	sent=$(metric sysobs_remote_write_samples_sent_total)
-	failed=$(metric sysobs_remote_write_samples_failed_total)
+	cpu=$(metric 'sysobs_remote_write_cpu_seconds_total{destination="remote_write"}')
+	bytes=$(metric 'sysobs_remote_write_bytes_sent_total{destination="remote_write"}')
+	sent=$(metric 'sysobs_remote_write_samples_sent_total{destination="remote_write"}')
+	failed=$(metric 'sysobs_remote_write_samples_failed_total{destination="remote_write"}')
 	stop
 	[ "${failed:-0}" = 0 ] || echo "warning: $failed samples refused by Prometheus"
 	el=$(echo "$t1 - $t0" | bc -l)

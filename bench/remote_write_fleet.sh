@@ -52,13 +52,13 @@ metric() {
 }
 # Start counting after the first snapshots (start-up, first metadata).
 sleep 5
-read -r s0 b0 c0 p0 d0 w0 <<<"$(metric sysobs_remote_write_samples_sent_total) \
-$(metric sysobs_remote_write_bytes_sent_total) $(metric sysobs_remote_write_cpu_seconds_total) \
+read -r s0 b0 c0 p0 d0 w0 <<<"$(metric 'sysobs_remote_write_samples_sent_total{destination="remote_write"}') \
+$(metric 'sysobs_remote_write_bytes_sent_total{destination="remote_write"}') $(metric 'sysobs_remote_write_cpu_seconds_total{destination="remote_write"}') \
 $(metric process_cpu_seconds_total) $(metric sysobs_storage_db_bytes) \
 $(metric sysobs_history_samples_written_total)"
 sleep "$RUN_S"
-read -r s1 b1 c1 p1 d1 w1 <<<"$(metric sysobs_remote_write_samples_sent_total) \
-$(metric sysobs_remote_write_bytes_sent_total) $(metric sysobs_remote_write_cpu_seconds_total) \
+read -r s1 b1 c1 p1 d1 w1 <<<"$(metric 'sysobs_remote_write_samples_sent_total{destination="remote_write"}') \
+$(metric 'sysobs_remote_write_bytes_sent_total{destination="remote_write"}') $(metric 'sysobs_remote_write_cpu_seconds_total{destination="remote_write"}') \
 $(metric process_cpu_seconds_total) $(metric sysobs_storage_db_bytes) \
 $(metric sysobs_history_samples_written_total)"
 host=$(hostname)

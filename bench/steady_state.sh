@@ -110,7 +110,7 @@ while [ "$(awk -v e="$elapsed" -v d="$DURATION" 'BEGIN { print (e < d) }')" = 1 
 		-v k="$((k1 - k0))" -v hz="$hz" -v iv="$INTERVAL" \
 		-v fds="$(find /proc/"$pid"/fd -mindepth 1 -maxdepth 1 | wc -l)" \
 		-v thr="$(status_kb Threads)" -v dd="$((d1 - d0))" \
-		-v rw="$(metric sysobs_remote_write_samples_sent_total)" \
+		-v rw="$(metric 'sysobs_remote_write_samples_sent_total{destination="remote_write"}')" \
 		-v ex="$(metric 'sysobs_export_rows_sent_total{destination="bench"}')" \
 		-v ep="$(metric 'sysobs_export_pending_rows{destination="bench"}')" 'BEGIN {
 		printf "%6d %9.1f %9.1f %6.1f %5d %5d %10.0f %12.0f %10.0f %8.0f\n", e, rss / 1024,

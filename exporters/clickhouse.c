@@ -67,6 +67,8 @@ int clickhouse_ddl(const struct event_table *const *tables, const char *database
 				buf_printf(out, ",\n    %s %s", c->name, ch_type(c));
 			else
 				buf_printf(out, ",\n    %s Nullable(%s)", c->name, ch_type(c));
+			if (export_is_netns(c))
+				buf_printf(out, ",\n    %s Nullable(String)", EXPORT_NETNS_NAME);
 		}
 		buf_printf(out, "\n)\nENGINE = ReplacingMergeTree()\n"
 				"PARTITION BY toYYYYMM(time)\n"
@@ -129,6 +131,7 @@ int clickhouse_rows(const struct export_row *rows, size_t n, const struct export
 {
 	for (size_t r = 0; r < n; r++) {
 		const struct export_row *x = &rows[r];
+		char name[256];
 
 		buf_puts(out, "{\"host\":");
 		ch_str(out, id->instance, strlen(id->instance));
@@ -175,6 +178,10 @@ int clickhouse_rows(const struct export_row *rows, size_t n, const struct export
 			default:
 				buf_printf(out, "%" PRId64, v.i);
 				break;
+			}
+			if (export_netns_name(c, &v, name, sizeof(name))) {
+				buf_printf(out, ",\"%s\":", EXPORT_NETNS_NAME);
+				ch_str(out, name, strlen(name));
 			}
 		}
 		buf_puts(out, "}\n");

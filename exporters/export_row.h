@@ -8,10 +8,13 @@
 #ifndef SYSOBS_EXPORT_ROW_H
 #define SYSOBS_EXPORT_ROW_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "storage/table.h"
+#include "storage/table_value.h"
 
 struct export_row {
 	const struct event_table *table;
@@ -38,5 +41,23 @@ struct export_identity {
 	 * the metrics: exporters/otlp_logs.c). */
 	const char *db_id;
 };
+
+/* An integer column named "netns" (a network namespace's inode) is
+ * followed in every export by netns_name, the name the host gives that
+ * namespace (ip netns; base/netns_name.h) when the row is sent, as the
+ * history API names it when asked. */
+#define EXPORT_NETNS_NAME "netns_name"
+
+static inline bool export_is_netns(const struct event_column *c)
+{
+	return !strcmp(c->name, "netns") && c->type != COL_TEXT && c->type != COL_REAL &&
+	       c->type != COL_BLOB;
+}
+
+/* The name of the namespace in v (column c of a row) into buf: true, or
+ * false when c is no netns column, its value is NULL, or the host names
+ * that namespace nowhere. */
+bool export_netns_name(const struct event_column *c, const struct col_value *v, char *buf,
+		       size_t len);
 
 #endif

@@ -11,6 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/netns_name.h"
+#include "exporters/export_row.h"
 #include "exporters/identity.h"
 #include "exporters/remote_write.h"
 
@@ -31,14 +33,20 @@ static int identity_fail(struct export_identity_buf *out, const char *key, const
 
 int export_identity_resolve(struct config *cfg, const char *host, struct export_identity_buf *out)
 {
+	return export_identity_resolve_section(cfg, "remote_write", host, out);
+}
+
+int export_identity_resolve_section(struct config *cfg, const char *section, const char *host,
+				    struct export_identity_buf *out)
+{
 	struct remote_write_config c = {0};
 	const char *why = NULL, *key = NULL;
 	size_t n = 0, k = 0;
 
 	memset(out, 0, sizeof(*out));
-	/* The keys' own type errors are [remote_write]'s to report (its
+	/* The keys' own type errors are the section's to report (its
 	 * cfg_section_parse()); remote_write_check() reports key and why. */
-	if (cfg_section_parse(cfg, "remote_write", &c))
+	if (cfg_section_parse(cfg, section, &c))
 		return identity_fail(out, NULL, NULL); /* reported by the parse */
 	if (strlen(c.external_labels) >= sizeof(out->ext_text))
 		return identity_fail(out, "external_labels", "longer than 1023 bytes");
@@ -69,4 +77,15 @@ int export_identity_resolve(struct config *cfg, const char *host, struct export_
 	out->id.n_labels = k;
 	out->id.version = SYSOBS_VERSION;
 	return 0;
+}
+
+/* (export_row.h) The host's names of its namespaces go with the rows as
+ * its own name does: looked up when the row is sent. */
+bool export_netns_name(const struct event_column *c, const struct col_value *v, char *buf,
+		       size_t len)
+{
+	if (!export_is_netns(c) || v->kind == COLV_NULL)
+		return false;
+	return !netns_name_lookup((uint32_t)(v->kind == COLV_UINT ? v->u : (uint64_t)v->i), buf,
+				  len);
 }

@@ -32,5 +32,9 @@ struct export_identity_buf {
  * parse (out->key and out->why say which and why; job and instance are
  * then ""). */
 int export_identity_resolve(struct config *cfg, const char *host, struct export_identity_buf *out);
+/* The same from the keys of section: [remote_write] or a
+ * [remote_write.NAME], each destination's own identity. */
+int export_identity_resolve_section(struct config *cfg, const char *section, const char *host,
+				    struct export_identity_buf *out);
 
 #endif

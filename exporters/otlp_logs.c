@@ -265,7 +265,7 @@ static int otlp_record_fill(struct arena *a, const struct export_row *r, struct 
 	rec->severity_number = (Opentelemetry__Proto__Logs__V1__SeverityNumber)sev;
 	rec->severity_text = (char *)otlp_severity_text(sev);
 	rec->event_name = arena_printf(a, "sysobs.%s", t->name);
-	rec->attributes = arena_alloc(a, (ncols + 2) * sizeof(*rec->attributes));
+	rec->attributes = arena_alloc(a, (ncols + 3) * sizeof(*rec->attributes));
 	if (!rec->event_name || !rec->attributes)
 		return -ENOMEM;
 	rec->attributes[k++] =
@@ -277,7 +277,7 @@ static int otlp_record_fill(struct arena *a, const struct export_row *r, struct 
 	for (size_t i = 0; i < ncols; i++) {
 		const struct event_column *c = &t->cols[i];
 		struct col_value cv;
-		char num[32];
+		char num[32], name[256];
 
 		col_value(c, r->row, &cv);
 		if (cv.kind == COLV_NULL || cv.kind == COLV_BLOB) /* packet bytes stay home */
@@ -288,6 +288,12 @@ static int otlp_record_fill(struct arena *a, const struct export_row *r, struct 
 		    otlp_kv_new(a, c->otel ? c->otel : c->name, otlp_any_column(a, &cv));
 		if (!rec->attributes[k++])
 			return -ENOMEM;
+		if (export_netns_name(c, &cv, name, sizeof(name))) {
+			rec->attributes[k] = otlp_kv_new(a, EXPORT_NETNS_NAME,
+							 otlp_any_string(a, name, strlen(name)));
+			if (!rec->attributes[k++])
+				return -ENOMEM;
+		}
 		if (body->len)
 			buf_putc(body, ' ');
 		buf_puts(body, c->name);

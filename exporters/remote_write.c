@@ -26,8 +26,6 @@
 #include "storage/store.h"
 #include "storage/store_samples.h"
 
-#define RW_COMPONENT "remote_write"
-
 #define RWK(f, t, d, lo, hi, h) CFG_KEY(struct remote_write_config, f, t, d, lo, hi, h)
 
 const struct cfg_key remote_write_keys[] = {
@@ -43,21 +41,21 @@ const struct cfg_key remote_write_keys[] = {
 	"how often to look for new history once everything was sent"),
     RWK(external_labels, CFG_STRING, "", 0, 0,
 	"labels added to every series unless it has them, e.g. cluster=eu1, replica=a; "
-	"also on every exported event row ([export.NAME])"),
-    RWK(cursor, CFG_STRING, "remote_write", 0, 0,
-	"name of the durable cursor in the database (store_meta cursor.NAME): a second agent "
-	"sending the same history elsewhere needs a name of its own"),
+	"[remote_write]'s also on every exported event row ([export.NAME])"),
+    RWK(cursor, CFG_STRING, "", 0, 0,
+	"name of the durable cursor in the database (store_meta cursor.NAME; empty = the "
+	"section's name: remote_write, remote_write.NAME); each destination has its own"),
     RWK(metadata_interval, CFG_DURATION, "1h", 0, 86400000,
 	"how often to send every family's type, help and unit (also at start and when they "
 	"change; 0 = never); Prometheus and VictoriaMetrics keep none of it, Mimir-like "
 	"receivers that do may want 1m"),
     RWK(job, CFG_STRING, "sysobs", 0, 0,
 	"job label of every series unless it has one (empty = none); the same as the "
-	"documented scrape job's name; also on every exported event row"),
+	"documented scrape job's name; [remote_write]'s also on every exported event row"),
     RWK(instance, CFG_STRING, "", 0, 0,
 	"instance label of every series unless it has one (empty = [agent] hostname, else the "
-	"host name, as the documented scrape config relabels it); also the host of every "
-	"exported event row"),
+	"host name, as the documented scrape config relabels it); [remote_write]'s also the "
+	"host of every exported event row"),
     RWK(native_histograms, CFG_BOOL, "false", 0, 0,
 	"send histograms as native histograms (the receiver must keep them, e.g. Prometheus "
 	"with --enable-feature=native-histograms; not VictoriaMetrics 1.79) instead of "
@@ -74,6 +72,8 @@ const struct cfg_key remote_write_keys[] = {
 
 /* ---- the sender ---- */
 
+#define RW_MAX_DEST 8 /* [remote_write] and the [remote_write.NAME] sections */
+
 struct rw_metrics {
 	struct metric_series *sent, *failed, *retried, *pending, *last_send, *highest, *duration,
 	    *bytes, *cpu, *meta_sent;
@@ -81,12 +81,16 @@ struct rw_metrics {
 	struct metric_series *native_form, *unstored;
 };
 
-struct remote_write {
+/* One destination: [remote_write] or a [remote_write.NAME]. */
+struct rw_dest {
 	struct remote_write_config cfg; /* strings point into the agent's config */
-	/* The identity's labels, added to every series (exporters/identity.h);
-	 * the strings are the agent's. */
-	struct rw_label ext[RW_MAX_LABELS];
-	size_t n_ext;
+	/* NAME ("remote_write" for the plain section): the destination label
+	 * of its metrics; its section, for logs, errors and the status API;
+	 * its cursor. */
+	char name[40], section[48], cursor_name[64];
+	/* Its identity (job, instance, external labels of its own section),
+	 * added to every series (exporters/identity.h). */
+	struct export_identity_buf id;
 
 	struct store *store;
 	struct store_cursor *cursor;
@@ -101,6 +105,12 @@ struct remote_write {
 	struct rw_probe probe; /* native_histograms_check */
 };
 
+/* Every destination configured, [remote_write] first when it is. */
+struct remote_write {
+	struct rw_dest *dest[RW_MAX_DEST];
+	size_t n;
+};
+
 static int rw_cursor_name_check(const char *s)
 {
 	size_t n = strlen(s);
@@ -113,70 +123,172 @@ static int rw_cursor_name_check(const char *s)
 	return 0;
 }
 
-static void rw_free_settings(struct remote_write *rw)
+/* Fields of a destination that never started are zero: each free accepts
+ * that. */
+static void rw_dest_free(struct rw_dest *rw)
 {
-	sender_free(&rw->snd);
+	if (!rw)
+		return;
+	sender_free(&rw->snd); /* the thread first: it uses the rest */
+	store_cursor_close(rw->cursor);
+	rw_batch_free(&rw->batch);
+	rw_meta_free(&rw->meta);
+	rw_probe_free(&rw->probe);
 	free(rw);
 }
 
-/* Every check of remote_write_new(), past a failed one: each error is
- * recorded (cfg_fail()); the secret files are read only with read_files. */
-static int rw_settings(struct config *cfg, const struct export_identity_buf *id,
-		       struct remote_write *rw, bool read_files)
+/* The cursor's name: the key's, else the section's own default. */
+static int rw_cursor_settings(struct config *cfg, struct rw_dest *rw)
 {
-	struct remote_write_config *c = &rw->cfg;
+	if (!*rw->cfg.cursor) {
+		snprintf(rw->cursor_name, sizeof(rw->cursor_name), "%s", rw->section);
+		return 0;
+	}
+	snprintf(rw->cursor_name, sizeof(rw->cursor_name), "%s", rw->cfg.cursor);
+	if (rw_cursor_name_check(rw->cfg.cursor))
+		return cfg_error(cfg, rw->section, "cursor",
+				 "1 to 40 of [a-zA-Z0-9_.-], e.g. remote_write or vm");
+	return 0;
+}
+
+/* Every check of a destination past a failed one: each error is recorded
+ * (cfg_fail()); the secret files are read only with read_files. */
+static int rw_settings(struct config *cfg, const char *host, struct rw_dest *rw, bool read_files)
+{
 	const char *why = NULL;
 	int bad = 0, err;
 
-	if (rw_cursor_name_check(c->cursor))
-		bad |= cfg_error(cfg, "remote_write", "cursor",
-				 "1 to 40 of [a-zA-Z0-9_.-], e.g. remote_write or vm");
-	if (id->key)
-		bad |= cfg_error(cfg, "remote_write", id->key, "%s", id->why);
-	memcpy(rw->ext, id->labels, id->n_labels * sizeof(rw->ext[0]));
-	rw->n_ext = id->n_labels;
+	bad |= rw_cursor_settings(cfg, rw);
+	/* The section's own job, instance and external labels; a key's type
+	 * error (no key named) was reported by the section's parse. */
+	if (export_identity_resolve_section(cfg, rw->section, host, &rw->id) && rw->id.key)
+		bad |= cfg_error(cfg, rw->section, rw->id.key, "%s", rw->id.why);
 	/* snappy is loaded here, as libcurl by sender_check(): only for a
 	 * configured remote_write (base/lazylib.h). */
 	if (!lazylib_snappy(&why))
-		bad |= cfg_error(cfg, "remote_write", "url", "remote_write needs snappy: %s", why);
-	err = sender_check(&rw->snd, cfg, "remote_write", &c->http, read_files);
+		bad |= cfg_error(cfg, rw->section, "url", "remote_write needs snappy: %s", why);
+	err = sender_check(&rw->snd, cfg, rw->section, &rw->cfg.http, read_files);
 	if (err == -ENOMEM)
 		return err;
 	return bad || err ? -EINVAL : 0;
 }
 
-int remote_write_check(struct config *cfg, const struct export_identity_buf *id, bool read_files,
-		       struct remote_write **out)
+/* One destination of section (name: its destination label). *out NULL
+ * when its url is empty (off). 0, -EINVAL (recorded) or -ENOMEM. */
+static int rw_dest_new(struct config *cfg, const char *section, const char *name, const char *host,
+		       bool read_files, struct rw_dest **out)
 {
-	struct remote_write *rw;
-	int err;
+	struct rw_dest *rw = calloc(1, sizeof(*rw));
+	int err, bad;
 
 	*out = NULL;
-	rw = calloc(1, sizeof(*rw));
 	if (!rw)
 		return -ENOMEM;
-	err = cfg_section_parse(cfg, "remote_write", &rw->cfg);
+	snprintf(rw->section, sizeof(rw->section), "%s", section);
+	snprintf(rw->name, sizeof(rw->name), "%s", name);
+	bad = cfg_section_parse(cfg, section, &rw->cfg) ? 1 : 0;
 	if (!*rw->cfg.http.url) { /* off: nothing more to check */
-		rw_free_settings(rw);
-		return err;
+		rw_dest_free(rw);
+		return bad ? -EINVAL : 0;
 	}
-	if (rw_settings(cfg, id, rw, read_files) || err) {
-		rw_free_settings(rw);
-		return -EINVAL;
+	err = rw_settings(cfg, host, rw, read_files);
+	if (err || bad) {
+		rw_dest_free(rw);
+		return err == -ENOMEM ? err : -EINVAL;
 	}
 	*out = rw;
 	return 0;
 }
 
-int remote_write_new(struct config *cfg, const struct export_identity_buf *id,
-		     struct remote_write **out)
+/* d against the destinations before it: a cursor or a name of its own. */
+static int rw_dest_unique(struct config *cfg, const struct remote_write *set,
+			  const struct rw_dest *d)
 {
-	return remote_write_check(cfg, id, true, out);
+	int bad = 0;
+
+	for (size_t k = 0; k < set->n; k++) {
+		const struct rw_dest *o = set->dest[k];
+
+		if (!strcmp(o->cursor_name, d->cursor_name))
+			bad |=
+			    cfg_error(cfg, d->section, "cursor",
+				      "'%s' is [%s]'s cursor too: each destination needs its own",
+				      d->cursor_name, o->section);
+		if (!strcmp(o->name, d->name))
+			bad |= cfg_error(cfg, d->section, "url",
+					 "'%s' names [%s]'s metrics (destination=\"%s\"): choose "
+					 "another section name",
+					 d->name, o->section, o->name);
+	}
+	return bad;
+}
+
+/* Adds the destination of section (off: nothing) to set. */
+static int rw_set_add(struct config *cfg, struct remote_write *set, const char *section,
+		      const char *name, const char *host, bool read_files)
+{
+	struct rw_dest *d;
+	int err;
+
+	err = rw_dest_new(cfg, section, name, host, read_files, &d);
+	if (err || !d)
+		return err;
+	if (set->n == RW_MAX_DEST) {
+		rw_dest_free(d);
+		return cfg_error(cfg, section, "url", "at most %d remote_write destinations",
+				 RW_MAX_DEST);
+	}
+	err = rw_dest_unique(cfg, set, d) ? -EINVAL : 0;
+	set->dest[set->n++] = d;
+	return err;
+}
+
+int remote_write_declare(struct config *cfg)
+{
+	int err = cfg_declare(cfg, "remote_write", remote_write_keys);
+
+	return err ? err
+		   : cfg_declare_family(cfg, "remote_write", remote_write_keys,
+					"one more remote_write destination, with a cursor of "
+					"its own: docs/remote_write.md");
+}
+
+int remote_write_check(struct config *cfg, const char *host, bool read_files,
+		       struct remote_write **out)
+{
+	struct remote_write *set = calloc(1, sizeof(*set));
+	int bad = 0, err;
+
+	*out = NULL;
+	if (!set)
+		return -ENOMEM;
+	/* The plain [remote_write] first, under the names it always had. */
+	err = rw_set_add(cfg, set, "remote_write", "remote_write", host, read_files);
+	bad = err ? 1 : 0;
+	for (size_t i = 0; err != -ENOMEM && i < cfg->n_sections; i++) {
+		const char *name = cfg_family_name(&cfg->sections[i], "remote_write");
+
+		if (!name)
+			continue;
+		err = rw_set_add(cfg, set, cfg->sections[i].name, name, host, read_files);
+		bad |= err ? 1 : 0;
+	}
+	if (err == -ENOMEM || bad || !set->n) {
+		remote_write_free(set);
+		return err == -ENOMEM ? err : bad ? -EINVAL : 0;
+	}
+	*out = set;
+	return 0;
+}
+
+int remote_write_new(struct config *cfg, const char *host, struct remote_write **out)
+{
+	return remote_write_check(cfg, host, true, out);
 }
 
 /* One batch read from the history. */
 struct rw_read {
-	struct remote_write *rw;
+	struct rw_dest *rw;
 	int64_t cutoff_ns;
 	int64_t first, last; /* rowids read */
 	int64_t newest_ms;   /* newest timestamp in the batch */
@@ -217,7 +329,7 @@ static int rw_read_row(const struct store_sample *smp, void *arg)
 
 /* The cursor moves past the batch: count what it leaves unsent (rows
  * retention deleted since this turn's rw_count_deleted() included). */
-static void rw_advance(struct remote_write *rw, const struct rw_read *x)
+static void rw_advance(struct rw_dest *rw, const struct rw_read *x)
 {
 	if (x->first > rw->pos + 1)
 		sender_lost(&rw->snd, rw->m.drop_deleted, (uint64_t)(x->first - rw->pos - 1));
@@ -232,7 +344,7 @@ static void rw_advance(struct remote_write *rw, const struct rw_read *x)
  * at once, and the cursor moves past them, so an outage that outlasts the
  * retention shows in sysobs_remote_write_samples_dropped_total{reason=
  * "deleted"} while it lasts, not once the receiver is back. */
-static void rw_count_deleted(struct remote_write *rw)
+static void rw_count_deleted(struct rw_dest *rw)
 {
 	int64_t first;
 
@@ -245,7 +357,7 @@ static void rw_count_deleted(struct remote_write *rw)
 
 /* An accepted request carried the first native histograms: the check of
  * native_histograms_check is armed for one of them. */
-static void rw_probe_after_send(struct remote_write *rw)
+static void rw_probe_after_send(struct rw_dest *rw)
 {
 	char name[sizeof(rw->batch.native_sum_name)];
 	size_t n = strlen(rw->batch.native_sum_name);
@@ -253,17 +365,17 @@ static void rw_probe_after_send(struct remote_write *rw)
 	if (!rw->batch.n_native || rw->probe.done || rw->probe.due_ns || n < 5)
 		return;
 	snprintf(name, sizeof(name), "%.*s", (int)(n - 4), rw->batch.native_sum_name);
-	if (rw_probe_arm(&rw->probe, name, rw->ext, rw->n_ext,
+	if (rw_probe_arm(&rw->probe, name, rw->id.labels, rw->id.n_labels,
 			 clock_mono_ns() + (int64_t)rw->cfg.native_histograms_check * 1000000)) {
-		log_warn(RW_COMPONENT, "cannot check that the receiver stores native histograms "
-				       "(out of memory, or labels too long)");
+		log_warn(rw->section, "cannot check that the receiver stores native histograms "
+				      "(out of memory, or labels too long)");
 		rw->probe.done = true;
 	}
 }
 
 /* When the check is due: the receiver either has the histogram (native it
  * stays) or not (an error, counted, and classic buckets from now on). */
-static void rw_probe_turn(struct remote_write *rw)
+static void rw_probe_turn(struct rw_dest *rw)
 {
 	int rc;
 
@@ -278,19 +390,19 @@ static void rw_probe_turn(struct remote_write *rw)
 	}
 	rw->probe.done = true;
 	if (rc == -EAGAIN) {
-		log_warn(RW_COMPONENT,
+		log_warn(rw->section,
 			 "cannot check whether %s stores native histograms: its query API showed "
 			 "no %s of this agent in %u tries",
 			 rw->probe.base_public, RW_PROBE_CONTROL, rw->probe.tries);
 		return;
 	}
 	if (rc == 1) {
-		log_info(RW_COMPONENT, "%s stores the native histograms it accepts (%s found)",
+		log_info(rw->section, "%s stores the native histograms it accepts (%s found)",
 			 rw->probe.base_public, rw->probe.selector);
 		return;
 	}
 	if (rc < 0) {
-		log_warn(RW_COMPONENT,
+		log_warn(rw->section,
 			 "cannot check whether %s stores native histograms: %s%.*s (set "
 			 "query_url, or native_histograms_check = 0)",
 			 rw->probe.base_public, rw->snd.status ? "its query API answered " : "",
@@ -298,7 +410,7 @@ static void rw_probe_turn(struct remote_write *rw)
 			 rw->snd.status ? rw->snd.resp : rw->snd.errbuf);
 		return;
 	}
-	log_err(RW_COMPONENT,
+	log_err(rw->section,
 		"the receiver accepted native histograms and stored none (%s absent from %s, "
 		"which shows the %s sent with it): sending classic _bucket series from now on; "
 		"set native_histograms = false for it (docs/remote_write.md)",
@@ -311,7 +423,7 @@ static void rw_probe_turn(struct remote_write *rw)
 
 /* One turn of the sender: reads a batch after the cursor, sends it, and
  * returns how long to wait before the next turn (ms). */
-static uint64_t rw_turn(struct remote_write *rw)
+static uint64_t rw_turn(struct rw_dest *rw)
 {
 	const struct remote_write_config *c = &rw->cfg;
 	struct rw_read x = {.rw = rw};
@@ -322,12 +434,12 @@ static uint64_t rw_turn(struct remote_write *rw)
 
 	err = store_samples_last(rw->store, &last);
 	if (err) {
-		log_ratelimited(&rw->rl_store, 60000, LOG_LVL_WARN, RW_COMPONENT,
+		log_ratelimited(&rw->rl_store, 60000, LOG_LVL_WARN, rw->section,
 				"cannot read the metric history: %s", strerror(-err));
 		return c->send_interval;
 	}
 	if (last < rw->pos) {
-		log_warn(RW_COMPONENT,
+		log_warn(rw->section,
 			 "the metric history was renumbered (emptied or a new database): "
 			 "sending it from its start");
 		/* from its oldest sample: nothing of it was deleted unsent */
@@ -350,7 +462,7 @@ static uint64_t rw_turn(struct remote_write *rw)
 	if (err == RW_READ_FULL)
 		err = 0;
 	if (err || rw->batch.arena.oom) {
-		log_ratelimited(&rw->rl_store, 60000, LOG_LVL_WARN, RW_COMPONENT,
+		log_ratelimited(&rw->rl_store, 60000, LOG_LVL_WARN, rw->section,
 				"cannot read the metric history: %s",
 				strerror(err ? -err : ENOMEM));
 		return c->send_interval;
@@ -363,8 +475,8 @@ static uint64_t rw_turn(struct remote_write *rw)
 		rw_advance(rw, &x);
 		return 0;
 	}
-	if (rw_batch_encode(&rw->batch, rw->ext, rw->n_ext, &n)) {
-		log_ratelimited(&rw->rl_fail, 10000, LOG_LVL_WARN, RW_COMPONENT,
+	if (rw_batch_encode(&rw->batch, rw->id.labels, rw->id.n_labels, &n)) {
+		log_ratelimited(&rw->rl_fail, 10000, LOG_LVL_WARN, rw->section,
 				"out of memory encoding %zu samples", rw->batch.n_rows);
 		return c->http.max_backoff;
 	}
@@ -399,13 +511,13 @@ static uint64_t rw_turn(struct remote_write *rw)
 		if (rw->snd.status) {
 			sender_status_error(&rw->snd, "answered %ld: %.200s", rw->snd.status,
 					    rw->snd.resp);
-			log_ratelimited(&rw->rl_fail, 10000, LOG_LVL_WARN, RW_COMPONENT,
+			log_ratelimited(&rw->rl_fail, 10000, LOG_LVL_WARN, rw->section,
 					"%s answered %ld (%.120s); retrying %zu samples in %" PRIu64
 					" ms",
 					rw->snd.url_public, rw->snd.status, rw->snd.resp, n, wait);
 		} else {
 			sender_status_error(&rw->snd, "%s", rw->snd.errbuf);
-			log_ratelimited(&rw->rl_fail, 10000, LOG_LVL_WARN, RW_COMPONENT,
+			log_ratelimited(&rw->rl_fail, 10000, LOG_LVL_WARN, rw->section,
 					"%s: %s; retrying %zu samples in %" PRIu64 " ms",
 					rw->snd.url_public, rw->snd.errbuf, n, wait);
 		}
@@ -417,7 +529,7 @@ static uint64_t rw_turn(struct remote_write *rw)
 		sender_status_failed(&rw->snd, n);
 		sender_status_error(&rw->snd, "refused with %ld: %.200s", rw->snd.status,
 				    rw->snd.resp);
-		log_ratelimited(&rw->rl_fail, 10000, LOG_LVL_WARN, RW_COMPONENT,
+		log_ratelimited(&rw->rl_fail, 10000, LOG_LVL_WARN, rw->section,
 				"%s refused %zu samples with %ld (%.160s); dropped, not retried",
 				rw->snd.url_public, n, rw->snd.status, rw->snd.resp);
 		rw->snd.backoff_ms = 0;
@@ -430,7 +542,7 @@ static uint64_t rw_turn(struct remote_write *rw)
  * receiver that refuses it (any 4xx: many receivers take no metadata) gets
  * it again after metadata_interval, a failing one after max_backoff;
  * samples never wait for it. */
-static void rw_meta_turn(struct remote_write *rw)
+static void rw_meta_turn(struct rw_dest *rw)
 {
 	const struct remote_write_config *c = &rw->cfg;
 	int64_t now = clock_mono_ns();
@@ -447,7 +559,7 @@ static void rw_meta_turn(struct remote_write *rw)
 		return;
 	}
 	if (status)
-		log_ratelimited(&rw->rl_fail, 10000, LOG_LVL_WARN, RW_COMPONENT,
+		log_ratelimited(&rw->rl_fail, 10000, LOG_LVL_WARN, rw->section,
 				"%s answered %ld (%.120s) to the metadata of %zu families",
 				rw->snd.url_public, status, rw->snd.resp, rw->meta.n);
 	rw_meta_failed(&rw->meta, now,
@@ -459,7 +571,7 @@ static void rw_meta_turn(struct remote_write *rw)
 
 static void *rw_main(void *arg)
 {
-	struct remote_write *rw = arg;
+	struct rw_dest *rw = arg;
 	uint64_t wait;
 
 	do {
@@ -471,145 +583,195 @@ static void *rw_main(void *arg)
 	return NULL;
 }
 
-static void rw_metrics_register(struct remote_write *rw, struct metrics *m)
+/* The sender's families, each series labelled with the destination. */
+static void rw_metrics_register(struct rw_dest *rw, struct metrics *m)
 {
-	static const char *const reason[] = {"reason", NULL};
+	static const char *const dest[] = {"destination", NULL};
+	static const char *const dest_reason[] = {"destination", "reason", NULL};
 	static const double bounds[] = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1,
 					0.25,  0.5,    1,     2.5,  5,	   10,	 30};
+	const char *const d[] = {rw->name, NULL};
 	struct metric *f;
 
-	rw->m.sent = metrics_counter1(m, "sysobs_remote_write_samples_sent_total",
-				      "Samples the remote-write receiver accepted (2xx).");
-	rw->m.failed = metrics_counter1(
+#define RW_SERIES(fam) ((f = (fam)) ? metric_series(f, d) : NULL)
+	rw->m.sent =
+	    RW_SERIES(metrics_counter(m, "sysobs_remote_write_samples_sent_total",
+				      "Samples the remote-write receiver accepted (2xx).", dest));
+	rw->m.failed = RW_SERIES(metrics_counter(
 	    m, "sysobs_remote_write_samples_failed_total",
-	    "Samples in requests the receiver refused as data (400, 422; not retried).");
-	rw->m.retried =
-	    metrics_counter1(m, "sysobs_remote_write_samples_retried_total",
-			     "Samples in requests sent again: the receiver's state (401, 403, "
-			     "404, 408, 429, 5xx, any answer not about the data) or a transport "
-			     "error.");
+	    "Samples in requests the receiver refused as data (400, 422; not retried).", dest));
+	rw->m.retried = RW_SERIES(
+	    metrics_counter(m, "sysobs_remote_write_samples_retried_total",
+			    "Samples in requests sent again: the receiver's state (401, 403, "
+			    "404, 408, 429, 5xx, any answer not about the data) or a transport "
+			    "error.",
+			    dest));
 	f = metrics_counter(m, "sysobs_remote_write_samples_dropped_total",
 			    "Metric history samples never sent: too_old (older than max_age), "
 			    "deleted (by retention before their turn), invalid (label set).",
-			    reason);
+			    dest_reason);
 	if (f) {
-		rw->m.drop_old = metric_series(f, (const char *const[]){"too_old"});
-		rw->m.drop_deleted = metric_series(f, (const char *const[]){"deleted"});
-		rw->m.drop_invalid = metric_series(f, (const char *const[]){"invalid"});
+		rw->m.drop_old = metric_series(f, (const char *const[]){rw->name, "too_old"});
+		rw->m.drop_deleted = metric_series(f, (const char *const[]){rw->name, "deleted"});
+		rw->m.drop_invalid = metric_series(f, (const char *const[]){rw->name, "invalid"});
 	}
-	rw->m.pending = metrics_gauge1(
+	rw->m.pending = RW_SERIES(metrics_gauge(
 	    m, "sysobs_remote_write_pending_samples",
-	    "Metric history samples after the sender's cursor (committed, not yet sent).");
-	rw->m.last_send = metrics_gauge1(m, "sysobs_remote_write_last_send_timestamp_seconds",
-					 "Unix time of the last request the receiver accepted.");
-	rw->m.highest = metrics_gauge1(m, "sysobs_remote_write_highest_sent_timestamp_seconds",
-				       "Timestamp of the newest sample the receiver accepted.");
-	rw->m.bytes = metrics_counter1(m, "sysobs_remote_write_bytes_sent_total",
-				       "Request bytes (snappy-compressed) the receiver accepted.");
-	rw->m.meta_sent =
-	    metrics_counter1(m, "sysobs_remote_write_metadata_sent_total",
-			     "Metric family metadata (type, help, unit) the receiver accepted.");
-	rw->m.native_form = metrics_gauge1(
+	    "Metric history samples after the sender's cursor (committed, not yet sent).", dest));
+	rw->m.last_send =
+	    RW_SERIES(metrics_gauge(m, "sysobs_remote_write_last_send_timestamp_seconds",
+				    "Unix time of the last request the receiver accepted.", dest));
+	rw->m.highest =
+	    RW_SERIES(metrics_gauge(m, "sysobs_remote_write_highest_sent_timestamp_seconds",
+				    "Timestamp of the newest sample the receiver accepted.", dest));
+	rw->m.bytes = RW_SERIES(
+	    metrics_counter(m, "sysobs_remote_write_bytes_sent_total",
+			    "Request bytes (snappy-compressed) the receiver accepted.", dest));
+	rw->m.meta_sent = RW_SERIES(metrics_counter(
+	    m, "sysobs_remote_write_metadata_sent_total",
+	    "Metric family metadata (type, help, unit) the receiver accepted.", dest));
+	rw->m.native_form = RW_SERIES(metrics_gauge(
 	    m, "sysobs_remote_write_native_histograms",
 	    "1 while histograms are sent as native histograms, 0 as classic _bucket series "
-	    "(native_histograms off, or the receiver found not to store them).");
-	rw->m.unstored = metrics_counter1(
+	    "(native_histograms off, or the receiver found not to store them).",
+	    dest));
+	rw->m.unstored = RW_SERIES(metrics_counter(
 	    m, "sysobs_remote_write_native_histograms_unstored_total",
 	    "Checks that found the receiver had not stored a native histogram it accepted "
-	    "(the sender then sends classic buckets).");
+	    "(the sender then sends classic buckets).",
+	    dest));
 	if (rw->m.native_form)
 		series_set(rw->m.native_form, rw->native);
-	rw->m.cpu = metrics_counter1(m, "sysobs_remote_write_cpu_seconds_total",
-				     "CPU time (user + system) of the sender thread.");
-	f = metrics_histogram(m, "sysobs_remote_write_batch_duration_seconds",
-			      "Duration of each request of a batch, retries included.", NULL,
-			      bounds, sizeof(bounds) / sizeof(bounds[0]));
-	rw->m.duration = f ? metric_series(f, NULL) : NULL;
+	rw->m.cpu =
+	    RW_SERIES(metrics_counter(m, "sysobs_remote_write_cpu_seconds_total",
+				      "CPU time (user + system) of the sender thread.", dest));
+	rw->m.duration =
+	    RW_SERIES(metrics_histogram(m, "sysobs_remote_write_batch_duration_seconds",
+					"Duration of each request of a batch, retries included.",
+					dest, bounds, sizeof(bounds) / sizeof(bounds[0])));
+#undef RW_SERIES
 }
 
-int remote_write_start(struct remote_write *rw, struct store *s, struct metrics *m)
+/* Opens the cursor; a cursor never stored starts at the oldest sample. */
+static int rw_cursor_start(struct rw_dest *rw, struct store *s)
 {
-	static const char *const headers[] = {"Content-Encoding: snappy",
-					      "Content-Type: application/x-protobuf",
-					      "X-Prometheus-Remote-Write-Version: 0.1.0", NULL};
 	char err[256];
 	int64_t first = 0;
 	bool found;
-	int rc;
 
-	if (!rw)
-		return 0;
-	rw->store = s;
-	rw->metrics = m;
-	rw->cursor = store_cursor_open(s, rw->cfg.cursor, err, sizeof(err));
+	rw->cursor = store_cursor_open(s, rw->cursor_name, err, sizeof(err));
 	if (!rw->cursor) {
-		log_err(RW_COMPONENT, "cannot open its cursor: %s", err);
+		log_err(rw->section, "cannot open its cursor: %s", err);
 		return -EIO;
 	}
 	if (store_cursor_find(rw->cursor, &rw->pos, &found) ||
 	    (!found && store_samples_first(s, &first))) {
-		log_err(RW_COMPONENT, "cannot read its cursor");
+		log_err(rw->section, "cannot read its cursor");
 		return -EIO;
 	}
 	if (!found) {
 		/* The cursor exists from the first start: what retention deletes
 		 * from now on is counted even if nothing was ever sent. History
-		 * deleted before remote_write was configured is not its loss. */
+		 * deleted before this destination was configured is not its loss. */
 		rw->pos = first ? first - 1 : 0;
 		if (store_cursor_set(rw->cursor, rw->pos))
-			log_warn(RW_COMPONENT,
+			log_warn(rw->section,
 				 "cannot store its first cursor yet (%" PRId64
 				 "); kept in memory, stored with the first batch",
 				 rw->pos);
 	}
-	if (rw_batch_init(&rw->batch, rw->cfg.batch_samples + HIST_BLOB_MAX_BUCKETS) ||
-	    sender_setup(&rw->snd, headers)) {
-		log_err(RW_COMPONENT, "out of memory (or libcurl failed to start)");
-		return -ENOMEM;
-	}
-	rw->native = rw->cfg.native_histograms;
-	rw->probe.done = true;
-	if (rw->native && rw->cfg.native_histograms_check) {
-		rc = rw_probe_init(&rw->probe, rw->cfg.http.url, rw->cfg.query_url);
-		if (rc == -ENOMEM)
-			return rc;
-		if (rc) {
-			log_warn(RW_COMPONENT,
-				 "native_histograms: %s is no .../api/v1/write URL, so whether it "
-				 "stores them cannot be checked; set query_url",
-				 rw->snd.url_public);
-			rw->probe.done = true;
-		}
-	}
-	rw_metrics_register(rw, m);
-	rc = sender_start(&rw->snd, rw_main, rw, "sysobs-rw");
-	if (rc) {
-		log_err(RW_COMPONENT, "cannot start its thread: %s", strerror(-rc));
-		return rc;
-	}
-	log_info(RW_COMPONENT, "sending metric history to %s from sample %" PRId64 "%s%s",
-		 rw->snd.url_public, rw->pos,
-		 strcmp(rw->cfg.cursor, "remote_write") ? " of cursor " : "",
-		 strcmp(rw->cfg.cursor, "remote_write") ? rw->cfg.cursor : "");
 	return 0;
 }
 
-void remote_write_status(struct remote_write *rw, struct export_status *st)
+/* native_histograms and its check (remote_write_probe.h). 0 or -ENOMEM. */
+static int rw_native_start(struct rw_dest *rw)
 {
-	sender_status_get(&rw->snd, st);
-	st->name = "remote_write";
+	int rc;
+
+	rw->native = rw->cfg.native_histograms;
+	rw->probe.done = true;
+	if (!rw->native || !rw->cfg.native_histograms_check)
+		return 0;
+	rc = rw_probe_init(&rw->probe, rw->cfg.http.url, rw->cfg.query_url);
+	if (rc == -ENOMEM)
+		return rc;
+	if (rc) {
+		log_warn(rw->section,
+			 "native_histograms: %s is no .../api/v1/write URL, so whether it "
+			 "stores them cannot be checked; set query_url",
+			 rw->snd.url_public);
+		rw->probe.done = true;
+	}
+	return 0;
+}
+
+static int rw_dest_start(struct rw_dest *rw, struct store *s, struct metrics *m)
+{
+	static const char *const headers[] = {"Content-Encoding: snappy",
+					      "Content-Type: application/x-protobuf",
+					      "X-Prometheus-Remote-Write-Version: 0.1.0", NULL};
+	char thread[16];
+	int rc;
+
+	rw->store = s;
+	rw->metrics = m;
+	rc = rw_cursor_start(rw, s);
+	if (rc)
+		return rc;
+	if (rw_batch_init(&rw->batch, rw->cfg.batch_samples + HIST_BLOB_MAX_BUCKETS) ||
+	    sender_setup(&rw->snd, headers)) {
+		log_err(rw->section, "out of memory (or libcurl failed to start)");
+		return -ENOMEM;
+	}
+	rc = rw_native_start(rw);
+	if (rc)
+		return rc;
+	rw_metrics_register(rw, m);
+	/* "sysobs-rw" for [remote_write], as always; "rw-NAME" for the others */
+	snprintf(thread, sizeof(thread), "%s%s", strcmp(rw->name, "remote_write") ? "rw-" : "",
+		 strcmp(rw->name, "remote_write") ? rw->name : "sysobs-rw");
+	rc = sender_start(&rw->snd, rw_main, rw, thread);
+	if (rc) {
+		log_err(rw->section, "cannot start its thread: %s", strerror(-rc));
+		return rc;
+	}
+	/* the cursor named when it is not the section's own */
+	log_info(rw->section, "sending metric history to %s from sample %" PRId64 "%s%s",
+		 rw->snd.url_public, rw->pos,
+		 strcmp(rw->cursor_name, rw->section) ? " of cursor " : "",
+		 strcmp(rw->cursor_name, rw->section) ? rw->cursor_name : "");
+	return 0;
+}
+
+int remote_write_start(struct remote_write *set, struct store *s, struct metrics *m)
+{
+	int rc = 0;
+
+	for (size_t i = 0; set && i < set->n && !rc; i++)
+		rc = rw_dest_start(set->dest[i], s, m);
+	return rc;
+}
+
+size_t remote_write_count(const struct remote_write *set)
+{
+	return set ? set->n : 0;
+}
+
+void remote_write_status(struct remote_write *set, size_t i, struct export_status *st)
+{
+	const struct rw_dest *rw = set->dest[i];
+
+	sender_status_get(&set->dest[i]->snd, st);
+	st->name = rw->section; /* "remote_write", "remote_write.NAME" */
 	st->format = "remote_write";
 	st->url = rw->snd.url_public;
 }
 
-void remote_write_free(struct remote_write *rw)
+void remote_write_free(struct remote_write *set)
 {
-	if (!rw)
+	if (!set)
 		return;
-	sender_free(&rw->snd); /* the thread first: it uses the rest */
-	store_cursor_close(rw->cursor);
-	rw_batch_free(&rw->batch);
-	rw_meta_free(&rw->meta);
-	rw_probe_free(&rw->probe);
-	rw_free_settings(rw);
+	for (size_t i = 0; i < set->n; i++)
+		rw_dest_free(set->dest[i]);
+	free(set);
 }

@@ -49,33 +49,46 @@ struct remote_write_config {
 
 extern const struct cfg_key remote_write_keys[];
 
+/*
+ * The senders: [remote_write] and every [remote_write.NAME] (the same keys)
+ * whose url is set, each a destination with a thread, a cursor (default:
+ * the section's name, so [remote_write]'s stays "remote_write"), an
+ * identity (its own job, instance, external_labels), batch, metadata,
+ * histogram form, auth and TLS of its own; its metrics are labelled
+ * destination="NAME" ("remote_write" for the plain section). One receiver
+ * down holds back no other.
+ */
 struct remote_write;
 
+/* Declares [remote_write] and the [remote_write.NAME] family (before
+ * cfg_load). */
+int remote_write_declare(struct config *cfg);
+
 /*
- * Parses and checks [remote_write] (URL scheme http or https, backoff range,
- * auth and TLS file combinations; reads the password and token files) with
- * the host's identity the agent resolved once (job, instance, external
- * labels: exporters/identity.h; its failure is reported here, for a
- * configured url). id must outlive the sender. 0 with *out NULL when url is
- * empty (off); 0 with *out set; -EINVAL with cfg->err ("file:line:
- * [remote_write] key: reason").
+ * Parses and checks each destination (URL scheme http or https, backoff
+ * range, auth and TLS file combinations, cursors and names unique across
+ * destinations, the identity keys; reads the password and token files)
+ * with host, the agent's name of the host (the default instance; "":
+ * gethostname()). 0 with *out NULL when no url is set (off); 0 with *out
+ * set; -EINVAL with every error recorded (cfg->errors: "file:line:
+ * [remote_write.NAME] key: reason").
  */
-struct export_identity_buf;
-int remote_write_new(struct config *cfg, const struct export_identity_buf *id,
-		     struct remote_write **out);
+int remote_write_new(struct config *cfg, const char *host, struct remote_write **out);
 /* remote_write_new() that reads no file without read_files (a reload's
- * check, after privileges were dropped), and records every error it finds
- * (cfg->errors), not only the first. */
-int remote_write_check(struct config *cfg, const struct export_identity_buf *id, bool read_files,
+ * check, after privileges were dropped). */
+int remote_write_check(struct config *cfg, const char *host, bool read_files,
 		       struct remote_write **out);
-/* Registers the sender's metrics and starts its thread; 0 when rw is NULL.
- * -errno with a message logged. */
+/* Registers each destination's metrics and starts its thread; 0 when rw
+ * is NULL. -errno with a message logged. */
 int remote_write_start(struct remote_write *rw, struct store *s, struct metrics *m);
-/* Its status for the API (GET /api/v1/export, /readyz), as an event
- * export destination's: name and format "remote_write", safe on any thread
- * between remote_write_start() and remote_write_free(). */
-void remote_write_status(struct remote_write *rw, struct export_status *st);
-/* Stops the thread (a request in flight gets 2 s to finish, then is aborted
+/* How many destinations (0 for NULL), and destination i's status for the
+ * API (GET /api/v1/export, /readyz), as an event export destination's:
+ * name its section ("remote_write", "remote_write.NAME"), format
+ * "remote_write"; safe on any thread between remote_write_start() and
+ * remote_write_free(). */
+size_t remote_write_count(const struct remote_write *rw);
+void remote_write_status(struct remote_write *rw, size_t i, struct export_status *st);
+/* Stops the threads (a request in flight gets 2 s to finish, then is aborted
  * within about a second more) and frees.
  * Accepts NULL. Call before the store and the registry go. */
 void remote_write_free(struct remote_write *rw);

@@ -32,7 +32,7 @@ int rw_identity_add(const char *job, const char *instance, char *host, size_t ho
 	for (size_t i = 0; i < *n; i++) {
 		if (!strcmp(ext[i].name, "job") || !strcmp(ext[i].name, "instance")) {
 			*key = "external_labels";
-			*why = "job and instance have keys of their own ([remote_write] job, "
+			*why = "job and instance have keys of their own (this section's job, "
 			       "instance)";
 			return -EINVAL;
 		}

@@ -11,6 +11,7 @@ PKGS=(
 	libprotobuf-c-dev protobuf-c-compiler libcurl4-openssl-dev libnghttp2-dev libprotobuf-dev protobuf-compiler python3-protobuf
 	libbpf-dev bpftool libelf-dev zlib1g-dev libseccomp-dev libsnappy-dev
 	libyaml-dev libcrypt-dev libgnutls28-dev
+	python3-markdown # docs/runbooks.md to the HTML of GET /runbooks (scripts/runbooks_html.py)
 	# tests
 	libcmocka-dev curl jq sqlite3 bc iproute2 nftables prometheus procps
 	python3-prometheus-client

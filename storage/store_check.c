@@ -6,6 +6,7 @@
  * Calls store_util.c; called by store.c.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <libgen.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -226,13 +227,44 @@ int store_open_check(struct store *s, bool unclean, char *err, size_t errlen)
 	return 0;
 }
 
+/* The byte of the -shm file every connection in WAL mode holds a read lock
+ * on while it is open (SQLite's os_unix.c: the "DMS" lock after the eight
+ * WAL locks at 120). */
+#define STORE_SHM_DMS_BYTE 128
+
+/*
+ * Whether another process has the database open: then its WAL file is that
+ * process's, not left by a crash. Asks the kernel (F_GETLK) who would stop
+ * a write lock on the DMS byte. Before this process opens the database
+ * itself: closing a descriptor of the -shm file would drop its own locks.
+ */
+static bool store_open_elsewhere(const char *path)
+{
+	struct flock fl = {
+	    .l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = STORE_SHM_DMS_BYTE, .l_len = 1};
+	char shm[4096];
+	bool held;
+	int fd;
+
+	snprintf(shm, sizeof(shm), "%s-shm", path);
+	fd = open(shm, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0)
+		return false;
+	held = fcntl(fd, F_GETLK, &fl) == 0 && fl.l_type != F_UNLCK;
+	close(fd);
+	return held;
+}
+
 /* A WAL file left beside the database: the last stop was not clean (SQLite
- * removes it when the last connection closes). */
+ * removes it when the last connection closes), unless another process has
+ * the database open (a second agent on it, the CLI, a backup): its WAL is
+ * in use, and a database that process just created is no unclean one
+ * (issue 32). */
 bool store_unclean_stop(const char *path)
 {
 	char wal[4096];
 	struct stat st;
 
 	snprintf(wal, sizeof(wal), "%s-wal", path);
-	return stat(wal, &st) == 0;
+	return stat(wal, &st) == 0 && !store_open_elsewhere(path);
 }

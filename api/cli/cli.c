@@ -653,7 +653,83 @@ enum {
 	OPT_STUCK
 };
 
-int main(int argc, char **argv)
+/* One option into o; --help and --version answer and exit, a bad value
+ * exits 2 (die_usage). */
+static void parse_opt(struct opts *o, int opt)
+{
+	char *end;
+
+	switch (opt) {
+	case 's':
+		o->server = optarg;
+		break;
+	case 'o':
+		if (!strcmp(optarg, "table"))
+			o->output = OUT_TABLE;
+		else if (!strcmp(optarg, "json"))
+			o->output = OUT_JSON;
+		else if (!strcmp(optarg, "protobuf"))
+			o->output = OUT_PROTOBUF;
+		else
+			die_usage("-o: expected table, json or protobuf, not '%s'", optarg);
+		break;
+	case OPT_SINCE:
+		o->since = optarg;
+		break;
+	case OPT_UNTIL:
+		o->until = optarg;
+		break;
+	case 'n':
+		if (strtoul(optarg, &end, 10) == 0 || *end)
+			die_usage("--limit: expected a positive number, not '%s'", optarg);
+		o->limit = optarg;
+		break;
+	case OPT_STEP:
+		o->step = optarg;
+		break;
+	case 'f':
+		o->follow = true;
+		break;
+	case OPT_CA:
+		o->ca_file = optarg;
+		break;
+	case OPT_CERT:
+		o->cert_file = optarg;
+		break;
+	case OPT_KEY:
+		o->key_file = optarg;
+		break;
+	case OPT_INSECURE:
+		o->insecure = true;
+		break;
+	case OPT_USER:
+		o->user = optarg;
+		break;
+	case OPT_PWFILE:
+		o->password_file = optarg;
+		break;
+	case OPT_STUCK:
+		o->stuck_after = optarg;
+		break;
+	case OPT_TIMEOUT:
+		o->timeout_s = (unsigned)strtoul(optarg, &end, 10);
+		if (!o->timeout_s || *end || o->timeout_s > 3600)
+			die_usage("--timeout: expected 1..3600 seconds, not '%s'", optarg);
+		break;
+	case 'h':
+		usage(stdout);
+		exit(0);
+	case 'V':
+		printf("sysobs %s (libcurl %s, protobuf-c %s)\n", SYSOBS_VERSION,
+		       curl_version_info(CURLVERSION_NOW)->version, protobuf_c_version());
+		exit(0);
+	default:
+		fputs("sysobs: bad option (sysobs --help)\n", stderr);
+		exit(2);
+	}
+}
+
+static void parse_opts(struct opts *o, int argc, char **argv)
 {
 	static const struct option lopts[] = {
 	    {"server", required_argument, NULL, 's'},
@@ -675,88 +751,26 @@ int main(int argc, char **argv)
 	    {"version", no_argument, NULL, 'V'},
 	    {0},
 	};
-	struct opts o = {.output = OUT_TABLE, .timeout_s = 10};
-	const char *cmd;
-	char *end;
-	const struct command *c;
-	int opt, rc;
+	int opt;
 
-	o.server = getenv("SYSOBS_URL");
-	if (!o.server || !o.server[0])
-		o.server = "http://127.0.0.1:9559";
-	while ((opt = getopt_long(argc, argv, "s:o:n:fhV", lopts, NULL)) != -1) {
-		switch (opt) {
-		case 's':
-			o.server = optarg;
-			break;
-		case 'o':
-			if (!strcmp(optarg, "table"))
-				o.output = OUT_TABLE;
-			else if (!strcmp(optarg, "json"))
-				o.output = OUT_JSON;
-			else if (!strcmp(optarg, "protobuf"))
-				o.output = OUT_PROTOBUF;
-			else
-				die_usage("-o: expected table, json or protobuf, not '%s'", optarg);
-			break;
-		case OPT_SINCE:
-			o.since = optarg;
-			break;
-		case OPT_UNTIL:
-			o.until = optarg;
-			break;
-		case 'n':
-			if (strtoul(optarg, &end, 10) == 0 || *end)
-				die_usage("--limit: expected a positive number, not '%s'", optarg);
-			o.limit = optarg;
-			break;
-		case OPT_STEP:
-			o.step = optarg;
-			break;
-		case 'f':
-			o.follow = true;
-			break;
-		case OPT_CA:
-			o.ca_file = optarg;
-			break;
-		case OPT_CERT:
-			o.cert_file = optarg;
-			break;
-		case OPT_KEY:
-			o.key_file = optarg;
-			break;
-		case OPT_INSECURE:
-			o.insecure = true;
-			break;
-		case OPT_USER:
-			o.user = optarg;
-			break;
-		case OPT_PWFILE:
-			o.password_file = optarg;
-			break;
-		case OPT_STUCK:
-			o.stuck_after = optarg;
-			break;
-		case OPT_TIMEOUT:
-			o.timeout_s = (unsigned)strtoul(optarg, &end, 10);
-			if (!o.timeout_s || *end || o.timeout_s > 3600)
-				die_usage("--timeout: expected 1..3600 seconds, not '%s'", optarg);
-			break;
-		case 'h':
-			usage(stdout);
-			return 0;
-		case 'V':
-			printf("sysobs %s (libcurl %s, protobuf-c %s)\n", SYSOBS_VERSION,
-			       curl_version_info(CURLVERSION_NOW)->version, protobuf_c_version());
-			return 0;
-		default:
-			fputs("sysobs: bad option (sysobs --help)\n", stderr);
-			return 2;
-		}
-	}
+	o->server = getenv("SYSOBS_URL");
+	if (!o->server || !o->server[0])
+		o->server = "http://127.0.0.1:9559";
+	while ((opt = getopt_long(argc, argv, "s:o:n:fhV", lopts, NULL)) != -1)
+		parse_opt(o, opt);
 	if (optind >= argc)
 		die_usage("no command");
-	check_tls_opts(&o);
+	check_tls_opts(o);
+}
+
+int main(int argc, char **argv)
+{
+	struct opts o = {.output = OUT_TABLE, .timeout_s = 10};
+	const struct command *c;
+	const char *cmd;
+	int rc;
+
+	parse_opts(&o, argc, argv);
 	cmd = argv[optind++];
 	signal(SIGINT, on_sigint);
 	signal(SIGTERM, on_sigint);

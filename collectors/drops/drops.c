@@ -449,8 +449,10 @@ static int drops_init_btf(struct collector *c, struct drops_state *st)
 	st->has_rdonly_cast = bpf_util_btf_has(&st->btf, "bpf_rdonly_cast", BTF_KIND_FUNC);
 	err = bpf_util_fentry_probe(&st->btf, "udp_destruct_common");
 	st->has_udp_destruct = !err;
+	/* Info, not a warning: an optional refinement every start on such a
+	 * kernel would repeat (issue 32); the drops are counted either way. */
 	if (err && err != -ENOENT)
-		clog_warn(c,
+		clog_info(c,
 			  "fentry/fexit on udp_destruct_common refused (%s): datagrams a closed "
 			  "UDP socket never read count in netns 0",
 			  strerror(-err));

@@ -72,8 +72,10 @@ static const struct cfg_key ifs_keys[] = {
 	    "instance replace the defaults sysobs and the host name"),
     IFS_KEY(alert_resend, CFG_DURATION, "1m", 1000, 86400000,
 	    "re-send period of a firing alert (below Alertmanager resolve_timeout)"),
-    IFS_KEY(runbook_base, CFG_STRING, "file:///usr/share/doc/sysobs/runbooks.md", 0, 0,
-	    "URL of the runbooks; a pushed alert's runbook_url is it + #sysobsifscorefailed"),
+    IFS_KEY(runbook_base, CFG_STRING, "", 0, 0,
+	    "URL of the runbooks; a pushed alert's runbook_url is it + #sysobsifscorefailed; "
+	    "empty = the agent's own GET /runbooks as the shipped rules link it: "
+	    "http://<instance without :port>:9559/runbooks"),
     {0},
 };
 
@@ -262,6 +264,8 @@ static int ifs_init(struct collector *c)
 		 c->hostname && c->hostname[0] ? c->hostname : "unknown");
 	if (!p->alert_instance[0])
 		snprintf(p->alert_instance, sizeof(p->alert_instance), "%s", p->host);
+	if (!p->runbook_url[0])
+		ifs_runbook_url_default(p);
 
 	err = ifs_devices_discover(p->root, &mask);
 	if (err || !mask) {

@@ -77,6 +77,20 @@ static int alert_identity_config(struct collector *c, struct ifs_priv *p)
 	return 0;
 }
 
+/* (ifs_priv.h) The link the shipped rules give (deploy/prometheus:
+ * http://{{ reReplaceAll ":[0-9]+$" "" $labels.instance }}:9559/runbooks#...):
+ * the instance without a trailing :port, the agent's default port. */
+void ifs_runbook_url_default(struct ifs_priv *p)
+{
+	const char *inst = p->alert_instance, *colon = strrchr(inst, ':');
+	size_t n = strlen(inst);
+
+	if (colon && colon[1] && strspn(colon + 1, "0123456789") == strlen(colon + 1))
+		n = (size_t)(colon - inst);
+	snprintf(p->runbook_url, sizeof(p->runbook_url),
+		 "http://%.*s:9559/runbooks#sysobsifscorefailed", (int)n, inst);
+}
+
 /* (ifs_priv.h) Each bad value reported, the others still read. */
 int ifs_read_config(struct collector *c, struct ifs_priv *p)
 {
@@ -110,8 +124,9 @@ int ifs_read_config(struct collector *c, struct ifs_priv *p)
 	else if (p->alert_url[0] && !lazylib_curl(&why))
 		bad |= collector_config_error(c, "alertmanager_url",
 					      "the alert push needs libcurl: %s", why);
-	snprintf(p->runbook_url, sizeof(p->runbook_url), "%s#sysobsifscorefailed",
-		 cfg->runbook_base);
+	if (cfg->runbook_base && cfg->runbook_base[0])
+		snprintf(p->runbook_url, sizeof(p->runbook_url), "%s#sysobsifscorefailed",
+			 cfg->runbook_base);
 	bad |= alert_identity_config(c, p);
 	return bad ? -EINVAL : 0;
 }

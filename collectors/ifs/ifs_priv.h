@@ -119,6 +119,10 @@ struct ifs_cfg {
  * value reported with collector_config_error() (ifs_config.c). 0 or
  * -EINVAL. */
 int ifs_read_config(struct collector *c, struct ifs_priv *p);
+/* runbook_url when [collector.ifs] runbook_base is empty: the agent's own
+ * GET /runbooks at the alert's instance (its :port dropped) and port 9559,
+ * the link the shipped rules' template gives. */
+void ifs_runbook_url_default(struct ifs_priv *p);
 /* ops->check_config: ifs_read_config() into a scratch state. */
 int ifs_check_config(struct collector *c);
 

@@ -123,6 +123,84 @@ static int mptcp_diag_ulp_parse(const struct nlattr *ulp, uint32_t *token, uint8
 	return is_mptcp && found ? 0 : -ENOENT;
 }
 
+/* An MPTCP socket of the dump: a listener, or a connection with its
+ * MPTCP-level counters (by the length sent: issue 36). */
+static int diag_apply_msk(const struct inet_diag_msg *m, const struct mptcp_tuple *t,
+			  const struct nlattr *info, uint64_t netns, struct mptcp_state *fresh,
+			  int64_t now_ns)
+{
+	struct mptcp_info mi = {0};
+	struct mptcp_conn *c;
+
+	if (m->idiag_state == MPTCP_TCP_LISTEN)
+		return mptcp_state_listener_put(fresh, netns, t, now_ns) ?: 1;
+	if (!info)
+		return 0;
+	/* Older kernels send a shorter struct: take what is there. */
+	memcpy(&mi, mnl_attr_get_payload(info),
+	       mnl_attr_get_payload_len(info) < sizeof(mi) ? mnl_attr_get_payload_len(info)
+							   : sizeof(mi));
+	if (!mi.mptcpi_token)
+		return 0;
+	if (m->idiag_state < 32 && ((1u << m->idiag_state) & MPTCP_DIAG_FIN_STATES) &&
+	    !m->idiag_inode)
+		return 0; /* closed by its user: CLOSED was sent */
+	c = mptcp_state_conn_get(fresh, netns, mi.mptcpi_token, 1);
+	if (!c)
+		return -ENOMEM;
+	c->t = *t;
+	c->fallback = !!(mi.mptcpi_flags & MPTCP_INFO_FLAG_FALLBACK);
+	c->established =
+	    m->idiag_state != MPTCP_TCP_SYN_SENT && m->idiag_state != MPTCP_TCP_SYN_RECV;
+	c->resynced = 1;
+	c->created_ns = now_ns;
+	if (mptcp_conn_info_decode(mnl_attr_get_payload(info), mnl_attr_get_payload_len(info),
+				   &c->info) == 0)
+		c->info.sampled_ns = now_ns;
+	return 1;
+}
+
+/* A TCP socket with the MPTCP ULP: a subflow, with its tcp_info (by the
+ * length sent: mptcp_subflow_info.h). */
+static int diag_apply_subflow(const struct inet_diag_msg *m, const struct mptcp_tuple *t,
+			      const struct nlattr *info, const struct nlattr *ulp, uint64_t netns,
+			      struct mptcp_state *fresh, int64_t now_ns)
+{
+	struct mptcp_subflow sf;
+	struct mptcp_conn *c;
+	uint32_t token = 0, flags = 0;
+	uint8_t loc_id = 0, rem_id = 0;
+
+	if (mptcp_diag_ulp_parse(ulp, &token, &loc_id, &rem_id, &flags) || !token)
+		return 0;
+	/* The connection may be listed later in the dump, or in the other
+	 * family's dump: create it; resync drops subflows of unknown ones. */
+	c = mptcp_state_conn_get(fresh, netns, token, 1);
+	if (!c)
+		return -ENOMEM;
+	memset(&sf, 0, sizeof(sf));
+	sf.t = *t;
+	sf.loc_id = loc_id;
+	sf.rem_id = rem_id;
+	/* Events carry the subflow's `backup` (net/mptcp/pm_netlink.c),
+	 * which is the peer's bit: BKUP_REM in the dump (net/mptcp/diag.c:
+	 * sf->backup -> BKUP_REM, sf->request_bkup -> BKUP_LOC). */
+	sf.backup = !!(flags & MPTCP_SUBFLOW_FLAG_BKUP_REM);
+	/* The initial subflow knows the side (`ss` flags M/m): the
+	 * peer's MP_CAPABLE seen (MCAP_REM) on both ends, our own
+	 * request for it (MCAP_LOC: subflow->request_mptcp) only on
+	 * the end that connected. Joins say nothing of the connection:
+	 * either end may open one. */
+	if (flags & MPTCP_SUBFLOW_FLAG_MCAP_REM)
+		c->server_side = (flags & MPTCP_SUBFLOW_FLAG_MCAP_LOC) ? 0 : 1;
+	sf.if_idx = (int32_t)m->id.idiag_if;
+	sf.since_ns = now_ns;
+	if (info && mptcp_tcp_info_decode(mnl_attr_get_payload(info),
+					  mnl_attr_get_payload_len(info), &sf.tcp) == 0)
+		sf.tcp.sampled_ns = now_ns;
+	return mptcp_state_subflow_put(fresh, c, &sf) ?: 1;
+}
+
 int mptcp_diag_msg_apply(const struct nlmsghdr *nlh, size_t len, int proto, uint64_t netns,
 			 struct mptcp_state *fresh, int64_t now_ns)
 {
@@ -148,77 +226,10 @@ int mptcp_diag_msg_apply(const struct nlmsghdr *nlh, size_t len, int proto, uint
 			ulp = attr;
 	}
 	mptcp_diag_tuple(m, &t);
-
-	if (proto == IPPROTO_MPTCP) {
-		struct mptcp_info mi;
-		struct mptcp_conn *c;
-
-		if (m->idiag_state == MPTCP_TCP_LISTEN)
-			return mptcp_state_listener_put(fresh, netns, &t, now_ns) ?: 1;
-		if (!info)
-			return 0;
-		/* Older kernels send a shorter struct: take what is there. */
-		memset(&mi, 0, sizeof(mi));
-		memcpy(&mi, mnl_attr_get_payload(info),
-		       mnl_attr_get_payload_len(info) < sizeof(mi) ? mnl_attr_get_payload_len(info)
-								   : sizeof(mi));
-		if (!mi.mptcpi_token)
-			return 0;
-		if (m->idiag_state < 32 && ((1u << m->idiag_state) & MPTCP_DIAG_FIN_STATES) &&
-		    !m->idiag_inode)
-			return 0; /* closed by its user: CLOSED was sent */
-		c = mptcp_state_conn_get(fresh, netns, mi.mptcpi_token, 1);
-		if (!c)
-			return -ENOMEM;
-		c->t = t;
-		c->fallback = !!(mi.mptcpi_flags & MPTCP_INFO_FLAG_FALLBACK);
-		c->established =
-		    m->idiag_state != MPTCP_TCP_SYN_SENT && m->idiag_state != MPTCP_TCP_SYN_RECV;
-		c->resynced = 1;
-		c->created_ns = now_ns;
-		/* Its MPTCP-level counters, by the length sent (issue 36). */
-		if (mptcp_conn_info_decode(mnl_attr_get_payload(info),
-					   mnl_attr_get_payload_len(info), &c->info) == 0)
-			c->info.sampled_ns = now_ns;
-		return 1;
-	}
-
-	if (proto == IPPROTO_TCP && ulp) {
-		struct mptcp_subflow sf;
-		struct mptcp_conn *c;
-		uint32_t token = 0, flags = 0;
-		uint8_t loc_id = 0, rem_id = 0;
-
-		if (mptcp_diag_ulp_parse(ulp, &token, &loc_id, &rem_id, &flags) || !token)
-			return 0;
-		/* The connection may be listed later in the dump, or in the other
-		 * family's dump: create it; resync drops subflows of unknown ones. */
-		c = mptcp_state_conn_get(fresh, netns, token, 1);
-		if (!c)
-			return -ENOMEM;
-		memset(&sf, 0, sizeof(sf));
-		sf.t = t;
-		sf.loc_id = loc_id;
-		sf.rem_id = rem_id;
-		/* Events carry the subflow's `backup` (net/mptcp/pm_netlink.c),
-		 * which is the peer's bit: BKUP_REM in the dump (net/mptcp/diag.c:
-		 * sf->backup -> BKUP_REM, sf->request_bkup -> BKUP_LOC). */
-		sf.backup = !!(flags & MPTCP_SUBFLOW_FLAG_BKUP_REM);
-		/* The initial subflow knows the side (`ss` flags M/m): the
-		 * peer's MP_CAPABLE seen (MCAP_REM) on both ends, our own
-		 * request for it (MCAP_LOC: subflow->request_mptcp) only on
-		 * the end that connected. Joins say nothing of the connection:
-		 * either end may open one. */
-		if (flags & MPTCP_SUBFLOW_FLAG_MCAP_REM)
-			c->server_side = (flags & MPTCP_SUBFLOW_FLAG_MCAP_LOC) ? 0 : 1;
-		sf.if_idx = (int32_t)m->id.idiag_if;
-		sf.since_ns = now_ns;
-		/* Its tcp_info, by the length sent (mptcp_subflow_info.h). */
-		if (info && mptcp_tcp_info_decode(mnl_attr_get_payload(info),
-						  mnl_attr_get_payload_len(info), &sf.tcp) == 0)
-			sf.tcp.sampled_ns = now_ns;
-		return mptcp_state_subflow_put(fresh, c, &sf) ?: 1;
-	}
+	if (proto == IPPROTO_MPTCP)
+		return diag_apply_msk(m, &t, info, netns, fresh, now_ns);
+	if (proto == IPPROTO_TCP && ulp)
+		return diag_apply_subflow(m, &t, info, ulp, netns, fresh, now_ns);
 	return 0;
 }
 

@@ -273,11 +273,111 @@ static void mptcp_conn_addr_event(struct mptcp_conn *c, const struct mptcp_event
 	}
 }
 
+/* CLOSED: the connection and the subflows still open with it (the kernel
+ * sends no SUB_CLOSED for those) end. */
+static int apply_closed(struct mptcp_state *st, uint64_t netns, const struct mptcp_event *ev,
+			int64_t now_ns, mptcp_subflow_end_fn end_fn, void *arg)
+{
+	struct mptcp_conn *c = mptcp_state_conn_get(st, netns, ev->token, 0);
+
+	if (!c)
+		return mptcp_event_has(ev, MPTCP_EVA_TOKEN) ? MPTCP_APPLY_FALLBACK_CLOSED : -ENOENT;
+	if (end_fn)
+		for (uint32_t i = 0; i < c->n_sf; i++)
+			if (c->sf[i].since_known)
+				end_fn((double)(now_ns - c->sf[i].since_ns) / 1e9, arg);
+	mptcp_state_conn_unlink(st, c);
+	mptcp_conn_free(c);
+	return 0;
+}
+
+/* CREATED and ESTABLISHED: the connection, and with ESTABLISHED its
+ * initial subflow, which gets no SUB_ESTABLISHED of its own. */
+static int apply_created(struct mptcp_state *st, uint64_t netns, const struct mptcp_event *ev,
+			 const struct mptcp_tuple *t, int64_t now_ns)
+{
+	struct mptcp_subflow sf = {0};
+	struct mptcp_conn *c;
+
+	if (!mptcp_event_has(ev, MPTCP_EVA_TOKEN))
+		return -ENOENT;
+	c = mptcp_state_conn_get(st, netns, ev->token, 1);
+	if (!c)
+		return -ENOMEM;
+	if (t->family)
+		c->t = *t;
+	if (ev->side >= 0)
+		c->server_side = ev->side;
+	if (mptcp_event_has(ev, MPTCP_EVA_FLAGS))
+		c->flags = ev->flags;
+	c->resynced = 0;
+	if (!c->created_ns)
+		c->created_ns = now_ns;
+	if (ev->type == MPTCP_EV_CREATED) {
+		if (!c->created_known) {
+			c->created_ns = now_ns;
+			c->created_known = 1;
+		}
+		return 0;
+	}
+	c->established = 1;
+	c->established_ns = now_ns;
+	if (!t->family)
+		return 0;
+	sf.t = *t;
+	sf.since_ns = now_ns;
+	sf.since_known = 1;
+	return mptcp_state_subflow_put(st, c, &sf);
+}
+
+/* SUB_ESTABLISHED adds a subflow; SUB_PRIORITY changes a known one's
+ * backup flag (or adds it, if its SUB_ESTABLISHED was missed). */
+static int apply_subflow(struct mptcp_state *st, uint64_t netns, const struct mptcp_event *ev,
+			 const struct mptcp_tuple *t, int64_t now_ns)
+{
+	struct mptcp_conn *c = mptcp_state_conn_get(st, netns, ev->token, 0);
+	struct mptcp_subflow sf = {0}, *old;
+
+	if (!c)
+		return -ENOENT;
+	old = mptcp_conn_subflow_find(c, t);
+	if (ev->type == MPTCP_EV_SUB_PRIORITY && old) {
+		old->backup = ev->backup;
+		return 0;
+	}
+	sf.t = *t;
+	sf.loc_id = ev->loc_id;
+	sf.rem_id = ev->rem_id;
+	sf.backup = ev->backup;
+	sf.if_idx = ev->if_idx;
+	sf.since_ns = now_ns;
+	sf.since_known = 1;
+	return mptcp_state_subflow_put(st, c, &sf);
+}
+
+static int apply_sub_closed(struct mptcp_state *st, uint64_t netns, const struct mptcp_event *ev,
+			    const struct mptcp_tuple *t, int64_t now_ns,
+			    mptcp_subflow_end_fn end_fn, void *arg)
+{
+	struct mptcp_conn *c = mptcp_state_conn_get(st, netns, ev->token, 0);
+	struct mptcp_subflow *old;
+
+	if (!c)
+		return -ENOENT;
+	old = mptcp_conn_subflow_find(c, t);
+	if (!old)
+		return MPTCP_APPLY_JOIN_FAILED;
+	if (end_fn && old->since_known)
+		end_fn((double)(now_ns - old->since_ns) / 1e9, arg);
+	mptcp_conn_subflow_del(st, c, old);
+	return 0;
+}
+
 static int mptcp_state_apply_locked(struct mptcp_state *st, uint64_t netns,
 				    const struct mptcp_event *ev, int64_t now_ns,
 				    mptcp_subflow_end_fn end_fn, void *arg)
 {
-	struct mptcp_subflow sf, *old;
+	struct mptcp_listener *l;
 	struct mptcp_conn *c;
 	struct mptcp_tuple t;
 
@@ -285,60 +385,17 @@ static int mptcp_state_apply_locked(struct mptcp_state *st, uint64_t netns,
 	switch (ev->type) {
 	case MPTCP_EV_LISTENER_CREATED:
 		return mptcp_state_listener_put(st, netns, &t, now_ns);
-	case MPTCP_EV_LISTENER_CLOSED: {
-		struct mptcp_listener *l = mptcp_state_listener_find(st, netns, &t);
-
+	case MPTCP_EV_LISTENER_CLOSED:
+		l = mptcp_state_listener_find(st, netns, &t);
 		if (!l)
 			return -ENOENT;
 		*l = st->listeners[--st->n_listeners];
 		return 0;
-	}
 	case MPTCP_EV_CLOSED:
-		c = mptcp_state_conn_get(st, netns, ev->token, 0);
-		if (!c)
-			return mptcp_event_has(ev, MPTCP_EVA_TOKEN) ? MPTCP_APPLY_FALLBACK_CLOSED
-								    : -ENOENT;
-		/* The kernel sends no SUB_CLOSED for subflows still open at
-		 * CLOSED: they end here. */
-		if (end_fn)
-			for (uint32_t i = 0; i < c->n_sf; i++)
-				if (c->sf[i].since_known)
-					end_fn((double)(now_ns - c->sf[i].since_ns) / 1e9, arg);
-		mptcp_state_conn_unlink(st, c);
-		mptcp_conn_free(c);
-		return 0;
+		return apply_closed(st, netns, ev, now_ns, end_fn, arg);
 	case MPTCP_EV_CREATED:
 	case MPTCP_EV_ESTABLISHED:
-		if (!mptcp_event_has(ev, MPTCP_EVA_TOKEN))
-			return -ENOENT;
-		c = mptcp_state_conn_get(st, netns, ev->token, 1);
-		if (!c)
-			return -ENOMEM;
-		if (t.family)
-			c->t = t;
-		if (ev->side >= 0)
-			c->server_side = ev->side;
-		if (mptcp_event_has(ev, MPTCP_EVA_FLAGS))
-			c->flags = ev->flags;
-		c->resynced = 0;
-		if (!c->created_ns)
-			c->created_ns = now_ns;
-		if (ev->type == MPTCP_EV_CREATED && !c->created_known) {
-			c->created_ns = now_ns;
-			c->created_known = 1;
-		}
-		if (ev->type == MPTCP_EV_CREATED)
-			return 0;
-		c->established = 1;
-		c->established_ns = now_ns;
-		/* The initial subflow gets no SUB_ESTABLISHED of its own. */
-		if (!t.family)
-			return 0;
-		memset(&sf, 0, sizeof(sf));
-		sf.t = t;
-		sf.since_ns = now_ns;
-		sf.since_known = 1;
-		return mptcp_state_subflow_put(st, c, &sf);
+		return apply_created(st, netns, ev, &t, now_ns);
 	case MPTCP_EV_ANNOUNCED:
 	case MPTCP_EV_REMOVED:
 		c = mptcp_state_conn_get(st, netns, ev->token, 0);
@@ -348,34 +405,9 @@ static int mptcp_state_apply_locked(struct mptcp_state *st, uint64_t netns,
 		return 0;
 	case MPTCP_EV_SUB_ESTABLISHED:
 	case MPTCP_EV_SUB_PRIORITY:
-		c = mptcp_state_conn_get(st, netns, ev->token, 0);
-		if (!c)
-			return -ENOENT;
-		memset(&sf, 0, sizeof(sf));
-		sf.t = t;
-		sf.loc_id = ev->loc_id;
-		sf.rem_id = ev->rem_id;
-		sf.backup = ev->backup;
-		sf.if_idx = ev->if_idx;
-		sf.since_ns = now_ns;
-		sf.since_known = 1;
-		old = mptcp_conn_subflow_find(c, &t);
-		if (ev->type == MPTCP_EV_SUB_PRIORITY && old) {
-			old->backup = ev->backup;
-			return 0;
-		}
-		return mptcp_state_subflow_put(st, c, &sf);
+		return apply_subflow(st, netns, ev, &t, now_ns);
 	case MPTCP_EV_SUB_CLOSED:
-		c = mptcp_state_conn_get(st, netns, ev->token, 0);
-		if (!c)
-			return -ENOENT;
-		old = mptcp_conn_subflow_find(c, &t);
-		if (!old)
-			return MPTCP_APPLY_JOIN_FAILED;
-		if (end_fn && old->since_known)
-			end_fn((double)(now_ns - old->since_ns) / 1e9, arg);
-		mptcp_conn_subflow_del(st, c, old);
-		return 0;
+		return apply_sub_closed(st, netns, ev, &t, now_ns, end_fn, arg);
 	}
 	return 0; /* unknown type: nothing to track */
 }

@@ -25,10 +25,10 @@ n_alerts=0
 for a in $alerts; do
 	n_alerts=$((n_alerts + 1))
 	lc=$(tr '[:upper:]' '[:lower:]' <<<"$a")
-	awk -v a="$a" -v u="runbooks.md#$lc\"" '$0 ~ "- alert: " a "$" { on = 1; next }
+	awk -v a="$a" -v u="/runbooks#$lc'" '$0 ~ "- alert: " a "$" { on = 1; next }
 		on && /- alert: / { exit }
 		on && index($0, "runbook_url:") && index($0, u) { found = 1; exit }
-		END { exit !found }' "$R/sysobs-alerts.yml" || fail "$a: no runbook_url to runbooks.md#$lc"
+		END { exit !found }' "$R/sysobs-alerts.yml" || fail "$a: no runbook_url to /runbooks#$lc"
 	grep -q "^### $a\$" "$SYSOBS_SRC/docs/runbooks.md" || fail "$a: no section in docs/runbooks.md"
 	grep -q "alertname: $a\$" "$R/sysobs-alerts.test.yml" || fail "$a: not in sysobs-alerts.test.yml"
 done
@@ -58,7 +58,7 @@ done
 stop_agent
 # every metric a rule reads is one the code exports
 for name in $(grep -o 'sysobs_[a-z_]*' "$R/sysobs-alerts.yml" | sort -u); do
-	grep -rqs "\"$name\"" "$SYSOBS_SRC/agent" "$SYSOBS_SRC/collectors" "$SYSOBS_SRC/api" "$SYSOBS_SRC/exporters" \
+	grep -rqs "\"$name\"" "$SYSOBS_SRC/agent" "$SYSOBS_SRC/collectors" "$SYSOBS_SRC/api" "$SYSOBS_SRC/metrics" "$SYSOBS_SRC/exporters" \
 		"$SYSOBS_SRC/storage" || fail "rule reads $name, which no code exports"
 done
 pass "rules load, their promtool tests pass, the state set matches the API"

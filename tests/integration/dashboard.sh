@@ -53,7 +53,7 @@ for r in "Agent health" "Packet drops" "MPTCP" "In-Field Scan" "cachefiles"; do
 done
 for name in $(jq -r '.panels[].targets[]?.expr' "$D" | grep -o '\b\(sysobs\|process\)_[a-z_]*' |
 	sed -E 's/_(bucket|count|sum)$//' | sort -u); do
-	grep -rqs "\"$name\"" "$SYSOBS_SRC/agent" "$SYSOBS_SRC/collectors" "$SYSOBS_SRC/api" "$SYSOBS_SRC/exporters" ||
+	grep -rqs "\"$name\"" "$SYSOBS_SRC/agent" "$SYSOBS_SRC/collectors" "$SYSOBS_SRC/api" "$SYSOBS_SRC/metrics" "$SYSOBS_SRC/exporters" ||
 		fail "dashboard reads $name, which no code exports"
 done
 pass "dashboard shape: schema $(jq .schemaVersion "$D"), \${datasource} everywhere, rows: $rows; every metric exported"

@@ -62,6 +62,9 @@ assert_eq "samples with an ifname (dev_scratch read as a device)" 0 \
 assert_eq "samples without ifindex 1 (skb_iif of lo)" 0 \
 	"$(jq '[.data[] | select(.ifindex != 1)] | length' <<<"$rows")"
 if grep -q "udp_destruct_common refused" "$T/agent.log"; then
+	# optional: logged at info level, never a warning at every start
+	grep -q " warn  drops: fentry/fexit on udp_destruct_common refused" "$T/agent.log" &&
+		fail "the refused optional fentry is logged as a warning"
 	assert_ge "NOT_SPECIFIED/udp in netns 0" $N "$in_0"
 	assert_eq "samples in netns 0" $N "$(jq '[.data[] | select(.netns == "0" or .netns == 0)] | length' <<<"$rows")"
 	pass "unread socket closed: $N datagrams counted, never read as a device (no ifname," \

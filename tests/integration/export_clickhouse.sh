@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # The event exporter into Debian's ClickHouse (18.16), all on loopback:
-#  1. the shipped DDL (deploy/clickhouse/sysobs.sql) is what
-#     sysobsd --print-clickhouse-ddl prints, and it loads;
-#  2. drop samples reach ClickHouse with the host's identity; every row of
+#  1. the shipped DDL (deploy/clickhouse/sysobs.sql, and the build's copy the
+#     package installs) is what sysobsd --print-clickhouse-ddl prints, and
+#     it loads, by docs/fleet.md's curl lines too;
+#  2. drop samples reach ClickHouse with the host's identity and the name of
+#     their namespace (netns_name: the test's ip netns); every row of
 #     SQLite up to the cursor is in ClickHouse once by key (db_id, id);
 #  3. ClickHouse down while drops go on: the rows wait in the history
 #     (pending, retried counted); back up, the backlog drains; a kill -9 of
@@ -32,6 +34,19 @@ DPORT=$((40000 + RANDOM % 9000))
 diff -u "$SYSOBS_SRC/deploy/clickhouse/sysobs.sql" "$T/ddl.sql" >&2 ||
 	fail "deploy/clickhouse/sysobs.sql differs from sysobsd --print-clickhouse-ddl: regenerate it"
 start_clickhouse
+# docs/fleet.md's curl lines (no clickhouse-client) on the DDL the package
+# installs (the build's copy), into this ClickHouse
+cmp -s "$SYSOBS_BUILD/deploy/clickhouse.sql" "$T/ddl.sql" ||
+	fail "the build's deploy/clickhouse.sql (the package's /usr/share/sysobs/clickhouse.sql) differs from --print-clickhouse-ddl"
+load=$(awk '/^\*\*Loading it/ { f = 1 } f && /^```sh$/ { on = 1; next } on && /^```/ { exit } on' \
+	"$SYSOBS_SRC/docs/fleet.md")
+[[ $load == CH=* ]] || fail "no curl lines in docs/fleet.md: $load"
+load=${load//\/usr\/share\/sysobs\/clickhouse.sql/$SYSOBS_BUILD/deploy/clickhouse.sql}
+load=${load//http:\/\/clickhouse.example:8123\//http://127.0.0.1:$CH_HTTP/}
+bash -c "set -o pipefail; $load" >"$T/curl-ddl.out" 2>&1 || fail "docs/fleet.md's curl lines: $(cat "$T/curl-ddl.out")"
+n_tables=$(grep -c '^CREATE TABLE' "$T/ddl.sql")
+assert_eq "tables of the sysobs database after the curl lines" "$n_tables" \
+	"$(chq 'SELECT count() FROM system.tables WHERE database = '"'"'sysobs'"'"'')"
 "$SYSOBSD" --print-clickhouse-ddl=two_shards >"$T/ddl-cluster.sql"
 for db in sysobs shard1 shard2; do
 	sed "s/\bsysobs\./$db./g; s/DATABASE IF NOT EXISTS sysobs;/DATABASE IF NOT EXISTS $db;/" \
@@ -39,10 +54,14 @@ for db in sysobs shard1 shard2; do
 		fail "the DDL does not load into database $db"
 done
 assert_eq "tables of the sysobs database" 14 "$(chq 'SELECT count() FROM system.tables WHERE database = '"'"'sysobs'"'"'')"
-pass "shipped DDL = --print-clickhouse-ddl; it loads into ClickHouse $(chq 'SELECT version()') with Distributed tables"
+pass "shipped DDL = --print-clickhouse-ddl; it loads into ClickHouse $(chq 'SELECT version()') by docs/fleet.md's curl lines ($n_tables tables) and with Distributed tables"
 
 # ---- 2. rows with identity ----
-make_drops() { "$GEN" udp -d 127.0.0.1 -p "$DPORT" -n "$1" >/dev/null; }
+# the drops happen in a namespace the host names (ip netns): its rows carry
+# netns_name
+NS=sysobs-ch-$$
+netns_new "$NS" || fail "cannot create a network namespace"
+make_drops() { ip netns exec "$NS" "$GEN" udp -d 127.0.0.1 -p "$DPORT" -n "$1" >/dev/null; }
 agent_config() { # INSTANCE DATABASE DB_FILE
 	# a ring that holds the burst: a sample is ~1.3 KB since it carries the
 	# headers and the stack (issue 35), and an ASan agent reads it slowly
@@ -95,11 +114,13 @@ compare "$DBF" shard1 "online"
 assert_ge "rows exported" 300 "$LITE"
 row=$(chq "SELECT host, job, labels.name, labels.value, length(db_id) FROM shard1.drop_samples LIMIT 1 FORMAT JSONEachRow")
 assert_eq "identity of a row" '{"host":"hostA","job":"sysobs","labels.name":["cluster"],"labels.value":["test"],"length(db_id)":"16"}' "$row"
-# the same row, field by field, in SQLite and ClickHouse
-id=$(sqlite3 "$DBF" "SELECT max(id) FROM drop_samples WHERE id <= $(cursor "$DBF")")
+# the same row (one of the test's drops), field by field, in SQLite and ClickHouse
+id=$(sqlite3 "$DBF" "SELECT max(id) FROM drop_samples WHERE id <= $(cursor "$DBF") AND dport = $DPORT")
 lite=$(sqlite3 -json "$DBF" "SELECT CAST(ts AS TEXT) AS ts, reason, protocol, saddr, daddr, CAST(sport AS TEXT) AS sport, CAST(dport AS TEXT) AS dport FROM drop_samples WHERE id = $id" | jq -c '.[0] | map_values(tostring)')
 ch=$(chq "SELECT toString(ts) AS ts, reason, toString(protocol) AS protocol, saddr, daddr, toString(sport) AS sport, toString(dport) AS dport FROM shard1.drop_samples WHERE id = $id FORMAT JSONEachRow" | jq -c 'map_values(tostring)')
 assert_eq "row $id in ClickHouse = in SQLite" "$lite" "$ch"
+assert_eq "netns and netns_name of row $id in ClickHouse" "$NSINUM $NS" \
+	"$(chq "SELECT netns, netns_name FROM shard1.drop_samples WHERE id = $id" | tr '\t' ' ')"
 pass "online: $LITE drop samples in ClickHouse once each, with host, job and external labels"
 
 # ---- 4. a database not created yet: kept, then sent ----

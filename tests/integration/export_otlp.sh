@@ -5,7 +5,8 @@
 # decoded by the official OpenTelemetry JavaScript implementation
 # (tests/tools/otlp/decode.mjs) and compared with the SQLite rows, record by
 # record and field by field: time, severity, event name, the identity in
-# the resource, and one typed attribute per non-NULL column.
+# the resource, one typed attribute per non-NULL column, and netns_name
+# (the drops happen in a namespace the test names with ip netns).
 #  - 503: the same rows are sent again (retried counted);
 #  - 400: those rows are refused, counted, and the next batch goes on;
 #  - partial success: the 3 records the receiver rejected are counted;
@@ -45,7 +46,10 @@ min_backoff = 50ms
 max_backoff = 200ms
 INI
 start_agent
-"$GEN" udp -d 127.0.0.1 -p "$DPORT" -n 450 >/dev/null
+# in a namespace the host names (ip netns): records carry netns_name
+NS=sysobs-otlp-$$
+netns_new "$NS" || fail "cannot create a network namespace"
+ip netns exec "$NS" "$GEN" udp -d 127.0.0.1 -p "$DPORT" -n 450 >/dev/null
 cursor() { sqlite3 "$T/sysobs.db" "SELECT value FROM store_meta WHERE key = 'cursor.export.otel'"; }
 # Every one of the 450 drops is a row, or a record the BPF ring buffer had
 # no room for (counted: a slow, sanitizer-built reader loses a few).
@@ -84,10 +88,12 @@ while read -r n status _; do
 	[ "$status" -ge 200 ] && [ "$status" -lt 300 ] || continue
 	decode "$n" >>"$T/records.json" || fail "decode.mjs refused body $n"
 done <"$T/requests"
-python3 - "$T/records.json" "$T/sysobs.db" "$CUR" "$refused_ids" >"$T/check.out" 2>&1 <<'PY' ||
+python3 - "$T/records.json" "$T/sysobs.db" "$CUR" "$refused_ids" "$NSINUM" "$NS" >"$T/check.out" 2>&1 <<'PY' ||
 import json, sqlite3, sys
 
 recs_file, db, cur, refused = sys.argv[1], sys.argv[2], int(sys.argv[3]), set(json.loads(sys.argv[4]))
+ns_inum, ns_name = int(sys.argv[5]), sys.argv[6]
+named = 0
 recs = []
 with open(recs_file) as f:
     text = f.read()
@@ -131,6 +137,11 @@ for rec in recs:
         errors.append("record %d: event %r table %r" % (rid, rec["event_name"], a.get("sysobs.table")))
     if rec["severity_number"] != 9 or rec["severity_text"] != "INFO":
         errors.append("record %d: severity %r %r" % (rid, rec["severity_number"], rec["severity_text"]))
+    # netns_name: the host's name of the row's namespace (the test's)
+    if row["netns"] == ns_inum:
+        named += 1
+        if a.get("netns_name") != {"stringValue": ns_name}:
+            errors.append("record %d: netns_name %r, want %r" % (rid, a.get("netns_name"), ns_name))
     for c in blobs:
         if c in a:
             errors.append("record %d: BLOB column %s exported" % (rid, c))
@@ -151,13 +162,15 @@ for rec in recs:
             want = {"intValue": str(v)}
         if got != want:
             errors.append("record %d: %s = %r, SQLite %r" % (rid, c, got, v))
+if not named:
+    errors.append("no record of the test's namespace %s (%d)" % (ns_name, ns_inum))
 missing = sorted(set(rows) - seen - refused)
 if missing:
     errors.append("%d rows up to the cursor never delivered, e.g. %s" % (len(missing), missing[:5]))
 for e in errors[:20]:
     print(e)
-print("FIGURE: %d records decoded, %d rows up to id %d, %d refused, %d columns each checked"
-      % (len(recs), len(rows), cur, len(refused), len(cols)))
+print("FIGURE: %d records decoded, %d rows up to id %d, %d refused, %d columns each checked, %d with netns_name %s"
+      % (len(recs), len(rows), cur, len(refused), len(cols), named, ns_name))
 sys.exit(1 if errors else 0)
 PY
 	fail "OTLP records differ from SQLite: $(cat "$T/check.out")"

@@ -36,7 +36,8 @@ start_agent
 accepted() { jq -e 'select(.status == 204)' "$T/$1.log" >/dev/null 2>&1; }
 wait_for $((3 * PHASE + 15)) accepted rw || fail "remote_write: nothing accepted after the refusals"
 wait_for 15 accepted ch || fail "export: nothing accepted after the refusals"
-rw_m() { metric "sysobs_remote_write_$1"; }
+# rw_m NAME [LABELS]: remote_write's series NAME{destination="remote_write"[,LABELS]}
+rw_m() { metric "sysobs_remote_write_$1{destination=\"remote_write\"${2:+,$2}}"; }
 ch_m() { metric "sysobs_export_$1{destination=\"ch\"${2:-}}"; }
 # caught up: no backlog left (a snapshot, ~100 samples, or a few self rows
 # may always be waiting for the next turn)
@@ -54,7 +55,7 @@ done
 refusals=$(jq -s 'map(select(.status != 204)) | length' "$T/rw.log")
 assert_eq "remote_write samples refused" 0 "$(rw_m samples_failed_total)"
 for why in too_old deleted invalid; do
-	assert_eq "remote_write samples dropped ($why)" 0 "$(rw_m "samples_dropped_total{reason=\"$why\"}")"
+	assert_eq "remote_write samples dropped ($why)" 0 "$(rw_m samples_dropped_total "reason=\"$why\"")"
 done
 r=$(rw_m samples_retried_total)
 assert_ge "remote_write samples retried" 40 "${r%.*}"

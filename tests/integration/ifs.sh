@@ -203,7 +203,7 @@ curl -sS "http://127.0.0.1:$PORT/metrics" | grep '^sysobs_ifs_core_status{' >"$T
             exp_annotations:
               summary: "In-Field Scan $t failed on it-host:9464 package $p core $c"
               description: "The last $t test of package $p core $c on it-host:9464 reported fail. The decoded details are in GET /api/v1/ifs/scans?core=$c&package=$p&result=fail."
-              runbook_url: "file:///usr/share/doc/sysobs/runbooks.md#sysobsifscorefailed"
+              runbook_url: "http://it-host:9559/runbooks#sysobsifscorefailed"
 YML
 	done <"$T/status.prom"
 } >"$T/rules.test.yml"

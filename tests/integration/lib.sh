@@ -147,6 +147,22 @@ stop_agent() {
 	[ "$rc" = 0 ] || fail "sysobsd exited with $rc after SIGTERM"
 }
 
+# start_uts_agent NAME HOSTNAME CONFIG: sysobsd with CONFIG in a UTS
+# namespace of its own whose host name is HOSTNAME (what gethostname()
+# gives it: the default instance), its log in $T/NAME.log; waits for its
+# port, sets UTS_PORT (and UTS_PORT_<NAME>), stops it on exit.
+start_uts_agent() {
+	local name=$1 host=$2 cfg=$3 pid
+	rm -f "$T/$name.port"
+	unshare --uts sh -c 'hostname "$1" && shift && exec "$@"' sh "$host" \
+		"$SYSOBSD" --config "$cfg" --port-file "$T/$name.port" >>"$T/$name.log" 2>&1 &
+	pid=$!
+	on_exit "kill $pid 2>/dev/null; wait $pid 2>/dev/null"
+	wait_for 20 test -s "$T/$name.port" || fail "agent $name did not start: $(tail -5 "$T/$name.log")"
+	UTS_PORT=$(cat "$T/$name.port")
+	printf -v "UTS_PORT_$name" '%s' "$UTS_PORT"
+}
+
 # in_api_netns CMD...: runs CMD in $API_NETNS if set, else here.
 in_api_netns() {
 	if [ -n "$API_NETNS" ]; then
@@ -291,6 +307,60 @@ start_prometheus() {
 	printf -v "PROM_PORT_$name" '%s' "$port"
 	curl -sf --max-time 2 "http://127.0.0.1:$port/-/ready" -o /dev/null ||
 		fail "prometheus $name not ready: $(tail -5 "$T/prometheus-$name.log")"
+}
+
+# start_victoria: Debian's VictoriaMetrics on a free loopback port with its
+# data in $T/vm; sets VM_PORT and VM_PID, stops it on exit, waits until it
+# answers. A second call after stop_victoria starts it again on the same
+# port and data.
+start_victoria() {
+	command -v victoria-metrics >/dev/null ||
+		fail "victoria-metrics not installed (./scripts/deps.sh installs it)"
+	if [ -z "${VM_PORT:-}" ]; then
+		VM_PORT=$(free_port) || fail "no free port for VictoriaMetrics"
+	fi
+	victoria-metrics -httpListenAddr "127.0.0.1:$VM_PORT" -storageDataPath "$T/vm" \
+		>>"$T/vm.log" 2>&1 &
+	VM_PID=$!
+	on_exit "kill $VM_PID 2>/dev/null; wait $VM_PID 2>/dev/null"
+	_vm_up() { curl -sf --max-time 2 "http://127.0.0.1:$VM_PORT/health" -o /dev/null; }
+	wait_for 30 _vm_up || fail "VictoriaMetrics not up: $(tail -5 "$T/vm.log")"
+}
+
+stop_victoria() {
+	kill "$VM_PID" 2>/dev/null
+	wait "$VM_PID" 2>/dev/null
+}
+
+# rw_counts_vm PORT SELECTOR T0_MS T1_MS [LABEL]: raw samples per series in
+# [T0, T1] in VictoriaMetrics, as one JSON object {"labels (sorted, as
+# JSON)": count}; LABEL is left out of the keys (a destination's own).
+rw_counts_vm() {
+	curl -sS -g --max-time 30 "http://127.0.0.1:$1/api/v1/export" --data-urlencode "match[]=$2" \
+		--data-urlencode "start=$(($3 / 1000)).$(($3 % 1000))" \
+		--data-urlencode "end=$(($4 / 1000)).$(($4 % 1000))" |
+		jq -c --arg drop "${5:-}" '{k: (.metric | del(.[$drop]) | to_entries | sort_by(.key) | from_entries | tostring),
+			n: ([.timestamps[] | select(. >= '"$3"' and . <= '"$4"')] | length)} | select(.n > 0)' |
+		jq -sc 'map({(.k): .n}) | add // {}'
+}
+
+# rw_counts_prom PORT SELECTOR T0_MS T1_MS: the same from Prometheus (a range
+# vector at T1).
+rw_counts_prom() {
+	local span=$((($4 - $3) / 1000 + 1))
+	curl -sS -g --max-time 30 "http://127.0.0.1:$1/api/v1/query" \
+		--data-urlencode "query=$2[${span}s]" \
+		--data-urlencode "time=$(($4 / 1000)).$(($4 % 1000))" |
+		jq -c '[.data.result[] | {k: (.metric | to_entries | sort_by(.key) | from_entries | tostring),
+			n: ([.values[] | select(.[0] * 1000 >= '"$3"' and .[0] * 1000 <= '"$4"')] | length)} | select(.n > 0)]
+			| map({(.k): .n}) | add // {}'
+}
+
+# rw_counts_diff A B: up to 5 series whose counts differ between two
+# rw_counts_* files, as JSON ("[]" when they agree).
+rw_counts_diff() {
+	jq -nc --slurpfile p "$1" --slurpfile v "$2" \
+		'[($p[0] + $v[0]) | keys[] | select($p[0][.] != $v[0][.]) | {k: ., a: $p[0][.], b: $v[0][.]}] | .[:5]'
 }
 
 # need_clickhouse: Debian's clickhouse-server and clickhouse-client, or skip.

@@ -27,8 +27,11 @@
 #    host, port 22, [storage] path under /opt): the reload fails, a
 #    reinstall fails in postinst naming the drop-in's line, the agent runs
 #    on unchanged; once removed, dpkg --configure -a restarts it;
-#  - remove stops it and keeps /etc; purge removes /etc/sysobs and
-#    /var/lib/sysobs and the unit;
+#  - /usr/share/sysobs/clickhouse.sql is the installed agent's
+#    --print-clickhouse-ddl; GET /runbooks answers 200; no start warning
+#    names the optional udp_destruct_common attach point;
+#  - remove stops it and keeps /etc; purge removes /etc/sysobs (with a
+#    drop-in left in sysobsd.d), /var/lib/sysobs and the unit;
 #  - remote scrape: [http] listen = 0.0.0.0:9559 alone, and the host
 #    scrapes the container over the veth (200); with the old unit's
 #    IPAddressDeny=any/IPAddressAllow=localhost in a drop-in the scrape
@@ -183,6 +186,9 @@ assert_eq "kallsyms copy removed once ready" yes "$(res kallsyms_copy_removed)"
 assert_eq "kallsyms warnings in the journal" 0 "$(res kallsyms_warning)"
 assert_eq "missing Documentation= files" 0 "$(res doc_missing)"
 assert_eq "man pages" 2 "$(res man)"
+assert_eq "/usr/share/sysobs/clickhouse.sql vs the agent's --print-clickhouse-ddl" same "$(res ch_ddl)"
+assert_eq "GET /runbooks under the unit" 200 "$(res runbooks_http)"
+assert_eq "warnings about the optional udp_destruct_common attach point" 0 "$(res journal_optional_warn)"
 exposure=$(res exposure)
 [ -n "$exposure" ] || fail "no exposure score"
 awk -v e="$exposure" -v m="$MAX_EXPOSURE" 'BEGIN { exit !(e <= m) }' ||
@@ -217,6 +223,7 @@ assert_eq "stopped on remove" inactive "$(res removed_active)"
 assert_eq "conffile kept on remove" kept "$(res removed_conf)"
 assert_eq "/etc/sysobs on purge" gone "$(res purged_conf)"
 assert_eq "/var/lib/sysobs on purge" gone "$(res purged_state)"
+assert_eq "drop-ins (/etc/sysobs/sysobsd.d with a file) on purge" gone "$(res purged_dropins)"
 assert_eq "unit on purge" gone "$(res purged_unit)"
 assert_eq "scrape from the host after [http] listen = 0.0.0.0:9559 alone" 200 "$(res remote_open)"
 assert_ge "default allow of a wildcard listen logged" 1 "$(res remote_allow_logged)"

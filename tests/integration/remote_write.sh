@@ -93,10 +93,10 @@ for i in 1 2 5; do
 	jq -en --argjson g "$g" '$g < 1.5' >/dev/null || fail "request $((i + 1)) came ${g}s after $i"
 done
 assert_eq "samples_retried_total (503, 503, 429 of one full batch)" $((3 * BATCH)) \
-	"$(metric sysobs_remote_write_samples_retried_total)"
+	"$(metric 'sysobs_remote_write_samples_retried_total{destination="remote_write"}')"
 assert_eq "samples_failed_total (the 400'd batch)" "$BATCH" \
-	"$(metric sysobs_remote_write_samples_failed_total)"
-sent=$(metric sysobs_remote_write_samples_sent_total)
+	"$(metric 'sysobs_remote_write_samples_failed_total{destination="remote_write"}')"
+sent=$(metric 'sysobs_remote_write_samples_sent_total{destination="remote_write"}')
 assert_ge "samples_sent_total" $((2 * BATCH)) "$sent"
 stop_agent
 pass "headers as the spec says; 503/429 retried with the same body (Retry-After gap ${ra_gap}s); 400 not retried; retried=$((3 * BATCH)) failed=$BATCH sent=$sent"
@@ -129,11 +129,11 @@ max_age = 1h
 batch_samples = 700
 INI
 start_agent
-drained() { [ "$(metric sysobs_remote_write_samples_sent_total)" = "$NEW" ]; }
-wait_for 15 drained || fail "sent $(metric sysobs_remote_write_samples_sent_total) of $NEW young samples"
-assert_eq "dropped too_old" "$OLD" "$(metric 'sysobs_remote_write_samples_dropped_total{reason="too_old"}')"
-none_pending() { [ "$(metric sysobs_remote_write_pending_samples)" = 0 ]; }
-wait_for 5 none_pending || fail "pending after the drain: $(metric sysobs_remote_write_pending_samples)"
+drained() { [ "$(metric 'sysobs_remote_write_samples_sent_total{destination="remote_write"}')" = "$NEW" ]; }
+wait_for 15 drained || fail "sent $(metric 'sysobs_remote_write_samples_sent_total{destination="remote_write"}') of $NEW young samples"
+assert_eq "dropped too_old" "$OLD" "$(metric 'sysobs_remote_write_samples_dropped_total{destination="remote_write",reason="too_old"}')"
+none_pending() { [ "$(metric 'sysobs_remote_write_pending_samples{destination="remote_write"}')" = 0 ]; }
+wait_for 5 none_pending || fail "pending after the drain: $(metric 'sysobs_remote_write_pending_samples{destination="remote_write"}')"
 stop_agent
 pass "max_age: $OLD samples 2h old dropped and counted as too_old, the $NEW young ones sent"
 
@@ -178,16 +178,16 @@ INI
 	}
 	tls_config "tls_ca_file = $P/ca.crt"
 	start_agent
-	tls_sent() { [ "$(metric sysobs_remote_write_samples_sent_total)" -gt 0 ]; }
+	tls_sent() { [ "$(metric 'sysobs_remote_write_samples_sent_total{destination="remote_write"}')" -gt 0 ]; }
 	wait_for 15 tls_sent || fail "nothing sent over TLS: $(tail -3 "$T/agent.log")"
 	stop_agent
 	assert_eq "basic auth header" "Basic $(printf 'agent:pa55word' | base64)" \
 		"$(head -1 "$T/tls.log" | jq -r .Authorization)"
 	tls_config ""
 	start_agent
-	tls_retried() { [ "$(metric sysobs_remote_write_samples_retried_total)" -gt 0 ]; }
+	tls_retried() { [ "$(metric 'sysobs_remote_write_samples_retried_total{destination="remote_write"}')" -gt 0 ]; }
 	wait_for 15 tls_retried || fail "an untrusted receiver was not a retried failure"
-	assert_eq "sent to an untrusted receiver" 0 "$(metric sysobs_remote_write_samples_sent_total)"
+	assert_eq "sent to an untrusted receiver" 0 "$(metric 'sysobs_remote_write_samples_sent_total{destination="remote_write"}')"
 	stop_agent
 	grep -qi "certificate" "$T/agent.log" || fail "no certificate error logged"
 	tls_config "tls_insecure_skip_verify = true"
@@ -259,8 +259,8 @@ restarted=0
 while [ $(($(date +%s) - t0)) -lt "$OUTAGE_S" ]; do
 	make_drops 10
 	if [ $restarted = 0 ] && [ $(($(date +%s) - t0)) -ge $((OUTAGE_S / 2)) ]; then
-		pending=$(metric sysobs_remote_write_pending_samples)
-		retried=$(metric sysobs_remote_write_samples_retried_total)
+		pending=$(metric 'sysobs_remote_write_pending_samples{destination="remote_write"}')
+		retried=$(metric 'sysobs_remote_write_samples_retried_total{destination="remote_write"}')
 		assert_ge "pending samples during the outage" 100 "${pending%.*}"
 		assert_ge "retried samples during the outage" 1 "$retried"
 		stop_agent
@@ -279,16 +279,16 @@ while [ $(($(date +%s) - t0)) -lt "$OUTAGE_S" ]; do
 	[ "$r" -le "$rss_peak" ] || rss_peak=$r
 done
 t1=$(date +%s)
-pending_at_return=$(metric sysobs_remote_write_pending_samples)
+pending_at_return=$(metric 'sysobs_remote_write_pending_samples{destination="remote_write"}')
 start_prom
 t_ready=$(date +%s.%N)
 caught_up() {
 	local r
 	r=$(rss_kb)
 	[ "$r" -le "$rss_peak" ] || rss_peak=$r
-	[ "$(metric sysobs_remote_write_pending_samples)" -lt 500 ]
+	[ "$(metric 'sysobs_remote_write_pending_samples{destination="remote_write"}')" -lt 500 ]
 }
-wait_for 60 caught_up || fail "sender did not catch up: $(metric sysobs_remote_write_pending_samples) pending"
+wait_for 60 caught_up || fail "sender did not catch up: $(metric 'sysobs_remote_write_pending_samples{destination="remote_write"}') pending"
 catch_up_s=$(printf '%.1f' "$(echo "$(date +%s.%N) - $t_ready" | bc -l)")
 # Every drop made is in the agent's counter; Prometheus must say the same.
 final=$(metric "$SERIES")

@@ -21,7 +21,7 @@ start_agent
 samples() { db_count metric_samples; }
 five() { [ "$(db_count metric_samples)" -ge 500 ] && [ "$(sqlite3 "file:$db?mode=ro" 'SELECT count(DISTINCT ts) FROM metric_samples')" -ge 5 ]; }
 wait_for 20 five || fail "no history before the restart"
-assert_eq "samples sent (the receiver was never there)" 0 "$(metric sysobs_remote_write_samples_sent_total)"
+assert_eq "samples sent (the receiver was never there)" 0 "$(metric 'sysobs_remote_write_samples_sent_total{destination="remote_write"}')"
 stop_agent
 cursor=$(sqlite3 "$db" "SELECT value FROM store_meta WHERE key = 'cursor.remote_write'")
 assert_eq "the cursor stored at the first start, though nothing was sent" 0 "${cursor:-none}"
@@ -33,12 +33,12 @@ sleep 2
 sed -i 's/^\[storage\]$/[storage]\nretention = 2s/' "$T/sysobsd.ini"
 start_agent
 deleted() { metric 'sysobs_storage_rows_deleted_total{reason="age"}'; }
-rw_deleted() { metric 'sysobs_remote_write_samples_dropped_total{reason="deleted"}'; }
+rw_deleted() { metric 'sysobs_remote_write_samples_dropped_total{destination="remote_write",reason="deleted"}'; }
 # all of the first run's samples but its newest (kept, so that rowids never
 # restart: storage/store_retention.c)
 counted() { d=$(deleted); [ "${d%.*}" -ge $((n1 - 1)) ] && [ "$(rw_deleted)" = "$(deleted)" ]; }
 wait_for 10 counted || fail "deletions not counted while the receiver is down: remote_write $(rw_deleted), the store $(deleted) (first run: $n1 samples)"
-assert_eq "samples sent meanwhile" 0 "$(metric sysobs_remote_write_samples_sent_total)"
+assert_eq "samples sent meanwhile" 0 "$(metric 'sysobs_remote_write_samples_sent_total{destination="remote_write"}')"
 down_count=$(rw_deleted)
 
 # A receiver on that port: the rest is sent, the deleted ones are not
@@ -46,7 +46,7 @@ down_count=$(rw_deleted)
 python3 "$SYSOBS_SRC/tests/tools/rw_fake_receiver.py" --port "$DEAD" "$T/rx.port" "$T/rx.log" \
 	>"$T/rx.out" 2>&1 &
 on_exit "kill $!"
-sent() { s=$(metric sysobs_remote_write_samples_sent_total); [ "${s%.*}" -gt 0 ]; }
+sent() { s=$(metric 'sysobs_remote_write_samples_sent_total{destination="remote_write"}'); [ "${s%.*}" -gt 0 ]; }
 wait_for 20 sent || fail "nothing sent once the receiver was there"
 assert_eq "deleted, counted once" "$(deleted)" "$(rw_deleted)"
 stop_agent

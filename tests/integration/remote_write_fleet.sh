@@ -157,8 +157,8 @@ agent_buckets() {
 		awk -v n="${H}_bucket" 'index($0, n "{") == 1 {
 			split($0, a, "le=\""); split(a[2], b, "\""); print b[1], $NF }'
 }
-enough_obs() { [ "$(hmetric hostB "${H}_count")" -ge 100 ] 2>/dev/null; }
-wait_for 90 enough_obs || fail "hostB made $(hmetric hostB "${H}_count") requests, want 100"
+enough_obs() { [ "$(hmetric hostB "${H}_count{destination=\"remote_write\"}")" -ge 100 ] 2>/dev/null; }
+wait_for 90 enough_obs || fail "hostB made $(hmetric hostB "${H}_count{destination=\"remote_write\"}") requests, want 100"
 pushed_n() { promq "$RX" "${H}_count{instance=\"hostB\"}" | jq -r '.[0].value[1] // 0'; }
 pushed_100() { [ "$(pushed_n)" -ge 100 ]; }
 wait_for 20 pushed_100 || fail "Prometheus has ${H}_count $(pushed_n)"
@@ -183,7 +183,7 @@ awk -v a="$q_5" -v b="$q_9" 'BEGIN { exit !(a > 0.005 && b > 0.05) }' ||
 pass "histograms: $n_le bucket series of $H pushed (+Inf = _count = $cnt); histogram_quantile in Prometheus p50 $q_5 s, p90 $q_9 s, each within one bucket of the agent's own"
 
 # ---- 3. metadata ----
-meta_sent() { [ "$(hmetric hostA sysobs_remote_write_metadata_sent_total)" -gt 0 ] 2>/dev/null; }
+meta_sent() { [ "$(hmetric hostA 'sysobs_remote_write_metadata_sent_total{destination="remote_write"}')" -gt 0 ] 2>/dev/null; }
 wait_for 10 meta_sent || fail "Prometheus did not accept hostA's metadata: $(grep metadata "$T/hostA.log")"
 PY=/usr/bin/python3
 if command -v protoc >/dev/null && $PY -c 'import google.protobuf' 2>/dev/null; then
@@ -230,7 +230,7 @@ for name, t in type_.items():
 print(f"metadata: {len(type_)} families of /metrics, each with its type and help")
 PYEOF
 	n_meta=$(jq '.metadata | length' "$T/first.json")
-	pass "metadata: Prometheus accepted hostA's ($(hmetric hostA sysobs_remote_write_metadata_sent_total) families); hostC sent $n_meta families first thing and $(meta_bodies | wc -l) metadata requests in ${elapsed%.*} s at metadata_interval=2s, every family of /metrics with its type and help"
+	pass "metadata: Prometheus accepted hostA's ($(hmetric hostA 'sysobs_remote_write_metadata_sent_total{destination="remote_write"}') families); hostC sent $n_meta families first thing and $(meta_bodies | wc -l) metadata requests in ${elapsed%.*} s at metadata_interval=2s, every family of /metrics with its type and help"
 else
 	echo "note: metadata contents not checked (needs protoc and python3-protobuf)"
 fi
@@ -240,12 +240,8 @@ if ! command -v victoria-metrics >/dev/null; then
 	echo "note: VictoriaMetrics part not run (needs victoria-metrics, scripts/deps.sh installs it)"
 	exit 0
 fi
-VM=$(free_port) || fail "no free port for VictoriaMetrics"
-victoria-metrics -httpListenAddr "127.0.0.1:$VM" -storageDataPath "$T/vm" >"$T/vm.log" 2>&1 &
-VM_PID=$!
-on_exit "kill $VM_PID; wait $VM_PID 2>/dev/null"
-vm_up() { curl -sf --max-time 2 "http://127.0.0.1:$VM/health" -o /dev/null; }
-wait_for 30 vm_up || fail "VictoriaMetrics not up: $(tail -5 "$T/vm.log")"
+start_victoria
+VM=$VM_PORT
 RW_URL=http://127.0.0.1:$VM/api/v1/write HOST=hostA DB=hostA SNAPSHOT=0 start_host hostA-vm cursor=vm
 # A closed window of hostA's history, its bounds half-way between snapshots
 # (sample timestamps are snapshot times, 1 s apart): [t0, t1] in ms.
@@ -256,31 +252,21 @@ t1=$(($(last_ts) - 4500))
 past_t1() {
 	local h
 	for h in hostA hostA-vm; do
-		h=$(hmetric "$h" sysobs_remote_write_highest_sent_timestamp_seconds)
+		h=$(hmetric "$h" 'sysobs_remote_write_highest_sent_timestamp_seconds{destination="remote_write"}')
 		awk -v h="$h" -v t="$t1" 'BEGIN { exit !(h * 1000 > t + 1000) }' || return 1
 	done
 }
-wait_for 60 past_t1 || fail "senders not past the window: hostA $(hmetric hostA sysobs_remote_write_highest_sent_timestamp_seconds), vm $(hmetric hostA-vm sysobs_remote_write_highest_sent_timestamp_seconds)"
+wait_for 60 past_t1 || fail "senders not past the window: hostA $(hmetric hostA 'sysobs_remote_write_highest_sent_timestamp_seconds{destination="remote_write"}'), vm $(hmetric hostA-vm 'sysobs_remote_write_highest_sent_timestamp_seconds{destination="remote_write"}')"
 curl -sf "http://127.0.0.1:$VM/internal/force_flush" >/dev/null || fail "VictoriaMetrics force_flush"
 # Raw samples per series (labels sorted, as one key) in each receiver.
-curl -sS -g "http://127.0.0.1:$VM/api/v1/export" --data-urlencode 'match[]={instance="hostA"}' \
-	--data-urlencode "start=$((t0 / 1000)).$((t0 % 1000))" --data-urlencode "end=$((t1 / 1000)).$((t1 % 1000))" |
-	jq -c '{k: (.metric | to_entries | sort_by(.key) | from_entries | tostring),
-		n: ([.timestamps[] | select(. >= '"$t0"' and . <= '"$t1"')] | length)} | select(.n > 0)' |
-	jq -sc 'map({(.k): .n}) | add // {}' >"$T/vm.counts"
+rw_counts_vm "$VM" '{instance="hostA"}' "$t0" "$t1" >"$T/vm.counts"
 span=$(((t1 - t0) / 1000 + 1))
-curl -sS -g --max-time 30 "http://127.0.0.1:$RX/api/v1/query" \
-	--data-urlencode "query={instance=\"hostA\",job=\"sysobs\"}[${span}s]" \
-	--data-urlencode "time=$((t1 / 1000)).$((t1 % 1000))" |
-	jq -c '[.data.result[] | {k: (.metric | to_entries | sort_by(.key) | from_entries | tostring),
-		n: ([.values[] | select(.[0] * 1000 >= '"$t0"' and .[0] * 1000 <= '"$t1"')] | length)} | select(.n > 0)]
-		| map({(.k): .n}) | add // {}' >"$T/prom.counts"
+rw_counts_prom "$RX" '{instance="hostA",job="sysobs"}' "$t0" "$t1" >"$T/prom.counts"
 n_prom=$(jq 'length' "$T/prom.counts")
 n_vm=$(jq 'length' "$T/vm.counts")
 s_prom=$(jq '[.[]] | add' "$T/prom.counts")
 s_vm=$(jq '[.[]] | add' "$T/vm.counts")
-diffs=$(jq -n --slurpfile p "$T/prom.counts" --slurpfile v "$T/vm.counts" \
-	'[($p[0] + $v[0]) | keys[] | select($p[0][.] != $v[0][.]) | {k: ., prom: $p[0][.], vm: $v[0][.]}] | .[:5]')
-[ "$diffs" = "[]" ] || fail "sample counts per series differ (of $n_prom/$n_vm series): $diffs"
+diffs=$(rw_counts_diff "$T/prom.counts" "$T/vm.counts")
+[ "$diffs" = "[]" ] || fail "sample counts per series differ (of $n_prom/$n_vm series; a: Prometheus, b: VictoriaMetrics): $diffs"
 assert_ge "series of hostA in the window" 200 "$n_prom"
 pass "second receiver: hostA's history into Prometheus and (another agent on its database, cursor vm) VictoriaMetrics: over $((span - 1)) s, $n_prom series with $s_prom samples in Prometheus, $n_vm with $s_vm in VictoriaMetrics, equal per series"

@@ -42,8 +42,8 @@ write_base_config storage.snapshot_interval=1s collector.drops.enabled=false \
 start_agent
 on_exit "kill $AGENT_PID 2>/dev/null; wait $AGENT_PID 2>/dev/null"
 
-enough_obs() { [ "$(metric "${H}_count")" -ge 100 ] 2>/dev/null; }
-wait_for 40 enough_obs || fail "the agent made $(metric "${H}_count") requests, want 100"
+enough_obs() { [ "$(metric "${H}_count{destination=\"remote_write\"}")" -ge 100 ] 2>/dev/null; }
+wait_for 40 enough_obs || fail "the agent made $(metric "${H}_count{destination=\"remote_write\"}") requests, want 100"
 
 # ---- what arrives ----
 sel="{instance=\"$INST\",job=\"sysobs\"}"

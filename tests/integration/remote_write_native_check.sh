@@ -59,8 +59,8 @@ wait_for 20 checked prom || fail "prometheus agent: no check within 20 s"
 # VictoriaMetrics: detected, counted, classic buckets from then on.
 grep -q "error remote_write: the receiver accepted native histograms and stored none ($H{job=\"sysobs\",instance=\"vm\"} absent" \
 	"$T/vm.log" || fail "vm agent: no error naming the histogram: $(grep remote_write "$T/vm.log" | tail -3)"
-assert_eq "vm: unstored checks counted" 1 "$(m "$vm_PORT" sysobs_remote_write_native_histograms_unstored_total)"
-assert_eq "vm: histograms now sent as" 0 "$(m "$vm_PORT" sysobs_remote_write_native_histograms)"
+assert_eq "vm: unstored checks counted" 1 "$(m "$vm_PORT" 'sysobs_remote_write_native_histograms_unstored_total{destination="remote_write"}')"
+assert_eq "vm: histograms now sent as" 0 "$(m "$vm_PORT" 'sysobs_remote_write_native_histograms{destination="remote_write"}')"
 vmq() { curl -sS "http://127.0.0.1:$VM/api/v1/query" --data-urlencode "query=$1" | jq -r '.data.result[0].value[1] // 0'; }
 buckets() { [ "$(vmq "count(${H}_bucket{instance=\"vm\"})")" -ge 2 ]; }
 wait_for 30 buckets || fail "no ${H}_bucket series in VictoriaMetrics: $(vmq "count({instance=\"vm\"})") series of vm"
@@ -69,8 +69,8 @@ n_vm=$(vmq "count(${H}_bucket{instance=\"vm\"})")
 # Prometheus with native histograms on: verified, kept native.
 grep -q "stores the native histograms it accepts ($H{job=\"sysobs\",instance=\"prom\"} found)" "$T/prom.log" ||
 	fail "prometheus agent: $(grep remote_write "$T/prom.log" | tail -3)"
-assert_eq "prom: unstored checks counted" 0 "$(m "$prom_PORT" sysobs_remote_write_native_histograms_unstored_total)"
-assert_eq "prom: histograms sent as" 1 "$(m "$prom_PORT" sysobs_remote_write_native_histograms)"
+assert_eq "prom: unstored checks counted" 0 "$(m "$prom_PORT" 'sysobs_remote_write_native_histograms_unstored_total{destination="remote_write"}')"
+assert_eq "prom: histograms sent as" 1 "$(m "$prom_PORT" 'sysobs_remote_write_native_histograms{destination="remote_write"}')"
 assert_eq "prom: native $H series" 1 "$(promq "$RX" "count($H{instance=\"prom\"})" | jq -r '.[0].value[1] // 0')"
 assert_eq "prom: ${H}_bucket series" 0 "$(promq "$RX" "count(${H}_bucket{instance=\"prom\"})" | jq -r '.[0].value[1] // 0')"
 pass "VictoriaMetrics 1.79: native histograms found unstored, counted, $n_vm ${H}_bucket series arrived instead; Prometheus 2.42: found stored, kept native"

@@ -53,11 +53,16 @@ systemd-analyze security sysobsd >/results/security.txt 2>&1
 r doc_missing "$(systemctl show -P Documentation sysobsd | tr ' ' '\n' | sed -n 's|^file://||p' |
 	while read -r f; do [ -e "$f" ] || echo "$f"; done | wc -l)"
 r man "$(ls /usr/share/man/man8/sysobsd.8.gz /usr/share/man/man1/sysobs.1.gz 2>/dev/null | wc -l)"
+# the ClickHouse DDL the package ships = the installed agent's
+r ch_ddl "$(sysobsd --print-clickhouse-ddl | cmp -s - /usr/share/sysobs/clickhouse.sql && echo same || echo differs)"
+r runbooks_http "$(curl -s -o /dev/null -w '%{http_code}' --max-time 5 http://127.0.0.1:9559/runbooks)"
 # journald: priority from the "<N>" prefix, no time stamp in MESSAGE
 journalctl -u sysobsd -o json --no-pager >/results/journal.json 2>/dev/null
 r journal_listening "$(grep -m1 '"MESSAGE":"http: listening' /results/journal.json |
 	sed -n 's/.*"PRIORITY":"\([0-9]\)".*/\1/p')"
 r journal_warn_prio "$(grep -c '"PRIORITY":"4"' /results/journal.json)"
+# an optional attach point the kernel refuses is no warning at every start
+r journal_optional_warn "$(grep '"PRIORITY":"4"' /results/journal.json | grep -c udp_destruct_common)"
 # reload: SIGHUP through ExecReload
 sed -i 's/^log_level = info$/log_level = debug/' /etc/sysobs/sysobsd.ini
 systemctl reload sysobsd
@@ -222,9 +227,12 @@ r busy_section_ms $(($(ms) - t_busy))
 apt-get remove -y -q sysobs >/results/remove.log 2>&1 || echo "FAIL remove"
 r removed_active "$(systemctl is-active sysobsd)"
 r removed_conf "$([ -f /etc/sysobs/sysobsd.ini ] && echo kept || echo gone)"
+# a drop-in configuration management left: purge removes it with the rest
+printf '[http]\nlisten = 127.0.0.1:9560\n' >/etc/sysobs/sysobsd.d/50-cm.ini
 apt-get purge -y -q sysobs >/results/purge.log 2>&1 || echo "FAIL purge"
 r purged_conf "$([ -e /etc/sysobs ] && echo kept || echo gone)"
 r purged_state "$([ -e /var/lib/sysobs ] && echo kept || echo gone)"
+r purged_dropins "$([ -e /etc/sysobs/sysobsd.d ] && echo kept || echo gone)"
 r purged_unit "$([ -e /lib/systemd/system/sysobsd.service ] && echo kept || echo gone)"
 echo DONE
 systemctl poweroff --no-block

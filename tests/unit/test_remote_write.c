@@ -372,6 +372,83 @@ static void test_identity_job_and_instance(void **state)
 	assert_string_equal(key, "external_labels");
 }
 
+/* ---- destinations: [remote_write] and [remote_write.NAME] ---- */
+
+/* text checked as a config (no file read): the return of
+ * remote_write_check(), *errors its errors joined by '|'. */
+static int rw_config_check(const char *text, char *errors, size_t len)
+{
+	struct config cfg = {0};
+	struct remote_write *rw = NULL;
+	size_t off = 0;
+	int rc;
+
+	assert_int_equal(remote_write_declare(&cfg), 0);
+	assert_int_equal(cfg_load_buffer(&cfg, "t.ini", text, strlen(text)), 0);
+	rc = remote_write_check(&cfg, "h1", false, &rw);
+	errors[0] = '\0';
+	for (size_t i = 0; i < cfg.n_errors && off < len; i++)
+		off += (size_t)snprintf(errors + off, len - off, "%s|", cfg.errors[i]);
+	assert_true(rc ? rw == NULL : 1);
+	remote_write_free(rw);
+	cfg_free(&cfg);
+	return rc;
+}
+
+static void test_destinations_checked_each(void **state)
+{
+	char err[2048], text[2048];
+	size_t off = 0;
+
+	(void)state;
+	/* the plain section and two named ones, each with its own cursor */
+	assert_int_equal(rw_config_check("[remote_write]\nurl = http://a:9090/api/v1/write\n"
+					 "[remote_write.vm]\nurl = http://b:8428/api/v1/write\n"
+					 "external_labels = via=vm\n"
+					 "[remote_write.off]\nurl =\n",
+					 err, sizeof(err)),
+			 0);
+	assert_string_equal(err, "");
+	/* a cursor another destination has (the default one of [remote_write.a]) */
+	assert_int_equal(
+	    rw_config_check("[remote_write.a]\nurl = http://a/w\n"
+			    "[remote_write.b]\nurl = http://b/w\ncursor = remote_write.a\n",
+			    err, sizeof(err)),
+	    -EINVAL);
+	assert_non_null(strstr(err, "[remote_write.b] cursor"));
+	assert_non_null(strstr(err, "[remote_write.a]'s cursor too"));
+	/* the plain section's name taken by a named one */
+	assert_int_equal(rw_config_check("[remote_write]\nurl = http://a/w\n"
+					 "[remote_write.remote_write]\nurl = http://b/w\n",
+					 err, sizeof(err)),
+			 -EINVAL);
+	assert_non_null(strstr(err, "[remote_write.remote_write] url"));
+	/* each section's identity is its own: the error names that section only */
+	assert_int_equal(rw_config_check("[remote_write]\nurl = http://a/w\n"
+					 "[remote_write.vm]\nurl = http://b/w\n"
+					 "external_labels = job=x\n",
+					 err, sizeof(err)),
+			 -EINVAL);
+	assert_non_null(strstr(err, "[remote_write.vm] external_labels"));
+	assert_null(strstr(err, "[remote_write] "));
+	/* every error of every section, not the first only */
+	assert_int_equal(rw_config_check("[remote_write.a]\nurl = ftp://a/w\n"
+					 "[remote_write.b]\nurl = http://b/w\nbatch_samples = 0\n",
+					 err, sizeof(err)),
+			 -EINVAL);
+	assert_non_null(strstr(err, "[remote_write.a] url"));
+	assert_non_null(strstr(err, "[remote_write.b] batch_samples"));
+	/* at most 8 destinations */
+	for (int i = 0; i < 9; i++)
+		off += (size_t)snprintf(text + off, sizeof(text) - off,
+					"[remote_write.d%d]\nurl = http://h/w\n", i);
+	assert_int_equal(rw_config_check(text, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "[remote_write.d8] url"));
+	assert_non_null(strstr(err, "at most 8"));
+	/* nothing configured: off, no error */
+	assert_int_equal(rw_config_check("[remote_write.a]\nurl =\n", err, sizeof(err)), 0);
+}
+
 /* ---- histogram buckets ---- */
 
 static void test_bucket_blob_round_trip(void **state)
@@ -590,6 +667,7 @@ int main(void)
 	    cmocka_unit_test(test_write_request_decodes_back_after_snappy),
 	    cmocka_unit_test(test_history_reads_after_a_durable_cursor),
 	    cmocka_unit_test(test_identity_job_and_instance),
+	    cmocka_unit_test(test_destinations_checked_each),
 	    cmocka_unit_test(test_bucket_blob_round_trip),
 	    cmocka_unit_test(test_buckets_go_out_as_bucket_series),
 	    cmocka_unit_test(test_metadata_at_start_on_change_and_periodically),

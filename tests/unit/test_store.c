@@ -20,7 +20,9 @@
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/resource.h>
+#include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -601,6 +603,65 @@ static void test_queue_full_counted(void **state)
  * reason the queue is full; event rows cannot take a snapshot's reserved
  * slots. A database locked by another connection makes the reason "locked".
  */
+/* storage/store_internal.h: whether the last stop left a WAL behind. */
+bool store_unclean_stop(const char *path);
+
+static pid_t holder_pid; /* the process holding the database open */
+
+/* The holder is killed even when an assertion left the test early. */
+static int teardown_holder(void **state)
+{
+	if (holder_pid > 0) {
+		kill(holder_pid, SIGKILL);
+		waitpid(holder_pid, NULL, 0);
+		holder_pid = 0;
+	}
+	return teardown(state);
+}
+
+/*
+ * A WAL beside the database is an unclean stop only when no process has the
+ * database open (issue 32: a second agent that created the database first
+ * made the first one log "the last stop was unclean" on a brand-new file).
+ * Another process holds it open: not unclean; that process killed (its WAL
+ * left, its locks gone with it): unclean.
+ */
+static void test_unclean_stop_not_another_process(void **state)
+{
+	struct store_config cfg = default_cfg();
+	char wal[300], c = 0;
+	struct stat st;
+	int fds[2];
+	pid_t pid;
+
+	(void)state;
+	assert_false(store_unclean_stop(dbpath)); /* nothing there yet */
+	assert_int_equal(pipe(fds), 0);
+	pid = holder_pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		struct store *s = store_open(&cfg, tables_ab, err, sizeof(err));
+
+		c = s ? 1 : 0;
+		if (write(fds[1], &c, 1) != 1 || !s)
+			_exit(1);
+		for (;;)
+			pause();
+	}
+	close(fds[1]);
+	assert_int_equal(read(fds[0], &c, 1), 1);
+	close(fds[0]);
+	assert_int_equal(c, 1);
+	snprintf(wal, sizeof(wal), "%s-wal", dbpath);
+	assert_int_equal(stat(wal, &st), 0); /* the other process's WAL */
+	assert_false(store_unclean_stop(dbpath));
+	kill(pid, SIGKILL);
+	assert_int_equal(waitpid(pid, NULL, 0), pid);
+	holder_pid = 0;
+	assert_int_equal(stat(wal, &st), 0); /* left by the crash */
+	assert_true(store_unclean_stop(dbpath));
+}
+
 static void test_snapshot_whole_or_counted(void **state)
 {
 	struct store_config cfg = default_cfg();
@@ -1395,6 +1456,8 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_metric_history_samples, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_disk_full_recovers, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_snapshot_whole_or_counted, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_unclean_stop_not_another_process, setup,
+					    teardown_holder),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
