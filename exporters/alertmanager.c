@@ -164,6 +164,16 @@ static int am_resend_ms(struct config *cfg, const struct cfg_section *sec, uint6
 	return v && cfg_parse_duration_ms(v, ms) ? -EINVAL : 0;
 }
 
+/* [collector.ifs] enabled = false: no alert to push (its value is the
+ * collector host's to check). */
+static bool am_collector_enabled(const struct cfg_section *sec)
+{
+	const char *v = cfg_get(sec, "enabled");
+	bool on = true;
+
+	return !v || cfg_parse_bool(v, &on) || on;
+}
+
 int am_export_new(struct config *cfg, bool read_files, struct am_export **out)
 {
 	const struct cfg_section *sec = cfg_section(cfg, AM_SECTION);
@@ -175,7 +185,7 @@ int am_export_new(struct config *cfg, bool read_files, struct am_export **out)
 	int err;
 
 	*out = NULL;
-	if (!url || !*url)
+	if (!url || !*url || !am_collector_enabled(sec))
 		return 0;
 	if (am_check(cfg, url, labels) || am_resend_ms(cfg, sec, &resend_ms))
 		return -EINVAL;

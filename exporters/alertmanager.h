@@ -45,7 +45,8 @@ struct am_pair {
 /*
  * Reads and checks the push's keys of cfg (every error recorded with
  * cfg_error under [collector.ifs]: the URL's scheme, libcurl present, the
- * label syntax). *out is NULL when no alertmanager_url is set. read_files:
+ * label syntax). *out is NULL when no alertmanager_url is set or the
+ * collector is disabled ([collector.ifs] enabled = false). read_files:
  * as sender_check(). 0 or -EINVAL, -ENOMEM.
  */
 int am_export_new(struct config *cfg, bool read_files, struct am_export **out);

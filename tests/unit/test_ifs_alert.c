@@ -188,6 +188,7 @@ static void test_reply(void **state)
 
 // clang-format off
 static const struct cfg_key ifs_keys[] = {
+	{"enabled", "true", "", CFG_BOOL, 0, 0, 0, NULL},
 	{AM_KEY_URL, "", "", CFG_STRING, 0, 0, 0, NULL},
 	{AM_KEY_LABELS, "", "", CFG_STRING, 0, 0, 0, NULL},
 	{AM_KEY_RESEND, "1m", "", CFG_DURATION, 0, 0, 0, NULL},
@@ -258,6 +259,10 @@ static void test_config(void **state)
 	(void)state;
 	assert_int_equal(am_config("[collector.ifs]\n", &am, err, sizeof(err)), 0);
 	assert_null(am); /* off */
+	assert_int_equal(am_config("[collector.ifs]\nenabled = false\nalertmanager_url = ftp://x\n",
+				   &am, err, sizeof(err)),
+			 0);
+	assert_null(am); /* no collector, no push, nothing to check */
 	assert_int_equal(
 	    am_config("[collector.ifs]\nalertmanager_url = ftp://am:9093\nalert_labels = 1x=y\n",
 		      &am, err, sizeof(err)),
