@@ -235,7 +235,7 @@ int agent_config_declare(struct agent *a)
 	    (err = cfg_declare(&a->cfg, "storage", storage_keys)) ||
 	    (err = cfg_declare(&a->cfg, "kubernetes", kubernetes_keys)) ||
 	    (err = expose_config_declare(&a->cfg)) || (err = remote_write_declare(&a->cfg)) ||
-	    (err = events_export_declare(&a->cfg)))
+	    (err = events_export_declare(&a->cfg)) || (err = am_export_declare(&a->cfg)))
 		return err;
 	for (size_t i = 0; collector_registry[i]; i++) {
 		const struct collector_ops *ops = collector_registry[i];

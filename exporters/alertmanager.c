@@ -33,9 +33,40 @@ struct alert {
 	bool in_flight;
 };
 
+/* [alertmanager]: the sender's keys (TLS, auth, time limit, backoff). */
+struct am_config {
+	struct sender_config http;
+};
+
+static const struct cfg_key am_sender_keys[] = {
+    SENDER_KEYS(struct am_config, http,
+		"Alertmanager base URL; the IFS failed-core alerts are POSTed to "
+		"<url>/api/v2/alerts. Empty: [collector.ifs] alertmanager_url, the older "
+		"spelling, which still works"),
+    {0},
+};
+
+/* The sender's keys with the push's own timings: a 10 s time limit, a
+ * backoff from 1 s doubling to a minute (an alert is not a flood of rows;
+ * the push has always waited so). Filled by am_export_declare(). */
+static struct cfg_key am_keys[sizeof(am_sender_keys) / sizeof(am_sender_keys[0])];
+
+int am_export_declare(struct config *cfg)
+{
+	static const char *const timing[][2] = {
+	    {"timeout", "10s"}, {"min_backoff", "1s"}, {"max_backoff", "1m"}};
+
+	memcpy(am_keys, am_sender_keys, sizeof(am_keys));
+	for (struct cfg_key *k = am_keys; k->key; k++)
+		for (size_t i = 0; i < sizeof(timing) / sizeof(timing[0]); i++)
+			if (!strcmp(k->key, timing[i][0]))
+				k->def = timing[i][1];
+	return cfg_declare(cfg, AM_SECTION_OWN, am_keys);
+}
+
 struct am_export {
 	struct sender s;
-	struct sender_config scfg;
+	struct am_config c;
 	char *post_url;
 	json_t *extra;
 	int64_t resend_ns;
@@ -119,45 +150,49 @@ static void label_set(const char *k, const char *v, void *arg)
 }
 
 /* The keys' checks, with the messages they always had; 0 or -EINVAL. */
-static int am_check(struct config *cfg, const char *url, const char *labels)
+static int am_check(struct config *cfg, const char *sec, const char *key, const char *url,
+		    const char *labels)
 {
 	const char *why = NULL;
 	int bad = 0;
 
 	if (strncmp(url, "http://", 7) && strncmp(url, "https://", 8))
-		bad |= cfg_error(cfg, AM_SECTION, AM_KEY_URL, "must start with http(s)://");
+		bad |= cfg_error(cfg, sec, key, "must start with http(s)://");
 	/* libcurl is loaded (base/lazylib.h): a host without it hears so from
 	 * the check, with the package to install, not at the first alert. */
 	else if (!lazylib_curl(&why))
-		bad |=
-		    cfg_error(cfg, AM_SECTION, AM_KEY_URL, "the alert push needs libcurl: %s", why);
+		bad |= cfg_error(cfg, sec, key, "the alert push needs libcurl: %s", why);
 	if (am_labels_parse(labels, NULL, NULL))
 		bad |= cfg_error(cfg, AM_SECTION, AM_KEY_LABELS,
 				 "expected k=v,k2=v2 with label names [a-zA-Z_][a-zA-Z0-9_]*");
 	return bad ? -EINVAL : 0;
 }
 
-/* The sender's keys the push does not spell: its old timings, no auth. */
-static void am_sender_config(struct am_export *am, const char *url)
+/*
+ * [alertmanager] read into am->c; its url, else [collector.ifs]
+ * alertmanager_url (*url_sec and *url_key say which, for errors).
+ */
+static int am_sender_config(struct config *cfg, struct am_export *am, const char *ifs_url,
+			    const char **url_sec, const char **url_key)
 {
-	am->scfg = (struct sender_config){
-	    .url = url,
-	    .timeout = 10000,
-	    .min_backoff = 1000,
-	    .max_backoff = 60000,
-	    .basic_auth_user = "",
-	    .basic_auth_password_file = "",
-	    .bearer_token = "",
-	    .bearer_token_file = "",
-	    .tls_ca_file = "",
-	    .tls_cert_file = "",
-	    .tls_key_file = "",
-	};
+	const struct cfg_section *own = cfg_section(cfg, AM_SECTION_OWN);
+	struct sender_config *h = &am->c.http;
+
+	if (!own || cfg_section_parse(cfg, AM_SECTION_OWN, &am->c))
+		return -EINVAL;
+	*url_sec = AM_SECTION_OWN;
+	*url_key = "url";
+	if (!*h->url && ifs_url) {
+		h->url = ifs_url;
+		*url_sec = AM_SECTION;
+		*url_key = AM_KEY_URL;
+	}
+	return 0;
 }
 
-static int am_resend_ms(struct config *cfg, const struct cfg_section *sec, uint64_t *ms)
+static int am_resend_ms(const struct cfg_section *sec, uint64_t *ms)
 {
-	const char *v = cfg_get(sec, AM_KEY_RESEND);
+	const char *v = sec ? cfg_get(sec, AM_KEY_RESEND) : NULL;
 
 	*ms = 60000;
 	/* Range and syntax: the collector's typed key checks them. */
@@ -168,56 +203,71 @@ static int am_resend_ms(struct config *cfg, const struct cfg_section *sec, uint6
  * collector host's to check). */
 static bool am_collector_enabled(const struct cfg_section *sec)
 {
-	const char *v = cfg_get(sec, "enabled");
+	const char *v = sec ? cfg_get(sec, "enabled") : NULL;
 	bool on = true;
 
 	return !v || cfg_parse_bool(v, &on) || on;
 }
 
-int am_export_new(struct config *cfg, bool read_files, struct am_export **out)
+/* The sender checked and set up for <url>/api/v2/alerts. */
+static int am_sender_setup(struct config *cfg, struct am_export *am, bool read_files)
 {
-	const struct cfg_section *sec = cfg_section(cfg, AM_SECTION);
-	const char *url = sec ? cfg_get(sec, AM_KEY_URL) : NULL;
-	const char *labels = sec ? cfg_get(sec, AM_KEY_LABELS) : NULL;
-	struct am_export *am;
-	uint64_t resend_ms;
-	size_t ul;
+	const char *url = am->c.http.url;
+	size_t ul = strlen(url);
 	int err;
 
-	*out = NULL;
-	if (!url || !*url || !am_collector_enabled(sec))
-		return 0;
-	if (am_check(cfg, url, labels) || am_resend_ms(cfg, sec, &resend_ms))
-		return -EINVAL;
-	am = calloc(1, sizeof(*am));
-	if (!am)
-		return -ENOMEM;
-	am_sender_config(am, url);
-	am->resend_ns = (int64_t)resend_ms * MS_NS;
-	am->extra = json_object();
-	ul = strlen(url);
 	am->post_url = malloc(ul + sizeof("/api/v2/alerts"));
-	if (!am->extra || !am->post_url) {
-		am_export_free(am);
+	if (!am->post_url)
 		return -ENOMEM;
-	}
 	sprintf(am->post_url, "%.*s/api/v2/alerts", (int)(ul && url[ul - 1] == '/' ? ul - 1 : ul),
 		url);
-	am_labels_parse(labels, label_set, am->extra);
-	err = sender_check(&am->s, cfg, AM_SECTION, &am->scfg, read_files);
+	err = sender_check(&am->s, cfg, AM_SECTION_OWN, &am->c.http, read_files);
 	if (!err)
 		err = sender_setup(&am->s,
 				   (const char *const[]){"Content-Type: application/json", NULL});
-	if (err) {
-		am_export_free(am);
+	if (err)
 		return err;
-	}
 	sender_set_url(&am->s, am->post_url);
 	am->s.st.name = AM_DESTINATION;
 	am->s.st.format = "alertmanager";
 	am->s.st.url = am->s.url_public;
+	return 0;
+}
+
+int am_export_new(struct config *cfg, bool read_files, struct am_export **out)
+{
+	const struct cfg_section *sec = cfg_section(cfg, AM_SECTION);
+	const char *labels = sec ? cfg_get(sec, AM_KEY_LABELS) : NULL;
+	const char *url_sec, *url_key;
+	struct am_export *am;
+	uint64_t resend_ms;
+	int err;
+
+	*out = NULL;
+	if (!am_collector_enabled(sec))
+		return 0;
+	am = calloc(1, sizeof(*am));
+	if (!am)
+		return -ENOMEM;
+	err = am_sender_config(cfg, am, sec ? cfg_get(sec, AM_KEY_URL) : NULL, &url_sec, &url_key);
+	if (err || !*am->c.http.url)
+		goto out_free;
+	err = -EINVAL;
+	if (am_check(cfg, url_sec, url_key, am->c.http.url, labels) ||
+	    am_resend_ms(sec, &resend_ms))
+		goto out_free;
+	am->resend_ns = (int64_t)resend_ms * MS_NS;
+	am->extra = json_object();
+	err = am->extra ? am_sender_setup(cfg, am, read_files) : -ENOMEM;
+	if (err)
+		goto out_free;
+	am_labels_parse(labels, label_set, am->extra);
 	*out = am;
 	return 0;
+
+out_free:
+	am_export_free(am);
+	return err;
 }
 
 static json_t *alert_json(const struct am_export *am, const struct alert *al)

@@ -16,8 +16,10 @@
  * gzip (Alertmanager does not take it). Its own thread; fire and resolve
  * only update a table under a lock and never wait for the network.
  *
- * Config: [collector.ifs] alertmanager_url, alert_labels, alert_resend
- * (docs/ifs.md), where the keys have always been.
+ * Config: [alertmanager], the sender's keys (url, TLS, auth, timeout,
+ * backoff), its url defaulting to [collector.ifs] alertmanager_url, the
+ * older spelling; [collector.ifs] alert_labels and alert_resend, where they
+ * have always been (docs/ifs.md).
  */
 #ifndef SYSOBS_ALERTMANAGER_H
 #define SYSOBS_ALERTMANAGER_H
@@ -36,16 +38,20 @@ struct am_pair {
 	const char *name, *value;
 };
 
-/* The section and keys the push reads (the IFS collector declares them). */
-#define AM_SECTION    "collector.ifs"
-#define AM_KEY_URL    "alertmanager_url"
-#define AM_KEY_LABELS "alert_labels"
-#define AM_KEY_RESEND "alert_resend"
+/* The push's own section (am_export_declare()), and the keys of the IFS
+ * collector's it reads (the collector declares them). */
+#define AM_SECTION_OWN "alertmanager"
+#define AM_SECTION     "collector.ifs"
+#define AM_KEY_URL     "alertmanager_url"
+#define AM_KEY_LABELS  "alert_labels"
+#define AM_KEY_RESEND  "alert_resend"
 
+/* Declares [alertmanager] (before cfg_load). */
+int am_export_declare(struct config *cfg);
 /*
  * Reads and checks the push's keys of cfg (every error recorded with
- * cfg_error under [collector.ifs]: the URL's scheme, libcurl present, the
- * label syntax). *out is NULL when no alertmanager_url is set or the
+ * cfg_error: the URL's scheme, libcurl present, the label syntax, the
+ * sender's checks of [alertmanager]). *out is NULL when no URL is set or the
  * collector is disabled ([collector.ifs] enabled = false). read_files:
  * as sender_check(). 0 or -EINVAL, -ENOMEM.
  */

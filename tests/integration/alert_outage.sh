@@ -6,7 +6,10 @@
 # one per poll), counted in sysobs_ifs_alert_posts_total{result="failed"};
 # once Alertmanager starts on that port the
 # alert arrives with the host's identity (job, instance) and the count of
-# successful POSTs grows.
+# successful POSTs grows. The URL is given as [alertmanager] url (the
+# section of the push's sender keys); integration.ifs and
+# integration.alert_identity give it as [collector.ifs] alertmanager_url,
+# the older spelling.
 export TMPDIR="${TMPDIR:-/tmp}/sysobs-ifs-it" # a FUSE mount inside $T (see ifs.sh)
 mkdir -p "$TMPDIR"
 source "$(dirname "$0")/lib.sh"
@@ -34,7 +37,7 @@ INI
 start_ifs_fake "$T/fake.ini"
 write_base_config agent.sysfs_root="$T/mnt" http.admin=true agent.hostname=outage-host \
 	collector.ifs.poll=100ms \
-	collector.ifs.alertmanager_url="http://127.0.0.1:$AM_PORT" \
+	alertmanager.url="http://127.0.0.1:$AM_PORT" \
 	collector.ifs.alert_resend=1s \
 	collector.drops.enabled=false collector.mptcp.enabled=false \
 	collector.cachefiles.enabled=false

@@ -32,6 +32,7 @@ struct post {
 	int64_t at_ms;
 	json_t *body;
 	unsigned status;
+	char auth[64]; /* its Authorization header */
 };
 
 static struct {
@@ -90,6 +91,8 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *conn, const cha
 		p->at_ms = now_ms();
 		p->body = json_loadb(u->buf, u->len, 0, NULL);
 		p->status = status;
+		snprintf(p->auth, sizeof(p->auth), "%s",
+			 MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Authorization") ?: "");
 		srv.n++;
 	} else {
 		status = 404;
@@ -205,8 +208,9 @@ static int am_config(const char *text, struct am_export **am, char *errors, size
 	int rc;
 
 	assert_int_equal(cfg_declare(&cfg, AM_SECTION, ifs_keys), 0);
+	assert_int_equal(am_export_declare(&cfg), 0);
 	assert_int_equal(cfg_load_buffer(&cfg, "t.ini", text, strlen(text)), 0);
-	rc = am_export_new(&cfg, false, am);
+	rc = am_export_new(&cfg, true, am);
 	errors[0] = '\0';
 	for (size_t i = 0; i < cfg.n_errors && off < len; i++)
 		off += (size_t)snprintf(errors + off, len - off, "%s|", cfg.errors[i]);
@@ -214,9 +218,11 @@ static int am_config(const char *text, struct am_export **am, char *errors, size
 	return rc;
 }
 
+/* A push to the server at port: the URL in [collector.ifs] (the older
+ * spelling), extra the rest of the file after it. */
 static struct am_export *am_at(unsigned port, const char *extra)
 {
-	char text[256], err[512];
+	char text[512], err[512];
 	struct am_export *am = NULL;
 
 	snprintf(text, sizeof(text),
@@ -364,6 +370,51 @@ static void test_refused_not_retried(void **state)
 	posts_free();
 }
 
+/* [alertmanager]: its url (no [collector.ifs] alertmanager_url needed), the
+ * sender's auth and backoff keys; its URL checked under its own name. */
+static void test_own_section(void **state)
+{
+	const int64_t t0 = 1000 * SEC_NS;
+	struct am_export *am = NULL;
+	struct MHD_Daemon *d;
+	char text[512], err[512];
+	unsigned port;
+
+	(void)state;
+	assert_int_equal(am_config("[alertmanager]\nurl = ftp://am:9093\n", &am, err, sizeof(err)),
+			 -EINVAL);
+	assert_non_null(
+	    strstr(err, "[alertmanager] url = 'ftp://am:9093': must start with http(s)://"));
+	srv.refuse_first = 1;
+	d = start_server(&port);
+	snprintf(text, sizeof(text),
+		 "[alertmanager]\nurl = http://127.0.0.1:%u\nbearer_token = s3cret\n"
+		 "min_backoff = 200ms\n",
+		 port);
+	assert_int_equal(am_config(text, &am, err, sizeof(err)), 0);
+	assert_non_null(am);
+	fire_core3(am);
+	/* 503: retried after [alertmanager] min_backoff, not the push's 1 s */
+	assert_int_equal(am_export_turn(am, t0), t0 + 200 * MS_NS);
+	assert_int_equal(am_export_turn(am, t0 + 200 * MS_NS), t0 + 60200 * MS_NS);
+	assert_int_equal(posts(), 2);
+	assert_int_equal(srv.posts[1].status, 200);
+	assert_string_equal(srv.posts[1].auth, "Bearer s3cret");
+	am_export_free(am);
+	/* [alertmanager] url wins over the older spelling */
+	snprintf(text, sizeof(text),
+		 "[alertmanager]\nurl = http://127.0.0.1:%u\n[collector.ifs]\n"
+		 "alertmanager_url = http://127.0.0.1:1\n",
+		 port);
+	assert_int_equal(am_config(text, &am, err, sizeof(err)), 0);
+	fire_core3(am);
+	am_export_turn(am, t0);
+	assert_int_equal(posts(), 3);
+	am_export_free(am);
+	MHD_stop_daemon(d);
+	posts_free();
+}
+
 static void test_fire_never_blocks(void **state)
 {
 	struct am_export *am;
@@ -403,6 +454,7 @@ int main(void)
 	    cmocka_unit_test(test_config),
 	    cmocka_unit_test(test_fire_retry_resend_resolve),
 	    cmocka_unit_test(test_refused_not_retried),
+	    cmocka_unit_test(test_own_section),
 	    cmocka_unit_test(test_fire_never_blocks),
 	};
 
