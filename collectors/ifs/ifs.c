@@ -65,7 +65,8 @@ static const struct cfg_key ifs_keys[] = {
     IFS_KEY(poll, CFG_DURATION, "1s", 50, 3600000,
 	    "how often device state is read and the scheduler runs"),
     IFS_KEY(alertmanager_url, CFG_STRING, "", 0, 0,
-	    "Alertmanager base URL to push failed-core alerts to; empty = off"),
+	    "Alertmanager base URL to push failed-core alerts to: the older spelling of "
+	    "[alertmanager] url, read when that is empty; both empty = off"),
     IFS_KEY(alert_labels, CFG_STRING, "", 0, 0,
 	    "extra labels for pushed alerts, k=v,k2=v2 (Prometheus's external_labels); job and "
 	    "instance replace the defaults sysobs and the host name"),
@@ -375,10 +376,9 @@ static int ifs_start(struct collector *c)
 	pthread_mutex_lock(&p->lock);
 	p->started = true;
 	pthread_mutex_unlock(&p->lock);
-	clog_info(c, "%zu cores, tests:%s%s%s, scheduler %s%s", p->topo.n_cores,
+	clog_info(c, "%zu cores, tests:%s%s%s, scheduler %s", p->topo.n_cores,
 		  p->dev[0].present ? " scan" : "", p->dev[1].present ? " array" : "",
-		  p->dev[2].present ? " sbaf" : "", p->schedule ? "on" : "off",
-		  p->alert_on ? ", alert push on" : "");
+		  p->dev[2].present ? " sbaf" : "", p->schedule ? "on" : "off");
 	return 0;
 }
 

@@ -114,8 +114,8 @@ int ifs_read_config(struct collector *c, struct ifs_priv *p)
 				 IFS_TEST_SBAF);
 	p->poll_ms = cfg->poll;
 	/* The push itself, its URL and labels checked, is the agent's
-	 * exporter (exporters/alertmanager.c), which reads the same keys. */
-	p->alert_on = cfg->alertmanager_url && cfg->alertmanager_url[0];
+	 * exporter (exporters/alertmanager.c), which reads the same keys;
+	 * the collector publishes every alert (sink_alert()), configured or not. */
 	snprintf(p->alert_labels, sizeof(p->alert_labels), "%s", cfg->alert_labels);
 	if (cfg->runbook_base && cfg->runbook_base[0])
 		snprintf(p->runbook_url, sizeof(p->runbook_url), "%s#sysobsifscorefailed",

@@ -72,9 +72,8 @@ struct ifs_priv {
 	struct ifs_sched sched;
 	int efd;
 	struct ifs_worker *worker;
-	/* Alerts published through the sink (sink_alert()): alertmanager_url
-	 * set, the agent's exporter pushes them (exporters/alertmanager.c). */
-	bool alert_on;
+	/* Alerts are published through the sink (sink_alert()); the agent's
+	 * exporter pushes them when configured (exporters/alertmanager.c). */
 	char alert_labels[512];
 	/* The identity of a pushed alert: job and instance as the Prometheus
 	 * rule's alert has them (docs/ifs.md), and the runbook link it gives. */

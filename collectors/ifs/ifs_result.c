@@ -109,8 +109,6 @@ static void alert_update(struct ifs_priv *p, const struct ifs_core_info *core, s
 	    .starts_ns = ts,
 	};
 
-	if (!p->alert_on)
-		return;
 	core_labels(core, pkg, cid);
 	snprintf(key, sizeof(key), "%s/%s/%s", ifs_test_name(t), pkg, cid);
 	if (l->result != IFS_RESULT_FAIL) {
