@@ -5,7 +5,7 @@
 # BPF run statistics off, one poll (at start: interval 1h). Sourced by tests/golden/run.sh.
 golden_config self collector.self.interval=1h \
 	collector.self.bpf_stats=false "collector.self.proc=$INPUT/proc"
-ROUTES=(/api/v1/self/samples?limit=1)
+ROUTES=("/api/v1/self/samples?limit=1")
 
 # Ready when the row is readable and the agent's counters have it (the
 # writer's statistics reach /metrics a moment after the commit).
