@@ -17,15 +17,17 @@
 #     start time: read live from the kernel at every scrape);
 #   - the values of sysobs_build_info's version, revision, libbpf and kernel
 #     labels and of every sysobs_host_info label (machine, boot, database);
-#   - the value of every series whose name ends in _seconds, _seconds_total,
-#     _timestamp or _timestamp_seconds, and of *_bucket/_sum/_count of a
-#     *_seconds histogram (durations and times);
+#   - times and durations: the value of every series whose name ends in
+#     _timestamp, _timestamp_seconds, duration_seconds or _seconds_total (CPU
+#     time), and of a *_seconds histogram's _sum and finite buckets (its
+#     _count and le="+Inf" bucket are compared);
 #   - the value of the series whose figure depends on how often the test
 #     polled and when the writer committed (GOLDEN_VARY below): the storage
-#     file's size, batches and queue depth, HTTP connections and requests,
-#     scrapes;
+#     file's size, batches and queue depth, HTTP connections, requests and
+#     their durations, scrapes;
 #   - in JSON: the values of "ts", "ts_ns", "time", "id", "next_cursor" and
-#     "queue_depth" (the storage queue when the self collector polled).
+#     "queue_depth" (the storage queue when the self collector polled), and
+#     the fields a set lists in GOLDEN_JSON_VARY (its set.sh says why).
 # Every other byte is compared: family names, HELP and TYPE lines, label
 # sets, values, series order, JSON fields.
 source "$(dirname "$0")/../integration/lib.sh"
@@ -48,15 +50,16 @@ golden_config() {
 		kubernetes.cri_socket=off "$@"
 }
 
-GOLDEN_VARY='^(sysobs_storage_(db_bytes|batches_total|queue_depth)|sysobs_http_(connections|requests_total)|sysobs_scrapes_total)([{ ]|$)'
+GOLDEN_VARY='^(sysobs_storage_(db_bytes|batches_total|queue_depth)|sysobs_http_(connections|requests_total|request_duration_seconds_(bucket|sum|count))|sysobs_scrapes_total)([{ ]|$)'
 
 golden_normalise_metrics() {
 	awk -v vary="$GOLDEN_VARY" '
 		/^#/ { print; next }
 		{
 			name = $1; sub(/\{.*/, "", name)
-			if (name ~ /^process_/ || name ~ /_seconds(_total|_bucket|_sum|_count)?$/ ||
-			    name ~ /_timestamp(_seconds)?$/ || $0 ~ vary)
+			if (name ~ /^process_/ || name ~ /_timestamp(_seconds)?$/ ||
+			    name ~ /(duration_seconds|_seconds_total|_seconds_sum)$/ ||
+			    (name ~ /_seconds_bucket$/ && $0 !~ /le="\+Inf"/) || $0 ~ vary)
 				$NF = "<v>"
 			if (name == "sysobs_build_info") {
 				for (i = split("version revision libbpf kernel", l, " "); i > 0; i--)
@@ -68,13 +71,14 @@ golden_normalise_metrics() {
 		}'
 }
 
+# The JSON fields masked in every set, and a set's own (GOLDEN_JSON_VARY).
+GOLDEN_JSON_KEYS=(ts ts_ns time id next_cursor queue_depth)
+GOLDEN_JSON_VARY=()
+
 golden_normalise_json() {
-	jq -S '(.. | objects | select(has("ts")) | .ts) |= "<ts>"
-		| (.. | objects | select(has("ts_ns")) | .ts_ns) |= "<ts>"
-		| (.. | objects | select(has("time")) | .time) |= "<ts>"
-		| (.. | objects | select(has("id")) | .id) |= "<id>"
-		| (.. | objects | select(has("next_cursor")) | .next_cursor) |= "<c>"
-		| (.. | objects | select(has("queue_depth")) | .queue_depth) |= "<q>"'
+	jq -S --args '. as $doc | reduce $ARGS.positional[] as $k ($doc;
+		(.. | objects | select(has($k)) | .[$k]) |= "<v>")' \
+		"${GOLDEN_JSON_KEYS[@]}" "${GOLDEN_JSON_VARY[@]}"
 }
 
 # golden_check NAME FILE: FILE (normalised output) against $GOLDEN/NAME.
