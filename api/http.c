@@ -494,30 +494,39 @@ out_close:
 	return err;
 }
 
-int http_start(struct http_server *h)
+/* The TLS options after opts[*no]: the pair per handshake, re-read when its
+ * files change (http_tls.c), or given once when there are no files. */
+static int http_tls_options(struct http_server *h, struct MHD_OptionItem *opts, size_t *no)
+{
+	const struct web_config *w = h->web;
+	int err;
+
+	if (!MHD_is_feature_supported(MHD_FEATURE_TLS)) {
+		log_err("http", "this libmicrohttpd is built without TLS");
+		return -ENOTSUP;
+	}
+	err = http_tls_init(h);
+	if (err)
+		return err;
+	if (h->tls_state.initialized) {
+		opts[(*no)++] =
+		    (struct MHD_OptionItem){MHD_OPTION_HTTPS_CERT_CALLBACK, 0, http_tls_callback()};
+	} else {
+		opts[(*no)++] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_CERT, 0, w->cert_pem};
+		opts[(*no)++] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_KEY, 0, w->key_pem};
+	}
+	opts[(*no)++] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_PRIORITIES, 0, w->tls_priorities};
+	if (w->client_ca_pem && w->client_auth != WEB_CLIENT_NONE)
+		opts[(*no)++] =
+		    (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_TRUST, 0, w->client_ca_pem};
+	return 0;
+}
+
+/* libmicrohttpd's daemon on no listening socket of its own. */
+static int http_daemon_start(struct http_server *h)
 {
 	unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO | MHD_USE_ERROR_LOG |
 			 MHD_ALLOW_SUSPEND_RESUME | MHD_USE_NO_LISTEN_SOCKET;
-	const struct web_config *w = h ? h->web : NULL;
-	int fd = -1, err;
-
-	if (!h)
-		return -EINVAL;
-	if (h->daemon)
-		return -EALREADY;
-	err = listen_socket(h, &fd);
-	if (err)
-		return err;
-	if (h->addr.ss_family == AF_INET6)
-		flags |= MHD_USE_IPv6;
-	if (h->tls) {
-		if (!MHD_is_feature_supported(MHD_FEATURE_TLS)) {
-			close(fd);
-			log_err("http", "this libmicrohttpd is built without TLS");
-			return -ENOTSUP;
-		}
-		flags |= MHD_USE_TLS;
-	}
 	/*
 	 * The logger first, or MHD prints its early messages itself. The
 	 * limit is ours: http_accept.c hands at most max_connections over
@@ -536,42 +545,45 @@ int http_start(struct http_server *h)
 	    {MHD_OPTION_URI_LOG_CALLBACK, (intptr_t)on_uri, h},
 	};
 	size_t no = 6;
+	int err;
 
+	if (h->addr.ss_family == AF_INET6)
+		flags |= MHD_USE_IPv6;
 	if (h->tls) {
-		err = http_tls_init(h);
-		if (err) {
-			close(fd);
+		flags |= MHD_USE_TLS;
+		err = http_tls_options(h, opts, &no);
+		if (err)
 			return err;
-		}
-		/* The pair per handshake, re-read when its files change
-		 * (http_tls.c); given once when there are no files. */
-		if (h->tls_state.initialized) {
-			opts[no++] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_CERT_CALLBACK, 0,
-							     http_tls_callback()};
-		} else {
-			opts[no++] =
-			    (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_CERT, 0, w->cert_pem};
-			opts[no++] =
-			    (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_KEY, 0, w->key_pem};
-		}
-		opts[no++] =
-		    (struct MHD_OptionItem){MHD_OPTION_HTTPS_PRIORITIES, 0, w->tls_priorities};
-		if (w->client_ca_pem && w->client_auth != WEB_CLIENT_NONE)
-			opts[no++] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_TRUST, 0,
-							     w->client_ca_pem};
 	}
 	if (h->cfg.threads > 1)
 		opts[no++] =
 		    (struct MHD_OptionItem){MHD_OPTION_THREAD_POOL_SIZE, h->cfg.threads, NULL};
 	opts[no] = (struct MHD_OptionItem){MHD_OPTION_END, 0, NULL};
-
 	h->daemon = MHD_start_daemon(flags, 0, NULL, NULL, on_access, h, MHD_OPTION_ARRAY, opts,
 				     MHD_OPTION_END);
 	if (!h->daemon) {
-		close(fd);
 		log_err("http", "cannot start the HTTP server on %s%s", h->listen,
 			h->tls ? " (check the TLS certificate and key)" : "");
 		return -EIO;
+	}
+	return 0;
+}
+
+int http_start(struct http_server *h)
+{
+	int fd = -1, err;
+
+	if (!h)
+		return -EINVAL;
+	if (h->daemon)
+		return -EALREADY;
+	err = listen_socket(h, &fd);
+	if (err)
+		return err;
+	err = http_daemon_start(h);
+	if (err) {
+		close(fd);
+		return err;
 	}
 	/* The listening socket is ours (http_accept.c): connections reach
 	 * libmicrohttpd with their first request header complete. */
