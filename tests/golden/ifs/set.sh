@@ -15,9 +15,12 @@ GOLDEN_JSON_VARY=(scan_id last_tested duration_ns hour_used_ms)
 
 # Ready when the request was taken and every core has a stored last result
 # with nothing pending.
+# The counters are published at the collector's next poll after the
+# results are stored: wait for them too.
 golden_scans_done() {
 	api GET /api/v1/ifs/cores | jq -e '.scheduler.pending == 0 and
-		([.data[] | select(.last // [] | length > 0)] | length == 4)' >/dev/null
+		([.data[] | select(.last // [] | length > 0)] | length == 4)' >/dev/null &&
+		[ "$(metric_sum sysobs_ifs_scans_total 'test="scan"')" = 4 ]
 }
 golden_ready() {
 	wait_collector ifs || return 1
