@@ -96,10 +96,15 @@ static uint64_t turn_retry(struct turn *t, uint64_t count)
 		sender_status_error(s, "answered %ld: %.200s", s->status, s->resp);
 	else
 		sender_status_error(s, "%s", s->errbuf);
-	log_ratelimited(t->rl_fail, 10000, LOG_LVL_WARN, t->section,
-			"%s %s%.200s; retrying %" PRIu64 " %s in %" PRIu64 " ms", s->url_public,
-			s->status ? "answered: " : "", s->status ? s->resp : s->errbuf, count,
-			t->unit, wait);
+	if (s->status)
+		log_ratelimited(t->rl_fail, 10000, LOG_LVL_WARN, t->section,
+				"%s answered %ld (%.200s); retrying %" PRIu64 " %s in %" PRIu64
+				" ms",
+				s->url_public, s->status, s->resp, count, t->unit, wait);
+	else
+		log_ratelimited(t->rl_fail, 10000, LOG_LVL_WARN, t->section,
+				"%s: %s; retrying %" PRIu64 " %s in %" PRIu64 " ms", s->url_public,
+				s->errbuf, count, t->unit, wait);
 	return wait;
 }
 
