@@ -278,6 +278,106 @@ static int64_t store_next_timer(const struct store *s)
 	return store_min(t, s->next_publish);
 }
 
+/*
+ * One batch into the database, the queue's lock not held; *ck the
+ * checkpoint after it while space is low.
+ *
+ * Disk full: a commit appends to the WAL, which only restarts from its
+ * beginning after a checkpoint copied all of it into the database. Before
+ * each retry, checkpoint and truncate it: that needs room only for the
+ * pages the WAL changed (the database grows by them), and gives the rest
+ * of the WAL's space back. Then for a while commit small batches and
+ * checkpoint after every commit, so the WAL is rewritten in place instead
+ * of growing into the space just freed. Without this, freeing a few MB let
+ * writing resume for seconds only; and one big batch (the queue that built
+ * up while the disk was full) could take all of the space freed for its WAL
+ * frames, leaving none for the database to grow by them at checkpoint:
+ * stuck until more is freed. So while the checkpoint itself finds no room,
+ * the batch waits: its frames would only take the room the checkpoint
+ * needs.
+ */
+static int writer_commit(struct store *s, uint64_t start, uint64_t n, int last_rc, int64_t now,
+			 int *ck)
+{
+	int rc = SQLITE_OK;
+
+	if ((last_rc & 0xff) == SQLITE_FULL)
+		rc = sqlite3_wal_checkpoint_v2(s->db, NULL, SQLITE_CHECKPOINT_TRUNCATE, NULL, NULL);
+	if ((rc & 0xff) != SQLITE_FULL)
+		rc = store_write_batch(s, start, n);
+	*ck = SQLITE_OK;
+	if (rc == 0 && now < s->low_space_until)
+		*ck = sqlite3_wal_checkpoint_v2(s->db, NULL, SQLITE_CHECKPOINT_PASSIVE, NULL, NULL);
+	return rc;
+}
+
+/* n rows committed (lock held): out of the queue. A checkpoint with no room
+ * still makes the next batch wait for one that has room. */
+static void writer_committed(struct store *s, uint64_t n, int64_t used, int ck, int *last_rc)
+{
+	if ((ck & 0xff) == SQLITE_FULL) {
+		*last_rc = ck;
+	} else {
+		if ((*last_rc & 0xff) == SQLITE_FULL)
+			store_log(s, NULL, 0, STORE_LOG_INFO, "writing again after a full disk");
+		*last_rc = SQLITE_OK;
+	}
+	__atomic_store_n(&s->writer_rc, *last_rc, __ATOMIC_RELAXED);
+	if (s->cfg.max_bytes) {
+		pthread_mutex_unlock(&s->mu);
+		store_bound_learn(s, n, used);
+		pthread_mutex_lock(&s->mu);
+	}
+	__atomic_store_n(&s->tail, s->tail + n, __ATOMIC_RELAXED);
+	if (s->tail == s->head)
+		s->base = s->head; /* no slot in use: restart at 0 */
+	s->batch_deadline = 0;
+	s->backoff_ms = 0;
+	s->retry_at = 0;
+	pthread_cond_broadcast(&s->cv_done);
+}
+
+/* A failed commit (lock held): the rows stay queued, retried after a
+ * backoff (short on a full disk: writing resumes as soon as there is room). */
+static void writer_failed(struct store *s, uint64_t n, int rc, unsigned *stop_retries)
+{
+	uint64_t depth;
+
+	__atomic_store_n(&s->writer_rc, rc, __ATOMIC_RELAXED);
+	store_stat_add(&s->write_errors, 1);
+	store_count_error(s, STORE_OP_COMMIT);
+	s->backoff_ms = s->backoff_ms ? s->backoff_ms * 2 : STORE_BACKOFF_MIN_MS;
+	if (s->backoff_ms > STORE_BACKOFF_MAX_MS)
+		s->backoff_ms = STORE_BACKOFF_MAX_MS;
+	if ((rc & 0xff) == SQLITE_FULL) {
+		if (s->backoff_ms > STORE_BACKOFF_FULL_MS)
+			s->backoff_ms = STORE_BACKOFF_FULL_MS;
+		s->low_space_until = store_now(s) + (int64_t)STORE_LOW_SPACE_MS * 1000000;
+	}
+	s->retry_at = store_now(s) + (int64_t)s->backoff_ms * 1000000;
+	if (s->stop && *stop_retries)
+		(*stop_retries)--;
+	pthread_cond_broadcast(&s->cv_done);
+	depth = s->head - s->tail;
+	pthread_mutex_unlock(&s->mu);
+	store_log(s, &s->rl_commit, 10000, STORE_LOG_ERR,
+		  "commit of %" PRIu64 " rows failed: %s; %" PRIu64
+		  " rows kept in the queue, retrying in %u ms",
+		  n, sqlite3_errstr(rc), depth, s->backoff_ms);
+	pthread_mutex_lock(&s->mu);
+}
+
+/* The rows the next commit takes: a batch, fewer while space is low or the
+ * size bound says so. */
+static uint64_t writer_batch_rows(struct store *s, uint64_t depth, int64_t now)
+{
+	uint64_t n = depth < s->cfg.batch_rows ? depth : s->cfg.batch_rows;
+
+	if (now < s->low_space_until && n > STORE_LOW_SPACE_ROWS)
+		n = STORE_LOW_SPACE_ROWS;
+	return store_bound_rows(s, n);
+}
+
 void *store_writer_main(void *arg)
 {
 	struct store *s = arg;
@@ -319,93 +419,18 @@ void *store_writer_main(void *arg)
 			s->writer_idle = false;
 			continue;
 		}
-		n = depth < s->cfg.batch_rows ? depth : s->cfg.batch_rows;
-		if (now < s->low_space_until && n > STORE_LOW_SPACE_ROWS)
-			n = STORE_LOW_SPACE_ROWS;
-		n = store_bound_rows(s, n);
+		n = writer_batch_rows(s, depth, now);
 		start = s->tail;
 		pthread_mutex_unlock(&s->mu);
 		store_bound_room(s, n, &used);
-		/*
-		 * Disk full: a commit appends to the WAL, which only restarts
-		 * from its beginning after a checkpoint copied all of it into
-		 * the database. Before each retry, checkpoint and truncate
-		 * it: that needs room only for the pages the WAL changed
-		 * (the database grows by them), and gives the rest of the
-		 * WAL's space back. Then for a while commit small batches
-		 * and checkpoint after every commit, so the WAL is rewritten
-		 * in place instead of growing into the space just freed.
-		 * Without this, freeing a few MB let writing resume for
-		 * seconds only; and one big batch (the queue that built up
-		 * while the disk was full) could take all of the space
-		 * freed for its WAL frames, leaving none for the database
-		 * to grow by them at checkpoint: stuck until more is freed.
-		 * So while the checkpoint itself finds no room, the batch
-		 * waits: its frames would only take the room the
-		 * checkpoint needs.
-		 */
-		rc = SQLITE_OK;
-		if ((last_rc & 0xff) == SQLITE_FULL)
-			rc = sqlite3_wal_checkpoint_v2(s->db, NULL, SQLITE_CHECKPOINT_TRUNCATE,
-						       NULL, NULL);
-		if ((rc & 0xff) != SQLITE_FULL)
-			rc = store_write_batch(s, start, n);
-		ck = SQLITE_OK;
-		if (rc == 0 && now < s->low_space_until)
-			ck = sqlite3_wal_checkpoint_v2(s->db, NULL, SQLITE_CHECKPOINT_PASSIVE, NULL,
-						       NULL);
+		rc = writer_commit(s, start, n, last_rc, now, &ck);
 		pthread_mutex_lock(&s->mu);
 		if (rc == 0) {
-			/* committed; a checkpoint with no room still makes
-			 * the next batch wait for one that has room */
-			if ((ck & 0xff) == SQLITE_FULL) {
-				last_rc = ck;
-			} else {
-				if ((last_rc & 0xff) == SQLITE_FULL)
-					store_log(s, NULL, 0, STORE_LOG_INFO,
-						  "writing again after a full disk");
-				last_rc = SQLITE_OK;
-			}
-			__atomic_store_n(&s->writer_rc, last_rc, __ATOMIC_RELAXED);
-			if (s->cfg.max_bytes) {
-				pthread_mutex_unlock(&s->mu);
-				store_bound_learn(s, n, used);
-				pthread_mutex_lock(&s->mu);
-			}
-			__atomic_store_n(&s->tail, s->tail + n, __ATOMIC_RELAXED);
-			if (s->tail == s->head)
-				s->base = s->head; /* no slot in use: restart at 0 */
-			s->batch_deadline = 0;
-			s->backoff_ms = 0;
-			s->retry_at = 0;
-			pthread_cond_broadcast(&s->cv_done);
+			writer_committed(s, n, used, ck, &last_rc);
 			continue;
 		}
 		last_rc = rc;
-		__atomic_store_n(&s->writer_rc, rc, __ATOMIC_RELAXED);
-		store_stat_add(&s->write_errors, 1);
-		store_count_error(s, STORE_OP_COMMIT);
-		s->backoff_ms = s->backoff_ms ? s->backoff_ms * 2 : STORE_BACKOFF_MIN_MS;
-		if (s->backoff_ms > STORE_BACKOFF_MAX_MS)
-			s->backoff_ms = STORE_BACKOFF_MAX_MS;
-		if ((rc & 0xff) == SQLITE_FULL) {
-			/* a retry on a full disk fails fast: retry soon, so
-			 * writing resumes as soon as there is room */
-			if (s->backoff_ms > STORE_BACKOFF_FULL_MS)
-				s->backoff_ms = STORE_BACKOFF_FULL_MS;
-			s->low_space_until = store_now(s) + (int64_t)STORE_LOW_SPACE_MS * 1000000;
-		}
-		s->retry_at = store_now(s) + (int64_t)s->backoff_ms * 1000000;
-		if (s->stop && stop_retries)
-			stop_retries--;
-		pthread_cond_broadcast(&s->cv_done);
-		depth = s->head - s->tail;
-		pthread_mutex_unlock(&s->mu);
-		store_log(s, &s->rl_commit, 10000, STORE_LOG_ERR,
-			  "commit of %" PRIu64 " rows failed: %s; %" PRIu64
-			  " rows kept in the queue, retrying in %u ms",
-			  n, sqlite3_errstr(rc), depth, s->backoff_ms);
-		pthread_mutex_lock(&s->mu);
+		writer_failed(s, n, rc, &stop_retries);
 	}
 	if (s->head != s->tail)
 		store_log(s, NULL, 0, STORE_LOG_ERR,
