@@ -414,8 +414,13 @@ max=$(jq -r .max_s <<<"$flood")
 assert_eq "fresh-client probes that failed" 0 "$(jq -r .failures <<<"$flood")"
 awk -v m="$max" 'BEGIN { exit !(m < 1) }' || fail "/metrics took $max s under the flood"
 assert_ge "probes" 10 "$(jq -r .probes <<<"$flood")"
-evicted=$(metric 'sysobs_http_connections_closed_total{reason="limit"}')
-assert_ge "idle connections evicted at the limit" 1 "${evicted%.*}"
+# The server shuts idle connections itself: at the header deadline, or
+# earlier when the accepting thread's list is full (4,096 by default since
+# issue 30, above these 1,064: the deadline here).
+evicted=$(metric_sum sysobs_http_connections_closed_total 'reason="limit"')
+deadline=$(metric_sum sysobs_http_connections_closed_total 'reason="header_deadline"')
+assert_ge "idle connections shut by the server (limit $evicted, header deadline $deadline)" 1 \
+	$((${evicted%.*} + ${deadline%.*}))
 
 # the attacker on the scraper's own address: 200 idle + 32 slow from 127.0.0.1
 same=$(timeout 60 python3 "$TOOLS/http_flood.py" --port "$PORT" --duration 8 --idle 200 \
@@ -455,4 +460,4 @@ sleep 1
 open=$(metric 'sysobs_http_connections')
 [ "${open%.*}" -le 2 ] || fail "$open connections still tracked after the floods"
 stop_agent
-pass "1000 idle + 64 slow connections from 24 other addresses: fresh /metrics max $max s; 200 idle + 32 slow from the scraper's own address: $sfail of $sprobes probes lost, max $smax s; $evicted evicted at the limit, $perip at max_per_ip; all released after"
+pass "1000 idle + 64 slow connections from 24 other addresses: fresh /metrics max $max s; 200 idle + 32 slow from the scraper's own address: $sfail of $sprobes probes lost, max $smax s; $evicted evicted at the limit and $deadline at the header deadline, $perip at max_per_ip; all released after"
