@@ -15,6 +15,9 @@
  *          -EAGAIN, as a collector does: "dropped" says whether it keeps up
  * and the bare cost of one store_submit (writer not running).
  * Figures only, no assertions. The database goes to $TMPDIR (default /tmp).
+ * BENCH_MAX_SIZE=BYTES runs every mode with that [storage] max_size: size
+ * retention and the commit bounded by the WAL's share, as a flood meets
+ * them.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -103,6 +106,8 @@ static long long file_size(const char *path)
 
 #define ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
 
+static uint64_t max_bytes; /* BENCH_MAX_SIZE */
+
 enum bench_mode { MODE_MAX, MODE_PACED };
 
 static int run(const char *path, unsigned batch_rows, uint64_t rows, enum bench_mode mode,
@@ -113,6 +118,7 @@ static int run(const char *path, unsigned batch_rows, uint64_t rows, enum bench_
 	    .queue_rows = 65536,
 	    .batch_rows = batch_rows,
 	    .batch_ms = 200,
+	    .max_bytes = max_bytes,
 	};
 	struct store_stats st;
 	struct bench_event e;
@@ -192,7 +198,12 @@ static double cpu_s(void)
 static int drain(const char *path, unsigned batch_rows, uint64_t rows)
 {
 	struct store_config cfg = {
-	    .path = path, .queue_rows = (unsigned)rows, .batch_rows = batch_rows, .batch_ms = 200};
+	    .path = path,
+	    .queue_rows = (unsigned)rows,
+	    .batch_rows = batch_rows,
+	    .batch_ms = 200,
+	    .max_bytes = max_bytes,
+	};
 	struct store_stats st;
 	struct bench_event e;
 	double c0, c1;
@@ -272,9 +283,12 @@ int main(int argc, char **argv)
 	int ret = 0;
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
+	if (getenv("BENCH_MAX_SIZE"))
+		max_bytes = strtoull(getenv("BENCH_MAX_SIZE"), NULL, 10);
 	snprintf(path, sizeof(path), "%s/bench_ingest.%d.db", tmp, (int)getpid());
-	printf("bench_ingest: 7-column table + ts index, %s, %ld CPUs, SQLite %s\n", path,
-	       sysconf(_SC_NPROCESSORS_ONLN), sqlite3_libversion());
+	printf("bench_ingest: 7-column table + ts index, %s, %ld CPUs, SQLite %s, max_size %llu\n",
+	       path, sysconf(_SC_NPROCESSORS_ONLN), sqlite3_libversion(),
+	       (unsigned long long)max_bytes);
 	if (!only || !strcmp(only, "drain")) {
 		ret |= submit_cost(path);
 		ret |= drain(path, 1000, rows);

@@ -16,6 +16,7 @@
 #include "metrics/metrics.h"
 #include "exporters/clickhouse.h"
 #include "exporters/events.h"
+#include "exporters/events_follow.h"
 #include "exporters/otlp_logs.h"
 #include "exporters/sender.h"
 #include "storage/store.h"
@@ -28,6 +29,8 @@
 enum exp_format { EXP_CLICKHOUSE, EXP_OTLP };
 static const char *const exp_formats[] = {"clickhouse", "otlp", NULL};
 
+static const char *const exp_starts[] = {"oldest", "now", "keep", NULL}; /* exp_start_from */
+
 struct export_config {
 	struct sender_config http;
 	unsigned format; /* enum exp_format */
@@ -38,6 +41,7 @@ struct export_config {
 	bool gzip;
 	const char *cursor;
 	const char *database; /* clickhouse */
+	unsigned start_from;  /* enum exp_start_from */
 };
 
 #define EXK(f, t, d, lo, hi, h) CFG_KEY(struct export_config, f, t, d, lo, hi, h)
@@ -63,6 +67,10 @@ static const struct cfg_key export_keys[] = {
 	"name of the durable cursor (store_meta cursor.NAME; empty = export.<section name>)"),
     EXK(database, CFG_STRING, "sysobs", 0, 0,
 	"clickhouse: the database holding the tables of deploy/clickhouse/"),
+    CFG_KEY_CHOICE(struct export_config, start_from, "oldest", exp_starts,
+		   "after a change of url or database: oldest (every retained row again; the "
+		   "receiver deduplicates by key), now (the rows since the last send are "
+		   "skipped and counted) or keep (the cursor stays)"),
     {0},
 };
 
@@ -83,7 +91,8 @@ struct exp_dest {
 	struct store_cursor *cursor;
 	struct store_watch *watch;
 	int64_t pos;
-	uint64_t skipped; /* rows of tables exported again, written while they were not */
+	uint64_t skipped;	/* rows passed by at a change of destination (start_from = now) */
+	struct exp_backfill bf; /* a table exported again (events_follow.h) */
 	struct exp_metrics m;
 	struct log_ratelimit rl_fail, rl_store;
 	int64_t pending_at_ns; /* clock_mono_ns() of the last pending count */
@@ -185,6 +194,7 @@ static int exp_dest_new(struct config *cfg, struct cfg_section *sec, const char 
 	*out = NULL;
 	if (!d)
 		return -ENOMEM;
+	d->bf.table = -1;
 	snprintf(d->name, sizeof(d->name), "%s", name);
 	snprintf(d->section, sizeof(d->section), "%s", sec->name);
 	bad |= cfg_section_parse(cfg, sec->name, &d->cfg) ? 1 : 0;
@@ -316,6 +326,8 @@ int events_export_new(struct config *cfg, const struct event_table *const *table
  * may hide rows below in another table. */
 struct exp_read {
 	struct exp_dest *d;
+	const struct event_table *const *tables; /* d->tables, or the backfill's one */
+	int64_t upto;				 /* rows past it stop the read */
 	size_t per_table[EXP_MAX_TABLES];
 	int64_t last_id[EXP_MAX_TABLES];
 	unsigned limit;
@@ -326,10 +338,12 @@ static int exp_read_row(size_t table, int64_t id, int64_t ts_ns, const void *row
 {
 	struct exp_read *x = arg;
 	struct exp_dest *d = x->d;
-	const struct event_table *t = d->tables[table];
+	const struct event_table *t = x->tables[table];
 	struct export_row *r;
 	void *copy;
 
+	if (id > x->upto)
+		return 1;
 	if (d->n_rows == d->cap) {
 		r = array_grow(d->rows, &d->cap, d->n_rows, sizeof(*d->rows), 256);
 		if (!r) {
@@ -369,13 +383,20 @@ static int exp_row_table_cmp(const void *a, const void *b)
 /* The batch after d->pos into d->rows (id order). 0, or -errno. */
 static int exp_read_batch(struct exp_dest *d, struct store *s)
 {
-	struct exp_read x = {.d = d, .limit = (unsigned)d->cfg.batch_rows};
+	struct exp_read x = {
+	    .d = d, .tables = d->tables, .upto = INT64_MAX, .limit = (unsigned)d->cfg.batch_rows};
 	int64_t cut = INT64_MAX;
 	size_t n = 0;
 	int err;
 
 	arena_free(&d->arena);
 	d->n_rows = 0;
+	if (d->bf.table >= 0) {
+		x.tables = &d->tables[d->bf.table];
+		x.upto = d->bf.to;
+		err = store_export_read(s, x.tables, 1, d->bf.from, x.limit, exp_read_row, &x);
+		return x.oom ? -ENOMEM : err < 0 ? err : 0;
+	}
 	err = store_export_read(s, d->tables, d->n_tables, d->pos, x.limit, exp_read_row, &x);
 	if (err)
 		return x.oom ? -ENOMEM : err;
@@ -410,6 +431,19 @@ static void exp_drop_old(struct exp_dest *d)
 			d->rows[k++] = d->rows[i];
 	sender_lost(&d->snd, d->m.drop_old, d->n_rows - k);
 	d->n_rows = k;
+}
+
+/* Nothing left of the backfill to read: what it expected and did not find
+ * retention deleted meanwhile. */
+static void exp_backfill_done(struct exp_dest *d)
+{
+	sender_count(d->m.drop_deleted, d->bf.left);
+	log_info(d->section,
+		 "table %s: its rows written while it was not exported are sent (%" PRIu64
+		 " deleted by retention before their turn)",
+		 d->tables[d->bf.table]->name, d->bf.left);
+	exp_backfill_end(d->cursor, d->tables, &d->bf);
+	exp_backfill_next(d->cursor, d->tables, d->n_tables, &d->bf);
 }
 
 static void exp_cursor_save(struct exp_dest *d, int64_t pos)
@@ -472,6 +506,7 @@ static uint64_t exp_turn(struct exp_dest *d)
 	struct store *s = d->owner->store;
 	uint64_t pending, deleted, inflight, sent = 0;
 	int64_t oldest, last;
+	size_t n_read;
 	enum sender_verdict v = SENDER_SENT;
 	bool accepted = false;
 	size_t i = 0;
@@ -484,7 +519,7 @@ static uint64_t exp_turn(struct exp_dest *d)
 	 * once a second is enough for the gauges; near the head, every turn,
 	 * so they say 0 when everything was sent. */
 	err = -EAGAIN;
-	if (!d->full || clock_mono_ns() - d->pending_at_ns >= 1000000000ll) {
+	if (d->bf.table < 0 && (!d->full || clock_mono_ns() - d->pending_at_ns >= 1000000000ll)) {
 		err = store_export_pending(s, d->tables, d->n_tables, d->pos, &pending, &oldest);
 		d->pending_at_ns = clock_mono_ns();
 	}
@@ -507,12 +542,18 @@ static uint64_t exp_turn(struct exp_dest *d)
 		return d->cfg.send_interval;
 	}
 	d->full = d->n_rows >= d->cfg.batch_rows;
+	if (!d->n_rows && d->bf.table >= 0) {
+		exp_backfill_done(d);
+		return 0;
+	}
 	if (!d->n_rows)
 		return d->cfg.send_interval;
 	last = 0;
 	for (size_t k = 0; k < d->n_rows; k++)
 		last = d->rows[k].id > last ? d->rows[k].id : last;
-	store_watch_set(d->watch, d->pos, last);
+	if (d->bf.table < 0)
+		store_watch_set(d->watch, d->pos, last);
+	n_read = d->n_rows;
 	exp_drop_old(d);
 
 	while (i < d->n_rows) {
@@ -580,7 +621,10 @@ static uint64_t exp_turn(struct exp_dest *d)
 		sender_status_sent(&d->snd, sent, v == SENDER_SENT);
 	else if (v == SENDER_SENT)
 		sender_status_error(&d->snd, "%s", "");
-	exp_cursor_save(d, last);
+	if (d->bf.table >= 0)
+		exp_backfill_save(d->cursor, d->tables, &d->bf, last, n_read);
+	else
+		exp_cursor_save(d, last);
 	return 0;
 }
 
@@ -625,8 +669,8 @@ static void exp_metrics_register(struct exp_dest *d, struct metrics *m)
 			    "Event rows never delivered: refused (400 or 422, or ClickHouse's code "
 			    "for data it cannot take: not retried), rejected (OTLP partial "
 			    "success), too_old (past max_age), "
-			    "deleted (by retention before they were sent), skipped (written while "
-			    "their table was not in tables, counted when it is again).",
+			    "deleted (by retention before they were sent), skipped (passed by when "
+			    "the url or database changed with start_from = now).",
 			    dest_reason);
 	d->m.refused = exp_series(f, d->name, "refused");
 	d->m.rejected = exp_series(f, d->name, "rejected");
@@ -652,84 +696,24 @@ static void exp_metrics_register(struct exp_dest *d, struct metrics *m)
 	d->m.cpu = exp_series(f, d->name, NULL);
 }
 
-static bool exp_has_table(const struct exp_dest *d, const char *name)
+/* The cursor as the config says (events_follow.c). */
+static void exp_follow(struct exp_dest *d, struct store *s)
 {
-	for (size_t i = 0; i < d->n_tables; i++)
-		if (!strcmp(d->tables[i]->name, name))
-			return true;
-	return false;
-}
-
-/*
- * The cursor follows the config (issue 31): one cursor per destination, so
- * a table taken out of tables is passed by (the cursor moves with the rows
- * of the others). Notes beside the cursor keep the destination and the
- * tables of the last start, and for a table taken out, the cursor when it
- * was: when it comes back, its rows written meanwhile (still retained) are
- * counted as skipped, said in the log. A changed destination keeps the
- * cursor, said in the log: a new `cursor` name starts one from the oldest
- * retained row (docs/fleet.md).
- */
-static void exp_follow_config(struct exp_dest *d, struct store *s)
-{
-	char prev[1024], now[1024] = "", dest[600], note[80], val[32];
-	size_t off = 0;
+	char dest[600];
+	struct exp_follow f = {.cursor = d->cursor,
+			       .tables = d->tables,
+			       .n_tables = d->n_tables,
+			       .section = d->section,
+			       .start_from = d->cfg.start_from,
+			       .pos = d->pos};
 
 	snprintf(dest, sizeof(dest), "%s %s%s%s", exp_formats[d->format], d->snd.url_public,
 		 d->format == EXP_CLICKHOUSE ? " database " : "",
 		 d->format == EXP_CLICKHOUSE ? d->cfg.database : "");
-	if (!store_cursor_note_get(d->cursor, "destination", prev, sizeof(prev)) && *prev &&
-	    strcmp(prev, dest))
-		log_warn(d->section,
-			 "the destination changed (was: %s): the cursor stays at row %" PRId64
-			 ", so it gets the rows after it only; a new [%s] cursor name sends it "
-			 "the history from the oldest retained row",
-			 prev, d->pos, d->section);
-	store_cursor_note_set(d->cursor, "destination", dest);
-
-	for (size_t i = 0; i < d->n_tables; i++)
-		off += (size_t)snprintf(now + off, off < sizeof(now) ? sizeof(now) - off : 0,
-					"%s%s", i ? "," : "", d->tables[i]->name);
-	if (!store_cursor_note_get(d->cursor, "tables", prev, sizeof(prev)) && *prev) {
-		/* taken out since the last start: from the cursor on, not sent */
-		for (char *save, *t = strtok_r(prev, ",", &save); t;
-		     t = strtok_r(NULL, ",", &save)) {
-			if (exp_has_table(d, t))
-				continue;
-			snprintf(note, sizeof(note), "excluded.%s", t);
-			if (!store_cursor_note_get(d->cursor, note, val, sizeof(val)) && *val)
-				continue;
-			snprintf(val, sizeof(val), "%" PRId64, d->pos);
-			store_cursor_note_set(d->cursor, note, val);
-			log_warn(d->section,
-				 "table %s is no longer exported: its rows after row %" PRId64
-				 " are passed by (counted as skipped if it is exported again)",
-				 t, d->pos);
-		}
-	}
-	for (size_t i = 0; i < d->n_tables; i++) {
-		uint64_t since, after;
-		int64_t from, oldest;
-
-		snprintf(note, sizeof(note), "excluded.%s", d->tables[i]->name);
-		if (store_cursor_note_get(d->cursor, note, val, sizeof(val)) || !*val)
-			continue;
-		from = strtoll(val, NULL, 10);
-		if (from < d->pos &&
-		    !store_export_pending(s, &d->tables[i], 1, from, &since, &oldest) &&
-		    !store_export_pending(s, &d->tables[i], 1, d->pos, &after, &oldest) &&
-		    since > after) {
-			d->skipped += since - after;
-			log_warn(d->section,
-				 "table %s is exported again: %" PRIu64
-				 " of its rows written while "
-				 "it was not (rows %" PRId64 " to %" PRId64 ") are skipped "
-				 "(sysobs_export_rows_dropped_total{reason=\"skipped\"})",
-				 d->tables[i]->name, since - after, from, d->pos);
-		}
-		store_cursor_note_set(d->cursor, note, NULL);
-	}
-	store_cursor_note_set(d->cursor, "tables", now);
+	exp_follow_config(&f, s, dest);
+	d->pos = f.pos;
+	d->skipped += f.skipped;
+	exp_backfill_next(d->cursor, d->tables, d->n_tables, &d->bf);
 }
 
 int events_export_attach(struct events_export *e, struct store *s)
@@ -755,8 +739,8 @@ int events_export_attach(struct events_export *e, struct store *s)
 			return -EIO;
 		}
 		d->pos = pos;
-		sender_status_cursor(&d->snd, pos);
-		exp_follow_config(d, s);
+		exp_follow(d, s);
+		sender_status_cursor(&d->snd, d->pos);
 		d->watch = store_watch_add(s, d->tables, d->n_tables);
 		if (!d->watch) {
 			log_err(d->section, "too many exporters, or a table unknown to the store");

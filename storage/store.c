@@ -71,26 +71,26 @@ static int store_pragmas(struct store *s, bool fresh, char *err, size_t errlen)
 	}
 	sqlite3_finalize(st);
 	s->wal_cap = STORE_JOURNAL_LIMIT;
-	if (s->cfg.max_bytes && s->cfg.max_bytes / 16 < STORE_JOURNAL_LIMIT)
-		s->wal_cap = s->cfg.max_bytes / 16 > STORE_WAL_MIN ? (int64_t)s->cfg.max_bytes / 16
-								   : STORE_WAL_MIN;
-	/* in pages of 4 KiB (the default; a larger page only checkpoints
-	 * sooner): woken at half the cap, the writer's own at 3/4 */
-	s->ckpt_frames = (int)(s->wal_cap / 4096 / 2);
-	s->ckpt_hard_frames = (int)(s->wal_cap / 4096 * 3 / 4);
+	if (s->cfg.max_bytes && s->cfg.max_bytes / 8 < STORE_JOURNAL_LIMIT)
+		s->wal_cap = s->cfg.max_bytes / 8 > STORE_WAL_MIN ? (int64_t)s->cfg.max_bytes / 8
+								  : STORE_WAL_MIN;
+	s->commit_bytes = s->wal_cap / 4;
+	s->row_bytes = STORE_ROW_BYTES;
+	/* in frames of a 4 KiB page (the default; a larger page only
+	 * checkpoints sooner): woken at a quarter of the cap, the writer's
+	 * own at half, so half plus a commit's quarter stays within it */
+	s->ckpt_frames = (int)(s->wal_cap / STORE_WAL_FRAME / 4);
+	s->ckpt_hard_frames = (int)(s->wal_cap / STORE_WAL_FRAME / 2);
 	if (s->ckpt_frames > STORE_CKPT_FRAMES)
 		s->ckpt_frames = STORE_CKPT_FRAMES;
 	if (s->ckpt_hard_frames > STORE_CKPT_HARD_FRAMES)
 		s->ckpt_hard_frames = STORE_CKPT_HARD_FRAMES;
-	/* ~100 bytes of a row and its index entries a row, in the WAL */
-	s->delete_batch = (int)(s->wal_cap / 2 / 100);
-	if (s->delete_batch > STORE_DELETE_BATCH)
-		s->delete_batch = STORE_DELETE_BATCH;
+	s->delete_batch = STORE_DELETE_BATCH; /* then as store_bound_rows() says */
 	snprintf(sql, sizeof(sql), "PRAGMA journal_size_limit = %" PRId64, s->wal_cap);
 	if (store_exec_rows(s->db, "PRAGMA synchronous = NORMAL") != SQLITE_OK ||
 	    store_exec_rows(s->db, sql) != SQLITE_OK ||
 	    store_exec_rows(s->db, "PRAGMA foreign_keys = OFF") != SQLITE_OK ||
-	    store_exec_rows(s->db, "PRAGMA wal_autocheckpoint = 2000") != SQLITE_OK ||
+	    sqlite3_wal_autocheckpoint(s->db, s->ckpt_hard_frames) != SQLITE_OK ||
 	    store_exec_rows(s->db, "PRAGMA cache_size = -8192") != SQLITE_OK)
 		goto out_err;
 	return 0;
@@ -207,6 +207,12 @@ static int store_prepare_writer(struct store *s, char *err, size_t errlen)
 	if (rc == SQLITE_OK)
 		rc = sqlite3_prepare_v3(s->db, "COMMIT", -1, SQLITE_PREPARE_PERSISTENT,
 					&s->st_commit, NULL);
+	if (rc == SQLITE_OK) /* store_db_size(), before and after every commit */
+		rc = sqlite3_prepare_v3(s->db,
+					"SELECT p.page_count, f.freelist_count, z.page_size FROM "
+					"pragma_page_count p, pragma_freelist_count f, "
+					"pragma_page_size z",
+					-1, SQLITE_PREPARE_PERSISTENT, &s->st_size, NULL);
 	if (rc == SQLITE_OK)
 		rc = sqlite3_prepare_v3(s->db,
 					"INSERT INTO metric_samples(series_id, ts, value, buckets) "
@@ -242,6 +248,7 @@ static void store_free(struct store *s)
 	free(s->ins);
 	sqlite3_finalize(s->st_begin);
 	sqlite3_finalize(s->st_commit);
+	sqlite3_finalize(s->st_size);
 	sqlite3_finalize(s->st_sample);
 	sqlite3_finalize(s->st_series_get);
 	sqlite3_finalize(s->st_series_add);
@@ -265,6 +272,7 @@ static void store_free(struct store *s)
 	pthread_mutex_destroy(&s->ck_mu);
 	pthread_mutex_destroy(&s->watch_mu);
 	pthread_cond_destroy(&s->ck_cv);
+	pthread_cond_destroy(&s->ck_done_cv);
 	free(s);
 }
 
@@ -283,6 +291,7 @@ static int store_init_sync(struct store *s)
 	pthread_cond_init(&s->cv_done, &ca);
 	pthread_cond_init(&s->rd_cv, &ca);
 	pthread_cond_init(&s->ck_cv, &ca);
+	pthread_cond_init(&s->ck_done_cv, &ca);
 	pthread_condattr_destroy(&ca);
 	return 0;
 }

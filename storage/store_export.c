@@ -222,3 +222,41 @@ void store_watch_deleted(struct store *s, size_t table, const int64_t *ids, size
 	}
 	pthread_mutex_unlock(&s->watch_mu);
 }
+
+int store_export_span(struct store *s, const struct event_table *const *tables, size_t n,
+		      int64_t after, int64_t upto, uint64_t *rows, int64_t *last)
+{
+	sqlite3 *db = store_reader_get(s);
+	int rc = SQLITE_OK;
+
+	*rows = 0;
+	*last = after;
+	if (!db)
+		return -EBUSY;
+	rc = sqlite3_exec(db, "BEGIN", NULL, NULL, NULL);
+	for (size_t i = 0; i < n && rc == SQLITE_OK; i++) {
+		char sql[256];
+		sqlite3_stmt *st;
+
+		snprintf(sql, sizeof(sql),
+			 "SELECT count(*), max(id) FROM \"%s\" WHERE id > ?1 AND id <= ?2",
+			 tables[i]->name);
+		rc = sqlite3_prepare_v2(db, sql, -1, &st, NULL);
+		if (rc != SQLITE_OK)
+			break;
+		sqlite3_bind_int64(st, 1, after);
+		sqlite3_bind_int64(st, 2, upto);
+		rc = sqlite3_step(st);
+		if (rc == SQLITE_ROW) {
+			*rows += (uint64_t)sqlite3_column_int64(st, 0);
+			if (sqlite3_column_type(st, 1) != SQLITE_NULL &&
+			    sqlite3_column_int64(st, 1) > *last)
+				*last = sqlite3_column_int64(st, 1);
+			rc = SQLITE_OK;
+		}
+		sqlite3_finalize(st);
+	}
+	sqlite3_exec(db, "COMMIT", NULL, NULL, NULL);
+	store_reader_put(s, db);
+	return rc == SQLITE_OK ? 0 : store_rc_errno(rc);
+}

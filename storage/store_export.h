@@ -37,6 +37,13 @@ int store_export_read(struct store *s, const struct event_table *const *tables, 
 int store_export_pending(struct store *s, const struct event_table *const *tables, size_t n,
 			 int64_t after, uint64_t *rows, int64_t *oldest_ns);
 
+/* Rows of tables[0..n) with after < id <= upto and the highest such id
+ * (after when none), read in one snapshot: what a cursor moved from after
+ * to *last passes by, or what a table's rows in a range are. 0, -EBUSY,
+ * -EIO. */
+int store_export_span(struct store *s, const struct event_table *const *tables, size_t n,
+		      int64_t after, int64_t upto, uint64_t *rows, int64_t *last);
+
 /*
  * This database's id, a random 64-bit number stored at first use (store_meta
  * db_id): it changes only with a new database file, whose ids start over, so

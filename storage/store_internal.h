@@ -43,6 +43,8 @@
 #define STORE_READER_WAIT_MS	 2000
 #define STORE_JOURNAL_LIMIT	 (64 * 1024 * 1024)
 #define STORE_WAL_MIN		 (256 * 1024) /* the WAL's share of a small max_size, at least */
+#define STORE_WAL_FRAME		 (4096 + 24)  /* a WAL frame of a default page, its header */
+#define STORE_ROW_BYTES		 512	      /* row_bytes until a commit taught it */
 #define STORE_SLOT_HDR		 24
 
 /* Slot layout: header, then the row at a 16-byte aligned offset. */
@@ -123,6 +125,7 @@ struct store {
 	sqlite3 *db;	    /* writer connection */
 	sqlite3_stmt **ins; /* per registered table */
 	sqlite3_stmt *st_begin, *st_commit;
+	sqlite3_stmt *st_size; /* page_count, freelist_count, page_size */
 	sqlite3_stmt *st_sample, *st_series_get, *st_series_add;
 
 	/* Queue (mu). */
@@ -142,13 +145,20 @@ struct store {
 	bool started, stop, writer_done;
 	uint64_t dropped_full;
 	/* max_size is the database plus its WAL: the WAL gets wal_cap bytes
-	 * of it (a sixteenth, STORE_WAL_MIN to STORE_JOURNAL_LIMIT), the
-	 * checkpointer is woken at ckpt_frames and the writer checkpoints
-	 * itself at ckpt_hard_frames (both within wal_cap), and size
-	 * retention keeps the database's pages within max_size - wal_cap. */
+	 * of it (an eighth, STORE_WAL_MIN to STORE_JOURNAL_LIMIT). A commit
+	 * takes at most commit_bytes (a quarter of wal_cap, in rows of
+	 * row_bytes, learnt from the commits before), the checkpointer is
+	 * woken at ckpt_frames (a quarter) and the writer checkpoints itself
+	 * at ckpt_hard_frames (a half): the WAL stays within wal_cap. Before
+	 * each commit, size retention makes room for it within
+	 * max_size - wal_cap (store_bound_room()). */
 	int64_t wal_cap;
+	int64_t commit_bytes;
+	int64_t row_bytes; /* database bytes a committed row takes, on average */
 	int ckpt_frames, ckpt_hard_frames;
-	int delete_batch;  /* rows per size-retention transaction: its WAL frames fit wal_cap */
+	/* rows per retention transaction: a deleted row's page is written to
+	 * the WAL like an inserted one, so it is a commit's worth of rows */
+	int delete_batch;
 	uint64_t reserved; /* slots a snapshot in progress holds (store_snapshot_begin) */
 	/* The writer's last commit: SQLITE_OK, or why it failed (the reason
 	 * the queue is full: store_full_reason()). Atomic. */
@@ -205,7 +215,9 @@ struct store {
 	pthread_t ck_thread;
 	pthread_mutex_t ck_mu;
 	pthread_cond_t ck_cv;
+	pthread_cond_t ck_done_cv; /* signalled when ck_running goes false */
 	bool ck_pending, ck_stop, ck_started;
+	bool ck_running; /* a checkpoint of ck_db is under way */
 
 	/* quick_check thread (store_open_check()): own read-only connection;
 	 * after an unclean stop it goes on in the background (ic_bg) when the
@@ -268,6 +280,15 @@ void store_ckpt_stop(struct store *s);
 /* store_retention.c */
 int store_db_size(struct store *s, int64_t *used, int64_t *total);
 bool store_retention(struct store *s);
+/* With max_size: the rows of n the next commit may take, so that its WAL
+ * frames fit commit_bytes. */
+uint64_t store_bound_rows(const struct store *s, uint64_t n);
+/* With max_size, before a commit of n rows: size retention now if they
+ * would carry the database past max_size - wal_cap; *used gets the pages
+ * in use after it (for store_bound_learn). */
+void store_bound_room(struct store *s, uint64_t n, int64_t *used);
+/* After a commit of n rows that began at used bytes: learns row_bytes. */
+void store_bound_learn(struct store *s, uint64_t n, int64_t used);
 
 /* store_export.c */
 /* Retention deleted row id of known[table]: counted for every watch of

@@ -285,7 +285,7 @@ void *store_writer_main(void *arg)
 
 	pthread_mutex_lock(&s->mu);
 	for (;;) {
-		int64_t now = store_mono_ns(), wake;
+		int64_t now = store_mono_ns(), wake, used = 0;
 		uint64_t depth, n, start;
 		bool due;
 		int rc, ck;
@@ -325,8 +325,10 @@ void *store_writer_main(void *arg)
 		n = depth < s->cfg.batch_rows ? depth : s->cfg.batch_rows;
 		if (now < s->low_space_until && n > STORE_LOW_SPACE_ROWS)
 			n = STORE_LOW_SPACE_ROWS;
+		n = store_bound_rows(s, n);
 		start = s->tail;
 		pthread_mutex_unlock(&s->mu);
+		store_bound_room(s, n, &used);
 		/*
 		 * Disk full: a commit appends to the WAL, which only restarts
 		 * from its beginning after a checkpoint copied all of it into
@@ -368,17 +370,9 @@ void *store_writer_main(void *arg)
 				last_rc = SQLITE_OK;
 			}
 			__atomic_store_n(&s->writer_rc, last_rc, __ATOMIC_RELAXED);
-			/* Past max_size after this commit: size retention before
-			 * the next batch, not at its next minute (a flood adds
-			 * megabytes a second). page_count is read from the
-			 * header SQLite holds: no I/O. */
 			if (s->cfg.max_bytes) {
-				int64_t used, total;
-
 				pthread_mutex_unlock(&s->mu);
-				if (!store_db_size(s, &used, &total) &&
-				    used + s->wal_cap > (int64_t)s->cfg.max_bytes)
-					s->next_retention = 0;
+				store_bound_learn(s, n, used);
 				pthread_mutex_lock(&s->mu);
 			}
 			__atomic_store_n(&s->tail, s->tail + n, __ATOMIC_RELAXED);
@@ -440,6 +434,40 @@ int store_checkpoint(struct store *s, sqlite3 *db)
 	return rc;
 }
 
+/*
+ * The writer's own checkpoint, when the WAL reached half its share of
+ * max_size: PASSIVE, which gives up at once (BUSY, without the busy
+ * handler) while the checkpointer thread copies. Past three quarters of
+ * the share it waits for the checkpointer's checkpoint to end and then
+ * checkpoints RESTART, waiting (the busy handler) for readers of the WAL's
+ * frames, so that the next commit (at most a quarter of the share) writes
+ * the WAL from its beginning: the PASSIVE one alone let the commits grow
+ * the WAL to 3.5 and 7 MB at an 8M max_size (its share: 1 MB). Waiting
+ * at half already cost 1-row commits two thirds of their rate.
+ */
+static void store_ckpt_restart(struct store *s, sqlite3 *db, int frames)
+{
+	int rc;
+
+	if (frames < s->ckpt_hard_frames * 3 / 2) {
+		store_checkpoint(s, db);
+		return;
+	}
+	rc = SQLITE_BUSY;
+	for (int tries = 0; tries < 3 && rc == SQLITE_BUSY; tries++) {
+		pthread_mutex_lock(&s->ck_mu);
+		while (s->ck_running)
+			pthread_cond_wait(&s->ck_done_cv, &s->ck_mu);
+		pthread_mutex_unlock(&s->ck_mu);
+		rc = sqlite3_wal_checkpoint_v2(db, NULL, SQLITE_CHECKPOINT_RESTART, NULL, NULL);
+	}
+	if (rc != SQLITE_OK && rc != SQLITE_BUSY) {
+		store_count_error(s, STORE_OP_CHECKPOINT);
+		store_log(s, &s->rl_maint, 60000, STORE_LOG_WARN, "checkpoint: %s",
+			  sqlite3_errstr(rc));
+	}
+}
+
 /* Called by SQLite on the writer thread after each commit, with the WAL
  * size in frames. */
 int store_wal_hook(void *arg, sqlite3 *db, const char *name, int frames)
@@ -449,8 +477,8 @@ int store_wal_hook(void *arg, sqlite3 *db, const char *name, int frames)
 	if (frames >= s->ckpt_hard_frames) {
 		/* The checkpointer never caught up (sustained load, no pause
 		 * between batches): checkpoint here, with no write running,
-		 * so the WAL can restart from its beginning. */
-		store_checkpoint(s, db);
+		 * so the WAL restarts from its beginning. */
+		store_ckpt_restart(s, db, frames);
 	} else if (frames >= s->ckpt_frames) {
 		pthread_mutex_lock(&s->ck_mu);
 		if (!s->ck_pending) {
@@ -478,9 +506,12 @@ static void *store_ckpt_main(void *arg)
 				break;
 		}
 		s->ck_pending = false;
+		s->ck_running = true;
 		pthread_mutex_unlock(&s->ck_mu);
 		store_checkpoint(s, s->ck_db);
 		pthread_mutex_lock(&s->ck_mu);
+		s->ck_running = false;
+		pthread_cond_broadcast(&s->ck_done_cv);
 	}
 	pthread_mutex_unlock(&s->ck_mu);
 	return NULL;
@@ -518,7 +549,7 @@ void store_ckpt_stop(struct store *s)
 	pthread_mutex_unlock(&s->ck_mu);
 	pthread_join(s->ck_thread, NULL);
 	s->ck_started = false;
-	sqlite3_wal_autocheckpoint(s->db, 2000);
+	sqlite3_wal_autocheckpoint(s->db, s->ckpt_hard_frames);
 	sqlite3_close(s->ck_db);
 	s->ck_db = NULL;
 }
