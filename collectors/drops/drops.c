@@ -3,8 +3,9 @@
  * The "drops" collector: packet drops by reason from the skb:kfree_skb
  * tracepoint (bpf/drops.bpf.c).
  *
- *   init     kernel BTF -> reason names and tracepoint arity; open the BPF
- *            object, set its knobs, load it (tp_btf, else raw_tp). Missing
+ *   init     kernel BTF -> reason names and tracepoint arity; probe what
+ *            the kernel lacks (drops_probe), open the BPF object, set its
+ *            knobs and autoload, load it once (tp_btf, else raw_tp). Missing
  *            BTF, a tracepoint without the reason argument, or no permission
  *            to load BPF make the collector "unavailable" with that reason.
  *            The module uevent socket (drops_uevent.h) opens before the
