@@ -23,6 +23,7 @@
 #include "agent/collector_host.h"
 #include "agent/collector_routes.h"
 #include "base/log.h"
+#include "exporters/alertmanager.h"
 #include "exporters/clickhouse.h"
 #include "exporters/events.h"
 #include "exporters/identity.h"
@@ -353,7 +354,8 @@ static int start_config(struct agent *a)
 	    agent_privsep_config(a, &boot.pc, true) || agent_names_config(a, &boot.nc) ||
 	    agent_db_dir_check(a, boot.sc.path, &boot.pc) ||
 	    remote_write_new(&a->cfg, a->host, &a->rw) ||
-	    agent_export_new(a, &boot.identity, true, &a->exp)) {
+	    agent_export_new(a, &boot.identity, true, &a->exp) ||
+	    am_export_new(&a->cfg, true, &a->am)) {
 		agent_config_errors_log(a);
 		return 2;
 	}
@@ -499,7 +501,7 @@ static int start_loop_work(struct agent *a)
 	if (agent_host_info(a))
 		return 1;
 	if (remote_write_start(a->rw, a->store, a->metrics) ||
-	    events_export_start(a->exp, a->metrics))
+	    events_export_start(a->exp, a->metrics) || am_export_start(a->am, a->metrics))
 		return 1;
 	mem_stage("remote_write start");
 
@@ -570,6 +572,7 @@ int agent_start(struct agent *a, const char *port_file)
 	if ((rc = start_config(a)) || (rc = start_registry(a)) || (rc = start_collectors(a)) ||
 	    (rc = start_store(a)) || (rc = start_http(a)))
 		return rc;
+	agent_sink_alerts_set(a->am); /* before a collector may raise one */
 	collectors_start(a);
 	/* Start-up parses big inputs (kernel BTF, ...) and frees them; give
 	 * the pages back so the idle agent's RSS is what it keeps. */
@@ -604,6 +607,10 @@ void agent_stop(struct agent *a)
 	deadline_stage("stopping the collectors");
 	collectors_stop(a);
 	agent_sink_names_set(NULL);
+	agent_sink_alerts_set(NULL);
+	deadline_stage("stopping the alert push");
+	am_export_free(a->am);
+	a->am = NULL;
 	names_stop(a->names);
 	a->names = NULL;
 	deadline_stage("stopping remote_write");

@@ -43,6 +43,7 @@ struct agent {
 	void *route_bindings;		   /* collector routes on the server */
 	struct expose expose;		   /* [metrics], build info, stale series */
 	struct remote_write *rw;	   /* NULL unless [remote_write] url */
+	struct am_export *am;		   /* NULL unless [collector.ifs] alertmanager_url */
 	struct events_export *exp;	   /* NULL unless an [export.NAME] */
 	size_t cfg_errors_logged;	   /* cfg.errors[] logged so far */
 	struct names *names;		   /* Kubernetes names (agent/names.h) */

@@ -27,6 +27,7 @@
 #include "api/http_allow.h"
 #include "api/webconfig.h"
 #include "collectors/collector.h"
+#include "exporters/alertmanager.h"
 #include "exporters/events.h"
 #include "exporters/identity.h"
 #include "exporters/remote_write.h"
@@ -234,7 +235,7 @@ int agent_config_declare(struct agent *a)
 	    (err = cfg_declare(&a->cfg, "storage", storage_keys)) ||
 	    (err = cfg_declare(&a->cfg, "kubernetes", kubernetes_keys)) ||
 	    (err = expose_config_declare(&a->cfg)) || (err = remote_write_declare(&a->cfg)) ||
-	    (err = events_export_declare(&a->cfg)))
+	    (err = events_export_declare(&a->cfg)) || (err = am_export_declare(&a->cfg)))
 		return err;
 	for (size_t i = 0; collector_registry[i]; i++) {
 		const struct collector_ops *ops = collector_registry[i];
@@ -605,6 +606,16 @@ static int export_config_check(struct agent *a, const struct export_identity_buf
 	return err ? 1 : 0;
 }
 
+/* The IFS alert push's keys ([collector.ifs] alertmanager_url...). */
+static int am_config_check(struct agent *a, bool host)
+{
+	struct am_export *am;
+	int err = am_export_new(&a->cfg, host, &am);
+
+	am_export_free(am);
+	return err ? 1 : 0;
+}
+
 int agent_config_validate(struct agent *a, bool host)
 {
 	struct store_config sc = {0};
@@ -637,6 +648,7 @@ int agent_config_validate(struct agent *a, bool host)
 	export_identity_resolve(&a->cfg, a->host, &id); /* errors: remote_write_check() */
 	bad |= remote_write_check(&a->cfg, a->host, host, &rw) ? 1 : 0;
 	bad |= export_config_check(a, &id, host);
+	bad |= am_config_check(a, host);
 	bad |= collectors_config_check(a);
 	remote_write_free(rw);
 	web_config_free(hc.web);

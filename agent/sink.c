@@ -8,12 +8,14 @@
  * collector.
  */
 #include <errno.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "base/log.h"
 #include "agent/names.h"
 #include "agent/sink_impl.h"
+#include "exporters/alertmanager.h"
 #include "metrics/metrics.h"
 #include "storage/store.h"
 #include "storage/store_query.h"
@@ -161,7 +163,37 @@ static int as_pod(struct sink *k, const char *container_id, const char *cgroup, 
 			    netns, out);
 }
 
+static struct am_export *sink_am;
+
+void agent_sink_alerts_set(struct am_export *am)
+{
+	__atomic_store_n(&sink_am, am, __ATOMIC_RELEASE);
+}
+
+/* struct am_pair and struct sink_alert_pair are one layout: the exporter
+ * may not see collectors/sink.h, nor a collector the exporter. */
+_Static_assert(sizeof(struct am_pair) == sizeof(struct sink_alert_pair) &&
+		   offsetof(struct am_pair, value) == offsetof(struct sink_alert_pair, value),
+	       "am_pair and sink_alert_pair differ");
+
+static int as_alert(struct sink *k, const struct sink_alert *a)
+{
+	struct am_export *am = __atomic_load_n(&sink_am, __ATOMIC_ACQUIRE);
+
+	(void)k;
+	if (!am)
+		return -ENOENT;
+	if (a->ends_ns) {
+		am_export_resolve(am, a->key, a->ends_ns);
+		return 0;
+	}
+	return am_export_fire(am, a->key, (const struct am_pair *)a->labels, a->n_labels,
+			      (const struct am_pair *)a->annotations, a->n_annotations,
+			      a->starts_ns);
+}
+
 static const struct sink_ops agent_sink_ops = {
+    .alert = as_alert,
     .pod = as_pod,
     .event = as_event,
     .event_id = as_event_id,

@@ -19,5 +19,8 @@ void agent_sink_free(struct sink *k); /* accepts NULL */
 /* The name service every sink's sink_pod() asks (NULL: none). */
 struct names;
 void agent_sink_names_set(struct names *n);
+/* The alert exporter every sink's sink_alert() feeds (NULL: none). */
+struct am_export;
+void agent_sink_alerts_set(struct am_export *am);
 
 #endif

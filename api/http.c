@@ -329,12 +329,81 @@ static int fields_check(struct MHD_Connection *conn, const char *method, const c
 	return http_fields_check(fs.f, fs.n, method, version, msg, msglen, code);
 }
 
+/*
+ * A connection's first request, checked before it is routed; true to go
+ * on, false with the answer in *r (refused, or held for the login thread).
+ * What the first request of a plain connection was refused for
+ * (http_header.c) is refused here in the next ones and over TLS, which
+ * libmicrohttpd parsed itself: a chunked body before libmicrohttpd decodes
+ * it (its errors there are HTML), a missing Host, too many fields...
+ */
+static bool request_admit(struct http_server *h, struct MHD_Connection *conn, struct http_conn *c,
+			  const char *method, const char *version, enum MHD_Result *r)
+{
+	const char *code;
+	int status;
+
+	status = fields_check(conn, method, version, c->deny_msg, sizeof(c->deny_msg), &code);
+	if (status) {
+		*r = http_reply_error_now(h, conn, c, NULL, status, code, c->deny_msg, NULL);
+		return false;
+	}
+	if (!http_client_cert_ok(h, conn, c->deny_msg, sizeof(c->deny_msg))) {
+		*r = http_reply_error_now(h, conn, c, NULL, 403, "forbidden", c->deny_msg, NULL);
+		return false;
+	}
+	status = http_basic_auth(h, conn, c);
+	if (status == HTTP_AUTH_PENDING) {
+		c->auth_held = true;
+		*r = MHD_YES;
+		return false;
+	}
+	if (status) {
+		*r = http_reply_error_now(h, conn, c, NULL, status, deny_code(status), c->deny_msg,
+					  NULL);
+		return false;
+	}
+	return true;
+}
+
+/* A piece of the request body, kept up to HTTP_BODY_MAX (past it, the rest
+ * is discarded and the answer is a 413 once the body is over). */
+static enum MHD_Result body_append(struct http_conn *c, const char *data, size_t n)
+{
+	if (c->too_large)
+		return MHD_YES;
+	if (c->body_len + n > HTTP_BODY_MAX) {
+		c->too_large = true;
+		free(c->body);
+		c->body = NULL;
+		c->body_len = 0;
+		return MHD_YES;
+	}
+	if (c->body_len + n + 1 > c->body_cap) {
+		size_t cap = c->body_cap ? c->body_cap : 1024;
+		char *b;
+
+		while (cap < c->body_len + n + 1)
+			cap *= 2;
+		b = realloc(c->body, cap);
+		if (!b)
+			return MHD_NO;
+		c->body = b;
+		c->body_cap = cap;
+	}
+	memcpy(c->body + c->body_len, data, n);
+	c->body_len += n;
+	c->body[c->body_len] = '\0';
+	return MHD_YES;
+}
+
 static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const char *url,
 				 const char *method, const char *version, const char *upload_data,
 				 size_t *upload_data_size, void **con_cls)
 {
 	struct http_server *h = cls;
 	struct http_conn *c = *con_cls;
+	enum MHD_Result r;
 
 	if (!c) { /* no URI callback ran (a request built by hand) */
 		c = calloc(1, sizeof(*c));
@@ -350,36 +419,12 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const c
 					    c->deny_code ? c->deny_code : deny_code(c->deny_status),
 					    c->deny_msg, NULL);
 	if (!c->seen) {
-		const char *code;
-		int status;
-
 		c->seen = true;
-		/* What the first request of a plain connection was refused
-		 * for (http_header.c), refused here in the next ones and over
-		 * TLS, which libmicrohttpd parsed itself: a chunked body
-		 * before libmicrohttpd decodes it (its errors there are
-		 * HTML), a missing Host, too many fields... */
-		status =
-		    fields_check(conn, method, version, c->deny_msg, sizeof(c->deny_msg), &code);
-		if (status)
-			return http_reply_error_now(h, conn, c, NULL, status, code, c->deny_msg,
-						    NULL);
-		if (!http_client_cert_ok(h, conn, c->deny_msg, sizeof(c->deny_msg)))
-			return http_reply_error_now(h, conn, c, NULL, 403, "forbidden", c->deny_msg,
-						    NULL);
-		status = http_basic_auth(h, conn, c);
-		if (status == HTTP_AUTH_PENDING) {
-			c->auth_held = true;
-			return MHD_YES;
-		}
-		if (status)
-			return http_reply_error_now(h, conn, c, NULL, status, deny_code(status),
-						    c->deny_msg, NULL);
+		if (!request_admit(h, conn, c, method, version, &r))
+			return r;
 	}
 	if (!c->begun) {
 		/* Authenticated (at once, or resumed after the login thread). */
-		enum MHD_Result r;
-
 		c->begun = true;
 		if (request_begin(h, conn, c, url, method, &r))
 			return r;
@@ -390,31 +435,7 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const c
 		size_t n = *upload_data_size;
 
 		*upload_data_size = 0;
-		if (c->too_large)
-			return MHD_YES; /* discard; 413 once the body is over */
-		if (c->body_len + n > HTTP_BODY_MAX) {
-			c->too_large = true;
-			free(c->body);
-			c->body = NULL;
-			c->body_len = 0;
-			return MHD_YES;
-		}
-		if (c->body_len + n + 1 > c->body_cap) {
-			size_t cap = c->body_cap ? c->body_cap : 1024;
-			char *b;
-
-			while (cap < c->body_len + n + 1)
-				cap *= 2;
-			b = realloc(c->body, cap);
-			if (!b)
-				return MHD_NO;
-			c->body = b;
-			c->body_cap = cap;
-		}
-		memcpy(c->body + c->body_len, upload_data, n);
-		c->body_len += n;
-		c->body[c->body_len] = '\0';
-		return MHD_YES;
+		return body_append(c, upload_data, n);
 	}
 	http_conns_busy(h, conn, true); /* the body is in */
 	return http_dispatch(h, conn, c, url, method);
@@ -494,30 +515,39 @@ out_close:
 	return err;
 }
 
-int http_start(struct http_server *h)
+/* The TLS options after opts[*no]: the pair per handshake, re-read when its
+ * files change (http_tls.c), or given once when there are no files. */
+static int http_tls_options(struct http_server *h, struct MHD_OptionItem *opts, size_t *no)
+{
+	const struct web_config *w = h->web;
+	int err;
+
+	if (!MHD_is_feature_supported(MHD_FEATURE_TLS)) {
+		log_err("http", "this libmicrohttpd is built without TLS");
+		return -ENOTSUP;
+	}
+	err = http_tls_init(h);
+	if (err)
+		return err;
+	if (h->tls_state.initialized) {
+		opts[(*no)++] =
+		    (struct MHD_OptionItem){MHD_OPTION_HTTPS_CERT_CALLBACK, 0, http_tls_callback()};
+	} else {
+		opts[(*no)++] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_CERT, 0, w->cert_pem};
+		opts[(*no)++] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_KEY, 0, w->key_pem};
+	}
+	opts[(*no)++] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_PRIORITIES, 0, w->tls_priorities};
+	if (w->client_ca_pem && w->client_auth != WEB_CLIENT_NONE)
+		opts[(*no)++] =
+		    (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_TRUST, 0, w->client_ca_pem};
+	return 0;
+}
+
+/* libmicrohttpd's daemon on no listening socket of its own. */
+static int http_daemon_start(struct http_server *h)
 {
 	unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO | MHD_USE_ERROR_LOG |
 			 MHD_ALLOW_SUSPEND_RESUME | MHD_USE_NO_LISTEN_SOCKET;
-	const struct web_config *w = h ? h->web : NULL;
-	int fd = -1, err;
-
-	if (!h)
-		return -EINVAL;
-	if (h->daemon)
-		return -EALREADY;
-	err = listen_socket(h, &fd);
-	if (err)
-		return err;
-	if (h->addr.ss_family == AF_INET6)
-		flags |= MHD_USE_IPv6;
-	if (h->tls) {
-		if (!MHD_is_feature_supported(MHD_FEATURE_TLS)) {
-			close(fd);
-			log_err("http", "this libmicrohttpd is built without TLS");
-			return -ENOTSUP;
-		}
-		flags |= MHD_USE_TLS;
-	}
 	/*
 	 * The logger first, or MHD prints its early messages itself. The
 	 * limit is ours: http_accept.c hands at most max_connections over
@@ -536,42 +566,45 @@ int http_start(struct http_server *h)
 	    {MHD_OPTION_URI_LOG_CALLBACK, (intptr_t)on_uri, h},
 	};
 	size_t no = 6;
+	int err;
 
+	if (h->addr.ss_family == AF_INET6)
+		flags |= MHD_USE_IPv6;
 	if (h->tls) {
-		err = http_tls_init(h);
-		if (err) {
-			close(fd);
+		flags |= MHD_USE_TLS;
+		err = http_tls_options(h, opts, &no);
+		if (err)
 			return err;
-		}
-		/* The pair per handshake, re-read when its files change
-		 * (http_tls.c); given once when there are no files. */
-		if (h->tls_state.initialized) {
-			opts[no++] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_CERT_CALLBACK, 0,
-							     http_tls_callback()};
-		} else {
-			opts[no++] =
-			    (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_CERT, 0, w->cert_pem};
-			opts[no++] =
-			    (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_KEY, 0, w->key_pem};
-		}
-		opts[no++] =
-		    (struct MHD_OptionItem){MHD_OPTION_HTTPS_PRIORITIES, 0, w->tls_priorities};
-		if (w->client_ca_pem && w->client_auth != WEB_CLIENT_NONE)
-			opts[no++] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_TRUST, 0,
-							     w->client_ca_pem};
 	}
 	if (h->cfg.threads > 1)
 		opts[no++] =
 		    (struct MHD_OptionItem){MHD_OPTION_THREAD_POOL_SIZE, h->cfg.threads, NULL};
 	opts[no] = (struct MHD_OptionItem){MHD_OPTION_END, 0, NULL};
-
 	h->daemon = MHD_start_daemon(flags, 0, NULL, NULL, on_access, h, MHD_OPTION_ARRAY, opts,
 				     MHD_OPTION_END);
 	if (!h->daemon) {
-		close(fd);
 		log_err("http", "cannot start the HTTP server on %s%s", h->listen,
 			h->tls ? " (check the TLS certificate and key)" : "");
 		return -EIO;
+	}
+	return 0;
+}
+
+int http_start(struct http_server *h)
+{
+	int fd = -1, err;
+
+	if (!h)
+		return -EINVAL;
+	if (h->daemon)
+		return -EALREADY;
+	err = listen_socket(h, &fd);
+	if (err)
+		return err;
+	err = http_daemon_start(h);
+	if (err) {
+		close(fd);
+		return err;
 	}
 	/* The listening socket is ours (http_accept.c): connections reach
 	 * libmicrohttpd with their first request header complete. */

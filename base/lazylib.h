@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * lazylib: libcurl and snappy, loaded with dlopen() by the features that
- * need them (remote_write, [export.NAME], the IFS alert push), never linked.
+ * need them (remote_write, [export.NAME], the IFS alert push: all in
+ * exporters/), never linked.
  *
  * Why: both are off by default, but a linked libcurl maps its whole
  * dependency tree (OpenSSL, Kerberos, LDAP, SSH, nghttp2, ...: ~3.3 MiB of
@@ -12,8 +13,9 @@
  * thread), by its run-time soname, and its functions resolved into a typed
  * table whose prototypes come from the library's own headers. It is never
  * closed. A failure is not remembered: a later call tries again (the
- * package may have been installed meanwhile). In base: the exporters and
- * the ifs collector use it, and neither may depend on the other.
+ * package may have been installed meanwhile). In base: the exporters use
+ * it, and the agent's --version names what it would load. Its curl and
+ * snappy headers reach the exporters' layer only (exporters/CMakeLists.txt).
  */
 #ifndef SYSOBS_LAZYLIB_H
 #define SYSOBS_LAZYLIB_H

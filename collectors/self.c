@@ -13,7 +13,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <unistd.h>
 
 #include "base/log.h"
@@ -33,6 +32,7 @@ struct self_row {
 struct self_cfg {
 	uint64_t interval; /* ms */
 	bool bpf_stats;
+	const char *proc; /* the agent's /proc directory; a test points it at a fixed tree */
 };
 
 static const char *const self_prog_labels[] = {"program", NULL};
@@ -58,7 +58,8 @@ struct self_state {
 	struct sink_series *threads;
 	struct sink_family *bpf_seconds, *bpf_runs;
 	int stats_fd; /* BPF_ENABLE_STATS, -1 none */
-	long page_size;
+	long page_size, clk_tck;
+	char fd_dir[4096]; /* <proc>/fd */
 };
 
 static const struct event_column self_cols[] = {
@@ -90,17 +91,28 @@ static const struct cfg_key self_keys[] = {
 	    "keep the kernel's BPF run statistics on while sysobsd runs (BPF_ENABLE_STATS), for "
 	    "sysobs_bpf_program_run_seconds_total; host-wide: every BPF program then pays two "
 	    "clock reads per run"),
+    CFG_KEY(struct self_cfg, proc, CFG_STRING, "/proc/self", 0, 0,
+	    "the /proc directory the agent reads about itself (stat, fd/); only tests change it, "
+	    "to replay a fixed tree"),
     {0},
 };
 
-/* RSS pages and thread count from /proc/self/stat: fields 20 (num_threads)
- * and 24 (rss), counted after the ")" that closes the command name. */
-static int read_proc_stat(long *threads, long *rss_pages)
+struct self_stat {
+	unsigned long utime, stime; /* clock ticks */
+	long threads, rss_pages;
+};
+
+/* CPU ticks, thread count and RSS pages from <proc>/stat: fields 14 and 15
+ * (utime, stime), 20 (num_threads) and 24 (rss), counted after the ")" that
+ * closes the command name. */
+static int read_proc_stat(const char *proc, struct self_stat *out)
 {
-	char buf[1024], *p;
-	FILE *f = fopen("/proc/self/stat", "r");
+	char buf[1024], path[4096], *p;
+	FILE *f;
 	size_t n;
 
+	snprintf(path, sizeof(path), "%s/stat", proc);
+	f = fopen(path, "r");
 	if (!f)
 		return -errno;
 	n = fread(buf, 1, sizeof(buf) - 1, f);
@@ -111,9 +123,9 @@ static int read_proc_stat(long *threads, long *rss_pages)
 		return -EINVAL;
 	/* After ") " comes field 3 (state). */
 	if (sscanf(p + 2,
-		   "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d %ld %*d "
+		   "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu %*d %*d %*d %*d %ld %*d "
 		   "%*u %*u %ld",
-		   threads, rss_pages) != 2)
+		   &out->utime, &out->stime, &out->threads, &out->rss_pages) != 4)
 		return -EINVAL;
 	return 0;
 }
@@ -127,6 +139,8 @@ static int self_init(struct collector *c)
 	if (!st)
 		return -ENOMEM;
 	st->page_size = sysconf(_SC_PAGESIZE);
+	st->clk_tck = sysconf(_SC_CLK_TCK);
+	snprintf(st->fd_dir, sizeof(st->fd_dir), "%s/fd", cfg->proc);
 	st->stats_fd = -1;
 	c->priv = st;
 	c->interval_ms = cfg->interval;
@@ -148,7 +162,7 @@ static int self_init(struct collector *c)
 static void self_bpf_publish(struct collector *c, struct self_state *st)
 {
 	struct self_bpf_prog p[SELF_BPF_PROGS_MAX];
-	int n = self_bpf_progs("/proc/self/fd", p, SELF_BPF_PROGS_MAX);
+	int n = self_bpf_progs(st->fd_dir, p, SELF_BPF_PROGS_MAX);
 
 	for (int i = 0; i < n; i++) {
 		const char *values[2] = {p[i].name, NULL};
@@ -179,22 +193,21 @@ static int self_start(struct collector *c)
 
 static int self_collect(struct collector *c)
 {
+	const struct self_cfg *cfg = c->cfg;
 	struct self_state *st = c->priv;
 	struct self_row row = {0};
-	struct rusage ru;
-	long threads = 0, rss_pages = 0;
+	struct self_stat ps;
 	int err;
 
-	if (getrusage(RUSAGE_SELF, &ru))
-		return -errno;
-	row.cpu_seconds = ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 + ru.ru_stime.tv_sec +
-			  ru.ru_stime.tv_usec / 1e6;
-	err = read_proc_stat(&threads, &rss_pages);
+	/* Everything from the one /proc directory (not getrusage()), so that a
+	 * fixed tree gives fixed figures (tests/golden/self). */
+	err = read_proc_stat(cfg->proc, &ps);
 	if (err)
 		return err;
-	row.rss_bytes = (int64_t)rss_pages * st->page_size;
-	row.threads = threads;
-	row.open_fds = procfs_open_fds("/proc/self");
+	row.cpu_seconds = (double)(ps.utime + ps.stime) / (double)st->clk_tck;
+	row.rss_bytes = (int64_t)ps.rss_pages * st->page_size;
+	row.threads = ps.threads;
+	row.open_fds = procfs_open_fds(cfg->proc);
 	row.queue_depth = (int64_t)sink_queue_depth(c->sink);
 
 	sink_set(c->sink, st->threads, (double)row.threads);

@@ -49,6 +49,24 @@ struct metric_desc {
 
 struct sink;
 struct sink_family; /* a registered metric family */
+
+/* One label or annotation of an alert. */
+struct sink_alert_pair {
+	const char *name, *value;
+};
+
+/*
+ * The state of one alert a collector raises (IFS: a failed core), for the
+ * agent's alert exporter (exporters/alertmanager.h). key names it among the
+ * collector's alerts ("scan/0/3"); ends_ns 0: firing since starts_ns (unix
+ * ns), else resolved at ends_ns. Everything is copied.
+ */
+struct sink_alert {
+	const char *key;
+	const struct sink_alert_pair *labels, *annotations;
+	size_t n_labels, n_annotations;
+	int64_t starts_ns, ends_ns;
+};
 struct sink_series; /* one label set of a family */
 
 /* The Kubernetes names of a container or a pod's network namespace, from
@@ -106,6 +124,9 @@ struct sink_ops {
 	/* Added with Kubernetes names; NULL: none (sink_pod() says -ENOENT). */
 	int (*pod)(struct sink *k, const char *container_id, const char *cgroup, uint32_t netns,
 		   struct sink_pod *out);
+	/* Added with the alert push as an exporter; NULL: no destination
+	 * (sink_alert() says -ENOENT). */
+	int (*alert)(struct sink *k, const struct sink_alert *a);
 };
 
 struct sink {
@@ -246,6 +267,18 @@ static inline int sink_pod(struct sink *k, const char *container_id, const char 
 	if (!k->ops->pod)
 		return -ENOENT;
 	return k->ops->pod(k, container_id, cgroup, netns, out);
+}
+
+/*
+ * Publishes an alert's state: the agent pushes it to Alertmanager when one
+ * is configured. Never blocks on the network. 0, -ENOENT (no destination:
+ * nothing to do), -ENOMEM.
+ */
+static inline int sink_alert(struct sink *k, const struct sink_alert *a)
+{
+	if (!k->ops->alert)
+		return -ENOENT;
+	return k->ops->alert(k, a);
 }
 
 static inline double sink_value(struct sink *k, const struct sink_series *s)

@@ -19,6 +19,7 @@
 #include "exporters/events_follow.h"
 #include "exporters/otlp_logs.h"
 #include "exporters/sender.h"
+#include "exporters/turn.h"
 #include "storage/store.h"
 #include "storage/store_export.h"
 #include "storage/store_samples.h"
@@ -74,10 +75,27 @@ static const struct cfg_key export_keys[] = {
     {0},
 };
 
+/* The counters of the turn loop's (sent, retried, refused, rejected,
+ * bytes, last success) are in exp_dest.turn.m. */
 struct exp_metrics {
-	struct metric_series *sent, *refused, *retried, *rejected, *drop_old, *drop_deleted,
-	    *skipped;
-	struct metric_series *pending, *lag, *last_success, *bytes, *cpu;
+	struct metric_series *drop_old, *drop_deleted, *skipped, *pending, *lag, *cpu;
+};
+
+struct exp_dest;
+
+/* What one format does its own way; the rest is the turn loop's. */
+struct exp_format_ops {
+	const char *const *headers;
+	bool per_table; /* one request per table: the batch sorted table by table */
+	bool database;	/* the database key applies (and names the destination) */
+	/* The URL of a request of table t's rows (NULL: the url key's). */
+	char *(*url)(const char *base, const char *database, const struct event_table *t);
+	int (*encode)(const struct export_row *rows, size_t n, const struct export_identity *id,
+		      struct buf *out);
+	/* The verdict on the answer's body (NULL: the sender's on its status). */
+	enum sender_verdict (*verdict)(long status, const char *resp);
+	/* Rows of an accepted request the receiver rejected (NULL: none). */
+	uint64_t (*rejected)(struct exp_dest *d, uint64_t n);
 };
 
 struct exp_dest {
@@ -85,12 +103,16 @@ struct exp_dest {
 	char name[40], section[48], cursor_name[64];
 	struct export_config cfg;
 	enum exp_format format;
+	const struct exp_format_ops *fmt;
 	const struct event_table *tables[EXP_MAX_TABLES];
 	size_t n_tables;
 	struct sender snd;
 	struct store_cursor *cursor;
 	struct store_watch *watch;
 	int64_t pos;
+	int64_t last;  /* the highest id of the batch in flight */
+	size_t n_read; /* its rows as read (before the too old were dropped) */
+	struct turn turn;
 	uint64_t skipped;	/* rows passed by at a change of destination (start_from = now) */
 	struct exp_backfill bf; /* a table exported again (events_follow.h) */
 	struct exp_metrics m;
@@ -115,6 +137,37 @@ struct events_export {
 	char *id_strings; /* the identity's strings, one block */
 	struct store *store;
 	char db_id[24];
+};
+
+/* OTLP's partial success: the records an accepted request still lost. */
+static uint64_t exp_otlp_rejected(struct exp_dest *d, uint64_t n)
+{
+	int64_t rej = 0;
+	char msg[160];
+
+	if (otlp_logs_response(d->snd.resp, d->snd.resp_len, n, &rej, msg, sizeof(msg)) || rej <= 0)
+		return 0;
+	log_ratelimited(&d->rl_fail, 10000, LOG_LVL_WARN, d->section,
+			"%s rejected %" PRId64 " of %" PRIu64 " records: %s", d->snd.url_public,
+			rej, n, msg);
+	return (uint64_t)rej;
+}
+
+static const char *const exp_ch_headers[] = {"Content-Type: application/x-ndjson", NULL};
+static const char *const exp_otlp_headers[] = {"Content-Type: application/x-protobuf", NULL};
+
+static const struct turn_ops exp_turn_ops;
+
+static const struct exp_format_ops exp_format_ops[] = {
+    [EXP_CLICKHOUSE] = {.headers = exp_ch_headers,
+			.per_table = true,
+			.database = true,
+			.url = clickhouse_insert_url,
+			.encode = clickhouse_rows,
+			.verdict = clickhouse_verdict},
+    [EXP_OTLP] = {.headers = exp_otlp_headers,
+		  .encode = otlp_logs_encode,
+		  .rejected = exp_otlp_rejected},
 };
 
 int events_export_declare(struct config *cfg)
@@ -199,10 +252,11 @@ static int exp_dest_new(struct config *cfg, struct cfg_section *sec, const char 
 	snprintf(d->section, sizeof(d->section), "%s", sec->name);
 	bad |= cfg_section_parse(cfg, sec->name, &d->cfg) ? 1 : 0;
 	d->format = d->cfg.format == EXP_OTLP ? EXP_OTLP : EXP_CLICKHOUSE;
+	d->fmt = &exp_format_ops[d->format];
 	snprintf(d->cursor_name, sizeof(d->cursor_name), "%s%s",
 		 d->cfg.cursor && *d->cfg.cursor ? "" : "export.",
 		 d->cfg.cursor && *d->cfg.cursor ? d->cfg.cursor : name);
-	if (d->format == EXP_CLICKHOUSE && d->cfg.database && !clickhouse_ident_ok(d->cfg.database))
+	if (d->fmt->database && d->cfg.database && !clickhouse_ident_ok(d->cfg.database))
 		bad |= cfg_error(cfg, d->section, "database", "'%s': [A-Za-z_][A-Za-z0-9_]*",
 				 d->cfg.database);
 	err = exp_tables_parse(cfg, d, all);
@@ -215,6 +269,13 @@ static int exp_dest_new(struct config *cfg, struct cfg_section *sec, const char 
 	bad |= err ? 1 : 0;
 	/* sender_check() keeps a pointer to the section name: d's own copy. */
 	d->snd.section = d->section;
+	d->turn = (struct turn){.ops = &exp_turn_ops,
+				.ctx = d,
+				.snd = &d->snd,
+				.section = d->section,
+				.unit = "rows",
+				.gzip = d->cfg.gzip,
+				.rl_fail = &d->rl_fail};
 	if (bad) {
 		exp_dest_free(d);
 		return -EINVAL;
@@ -411,7 +472,7 @@ static int exp_read_batch(struct exp_dest *d, struct store *s)
 	d->n_rows = n;
 	/* ClickHouse takes one INSERT per table: the batch table by table
 	 * (each in id order), not one small INSERT per run of a table. */
-	if (d->format == EXP_CLICKHOUSE)
+	if (d->fmt->per_table)
 		qsort(d->rows, d->n_rows, sizeof(*d->rows), exp_row_table_cmp);
 	return 0;
 }
@@ -453,180 +514,161 @@ static void exp_cursor_save(struct exp_dest *d, int64_t pos)
 	sender_cursor_save(&d->snd, d->cursor, d->pos, &d->rl_store);
 }
 
-/* Sends rows[0..n) (all of one table for ClickHouse): the verdict. */
-static enum sender_verdict exp_send(struct exp_dest *d, const struct export_row *rows, size_t n,
-				    uint64_t *rejected)
+/* The backlog's gauges: false when there is none. Counting a backlog reads
+ * it: while batches come full (a backlog), once a second is enough for the
+ * gauges; near the head, every turn, so they say 0 when everything was
+ * sent. */
+static bool exp_backlog(struct exp_dest *d, struct store *s)
 {
-	struct events_export *e = d->owner;
-	enum sender_verdict v;
-	int err;
+	uint64_t pending;
+	int64_t oldest;
+	double lag;
 
-	*rejected = 0;
-	d->body.len = 0;
-	if (d->format == EXP_CLICKHOUSE) {
-		free(d->url_buf);
-		d->url_buf = clickhouse_insert_url(d->cfg.http.url, d->cfg.database, rows[0].table);
-		if (!d->url_buf)
-			return SENDER_RETRY;
-		sender_set_url(&d->snd, d->url_buf);
-		err = clickhouse_rows(rows, n, &e->id, &d->body);
-	} else {
-		err = otlp_logs_encode(rows, n, &e->id, &d->body);
-	}
-	if (err || d->body.oom) {
-		snprintf(d->snd.errbuf, sizeof(d->snd.errbuf), "cannot encode %zu rows: %s", n,
-			 strerror(err ? -err : ENOMEM));
-		return err == -EINVAL ? SENDER_REFUSED : SENDER_RETRY;
-	}
-	v = sender_post(&d->snd, d->body.p, d->body.len, d->cfg.gzip);
-	if (d->format == EXP_CLICKHOUSE && v != SENDER_STOPPED)
-		v = clickhouse_verdict(d->snd.status, d->snd.resp);
-	if (v == SENDER_SENT) {
-		sender_count(d->m.bytes, d->cfg.gzip ? d->snd.gz.len : d->body.len);
-		if (d->format == EXP_OTLP) {
-			int64_t rej = 0;
-			char msg[160];
-
-			if (!otlp_logs_response(d->snd.resp, d->snd.resp_len, n, &rej, msg,
-						sizeof(msg)) &&
-			    rej > 0) {
-				*rejected = (uint64_t)rej;
-				log_ratelimited(&d->rl_fail, 10000, LOG_LVL_WARN, d->section,
-						"%s rejected %" PRId64 " of %zu records: %s",
-						d->snd.url_public, rej, n, msg);
-			}
-		}
-	}
-	return v;
+	/* a backfill reads behind the cursor: the backlog is the cursor's */
+	if (d->bf.table >= 0 || (d->full && clock_mono_ns() - d->pending_at_ns < 1000000000ll))
+		return true;
+	d->pending_at_ns = clock_mono_ns();
+	if (store_export_pending(s, d->tables, d->n_tables, d->pos, &pending, &oldest))
+		return true;
+	lag = oldest ? (double)(clock_wall_ns() - oldest) / 1e9 : 0;
+	if (d->m.pending)
+		series_set(d->m.pending, (double)pending);
+	if (d->m.lag)
+		series_set(d->m.lag, lag > 0 ? lag : 0);
+	sender_status_backlog(&d->snd, pending, lag);
+	return pending != 0;
 }
 
-/* One turn: returns how long to wait before the next (ms). */
-static uint64_t exp_turn(struct exp_dest *d)
+/* turn_ops.read: the batch after the cursor, less what is too old. */
+static bool exp_turn_read(void *ctx, size_t *units, uint64_t *count, uint64_t *wait)
 {
+	struct exp_dest *d = ctx;
 	struct store *s = d->owner->store;
-	uint64_t pending, deleted, inflight, sent = 0;
-	int64_t oldest, last;
-	size_t n_read;
-	enum sender_verdict v = SENDER_SENT;
-	bool accepted = false;
-	size_t i = 0;
+	uint64_t deleted, inflight;
 	int err;
 
+	*wait = d->cfg.send_interval;
 	/* Deleted while nothing was in flight: never read, lost. */
 	store_watch_take(d->watch, &deleted, &inflight);
 	sender_lost(&d->snd, d->m.drop_deleted, deleted + inflight);
-	/* Counting a backlog reads it: while batches come full (a backlog),
-	 * once a second is enough for the gauges; near the head, every turn,
-	 * so they say 0 when everything was sent. */
-	err = -EAGAIN;
-	if (d->bf.table < 0 && (!d->full || clock_mono_ns() - d->pending_at_ns >= 1000000000ll)) {
-		err = store_export_pending(s, d->tables, d->n_tables, d->pos, &pending, &oldest);
-		d->pending_at_ns = clock_mono_ns();
-	}
-	if (!err) {
-		double lag = oldest ? (double)(clock_wall_ns() - oldest) / 1e9 : 0;
-
-		if (d->m.pending)
-			series_set(d->m.pending, (double)pending);
-		if (d->m.lag)
-			series_set(d->m.lag, lag > 0 ? lag : 0);
-		sender_status_backlog(&d->snd, pending, lag);
-		if (!pending)
-			return d->cfg.send_interval;
-	}
+	if (!exp_backlog(d, s))
+		return false;
 	err = exp_read_batch(d, s);
 	if (err) {
 		log_ratelimited(&d->rl_store, 60000, LOG_LVL_WARN, d->section,
 				"cannot read the history: %s", strerror(-err));
 		sender_status_error(&d->snd, "cannot read the history: %s", strerror(-err));
-		return d->cfg.send_interval;
+		return false;
 	}
 	d->full = d->n_rows >= d->cfg.batch_rows;
 	if (!d->n_rows && d->bf.table >= 0) {
 		exp_backfill_done(d);
-		return 0;
+		*wait = 0;
+		return false;
 	}
 	if (!d->n_rows)
-		return d->cfg.send_interval;
-	last = 0;
+		return false;
+	d->last = 0;
 	for (size_t k = 0; k < d->n_rows; k++)
-		last = d->rows[k].id > last ? d->rows[k].id : last;
+		d->last = d->rows[k].id > d->last ? d->rows[k].id : d->last;
 	if (d->bf.table < 0)
-		store_watch_set(d->watch, d->pos, last);
-	n_read = d->n_rows;
+		store_watch_set(d->watch, d->pos, d->last);
+	d->n_read = d->n_rows;
 	exp_drop_old(d);
+	*units = d->n_rows;
+	*count = d->n_rows;
+	return true;
+}
 
-	while (i < d->n_rows) {
-		size_t n = d->n_rows - i;
-		uint64_t rej;
+/* turn_ops.encode: the rows from `from` on, one request (ClickHouse: the
+ * rows of one table, an INSERT). */
+static enum turn_step exp_turn_encode(void *ctx, size_t from, struct turn_part *p, uint64_t *count)
+{
+	struct exp_dest *d = ctx;
+	const struct export_row *rows = d->rows + from;
+	size_t n = d->n_rows - from;
+	int err;
 
-		/* ClickHouse: one INSERT per table; OTLP: one request. */
-		if (d->format == EXP_CLICKHOUSE) {
-			n = 1;
-			while (i + n < d->n_rows && d->rows[i + n].table == d->rows[i].table)
-				n++;
-		}
-		v = exp_send(d, d->rows + i, n, &rej);
-		if (v == SENDER_STOPPED) {
-			store_watch_set(d->watch, d->pos, d->pos);
-			return 0;
-		}
-		if (v == SENDER_RETRY)
-			break;
-		if (v == SENDER_REFUSED) {
-			sender_lost(&d->snd, d->m.refused, n);
-			sender_status_failed(&d->snd, n);
-			log_ratelimited(
-			    &d->rl_fail, 10000, LOG_LVL_WARN, d->section,
-			    "%s refused %zu rows with %ld (%.200s%s); dropped, not retried",
-			    d->snd.url_public, n, d->snd.status, d->snd.resp,
-			    d->snd.status ? "" : d->snd.errbuf);
-			sender_status_error(&d->snd, "refused with %ld: %.200s", d->snd.status,
-					    d->snd.status ? d->snd.resp : d->snd.errbuf);
-		} else {
-			sent += n - rej;
-			accepted = true;
-			sender_lost(&d->snd, d->m.rejected, rej);
-		}
-		i += n;
+	(void)count;
+	if (d->fmt->per_table)
+		for (n = 1; from + n < d->n_rows && rows[n].table == rows[0].table;)
+			n++;
+	*p = (struct turn_part){.used = n, .n = n};
+	d->body.len = 0;
+	if (d->fmt->url) {
+		free(d->url_buf);
+		d->url_buf = d->fmt->url(d->cfg.http.url, d->cfg.database, rows[0].table);
+		if (!d->url_buf)
+			return TURN_RETRY;
+		sender_set_url(&d->snd, d->url_buf);
 	}
-	/* Deleted during the send: past the batch, lost; in it, lost only if
-	 * the batch must be read again. */
+	err = d->fmt->encode(rows, n, &d->owner->id, &d->body);
+	if (err || d->body.oom) {
+		snprintf(d->snd.errbuf, sizeof(d->snd.errbuf), "cannot encode %zu rows: %s", n,
+			 strerror(err ? -err : ENOMEM));
+		return err == -EINVAL ? TURN_REFUSE : TURN_RETRY;
+	}
+	p->body = d->body.p;
+	p->len = d->body.len;
+	return TURN_SEND;
+}
+
+static enum sender_verdict exp_turn_verdict(void *ctx, enum sender_verdict v)
+{
+	struct exp_dest *d = ctx;
+
+	return d->fmt->verdict ? d->fmt->verdict(d->snd.status, d->snd.resp) : v;
+}
+
+static uint64_t exp_turn_rejected(void *ctx, uint64_t n)
+{
+	struct exp_dest *d = ctx;
+
+	return d->fmt->rejected ? d->fmt->rejected(d, n) : 0;
+}
+
+/* Deleted during the send: past the batch, lost; in it, lost only if the
+ * batch must be read again. Rows sent before a failure go again with the
+ * rest: the receiver deduplicates them by key. */
+static void exp_turn_finish(void *ctx, enum sender_verdict last)
+{
+	struct exp_dest *d = ctx;
+	uint64_t deleted, inflight;
+
 	store_watch_take(d->watch, &deleted, &inflight);
-	sender_lost(&d->snd, d->m.drop_deleted, deleted + (v == SENDER_RETRY ? inflight : 0));
-	if (v == SENDER_RETRY) {
-		uint64_t wait = sender_retry_wait(&d->snd);
-
-		/* Rows sent before the failure go again with the rest: the
-		 * receiver deduplicates them by key. */
+	sender_lost(&d->snd, d->m.drop_deleted, deleted + (last == SENDER_RETRY ? inflight : 0));
+	if (last == SENDER_RETRY)
 		store_watch_set(d->watch, d->pos, d->pos);
-		sender_count(d->m.retried, d->n_rows);
-		sender_status_retried(&d->snd, d->n_rows);
-		if (d->snd.status)
-			sender_status_error(&d->snd, "answered %ld: %.200s", d->snd.status,
-					    d->snd.resp);
-		else
-			sender_status_error(&d->snd, "%s", d->snd.errbuf);
-		log_ratelimited(&d->rl_fail, 10000, LOG_LVL_WARN, d->section,
-				"%s %s%.200s; retrying %zu rows in %" PRIu64 " ms",
-				d->snd.url_public, d->snd.status ? "answered: " : "",
-				d->snd.status ? d->snd.resp : d->snd.errbuf, d->n_rows, wait);
-		return wait;
-	}
-	sender_count(d->m.sent, sent);
-	if (accepted && d->m.last_success)
-		series_set(d->m.last_success, (double)clock_wall_ns() / 1e9);
-	sender_recovered(&d->snd);
-	if (accepted)
-		sender_status_sent(&d->snd, sent, v == SENDER_SENT);
-	else if (v == SENDER_SENT)
-		sender_status_error(&d->snd, "%s", "");
+}
+
+static uint64_t exp_turn_advance(void *ctx, bool accepted)
+{
+	struct exp_dest *d = ctx;
+
+	(void)accepted;
 	if (d->bf.table >= 0)
-		exp_backfill_save(d->cursor, d->tables, &d->bf, last, n_read);
+		exp_backfill_save(d->cursor, d->tables, &d->bf, d->last, d->n_read);
 	else
-		exp_cursor_save(d, last);
+		exp_cursor_save(d, d->last);
 	return 0;
 }
+
+static void exp_turn_stopped(void *ctx)
+{
+	struct exp_dest *d = ctx;
+
+	store_watch_set(d->watch, d->pos, d->pos);
+}
+
+static const struct turn_ops exp_turn_ops = {
+    .read = exp_turn_read,
+    .encode = exp_turn_encode,
+    .verdict = exp_turn_verdict,
+    .rejected = exp_turn_rejected,
+    .finish = exp_turn_finish,
+    .advance = exp_turn_advance,
+    .stopped = exp_turn_stopped,
+};
 
 static void *exp_main(void *arg)
 {
@@ -634,7 +676,7 @@ static void *exp_main(void *arg)
 	uint64_t wait;
 
 	do {
-		wait = exp_turn(d);
+		wait = turn_run(&d->turn);
 		sender_publish_cpu(d->m.cpu);
 	} while (!sender_stopping(&d->snd) && (!wait || sender_sleep(&d->snd, wait)));
 	return NULL;
@@ -657,14 +699,14 @@ static void exp_metrics_register(struct exp_dest *d, struct metrics *m)
 
 	f = metrics_counter(m, "sysobs_export_rows_sent_total",
 			    "Event rows the destination accepted.", dest);
-	d->m.sent = exp_series(f, d->name, NULL);
+	d->turn.m.sent = exp_series(f, d->name, NULL);
 	f = metrics_counter(
 	    m, "sysobs_export_rows_retried_total",
 	    "Event rows in batches sent again: the receiver's state (401, 403, 404, "
 	    "407, 408, 429, 5xx, any answer not about the data) or a transport "
 	    "error.",
 	    dest);
-	d->m.retried = exp_series(f, d->name, NULL);
+	d->turn.m.retried = exp_series(f, d->name, NULL);
 	f = metrics_counter(m, "sysobs_export_rows_dropped_total",
 			    "Event rows never delivered: refused (400 or 422, or ClickHouse's code "
 			    "for data it cannot take: not retried), rejected (OTLP partial "
@@ -672,8 +714,8 @@ static void exp_metrics_register(struct exp_dest *d, struct metrics *m)
 			    "deleted (by retention before they were sent), skipped (passed by when "
 			    "the url or database changed with start_from = now).",
 			    dest_reason);
-	d->m.refused = exp_series(f, d->name, "refused");
-	d->m.rejected = exp_series(f, d->name, "rejected");
+	d->turn.m.refused = exp_series(f, d->name, "refused");
+	d->turn.m.rejected = exp_series(f, d->name, "rejected");
 	d->m.drop_old = exp_series(f, d->name, "too_old");
 	d->m.drop_deleted = exp_series(f, d->name, "deleted");
 	d->m.skipped = exp_series(f, d->name, "skipped");
@@ -687,10 +729,10 @@ static void exp_metrics_register(struct exp_dest *d, struct metrics *m)
 	d->m.lag = exp_series(f, d->name, NULL);
 	f = metrics_gauge(m, "sysobs_export_last_success_timestamp_seconds",
 			  "Unix time of the last batch the destination accepted.", dest);
-	d->m.last_success = exp_series(f, d->name, NULL);
+	d->turn.m.last_success = exp_series(f, d->name, NULL);
 	f = metrics_counter(m, "sysobs_export_bytes_sent_total",
 			    "Request bytes (after gzip) the destination accepted.", dest);
-	d->m.bytes = exp_series(f, d->name, NULL);
+	d->turn.m.bytes = exp_series(f, d->name, NULL);
 	f = metrics_counter(m, "sysobs_export_cpu_seconds_total",
 			    "CPU time (user + system) of the destination's thread.", dest);
 	d->m.cpu = exp_series(f, d->name, NULL);
@@ -708,8 +750,7 @@ static void exp_follow(struct exp_dest *d, struct store *s)
 			       .pos = d->pos};
 
 	snprintf(dest, sizeof(dest), "%s %s%s%s", exp_formats[d->format], d->snd.url_public,
-		 d->format == EXP_CLICKHOUSE ? " database " : "",
-		 d->format == EXP_CLICKHOUSE ? d->cfg.database : "");
+		 d->fmt->database ? " database " : "", d->fmt->database ? d->cfg.database : "");
 	exp_follow_config(&f, s, dest);
 	d->pos = f.pos;
 	d->skipped += f.skipped;
@@ -753,9 +794,6 @@ int events_export_attach(struct events_export *e, struct store *s)
 
 int events_export_start(struct events_export *e, struct metrics *m)
 {
-	static const char *const ch_headers[] = {"Content-Type: application/x-ndjson", NULL};
-	static const char *const otlp_headers[] = {"Content-Type: application/x-protobuf", NULL};
-
 	if (!e)
 		return 0;
 	for (size_t i = 0; i < e->n; i++) {
@@ -763,7 +801,7 @@ int events_export_start(struct events_export *e, struct metrics *m)
 		char thread[16];
 		int rc;
 
-		if (sender_setup(&d->snd, d->format == EXP_OTLP ? otlp_headers : ch_headers)) {
+		if (sender_setup(&d->snd, d->fmt->headers)) {
 			log_err(d->section, "out of memory (or libcurl failed to start)");
 			return -ENOMEM;
 		}

@@ -21,6 +21,7 @@
 #include "exporters/remote_write.h"
 #include "exporters/remote_write_meta.h"
 #include "exporters/remote_write_probe.h"
+#include "exporters/turn.h"
 #include "metrics/metrics.h"
 #include "exporters/proto/prometheus/remote.pb-c.h"
 #include "storage/store.h"
@@ -81,6 +82,19 @@ struct rw_metrics {
 	struct metric_series *native_form, *unstored;
 };
 
+struct rw_dest;
+
+/* One batch read from the history. */
+struct rw_read {
+	struct rw_dest *rw;
+	int64_t cutoff_ns;
+	int64_t first, last; /* rowids read */
+	int64_t newest_ms;   /* newest timestamp in the batch */
+	int64_t oldest_ns;   /* timestamp of its first row: the oldest pending */
+	uint64_t too_old;
+	int err;
+};
+
 /* One destination: [remote_write] or a [remote_write.NAME]. */
 struct rw_dest {
 	struct remote_write_config cfg; /* strings point into the agent's config */
@@ -103,6 +117,9 @@ struct rw_dest {
 	struct log_ratelimit rl_fail, rl_store;
 	bool native;	       /* histograms go native: the config, until the check says no */
 	struct rw_probe probe; /* native_histograms_check */
+	struct turn turn;      /* its turn loop (exporters/turn.h) */
+	struct rw_read rd;     /* the batch in flight */
+	int64_t last;	       /* the newest rowid of the history at its read */
 };
 
 /* Every destination configured, [remote_write] first when it is. */
@@ -286,17 +303,6 @@ int remote_write_new(struct config *cfg, const char *host, struct remote_write *
 	return remote_write_check(cfg, host, true, out);
 }
 
-/* One batch read from the history. */
-struct rw_read {
-	struct rw_dest *rw;
-	int64_t cutoff_ns;
-	int64_t first, last; /* rowids read */
-	int64_t newest_ms;   /* newest timestamp in the batch */
-	int64_t oldest_ns;   /* timestamp of its first row: the oldest pending */
-	uint64_t too_old;
-	int err;
-};
-
 /* rw_read_row's "the batch is full": the walk stops before this row. */
 #define RW_READ_FULL 1
 
@@ -421,24 +427,20 @@ static void rw_probe_turn(struct rw_dest *rw)
 		series_set(rw->m.native_form, 0);
 }
 
-/* One turn of the sender: reads a batch after the cursor, sends it, and
- * returns how long to wait before the next turn (ms). */
-static uint64_t rw_turn(struct rw_dest *rw)
+/* How many samples the history holds after the cursor, into the gauge; a
+ * history renumbered (emptied, a new database) is sent from its start.
+ * false: it cannot be read. */
+static bool rw_backlog(struct rw_dest *rw, int64_t *last)
 {
-	const struct remote_write_config *c = &rw->cfg;
-	struct rw_read x = {.rw = rw};
-	int64_t last, t0, first;
-	size_t n;
-	enum sender_verdict verdict;
-	int err;
+	int64_t first;
+	int err = store_samples_last(rw->store, last);
 
-	err = store_samples_last(rw->store, &last);
 	if (err) {
 		log_ratelimited(&rw->rl_store, 60000, LOG_LVL_WARN, rw->section,
 				"cannot read the metric history: %s", strerror(-err));
-		return c->send_interval;
+		return false;
 	}
-	if (last < rw->pos) {
+	if (*last < rw->pos) {
 		log_warn(rw->section,
 			 "the metric history was renumbered (emptied or a new database): "
 			 "sending it from its start");
@@ -450,93 +452,91 @@ static uint64_t rw_turn(struct rw_dest *rw)
 	}
 	rw_count_deleted(rw);
 	if (rw->m.pending)
-		series_set(rw->m.pending, (double)(last > rw->pos ? last - rw->pos : 0));
-	if (last <= rw->pos) {
-		sender_status_backlog(&rw->snd, 0, 0);
-		return c->send_interval;
-	}
+		series_set(rw->m.pending, (double)(*last > rw->pos ? *last - rw->pos : 0));
+	return true;
+}
 
+/* turn_ops.read: the batch after the cursor (one request). */
+static bool rw_turn_read(void *ctx, size_t *units, uint64_t *count, uint64_t *wait)
+{
+	struct rw_dest *rw = ctx;
+	const struct remote_write_config *c = &rw->cfg;
+	int err;
+
+	*wait = c->send_interval;
+	if (!rw_backlog(rw, &rw->last))
+		return false;
+	if (rw->last <= rw->pos) {
+		sender_status_backlog(&rw->snd, 0, 0);
+		return false;
+	}
 	rw_batch_reset(&rw->batch);
-	x.cutoff_ns = clock_wall_ns() - (int64_t)c->max_age * 1000000;
-	err = store_samples_after(rw->store, rw->pos, c->batch_samples, rw_read_row, &x);
+	rw->rd = (struct rw_read){.rw = rw};
+	rw->rd.cutoff_ns = clock_wall_ns() - (int64_t)c->max_age * 1000000;
+	err = store_samples_after(rw->store, rw->pos, c->batch_samples, rw_read_row, &rw->rd);
 	if (err == RW_READ_FULL)
 		err = 0;
 	if (err || rw->batch.arena.oom) {
 		log_ratelimited(&rw->rl_store, 60000, LOG_LVL_WARN, rw->section,
 				"cannot read the metric history: %s",
 				strerror(err ? -err : ENOMEM));
-		return c->send_interval;
+		return false;
 	}
-	if (!x.last)
-		return c->send_interval;
-	sender_status_backlog(&rw->snd, (uint64_t)(last - rw->pos),
-			      (double)(clock_wall_ns() - x.oldest_ns) / 1e9);
+	if (!rw->rd.last)
+		return false;
+	sender_status_backlog(&rw->snd, (uint64_t)(rw->last - rw->pos),
+			      (double)(clock_wall_ns() - rw->rd.oldest_ns) / 1e9);
 	if (!rw->batch.n_rows) { /* all too old or invalid: nothing to send */
-		rw_advance(rw, &x);
-		return 0;
+		rw_advance(rw, &rw->rd);
+		*wait = 0;
+		return false;
 	}
+	*units = 1;
+	*count = rw->batch.n_rows;
+	return true;
+}
+
+/* turn_ops.encode: the batch as one WriteRequest. */
+static enum turn_step rw_turn_encode(void *ctx, size_t from, struct turn_part *p, uint64_t *count)
+{
+	struct rw_dest *rw = ctx;
+	size_t n;
+
+	(void)from;
 	if (rw_batch_encode(&rw->batch, rw->id.labels, rw->id.n_labels, &n)) {
 		log_ratelimited(&rw->rl_fail, 10000, LOG_LVL_WARN, rw->section,
 				"out of memory encoding %zu samples", rw->batch.n_rows);
-		return c->http.max_backoff;
+		return TURN_GIVE_UP;
 	}
+	*p = (struct turn_part){
+	    .used = 1, .n = n, .body = rw->batch.body, .len = rw->batch.body_len};
+	*count = n;
+	return TURN_SEND;
+}
 
-	t0 = clock_mono_ns();
-	verdict = sender_post(&rw->snd, rw->batch.body, rw->batch.body_len, false);
-	if (verdict == SENDER_STOPPED)
-		return 0; /* aborted by the stop: nothing to count */
-	if (rw->m.duration)
-		series_observe(rw->m.duration, (double)(clock_mono_ns() - t0) / 1e9);
+/* turn_ops.advance: past the batch, sent or refused. */
+static uint64_t rw_turn_advance(void *ctx, bool accepted)
+{
+	struct rw_dest *rw = ctx;
 
-	switch (verdict) {
-	case SENDER_SENT:
-		sender_count(rw->m.sent, n);
-		sender_count(rw->m.bytes, rw->batch.body_len);
-		if (rw->m.last_send)
-			series_set(rw->m.last_send, (double)clock_wall_ns() / 1e9);
-		if (rw->m.highest)
-			series_set(rw->m.highest, (double)x.newest_ms / 1e3);
-		sender_recovered(&rw->snd);
-		sender_status_sent(&rw->snd, n, true);
-		rw_probe_after_send(rw);
-		rw_advance(rw, &x);
-		if (x.last >= last)
-			sender_status_backlog(&rw->snd, 0, 0);
-		return x.last < last ? 0 : c->send_interval;
-	case SENDER_RETRY: {
-		uint64_t wait = sender_retry_wait(&rw->snd);
-
-		sender_count(rw->m.retried, n);
-		sender_status_retried(&rw->snd, n);
-		if (rw->snd.status) {
-			sender_status_error(&rw->snd, "answered %ld: %.200s", rw->snd.status,
-					    rw->snd.resp);
-			log_ratelimited(&rw->rl_fail, 10000, LOG_LVL_WARN, rw->section,
-					"%s answered %ld (%.120s); retrying %zu samples in %" PRIu64
-					" ms",
-					rw->snd.url_public, rw->snd.status, rw->snd.resp, n, wait);
-		} else {
-			sender_status_error(&rw->snd, "%s", rw->snd.errbuf);
-			log_ratelimited(&rw->rl_fail, 10000, LOG_LVL_WARN, rw->section,
-					"%s: %s; retrying %zu samples in %" PRIu64 " ms",
-					rw->snd.url_public, rw->snd.errbuf, n, wait);
-		}
-		return wait;
-	}
-	default:
-		/* 400, 422: a verdict on the data, it would refuse it again. */
-		sender_lost(&rw->snd, rw->m.failed, n);
-		sender_status_failed(&rw->snd, n);
-		sender_status_error(&rw->snd, "refused with %ld: %.200s", rw->snd.status,
-				    rw->snd.resp);
-		log_ratelimited(&rw->rl_fail, 10000, LOG_LVL_WARN, rw->section,
-				"%s refused %zu samples with %ld (%.160s); dropped, not retried",
-				rw->snd.url_public, n, rw->snd.status, rw->snd.resp);
-		rw->snd.backoff_ms = 0;
-		rw_advance(rw, &x);
+	if (!accepted) { /* 400, 422: a verdict on the data, it would refuse it again */
+		rw_advance(rw, &rw->rd);
 		return 0;
 	}
+	if (rw->m.highest)
+		series_set(rw->m.highest, (double)rw->rd.newest_ms / 1e3);
+	rw_probe_after_send(rw);
+	rw_advance(rw, &rw->rd);
+	if (rw->rd.last >= rw->last)
+		sender_status_backlog(&rw->snd, 0, 0);
+	return rw->rd.last < rw->last ? 0 : rw->cfg.send_interval;
 }
+
+static const struct turn_ops rw_turn_ops = {
+    .read = rw_turn_read,
+    .encode = rw_turn_encode,
+    .advance = rw_turn_advance,
+};
 
 /* Metadata, in a request of its own when due (remote_write_meta.h). A
  * receiver that refuses it (any 4xx: many receivers take no metadata) gets
@@ -577,7 +577,7 @@ static void *rw_main(void *arg)
 	do {
 		rw_meta_turn(rw);
 		rw_probe_turn(rw);
-		wait = rw_turn(rw);
+		wait = turn_run(&rw->turn);
 		sender_publish_cpu(rw->m.cpu);
 	} while (!sender_stopping(&rw->snd) && (!wait || sender_sleep(&rw->snd, wait)));
 	return NULL;
@@ -727,6 +727,18 @@ static int rw_dest_start(struct rw_dest *rw, struct store *s, struct metrics *m)
 	if (rc)
 		return rc;
 	rw_metrics_register(rw, m);
+	rw->turn = (struct turn){.ops = &rw_turn_ops,
+				 .ctx = rw,
+				 .snd = &rw->snd,
+				 .section = rw->section,
+				 .unit = "samples",
+				 .m = {.sent = rw->m.sent,
+				       .retried = rw->m.retried,
+				       .refused = rw->m.failed,
+				       .bytes = rw->m.bytes,
+				       .last_success = rw->m.last_send,
+				       .duration = rw->m.duration},
+				 .rl_fail = &rw->rl_fail};
 	/* "sysobs-rw" for [remote_write], as always; "rw-NAME" for the others */
 	snprintf(thread, sizeof(thread), "%s%s", strcmp(rw->name, "remote_write") ? "rw-" : "",
 		 strcmp(rw->name, "remote_write") ? rw->name : "sysobs-rw");

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Installs what is missing, builds, and runs the test suite in three stages:
 #   suite  the whole suite with ctest (build/): unit tests, fuzz-corpus
-#          replays, and integration tests against the real daemon and kernel
-#          (tests that need root or a missing kernel feature skip with the
-#          reason)
+#          replays, integration tests against the real daemon and kernel,
+#          and golden end-to-end tests (tests/golden/); tests that need
+#          root or a missing kernel feature skip with the reason
 #   asan   an ASan+UBSan build (build-asan/, -fno-sanitize-recover=all,
 #          halt_on_error=1): every unit test and corpus replay, and the
 #          integration tests that drive the agent's fault paths

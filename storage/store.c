@@ -440,7 +440,7 @@ out_free:
 
 int store_start(struct store *s)
 {
-	int64_t now = store_mono_ns();
+	int64_t now = store_now(s);
 	int rc;
 
 	if (s->started)
@@ -456,6 +456,13 @@ int store_start(struct store *s)
 	}
 	s->started = true;
 	return 0;
+}
+
+void store_clock_moved(struct store *s)
+{
+	pthread_mutex_lock(&s->mu);
+	pthread_cond_signal(&s->cv_writer);
+	pthread_mutex_unlock(&s->mu);
 }
 
 void store_close(struct store *s)
@@ -506,6 +513,7 @@ void store_get_stats(struct store *s, struct store_stats *out)
 	pthread_mutex_unlock(&s->mu);
 	out->rows_written = store_stat_get(&s->rows_written);
 	out->batches = store_stat_get(&s->batches);
+	out->writer_turns = store_stat_get(&s->writer_turns);
 	out->write_errors = store_stat_get(&s->write_errors);
 	out->rows_deleted_age = store_stat_get(&s->rows_deleted_age);
 	out->rows_deleted_size = store_stat_get(&s->rows_deleted_size);

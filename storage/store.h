@@ -27,6 +27,18 @@ enum store_log_level { STORE_LOG_ERR, STORE_LOG_WARN, STORE_LOG_INFO };
 
 /* Zero fields take defaults: queue_rows 65536, batch_rows 1000, batch_ms 200,
  * busy_timeout_ms 5000, readers 2. */
+/* The clocks the writer's timers read (batch deadline, retention, checkpoint
+ * and size publishing, commit backoff) and the wall clock that retention's
+ * age cutoff reads. NULL in store_config: CLOCK_MONOTONIC and CLOCK_REALTIME.
+ * A test sets its own, moves it and calls store_clock_moved(), so timers
+ * fire without real sleeps. The stop deadline of store_close() always reads
+ * the real clock: it bounds how long a close really takes. */
+struct store_clock {
+	int64_t (*mono_ns)(void *arg);
+	int64_t (*wall_ns)(void *arg);
+	void *arg;
+};
+
 struct store_config {
 	const char *path;      /* database file */
 	unsigned queue_rows;   /* bounded queue capacity */
@@ -40,9 +52,13 @@ struct store_config {
 	 * the reader answers -ETIMEDOUT. Keeps one expensive query from
 	 * holding an HTTP worker and a reader. */
 	unsigned query_timeout_ms;
+	/* How long store_reader_get() waits for a free pooled reader before
+	 * -EBUSY (0: 2000). */
+	unsigned reader_wait_ms;
 	/* Where the store's messages go (rate-limited already); NULL = nowhere. */
 	void (*log)(enum store_log_level lvl, const char *msg, void *arg);
 	void *log_arg;
+	const struct store_clock *clock; /* NULL: the real clocks */
 };
 
 struct store;
@@ -64,6 +80,9 @@ struct store *store_open(const struct store_config *cfg, const struct event_tabl
 			 char *err, size_t errlen);
 /* Starts the writer thread. */
 int store_start(struct store *s);
+/* Wakes the writer to read its clock again (after a test moved
+ * store_config.clock), so that timers now due run at once. */
+void store_clock_moved(struct store *s);
 /* Flushes the queue, stops the writer, checkpoints and closes, within about
  * 1.5 s whatever holds the database lock: rows it could not write by then
  * are logged and counted (rows_lost_close). Accepts NULL. */
@@ -145,6 +164,7 @@ struct store_stats {
 	uint64_t samples_dropped_by[STORE_DROP_REASONS]; /* samples_dropped by reason */
 	uint64_t snapshots, snapshots_dropped_by[STORE_DROP_REASONS];
 	uint64_t batches;
+	uint64_t writer_turns;	  /* writer loop turns: an idle writer's stay flat */
 	uint64_t write_errors;	  /* failed commits (disk full, I/O) */
 	uint64_t rows_lost_close; /* queued rows store_close() could not write */
 	uint64_t rows_deleted_retention, rows_deleted_age, rows_deleted_size;

@@ -89,6 +89,10 @@ static int store_check_integrity(sqlite3 *db, const char *path, char *err, size_
 	int rc;
 
 	rc = sqlite3_prepare_v2(db, "PRAGMA quick_check(1)", -1, &st, NULL);
+	/* The interrupt may come while the prepare still reads the schema (a
+	 * slow disk, a VM under emulation): stopped, not corrupt. */
+	if ((rc & 0xff) == SQLITE_INTERRUPT)
+		return -EINTR;
 	if (rc != SQLITE_OK)
 		goto out_err;
 	rc = sqlite3_step(st);

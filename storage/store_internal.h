@@ -188,6 +188,7 @@ struct store {
 
 	/* Statistics (atomics). */
 	uint64_t rows_written, batches, write_errors, rows_dropped_error;
+	uint64_t writer_turns; /* writer loop iterations */
 	uint64_t rows_lost_close;
 	uint64_t rows_deleted_age, rows_deleted_size;
 	uint64_t errors_op[STORE_OP_MAX];
@@ -239,6 +240,13 @@ void store_log(const struct store *s, struct store_ratelimit *rl, unsigned inter
     __attribute__((format(printf, 5, 6)));
 int64_t store_wall_ns(void);
 void store_abs_mono(int64_t ns, struct timespec *out);
+/* The store's clocks: store_config.clock, else the real ones. */
+int64_t store_now(const struct store *s);
+int64_t store_now_wall(const struct store *s);
+/* Waits on cv (CLOCK_MONOTONIC, mu held) until deadline on store_now()'s
+ * clock, a signal, or a spurious wake-up. */
+void store_wait_until(const struct store *s, pthread_cond_t *cv, pthread_mutex_t *mu,
+		      int64_t deadline);
 void store_stat_add(uint64_t *p, uint64_t v);
 /* Counts n samples lost (samples_dropped and its reason). */
 void store_samples_lost(struct store *s, enum store_drop_reason reason, uint64_t n);

@@ -55,10 +55,11 @@ int store_reader_over(void *arg)
 
 sqlite3 *store_reader_get(struct store *s)
 {
+	unsigned wait_ms = s->cfg.reader_wait_ms ? s->cfg.reader_wait_ms : STORE_READER_WAIT_MS;
 	struct timespec ts;
 	sqlite3 *db = NULL;
 
-	store_abs_mono(store_mono_ns() + (int64_t)STORE_READER_WAIT_MS * 1000000, &ts);
+	store_abs_mono(store_mono_ns() + (int64_t)wait_ms * 1000000, &ts);
 	pthread_mutex_lock(&s->rd_mu);
 	while (!s->n_free) {
 		if (pthread_cond_timedwait(&s->rd_cv, &s->rd_mu, &ts) == ETIMEDOUT)

@@ -132,7 +132,7 @@ out:
  * when it ran out of budget with work left. */
 static bool store_retain_age(struct store *s, int *budget)
 {
-	int64_t now = store_wall_ns();
+	int64_t now = store_now_wall(s);
 
 	for (size_t i = 0; i <= s->n_known; i++) {
 		const char *name = i < s->n_known ? s->known[i].name : "metric_samples";

@@ -70,6 +70,34 @@ void store_abs_mono(int64_t ns, struct timespec *out)
 	out->tv_nsec = ns % 1000000000;
 }
 
+int64_t store_now(const struct store *s)
+{
+	const struct store_clock *c = s->cfg.clock;
+
+	return c && c->mono_ns ? c->mono_ns(c->arg) : store_mono_ns();
+}
+
+int64_t store_now_wall(const struct store *s)
+{
+	const struct store_clock *c = s->cfg.clock;
+
+	return c && c->wall_ns ? c->wall_ns(c->arg) : store_wall_ns();
+}
+
+/* The deadline is on the store's clock, the condition variable waits on the
+ * real monotonic one: wait for the distance between them. With an injected
+ * clock that distance is real time too, until store_clock_moved() wakes the
+ * writer early. */
+void store_wait_until(const struct store *s, pthread_cond_t *cv, pthread_mutex_t *mu,
+		      int64_t deadline)
+{
+	int64_t left = deadline - store_now(s);
+	struct timespec ts;
+
+	store_abs_mono(store_mono_ns() + (left > 0 ? left : 0), &ts);
+	pthread_cond_timedwait(cv, mu, &ts);
+}
+
 void store_stat_add(uint64_t *p, uint64_t v)
 {
 	__atomic_fetch_add(p, v, __ATOMIC_RELAXED);

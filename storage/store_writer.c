@@ -236,6 +236,7 @@ static int store_write_sample(struct store *s, struct store_slot *slot)
 
 /* ---- writer thread ---- */
 
+/* The stop deadline is real time whatever the store's clock. */
 static bool now_past(int64_t deadline)
 {
 	return deadline && store_mono_ns() >= deadline;
@@ -285,11 +286,12 @@ void *store_writer_main(void *arg)
 
 	pthread_mutex_lock(&s->mu);
 	for (;;) {
-		int64_t now = store_mono_ns(), wake, used = 0;
+		int64_t now = store_now(s), wake, used = 0;
 		uint64_t depth, n, start;
 		bool due;
 		int rc, ck;
 
+		store_stat_add(&s->writer_turns, 1);
 		if (now >= store_next_timer(s) && !s->stop) {
 			pthread_mutex_unlock(&s->mu);
 			store_maintenance(s, now);
@@ -297,13 +299,11 @@ void *store_writer_main(void *arg)
 			continue;
 		}
 		depth = s->head - s->tail;
-		if (s->stop && (depth == 0 || stop_retries == 0 || now >= s->stop_deadline))
+		if (s->stop && (depth == 0 || stop_retries == 0 || now_past(s->stop_deadline)))
 			break;
 		if (s->retry_at > now && !s->stop) {
-			struct timespec ts;
-
-			store_abs_mono(store_min(s->retry_at, store_next_timer(s)), &ts);
-			pthread_cond_timedwait(&s->cv_writer, &s->mu, &ts);
+			store_wait_until(s, &s->cv_writer, &s->mu,
+					 store_min(s->retry_at, store_next_timer(s)));
 			continue;
 		}
 		if (depth > 0 && !s->batch_deadline)
@@ -311,14 +311,11 @@ void *store_writer_main(void *arg)
 		due = depth > 0 && (depth >= s->cfg.batch_rows || s->flush_target > s->tail ||
 				    s->stop || now >= s->batch_deadline);
 		if (!due) {
-			struct timespec ts;
-
 			wake = store_next_timer(s);
 			if (depth > 0)
 				wake = store_min(wake, s->batch_deadline);
 			s->writer_idle = depth == 0;
-			store_abs_mono(wake, &ts);
-			pthread_cond_timedwait(&s->cv_writer, &s->mu, &ts);
+			store_wait_until(s, &s->cv_writer, &s->mu, wake);
 			s->writer_idle = false;
 			continue;
 		}
@@ -396,10 +393,9 @@ void *store_writer_main(void *arg)
 			 * writing resumes as soon as there is room */
 			if (s->backoff_ms > STORE_BACKOFF_FULL_MS)
 				s->backoff_ms = STORE_BACKOFF_FULL_MS;
-			s->low_space_until =
-			    store_mono_ns() + (int64_t)STORE_LOW_SPACE_MS * 1000000;
+			s->low_space_until = store_now(s) + (int64_t)STORE_LOW_SPACE_MS * 1000000;
 		}
-		s->retry_at = store_mono_ns() + (int64_t)s->backoff_ms * 1000000;
+		s->retry_at = store_now(s) + (int64_t)s->backoff_ms * 1000000;
 		if (s->stop && stop_retries)
 			stop_retries--;
 		pthread_cond_broadcast(&s->cv_done);

@@ -7,10 +7,10 @@
  * Alertmanager push.
  *
  * Threads: the main loop owns the scheduler and all sysfs reads; the worker
- * thread owns the blocking run_test write (ifs_worker.c); the alerter owns
- * the network (ifs_alert.c); HTTP threads read a snapshot under p->lock and
- * queue scan requests there. Worker results and HTTP requests both wake the
- * main loop through one eventfd, exposed as c->fd.
+ * thread owns the blocking run_test write (ifs_worker.c); alerts leave
+ * through the sink (sink_alert(), pushed by exporters/alertmanager.c); HTTP threads read a snapshot
+ * under p->lock and queue scan requests there. Worker results and HTTP requests both wake the main
+ * loop through one eventfd, exposed as c->fd.
  *
  * Kernel trap (KERNEL.md): status/details describe the LAST run on the
  * device, not a core. Results of our own runs are attributed to the CPU we
@@ -30,7 +30,6 @@
 #include "base/log.h"
 #include "api/proto/sysobs.pb-c.h"
 #include "collectors/collector.h"
-#include "collectors/ifs/ifs_alert.h"
 #include "collectors/ifs/ifs_priv.h"
 #include "collectors/ifs/ifs_decode.h"
 #include "collectors/ifs/ifs_sched.h"
@@ -66,7 +65,8 @@ static const struct cfg_key ifs_keys[] = {
     IFS_KEY(poll, CFG_DURATION, "1s", 50, 3600000,
 	    "how often device state is read and the scheduler runs"),
     IFS_KEY(alertmanager_url, CFG_STRING, "", 0, 0,
-	    "Alertmanager base URL to push failed-core alerts to; empty = off"),
+	    "Alertmanager base URL to push failed-core alerts to: the older spelling of "
+	    "[alertmanager] url, read when that is empty; both empty = off"),
     IFS_KEY(alert_labels, CFG_STRING, "", 0, 0,
 	    "extra labels for pushed alerts, k=v,k2=v2 (Prometheus's external_labels); job and "
 	    "instance replace the defaults sysobs and the host name"),
@@ -87,7 +87,6 @@ static const char *const ifs_scan_labels[] = {"test", "result", NULL};
 static const char *const ifs_core_labels[] = {"test", "package", "core", NULL};
 static const char *const ifs_test_labels[] = {"test", NULL};
 static const char *const ifs_skip_labels[] = {"test", "reason", NULL};
-static const char *const ifs_result_labels[] = {"result", NULL};
 static const char *const ifs_pkg_core_labels[] = {"package", "core", NULL};
 
 static const struct metric_desc ifs_metrics[] = {
@@ -130,16 +129,6 @@ static const struct metric_desc ifs_metrics[] = {
 		       "by test and reason: offline (every thread), sibling_offline (a thread "
 		       "offline: the driver needs all siblings online); one per interval.",
 		       METRIC_KIND_COUNTER, ifs_skip_labels},
-    [IFS_M_ALERT_POSTS] = {"sysobs_ifs_alert_posts_total",
-			   "POSTs of the failed-core alerts to alertmanager_url (one per batch of "
-			   "alerts), by result: ok, failed (no connection or not a 2xx answer). "
-			   "Present only with alertmanager_url set.",
-			   METRIC_KIND_COUNTER, ifs_result_labels},
-    [IFS_M_ALERTS_FIRING] = {"sysobs_ifs_alerts_firing",
-			     "Failed-core alerts the agent holds firing (sent again every "
-			     "alert_resend until a scan of the core passes). Present only with "
-			     "alertmanager_url set.",
-			     METRIC_KIND_GAUGE},
     [IFS_M_CORE_ALLOWED] = {"sysobs_ifs_core_allowed",
 			    "1 if allow_cpus/deny_cpus let the scheduler test the core (every "
 			    "thread allowed, none denied), 0 if it is excluded on purpose.",
@@ -327,19 +316,6 @@ err_free:
 	return err;
 }
 
-/* The alerter's counts (its thread keeps them) into the series. */
-static void ifs_alert_publish(struct ifs_priv *p)
-{
-	struct ifs_alert_stats st;
-
-	if (!p->alert)
-		return;
-	ifs_alert_get_stats(p->alert, &st);
-	sink_set(p->c->sink, p->alert_posts_s[0], (double)st.posts_ok);
-	sink_set(p->c->sink, p->alert_posts_s[1], (double)st.posts_failed);
-	sink_set(p->c->sink, p->alert_firing_s, st.firing);
-}
-
 static int ifs_start(struct collector *c)
 {
 	struct ifs_priv *p = c->priv;
@@ -391,17 +367,6 @@ static int ifs_start(struct collector *c)
 	p->worker = ifs_worker_start(p->efd);
 	if (!p->worker)
 		return -errno;
-	if (p->alert_url[0]) {
-		static const char *const ok[] = {"ok"}, *const failed[] = {"failed"};
-
-		p->alert = ifs_alert_new(p->alert_url, p->alert_labels, p->alert_resend_ms);
-		if (!p->alert)
-			return -errno;
-		p->alert_posts_s[0] = collector_series(c, IFS_M_ALERT_POSTS, ok);
-		p->alert_posts_s[1] = collector_series(c, IFS_M_ALERT_POSTS, failed);
-		p->alert_firing_s = collector_series1(c, IFS_M_ALERTS_FIRING);
-		ifs_alert_publish(p);
-	}
 	pthread_mutex_lock(&p->lock);
 	ifs_last_restore(p);
 	pthread_mutex_unlock(&p->lock);
@@ -411,10 +376,9 @@ static int ifs_start(struct collector *c)
 	pthread_mutex_lock(&p->lock);
 	p->started = true;
 	pthread_mutex_unlock(&p->lock);
-	clog_info(c, "%zu cores, tests:%s%s%s, scheduler %s%s", p->topo.n_cores,
+	clog_info(c, "%zu cores, tests:%s%s%s, scheduler %s", p->topo.n_cores,
 		  p->dev[0].present ? " scan" : "", p->dev[1].present ? " array" : "",
-		  p->dev[2].present ? " sbaf" : "", p->schedule ? "on" : "off",
-		  p->alert ? ", alert push on" : "");
+		  p->dev[2].present ? " sbaf" : "", p->schedule ? "on" : "off");
 	return 0;
 }
 
@@ -452,7 +416,6 @@ static int ifs_collect(struct collector *c)
 		clog_debug(c, "topology: %s", strerror(-err));
 	ifs_passive_check(p);
 	dispatch(p);
-	ifs_alert_publish(p);
 	if (gone) {
 		/* Still polled: sysobs resumes when the module is back. */
 		snprintf(c->why, sizeof(c->why),
@@ -471,7 +434,6 @@ static void ifs_stop(struct collector *c)
 		return;
 	/* The worker may be inside run_test: joining waits for that one test. */
 	ifs_worker_stop(p->worker);
-	ifs_alert_free(p->alert);
 	if (p->efd >= 0)
 		close(p->efd);
 	ifs_sched_free(&p->sched);

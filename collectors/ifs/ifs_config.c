@@ -1,18 +1,15 @@
 // SPDX-License-Identifier: MIT
 /*
  * [collector.ifs] beyond its key types: the CPU lists, the batch rotation,
- * the Alertmanager URL and labels, read into the collector's state by init
+ * the pushed alerts' job and instance, read into the collector's state by init
  * and checked alone (no device, no sysfs) by check_config.
  */
 #include <errno.h>
-#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "base/lazylib.h"
 #include "collectors/collector.h"
-#include "collectors/ifs/ifs_alert.h"
 #include "collectors/ifs/ifs_decode.h"
 #include "collectors/ifs/ifs_priv.h"
 
@@ -60,21 +57,25 @@ static int parse_batches_key(struct collector *c, const char *key, const char *v
  * takes the two for one alert. alert_labels may name others; the instance
  * default is filled in by ifs_init() once the host name is known.
  */
-static int alert_identity_config(struct collector *c, struct ifs_priv *p)
+static void alert_identity_config(struct ifs_priv *p)
 {
-	json_t *l = ifs_alert_parse_labels(p->alert_labels);
-	const char *job, *instance;
+	char copy[sizeof(p->alert_labels)], *save, *tok;
 
-	if (!l)
-		return collector_config_error(
-		    c, "alert_labels",
-		    "expected k=v,k2=v2 with label names [a-zA-Z_][a-zA-Z0-9_]*");
-	job = json_string_value(json_object_get(l, "job"));
-	instance = json_string_value(json_object_get(l, "instance"));
-	snprintf(p->alert_job, sizeof(p->alert_job), "%s", job ?: "sysobs");
-	snprintf(p->alert_instance, sizeof(p->alert_instance), "%s", instance ?: "");
-	json_decref(l);
-	return 0;
+	/* The syntax is the exporter's to check (exporters/alertmanager.c,
+	 * am_labels_parse()): a pair that is not k=v names neither. */
+	snprintf(p->alert_job, sizeof(p->alert_job), "sysobs");
+	p->alert_instance[0] = '\0';
+	snprintf(copy, sizeof(copy), "%s", p->alert_labels);
+	for (tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		char *k, *v;
+
+		if (cfg_kv_split(tok, &k, &v))
+			continue;
+		if (!strcmp(k, "job"))
+			snprintf(p->alert_job, sizeof(p->alert_job), "%s", v);
+		else if (!strcmp(k, "instance"))
+			snprintf(p->alert_instance, sizeof(p->alert_instance), "%s", v);
+	}
 }
 
 /* (ifs_priv.h) The link the shipped rules give (deploy/prometheus:
@@ -95,7 +96,6 @@ void ifs_runbook_url_default(struct ifs_priv *p)
 int ifs_read_config(struct collector *c, struct ifs_priv *p)
 {
 	const struct ifs_cfg *cfg = c->cfg;
-	const char *why = NULL;
 	bool set;
 	int bad = 0;
 
@@ -113,21 +113,14 @@ int ifs_read_config(struct collector *c, struct ifs_priv *p)
 	bad |= parse_batches_key(c, "rotate_batches_sbaf", cfg->rotate_batches_sbaf, &p->scfg,
 				 IFS_TEST_SBAF);
 	p->poll_ms = cfg->poll;
-	p->alert_resend_ms = cfg->alert_resend;
-	snprintf(p->alert_url, sizeof(p->alert_url), "%s", cfg->alertmanager_url);
+	/* The push itself, its URL and labels checked, is the agent's
+	 * exporter (exporters/alertmanager.c), which reads the same keys;
+	 * the collector publishes every alert (sink_alert()), configured or not. */
 	snprintf(p->alert_labels, sizeof(p->alert_labels), "%s", cfg->alert_labels);
-	if (p->alert_url[0] && strncmp(p->alert_url, "http://", 7) &&
-	    strncmp(p->alert_url, "https://", 8))
-		bad |= collector_config_error(c, "alertmanager_url", "must start with http(s)://");
-	/* The push loads libcurl (base/lazylib.h): a host without it hears so
-	 * from the check, with the package to install, not at the first alert. */
-	else if (p->alert_url[0] && !lazylib_curl(&why))
-		bad |= collector_config_error(c, "alertmanager_url",
-					      "the alert push needs libcurl: %s", why);
 	if (cfg->runbook_base && cfg->runbook_base[0])
 		snprintf(p->runbook_url, sizeof(p->runbook_url), "%s#sysobsifscorefailed",
 			 cfg->runbook_base);
-	bad |= alert_identity_config(c, p);
+	alert_identity_config(p);
 	return bad ? -EINVAL : 0;
 }
 

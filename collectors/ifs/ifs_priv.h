@@ -12,7 +12,6 @@
 #include <stdint.h>
 
 #include "collectors/collector.h"
-#include "collectors/ifs/ifs_alert.h"
 #include "collectors/ifs/ifs_decode.h"
 #include "collectors/ifs/ifs_sched.h"
 #include "collectors/ifs/ifs_sysfs.h"
@@ -73,14 +72,12 @@ struct ifs_priv {
 	struct ifs_sched sched;
 	int efd;
 	struct ifs_worker *worker;
-	struct ifs_alerter *alert;
-	struct sink_series *alert_posts_s[2]; /* ok, failed */
-	struct sink_series *alert_firing_s;
-	char alert_url[512], alert_labels[512];
+	/* Alerts are published through the sink (sink_alert()); the agent's
+	 * exporter pushes them when configured (exporters/alertmanager.c). */
+	char alert_labels[512];
 	/* The identity of a pushed alert: job and instance as the Prometheus
 	 * rule's alert has them (docs/ifs.md), and the runbook link it gives. */
 	char alert_job[128], alert_instance[256], runbook_url[600];
-	uint64_t alert_resend_ms;
 
 	/* Shared with HTTP threads. */
 	pthread_mutex_t lock;
@@ -140,8 +137,6 @@ enum {
 	IFS_M_DURATION,
 	IFS_M_INTERVAL,
 	IFS_M_SKIPPED,
-	IFS_M_ALERT_POSTS,
-	IFS_M_ALERTS_FIRING,
 	IFS_M_CORE_ALLOWED,
 	IFS_M_N,
 };

@@ -15,7 +15,6 @@
 
 #include "base/log.h"
 #include "collectors/collector.h"
-#include "collectors/ifs/ifs_alert.h"
 #include "collectors/ifs/ifs_decode.h"
 #include "collectors/ifs/ifs_priv.h"
 #include "collectors/ifs/ifs_sched.h"
@@ -78,44 +77,57 @@ static void alert_update(struct ifs_priv *p, const struct ifs_core_info *core, s
 			 enum ifs_test t, const struct ifs_row *row, int64_t ts)
 {
 	char key[64], pkg[16], cid[16], cpu[16], summary[256], decoded[192];
-	json_t *labels, *ann;
+	/* Exactly the labels of the rule's alert (alertname, job, instance,
+	 * the series' test/package/core, severity): Alertmanager identifies an
+	 * alert by its label set, and one failed core must page once. The CPU
+	 * written, which the series has not, is an annotation. */
+	const struct sink_alert_pair labels[] = {
+	    {"alertname", "SysobsIFSCoreFailed"},
+	    {"job", p->alert_job},
+	    {"instance", p->alert_instance},
+	    {"test", ifs_test_name(t)},
+	    {"package", pkg},
+	    {"core", cid},
+	    {"severity", "critical"},
+	};
+	const struct sink_alert_pair ann[] = {
+	    {"summary", summary},
+	    {"description", row->reason},
+	    {"cpu", cpu},
+	    {"details", row->details},
+	    {"error_name", row->error_name},
+	    {"decoded", decoded},
+	    {"image_version", row->image_version},
+	    {"runbook_url", p->runbook_url},
+	};
+	struct sink_alert a = {
+	    .key = key,
+	    .labels = labels,
+	    .n_labels = sizeof(labels) / sizeof(labels[0]),
+	    .annotations = ann,
+	    .n_annotations = sizeof(ann) / sizeof(ann[0]),
+	    .starts_ns = ts,
+	};
 
-	if (!p->alert)
-		return;
 	core_labels(core, pkg, cid);
 	snprintf(key, sizeof(key), "%s/%s/%s", ifs_test_name(t), pkg, cid);
 	if (l->result != IFS_RESULT_FAIL) {
 		/* Unconditionally: the alert may predate a topology change or a
 		 * restart (a no-op for a key the alerter does not know). */
-		if (l->result == IFS_RESULT_PASS)
-			ifs_alert_resolve(p->alert, key, ts);
+		if (l->result == IFS_RESULT_PASS) {
+			a.ends_ns = ts;
+			sink_alert(p->c->sink, &a);
+		}
 		l->alert_firing = false;
 		return;
 	}
-	/* Exactly the labels of the rule's alert (alertname, job, instance,
-	 * the series' test/package/core, severity): Alertmanager identifies an
-	 * alert by its label set, and one failed core must page once. The CPU
-	 * written, which the series has not, is an annotation. */
 	snprintf(cpu, sizeof(cpu), "%d", row->cpu);
-	labels =
-	    json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s}", "alertname", "SysobsIFSCoreFailed",
-		      "job", p->alert_job, "instance", p->alert_instance, "test", ifs_test_name(t),
-		      "package", pkg, "core", cid, "severity", "critical");
 	/* The rule's summary, word for word: the two sources update one alert. */
 	snprintf(summary, sizeof(summary), "In-Field Scan %s failed on %s package %s core %s",
 		 ifs_test_name(t), p->alert_instance, pkg, cid);
 	ifs_row_decoded_text(row, decoded, sizeof(decoded));
-	ann = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s}", "summary", summary,
-			"description", row->reason, "cpu", cpu, "details", row->details,
-			"error_name", row->error_name, "decoded", decoded, "image_version",
-			row->image_version, "runbook_url", p->runbook_url);
-	if (!labels || !ann) {
-		json_decref(labels);
-		json_decref(ann);
-		return;
-	}
-	ifs_alert_fire(p->alert, key, labels, ann, ts);
-	l->alert_firing = true;
+	if (!sink_alert(p->c->sink, &a))
+		l->alert_firing = true;
 }
 
 /* The core was tested (pass or fail) by a run that started at ts_ns. An

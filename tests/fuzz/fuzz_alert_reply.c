@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
- * Fuzz target of the IFS alert push's reply handling (ifs_alert_reply,
- * collectors/ifs/ifs_alert.c): the input is "STATUS\nBODY", the body as the
- * push keeps it (its first IFS_ALERT_REPLY_MAX bytes, not NUL-terminated).
+ * Fuzz target of the IFS alert push's reply handling (am_reply,
+ * exporters/alertmanager.c): the input is "STATUS\nBODY", the body as the
+ * push keeps it (its first AM_REPLY_MAX bytes, not NUL-terminated).
  * A 2xx succeeds with no message, anything else fails with a non-empty
  * printable one within the buffer, at any buffer size. The seeds are real
  * Alertmanager 0.25 answers (prometheus-alertmanager: an alert accepted, a
@@ -11,7 +11,7 @@
  */
 #include <errno.h>
 
-#include "collectors/ifs/ifs_alert.h"
+#include "exporters/alertmanager.h"
 #include "tests/fuzz/fuzz_common.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -23,10 +23,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	size_t len;
 
 	fuzz_status_body(data, size, &status, &body, &len);
-	if (len > IFS_ALERT_REPLY_MAX)
-		len = IFS_ALERT_REPLY_MAX;
+	if (len > AM_REPLY_MAX)
+		len = AM_REPLY_MAX;
 	for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
-		int rc = ifs_alert_reply(status, (const char *)body, len, msg, sizes[i]);
+		int rc = am_reply(status, (const char *)body, len, msg, sizes[i]);
 
 		FUZZ_CHECK(rc == ((status >= 200 && status <= 299) ? 0 : -EIO), "status %ld: %d",
 			   status, rc);

@@ -238,10 +238,10 @@ wait_for 6 resent || fail "alert not re-sent while firing"
 pass "the firing alert is re-sent"
 # The agent's own account of its pushes: at least the first send and the
 # resend, none failed, one alert firing (the collector publishes every poll).
-posts_seen() { [ "$(metric 'sysobs_ifs_alert_posts_total{result="ok"}')" -ge 2 ] 2>/dev/null; }
-wait_for 5 posts_seen || fail "alert posts: $(metric 'sysobs_ifs_alert_posts_total{result="ok"}')"
-assert_eq "alert posts failed" 0 "$(metric 'sysobs_ifs_alert_posts_total{result="failed"}')"
-assert_eq "alerts firing" 1 "$(metric 'sysobs_ifs_alerts_firing')"
+posts_seen() { [ "$(metric 'sysobs_ifs_alert_posts_total{destination="alertmanager",result="ok"}')" -ge 2 ] 2>/dev/null; }
+wait_for 5 posts_seen || fail "alert posts: $(metric 'sysobs_ifs_alert_posts_total{destination="alertmanager",result="ok"}')"
+assert_eq "alert posts failed" 0 "$(metric 'sysobs_ifs_alert_posts_total{destination="alertmanager",result="failed"}')"
+assert_eq "alerts firing" 1 "$(metric 'sysobs_ifs_alerts_firing{destination="alertmanager"}')"
 pass "sysobs_ifs_alert_posts_total and sysobs_ifs_alerts_firing count the pushes"
 
 prom_firing() { [ "$(prom_alert | jq length)" = 1 ]; }

@@ -19,7 +19,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
-#include <sys/resource.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -503,34 +502,77 @@ static void test_batching_visible_after_flush(void **state)
 	store_close(s);
 }
 
-static double cpu_seconds(void)
-{
-	struct rusage ru;
+/* A clock the test moves by hand (store_config.clock). */
+struct test_clock {
+	int64_t mono, wall;
+};
 
-	getrusage(RUSAGE_SELF, &ru);
-	return ru.ru_utime.tv_sec + ru.ru_stime.tv_sec +
-	       (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
+static int64_t test_clock_mono(void *arg)
+{
+	return __atomic_load_n(&((struct test_clock *)arg)->mono, __ATOMIC_RELAXED);
 }
 
-/* Past every periodic timer (publish 1 s, checkpoint 10 s) the writer sleeps
- * rather than spins, and still commits. */
+static int64_t test_clock_wall(void *arg)
+{
+	return __atomic_load_n(&((struct test_clock *)arg)->wall, __ATOMIC_RELAXED);
+}
+
+static void test_clock_advance(struct store *s, struct test_clock *c, int64_t ms)
+{
+	__atomic_add_fetch(&c->mono, ms * 1000000, __ATOMIC_RELAXED);
+	__atomic_add_fetch(&c->wall, ms * 1000000, __ATOMIC_RELAXED);
+	store_clock_moved(s);
+}
+
+/* Waits (real time, bounded) until retention deleted at least n rows. */
+static uint64_t wait_deleted(struct store *s, uint64_t n)
+{
+	struct store_stats st;
+
+	for (int i = 0; i < 500; i++) {
+		store_get_stats(s, &st);
+		if (st.rows_deleted_retention >= n)
+			break;
+		sleep_ms(10);
+	}
+	return st.rows_deleted_retention;
+}
+
+/* Past every periodic timer (publish 1 s, checkpoint 10 s, retention 60 s)
+ * the writer sleeps rather than spins, and still commits; retention's timer
+ * and its age cutoff follow the injected clock, so no real time passes. */
 static void test_idle_writer_sleeps_and_still_commits(void **state)
 {
+	struct test_clock clk = {.mono = 1000000000, .wall = now_ns()};
+	struct store_clock ops = {test_clock_mono, test_clock_wall, &clk};
 	struct store_config cfg = default_cfg();
+	struct store_stats st0, st1;
 	struct store *s;
-	double c0, c1;
 
+	cfg.clock = &ops;
+	cfg.retention_ms = 3600 * 1000;
 	s = open_started(&cfg, tables_ab);
-	submit_n(s, &table_a, 0, 10, 0);
+	submit_n(s, &table_a, 0, 10, clk.wall);
 	assert_int_equal(store_flush(s), 0);
-	c0 = cpu_seconds();
-	sleep_ms(10500);
-	c1 = cpu_seconds();
-	assert_true(c1 - c0 < 0.5);
-	submit_n(s, &table_a, 10, 10, 0);
+
+	/* 10.5 s later: nothing old enough to delete, the rows stay. */
+	test_clock_advance(s, &clk, 10500);
+	submit_n(s, &table_a, 10, 10, clk.wall);
 	assert_int_equal(store_flush_timeout(s, 5000), 0);
-	store_close(s);
 	assert_int_equal(db_int("SELECT count(*) FROM test_a"), 20);
+
+	/* Two hours on: the next retention pass (60 s timer) deletes all 20. */
+	test_clock_advance(s, &clk, 2 * 3600 * 1000);
+	assert_int_equal(wait_deleted(s, 20), 20);
+
+	/* Every timer is in the future again: the writer waits, it does not
+	 * turn (a writer that spun would turn thousands of times here). */
+	store_get_stats(s, &st0);
+	sleep_ms(200);
+	store_get_stats(s, &st1);
+	assert_true(st1.writer_turns - st0.writer_turns < 20);
+	store_close(s);
+	assert_int_equal(db_int("SELECT count(*) FROM test_a"), 0);
 }
 
 /* Bursts of every size around the ring (which restarts at slot 0 whenever
@@ -1202,6 +1244,7 @@ static void test_series_no_reader(void **state)
 	sqlite3 *held;
 
 	cfg.readers = 1;
+	cfg.reader_wait_ms = 50; /* the -EBUSY answers below wait this, not 2 s */
 	history_fixture();
 	s = open_started(&cfg, tables_ab);
 	held = store_reader_get(s);
