@@ -201,26 +201,60 @@ bool bpf_util_has_fentry(const struct bpf_util_btf *b, const char *fn)
 	return bpf_util_btf_has(b, fn, BTF_KIND_FUNC) && bpf_util_ftrace_has(fn);
 }
 
-int bpf_util_fentry_probe(const struct bpf_util_btf *b, const char *fn)
+/* Loads a two-instruction (r0 = 0; exit) tracing program of attach type
+ * at on vmlinux's type name of kind: its fd, or -errno (-ENOENT when vmlinux
+ * has no such type). */
+static int bpf_util_tracing_load(const struct bpf_util_btf *b, const char *name, __u32 kind,
+				 enum bpf_attach_type at)
 {
-	/* r0 = 0; exit */
 	static const struct bpf_insn ret0[] = {
 	    {.code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = BPF_REG_0},
 	    {.code = BPF_JMP | BPF_EXIT},
 	};
-	int id = b->vmlinux ? btf__find_by_name_kind(b->vmlinux, fn, BTF_KIND_FUNC) : -ENOENT;
-	LIBBPF_OPTS(bpf_prog_load_opts, opts, .expected_attach_type = BPF_TRACE_FENTRY,
+	int id = b->vmlinux ? btf__find_by_name_kind(b->vmlinux, name, kind) : -ENOENT;
+	LIBBPF_OPTS(bpf_prog_load_opts, opts, .expected_attach_type = at,
 		    .attach_btf_id = id > 0 ? (__u32)id : 0);
 	int fd;
 
 	if (id <= 0)
 		return -ENOENT;
-	fd = bpf_prog_load(BPF_PROG_TYPE_TRACING, "sysobs_fentry", "GPL", ret0,
+	fd = bpf_prog_load(BPF_PROG_TYPE_TRACING, "sysobs_probe", "GPL", ret0,
 			   sizeof(ret0) / sizeof(ret0[0]), &opts);
+	return fd < 0 ? -errno : fd;
+}
+
+int bpf_util_fentry_probe(const struct bpf_util_btf *b, const char *fn)
+{
+	int fd = bpf_util_tracing_load(b, fn, BTF_KIND_FUNC, BPF_TRACE_FENTRY);
+
 	if (fd < 0)
-		return -errno;
+		return fd;
 	close(fd);
 	return 0;
+}
+
+int bpf_util_tp_btf_probe(const struct bpf_util_btf *b, const char *tp)
+{
+	char name[256];
+	int fd, link;
+
+	snprintf(name, sizeof(name), "btf_trace_%s", tp);
+	fd = bpf_util_tracing_load(b, name, BTF_KIND_TYPEDEF, BPF_TRACE_RAW_TP);
+	if (fd < 0)
+		return fd;
+	/* a tracing program attaches by its attach_btf_id: no name */
+	link = bpf_raw_tracepoint_open(NULL, fd);
+	if (link < 0)
+		link = -errno;
+	else
+		close(link);
+	close(fd);
+	return link < 0 ? link : 0;
+}
+
+bool bpf_util_has_helper(enum bpf_prog_type type, enum bpf_func_id helper)
+{
+	return libbpf_probe_bpf_helper(type, helper, NULL) > 0;
 }
 
 bool bpf_util_have_caps(void)

@@ -15,6 +15,7 @@
 #ifndef SYSOBS_BPF_UTIL_H
 #define SYSOBS_BPF_UTIL_H
 
+#include <linux/bpf.h>
 #include <linux/types.h>
 #include <stdbool.h>
 
@@ -85,6 +86,16 @@ bool bpf_util_has_fentry(const struct bpf_util_btf *b, const char *fn);
  * each load is a parse of the kernel's BTF (~11 MiB, ~0.15 s). 0; -ENOENT
  * when fn is no FUNC in vmlinux's BTF; else the load's -errno. */
 int bpf_util_fentry_probe(const struct bpf_util_btf *b, const char *fn);
+
+/* Does the kernel load a tp_btf program on tracepoint tp ("kfree_skb") and
+ * attach it (bpf_raw_tracepoint_open(), detached at once)? A kernel may
+ * declare the tracepoint in BTF and still refuse either. 0; -ENOENT when
+ * vmlinux's BTF has no btf_trace_<tp>; else the load's or attach's -errno. */
+int bpf_util_tp_btf_probe(const struct bpf_util_btf *b, const char *tp);
+
+/* Does the verifier know helper in programs of type (libbpf's probe: a
+ * tiny program that calls it)? False also when the probe cannot load. */
+bool bpf_util_has_helper(enum bpf_prog_type type, enum bpf_func_id helper);
 
 /* May this process load tracing BPF: CAP_SYS_ADMIN, or CAP_BPF with
  * CAP_PERFMON, in its effective set (not just "is root"). */

@@ -3,8 +3,9 @@
  * The "drops" collector: packet drops by reason from the skb:kfree_skb
  * tracepoint (bpf/drops.bpf.c).
  *
- *   init     kernel BTF -> reason names and tracepoint arity; open the BPF
- *            object, set its knobs, load it (tp_btf, else raw_tp). Missing
+ *   init     kernel BTF -> reason names and tracepoint arity; probe what
+ *            the kernel lacks (drops_probe), open the BPF object, set its
+ *            knobs and autoload, load it once (tp_btf, else raw_tp). Missing
  *            BTF, a tracepoint without the reason argument, or no permission
  *            to load BPF make the collector "unavailable" with that reason.
  *            The module uevent socket (drops_uevent.h) opens before the
@@ -255,9 +256,11 @@ static struct bpf_program *drops_kfree_skb_prog(const struct drops_state *st)
 					     : st->skel->progs.drops_raw_tp;
 }
 
-/* Opens and loads the BPF object with one of its two programs (and, with
- * sockctx, the fentry/fexit pair on udp_destruct_common()). */
-static int drops_load_once(struct drops_state *st, bool tp_btf, bool sockctx, bool walks)
+/* Opens the BPF object, sets autoload from the probes (drops_probe()):
+ * the kfree_skb program st->prog, the fentry/fexit pair on
+ * udp_destruct_common() with st->sockctx, the walks with st->walks and
+ * st->netstat_walk, and loads it: the one load. */
+static int drops_load(struct drops_state *st)
 {
 	const struct drops_cfg *cfg = st->cfg;
 	LIBBPF_OPTS(bpf_object_open_opts, oo,
@@ -269,17 +272,14 @@ static int drops_load_once(struct drops_state *st, bool tp_btf, bool sockctx, bo
 	skel = drops_bpf__open_opts(&oo);
 	if (!skel)
 		return -errno;
-	bpf_program__set_autoload(skel->progs.drops_tp_btf, tp_btf);
-	bpf_program__set_autoload(skel->progs.drops_raw_tp, !tp_btf);
+	bpf_program__set_autoload(skel->progs.drops_tp_btf, st->prog == DROPS_PROG_TP_BTF);
+	bpf_program__set_autoload(skel->progs.drops_raw_tp, st->prog == DROPS_PROG_RAW_TP);
 	bpf_program__set_autoload(skel->progs.drops_baseline, false);
 	bpf_program__set_autoload(skel->progs.drops_timer_entry, st->frag_timers);
 	bpf_program__set_autoload(skel->progs.drops_timer_exit, st->frag_timers);
 	bpf_program__set_autoload(skel->progs.drops_work_start, st->net_cleanup_fn != 0);
 	bpf_program__set_autoload(skel->progs.drops_work_end, st->net_cleanup_fn != 0);
 	skel->rodata->net_cleanup_fn = st->net_cleanup_fn;
-	/* fentry needs BPF trampolines: only next to the tp_btf program (a
-	 * kernel that refuses tp_btf gets raw_tp without them). */
-	st->sockctx = sockctx;
 	bpf_program__set_autoload(skel->progs.drops_udp_destruct_enter, st->sockctx);
 	bpf_program__set_autoload(skel->progs.drops_udp_destruct_exit, st->sockctx);
 	if (st->sockctx) {
@@ -288,9 +288,8 @@ static int drops_load_once(struct drops_state *st, bool tp_btf, bool sockctx, bo
 	}
 	/* The namespace walks ride in this object (bpf/CMakeLists.txt): run
 	 * by test_run, never attached. */
-	st->walks = walks;
-	bpf_program__set_autoload(skel->progs.netns_walk, walks);
-	bpf_program__set_autoload(skel->progs.netstat_walk, walks && st->mib_idx[0] != UINT32_MAX);
+	bpf_program__set_autoload(skel->progs.netns_walk, st->walks);
+	bpf_program__set_autoload(skel->progs.netstat_walk, st->netstat_walk);
 	skel->rodata->ncpus = (__u32)st->ncpus;
 	memcpy((void *)skel->rodata->mib_idx, st->mib_idx, sizeof(st->mib_idx));
 	skel->rodata->has_rx_sk = st->nargs >= 4;
@@ -325,50 +324,10 @@ static int drops_load_once(struct drops_state *st, bool tp_btf, bool sockctx, bo
 	if (err)
 		goto err_destroy;
 	st->skel = skel;
-	st->prog = tp_btf ? DROPS_PROG_TP_BTF : DROPS_PROG_RAW_TP;
 	return 0;
 
 err_destroy:
 	drops_bpf__destroy(skel);
-	return err;
-}
-
-/*
- * The fentry pair and the namespace walks are extras: some kernels refuse
- * fentry (no BPF trampolines, or a policy that answers EPERM to tracing
- * programs while tp_btf loads) and old ones a walk (it needs
- * bpf_map_lookup_percpu_elem(), v5.19); the counting program must depend on
- * neither. bpf_util_fentry_probe() found most refusals before this; each
- * try is a load (a kernel BTF parse), so another one only after a failure
- * that is not a permission problem.
- */
-static int drops_load(struct collector *c, struct drops_state *st, bool tp_btf)
-{
-	static const struct {
-		bool sockctx, walks;
-	} tries[] = {{true, true}, {true, false}, {false, true}, {false, false}};
-	bool sockctx = tp_btf && st->has_udp_destruct && st->sock_free_hi;
-	int err = 0, n = 0;
-
-	for (size_t i = 0; i < sizeof(tries) / sizeof(tries[0]); i++) {
-		if (tries[i].sockctx && !sockctx)
-			continue;
-		if (n++ && (err == -EPERM || !bpf_util_have_caps()))
-			break;
-		if (n > 1) {
-			bool nofentry = sockctx && !tries[i].sockctx;
-
-			clog_warn(c, "the BPF object did not load (%s): loading it without %s%s%s",
-				  strerror(-err),
-				  nofentry ? "fentry/fexit on udp_destruct_common" : "",
-				  nofentry && !tries[i].walks ? " and " : "",
-				  tries[i].walks ? "" : "the namespace walks");
-			bpf_util_load_retry();
-		}
-		err = drops_load_once(st, tp_btf, tries[i].sockctx, tries[i].walks);
-		if (!err)
-			break;
-	}
 	return err;
 }
 
@@ -378,16 +337,16 @@ static int drops_load(struct collector *c, struct drops_state *st, bool tp_btf)
  * goes. */
 static void drops_walks_open(struct collector *c, struct drops_state *st)
 {
-	int netstat_fd = -EOPNOTSUPP; /* the object loaded without the walks */
+	int netstat_fd = -EOPNOTSUPP; /* no bpf_map_lookup_percpu_elem() */
 	char why[512];
 
-	if (st->walks)
-		netstat_fd = st->mib_idx[0] == UINT32_MAX
-				 ? -ENOENT /* not loaded: no LINUX_MIB_* indices */
-				 : bpf_program__fd(st->skel->progs.netstat_walk);
+	if (st->netstat_walk)
+		netstat_fd = bpf_program__fd(st->skel->progs.netstat_walk);
+	else if (st->walks && st->mib_idx[0] == UINT32_MAX)
+		netstat_fd = -ENOENT; /* not loaded: no LINUX_MIB_* indices */
 	st->netstat = drops_netstat_open(c, netstat_fd, st->skel->bss->netstat, st->skel->bss->psk,
 					 &st->skel->bss->npsk);
-	snprintf(why, sizeof(why), "the walk did not load");
+	snprintf(why, sizeof(why), "the kernel has no bpf_loop() (Linux 5.17)");
 	if (st->walks)
 		st->live = netns_live_new(bpf_program__fd(st->skel->progs.netns_walk),
 					  st->skel->bss->live_netns, st->skel->bss->live_cookie,
@@ -405,6 +364,43 @@ static void drops_walks_close(struct drops_state *st)
 	st->live = NULL;
 	drops_netstat_close(st->netstat);
 	st->netstat = NULL;
+}
+
+/*
+ * Probe once, load once (as libbpf-tools do): what the kernel lacks is
+ * known before the object loads, and the programs that need it do not
+ * load. tp_btf on kfree_skb must load and attach (else raw_tp, with
+ * attach = auto); the fentry pair needs BPF trampolines, so it rides only
+ * with tp_btf; the namespace walks need bpf_loop() (v5.17) in a raw_tp
+ * program (run by test_run), the TCP counters' walk also
+ * bpf_map_lookup_percpu_elem() (v5.19). Each probe is a tiny program: the
+ * object's load parses the kernel's BTF (~0.15 s), a probe does not.
+ */
+static void drops_probe(struct collector *c, struct drops_state *st)
+{
+	int err = 0;
+
+	st->prog = st->cfg->attach == DROPS_ATTACH_RAW_TP ? DROPS_PROG_RAW_TP : DROPS_PROG_TP_BTF;
+	if (st->cfg->attach == DROPS_ATTACH_AUTO &&
+	    (err = bpf_util_tp_btf_probe(&st->btf, "kfree_skb"))) {
+		st->prog = DROPS_PROG_RAW_TP;
+		if (err != -EPERM) /* the load says so */
+			clog_warn(c, "tp_btf/kfree_skb refused (%s): program raw_tp",
+				  strerror(-err));
+	}
+	err = bpf_util_fentry_probe(&st->btf, "udp_destruct_common");
+	st->has_udp_destruct = !err;
+	/* Info, not a warning: an optional refinement every start on such a
+	 * kernel would repeat (issue 32); the drops are counted either way. */
+	if (err && err != -ENOENT)
+		clog_info(c,
+			  "fentry/fexit on udp_destruct_common refused (%s): datagrams a closed "
+			  "UDP socket never read count in netns 0",
+			  strerror(-err));
+	st->walks = bpf_util_has_helper(BPF_PROG_TYPE_RAW_TRACEPOINT, BPF_FUNC_loop);
+	st->netstat_walk =
+	    st->walks && st->mib_idx[0] != UINT32_MAX &&
+	    bpf_util_has_helper(BPF_PROG_TYPE_RAW_TRACEPOINT, BPF_FUNC_map_lookup_percpu_elem);
 }
 
 /* What the kernel's BTF tells: the tracepoint's arguments, the drop
@@ -447,17 +443,9 @@ static int drops_init_btf(struct collector *c, struct drops_state *st)
 	/* bpf_rdonly_cast() (v6.2) lets tp_btf read packet bytes without a
 	 * helper call; kfuncs are FUNCs in the kernel's BTF. */
 	st->has_rdonly_cast = bpf_util_btf_has(&st->btf, "bpf_rdonly_cast", BTF_KIND_FUNC);
-	err = bpf_util_fentry_probe(&st->btf, "udp_destruct_common");
-	st->has_udp_destruct = !err;
-	/* Info, not a warning: an optional refinement every start on such a
-	 * kernel would repeat (issue 32); the drops are counted either way. */
-	if (err && err != -ENOENT)
-		clog_info(c,
-			  "fentry/fexit on udp_destruct_common refused (%s): datagrams a closed "
-			  "UDP socket never read count in netns 0",
-			  strerror(-err));
 	if (drops_netstat_indices(st->btf.vmlinux, st->mib_idx))
 		st->mib_idx[0] = UINT32_MAX; /* drops_netstat_open() says so */
+	drops_probe(c, st);
 	/* Names are copied out: not part of the idle agent. */
 	bpf_util_btf_free(&st->btf);
 
@@ -494,20 +482,16 @@ static void drops_init_ksyms(struct collector *c, struct drops_state *st)
 	st->ksyms = NULL;
 }
 
-/* One load (tp_btf, or raw_tp when it is refused and attach = auto), its
- * failure told as the missing feature or permission it is. */
+/* The one load of what drops_probe() found, its failure told as the
+ * missing feature or permission it is (no second variant). */
 static int drops_init_load(struct collector *c, struct drops_state *st)
 {
-	const struct drops_cfg *cfg = st->cfg;
 	int err;
 
+	/* fentry needs BPF trampolines: only next to the tp_btf program */
+	st->sockctx = st->prog == DROPS_PROG_TP_BTF && st->has_udp_destruct && st->sock_free_hi;
 	bpf_util_load_begin(c->ops->name);
-	err = drops_load(c, st, cfg->attach != DROPS_ATTACH_RAW_TP);
-	if (err && cfg->attach == DROPS_ATTACH_AUTO && err != -EPERM) {
-		clog_warn(c, "tp_btf program did not load (%s); trying raw_tp", strerror(-err));
-		bpf_util_load_retry();
-		err = drops_load(c, st, false);
-	}
+	err = drops_load(st);
 	bpf_util_load_end();
 	/* The verifier also answers EACCES (a refused pointer access): only
 	 * without the capabilities is it a permission problem. */
@@ -561,9 +545,10 @@ static int drops_init(struct collector *c)
 	err = drops_init_load(c, st);
 	if (err)
 		return err;
-	clog_info(c, "%zu drop reasons from %s; kfree_skb has %d arguments; program %s",
+	clog_info(c, "%zu drop reasons from %s; kfree_skb has %d arguments; program %s%s%s%s",
 		  drops_reasons_count(st->reasons), cfg->btf_path, st->nargs,
-		  drops_prog_name(st->prog));
+		  drops_prog_name(st->prog), st->sockctx ? ", fentry udp_destruct_common" : "",
+		  st->walks ? ", netns walk" : "", st->netstat_walk ? ", netstat walk" : "");
 	/* Run unprivileged later (test_run): loaded with the capabilities. */
 	drops_walks_open(c, st);
 	if (st->ksyms_fd >= 0)
@@ -684,30 +669,14 @@ static void drops_watch_start(struct collector *c, struct drops_state *st)
 	c->fd = drops_watch_fd(st->watch);
 }
 
-/* The kfree_skb program; with attach = auto, a tp_btf program that loaded
- * but does not attach gets the raw_tp one, as one that does not load does
- * (drops_init). 0, or -errno with c->why said. */
+/* The kfree_skb program drops_probe() chose (its attach was probed: a
+ * failure here is said, with libbpf's cause, not worked around). 0, or
+ * -errno with c->why said. */
 static int drops_attach_main(struct collector *c, struct drops_state *st)
 {
 	int err;
 
 	st->link = bpf_program__attach(drops_kfree_skb_prog(st));
-	if (!st->link && st->prog == DROPS_PROG_TP_BTF && st->cfg->attach == DROPS_ATTACH_AUTO) {
-		clog_warn(c, "tp_btf/kfree_skb did not attach (%s); trying raw_tp",
-			  strerror(errno));
-		drops_walks_close(st);
-		drops_bpf__destroy(st->skel);
-		st->skel = NULL;
-		bpf_util_load_retry();
-		err = drops_load(c, st, false);
-		if (err) {
-			snprintf(c->why, sizeof(c->why), "load raw_tp after tp_btf: %s; libbpf: %s",
-				 strerror(-err), bpf_util_load_cause(err));
-			return err;
-		}
-		drops_walks_open(c, st);
-		st->link = bpf_program__attach(st->skel->progs.drops_raw_tp);
-	}
 	if (!st->link) {
 		err = -errno;
 		snprintf(c->why, sizeof(c->why), "attach %s/kfree_skb: %s; libbpf: %s",
@@ -791,7 +760,6 @@ static int drops_start(struct collector *c)
 		    c, st->skel->progs.drops_work_end, st->skel->progs.drops_work_start,
 		    st->work_links, "workqueue:workqueue_execute_start/end",
 		    "fragments pending when their namespace is deleted count in netns 0");
-	/* after the attach: a raw_tp fallback has maps of its own */
 	st->rb = ring_buffer__new(bpf_map__fd(st->skel->maps.samples), drops_on_sample, c, NULL);
 	if (!st->rb) {
 		err = -errno;

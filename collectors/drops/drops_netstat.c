@@ -156,8 +156,10 @@ struct drops_netstat *drops_netstat_open(struct collector *c, int prog_fd,
 		return NULL;
 	if (prog_fd < 0) {
 		err = prog_fd;
-		why = err == -ENOENT ? "no LINUX_MIB_* counters in the kernel's BTF"
-				     : "the walk did not load";
+		why = err == -ENOENT	   ? "no LINUX_MIB_* counters in the kernel's BTF"
+		      : err == -EOPNOTSUPP ? "the kernel has no bpf_map_lookup_percpu_elem() "
+					     "(Linux 5.19)"
+					   : "the walk did not load";
 		goto out_warn;
 	}
 	ns->prog_fd = prog_fd;

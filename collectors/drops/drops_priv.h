@@ -55,7 +55,8 @@ struct drops_state {
 	bool has_rdonly_cast;
 	bool has_udp_destruct;		     /* fentry on udp_destruct_common() loads */
 	bool sockctx;			     /* ... and loaded */
-	bool walks;			     /* the namespace walks loaded with the object */
+	bool walks;			     /* the namespace walk loads with the object */
+	bool netstat_walk;		     /* ... and the TCP counters' walk */
 	uint64_t sock_free_lo, sock_free_hi; /* udp_destruct_common() text */
 	uint64_t frag_expire_fn[DROPS_FRAG_EXPIRE_FNS]; /* fragment queue timers, 0 unknown */
 	bool frag_timers;				/* some known: timer pair loaded */

@@ -20,9 +20,7 @@
 #     many as the kernel's UdpRcvbufErrors in the namespace (nstat) says;
 #     when one container's cgroup is removed its series leaves after the
 #     grace, the other's stays.
-#  E. the namespace walks refused at load (an LD_PRELOAD that fails their
-#     bpf(2) loads): the drops object loads again without them (two kernel
-#     BTF parses by libbpf; one in A) and counts per namespace as before.
+#  (A kernel without the walks' helpers: integration.drops_probe.)
 #
 # Reference for the list: the namespaces of every process (lsns) and every
 # bind mount in /run/netns, the two ways namespaces are held on this host.
@@ -292,30 +290,4 @@ echo "series of the removed container $S1 left /metrics after $((SECONDS - t_del
 assert_eq "the other container's series stays" "$n2" "$(ctr "$S2")"
 stop_agent
 
-# --- E. the walks refused at load (LD_PRELOAD, as a kernel before 5.19) ---------
-# The drops object loads again without them: counting goes on, the two
-# walks say they are missing.
-PRELOAD=${SYSOBS_BUILD:?}/tests/libdrops_nowalk.so
-[ -f "$PRELOAD" ] || fail "$PRELOAD not built"
-agent_config true true
-mv "$T/agent.log" "$T/agent-abcd.log"
-LD_PRELOAD=$PRELOAD start_agent --log-level debug
-wait_collector drops
-grep -q "loading it without the namespace walks" "$T/agent.log" ||
-	fail "no load without the walks: $(grep 'drops:' "$T/agent.log" | grep -v debug | tail -3)"
-grep -q "cannot list network namespaces (the walk did not load)" "$T/agent.log" ||
-	fail "no warning of the missing namespace list"
-grep -q "cannot read the namespaces' TCP counters" "$T/agent.log" ||
-	fail "no warning of the missing TCP counters"
-assert_eq "libbpf's kernel BTF loads (the object, then again without the walks)" 2 \
-	"$(grep -c "libbpf: loading kernel BTF '" "$T/agent.log")"
-ns_new "$NS-e"
-E=$NSINUM
-nosock "$NS-e" 9
-wait_for 5 series_is "$E" 9 || fail "series of $NS-e ($E) without the walks: $(series "$E"), not 9"
-assert_eq "sysobs_tcp_listen_drops_total series without the walk" 0 \
-	"$(metrics_body | grep -c '^sysobs_tcp_listen_drops_total')"
-ns_del "$NS-e"
-stop_agent
-echo "walks refused: loaded again without them, 9 drops counted in $NS-e"
 pass "gone namespaces and containers: series gone after the grace, keys freed, totals kept (inode $A, reuse $B, $C2; containers $S1 removed, $S2 kept)"
