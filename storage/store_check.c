@@ -89,17 +89,9 @@ static int store_check_integrity(sqlite3 *db, const char *path, char *err, size_
 	int rc;
 
 	rc = sqlite3_prepare_v2(db, "PRAGMA quick_check(1)", -1, &st, NULL);
-	/* The interrupt may come while the prepare still reads the schema (a
-	 * slow disk, a VM under emulation): stopped, not corrupt. */
-	if ((rc & 0xff) == SQLITE_INTERRUPT)
-		return -EINTR;
 	if (rc != SQLITE_OK)
 		goto out_err;
 	rc = sqlite3_step(st);
-	if ((rc & 0xff) == SQLITE_INTERRUPT) {
-		sqlite3_finalize(st);
-		return -EINTR;
-	}
 	if (rc != SQLITE_ROW) {
 		sqlite3_finalize(st);
 		goto out_err;
@@ -116,6 +108,11 @@ static int store_check_integrity(sqlite3 *db, const char *path, char *err, size_
 	return 0;
 
 out_err:
+	/* Interrupted by the stop, whichever step it reached (the prepare
+	 * still reading the schema on a slow disk or an emulated VM
+	 * included): stopped, not corrupt. */
+	if ((rc & 0xff) == SQLITE_INTERRUPT || (sqlite3_errcode(db) & 0xff) == SQLITE_INTERRUPT)
+		return -EINTR;
 	snprintf(err, errlen, "%s: %s%s", path, sqlite3_errmsg(db),
 		 (rc & 0xff) == SQLITE_NOTADB || (rc & 0xff) == SQLITE_CORRUPT
 		     ? " (not a sysobs database, or corrupt; it is not re-created "
