@@ -354,6 +354,20 @@ int sender_setup(struct sender *s, const char *const *headers)
 	return 0;
 }
 
+/* The verdict on a request libcurl performed: its status, or its error
+ * (stopped when the stop cut it short). */
+static enum sender_verdict sender_answered(struct sender *s, const struct lazylib_curl *cu,
+					   CURLcode rc)
+{
+	if (rc == CURLE_OK)
+		cu->easy_getinfo(s->curl, CURLINFO_RESPONSE_CODE, &s->status);
+	else if (!s->errbuf[0])
+		snprintf(s->errbuf, sizeof(s->errbuf), "%s", cu->easy_strerror(rc));
+	if (!s->status && sender_stopping(s))
+		return SENDER_STOPPED;
+	return sender_verdict_of(s->status);
+}
+
 enum sender_verdict sender_post(struct sender *s, const void *body, size_t len, bool gzip)
 {
 	const struct lazylib_curl *cu = lazylib_curl(NULL); /* s->curl: it is loaded */
@@ -388,13 +402,7 @@ enum sender_verdict sender_post(struct sender *s, const void *body, size_t len, 
 	rc = cu->easy_perform(s->curl);
 	cu->easy_setopt(s->curl, CURLOPT_HTTPHEADER, s->hdr);
 	cu->slist_free_all(enc);
-	if (rc == CURLE_OK)
-		cu->easy_getinfo(s->curl, CURLINFO_RESPONSE_CODE, &s->status);
-	else if (!s->errbuf[0])
-		snprintf(s->errbuf, sizeof(s->errbuf), "%s", cu->easy_strerror(rc));
-	if (!s->status && sender_stopping(s))
-		return SENDER_STOPPED;
-	return sender_verdict_of(s->status);
+	return sender_answered(s, cu, rc);
 }
 
 enum sender_verdict sender_get(struct sender *s, const char *url)
@@ -413,13 +421,7 @@ enum sender_verdict sender_get(struct sender *s, const char *url)
 	rc = cu->easy_perform(s->curl);
 	/* back to the posts' URL (POSTFIELDS makes the next request a POST) */
 	cu->easy_setopt(s->curl, CURLOPT_URL, s->url_post ? s->url_post : s->cfg->url);
-	if (rc == CURLE_OK)
-		cu->easy_getinfo(s->curl, CURLINFO_RESPONSE_CODE, &s->status);
-	else if (!s->errbuf[0])
-		snprintf(s->errbuf, sizeof(s->errbuf), "%s", cu->easy_strerror(rc));
-	if (!s->status && sender_stopping(s))
-		return SENDER_STOPPED;
-	return sender_verdict_of(s->status);
+	return sender_answered(s, cu, rc);
 }
 
 enum sender_verdict sender_verdict_of(long status)
