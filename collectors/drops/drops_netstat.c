@@ -283,7 +283,7 @@ static int psk_publish(struct collector *c, struct drops_netstat *ns, uint32_t n
 int drops_netstat_publish(struct collector *c, struct drops_netstat *ns)
 {
 	const struct netstat_ns *e;
-	uint32_t n, *now;
+	uint32_t n = 0, *now;
 	size_t nnow = 0;
 	char label[16];
 	int err;
