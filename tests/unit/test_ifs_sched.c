@@ -46,7 +46,7 @@ static void setup(struct ifs_sched *s, struct ifs_sched_config *cfg, unsigned n,
 static int run_one(struct ifs_sched *s, int64_t now, int64_t dur, enum ifs_outcome out,
 		   struct ifs_job *job)
 {
-	struct ifs_job j;
+	struct ifs_job j = {0};
 	int64_t wake;
 
 	if (ifs_sched_next(s, now, &j, &wake))
@@ -61,7 +61,7 @@ static void test_order_and_spreading(void **state)
 {
 	struct ifs_sched_config cfg = {.periodic = true, .interval_ns = 4 * HOUR};
 	struct ifs_sched s;
-	struct ifs_job j;
+	struct ifs_job j = {0};
 	int64_t wake;
 
 	setup(&s, &cfg, 4, SCAN);
@@ -93,7 +93,7 @@ static void test_tests_interleaved(void **state)
 {
 	struct ifs_sched_config cfg = {.periodic = true, .interval_ns = 4 * HOUR};
 	struct ifs_sched s;
-	struct ifs_job j;
+	struct ifs_job j = {0};
 
 	/* 2 cores x 2 tests = 4 pairs, one per hour. */
 	setup(&s, &cfg, 2, SCAN | 1u << IFS_TEST_ARRAY);
@@ -158,7 +158,7 @@ static void test_hourly_cap(void **state)
 	    .max_scan_ns_per_hour = 1 * SEC,
 	};
 	struct ifs_sched s;
-	struct ifs_job j;
+	struct ifs_job j = {0};
 	int64_t wake, first_end = 0;
 	int runs = 0;
 
@@ -192,7 +192,7 @@ static void test_hourly_cap_long_run(void **state)
 	    .max_scan_ns_per_hour = 2 * SEC,
 	};
 	struct ifs_sched s;
-	struct ifs_job j;
+	struct ifs_job j = {0};
 	int64_t t, wake, api_start = -1;
 	int later = 0;
 
@@ -230,7 +230,7 @@ static void test_reload_once_then_retry(void **state)
 	    .retry_backoff_ns = 60 * SEC,
 	};
 	struct ifs_sched s;
-	struct ifs_job j;
+	struct ifs_job j = {0};
 	int64_t wake;
 	unsigned reloads = 0;
 
@@ -279,7 +279,7 @@ static void test_retries_with_backoff(void **state)
 	    .retry_backoff_ns = 10 * SEC,
 	};
 	struct ifs_sched s;
-	struct ifs_job j;
+	struct ifs_job j = {0};
 	int64_t wake;
 
 	setup(&s, &cfg, 1, SCAN);
@@ -318,7 +318,7 @@ static void test_min_scan_gap(void **state)
 	    .min_scan_gap_ns = 180 * SEC,
 	};
 	struct ifs_sched s;
-	struct ifs_job j;
+	struct ifs_job j = {0};
 	int64_t wake;
 
 	setup(&s, &cfg, 1, SCAN);
@@ -367,7 +367,7 @@ static void test_offline_cpus(void **state)
 	struct ifs_sched_config cfg = {.periodic = true, .interval_ns = 2 * HOUR};
 	struct ifs_core_info c[2];
 	struct ifs_sched s;
-	struct ifs_job j;
+	struct ifs_job j = {0};
 	int64_t wake;
 
 	make_topology(c, 2);
@@ -426,7 +426,7 @@ static void test_api_only_when_off(void **state)
 {
 	struct ifs_sched_config cfg = {.periodic = false};
 	struct ifs_sched s;
-	struct ifs_job j;
+	struct ifs_job j = {0};
 	int64_t wake;
 
 	setup(&s, &cfg, 4, SCAN);
@@ -455,7 +455,7 @@ static void test_batch_rotation(void **state)
 	    .n_batches = {[IFS_TEST_SCAN] = 2},
 	};
 	struct ifs_sched s;
-	struct ifs_job j;
+	struct ifs_job j = {0};
 
 	setup(&s, &cfg, 2, SCAN | 1u << IFS_TEST_ARRAY);
 	/* Pairs: c0 scan @0, c0 array @0.5s, c1 scan @1s, c1 array @1.5s. */
@@ -488,7 +488,7 @@ static void test_batches_per_test(void **state)
 	};
 	unsigned scan[4] = {0}, sbaf[4] = {0}, ns = 0, nb = 0;
 	struct ifs_sched s;
-	struct ifs_job j;
+	struct ifs_job j = {0};
 
 	setup(&s, &cfg, 1, SCAN | 1u << IFS_TEST_SBAF);
 	/* One core, two pairs: scan @0, SBAF @1 s, every 2 s. */
@@ -580,7 +580,7 @@ static void test_topology_change_during_a_run(void **state)
 	struct ifs_sched_config cfg = {.periodic = true, .interval_ns = 3 * HOUR};
 	struct ifs_core_info c[3];
 	struct ifs_sched s;
-	struct ifs_job j;
+	struct ifs_job j = {0};
 	int64_t wake;
 
 	make_topology(c, 3); /* core ids 0, 1, 2 due at 0, 1 h, 2 h */
