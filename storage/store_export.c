@@ -69,14 +69,18 @@ int store_export_read(struct store *s, const struct event_table *const *tables, 
 	return rc == SQLITE_OK ? 0 : store_rc_errno(rc);
 }
 
-int store_export_pending(struct store *s, const struct event_table *const *tables, size_t n,
-			 int64_t after, uint64_t *rows, int64_t *oldest_ns)
+/*
+ * One aggregate row per table, all in one read transaction: sql names the
+ * table as %1$s and binds ?1 = after (and ?2 = upto where it has one); fold
+ * takes each table's row.
+ */
+static int export_tables_fold(struct store *s, const struct event_table *const *tables, size_t n,
+			      const char *sql_fmt, int64_t after, int64_t upto,
+			      void (*fold)(sqlite3_stmt *st, void *arg), void *arg)
 {
 	sqlite3 *db = store_reader_get(s);
-	int rc = SQLITE_OK;
+	int rc;
 
-	*rows = 0;
-	*oldest_ns = 0;
 	if (!db)
 		return -EBUSY;
 	rc = sqlite3_exec(db, "BEGIN", NULL, NULL, NULL);
@@ -84,23 +88,16 @@ int store_export_pending(struct store *s, const struct event_table *const *table
 		char sql[256];
 		sqlite3_stmt *st;
 
-		snprintf(
-		    sql, sizeof(sql),
-		    "SELECT count(*), (SELECT ts FROM \"%s\" WHERE id > ?1 ORDER BY id LIMIT 1)"
-		    " FROM \"%s\" WHERE id > ?1",
-		    tables[i]->name, tables[i]->name);
+		snprintf(sql, sizeof(sql), sql_fmt, tables[i]->name);
 		rc = sqlite3_prepare_v2(db, sql, -1, &st, NULL);
 		if (rc != SQLITE_OK)
 			break;
 		sqlite3_bind_int64(st, 1, after);
+		if (sqlite3_bind_parameter_count(st) > 1)
+			sqlite3_bind_int64(st, 2, upto);
 		rc = sqlite3_step(st);
 		if (rc == SQLITE_ROW) {
-			int64_t ts = sqlite3_column_int64(st, 1);
-
-			*rows += (uint64_t)sqlite3_column_int64(st, 0);
-			if (sqlite3_column_type(st, 1) != SQLITE_NULL &&
-			    (!*oldest_ns || ts < *oldest_ns))
-				*oldest_ns = ts;
+			fold(st, arg);
 			rc = SQLITE_OK;
 		}
 		sqlite3_finalize(st);
@@ -108,6 +105,36 @@ int store_export_pending(struct store *s, const struct event_table *const *table
 	sqlite3_exec(db, "COMMIT", NULL, NULL, NULL);
 	store_reader_put(s, db);
 	return rc == SQLITE_OK ? 0 : store_rc_errno(rc);
+}
+
+struct export_fold {
+	uint64_t rows;
+	int64_t ts_or_id; /* the oldest pending row's ts, or the span's last id */
+};
+
+static void fold_pending(sqlite3_stmt *st, void *arg)
+{
+	struct export_fold *f = arg;
+	int64_t ts = sqlite3_column_int64(st, 1);
+
+	f->rows += (uint64_t)sqlite3_column_int64(st, 0);
+	if (sqlite3_column_type(st, 1) != SQLITE_NULL && (!f->ts_or_id || ts < f->ts_or_id))
+		f->ts_or_id = ts;
+}
+
+int store_export_pending(struct store *s, const struct event_table *const *tables, size_t n,
+			 int64_t after, uint64_t *rows, int64_t *oldest_ns)
+{
+	struct export_fold f = {0};
+	int err = export_tables_fold(
+	    s, tables, n,
+	    "SELECT count(*), (SELECT ts FROM \"%1$s\" WHERE id > ?1 ORDER BY id LIMIT 1)"
+	    " FROM \"%1$s\" WHERE id > ?1",
+	    after, 0, fold_pending, &f);
+
+	*rows = f.rows;
+	*oldest_ns = f.ts_or_id;
+	return err;
 }
 
 int store_db_id(struct store *s, uint64_t *out)
@@ -223,40 +250,24 @@ void store_watch_deleted(struct store *s, size_t table, const int64_t *ids, size
 	pthread_mutex_unlock(&s->watch_mu);
 }
 
+static void fold_span(sqlite3_stmt *st, void *arg)
+{
+	struct export_fold *f = arg;
+
+	f->rows += (uint64_t)sqlite3_column_int64(st, 0);
+	if (sqlite3_column_type(st, 1) != SQLITE_NULL && sqlite3_column_int64(st, 1) > f->ts_or_id)
+		f->ts_or_id = sqlite3_column_int64(st, 1);
+}
+
 int store_export_span(struct store *s, const struct event_table *const *tables, size_t n,
 		      int64_t after, int64_t upto, uint64_t *rows, int64_t *last)
 {
-	sqlite3 *db = store_reader_get(s);
-	int rc = SQLITE_OK;
+	struct export_fold f = {.ts_or_id = after};
+	int err = export_tables_fold(
+	    s, tables, n, "SELECT count(*), max(id) FROM \"%1$s\" WHERE id > ?1 AND id <= ?2",
+	    after, upto, fold_span, &f);
 
-	*rows = 0;
-	*last = after;
-	if (!db)
-		return -EBUSY;
-	rc = sqlite3_exec(db, "BEGIN", NULL, NULL, NULL);
-	for (size_t i = 0; i < n && rc == SQLITE_OK; i++) {
-		char sql[256];
-		sqlite3_stmt *st;
-
-		snprintf(sql, sizeof(sql),
-			 "SELECT count(*), max(id) FROM \"%s\" WHERE id > ?1 AND id <= ?2",
-			 tables[i]->name);
-		rc = sqlite3_prepare_v2(db, sql, -1, &st, NULL);
-		if (rc != SQLITE_OK)
-			break;
-		sqlite3_bind_int64(st, 1, after);
-		sqlite3_bind_int64(st, 2, upto);
-		rc = sqlite3_step(st);
-		if (rc == SQLITE_ROW) {
-			*rows += (uint64_t)sqlite3_column_int64(st, 0);
-			if (sqlite3_column_type(st, 1) != SQLITE_NULL &&
-			    sqlite3_column_int64(st, 1) > *last)
-				*last = sqlite3_column_int64(st, 1);
-			rc = SQLITE_OK;
-		}
-		sqlite3_finalize(st);
-	}
-	sqlite3_exec(db, "COMMIT", NULL, NULL, NULL);
-	store_reader_put(s, db);
-	return rc == SQLITE_OK ? 0 : store_rc_errno(rc);
+	*rows = f.rows;
+	*last = f.ts_or_id;
+	return err;
 }
