@@ -36,36 +36,10 @@ case $(getent ahostsv4 "$HOST" | awk 'NR == 1 { print $1 }') in
 esac
 
 # ---- Alertmanager ----
-AM_PORT=$(free_port) || fail "no free loopback port for alertmanager"
-cat >"$T/am.yml" <<'YML'
-route:
-  receiver: blackhole
-  group_by: [alertname, instance]
-  group_wait: 1s
-receivers:
-  - name: blackhole
-YML
-prometheus-alertmanager --config.file="$T/am.yml" --storage.path="$T/am" \
-	--web.listen-address="127.0.0.1:$AM_PORT" --cluster.listen-address= >"$T/am.log" 2>&1 &
-AM_PID=$!
-on_exit "kill $AM_PID; wait $AM_PID 2>/dev/null"
-am_ready() { curl -sf "http://127.0.0.1:$AM_PORT/-/ready" >/dev/null; }
-wait_for 20 am_ready || fail "alertmanager did not start: $(tail -5 "$T/am.log")"
+alertmanager_start "group_by=[alertname, instance]" group_wait=1s
 
 # ---- the fake: package 0 core 1 fails its first scan, then passes ----
-cat >"$T/fake.ini" <<'INI'
-[fake]
-cpus = 2
-threads_per_core = 1
-packages = 1
-scan_ms = 50
-devices = 0
-[device.0]
-image_version = 0x8000
-batch = 1
-core.1 = fail,pass
-INI
-start_ifs_fake "$T/fake.ini"
+ifs_fake_start device.0.core.1=fail,pass
 
 # No scheduler: the test asks for each scan (POST /api/v1/ifs/scans).
 write_base_config "${host_cfg[@]}" agent.sysfs_root="$T/mnt" http.admin=true \
@@ -117,13 +91,10 @@ assert_eq "the rule's alert: job, instance, package, core" "[\"sysobs\",\"$HOST\
 	"$(jq -c '[.job, .instance, .package, .core]' <<<"$rule_labels")"
 
 # ---- Alertmanager: one alert, updated by both ----
-am_alerts() {
-	curl -sS -g --max-time 5 "http://127.0.0.1:$AM_PORT/api/v2/alerts?filter=alertname=\"SysobsIFSCoreFailed\""
-}
 seen_prom=0 seen_agent=0 looks=0
 both_seen() {
 	local a n
-	a=$(am_alerts) || return 1
+	a=$(am_alerts SysobsIFSCoreFailed) || return 1
 	n=$(jq length <<<"$a")
 	looks=$((looks + 1))
 	[ "$n" = 0 ] && return 1 # not there yet
@@ -136,14 +107,14 @@ both_seen() {
 	esac
 	[ "$seen_prom$seen_agent" = 11 ]
 }
-wait_for 30 both_seen || fail "Alertmanager did not get the alert from both sources (Prometheus: $seen_prom, agent: $seen_agent): $(am_alerts)"
+wait_for 30 both_seen || fail "Alertmanager did not get the alert from both sources (Prometheus: $seen_prom, agent: $seen_agent): $(am_alerts SysobsIFSCoreFailed)"
 # And a few more seconds of both sources re-sending.
 end=$((SECONDS + 4))
 while [ $SECONDS -lt $end ]; do both_seen; sleep 0.2; done
 sent=$(curl -sS "http://127.0.0.1:$PROM_PORT/metrics" |
 	awk '/^prometheus_notifications_sent_total/ { s += $2 } END { print s + 0 }')
 assert_ge "alerts Prometheus sent" 2 "$sent"
-agent_al=$(am_alerts | jq -c '.[0]')
+agent_al=$(am_alerts SysobsIFSCoreFailed | jq -c '.[0]')
 groups=$(curl -sS "http://127.0.0.1:$AM_PORT/api/v2/alerts/groups" |
 	jq '[.[] | select(.labels.alertname == "SysobsIFSCoreFailed") | .alerts | length]')
 assert_eq "Alertmanager groups of SysobsIFSCoreFailed and their alerts" "[1]" "$(jq -c . <<<"$groups")"
@@ -151,7 +122,7 @@ pass "one failed core is one alert in Alertmanager ($looks looks, $sent notifica
 
 # The agent's annotations: the rule's summary and runbook_url, its own details.
 from_agent() {
-	agent_al=$(am_alerts | jq -c '.[0]')
+	agent_al=$(am_alerts SysobsIFSCoreFailed | jq -c '.[0]')
 	[ "$(jq -r '.generatorURL // ""' <<<"$agent_al")" = "" ]
 }
 wait_for 10 from_agent || fail "no update from the agent"
@@ -164,9 +135,9 @@ pass "the pushed alert carries the rule's summary and runbook_url ($rule_runbook
 
 # ---- the core passes: both sources resolve the one alert ----
 scan_core1
-am_active() { am_alerts | jq '[.[] | select(.status.state == "active")] | length'; }
+am_active() { am_alerts SysobsIFSCoreFailed | jq '[.[] | select(.status.state == "active")] | length'; }
 am_quiet() { [ "$(am_active)" = 0 ]; }
-wait_for 20 am_quiet || fail "alert still active after the core passed: $(am_alerts)"
+wait_for 20 am_quiet || fail "alert still active after the core passed: $(am_alerts SysobsIFSCoreFailed)"
 prom_quiet() { [ "$(prom_alert | jq length)" = 0 ]; }
 wait_for 10 prom_quiet || fail "Prometheus still fires after the core passed: $(prom_alert)"
 sleep 3 # Prometheus's resolved notifications are in: nothing fires again

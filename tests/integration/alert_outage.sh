@@ -22,19 +22,7 @@ need_cmd prometheus-alertmanager
 ifs_fake_usable || skip "ifs_fake not built (libfuse3-dev missing at build time)"
 
 AM_PORT=$(free_port) || fail "no free loopback port for alertmanager"
-cat >"$T/fake.ini" <<'INI'
-[fake]
-cpus = 2
-threads_per_core = 1
-packages = 1
-scan_ms = 50
-devices = 0
-[device.0]
-image_version = 0x8000
-batch = 1
-core.1 = fail
-INI
-start_ifs_fake "$T/fake.ini"
+ifs_fake_start device.0.core.1=fail
 write_base_config agent.sysfs_root="$T/mnt" http.admin=true agent.hostname=outage-host \
 	collector.ifs.poll=100ms \
 	alertmanager.url="http://127.0.0.1:$AM_PORT" \
@@ -64,20 +52,8 @@ assert_eq "alerts firing" 1 "$(metric 'sysobs_ifs_alerts_firing{destination="ale
 pass "while Alertmanager is down the push retries with backoff ($n_failed failed POSTs)"
 
 # ---- Alertmanager up on the same port: the alert arrives ----
-cat >"$T/am.yml" <<'YML'
-route:
-  receiver: blackhole
-receivers:
-  - name: blackhole
-YML
-prometheus-alertmanager --config.file="$T/am.yml" --storage.path="$T/am" \
-	--web.listen-address="127.0.0.1:$AM_PORT" --cluster.listen-address= >"$T/am.log" 2>&1 &
-AM_PID=$!
-on_exit "kill $AM_PID; wait $AM_PID 2>/dev/null"
-am_alert() {
-	curl -sS -g --max-time 5 \
-		"http://127.0.0.1:$AM_PORT/api/v2/alerts?filter=alertname=\"SysobsIFSCoreFailed\""
-}
+alertmanager_start
+am_alert() { am_alerts SysobsIFSCoreFailed; }
 am_firing() { [ "$(am_alert | jq '[.[] | select(.labels.core == "1")] | length')" = 1 ] 2>/dev/null; }
 # The backoff at most 60 s, usually 8-16 s here; 45 s on a loaded host.
 wait_for 45 am_firing || fail "alert not in Alertmanager after the outage: $(am_alert)"

@@ -57,31 +57,10 @@ elif ! command -v fusermount3 >/dev/null; then
 elif [ ! -x "$FAKE" ]; then
 	IFS_NOTE="ifs_fake not built (libfuse3-dev missing at build time)"
 else
-	mkdir -p "$T/mnt"
 	# 2 cores x 2 threads; core 1 fails the scan test
-	cat >"$T/fake.ini" <<'INI'
-[fake]
-cpus = 4
-threads_per_core = 2
-packages = 1
-scan_ms = 30
-devices = 0,1
-[device.0]
-image_version = 0x8000
-batch = 1
-batches = 1
-core.1 = fail,pass
-[device.1]
-default = pass
-INI
-	"$FAKE" "$T/fake.ini" "$T/mnt" -f >"$T/fake.log" 2>&1 &
-	FAKE_PID=$!
-	on_exit "fusermount3 -u $T/mnt || fusermount3 -uz $T/mnt; wait $FAKE_PID 2>/dev/null"
-	fake_up() { [ -e "$T/mnt/devices/virtual/misc/intel_ifs_0/status" ]; }
-	wait_for 10 fake_up || IFS_NOTE="ifs_fake did not mount: $(cat "$T/fake.log")"
+	ifs_fake_start cpus=4 threads_per_core=2 scan_ms=30 devices=0,1 device.0.batches=1 \
+		device.0.core.1=fail,pass device.1.default=pass
 fi
-# The agent may be inside a run_test write: stop it before unmounting.
-on_exit '[ -z "$AGENT_PID" ] || { kill -9 "$AGENT_PID"; wait "$AGENT_PID"; } 2>/dev/null'
 
 {
 	printf '[agent]\nuser = root\n'

@@ -201,13 +201,7 @@ stop_agent
 # result in `ifs scans` and in the core grid of `ifs`
 FAKE="$SYSOBS_BUILD/tests/fakes/ifs_fake"
 if [ -x "$FAKE" ] && [ -c /dev/fuse ]; then
-	mkdir -p "$T/mnt"
-	printf '[fake]\ncpus = 2\nthreads_per_core = 1\npackages = 1\nscan_ms = 50\ndevices = 0\n[device.0]\nimage_version = 0x8000\nbatch = 1\ndefault = pass\n' >"$T/fake.ini"
-	"$FAKE" -f "$T/fake.ini" "$T/mnt" >"$T/fake.log" 2>&1 &
-	FAKE_PID=$!
-	on_exit "fusermount3 -u $T/mnt || fusermount3 -uz $T/mnt; wait $FAKE_PID 2>/dev/null"
-	on_exit '[ -z "$AGENT_PID" ] || { kill -9 "$AGENT_PID"; wait "$AGENT_PID"; } 2>/dev/null'
-	wait_for 10 test -e "$T/mnt/devices/virtual/misc/intel_ifs_0/status" || fail "ifs_fake did not mount"
+	ifs_fake_start device.0.default=pass
 	write_base_config
 	sed -i 's/^listen = 127.0.0.1:0$/admin = true/' "$T/sysobsd.ini"
 	start_agent --listen 127.0.0.1:0 --sysfs-root "$T/mnt"

@@ -62,42 +62,15 @@ pass "dashboard shape: schema $(jq .schemaVersion "$D"), \${datasource} everywhe
 NS=sysobs-db-$$
 netns_new "$NS" || fail "cannot create a network namespace"
 mptcp_topo_up || fail "MPTCP topology setup failed"
-mkdir -p "$T/mnt"
-cat >"$T/fake.ini" <<'INI'
-[fake]
-cpus = 2
-threads_per_core = 1
-packages = 1
-scan_ms = 50
-devices = 0,1
-[device.0]
-image_version = 0x8000
-batch = 1
-core.1 = fail
-[device.1]
-default = pass
-INI
-start_ifs_fake "$T/fake.ini"
+ifs_fake_start devices=0,1 device.0.core.1=fail device.1.default=pass
 # The third Prometheus, first: the agent pushes to it from the start.
 printf 'global:\n  scrape_interval: 1s\n' >"$T/prom-push.yml"
 start_prometheus push "$T/prom-push.yml" --web.enable-remote-write-receiver
 
-write_base_config
-sed -i "/^\[agent\]$/a sysfs_root = $T/mnt" "$T/sysobsd.ini" # one [agent] section
-cat >>"$T/sysobsd.ini" <<INI
-snapshot_interval = 1s
-[collector.ifs]
-schedule = true
-interval = 1s
-poll = 100ms
-max_scan_seconds_per_hour = 3600
-[collector.mptcp]
-netns = /run/netns/$NS_A
-[collector.drops]
-netns_label = true
-[remote_write]
-url = http://127.0.0.1:$PROM_PORT_push/api/v1/write
-INI
+write_base_config "agent.sysfs_root=$T/mnt" storage.snapshot_interval=1s \
+	collector.ifs.schedule=true collector.ifs.interval=1s collector.ifs.poll=100ms \
+	collector.ifs.max_scan_seconds_per_hour=3600 "collector.mptcp.netns=/run/netns/$NS_A" \
+	collector.drops.netns_label=true "remote_write.url=http://127.0.0.1:$PROM_PORT_push/api/v1/write"
 start_agent
 
 # Two Prometheus servers scrape the agent at once, one per storage mode of

@@ -113,8 +113,14 @@ expect_drops SOCKET_RCVBUFF udp "$dropped"
 pass "tiny receive buffer: $dropped datagrams dropped -> exactly $dropped SOCKET_RCVBUFF/udp"
 
 # 5. Sampled records with their 5-tuples.
-# sample QUERY: GET /api/v1/drops/samples?QUERY into $T/body (HTTP_CODE stays set).
-sample() { api GET "/api/v1/drops/samples?$1" >"$T/body"; }
+# sample QUERY: GET /api/v1/drops/samples?QUERY into $T/body (HTTP_CODE stays
+# set), of this test's namespace unless QUERY names one: the same port
+# dropped by another test elsewhere on the host does not leak in.
+sample() {
+	local q=$1
+	[[ "&$q" == *"&netns="* ]] || q="netns=$NSINUM&$q"
+	api GET "/api/v1/drops/samples?$q" >"$T/body"
+}
 has_sample() { sample "$1" && [ "$(jq '.data | length' "$T/body")" -ge 1 ]; }
 wait_for 10 has_sample 'port=40001&limit=1' || fail "no sampled record for sport 40001"
 sample 'reason=NO_SOCKET&protocol=udp&port=40001&limit=5'

@@ -228,9 +228,9 @@ rm -f "$T/sysobs.db"
 agent_with "capture_bytes = 100
 capture_payload = true"
 ip netns exec "$NS" "$GEN" udp -d 127.0.0.1 -p 40006 -s 41006 -n 1 -l 100 >/dev/null || fail "udp"
-have_one() { [ "$(api GET "/api/v1/drops/samples?port=40006" | jq '.data | length')" -ge 1 ]; }
+have_one() { [ "$(api GET "/api/v1/drops/samples?netns=$NSINUM&port=40006" | jq '.data | length')" -ge 1 ]; }
 wait_for 10 have_one || fail "no sample of the cut datagram"
-out=$(pcap_get "$P" "port=40006")
+out=$(pcap_get "$P" "netns=$NSINUM&port=40006")
 assert_eq "udp cut at capture_bytes: frame, captured" "148 106 41006" \
 	"$(fields 'udp.dstport == 40006' frame.len frame.cap_len udp.srcport)"
 [ "$(grep -c xxxxxxxx "$P")" -ge 1 ] || fail "capture_payload: no payload bytes"

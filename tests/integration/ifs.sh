@@ -29,53 +29,15 @@ FAKE="$SYSOBS_BUILD/tests/fakes/ifs_fake"
 [ -x "$FAKE" ] || skip "ifs_fake not built (libfuse3-dev missing at build time)"
 
 # ---- Alertmanager on a free loopback port ----
-AM_PORT=$(free_port) || fail "no free loopback port for alertmanager"
-cat >"$T/am.yml" <<'YML'
-route:
-  receiver: blackhole
-  group_wait: 1s
-receivers:
-  - name: blackhole
-YML
-prometheus-alertmanager --config.file="$T/am.yml" --storage.path="$T/am" \
-	--web.listen-address="127.0.0.1:$AM_PORT" --cluster.listen-address= \
-	>"$T/am.log" 2>&1 &
-AM_PID=$!
-on_exit "kill $AM_PID; wait $AM_PID 2>/dev/null"
-am_ready() { curl -sf "http://127.0.0.1:$AM_PORT/-/ready" >/dev/null; }
-wait_for 20 am_ready || fail "alertmanager did not start: $(tail -5 "$T/am.log")"
+alertmanager_start group_wait=1s
 
 # ---- the fake driver: 4 cores (2 packages x 2 cores x 2 threads) ----
 # core index = CPU of its first thread: core 0 = cpus 0,4 (package 0 core 0),
 # 1 = 1,5 (0/1), 2 = 2,6 (package 1 core 0), 3 = 3,7 (1/1).
-mkdir -p "$T/mnt"
-cat >"$T/fake.ini" <<'INI'
-[fake]
-cpus = 8
-threads_per_core = 2
-packages = 2
-scan_ms = 200
-devices = 0,1,2
-[device.0]
-image_version = 0x8000
-batch = 1
-batches = 1,2
-core.1 = untested:6
-core.2 = fail,fail,pass,fail
-core.3 = untested:1,pass
-[device.1]
-default = pass
-[device.2]
-image_version = none
-batches = 1,2
-INI
-"$FAKE" -f "$T/fake.ini" "$T/mnt" >"$T/fake.log" 2>&1 &
-FAKE_PID=$!
-on_exit "fusermount3 -u $T/mnt || fusermount3 -uz $T/mnt; wait $FAKE_PID 2>/dev/null"
-# The agent may be inside a run_test write: stop it before unmounting.
-on_exit '[ -z "$AGENT_PID" ] || { kill -9 "$AGENT_PID"; wait "$AGENT_PID"; } 2>/dev/null'
-fake_up() { [ -e "$T/mnt/devices/virtual/misc/intel_ifs_0/status" ]; }
-wait_for 10 fake_up || fail "ifs_fake did not mount: $(cat "$T/fake.log")"
+ifs_fake_start cpus=8 threads_per_core=2 packages=2 scan_ms=200 devices=0,1,2 \
+	device.0.batches=1,2 device.0.core.1=untested:6 device.0.core.2=fail,fail,pass,fail \
+	device.0.core.3=untested:1,pass device.1.default=pass \
+	device.2.image_version=none device.2.batches=1,2
 # -f: the fake stays in the foreground, so $! is the fake itself (issue 12).
 assert_eq "\$! of ifs_fake -f" ifs_fake "$(cat "/proc/$FAKE_PID/comm" 2>/dev/null)"
 
@@ -213,9 +175,7 @@ promtool test rules "$T/rules.test.yml" >"$T/promtool.out" 2>&1 ||
 pass "SysobsIFSCoreFailed fires on exactly the failing series sysobsd exported ($(wc -l <"$T/status.prom") series)"
 
 # ---- Alertmanager got the alert with the right labels ----
-am_alert() {
-	curl -sS -g "http://127.0.0.1:$AM_PORT/api/v2/alerts?filter=alertname=\"SysobsIFSCoreFailed\""
-}
+am_alert() { am_alerts SysobsIFSCoreFailed; }
 am_firing() { [ "$(am_alert | jq '[.[] | select(.labels.core == "0" and .labels.package == "1")] | length')" = 1 ]; }
 wait_for 15 am_firing || fail "alert not in Alertmanager: $(am_alert)"
 al=$(am_alert | jq -c '.[] | select(.labels.core == "0" and .labels.package == "1")')
@@ -465,41 +425,12 @@ pass "a bad allow_cpus is refused at start with the key named"
 # once assumed) ending interrupted the only way the driver reports it (status
 # 2 with 0xFE), a corrupted scan image (error 0xB until reloaded), an EINTR,
 # error code 6, 300 ms image loads failing with EIO then EINVAL.
-mkdir -p "$T/mnt2"
-cat >"$T/fake2.ini" <<'INI'
-[fake]
-cpus = 4
-threads_per_core = 1
-scan_ms = 50
-load_ms = 300
-devices = 0,1,2
-[device.0]
-image_version = 0x9000
-batch = 1
-batches = 1,2,3
-load = ok,eio,einval,ok
-scan_gen = 2
-chunks = 1000
-core.0 = corrupt,pass
-core.1 = eintr,pass
-core.2 = fail
-core.3 = untested:6,pass
-[device.1]
-array_gen = 1
-core.1 = fail
-[device.2]
-image_version = 0x100
-batch = 1
-batches = 1
-scan_ms = 1500
-default = intr
-INI
-"$FAKE" -f "$T/fake2.ini" "$T/mnt2" >"$T/fake2.log" 2>&1 &
-FAKE2_PID=$!
-on_exit "fusermount3 -u $T/mnt2 || fusermount3 -uz $T/mnt2; wait $FAKE2_PID 2>/dev/null"
-on_exit '[ -z "$AGENT_PID" ] || { kill -9 "$AGENT_PID"; wait "$AGENT_PID"; } 2>/dev/null'
-fake2_up() { [ -e "$T/mnt2/devices/virtual/misc/intel_ifs_0/status" ]; }
-wait_for 10 fake2_up || fail "second ifs_fake did not mount: $(cat "$T/fake2.log")"
+ifs_fake_start --mnt "$T/mnt2" cpus=4 load_ms=300 devices=0,1,2 \
+	device.0.image_version=0x9000 device.0.batches=1,2,3 device.0.load=ok,eio,einval,ok \
+	device.0.scan_gen=2 device.0.chunks=1000 device.0.core.0=corrupt,pass \
+	device.0.core.1=eintr,pass device.0.core.2=fail device.0.core.3=untested:6,pass \
+	device.1.array_gen=1 device.1.core.1=fail \
+	device.2.image_version=0x100 device.2.batch=1 device.2.batches=1 device.2.scan_ms=1500 device.2.default=intr
 # A script step the driver cannot produce is refused: SBAF has no control_error.
 printf '[fake]\ndevices = 2\n[device.2]\ndefault = control\n' >"$T/bad-fake.ini"
 "$FAKE" -f "$T/bad-fake.ini" "$T/mnt-bad" >"$T/bad-fake.log" 2>&1 && fail "fake accepted an SBAF control error"

@@ -15,24 +15,8 @@ source "$(dirname "$0")/lib.sh"
 need_ifs_fake
 need_cmd jq
 
-cat >"$T/fake.ini" <<'INI'
-[fake]
-cpus = 2
-threads_per_core = 1
-packages = 1
-scan_ms = 50
-devices = 0,2
-[device.0]
-image_version = 0x8000
-batch = 1
-batches = 1,2,3
-[device.2]
-image_version = 0x100
-batch = 1
-batches = 1,2
-scan_ms = 50
-INI
-start_ifs_fake "$T/fake.ini"
+ifs_fake_start devices=0,2 device.0.batches=1,2,3 device.2.image_version=0x100 \
+	device.2.batch=1 device.2.batches=1,2 device.2.scan_ms=50
 
 cfg() {
 	write_base_config "agent.sysfs_root=$T/mnt" \

@@ -16,19 +16,7 @@ source "$(dirname "$0")/lib.sh"
 need_ifs_fake
 need_cmd jq
 
-cat >"$T/fake.ini" <<'INI'
-[fake]
-cpus = 2
-threads_per_core = 1
-packages = 1
-scan_ms = 20
-model = 0xcf
-devices = 0
-[device.0]
-image_version = 0x8000
-batch = 1
-INI
-start_ifs_fake "$T/fake.ini"
+ifs_fake_start scan_ms=20 model=0xcf
 write_base_config "agent.sysfs_root=$T/mnt" http.admin=true \
 	collector.ifs.schedule=true collector.ifs.interval=1s collector.ifs.retry_max=2 \
 	collector.ifs.retry_backoff=200ms collector.ifs.poll=100ms \

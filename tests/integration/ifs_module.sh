@@ -17,21 +17,7 @@ source "$(dirname "$0")/lib.sh"
 need_ifs_fake
 need_cmd jq
 
-cat >"$T/fake.ini" <<'INI'
-[fake]
-cpus = 2
-threads_per_core = 1
-packages = 1
-scan_ms = 20
-devices = 0,1
-[device.0]
-image_version = 0x8000
-batch = 1
-default = pass
-[device.1]
-default = pass
-INI
-start_ifs_fake "$T/fake.ini"
+ifs_fake_start scan_ms=20 devices=0,1 device.0.default=pass device.1.default=pass
 
 write_base_config "agent.sysfs_root=$T/mnt" \
 	collector.ifs.schedule=true collector.ifs.interval=1s collector.ifs.poll=100ms \

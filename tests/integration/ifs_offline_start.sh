@@ -20,24 +20,10 @@ source "$(dirname "$0")/lib.sh"
 need_ifs_fake
 need_cmd jq
 
-fake_conf() { # DEBUGFS OFFLINE
-	cat >"$T/fake.ini" <<INI
-[fake]
-cpus = 6
-threads_per_core = 2
-packages = 1
-scan_ms = 20
-debugfs = $1
-offline = $2
-devices = 0
-[device.0]
-image_version = 0x8000
-batch = 1
-core.2 = fail
-INI
+fake_start() { # DEBUGFS OFFLINE
+	ifs_fake_start cpus=6 threads_per_core=2 scan_ms=20 "debugfs=$1" "offline=$2" device.0.core.2=fail
 }
-fake_conf 1 4
-start_ifs_fake "$T/fake.ini"
+fake_start 1 4
 write_base_config "agent.sysfs_root=$T/mnt" http.admin=true \
 	collector.ifs.schedule=true collector.ifs.interval=1s collector.ifs.retry_max=2 \
 	collector.ifs.retry_backoff=200ms collector.ifs.poll=100ms \
@@ -86,8 +72,7 @@ pass "a failed core with every thread offline stays failed over a restart (debug
 # ---- C: the same without debugfs: from the history ----
 fusermount3 -u "$T/mnt"
 wait "$FAKE_PID" 2>/dev/null
-fake_conf 0 2,4,5
-start_ifs_fake "$T/fake.ini"
+fake_start 0 2,4,5
 sed -i 's/^schedule = true/schedule = false/' "$T/sysobsd.ini"
 start_agent
 wait_collector ifs

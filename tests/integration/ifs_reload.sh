@@ -15,22 +15,8 @@ source "$(dirname "$0")/lib.sh"
 need_ifs_fake
 need_cmd jq
 
-cat >"$T/fake.ini" <<'INI'
-[fake]
-cpus = 2
-threads_per_core = 1
-packages = 1
-scan_ms = 50
-devices = 0
-[device.0]
-image_version = 0x8000
-batch = 1
-batches = 1
-load = eio,eio,ok
-core.0 = corrupt,pass
-core.1 = pass
-INI
-start_ifs_fake "$T/fake.ini"
+ifs_fake_start device.0.batches=1 device.0.load=eio,eio,ok device.0.core.0=corrupt,pass \
+	device.0.core.1=pass
 
 write_base_config "agent.sysfs_root=$T/mnt" \
 	collector.ifs.schedule=true collector.ifs.interval=1s collector.ifs.retry_backoff=300ms \

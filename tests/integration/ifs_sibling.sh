@@ -16,18 +16,7 @@ source "$(dirname "$0")/lib.sh"
 need_ifs_fake
 need_cmd jq
 
-cat >"$T/fake.ini" <<'INI'
-[fake]
-cpus = 4
-threads_per_core = 2
-packages = 1
-scan_ms = 50
-devices = 0
-[device.0]
-image_version = 0x8000
-batch = 1
-INI
-start_ifs_fake "$T/fake.ini"
+ifs_fake_start cpus=4 threads_per_core=2
 write_base_config "agent.sysfs_root=$T/mnt" http.admin=true \
 	collector.ifs.schedule=true collector.ifs.interval=1s collector.ifs.retry_max=0 \
 	collector.ifs.poll=100ms \

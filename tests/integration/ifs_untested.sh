@@ -21,21 +21,8 @@ need_ifs_fake
 need_cmd jq
 need_cmd promtool
 
-cat >"$T/fake.ini" <<'INI'
-[fake]
-cpus = 2
-threads_per_core = 1
-packages = 1
-scan_ms = 100
-devices = 0
-[device.0]
-image_version = 0x8000
-batch = 1
-batches = 1,2
-core.0 = pass,untested:6
-core.1 = untested:6
-INI
-start_ifs_fake "$T/fake.ini"
+ifs_fake_start scan_ms=100 device.0.batches=1,2 device.0.core.0=pass,untested:6 \
+	device.0.core.1=untested:6
 
 write_base_config "agent.sysfs_root=$T/mnt" \
 	collector.ifs.schedule=true collector.ifs.interval=1500ms collector.ifs.retry_max=0 \

@@ -435,22 +435,103 @@ need_ifs_fake() {
 		skip "ifs_fake not built (libfuse3-dev missing at build time)"
 }
 
+# ifs_fake_config FILE [KEY=VALUE...]: writes the IFS fake's config (see
+# the head of tests/fakes/ifs_fake.c) to FILE. A KEY is a [fake] key, or
+# device.N.KEY for [device.N]; a [fake] key given replaces the default
+# (cpus = 2, threads_per_core = 1, packages = 1, scan_ms = 50, devices = 0;
+# the value "-" leaves it out, for the fake's own). The fake's own device 0
+# already has image_version 0x8000, batch 1 loaded.
+#   ifs_fake_config "$T/fake.ini" cpus=4 devices=0,1 device.0.core.2=fail device.1.default=pass
+ifs_fake_config() {
+	local file=$1 kv key sec
+	shift
+	local -A fake=([cpus]=2 [threads_per_core]=1 [packages]=1 [scan_ms]=50 [devices]=0) dev=()
+	local order=(cpus threads_per_core packages scan_ms devices) devs=()
+	for kv in "$@"; do
+		key=${kv%%=*}
+		if [[ $key =~ ^device\.([0-9]+)\.(.+)$ ]]; then
+			sec=${BASH_REMATCH[1]}
+			[ -n "${dev[$sec]+x}" ] || devs+=("$sec")
+			dev[$sec]+="${BASH_REMATCH[2]} = ${kv#*=}"$'\n'
+		else
+			[ -n "${fake[$key]+x}" ] || order+=("$key")
+			fake[$key]=${kv#*=}
+		fi
+	done
+	{
+		echo '[fake]'
+		for key in "${order[@]}"; do
+			[ "${fake[$key]}" = - ] || echo "$key = ${fake[$key]}"
+		done
+		for sec in "${devs[@]}"; do printf '[device.%s]\n%s' "$sec" "${dev[$sec]}"; done
+	} >"$file"
+}
+
+# ifs_fake_start [--mnt DIR] [KEY=VALUE...] [-- FUSE options...]: writes
+# $T/fake.ini (or DIR.ini with --mnt) with ifs_fake_config and mounts the
+# IFS fake there (start_ifs_fake).
+#   ifs_fake_start scan_ms=20 device.0.core.1=fail
+ifs_fake_start() {
+	local mnt=$T/mnt conf=$T/fake.ini cfg=()
+	if [ "${1:-}" = --mnt ]; then
+		mnt=$2 conf=$2.ini
+		shift 2
+	fi
+	while [ $# -gt 0 ] && [ "$1" != -- ]; do
+		cfg+=("$1")
+		shift
+	done
+	[ $# -eq 0 ] || shift
+	ifs_fake_config "$conf" "${cfg[@]}"
+	IFS_FAKE_MNT=$mnt start_ifs_fake "$conf" "$@"
+}
+
 # start_ifs_fake CONFIG [FUSE options...]: mounts the IFS fake (foreground
-# mode, FAKE_PID) with that config at $T/mnt and waits for it; at exit the
-# agent is killed first (it may be inside a run_test write), then the fake
+# mode, FAKE_PID) with that config at $T/mnt (or $IFS_FAKE_MNT) and waits
+# for it (its log: the mount point's name + .log); at exit the agent is
+# killed first (it may be inside a run_test write), then the fake
 # unmounted. Run as root, the fake mounts with -o allow_other (an agent that
 # drops root may enter the mount) and -o default_permissions (the kernel
 # checks the files' modes as in sysfs: run_test 0200 root, only the helper
 # writes) by itself.
 start_ifs_fake() {
-	local conf=$1
+	local conf=$1 mnt=${IFS_FAKE_MNT:-$T/mnt} log
 	shift
-	mkdir -p "$T/mnt"
-	"$SYSOBS_BUILD/tests/fakes/ifs_fake" -f "$conf" "$T/mnt" "$@" >"$T/fake.log" 2>&1 &
+	log=$T/fake.log
+	[ "$mnt" = "$T/mnt" ] || log=$mnt.log
+	mkdir -p "$mnt"
+	"$SYSOBS_BUILD/tests/fakes/ifs_fake" -f "$conf" "$mnt" "$@" >"$log" 2>&1 &
 	FAKE_PID=$!
-	on_exit "fusermount3 -u $T/mnt || fusermount3 -uz $T/mnt; wait $FAKE_PID 2>/dev/null"
+	on_exit "fusermount3 -u $mnt || fusermount3 -uz $mnt; wait $FAKE_PID 2>/dev/null"
 	on_exit '[ -z "$AGENT_PID" ] || { kill -9 "$AGENT_PID"; wait "$AGENT_PID"; } 2>/dev/null'
-	_fake_up() { [ -e "$T/mnt/devices/virtual/misc/intel_ifs_1/status" ] ||
-		[ -e "$T/mnt/devices/virtual/misc/intel_ifs_0/status" ]; }
-	wait_for 10 _fake_up || fail "ifs_fake did not mount: $(cat "$T/fake.log")"
+	_fake_up() { compgen -G "$1/devices/virtual/misc/intel_ifs_*/status" >/dev/null; }
+	wait_for 10 _fake_up "$mnt" || fail "ifs_fake did not mount at $mnt: $(cat "$log")"
+}
+
+# alertmanager_start [ROUTE_KEY=VALUE...]: Debian's prometheus-alertmanager
+# on AM_PORT (a free loopback port unless set: a test may take the port
+# first and start it later), its one receiver a blackhole, ROUTE_KEYs added
+# to its route (group_wait=1s "group_by=[alertname, instance]"); sets
+# AM_PID, stops it on exit, waits until it is ready.
+alertmanager_start() {
+	local kv
+	if [ -z "${AM_PORT:-}" ]; then
+		AM_PORT=$(free_port) || fail "no free loopback port for alertmanager"
+	fi
+	{
+		printf 'route:\n  receiver: blackhole\n'
+		for kv in "$@"; do printf '  %s: %s\n' "${kv%%=*}" "${kv#*=}"; done
+		printf 'receivers:\n  - name: blackhole\n'
+	} >"$T/am.yml"
+	prometheus-alertmanager --config.file="$T/am.yml" --storage.path="$T/am" \
+		--web.listen-address="127.0.0.1:$AM_PORT" --cluster.listen-address= >>"$T/am.log" 2>&1 &
+	AM_PID=$!
+	on_exit "kill $AM_PID 2>/dev/null; wait $AM_PID 2>/dev/null"
+	_am_ready() { curl -sf --max-time 2 "http://127.0.0.1:$AM_PORT/-/ready" -o /dev/null; }
+	wait_for 20 _am_ready || fail "alertmanager did not start: $(tail -5 "$T/am.log")"
+}
+
+# am_alerts ALERTNAME: the alerts of that name Alertmanager holds (JSON).
+am_alerts() {
+	curl -sS -g --max-time 5 "http://127.0.0.1:$AM_PORT/api/v2/alerts?filter=alertname=\"$1\""
 }

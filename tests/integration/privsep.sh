@@ -140,18 +140,7 @@ helper_note="no helper without IFS, nor for a device that appears later (reporte
 # scan, whose run_test write the unprivileged agent could not do itself,
 # passes through it.
 if ifs_fake_usable; then
-	cat >"$T/fake.ini" <<'FAKE'
-[fake]
-cpus = 2
-threads_per_core = 1
-scan_ms = 50
-devices = 0
-[device.0]
-image_version = 0x8000
-batch = 1
-default = pass
-FAKE
-	start_ifs_fake "$T/fake.ini" -o allow_other,default_permissions
+	ifs_fake_start device.0.default=pass -- -o allow_other,default_permissions
 	RT=$T/mnt/devices/virtual/misc/intel_ifs_0/run_test
 	setpriv --reuid "$uid" --regid "$gid" --clear-groups sh -c "echo 0 >$RT" 2>/dev/null &&
 		fail "$user can write run_test of the fake itself: the test proves nothing"

@@ -31,17 +31,7 @@ $PY -c 'import prometheus_client.openmetrics.parser' 2>/dev/null ||
 # The IFS fake: every array BIST run blocks its run_test write for 300 ms.
 HAVE_IFS=
 if ifs_fake_usable; then
-	cat >"$T/fake.ini" <<'INI'
-[fake]
-cpus = 2
-threads_per_core = 1
-packages = 1
-scan_ms = 300
-devices = 1
-[device.1]
-default = pass
-INI
-	start_ifs_fake "$T/fake.ini"
+	ifs_fake_start scan_ms=300 devices=1 device.1.default=pass
 	HAVE_IFS=1
 fi
 # Drops in a namespace of our own: UDP to a closed port.
@@ -49,24 +39,11 @@ NS=
 if [ "$(id -u)" = 0 ] && [ -r /sys/kernel/btf/vmlinux ] && netns_new "sysobs-prom-$$" 2>/dev/null; then
 	NS=sysobs-prom-$$
 fi
-write_base_config
-cat >>"$T/sysobsd.ini" <<INI
-[collector.self]
-interval = 1s
-[collector.drops]
-interval = 200ms
-netns_label = true
-INI
-if [ -n "$HAVE_IFS" ]; then
-	sed -i "/^\[agent\]$/a sysfs_root = $T/mnt" "$T/sysobsd.ini" # one [agent] section
-	cat >>"$T/sysobsd.ini" <<INI
-[collector.ifs]
-schedule = true
-interval = 1s
-poll = 100ms
-max_scan_seconds_per_hour = 3600
-INI
-fi
+ifs_keys=()
+[ -z "$HAVE_IFS" ] || ifs_keys=("agent.sysfs_root=$T/mnt" collector.ifs.schedule=true
+	collector.ifs.interval=1s collector.ifs.poll=100ms collector.ifs.max_scan_seconds_per_hour=3600)
+write_base_config collector.self.interval=1s collector.drops.interval=200ms \
+	collector.drops.netns_label=true "${ifs_keys[@]}"
 start_agent
 
 cat >"$T/native.yml" <<YML

@@ -246,8 +246,11 @@ RW_URL=http://127.0.0.1:$VM/api/v1/write HOST=hostA DB=hostA SNAPSHOT=0 start_ho
 # A closed window of hostA's history, its bounds half-way between snapshots
 # (sample timestamps are snapshot times, 1 s apart): [t0, t1] in ms.
 last_ts() { promq "$RX" 'timestamp(sysobs_build_info{instance="hostA"})' | jq -r '.[0].value[1] | tonumber * 1000 | floor'; }
+# RW_FLEET_WINDOW_S (10) of history: about 5 snapshots of 200+ series in
+# the compared window (t1 is 4.5 s behind the newest sample), each counted
+# per series in both receivers (was a fixed 20 s).
 t0=$(($(last_ts) + 500))
-sleep 20
+sleep "${RW_FLEET_WINDOW_S:-10}"
 t1=$(($(last_ts) - 4500))
 past_t1() {
 	local h

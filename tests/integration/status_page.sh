@@ -41,46 +41,17 @@ netns_new "$NS" || fail "cannot create a network namespace"
 mptcp_topo_up || fail "MPTCP topology setup failed"
 
 # ---- IFS fake: 4 cores, scan (device 0) fails on core 2, array passes ----
-mkdir -p "$T/mnt"
-cat >"$T/fake.ini" <<'INI'
-[fake]
-cpus = 4
-threads_per_core = 1
-packages = 1
-scan_ms = 20
-devices = 0,1
-[device.0]
-image_version = 0x8000
-batch = 1
-core.2 = fail
-[device.1]
-default = pass
-INI
-start_ifs_fake "$T/fake.ini"
+ifs_fake_start cpus=4 scan_ms=20 devices=0,1 device.0.core.2=fail device.1.default=pass
 
-write_base_config
-sed -i "/^\[agent\]$/a sysfs_root = $T/mnt" "$T/sysobsd.ini" # one [agent] section
 XPORT=$(free_port) || fail "no free loopback port"
-cat >>"$T/sysobsd.ini" <<INI
-snapshot_interval = 1s
-[export.x]
-format = otlp
-send_interval = 1s
-url = http://user:secret@127.0.0.1:$XPORT/v1/logs
-[collector.ifs]
-schedule = true
-interval = 2s
-poll = 100ms
-max_scan_seconds_per_hour = 3600
-[collector.mptcp]
-netns = /run/netns/$NS_A
-reconcile = 1s
-[collector.drops]
-netns_label = true
-sample_rate = 1000000
-sample_burst = 1000000
-ring_bytes = 16M
-INI
+write_base_config "agent.sysfs_root=$T/mnt" storage.snapshot_interval=1s \
+	export.x.format=otlp export.x.send_interval=1s \
+	"export.x.url=http://user:secret@127.0.0.1:$XPORT/v1/logs" \
+	collector.ifs.schedule=true collector.ifs.interval=2s collector.ifs.poll=100ms \
+	collector.ifs.max_scan_seconds_per_hour=3600 \
+	"collector.mptcp.netns=/run/netns/$NS_A" collector.mptcp.reconcile=1s \
+	collector.drops.netns_label=true collector.drops.sample_rate=1000000 \
+	collector.drops.sample_burst=1000000 collector.drops.ring_bytes=16M
 start_agent
 
 # ---- MPTCP: one connection, two subflows, held open ----
