@@ -29,21 +29,20 @@ grep -q 'ifs: CPU family 6 model 0xcf: scans of one core at least 30 s apart' "$
 grep -q "ifs: interval 1 s is shorter than this CPU's minimum time between two scans of a core (30 s)" \
 	"$T/agent.log" || fail "the short interval was not logged"
 
-runs() { awk -v c="$1" '$4 == c { n++ } END { print n + 0 }' "$T/mnt/fake_runs"; }
 untested() { awk '$5 == "untested" { n++ } END { print n + 0 }' "$T/mnt/fake_runs"; }
-both() { [ "$(runs 0)" -ge 1 ] && [ "$(runs 1)" -ge 1 ]; }
+both() { [ "$(ifs_fake_runs 0)" -ge 1 ] && [ "$(ifs_fake_runs 1)" -ge 1 ]; }
 wait_for 10 both || fail "cores not run: $(cat "$T/mnt/fake_runs")"
 sleep 4
-echo "4 s after the first scans, interval 1 s: runs of core 0: $(runs 0), core 1: $(runs 1);" \
+echo "4 s after the first scans, interval 1 s: runs of core 0: $(ifs_fake_runs 0), core 1: $(ifs_fake_runs 1);" \
 	"untested (error 6): $(untested)"
-assert_eq "runs of core 0 inside its 30 s" 1 "$(runs 0)"
-assert_eq "runs of core 1 inside its 30 s" 1 "$(runs 1)"
+assert_eq "runs of core 0 inside its 30 s" 1 "$(ifs_fake_runs 0)"
+assert_eq "runs of core 1 inside its 30 s" 1 "$(ifs_fake_runs 1)"
 assert_eq "runs refused by the microcode (untested, error 6)" 0 "$(untested)"
 
 req POST /api/v1/ifs/scans -H 'Content-Type: application/json' -d '{"cpus":[0]}'
 assert_eq "POST for core 0" 202 "$HTTP_CODE"
 sleep 1.5
-assert_eq "runs of core 0 after the POST" 1 "$(runs 0)"
+assert_eq "runs of core 0 after the POST" 1 "$(ifs_fake_runs 0)"
 assert_eq "the request waits" 1 "$(api GET /api/v1/ifs/cores | jq .scheduler.pending)"
 pass "two scans of one core at least 30 s apart: due runs and a request wait, nothing refused"
 
@@ -51,9 +50,9 @@ stop_agent
 start_agent
 wait_collector ifs
 sleep 3
-echo "3 s after a restart: runs of core 0: $(runs 0), core 1: $(runs 1); untested: $(untested)"
-assert_eq "runs of core 0 after the restart" 1 "$(runs 0)"
-assert_eq "runs of core 1 after the restart" 1 "$(runs 1)"
+echo "3 s after a restart: runs of core 0: $(ifs_fake_runs 0), core 1: $(ifs_fake_runs 1); untested: $(untested)"
+assert_eq "runs of core 0 after the restart" 1 "$(ifs_fake_runs 0)"
+assert_eq "runs of core 1 after the restart" 1 "$(ifs_fake_runs 1)"
 assert_eq "runs refused after the restart" 0 "$(untested)"
 stop_agent
 pass "the last start comes back from the history: a restart rescans no core inside its window"

@@ -26,8 +26,7 @@ write_base_config "agent.sysfs_root=$T/mnt" \
 start_agent
 wait_collector ifs
 
-runs() { grep -c " intel_ifs_$1 " "$T/mnt/fake_runs" 2>/dev/null || echo 0; }
-scanned() { [ "$(runs 0)" -ge 2 ] && [ "$(runs 1)" -ge 2 ]; }
+scanned() { [ "$(ifs_fake_runs - 0)" -ge 2 ] && [ "$(ifs_fake_runs - 1)" -ge 2 ]; }
 wait_for 15 scanned || fail "no scans before the unload: $(cat "$T/mnt/fake_runs")"
 assert_eq "up while loaded" 1 "$(metric 'sysobs_collector_up{collector="ifs"}')"
 
@@ -43,19 +42,19 @@ grep -q 'ifs: intel_ifs_0 went away (intel_ifs module unloaded?)' "$T/agent.log"
 	fail "the disappearance was not logged"
 grep -q 'ifs: unavailable: every intel_ifs device went away' "$T/agent.log" ||
 	fail "the state change was not logged"
-before=$(($(runs 0) + $(runs 1)))
+before=$(($(ifs_fake_runs - 0) + $(ifs_fake_runs - 1)))
 sleep 2
-assert_eq "runs while the module is gone" "$before" "$(($(runs 0) + $(runs 1)))"
+assert_eq "runs while the module is gone" "$before" "$(($(ifs_fake_runs - 0) + $(ifs_fake_runs - 1)))"
 pass "module unloaded: ifs UNAVAILABLE ($(collector_reason ifs)), up 0, no scans"
 
-array_before=$(runs 1)
+array_before=$(ifs_fake_runs - 1)
 echo 1 >"$T/mnt/fake_module"
 back() { [ "$(collector_state ifs)" = RUNNING ]; }
 wait_for 10 back || fail "ifs did not come back: $(collector_state ifs) $(collector_reason ifs)"
 grep -q 'ifs: available again: running' "$T/agent.log" || fail "the return was not logged"
 grep -q 'ifs: intel_ifs_1 is back' "$T/agent.log" || fail "the device's return was not logged"
 assert_eq "up with the module back" 1 "$(metric 'sysobs_collector_up{collector="ifs"}')"
-array_again() { [ "$(runs 1)" -ge $((array_before + 2)) ]; }
+array_again() { [ "$(ifs_fake_runs - 1)" -ge $((array_before + 2)) ]; }
 wait_for 15 array_again || fail "array BIST not scanned again: $(tail -3 "$T/mnt/fake_runs")"
 assert_eq "scan image after the module load" 0 "$(metric 'sysobs_ifs_image_loaded{test="scan"}')"
 D0="$T/mnt/devices/virtual/misc/intel_ifs_0"
@@ -67,4 +66,4 @@ echo "after the module load: external rows $ext, scans_total{result=untested} $u
 assert_eq "external rows recorded by the module load" 0 "$ext"
 assert_eq "untested runs counted by the module load" 0 "$untested"
 stop_agent
-pass "module loaded again: ifs RUNNING, array scanned again ($(runs 1) runs), scan without image reported"
+pass "module loaded again: ifs RUNNING, array scanned again ($(ifs_fake_runs - 1) runs), scan without image reported"

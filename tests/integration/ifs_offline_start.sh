@@ -33,15 +33,14 @@ start_agent
 wait_collector ifs
 
 # ---- A: a sibling offline since before the start ----
-runs() { awk -v c="$1" '$4 == c { n++ } END { print n + 0 }' "$T/mnt/fake_runs"; }
 core() { api GET /api/v1/ifs/cores | jq -c ".data[] | select(.core == $1) | $2"; }
-ran() { [ "$(runs 0)" -ge 3 ] && [ "$(runs 2)" -ge 1 ]; }
+ran() { [ "$(ifs_fake_runs 0)" -ge 3 ] && [ "$(ifs_fake_runs 2)" -ge 1 ]; }
 wait_for 10 ran || fail "cores 0 and 2 not run: $(cat "$T/mnt/fake_runs")"
 sleep 3
 SK='sysobs_ifs_skipped_runs_total{test="scan",reason="sibling_offline"}'
-r1=$(runs 1) sk=$(metric "$SK")
+r1=$(ifs_fake_runs 1) sk=$(metric "$SK")
 echo "A: runs of core 1 (cpu 4 offline since the start): $r1; skipped (sibling_offline): $sk;" \
-	"runs of core 0: $(runs 0)"
+	"runs of core 0: $(ifs_fake_runs 0)"
 assert_eq "runs of core 1 with cpu 4 offline since the start (fake's log)" 0 "$r1"
 assert_ge "skipped runs of core 1 counted" 3 "$sk"
 assert_eq "core 1 as the API shows it" '{"cpus":[1,4],"skip_reason":"sibling_offline"}' \

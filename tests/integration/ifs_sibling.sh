@@ -30,9 +30,8 @@ assert_eq "skipped runs (offline) from 0 at start" 0 \
 	"$(metric 'sysobs_ifs_skipped_runs_total{test="scan",reason="offline"}')"
 
 # runs CPU: runs of that CPU in the fake's log from line $L on.
-runs() { tail -n +"$L" "$T/mnt/fake_runs" | awk -v c="$1" '$4 == c { n++ } END { print n + 0 }'; }
 L=1
-both() { [ "$(runs 0)" -ge 1 ] && [ "$(runs 1)" -ge 1 ]; }
+both() { [ "$(ifs_fake_runs 0 - "$L")" -ge 1 ] && [ "$(ifs_fake_runs 1 - "$L")" -ge 1 ]; }
 wait_for 10 both || fail "both cores not run: $(cat "$T/mnt/fake_runs")"
 
 echo 0 >"$T/mnt/devices/system/cpu/cpu3/online"
@@ -41,7 +40,7 @@ wait_for 5 skip_seen || fail "core 1 not shown skipped: $(api GET /api/v1/ifs/co
 sleep 0.5 # a run of core 1 under way when cpu 3 went offline ends
 L=$(($(wc -l <"$T/mnt/fake_runs") + 1))
 sleep 4
-r0=$(runs 0) r1=$(runs 1) sk=$(metric "$SK")
+r0=$(ifs_fake_runs 0 - "$L") r1=$(ifs_fake_runs 1 - "$L") sk=$(metric "$SK")
 untested=$(tail -n +"$L" "$T/mnt/fake_runs" | awk '$4 == 1 && $5 == "untested"' | wc -l)
 echo "4 s with cpu 3 offline: fake runs of core 0: $r0, of core 1: $r1 ($untested untested);" \
 	"skipped (sibling_offline): $sk"
@@ -57,7 +56,7 @@ grep -q "offline" <<<"$BODY" || fail "409 does not say why: $BODY"
 
 echo 1 >"$T/mnt/devices/system/cpu/cpu3/online"
 L=$(($(wc -l <"$T/mnt/fake_runs") + 1))
-back() { [ "$(runs 1)" -ge 1 ]; }
+back() { [ "$(ifs_fake_runs 1 - "$L")" -ge 1 ]; }
 wait_for 5 back || fail "core 1 not run again after cpu 3 came back"
 assert_eq "skip_reason after the sibling is back" null \
 	"$(api GET /api/v1/ifs/cores | jq -r '.data[] | select(.core == 1) | .skip_reason')"

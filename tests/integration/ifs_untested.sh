@@ -38,8 +38,7 @@ assert_eq "reloads{ok} from the start" 0 \
 	"$(metric "sysobs_ifs_image_reloads_total{test=\"scan\",result=\"ok\"}")"
 assert_eq "schedule interval exported" 1.5 "$(metric sysobs_ifs_schedule_interval_seconds)"
 
-runs() { grep -c "intel_ifs_0 $1 " "$T/mnt/fake_runs" 2>/dev/null || echo 0; }
-enough() { [ "$(runs 0)" -ge 3 ] && [ "$(runs 1)" -ge 3 ]; }
+enough() { [ "$(ifs_fake_runs 0 0)" -ge 3 ] && [ "$(ifs_fake_runs 1 0)" -ge 3 ]; }
 wait_for 30 enough || fail "the scheduler did not run each core 3 times: $(cat "$T/mnt/fake_runs")"
 
 # The history's own times: core 0's pass, and its newest run.

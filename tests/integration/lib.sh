@@ -508,6 +508,14 @@ start_ifs_fake() {
 	wait_for 10 _fake_up "$mnt" || fail "ifs_fake did not mount at $mnt: $(cat "$log")"
 }
 
+# ifs_fake_runs CPU [DEVICE [FROM]]: how many runs the IFS fake at $T/mnt
+# finished on CPU ("-": any) of intel_ifs_DEVICE ("-" or none: any), from
+# line FROM (1) of its fake_runs log on.
+ifs_fake_runs() {
+	tail -n +"${3:-1}" "$T/mnt/fake_runs" 2>/dev/null | awk -v c="$1" -v d="${2:--}" \
+		'(c == "-" || $4 == c) && (d == "-" || $3 == "intel_ifs_" d) { n++ } END { print n + 0 }'
+}
+
 # alertmanager_start [ROUTE_KEY=VALUE...]: Debian's prometheus-alertmanager
 # on AM_PORT (a free loopback port unless set: a test may take the port
 # first and start it later), its one receiver a blackhole, ROUTE_KEYs added
