@@ -33,11 +33,7 @@ assert_eq "an admin POST with admin only in a comment" 403 "$HTTP_CODE"
 stop_agent
 
 # ---- a 2 KB JWT as the bearer token, to a receiver ----
-python3 "$SYSOBS_SRC/tests/tools/rw_fake_receiver.py" "$T/fake.port" "$T/fake.log" 200 \
-	>"$T/fake.out" 2>&1 &
-FAKE_PID=$!
-on_exit "kill $FAKE_PID"
-wait_for 10 test -s "$T/fake.port" || fail "fake receiver did not start"
+receiver_start fake -- 200
 jwt="eyJhbGciOiJIUzI1NiJ9.$(long A 1980).$(long s 43)"
 [ "${#jwt}" = 2045 ] || fail "token length ${#jwt}"
 write_base_config storage.snapshot_interval=1s collector.drops.enabled=false \

@@ -67,9 +67,7 @@ xm() { metric "sysobs_export_$1{destination=\"rx\"}"; }
 [ "$(xm rows_sent_total)" = 0 ] || fail "rows sent before the receiver was up"
 backlog=$(xm pending_rows)
 assert_ge "export backlog when the disk filled" 20 "$backlog"
-python3 "$SYSOBS_SRC/tests/tools/rw_fake_receiver.py" --port "$RX_PORT" "$T/rx.port" "$T/rx.log" \
-	>"$T/rx.out" 2>&1 &
-on_exit "kill $!"
+receiver_start rx --port "$RX_PORT"
 drained() { [ "$(xm pending_rows)" = 0 ]; }
 wait_for 20 drained || fail "export backlog not sent while the disk is full: pending $(xm pending_rows)"
 sent_full=$(xm rows_sent_total)

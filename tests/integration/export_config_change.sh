@@ -27,14 +27,8 @@ DPORT=$((40000 + RANDOM % 9000))
 	fail "scripts/deps_node.sh failed: $(tail -n 20 "$T/deps.log")"
 
 mkdir -p "$T/bodies" "$T/b2"
-python3 "$SYSOBS_SRC/tests/tools/rw_fake_receiver.py" --save "$T/bodies" "$T/rx.port" "$T/rx.log" \
-	>"$T/rx.out" 2>&1 &
-on_exit "kill $!"
-python3 "$SYSOBS_SRC/tests/tools/rw_fake_receiver.py" --save "$T/b2" "$T/rx2.port" "$T/rx2.log" \
-	503/600 >"$T/rx2.out" 2>&1 &
-on_exit "kill $!"
-wait_for 10 test -s "$T/rx.port" || fail "the receiver did not start"
-wait_for 10 test -s "$T/rx2.port" || fail "the second receiver did not start"
+receiver_start rx --save "$T/bodies"
+receiver_start rx2 --save "$T/b2" -- 503/600
 RP=$(cat "$T/rx.port") RP2=$(cat "$T/rx2.port")
 db="$T/sysobs.db"
 config() { # TABLES [URL [KEY=VALUE...]]

@@ -16,18 +16,9 @@ need_cmd python3
 CLI=${SYSOBS_CLI:-$SYSOBS_BUILD/api/cli/sysobs}
 OUTAGE_S=${EXPORT_HEALTH_OUTAGE_S:-20}
 STUCK=4s
-RECV=$SYSOBS_SRC/tests/tools/rw_fake_receiver.py
-start_recv() { # NAME STATUS...
-	local name=$1
-	shift
-	python3 "$RECV" "$T/$name.port" "$T/$name.log" "$@" >"$T/$name.out" 2>&1 &
-	on_exit "kill $!"
-}
-start_recv rw "503/$OUTAGE_S"
-start_recv otlp "503/$OUTAGE_S"
-start_recv lossy "400/$OUTAGE_S"
-ports() { [ -s "$T/rw.port" ] && [ -s "$T/otlp.port" ] && [ -s "$T/lossy.port" ]; }
-wait_for 10 ports || fail "the receivers did not start: $(cat "$T"/*.out)"
+receiver_start rw -- "503/$OUTAGE_S"
+receiver_start otlp -- "503/$OUTAGE_S"
+receiver_start lossy -- "400/$OUTAGE_S"
 
 write_base_config storage.snapshot_interval=1s collector.self.interval=200ms \
 	collector.drops.enabled=false collector.mptcp.enabled=false \

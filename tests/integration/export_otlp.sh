@@ -28,10 +28,7 @@ BATCH=100
 DPORT=$((40000 + RANDOM % 9000))
 
 mkdir -p "$T/bodies"
-python3 "$SYSOBS_SRC/tests/tools/rw_fake_receiver.py" --save "$T/bodies" "$T/recv.port" \
-	"$T/recv.log" 503 400 200+partial >"$T/recv.out" 2>&1 &
-on_exit "kill $!"
-wait_for 10 test -s "$T/recv.port" || fail "receiver did not start"
+receiver_start recv --save "$T/bodies" -- 503 400 200+partial
 
 write_base_config collector.drops.sample_rate=20000 collector.drops.sample_burst=20000 \
 	remote_write.instance=hostA remote_write.external_labels="cluster=test"

@@ -12,15 +12,10 @@ need_cmd jq
 need_cmd python3
 
 PHASE=${EXPORT_REFUSALS_PHASE_S:-5}
-RECV=$SYSOBS_SRC/tests/tools/rw_fake_receiver.py
 for r in rw ch; do
 	mkdir -p "$T/$r.bodies"
-	python3 "$RECV" --save "$T/$r.bodies" "$T/$r.port" "$T/$r.log" \
-		"401/$PHASE" "403/$PHASE" "404/$PHASE" >"$T/$r.out" 2>&1 &
-	on_exit "kill $!"
+	receiver_start "$r" --save "$T/$r.bodies" -- "401/$PHASE" "403/$PHASE" "404/$PHASE"
 done
-ports() { [ -s "$T/rw.port" ] && [ -s "$T/ch.port" ]; }
-wait_for 10 ports || fail "the receivers did not start: $(cat "$T"/*.out)"
 
 write_base_config storage.snapshot_interval=1s collector.self.interval=200ms \
 	collector.drops.enabled=false collector.mptcp.enabled=false \

@@ -516,6 +516,30 @@ ifs_fake_runs() {
 		'(c == "-" || $4 == c) && (d == "-" || $3 == "intel_ifs_" d) { n++ } END { print n + 0 }'
 }
 
+# receiver_start NAME [OPTIONS...] [-- STATUS...]: the scripted HTTP
+# receiver tests/tools/rw_fake_receiver.py (remote_write, OTLP, ClickHouse
+# bodies; its head says the OPTIONS, --save DIR, --port N, --tls ..., and
+# the STATUS script) with its port in $T/NAME.port, one line per request
+# in $T/NAME.log, its output in $T/NAME.out; sets RX_PID and RX_PORT (and
+# RX_PORT_<NAME>), stops it on exit, waits until it listens.
+receiver_start() {
+	local name=$1 opts=()
+	shift
+	while [ $# -gt 0 ] && [ "$1" != -- ]; do
+		opts+=("$1")
+		shift
+	done
+	[ $# -eq 0 ] || shift
+	rm -f "$T/$name.port"
+	python3 "$SYSOBS_SRC/tests/tools/rw_fake_receiver.py" "${opts[@]}" "$T/$name.port" \
+		"$T/$name.log" "$@" >"$T/$name.out" 2>&1 &
+	RX_PID=$!
+	on_exit "kill $RX_PID 2>/dev/null"
+	wait_for 10 test -s "$T/$name.port" || fail "receiver $name did not start: $(cat "$T/$name.out")"
+	RX_PORT=$(cat "$T/$name.port")
+	printf -v "RX_PORT_$name" '%s' "$RX_PORT"
+}
+
 # alertmanager_start [ROUTE_KEY=VALUE...]: Debian's prometheus-alertmanager
 # on AM_PORT (a free loopback port unless set: a test may take the port
 # first and start it later), its one receiver a blackhole, ROUTE_KEYs added

@@ -49,11 +49,7 @@ refused "a reserved external label" "[remote_write] external_labels" --config "$
 pass "bad url and external_labels: config errors with file:line, exit 2"
 
 # ---- 2. scripted receiver: retries, Retry-After, no retry on 400 ----
-python3 "$SYSOBS_SRC/tests/tools/rw_fake_receiver.py" "$T/fake.port" "$T/fake.log" \
-	503 503 429:2 200 400 >"$T/fake.out" 2>&1 &
-FAKE_PID=$!
-on_exit "kill $FAKE_PID"
-wait_for 10 test -s "$T/fake.port" || fail "fake receiver did not start"
+receiver_start fake -- 503 503 429:2 200 400
 BATCH=20
 write_base_config
 cat >>"$T/sysobsd.ini" <<INI
@@ -105,12 +101,8 @@ stop_agent
 pass "headers as the spec says; 503/429 retried with the same body (Retry-After gap ${ra_gap}s); 400 not retried; retried=$((3 * BATCH)) failed=$BATCH sent=$sent"
 
 # ---- 2a. max_age: history older than it is dropped and counted, exactly ----
-rm -f "$T/sysobs.db"* "$T/fake.log" "$T/fake.port"
-python3 "$SYSOBS_SRC/tests/tools/rw_fake_receiver.py" "$T/fake.port" "$T/fake.log" \
-	>"$T/fake.out" 2>&1 &
-FAKE2_PID=$!
-on_exit "kill $FAKE2_PID"
-wait_for 10 test -s "$T/fake.port" || fail "fake receiver did not start"
+rm -f "$T/sysobs.db"* "$T/fake.log"
+receiver_start fake
 write_base_config
 start_agent # creates the schema; no remote_write yet
 stop_agent
@@ -155,12 +147,8 @@ if command -v openssl >/dev/null; then
 			-CAcreateserial -out "$P/$who.crt" -days 1 -extfile "$(san)" 2>/dev/null
 	done
 	[ -s "$P/cli.crt" ] || fail "openssl could not make the test certificates"
-	rm -f "$T/tls.port" "$T/tls.log"
-	python3 "$SYSOBS_SRC/tests/tools/rw_fake_receiver.py" --tls "$P/srv.crt" "$P/srv.key" \
-		--client-ca "$P/ca.crt" "$T/tls.port" "$T/tls.log" >"$T/tls.out" 2>&1 &
-	TLS_PID=$!
-	on_exit "kill $TLS_PID"
-	wait_for 10 test -s "$T/tls.port" || fail "TLS receiver did not start"
+	rm -f "$T/tls.log"
+	receiver_start tls --tls "$P/srv.crt" "$P/srv.key" --client-ca "$P/ca.crt"
 	printf 'pa55word\n' >"$T/pw"
 	tls_config() {
 		rm -f "$T/sysobs.db"*

@@ -43,9 +43,7 @@ down_count=$(rw_deleted)
 
 # A receiver on that port: the rest is sent, the deleted ones are not
 # counted again.
-python3 "$SYSOBS_SRC/tests/tools/rw_fake_receiver.py" --port "$DEAD" "$T/rx.port" "$T/rx.log" \
-	>"$T/rx.out" 2>&1 &
-on_exit "kill $!"
+receiver_start rx --port "$DEAD"
 sent() { s=$(metric 'sysobs_remote_write_samples_sent_total{destination="remote_write"}'); [ "${s%.*}" -gt 0 ]; }
 wait_for 20 sent || fail "nothing sent once the receiver was there"
 assert_eq "deleted, counted once" "$(deleted)" "$(rw_deleted)"

@@ -190,11 +190,7 @@ if command -v protoc >/dev/null && $PY -c 'import google.protobuf' 2>/dev/null; 
 	mkdir -p "$T/py" "$T/bodies"
 	protoc --python_out="$T/py" -I"$SYSOBS_SRC" exporters/proto/prometheus/types.proto \
 		exporters/proto/prometheus/remote.proto || fail "protoc could not compile remote.proto"
-	python3 "$SYSOBS_SRC/tests/tools/rw_fake_receiver.py" --save "$T/bodies" "$T/fake.port" \
-		"$T/fake.log" >"$T/fake.out" 2>&1 &
-	FAKE_PID=$!
-	on_exit "kill $FAKE_PID"
-	wait_for 10 test -s "$T/fake.port" || fail "fake receiver did not start"
+	receiver_start fake --save "$T/bodies"
 	RW_URL=http://127.0.0.1:$(cat "$T/fake.port")/api/v1/write start_host hostC \
 		metadata_interval=2s
 	t_start=$(date +%s.%N)
