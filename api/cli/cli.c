@@ -169,17 +169,19 @@ static size_t list_print(const struct opts *o, const char *path, const struct bo
 	return table_print(stdout, route, list, b->data, b->len, view, header, after_id, max_id);
 }
 
-/* The query of show(): extra, the KEY=VALUE arguments, --limit, --until
- * and the start (--since, or the last minute with --follow); the start is
- * the last item when there is one. */
-struct show_query {
+/* The query parameters of a fetch (show, drops pcap), with the buffers of
+ * the items made from options. */
+struct fetch_query {
 	const char *q[MAX_PARAMS + 8];
 	size_t n;
-	char limit[64], until[80], since[64];
+	char limit[64], until[80], since[80];
 };
 
+/* show()'s query: extra, the KEY=VALUE arguments, --limit, --until and
+ * the start (--since, or the last minute with --follow); the start is the
+ * last item when there is one. */
 static void show_query_build(const struct opts *o, const char *const *extra, size_t n_extra,
-			     struct show_query *sq)
+			     struct fetch_query *sq)
 {
 	sq->n = 0;
 	for (size_t i = 0; i < n_extra; i++)
@@ -221,7 +223,7 @@ static int show(const struct opts *o, const char *path, const char *const *extra
 		print_fn print, bool history)
 {
 	struct table_view view = {0};
-	struct show_query sq;
+	struct fetch_query sq;
 	int64_t max_id = 0;
 	bool first = true;
 
@@ -267,14 +269,34 @@ static int show(const struct opts *o, const char *path, const char *const *extra
 
 static void add_param(struct opts *o, const char *kv);
 
+/* drops pcap's query: the KEY=VALUE arguments, --limit (1000 with
+ * --follow), the start (--since, or the last minute with --follow) and
+ * --until. */
+static void pcap_query_build(const struct opts *o, struct fetch_query *sq)
+{
+	sq->n = 0;
+	for (size_t i = 0; i < o->n_params; i++)
+		sq->q[sq->n++] = o->params[i];
+	if (o->limit || o->follow) {
+		snprintf(sq->limit, sizeof(sq->limit), "limit=%s", o->limit ? o->limit : "1000");
+		sq->q[sq->n++] = sq->limit;
+	}
+	if (o->since || o->follow) {
+		snprintf(sq->since, sizeof(sq->since), "start=%s", o->since ? o->since : "-1m");
+		sq->q[sq->n++] = sq->since;
+	}
+	if (o->until) {
+		snprintf(sq->until, sizeof(sq->until), "end=%s", o->until);
+		sq->q[sq->n++] = sq->until;
+	}
+}
+
 /* drops pcap: the samples page as pcapng (the agent writes the file), to
  * stdout; filters and --since/--until/--limit as for drops. */
 static int cmd_drops_pcap(struct opts *o, int argc, char **argv)
 {
-	const char *q[MAX_PARAMS + 8];
-	char lim[64], since[80], until[80];
 	struct pcap_follow f = {0};
-	size_t nq = 0;
+	struct fetch_query sq;
 	int rc = 1;
 
 	if (isatty(1))
@@ -283,23 +305,11 @@ static int cmd_drops_pcap(struct opts *o, int argc, char **argv)
 		die_usage("drops pcap: --follow and --until do not go together");
 	for (int i = 0; i < argc; i++)
 		add_param(o, argv[i]);
-	for (size_t i = 0; i < o->n_params; i++)
-		q[nq++] = o->params[i];
-	snprintf(lim, sizeof(lim), "limit=%s", o->limit ? o->limit : "1000");
-	if (o->limit || o->follow)
-		q[nq++] = lim;
-	if (o->since || o->follow) {
-		snprintf(since, sizeof(since), "start=%s", o->since ? o->since : "-1m");
-		q[nq++] = since;
-	}
-	if (o->until) {
-		snprintf(until, sizeof(until), "end=%s", o->until);
-		q[nq++] = until;
-	}
+	pcap_query_build(o, &sq);
 	o->accept = "application/x-pcapng";
 	for (;;) {
 		struct body b;
-		long code = http_call(o, "/api/v1/drops/samples", q, nq, false, NULL, 0, &b);
+		long code = http_call(o, "/api/v1/drops/samples", sq.q, sq.n, false, NULL, 0, &b);
 
 		if (code < 0)
 			goto out;
@@ -326,7 +336,7 @@ static int cmd_drops_pcap(struct opts *o, int argc, char **argv)
 		if (!o->follow || stop)
 			break;
 		/* next polls: the last seconds, packets newer than those written */
-		snprintf(since, sizeof(since), "start=-%ds", 10 * FOLLOW_POLL);
+		snprintf(sq.since, sizeof(sq.since), "start=-%ds", 10 * FOLLOW_POLL);
 		sleep(FOLLOW_POLL);
 		if (stop)
 			break;
