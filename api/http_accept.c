@@ -450,10 +450,7 @@ static int allow_load(struct http_server *h)
 	return 0;
 }
 
-/* How many connections wait for a request thread (max_queued) and for
- * their request headers (max_reading), for max_conn request slots and nofile
- * descriptors (RLIM_INFINITY: no limit). */
-static void acceptor_limits(struct http_acceptor *ac, unsigned max_conn, rlim_t nofile)
+void http_acceptor_limits(struct http_acceptor *ac, unsigned max_conn, rlim_t nofile)
 {
 	ac->max_queued = 4 * max_conn;
 	if (ac->max_queued < QUEUED_MIN)
@@ -511,8 +508,8 @@ int http_acceptor_start(struct http_server *h, int listen_fd)
 		return err;
 	ac->reading.next = ac->reading.prev = &ac->reading;
 	ac->queued.next = ac->queued.prev = &ac->queued;
-	acceptor_limits(ac, h->cfg.max_connections,
-			getrlimit(RLIMIT_NOFILE, &rl) ? RLIM_INFINITY : rl.rlim_cur);
+	http_acceptor_limits(ac, h->cfg.max_connections,
+			     getrlimit(RLIMIT_NOFILE, &rl) ? RLIM_INFINITY : rl.rlim_cur);
 	err = acceptor_epoll_init(h, listen_fd);
 	if (!err)
 		err = -pthread_create(&ac->thread, NULL, acceptor_thread, h);
