@@ -13,9 +13,11 @@ sysobs_unit_test(mptcp_diag)
 sysobs_unit_test(mptcp_table)
 sysobs_unit_test(mptcp_mib)
 sysobs_unit_test(mptcp_subflow_info)
+sysobs_unit_test(mptcp_rec)
 # the event path through the recording sink: raw genetlink datagrams (no root)
 sysobs_unit_test(collector_mptcp ${CMAKE_CURRENT_SOURCE_DIR}/unit/recording_sink.c)
 sysobs_fuzz_target(mptcp)
+sysobs_fuzz_target(mptcp_rec)
 
 # Integration tests (root + kernel MPTCP; SKIP otherwise). They need the tools.
 sysobs_integration_test(mptcp)
