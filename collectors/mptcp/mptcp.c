@@ -85,8 +85,9 @@ static const struct cfg_key mptcp_keys[] = {
 	    "file the event sockets' datagrams are recorded into as they arrive (created or "
 	    "truncated at start; docs/mptcp.md); empty: none"),
     CFG_KEY(struct mptcp_cfg, replay, CFG_STRING, "", 0, 0,
-	    "a recording (record = FILE) replayed at start instead of watching live: its "
-	    "namespaces, no netns, socket dump, MIB or subflow sampling; empty: live"),
+	    "a recording (made with record) replayed at start instead of watching live: its "
+	    "namespaces replace netns, and no socket dump, MIB read, pod lookup or subflow "
+	    "sampling runs (docs/mptcp.md); empty: live"),
     {0},
 };
 

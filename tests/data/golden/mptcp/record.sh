@@ -7,7 +7,8 @@
 #
 #   tests/data/golden/mptcp/record.sh [BUILD_DIR]    (root; default ./build)
 #
-# Writes, next to this script: events.rec (the recording), monitor-client.txt
+# Writes, next to this script: events.rec (the recording; a copy into the
+# fuzz corpus tests/fuzz/corpus/mptcp_rec/golden.rec), monitor-client.txt
 # and monitor-server.txt (iproute2's decode of the same events). Then
 # `scripts/golden.sh --update mptcp` and review the diff.
 #
@@ -64,5 +65,6 @@ mptcp_stop_server
 sleep 1
 stop_agent
 cp "$T/events.rec" "$T/monitor-client.txt" "$T/monitor-server.txt" "$HERE/"
+cp "$T/events.rec" "$SRC/tests/fuzz/corpus/mptcp_rec/golden.rec"
 echo "recorded: $(wc -c <"$HERE/events.rec") bytes"
 cat "$HERE/monitor-client.txt" "$HERE/monitor-server.txt"
