@@ -153,6 +153,7 @@ static int fixture_setup(void **state)
 	fx->c.priv = fx->p;
 	fx->p->c = &fx->c;
 	fx->p->epfd = -1;
+	fx->p->rec_fd = -1;
 	fx->p->state = mptcp_state_new();
 	fx->p->w[0].ino = NETNS;
 	fx->p->w[0].family = PM_FAMILY;
