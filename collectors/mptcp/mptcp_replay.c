@@ -154,6 +154,7 @@ int mptcp_replay_load(struct mptcp_priv *p, const char *path)
 		w->path[r.len] = '\0';
 		w->ino = r.netns;
 		w->family = r.family;
+		w->diag_fd = w->pm_type_fd = w->netstat_fd = -1; /* nothing live */
 		snprintf(w->ino_s, sizeof(w->ino_s), "%llu", (unsigned long long)w->ino);
 	}
 	clog_info(p->c, "replaying %ld records of %zu namespaces from %s", n, p->n_w, path);

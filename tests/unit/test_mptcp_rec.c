@@ -44,7 +44,8 @@ static size_t file_add(struct file *f, unsigned kind, unsigned flags, uint64_t n
 	size_t at = f->len;
 
 	mptcp_rec_header(f->b + f->len, &r);
-	memcpy(f->b + f->len + MPTCP_REC_HDR, data, len);
+	if (len)
+		memcpy(f->b + f->len + MPTCP_REC_HDR, data, len);
 	f->len += MPTCP_REC_HDR + len;
 	return at;
 }
