@@ -82,8 +82,9 @@ static const struct cfg_key mptcp_keys[] = {
 	    "period of the mptcp_subflow_samples history rows: one per subflow that lived that "
 	    "long, at the next reconciliation (0: none)"),
     CFG_KEY(struct mptcp_cfg, record, CFG_STRING, "", 0, 0,
-	    "file the event sockets' datagrams are recorded into as they arrive (created or "
-	    "truncated at start; docs/mptcp.md); empty: none"),
+	    "file the event sockets' datagrams are recorded into as they arrive (created, or "
+	    "appended to if it is a recording: any other file is refused; docs/mptcp.md); "
+	    "empty: none"),
     CFG_KEY(struct mptcp_cfg, replay, CFG_STRING, "", 0, 0,
 	    "a recording (made with record) replayed at start instead of watching live: its "
 	    "namespaces replace netns, and no socket dump, MIB read, pod lookup or subflow "

@@ -120,13 +120,12 @@ void mptcp_buffer_handle(struct mptcp_priv *p, struct mptcp_watch *w, const void
 
 /*
  * mptcp_replay.c: record = FILE and replay = FILE (format: mptcp_rec.h).
- * mptcp_record_open(): creates path and writes its header (init; a config
- * error if it cannot); mptcp_record(): one record of kind (mptcp_rec_kind)
- * about w (WATCH: its path and family, buf unused), nothing without a
- * recording; mptcp_replay_load(): reads and checks path, its namespaces
- * into p->w (init; a config error naming the offset if the file is bad);
- * mptcp_replay_run(): every record through mptcp_buffer_handle(), the first
- * at start_ns; mptcp_replay_free(): closes and frees both.
+ * mptcp_record_open(): opens path to append to (init): a new recording, or
+ * the whole one there (a config error for any other file, left untouched); mptcp_record(): one
+ * record of kind (mptcp_rec_kind) about w (WATCH: its path and family, buf unused), nothing without
+ * a recording; mptcp_replay_load(): reads and checks path, its namespaces into p->w (init; a config
+ * error naming the offset if the file is bad); mptcp_replay_run(): every record through
+ * mptcp_buffer_handle(), the first at start_ns; mptcp_replay_free(): closes and frees both.
  */
 int mptcp_record_open(struct mptcp_priv *p, const char *path);
 void mptcp_record(struct mptcp_priv *p, const struct mptcp_watch *w, unsigned kind, const void *buf,

@@ -5,7 +5,9 @@
  * them).
  *
  * record: every datagram the event sockets receive is appended as it is read
- * (one write(2) per record, no buffering: the file is whole at any moment),
+ * (one write(2) per record, no buffering: the file is whole at any moment)
+ * to a new file, or to the recording already there (a file that is not a
+ * whole recording is refused at init, untouched),
  * each watched namespace announced by a WATCH record when its watch starts,
  * each overrun by an OVERRUN record. A write that fails stops the recording
  * (logged) and nothing else.
@@ -35,24 +37,72 @@
 
 #define MPTCP_REPLAY_MAX_BYTES (256u << 20)
 
-int mptcp_record_open(struct mptcp_priv *p, const char *path)
+/* The whole of the open file fd (path, for key's errors) into *out: a
+ * regular file of at most MPTCP_REPLAY_MAX_BYTES. 0, or a config error. */
+static int mptcp_rec_slurp(struct mptcp_priv *p, const char *key, int fd, const char *path,
+			   char **out, size_t *len)
+{
+	struct stat sb;
+	size_t got = 0;
+	ssize_t n;
+
+	if (fstat(fd, &sb) < 0)
+		return collector_config_error(p->c, key, "%s: %s", path, strerror(errno));
+	if (!S_ISREG(sb.st_mode) || (uint64_t)sb.st_size > MPTCP_REPLAY_MAX_BYTES)
+		return collector_config_error(p->c, key, "%s: %s", path,
+					      S_ISREG(sb.st_mode) ? "over 256 MiB"
+								  : "not a regular file");
+	*out = malloc(sb.st_size ? (size_t)sb.st_size : 1);
+	if (!*out)
+		return -ENOMEM;
+	while (got < (size_t)sb.st_size &&
+	       (n = pread(fd, *out + got, (size_t)sb.st_size - got, (off_t)got)) > 0)
+		got += (size_t)n;
+	*len = got;
+	return 0;
+}
+
+/* What fd (path, opened for appending) holds: empty, it gets the file
+ * header; a whole recording is appended to (an agent restarted keeps
+ * recording); anything else is refused, untouched. */
+static int mptcp_record_prepare(struct mptcp_priv *p, int fd, const char *path, size_t *had)
 {
 	uint8_t hdr[MPTCP_REC_FILE_HDR];
-	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	char *buf = NULL, err[256];
+	int ret = mptcp_rec_slurp(p, "record", fd, path, &buf, had);
+
+	if (!ret && *had && mptcp_rec_check(buf, *had, MPTCP_MAX_NETNS, err, sizeof(err)) < 0)
+		ret = collector_config_error(p->c, "record",
+					     "%s exists and is not a whole recording (%s): not "
+					     "appended to, nothing overwritten; move it away",
+					     path, err);
+	free(buf);
+	if (ret || *had)
+		return ret;
+	mptcp_rec_file_header(hdr);
+	if (write(fd, hdr, sizeof(hdr)) != (ssize_t)sizeof(hdr))
+		return collector_config_error(p->c, "record", "cannot write %s: %s", path,
+					      strerror(errno));
+	return 0;
+}
+
+int mptcp_record_open(struct mptcp_priv *p, const char *path)
+{
+	int fd = open(path, O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+	size_t had = 0;
+	int ret;
 
 	if (fd < 0)
-		return collector_config_error(p->c, "record", "cannot create %s: %s", path,
+		return collector_config_error(p->c, "record", "cannot open %s: %s", path,
 					      strerror(errno));
-	mptcp_rec_file_header(hdr);
-	if (write(fd, hdr, sizeof(hdr)) != (ssize_t)sizeof(hdr)) {
-		int err = errno;
-
+	ret = mptcp_record_prepare(p, fd, path, &had);
+	if (ret) {
 		close(fd);
-		return collector_config_error(p->c, "record", "cannot write %s: %s", path,
-					      strerror(err));
+		return ret;
 	}
 	p->rec_fd = fd;
-	clog_info(p->c, "recording the event sockets' datagrams into %s", path);
+	clog_info(p->c, "recording the event sockets' datagrams into %s (%s)", path,
+		  had ? "appended to the recording there" : "a new recording");
 	return 0;
 }
 
@@ -84,38 +134,17 @@ void mptcp_record(struct mptcp_priv *p, const struct mptcp_watch *w, unsigned ki
 	p->rec_fd = -1;
 }
 
-/* The whole of path into p->replay, at most MPTCP_REPLAY_MAX_BYTES. */
+/* The whole of path into p->replay. */
 static int mptcp_replay_read(struct mptcp_priv *p, const char *path)
 {
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	struct stat sb;
-	size_t got = 0;
-	ssize_t n;
+	int ret;
 
-	if (fd < 0 || fstat(fd, &sb) < 0) {
-		int err = errno;
-
-		if (fd >= 0)
-			close(fd);
-		return collector_config_error(p->c, "replay", "%s: %s", path, strerror(err));
-	}
-	if (!S_ISREG(sb.st_mode) || (uint64_t)sb.st_size > MPTCP_REPLAY_MAX_BYTES) {
-		close(fd);
-		return collector_config_error(p->c, "replay", "%s: %s", path,
-					      S_ISREG(sb.st_mode) ? "over 256 MiB"
-								  : "not a regular file");
-	}
-	p->replay = malloc(sb.st_size ? (size_t)sb.st_size : 1);
-	if (!p->replay) {
-		close(fd);
-		return -ENOMEM;
-	}
-	while (got < (size_t)sb.st_size &&
-	       (n = read(fd, p->replay + got, (size_t)sb.st_size - got)) > 0)
-		got += (size_t)n;
+	if (fd < 0)
+		return collector_config_error(p->c, "replay", "%s: %s", path, strerror(errno));
+	ret = mptcp_rec_slurp(p, "replay", fd, path, &p->replay, &p->replay_len);
 	close(fd);
-	p->replay_len = got;
-	return 0;
+	return ret;
 }
 
 static struct mptcp_watch *mptcp_replay_watch(struct mptcp_priv *p, uint64_t ino)

@@ -6,10 +6,12 @@
 # agent, with a database of its own, replays the file. Asserted: the replay
 # stores the same rows (every field but id and time) and counts the same
 # events by type as the live agent did, shows the same namespaces (paths and
-# inodes), and its live state ends where the live one did. Then bad input:
-# the recording cut inside a record, an absurd record length, a missing file,
-# and record with replay each make sysobsd exit 2 naming the key and the
-# reason (the offset for a bad file), with nothing stored.
+# inodes), and its live state ends where the live one did; an agent
+# restarted with the same record key appends to the recording. Then bad
+# input: the recording cut inside a record, an absurd record length, a
+# missing file, record with replay, and record onto a file that is not a
+# whole recording each make sysobsd exit 2 naming the key and the reason
+# (the offset for a bad file), with nothing stored and no file overwritten.
 HERE=$(cd "$(dirname "$0")" && pwd)
 source "$HERE/lib.sh"
 source "$HERE/mptcp_topo.sh"
@@ -49,6 +51,18 @@ stop_agent
 grep -q "recording the event sockets' datagrams into $REC" "$T/agent.log" ||
 	fail "no log line about the recording"
 [ -s "$REC" ] || fail "no recording at $REC"
+# The agent restarted with the same key: the recording is appended to (its
+# namespaces' WATCH records again), not overwritten.
+size1=$(stat -c %s "$REC")
+cp "$REC" "$T/first.rec"
+start_agent
+wait_collector mptcp
+stop_agent
+grep -q "into $REC (appended to the recording there)" "$T/agent.log" ||
+	fail "the second agent did not append: $(grep recording "$T/agent.log")"
+size=$(stat -c %s "$REC")
+[ "$size" -gt "$size1" ] || fail "recording not appended to ($size1 -> $size bytes)"
+cmp "$T/first.rec" <(head -c "$size1" "$REC") || fail "the first recording changed"
 
 write_base_config "storage.path=$T/replay.db" kubernetes.cri_socket=off \
 	"collector.mptcp.replay=$REC"
@@ -88,4 +102,13 @@ refuse "absurd length" "offset 16: record length 2147483647 over the maximum 655
 refuse "missing file" "No such file or directory" "collector.mptcp.replay=$T/none.rec"
 refuse "record with replay" "replay and record exclude each other" \
 	"collector.mptcp.replay=$REC" "collector.mptcp.record=$T/again.rec"
+# A file that is not a recording is never overwritten by record.
+printf 'precious\n' >"$T/precious.txt"
+refuse "record into another file" "exists and is not a whole recording" \
+	"collector.mptcp.netns=/run/netns/$NS_A" "collector.mptcp.record=$T/precious.txt"
+assert_eq "the other file" precious "$(cat "$T/precious.txt")"
+# Nor is a cut recording appended to (its records after the cut would be lost).
+refuse "record onto a cut recording" "truncated record" \
+	"collector.mptcp.netns=/run/netns/$NS_A" "collector.mptcp.record=$T/cut.rec"
+assert_eq "the cut recording" $((size - 3)) "$(stat -c %s "$T/cut.rec")"
 pass "recorded $size bytes of a real connection in two namespaces; the replay has the same 10 rows, counters and namespaces; bad files and keys refused with exit 2"
