@@ -756,7 +756,7 @@ static int mptcp_start(struct collector *c)
 	int err;
 
 	mptcp_series_start(p);
-	if (p->replay) {
+	if (p->replaying) {
 		mptcp_replay_run(p, clock_wall_ns());
 		mptcp_update_gauges(p);
 		return 0; /* no fd, no interval: nothing live */
@@ -805,7 +805,7 @@ static int mptcp_collect(struct collector *c)
 	int64_t now = clock_wall_ns();
 	int reconcile = now >= p->next_reconcile_ns;
 
-	if (p->replay)
+	if (p->replaying)
 		return 0;
 	if (reconcile)
 		p->next_reconcile_ns = now + p->reconcile_ns;

@@ -65,8 +65,9 @@ struct mptcp_priv {
 
 	struct mptcp_subflow_ctx *sub; /* subflow health (mptcp_subflow.c) */
 
-	int rec_fd;   /* record = FILE: the recording, -1 none (mptcp_replay.c) */
-	char *replay; /* replay = FILE: the whole file, checked; NULL: live */
+	int rec_fd;	/* record = FILE: the recording, -1 none (mptcp_replay.c) */
+	bool replaying; /* replay = FILE: nothing live runs */
+	char *replay;	/* its whole file, checked, until replayed at start */
 	size_t replay_len;
 
 	struct mptcp_mib mib; /* scratch of mptcp_mib_read() */

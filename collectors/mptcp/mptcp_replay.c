@@ -186,6 +186,7 @@ int mptcp_replay_load(struct mptcp_priv *p, const char *path)
 		w->diag_fd = w->pm_type_fd = w->netstat_fd = -1; /* nothing live */
 		snprintf(w->ino_s, sizeof(w->ino_s), "%llu", (unsigned long long)w->ino);
 	}
+	p->replaying = true;
 	clog_info(p->c, "replaying %ld records of %zu namespaces from %s", n, p->n_w, path);
 	return 0;
 }
@@ -217,6 +218,9 @@ void mptcp_replay_run(struct mptcp_priv *p, int64_t start_ns)
 			sink_add(p->c->sink, p->overruns_c, 1);
 		}
 	}
+	free(p->replay); /* replayed: only the flag stays */
+	p->replay = NULL;
+	p->replay_len = 0;
 }
 
 void mptcp_replay_free(struct mptcp_priv *p)

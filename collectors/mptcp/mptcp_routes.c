@@ -86,7 +86,7 @@ static void mptcp_route_connections(struct collector *c, const struct route_requ
 		list->namespaces[list->n_namespaces++] = ns;
 	}
 	/* A replay's inodes are another host's: no name of this one. */
-	if (!p->replay)
+	if (!p->replaying)
 		mptcp_state_msg_names(list, req->arena);
 	mptcp_pod_list(p, list, req->arena);
 	rep->msg = &list->base;
