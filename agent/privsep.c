@@ -46,7 +46,7 @@ pid_t privsep_helper_pid(void)
 
 /* ---- the helper ---- */
 
-void privsep_cri_socket_set(const char *path)
+static void privsep_cri_socket_set(const char *path)
 {
 	snprintf(helper.cri, sizeof(helper.cri), "%s", path ? path : "");
 }

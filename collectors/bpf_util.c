@@ -101,11 +101,6 @@ void bpf_util_load_begin(const char *collector)
 	bpf_util_nwarn = 0;
 }
 
-void bpf_util_load_retry(void)
-{
-	bpf_util_nwarn = 0;
-}
-
 void bpf_util_load_end(void)
 {
 	bpf_util_component = "libbpf";
