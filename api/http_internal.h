@@ -28,6 +28,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 
@@ -232,6 +233,10 @@ struct http_server {
 
 /* http_accept.c: takes listen_fd (closed by http_acceptor_stop). */
 int http_acceptor_start(struct http_server *h, int listen_fd);
+/* How many connections wait for a request thread (ac->max_queued) and for
+ * their request headers (ac->max_reading), for max_conn request slots and
+ * nofile descriptors (RLIM_INFINITY: no limit); pure. */
+void http_acceptor_limits(struct http_acceptor *ac, unsigned max_conn, rlim_t nofile);
 void http_acceptor_stop(struct http_server *h); /* before MHD_stop_daemon */
 
 /* http_route.c: finds the route of a request whose body is in (or refused)
@@ -346,9 +351,6 @@ void http_conns_busy(struct http_server *h, struct MHD_Connection *conn, bool bu
 /* Shuts the connection's socket down now (reason counted). */
 void http_conns_close(struct http_server *h, struct MHD_Connection *conn,
 		      enum http_close_reason why);
-/* Suspends conn and resumes it after ms (then the access handler runs
- * again). 0 or -errno. */
-int http_conns_delay(struct http_server *h, struct MHD_Connection *conn, unsigned ms);
 /* Suspends conn until at_ns (CLOCK_MONOTONIC; INT64_MAX: until released). */
 int http_conns_hold(struct http_server *h, struct MHD_Connection *conn, int64_t at_ns);
 /* A held connection is resumed at at_ns (0: now). */
