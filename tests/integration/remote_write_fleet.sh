@@ -190,7 +190,11 @@ if command -v protoc >/dev/null && $PY -c 'import google.protobuf' 2>/dev/null; 
 	mkdir -p "$T/py" "$T/bodies"
 	protoc --python_out="$T/py" -I"$SYSOBS_SRC" exporters/proto/prometheus/types.proto \
 		exporters/proto/prometheus/remote.proto || fail "protoc could not compile remote.proto"
-	receiver_start fake --save "$T/bodies"
+	python3 "$SYSOBS_SRC/tests/tools/rw_fake_receiver.py" --save "$T/bodies" "$T/fake.port" \
+		"$T/fake.log" >"$T/fake.out" 2>&1 &
+	FAKE_PID=$!
+	on_exit "kill $FAKE_PID"
+	wait_for 10 test -s "$T/fake.port" || fail "fake receiver did not start"
 	RW_URL=http://127.0.0.1:$(cat "$T/fake.port")/api/v1/write start_host hostC \
 		metadata_interval=2s
 	t_start=$(date +%s.%N)
@@ -242,11 +246,8 @@ RW_URL=http://127.0.0.1:$VM/api/v1/write HOST=hostA DB=hostA SNAPSHOT=0 start_ho
 # A closed window of hostA's history, its bounds half-way between snapshots
 # (sample timestamps are snapshot times, 1 s apart): [t0, t1] in ms.
 last_ts() { promq "$RX" 'timestamp(sysobs_build_info{instance="hostA"})' | jq -r '.[0].value[1] | tonumber * 1000 | floor'; }
-# RW_FLEET_WINDOW_S (10) of history: about 5 snapshots of 200+ series in
-# the compared window (t1 is 4.5 s behind the newest sample), each counted
-# per series in both receivers (was a fixed 20 s).
 t0=$(($(last_ts) + 500))
-sleep "${RW_FLEET_WINDOW_S:-10}"
+sleep 20
 t1=$(($(last_ts) - 4500))
 past_t1() {
 	local h
