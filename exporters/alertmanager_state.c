@@ -128,7 +128,7 @@ static int note_load(const char *what, const char *text, void *arg)
 
 	/* "o": borrowed references, taken only once the whole note parsed */
 	if (!o ||
-	    json_unpack(o, "{sosososIsI}", "labels", &l, "annotations", &a, "starts_ns", &starts,
+	    json_unpack(o, "{sososIsIsI}", "labels", &l, "annotations", &a, "starts_ns", &starts,
 			"ends_ns", &ends, "pending_ns", &pending) ||
 	    !json_is_object(l) || !json_is_object(a) || strlen(key) >= sizeof(na->key)) {
 		log_warn(AM_SECTION_OWN, "the stored state of alert %s does not parse; ignored",
