@@ -379,6 +379,7 @@ static void alert_kick(struct am_export *am, struct alert *al)
 	al->version++;
 	al->gone = false;
 	al->dirty = true;
+	al->changed = true;
 	if (!al->pending_ns)
 		al->pending_ns = clock_wall_ns();
 	am->kick = true;

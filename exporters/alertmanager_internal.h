@@ -33,8 +33,9 @@ struct alert {
 	uint64_t version;	    /* bumped by fire/resolve */
 	uint64_t sent_version;	    /* version in the POST in flight */
 	bool in_flight;
-	bool dirty; /* its durable copy is behind (alertmanager_state.c) */
-	bool gone;  /* its resolve is delivered: forgotten once the copy is */
+	bool changed; /* a new state, not a resend: its delivery is stored too */
+	bool dirty;   /* its durable copy is behind (alertmanager_state.c) */
+	bool gone;    /* its resolve is delivered: forgotten once the copy is */
 };
 
 /* [alertmanager]: the sender's keys (TLS, auth, time limit, backoff). */
@@ -70,6 +71,9 @@ struct am_export {
 extern const struct turn_ops am_turn_ops;
 /* The earliest send due, the backoff counted (s.mu held); INT64_MAX: none. */
 int64_t am_next_due(const struct am_export *am);
+/* The alerts whose state Alertmanager has not taken, and how long the
+ * oldest has waited, into the status (what /readyz calls stuck). */
+void am_status_backlog(struct am_export *am);
 /* Drops alert i from the table (s.mu held). */
 void am_alert_drop(struct am_export *am, size_t i);
 

@@ -148,6 +148,7 @@ static int note_load(const char *what, const char *text, void *arg)
 			     .starts_ns = starts,
 			     .ends_ns = ends,
 			     .pending_ns = pending,
+			     .changed = pending != 0,
 			     .due = INT64_MIN,
 			     .version = 1};
 	snprintf(na->key, sizeof(na->key), "%s", key);
@@ -173,6 +174,7 @@ int am_export_attach(struct am_export *am, struct store *s)
 		log_err(AM_SECTION_OWN, "cannot read the alerts it held: %s", strerror(-rc));
 		return rc;
 	}
+	am_status_backlog(am);
 	if (am->n)
 		log_info(AM_SECTION_OWN,
 			 "%zu alert(s) held before the restart, sent again with their first "

@@ -136,6 +136,8 @@ static void batch_done(struct am_export *am, enum sender_verdict v)
 		if (v == SENDER_RETRY)
 			continue; /* due again, after the backoff */
 		al->pending_ns = 0;
+		al->dirty |= al->changed; /* the stored copy: delivered since */
+		al->changed = false;
 		if (al->ends_ns) { /* resolution delivered (or refused) */
 			al->gone = true;
 			al->dirty = true;
@@ -197,9 +199,7 @@ const struct turn_ops am_turn_ops = {
     .stopped = am_stopped,
 };
 
-/* The alerts whose state Alertmanager has not taken, and how long the
- * oldest has waited, into the status (what /readyz calls stuck). */
-static void am_status_backlog(struct am_export *am)
+void am_status_backlog(struct am_export *am)
 {
 	int64_t now = clock_wall_ns(), oldest = now;
 	uint64_t pending = 0;
