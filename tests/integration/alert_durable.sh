@@ -9,11 +9,15 @@
 #     and `sysobs status` name it stuck. kill -9 the agent, start it again
 #     (still pending), start Alertmanager: the alert arrives once, with the
 #     startsAt of the failed scan; the destination is ready again.
-#  2. Alertmanager stopped (SIGSTOP: it keeps the alert, its answers time
-#     out), the core passes: the resolve is pending; kill -9 the agent,
-#     start it again, SIGCONT Alertmanager: the alert is resolved there
-#     within seconds (before, the resolve died with the agent and
-#     Alertmanager kept the alert active until its resolve_timeout, 5 min).
+#  2. Alertmanager cut off (an nftables table of the test's own resets
+#     every TCP segment to its port: it keeps the alert, the push fails),
+#     the core passes: the resolve is pending; kill -9 the agent, start it
+#     again, delete the table: the alert is resolved there within seconds
+#     (before, the resolve died with the agent and Alertmanager kept the
+#     alert active until its resolve_timeout, 5 min). Neither SIGSTOP nor a
+#     drop rule: the kernel queues requests for a stopped process, and keeps
+#     retransmitting what a killed agent wrote on its kept-alive
+#     connection, both delivered once the way is open again.
 export TMPDIR="${TMPDIR:-/tmp}/sysobs-ifs-it" # a FUSE mount inside $T (see ifs.sh)
 mkdir -p "$TMPDIR"
 source "$(dirname "$0")/lib.sh"
@@ -21,6 +25,7 @@ source "$(dirname "$0")/lib.sh"
 need_ifs_fake
 need_cmd jq
 need_cmd prometheus-alertmanager
+need_cmd nft
 CLI=${SYSOBS_CLI:-$SYSOBS_BUILD/api/cli/sysobs}
 
 AM_PORT=$(free_port) || fail "no free loopback port for alertmanager"
@@ -95,7 +100,7 @@ YML
 prometheus-alertmanager --config.file="$T/am.yml" --storage.path="$T/am" \
 	--web.listen-address="127.0.0.1:$AM_PORT" --cluster.listen-address= >"$T/am.log" 2>&1 &
 AM_PID=$!
-on_exit "kill -CONT $AM_PID; kill $AM_PID; wait $AM_PID 2>/dev/null"
+on_exit "kill $AM_PID; wait $AM_PID 2>/dev/null"
 am_core1() {
 	curl -sS -g --max-time 2 \
 		"http://127.0.0.1:$AM_PORT/api/v2/alerts?filter=alertname=\"SysobsIFSCoreFailed\"" |
@@ -118,13 +123,23 @@ jq -e '.exports[] | select(.name == "alertmanager") | .last_success and
 	fail "/readyz: the push's status once delivered: $BODY"
 pass "kill -9 during the outage: the alert arrives once, startsAt $(jq -r '.[0].startsAt' <<<"$al") as the failed scan's"
 
-# ---- 2. the core passes while Alertmanager does not answer ----
-kill -STOP "$AM_PID"
+# ---- 2. the core passes while Alertmanager is cut off ----
+NFT_TABLE=sysobs_alert_durable_$$
+cat >"$T/cut.nft" <<NFT
+table ip $NFT_TABLE {
+	chain out {
+		type filter hook output priority 0; policy accept;
+		ip daddr 127.0.0.1 tcp dport $AM_PORT reject with tcp reset
+	}
+}
+NFT
+nft -f "$T/cut.nft" || fail "nft -f failed"
+on_exit "nft delete table ip $NFT_TABLE 2>/dev/null"
 scan_core1
 wait_for 20 one_pending || fail "no pending resolve: $(am_dest)"
 kill9_restart
 wait_for 10 one_pending || fail "after kill -9: the resolve is not pending any more: $(am_dest)"
-kill -CONT "$AM_PID"
+nft delete table ip "$NFT_TABLE"
 wait_for 20 am_active 0 || fail "the alert is still active in Alertmanager: $(am_core1)"
 wait_for 10 pending 0 || fail "the resolve is still pending once delivered: $(am_dest)"
 stop_agent
