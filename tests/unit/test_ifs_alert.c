@@ -40,9 +40,10 @@ struct post {
 
 static struct {
 	pthread_mutex_t lock;
-	unsigned refuse_first;	/* answer refuse_status to this many POSTs */
-	unsigned refuse_status; /* 503 unless set */
-	unsigned stall_ms;	/* delay of every answer */
+	unsigned refuse_first;	 /* answer refuse_status to this many POSTs */
+	unsigned refuse_status;	 /* 503 unless set */
+	unsigned stall_ms;	 /* delay of every answer */
+	const char *retry_after; /* Retry-After of a refusal, NULL: none */
 	struct post posts[64];
 	unsigned n;
 } srv = {.lock = PTHREAD_MUTEX_INITIALIZER};
@@ -102,6 +103,8 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *conn, const cha
 	}
 	pthread_mutex_unlock(&srv.lock);
 	r = MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
+	if (status != 200 && srv.retry_after)
+		MHD_add_response_header(r, "Retry-After", srv.retry_after);
 	ret = MHD_queue_response(conn, status, r);
 	MHD_destroy_response(r);
 	return ret;
@@ -243,6 +246,7 @@ static void posts_free(void)
 	srv.refuse_first = 0;
 	srv.refuse_status = 0;
 	srv.stall_ms = 0;
+	srv.retry_after = NULL;
 }
 
 static const char *label_of(json_t *al, const char *group, const char *name)
@@ -352,6 +356,7 @@ static void test_fire_retry_resend_resolve(void **state)
 static void test_refused_not_retried(void **state)
 {
 	const int64_t t0 = 1000 * SEC_NS;
+	struct export_status st;
 	struct MHD_Daemon *d;
 	struct am_export *am;
 	unsigned port;
@@ -364,10 +369,17 @@ static void test_refused_not_retried(void **state)
 	fire_core3(am);
 	assert_int_equal(am_export_turn(am, t0), t0 + 60 * SEC_NS);
 	assert_int_equal(posts(), 1);
+	am_export_status(am, &st);
+	assert_int_equal(st.lost, 1); /* counted: /readyz says "losing rows" */
+	assert_int_equal(st.failed, 1);
+	assert_int_equal(st.pending, 0);
+	assert_string_equal(st.last_error, "refused with 400: HTTP 400");
 	am_export_resolve(am, "scan/0/3", 1764669660000000000LL);
 	assert_int_equal(am_export_turn(am, t0 + 1 * SEC_NS), INT64_MAX);
 	assert_int_equal(posts(), 2);
 	assert_int_equal(srv.posts[1].status, 400);
+	am_export_status(am, &st);
+	assert_int_equal(st.lost, 2);
 	am_export_free(am);
 	MHD_stop_daemon(d);
 	posts_free();
@@ -413,6 +425,37 @@ static void test_own_section(void **state)
 	fire_core3(am);
 	am_export_turn(am, t0);
 	assert_int_equal(posts(), 3);
+	am_export_free(am);
+	MHD_stop_daemon(d);
+	posts_free();
+}
+
+/* Alertmanager's Retry-After (a 429 or 503 behind a proxy) is the shared
+ * sender's: the next POST waits for it, not for the 1 s backoff, and a new
+ * alert fired meanwhile waits too. */
+static void test_retry_after(void **state)
+{
+	const int64_t t0 = 1000 * SEC_NS;
+	const struct am_pair labels[] = {{"alertname", "x"}};
+	struct MHD_Daemon *d;
+	struct am_export *am;
+	unsigned port;
+
+	(void)state;
+	srv.refuse_first = 1;
+	srv.refuse_status = 429;
+	srv.retry_after = "7";
+	d = start_server(&port);
+	am = am_at(port, "alert_resend = 1m");
+	fire_core3(am);
+	assert_int_equal(am_export_turn(am, t0), t0 + 7 * SEC_NS);
+	assert_int_equal(am_export_fire(am, "scan/0/4", labels, 1, NULL, 0, 1764669600000000000LL),
+			 0);
+	assert_int_equal(am_export_turn(am, t0 + 6 * SEC_NS), t0 + 7 * SEC_NS);
+	assert_int_equal(posts(), 1);
+	assert_int_equal(am_export_turn(am, t0 + 7 * SEC_NS), t0 + 67 * SEC_NS);
+	assert_int_equal(posts(), 2);
+	assert_int_equal(json_array_size(srv.posts[1].body), 2);
 	am_export_free(am);
 	MHD_stop_daemon(d);
 	posts_free();
@@ -552,6 +595,7 @@ int main(void)
 	    cmocka_unit_test(test_fire_retry_resend_resolve),
 	    cmocka_unit_test(test_refused_not_retried),
 	    cmocka_unit_test(test_own_section),
+	    cmocka_unit_test(test_retry_after),
 	    cmocka_unit_test(test_durable_state),
 	    cmocka_unit_test(test_fire_never_blocks),
 	};
