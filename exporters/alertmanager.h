@@ -8,13 +8,16 @@
  * resolves an alert by itself after resolve_timeout without updates); a
  * resolved one is sent once with endsAt and then forgotten.
  *
- * The request goes through the shared sender (exporters/sender.h): its
- * libcurl handle, its verdict (2xx sent; 400 and 422, Alertmanager's
- * verdict on the alerts themselves, refused: a resolved alert is then
- * forgotten, a firing one waits for its next resend; every other answer and
- * transport errors retried after the sender's backoff or Retry-After), no
- * gzip (Alertmanager does not take it). Its own thread; fire and resolve
- * only update a table under a lock and never wait for the network.
+ * The request goes through the shared sender (exporters/sender.h) and the
+ * exporters' turn loop (exporters/turn.h): its libcurl handle, its verdict
+ * (2xx sent; 400 and 422, Alertmanager's verdict on the alerts themselves,
+ * refused and counted lost: a resolved alert is then forgotten, a firing
+ * one waits for its next resend; every other answer and transport errors
+ * retried after the sender's backoff or Retry-After), its counters and
+ * status (GET /api/v1/export, /readyz), no gzip (Alertmanager does not
+ * take it). Its own thread; fire and resolve only update a table under a
+ * lock and never wait for the network or the disk. The alerts it holds are
+ * kept in the store (am_export_attach()) and survive a restart.
  *
  * Config: [alertmanager], the sender's keys (url, TLS, auth, timeout,
  * backoff), its url defaulting to [collector.ifs] alertmanager_url, the
