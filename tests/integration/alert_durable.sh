@@ -74,7 +74,7 @@ wait_for 10 has_failed_row || fail "no failed scan row: $(api GET /api/v1/ifs/sc
 starts_ms=$(date -d "$(failed_time)" +%s%3N)
 stuck() {
 	req GET "/readyz?stuck_after=1s"
-	[ "$HTTP_CODE" = 503 ] && jq -e '.reasons | any(startswith("alertmanager: stuck: 1 rows pending"))' \
+	[ "$HTTP_CODE" = 503 ] && jq -e '.reasons | any(startswith("alertmanager: stuck: 1 alerts pending"))' \
 		<<<"$BODY" >/dev/null
 }
 wait_for 15 stuck || fail "/readyz does not say the alert push is stuck: $HTTP_CODE $BODY"
