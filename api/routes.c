@@ -264,7 +264,7 @@ static double ts_seconds(const Google__Protobuf__Timestamp *t)
  * Why destination d is not ready at now (unix s) into why, or false when it
  * is: rows pending whose oldest is older than stuck_after (an outage, a
  * receiver too slow), or a row lost for good in the last stuck_after
- * (refused, too old, deleted unsent). Pure: tests/unit/test_readiness.c.
+ * (refused, too old, deleted unsent). Pure: tests/unit/test_export_health.c.
  */
 bool export_problem(const Sysobs__V1__ExportDestination *d, double now, double stuck_after,
 		    char *why, size_t len)
