@@ -264,7 +264,7 @@ static double ts_seconds(const Google__Protobuf__Timestamp *t)
  * Why destination d is not ready at now (unix s) into why, or false when it
  * is: rows pending whose oldest is older than stuck_after (an outage, a
  * receiver too slow), or a row lost for good in the last stuck_after
- * (refused, too old, deleted unsent). Pure: tests/unit/test_readiness.c.
+ * (refused, too old, deleted unsent). Pure: tests/unit/test_export_health.c.
  */
 bool export_problem(const Sysobs__V1__ExportDestination *d, double now, double stuck_after,
 		    char *why, size_t len)
@@ -276,10 +276,13 @@ bool export_problem(const Sysobs__V1__ExportDestination *d, double now, double s
 	if (ok_ago >= 0)
 		snprintf(ago, sizeof(ago), "%.0f s ago", ok_ago);
 	if (d->pending_rows && d->lag_seconds > stuck_after) {
+		/* the Alertmanager push holds alerts, the others rows */
+		bool alerts = d->format && !strcmp(d->format, "alertmanager");
+
 		snprintf(why, len,
-			 "stuck: %llu rows pending, the oldest %.0f s old; last success %s%s%s",
-			 (unsigned long long)d->pending_rows, d->lag_seconds, ago,
-			 *d->last_error ? "; " : "", d->last_error);
+			 "stuck: %llu %s pending, the oldest %.0f s old; last success %s%s%s",
+			 (unsigned long long)d->pending_rows, alerts ? "alerts" : "rows",
+			 d->lag_seconds, ago, *d->last_error ? "; " : "", d->last_error);
 		return true;
 	}
 	if (loss_ago >= 0 && loss_ago < stuck_after) {
@@ -356,6 +359,29 @@ static void route_series(const struct http_request *req, struct http_response *r
 
 /* ---- registration ---- */
 
+/* /metrics's own metrics: the previous render's time, and the renders by
+ * the format the client negotiated. 0, or -errno. */
+static int scrape_metrics_register(struct metrics *m)
+{
+	static const char *const fmt_labels[] = {"format", NULL};
+	static const char *const fmt_names[] = {"text", "openmetrics", "protobuf"};
+	struct metric *scrapes;
+
+	api_ctx.scrape = metrics_gauge1(m, "sysobs_scrape_duration_seconds",
+					"Time the previous /metrics scrape took to render.");
+	if (!api_ctx.scrape)
+		return -errno;
+	scrapes = metrics_counter(
+	    m, "sysobs_scrapes_total",
+	    "Successful /metrics renders by the format the client negotiated.", fmt_labels);
+	for (size_t i = 0; i < 3; i++) {
+		const char *v[] = {fmt_names[i]};
+
+		api_ctx.scrapes[i] = metric_series(scrapes, v);
+	}
+	return 0;
+}
+
 int api_routes_register(struct http_server *h, const struct api_host *host)
 {
 	static const char *const collector_columns[] = {
@@ -390,20 +416,9 @@ int api_routes_register(struct http_server *h, const struct api_host *host)
 	if (!h || !host || !host->metrics || !host->collectors)
 		return -EINVAL;
 	api_ctx.host = *host;
-	api_ctx.scrape = metrics_gauge1(host->metrics, "sysobs_scrape_duration_seconds",
-					"Time the previous /metrics scrape took to render.");
-	if (!api_ctx.scrape)
-		return -errno;
-	static const char *const fmt_labels[] = {"format", NULL};
-	static const char *const fmt_names[] = {"text", "openmetrics", "protobuf"};
-	struct metric *scrapes = metrics_counter(
-	    host->metrics, "sysobs_scrapes_total",
-	    "Successful /metrics renders by the format the client negotiated.", fmt_labels);
-	for (size_t i = 0; i < 3; i++) {
-		const char *v[] = {fmt_names[i]};
-
-		api_ctx.scrapes[i] = metric_series(scrapes, v);
-	}
+	err = scrape_metrics_register(host->metrics);
+	if (err)
+		return err;
 	if (host->store)
 		store_get_stats(host->store, &st);
 	api_ctx.health_rows = st.rows_written;
