@@ -558,8 +558,7 @@ static int drops_init(struct collector *c)
 	if (st->ksyms_fd >= 0)
 		st->ksyms = drops_ksyms_read_fd(st->ksyms_fd);
 	if (cfg->record[0] && (err = drops_record_open(st, cfg->record)))
-		return collector_config_error(c, "record", "%s: cannot create it: %s", cfg->record,
-					      strerror(-err));
+		return collector_config_error(c, "record", "cannot create it: %s", strerror(-err));
 	return 0;
 }
 
@@ -907,7 +906,7 @@ static void drops_stop(struct collector *c)
 	bpf_util_btf_free(&st->btf);
 	free(st->percpu);
 	drops_counts_free(st->counts);
-	drops_rec_close(st->rec);
+	drops_record_close(st);
 	drops_replay_free(st->replay);
 	free(st);
 	c->priv = NULL;

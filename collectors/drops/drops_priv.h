@@ -26,7 +26,8 @@ struct drops_counts;
 struct drops_netstat;
 struct drops_watch;
 struct drops_ksyms;
-struct drops_rec_writer;
+struct drops_recorder;
+struct drop_sample;
 struct drops_replay;
 struct drops_state;
 struct drops_reasons;
@@ -64,8 +65,8 @@ extern const struct drops_source drops_source_live, drops_source_replay;
 struct drops_state {
 	const struct drops_cfg *cfg;
 	const struct drops_source *src;
-	struct drops_rec_writer *rec; /* record = FILE, NULL: not recording */
-	struct drops_replay *replay;  /* replay = FILE, NULL: the live kernel */
+	struct drops_recorder *rec;  /* record = FILE, NULL: not recording */
+	struct drops_replay *replay; /* replay = FILE, NULL: the live kernel */
 	struct drops_bpf *skel;
 	struct bpf_link *link;
 	struct ring_buffer *rb;
@@ -130,7 +131,11 @@ int drops_collect_once(struct collector *c, struct drops_state *st);
 /* Opens cfg->record and writes the reason names; 0 or -errno. */
 int drops_record_open(struct drops_state *st, const char *path);
 void drops_record_reasons(struct drops_state *st);
+/* A ring-buffer record as received; then, once decoded, the symbols its
+ * location and stack name (each once per recording). */
 void drops_record_sample(struct drops_state *st, const void *data, size_t len);
+void drops_record_syms(struct drops_state *st, const struct drop_sample *s);
+void drops_record_close(struct drops_state *st);
 /* Ends a collect's snapshot; a write error is warned once and ends the
  * recording. */
 void drops_record_collect(struct collector *c, struct drops_state *st);

@@ -89,6 +89,19 @@ static int parse_reason(struct drops_rec_item *it, const uint8_t *p, uint32_t le
 	return 0;
 }
 
+static int parse_ksym(struct drops_rec_item *it, const uint8_t *p, uint32_t len, char *why,
+		      size_t wlen)
+{
+	if (len < 1 || len > 255)
+		return bad(why, wlen, "a kallsyms line of %u bytes (1 to 255)", len);
+	for (uint32_t i = 0; i < len; i++)
+		if ((p[i] < 0x20 && p[i] != '\t') || p[i] > 0x7e)
+			return bad(why, wlen, "a kallsyms line byte 0x%02x", p[i]);
+	it->data = p;
+	it->len = len;
+	return 0;
+}
+
 static int parse_sample(struct drops_rec_item *it, const uint8_t *p, uint32_t len, char *why,
 			size_t wlen)
 {
@@ -141,6 +154,9 @@ static int parse_item(struct drops_rec *r, struct drops_rec_item *it, const uint
 		return parse_sample(it, p, len, why, wlen);
 	case DROPS_REC_MAP:
 		return parse_map(it, p, len, r->ncpus, why, wlen);
+	case DROPS_REC_KSYM:
+		r->nksyms++;
+		return parse_ksym(it, p, len, why, wlen);
 	case DROPS_REC_COLLECT:
 		r->ncollects++;
 		if (len != 8)
@@ -305,6 +321,11 @@ static int put(struct drops_rec_writer *w, uint32_t type, const void *a, size_t 
 int drops_rec_reason(struct drops_rec_writer *w, uint32_t value, const char *name)
 {
 	return put(w, DROPS_REC_REASON, &value, sizeof(value), name, strnlen(name, 63), NULL, 0);
+}
+
+int drops_rec_ksym(struct drops_rec_writer *w, const char *line)
+{
+	return put(w, DROPS_REC_KSYM, line, strnlen(line, 255), NULL, 0, NULL, 0);
 }
 
 int drops_rec_sample(struct drops_rec_writer *w, int64_t mono_to_wall_ns, int64_t received,

@@ -16,6 +16,9 @@
  *              per-CPU values of the map's value type)
  *     COLLECT  i64 wall ns: the MAP records since the last COLLECT are the
  *              counters this collect read
+ *     KSYM     a /proc/kallsyms line ("<start> t name[\t[module]]", 1 to
+ *              255 bytes): the symbol of a location or stack frame of the
+ *              samples, once each
  *
  * The file is untrusted input: drops_rec_parse() checks every record
  * (types, lengths, key and value sizes, bounds) before anything is used,
@@ -41,6 +44,7 @@ enum drops_rec_type {
 	DROPS_REC_SAMPLE = 2,
 	DROPS_REC_MAP = 3,
 	DROPS_REC_COLLECT = 4,
+	DROPS_REC_KSYM = 5,
 };
 
 /* The maps the counting path reads (bpf/drops.bpf.c). */
@@ -61,7 +65,7 @@ struct drops_rec_item {
 	int64_t a, b;	    /* SAMPLE: mono_to_wall_ns, received; COLLECT: a = time */
 	const uint8_t *key; /* MAP */
 	uint32_t klen;
-	const uint8_t *data; /* SAMPLE record, MAP value, REASON name */
+	const uint8_t *data; /* SAMPLE record, MAP value, REASON name, KSYM line */
 	uint32_t len;
 };
 
@@ -70,7 +74,7 @@ struct drops_rec {
 	uint8_t *buf; /* drops_rec_load()'s copy of the file; items point in */
 	struct drops_rec_item *it;
 	size_t n;
-	size_t nsamples, ncollects, nreasons;
+	size_t nsamples, ncollects, nreasons, nksyms;
 };
 
 /* Parses buf (which must outlive r) into r. 0, or -EINVAL with err saying
@@ -88,6 +92,7 @@ struct drops_rec_writer;
 /* Creates (truncates) path and writes the header. NULL with errno. */
 struct drops_rec_writer *drops_rec_create(const char *path, uint32_t ncpus);
 int drops_rec_reason(struct drops_rec_writer *w, uint32_t value, const char *name);
+int drops_rec_ksym(struct drops_rec_writer *w, const char *line);
 int drops_rec_sample(struct drops_rec_writer *w, int64_t mono_to_wall_ns, int64_t received,
 		     const void *data, size_t len);
 int drops_rec_map(struct drops_rec_writer *w, uint32_t map, const void *key, size_t klen,

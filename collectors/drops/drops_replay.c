@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: MIT
 /*
  * drops_replay: [collector.drops] replay = FILE. The collector runs on a
- * recording (drops_recfile.h) instead of the kernel: no BTF, BPF, kallsyms,
+ * recording (drops_recfile.h) instead of the kernel: no BTF, BPF, /proc/kallsyms,
  * cgroups, namespace walk, TCP counters or uevents. The reason names are
- * the recorded ones; drop locations and stacks stay hex (the recording has
- * no kallsyms); nothing is judged gone (no namespace list), and container
- * and pod labels cannot be asked for (drops_check_config). The first
+ * the recorded ones, and so are the kernel symbols that name the samples'
+ * locations and stacks (only those: the recorder writes each once); nothing is judged gone (no
+ * namespace list), and container and pod labels cannot be asked for (drops_check_config). The first
  * collect replays the file: per COLLECT record, the samples received before
  * it go through drops_on_sample() as the ring buffer's would, then the
  * counters recorded with it go through drops_collect_once() via
@@ -17,10 +17,12 @@
 #include <string.h>
 #include <sys/types.h>
 
+#include "base/buf.h"
 #include "base/log.h"
 #include "collectors/collector.h"
 #include "collectors/drops/drops.h"
 #include "collectors/drops/drops_btf.h"
+#include "collectors/drops/drops_ksym.h"
 #include "collectors/drops/drops_priv.h"
 #include "collectors/drops/drops_recfile.h"
 
@@ -145,6 +147,28 @@ static int replay_reasons(struct drops_state *st)
 	return 0;
 }
 
+/* The recorded symbols as one kallsyms text (NULL table: none recorded,
+ * locations hex). */
+static int replay_ksyms(struct drops_state *st)
+{
+	const struct drops_rec *r = &st->replay->rec;
+	struct buf text = {0};
+	int err = 0;
+
+	for (size_t i = 0; i < r->n; i++) {
+		if (r->it[i].type == DROPS_REC_KSYM) {
+			buf_append(&text, r->it[i].data, r->it[i].len);
+			buf_putc(&text, '\n');
+		}
+	}
+	if (text.oom)
+		err = -ENOMEM;
+	else if (text.len && !(st->ksyms = drops_ksyms_parse(text.p, text.len)))
+		err = -ENOMEM;
+	buf_free(&text);
+	return err;
+}
+
 int drops_replay_init(struct collector *c, struct drops_state *st)
 {
 	const char *path = st->cfg->replay;
@@ -160,18 +184,18 @@ int drops_replay_init(struct collector *c, struct drops_state *st)
 	if (ret == -ENOMEM)
 		return ret;
 	if (ret)
-		return collector_config_error(c, "replay", "%s: %s", path, err);
+		return collector_config_error(c, "replay", "%s", err);
 	st->ncpus = (int)rp->rec.ncpus;
 	rp->taken = calloc(rp->rec.n ? rp->rec.n : 1, sizeof(*rp->taken));
 	st->percpu = calloc(st->ncpus, sizeof(*st->percpu));
 	st->counts = drops_counts_new(st->ncpus);
-	if (!rp->taken || !st->percpu || !st->counts || replay_reasons(st))
+	if (!rp->taken || !st->percpu || !st->counts || replay_reasons(st) || replay_ksyms(st))
 		return -ENOMEM;
 	clog_info(c,
-		  "replaying %s: %zu samples, %zu collects, %zu reason names, %u CPUs (no BPF, "
-		  "kallsyms, cgroups, namespace list or uevents)",
+		  "replaying %s: %zu samples, %zu collects, %zu reason names, %zu kernel symbols, "
+		  "%u CPUs (no BPF, cgroups, namespace list or uevents)",
 		  path, rp->rec.nsamples, rp->rec.ncollects, drops_reasons_count(st->reasons),
-		  rp->rec.ncpus);
+		  drops_ksyms_count(st->ksyms), rp->rec.ncpus);
 	return 0;
 }
 

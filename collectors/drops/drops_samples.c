@@ -283,6 +283,8 @@ int drops_on_sample(void *ctx, void *data, size_t len)
 		st->invalid++;
 		return 0;
 	}
+	if (st->rec)
+		drops_record_syms(st, &s);
 	drops_row_fill(st, &s, &row);
 	if (!st->replay) /* the names of the host now, not of the recording's */
 		drops_row_pod(c->sink, &row);

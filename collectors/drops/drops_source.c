@@ -8,18 +8,29 @@
  * only cost is a NULL test per read.
  */
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <bpf/bpf.h>
 
+#include "base/buf.h"
 #include "base/log.h"
 #include "bpf/drops.h" /* before its skeleton */
 #include "bpf/drops.skel.h"
 #include "collectors/collector.h"
 #include "collectors/drops/drops.h"
 #include "collectors/drops/drops_btf.h"
+#include "collectors/drops/drops_decode.h"
+#include "collectors/drops/drops_ksym.h"
 #include "collectors/drops/drops_priv.h"
 #include "collectors/drops/drops_recfile.h"
+
+/* record = FILE: the writer, and the symbols written so far (sorted). */
+struct drops_recorder {
+	struct drops_rec_writer *w;
+	uint64_t *syms;
+	size_t nsyms, syms_cap;
+};
 
 static int map_fd(const struct drops_state *st, uint32_t map)
 {
@@ -45,7 +56,7 @@ static int live_lookup(struct drops_state *st, uint32_t map, const void *key, vo
 	if (bpf_map_lookup_elem(map_fd(st, map), key, vals))
 		return -errno;
 	if (st->rec)
-		drops_rec_map(st->rec, map, key, drops_map_key_size(map), vals,
+		drops_rec_map(st->rec->w, map, key, drops_map_key_size(map), vals,
 			      drops_map_value_size(map) * st->ncpus);
 	return 0;
 }
@@ -79,7 +90,7 @@ static int live_slots(struct drops_state *st, __u32 *keys, struct drops_slot *va
 		while (cpu < st->ncpus && !v[cpu].count)
 			cpu++;
 		if (cpu < st->ncpus) /* a slot in use on some CPU */
-			drops_rec_map(st->rec, DROPS_MAP_SLOTS, &keys[i], sizeof(keys[i]), v,
+			drops_rec_map(st->rec->w, DROPS_MAP_SLOTS, &keys[i], sizeof(keys[i]), v,
 				      sizeof(*v) * st->ncpus);
 	}
 	return 0;
@@ -96,11 +107,28 @@ const struct drops_source drops_source_live = {
 
 int drops_record_open(struct drops_state *st, const char *path)
 {
-	st->rec = drops_rec_create(path, (uint32_t)st->ncpus);
+	st->rec = calloc(1, sizeof(*st->rec));
 	if (!st->rec)
-		return -errno;
+		return -ENOMEM;
+	st->rec->w = drops_rec_create(path, (uint32_t)st->ncpus);
+	if (!st->rec->w) {
+		int err = -errno;
+
+		drops_record_close(st);
+		return err;
+	}
 	drops_record_reasons(st);
 	return 0;
+}
+
+void drops_record_close(struct drops_state *st)
+{
+	if (!st->rec)
+		return;
+	drops_rec_close(st->rec->w);
+	free(st->rec->syms);
+	free(st->rec);
+	st->rec = NULL;
 }
 
 /* Every name known now (after a module rescan: again, with the new ones;
@@ -112,23 +140,52 @@ void drops_record_reasons(struct drops_state *st)
 		uint32_t v;
 
 		if (!drops_reason_value(st->reasons, name, &v))
-			drops_rec_reason(st->rec, v, name);
+			drops_rec_reason(st->rec->w, v, name);
 	}
 }
 
 void drops_record_sample(struct drops_state *st, const void *data, size_t len)
 {
-	drops_rec_sample(st->rec, st->mono_to_wall_ns, clock_wall_ns(), data, len);
+	drops_rec_sample(st->rec->w, st->mono_to_wall_ns, clock_wall_ns(), data, len);
+}
+
+/* The symbol of addr, unless written already. */
+static void record_sym(struct drops_recorder *r, const struct drops_ksyms *k, uint64_t addr)
+{
+	char line[256];
+	uint64_t start, *p;
+	size_t i = 0;
+
+	if (!addr || drops_ksyms_line(k, addr, &start, line, sizeof(line)))
+		return;
+	while (i < r->nsyms && r->syms[i] < start)
+		i++;
+	if (i < r->nsyms && r->syms[i] == start)
+		return;
+	p = array_grow(r->syms, &r->syms_cap, r->nsyms, sizeof(*r->syms), 256);
+	if (!p)
+		return;
+	r->syms = p;
+	memmove(p + i + 1, p + i, (r->nsyms - i) * sizeof(*p));
+	p[i] = start;
+	r->nsyms++;
+	drops_rec_ksym(r->w, line);
+}
+
+void drops_record_syms(struct drops_state *st, const struct drop_sample *s)
+{
+	record_sym(st->rec, st->ksyms, s->location);
+	for (unsigned i = 0; i < s->stack_n; i++)
+		record_sym(st->rec, st->ksyms, s->stack[i]);
 }
 
 void drops_record_collect(struct collector *c, struct drops_state *st)
 {
-	int err = drops_rec_collect(st->rec, clock_wall_ns());
+	int err = drops_rec_collect(st->rec->w, clock_wall_ns());
 
 	if (!err)
 		return;
 	clog_warn(c, "recording to %s stopped: %s (what was written up to the last collect stays)",
 		  st->cfg->record, strerror(-err));
-	drops_rec_close(st->rec);
-	st->rec = NULL;
+	drops_record_close(st);
 }

@@ -19,7 +19,7 @@ cd "$(dirname "$0")/../../.."
 export SYSOBS_SRC=$PWD SYSOBS_BUILD=${SYSOBS_BUILD:-$PWD/build}
 SYSOBS_BUILD=$(cd "$SYSOBS_BUILD" && pwd)
 export SYSOBSD=$SYSOBS_BUILD/sysobsd SYSOBS_TEST_DATA=$SYSOBS_SRC/tests/data
-OUT=$SYSOBS_SRC/tests/data/golden/drops/drops.rec
+OUT=${DROPS_REC_OUT:-$SYSOBS_SRC/tests/data/golden/drops/drops.rec}
 set +e
 source tests/integration/lib.sh
 
@@ -49,8 +49,8 @@ config() { # config KEY=VALUE...: drops alone, its labels as golden.drops has th
 	write_base_config "${off[@]}" storage.snapshot_interval=0 kubernetes.cri_socket=off \
 		collector.drops.netns_label=true "$@"
 }
-config "collector.drops.record=$T/drops.rec" collector.drops.sample_rate=20 collector.drops.interval=500ms \
-	collector.drops.sample_burst=20
+config "collector.drops.record=$T/drops.rec" collector.drops.sample_rate=40 collector.drops.interval=500ms \
+	collector.drops.sample_burst=40
 start_agent
 wait_collector drops
 gen() { ip netns exec "$NS" "$GEN" "$@" >/dev/null || fail "drops_gen $*"; }
@@ -88,8 +88,10 @@ while read -r value count; do
 done <"$T/bt.tab"
 [ -s "$T/bt.tab" ] || fail "bpftrace counted nothing in $NS"
 stop_agent
+samples=$(grep -o 'replaying [^:]*: [0-9]* samples' "$T/agent.log" | awk '{ print $3 }')
+# golden.drops asks for every sample on one page of 100
+[ "$samples" -lt 100 ] || fail "$samples samples: more than golden.drops pages (100); record again"
 mkdir -p "$(dirname "$OUT")"
 cp "$T/drops.rec" "$OUT"
-samples=$(grep -o 'replaying [^:]*: [0-9]* samples' "$T/agent.log" | awk '{ print $3 }')
 printf 'netns %s\nsamples %s\n' "$NSINUM" "$samples" >"${OUT%.rec}.info"
 pass "recorded $(stat -c %s "$OUT") bytes to $OUT (namespace $NS, inode $NSINUM)"

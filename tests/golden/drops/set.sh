@@ -4,27 +4,27 @@
 # UDP to a closed port over IPv4 and IPv6, SYNs to a closed TCP port and
 # IPv4 protocol 253 in a namespace of the recorder's own, whose inode is in
 # drops.info with the file's sample count, and what else the host dropped
-# meanwhile; the routes ask for that namespace's samples).
+# meanwhile, at a sample_rate of 40/s).
 #
 # Covered: the recording's reader; the reason names it carries (as the
-# kernel's BTF gave them); every ring-buffer record through
+# kernel's BTF gave them) and the kernel symbols naming the samples'
+# locations and stacks; every ring-buffer record through
 # drops_on_sample() (decode, row, exemplar, the drop_samples table and its
 # routes); every collect's counters (the per-CPU fast slots, the counts hash,
 # the program's statistics) through drops_publish_counts() and
 # publish_series() into the sink: sysobs_packet_drops_total with the netns
 # label and the collector's own counters.
 # Not covered (live only, off in a replay): BTF, the BPF load and attach,
-# kallsyms (locations and stacks stay hex), cgroup paths and container
+# /proc/kallsyms (but the recorded symbols), cgroup paths and container
 # labels, pod labels, the kernel's namespace list (so no namespace is seen
 # deleted: the retirement of gone series is integration.drops_gone's), the
 # TCP counters (drops_netstat), module uevents and BTF rescans.
 # Sourced by tests/golden/run.sh.
-NSINUM=$(awk '$1 == "netns" { print $2 }' "$INPUT/drops.info")
 SAMPLES=$(awk '$1 == "samples" { print $2 }' "$INPUT/drops.info")
 golden_config drops "collector.drops.replay=$INPUT/drops.rec" collector.drops.netns_label=true \
 	collector.drops.interval=1h storage.retention=0
-ROUTES=("/api/v1/drops/samples?netns=$NSINUM&limit=100"
-	"/api/v1/drops/stacks?netns=$NSINUM")
+# Every sample of the file (fewer than 100) and their stacks.
+ROUTES=("/api/v1/drops/samples?limit=100" /api/v1/drops/stacks)
 
 # Ready when every recorded sample is stored (the first collect replays
 # the whole file) and the writer's counters have them.
