@@ -505,10 +505,7 @@ static int start_loop_work(struct agent *a)
 		return 1;
 	mem_stage("remote_write start");
 
-	sigemptyset(&mask);
-	sigaddset(&mask, SIGTERM);
-	sigaddset(&mask, SIGINT);
-	sigaddset(&mask, SIGHUP);
+	agent_signal_set(&mask);
 	sfd = signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC);
 	if (sfd < 0 || !loop_add_fd(a->loop, sfd, on_signal, a))
 		return 1;
@@ -562,6 +559,15 @@ static int start_names(struct agent *a)
 	}
 	agent_sink_names_set(a->names);
 	return 0;
+}
+
+/* The signals the loop takes through its signalfd: stop, stop, reload. */
+void agent_signal_set(sigset_t *mask)
+{
+	sigemptyset(mask);
+	sigaddset(mask, SIGTERM);
+	sigaddset(mask, SIGINT);
+	sigaddset(mask, SIGHUP);
 }
 
 int agent_start(struct agent *a, const char *port_file)

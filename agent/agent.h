@@ -6,6 +6,7 @@
 #ifndef SYSOBS_AGENT_H
 #define SYSOBS_AGENT_H
 
+#include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -94,6 +95,10 @@ int agent_log_config(struct config *cfg, enum log_level *lvl, enum log_format *f
  * and collectors. Returns 0; 2 for a config/storage error (message logged);
  * AGENT_EXIT_TEMPFAIL when the database cannot be opened for now (full
  * disk, locked); 1 for any other start failure. */
+/* agent_signal_set(): the signals agent_run() takes through a signalfd
+ * (SIGTERM, SIGINT, SIGHUP); main() blocks them before any thread starts. */
+void agent_signal_set(sigset_t *mask);
+
 int agent_start(struct agent *a, const char *port_file);
 /* Runs the event loop until SIGTERM/SIGINT. */
 int agent_run(struct agent *a);

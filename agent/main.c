@@ -290,10 +290,7 @@ int main(int argc, char **argv)
 
 	/* Signals are taken through a signalfd in the loop: block them before
 	 * any thread starts so every thread inherits the mask. */
-	sigemptyset(&mask);
-	sigaddset(&mask, SIGTERM);
-	sigaddset(&mask, SIGINT);
-	sigaddset(&mask, SIGHUP);
+	agent_signal_set(&mask);
 	pthread_sigmask(SIG_BLOCK, &mask, NULL);
 	signal(SIGPIPE, SIG_IGN);
 

@@ -6,22 +6,21 @@
 #include <string.h>
 
 #include "base/log.h"
+#include "base/procfs.h"
 #include "agent/mem_stage.h"
 
 /* A /proc/self/status field in kB; -1 if missing. */
-static long mem_stage_status_kb(const char *status, const char *key)
+static long mem_stage_status_kb(const char *key)
 {
-	const char *p = strstr(status, key);
+	uint64_t v;
 
-	return p ? strtol(p + strlen(key), NULL, 10) : -1;
+	return procfs_status_field(key, 10, &v) ? -1 : (long)v;
 }
 
 void mem_stage(const char *stage)
 {
 	static int enabled = -1;
-	char status[4096];
 	struct mallinfo2 mi;
-	size_t n = 0;
 	FILE *f;
 
 	if (enabled < 0) {
@@ -31,19 +30,12 @@ void mem_stage(const char *stage)
 	}
 	if (!enabled)
 		return;
-	f = fopen("/proc/self/status", "re");
-	if (f) {
-		n = fread(status, 1, sizeof(status) - 1, f);
-		fclose(f);
-	}
-	status[n] = '\0';
 	mi = mallinfo2();
 	log_msg(LOG_LVL_WARN, "mem",
 		"stage=\"%s\" rss_kib=%ld hwm_kib=%ld anon_kib=%ld heap_used_kib=%zu "
 		"heap_held_kib=%zu",
-		stage, mem_stage_status_kb(status, "VmRSS:"), mem_stage_status_kb(status, "VmHWM:"),
-		mem_stage_status_kb(status, "RssAnon:"), mi.uordblks / 1024,
-		(mi.arena + mi.hblkhd) / 1024);
+		stage, mem_stage_status_kb("VmRSS"), mem_stage_status_kb("VmHWM"),
+		mem_stage_status_kb("RssAnon"), mi.uordblks / 1024, (mi.arena + mi.hblkhd) / 1024);
 	/* the next stage's peak starts from here */
 	f = fopen("/proc/self/clear_refs", "we");
 	if (f) {

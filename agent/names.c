@@ -42,10 +42,9 @@ struct ctr_entry {
 
 struct names {
 	pthread_mutex_t lock; /* the tables and the counts below */
-	pthread_cond_t wake, done;
+	pthread_cond_t wake;
 	struct hash_table pods, ctrs, by_netns;
 	bool stop, poked, cri_ok;
-	uint64_t generation; /* refreshes ended */
 	int64_t last_poke_ns;
 	pthread_t thread;
 	bool thread_started;
@@ -189,6 +188,8 @@ int names_info_netns_path(const char *js, char *out, size_t len)
 	return rc;
 }
 
+static void names_poke(struct names *n);
+
 /* --- lookups (any thread) ---------------------------------------------------- */
 
 int names_lookup(struct names *n, const char *container_id, const char *cgroup_path, uint32_t netns,
@@ -246,17 +247,7 @@ size_t names_pods(struct names *n)
 	return v;
 }
 
-size_t names_containers(struct names *n)
-{
-	size_t v;
-
-	pthread_mutex_lock(&n->lock);
-	v = n->ctrs.n;
-	pthread_mutex_unlock(&n->lock);
-	return v;
-}
-
-void names_poke(struct names *n)
+static void names_poke(struct names *n)
 {
 	int64_t now = mono_ns();
 
@@ -268,30 +259,6 @@ void names_poke(struct names *n)
 		n->poked = true;
 		pthread_cond_signal(&n->wake);
 	}
-	pthread_mutex_unlock(&n->lock);
-}
-
-void names_refresh_wait(struct names *n, uint64_t timeout_ms)
-{
-	struct timespec until;
-	uint64_t gen;
-
-	if (!n || !n->thread_started)
-		return;
-	clock_gettime(CLOCK_MONOTONIC, &until);
-	until.tv_sec += (time_t)(timeout_ms / 1000);
-	until.tv_nsec += (long)(timeout_ms % 1000) * 1000000;
-	if (until.tv_nsec >= 1000000000) {
-		until.tv_sec++;
-		until.tv_nsec -= 1000000000;
-	}
-	pthread_mutex_lock(&n->lock);
-	gen = n->generation;
-	n->poked = true;
-	pthread_cond_signal(&n->wake);
-	while (n->generation < gen + 2 && !n->stop &&
-	       pthread_cond_timedwait(&n->done, &n->lock, &until) != ETIMEDOUT)
-		;
 	pthread_mutex_unlock(&n->lock);
 }
 
@@ -585,8 +552,6 @@ static void *names_thread(void *arg)
 		}
 		info_set(n, ok ? "cri" : "cgroup");
 		pthread_mutex_lock(&n->lock);
-		n->generation++;
-		pthread_cond_broadcast(&n->done);
 		clock_gettime(CLOCK_MONOTONIC, &until);
 		until.tv_sec += (time_t)(n->cfg.refresh_ms / 1000);
 		until.tv_nsec += (long)(n->cfg.refresh_ms % 1000) * 1000000;
@@ -664,7 +629,6 @@ struct names *names_start(const struct names_config *cfg, struct metrics *m)
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	pthread_cond_init(&n->wake, &ca);
-	pthread_cond_init(&n->done, &ca);
 	pthread_condattr_destroy(&ca);
 	if (hash_init(&n->pods, 64) || hash_init(&n->ctrs, 256) || hash_init(&n->by_netns, 64)) {
 		names_stop(n);
@@ -722,7 +686,6 @@ void names_stop(struct names *n)
 	hash_fini(&n->ctrs);
 	hash_fini(&n->by_netns);
 	pthread_cond_destroy(&n->wake);
-	pthread_cond_destroy(&n->done);
 	pthread_mutex_destroy(&n->lock);
 	free(n);
 }

@@ -65,14 +65,8 @@ void names_stop(struct names *n); /* accepts NULL */
 int names_lookup(struct names *n, const char *container_id, const char *cgroup_path, uint32_t netns,
 		 struct sink_pod *out);
 
-/* Asks the thread for a refresh now (rate-limited to one a second). */
-void names_poke(struct names *n);
-/* Waits until a refresh that started after this call ends (tests, start). */
-void names_refresh_wait(struct names *n, uint64_t timeout_ms);
-
 /* Pods and containers in the cache (a 100-pod node: docs/kubernetes.md). */
 size_t names_pods(struct names *n);
-size_t names_containers(struct names *n);
 
 /*
  * The pod UID and QoS class a cgroup path carries, in either layout:

@@ -21,7 +21,6 @@ struct names_cri {
 	names_cri_connect_fn connect;
 	void *arg;
 	uint64_t timeout_ms;
-	uint64_t calls, failures;
 	int fd; /* -1: no connection */
 	nghttp2_session *h2;
 	/* the call in flight */
@@ -263,16 +262,6 @@ void names_cri_free(struct names_cri *c)
 	free(c);
 }
 
-uint64_t names_cri_calls(const struct names_cri *c)
-{
-	return c ? c->calls : 0;
-}
-
-uint64_t names_cri_failures(const struct names_cri *c)
-{
-	return c ? c->failures : 0;
-}
-
 #define HDR(n, v)                                                                                  \
 	{                                                                                          \
 		(uint8_t *)(n), (uint8_t *)(v), sizeof(n) - 1, strlen(v), NGHTTP2_NV_FLAG_NONE     \
@@ -335,7 +324,6 @@ int names_cri_call(struct names_cri *c, const char *method, const ProtobufCMessa
 	c->req = frame;
 	c->req_len = GRPC_PREFIX + n;
 	snprintf(path, sizeof(path), "/runtime.v1.RuntimeService/%s", method);
-	c->calls++;
 	rc = call_once(c, path, err, errlen);
 	/* A kept connection the runtime closed meanwhile (it restarted): once
 	 * more on a new one. */
@@ -347,12 +335,12 @@ int names_cri_call(struct names_cri *c, const char *method, const ProtobufCMessa
 	c->req = NULL;
 	if (rc) {
 		conn_close(c);
-		goto out_fail;
+		return rc;
 	}
 	rc = -EPROTO;
 	if (c->status != 200) {
 		snprintf(err, errlen, "%s: HTTP status %d (not a gRPC server?)", method, c->status);
-		goto out_fail;
+		return rc;
 	}
 	if (c->grpc_status != 0) {
 		snprintf(err, errlen, "%s: gRPC status %d%s%s", method, c->grpc_status,
@@ -360,20 +348,16 @@ int names_cri_call(struct names_cri *c, const char *method, const ProtobufCMessa
 			 : c->reset	    ? " (stream reset)"
 					    : "",
 			 c->grpc_message);
-		goto out_fail;
+		return rc;
 	}
 	if (names_grpc_frame_decode(c->body, c->len, &msg, &msglen)) {
 		snprintf(err, errlen, "%s: malformed gRPC message (%zu bytes)", method, c->len);
-		goto out_fail;
+		return rc;
 	}
 	*out = protobuf_c_message_unpack(desc, NULL, msglen, msg);
 	if (!*out) {
 		snprintf(err, errlen, "%s: the answer is not a %s", method, desc->name);
-		goto out_fail;
+		return rc;
 	}
 	return 0;
-
-out_fail:
-	c->failures++;
-	return rc;
 }

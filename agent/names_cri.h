@@ -50,9 +50,6 @@ void names_cri_free(struct names_cri *c); /* accepts NULL */
 int names_cri_call(struct names_cri *c, const char *method, const ProtobufCMessage *req,
 		   const ProtobufCMessageDescriptor *desc, ProtobufCMessage **out, char *err,
 		   size_t errlen);
-/* Calls made and calls failed since names_cri_new(). */
-uint64_t names_cri_calls(const struct names_cri *c);
-uint64_t names_cri_failures(const struct names_cri *c);
 
 /* The gRPC length-prefixed message in buf[0..len): *msg, *msglen. 0, or
  * -EPROTO (short, compressed, or a length past the buffer). Pure. */

@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "base/log.h"
+#include "base/procfs.h"
 #include "agent/privsep.h"
 #include "collectors/privwrite.h"
 
@@ -45,7 +46,7 @@ pid_t privsep_helper_pid(void)
 
 /* ---- the helper ---- */
 
-void privsep_cri_socket_set(const char *path)
+static void privsep_cri_socket_set(const char *path)
 {
 	snprintf(helper.cri, sizeof(helper.cri), "%s", path ? path : "");
 }
@@ -217,17 +218,9 @@ static bool caps_permitted(void)
 /* The number of threads of this process, 0 if /proc cannot tell. */
 static int threads_count(void)
 {
-	char line[128];
-	int n = 0;
-	FILE *f = fopen("/proc/self/status", "re");
+	uint64_t n;
 
-	if (!f)
-		return 0;
-	while (fgets(line, sizeof(line), f))
-		if (sscanf(line, "Threads: %d", &n) == 1)
-			break;
-	fclose(f);
-	return n;
+	return procfs_status_field("Threads", 10, &n) || n > INT_MAX ? 0 : (int)n;
 }
 
 /*

@@ -69,8 +69,6 @@ int privsep_helper_start(const char *sysfs_root, const char *cri_socket);
  * service (agent/names.h) connects with after the drop. fd or -errno
  * (-ENOTCONN without a helper, -EPERM when it has no socket). */
 int privsep_cri_connect(void *arg);
-/* The helper's CRI socket, for privsep_serve() in tests. */
-void privsep_cri_socket_set(const char *path);
 pid_t privsep_helper_pid(void);
 
 /* Before anything starts: can the user the agent will become reach the

@@ -242,11 +242,6 @@ void http_conns_close(struct http_server *h, struct MHD_Connection *conn,
 	pthread_mutex_unlock(&h->conns.lock);
 }
 
-int http_conns_delay(struct http_server *h, struct MHD_Connection *conn, unsigned ms)
-{
-	return http_conns_hold(h, conn, clock_mono_ns() + (int64_t)ms * 1000000);
-}
-
 void http_conns_release(struct http_server *h, struct MHD_Connection *conn, int64_t at_ns)
 {
 	struct http_conns *cs = &h->conns;

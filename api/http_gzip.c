@@ -17,9 +17,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <zlib.h>
 
 #include "api/http.h"
+#include "base/buf.h"
+#include "base/gzip.h"
 #include "api/http_internal.h"
 
 bool http_accepts_gzip(const char *ae)
@@ -60,33 +61,16 @@ bool http_accepts_gzip(const char *ae)
 
 int http_gzip(const char *in, size_t len, char **out, size_t *out_len)
 {
-	z_stream z = {0};
-	size_t cap;
-	char *buf;
-	int rc;
+	struct buf b = {0};
 
-	/* 15 + 16: gzip framing; on metric text level 1 is ~4x the speed of
-	 * the default (6) for output ~6% larger. */
-	if (deflateInit2(&z, 1, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK)
-		return -ENOMEM;
-	cap = deflateBound(&z, len);
-	buf = malloc(cap);
-	if (!buf) {
-		deflateEnd(&z);
+	/* Level 1: on metric text ~4x the speed of the default (6) for output
+	 * ~6% larger. */
+	if (gzip_compress(in, len, 1, &b)) {
+		buf_free(&b);
 		return -ENOMEM;
 	}
-	z.next_in = (Bytef *)in;
-	z.avail_in = (uInt)len;
-	z.next_out = (Bytef *)buf;
-	z.avail_out = (uInt)cap;
-	rc = deflate(&z, Z_FINISH);
-	*out_len = z.total_out;
-	deflateEnd(&z);
-	if (rc != Z_STREAM_END) {
-		free(buf);
-		return -EIO;
-	}
-	*out = buf;
+	*out = b.p;
+	*out_len = b.len;
 	return 0;
 }
 

@@ -346,9 +346,6 @@ void http_conns_busy(struct http_server *h, struct MHD_Connection *conn, bool bu
 /* Shuts the connection's socket down now (reason counted). */
 void http_conns_close(struct http_server *h, struct MHD_Connection *conn,
 		      enum http_close_reason why);
-/* Suspends conn and resumes it after ms (then the access handler runs
- * again). 0 or -errno. */
-int http_conns_delay(struct http_server *h, struct MHD_Connection *conn, unsigned ms);
 /* Suspends conn until at_ns (CLOCK_MONOTONIC; INT64_MAX: until released). */
 int http_conns_hold(struct http_server *h, struct MHD_Connection *conn, int64_t at_ns);
 /* A held connection is resumed at at_ns (0: now). */

@@ -71,17 +71,3 @@ bool pbj_is_map(const ProtobufCMessageDescriptor *parent, const ProtobufCFieldDe
 	return n > pn + 6 && !strncmp(d->name, parent->name, pn) && d->name[pn] == '.' &&
 	       !strcmp(d->name + n - 5, "Entry");
 }
-
-/* Day number since 1970-01-01 of a proleptic Gregorian date. */
-int64_t pbj_days_from_civil(int64_t y, unsigned m, unsigned d)
-{
-	int64_t era;
-	unsigned yoe, doy, doe;
-
-	y -= m <= 2;
-	era = (y >= 0 ? y : y - 399) / 400;
-	yoe = (unsigned)(y - era * 400);
-	doy = (153 * (m > 2 ? m - 3 : m + 9) + 2) / 5 + d - 1;
-	doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-	return era * 146097 + (int64_t)doe - 719468;
-}

@@ -19,6 +19,7 @@
 
 #include "api/pbjson.h"
 #include "api/pbjson_internal.h"
+#include "base/timeutil.h"
 #include "base/utf8.h"
 #include "google/protobuf/timestamp.pb-c.h"
 
@@ -292,7 +293,7 @@ static int pbj_parse_timestamp(const char *s, Google__Protobuf__Timestamp *ts)
 	if (*s || y < 1 || mo < 1 || mo > 12 || d < 1 ||
 	    d > mdays[mo - 1] + (unsigned)(mo == 2 && leap) || h > 23 || mi > 59 || sec > 59)
 		return -EINVAL;
-	secs = pbj_days_from_civil(y, mo, d) * 86400 + h * 3600 + mi * 60 + sec;
+	secs = time_days_from_civil(y, (int)mo, (int)d) * 86400 + h * 3600 + mi * 60 + sec;
 	secs -= sign * (int64_t)(oh * 3600 + om * 60);
 	if (secs < PBJ_TS_MIN || secs > PBJ_TS_MAX)
 		return -EINVAL;

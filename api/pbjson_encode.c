@@ -18,6 +18,7 @@
 #include "base/buf.h"
 #include "api/pbjson.h"
 #include "api/pbjson_internal.h"
+#include "base/timeutil.h"
 #include "base/utf8.h"
 #include "google/protobuf/timestamp.pb-c.h"
 
@@ -267,24 +268,6 @@ static void pbj_put_bytes(struct pbj_buf *b, const ProtobufCBinaryData *v)
 	b->len = o - b->p;
 }
 
-/* Proleptic Gregorian date of day z since 1970-01-01 (H. Hinnant's
- * civil_from_days). */
-static void pbj_civil_from_days(int64_t z, int64_t *y, unsigned *m, unsigned *d)
-{
-	int64_t era;
-	unsigned doe, yoe, doy, mp;
-
-	z += 719468;
-	era = (z >= 0 ? z : z - 146096) / 146097;
-	doe = (unsigned)(z - era * 146097);
-	yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
-	doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-	mp = (5 * doy + 2) / 153;
-	*d = doy - (153 * mp + 2) / 5 + 1;
-	*m = mp < 10 ? mp + 3 : mp - 9;
-	*y = (int64_t)yoe + era * 400 + (*m <= 2);
-}
-
 /* Writes v (0 <= v < 10^width) as width digits ending at end. */
 static void pbj_digits(char *end, unsigned v, int width)
 {
@@ -298,21 +281,22 @@ static void pbj_digits(char *end, unsigned v, int width)
 static int pbj_put_timestamp(struct pbj_buf *b, const Google__Protobuf__Timestamp *ts)
 {
 	int64_t days, secs = ts->seconds, year;
-	unsigned month, day, sod;
+	int month, day;
+	unsigned sod;
 	char *o;
 
 	if (secs < PBJ_TS_MIN || secs > PBJ_TS_MAX || ts->nanos < 0 || ts->nanos > PBJ_NS_MAX)
 		return -EINVAL;
 	days = (secs >= 0 ? secs : secs - 86399) / 86400;
 	sod = (unsigned)(secs - days * 86400);
-	pbj_civil_from_days(days, &year, &month, &day);
+	time_civil_from_days(days, &year, &month, &day);
 	if (!pbj_buf_room(b, 32))
 		return 0;
 	o = b->p + b->len;
 	memcpy(o, "\"0000-00-00T00:00:00.000000000Z\"", 32);
 	pbj_digits(o + 5, (unsigned)year, 4);
-	pbj_digits(o + 8, month, 2);
-	pbj_digits(o + 11, day, 2);
+	pbj_digits(o + 8, (unsigned)month, 2);
+	pbj_digits(o + 11, (unsigned)day, 2);
 	pbj_digits(o + 14, sod / 3600, 2);
 	pbj_digits(o + 17, sod / 60 % 60, 2);
 	pbj_digits(o + 20, sod % 60, 2);

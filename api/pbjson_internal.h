@@ -39,6 +39,5 @@ bool pbj_is_timestamp(const ProtobufCMessageDescriptor *d);
 /* Whether repeated field f of parent is a map<K, V>. */
 bool pbj_is_map(const ProtobufCMessageDescriptor *parent, const ProtobufCFieldDescriptor *f);
 /* Day number since 1970-01-01 of a proleptic Gregorian date. */
-int64_t pbj_days_from_civil(int64_t y, unsigned m, unsigned d);
 
 #endif

@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: MIT
 /* /proc reads (see procfs.h). */
 #include <dirent.h>
+#include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "base/procfs.h"
@@ -23,4 +25,26 @@ int64_t procfs_open_fds(const char *proc)
 	closedir(d);
 	/* Reading /proc/self/fd holds one fd of its own. */
 	return strcmp(proc, "/proc/self") ? n : n - 1;
+}
+
+int procfs_status_field(const char *key, int base, uint64_t *out)
+{
+	size_t klen = strlen(key);
+	char line[256], *end;
+	int rc = -ENOENT;
+	FILE *f = fopen("/proc/self/status", "re");
+
+	if (!f)
+		return -errno;
+	while (rc == -ENOENT && fgets(line, sizeof(line), f)) {
+		if (strncmp(line, key, klen) || line[klen] != ':')
+			continue;
+		errno = 0;
+		*out = strtoull(line + klen + 1, &end, base);
+		rc = errno || end == line + klen + 1 || (*end && *end != '\n' && *end != ' ')
+			 ? -EINVAL
+			 : 0;
+	}
+	fclose(f);
+	return rc;
 }

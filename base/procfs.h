@@ -10,4 +10,10 @@
  * proc is "/proc/self"; -1 when the directory cannot be read. */
 int64_t procfs_open_fds(const char *proc);
 
+/* The number after "key:" on its line of /proc/self/status, read in base
+ * (10 for "Threads", "VmRSS" in kB...; 16 for the "Cap*" masks). 0, -errno
+ * when the file cannot be read, -ENOENT when no line has the key, -EINVAL
+ * when its value is not a number. */
+int procfs_status_field(const char *key, int base, uint64_t *out);
+
 #endif

@@ -23,7 +23,7 @@
 
 /* y-m-d of a day count since 1970-01-01, proleptic Gregorian (H. Hinnant's
  * civil_from_days; exact for every int64 day count we can be given). */
-static void civil_from_days(int64_t z, int64_t *y, int *m, int *d)
+void time_civil_from_days(int64_t z, int64_t *y, int *m, int *d)
 {
 	int64_t era, doe, yoe, doy, mp;
 
@@ -64,7 +64,7 @@ int time_format_rfc3339(int64_t unix_ns, char *buf, size_t len)
 		sod += SEC_PER_DAY;
 		days--;
 	}
-	civil_from_days(days, &y, &m, &d);
+	time_civil_from_days(days, &y, &m, &d);
 	if (y < 1 || y > 9999)
 		return -ERANGE;
 	if (!buf || len < TIME_RFC3339_SIZE)
@@ -178,7 +178,7 @@ static int days_in_month(int y, int m)
 
 /* Days since 1970-01-01 of a proleptic Gregorian date (H. Hinnant's
  * days_from_civil). */
-static int64_t days_from_civil(int64_t y, int m, int d)
+int64_t time_days_from_civil(int64_t y, int m, int d)
 {
 	int64_t era, yoe, doy, doe;
 
@@ -230,7 +230,7 @@ static int parse_rfc3339(const char *s, int64_t *ns)
 		sec = 59;
 		frac = NSEC_PER_SEC - 1;
 	}
-	secs = days_from_civil(y, mo, d) * SEC_PER_DAY + h * 3600 + mi * 60 + sec -
+	secs = time_days_from_civil(y, mo, d) * SEC_PER_DAY + h * 3600 + mi * 60 + sec -
 	       (int64_t)sign * (oh * 3600 + om * 60);
 	return secs_to_ns(secs, frac, ns);
 }

@@ -29,6 +29,12 @@
  */
 int time_format_rfc3339(int64_t unix_ns, char *buf, size_t len);
 
+/* Proleptic Gregorian calendar arithmetic (H. Hinnant's civil_from_days and
+ * days_from_civil), exact for every int64 day count: day z since 1970-01-01
+ * as y-m-d, and back. Shared by every formatter and parser of dates. */
+void time_civil_from_days(int64_t z, int64_t *y, int *m, int *d);
+int64_t time_days_from_civil(int64_t y, int m, int d);
+
 /*
  * Parses a point in time into unix ns. Accepted, whole string only:
  *   RFC 3339      "2026-12-02T10:00:00Z", "2026-12-02T12:00:00.25+02:00"

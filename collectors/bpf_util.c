@@ -15,6 +15,7 @@
 #include <bpf/libbpf.h>
 
 #include "base/log.h"
+#include "base/procfs.h"
 #include "collectors/bpf_util.h"
 
 /* --- libbpf messages ------------------------------------------------------ */
@@ -97,11 +98,6 @@ void bpf_util_load_begin(const char *collector)
 {
 	bpf_util_init();
 	bpf_util_component = collector;
-	bpf_util_nwarn = 0;
-}
-
-void bpf_util_load_retry(void)
-{
 	bpf_util_nwarn = 0;
 }
 
@@ -260,16 +256,13 @@ bool bpf_util_has_helper(enum bpf_prog_type type, enum bpf_func_id helper)
 bool bpf_util_have_caps(void)
 {
 	enum { CAP_SYS_ADMIN_BIT = 21, CAP_PERFMON_BIT = 38, CAP_BPF_BIT = 39 };
-	unsigned long long eff = 0;
-	char line[256];
-	FILE *f = fopen("/proc/self/status", "re");
+	uint64_t eff = 0;
+	int rc = procfs_status_field("CapEff", 16, &eff);
 
-	if (!f)
+	if (rc == -ENOENT || rc == -EINVAL)
+		eff = 0; /* no such line: no capabilities */
+	else if (rc)
 		return geteuid() == 0;
-	while (fgets(line, sizeof(line), f))
-		if (sscanf(line, "CapEff: %llx", &eff) == 1)
-			break;
-	fclose(f);
 	return (eff >> CAP_SYS_ADMIN_BIT & 1) ||
 	       ((eff >> CAP_BPF_BIT & 1) && (eff >> CAP_PERFMON_BIT & 1));
 }

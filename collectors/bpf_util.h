@@ -29,8 +29,6 @@ void bpf_util_init(void);
 /* Lines libbpf prints from now on are collector's (a string that outlives
  * the load); its warnings are kept afresh. Calls bpf_util_init(). */
 void bpf_util_load_begin(const char *collector);
-/* Forget the kept warnings, e.g. before a second attempt. */
-void bpf_util_load_retry(void);
 /* Back to lines of component "libbpf"; the kept warnings stay readable. */
 void bpf_util_load_end(void);
 /* Of the warnings kept since the (re)try began: the one naming err's

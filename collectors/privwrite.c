@@ -29,7 +29,7 @@ static int write_number(int fd, unsigned value)
 	return 0;
 }
 
-int priv_write_direct(const char *path, unsigned value, bool *at_open)
+static int priv_write_direct(const char *path, unsigned value, bool *at_open)
 {
 	int fd, rc;
 

@@ -18,9 +18,6 @@ typedef int (*priv_write_fn)(const char *path, unsigned value, bool *at_open);
 
 void priv_write_install(priv_write_fn fn);
 int priv_write_number(const char *path, unsigned value, bool *at_open);
-/* The direct write, when no helper is installed. O_NOFOLLOW: the last
- * component may not be a symlink (a directory on the way may). */
-int priv_write_direct(const char *path, unsigned value, bool *at_open);
 /*
  * The helper's write: rel is resolved beneath the directory dirfd with
  * openat2(2), RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS: a symlink in any

@@ -191,11 +191,6 @@ int rw_batch_add_hist(struct rw_batch *b, int64_t series_id, const char *name, c
  */
 int rw_batch_add_native(struct rw_batch *b, int64_t series_id, const char *count_name,
 			const char *labels, int64_t ts_ms, const void *blob, size_t len);
-/* Whether the sample name/labels at ts_ms is the _sum of the native
- * histogram added last (the histogram carries it; Prometheus's own sender
- * sends no NAME_sum or NAME_count series for a native histogram). */
-bool rw_batch_native_sum(const struct rw_batch *b, const char *name, const char *labels,
-			 int64_t ts_ms);
 /*
  * One row of the metric history into the batch: a histogram's _count with
  * its blob as a native histogram when native is set and the blob has native

@@ -117,8 +117,8 @@ int rw_batch_add_native(struct rw_batch *b, int64_t series_id, const char *count
 	return 0;
 }
 
-bool rw_batch_native_sum(const struct rw_batch *b, const char *name, const char *labels,
-			 int64_t ts_ms)
+static bool rw_batch_native_sum(const struct rw_batch *b, const char *name, const char *labels,
+				int64_t ts_ms)
 {
 	return b->native_sum_name[0] && ts_ms == b->native_sum_ts &&
 	       !strcmp(name, b->native_sum_name) && !strcmp(labels, b->native_sum_labels);

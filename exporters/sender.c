@@ -14,8 +14,8 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <unistd.h>
-#include <zlib.h>
 
+#include "base/gzip.h"
 #include "base/lazylib.h"
 #include "base/log.h"
 #include "metrics/metrics.h"
@@ -380,7 +380,7 @@ enum sender_verdict sender_post(struct sender *s, const void *body, size_t len, 
 	s->errbuf[0] = '\0';
 	s->status = 0;
 	if (gzip) {
-		if (sender_gzip(body, len, &s->gz)) {
+		if (gzip_compress(body, len, 6, &s->gz)) {
 			snprintf(s->errbuf, sizeof(s->errbuf),
 				 "out of memory compressing %zu bytes", len);
 			return SENDER_RETRY;
@@ -672,30 +672,4 @@ uint64_t sender_backoff_next(uint64_t cur, uint64_t min, uint64_t max)
 	if (!cur)
 		return min < max ? min : max;
 	return cur >= max / 2 ? max : cur * 2;
-}
-
-int sender_gzip(const void *in, size_t len, struct buf *out)
-{
-	z_stream z = {0};
-	size_t bound;
-	int rc;
-
-	out->len = 0;
-	/* windowBits 15 + 16: a gzip wrapper, as Content-Encoding: gzip says. */
-	if (deflateInit2(&z, 6, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK)
-		return -ENOMEM;
-	bound = deflateBound(&z, (uLong)len) + 32;
-	if (buf_reserve(out, bound)) {
-		deflateEnd(&z);
-		return -ENOMEM;
-	}
-	z.next_in = (Bytef *)(uintptr_t)in;
-	z.avail_in = (uInt)len;
-	z.next_out = (Bytef *)out->p;
-	z.avail_out = (uInt)bound;
-	rc = deflate(&z, Z_FINISH);
-	out->len = z.total_out;
-	out->p[out->len] = '\0';
-	deflateEnd(&z);
-	return rc == Z_STREAM_END ? 0 : -ENOMEM;
 }

@@ -209,8 +209,6 @@ void sender_free(struct sender *s);
 int sender_retry_after_parse(const char *v, time_t now, uint64_t *ms);
 /* The wait after cur (0 = no failure yet): min, then doubling, capped. */
 uint64_t sender_backoff_next(uint64_t cur, uint64_t min, uint64_t max);
-/* in[len] gzip'ed into out (replacing its content). 0 or -ENOMEM. */
-int sender_gzip(const void *in, size_t len, struct buf *out);
 /* url without its user, password and login options (user:password@), as
  * libcurl parses it: what logs and the status API may show. malloc'ed; NULL
  * with errno ENOMEM, EINVAL for what libcurl cannot parse, or ENOENT when

@@ -140,7 +140,7 @@ static void side_reduce(struct nhist_side *s)
 	s->len = (uint32_t)(last - off + 1);
 }
 
-void nhist_reduce(struct nhist *h)
+static void nhist_reduce(struct nhist *h)
 {
 	if (h->schema <= NHIST_SCHEMA_MIN)
 		return;

@@ -49,8 +49,6 @@ double nhist_upper(int32_t i, int schema);
  * only). max_buckets bounds pos.len + neg.len (merging schema down; never
  * below NHIST_SCHEMA_MIN). -ENOMEM leaves h as it was. */
 int nhist_add(struct nhist *h, double v, uint64_t n, double zero_threshold, unsigned max_buckets);
-/* Lowers h's schema by one: each pair of buckets merges into one. */
-void nhist_reduce(struct nhist *h);
 void nhist_free(struct nhist *h);
 
 /*

@@ -69,7 +69,7 @@ static double max_fds(const char *proc)
 	return strtod(p, NULL);
 }
 
-int process_stat_read(const char *proc, struct process_stat *st)
+static int process_stat_read(const char *proc, struct process_stat *st)
 {
 	unsigned long long utime, stime, start, vsize;
 	long long rss;

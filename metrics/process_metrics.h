@@ -22,7 +22,5 @@ struct process_stat {
 	double resident_bytes, virtual_bytes;
 	double open_fds, max_fds;
 };
-/* proc: "/proc/self" (tests pass another process's directory). */
-int process_stat_read(const char *proc, struct process_stat *st);
 
 #endif

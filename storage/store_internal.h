@@ -238,7 +238,6 @@ int64_t store_mono_ns(void);
 void store_log(const struct store *s, struct store_ratelimit *rl, unsigned interval_ms,
 	       enum store_log_level lvl, const char *fmt, ...)
     __attribute__((format(printf, 5, 6)));
-int64_t store_wall_ns(void);
 void store_abs_mono(int64_t ns, struct timespec *out);
 /* The store's clocks: store_config.clock, else the real ones. */
 int64_t store_now(const struct store *s);
@@ -273,15 +272,11 @@ void store_ic_stop(struct store *s); /* interrupts and joins the check */
 
 /* store_readers.c: the cfg.readers read-only connections. */
 int store_open_readers(struct store *s, char *err, size_t errlen);
-int store_reader_over(void *arg);
 
 /* store_writer.c */
-bool store_rc_transient(int rc);
 int store_write_batch(struct store *s, uint64_t start, uint64_t n);
 void store_series_forget(struct store *s);
 void *store_writer_main(void *arg);
-int store_checkpoint(struct store *s, sqlite3 *db);
-int store_wal_hook(void *arg, sqlite3 *db, const char *name, int frames);
 void store_ckpt_start(struct store *s);
 void store_ckpt_stop(struct store *s);
 

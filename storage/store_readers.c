@@ -13,6 +13,14 @@
 #include "storage/store.h"
 #include "storage/store_internal.h"
 
+/* Progress handler of a pooled reader: non-zero ends the statement. */
+static int store_reader_over(void *arg)
+{
+	int64_t deadline = __atomic_load_n((int64_t *)arg, __ATOMIC_RELAXED);
+
+	return deadline && store_mono_ns() > deadline;
+}
+
 int store_open_readers(struct store *s, char *err, size_t errlen)
 {
 	s->readers = calloc(s->cfg.readers, sizeof(*s->readers));
@@ -43,14 +51,6 @@ int store_open_readers(struct store *s, char *err, size_t errlen)
 		s->rd_free[s->n_free++] = db;
 	}
 	return 0;
-}
-
-/* Progress handler of a pooled reader: non-zero ends the statement. */
-int store_reader_over(void *arg)
-{
-	int64_t deadline = __atomic_load_n((int64_t *)arg, __ATOMIC_RELAXED);
-
-	return deadline && store_mono_ns() > deadline;
 }
 
 sqlite3 *store_reader_get(struct store *s)

@@ -56,7 +56,7 @@ void store_log(const struct store *s, struct store_ratelimit *rl, unsigned inter
 	s->cfg.log(lvl, msg, s->cfg.log_arg);
 }
 
-int64_t store_wall_ns(void)
+static int64_t store_wall_ns(void)
 {
 	struct timespec ts;
 

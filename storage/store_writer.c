@@ -25,7 +25,7 @@
 
 /* ---- writer ---- */
 
-bool store_rc_transient(int rc)
+static bool store_rc_transient(int rc)
 {
 	switch (rc & 0xff) {
 	case SQLITE_FULL:
@@ -51,6 +51,7 @@ bool store_rc_transient(int rc)
 void store_series_forget(struct store *s);
 
 static int store_write_sample(struct store *s, struct store_slot *slot);
+static int store_checkpoint(struct store *s, sqlite3 *db);
 
 int store_write_batch(struct store *s, uint64_t start, uint64_t n)
 {
@@ -443,7 +444,7 @@ void *store_writer_main(void *arg)
 	return NULL;
 }
 
-int store_checkpoint(struct store *s, sqlite3 *db)
+static int store_checkpoint(struct store *s, sqlite3 *db)
 {
 	int rc = sqlite3_wal_checkpoint_v2(db, NULL, SQLITE_CHECKPOINT_PASSIVE, NULL, NULL);
 
@@ -491,7 +492,7 @@ static void store_ckpt_restart(struct store *s, sqlite3 *db, int frames)
 
 /* Called by SQLite on the writer thread after each commit, with the WAL
  * size in frames. */
-int store_wal_hook(void *arg, sqlite3 *db, const char *name, int frames)
+static int store_wal_hook(void *arg, sqlite3 *db, const char *name, int frames)
 {
 	struct store *s = arg;
 

@@ -13,8 +13,13 @@
 #include <string.h>
 
 #include <cmocka.h>
+#include <errno.h>
+#include <unistd.h>
+#include <zlib.h>
 
 #include "base/buf.h"
+#include "base/gzip.h"
+#include "base/procfs.h"
 
 static void test_array_grow(void **state)
 {
@@ -64,11 +69,64 @@ static void test_buf_append(void **state)
 	free(s);
 }
 
+/* gzip_compress() gives a gzip member zlib reads back byte for byte, at
+ * each level the agent uses, and replaces what out held. */
+static void test_gzip_round_trip(void **state)
+{
+	static const int levels[] = {1, 6};
+	char in[20000], back[sizeof(in)];
+	struct buf out = {0};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(in); i++)
+		in[i] = (char)("sysobs_metric{a=\"1\"} 42\n"[i % 24]);
+	buf_puts(&out, "stale");
+	for (size_t l = 0; l < sizeof(levels) / sizeof(levels[0]); l++) {
+		z_stream z = {0};
+
+		assert_int_equal(gzip_compress(in, sizeof(in), levels[l], &out), 0);
+		assert_true(out.len > 18 && out.len < sizeof(in) / 4);
+		assert_int_equal((unsigned char)out.p[0], 0x1f); /* gzip magic */
+		assert_int_equal((unsigned char)out.p[1], 0x8b);
+		assert_int_equal(inflateInit2(&z, 15 + 16), Z_OK);
+		z.next_in = (Bytef *)out.p;
+		z.avail_in = (uInt)out.len;
+		z.next_out = (Bytef *)back;
+		z.avail_out = sizeof(back);
+		assert_int_equal(inflate(&z, Z_FINISH), Z_STREAM_END);
+		assert_int_equal(z.total_out, sizeof(in));
+		inflateEnd(&z);
+		assert_memory_equal(in, back, sizeof(in));
+	}
+	assert_int_equal(gzip_compress("", 0, 1, &out), 0);
+	assert_true(out.len > 0);
+	buf_free(&out);
+}
+
+/* procfs_status_field() reads decimal and hex fields of /proc/self/status
+ * and says when a key is missing. */
+static void test_procfs_status_field(void **state)
+{
+	uint64_t v = 0;
+
+	(void)state;
+	assert_int_equal(procfs_status_field("Pid", 10, &v), 0);
+	assert_int_equal(v, (uint64_t)getpid());
+	assert_int_equal(procfs_status_field("Threads", 10, &v), 0);
+	assert_true(v >= 1);
+	assert_int_equal(procfs_status_field("CapEff", 16, &v), 0);
+	assert_int_equal(procfs_status_field("Pi", 10, &v), -ENOENT); /* a prefix of Pid */
+	assert_int_equal(procfs_status_field("NoSuchField", 10, &v), -ENOENT);
+	assert_int_equal(procfs_status_field("Name", 10, &v), -EINVAL); /* not a number */
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_array_grow),
 	    cmocka_unit_test(test_buf_append),
+	    cmocka_unit_test(test_gzip_round_trip),
+	    cmocka_unit_test(test_procfs_status_field),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
