@@ -61,8 +61,9 @@ const struct cfg_key drops_cfg_keys[] = {
 	      "write what the kernel gives the collector (reason names, sampled records, the "
 	      "counters of each collect) to this file, for replay (docs/drops.md)"),
     DROPS_KEY(replay, CFG_STRING, "", 0, 0,
-	      "run on a recording (record = FILE) instead of the kernel: no BPF, kallsyms, "
-	      "cgroups or namespaces; the first collect replays the whole file"),
+	      "run on a recording (record = FILE) instead of the kernel: no BPF, cgroups or "
+	      "namespace list, the recorded reason names and symbols; the first collect replays "
+	      "the whole file"),
     {0},
 };
 
