@@ -19,6 +19,10 @@
  *   on_ready drain sampled records into the drop_samples table
  *            (drops_samples.c: the table, its rows); after a
  *            module load/unload, rescan module BTF and re-read kallsyms.
+ * The counters are read through st->src (drops_source.c: the BPF maps,
+ * written to a recording as read with record = FILE); with replay = FILE
+ * init reads a recording instead of the kernel and the first collect
+ * replays it (drops_replay.c), nothing of the above touching the kernel.
  */
 #include <dirent.h>
 #include <errno.h>

@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The drops collector's state, shared by its two halves: drops.c (load,
- * attach, samples, lifecycle) and drops_counts.c (the kernel's counters ->
+ * The drops collector's state, shared by its parts: drops.c (load,
+ * attach, samples, lifecycle), drops_counts.c (the kernel's counters ->
  * sysobs_packet_drops_total, and the retirement of counters whose network
- * namespace or cgroup is gone). Private to collectors/drops/.
+ * namespace or cgroup is gone), drops_samples.c (ring-buffer records ->
+ * rows), drops_source.c and drops_replay.c (where the counters are read
+ * from: the BPF maps, or a recording). Private to collectors/drops/.
  */
 #ifndef SYSOBS_DROPS_PRIV_H
 #define SYSOBS_DROPS_PRIV_H
