@@ -17,6 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/buf.h"
 #include "storage/store.h"
 #include "storage/store_internal.h"
 #include "storage/store_schema.h"
@@ -26,14 +27,6 @@
 static int64_t store_min64(int64_t a, int64_t b)
 {
 	return a < b ? a : b;
-}
-
-static int64_t *array_grow_ids(int64_t *ids, size_t *cap, size_t n)
-{
-	if (n < *cap)
-		return ids;
-	*cap = *cap ? *cap * 2 : 256;
-	return realloc(ids, *cap * sizeof(*ids));
 }
 
 int store_db_size(struct store *s, int64_t *used, int64_t *total)
@@ -79,7 +72,7 @@ static int64_t store_delete_txn(struct store *s, const char *sql, int64_t arg, i
 		goto out;
 	sqlite3_bind_int64(st, 1, arg);
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		int64_t *p = array_grow_ids(ids, &cap, n_ids);
+		int64_t *p = array_grow(ids, &cap, n_ids, sizeof(*ids), 256);
 
 		if (!p) {
 			rc = SQLITE_NOMEM;

@@ -18,6 +18,9 @@
  *   netns      comma list of "self", /run/netns/NAME or /proc/PID/ns/net
  *   rcvbuf     receive buffer of each event socket
  *   reconcile  period of the comparison with the socket dump
+ *   record     FILE: every datagram received also appended there
+ *   replay     FILE: a recording's datagrams instead of live ones
+ *              (mptcp_replay.c: nothing live runs then)
  *
  * A path-named namespace is looked up again at every collect (its inode by
  * stat(2)): one deleted is released (its sockets closed, so the kernel can
@@ -48,6 +51,7 @@
 #include "collectors/mptcp/mptcp_nl.h"
 #include "collectors/mptcp/mptcp_pod.h"
 #include "collectors/mptcp/mptcp_priv.h"
+#include "collectors/mptcp/mptcp_rec.h"
 #include "collectors/mptcp/mptcp_recover.h"
 #include "collectors/mptcp/mptcp_state.h"
 #include "collectors/mptcp/mptcp_subflow.h"
@@ -59,8 +63,9 @@
 struct mptcp_cfg {
 	const char *netns; /* comma list, parsed by mptcp_config_netns() */
 	uint64_t rcvbuf;
-	uint64_t reconcile;	  /* ms */
-	uint64_t subflow_history; /* ms, 0: off */
+	uint64_t reconcile;	     /* ms */
+	uint64_t subflow_history;    /* ms, 0: off */
+	const char *record, *replay; /* "": none (mptcp_replay.c) */
 };
 
 static const struct cfg_key mptcp_keys[] = {
@@ -76,6 +81,14 @@ static const struct cfg_key mptcp_keys[] = {
     CFG_KEY(struct mptcp_cfg, subflow_history, CFG_DURATION, "60s", 0, 86400000,
 	    "period of the mptcp_subflow_samples history rows: one per subflow that lived that "
 	    "long, at the next reconciliation (0: none)"),
+    CFG_KEY(struct mptcp_cfg, record, CFG_STRING, "", 0, 0,
+	    "file the event sockets' datagrams are recorded into as they arrive (created, or "
+	    "appended to if it is a recording: any other file is refused; docs/mptcp.md); "
+	    "empty: none"),
+    CFG_KEY(struct mptcp_cfg, replay, CFG_STRING, "", 0, 0,
+	    "a recording (made with record) replayed at start instead of watching live: its "
+	    "namespaces replace netns, and no socket dump, MIB read, pod lookup or subflow "
+	    "sampling runs (docs/mptcp.md); empty: live"),
     {0},
 };
 
@@ -367,13 +380,19 @@ out:
 	return ret;
 }
 
-/* mptcp_config_netns() into a scratch mptcp_priv: no namespace entered. */
+/* mptcp_config_netns() into a scratch mptcp_priv: no namespace entered;
+ * record and replay not both. */
 static int mptcp_check_config(struct collector *c)
 {
+	const struct mptcp_cfg *cfg = c->cfg;
 	struct mptcp_priv *p = calloc(1, sizeof(*p));
 	int err = p ? mptcp_config_netns(c, p) : -ENOMEM;
 
 	free(p);
+	if (cfg->record[0] && cfg->replay[0])
+		err = collector_config_error(c, "replay",
+					     "replay and record exclude each other (a replay "
+					     "receives nothing to record)");
 	return err;
 }
 
@@ -391,16 +410,21 @@ static int mptcp_init(struct collector *c)
 	c->priv = p;
 	p->c = c;
 	p->epfd = -1;
+	p->rec_fd = -1;
 	for (size_t i = 0; i < MPTCP_MAX_NETNS; i++)
 		p->w[i].diag_fd = p->w[i].pm_type_fd = p->w[i].netstat_fd = -1;
 	p->rcvbuf = cfg->rcvbuf;
 	p->reconcile_ns = (int64_t)cfg->reconcile * 1000000;
-	err = mptcp_config_netns(c, p);
-	if (err)
-		return err;
 	p->state = mptcp_state_new();
 	if (!p->state || mptcp_subflow_init(p, cfg->subflow_history))
 		return -ENOMEM;
+	if (cfg->replay[0])
+		return mptcp_replay_load(p, cfg->replay);
+	err = mptcp_config_netns(c, p);
+	if (!err && cfg->record[0])
+		err = mptcp_record_open(p, cfg->record);
+	if (err)
+		return err;
 	/* Probe every netns now, so a missing namespace or a kernel without
 	 * MPTCP makes the collector unavailable with a reason. */
 	for (size_t i = 0; i < p->n_w; i++) {
@@ -559,6 +583,7 @@ static void mptcp_watch_read(struct mptcp_priv *p, struct mptcp_watch *w)
 				__atomic_add_fetch(&w->overruns, 1, __ATOMIC_RELAXED);
 				w->resync_pending = 1;
 				sink_add(p->c->sink, p->overruns_c, 1);
+				mptcp_record(p, w, MPTCP_REC_OVERRUN, NULL, 0, now);
 				log_ratelimited(&w->overrun_rl, 5000, LOG_LVL_WARN, "mptcp",
 						"netns %s: event socket overrun (%llu so far), "
 						"resyncing live state from sock_diag",
@@ -568,6 +593,7 @@ static void mptcp_watch_read(struct mptcp_priv *p, struct mptcp_watch *w)
 			clog_warn(p->c, "netns %s: recv: %s", w->path, strerror(errno));
 			break;
 		}
+		mptcp_record(p, w, MPTCP_REC_DGRAM, buf, (size_t)n, now);
 		mptcp_buffer_handle(p, w, buf, (size_t)n, now);
 	}
 }
@@ -638,6 +664,7 @@ static int mptcp_watch_start(struct mptcp_priv *p, size_t i)
 		mptcp_subflow_close(p, w);
 		return err;
 	}
+	mptcp_record(p, w, MPTCP_REC_WATCH, NULL, 0, clock_wall_ns());
 	mptcp_pm_type_check(p, w);
 	mptcp_mib_read(p, w);
 	/* Connections that predate us: subscribed first, then dumped,
@@ -729,6 +756,11 @@ static int mptcp_start(struct collector *c)
 	int err;
 
 	mptcp_series_start(p);
+	if (p->replaying) {
+		mptcp_replay_run(p, clock_wall_ns());
+		mptcp_update_gauges(p);
+		return 0; /* no fd, no interval: nothing live */
+	}
 	p->epfd = epoll_create1(EPOLL_CLOEXEC);
 	if (p->epfd < 0)
 		return -errno;
@@ -773,6 +805,8 @@ static int mptcp_collect(struct collector *c)
 	int64_t now = clock_wall_ns();
 	int reconcile = now >= p->next_reconcile_ns;
 
+	if (p->replaying)
+		return 0;
 	if (reconcile)
 		p->next_reconcile_ns = now + p->reconcile_ns;
 	for (size_t i = 0; i < p->n_w; i++) {
@@ -806,6 +840,7 @@ static void mptcp_stop(struct collector *c)
 	if (p->epfd >= 0)
 		close(p->epfd);
 	mptcp_subflow_free(p);
+	mptcp_replay_free(p);
 	mptcp_state_free(p->state);
 	free(p);
 	c->priv = NULL;

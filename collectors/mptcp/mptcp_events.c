@@ -98,7 +98,8 @@ static void mptcp_handle_event(struct mptcp_priv *p, struct mptcp_watch *w,
 	else if (err == MPTCP_APPLY_JOIN_FAILED)
 		sink_add(k, mptcp_join_failure_series(p, &ev), 1);
 	mptcp_row_fill(&ev, (uint32_t)w->ino, &row);
-	pod = mptcp_watch_pod(p->c, w, now_ns);
+	/* A replay's namespaces are another host's: no pod of this one. */
+	pod = p->replaying ? NULL : mptcp_watch_pod(p->c, w, now_ns);
 	if (pod)
 		SINK_POD_ROW_SET(&row, pod);
 	sink_event(k, &mptcp_events_table, now_ns, &row);

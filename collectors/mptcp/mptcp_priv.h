@@ -65,6 +65,11 @@ struct mptcp_priv {
 
 	struct mptcp_subflow_ctx *sub; /* subflow health (mptcp_subflow.c) */
 
+	int rec_fd;	/* record = FILE: the recording, -1 none (mptcp_replay.c) */
+	bool replaying; /* replay = FILE: nothing live runs */
+	char *replay;	/* its whole file, checked, until replayed at start */
+	size_t replay_len;
+
 	struct mptcp_mib mib; /* scratch of mptcp_mib_read() */
 	struct sink_series *fallbacks_c;
 	struct sink_series *correction_s[4];
@@ -113,5 +118,21 @@ extern const struct collector_route mptcp_routes[];
 void mptcp_series_start(struct mptcp_priv *p);
 void mptcp_buffer_handle(struct mptcp_priv *p, struct mptcp_watch *w, const void *buf, size_t len,
 			 int64_t now_ns);
+
+/*
+ * mptcp_replay.c: record = FILE and replay = FILE (format: mptcp_rec.h).
+ * mptcp_record_open(): opens path to append to (init): a new recording, or
+ * the whole one there (a config error for any other file, left untouched); mptcp_record(): one
+ * record of kind (mptcp_rec_kind) about w (WATCH: its path and family, buf unused), nothing without
+ * a recording; mptcp_replay_load(): reads and checks path, its namespaces into p->w (init; a config
+ * error naming the offset if the file is bad); mptcp_replay_run(): every record through
+ * mptcp_buffer_handle(), the first at start_ns; mptcp_replay_free(): closes and frees both.
+ */
+int mptcp_record_open(struct mptcp_priv *p, const char *path);
+void mptcp_record(struct mptcp_priv *p, const struct mptcp_watch *w, unsigned kind, const void *buf,
+		  size_t len, int64_t now_ns);
+int mptcp_replay_load(struct mptcp_priv *p, const char *path);
+void mptcp_replay_run(struct mptcp_priv *p, int64_t start_ns);
+void mptcp_replay_free(struct mptcp_priv *p);
 
 #endif

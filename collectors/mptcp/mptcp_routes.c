@@ -85,7 +85,9 @@ static void mptcp_route_connections(struct collector *c, const struct route_requ
 		ns->overruns = __atomic_load_n(&p->w[i].overruns, __ATOMIC_RELAXED);
 		list->namespaces[list->n_namespaces++] = ns;
 	}
-	mptcp_state_msg_names(list, req->arena);
+	/* A replay's inodes are another host's: no name of this one. */
+	if (!p->replaying)
+		mptcp_state_msg_names(list, req->arena);
 	mptcp_pod_list(p, list, req->arena);
 	rep->msg = &list->base;
 }

@@ -10,14 +10,17 @@
  * the connection table and the sysobs_mptcp_* counters are asserted.
  */
 #include <arpa/inet.h>
+#include <errno.h>
 #include <libmnl/libmnl.h>
 #include <linux/genetlink.h>
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdio.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -153,6 +156,7 @@ static int fixture_setup(void **state)
 	fx->c.priv = fx->p;
 	fx->p->c = &fx->c;
 	fx->p->epfd = -1;
+	fx->p->rec_fd = -1;
 	fx->p->state = mptcp_state_new();
 	fx->p->w[0].ino = NETNS;
 	fx->p->w[0].family = PM_FAMILY;
@@ -404,6 +408,75 @@ static void live_list_by_pod(void **state)
 	arena_free(&ar);
 }
 
+/* The recording of golden.mptcp (tests/data/golden/mptcp/events.rec: real
+ * datagrams of 6.18, two namespaces) through mptcp_replay_load() and
+ * mptcp_replay_run(), as [collector.mptcp] replay = FILE does at init and
+ * start: its namespaces become the watches, every event a row at the
+ * recorded spacing from the start, the counters and the live state as the
+ * kernel's events left them. A copy cut inside a record is refused with
+ * nothing applied. */
+static void replay_of_a_recording(void **state)
+{
+	struct fixture *fx = *state;
+	struct mptcp_priv *p = fx->p;
+	const char *dir = getenv("SYSOBS_TEST_DATA");
+	char path[512], cut[] = "/tmp/sysobs-mptcp-cut-XXXXXX";
+	const struct mptcp_row *row;
+	FILE *in;
+	char buf[4096];
+	size_t n;
+	int fd;
+
+	assert_non_null(dir);
+	snprintf(path, sizeof(path), "%s/golden/mptcp/events.rec", dir);
+	/* the fixture's watch is not a recorded one */
+	memset(&p->w[0], 0, sizeof(p->w[0]));
+	p->n_w = 0;
+
+	/* cut 3 bytes short: refused, no watch, no row */
+	in = fopen(path, "rb");
+	assert_non_null(in);
+	n = fread(buf, 1, sizeof(buf), in);
+	fclose(in);
+	assert_true(n > 100 && n < sizeof(buf));
+	fd = mkstemp(cut);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, buf, n - 3), (ssize_t)(n - 3));
+	close(fd);
+	assert_int_equal(mptcp_replay_load(p, cut), -EINVAL);
+	unlink(cut);
+	assert_non_null(strstr(fx->c.why, "truncated record"));
+	assert_int_equal(p->n_w, 0);
+	assert_int_equal(fx->rs.n_rows, 0);
+	mptcp_replay_free(p);
+
+	assert_int_equal(mptcp_replay_load(p, path), 0);
+	assert_int_equal(p->n_w, 2);
+	assert_string_equal(p->w[0].path, "/run/netns/sysobs-mp-374-a");
+	assert_string_equal(p->w[1].path, "/run/netns/sysobs-mp-374-b");
+	assert_int_equal(p->w[0].ino, 4026532375u);
+	assert_string_equal(p->w[1].ino_s, "4026532440");
+	assert_int_equal(p->absent_side_is_client, 1);
+	assert_int_equal(p->w[0].diag_fd, -1);
+	mptcp_replay_run(p, 1000 * SEC);
+	/* 12 events of the client, 11 of the server (ip mptcp monitor's lines) */
+	assert_int_equal(fx->rs.n_rows, 23);
+	/* times from the first record (the first WATCH) on, in order */
+	assert_true(fx->rs.rows[0].ts_ns > 1000 * SEC && fx->rs.rows[22].ts_ns < 1010 * SEC);
+	for (size_t i = 1; i < fx->rs.n_rows; i++)
+		assert_true(fx->rs.rows[i].ts_ns >= fx->rs.rows[i - 1].ts_ns);
+	row = (const struct mptcp_row *)fx->rs.rows[0].row;
+	assert_string_equal(row->type, "LISTENER_CREATED");
+	assert_int_equal(row->netns, 4026532440u);
+	assert_true(counter(fx, "sysobs_mptcp_events_total", "CREATED") == 4);
+	assert_true(counter(fx, "sysobs_mptcp_events_total", "SUB_ESTABLISHED") == 6);
+	assert_true(counter(fx, "sysobs_mptcp_events_total", "CLOSED") == 3);
+	assert_true(counter(fx, "sysobs_mptcp_unmatched_events_total", "") == 0);
+	/* the aborted connection's server end sent no CLOSED: still live */
+	assert_counts(fx, 1, 2);
+	assert_non_null(mptcp_state_conn_get(p->state, 4026532440u, 0x2625e526, 0));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -412,6 +485,7 @@ int main(void)
 					    fixture_teardown),
 	    cmocka_unit_test_setup_teardown(rows_by_pod, fixture_setup, fixture_teardown),
 	    cmocka_unit_test_setup_teardown(live_list_by_pod, fixture_setup, fixture_teardown),
+	    cmocka_unit_test_setup_teardown(replay_of_a_recording, fixture_setup, fixture_teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
