@@ -167,6 +167,38 @@ static int parse_item(struct drops_rec *r, struct drops_rec_item *it, const uint
 	return bad(why, wlen, "unknown record type %u", it->type);
 }
 
+static int map_item_cmp(const void *a, const void *b)
+{
+	const struct drops_rec_item *x = *(const struct drops_rec_item *const *)a;
+	const struct drops_rec_item *y = *(const struct drops_rec_item *const *)b;
+
+	if (x->map != y->map)
+		return x->map < y->map ? -1 : 1;
+	return memcmp(x->key, y->key, x->klen); /* one map, one key size */
+}
+
+/* A collect's snapshot (the MAP items [lo, hi)) holds each key of a map
+ * once, as the kernel's map did. */
+static int check_snapshot(const struct drops_rec *r, size_t lo, size_t hi, char *why, size_t wlen)
+{
+	const struct drops_rec_item **v = malloc((hi - lo + 1) * sizeof(*v));
+	size_t n = 0;
+	int ret = 0;
+
+	if (!v)
+		return bad(why, wlen, "out of memory");
+	for (size_t i = lo; i < hi; i++)
+		if (r->it[i].type == DROPS_REC_MAP)
+			v[n++] = &r->it[i];
+	if (n > 1)
+		qsort(v, n, sizeof(*v), map_item_cmp);
+	for (size_t i = 1; i < n && !ret; i++)
+		if (!map_item_cmp(&v[i - 1], &v[i]))
+			ret = bad(why, wlen, "this collect has a key of map %u twice", v[i]->map);
+	free(v);
+	return ret;
+}
+
 static int parse_header(struct drops_rec *r, const uint8_t *buf, size_t len, char *err,
 			size_t errlen)
 {
@@ -189,7 +221,7 @@ static int parse_header(struct drops_rec *r, const uint8_t *buf, size_t len, cha
 
 int drops_rec_parse(struct drops_rec *r, const uint8_t *buf, size_t len, char *err, size_t errlen)
 {
-	size_t off = DROPS_REC_HDR, cap = 0;
+	size_t off = DROPS_REC_HDR, cap = 0, frame = 0;
 	char why[160];
 	int ret;
 
@@ -220,10 +252,14 @@ int drops_rec_parse(struct drops_rec *r, const uint8_t *buf, size_t len, char *e
 		r->it = it;
 		it = memset(&r->it[r->n++], 0, sizeof(*it));
 		it->type = get_u32(buf + off);
-		if ((ret = parse_item(r, it, buf + off + 8, rlen, why, sizeof(why)))) {
+		if ((ret = parse_item(r, it, buf + off + 8, rlen, why, sizeof(why))) ||
+		    (it->type == DROPS_REC_COLLECT &&
+		     (ret = check_snapshot(r, frame, r->n - 1, why, sizeof(why))))) {
 			bad(err, errlen, "record at offset %zu: %s", off, why);
 			goto fail;
 		}
+		if (it->type == DROPS_REC_COLLECT)
+			frame = r->n;
 		off += 8 + (size_t)rlen;
 	}
 	return 0;

@@ -30,6 +30,7 @@ struct drops_replay {
 	struct drops_rec rec;
 	bool *taken;   /* per item: a counts key taken out (retired) */
 	size_t pos;    /* the next item to replay */
+	size_t next;   /* replay_next_key(): the item after the last key given */
 	size_t lo, hi; /* the snapshot being read: items [lo, hi) */
 };
 
@@ -57,22 +58,24 @@ static ssize_t find(const struct drops_replay *rp, uint32_t map, const void *key
 	return -1;
 }
 
+/* The keys in the order recorded: read_hash() asks for each one's
+ * successor in turn, so the one after the last given (the snapshot holds
+ * each key once: the reader checked). */
 static int replay_next_key(struct drops_state *st, const struct drops_key *prev,
 			   struct drops_key *key)
 {
-	const struct drops_replay *rp = st->replay;
-	ssize_t from = prev ? find(rp, DROPS_MAP_COUNTS, prev) : (ssize_t)rp->lo - 1;
+	struct drops_replay *rp = st->replay;
 
-	if (prev && from < 0)
-		return -ENOENT;
-	for (size_t i = (size_t)(from + 1); i < rp->hi; i++) {
+	for (size_t i = prev ? rp->next : rp->lo; i < rp->hi; i++) {
 		const struct drops_rec_item *it = &rp->rec.it[i];
 
 		if (it->type == DROPS_REC_MAP && it->map == DROPS_MAP_COUNTS && !rp->taken[i]) {
 			memcpy(key, it->key, sizeof(*key));
+			rp->next = i + 1;
 			return 0;
 		}
 	}
+	rp->next = rp->hi;
 	return -ENOENT;
 }
 

@@ -217,6 +217,34 @@ static void test_ksym_line(void **state)
 	drops_ksyms_free(full);
 }
 
+/* A snapshot with a key twice (no map holds a key twice) is refused; the
+ * same key in two collects is not. */
+static void test_duplicate_key(void **state)
+{
+	struct drops_rec_writer *w = drops_rec_create(path, NCPUS);
+	uint64_t v[NCPUS] = {1, 2, 3};
+	uint32_t stat = 1;
+	struct drops_rec r;
+	char err[256];
+
+	(void)state;
+	assert_non_null(w);
+	for (int i = 0; i < 2; i++) {
+		drops_rec_map(w, DROPS_MAP_STATS, &stat, sizeof(stat), v, sizeof(v));
+		drops_rec_collect(w, i);
+	}
+	drops_rec_close(w);
+	assert_int_equal(drops_rec_load(&r, path, err, sizeof(err)), 0);
+	drops_rec_free(&r);
+	w = drops_rec_create(path, NCPUS);
+	drops_rec_map(w, DROPS_MAP_STATS, &stat, sizeof(stat), v, sizeof(v));
+	drops_rec_map(w, DROPS_MAP_STATS, &stat, sizeof(stat), v, sizeof(v));
+	drops_rec_collect(w, 1);
+	drops_rec_close(w);
+	assert_int_equal(drops_rec_load(&r, path, err, sizeof(err)), -EINVAL);
+	assert_string_equal(err, "record at offset 104: this collect has a key of map 3 twice");
+}
+
 static void test_writer_errors(void **state)
 {
 	(void)state;
@@ -232,6 +260,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_every_cut, setup, teardown),
 	    cmocka_unit_test(test_absurd),
 	    cmocka_unit_test(test_ksym_line),
+	    cmocka_unit_test_setup_teardown(test_duplicate_key, setup, teardown),
 	    cmocka_unit_test(test_writer_errors),
 	};
 
