@@ -8,17 +8,16 @@
  * an error, so the .proto and the descriptor cannot drift), and the query
  * parameters are the paging window plus one per filter (columns sharing a
  * parameter are OR'ed). Per request: parameters are validated against their
- * column's domain (a bad value is a 400 naming what is allowed), the store
- * returns rows as row structs (store_history_page), and each becomes a
- * message in a request arena, encoded once as JSON or protobuf.
+ * column's domain (a bad value is a 400 naming what is allowed:
+ * api/history_filter.c), the store returns rows as row structs
+ * (store_history_page), and each becomes a message in a request arena,
+ * encoded once as JSON or protobuf.
  */
-#include <arpa/inet.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 
 #include "base/arena.h"
 #include "base/buf.h"
@@ -26,6 +25,7 @@
 #include "base/log.h"
 #include "base/netns_name.h"
 #include "api/history.h"
+#include "api/history_filter.h"
 #include "api/history_pcapng.h"
 #include "api/http.h"
 #include "api/negotiate.h"
@@ -43,12 +43,6 @@
 
 #define HISTORY_PARAMS_MAX (STORE_FILTERS_MAX + 5)
 
-struct history_param {
-	const char *name;
-	const struct event_column *cols[STORE_FILTER_COLS_MAX];
-	size_t n_cols;
-};
-
 struct history_table {
 	const struct event_table *t;
 	struct store *store;
@@ -59,8 +53,7 @@ struct history_table {
 	const ProtobufCFieldDescriptor *fields[64];	   /* per column */
 	const ProtobufCFieldDescriptor *f_data, *f_cursor; /* of the list */
 	const ProtobufCFieldDescriptor *f_event;	   /* oneof member of Event */
-	struct history_param params[STORE_FILTERS_MAX];
-	size_t n_params;
+	struct history_params params;
 	const char *allowed[HISTORY_PARAMS_MAX + 1];
 	const struct event_column *c_stack; /* stacks_route: the "stack" text column */
 	const char *stacks_allowed[HISTORY_PARAMS_MAX + 1];
@@ -233,118 +226,6 @@ static ProtobufCMessage *row_message(const struct history_table *ht, struct aren
 	return ar->oom ? NULL : m;
 }
 
-/* ---- parameters ---- */
-
-static void domain_list(const struct col_domain *d, char *buf, size_t len)
-{
-	size_t off = 0;
-
-	buf[0] = '\0';
-	if (d->list) {
-		d->list(buf, len);
-		return;
-	}
-	for (size_t i = 0; d->values && d->values[i] && off < len; i++) {
-		int n = snprintf(buf + off, len - off, "%s%s", i ? ", " : "", d->values[i]);
-
-		if (n < 0 || (size_t)n >= len - off) {
-			buf[off] = '\0'; /* never half a name */
-			break;
-		}
-		off += (size_t)n;
-	}
-}
-
-/* Validates and normalises one filter value for column c into f. 0, or
- * -EINVAL with a 400 in res. */
-static int filter_parse(const struct history_param *hp, const char *v, struct arena *ar,
-			struct store_filter *f, struct http_response *res, int enc)
-{
-	const struct event_column *c = hp->cols[0];
-	char canon[128], allowed[16384];
-
-	memcpy(f->cols, hp->cols, sizeof(f->cols));
-	f->n_cols = hp->n_cols;
-	switch (c->filter) {
-	case COL_FILTER_ENUM:
-		if (c->domain->values) {
-			for (size_t i = 0; c->domain->values[i]; i++) {
-				if (!strcasecmp(v, c->domain->values[i])) {
-					f->text = c->domain->values[i];
-					return 0;
-				}
-			}
-		} else if (c->domain->lookup && !c->domain->lookup(v, canon, sizeof(canon))) {
-			f->text = arena_strdup(ar, canon);
-			return 0;
-		}
-		domain_list(c->domain, allowed, sizeof(allowed));
-		api_error(res, enc, 400, "bad_request", "%s: unknown value \"%.64s\"; allowed: %s",
-			  hp->name, v, allowed);
-		return -EINVAL;
-	case COL_FILTER_ADDR: {
-		unsigned char a[16];
-
-		if (inet_pton(AF_INET, v, a) == 1    ? !inet_ntop(AF_INET, a, canon, sizeof(canon))
-		    : inet_pton(AF_INET6, v, a) == 1 ? !inet_ntop(AF_INET6, a, canon, sizeof(canon))
-						     : true) {
-			api_error(res, enc, 400, "bad_request",
-				  "%s: not an IPv4 or IPv6 address: \"%.64s\"", hp->name, v);
-			return -EINVAL;
-		}
-		f->text = arena_strdup(ar, canon);
-		return 0;
-	}
-	case COL_FILTER_TOKEN: {
-		uint32_t tok;
-
-		if (query_parse_token(v, &tok)) {
-			api_error(res, enc, 400, "bad_request",
-				  "%s: expected a token as printed (8 hex digits, e.g. d114306a), "
-				  "0x and 1 to 8 hex digits, or a decimal up to 4294967295; got "
-				  "\"%.64s\"",
-				  hp->name, v);
-			return -EINVAL;
-		}
-		f->value = tok;
-		return 0;
-	}
-	default:
-		break;
-	}
-	if (c->type == COL_TEXT) {
-		if (!*v || strlen(v) >= c->size) {
-			api_error(res, enc, 400, "bad_request", "%s: 1 to %u characters", hp->name,
-				  (unsigned)c->size - 1);
-			return -EINVAL;
-		}
-		f->text = v;
-		return 0;
-	}
-	{
-		int64_t lo = c->fmin, hi = c->fmax;
-		char *end;
-		long long n;
-
-		if (!hi)
-			hi = c->type == COL_BOOL   ? 1
-			     : c->size >= 8	   ? INT64_MAX
-			     : c->type == COL_UINT ? (int64_t)((1ULL << (8 * c->size)) - 1)
-						   : (int64_t)((1ULL << (8 * c->size - 1)) - 1);
-		errno = 0;
-		n = strtoll(v, &end, 10);
-		if (!*v || *end || errno || v[0] == '+' || v[0] == ' ' || n < lo || n > hi) {
-			api_error(res, enc, 400, "bad_request",
-				  "%s: expected an integer from %" PRId64 " to %" PRId64
-				  ", got \"%.64s\"",
-				  hp->name, lo, hi, v);
-			return -EINVAL;
-		}
-		f->value = n;
-	}
-	return 0;
-}
-
 /* ---- one table's route ---- */
 
 struct page_ctx {
@@ -445,25 +326,6 @@ static void list_fill(ProtobufCMessage *list, const ProtobufCFieldDescriptor *f_
 		*(char **)((char *)list + f_cursor->offset) = arena_printf(ar, "%" PRId64, next);
 }
 
-/* Every filter parameter the request names, into filters[*nf]; -1 with
- * the 400 answered. */
-static int filters_parse(const struct history_table *ht, const struct http_request *req,
-			 struct arena *ar, struct store_filter *filters, size_t *nf,
-			 struct http_response *res, int enc)
-{
-	for (size_t i = 0; i < ht->n_params; i++) {
-		const char *v = http_query(req, ht->params[i].name);
-
-		if (!v)
-			continue;
-		memset(&filters[*nf], 0, sizeof(filters[*nf]));
-		if (filter_parse(&ht->params[i], v, ar, &filters[*nf], res, enc))
-			return -1;
-		(*nf)++;
-	}
-	return 0;
-}
-
 static void history_serve(const struct http_request *req, struct http_response *res, void *arg)
 {
 	const struct history_table *ht = arg;
@@ -486,7 +348,7 @@ static void history_serve(const struct http_request *req, struct http_response *
 	if (enc < 0 || query_params_check(req, ht->allowed, res) ||
 	    query_window_parse(req, &w, res))
 		return;
-	if (filters_parse(ht, req, &ar, filters, &nf, res, enc))
+	if (history_filters_parse(&ht->params, req, &ar, filters, &nf, res, enc))
 		goto out;
 	err = history_query(ht, &w, filters, nf, &x, &more);
 	if (err) {
@@ -683,7 +545,7 @@ static void stacks_serve(const struct http_request *req, struct http_response *r
 	if (enc < 0 || query_params_check(req, ht->stacks_allowed, res) ||
 	    query_window_parse(req, &w, res))
 		return;
-	if (filters_parse(ht, req, &ar, filters, &nf, res, enc))
+	if (history_filters_parse(&ht->params, req, &ar, filters, &nf, res, enc))
 		goto out;
 	if (hash_init(&x.h, 64)) {
 		reply_query_error(res, enc, -ENOMEM);
@@ -719,18 +581,98 @@ out:
 
 /* ---- /api/v1/events: every table, merged by id ---- */
 
+/* Each table of collector (every table when NULL) read for its newest
+ * w->limit + 1 rows into x[i]: the merge needs no more. The number of
+ * tables read, or a negative errno. */
+static int events_query(const struct history *h, const struct query_window *w,
+			const char *collector, struct page_ctx *x)
+{
+	struct query_window tw = *w;
+	int n = 0;
+
+	tw.limit++;
+	for (size_t i = 0; i < h->n_tables; i++) {
+		bool more;
+		int err;
+
+		if (collector && strcmp(collector, h->tables[i].t->collector))
+			continue;
+		n++;
+		err = history_query(&h->tables[i], &tw, NULL, 0, &x[i], &more);
+		if (err)
+			return err;
+	}
+	return n;
+}
+
+/* The 400 for a collector with no event table, naming those with one. */
+static void events_reply_unknown(const struct history *h, struct http_response *res, int enc,
+				 const char *collector)
+{
+	char known[512] = "";
+	size_t off = 0;
+
+	for (size_t i = 0; i < h->n_tables && off < sizeof(known); i++)
+		off += (size_t)snprintf(known + off, sizeof(known) - off, "%s%s", i ? ", " : "",
+					h->tables[i].t->collector);
+	api_error(res, enc, 400, "bad_request",
+		  "collector: \"%.64s\" keeps no event history (collectors with events: %s)",
+		  collector, known);
+}
+
+/* Row message m of table ht as an Event (the oneof member set), in ar. */
+static Sysobs__V1__Event *event_wrap(const struct history_table *ht, ProtobufCMessage *row,
+				     struct arena *ar)
+{
+	Sysobs__V1__Event *ev = arena_alloc(ar, sizeof(*ev));
+
+	if (!ev)
+		return NULL;
+	sysobs__v1__event__init(ev);
+	ev->id = *(int64_t *)((char *)row + ht->f_id->offset);
+	ev->time = *(Google__Protobuf__Timestamp **)((char *)row + ht->f_time->offset);
+	ev->collector = (char *)ht->t->collector;
+	ev->table = (char *)ht->t->name;
+	*(ProtobufCMessage **)((char *)ev + ht->f_event->offset) = row;
+	*(uint32_t *)((char *)ev + ht->f_event->quantifier_offset) = ht->f_event->id;
+	return ev;
+}
+
+/* The tables' pages x merged by id, newest first, into data: at most want
+ * events; how many. pos[] holds each page's next row. */
+static size_t events_merge(const struct history *h, const struct page_ctx *x, size_t *pos,
+			   struct arena *ar, Sysobs__V1__Event **data, size_t want)
+{
+	size_t total = 0;
+
+	while (total < want) {
+		size_t best = h->n_tables;
+
+		for (size_t i = 0; i < h->n_tables; i++)
+			if (pos[i] < x[i].n &&
+			    (best == h->n_tables || x[i].ids[pos[i]] > x[best].ids[pos[best]]))
+				best = i;
+		if (best == h->n_tables)
+			break;
+		data[total] = event_wrap(&h->tables[best], x[best].rows[pos[best]++], ar);
+		if (!data[total])
+			break;
+		total++;
+	}
+	return total;
+}
+
 static void events_serve(const struct http_request *req, struct http_response *res, void *arg)
 {
 	static const char *const allowed[] = {"collector", QUERY_WINDOW_PARAMS, NULL};
-	struct history *h = arg;
+	const struct history *h = arg;
 	Sysobs__V1__EventList list = SYSOBS__V1__EVENT_LIST__INIT;
 	struct arena ar = {0};
 	struct page_ctx *x;
 	struct query_window w;
 	const char *collector;
-	size_t *pos, total = 0, want;
-	bool any = false;
-	int enc, err;
+	size_t *pos, total;
+	int enc, n;
 
 	enc = api_encoding(req, res);
 	if (enc < 0 || query_params_check(req, allowed, res) || query_window_parse(req, &w, res))
@@ -745,62 +687,18 @@ static void events_serve(const struct http_request *req, struct http_response *r
 		reply_query_error(res, enc, -ENOMEM);
 		goto out;
 	}
-	for (size_t i = 0; i < h->n_tables; i++) {
-		bool more;
-
+	for (size_t i = 0; i < h->n_tables; i++)
 		x[i].ar = &ar;
-		if (collector && strcmp(collector, h->tables[i].t->collector))
-			continue;
-		any = true;
-		/* Each table's newest limit + 1: the merge needs no more. */
-		w.limit++;
-		err = history_query(&h->tables[i], &w, NULL, 0, &x[i], &more);
-		w.limit--;
-		if (err) {
-			reply_query_error(res, enc, err);
-			goto out;
-		}
-	}
-	if (!any) {
-		char known[512] = "";
-		size_t off = 0;
-
-		for (size_t i = 0; i < h->n_tables && off < sizeof(known); i++)
-			off += (size_t)snprintf(known + off, sizeof(known) - off, "%s%s",
-						i ? ", " : "", h->tables[i].t->collector);
-		api_error(
-		    res, enc, 400, "bad_request",
-		    "collector: \"%.64s\" keeps no event history (collectors with events: %s)",
-		    collector, known);
+	n = events_query(h, &w, collector, x);
+	if (n < 0) {
+		reply_query_error(res, enc, n);
 		goto out;
 	}
-	want = w.limit + 1;
-	while (total < want) {
-		size_t best = h->n_tables;
-		Sysobs__V1__Event *ev;
-		const struct history_table *ht;
-		ProtobufCMessage *row;
-
-		for (size_t i = 0; i < h->n_tables; i++)
-			if (pos[i] < x[i].n &&
-			    (best == h->n_tables || x[i].ids[pos[i]] > x[best].ids[pos[best]]))
-				best = i;
-		if (best == h->n_tables)
-			break;
-		ht = &h->tables[best];
-		row = x[best].rows[pos[best]++];
-		ev = arena_alloc(&ar, sizeof(*ev));
-		if (!ev)
-			break;
-		sysobs__v1__event__init(ev);
-		ev->id = *(int64_t *)((char *)row + ht->f_id->offset);
-		ev->time = *(Google__Protobuf__Timestamp **)((char *)row + ht->f_time->offset);
-		ev->collector = (char *)ht->t->collector;
-		ev->table = (char *)ht->t->name;
-		*(ProtobufCMessage **)((char *)ev + ht->f_event->offset) = row;
-		*(uint32_t *)((char *)ev + ht->f_event->quantifier_offset) = ht->f_event->id;
-		list.data[total++] = (Sysobs__V1__Event *)ev;
+	if (!n) {
+		events_reply_unknown(h, res, enc, collector);
+		goto out;
 	}
+	total = events_merge(h, x, pos, &ar, list.data, w.limit + 1);
 	if (ar.oom) {
 		reply_query_error(res, enc, -ENOMEM);
 		goto out;
@@ -815,16 +713,14 @@ out:
 
 /* ---- registration ---- */
 
-static int history_table_init(struct history_table *ht, const struct event_table *t,
-			      struct store *s, char *err, size_t errlen)
+/* The fields of t's messages the handlers fill: id, time, the list's
+ * data and next_cursor, the Event member of t's type, and netns_name when
+ * t has an integer column netns and the field is an optional string. */
+static int history_table_fields(struct history_table *ht, const struct event_table *t, char *err,
+				size_t errlen)
 {
 	const ProtobufCMessageDescriptor *ed = &sysobs__v1__event__descriptor;
-	size_t i = 0, na = 0;
 
-	if (history_check_table(t, err, errlen))
-		return -EINVAL;
-	ht->t = t;
-	ht->store = s;
 	ht->f_id = protobuf_c_message_descriptor_get_field_by_name(t->message, "id");
 	ht->f_time = protobuf_c_message_descriptor_get_field_by_name(t->message, "time");
 	ht->f_netns_name =
@@ -847,47 +743,49 @@ static int history_table_init(struct history_table *ht, const struct event_table
 			 t->message->name);
 		return -EINVAL;
 	}
-	for (const struct event_column *c = t->cols; c->name; c++, i++) {
-		const char *pname = c->param ? c->param : c->name;
-		struct history_param *hp = NULL;
+	return 0;
+}
 
+/* The query parameters each route takes: the filters and the window; the
+ * stacks route no cursor (an aggregate). */
+static void history_table_allowed(struct history_table *ht)
+{
+	size_t na = 0;
+
+	for (size_t k = 0; k < ht->params.n; k++)
+		ht->allowed[na++] = ht->params.p[k].name;
+	ht->allowed[na++] = "start";
+	ht->allowed[na++] = "end";
+	ht->allowed[na++] = "limit";
+	memcpy(ht->stacks_allowed, ht->allowed, na * sizeof(*ht->allowed));
+	ht->stacks_allowed[na] = NULL;
+	ht->allowed[na++] = "cursor";
+	ht->allowed[na] = NULL;
+}
+
+static int history_table_init(struct history_table *ht, const struct event_table *t,
+			      struct store *s, char *err, size_t errlen)
+{
+	size_t i = 0;
+
+	if (history_check_table(t, err, errlen))
+		return -EINVAL;
+	ht->t = t;
+	ht->store = s;
+	if (history_table_fields(ht, t, err, errlen))
+		return -EINVAL;
+	for (const struct event_column *c = t->cols; c->name; c++, i++) {
 		if (i >= sizeof(ht->fields) / sizeof(ht->fields[0])) {
 			snprintf(err, errlen, "table %s: too many columns", t->name);
 			return -EINVAL;
 		}
 		ht->fields[i] =
 		    protobuf_c_message_descriptor_get_field_by_name(t->message, c->name);
-		if (c->filter == COL_FILTER_NONE)
-			continue;
-		for (size_t k = 0; k < ht->n_params; k++)
-			if (!strcmp(ht->params[k].name, pname))
-				hp = &ht->params[k];
-		if (!hp) {
-			if (ht->n_params == STORE_FILTERS_MAX) {
-				snprintf(err, errlen, "table %s: too many filters", t->name);
-				return -EINVAL;
-			}
-			hp = &ht->params[ht->n_params++];
-			hp->name = pname;
-		}
-		if (hp->n_cols == STORE_FILTER_COLS_MAX ||
-		    (hp->n_cols &&
-		     (hp->cols[0]->filter != c->filter || hp->cols[0]->type != c->type))) {
-			snprintf(err, errlen, "table %s: parameter %s: columns of different kinds",
-				 t->name, pname);
+		if (c->filter != COL_FILTER_NONE &&
+		    history_params_add(&ht->params, c, t->name, err, errlen))
 			return -EINVAL;
-		}
-		hp->cols[hp->n_cols++] = c;
 	}
-	for (size_t k = 0; k < ht->n_params; k++)
-		ht->allowed[na++] = ht->params[k].name;
-	ht->allowed[na++] = "start";
-	ht->allowed[na++] = "end";
-	ht->allowed[na++] = "limit";
-	memcpy(ht->stacks_allowed, ht->allowed, na * sizeof(*ht->allowed));
-	ht->stacks_allowed[na] = NULL; /* no cursor: an aggregate */
-	ht->allowed[na++] = "cursor";
-	ht->allowed[na] = NULL;
+	history_table_allowed(ht);
 	if (t->stacks_route) {
 		for (const struct event_column *c = t->cols; c->name; c++)
 			if (!strcmp(c->name, "stack") && c->type == COL_TEXT)

@@ -70,6 +70,45 @@ struct pcap_if_key {
 	int64_t netns, ifindex;
 };
 
+/* The interface block of a row's device: its name (or ifindex), and the
+ * netns it is in (and that netns's name). */
+static void page_interface(const struct event_table *t, const void *row,
+			   const struct pcap_if_key *key, const char *netns, const char *nsname,
+			   struct buf *out)
+{
+	char ifname[32], name[48], desc[128];
+	struct pcapng_if ifc = {
+	    .linktype = PCAPNG_LINKTYPE_LINUX_SLL2, .name = name, .description = desc};
+
+	col_text(t, "ifname", row, ifname, sizeof(ifname));
+	if (*ifname)
+		snprintf(name, sizeof(name), "%s", ifname);
+	else if (key->ifindex > 0)
+		snprintf(name, sizeof(name), "ifindex %" PRId64, key->ifindex);
+	else
+		snprintf(name, sizeof(name), "(no device)");
+	snprintf(desc, sizeof(desc), "ifindex %" PRId64 " in netns %s%s%s%s", key->ifindex, netns,
+		 *nsname ? " (" : "", nsname, *nsname ? ")" : "");
+	pcapng_interface(out, &ifc);
+}
+
+/* A packet's comment: its row id, reason, location, netns (and its name)
+ * and container. */
+static void packet_comment(const struct event_table *t, const void *row, int64_t id,
+			   const char *netns, const char *nsname, char *comment, size_t len)
+{
+	char reason[96], loc[128], cont[80];
+
+	col_text(t, "reason", row, reason, sizeof(reason));
+	col_text(t, "location", row, loc, sizeof(loc));
+	col_text(t, "container", row, cont, sizeof(cont));
+	snprintf(comment, len, "id=%" PRId64 " reason=%s location=%s netns=%s%s%s%s", id,
+		 *reason ? reason : "-", *loc ? loc : "-", netns, *nsname ? " netns_name=" : "",
+		 nsname, *cont ? " container=" : "");
+	if (*cont)
+		snprintf(comment + strlen(comment), len - strlen(comment), "%s", cont);
+}
+
 int history_pcapng_page(const struct event_table *t, void *const *rows, const int64_t *ids,
 			const int64_t *ts_ns, size_t n, int64_t next, struct buf *out)
 {
@@ -78,16 +117,17 @@ int history_pcapng_page(const struct event_table *t, void *const *rows, const in
 	size_t n_ifs = 0;
 	char cursor[48];
 
-	if (!ifs || !c_cap)
-		goto out_oom;
+	if (!ifs || !c_cap) {
+		free(ifs);
+		return -ENOMEM;
+	}
 	/* the section's comment: a reader pages on with ?cursor= */
 	snprintf(cursor, sizeof(cursor), "next_cursor=%" PRId64, next);
 	pcapng_section(out, "sysobs", next > 0 ? cursor : NULL);
 	for (size_t k = n; k-- > 0;) { /* oldest first */
 		const void *row = rows[k];
 		struct pcap_if_key key = {col_num(t, "netns", row), col_num(t, "ifindex", row)};
-		char reason[96], loc[128], netns[16], nsname[64], cont[80], ifname[32], name[48],
-		    desc[128], comment[512];
+		char netns[16], nsname[64], comment[512];
 		struct col_value cap;
 		size_t i;
 
@@ -99,33 +139,10 @@ int history_pcapng_page(const struct event_table *t, void *const *rows, const in
 		    netns_name_lookup((uint32_t)key.netns, nsname, sizeof(nsname)))
 			nsname[0] = '\0';
 		if (i == n_ifs) {
-			struct pcapng_if ifc = {.linktype = PCAPNG_LINKTYPE_LINUX_SLL2,
-						.name = name,
-						.description = desc};
-
-			col_text(t, "ifname", row, ifname, sizeof(ifname));
-			if (*ifname)
-				snprintf(name, sizeof(name), "%s", ifname);
-			else if (key.ifindex > 0)
-				snprintf(name, sizeof(name), "ifindex %" PRId64, key.ifindex);
-			else
-				snprintf(name, sizeof(name), "(no device)");
-			snprintf(desc, sizeof(desc), "ifindex %" PRId64 " in netns %s%s%s%s",
-				 key.ifindex, netns, *nsname ? " (" : "", nsname,
-				 *nsname ? ")" : "");
-			pcapng_interface(out, &ifc);
+			page_interface(t, row, &key, netns, nsname, out);
 			ifs[n_ifs++] = key;
 		}
-		col_text(t, "reason", row, reason, sizeof(reason));
-		col_text(t, "location", row, loc, sizeof(loc));
-		col_text(t, "container", row, cont, sizeof(cont));
-		snprintf(comment, sizeof(comment),
-			 "id=%" PRId64 " reason=%s location=%s netns=%s%s%s%s", ids[k],
-			 *reason ? reason : "-", *loc ? loc : "-", netns,
-			 *nsname ? " netns_name=" : "", nsname, *cont ? " container=" : "");
-		if (*cont)
-			snprintf(comment + strlen(comment), sizeof(comment) - strlen(comment), "%s",
-				 cont);
+		packet_comment(t, row, ids[k], netns, nsname, comment, sizeof(comment));
 		col_value(c_cap, row, &cap);
 		pcapng_packet(out, &(struct pcapng_packet){
 				       .if_id = (uint32_t)i,
@@ -138,8 +155,4 @@ int history_pcapng_page(const struct event_table *t, void *const *rows, const in
 	}
 	free(ifs);
 	return out->oom ? -ENOMEM : 0;
-
-out_oom:
-	free(ifs);
-	return -ENOMEM;
 }

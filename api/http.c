@@ -101,10 +101,51 @@ int http_listen_parse(const char *s, struct sockaddr_storage *ss, socklen_t *ssl
 
 /* ---- server object and routes ---- */
 
-struct http_server *http_new(const struct http_config *cfg, struct metrics *m)
+/* The defaults of what cfg leaves 0: 64 connections, half of them per
+ * client address (never more than all), 30 s, one thread, 10 s for the
+ * request headers. */
+static void http_config_defaults(struct http_config *cfg)
+{
+	if (!cfg->max_connections)
+		cfg->max_connections = 64;
+	if (!cfg->timeout_s)
+		cfg->timeout_s = 30;
+	if (!cfg->threads)
+		cfg->threads = 1;
+	if (!cfg->max_per_ip)
+		cfg->max_per_ip = cfg->max_connections > 1 ? cfg->max_connections / 2 : 1;
+	if (cfg->max_per_ip > cfg->max_connections)
+		cfg->max_per_ip = cfg->max_connections;
+	if (!cfg->header_timeout_ms)
+		cfg->header_timeout_ms = 10000;
+}
+
+/* The server's own metrics in m: requests by route and code, their
+ * durations by route. 0, or -errno. */
+static int http_metrics_register(struct http_server *h, struct metrics *m)
 {
 	static const char *const req_labels[] = {"route", "code", NULL};
 	static const char *const dur_labels[] = {"route", NULL};
+	const char *other[] = {HTTP_ROUTE_OTHER};
+
+	h->metrics = m;
+	if (!m)
+		return 0;
+	h->m_requests =
+	    metrics_counter(m, "sysobs_http_requests_total",
+			    "HTTP requests answered, by route and status code.", req_labels);
+	h->m_duration = metrics_histogram(
+	    m, "sysobs_http_request_duration_seconds",
+	    "Time from request headers received to response queued, by route.", dur_labels,
+	    duration_bounds, sizeof(duration_bounds) / sizeof(duration_bounds[0]));
+	if (!h->m_requests || !h->m_duration)
+		return -errno;
+	h->other_duration = metric_series(h->m_duration, other);
+	return 0;
+}
+
+struct http_server *http_new(const struct http_config *cfg, struct metrics *m)
+{
 	struct http_server *h;
 	int err;
 
@@ -129,41 +170,16 @@ struct http_server *http_new(const struct http_config *cfg, struct metrics *m)
 		goto out_free;
 	}
 	h->cfg.listen = h->listen;
-	if (!h->cfg.max_connections)
-		h->cfg.max_connections = 64;
-	if (!h->cfg.timeout_s)
-		h->cfg.timeout_s = 30;
-	if (!h->cfg.threads)
-		h->cfg.threads = 1;
-	if (!h->cfg.max_per_ip)
-		h->cfg.max_per_ip = h->cfg.max_connections > 1 ? h->cfg.max_connections / 2 : 1;
-	if (h->cfg.max_per_ip > h->cfg.max_connections)
-		h->cfg.max_per_ip = h->cfg.max_connections;
-	if (!h->cfg.header_timeout_ms)
-		h->cfg.header_timeout_ms = 10000;
+	http_config_defaults(&h->cfg);
 	err = http_listen_parse(cfg->listen, &h->addr, &h->addrlen);
 	if (err) {
 		log_err("http", "listen address \"%s\": expected HOST:PORT, [IPV6]:PORT or :PORT",
 			cfg->listen);
 		goto out_free;
 	}
-	h->metrics = m;
-	if (m) {
-		h->m_requests = metrics_counter(m, "sysobs_http_requests_total",
-						"HTTP requests answered, by route and status code.",
-						req_labels);
-		h->m_duration = metrics_histogram(
-		    m, "sysobs_http_request_duration_seconds",
-		    "Time from request headers received to response queued, by route.", dur_labels,
-		    duration_bounds, sizeof(duration_bounds) / sizeof(duration_bounds[0]));
-		if (!h->m_requests || !h->m_duration) {
-			err = -errno;
-			goto out_free;
-		}
-		const char *v[] = {HTTP_ROUTE_OTHER};
-
-		h->other_duration = metric_series(h->m_duration, v);
-	}
+	err = http_metrics_register(h, m);
+	if (err)
+		goto out_free;
 	h->acceptor.listen_fd = h->acceptor.ep = h->acceptor.wake_fd = h->conns.slot_fd = -1;
 	err = http_conns_init(h);
 	if (!err)

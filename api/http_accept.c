@@ -450,20 +450,9 @@ static int allow_load(struct http_server *h)
 	return 0;
 }
 
-int http_acceptor_start(struct http_server *h, int listen_fd)
+void http_acceptor_limits(struct http_acceptor *ac, unsigned max_conn, rlim_t nofile)
 {
-	struct http_acceptor *ac = &h->acceptor;
-	struct epoll_event ev = {.events = EPOLLIN};
-	struct rlimit rl;
-	int err;
-
-	err = allow_load(h);
-	if (err)
-		return err;
-
-	ac->reading.next = ac->reading.prev = &ac->reading;
-	ac->queued.next = ac->queued.prev = &ac->queued;
-	ac->max_queued = 4 * h->cfg.max_connections;
+	ac->max_queued = 4 * max_conn;
 	if (ac->max_queued < QUEUED_MIN)
 		ac->max_queued = QUEUED_MIN;
 	/* At least a full listen backlog: the clients of a burst the kernel
@@ -471,56 +460,69 @@ int http_acceptor_start(struct http_server *h, int listen_fd)
 	 * waits for its own client's turn to write (hundreds of ms on a busy
 	 * host). With 16 x 64 = 1024 the hard limit evicted those waiting
 	 * 250 ms: 1,182-3,369 of 4,000 clients reset in 5 s. */
-	ac->max_reading = READING_HARD * h->cfg.max_connections;
+	ac->max_reading = READING_HARD * max_conn;
 	if (ac->max_reading < HTTP_BACKLOG)
 		ac->max_reading = HTTP_BACKLOG;
 	/* Within the descriptors left (sqlite, BPF, collectors take some). */
-	if (!getrlimit(RLIMIT_NOFILE, &rl) && rl.rlim_cur != RLIM_INFINITY) {
-		rlim_t left = rl.rlim_cur > 256 ? rl.rlim_cur - 256 : 0;
+	if (nofile != RLIM_INFINITY) {
+		rlim_t left = nofile > 256 ? nofile - 256 : 0;
 
-		left = left > ac->max_queued + 2 * h->cfg.max_connections
-			   ? left - ac->max_queued - 2 * h->cfg.max_connections
-			   : 0;
+		left =
+		    left > ac->max_queued + 2 * max_conn ? left - ac->max_queued - 2 * max_conn : 0;
 		if (ac->max_reading > left)
-			ac->max_reading =
-			    left > h->cfg.max_connections ? (unsigned)left : h->cfg.max_connections;
+			ac->max_reading = left > max_conn ? (unsigned)left : max_conn;
 	}
+}
+
+/* The acceptor's epoll set: the listening socket, its wake-up eventfd and
+ * the request slots' eventfd, each known by the address of its fd. */
+static int acceptor_epoll_init(struct http_server *h, int listen_fd)
+{
+	struct http_acceptor *ac = &h->acceptor;
+	int *const fds[] = {&ac->listen_fd, &ac->wake_fd, &h->conns.slot_fd};
+
 	ac->listen_fd = listen_fd;
 	ac->ep = epoll_create1(EPOLL_CLOEXEC);
 	ac->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	if (ac->ep < 0 || ac->wake_fd < 0) {
-		err = -errno;
-		goto out_close;
+	if (ac->ep < 0 || ac->wake_fd < 0)
+		return -errno;
+	for (size_t i = 0; i < sizeof(fds) / sizeof(fds[0]); i++) {
+		struct epoll_event ev = {.events = EPOLLIN, .data.ptr = fds[i]};
+
+		if (epoll_ctl(ac->ep, EPOLL_CTL_ADD, *fds[i], &ev))
+			return -errno;
+		if (fds[i] == &ac->listen_fd)
+			ac->listening = true;
 	}
-	ev.data.ptr = &ac->listen_fd;
-	if (epoll_ctl(ac->ep, EPOLL_CTL_ADD, listen_fd, &ev)) {
-		err = -errno;
-		goto out_close;
-	}
-	ac->listening = true;
-	ev.data.ptr = &ac->wake_fd;
-	if (epoll_ctl(ac->ep, EPOLL_CTL_ADD, ac->wake_fd, &ev)) {
-		err = -errno;
-		goto out_close;
-	}
-	ev.data.ptr = &h->conns.slot_fd;
-	if (epoll_ctl(ac->ep, EPOLL_CTL_ADD, h->conns.slot_fd, &ev)) {
-		err = -errno;
-		goto out_close;
-	}
-	err = -pthread_create(&ac->thread, NULL, acceptor_thread, h);
+	return 0;
+}
+
+int http_acceptor_start(struct http_server *h, int listen_fd)
+{
+	struct http_acceptor *ac = &h->acceptor;
+	struct rlimit rl;
+	int err;
+
+	err = allow_load(h);
 	if (err)
-		goto out_close;
+		return err;
+	ac->reading.next = ac->reading.prev = &ac->reading;
+	ac->queued.next = ac->queued.prev = &ac->queued;
+	http_acceptor_limits(ac, h->cfg.max_connections,
+			     getrlimit(RLIMIT_NOFILE, &rl) ? RLIM_INFINITY : rl.rlim_cur);
+	err = acceptor_epoll_init(h, listen_fd);
+	if (!err)
+		err = -pthread_create(&ac->thread, NULL, acceptor_thread, h);
+	if (err) {
+		if (ac->ep >= 0)
+			close(ac->ep);
+		if (ac->wake_fd >= 0)
+			close(ac->wake_fd);
+		ac->ep = ac->wake_fd = -1;
+		return err;
+	}
 	ac->running = true;
 	return 0;
-
-out_close:
-	if (ac->ep >= 0)
-		close(ac->ep);
-	if (ac->wake_fd >= 0)
-		close(ac->wake_fd);
-	ac->ep = ac->wake_fd = -1;
-	return err;
 }
 
 void http_acceptor_stop(struct http_server *h)

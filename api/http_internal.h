@@ -28,6 +28,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 
@@ -232,6 +233,10 @@ struct http_server {
 
 /* http_accept.c: takes listen_fd (closed by http_acceptor_stop). */
 int http_acceptor_start(struct http_server *h, int listen_fd);
+/* How many connections wait for a request thread (ac->max_queued) and for
+ * their request headers (ac->max_reading), for max_conn request slots and
+ * nofile descriptors (RLIM_INFINITY: no limit); pure. */
+void http_acceptor_limits(struct http_acceptor *ac, unsigned max_conn, rlim_t nofile);
 void http_acceptor_stop(struct http_server *h); /* before MHD_stop_daemon */
 
 /* http_route.c: finds the route of a request whose body is in (or refused)

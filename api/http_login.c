@@ -150,6 +150,76 @@ static void deny(struct http_conn *c, int status, const char *msg)
 	snprintf(c->deny_msg, sizeof(c->deny_msg), "%s", msg);
 }
 
+/* A token of k's bucket for a check that may fail (refused from the
+ * cache, or a bcrypt: a pending place too), given back when the bcrypt says
+ * yes; at most LOGIN_PENDING_PER_ADDR bcrypts of one address waiting, so
+ * that one address never fills the queue ahead of the others. false: the
+ * address is over its limit. */
+static bool bucket_take(struct http_login *l, const struct login_key *k, bool bcrypt)
+{
+	struct login_bucket *b;
+	bool limited;
+
+	pthread_mutex_lock(&l->lock);
+	b = bucket_of(l, k, clock_mono_ns());
+	limited = b->tokens < 1 || (bcrypt && b->pending >= LOGIN_PENDING_PER_ADDR);
+	if (!limited) {
+		b->tokens -= 1;
+		b->pending += bcrypt;
+	}
+	pthread_mutex_unlock(&l->lock);
+	return !limited;
+}
+
+/* The token and pending place of a bcrypt that will not run, back. */
+static void bucket_give_back(struct http_login *l, const struct login_key *k)
+{
+	pthread_mutex_lock(&l->lock);
+	bucket_done(l, k, true);
+	pthread_mutex_unlock(&l->lock);
+}
+
+static struct http_login_job *job_new(struct MHD_Connection *conn, struct http_conn *c,
+				      const struct login_key *key, const char *user,
+				      const char *pass)
+{
+	struct http_login_job *j = calloc(1, sizeof(*j));
+
+	if (!j || !(j->user = strdup(user)) || !(j->pass = strdup(pass))) {
+		job_free(j);
+		return NULL;
+	}
+	j->conn = conn;
+	j->c = c;
+	j->key = *key;
+	return j;
+}
+
+/* j onto the login thread's queue, to be refused no earlier than the fixed
+ * time after its request began. false (its token back) when the queue is
+ * full or the thread is not running; j is the caller's then. */
+static bool job_enqueue(struct http_login *l, struct http_login_job *j)
+{
+	bool queued = false;
+
+	pthread_mutex_lock(&l->lock);
+	j->refuse_at = j->c->start_ns + fail_delay_ns(l);
+	if (l->running && !l->stop && l->n_queued < LOGIN_QUEUE_MAX) {
+		if (l->tail)
+			l->tail->next = j;
+		else
+			l->head = j;
+		l->tail = j;
+		l->n_queued++;
+		pthread_cond_signal(&l->cond);
+		queued = true;
+	} else {
+		bucket_done(l, &j->key, true);
+	}
+	pthread_mutex_unlock(&l->lock);
+	return queued;
+}
+
 int http_login_check(struct http_server *h, struct MHD_Connection *conn, struct http_conn *c,
 		     const char *user, const char *pass)
 {
@@ -159,27 +229,13 @@ int http_login_check(struct http_server *h, struct MHD_Connection *conn, struct 
 	struct http_login_job *j;
 	struct login_key key = key_of(ci ? ci->client_addr : NULL);
 	int verdict = web_auth_cached(h->web, user, pass);
-	struct login_bucket *b;
-	bool limited;
 	int64_t at;
 
 	if (verdict > 0) {
 		count(l, LOGIN_OK);
 		return 0;
 	}
-	pthread_mutex_lock(&l->lock);
-	b = bucket_of(l, &key, clock_mono_ns());
-	/* A token for every check that may fail (refused from the cache,
-	 * or a bcrypt), given back when the bcrypt says yes; at most
-	 * LOGIN_PENDING_PER_ADDR bcrypts of one address waiting, so that one
-	 * address never fills the queue ahead of the others. */
-	limited = b->tokens < 1 || (verdict < 0 && b->pending >= LOGIN_PENDING_PER_ADDR);
-	if (!limited) {
-		b->tokens -= 1;
-		b->pending += verdict < 0;
-	}
-	pthread_mutex_unlock(&l->lock);
-	if (limited) {
+	if (!bucket_take(l, &key, verdict < 0)) {
 		count(l, LOGIN_LIMITED);
 		deny(c, 429, "too many failed logins from this address; try again later");
 		return refuse_later(h, conn, c);
@@ -189,47 +245,24 @@ int http_login_check(struct http_server *h, struct MHD_Connection *conn, struct 
 		deny(c, 401, "wrong user name or password");
 		return refuse_later(h, conn, c);
 	}
-	j = calloc(1, sizeof(*j));
-	if (!j || !(j->user = strdup(user)) || !(j->pass = strdup(pass))) {
-		job_free(j);
-		pthread_mutex_lock(&l->lock);
-		bucket_done(l, &key, true); /* its token and place back */
-		pthread_mutex_unlock(&l->lock);
+	j = job_new(conn, c, &key, user, pass);
+	if (!j) {
+		bucket_give_back(l, &key);
 		count(l, LOGIN_BUSY);
 		deny(c, 503, "out of memory");
 		return c->deny_status;
 	}
-	j->conn = conn;
-	j->c = c;
-	j->key = key;
 	/* Held before the login thread can see it, so that its release
 	 * always finds the connection (a release before the suspend only
 	 * sets the time: http_conn.c). */
 	if (http_conns_hold(h, conn, INT64_MAX)) {
 		job_free(j);
-		pthread_mutex_lock(&l->lock);
-		bucket_done(l, &key, true);
-		pthread_mutex_unlock(&l->lock);
+		bucket_give_back(l, &key);
 		deny(c, 503, "the server is stopping");
 		return c->deny_status;
 	}
-	pthread_mutex_lock(&l->lock);
-	at = c->start_ns + fail_delay_ns(l);
-	j->refuse_at = at;
-	if (l->running && !l->stop && l->n_queued < LOGIN_QUEUE_MAX) {
-		if (l->tail)
-			l->tail->next = j;
-		else
-			l->head = j;
-		l->tail = j;
-		l->n_queued++;
-		pthread_cond_signal(&l->cond);
-		j = NULL;
-	}
-	if (j)
-		bucket_done(l, &key, true);
-	pthread_mutex_unlock(&l->lock);
-	if (j) {
+	if (!job_enqueue(l, j)) {
+		at = j->refuse_at;
 		job_free(j);
 		count(l, LOGIN_BUSY);
 		deny(c, 429, "too many logins being checked; try again later");

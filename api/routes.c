@@ -356,6 +356,29 @@ static void route_series(const struct http_request *req, struct http_response *r
 
 /* ---- registration ---- */
 
+/* /metrics's own metrics: the previous render's time, and the renders by
+ * the format the client negotiated. 0, or -errno. */
+static int scrape_metrics_register(struct metrics *m)
+{
+	static const char *const fmt_labels[] = {"format", NULL};
+	static const char *const fmt_names[] = {"text", "openmetrics", "protobuf"};
+	struct metric *scrapes;
+
+	api_ctx.scrape = metrics_gauge1(m, "sysobs_scrape_duration_seconds",
+					"Time the previous /metrics scrape took to render.");
+	if (!api_ctx.scrape)
+		return -errno;
+	scrapes = metrics_counter(
+	    m, "sysobs_scrapes_total",
+	    "Successful /metrics renders by the format the client negotiated.", fmt_labels);
+	for (size_t i = 0; i < 3; i++) {
+		const char *v[] = {fmt_names[i]};
+
+		api_ctx.scrapes[i] = metric_series(scrapes, v);
+	}
+	return 0;
+}
+
 int api_routes_register(struct http_server *h, const struct api_host *host)
 {
 	static const char *const collector_columns[] = {
@@ -390,20 +413,9 @@ int api_routes_register(struct http_server *h, const struct api_host *host)
 	if (!h || !host || !host->metrics || !host->collectors)
 		return -EINVAL;
 	api_ctx.host = *host;
-	api_ctx.scrape = metrics_gauge1(host->metrics, "sysobs_scrape_duration_seconds",
-					"Time the previous /metrics scrape took to render.");
-	if (!api_ctx.scrape)
-		return -errno;
-	static const char *const fmt_labels[] = {"format", NULL};
-	static const char *const fmt_names[] = {"text", "openmetrics", "protobuf"};
-	struct metric *scrapes = metrics_counter(
-	    host->metrics, "sysobs_scrapes_total",
-	    "Successful /metrics renders by the format the client negotiated.", fmt_labels);
-	for (size_t i = 0; i < 3; i++) {
-		const char *v[] = {fmt_names[i]};
-
-		api_ctx.scrapes[i] = metric_series(scrapes, v);
-	}
+	err = scrape_metrics_register(host->metrics);
+	if (err)
+		return err;
 	if (host->store)
 		store_get_stats(host->store, &st);
 	api_ctx.health_rows = st.rows_written;

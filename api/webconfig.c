@@ -291,14 +291,110 @@ static int unique_keys(struct parse_ctx *p, const yaml_node_t *map)
 	return 0;
 }
 
+/* client_auth_type's values, in enum web_client_auth order. */
+static const char *const client_auth_names[] = {"NoClientCert", "RequestClientCert",
+						"RequireAnyClientCert", "VerifyClientCertIfGiven",
+						"RequireAndVerifyClientCert"};
+
+/* What tls_server_config said beside the files it loaded into wc. */
+struct tls_section {
+	int min_v, max_v;		       /* TLS1.<n> */
+	bool have_auth;			       /* client_auth_type given */
+	const yaml_node_t *key_node, *ca_node; /* for errors on the files */
+};
+
+static int client_auth_parse(struct parse_ctx *p, const yaml_node_t *v, struct web_config *wc)
+{
+	const char *s = scalar(v);
+	int i;
+
+	for (i = 0; s && i < 5 && strcmp(s, client_auth_names[i]); i++)
+		;
+	if (!s || i == 5)
+		return fail(p, v,
+			    "client_auth_type: expected NoClientCert, RequestClientCert, "
+			    "RequireAnyClientCert, VerifyClientCertIfGiven or "
+			    "RequireAndVerifyClientCert");
+	wc->client_auth = (enum web_client_auth)i;
+	return 0;
+}
+
+/* One key of tls_server_config into wc and ts. */
+static int tls_key_parse(struct parse_ctx *p, const yaml_node_t *k, const yaml_node_t *v,
+			 struct web_config *wc, struct tls_section *ts)
+{
+	const char *key = scalar(k);
+
+	if (!key)
+		return fail(p, k, "tls_server_config: keys must be strings");
+	if (!strcmp(key, "cert_file"))
+		return load_pem(p, v, key, &wc->cert_pem, &wc->cert_file);
+	if (!strcmp(key, "key_file")) {
+		ts->key_node = v;
+		return load_pem(p, v, key, &wc->key_pem, &wc->key_file);
+	}
+	if (!strcmp(key, "client_ca_file")) {
+		ts->ca_node = v;
+		return is_null(v) ? 0 : load_pem(p, v, key, &wc->client_ca_pem, NULL);
+	}
+	if (!strcmp(key, "client_auth_type")) {
+		ts->have_auth = true;
+		return client_auth_parse(p, v, wc);
+	}
+	if (!strcmp(key, "min_version"))
+		return tls_version(p, v, key, &ts->min_v);
+	if (!strcmp(key, "max_version"))
+		return tls_version(p, v, key, &ts->max_v);
+	if (!strcmp(key, "cipher_suites"))
+		return want_empty(p, v, key,
+				  "the GnuTLS defaults for the allowed versions are used");
+	if (!strcmp(key, "curve_preferences"))
+		return want_empty(p, v, key, "the GnuTLS defaults are used");
+	if (!strcmp(key, "client_allowed_sans"))
+		return want_empty(p, v, key, "use a dedicated client CA instead");
+	if (!strcmp(key, "prefer_server_cipher_suites"))
+		return 0; /* a preference; GnuTLS chooses by its priority list */
+	return fail(p, k, "tls_server_config: unknown key \"%s\"", key);
+}
+
+/* The settings of a non-empty section together: both files, a client CA
+ * with a client_auth_type that asks for certificates (the toolkit's
+ * default with a CA), versions in order. */
+static int tls_section_check(struct parse_ctx *p, const yaml_node_t *map, struct web_config *wc,
+			     const struct tls_section *ts)
+{
+	if (!wc->cert_pem || !wc->key_pem)
+		return fail(p, map, "tls_server_config needs both cert_file and key_file");
+	if (wc->client_ca_pem && wc->client_auth == WEB_CLIENT_NONE && ts->have_auth)
+		return fail(p, map, "client_ca_file is set but client_auth_type is NoClientCert");
+	if (wc->client_ca_pem && !ts->have_auth)
+		wc->client_auth = WEB_CLIENT_REQUIRE_AND_VERIFY;
+	if (wc->client_auth != WEB_CLIENT_NONE && !wc->client_ca_pem)
+		return fail(p, map,
+			    "client_auth_type %s needs client_ca_file here (libmicrohttpd asks for "
+			    "a client certificate only when it has a trust list)",
+			    client_auth_names[wc->client_auth]);
+	if (ts->min_v > ts->max_v)
+		return fail(p, map, "min_version is above max_version");
+	return 0;
+}
+
+/* The GnuTLS priority string: its NORMAL set, only the protocol versions
+ * TLS1.min_v to TLS1.max_v. Malloc'ed, or NULL. */
+static char *tls_priorities(int min_v, int max_v)
+{
+	char prio[128];
+	size_t n = (size_t)snprintf(prio, sizeof(prio), "NORMAL:-VERS-ALL");
+
+	for (int v = max_v; v >= min_v; v--)
+		n += (size_t)snprintf(prio + n, sizeof(prio) - n, ":+VERS-TLS1.%d", v);
+	return strdup(prio);
+}
+
 static int parse_tls(struct parse_ctx *p, const yaml_node_t *map, struct web_config *wc)
 {
-	static const char *const auth_names[] = {"NoClientCert", "RequestClientCert",
-						 "RequireAnyClientCert", "VerifyClientCertIfGiven",
-						 "RequireAndVerifyClientCert"};
-	const yaml_node_t *key_node = map, *ca_node = map;
-	int min_v = 2, max_v = 3, err = 0;
-	bool have_auth = false;
+	struct tls_section ts = {.min_v = 2, .max_v = 3, .key_node = map, .ca_node = map};
+	int err;
 
 	if (is_null(map))
 		return 0;
@@ -308,87 +404,70 @@ static int parse_tls(struct parse_ctx *p, const yaml_node_t *map, struct web_con
 		return -EINVAL;
 	FOR_PAIRS(p, map, pair)
 	{
-		yaml_node_t *k = yaml_document_get_node(p->doc, pair->key);
-		yaml_node_t *v = yaml_document_get_node(p->doc, pair->value);
-		const char *key = scalar(k);
-
-		if (!key)
-			return fail(p, k, "tls_server_config: keys must be strings");
-		if (!strcmp(key, "cert_file"))
-			err = load_pem(p, v, key, &wc->cert_pem, &wc->cert_file);
-		else if (!strcmp(key, "key_file")) {
-			err = load_pem(p, v, key, &wc->key_pem, &wc->key_file);
-			key_node = v;
-		} else if (!strcmp(key, "client_ca_file")) {
-			err = is_null(v) ? 0 : load_pem(p, v, key, &wc->client_ca_pem, NULL);
-			ca_node = v;
-		} else if (!strcmp(key, "client_auth_type")) {
-			const char *s = scalar(v);
-			int i;
-
-			for (i = 0; s && i < 5 && strcmp(s, auth_names[i]); i++)
-				;
-			if (!s || i == 5)
-				return fail(
-				    p, v,
-				    "client_auth_type: expected NoClientCert, "
-				    "RequestClientCert, RequireAnyClientCert, "
-				    "VerifyClientCertIfGiven or RequireAndVerifyClientCert");
-			wc->client_auth = (enum web_client_auth)i;
-			have_auth = true;
-		} else if (!strcmp(key, "min_version"))
-			err = tls_version(p, v, key, &min_v);
-		else if (!strcmp(key, "max_version"))
-			err = tls_version(p, v, key, &max_v);
-		else if (!strcmp(key, "cipher_suites"))
-			err = want_empty(p, v, key,
-					 "the GnuTLS defaults for the allowed versions are used");
-		else if (!strcmp(key, "curve_preferences"))
-			err = want_empty(p, v, key, "the GnuTLS defaults are used");
-		else if (!strcmp(key, "client_allowed_sans"))
-			err = want_empty(p, v, key, "use a dedicated client CA instead");
-		else if (!strcmp(key, "prefer_server_cipher_suites"))
-			err = 0; /* a preference; GnuTLS chooses by its priority list */
-		else
-			return fail(p, k, "tls_server_config: unknown key \"%s\"", key);
+		err = tls_key_parse(p, yaml_document_get_node(p->doc, pair->key),
+				    yaml_document_get_node(p->doc, pair->value), wc, &ts);
 		if (err)
 			return err;
 	}
-	if (!wc->cert_pem && !wc->key_pem && !wc->client_ca_pem && !have_auth)
+	if (!wc->cert_pem && !wc->key_pem && !wc->client_ca_pem && !ts.have_auth)
 		return 0; /* an empty section: no TLS, as in the toolkit */
-	if (!wc->cert_pem || !wc->key_pem)
-		return fail(p, map, "tls_server_config needs both cert_file and key_file");
-	if (wc->client_ca_pem && wc->client_auth == WEB_CLIENT_NONE && have_auth)
-		return fail(p, map, "client_ca_file is set but client_auth_type is NoClientCert");
-	if (wc->client_ca_pem && !have_auth)
-		wc->client_auth = WEB_CLIENT_REQUIRE_AND_VERIFY; /* toolkit default with a CA */
-	if (wc->client_auth != WEB_CLIENT_NONE && !wc->client_ca_pem)
-		return fail(p, map,
-			    "client_auth_type %s needs client_ca_file here (libmicrohttpd asks for "
-			    "a client certificate only when it has a trust list)",
-			    auth_names[wc->client_auth]);
-	if (min_v > max_v)
-		return fail(p, map, "min_version is above max_version");
-	err = tls_files_check(p, wc, key_node, ca_node);
+	err = tls_section_check(p, map, wc, &ts);
+	if (!err)
+		err = tls_files_check(p, wc, ts.key_node, ts.ca_node);
 	if (err)
 		return err;
-	/* GnuTLS priority: its NORMAL set, only the allowed protocol versions. */
-	char prio[128];
-	size_t n = (size_t)snprintf(prio, sizeof(prio), "NORMAL:-VERS-ALL");
-
-	for (int v = max_v; v >= min_v; v--)
-		n += (size_t)snprintf(prio + n, sizeof(prio) - n, ":+VERS-TLS1.%d", v);
-	wc->tls_priorities = strdup(prio);
+	wc->tls_priorities = tls_priorities(ts.min_v, ts.max_v);
 	return wc->tls_priorities ? 0 : -ENOMEM;
 }
 
-static int parse_server(struct parse_ctx *p, const yaml_node_t *map, struct web_config *wc)
+/* http_server_config.headers: the response headers the toolkit lets one
+ * set, each a one-line string, into wc->headers (names in canonical case). */
+static int parse_headers(struct parse_ctx *p, const yaml_node_t *map, struct web_config *wc)
 {
-	/* The response headers the toolkit lets one set. */
 	static const char *const allowed[] = {"Strict-Transport-Security", "X-Frame-Options",
 					      "X-Content-Type-Options", "X-XSS-Protection",
 					      "Content-Security-Policy"};
 
+	if (is_null(map))
+		return 0;
+	if (map->type != YAML_MAPPING_NODE)
+		return fail(p, map, "headers: expected a mapping");
+	if (unique_keys(p, map))
+		return -EINVAL;
+	FOR_PAIRS(p, map, hp)
+	{
+		yaml_node_t *hk = yaml_document_get_node(p->doc, hp->key);
+		yaml_node_t *hv = yaml_document_get_node(p->doc, hp->value);
+		const char *name = scalar(hk), *value = scalar(hv);
+		struct web_header *t;
+		size_t i;
+
+		for (i = 0; name && i < 5 && strcasecmp(name, allowed[i]); i++)
+			;
+		if (!name || i == 5)
+			return fail(p, hk,
+				    "headers: \"%s\" cannot be set (allowed: "
+				    "Strict-Transport-Security, X-Frame-Options, "
+				    "X-Content-Type-Options, X-XSS-Protection, "
+				    "Content-Security-Policy)",
+				    name ? name : "?");
+		if (!value || strpbrk(value, "\r\n"))
+			return fail(p, hv, "headers: %s: expected a one-line string", name);
+		t = realloc(wc->headers, (wc->n_headers + 1) * sizeof(*t));
+		if (!t)
+			return -ENOMEM;
+		wc->headers = t;
+		t[wc->n_headers].name = strdup(allowed[i]);
+		t[wc->n_headers].value = strdup(value);
+		wc->n_headers++;
+		if (!t[wc->n_headers - 1].name || !t[wc->n_headers - 1].value)
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+static int parse_server(struct parse_ctx *p, const yaml_node_t *map, struct web_config *wc)
+{
 	if (is_null(map))
 		return 0;
 	if (map->type != YAML_MAPPING_NODE)
@@ -400,6 +479,7 @@ static int parse_server(struct parse_ctx *p, const yaml_node_t *map, struct web_
 		yaml_node_t *k = yaml_document_get_node(p->doc, pair->key);
 		yaml_node_t *v = yaml_document_get_node(p->doc, pair->value);
 		const char *key = scalar(k);
+		int err;
 
 		if (!key)
 			return fail(p, k, "http_server_config: keys must be strings");
@@ -411,41 +491,9 @@ static int parse_server(struct parse_ctx *p, const yaml_node_t *map, struct web_
 		}
 		if (strcmp(key, "headers"))
 			return fail(p, k, "http_server_config: unknown key \"%s\"", key);
-		if (is_null(v))
-			continue;
-		if (v->type != YAML_MAPPING_NODE)
-			return fail(p, v, "headers: expected a mapping");
-		if (unique_keys(p, v))
-			return -EINVAL;
-		FOR_PAIRS(p, v, hp)
-		{
-			yaml_node_t *hk = yaml_document_get_node(p->doc, hp->key);
-			yaml_node_t *hv = yaml_document_get_node(p->doc, hp->value);
-			const char *name = scalar(hk), *value = scalar(hv);
-			struct web_header *t;
-			size_t i;
-
-			for (i = 0; name && i < 5 && strcasecmp(name, allowed[i]); i++)
-				;
-			if (!name || i == 5)
-				return fail(p, hk,
-					    "headers: \"%s\" cannot be set (allowed: "
-					    "Strict-Transport-Security, X-Frame-Options, "
-					    "X-Content-Type-Options, X-XSS-Protection, "
-					    "Content-Security-Policy)",
-					    name ? name : "?");
-			if (!value || strpbrk(value, "\r\n"))
-				return fail(p, hv, "headers: %s: expected a one-line string", name);
-			t = realloc(wc->headers, (wc->n_headers + 1) * sizeof(*t));
-			if (!t)
-				return -ENOMEM;
-			wc->headers = t;
-			t[wc->n_headers].name = strdup(allowed[i]);
-			t[wc->n_headers].value = strdup(value);
-			wc->n_headers++;
-			if (!t[wc->n_headers - 1].name || !t[wc->n_headers - 1].value)
-				return -ENOMEM;
-		}
+		err = parse_headers(p, v, wc);
+		if (err)
+			return err;
 	}
 	return 0;
 }
@@ -532,6 +580,51 @@ static int parse_users(struct parse_ctx *p, const yaml_node_t *map, struct web_c
 	return 0;
 }
 
+/* The document's top level: a mapping of the three sections, or empty. */
+static int parse_root(struct parse_ctx *p, const yaml_node_t *root, struct web_config *wc)
+{
+	int rc;
+
+	if (!root || is_null(root))
+		return 0;
+	if (root->type != YAML_MAPPING_NODE)
+		return fail(p, root, "expected a mapping at the top");
+	if (unique_keys(p, root))
+		return -EINVAL;
+	FOR_PAIRS(p, root, pair)
+	{
+		yaml_node_t *k = yaml_document_get_node(p->doc, pair->key);
+		yaml_node_t *v = yaml_document_get_node(p->doc, pair->value);
+		const char *key = scalar(k);
+
+		if (key && !strcmp(key, "tls_server_config"))
+			rc = parse_tls(p, v, wc);
+		else if (key && !strcmp(key, "http_server_config"))
+			rc = parse_server(p, v, wc);
+		else if (key && !strcmp(key, "basic_auth_users"))
+			rc = parse_users(p, v, wc);
+		else
+			rc = fail(p, k,
+				  "unknown key \"%s\" (known: tls_server_config, "
+				  "http_server_config, basic_auth_users)",
+				  key ? key : "?");
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
+/* The cache of recent password checks, keyed by a random HMAC key. */
+static int auth_cache_init(struct parse_ctx *p, struct web_config *wc)
+{
+	wc->cache = calloc(1, sizeof(*wc->cache));
+	if (!wc->cache ||
+	    getrandom(wc->cache->key, sizeof(wc->cache->key), 0) != (ssize_t)sizeof(wc->cache->key))
+		return fail(p, NULL, "cannot set up the authentication cache");
+	pthread_mutex_init(&wc->cache->lock, NULL);
+	return 0;
+}
+
 struct web_config *web_config_parse(const char *text, size_t len, const char *path, char *err,
 				    size_t errlen)
 {
@@ -539,9 +632,8 @@ struct web_config *web_config_parse(const char *text, size_t len, const char *pa
 	yaml_parser_t parser;
 	yaml_document_t doc;
 	struct web_config *wc;
-	yaml_node_t *root;
 	char tmp[4096];
-	int rc = 0;
+	int rc;
 
 	snprintf(tmp, sizeof(tmp), "%s", path);
 	snprintf(p.dir, sizeof(p.dir), "%s", dirname(tmp));
@@ -564,44 +656,9 @@ struct web_config *web_config_parse(const char *text, size_t len, const char *pa
 		return NULL;
 	}
 	p.doc = &doc;
-	root = yaml_document_get_root_node(&doc);
-	if (root && !is_null(root)) {
-		if (root->type != YAML_MAPPING_NODE) {
-			rc = fail(&p, root, "expected a mapping at the top");
-			goto out;
-		}
-		rc = unique_keys(&p, root);
-		if (rc)
-			goto out;
-		FOR_PAIRS(&p, root, pair)
-		{
-			yaml_node_t *k = yaml_document_get_node(&doc, pair->key);
-			yaml_node_t *v = yaml_document_get_node(&doc, pair->value);
-			const char *key = scalar(k);
-
-			if (key && !strcmp(key, "tls_server_config"))
-				rc = parse_tls(&p, v, wc);
-			else if (key && !strcmp(key, "http_server_config"))
-				rc = parse_server(&p, v, wc);
-			else if (key && !strcmp(key, "basic_auth_users"))
-				rc = parse_users(&p, v, wc);
-			else
-				rc = fail(&p, k,
-					  "unknown key \"%s\" (known: tls_server_config, "
-					  "http_server_config, basic_auth_users)",
-					  key ? key : "?");
-			if (rc)
-				goto out;
-		}
-	}
-	wc->cache = calloc(1, sizeof(*wc->cache));
-	if (!wc->cache || getrandom(wc->cache->key, sizeof(wc->cache->key), 0) !=
-			      (ssize_t)sizeof(wc->cache->key)) {
-		rc = fail(&p, NULL, "cannot set up the authentication cache");
-		goto out;
-	}
-	pthread_mutex_init(&wc->cache->lock, NULL);
-out:
+	rc = parse_root(&p, yaml_document_get_root_node(&doc), wc);
+	if (!rc)
+		rc = auth_cache_init(&p, wc);
 	if (rc == -ENOMEM)
 		snprintf(err, errlen, "out of memory");
 	yaml_document_delete(&doc);

@@ -231,44 +231,75 @@ static bool om_name_clash(const struct metrics *m, enum metric_type type, const 
 	return found && (counter_total || m->fams[i]->type == METRIC_COUNTER);
 }
 
+/* The label names of a new family: valid, distinct, at most
+ * METRIC_MAX_LABELS, no "le" on a histogram. How many, or -1. */
+static int labels_check(enum metric_type type, const char *const *labels)
+{
+	size_t n = 0;
+
+	for (; labels && labels[n]; n++) {
+		if (n >= METRIC_MAX_LABELS || !metrics_label_name_valid(labels[n]) ||
+		    (type == METRIC_HISTOGRAM && !strcmp(labels[n], "le")))
+			return -1;
+		for (size_t j = 0; j < n; j++)
+			if (!strcmp(labels[j], labels[n]))
+				return -1;
+	}
+	return (int)n;
+}
+
+/* A histogram's bucket bounds: finite and increasing. A trailing +Inf is
+ * implied, so dropped from *n when the caller gave it. */
+static bool bounds_check(const double *bounds, size_t *n)
+{
+	if (*n && isinf(bounds[*n - 1]) && bounds[*n - 1] > 0)
+		(*n)--;
+	for (size_t i = 0; i < *n; i++)
+		if (!isfinite(bounds[i]) || (i && bounds[i] <= bounds[i - 1]))
+			return false;
+	return true;
+}
+
+/* Room in m's family array for one more (lock held). */
+static int fams_reserve(struct metrics *m)
+{
+	size_t cap = m->cap_fams ? m->cap_fams * 2 : 32;
+	struct metric **fams;
+
+	if (m->n_fams < m->cap_fams)
+		return 0;
+	fams = realloc(m->fams, cap * sizeof(*fams));
+	if (!fams)
+		return -ENOMEM;
+	m->fams = fams;
+	m->cap_fams = cap;
+	return 0;
+}
+
+/* f into m's families at pos, which keeps them sorted (lock held, room
+ * made). */
+static void family_insert(struct metrics *m, size_t pos, struct metric *f)
+{
+	f->m = m;
+	memmove(&m->fams[pos + 1], &m->fams[pos], (m->n_fams - pos) * sizeof(*m->fams));
+	m->fams[pos] = f;
+	m->n_fams++;
+}
+
 static struct metric *metrics_register(struct metrics *m, enum metric_type type, const char *name,
 				       const char *help, const char *const *labels,
 				       const double *bounds, size_t n_bounds)
 {
-	size_t n_labels = 0, pos;
+	int n_labels = labels_check(type, labels), err;
 	struct metric *f = NULL;
+	size_t pos;
 	bool found;
-	int err;
 
-	if (!m || !metrics_name_valid(name) || (help && !utf8_valid(help))) {
+	if (!m || !metrics_name_valid(name) || (help && !utf8_valid(help)) || n_labels < 0 ||
+	    (type == METRIC_HISTOGRAM && !bounds_check(bounds, &n_bounds))) {
 		errno = EINVAL;
 		return NULL;
 	}
-	for (; labels && labels[n_labels]; n_labels++) {
-		if (n_labels >= METRIC_MAX_LABELS || !metrics_label_name_valid(labels[n_labels]) ||
-		    (type == METRIC_HISTOGRAM && !strcmp(labels[n_labels], "le"))) {
-			errno = EINVAL;
-			return NULL;
-		}
-		for (size_t j = 0; j < n_labels; j++) {
-			if (!strcmp(labels[j], labels[n_labels])) {
-				errno = EINVAL;
-				return NULL;
-			}
-		}
-	}
-	if (type == METRIC_HISTOGRAM) {
-		/* A trailing +Inf is implied; drop it if the caller gave it. */
-		if (n_bounds && isinf(bounds[n_bounds - 1]) && bounds[n_bounds - 1] > 0)
-			n_bounds--;
-		for (size_t i = 0; i < n_bounds; i++) {
-			if (!isfinite(bounds[i]) || (i && bounds[i] <= bounds[i - 1])) {
-				errno = EINVAL;
-				return NULL;
-			}
-		}
-	}
-
 	pthread_mutex_lock(&m->lock);
 	if (om_name_clash(m, type, name)) {
 		err = -EEXIST;
@@ -277,38 +308,27 @@ static struct metric *metrics_register(struct metrics *m, enum metric_type type,
 	pos = family_find(m, name, &found);
 	if (found) {
 		f = m->fams[pos];
-		if (!family_same(f, type, labels, n_labels, bounds, n_bounds)) {
+		if (!family_same(f, type, labels, (size_t)n_labels, bounds, n_bounds)) {
 			f = NULL;
 			err = -EEXIST;
 		}
 		goto out_unlock;
 	}
-	if (m->n_fams == m->cap_fams) {
-		size_t cap = m->cap_fams ? m->cap_fams * 2 : 32;
-		struct metric **fams = realloc(m->fams, cap * sizeof(*fams));
-
-		if (!fams) {
-			err = -ENOMEM;
-			goto out_unlock;
-		}
-		m->fams = fams;
-		m->cap_fams = cap;
-	}
+	err = fams_reserve(m);
+	if (err)
+		goto out_unlock;
 	f = calloc(1, sizeof(*f));
 	if (!f) {
 		err = -ENOMEM;
 		goto out_unlock;
 	}
-	err = family_init(f, type, name, help, labels, n_labels, bounds, n_bounds);
+	err = family_init(f, type, name, help, labels, (size_t)n_labels, bounds, n_bounds);
 	if (err) {
 		family_free(f);
 		f = NULL;
 		goto out_unlock;
 	}
-	f->m = m;
-	memmove(&m->fams[pos + 1], &m->fams[pos], (m->n_fams - pos) * sizeof(*m->fams));
-	m->fams[pos] = f;
-	m->n_fams++;
+	family_insert(m, pos, f);
 out_unlock:
 	pthread_mutex_unlock(&m->lock);
 	if (!f)

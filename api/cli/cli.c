@@ -169,6 +169,53 @@ static size_t list_print(const struct opts *o, const char *path, const struct bo
 	return table_print(stdout, route, list, b->data, b->len, view, header, after_id, max_id);
 }
 
+/* The query parameters of a fetch (show, drops pcap), with the buffers of
+ * the items made from options. */
+struct fetch_query {
+	const char *q[MAX_PARAMS + 8];
+	size_t n;
+	char limit[64], until[80], since[80];
+};
+
+/* show()'s query: extra, the KEY=VALUE arguments, --limit, --until and
+ * the start (--since, or the last minute with --follow); the start is the
+ * last item when there is one. */
+static void show_query_build(const struct opts *o, const char *const *extra, size_t n_extra,
+			     struct fetch_query *sq)
+{
+	sq->n = 0;
+	for (size_t i = 0; i < n_extra; i++)
+		sq->q[sq->n++] = extra[i];
+	for (size_t i = 0; i < o->n_params; i++)
+		sq->q[sq->n++] = o->params[i];
+	if (o->limit) {
+		snprintf(sq->limit, sizeof(sq->limit), "limit=%s", o->limit);
+		sq->q[sq->n++] = sq->limit;
+	}
+	if (o->until) {
+		snprintf(sq->until, sizeof(sq->until), "end=%s", o->until);
+		sq->q[sq->n++] = sq->until;
+	}
+	if (o->since || o->follow) {
+		snprintf(sq->since, sizeof(sq->since), "start=%s", o->since ? o->since : "-1m");
+		sq->q[sq->n++] = sq->since;
+	}
+}
+
+/* -o json or -o protobuf: the answer as it came (JSON ending in a
+ * newline; protobuf never to a terminal). 0, or 1 after an error line. */
+static int show_raw(const struct opts *o, const struct body *b)
+{
+	if (o->output == OUT_PROTOBUF && isatty(1)) {
+		err_line("refusing to write protobuf to a terminal: redirect it");
+		return 1;
+	}
+	fwrite(b->data, 1, b->len, stdout);
+	if (o->output == OUT_JSON && b->len && b->data[b->len - 1] != '\n')
+		putchar('\n');
+	return 0;
+}
+
 /* Fetches and prints one route, with its own printer or (print NULL) as
  * the table GET /api/v1/schema describes; with --follow, polls it every
  * second and prints the rows newer than the newest printed. */
@@ -176,68 +223,30 @@ static int show(const struct opts *o, const char *path, const char *const *extra
 		print_fn print, bool history)
 {
 	struct table_view view = {0};
-	const char *q[MAX_PARAMS + 8];
-	char since[64];
-	size_t nq = 0;
+	struct fetch_query sq;
 	int64_t max_id = 0;
 	bool first = true;
 
 	if (o->follow && (o->output != OUT_TABLE || !history))
 		die_usage("--follow works on history tables (drops, mptcp events, ifs scans, "
 			  "cachefiles) with -o table");
-	for (size_t i = 0; i < n_extra; i++)
-		q[nq++] = extra[i];
-	for (size_t i = 0; i < o->n_params; i++)
-		q[nq++] = o->params[i];
-	if (o->limit) {
-		static char lim[64];
-
-		snprintf(lim, sizeof(lim), "limit=%s", o->limit);
-		q[nq++] = lim;
-	}
-	if (o->until) {
-		static char until[80];
-
-		snprintf(until, sizeof(until), "end=%s", o->until);
-		q[nq++] = until;
-	}
-	if (o->since) {
-		snprintf(since, sizeof(since), "start=%s", o->since);
-		q[nq++] = since;
-	} else if (o->follow) {
-		snprintf(since, sizeof(since), "start=-1m");
-		q[nq++] = since;
-	}
+	show_query_build(o, extra, n_extra, &sq);
 	for (;;) {
 		struct body b;
-		long code = http_call(o, path, q, nq, o->output == OUT_JSON, NULL, 0, &b);
+		long code = http_call(o, path, sq.q, sq.n, o->output == OUT_JSON, NULL, 0, &b);
 		size_t rows;
 
-		if (code < 0) {
-			free(b.data);
-			return 1;
-		}
-		if (code < 200 || code > 299) {
+		if (code >= 0 && (code < 200 || code > 299))
 			report_error(code, &b, o->output == OUT_JSON);
+		if (code < 200 || code > 299) {
 			free(b.data);
 			return 1;
 		}
-		if (o->output == OUT_JSON) {
-			fwrite(b.data, 1, b.len, stdout);
-			if (b.len && b.data[b.len - 1] != '\n')
-				putchar('\n');
+		if (o->output != OUT_TABLE) {
+			int rc = show_raw(o, &b);
+
 			free(b.data);
-			return 0;
-		}
-		if (o->output == OUT_PROTOBUF) {
-			if (isatty(1)) {
-				free(b.data);
-				err_line("refusing to write protobuf to a terminal: redirect it");
-				return 1;
-			}
-			fwrite(b.data, 1, b.len, stdout);
-			free(b.data);
-			return 0;
+			return rc;
 		}
 		if (print)
 			rows = print(&b, first, max_id, &max_id);
@@ -251,9 +260,7 @@ static int show(const struct opts *o, const char *path, const char *const *extra
 		fflush(stdout);
 		first = false;
 		/* next polls: only what is newer than the window's newest row */
-		snprintf(since, sizeof(since), "start=-%ds", 10 * FOLLOW_POLL);
-		if (!o->since)
-			q[nq - 1] = since;
+		snprintf(sq.since, sizeof(sq.since), "start=-%ds", 10 * FOLLOW_POLL);
 		sleep(FOLLOW_POLL);
 		if (stop)
 			return 0;
@@ -262,14 +269,34 @@ static int show(const struct opts *o, const char *path, const char *const *extra
 
 static void add_param(struct opts *o, const char *kv);
 
+/* drops pcap's query: the KEY=VALUE arguments, --limit (1000 with
+ * --follow), the start (--since, or the last minute with --follow) and
+ * --until. */
+static void pcap_query_build(const struct opts *o, struct fetch_query *sq)
+{
+	sq->n = 0;
+	for (size_t i = 0; i < o->n_params; i++)
+		sq->q[sq->n++] = o->params[i];
+	if (o->limit || o->follow) {
+		snprintf(sq->limit, sizeof(sq->limit), "limit=%s", o->limit ? o->limit : "1000");
+		sq->q[sq->n++] = sq->limit;
+	}
+	if (o->since || o->follow) {
+		snprintf(sq->since, sizeof(sq->since), "start=%s", o->since ? o->since : "-1m");
+		sq->q[sq->n++] = sq->since;
+	}
+	if (o->until) {
+		snprintf(sq->until, sizeof(sq->until), "end=%s", o->until);
+		sq->q[sq->n++] = sq->until;
+	}
+}
+
 /* drops pcap: the samples page as pcapng (the agent writes the file), to
  * stdout; filters and --since/--until/--limit as for drops. */
 static int cmd_drops_pcap(struct opts *o, int argc, char **argv)
 {
-	const char *q[MAX_PARAMS + 8];
-	char lim[64], since[80], until[80];
 	struct pcap_follow f = {0};
-	size_t nq = 0;
+	struct fetch_query sq;
 	int rc = 1;
 
 	if (isatty(1))
@@ -278,23 +305,11 @@ static int cmd_drops_pcap(struct opts *o, int argc, char **argv)
 		die_usage("drops pcap: --follow and --until do not go together");
 	for (int i = 0; i < argc; i++)
 		add_param(o, argv[i]);
-	for (size_t i = 0; i < o->n_params; i++)
-		q[nq++] = o->params[i];
-	snprintf(lim, sizeof(lim), "limit=%s", o->limit ? o->limit : "1000");
-	if (o->limit || o->follow)
-		q[nq++] = lim;
-	if (o->since || o->follow) {
-		snprintf(since, sizeof(since), "start=%s", o->since ? o->since : "-1m");
-		q[nq++] = since;
-	}
-	if (o->until) {
-		snprintf(until, sizeof(until), "end=%s", o->until);
-		q[nq++] = until;
-	}
+	pcap_query_build(o, &sq);
 	o->accept = "application/x-pcapng";
 	for (;;) {
 		struct body b;
-		long code = http_call(o, "/api/v1/drops/samples", q, nq, false, NULL, 0, &b);
+		long code = http_call(o, "/api/v1/drops/samples", sq.q, sq.n, false, NULL, 0, &b);
 
 		if (code < 0)
 			goto out;
@@ -321,7 +336,7 @@ static int cmd_drops_pcap(struct opts *o, int argc, char **argv)
 		if (!o->follow || stop)
 			break;
 		/* next polls: the last seconds, packets newer than those written */
-		snprintf(since, sizeof(since), "start=-%ds", 10 * FOLLOW_POLL);
+		snprintf(sq.since, sizeof(sq.since), "start=-%ds", 10 * FOLLOW_POLL);
 		sleep(FOLLOW_POLL);
 		if (stop)
 			break;
@@ -436,78 +451,70 @@ static int cmd_status(struct opts *o, int argc, char **argv)
 	return rc ? rc : status_ready(o);
 }
 
-/* "CPU" or "PKG:CORE" -> the request; test=... params choose the tests. */
-static int cmd_scan(struct opts *o, int argc, char **argv)
-{
-	Sysobs__V1__IfsScanRequest req = SYSOBS__V1__IFS_SCAN_REQUEST__INIT;
+/* scan's arguments: CPUs, PACKAGE:CORE pairs and test=... names, as the
+ * request refers to them. */
+struct scan_args {
+	Sysobs__V1__IfsScanRequest req;
 	Sysobs__V1__IfsCoreRef refs[64], *refp[64];
-	Sysobs__V1__IfsScanReply *rep;
 	int32_t cpus[64];
 	char *tests[8];
-	uint8_t buf[4096];
-	struct body b;
-	size_t len;
-	long code;
+};
 
-	if (o->follow || o->since)
-		die_usage("scan takes no --follow or --since");
+/* One "CPU" or "PKG:CORE" argument into a; a bad one exits 2. */
+static void scan_target_parse(struct scan_args *a, const char *arg)
+{
+	Sysobs__V1__IfsScanRequest *req = &a->req;
+	unsigned long pkg, core;
+	char *end;
+
+	errno = 0;
+	pkg = strtoul(arg, &end, 10);
+	if (end == arg || errno || pkg > 1u << 20)
+		die_usage("scan: '%s' is not a CPU number or PACKAGE:CORE", arg);
+	if (*end == ':') {
+		char *c = end + 1;
+
+		core = strtoul(c, &end, 10);
+		if (end == c || *end || core > 1u << 20 || req->n_cores == 64)
+			die_usage("scan: '%s' is not PACKAGE:CORE", arg);
+		sysobs__v1__ifs_core_ref__init(&a->refs[req->n_cores]);
+		a->refs[req->n_cores]._package_case = SYSOBS__V1__IFS_CORE_REF___PACKAGE_PACKAGE;
+		a->refs[req->n_cores].package = (uint32_t)pkg;
+		a->refs[req->n_cores].core = (uint32_t)core;
+		a->refp[req->n_cores] = &a->refs[req->n_cores];
+		req->n_cores++;
+	} else if (*end || req->n_cpus == 64) {
+		die_usage("scan: '%s' is not a CPU number or PACKAGE:CORE", arg);
+	} else {
+		a->cpus[req->n_cpus++] = (int32_t)pkg;
+	}
+}
+
+static void scan_args_parse(struct scan_args *a, int argc, char **argv)
+{
+	sysobs__v1__ifs_scan_request__init(&a->req);
 	for (int i = 0; i < argc; i++) {
-		unsigned long pkg, core;
-		char *end;
-
-		if (!strncmp(argv[i], "test=", 5)) {
-			if (req.n_tests == 8)
-				die_usage("too many tests");
-			tests[req.n_tests++] = argv[i] + 5;
+		if (strncmp(argv[i], "test=", 5)) {
+			scan_target_parse(a, argv[i]);
 			continue;
 		}
-		errno = 0;
-		pkg = strtoul(argv[i], &end, 10);
-		if (end == argv[i] || errno || pkg > 1u << 20)
-			die_usage("scan: '%s' is not a CPU number or PACKAGE:CORE", argv[i]);
-		if (*end == ':') {
-			char *c = end + 1;
-
-			core = strtoul(c, &end, 10);
-			if (end == c || *end || core > 1u << 20 || req.n_cores == 64)
-				die_usage("scan: '%s' is not PACKAGE:CORE", argv[i]);
-			sysobs__v1__ifs_core_ref__init(&refs[req.n_cores]);
-			refs[req.n_cores]._package_case =
-			    SYSOBS__V1__IFS_CORE_REF___PACKAGE_PACKAGE;
-			refs[req.n_cores].package = (uint32_t)pkg;
-			refs[req.n_cores].core = (uint32_t)core;
-			refp[req.n_cores] = &refs[req.n_cores];
-			req.n_cores++;
-		} else if (*end || req.n_cpus == 64) {
-			die_usage("scan: '%s' is not a CPU number or PACKAGE:CORE", argv[i]);
-		} else {
-			cpus[req.n_cpus++] = (int32_t)pkg;
-		}
+		if (a->req.n_tests == 8)
+			die_usage("too many tests");
+		a->tests[a->req.n_tests++] = argv[i] + 5;
 	}
-	if (!req.n_cpus && !req.n_cores)
+	if (!a->req.n_cpus && !a->req.n_cores)
 		die_usage("scan needs at least one CPU or PACKAGE:CORE");
-	req.cpus = cpus;
-	req.cores = refp;
-	req.tests = tests;
-	len = sysobs__v1__ifs_scan_request__get_packed_size(&req);
-	if (len > sizeof(buf))
-		die_usage("scan: request too large");
-	sysobs__v1__ifs_scan_request__pack(&req, buf);
-	code = http_call(o, "/api/v1/ifs/scans", NULL, 0, o->output == OUT_JSON, buf, len, &b);
-	if (code < 0)
-		return 1;
-	if (code < 200 || code > 299) {
-		report_error(code, &b, o->output == OUT_JSON);
-		free(b.data);
-		return 1;
-	}
-	if (o->output != OUT_TABLE) {
-		fwrite(b.data, 1, b.len, stdout);
-		free(b.data);
-		return 0;
-	}
-	rep = sysobs__v1__ifs_scan_reply__unpack(NULL, b.len, (const uint8_t *)b.data);
-	free(b.data);
+	a->req.cpus = a->cpus;
+	a->req.cores = a->refp;
+	a->req.tests = a->tests;
+}
+
+/* The agent's IfsScanReply as a table, and where to poll for results. */
+static int scan_reply_print(const struct body *b)
+{
+	Sysobs__V1__IfsScanReply *rep =
+	    sysobs__v1__ifs_scan_reply__unpack(NULL, b->len, (const uint8_t *)b->data);
+
 	if (!rep) {
 		err_line("cannot decode the agent's answer as IfsScanReply");
 		return 1;
@@ -520,6 +527,39 @@ static int cmd_scan(struct opts *o, int argc, char **argv)
 	printf("poll: %s\n", str(rep->poll));
 	sysobs__v1__ifs_scan_reply__free_unpacked(rep, NULL);
 	return 0;
+}
+
+/* "CPU" or "PKG:CORE" -> the request; test=... params choose the tests. */
+static int cmd_scan(struct opts *o, int argc, char **argv)
+{
+	struct scan_args a;
+	uint8_t buf[4096];
+	struct body b;
+	size_t len;
+	long code;
+	int rc;
+
+	if (o->follow || o->since)
+		die_usage("scan takes no --follow or --since");
+	scan_args_parse(&a, argc, argv);
+	len = sysobs__v1__ifs_scan_request__get_packed_size(&a.req);
+	if (len > sizeof(buf))
+		die_usage("scan: request too large");
+	sysobs__v1__ifs_scan_request__pack(&a.req, buf);
+	code = http_call(o, "/api/v1/ifs/scans", NULL, 0, o->output == OUT_JSON, buf, len, &b);
+	if (code < 0)
+		return 1;
+	if (code < 200 || code > 299) {
+		report_error(code, &b, o->output == OUT_JSON);
+		rc = 1;
+	} else if (o->output != OUT_TABLE) {
+		fwrite(b.data, 1, b.len, stdout);
+		rc = 0;
+	} else {
+		rc = scan_reply_print(&b);
+	}
+	free(b.data);
+	return rc;
 }
 
 static void add_param(struct opts *o, const char *kv)
@@ -653,25 +693,66 @@ enum {
 	OPT_STUCK
 };
 
-/* One option into o; --help and --version answer and exit, a bad value
- * exits 2 (die_usage). */
-static void parse_opt(struct opts *o, int opt)
+/* The options of the connection (--server, TLS, basic auth, --timeout)
+ * into o: false when opt is none of them. */
+static bool parse_conn_opt(struct opts *o, int opt)
 {
 	char *end;
 
 	switch (opt) {
 	case 's':
 		o->server = optarg;
-		break;
+		return true;
+	case OPT_CA:
+		o->ca_file = optarg;
+		return true;
+	case OPT_CERT:
+		o->cert_file = optarg;
+		return true;
+	case OPT_KEY:
+		o->key_file = optarg;
+		return true;
+	case OPT_INSECURE:
+		o->insecure = true;
+		return true;
+	case OPT_USER:
+		o->user = optarg;
+		return true;
+	case OPT_PWFILE:
+		o->password_file = optarg;
+		return true;
+	case OPT_TIMEOUT:
+		o->timeout_s = (unsigned)strtoul(optarg, &end, 10);
+		if (!o->timeout_s || *end || o->timeout_s > 3600)
+			die_usage("--timeout: expected 1..3600 seconds, not '%s'", optarg);
+		return true;
+	default:
+		return false;
+	}
+}
+
+static enum output output_parse(const char *s)
+{
+	if (!strcmp(s, "table"))
+		return OUT_TABLE;
+	if (!strcmp(s, "json"))
+		return OUT_JSON;
+	if (!strcmp(s, "protobuf"))
+		return OUT_PROTOBUF;
+	die_usage("-o: expected table, json or protobuf, not '%s'", s);
+}
+
+/* One option into o; --help and --version answer and exit, a bad value
+ * exits 2 (die_usage). */
+static void parse_opt(struct opts *o, int opt)
+{
+	char *end;
+
+	if (parse_conn_opt(o, opt))
+		return;
+	switch (opt) {
 	case 'o':
-		if (!strcmp(optarg, "table"))
-			o->output = OUT_TABLE;
-		else if (!strcmp(optarg, "json"))
-			o->output = OUT_JSON;
-		else if (!strcmp(optarg, "protobuf"))
-			o->output = OUT_PROTOBUF;
-		else
-			die_usage("-o: expected table, json or protobuf, not '%s'", optarg);
+		o->output = output_parse(optarg);
 		break;
 	case OPT_SINCE:
 		o->since = optarg;
@@ -690,31 +771,8 @@ static void parse_opt(struct opts *o, int opt)
 	case 'f':
 		o->follow = true;
 		break;
-	case OPT_CA:
-		o->ca_file = optarg;
-		break;
-	case OPT_CERT:
-		o->cert_file = optarg;
-		break;
-	case OPT_KEY:
-		o->key_file = optarg;
-		break;
-	case OPT_INSECURE:
-		o->insecure = true;
-		break;
-	case OPT_USER:
-		o->user = optarg;
-		break;
-	case OPT_PWFILE:
-		o->password_file = optarg;
-		break;
 	case OPT_STUCK:
 		o->stuck_after = optarg;
-		break;
-	case OPT_TIMEOUT:
-		o->timeout_s = (unsigned)strtoul(optarg, &end, 10);
-		if (!o->timeout_s || *end || o->timeout_s > 3600)
-			die_usage("--timeout: expected 1..3600 seconds, not '%s'", optarg);
 		break;
 	case 'h':
 		usage(stdout);

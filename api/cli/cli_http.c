@@ -63,28 +63,12 @@ static void url_add(CURL *c, char *url, size_t size, const char *key, const char
 	curl_free(v);
 }
 
-/*
- * One request: GET (or POST with a protobuf body) server+path with the
- * query parameters; the body lands in *out. Returns the HTTP status, or -1
- * after a one-line transport error.
- */
-long http_call(const struct opts *o, const char *path, const char *const *query, size_t n_query,
-	       bool json, const void *post, size_t post_len, struct body *out)
+/* server+path and the query's "key=value" items (escaped; items without
+ * '=' dropped) into url. */
+static void url_build(CURL *c, char *url, size_t size, const char *server, const char *path,
+		      const char *const *query, size_t n_query)
 {
-	char url[8192], errbuf[CURL_ERROR_SIZE] = "", pw[1024], auth[1280];
-	struct curl_slist *hdr = NULL;
-	long code = -1;
-	CURLcode rc;
-	CURL *c;
-
-	out->data = NULL;
-	out->len = 0;
-	c = curl_easy_init();
-	if (!c) {
-		err_line("cannot initialise libcurl");
-		return -1;
-	}
-	snprintf(url, sizeof(url), "%s%s", o->server, path);
+	snprintf(url, size, "%s%s", server, path);
 	for (size_t i = 0; i < n_query; i++) {
 		char kv[2048], *eq;
 
@@ -93,8 +77,15 @@ long http_call(const struct opts *o, const char *path, const char *const *query,
 		if (!eq)
 			continue;
 		*eq = '\0';
-		url_add(c, url, sizeof(url), kv, eq + 1);
+		url_add(c, url, size, kv, eq + 1);
 	}
+}
+
+/* Accept (--accept, else JSON or protobuf), and Content-Type for a POST. */
+static struct curl_slist *headers_build(const struct opts *o, bool json, bool post)
+{
+	struct curl_slist *hdr = NULL;
+
 	if (o->accept) {
 		char accept[128];
 
@@ -106,16 +97,12 @@ long http_call(const struct opts *o, const char *path, const char *const *query,
 	}
 	if (post)
 		hdr = curl_slist_append(hdr, "Content-Type: application/x-protobuf");
-	curl_easy_setopt(c, CURLOPT_URL, url);
-	curl_easy_setopt(c, CURLOPT_HTTPHEADER, hdr);
-	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, body_write);
-	curl_easy_setopt(c, CURLOPT_WRITEDATA, out);
-	curl_easy_setopt(c, CURLOPT_ERRORBUFFER, errbuf);
-	curl_easy_setopt(c, CURLOPT_TIMEOUT, (long)o->timeout_s);
-	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
-	curl_easy_setopt(c, CURLOPT_ACCEPT_ENCODING, "");
-	curl_easy_setopt(c, CURLOPT_USERAGENT, "sysobs/" SYSOBS_VERSION);
+	return hdr;
+}
+
+/* The CA, client certificate and key, and --insecure. */
+static void tls_set(CURL *c, const struct opts *o)
+{
 	if (o->ca_file)
 		curl_easy_setopt(c, CURLOPT_CAINFO, o->ca_file);
 	if (o->cert_file)
@@ -126,26 +113,69 @@ long http_call(const struct opts *o, const char *path, const char *const *query,
 		curl_easy_setopt(c, CURLOPT_SSL_VERIFYPEER, 0L);
 		curl_easy_setopt(c, CURLOPT_SSL_VERIFYHOST, 0L);
 	}
-	if (o->user) {
-		int e = o->password_file ? read_password(o->password_file, pw, sizeof(pw)) : 0;
+}
 
-		if (e) {
-			err_line("cannot read %s: %s", o->password_file, strerror(-e));
-			goto out;
-		}
-		if (!o->password_file)
-			pw[0] = '\0';
-		snprintf(auth, sizeof(auth), "%s:%s", o->user, pw);
-		curl_easy_setopt(c, CURLOPT_HTTPAUTH, CURLAUTH_BASIC);
-		curl_easy_setopt(c, CURLOPT_USERPWD, auth);
-		memset(pw, 0, sizeof(pw));
+/* Basic auth as "user:password" in auth (the password from
+ * --password-file, else empty); the caller clears auth after the request.
+ * 0, or -1 after an error line. */
+static int auth_set(CURL *c, const struct opts *o, char *auth, size_t size)
+{
+	char pw[1024] = "";
+	int e = o->password_file ? read_password(o->password_file, pw, sizeof(pw)) : 0;
+
+	if (e) {
+		err_line("cannot read %s: %s", o->password_file, strerror(-e));
+		return -1;
 	}
+	snprintf(auth, size, "%s:%s", o->user, pw);
+	curl_easy_setopt(c, CURLOPT_HTTPAUTH, CURLAUTH_BASIC);
+	curl_easy_setopt(c, CURLOPT_USERPWD, auth);
+	explicit_bzero(pw, sizeof(pw));
+	return 0;
+}
+
+/*
+ * One request: GET (or POST with a protobuf body) server+path with the
+ * query parameters; the body lands in *out. Returns the HTTP status, or -1
+ * after a one-line transport error.
+ */
+long http_call(const struct opts *o, const char *path, const char *const *query, size_t n_query,
+	       bool json, const void *post, size_t post_len, struct body *out)
+{
+	char url[8192], errbuf[CURL_ERROR_SIZE] = "", auth[1280] = "";
+	struct curl_slist *hdr;
+	long code = -1;
+	CURLcode rc;
+	CURL *c;
+
+	out->data = NULL;
+	out->len = 0;
+	c = curl_easy_init();
+	if (!c) {
+		err_line("cannot initialise libcurl");
+		return -1;
+	}
+	url_build(c, url, sizeof(url), o->server, path, query, n_query);
+	hdr = headers_build(o, json, post != NULL);
+	curl_easy_setopt(c, CURLOPT_URL, url);
+	curl_easy_setopt(c, CURLOPT_HTTPHEADER, hdr);
+	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, body_write);
+	curl_easy_setopt(c, CURLOPT_WRITEDATA, out);
+	curl_easy_setopt(c, CURLOPT_ERRORBUFFER, errbuf);
+	curl_easy_setopt(c, CURLOPT_TIMEOUT, (long)o->timeout_s);
+	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
+	curl_easy_setopt(c, CURLOPT_ACCEPT_ENCODING, "");
+	curl_easy_setopt(c, CURLOPT_USERAGENT, "sysobs/" SYSOBS_VERSION);
+	tls_set(c, o);
+	if (o->user && auth_set(c, o, auth, sizeof(auth)))
+		goto out;
 	if (post) {
 		curl_easy_setopt(c, CURLOPT_POSTFIELDS, post);
 		curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE, (long)post_len);
 	}
 	rc = curl_easy_perform(c);
-	memset(auth, 0, sizeof(auth));
+	explicit_bzero(auth, sizeof(auth));
 	if (rc != CURLE_OK) {
 		err_line("%s: %s", url, errbuf[0] ? errbuf : curl_easy_strerror(rc));
 		goto out;
