@@ -562,7 +562,10 @@ static int drops_init(struct collector *c)
 	if (st->ksyms_fd >= 0)
 		st->ksyms = drops_ksyms_read_fd(st->ksyms_fd);
 	if (cfg->record[0] && (err = drops_record_open(st, cfg->record)))
-		return collector_config_error(c, "record", "cannot create it: %s", strerror(-err));
+		return collector_config_error(c, "record", "cannot create it: %s%s", strerror(-err),
+					      err == -EEXIST ? " (a recording never writes over a "
+							       "file: move it or name another)"
+							     : "");
 	return 0;
 }
 

@@ -59,7 +59,8 @@ const struct cfg_key drops_cfg_keys[] = {
     DROPS_KEY(kallsyms, CFG_STRING, "/proc/kallsyms", 0, 0, "kernel symbols naming drop locations"),
     DROPS_KEY(record, CFG_STRING, "", 0, 0,
 	      "write what the kernel gives the collector (reason names, sampled records, the "
-	      "counters of each collect) to this file, for replay (docs/drops.md)"),
+	      "counters of each collect) to this file, for replay (docs/drops.md); a new or empty "
+	      "file, never written over"),
     DROPS_KEY(replay, CFG_STRING, "", 0, 0,
 	      "run on a recording (record = FILE) instead of the kernel: no BPF, cgroups or "
 	      "namespace list, the recorded reason names and symbols; the first collect replays "

@@ -325,19 +325,28 @@ struct drops_rec_writer *drops_rec_create(const char *path, uint32_t ncpus)
 {
 	struct drops_rec_writer *w = calloc(1, sizeof(*w));
 	uint32_t hdr[2] = {DROPS_REC_VERSION, ncpus};
+	int fd = -1, e;
+	struct stat sb;
 
 	if (!w)
 		return NULL;
-	w->f = fopen(path, "wbe");
-	if (!w->f || fwrite(DROPS_REC_MAGIC, 8, 1, w->f) != 1 ||
-	    fwrite(hdr, sizeof(hdr), 1, w->f) != 1 || fflush(w->f)) {
-		int e = errno;
-
-		drops_rec_close(w);
-		errno = e;
-		return NULL;
+	fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+	if (fd >= 0 && !fstat(fd, &sb) && sb.st_size > 0) {
+		errno = EEXIST; /* never over what is there */
+		goto fail;
 	}
+	w->f = fd >= 0 ? fdopen(fd, "wb") : NULL;
+	if (!w->f || fwrite(DROPS_REC_MAGIC, 8, 1, w->f) != 1 ||
+	    fwrite(hdr, sizeof(hdr), 1, w->f) != 1 || fflush(w->f))
+		goto fail;
 	return w;
+fail:
+	e = errno;
+	if (!w->f && fd >= 0)
+		close(fd);
+	drops_rec_close(w);
+	errno = e;
+	return NULL;
 }
 
 /* One record of up to three parts. */

@@ -89,7 +89,9 @@ void drops_rec_free(struct drops_rec *r); /* accepts a zeroed r */
 
 struct drops_rec_writer;
 
-/* Creates (truncates) path and writes the header. NULL with errno. */
+/* Creates path (mode 0600: samples hold packet headers) and writes the
+ * header; an existing empty file is taken, anything else is never written
+ * over (EEXIST). NULL with errno. */
 struct drops_rec_writer *drops_rec_create(const char *path, uint32_t ncpus);
 int drops_rec_reason(struct drops_rec_writer *w, uint32_t value, const char *name);
 int drops_rec_ksym(struct drops_rec_writer *w, const char *line);

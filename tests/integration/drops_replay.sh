@@ -11,7 +11,8 @@
 #     stop the agent with exit status 2 and a message naming the file's
 #     key and what is wrong where; the file is left as it was;
 #  3. the keys that cannot go together: record with replay, replay with
-#     container_label or pod_label; and a record file that cannot be made.
+#     container_label or pod_label; a record file that cannot be made, and
+#     one that exists with something in it (never written over: left as is).
 source "$(dirname "$0")/lib.sh"
 
 need_root
@@ -62,4 +63,7 @@ refused_cfg "collector.drops.replay=$REC" "collector.drops.record=$T/x.rec" \
 refused_cfg "collector.drops.replay=$REC" collector.drops.container_label=true \
 	"a replay has neither"
 refused_cfg "collector.drops.record=$T/no/such/dir/x.rec" "cannot create it: No such file or directory"
-pass "record and replay: bpftrace's counts come back from the replay; 6 bad recordings and 3 bad configs refused with their reason"
+cp "$REC" "$T/kept.rec"
+refused_cfg "collector.drops.record=$T/kept.rec" "cannot create it: File exists (a recording never writes over"
+cmp -s "$REC" "$T/kept.rec" || fail "the existing file named by record was changed"
+pass "record and replay: bpftrace's counts come back from the replay; 6 bad recordings and 4 bad configs refused with their reason"

@@ -43,8 +43,8 @@ static int teardown(void **state)
 	return 0;
 }
 
-/* One of each record: a reason, a sample, a value of each map, a symbol,
- * the collect. */
+/* One of each record (path is empty, as mkstemp made it): a reason, a sample, a value of each map,
+ * a symbol, the collect. */
 static void write_one_of_each(void)
 {
 	struct drops_rec_writer *w = drops_rec_create(path, NCPUS);
@@ -236,7 +236,9 @@ static void test_duplicate_key(void **state)
 	drops_rec_close(w);
 	assert_int_equal(drops_rec_load(&r, path, err, sizeof(err)), 0);
 	drops_rec_free(&r);
+	assert_int_equal(truncate(path, 0), 0); /* a recording is not written over */
 	w = drops_rec_create(path, NCPUS);
+	assert_non_null(w);
 	drops_rec_map(w, DROPS_MAP_STATS, &stat, sizeof(stat), v, sizeof(v));
 	drops_rec_map(w, DROPS_MAP_STATS, &stat, sizeof(stat), v, sizeof(v));
 	drops_rec_collect(w, 1);
@@ -253,6 +255,22 @@ static void test_writer_errors(void **state)
 	assert_int_equal(errno, ENOENT);
 }
 
+/* A file with something in it is never written over. */
+static void test_never_overwrites(void **state)
+{
+	struct drops_rec r;
+	char err[256];
+
+	(void)state;
+	write_one_of_each();
+	errno = 0;
+	assert_null(drops_rec_create(path, NCPUS));
+	assert_int_equal(errno, EEXIST);
+	assert_int_equal(drops_rec_load(&r, path, err, sizeof(err)), 0);
+	assert_int_equal(r.n, 7); /* as it was */
+	drops_rec_free(&r);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -262,6 +280,7 @@ int main(void)
 	    cmocka_unit_test(test_ksym_line),
 	    cmocka_unit_test_setup_teardown(test_duplicate_key, setup, teardown),
 	    cmocka_unit_test(test_writer_errors),
+	    cmocka_unit_test_setup_teardown(test_never_overwrites, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
