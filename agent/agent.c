@@ -433,7 +433,7 @@ static int start_store(struct agent *a)
 		log_err("agent", "%s", err);
 		return 2;
 	}
-	if (events_export_attach(a->exp, a->store))
+	if (events_export_attach(a->exp, a->store) || am_export_attach(a->am, a->store))
 		return 1;
 	if (store_start(a->store)) {
 		log_err("store", "cannot start the writer thread");
