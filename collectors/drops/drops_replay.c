@@ -9,7 +9,8 @@
  * collect replays the file: per COLLECT record, the samples received before
  * it go through drops_on_sample() as the ring buffer's would, then the
  * counters recorded with it go through drops_collect_once() via
- * drops_source_replay, as the live maps' would.
+ * drops_source_replay, as the live maps' would. Then the file is freed: the
+ * collects after it find nothing new.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -219,6 +220,16 @@ int drops_replay_collect(struct collector *c, struct drops_state *st)
 			err = drops_collect_once(c, st);
 			rp->lo = rp->pos;
 		}
+	}
+	if (!err && rp->rec.n) {
+		/* all replayed: the names and symbols were copied at init, so the
+		 * file (up to the reader's cap) need not stay for the agent's life */
+		clog_info(c, "replayed %s: %zu samples, %zu collects", st->cfg->replay,
+			  rp->rec.nsamples, rp->rec.ncollects);
+		drops_rec_free(&rp->rec);
+		free(rp->taken);
+		rp->taken = NULL;
+		rp->pos = rp->lo = rp->hi = rp->next = 0;
 	}
 	return err;
 }
