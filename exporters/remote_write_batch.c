@@ -16,6 +16,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "base/buf.h"
 #include "base/lazylib.h"
 #include "metrics/hist_blob.h"
 #include "exporters/remote_write.h"
@@ -283,20 +284,6 @@ static int rw_order_cmp(const void *a, const void *b, void *arg)
 	return x < y ? -1 : x > y;
 }
 
-static int rw_grow(uint8_t **p, size_t *cap, size_t need)
-{
-	uint8_t *n;
-
-	if (*cap >= need)
-		return 0;
-	n = realloc(*p, need);
-	if (!n)
-		return -ENOMEM;
-	*p = n;
-	*cap = need;
-	return 0;
-}
-
 /* The labels of one series on the wire: __name__, its own, then every
  * external label it does not have; sorted. */
 static int rw_series_labels(struct rw_batch *b, const struct rw_series *s,
@@ -428,8 +415,8 @@ static int rw_batch_pack(struct rw_batch *b, const struct lazylib_snappy *sn,
 	size_t packed = prometheus__write_request__get_packed_size(wr);
 	size_t zlen = sn->max_compressed_length(packed);
 
-	if (rw_grow(&b->pb, &b->pb_cap, packed ? packed : 1) ||
-	    rw_grow(&b->body, &b->body_cap, zlen))
+	if (bytes_reserve(&b->pb, &b->pb_cap, packed ? packed : 1) ||
+	    bytes_reserve(&b->body, &b->body_cap, zlen))
 		return -ENOMEM;
 	prometheus__write_request__pack(wr, b->pb);
 	if (sn->compress((const char *)b->pb, packed, (char *)b->body, &zlen) != SNAPPY_OK)
