@@ -177,12 +177,62 @@ static unsigned reload_sections_diff(const struct config *run, const struct conf
  * error by error and changes nothing; every key is checked in the files, as
  * at start, whether or not a flag overrides it. The running config is kept
  * as it was, so the next reload compares with what actually runs. */
+/* The values the command line set (no line in the file, not the default)
+ * carried into the reloaded configuration: a reload does not undo a flag.
+ * -1, logged, when one no longer fits. */
+static int reload_keep_flags(const struct agent *a, struct agent *fresh)
+{
+	for (size_t i = 0; i < a->cfg.n_sections; i++) {
+		const struct cfg_section *sec = &a->cfg.sections[i];
+
+		for (const struct cfg_key *k = sec->keys; k && k->key; k++) {
+			const char *v = cfg_get(sec, k->key);
+
+			if (cfg_line(sec, k->key) == 0 && strcmp(v, k->def ? k->def : "") &&
+			    cfg_set(&fresh->cfg, sec->name, k->key, v)) {
+				log_err("agent", "SIGHUP: %s; nothing changed", fresh->cfg.err);
+				return -1;
+			}
+		}
+	}
+	return 0;
+}
+
+/* Each key whose value the reload changes, logged as applied (a live key)
+ * or as needing a restart; the count of the latter. */
+static unsigned reload_keys_diff(const struct agent *a, const struct agent *fresh)
+{
+	unsigned restart = 0;
+
+	for (size_t i = 0; i < a->cfg.n_sections; i++) {
+		const struct cfg_section *sec = &a->cfg.sections[i];
+		const struct cfg_section *nsec = cfg_section(&fresh->cfg, sec->name);
+
+		for (const struct cfg_key *k = sec->keys; nsec && k && k->key; k++) {
+			const char *was = cfg_get(sec, k->key), *now = cfg_get(nsec, k->key);
+
+			if (!was || !now || !strcmp(was, now))
+				continue;
+			if (reload_key_is_live(sec->name, k->key)) {
+				log_info("agent", "SIGHUP: [%s] %s = %s applied", sec->name, k->key,
+					 now);
+				continue;
+			}
+			restart++;
+			log_warn("agent",
+				 "SIGHUP: [%s] %s changed (\"%s\" -> \"%s\"): needs a restart",
+				 sec->name, k->key, was, now);
+		}
+	}
+	return restart;
+}
+
 static void agent_reload(struct agent *a)
 {
 	struct agent fresh = {0};
 	enum log_level lvl;
 	enum log_format fmt;
-	unsigned restart = 0;
+	unsigned restart;
 	int bad;
 
 	/* The certificate first, config file or not: a renewed one is what a
@@ -203,45 +253,15 @@ static void agent_reload(struct agent *a)
 		reload_errors_log(&fresh.cfg);
 		goto out;
 	}
-	for (size_t i = 0; i < a->cfg.n_sections; i++) {
-		const struct cfg_section *sec = &a->cfg.sections[i];
-
-		for (const struct cfg_key *k = sec->keys; k && k->key; k++) {
-			const char *v = cfg_get(sec, k->key);
-
-			if (cfg_line(sec, k->key) == 0 && strcmp(v, k->def ? k->def : "") &&
-			    cfg_set(&fresh.cfg, sec->name, k->key, v)) {
-				log_err("agent", "SIGHUP: %s; nothing changed", fresh.cfg.err);
-				goto out;
-			}
-		}
-	}
+	if (reload_keep_flags(a, &fresh))
+		goto out;
 	if (agent_log_config(&fresh.cfg, &lvl, &fmt)) {
 		log_err("agent", "SIGHUP: %s; nothing changed", fresh.cfg.err);
 		goto out;
 	}
 	log_set_level(lvl);
 	log_set_format(fmt);
-	for (size_t i = 0; i < a->cfg.n_sections; i++) {
-		const struct cfg_section *sec = &a->cfg.sections[i];
-		const struct cfg_section *nsec = cfg_section(&fresh.cfg, sec->name);
-
-		for (const struct cfg_key *k = sec->keys; nsec && k && k->key; k++) {
-			const char *was = cfg_get(sec, k->key), *now = cfg_get(nsec, k->key);
-
-			if (!was || !now || !strcmp(was, now))
-				continue;
-			if (reload_key_is_live(sec->name, k->key)) {
-				log_info("agent", "SIGHUP: [%s] %s = %s applied", sec->name, k->key,
-					 now);
-				continue;
-			}
-			restart++;
-			log_warn("agent",
-				 "SIGHUP: [%s] %s changed (\"%s\" -> \"%s\"): needs a restart",
-				 sec->name, k->key, was, now);
-		}
-	}
+	restart = reload_keys_diff(a, &fresh);
 	restart += reload_sections_diff(&a->cfg, &fresh.cfg);
 	log_info("agent",
 		 "SIGHUP: reloaded %s (log_level %s, log_format %s); %u change%s need%s a "
@@ -433,7 +453,7 @@ static int start_store(struct agent *a)
 		log_err("agent", "%s", err);
 		return 2;
 	}
-	if (events_export_attach(a->exp, a->store))
+	if (events_export_attach(a->exp, a->store) || am_export_attach(a->am, a->store))
 		return 1;
 	if (store_start(a->store)) {
 		log_err("store", "cannot start the writer thread");

@@ -159,6 +159,62 @@ struct cmdline {
 	bool print_config, check_config;
 };
 
+/* The flags that stand for a configuration key, and the key. */
+static const struct {
+	int opt;
+	const char *section, *key;
+} option_keys[] = {
+    {'u', "agent", "user"},
+    {'l', "http", "listen"},
+    {'d', "storage", "path"},
+    {'L', "agent", "log_level"},
+    {OPT_SYSFS_ROOT, "agent", "sysfs_root"},
+    {OPT_WEB_CONFIG, "http", "web_config_file"},
+};
+
+/* Flag opt with argument arg: a configuration key's value kept as an
+ * override, or one of the flags that are not keys. -1 to go on, else the
+ * exit status. */
+static int parse_option(int opt, char *arg, struct cmdline *cl)
+{
+	for (size_t i = 0; i < sizeof(option_keys) / sizeof(option_keys[0]); i++) {
+		if (option_keys[i].opt != opt)
+			continue;
+		cl->overrides[cl->n_over++] =
+		    (struct override){option_keys[i].section, option_keys[i].key, arg};
+		if (cl->n_over == sizeof(cl->overrides) / sizeof(cl->overrides[0])) {
+			fprintf(stderr, "sysobsd: too many options\n");
+			return 2;
+		}
+		return -1;
+	}
+	switch (opt) {
+	case 'c':
+		cl->config = arg;
+		return -1;
+	case OPT_PORT_FILE:
+		cl->port_file = arg;
+		return -1;
+	case OPT_PRINT_CONFIG:
+		cl->print_config = true;
+		return -1;
+	case OPT_CHECK_CONFIG:
+		cl->check_config = true;
+		return -1;
+	case OPT_CLICKHOUSE_DDL:
+		return agent_print_clickhouse_ddl(arg, stdout) ? 1 : 0;
+	case 'h':
+		usage(stdout);
+		return 0;
+	case 'V':
+		version();
+		return 0;
+	default:
+		usage(stderr);
+		return 2;
+	}
+}
+
 /* -1 to go on, else the exit status (--help, --version, a usage error,
  * --print-clickhouse-ddl). */
 static int parse_args(int argc, char **argv, struct cmdline *cl)
@@ -179,57 +235,12 @@ static int parse_args(int argc, char **argv, struct cmdline *cl)
 	    {"version", no_argument, NULL, 'V'},
 	    {0},
 	};
-	struct override *o = cl->overrides;
-	int opt;
+	int opt, rc;
 
 	while ((opt = getopt_long(argc, argv, "c:l:d:L:u:hV", opts, NULL)) != -1) {
-		switch (opt) {
-		case 'u':
-			o[cl->n_over++] = (struct override){"agent", "user", optarg};
-			break;
-		case 'c':
-			cl->config = optarg;
-			break;
-		case 'l':
-			o[cl->n_over++] = (struct override){"http", "listen", optarg};
-			break;
-		case 'd':
-			o[cl->n_over++] = (struct override){"storage", "path", optarg};
-			break;
-		case 'L':
-			o[cl->n_over++] = (struct override){"agent", "log_level", optarg};
-			break;
-		case OPT_SYSFS_ROOT:
-			o[cl->n_over++] = (struct override){"agent", "sysfs_root", optarg};
-			break;
-		case OPT_WEB_CONFIG:
-			o[cl->n_over++] = (struct override){"http", "web_config_file", optarg};
-			break;
-		case OPT_PORT_FILE:
-			cl->port_file = optarg;
-			break;
-		case OPT_PRINT_CONFIG:
-			cl->print_config = true;
-			break;
-		case OPT_CHECK_CONFIG:
-			cl->check_config = true;
-			break;
-		case OPT_CLICKHOUSE_DDL:
-			return agent_print_clickhouse_ddl(optarg, stdout) ? 1 : 0;
-		case 'h':
-			usage(stdout);
-			return 0;
-		case 'V':
-			version();
-			return 0;
-		default:
-			usage(stderr);
-			return 2;
-		}
-		if (cl->n_over == sizeof(cl->overrides) / sizeof(cl->overrides[0])) {
-			fprintf(stderr, "sysobsd: too many options\n");
-			return 2;
-		}
+		rc = parse_option(opt, optarg, cl);
+		if (rc >= 0)
+			return rc;
 	}
 	if (optind < argc) {
 		fprintf(stderr, "sysobsd: unexpected argument '%s'\n", argv[optind]);

@@ -369,6 +369,64 @@ static void pod_unlink(struct names *n, struct pod_entry *e)
 
 /* Sandboxes as listed: new ones get their netns asked for (outside the
  * lock), gone ones leave. */
+/* The entry of sandbox s, made if new, marked seen, with the pod's name,
+ * namespace and uid (its labels, else its metadata); a stopped sandbox's
+ * netns is closed and its inode free, so it is forgotten. Under n->lock;
+ * -ENOMEM. */
+static int pod_update(struct names *n, Runtime__V1__PodSandbox *s)
+{
+	Runtime__V1__PodSandboxMetadata *md = s->metadata;
+	struct pod_entry *e = pod_find(n, s->id);
+
+	if (!e) {
+		e = calloc(1, sizeof(*e));
+		if (!e)
+			return -ENOMEM;
+		snprintf(e->id, sizeof(e->id), "%s", s->id);
+		hash_add(&n->pods, &e->node, str_hash(e->id));
+	}
+	e->seen = true;
+	snprintf(e->p.pod, sizeof(e->p.pod), "%s",
+		 label_or(s->labels, s->n_labels, "io.kubernetes.pod.name", md ? md->name : NULL));
+	snprintf(e->p.pod_namespace, sizeof(e->p.pod_namespace), "%s",
+		 label_or(s->labels, s->n_labels, "io.kubernetes.pod.namespace",
+			  md ? md->namespace_ : NULL));
+	snprintf(e->p.pod_uid, sizeof(e->p.pod_uid), "%s",
+		 label_or(s->labels, s->n_labels, "io.kubernetes.pod.uid", md ? md->uid : NULL));
+	if (s->state != RUNTIME__V1__POD_SANDBOX_STATE__SANDBOX_READY && e->netns) {
+		hash_del(&n->by_netns, &e->nsnode);
+		e->netns = 0;
+	}
+	return 0;
+}
+
+/* The network namespace of ready sandbox id, asked of the runtime once,
+ * without the lock held while it answers. */
+static void pod_netns_ask(struct names *n, const char *id)
+{
+	struct pod_entry *e;
+	bool ask;
+	uint32_t ino;
+
+	pthread_mutex_lock(&n->lock);
+	e = pod_find(n, id);
+	ask = e && !e->status_done;
+	pthread_mutex_unlock(&n->lock);
+	if (!ask)
+		return;
+	ino = sandbox_netns(n, id);
+	pthread_mutex_lock(&n->lock);
+	e = pod_find(n, id);
+	if (e && !e->status_done) {
+		e->status_done = true;
+		if (ino && !netns_find(n, ino)) {
+			e->netns = ino;
+			hash_add(&n->by_netns, &e->nsnode, ino_hash(ino));
+		}
+	}
+	pthread_mutex_unlock(&n->lock);
+}
+
 static void pods_apply(struct names *n, Runtime__V1__ListPodSandboxResponse *r)
 {
 	struct hash_node *x, *tmp;
@@ -379,34 +437,11 @@ static void pods_apply(struct names *n, Runtime__V1__ListPodSandboxResponse *r)
 		hash_entry(x, struct pod_entry, node)->seen = false;
 	for (size_t k = 0; k < r->n_items; k++) {
 		Runtime__V1__PodSandbox *s = r->items[k];
-		Runtime__V1__PodSandboxMetadata *md = s->metadata;
-		struct pod_entry *e;
 
 		if (!s->id || strlen(s->id) > CTR_ID_LEN)
 			continue;
-		e = pod_find(n, s->id);
-		if (!e) {
-			e = calloc(1, sizeof(*e));
-			if (!e)
-				break;
-			snprintf(e->id, sizeof(e->id), "%s", s->id);
-			hash_add(&n->pods, &e->node, str_hash(e->id));
-		}
-		e->seen = true;
-		snprintf(e->p.pod, sizeof(e->p.pod), "%s",
-			 label_or(s->labels, s->n_labels, "io.kubernetes.pod.name",
-				  md ? md->name : NULL));
-		snprintf(e->p.pod_namespace, sizeof(e->p.pod_namespace), "%s",
-			 label_or(s->labels, s->n_labels, "io.kubernetes.pod.namespace",
-				  md ? md->namespace_ : NULL));
-		snprintf(
-		    e->p.pod_uid, sizeof(e->p.pod_uid), "%s",
-		    label_or(s->labels, s->n_labels, "io.kubernetes.pod.uid", md ? md->uid : NULL));
-		/* a stopped sandbox's netns is closed: its inode is free */
-		if (s->state != RUNTIME__V1__POD_SANDBOX_STATE__SANDBOX_READY && e->netns) {
-			hash_del(&n->by_netns, &e->nsnode);
-			e->netns = 0;
-		}
+		if (pod_update(n, s))
+			break;
 	}
 	hash_for_each_safe(&n->pods, i, x, tmp) {
 		struct pod_entry *e = hash_entry(x, struct pod_entry, node);
@@ -419,29 +454,9 @@ static void pods_apply(struct names *n, Runtime__V1__ListPodSandboxResponse *r)
 	/* the network namespaces of ready sandboxes not asked for yet */
 	for (size_t k = 0; k < r->n_items; k++) {
 		Runtime__V1__PodSandbox *s = r->items[k];
-		struct pod_entry *e;
-		bool ask;
-		uint32_t ino;
 
-		if (!s->id || s->state != RUNTIME__V1__POD_SANDBOX_STATE__SANDBOX_READY)
-			continue;
-		pthread_mutex_lock(&n->lock);
-		e = pod_find(n, s->id);
-		ask = e && !e->status_done;
-		pthread_mutex_unlock(&n->lock);
-		if (!ask)
-			continue;
-		ino = sandbox_netns(n, s->id);
-		pthread_mutex_lock(&n->lock);
-		e = pod_find(n, s->id);
-		if (e && !e->status_done) {
-			e->status_done = true;
-			if (ino && !netns_find(n, ino)) {
-				e->netns = ino;
-				hash_add(&n->by_netns, &e->nsnode, ino_hash(ino));
-			}
-		}
-		pthread_mutex_unlock(&n->lock);
+		if (s->id && s->state == RUNTIME__V1__POD_SANDBOX_STATE__SANDBOX_READY)
+			pod_netns_ask(n, s->id);
 	}
 }
 

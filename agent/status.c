@@ -4,9 +4,9 @@
  * landing page). Runs on HTTP threads while the main thread may change a
  * collector's state: fields are copied with relaxed atomic loads, so an
  * answer may mix an old and a new value but never reads a torn integer, and
- * a reason is always NUL-terminated. The event exporters' destinations and
- * remote_write (GET /api/v1/export, /readyz) are copied under each sender's
- * lock (sender_status_get()).
+ * a reason is always NUL-terminated. The event exporters' destinations,
+ * remote_write and the Alertmanager push (GET /api/v1/export, /readyz) are
+ * copied under each sender's lock (sender_status_get()).
  */
 #include <stdio.h>
 #include <string.h>
@@ -16,6 +16,7 @@
 #include "agent/status.h"
 #include "collectors/collector.h"
 #include "api/proto/pbmsg.h"
+#include "exporters/alertmanager.h"
 #include "exporters/events.h"
 #include "exporters/remote_write.h"
 
@@ -130,19 +131,22 @@ Sysobs__V1__ExportList *agent_exports_status(void *arg, struct arena *ar)
 	const struct agent *a = arg;
 	Sysobs__V1__ExportList *l = arena_alloc(ar, sizeof(*l));
 	size_t n = events_export_count(a->exp), n_rw = remote_write_count(a->rw);
+	size_t n_am = a->am ? 1 : 0;
 	struct export_status st;
 
 	if (!l)
 		return NULL;
 	sysobs__v1__export_list__init(l);
-	l->data = arena_alloc(ar, (n + n_rw + 1) * sizeof(*l->data));
+	l->data = arena_alloc(ar, (n + n_rw + n_am + 1) * sizeof(*l->data));
 	if (!l->data)
 		return NULL;
-	for (size_t i = 0; i < n + n_rw; i++) {
+	for (size_t i = 0; i < n + n_rw + n_am; i++) {
 		if (i < n)
 			events_export_status(a->exp, i, &st);
-		else
+		else if (i < n + n_rw)
 			remote_write_status(a->rw, i - n, &st);
+		else
+			am_export_status(a->am, &st);
 		l->data[i] = export_status(&st, ar);
 		if (!l->data[i])
 			return NULL;

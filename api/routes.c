@@ -264,7 +264,7 @@ static double ts_seconds(const Google__Protobuf__Timestamp *t)
  * Why destination d is not ready at now (unix s) into why, or false when it
  * is: rows pending whose oldest is older than stuck_after (an outage, a
  * receiver too slow), or a row lost for good in the last stuck_after
- * (refused, too old, deleted unsent). Pure: tests/unit/test_readiness.c.
+ * (refused, too old, deleted unsent). Pure: tests/unit/test_export_health.c.
  */
 bool export_problem(const Sysobs__V1__ExportDestination *d, double now, double stuck_after,
 		    char *why, size_t len)
@@ -276,10 +276,13 @@ bool export_problem(const Sysobs__V1__ExportDestination *d, double now, double s
 	if (ok_ago >= 0)
 		snprintf(ago, sizeof(ago), "%.0f s ago", ok_ago);
 	if (d->pending_rows && d->lag_seconds > stuck_after) {
+		/* the Alertmanager push holds alerts, the others rows */
+		bool alerts = d->format && !strcmp(d->format, "alertmanager");
+
 		snprintf(why, len,
-			 "stuck: %llu rows pending, the oldest %.0f s old; last success %s%s%s",
-			 (unsigned long long)d->pending_rows, d->lag_seconds, ago,
-			 *d->last_error ? "; " : "", d->last_error);
+			 "stuck: %llu %s pending, the oldest %.0f s old; last success %s%s%s",
+			 (unsigned long long)d->pending_rows, alerts ? "alerts" : "rows",
+			 d->lag_seconds, ago, *d->last_error ? "; " : "", d->last_error);
 		return true;
 	}
 	if (loss_ago >= 0 && loss_ago < stuck_after) {

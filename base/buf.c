@@ -132,3 +132,17 @@ void *array_grow(void *arr, size_t *cap, size_t n, size_t size, size_t first_cap
 		*cap = c;
 	return arr;
 }
+
+int bytes_reserve(uint8_t **p, size_t *cap, size_t need)
+{
+	uint8_t *n;
+
+	if (*cap >= need)
+		return 0;
+	n = realloc(*p, need);
+	if (!n)
+		return -ENOMEM;
+	*p = n;
+	*cap = need;
+	return 0;
+}

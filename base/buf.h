@@ -12,6 +12,7 @@
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 struct buf {
 	char *p;	 /* malloc'ed, NUL-terminated; NULL until the first append */
@@ -41,5 +42,10 @@ void buf_free(struct buf *b);
  *   p = array_grow(v, &cap, n, sizeof(*v), 64); if (!p) ...; v = p;
  */
 void *array_grow(void *arr, size_t *cap, size_t n, size_t size, size_t first_cap);
+
+/* A byte area *p of *cap bytes with room for need: kept while it fits, else
+ * reallocated to exactly need (for areas sized once per message, such as an
+ * encoder's output). 0, or -ENOMEM with *p and *cap as they were. */
+int bytes_reserve(uint8_t **p, size_t *cap, size_t need);
 
 #endif

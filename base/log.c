@@ -106,10 +106,80 @@ static void log_put(char *buf, size_t size, size_t *n, const char *s)
 		*n = *n + (size_t)k < size ? *n + (size_t)k : size - 1;
 }
 
+/* The fields of one line; ts is NULL under journald, which stamps lines. */
+struct log_fields {
+	const char *ts, *level, *component, *msg;
+};
+
+/* wall_ns as an RFC 3339 UTC time with milliseconds. */
+static void log_timestamp(int64_t wall_ns, char *ts, size_t len)
+{
+	time_t sec = (time_t)(wall_ns / 1000000000);
+	struct tm tm;
+
+	gmtime_r(&sec, &tm);
+	snprintf(ts, len, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900, tm.tm_mon + 1,
+		 tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
+		 (int)(wall_ns % 1000000000 / 1000000));
+}
+
+static void log_line_logfmt(char *buf, size_t size, size_t *n, const struct log_fields *f)
+{
+	if (f->ts) {
+		log_put(buf, size, n, "ts=");
+		log_put(buf, size, n, f->ts);
+		log_put(buf, size, n, " ");
+	}
+	log_put(buf, size, n, "level=");
+	log_put(buf, size, n, f->level);
+	log_put(buf, size, n, " component=");
+	log_put_escaped(buf, size, n, LOG_FMT_LOGFMT, f->component);
+	log_put(buf, size, n, " msg=\"");
+	log_put_escaped(buf, size, n, LOG_FMT_LOGFMT, f->msg);
+	log_put(buf, size, n, "\"");
+}
+
+static void log_line_json(char *buf, size_t size, size_t *n, const struct log_fields *f)
+{
+	log_put(buf, size, n, "{");
+	if (f->ts) {
+		log_put(buf, size, n, "\"ts\":\"");
+		log_put(buf, size, n, f->ts);
+		log_put(buf, size, n, "\",");
+	}
+	log_put(buf, size, n, "\"level\":\"");
+	log_put(buf, size, n, f->level);
+	log_put(buf, size, n, "\",\"component\":\"");
+	log_put_escaped(buf, size, n, LOG_FMT_JSON, f->component);
+	log_put(buf, size, n, "\",\"msg\":\"");
+	log_put_escaped(buf, size, n, LOG_FMT_JSON, f->msg);
+	/* a cut message still closes its string and object */
+	if (*n + 3 >= size)
+		*n = size - 3;
+	buf[(*n)++] = '"';
+	buf[(*n)++] = '}';
+	buf[*n] = '\0';
+}
+
+static void log_line_text(char *buf, size_t size, size_t *n, const struct log_fields *f)
+{
+	if (f->ts) {
+		log_put(buf, size, n, f->ts);
+		log_put(buf, size, n, " ");
+		*n += (size_t)snprintf(buf + *n, size - *n, "%-5s ", f->level);
+		if (*n >= size)
+			*n = size - 1;
+	}
+	log_put(buf, size, n, f->component);
+	log_put(buf, size, n, ": ");
+	log_put(buf, size, n, f->msg);
+}
+
 size_t log_format_line(char *buf, size_t size, enum log_format fmt, bool journal, int64_t wall_ns,
 		       enum log_level lvl, const char *component, const char *msg)
 {
 	char ts[40] = "", prio[8] = "";
+	struct log_fields f = {.msg = msg};
 	size_t n = 0;
 
 	if (size < 16) {
@@ -120,68 +190,21 @@ size_t log_format_line(char *buf, size_t size, enum log_format fmt, bool journal
 	buf[0] = '\0';
 	if ((unsigned)lvl > LOG_LVL_DEBUG)
 		lvl = LOG_LVL_DEBUG;
-	if (!component)
-		component = "agent";
+	f.level = log_level_names[lvl];
+	f.component = component ? component : "agent";
 	if (journal) {
 		snprintf(prio, sizeof(prio), "<%d>", level_prio[lvl]);
 	} else {
-		time_t sec = (time_t)(wall_ns / 1000000000);
-		struct tm tm;
-
-		gmtime_r(&sec, &tm);
-		snprintf(ts, sizeof(ts), "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900,
-			 tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
-			 (int)(wall_ns % 1000000000 / 1000000));
+		log_timestamp(wall_ns, ts, sizeof(ts));
+		f.ts = ts;
 	}
 	log_put(buf, size, &n, prio);
-	switch (fmt) {
-	case LOG_FMT_LOGFMT:
-		if (!journal) {
-			log_put(buf, size, &n, "ts=");
-			log_put(buf, size, &n, ts);
-			log_put(buf, size, &n, " ");
-		}
-		log_put(buf, size, &n, "level=");
-		log_put(buf, size, &n, log_level_names[lvl]);
-		log_put(buf, size, &n, " component=");
-		log_put_escaped(buf, size, &n, fmt, component);
-		log_put(buf, size, &n, " msg=\"");
-		log_put_escaped(buf, size, &n, fmt, msg);
-		log_put(buf, size, &n, "\"");
-		break;
-	case LOG_FMT_JSON:
-		log_put(buf, size, &n, "{");
-		if (!journal) {
-			log_put(buf, size, &n, "\"ts\":\"");
-			log_put(buf, size, &n, ts);
-			log_put(buf, size, &n, "\",");
-		}
-		log_put(buf, size, &n, "\"level\":\"");
-		log_put(buf, size, &n, log_level_names[lvl]);
-		log_put(buf, size, &n, "\",\"component\":\"");
-		log_put_escaped(buf, size, &n, fmt, component);
-		log_put(buf, size, &n, "\",\"msg\":\"");
-		log_put_escaped(buf, size, &n, fmt, msg);
-		/* a cut message still closes its string and object */
-		if (n + 3 >= size)
-			n = size - 3;
-		buf[n++] = '"';
-		buf[n++] = '}';
-		buf[n] = '\0';
-		break;
-	default:
-		if (!journal) {
-			log_put(buf, size, &n, ts);
-			log_put(buf, size, &n, " ");
-			n += (size_t)snprintf(buf + n, size - n, "%-5s ", log_level_names[lvl]);
-			if (n >= size)
-				n = size - 1;
-		}
-		log_put(buf, size, &n, component);
-		log_put(buf, size, &n, ": ");
-		log_put(buf, size, &n, msg);
-		break;
-	}
+	if (fmt == LOG_FMT_LOGFMT)
+		log_line_logfmt(buf, size, &n, &f);
+	else if (fmt == LOG_FMT_JSON)
+		log_line_json(buf, size, &n, &f);
+	else
+		log_line_text(buf, size, &n, &f);
 	return n;
 }
 

@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: MIT
 /*
- * The Alertmanager v2 push (see alertmanager.h) on the shared sender.
- * The alert table lives under the sender's lock (s->mu), which also wakes
- * its thread (s->cv) when an alert changes.
+ * The Alertmanager v2 push (see alertmanager.h): its config, fire and
+ * resolve, its thread. Its turns are the exporters' turn loop's
+ * (alertmanager_turn.c); the alerts it holds are kept durable in the store
+ * (alertmanager_state.c). The alert table lives under the sender's lock
+ * (s->mu), which also wakes its thread (s->cv) when an alert changes.
  */
 #include <ctype.h>
 #include <errno.h>
@@ -16,27 +18,9 @@
 #include "base/lazylib.h"
 #include "base/log.h"
 #include "base/timeutil.h"
-#include "exporters/alertmanager.h"
-#include "exporters/sender.h"
+#include "exporters/alertmanager_internal.h"
 #include "metrics/metrics.h"
-
-#define MS_NS	       1000000LL
-#define AM_DESTINATION "alertmanager"
-
-struct alert {
-	char key[64];
-	json_t *labels, *annotations;
-	int64_t starts_ns, ends_ns; /* ends_ns 0 = firing */
-	int64_t due;		    /* next send, on the turn's clock */
-	uint64_t version;	    /* bumped by fire/resolve */
-	uint64_t sent_version;	    /* version in the POST in flight */
-	bool in_flight;
-};
-
-/* [alertmanager]: the sender's keys (TLS, auth, time limit, backoff). */
-struct am_config {
-	struct sender_config http;
-};
+#include "storage/store_samples.h"
 
 static const struct cfg_key am_sender_keys[] = {
     SENDER_KEYS(struct am_config, http,
@@ -63,20 +47,6 @@ int am_export_declare(struct config *cfg)
 				k->def = timing[i][1];
 	return cfg_declare(cfg, AM_SECTION_OWN, am_keys);
 }
-
-struct am_export {
-	struct sender s;
-	struct am_config c;
-	char *post_url;
-	json_t *extra;
-	int64_t resend_ns;
-	bool kick; /* under s.mu: an alert changed, the thread turns now */
-	struct alert *alerts;
-	size_t n;
-	struct am_stats stats;
-	struct metric_series *posts[2], *firing; /* ok, failed */
-	struct log_ratelimit rl;
-};
 
 void am_format_time(int64_t ns, char *buf, size_t len)
 {
@@ -256,156 +226,24 @@ int am_export_new(struct config *cfg, bool read_files, struct am_export **out)
 	if (am_check(cfg, url_sec, url_key, am->c.http.url, labels) ||
 	    am_resend_ms(sec, &resend_ms))
 		goto out_free;
-	am->resend_ns = (int64_t)resend_ms * MS_NS;
+	am->resend_ns = (int64_t)resend_ms * AM_MS_NS;
 	am->extra = json_object();
 	err = am->extra ? am_sender_setup(cfg, am, read_files) : -ENOMEM;
 	if (err)
 		goto out_free;
 	am_labels_parse(labels, label_set, am->extra);
+	am->turn = (struct turn){.ops = &am_turn_ops,
+				 .ctx = am,
+				 .snd = &am->s,
+				 .section = AM_SECTION_OWN,
+				 .unit = "alerts",
+				 .rl_fail = &am->rl};
 	*out = am;
 	return 0;
 
 out_free:
 	am_export_free(am);
 	return err;
-}
-
-static json_t *alert_json(const struct am_export *am, const struct alert *al)
-{
-	json_t *o = json_object(), *labels = json_deep_copy(al->labels);
-	char t[40];
-
-	json_object_update_missing(labels, am->extra);
-	json_object_set_new(o, "labels", labels);
-	json_object_set(o, "annotations", al->annotations);
-	am_format_time(al->starts_ns, t, sizeof(t));
-	json_object_set_new(o, "startsAt", json_string(t));
-	if (al->ends_ns) {
-		am_format_time(al->ends_ns, t, sizeof(t));
-		json_object_set_new(o, "endsAt", json_string(t));
-	}
-	return o;
-}
-
-/* The due alerts as one JSON array, marked in flight (s.mu held); NULL
- * when none is due. *next: when the next of the others is. */
-static char *batch_take(struct am_export *am, int64_t now, int64_t *next)
-{
-	json_t *batch = json_array();
-	char *body = NULL;
-
-	*next = INT64_MAX;
-	for (size_t i = 0; i < am->n; i++) {
-		struct alert *al = &am->alerts[i];
-
-		if (al->due <= now) {
-			json_array_append_new(batch, alert_json(am, al));
-			al->in_flight = true;
-			al->sent_version = al->version;
-		} else if (al->due < *next) {
-			*next = al->due;
-		}
-	}
-	if (json_array_size(batch))
-		body = json_dumps(batch, JSON_COMPACT);
-	json_decref(batch);
-	return body;
-}
-
-static void alert_forget(struct am_export *am, size_t i)
-{
-	struct alert *al = &am->alerts[i];
-
-	json_decref(al->labels);
-	json_decref(al->annotations);
-	memmove(al, al + 1, (am->n - i - 1) * sizeof(*al));
-	am->n--;
-}
-
-/* The verdict on the POST applied to the alerts it carried (s.mu held):
- * retry_ns > 0 after SENDER_RETRY. */
-static void batch_done(struct am_export *am, enum sender_verdict v, int64_t now, int64_t retry_ns)
-{
-	for (size_t i = 0; i < am->n;) {
-		struct alert *al = &am->alerts[i];
-
-		if (!al->in_flight || al->version != al->sent_version) {
-			/* not sent, or fired/resolved during the POST: send the new state */
-			al->in_flight = false;
-			i++;
-			continue;
-		}
-		al->in_flight = false;
-		if (v == SENDER_RETRY || v == SENDER_STOPPED) {
-			al->due = now + retry_ns;
-		} else if (al->ends_ns) {
-			alert_forget(am, i); /* resolution delivered (or refused) */
-			continue;
-		} else {
-			al->due = now + am->resend_ns;
-		}
-		i++;
-	}
-	am->stats.firing = 0;
-	for (size_t i = 0; i < am->n; i++)
-		am->stats.firing += !am->alerts[i].ends_ns;
-}
-
-/* The answer logged (rate-limited) when it is not a success. */
-static void post_log(struct am_export *am, enum sender_verdict v)
-{
-	char why[160];
-
-	if (v == SENDER_SENT) {
-		sender_recovered(&am->s);
-		return;
-	}
-	if (!am->s.status) {
-		log_ratelimited(&am->rl, 60000, LOG_LVL_WARN, "alertmanager",
-				"alertmanager push to %s failed: %s", am->post_url,
-				am->s.errbuf[0] ? am->s.errbuf : "no answer");
-		sender_status_error(&am->s, "%s", am->s.errbuf);
-		return;
-	}
-	am_reply(am->s.status, am->s.resp, am->s.resp_len, why, sizeof(why));
-	log_ratelimited(&am->rl, 60000, LOG_LVL_WARN, "alertmanager",
-			"alertmanager push to %s failed: HTTP %ld: %s", am->post_url, am->s.status,
-			why);
-	sender_status_error(&am->s, "HTTP %ld: %s", am->s.status, why);
-}
-
-int64_t am_export_turn(struct am_export *am, int64_t now_ns)
-{
-	enum sender_verdict v;
-	int64_t next, retry_ns = 0;
-	char *body;
-
-	pthread_mutex_lock(&am->s.mu);
-	am->kick = false;
-	body = batch_take(am, now_ns, &next);
-	pthread_mutex_unlock(&am->s.mu);
-	if (!body)
-		return next;
-	/* The network call runs unlocked: fire/resolve never wait on it. */
-	v = sender_post(&am->s, body, strlen(body), false);
-	free(body);
-	post_log(am, v);
-	if (v == SENDER_RETRY)
-		retry_ns = (int64_t)sender_retry_wait(&am->s) * MS_NS;
-	if (v == SENDER_SENT)
-		sender_status_sent(&am->s, 1, true);
-	pthread_mutex_lock(&am->s.mu);
-	if (v == SENDER_SENT)
-		am->stats.posts_ok++;
-	else
-		am->stats.posts_failed++;
-	batch_done(am, v, now_ns, retry_ns);
-	next = INT64_MAX;
-	for (size_t i = 0; i < am->n; i++)
-		if (am->alerts[i].due < next)
-			next = am->alerts[i].due;
-	pthread_mutex_unlock(&am->s.mu);
-	return next;
 }
 
 /* The counts into the registry's series (after each turn). */
@@ -482,6 +320,8 @@ void am_export_free(struct am_export *am)
 		json_decref(am->alerts[i].annotations);
 	}
 	free(am->alerts);
+	free(am->body);
+	store_cursor_close(am->cur);
 	json_decref(am->extra);
 	free(am->post_url);
 	free(am);
@@ -521,11 +361,27 @@ static struct alert *alert_add(struct am_export *am, const char *key)
 	return al;
 }
 
-/* The alert is due now: the thread wakes (s.mu held). */
+void am_alert_drop(struct am_export *am, size_t i)
+{
+	struct alert *al = &am->alerts[i];
+
+	json_decref(al->labels);
+	json_decref(al->annotations);
+	memmove(al, al + 1, (am->n - i - 1) * sizeof(*al));
+	am->n--;
+}
+
+/* The alert's new state is due now, to store and to send: the thread
+ * wakes (s.mu held). */
 static void alert_kick(struct am_export *am, struct alert *al)
 {
 	al->due = INT64_MIN;
 	al->version++;
+	al->gone = false;
+	al->dirty = true;
+	al->changed = true;
+	if (!al->pending_ns)
+		al->pending_ns = clock_wall_ns();
 	am->kick = true;
 	pthread_cond_signal(&am->s.cv);
 }
@@ -587,4 +443,9 @@ void am_export_stats(struct am_export *am, struct am_stats *out)
 	pthread_mutex_lock(&am->s.mu);
 	*out = am->stats;
 	pthread_mutex_unlock(&am->s.mu);
+}
+
+void am_export_status(struct am_export *am, struct export_status *st)
+{
+	sender_status_get(&am->s, st);
 }

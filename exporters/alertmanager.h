@@ -8,13 +8,16 @@
  * resolves an alert by itself after resolve_timeout without updates); a
  * resolved one is sent once with endsAt and then forgotten.
  *
- * The request goes through the shared sender (exporters/sender.h): its
- * libcurl handle, its verdict (2xx sent; 400 and 422, Alertmanager's
- * verdict on the alerts themselves, refused: a resolved alert is then
- * forgotten, a firing one waits for its next resend; every other answer and
- * transport errors retried after the sender's backoff or Retry-After), no
- * gzip (Alertmanager does not take it). Its own thread; fire and resolve
- * only update a table under a lock and never wait for the network.
+ * The request goes through the shared sender (exporters/sender.h) and the
+ * exporters' turn loop (exporters/turn.h): its libcurl handle, its verdict
+ * (2xx sent; 400 and 422, Alertmanager's verdict on the alerts themselves,
+ * refused and counted lost: a resolved alert is then forgotten, a firing
+ * one waits for its next resend; every other answer and transport errors
+ * retried after the sender's backoff or Retry-After), its counters and
+ * status (GET /api/v1/export, /readyz), no gzip (Alertmanager does not
+ * take it). Its own thread; fire and resolve only update a table under a
+ * lock and never wait for the network or the disk. The alerts it holds are
+ * kept in the store (am_export_attach()) and survive a restart.
  *
  * Config: [alertmanager], the sender's keys (url, TLS, auth, timeout,
  * backoff), its url defaulting to [collector.ifs] alertmanager_url, the
@@ -32,6 +35,7 @@
 
 struct am_export;
 struct metrics;
+struct store;
 
 /* One label or annotation of an alert. */
 struct am_pair {
@@ -56,6 +60,11 @@ int am_export_declare(struct config *cfg);
  * as sender_check(). 0 or -EINVAL, -ENOMEM.
  */
 int am_export_new(struct config *cfg, bool read_files, struct am_export **out);
+/* The alerts it held before a restart back from the store, and the store
+ * keeping them from now on (alertmanager_state.c): before the collectors
+ * start. Without it they are kept in memory only. NULL am ok. 0 or -EIO,
+ * -ENOMEM (logged). */
+int am_export_attach(struct am_export *am, struct store *s);
 /* Registers its metrics in m (NULL: none) and starts its thread. NULL ok. */
 int am_export_start(struct am_export *am, struct metrics *m);
 /* Stops the thread (a request in flight gets the sender's grace) and frees.
@@ -78,12 +87,18 @@ struct am_stats {
 	unsigned firing;
 };
 void am_export_stats(struct am_export *am, struct am_stats *out);
+/* Its status as every destination's (GET /api/v1/export, /readyz): pending
+ * is the alerts whose state Alertmanager has not taken yet. Any thread. */
+struct export_status;
+void am_export_status(struct am_export *am, struct export_status *st);
 
 /* ---- the turn, for the thread and for tests (an injected clock) ---- */
 
-/* Sends, in one POST, every alert due at now_ns (CLOCK_MONOTONIC or a
- * test's clock) and applies the verdict. Returns when the next one is due
- * (INT64_MAX: none). Not concurrently with itself. */
+/* One turn of the exporters' loop (turn_run()): stores what changed, sends
+ * in one POST every alert due at now_ns (CLOCK_MONOTONIC or a test's clock),
+ * applies the verdict (a retry: nothing is sent before the backoff ends).
+ * Returns when the next send is due (INT64_MAX: none). Not concurrently
+ * with itself. */
 int64_t am_export_turn(struct am_export *am, int64_t now_ns);
 
 /* ---- pure parts (unit-tested) ---- */

@@ -245,6 +245,55 @@ static void otlp_logfmt_text(struct buf *b, const char *s, size_t n)
 }
 
 /* One row's record: body, attributes, times, severity, event name. */
+/* One column in the record's logfmt body: name=value, space-separated. */
+static void otlp_body_column(struct buf *body, const char *name, const struct col_value *cv)
+{
+	char num[32];
+
+	if (body->len)
+		buf_putc(body, ' ');
+	buf_puts(body, name);
+	buf_putc(body, '=');
+	switch (cv->kind) {
+	case COLV_INT:
+		buf_printf(body, "%" PRId64, cv->i);
+		break;
+	case COLV_UINT:
+		buf_printf(body, "%" PRIu64, cv->u);
+		break;
+	case COLV_BOOL:
+		buf_puts(body, cv->i ? "true" : "false");
+		break;
+	case COLV_REAL:
+		otlp_double_text(cv->d, num, sizeof(num));
+		buf_puts(body, num);
+		break;
+	default:
+		otlp_logfmt_text(body, cv->s, cv->len);
+		break;
+	}
+}
+
+/* One column's attributes, appended at rec->attributes[*k]: the value under
+ * its semantic-convention name if it has one (k8s.pod.name, container.id,
+ * ...; the body keeps ours), then a network namespace's name. */
+static int otlp_column_attrs(struct arena *a, const struct event_column *c,
+			     const struct col_value *cv, otlp_record *rec, size_t *k)
+{
+	char name[256];
+
+	rec->attributes[*k] = otlp_kv_new(a, c->otel ? c->otel : c->name, otlp_any_column(a, cv));
+	if (!rec->attributes[(*k)++])
+		return -ENOMEM;
+	if (export_netns_name(c, cv, name, sizeof(name))) {
+		rec->attributes[*k] =
+		    otlp_kv_new(a, EXPORT_NETNS_NAME, otlp_any_string(a, name, strlen(name)));
+		if (!rec->attributes[(*k)++])
+			return -ENOMEM;
+	}
+	return 0;
+}
+
 static int otlp_record_fill(struct arena *a, const struct export_row *r, struct buf *body,
 			    otlp_record *rec)
 {
@@ -275,47 +324,14 @@ static int otlp_record_fill(struct arena *a, const struct export_row *r, struct 
 		return -ENOMEM;
 	body->len = 0;
 	for (size_t i = 0; i < ncols; i++) {
-		const struct event_column *c = &t->cols[i];
 		struct col_value cv;
-		char num[32], name[256];
 
-		col_value(c, r->row, &cv);
+		col_value(&t->cols[i], r->row, &cv);
 		if (cv.kind == COLV_NULL || cv.kind == COLV_BLOB) /* packet bytes stay home */
 			continue;
-		/* a column with a semantic-convention name goes by it
-		 * (k8s.pod.name, container.id, ...); the body keeps ours */
-		rec->attributes[k] =
-		    otlp_kv_new(a, c->otel ? c->otel : c->name, otlp_any_column(a, &cv));
-		if (!rec->attributes[k++])
+		if (otlp_column_attrs(a, &t->cols[i], &cv, rec, &k))
 			return -ENOMEM;
-		if (export_netns_name(c, &cv, name, sizeof(name))) {
-			rec->attributes[k] = otlp_kv_new(a, EXPORT_NETNS_NAME,
-							 otlp_any_string(a, name, strlen(name)));
-			if (!rec->attributes[k++])
-				return -ENOMEM;
-		}
-		if (body->len)
-			buf_putc(body, ' ');
-		buf_puts(body, c->name);
-		buf_putc(body, '=');
-		switch (cv.kind) {
-		case COLV_INT:
-			buf_printf(body, "%" PRId64, cv.i);
-			break;
-		case COLV_UINT:
-			buf_printf(body, "%" PRIu64, cv.u);
-			break;
-		case COLV_BOOL:
-			buf_puts(body, cv.i ? "true" : "false");
-			break;
-		case COLV_REAL:
-			otlp_double_text(cv.d, num, sizeof(num));
-			buf_puts(body, num);
-			break;
-		default:
-			otlp_logfmt_text(body, cv.s, cv.len);
-			break;
-		}
+		otlp_body_column(body, t->cols[i].name, &cv);
 	}
 	rec->n_attributes = k;
 	if (body->oom)

@@ -16,6 +16,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "base/buf.h"
 #include "base/lazylib.h"
 #include "metrics/hist_blob.h"
 #include "exporters/remote_write.h"
@@ -283,20 +284,6 @@ static int rw_order_cmp(const void *a, const void *b, void *arg)
 	return x < y ? -1 : x > y;
 }
 
-static int rw_grow(uint8_t **p, size_t *cap, size_t need)
-{
-	uint8_t *n;
-
-	if (*cap >= need)
-		return 0;
-	n = realloc(*p, need);
-	if (!n)
-		return -ENOMEM;
-	*p = n;
-	*cap = need;
-	return 0;
-}
-
 /* The labels of one series on the wire: __name__, its own, then every
  * external label it does not have; sorted. */
 static int rw_series_labels(struct rw_batch *b, const struct rw_series *s,
@@ -333,30 +320,40 @@ static int rw_series_labels(struct rw_batch *b, const struct rw_series *s,
 	return 0;
 }
 
-int rw_batch_encode(struct rw_batch *b, const struct rw_label *ext, size_t n_ext, size_t *n_samples)
-{
-	Prometheus__WriteRequest wr = PROMETHEUS__WRITE_REQUEST__INIT;
-	/* Loaded by remote_write's config check (base/lazylib.h). */
-	const struct lazylib_snappy *sn = lazylib_snappy(NULL);
+/* The arrays of one encoding, in the batch's arena: a row order, then per
+ * series its TimeSeries, and the samples and histograms of all series, each
+ * series' run from where the previous one ended (k, nh). */
+struct rw_enc {
+	uint32_t *order;
 	Prometheus__TimeSeries *ts, **tsp;
 	Prometheus__Sample *sm, **smp;
 	Prometheus__Histogram **hp;
-	uint32_t *order;
-	size_t off = 0, k = 0, nh = 0, packed, zlen;
+	size_t k, nh;
+};
 
-	*n_samples = 0;
-	if (!sn)
-		return -ENOENT;
-	b->body_len = 0;
-	order = arena_alloc(&b->arena, (b->n_rows ? b->n_rows : 1) * sizeof(*order));
-	ts = arena_alloc(&b->arena, (b->n_series ? b->n_series : 1) * sizeof(*ts));
-	tsp = arena_alloc(&b->arena, (b->n_series ? b->n_series : 1) * sizeof(*tsp));
-	sm = arena_alloc(&b->arena, (b->n_rows ? b->n_rows : 1) * sizeof(*sm));
-	smp = arena_alloc(&b->arena, (b->n_rows ? b->n_rows : 1) * sizeof(*smp));
-	hp = arena_alloc(&b->arena, (b->n_rows ? b->n_rows : 1) * sizeof(*hp));
-	if (!order || !ts || !tsp || !sm || !smp || !hp)
+static int rw_enc_alloc(struct rw_batch *b, struct rw_enc *e)
+{
+	size_t rows = b->n_rows ? b->n_rows : 1, series = b->n_series ? b->n_series : 1;
+
+	memset(e, 0, sizeof(*e));
+	e->order = arena_alloc(&b->arena, rows * sizeof(*e->order));
+	e->ts = arena_alloc(&b->arena, series * sizeof(*e->ts));
+	e->tsp = arena_alloc(&b->arena, series * sizeof(*e->tsp));
+	e->sm = arena_alloc(&b->arena, rows * sizeof(*e->sm));
+	e->smp = arena_alloc(&b->arena, rows * sizeof(*e->smp));
+	e->hp = arena_alloc(&b->arena, rows * sizeof(*e->hp));
+	if (!e->order || !e->ts || !e->tsp || !e->sm || !e->smp || !e->hp)
 		return -ENOMEM;
-	/* Rows by series, commit order within each (a counting sort). */
+	return 0;
+}
+
+/* Rows by series, commit order within each (a counting sort), then each
+ * series' rows in timestamp order: snapshots commit in time order, a clock
+ * step back is what would break it, and the spec wants timestamp order. */
+static void rw_batch_order(struct rw_batch *b, uint32_t *order)
+{
+	size_t off = 0;
+
 	for (size_t i = 0; i < b->n_series; i++) {
 		b->series[i].start = off;
 		off += b->series[i].count;
@@ -368,60 +365,99 @@ int rw_batch_encode(struct rw_batch *b, const struct rw_label *ext, size_t n_ext
 		order[s->start + s->count++] = (uint32_t)r;
 	}
 	for (size_t i = 0; i < b->n_series; i++) {
-		struct rw_series *s = &b->series[i];
+		const struct rw_series *s = &b->series[i];
 		uint32_t *o = order + s->start;
-		size_t first = k, first_h = nh;
 
-		/* Snapshots commit in time order; a clock step back is what
-		 * would break it, and the spec wants timestamp order. */
 		for (size_t j = 1; j < s->count; j++)
 			if (b->rows[o[j]].ts_ms < b->rows[o[j - 1]].ts_ms) {
 				qsort_r(o, s->count, sizeof(*o), rw_order_cmp, b->rows);
 				break;
 			}
-		for (size_t j = 0; j < s->count; j++) {
-			const struct rw_row *r = &b->rows[o[j]];
-
-			if (r->hist) { /* a series is all histograms or none */
-				if (nh > first_h && hp[nh - 1]->timestamp == r->ts_ms)
-					nh--; /* the later of equal timestamps */
-				hp[nh] = rw_hist_pb(&b->arena, r->hist, r->ts_ms);
-				if (!hp[nh++])
-					return -ENOMEM;
-				continue;
-			}
-			/* Equal timestamps: the receiver would refuse the
-			 * second as a duplicate; keep the later one. */
-			if (k > first && sm[k - 1].timestamp == r->ts_ms) {
-				sm[k - 1].value = r->value;
-				continue;
-			}
-			prometheus__sample__init(&sm[k]);
-			sm[k].timestamp = r->ts_ms;
-			sm[k].value = r->value;
-			smp[k] = &sm[k];
-			k++;
-		}
-		prometheus__time_series__init(&ts[i]);
-		ts[i].samples = smp + first;
-		ts[i].n_samples = k - first;
-		ts[i].histograms = hp + first_h;
-		ts[i].n_histograms = nh - first_h;
-		if (rw_series_labels(b, s, ext, n_ext, &ts[i]))
-			return -ENOMEM;
-		tsp[i] = &ts[i];
 	}
-	wr.timeseries = tsp;
-	wr.n_timeseries = b->n_series;
-	packed = prometheus__write_request__get_packed_size(&wr);
-	zlen = sn->max_compressed_length(packed);
-	if (rw_grow(&b->pb, &b->pb_cap, packed ? packed : 1) ||
-	    rw_grow(&b->body, &b->body_cap, zlen))
+}
+
+/* The samples (or native histograms: a series is all histograms or none)
+ * of one series, appended at e->k (e->nh). Of rows with equal timestamps
+ * the later is kept: the receiver would refuse the second as a duplicate. */
+static int rw_series_points(struct rw_batch *b, const struct rw_series *s, struct rw_enc *e)
+{
+	const uint32_t *o = e->order + s->start;
+	size_t first = e->k, first_h = e->nh;
+
+	for (size_t j = 0; j < s->count; j++) {
+		const struct rw_row *r = &b->rows[o[j]];
+
+		if (r->hist) {
+			if (e->nh > first_h && e->hp[e->nh - 1]->timestamp == r->ts_ms)
+				e->nh--;
+			e->hp[e->nh] = rw_hist_pb(&b->arena, r->hist, r->ts_ms);
+			if (!e->hp[e->nh++])
+				return -ENOMEM;
+			continue;
+		}
+		if (e->k > first && e->sm[e->k - 1].timestamp == r->ts_ms) {
+			e->sm[e->k - 1].value = r->value;
+			continue;
+		}
+		prometheus__sample__init(&e->sm[e->k]);
+		e->sm[e->k].timestamp = r->ts_ms;
+		e->sm[e->k].value = r->value;
+		e->smp[e->k] = &e->sm[e->k];
+		e->k++;
+	}
+	return 0;
+}
+
+/* The request packed, then snappy-compressed into b->body. */
+static int rw_batch_pack(struct rw_batch *b, const struct lazylib_snappy *sn,
+			 const Prometheus__WriteRequest *wr)
+{
+	size_t packed = prometheus__write_request__get_packed_size(wr);
+	size_t zlen = sn->max_compressed_length(packed);
+
+	if (bytes_reserve(&b->pb, &b->pb_cap, packed ? packed : 1) ||
+	    bytes_reserve(&b->body, &b->body_cap, zlen))
 		return -ENOMEM;
-	prometheus__write_request__pack(&wr, b->pb);
+	prometheus__write_request__pack(wr, b->pb);
 	if (sn->compress((const char *)b->pb, packed, (char *)b->body, &zlen) != SNAPPY_OK)
 		return -ENOMEM;
 	b->body_len = zlen;
-	*n_samples = k + nh;
+	return 0;
+}
+
+int rw_batch_encode(struct rw_batch *b, const struct rw_label *ext, size_t n_ext, size_t *n_samples)
+{
+	Prometheus__WriteRequest wr = PROMETHEUS__WRITE_REQUEST__INIT;
+	/* Loaded by remote_write's config check (base/lazylib.h). */
+	const struct lazylib_snappy *sn = lazylib_snappy(NULL);
+	struct rw_enc e;
+
+	*n_samples = 0;
+	if (!sn)
+		return -ENOENT;
+	b->body_len = 0;
+	if (rw_enc_alloc(b, &e))
+		return -ENOMEM;
+	rw_batch_order(b, e.order);
+	for (size_t i = 0; i < b->n_series; i++) {
+		Prometheus__TimeSeries *ts = &e.ts[i];
+		size_t first = e.k, first_h = e.nh;
+
+		if (rw_series_points(b, &b->series[i], &e))
+			return -ENOMEM;
+		prometheus__time_series__init(ts);
+		ts->samples = e.smp + first;
+		ts->n_samples = e.k - first;
+		ts->histograms = e.hp + first_h;
+		ts->n_histograms = e.nh - first_h;
+		if (rw_series_labels(b, &b->series[i], ext, n_ext, ts))
+			return -ENOMEM;
+		e.tsp[i] = ts;
+	}
+	wr.timeseries = e.tsp;
+	wr.n_timeseries = b->n_series;
+	if (rw_batch_pack(b, sn, &wr))
+		return -ENOMEM;
+	*n_samples = e.k + e.nh;
 	return 0;
 }

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/buf.h"
 #include "exporters/remote_write_meta.h"
 #include "base/hash.h"
 #include "base/lazylib.h"
@@ -54,20 +55,6 @@ static void rw_meta_visit(const char *name, enum metric_type type, const char *h
 	w->hash = hash_fnv1a(w->hash, &(uint8_t){(uint8_t)md->type}, 1);
 }
 
-static int rw_meta_grow(uint8_t **p, size_t *cap, size_t need)
-{
-	uint8_t *n;
-
-	if (*cap >= need)
-		return 0;
-	n = realloc(*p, need);
-	if (!n)
-		return -ENOMEM;
-	*p = n;
-	*cap = need;
-	return 0;
-}
-
 static int rw_meta_encode(struct rw_meta *mm)
 {
 	Prometheus__WriteRequest wr = PROMETHEUS__WRITE_REQUEST__INIT;
@@ -89,8 +76,8 @@ static int rw_meta_encode(struct rw_meta *mm)
 	wr.n_metadata = mm->n;
 	packed = prometheus__write_request__get_packed_size(&wr);
 	zlen = sn->max_compressed_length(packed);
-	if (rw_meta_grow(&mm->pb, &mm->pb_cap, packed ? packed : 1) ||
-	    rw_meta_grow(&mm->body, &mm->body_cap, zlen))
+	if (bytes_reserve(&mm->pb, &mm->pb_cap, packed ? packed : 1) ||
+	    bytes_reserve(&mm->body, &mm->body_cap, zlen))
 		goto out;
 	prometheus__write_request__pack(&wr, mm->pb);
 	if (sn->compress((const char *)mm->pb, packed, (char *)mm->body, &zlen) != SNAPPY_OK)

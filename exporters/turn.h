@@ -4,12 +4,12 @@
  * one or more requests, send each, the verdict on each answer (the
  * sender's, refined by the format: ClickHouse's error code, OTLP's partial
  * success), count, then back off and send the whole batch again (a retry)
- * or advance the cursor past it (sent or refused). remote_write and the
- * event exporters (ClickHouse, OTLP logs) run one turn per wake-up through
- * turn_run(), each with a small table of operations on its own batch and
- * cursor; the counters and the status (/readyz, GET /api/v1/export) are
- * kept here, the same way for every format (docs/remote_write.md has the
- * verdict matrix).
+ * or advance the cursor past it (sent or refused). remote_write, the
+ * event exporters (ClickHouse, OTLP logs) and the Alertmanager push (its
+ * batch the alerts due) run one turn per wake-up through turn_run(), each
+ * with a small table of operations on its own batch and cursor; the
+ * counters and the status (/readyz, GET /api/v1/export) are kept here, the
+ * same way for every format (docs/remote_write.md has the verdict matrix).
  */
 #ifndef SYSOBS_TURN_H
 #define SYSOBS_TURN_H

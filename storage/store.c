@@ -330,14 +330,119 @@ static void store_sqlite_config(void)
 	sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
 }
 
+/* The configuration as the store uses it: each key left at 0 takes its
+ * default, and a batch never exceeds the queue. */
+static void store_config_defaults(struct store_config *cfg)
+{
+	if (!cfg->queue_rows)
+		cfg->queue_rows = STORE_DEF_QUEUE_ROWS;
+	if (!cfg->batch_rows)
+		cfg->batch_rows = STORE_DEF_BATCH_ROWS;
+	if (cfg->batch_rows > cfg->queue_rows)
+		cfg->batch_rows = cfg->queue_rows;
+	if (!cfg->batch_ms)
+		cfg->batch_ms = STORE_DEF_BATCH_MS;
+	if (!cfg->busy_timeout_ms)
+		cfg->busy_timeout_ms = STORE_DEF_BUSY_MS;
+	if (!cfg->query_timeout_ms)
+		cfg->query_timeout_ms = 5000;
+	if (!cfg->readers)
+		cfg->readers = STORE_DEF_READERS;
+}
+
+/* Takes the NULL-terminated list of tables, checks each, and sizes the
+ * queue's slots for the largest row. */
+static int store_set_tables(struct store *s, const struct event_table *const *tables, char *err,
+			    size_t errlen)
+{
+	while (tables && tables[s->n_tables])
+		s->n_tables++;
+	s->tables = calloc(s->n_tables + 1, sizeof(*s->tables));
+	if (!s->path || !s->tables) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < s->n_tables; i++)
+		s->tables[i] = tables[i];
+	if (store_check_tables(s, err, errlen))
+		return -EINVAL;
+	s->cap = s->cfg.queue_rows;
+	s->ring = calloc(s->cap, s->slot_size);
+	if (!s->ring) {
+		snprintf(err, errlen, "out of memory for a queue of %" PRIu64 " rows", s->cap);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+/* Opens the writer's connection to a file it may write, checks the file
+ * (after an unclean stop, more thoroughly) and sets the pragmas, those of a
+ * new file when it holds nothing yet. */
+static int store_open_db(struct store *s, char *err, size_t errlen)
+{
+	int64_t n_objects = 0, ver = 0;
+	bool unclean = store_unclean_stop(s->path);
+	int rc;
+
+	rc =
+	    sqlite3_open_v2(s->path, &s->db,
+			    SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL);
+	if (rc != SQLITE_OK) {
+		snprintf(err, errlen, "%s: %s", s->path,
+			 s->db ? sqlite3_errmsg(s->db) : sqlite3_errstr(rc));
+		return -EIO;
+	}
+	if (sqlite3_db_readonly(s->db, "main")) {
+		snprintf(err, errlen, "%s: opened read-only; the agent needs to write it", s->path);
+		return -EACCES;
+	}
+	sqlite3_busy_handler(s->db, store_busy, s);
+	sqlite3_extended_result_codes(s->db, 1);
+	if (store_open_check(s, unclean, err, errlen))
+		return -EIO;
+	if (store_query_int(s->db, "SELECT count(*) FROM sqlite_master", &n_objects) != SQLITE_OK ||
+	    store_query_int(s->db, "PRAGMA user_version", &ver) != SQLITE_OK) {
+		snprintf(err, errlen, "%s: %s", s->path, sqlite3_errmsg(s->db));
+		return -EIO;
+	}
+	return store_pragmas(s, n_objects == 0 && ver == 0, err, errlen);
+}
+
+/* Brings the schema up to date (the store's own tables, then each
+ * collector's), then prepares what the writer and the readers use. */
+static int store_open_schema(struct store *s, char *err, size_t errlen)
+{
+	if (store_migrate_core(s, err, errlen))
+		return -EIO;
+	for (size_t i = 0; i < s->n_tables; i++) {
+		if (store_migrate_table(s, s->tables[i], err, errlen))
+			return -EIO;
+	}
+	if (store_load_known(s, err, errlen) || store_prepare_writer(s, err, errlen) ||
+	    store_open_readers(s, err, errlen))
+		return -EIO;
+	return 0;
+}
+
+/* The errno of a failed open: EAGAIN for the environment of the moment (a
+ * full disk, another process's lock, I/O, memory), which a later start may
+ * not meet; EINVAL for a permission, a corrupt file or a newer schema. */
+static int store_open_errno(const struct store *s)
+{
+	int rc = s->db ? sqlite3_extended_errcode(s->db) & 0xff : SQLITE_OK;
+	bool transient = rc == SQLITE_FULL || rc == SQLITE_IOERR || rc == SQLITE_BUSY ||
+			 rc == SQLITE_LOCKED || rc == SQLITE_NOMEM || rc == SQLITE_PROTOCOL ||
+			 store_dir_full(s->path);
+
+	return transient ? EAGAIN : EINVAL;
+}
+
 struct store *store_open(const struct store_config *cfg, const struct event_table *const *tables,
 			 char *err, size_t errlen)
 {
 	static pthread_once_t once = PTHREAD_ONCE_INIT;
 	struct store *s;
-	int64_t n_objects = 0, ver = 0;
-	bool fresh, unclean, transient;
-	int rc;
+	int e;
 
 	pthread_once(&once, store_sqlite_config);
 	if (store_check_path(cfg->path, err, errlen)) {
@@ -352,89 +457,17 @@ struct store *store_open(const struct store_config *cfg, const struct event_tabl
 	store_init_sync(s);
 	s->cfg = *cfg;
 	s->path = strdup(cfg->path);
-	if (!s->cfg.queue_rows)
-		s->cfg.queue_rows = STORE_DEF_QUEUE_ROWS;
-	if (!s->cfg.batch_rows)
-		s->cfg.batch_rows = STORE_DEF_BATCH_ROWS;
-	if (s->cfg.batch_rows > s->cfg.queue_rows)
-		s->cfg.batch_rows = s->cfg.queue_rows;
-	if (!s->cfg.batch_ms)
-		s->cfg.batch_ms = STORE_DEF_BATCH_MS;
-	if (!s->cfg.busy_timeout_ms)
-		s->cfg.busy_timeout_ms = STORE_DEF_BUSY_MS;
-	if (!s->cfg.query_timeout_ms)
-		s->cfg.query_timeout_ms = 5000;
-	if (!s->cfg.readers)
-		s->cfg.readers = STORE_DEF_READERS;
+	store_config_defaults(&s->cfg);
 	s->cfg.path = s->path;
-
-	while (tables && tables[s->n_tables])
-		s->n_tables++;
-	s->tables = calloc(s->n_tables + 1, sizeof(*s->tables));
-	if (!s->path || !s->tables) {
-		snprintf(err, errlen, "out of memory");
-		goto out_free;
-	}
-	for (size_t i = 0; i < s->n_tables; i++)
-		s->tables[i] = tables[i];
-	if (store_check_tables(s, err, errlen))
-		goto out_free;
-	s->cap = s->cfg.queue_rows;
-	s->ring = calloc(s->cap, s->slot_size);
-	if (!s->ring) {
-		snprintf(err, errlen, "out of memory for a queue of %" PRIu64 " rows", s->cap);
-		goto out_free;
-	}
-
-	unclean = store_unclean_stop(s->path);
-	rc =
-	    sqlite3_open_v2(s->path, &s->db,
-			    SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL);
-	if (rc != SQLITE_OK) {
-		snprintf(err, errlen, "%s: %s", s->path,
-			 s->db ? sqlite3_errmsg(s->db) : sqlite3_errstr(rc));
-		goto out_free;
-	}
-	if (sqlite3_db_readonly(s->db, "main")) {
-		snprintf(err, errlen, "%s: opened read-only; the agent needs to write it", s->path);
-		goto out_free;
-	}
-	sqlite3_busy_handler(s->db, store_busy, s);
-	sqlite3_extended_result_codes(s->db, 1);
-	if (store_open_check(s, unclean, err, errlen))
-		goto out_free;
-	if (store_query_int(s->db, "SELECT count(*) FROM sqlite_master", &n_objects) != SQLITE_OK ||
-	    store_query_int(s->db, "PRAGMA user_version", &ver) != SQLITE_OK) {
-		snprintf(err, errlen, "%s: %s", s->path, sqlite3_errmsg(s->db));
-		goto out_free;
-	}
-	fresh = n_objects == 0 && ver == 0;
-	if (store_pragmas(s, fresh, err, errlen))
-		goto out_free;
-	if (store_migrate_core(s, err, errlen))
-		goto out_free;
-	for (size_t i = 0; i < s->n_tables; i++) {
-		if (store_migrate_table(s, s->tables[i], err, errlen))
-			goto out_free;
-	}
-	if (store_load_known(s, err, errlen))
-		goto out_free;
-	if (store_prepare_writer(s, err, errlen))
-		goto out_free;
-	if (store_open_readers(s, err, errlen))
+	if (store_set_tables(s, tables, err, errlen) || store_open_db(s, err, errlen) ||
+	    store_open_schema(s, err, errlen))
 		goto out_free;
 	return s;
 
 out_free:
-	/* The environment of the moment (a full disk, another process's
-	 * lock, I/O, memory), which a later start may not meet; not a
-	 * permission, a corrupt file or a newer schema. */
-	rc = s->db ? sqlite3_extended_errcode(s->db) & 0xff : SQLITE_OK;
-	transient = rc == SQLITE_FULL || rc == SQLITE_IOERR || rc == SQLITE_BUSY ||
-		    rc == SQLITE_LOCKED || rc == SQLITE_NOMEM || rc == SQLITE_PROTOCOL ||
-		    store_dir_full(s->path);
+	e = store_open_errno(s);
 	store_free(s);
-	errno = transient ? EAGAIN : EINVAL;
+	errno = e;
 	return NULL;
 }
 

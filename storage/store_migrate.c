@@ -105,6 +105,66 @@ int store_migrate_core(struct store *s, char *err, size_t errlen)
 	return 0;
 }
 
+/* err: what SQLite said about table t's step that failed; -EIO. */
+static int store_table_sql_err(struct store *s, const struct event_table *t, char *err,
+			       size_t errlen)
+{
+	snprintf(err, errlen, "%s: table %s: %s", s->path, t->name, sqlite3_errmsg(s->db));
+	return -EIO;
+}
+
+/* The schema version table t is at in the file (0: not there yet). */
+static int store_table_version(struct store *s, const struct event_table *t, int64_t *ver,
+			       char *err, size_t errlen)
+{
+	sqlite3_stmt *get = NULL;
+	int rc, ret = 0;
+
+	*ver = 0;
+	rc = sqlite3_prepare_v2(s->db, "SELECT version FROM schema_migrations WHERE component = ?1",
+				-1, &get, NULL);
+	if (rc == SQLITE_OK) {
+		sqlite3_bind_text(get, 1, t->name, -1, SQLITE_STATIC);
+		rc = sqlite3_step(get);
+		if (rc == SQLITE_ROW)
+			*ver = sqlite3_column_int64(get, 0);
+	}
+	if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+		ret = store_table_sql_err(s, t, err, errlen);
+	sqlite3_finalize(get);
+	return ret;
+}
+
+/* Creates t's indexes that are not there yet. */
+static int store_table_indexes(struct store *s, const struct event_table *t, char *err,
+			       size_t errlen)
+{
+	for (const struct table_index *ix = t->indexes; ix && ix->name; ix++) {
+		char *sql_ix = store_index_sql(t, ix);
+		int rc = sql_ix ? sqlite3_exec(s->db, sql_ix, NULL, NULL, NULL) : SQLITE_NOMEM;
+
+		sqlite3_free(sql_ix);
+		if (rc != SQLITE_OK)
+			return store_table_sql_err(s, t, err, errlen);
+	}
+	return 0;
+}
+
+/* Creates table t from its columns, at version (its latest). */
+static int store_table_create(struct store *s, const struct event_table *t, sqlite3_stmt *bump,
+			      int64_t version, char *err, size_t errlen)
+{
+	char what[160], sql[4096];
+
+	if (store_schema_create_sql(t, sql, sizeof(sql))) {
+		snprintf(err, errlen, "table %s: CREATE too long", t->name);
+		return -EIO;
+	}
+	sqlite3_bind_int64(bump, 2, version);
+	snprintf(what, sizeof(what), "%s: creating table %s", s->path, t->name);
+	return store_migrate_step(s->db, sql, bump, err, errlen, what);
+}
+
 /*
  * Brings one event table up to its descriptor. Versions in schema_migrations:
  * 1 = the table exists; each entry of t->migrations (data changes) adds one.
@@ -114,79 +174,46 @@ int store_migrate_core(struct store *s, char *err, size_t errlen)
  */
 int store_migrate_table(struct store *s, const struct event_table *t, char *err, size_t errlen)
 {
-	sqlite3_stmt *get = NULL, *bump = NULL;
+	sqlite3_stmt *bump = NULL;
 	size_t known = 0;
 	int64_t ver = 0;
-	char what[160], sql[4096], *mig;
-	int rc, ret = -EIO;
+	char what[160], *mig;
+	int ret = 0;
 
 	while (t->migrations && t->migrations[known].column)
 		known++;
-	rc = sqlite3_prepare_v2(s->db, "SELECT version FROM schema_migrations WHERE component = ?1",
-				-1, &get, NULL);
-	if (rc != SQLITE_OK)
-		goto out_sql;
-	sqlite3_bind_text(get, 1, t->name, -1, SQLITE_STATIC);
-	rc = sqlite3_step(get);
-	if (rc == SQLITE_ROW)
-		ver = sqlite3_column_int64(get, 0);
-	else if (rc != SQLITE_DONE)
-		goto out_sql;
+	ret = store_table_version(s, t, &ver, err, errlen);
+	if (ret)
+		return ret;
 	if (ver < 0 || (uint64_t)ver > known + 1) {
 		snprintf(err, errlen,
 			 "%s: table %s is at schema version %" PRId64
 			 ", newer than this sysobsd knows (%zu); refusing to touch it",
 			 s->path, t->name, ver, known + 1);
-		ret = -EPROTO;
-		goto out;
+		return -EPROTO;
 	}
-	rc = sqlite3_prepare_v2(s->db,
-				"INSERT INTO schema_migrations(component, version) VALUES(?1, ?2)"
-				" ON CONFLICT(component) DO UPDATE SET version = excluded.version",
-				-1, &bump, NULL);
-	if (rc != SQLITE_OK)
-		goto out_sql;
+	if (sqlite3_prepare_v2(s->db,
+			       "INSERT INTO schema_migrations(component, version) VALUES(?1, ?2)"
+			       " ON CONFLICT(component) DO UPDATE SET version = excluded.version",
+			       -1, &bump, NULL) != SQLITE_OK)
+		return store_table_sql_err(s, t, err, errlen);
 	sqlite3_bind_text(bump, 1, t->name, -1, SQLITE_STATIC);
 	if (ver == 0) {
-		if (store_schema_create_sql(t, sql, sizeof(sql))) {
-			snprintf(err, errlen, "table %s: CREATE too long", t->name);
-			goto out;
-		}
-		sqlite3_bind_int64(bump, 2, (int64_t)known + 1);
-		snprintf(what, sizeof(what), "%s: creating table %s", s->path, t->name);
-		ret = store_migrate_step(s->db, sql, bump, err, errlen, what);
-		if (ret)
-			goto out;
+		ret = store_table_create(s, t, bump, (int64_t)known + 1, err, errlen);
 		ver = (int64_t)known + 1;
 	}
-	ret = store_schema_add_columns(s->db, t, err, errlen);
-	if (ret)
-		goto out;
-	for (size_t v = (size_t)ver; v < known + 1; v++) {
+	if (!ret)
+		ret = store_schema_add_columns(s->db, t, err, errlen);
+	for (size_t v = (size_t)ver; !ret && v < known + 1; v++) {
 		sqlite3_reset(bump);
 		sqlite3_bind_int64(bump, 2, (int64_t)v + 1);
 		snprintf(what, sizeof(what), "%s: table %s migration %zu", s->path, t->name, v + 1);
 		mig = store_migration_sql(t, &t->migrations[v - 1]);
 		ret = mig ? store_migrate_step(s->db, mig, bump, err, errlen, what) : -ENOMEM;
 		sqlite3_free(mig);
-		if (ret)
-			goto out;
 	}
-	for (const struct table_index *ix = t->indexes; ix && ix->name; ix++) {
-		char *sql_ix = store_index_sql(t, ix);
-
-		rc = sql_ix ? sqlite3_exec(s->db, sql_ix, NULL, NULL, NULL) : SQLITE_NOMEM;
-		sqlite3_free(sql_ix);
-		if (rc != SQLITE_OK)
-			goto out_sql;
-	}
-	ret = 0;
-	goto out;
-
-out_sql:
-	snprintf(err, errlen, "%s: table %s: %s", s->path, t->name, sqlite3_errmsg(s->db));
-out:
-	sqlite3_finalize(get);
+	if (!ret)
+		ret = store_table_indexes(s, t, err, errlen);
 	sqlite3_finalize(bump);
 	return ret;
 }

@@ -205,6 +205,32 @@ int store_cursor_note_set(struct store_cursor *c, const char *what, const char *
 	return rc == SQLITE_BUSY || rc == SQLITE_LOCKED ? -EBUSY : -EIO;
 }
 
+int store_cursor_notes(struct store_cursor *c, const char *prefix,
+		       int (*fn)(const char *what, const char *text, void *arg), void *arg)
+{
+	size_t skip = strlen(c->key) + 1; /* "cursor.<name>/" */
+	sqlite3_stmt *st;
+	int rc = SQLITE_DONE, err = 0;
+
+	/* substr() rather than LIKE or GLOB: a prefix holds no wildcards. */
+	if (store_cursor_note_stmt(c,
+				   "SELECT key, value FROM store_meta WHERE "
+				   "substr(key, 1, length(?1)) = ?1 ORDER BY key",
+				   prefix, &st))
+		return -EIO;
+	while (!err && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+		const char *k = (const char *)sqlite3_column_text(st, 0);
+		const char *v = (const char *)sqlite3_column_text(st, 1);
+
+		if (k && strlen(k) >= skip)
+			err = fn(k + skip, v ? v : "", arg);
+	}
+	if (!err && rc != SQLITE_DONE)
+		err = -EIO;
+	sqlite3_finalize(st);
+	return err;
+}
+
 int store_cursor_get(struct store_cursor *c, int64_t *out)
 {
 	bool found;

@@ -75,5 +75,10 @@ void store_cursor_close(struct store_cursor *c); /* accepts NULL */
  * -EIO (-EBUSY when locked, for set). */
 int store_cursor_note_get(struct store_cursor *c, const char *what, char *buf, size_t len);
 int store_cursor_note_set(struct store_cursor *c, const char *what, const char *text);
+/* Every note whose what starts with prefix, in key order: fn(what, text,
+ * arg) for each (a non-zero return stops the read and is returned). 0, fn's
+ * value, -EIO. */
+int store_cursor_notes(struct store_cursor *c, const char *prefix,
+		       int (*fn)(const char *what, const char *text, void *arg), void *arg);
 
 #endif

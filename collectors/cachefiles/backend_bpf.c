@@ -167,6 +167,71 @@ int cachefiles_prepare_read_proto_check(const struct btf *btf, char *why, size_t
 	return 0;
 }
 
+/* An optional hook: a tracepoint for tp_btf, a function for fentry/fexit,
+ * or a function whose prototype the program relies on. */
+enum cf_hook_kind { CF_HOOK_TP, CF_HOOK_FN, CF_HOOK_FN_DAEMON_READ, CF_HOOK_FN_PREPARE_READ };
+
+struct cf_hook {
+	const char *name;
+	enum cf_hook_kind kind;
+};
+
+/* In the order of the programs in cf_optional_programs(). */
+static const struct cf_hook cf_optional_hooks[] = {
+    {"cachefiles_ondemand_open"},
+    {"cachefiles_ondemand_read"},
+    {"cachefiles_ondemand_cread"},
+    {"cachefiles_ondemand_copen"},
+    {"cachefiles_ondemand_close"},
+    {"cachefiles_ondemand_fd_write"},
+    {"cachefiles_ondemand_fd_release"},
+    {"cachefiles_ondemand_daemon_read", CF_HOOK_FN_DAEMON_READ},
+    {"cachefiles_ondemand_restore", CF_HOOK_FN}, /* 6.8+ */
+    {"cachefiles_flush_reqs", CF_HOOK_FN},
+    {"cachefiles_ondemand_clean_object", CF_HOOK_FN},
+    {"cachefiles_ondemand_clean_object", CF_HOOK_FN},
+    {"cachefiles_prepare_ondemand_read", CF_HOOK_FN_PREPARE_READ}, /* 6.1+ */
+    {"cachefiles_free_volume", CF_HOOK_FN},
+    {"cachefiles_withdraw_volume", CF_HOOK_FN},
+    {"cachefiles_ondemand_send_req", CF_HOOK_FN}, /* static: absent where inlined */
+    {"cachefiles_ondemand_copen", CF_HOOK_FN},
+};
+
+/* Whether the kernel has hook h, as the program needs it: present, and for
+ * the hooks that read arguments by position, with the prototype they were
+ * written for (checked in the module's BTF, else vmlinux's). Says in the
+ * log what is not measured without it. */
+static bool cf_hook_available(const struct bpf_util_btf *b, const struct cf_hook *h,
+			      struct cachefiles_bpf *skel)
+{
+	int (*check)(const struct btf *, char *, size_t);
+	char why[160];
+	int err;
+
+	if (h->kind == CF_HOOK_TP ? !bpf_util_has_tp_btf(b, h->name)
+				  : !bpf_util_has_fentry(b, h->name)) {
+		log_info(CF_LOG, "kernel lacks %s%s: that part is not measured",
+			 h->kind == CF_HOOK_TP ? "btf_trace_" : "", h->name);
+		return false;
+	}
+	if (h->kind == CF_HOOK_TP || h->kind == CF_HOOK_FN)
+		return true;
+	check = h->kind == CF_HOOK_FN_DAEMON_READ ? cachefiles_daemon_read_proto_check
+						  : cachefiles_prepare_read_proto_check;
+	err = b->module ? check(b->module, why, sizeof(why)) : -ENOENT;
+	if (err == -ENOENT)
+		err = check(b->vmlinux, why, sizeof(why));
+	if (!err) {
+		if (h->kind == CF_HOOK_FN_PREPARE_READ)
+			skel->rodata->read_verdict_deferred = true;
+		return true;
+	}
+	log_info(CF_LOG, "kernel's %s: %s: %s", h->name, why,
+		 h->kind == CF_HOOK_FN_DAEMON_READ ? "the daemon pick-up of READs is not measured"
+						   : "a READ completed without data counts as ok");
+	return false;
+}
+
 /* Tracepoints and the daemon-read hook are optional: kernels that lack them
  * still get latency histograms from the two required functions. The hook
  * reads its arguments by position (the user buffer, the return value), so it
@@ -175,30 +240,6 @@ int cachefiles_prepare_read_proto_check(const struct btf *btf, char *why, size_t
  * fail the whole object at load. */
 static void cf_optional_programs(struct cachefiles_bpf *skel, const char *btf_path)
 {
-	/* tracepoints for tp_btf, functions for fentry/fexit */
-	enum { TP, FN, FN_DAEMON_READ, FN_PREPARE_READ };
-	static const struct {
-		const char *name;
-		int kind;
-	} tps[] = {
-	    {"cachefiles_ondemand_open"},
-	    {"cachefiles_ondemand_read"},
-	    {"cachefiles_ondemand_cread"},
-	    {"cachefiles_ondemand_copen"},
-	    {"cachefiles_ondemand_close"},
-	    {"cachefiles_ondemand_fd_write"},
-	    {"cachefiles_ondemand_fd_release"},
-	    {"cachefiles_ondemand_daemon_read", FN_DAEMON_READ},
-	    {"cachefiles_ondemand_restore", FN}, /* 6.8+ */
-	    {"cachefiles_flush_reqs", FN},
-	    {"cachefiles_ondemand_clean_object", FN},
-	    {"cachefiles_ondemand_clean_object", FN},
-	    {"cachefiles_prepare_ondemand_read", FN_PREPARE_READ}, /* 6.1+ */
-	    {"cachefiles_free_volume", FN},
-	    {"cachefiles_withdraw_volume", FN},
-	    {"cachefiles_ondemand_send_req", FN}, /* static: absent where inlined */
-	    {"cachefiles_ondemand_copen", FN},
-	};
 	struct bpf_program *progs[] = {
 	    skel->progs.cf_tp_open,
 	    skel->progs.cf_tp_read,
@@ -219,39 +260,14 @@ static void cf_optional_programs(struct cachefiles_bpf *skel, const char *btf_pa
 	    skel->progs.cf_copen_exit,
 	};
 	struct bpf_util_btf b;
-	char why[160];
 
-	_Static_assert(sizeof(tps) / sizeof(tps[0]) == sizeof(progs) / sizeof(progs[0]),
+	_Static_assert(sizeof(cf_optional_hooks) / sizeof(cf_optional_hooks[0]) ==
+			   sizeof(progs) / sizeof(progs[0]),
 		       "one program per optional hook");
 	bpf_util_btf_load(&b, btf_path, "cachefiles");
-	for (size_t i = 0; i < sizeof(tps) / sizeof(tps[0]); i++) {
-		if (tps[i].kind == TP && bpf_util_has_tp_btf(&b, tps[i].name))
-			continue;
-		if (tps[i].kind == FN && bpf_util_has_fentry(&b, tps[i].name))
-			continue;
-		if (tps[i].kind >= FN_DAEMON_READ && bpf_util_has_fentry(&b, tps[i].name)) {
-			int (*check)(const struct btf *, char *, size_t) =
-			    tps[i].kind == FN_DAEMON_READ ? cachefiles_daemon_read_proto_check
-							  : cachefiles_prepare_read_proto_check;
-			int err = b.module ? check(b.module, why, sizeof(why)) : -ENOENT;
-
-			if (err == -ENOENT)
-				err = check(b.vmlinux, why, sizeof(why));
-			if (!err) {
-				if (tps[i].kind == FN_PREPARE_READ)
-					skel->rodata->read_verdict_deferred = true;
-				continue;
-			}
-			log_info(CF_LOG, "kernel's %s: %s: %s", tps[i].name, why,
-				 tps[i].kind == FN_DAEMON_READ
-				     ? "the daemon pick-up of READs is not measured"
-				     : "a READ completed without data counts as ok");
-		} else {
-			log_info(CF_LOG, "kernel lacks %s%s: that part is not measured",
-				 tps[i].kind == TP ? "btf_trace_" : "", tps[i].name);
-		}
-		bpf_program__set_autoload(progs[i], false);
-	}
+	for (size_t i = 0; i < sizeof(progs) / sizeof(progs[0]); i++)
+		if (!cf_hook_available(&b, &cf_optional_hooks[i], skel))
+			bpf_program__set_autoload(progs[i], false);
 	bpf_util_btf_free(&b);
 	/* A copen that returns 0 for a size >= 0 without the tracepoint is
 	 * one whose anonymous fd was closed first: only with the tracepoint. */

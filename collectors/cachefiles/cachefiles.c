@@ -590,22 +590,10 @@ static void cachefiles_domains(struct sink *k, struct cachefiles_state *st)
 	}
 }
 
-static int cachefiles_collect(struct collector *c)
+/* Released volumes' totals, kept in st->retired, added to this collect's
+ * sums. */
+static void cachefiles_sum_retired(struct cachefiles_state *st)
 {
-	struct cachefiles_state *st = c->priv;
-	struct sink *k = c->sink;
-	uint64_t stats[CF_STAT_MAX];
-	struct cf_pickup *p;
-	int err;
-
-	/* Slow requests first, so a scrape after a burst sees them counted. */
-	cachefiles_on_ready(c);
-	st->n_agg = 0;
-	/* Released volumes' totals move from the kernel's maps to st->retired
-	 * before the live entries are read: each count is seen once. */
-	err = st->be_ops->retire_volumes(st->be, cachefiles_on_retired, st);
-	if (err < 0)
-		return err;
 	for (size_t i = 0; i < st->n_retired; i++) {
 		const struct cf_agg *r = &st->retired[i];
 		struct cf_agg *a = cachefiles_agg(st, r->volume, r->op);
@@ -619,11 +607,12 @@ static int cachefiles_collect(struct collector *c)
 		a->errors += r->errors;
 		a->bytes += r->bytes;
 	}
-	err = st->be_ops->read_hists(st->be, cachefiles_on_hist, st);
-	if (!err)
-		err = st->be_ops->read_inflight(st->be, cachefiles_on_inflight, st);
-	if (err)
-		return err;
+}
+
+/* Publishes every sum the kernel still has; one whose volume was released
+ * is published once more with its last totals, then its series go. */
+static void cachefiles_publish_sums(struct sink *k, struct cachefiles_state *st)
+{
 	for (size_t i = 0; i < st->n_agg; i++) {
 		struct cf_agg *a = &st->agg[i];
 		struct cf_agg *ret = cf_agg_lookup(st->retired, st->n_retired, a->volume, a->op);
@@ -639,9 +628,12 @@ static int cachefiles_collect(struct collector *c)
 			ret->gone = true;
 		}
 	}
-	err = st->be_ops->read_stats(st->be, stats);
-	if (err)
-		return err;
+}
+
+/* The BPF program's own counters: daemon events and what it lost. */
+static void cachefiles_publish_stats(struct sink *k, struct cachefiles_state *st,
+				     const uint64_t stats[CF_STAT_MAX])
+{
 	for (unsigned i = 0; i < CF_STAT_MAX; i++) {
 		const char *ev[] = {cf_stat_events[i], NULL};
 
@@ -656,9 +648,13 @@ static int cachefiles_collect(struct collector *c)
 	sink_set(k, st->hist_full, (double)stats[CF_STAT_HIST_FULL]);
 	sink_set(k, st->pending_full, (double)stats[CF_STAT_PENDING_FULL]);
 	sink_set(k, st->start_full, (double)stats[CF_STAT_START_FULL]);
-	cachefiles_domains(k, st);
+}
 
-	p = malloc(sizeof(*p));
+/* The daemon's pick-up time of each op's requests, for ops it picked up. */
+static int cachefiles_publish_pickup(struct sink *k, struct cachefiles_state *st)
+{
+	struct cf_pickup *p = malloc(sizeof(*p));
+
 	if (!p)
 		return -ENOMEM;
 	for (unsigned op = 0; op < CF_OP_MAX; op++) {
@@ -671,6 +667,36 @@ static int cachefiles_collect(struct collector *c)
 	}
 	free(p);
 	return 0;
+}
+
+static int cachefiles_collect(struct collector *c)
+{
+	struct cachefiles_state *st = c->priv;
+	struct sink *k = c->sink;
+	uint64_t stats[CF_STAT_MAX];
+	int err;
+
+	/* Slow requests first, so a scrape after a burst sees them counted. */
+	cachefiles_on_ready(c);
+	st->n_agg = 0;
+	/* Released volumes' totals move from the kernel's maps to st->retired
+	 * before the live entries are read: each count is seen once. */
+	err = st->be_ops->retire_volumes(st->be, cachefiles_on_retired, st);
+	if (err < 0)
+		return err;
+	cachefiles_sum_retired(st);
+	err = st->be_ops->read_hists(st->be, cachefiles_on_hist, st);
+	if (!err)
+		err = st->be_ops->read_inflight(st->be, cachefiles_on_inflight, st);
+	if (err)
+		return err;
+	cachefiles_publish_sums(k, st);
+	err = st->be_ops->read_stats(st->be, stats);
+	if (err)
+		return err;
+	cachefiles_publish_stats(k, st, stats);
+	cachefiles_domains(k, st);
+	return cachefiles_publish_pickup(k, st);
 }
 
 static void cachefiles_stop(struct collector *c)

@@ -19,6 +19,10 @@
  *   on_ready drain sampled records into the drop_samples table
  *            (drops_samples.c: the table, its rows); after a
  *            module load/unload, rescan module BTF and re-read kallsyms.
+ * The counters are read through st->src (drops_source.c: the BPF maps,
+ * written to a recording as read with record = FILE); with replay = FILE
+ * init reads a recording instead of the kernel and the first collect
+ * replays it (drops_replay.c), nothing of the above touching the kernel.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -45,6 +49,7 @@
 #include "collectors/drops/drops_cgroup.h"
 #include "collectors/drops/drops_decode.h"
 #include "collectors/drops/drops_ksym.h"
+#include "collectors/drops/drops_recfile.h"
 #include "collectors/drops/drops_uevent.h"
 #include "collectors/netns_live.h"
 
@@ -527,8 +532,11 @@ static int drops_init(struct collector *c)
 		return -ENOMEM;
 	c->priv = st;
 	st->cfg = cfg;
+	st->src = &drops_source_live;
 	st->ksyms_fd = -1;
 	c->interval_ms = cfg->interval;
+	if (cfg->replay[0])
+		return drops_replay_init(c, st);
 
 	err = drops_init_btf(c, st);
 	if (err)
@@ -553,6 +561,11 @@ static int drops_init(struct collector *c)
 	drops_walks_open(c, st);
 	if (st->ksyms_fd >= 0)
 		st->ksyms = drops_ksyms_read_fd(st->ksyms_fd);
+	if (cfg->record[0] && (err = drops_record_open(st, cfg->record)))
+		return collector_config_error(c, "record", "cannot create it: %s%s", strerror(-err),
+					      err == -EEXIST ? " (a recording never writes over a "
+							       "file: move it or name another)"
+							     : "");
 	return 0;
 }
 
@@ -569,8 +582,10 @@ static void drops_rescan(struct drops_state *st, int cause)
 	int added = drops_scan_modules(st);
 
 	/* a snapshot only when names changed: older ones live until stop */
-	if (added > 0)
+	if (added > 0) {
 		drops_names_publish(st->reasons);
+		drops_record_reasons(st);
+	}
 	if (cause == DROPS_RESCAN_UEVENT && st->ksyms_fd >= 0) {
 		struct drops_ksyms *k = drops_ksyms_read_fd(st->ksyms_fd);
 
@@ -704,12 +719,10 @@ static void drops_attach_pair(struct collector *c, struct bpf_program *exit,
 	links[0] = links[1] = NULL;
 }
 
-static int drops_start(struct collector *c)
+int drops_start_series(struct collector *c, struct drops_state *st)
 {
-	struct drops_state *st = c->priv;
 	const struct drops_cfg *cfg = st->cfg;
 	struct sink *k = c->sink;
-	int err = 0;
 
 	st->c = c;
 	st->drops =
@@ -728,7 +741,16 @@ static int drops_start(struct collector *c)
 	st->recursion = collector_series1(c, DROPS_M_RECURSION);
 	st->netns_live_s = collector_series1(c, DROPS_M_NETNS_LIVE);
 	st->netns_gone_s = collector_series1(c, DROPS_M_NETNS_GONE);
+	return 0;
+}
 
+static int drops_start(struct collector *c)
+{
+	struct drops_state *st = c->priv;
+	int err = drops_start_series(c, st);
+
+	if (err || st->replay) /* a replay reads no ring buffer: its collect does it all */
+		return err;
 	st->cgroups = drops_cgroups_new(NULL);
 	if (!st->cgroups)
 		clog_warn(c,
@@ -772,10 +794,12 @@ out_load_end:
 	return err;
 }
 
-int drops_sum_percpu(struct drops_state *st, int fd, const void *key, uint64_t *sum)
+int drops_sum_percpu(struct drops_state *st, uint32_t map, const void *key, uint64_t *sum)
 {
-	if (bpf_map_lookup_elem(fd, key, st->percpu))
-		return -errno;
+	int err = st->src->lookup(st, map, key, st->percpu);
+
+	if (err)
+		return err;
 	*sum = 0;
 	for (int i = 0; i < st->ncpus; i++)
 		*sum += st->percpu[i];
@@ -788,7 +812,7 @@ int drops_sum_percpu(struct drops_state *st, int fd, const void *key, uint64_t *
  * value is unnamed. */
 void drops_maybe_rescan(struct drops_state *st, uint32_t reason)
 {
-	if (st->watch || !drops_reason_subsys_unnamed(st->reasons, reason) ||
+	if (st->watch || st->replay || !drops_reason_subsys_unnamed(st->reasons, reason) ||
 	    clock_mono_ns() - st->last_rescan_ns < (int64_t)DROPS_RESCAN_MS * 1000000)
 		return;
 	drops_rescan(st, DROPS_RESCAN_POLL);
@@ -814,17 +838,13 @@ static void drops_publish_recursion(struct collector *c, struct drops_state *st)
 	sink_set(c->sink, st->recursion, (double)info.recursion_misses);
 }
 
-static int drops_collect(struct collector *c)
+int drops_collect_once(struct collector *c, struct drops_state *st)
 {
-	struct drops_state *st = c->priv;
-	int fd = bpf_map__fd(st->skel->maps.stats);
 	uint64_t events, sampled;
 	int err;
 
-	/* Wall clock may be stepped; samples are stamped with the latest offset. */
-	st->mono_to_wall_ns = clock_wall_ns() - clock_mono_ns();
 	for (uint32_t i = 0; i < DROPS_STAT_MAX; i++)
-		drops_sum_percpu(st, fd, &i, &st->stat[i]);
+		drops_sum_percpu(st, DROPS_MAP_STATS, &i, &st->stat[i]);
 	err = drops_publish_counts(c, st);
 	if (err)
 		return err;
@@ -847,6 +867,21 @@ static int drops_collect(struct collector *c)
 	sink_set(c->sink, st->throttled, (double)st->not_sampled);
 	sink_set(c->sink, st->invalid_s, (double)st->invalid);
 	return 0;
+}
+
+static int drops_collect(struct collector *c)
+{
+	struct drops_state *st = c->priv;
+	int err;
+
+	if (st->replay)
+		return drops_replay_collect(c, st);
+	/* Wall clock may be stepped; samples are stamped with the latest offset. */
+	st->mono_to_wall_ns = clock_wall_ns() - clock_mono_ns();
+	err = drops_collect_once(c, st);
+	if (!err && st->rec)
+		drops_record_collect(c, st);
+	return err;
 }
 
 static void drops_stop(struct collector *c)
@@ -878,6 +913,8 @@ static void drops_stop(struct collector *c)
 	bpf_util_btf_free(&st->btf);
 	free(st->percpu);
 	drops_counts_free(st->counts);
+	drops_record_close(st);
+	drops_replay_free(st->replay);
 	free(st);
 	c->priv = NULL;
 	c->fd = -1;

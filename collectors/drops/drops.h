@@ -27,6 +27,9 @@ struct drops_cfg {
 	bool netns_label, container_label, pod_label, fast_slots, capture_payload;
 	unsigned attach; /* enum drops_attach */
 	const char *btf_path, *kallsyms;
+	/* "" none: a recording to write (what the kernel gave), or to run
+	 * on instead of the kernel (drops_recfile.h, docs/drops.md) */
+	const char *record, *replay;
 };
 
 #define DROPS_ROW_CAPTURE_MAX 256 /* DROPS_CAPTURE_MAX of bpf/drops.h */

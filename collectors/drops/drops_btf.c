@@ -244,6 +244,26 @@ int drops_reasons_add_btf(struct drops_reasons *r, const struct btf *btf)
 	return added;
 }
 
+struct drops_reasons *drops_reasons_new_named(void)
+{
+	return calloc(1, sizeof(struct drops_reasons));
+}
+
+int drops_reasons_add_name(struct drops_reasons *r, uint32_t value, const char *name)
+{
+	int added = ent_add(r, value, name);
+
+	if (added > 0 && !strcmp(name, "NOT_DROPPED_YET")) {
+		r->have_not_dropped = true;
+		r->not_dropped = value;
+	} else if (added > 0 && !strcmp(name, "CONSUMED")) {
+		r->have_consumed = true;
+		r->consumed = value;
+	}
+	reasons_sort(r);
+	return added;
+}
+
 void drops_reasons_free(struct drops_reasons *r)
 {
 	if (!r)

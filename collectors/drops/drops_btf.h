@@ -42,6 +42,11 @@ struct drops_reasons *drops_reasons_new(const struct btf *vmlinux);
  * Returns how many names were added, or -ENOMEM. */
 int drops_reasons_add_btf(struct drops_reasons *r, const struct btf *btf);
 void drops_reasons_free(struct drops_reasons *r); /* accepts NULL */
+/* A table filled by name (a recording's, drops_replay.c): empty, NULL on
+ * ENOMEM; then value -> name, the first name of a value kept (NOT_DROPPED_YET
+ * and CONSUMED are no drops, as from BTF). 1 added, 0 known, -ENOMEM. */
+struct drops_reasons *drops_reasons_new_named(void);
+int drops_reasons_add_name(struct drops_reasons *r, uint32_t value, const char *name);
 
 /* Name of a value, or NULL when the BTF does not name it. */
 const char *drops_reason_name(const struct drops_reasons *r, uint32_t value);

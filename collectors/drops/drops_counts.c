@@ -47,19 +47,17 @@
 #include <sys/stat.h>
 #include <time.h>
 
-#include <bpf/bpf.h>
-
 #include "base/buf.h"
 #include "base/hash.h"
 #include "base/log.h"
 #include "bpf/drops.h" /* before its skeleton */
-#include "bpf/drops.skel.h"
 #include "collectors/collector.h"
 #include "collectors/drops/drops.h"
 #include "collectors/drops/drops_btf.h"
 #include "collectors/drops/drops_cgroup.h"
 #include "collectors/drops/drops_decode.h"
 #include "collectors/drops/drops_priv.h"
+#include "collectors/drops/drops_recfile.h"
 #include "collectors/netns_live.h"
 #include "collectors/sink.h"
 
@@ -439,18 +437,17 @@ static int hkey_push(struct drops_counts *k, size_t i, const struct drops_key *k
 static int read_hash(struct drops_state *st, size_t *n, size_t *n_hash)
 {
 	struct drops_counts *k = st->counts;
-	int fd = bpf_map__fd(st->skel->maps.counts);
 	struct drops_key key, *prev = NULL;
 	int err;
 
 	*n_hash = 0;
-	while (bpf_map_get_next_key(fd, prev, &key) == 0) {
+	while (st->src->next_key(st, prev, &key) == 0) {
 		uint64_t sum = 0;
 
 		if ((err = hkey_push(k, *n_hash, &key)))
 			return err;
 		prev = &k->hkeys[*n_hash];
-		if (drops_sum_percpu(st, fd, &key, &sum))
+		if (drops_sum_percpu(st, DROPS_MAP_COUNTS, &key, &sum))
 			continue; /* deleted since: cannot happen, the agent is the only reader */
 		if ((err = agg_add(k, n, &key, sum, FROM_HASH, (int32_t)*n_hash)))
 			return err;
@@ -459,27 +456,16 @@ static int read_hash(struct drops_state *st, size_t *n, size_t *n_hash)
 	return 0;
 }
 
-/* The fast slot table: every slot of every CPU, in one batched read when the
- * kernel supports it (v5.6 for arrays), else slot by slot. A slot's count
- * goes on from what a retired key left in it (slot_off). */
+/* The fast slot table, every slot of every CPU (drops_source.c). A slot's
+ * count goes on from what a retired key left in it (slot_off). */
 static int read_slots(struct drops_state *st, size_t *n)
 {
 	struct drops_counts *k = st->counts;
-	int fd = bpf_map__fd(st->skel->maps.slots);
-	LIBBPF_OPTS(bpf_map_batch_opts, opts);
-	__u32 count = DROPS_SLOTS, out_batch = 0;
+	__u32 count = 0;
 	int err;
 
-	err = bpf_map_lookup_batch(fd, NULL, &out_batch, k->slot_keys, k->slot_vals, &count, &opts);
-	if (err && errno != ENOENT) {
-		/* Fallback: one lookup per slot. */
-		for (count = 0; count < DROPS_SLOTS; count++) {
-			k->slot_keys[count] = count;
-			if (bpf_map_lookup_elem(fd, &count,
-						k->slot_vals + (size_t)count * k->ncpus))
-				return -errno;
-		}
-	}
+	if ((err = st->src->slots(st, k->slot_keys, k->slot_vals, &count)))
+		return err;
 	for (__u32 i = 0; i < count; i++) {
 		for (int cpu = 0; cpu < k->ncpus; cpu++) {
 			int32_t pos = (int32_t)(i * k->ncpus + cpu);
@@ -627,9 +613,7 @@ static void retire(struct drops_state *st, struct drops_agg *a, size_t *deleted)
 
 	if (a->slot >= 0) {
 		k->slot_off[a->slot] = k->slot_vals[a->slot].count;
-	} else if (a->hkey >= 0 &&
-		   !bpf_map_lookup_and_delete_elem(bpf_map__fd(st->skel->maps.counts),
-						   &k->hkeys[a->hkey], st->percpu)) {
+	} else if (a->hkey >= 0 && !st->src->take(st, &k->hkeys[a->hkey], st->percpu)) {
 		uint64_t sum = 0;
 
 		for (int cpu = 0; cpu < k->ncpus; cpu++)
@@ -733,19 +717,40 @@ static bool series_dead(const struct drops_state *st, const struct drops_agg *a,
 	return true;
 }
 
+/* The label values of the series of a, as the family of the config has
+ * them (pod and pod_namespace only with_pod); reason and netns are its
+ * buffers. */
+static void series_values(const struct drops_state *st, const struct drops_agg *a, bool with_pod,
+			  char reason[DROPS_REASON_NAME_MAX], char netns[16], const char *values[7])
+{
+	const struct drops_cfg *cfg = st->cfg;
+	int v = 2;
+
+	drops_reason_format(st->reasons, a->reason, reason, DROPS_REASON_NAME_MAX);
+	snprintf(netns, 16, "%" PRIu32, a->lnetns);
+	values[0] = reason;
+	values[1] = a->proto;
+	for (int i = 2; i < 7; i++)
+		values[i] = NULL;
+	if (cfg->netns_label)
+		values[v++] = netns;
+	if (cfg->container_label)
+		values[v++] = a->ctr;
+	if (with_pod && cfg->pod_label) {
+		const struct drops_podns *p = a->pod >= 0 ? &st->counts->pods[a->pod] : NULL;
+
+		values[v++] = p ? p->pod : "";
+		values[v++] = p ? p->ns : "";
+	}
+}
+
 /* The series of a (its labels) out of /metrics at once, if it is there. */
 static void series_remove(struct collector *c, struct drops_state *st, const struct drops_agg *a)
 {
 	char reason[DROPS_REASON_NAME_MAX], netns[16];
-	const char *values[5] = {reason, a->proto, NULL, NULL, NULL};
-	int v = 2;
+	const char *values[7];
 
-	drops_reason_format(st->reasons, a->reason, reason, sizeof(reason));
-	snprintf(netns, sizeof(netns), "%" PRIu32, a->lnetns);
-	if (st->cfg->netns_label)
-		values[v++] = netns;
-	if (st->cfg->container_label)
-		values[v++] = a->ctr;
+	series_values(st, a, false, reason, netns, values);
 	sink_series_remove(c->sink, st->drops, sink_series(c->sink, st->drops, values));
 }
 
@@ -790,22 +795,19 @@ static void graced_reused(struct collector *c, struct drops_state *st)
 	k->ngraced = j;
 }
 
-static int publish_series(struct collector *c, struct drops_state *st, struct drops_agg *a,
-			  struct drops_agg *b, size_t *deleted)
+/* Sums the keys [a, b) of one series into *total: those of another
+ * namespace than its owner (an older one with this inode number: dead, its
+ * series taken over) out of the maps and the series, dead ones retired.
+ * false: no key of the owner (only keys of the label's earlier namespaces). */
+static bool series_tally(struct drops_state *st, struct drops_agg *a, struct drops_agg *b,
+			 uint64_t owner, size_t *deleted, uint64_t *total)
 {
 	struct drops_counts *k = st->counts;
-	const struct drops_cfg *cfg = st->cfg;
-	char reason[DROPS_REASON_NAME_MAX], netns[16];
-	const char *values[7] = {reason, a->proto, NULL, NULL, NULL, NULL, NULL};
-	uint64_t owner = series_owner(st, a, b), total = 0, hash = 0;
-	bool dead = series_dead(st, a, b, owner), again = false, owned = !owner;
-	struct sink_series *s;
-	int v = 2, err;
+	bool owned = !owner;
 
+	*total = 0;
 	for (struct drops_agg *x = a; x < b; x++) {
 		if (owner && x->cookie != owner) {
-			/* an older namespace with this inode number: dead, its
-			 * series taken over; out of the maps and the series */
 			if (x->slot != FROM_CARRY)
 				retire(st, x, deleted);
 			k->retired += x->count;
@@ -815,13 +817,63 @@ static int publish_series(struct collector *c, struct drops_state *st, struct dr
 		owned = true;
 		if (x->dead && x->slot != FROM_CARRY)
 			retire(st, x, deleted);
-		total += x->count;
+		*total += x->count;
 	}
 	if (owner)
 		carry_drop(k, a, owner);
+	return owned;
+}
+
+/* A dead series, published with its final value: gone (it leaves /metrics
+ * after the grace), remembered as such, its carried counts forgotten. */
+static void series_gone(struct collector *c, struct drops_state *st, const struct drops_agg *a,
+			struct sink_series *s, uint64_t owner, uint64_t hash)
+{
+	struct drops_counts *k = st->counts;
+
+	sink_series_gone(c->sink, st->drops, s);
+	if (owner)
+		graced_add(k, a, owner);
+	carry_drop(k, a, UINT64_MAX);
+	set_add(k->gone, &k->ngone, sizeof(uint64_t), &hash, u64_cmp);
+}
+
+/* A live series (again: a reused inode number): a later death is a first
+ * one, and it keeps what its dead keys counted. */
+static int series_live(struct drops_state *st, struct drops_agg *a, struct drops_agg *b)
+{
+	struct drops_counts *k = st->counts;
+	int err;
+
+	if (k->ngone) {
+		uint64_t hash = series_hash(a), *g;
+
+		g = bsearch(&hash, k->gone, k->ngone, sizeof(*k->gone), u64_cmp);
+		if (g) {
+			memmove(g, g + 1, (size_t)(k->gone + k->ngone - g - 1) * sizeof(*g));
+			k->ngone--;
+		}
+	}
+	for (struct drops_agg *x = a; x < b; x++)
+		if (x->dead && x->count && x->slot != FROM_CARRY && (err = carry_add(k, x)))
+			return err;
+	return 0;
+}
+
+static int publish_series(struct collector *c, struct drops_state *st, struct drops_agg *a,
+			  struct drops_agg *b, size_t *deleted)
+{
+	struct drops_counts *k = st->counts;
+	char reason[DROPS_REASON_NAME_MAX], netns[16];
+	const char *values[7];
+	uint64_t owner = series_owner(st, a, b), total, hash = 0;
+	bool dead = series_dead(st, a, b, owner), again = false;
+	struct sink_series *s;
+	int err;
+
 	/* only keys of the label's earlier namespace(s): nothing to show yet,
 	 * and what the series showed was theirs */
-	if (!owned) {
+	if (!series_tally(st, a, b, owner, deleted, &total)) {
 		series_remove(c, st, a);
 		return 0;
 	}
@@ -833,18 +885,7 @@ static int publish_series(struct collector *c, struct drops_state *st, struct dr
 			return 0;
 	}
 	drops_maybe_rescan(st, a->reason);
-	drops_reason_format(st->reasons, a->reason, reason, sizeof(reason));
-	snprintf(netns, sizeof(netns), "%" PRIu32, a->lnetns);
-	if (cfg->netns_label)
-		values[v++] = netns;
-	if (cfg->container_label)
-		values[v++] = a->ctr;
-	if (cfg->pod_label) {
-		const struct drops_podns *p = a->pod >= 0 ? &k->pods[a->pod] : NULL;
-
-		values[v++] = p ? p->pod : "";
-		values[v++] = p ? p->ns : "";
-	}
+	series_values(st, a, true, reason, netns, values);
 	s = sink_series(c->sink, st->drops, values);
 	if (!s) {
 		err = -errno;
@@ -855,29 +896,10 @@ static int publish_series(struct collector *c, struct drops_state *st, struct dr
 	else
 		sink_set(c->sink, s, (double)total);
 	if (dead) {
-		sink_series_gone(c->sink, st->drops, s);
-		if (owner)
-			graced_add(k, a, owner);
-		carry_drop(k, a, UINT64_MAX);
-		set_add(k->gone, &k->ngone, sizeof(uint64_t), &hash, u64_cmp);
+		series_gone(c, st, a, s, owner, hash);
 		return 0;
 	}
-	/* live (again: a reused inode number): a later death is a first one */
-	if (k->ngone) {
-		uint64_t *g;
-
-		hash = series_hash(a);
-		g = bsearch(&hash, k->gone, k->ngone, sizeof(*k->gone), u64_cmp);
-		if (g) {
-			memmove(g, g + 1, (size_t)(k->gone + k->ngone - g - 1) * sizeof(*g));
-			k->ngone--;
-		}
-	}
-	/* a live series keeps what its dead keys counted */
-	for (struct drops_agg *x = a; x < b; x++)
-		if (x->dead && x->count && x->slot != FROM_CARRY && (err = carry_add(k, x)))
-			return err;
-	return 0;
+	return series_live(st, a, b);
 }
 
 bool drops_counts_netns_gone(const struct drops_counts *k, uint64_t cookie)

@@ -57,6 +57,14 @@ const struct cfg_key drops_cfg_keys[] = {
     DROPS_KEY(btf_path, CFG_STRING, "/sys/kernel/btf/vmlinux", 0, 0,
 	      "kernel BTF naming the drop reasons"),
     DROPS_KEY(kallsyms, CFG_STRING, "/proc/kallsyms", 0, 0, "kernel symbols naming drop locations"),
+    DROPS_KEY(record, CFG_STRING, "", 0, 0,
+	      "write what the kernel gives the collector (reason names, sampled records, the "
+	      "counters of each collect) to this file, for replay (docs/drops.md); a new or empty "
+	      "file, never written over"),
+    DROPS_KEY(replay, CFG_STRING, "", 0, 0,
+	      "run on a recording (record = FILE) instead of the kernel: no BPF, cgroups or "
+	      "namespace list, the recorded reason names and symbols; the first collect replays "
+	      "the whole file"),
     {0},
 };
 
@@ -67,5 +75,13 @@ int drops_check_config(struct collector *c)
 	if (cfg->ring_bytes & (cfg->ring_bytes - 1) || cfg->ring_bytes % getpagesize())
 		return collector_config_error(
 		    c, "ring_bytes", "must be a power of two and a multiple of the page size");
+	if (cfg->replay[0] && cfg->record[0])
+		return collector_config_error(
+		    c, "record", "cannot record a replay: set record or replay, not both");
+	if (cfg->replay[0] && (cfg->container_label || cfg->pod_label))
+		return collector_config_error(c, "replay",
+					      "container_label and pod_label need the live host "
+					      "(its cgroups, the pod cache); "
+					      "a replay has neither");
 	return 0;
 }

@@ -342,37 +342,61 @@ size_t drops_ksyms_bytes(const struct drops_ksyms *k)
 	return b;
 }
 
-int drops_ksyms_format(const struct drops_ksyms *k, uint64_t addr, char *buf, size_t len)
+/* The symbol covering addr (its offset from base in *off), or NULL. */
+static const struct ksym *ksym_find(const struct drops_ksyms *k, uint64_t addr, uint64_t *off)
 {
 	size_t lo = 0, hi = k ? k->n : 0;
-	const struct ksym *s;
-	uint64_t off;
 
-	if (!hi || addr < k->base || addr - k->base > UINT32_MAX) {
-		snprintf(buf, len, "0x%" PRIx64, addr);
-		return -ENOENT;
-	}
-	off = addr - k->base;
+	if (!hi || addr < k->base || addr - k->base > UINT32_MAX)
+		return NULL;
+	*off = addr - k->base;
 	/* Last symbol with s->off <= off. */
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
 
-		if (k->v[mid].off <= off)
+		if (k->v[mid].off <= *off)
 			lo = mid + 1;
 		else
 			hi = mid;
 	}
-	if (lo == 0 || off - k->v[lo - 1].off >= KSYM_MAX_SPAN) {
+	if (lo == 0 || *off - k->v[lo - 1].off >= KSYM_MAX_SPAN)
+		return NULL;
+	return &k->v[lo - 1];
+}
+
+int drops_ksyms_format(const struct drops_ksyms *k, uint64_t addr, char *buf, size_t len)
+{
+	uint64_t off = 0;
+	const struct ksym *s = ksym_find(k, addr, &off);
+
+	if (!s) {
 		snprintf(buf, len, "0x%" PRIx64, addr);
 		return -ENOENT;
 	}
-	s = &k->v[lo - 1];
 	if (s->mod)
 		snprintf(buf, len, "%s+0x%" PRIx64 " [%s]", k->names + s->name, off - s->off,
 			 k->mods[s->mod - 1]);
 	else
 		snprintf(buf, len, "%s+0x%" PRIx64, k->names + s->name, off - s->off);
 	return 0;
+}
+
+int drops_ksyms_line(const struct drops_ksyms *k, uint64_t addr, uint64_t *start, char *buf,
+		     size_t len)
+{
+	uint64_t off = 0;
+	const struct ksym *s = ksym_find(k, addr, &off);
+	int n;
+
+	if (!s)
+		return -ENOENT;
+	*start = k->base + s->off;
+	if (s->mod)
+		n = snprintf(buf, len, "%016" PRIx64 " t %s\t[%s]", *start, k->names + s->name,
+			     k->mods[s->mod - 1]);
+	else
+		n = snprintf(buf, len, "%016" PRIx64 " t %s", *start, k->names + s->name);
+	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
 }
 
 int drops_ksyms_range(const struct drops_ksyms *k, const char *name, uint64_t *start, uint64_t *end)

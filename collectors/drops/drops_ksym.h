@@ -47,5 +47,11 @@ int drops_ksyms_range(const struct drops_ksyms *k, const char *name, uint64_t *s
 /* "sym+0xoff" (or "sym+0xoff [module]") into buf; "0x<addr>" and -ENOENT
  * when no symbol covers addr (k may be NULL). */
 int drops_ksyms_format(const struct drops_ksyms *k, uint64_t addr, char *buf, size_t len);
+/* The kallsyms line of the symbol covering addr ("<start> t name" or
+ * "<start> t name\t[module]", what drops_ksyms_parse() reads), its start
+ * address in *start: a drops recording keeps the symbols its samples name.
+ * 0; -ENOENT (no symbol), -ENAMETOOLONG (len too small). */
+int drops_ksyms_line(const struct drops_ksyms *k, uint64_t addr, uint64_t *start, char *buf,
+		     size_t len);
 
 #endif

@@ -1,15 +1,19 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The drops collector's state, shared by its two halves: drops.c (load,
- * attach, samples, lifecycle) and drops_counts.c (the kernel's counters ->
+ * The drops collector's state, shared by its parts: drops.c (load,
+ * attach, samples, lifecycle), drops_counts.c (the kernel's counters ->
  * sysobs_packet_drops_total, and the retirement of counters whose network
- * namespace or cgroup is gone). Private to collectors/drops/.
+ * namespace or cgroup is gone), drops_samples.c (ring-buffer records ->
+ * rows), drops_source.c and drops_replay.c (where the counters are read
+ * from: the BPF maps, or a recording). Private to collectors/drops/.
  */
 #ifndef SYSOBS_DROPS_PRIV_H
 #define SYSOBS_DROPS_PRIV_H
 
 #include <stdbool.h>
 #include <stdint.h>
+
+#include <linux/types.h>
 
 #include <bpf/libbpf.h>
 
@@ -24,6 +28,10 @@ struct drops_counts;
 struct drops_netstat;
 struct drops_watch;
 struct drops_ksyms;
+struct drops_recorder;
+struct drop_sample;
+struct drops_replay;
+struct drops_state;
 struct drops_reasons;
 struct netns_live;
 struct sink_family;
@@ -35,8 +43,32 @@ enum drops_prog {
 	DROPS_PROG_RAW_TP,
 };
 
+/*
+ * Where the counting path reads the kernel's maps (enum drops_map_id of
+ * drops_recfile.h): the BPF maps themselves (drops_source_live,
+ * drops_source.c: recorded as read when [collector.drops] record is set),
+ * or a recording's snapshot of them (drops_source_replay, drops_replay.c).
+ * Per-CPU values: st->ncpus of them.
+ */
+struct drops_source {
+	/* The counts hash's key after prev (NULL: the first): 0, -ENOENT
+	 * past the last. */
+	int (*next_key)(struct drops_state *st, const struct drops_key *prev,
+			struct drops_key *key);
+	/* The per-CPU values of a key of a map: 0 or -errno. */
+	int (*lookup)(struct drops_state *st, uint32_t map, const void *key, void *vals);
+	/* A counts hash key taken out, with its final per-CPU values. */
+	int (*take)(struct drops_state *st, const struct drops_key *key, uint64_t *vals);
+	/* The slot table: DROPS_SLOTS keys and their per-CPU slots; *count read. */
+	int (*slots)(struct drops_state *st, __u32 *keys, struct drops_slot *vals, __u32 *count);
+};
+extern const struct drops_source drops_source_live, drops_source_replay;
+
 struct drops_state {
 	const struct drops_cfg *cfg;
+	const struct drops_source *src;
+	struct drops_recorder *rec;  /* record = FILE, NULL: not recording */
+	struct drops_replay *replay; /* replay = FILE, NULL: the live kernel */
 	struct drops_bpf *skel;
 	struct bpf_link *link;
 	struct ring_buffer *rb;
@@ -89,8 +121,34 @@ struct drops_state {
 };
 
 /* drops.c */
-int drops_sum_percpu(struct drops_state *st, int fd, const void *key, uint64_t *sum);
+/* A per-CPU map's value of key (through st->src), summed. */
+int drops_sum_percpu(struct drops_state *st, uint32_t map, const void *key, uint64_t *sum);
 void drops_maybe_rescan(struct drops_state *st, uint32_t reason);
+/* The families and series start registers, in both modes; 0 or -ENOMEM. */
+int drops_start_series(struct collector *c, struct drops_state *st);
+/* One collect's reads and publishing (what a replay repeats per COLLECT). */
+int drops_collect_once(struct collector *c, struct drops_state *st);
+
+/* drops_source.c: the recording of what the live source reads. */
+/* Opens cfg->record and writes the reason names; 0 or -errno. */
+int drops_record_open(struct drops_state *st, const char *path);
+void drops_record_reasons(struct drops_state *st);
+/* A ring-buffer record as received; then, once decoded, the symbols its
+ * location and stack name (each once per recording). */
+void drops_record_sample(struct drops_state *st, const void *data, size_t len);
+void drops_record_syms(struct drops_state *st, const struct drop_sample *s);
+void drops_record_close(struct drops_state *st);
+/* Ends a collect's snapshot; a write error is warned once and ends the
+ * recording. */
+void drops_record_collect(struct collector *c, struct drops_state *st);
+
+/* drops_replay.c: replay = FILE instead of the kernel. init: the file read
+ * and checked whole (a bad one is a config error naming the record), the
+ * reason names it carries; collect: every COLLECT of the file not replayed
+ * yet, its samples first (the first collect replays the whole file). */
+int drops_replay_init(struct collector *c, struct drops_state *st);
+int drops_replay_collect(struct collector *c, struct drops_state *st);
+void drops_replay_free(struct drops_replay *rp); /* accepts NULL */
 
 /* drops_samples.c: the reason names ?reason= checks (a snapshot per
  * (re)scan; all freed at stop), and the ring buffer's record callback

@@ -242,6 +242,33 @@ static void drops_row_pod(struct sink *k, struct drops_row *r)
 	snprintf(r->container_name, sizeof(r->container_name), "%s", p.container);
 }
 
+/* The stored sample's id, as the exemplar of its drop counter: from a
+ * graph of sysobs_packet_drops_total to GET /api/v1/drops/samples, on the
+ * series as drops_counts.c labels it. */
+static void drops_sample_exemplar(struct collector *c, struct drops_state *st,
+				  const struct drop_sample *s, const struct drops_row *row,
+				  int64_t ts, int64_t id)
+{
+	char netns[16], ids[24], ctr[13];
+	struct sink_pod np;
+	const char *values[7] = {row->reason, row->protocol, NULL, NULL, NULL, NULL, NULL};
+	int v = 2;
+
+	snprintf(netns, sizeof(netns), "%" PRIu32, s->netns);
+	snprintf(ctr, sizeof(ctr), "%s", row->container);
+	if (st->cfg->netns_label)
+		values[v++] = netns;
+	if (st->cfg->container_label)
+		values[v++] = ctr;
+	if (st->cfg->pod_label) { /* the counts name a pod by its netns */
+		sink_pod(c->sink, "", "", s->netns, &np);
+		values[v++] = np.pod;
+		values[v++] = np.pod_namespace;
+	}
+	snprintf(ids, sizeof(ids), "%lld", (long long)id);
+	sink_exemplar(c->sink, sink_series(c->sink, st->drops, values), "sample_id", ids, 1, ts);
+}
+
 int drops_on_sample(void *ctx, void *data, size_t len)
 {
 	struct collector *c = ctx;
@@ -250,41 +277,24 @@ int drops_on_sample(void *ctx, void *data, size_t len)
 	struct drops_row row;
 	int64_t ts, id;
 
+	if (st->rec)
+		drops_record_sample(st, data, len);
 	if (drops_record_decode(data, len, &s)) {
 		st->invalid++;
 		return 0;
 	}
+	if (st->rec)
+		drops_record_syms(st, &s);
 	drops_row_fill(st, &s, &row);
-	drops_row_pod(c->sink, &row);
+	if (!st->replay) /* the names of the host now, not of the recording's */
+		drops_row_pod(c->sink, &row);
 	ts = (int64_t)s.ts_mono_ns + st->mono_to_wall_ns;
-	/* The stored sample's id, as the exemplar of its drop counter: from a
-	 * graph of sysobs_packet_drops_total to GET /api/v1/drops/samples.
-	 * Not for a namespace seen deleted: its series is gone (or taken over
+	/* Not for a namespace seen deleted: its series is gone (or taken over
 	 * by a namespace that got its inode number), and asking for it would
 	 * bring it back. */
 	if (!sink_event_id(c->sink, &drops_samples_table, ts, &row, &id) && id > 0 &&
-	    !drops_counts_netns_gone(st->counts, s.netns_cookie)) {
-		char netns[16], ids[24], ctr[13];
-		struct sink_pod np;
-		const char *values[7] = {row.reason, row.protocol, NULL, NULL, NULL, NULL, NULL};
-		int v = 2;
-
-		snprintf(netns, sizeof(netns), "%" PRIu32, s.netns);
-		snprintf(ctr, sizeof(ctr), "%s", row.container);
-		/* the series as drops_counts.c labels it */
-		if (st->cfg->netns_label)
-			values[v++] = netns;
-		if (st->cfg->container_label)
-			values[v++] = ctr;
-		if (st->cfg->pod_label) { /* the counts name a pod by its netns */
-			sink_pod(c->sink, "", "", s.netns, &np);
-			values[v++] = np.pod;
-			values[v++] = np.pod_namespace;
-		}
-		snprintf(ids, sizeof(ids), "%lld", (long long)id);
-		sink_exemplar(c->sink, sink_series(c->sink, st->drops, values), "sample_id", ids, 1,
-			      ts);
-	}
+	    !drops_counts_netns_gone(st->counts, s.netns_cookie))
+		drops_sample_exemplar(c, st, &s, &row, ts, id);
 	/* Budget per wakeup: a negative return stops ring_buffer__consume()
 	 * (this record already consumed); the ring fd stays readable, so the
 	 * loop comes back after serving everything else. */

@@ -230,6 +230,57 @@ static void dispatch(struct ifs_priv *p)
 
 /* ---- collector ops ---- */
 
+/* The host's name in paths and alerts: the agent resolved it ([agent]
+ * hostname, else gethostname()), once for every path that names the host;
+ * the alert's instance and runbook default to what it gives. */
+static void ifs_names_default(struct collector *c, struct ifs_priv *p)
+{
+	snprintf(p->host, sizeof(p->host), "%s",
+		 c->hostname && c->hostname[0] ? c->hostname : "unknown");
+	if (!p->alert_instance[0])
+		snprintf(p->alert_instance, sizeof(p->alert_instance), "%s", p->host);
+	if (!p->runbook_url[0])
+		ifs_runbook_url_default(p);
+}
+
+/* The microcode's shortest time between two scans of a core, by CPU model
+ * (the kernel selftest's table); none for a model it does not name. */
+static void ifs_min_scan_gap_read(struct collector *c, struct ifs_priv *p)
+{
+	char path[PATH_MAX + 32], text[4096];
+	unsigned fam, model;
+
+	snprintf(path, sizeof(path), "%s/devices/system/cpu/modalias", p->root);
+	if (ifs_read_text(path, text, sizeof(text)) >= 0 &&
+	    !ifs_min_scan_gap_parse(text, &fam, &model, &p->scfg.min_scan_gap_ns))
+		clog_info(c, "CPU family %u model %#x: scans of one core at least %lld s apart",
+			  fam, model, (long long)(p->scfg.min_scan_gap_ns / 1000000000LL));
+	else
+		clog_info(c, "CPU model unknown (no %s): no minimum time between scans", path);
+}
+
+/* The cores of offline threads, while still root (debugfs is root's); none
+ * without debugfs, which only costs the core of a CPU offline since before
+ * the start. */
+static int ifs_hints_read(struct collector *c, struct ifs_priv *p)
+{
+	int err;
+
+	p->hints = calloc(IFS_MAX_CPUS, sizeof(*p->hints));
+	if (!p->hints)
+		return -ENOMEM;
+	err = ifs_topology_hints_read(p->root, p->hints);
+	if (err < 0) {
+		clog_info(c,
+			  "no %s/kernel/debug/x86/topo (%s): the core of a CPU offline since "
+			  "before the start is known only from its last result",
+			  p->root, strerror(-err));
+		free(p->hints);
+		p->hints = NULL;
+	}
+	return 0;
+}
+
 static int ifs_init(struct collector *c)
 {
 	struct ifs_priv *p;
@@ -247,14 +298,7 @@ static int ifs_init(struct collector *c)
 	if (err)
 		goto err_free;
 	snprintf(p->root, sizeof(p->root), "%s", c->sysfs_root ?: "/sys");
-	/* The agent resolved it ([agent] hostname, else gethostname()), once
-	 * for every path that names the host. */
-	snprintf(p->host, sizeof(p->host), "%s",
-		 c->hostname && c->hostname[0] ? c->hostname : "unknown");
-	if (!p->alert_instance[0])
-		snprintf(p->alert_instance, sizeof(p->alert_instance), "%s", p->host);
-	if (!p->runbook_url[0])
-		ifs_runbook_url_default(p);
+	ifs_names_default(c, p);
 
 	err = ifs_devices_discover(p->root, &mask);
 	if (err || !mask) {
@@ -266,38 +310,10 @@ static int ifs_init(struct collector *c)
 		    p->root);
 		goto err_free;
 	}
-	/* The microcode's shortest time between two scans of a core, by CPU
-	 * model (the kernel selftest's table). */
-	{
-		char path[PATH_MAX + 32], text[4096];
-		unsigned fam, model;
-
-		snprintf(path, sizeof(path), "%s/devices/system/cpu/modalias", p->root);
-		if (ifs_read_text(path, text, sizeof(text)) >= 0 &&
-		    !ifs_min_scan_gap_parse(text, &fam, &model, &p->scfg.min_scan_gap_ns))
-			clog_info(c,
-				  "CPU family %u model %#x: scans of one core at least %lld s "
-				  "apart",
-				  fam, model, (long long)(p->scfg.min_scan_gap_ns / 1000000000LL));
-		else
-			clog_info(c, "CPU model unknown (no %s): no minimum time between scans",
-				  path);
-	}
-	/* The cores of offline threads, while still root (debugfs is root's). */
-	p->hints = calloc(IFS_MAX_CPUS, sizeof(*p->hints));
-	if (!p->hints) {
-		err = -ENOMEM;
+	ifs_min_scan_gap_read(c, p);
+	err = ifs_hints_read(c, p);
+	if (err)
 		goto err_free;
-	}
-	err = ifs_topology_hints_read(p->root, p->hints);
-	if (err < 0) {
-		clog_info(c,
-			  "no %s/kernel/debug/x86/topo (%s): the core of a CPU offline since "
-			  "before the start is known only from its last result",
-			  p->root, strerror(-err));
-		free(p->hints);
-		p->hints = NULL;
-	}
 	err = ifs_topology_read(p->root, p->hints, &p->topo);
 	if (err) {
 		err = collector_unavailable(c, err, "cannot read the CPU topology under %s: %s",

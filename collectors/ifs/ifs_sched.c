@@ -152,45 +152,78 @@ static void spread_new_pairs(struct ifs_sched *s, int64_t now)
 	}
 }
 
-int ifs_sched_set_topology(struct ifs_sched *s, const struct ifs_core_info *cores, size_t n,
-			   int64_t now)
+/* The index in cores[0..n) of the core old names (same package and
+ * core_id), or n when it is gone. */
+static size_t core_find(const struct ifs_core_info *cores, size_t n,
+			const struct ifs_core_info *old)
 {
-	struct ifs_core_info *nc = NULL;
-	struct ifs_sched_pair(*np)[IFS_TEST_MAX] = NULL;
-	bool *nr[IFS_TEST_MAX] = {0};
+	size_t i;
 
-	if (n) {
-		nc = calloc(n, sizeof(*nc));
-		np = calloc(n, sizeof(*np));
-		if (!nc || !np)
+	for (i = 0; i < n; i++)
+		if (cores[i].package == old->package && cores[i].core_id == old->core_id)
+			break;
+	return i;
+}
+
+/* The per-core arrays of a topology of n cores: nr[t] per test. */
+struct sched_topo {
+	struct ifs_core_info *cores;
+	struct ifs_sched_pair (*pairs)[IFS_TEST_MAX];
+	bool *in_round[IFS_TEST_MAX];
+};
+
+static void sched_topo_free(struct sched_topo *nt)
+{
+	free(nt->cores);
+	free(nt->pairs);
+	for (int t = 0; t < IFS_TEST_MAX; t++)
+		free(nt->in_round[t]);
+}
+
+/* The arrays for cores[0..n), each pair not due, and the state of every
+ * core the current topology has too carried over. */
+static int sched_topo_build(const struct ifs_sched *s, const struct ifs_core_info *cores, size_t n,
+			    struct sched_topo *nt)
+{
+	memset(nt, 0, sizeof(*nt));
+	if (!n)
+		return 0;
+	nt->cores = calloc(n, sizeof(*nt->cores));
+	nt->pairs = calloc(n, sizeof(*nt->pairs));
+	for (int t = 0; t < IFS_TEST_MAX; t++)
+		nt->in_round[t] = calloc(n, sizeof(bool));
+	for (int t = 0; t < IFS_TEST_MAX; t++)
+		if (!nt->in_round[t])
 			goto err_free;
-		for (int t = 0; t < IFS_TEST_MAX; t++) {
-			nr[t] = calloc(n, sizeof(bool));
-			if (!nr[t])
-				goto err_free;
-		}
-	}
+	if (!nt->cores || !nt->pairs)
+		goto err_free;
 	for (size_t i = 0; i < n; i++) {
-		nc[i] = cores[i];
-		for (int t = 0; t < IFS_TEST_MAX; t++)
-			np[i][t] = (struct ifs_sched_pair){.next_due = INT64_MAX};
-		for (size_t j = 0; j < s->n_cores; j++) {
-			if (s->cores[j].package != cores[i].package ||
-			    s->cores[j].core_id != cores[i].core_id)
-				continue;
-			memcpy(np[i], s->pairs[j], sizeof(np[i]));
-			for (int t = 0; t < IFS_TEST_MAX; t++)
-				nr[t][i] = s->in_round[t][j];
-		}
-	}
-	/* Queued requests name cores by index: remap or drop them. */
-	for (size_t r = 0; r < s->n_reqs;) {
-		const struct ifs_core_info *old = &s->cores[s->reqs[r].core];
-		size_t i;
+		size_t j = core_find(s->cores, s->n_cores, &cores[i]);
 
-		for (i = 0; i < n; i++)
-			if (nc[i].package == old->package && nc[i].core_id == old->core_id)
-				break;
+		nt->cores[i] = cores[i];
+		for (int t = 0; t < IFS_TEST_MAX; t++)
+			nt->pairs[i][t] = (struct ifs_sched_pair){.next_due = INT64_MAX};
+		if (j == s->n_cores)
+			continue;
+		memcpy(nt->pairs[i], s->pairs[j], sizeof(nt->pairs[i]));
+		for (int t = 0; t < IFS_TEST_MAX; t++)
+			nt->in_round[t][i] = s->in_round[t][j];
+	}
+	return 0;
+
+err_free:
+	sched_topo_free(nt);
+	return -ENOMEM;
+}
+
+/* Queued requests and the running job name cores by index: remapped onto
+ * the new topology; a request for a core that is gone is dropped, the
+ * running job's core becomes n (its outcome is dropped). */
+static void sched_remap_cores(struct ifs_sched *s, const struct ifs_core_info *cores, size_t n)
+{
+	for (size_t r = 0; r < s->n_reqs;) {
+		size_t i = core_find(cores, n, &s->cores[s->reqs[r].core]);
+
 		if (i == n) {
 			memmove(&s->reqs[r], &s->reqs[r + 1],
 				(s->n_reqs - r - 1) * sizeof(*s->reqs));
@@ -199,34 +232,28 @@ int ifs_sched_set_topology(struct ifs_sched *s, const struct ifs_core_info *core
 		}
 		s->reqs[r++].core = i;
 	}
-	/* So does the running job: its result must land on the same core. */
-	if (s->running) {
-		const struct ifs_core_info *old = &s->cores[s->cur.core];
-		size_t i;
+	if (s->running)
+		s->cur.core = (unsigned)core_find(cores, n, &s->cores[s->cur.core]);
+}
 
-		for (i = 0; i < n; i++)
-			if (nc[i].package == old->package && nc[i].core_id == old->core_id)
-				break;
-		s->cur.core = (unsigned)i; /* n: gone, its outcome is dropped */
-	}
-	free(s->cores);
-	free(s->pairs);
-	for (int t = 0; t < IFS_TEST_MAX; t++) {
-		free(s->in_round[t]);
-		s->in_round[t] = nr[t];
-	}
-	s->cores = nc;
-	s->pairs = np;
+int ifs_sched_set_topology(struct ifs_sched *s, const struct ifs_core_info *cores, size_t n,
+			   int64_t now)
+{
+	struct sched_topo nt, old;
+
+	if (sched_topo_build(s, cores, n, &nt))
+		return -ENOMEM;
+	sched_remap_cores(s, nt.cores, n);
+	old.cores = s->cores;
+	old.pairs = s->pairs;
+	memcpy(old.in_round, s->in_round, sizeof(old.in_round));
+	sched_topo_free(&old);
+	s->cores = nt.cores;
+	s->pairs = nt.pairs;
+	memcpy(s->in_round, nt.in_round, sizeof(s->in_round));
 	s->n_cores = n;
 	spread_new_pairs(s, now);
 	return 0;
-
-err_free:
-	free(nc);
-	free(np);
-	for (int t = 0; t < IFS_TEST_MAX; t++)
-		free(nr[t]);
-	return -ENOMEM;
 }
 
 void ifs_sched_set_tests(struct ifs_sched *s, unsigned mask, int64_t now)
@@ -348,32 +375,28 @@ static int job_batch(const struct ifs_sched *s, enum ifs_test t)
 	return (int)s->cfg.batches[t][s->batch_idx[t] % s->cfg.n_batches[t]];
 }
 
-int ifs_sched_next(struct ifs_sched *s, int64_t now, struct ifs_job *job, int64_t *wake)
+/* The first queued request that can run now, taken off the queue into
+ * *job (0), or -EAGAIN with *wake lowered to when a request held back by
+ * the minimum gap may run. A request for a core offline for now stays
+ * queued. */
+static int next_request(struct ifs_sched *s, int64_t now, struct ifs_job *job, int64_t *wake)
 {
-	int64_t best_due = INT64_MAX;
-	size_t best_c = 0;
-	int best_t = -1;
-
-	*wake = INT64_MAX;
-	if (s->running)
-		return -EBUSY;
-	if (!cap_allows(s, now, wake))
-		return -EAGAIN;
-
 	for (size_t r = 0; r < s->n_reqs; r++) {
 		struct ifs_sched_req q = s->reqs[r];
+		const struct ifs_core_info *c = &s->cores[q.core];
 		int cpu = ifs_sched_core_cpu(s, q.core);
 		int64_t gap = ifs_sched_gap_until(s, q.core, q.test);
 
 		if (cpu < 0 || !test_ok(s, q.test))
-			continue; /* offline for now: stays queued */
-		if (gap > now) {  /* the core's last scan is too recent */
+			continue;
+		if (gap > now) { /* the core's last scan is too recent */
 			if (gap < *wake)
 				*wake = gap;
 			continue;
 		}
-		for (unsigned i = 0; q.cpu >= 0 && i < s->cores[q.core].n_cpus; i++)
-			if (s->cores[q.core].cpus[i] == q.cpu && s->cores[q.core].online[i])
+		/* The thread asked for, if it is one of the core's and online. */
+		for (unsigned i = 0; q.cpu >= 0 && i < c->n_cpus; i++)
+			if (c->cpus[i] == q.cpu && c->online[i])
 				cpu = q.cpu;
 		memmove(&s->reqs[r], &s->reqs[r + 1], (s->n_reqs - r - 1) * sizeof(*s->reqs));
 		s->n_reqs--;
@@ -386,11 +409,19 @@ int ifs_sched_next(struct ifs_sched *s, int64_t now, struct ifs_job *job, int64_
 		    .scan_id = q.scan_id,
 		    .reload = q.reload,
 		};
-		goto start;
+		return 0;
 	}
+	return -EAGAIN;
+}
 
-	if (!s->cfg.periodic)
-		return -EAGAIN;
+/* The (core, test) of the runnable cores due first, counting the minimum
+ * gap since the core's last scan (INT64_MAX and *best_t -1: none); a core
+ * that cannot run has its due runs noted as skipped. */
+static int64_t pair_due_first(struct ifs_sched *s, int64_t now, size_t *best_c, int *best_t)
+{
+	int64_t best_due = INT64_MAX;
+
+	*best_t = -1;
 	for (size_t c = 0; c < s->n_cores; c++) {
 		enum ifs_skip why = ifs_sched_core_skip(s, c);
 
@@ -407,27 +438,52 @@ int ifs_sched_next(struct ifs_sched *s, int64_t now, struct ifs_job *job, int64_
 			if (!test_ok(s, t) || due >= best_due)
 				continue;
 			best_due = due;
-			best_c = c;
-			best_t = t;
+			*best_c = c;
+			*best_t = t;
 		}
 	}
-	if (best_t < 0)
+	return best_due;
+}
+
+/* The periodic run due first, into *job (0), or -EAGAIN with *wake lowered
+ * to when it is due. */
+static int next_periodic(struct ifs_sched *s, int64_t now, struct ifs_job *job, int64_t *wake)
+{
+	size_t c = 0;
+	int t = -1;
+	int64_t due;
+
+	if (!s->cfg.periodic)
 		return -EAGAIN;
-	if (best_due > now) {
-		if (best_due < *wake)
-			*wake = best_due;
+	due = pair_due_first(s, now, &c, &t);
+	if (t < 0)
+		return -EAGAIN;
+	if (due > now) {
+		if (due < *wake)
+			*wake = due;
 		return -EAGAIN;
 	}
 	*job = (struct ifs_job){
-	    .core = best_c,
-	    .test = best_t,
-	    .cpu = ifs_sched_core_cpu(s, best_c),
-	    .batch = job_batch(s, best_t),
+	    .core = c,
+	    .test = t,
+	    .cpu = ifs_sched_core_cpu(s, c),
+	    .batch = job_batch(s, t),
 	    .by = IFS_BY_SCHEDULER,
-	    .attempt = s->pairs[best_c][best_t].retries,
-	    .reload = s->pairs[best_c][best_t].reload,
+	    .attempt = s->pairs[c][t].retries,
+	    .reload = s->pairs[c][t].reload,
 	};
-start:
+	return 0;
+}
+
+int ifs_sched_next(struct ifs_sched *s, int64_t now, struct ifs_job *job, int64_t *wake)
+{
+	*wake = INT64_MAX;
+	if (s->running)
+		return -EBUSY;
+	if (!cap_allows(s, now, wake))
+		return -EAGAIN;
+	if (next_request(s, now, job, wake) && next_periodic(s, now, job, wake))
+		return -EAGAIN;
 	s->running = true;
 	s->cur = *job;
 	return 0;
@@ -482,6 +538,71 @@ static void runs_add(struct ifs_sched *s, int64_t end, int64_t dur)
 	s->runs[s->n_runs++] = (struct ifs_sched_run){end, dur};
 }
 
+/* A run that asked for a reload runs again once, right away, on the same
+ * thread: the result of the run after the reload is the one that counts.
+ * True when the retry is arranged (a request queued first, or the pair
+ * due at end). */
+static bool reload_retry(struct ifs_sched *s, const struct ifs_job *job, unsigned core, int64_t end)
+{
+	struct ifs_sched_pair *p = &s->pairs[core][job->test];
+
+	if (job->by == IFS_BY_API) {
+		struct ifs_sched_req q = {core, job->test, job->scan_id, job->cpu, true};
+
+		return req_push(s, &q, true) == 0;
+	}
+	p->reload = true;
+	p->next_due = end;
+	return true;
+}
+
+/* A completed requested run counts as this interval's run. */
+static void requested_done(struct ifs_sched *s, unsigned core, enum ifs_test t, int64_t start,
+			   enum ifs_outcome out)
+{
+	struct ifs_sched_pair *p = &s->pairs[core][t];
+
+	if (out != IFS_OUT_DONE)
+		return;
+	p->last_start = start;
+	p->retries = 0;
+	if (s->cfg.periodic && p->spread)
+		p->next_due = start + s->cfg.interval_ns;
+	round_note(s, core, t);
+}
+
+/* A scheduled run: a failure is retried after a backoff doubling from
+ * retry_backoff_ns (up to an hour) until retry_max; otherwise the pair is
+ * due an interval after this start, and no sooner than its end. */
+static void scheduled_done(struct ifs_sched *s, unsigned core, enum ifs_test t, int64_t start,
+			   int64_t end, enum ifs_outcome out)
+{
+	struct ifs_sched_pair *p = &s->pairs[core][t];
+
+	if (out != IFS_OUT_DONE && out != IFS_OUT_UNTESTED && p->retries < s->cfg.retry_max) {
+		int64_t backoff = s->cfg.retry_backoff_ns;
+
+		for (unsigned i = 0; i < p->retries && backoff < HOUR_NS; i++)
+			backoff *= 2;
+		p->retries++;
+		p->next_due = end + backoff;
+		return;
+	}
+	p->retries = 0;
+	p->last_start = start;
+	p->next_due = start + s->cfg.interval_ns;
+	if (p->next_due < end)
+		p->next_due = end;
+	/* Only a test that ran (pass or fail) is the core's run of the batch:
+	 * an untested result or a failed write leaves the round waiting for
+	 * the core's next attempt, but not for ever: a core that keeps
+	 * testing nothing (a persistent untested code, an offline sibling)
+	 * would hold every other core on this batch. A batch that cannot load
+	 * was skipped before, so it does not stop the rotation. */
+	if (out == IFS_OUT_DONE || ++p->misses >= IFS_ROUND_MISSES)
+		round_note(s, core, t);
+}
+
 void ifs_sched_done(struct ifs_sched *s, const struct ifs_job *job, int64_t start, int64_t end,
 		    enum ifs_outcome out)
 {
@@ -505,57 +626,14 @@ void ifs_sched_done(struct ifs_sched *s, const struct ifs_job *job, int64_t star
 		ifs_sched_note_begun(s, core, job->test, start);
 	if (job->by == IFS_BY_SCHEDULER)
 		p->reload = false;
-
-	if (out == IFS_OUT_RELOAD && !job->reload) {
-		/* Once, right away, on the same thread: the result of the run
-		 * after the reload is the one that counts. */
-		if (job->by == IFS_BY_API) {
-			struct ifs_sched_req q = {core, job->test, job->scan_id, job->cpu, true};
-
-			if (req_push(s, &q, true) == 0)
-				return;
-		} else {
-			p->reload = true;
-			p->next_due = end;
-			return;
-		}
-	}
+	if (out == IFS_OUT_RELOAD && !job->reload && reload_retry(s, job, core, end))
+		return;
 	if (out == IFS_OUT_RELOAD)
 		out = IFS_OUT_UNTESTED; /* reloaded and still asking: final */
 	if (out == IFS_OUT_BATCH_ERROR)
 		batch_skip(s, job->test, job->batch);
-
-	if (job->by == IFS_BY_API) {
-		/* A completed requested run counts as this interval's run. */
-		if (out == IFS_OUT_DONE) {
-			p->last_start = start;
-			p->retries = 0;
-			if (s->cfg.periodic && p->spread)
-				p->next_due = start + s->cfg.interval_ns;
-			round_note(s, core, job->test);
-		}
-		return;
-	}
-	if (out != IFS_OUT_DONE && out != IFS_OUT_UNTESTED && p->retries < s->cfg.retry_max) {
-		int64_t backoff = s->cfg.retry_backoff_ns;
-
-		for (unsigned i = 0; i < p->retries && backoff < HOUR_NS; i++)
-			backoff *= 2;
-		p->retries++;
-		p->next_due = end + backoff;
-		return;
-	}
-	p->retries = 0;
-	p->last_start = start;
-	p->next_due = start + s->cfg.interval_ns;
-	if (p->next_due < end)
-		p->next_due = end;
-	/* Only a test that ran (pass or fail) is the core's run of the batch:
-	 * an untested result or a failed write leaves the round waiting for
-	 * the core's next attempt, but not for ever: a core that keeps
-	 * testing nothing (a persistent untested code, an offline sibling)
-	 * would hold every other core on this batch. A batch that cannot load
-	 * was skipped above, so it does not stop the rotation. */
-	if (out == IFS_OUT_DONE || ++p->misses >= IFS_ROUND_MISSES)
-		round_note(s, core, job->test);
+	if (job->by == IFS_BY_API)
+		requested_done(s, core, job->test, start, out);
+	else
+		scheduled_done(s, core, job->test, start, end, out);
 }

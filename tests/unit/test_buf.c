@@ -69,6 +69,29 @@ static void test_buf_append(void **state)
 	free(s);
 }
 
+/* bytes_reserve() keeps an area that fits and grows one that does not to
+ * exactly what is asked, keeping its bytes. */
+static void test_bytes_reserve(void **state)
+{
+	uint8_t *p = NULL, *kept;
+	size_t cap = 0;
+
+	(void)state;
+	assert_int_equal(bytes_reserve(&p, &cap, 16), 0);
+	assert_non_null(p);
+	assert_int_equal(cap, 16);
+	memset(p, 0xab, 16);
+	kept = p;
+	assert_int_equal(bytes_reserve(&p, &cap, 10), 0);
+	assert_ptr_equal(p, kept);
+	assert_int_equal(cap, 16);
+	assert_int_equal(bytes_reserve(&p, &cap, 4096), 0);
+	assert_int_equal(cap, 4096);
+	for (int i = 0; i < 16; i++)
+		assert_int_equal(p[i], 0xab);
+	free(p);
+}
+
 /* gzip_compress() gives a gzip member zlib reads back byte for byte, at
  * each level the agent uses, and replaces what out held. */
 static void test_gzip_round_trip(void **state)
@@ -123,9 +146,8 @@ static void test_procfs_status_field(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_array_grow),
-	    cmocka_unit_test(test_buf_append),
-	    cmocka_unit_test(test_gzip_round_trip),
+	    cmocka_unit_test(test_array_grow),		cmocka_unit_test(test_buf_append),
+	    cmocka_unit_test(test_bytes_reserve),	cmocka_unit_test(test_gzip_round_trip),
 	    cmocka_unit_test(test_procfs_status_field),
 	};
 

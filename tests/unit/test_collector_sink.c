@@ -5,7 +5,10 @@
  *  - drops: the sample path (drops_on_sample(), the ring buffer's callback):
  *    a record becomes a drop_samples row with its netns cookie, and its id
  *    the exemplar of the drop counter's series; a corrupt record is counted,
- *    no row.
+ *    no row. And the counting path (drops_publish_counts()) through the
+ *    collector's ops on a recording ([collector.drops] replay): per-CPU
+ *    fast slots and hash keys of one series summed, the last collect's
+ *    totals, the program's statistics summed over the CPUs.
  *  - mptcp: the restart recovery reads the collector's own history through
  *    sink_latest(): a CREATED row with the connection's tuple gives its
  *    start and side, another connection's row with the same token does not;
@@ -19,6 +22,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -29,9 +33,11 @@
 #include "collectors/drops/drops.h"
 #include "collectors/drops/drops_btf.h"
 #include "collectors/drops/drops_priv.h"
+#include "collectors/drops/drops_recfile.h"
 #include "collectors/mptcp/mptcp.h"
 #include "collectors/mptcp/mptcp_recover.h"
 #include "collectors/mptcp/mptcp_state.h"
+#include "base/config.h"
 #include "recording_sink.h"
 
 #define SEC 1000000000ll
@@ -126,6 +132,81 @@ static void drops_sample_path(void **state)
 	assert_int_equal(drops_on_sample(&c, &rec, 8), 0);
 	assert_int_equal(st.invalid, 2);
 	drops_reasons_free(st.reasons);
+}
+
+extern const struct collector_ops drops_collector;
+
+/* Two collects of a host with 2 CPUs: a UDP key in slot 5 of both CPUs
+ * and spilled to the hash; a TCP key in the hash from the second on. */
+static void write_two_collects(const char *path, const struct drops_record *rec)
+{
+	struct drops_key udp = {
+	    .reason = 3, .l3_proto = 0x0800, .l4_proto = 17, .netns = 11, .netns_cookie = 1};
+	struct drops_key tcp = {
+	    .reason = 3, .l3_proto = 0x0800, .l4_proto = 6, .netns = 12, .netns_cookie = 2};
+	struct drops_slot slot[2] = {{.key = udp, .count = 4}, {.key = udp, .count = 3}};
+	uint64_t spill[2] = {1, 2}, tcpc[2] = {5, 0}, samples[2] = {1, 1};
+	uint32_t s5 = 5, stat = DROPS_STAT_SAMPLES;
+	struct drops_rec_writer *w = drops_rec_create(path, 2);
+
+	assert_non_null(w);
+	drops_rec_reason(w, 3, "NO_SOCKET");
+	drops_rec_sample(w, 1000 * SEC, 0, rec, sizeof(*rec));
+	drops_rec_map(w, DROPS_MAP_SLOTS, &s5, sizeof(s5), slot, sizeof(slot));
+	drops_rec_map(w, DROPS_MAP_COUNTS, &udp, sizeof(udp), spill, sizeof(spill));
+	drops_rec_map(w, DROPS_MAP_STATS, &stat, sizeof(stat), samples, sizeof(samples));
+	drops_rec_collect(w, 1);
+	slot[0].count = 10;
+	drops_rec_map(w, DROPS_MAP_SLOTS, &s5, sizeof(s5), slot, sizeof(slot));
+	drops_rec_map(w, DROPS_MAP_COUNTS, &udp, sizeof(udp), spill, sizeof(spill));
+	drops_rec_map(w, DROPS_MAP_COUNTS, &tcp, sizeof(tcp), tcpc, sizeof(tcpc));
+	drops_rec_map(w, DROPS_MAP_STATS, &stat, sizeof(stat), samples, sizeof(samples));
+	assert_int_equal(drops_rec_collect(w, 2), 0);
+	drops_rec_close(w);
+}
+
+static void drops_counting_path_replayed(void **state)
+{
+	char path[] = "/tmp/test_drops_counts.XXXXXX";
+	struct drops_record rec = udp4_no_socket();
+	struct recording_sink rs;
+	struct config cfg = {0};
+	struct collector c = {.ops = &drops_collector, .fd = -1};
+	struct drops_cfg *dc;
+	int fd = mkstemp(path);
+
+	(void)state;
+	assert_true(fd >= 0);
+	close(fd);
+	write_two_collects(path, &rec);
+	rs_init(&rs, "drops");
+	rs_collector_attach(&rs, &c);
+	assert_int_equal(rs_collector_defaults(&c, &cfg), 0);
+	dc = (struct drops_cfg *)c.cfg;
+	dc->replay = path;
+	dc->netns_label = true;
+	assert_int_equal(drops_collector.init(&c), 0);
+	assert_int_equal(drops_collector.start(&c), 0);
+	assert_int_equal(c.fd, -1); /* no ring buffer */
+	assert_int_equal(drops_collector.collect(&c), 0);
+	/* the last collect: slot 5 on both CPUs (10 + 3) and the hash (1 + 2) */
+	assert_non_null(rs_find(&rs, "sysobs_packet_drops_total", "NO_SOCKET,udp,11"));
+	assert_true(rs_find(&rs, "sysobs_packet_drops_total", "NO_SOCKET,udp,11")->value == 16);
+	assert_true(rs_find(&rs, "sysobs_packet_drops_total", "NO_SOCKET,tcp,12")->value == 5);
+	assert_true(rs_find(&rs, "sysobs_drops_map_entries", "")->value == 2);
+	assert_true(rs_find(&rs, "sysobs_drop_samples_total", "")->value == 2);
+	/* the sample, stamped with the offset it was received with */
+	assert_int_equal(rs.n_rows, 1);
+	assert_int_equal(rs.rows[0].ts_ns, 1005 * SEC);
+	/* nothing left to replay: the totals stay */
+	assert_int_equal(drops_collector.collect(&c), 0);
+	assert_true(rs_find(&rs, "sysobs_packet_drops_total", "NO_SOCKET,udp,11")->value == 16);
+	assert_int_equal(rs.n_rows, 1);
+	drops_collector.stop(&c);
+	assert_null(c.priv);
+	unlink(path);
+	free((void *)c.cfg);
+	cfg_free(&cfg);
 }
 
 static void mptcp_restart_recovery_through_sink(void **state)
@@ -243,6 +324,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(drops_sample_path),
+	    cmocka_unit_test(drops_counting_path_replayed),
 	    cmocka_unit_test(mptcp_restart_recovery_through_sink),
 	    cmocka_unit_test(mptcp_recovery_query_filters_history),
 	};

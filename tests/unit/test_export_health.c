@@ -55,6 +55,11 @@ static void test_stuck_only_with_rows_pending_past_the_threshold(void **state)
 	assert_true(export_problem(&d, 1000, 300, why, sizeof(why)));
 	assert_string_equal(why, "stuck: 1912 rows pending, the oldest 312 s old; last success "
 				 "none since the start");
+	d = dest(2, 400); /* the Alertmanager push holds alerts */
+	d.format = "alertmanager";
+	assert_true(export_problem(&d, 1000, 300, why, sizeof(why)));
+	assert_string_equal(why, "stuck: 2 alerts pending, the oldest 400 s old; last success "
+				 "none since the start");
 }
 
 static void test_losing_rows_for_the_threshold_after_a_loss(void **state)

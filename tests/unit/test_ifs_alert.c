@@ -27,6 +27,9 @@
 
 #include "base/config.h"
 #include "exporters/alertmanager.h"
+#include "exporters/sender.h"
+#include "storage/store.h"
+#include "storage/store_samples.h"
 
 struct post {
 	int64_t at_ms;
@@ -37,9 +40,10 @@ struct post {
 
 static struct {
 	pthread_mutex_t lock;
-	unsigned refuse_first;	/* answer refuse_status to this many POSTs */
-	unsigned refuse_status; /* 503 unless set */
-	unsigned stall_ms;	/* delay of every answer */
+	unsigned refuse_first;	 /* answer refuse_status to this many POSTs */
+	unsigned refuse_status;	 /* 503 unless set */
+	unsigned stall_ms;	 /* delay of every answer */
+	const char *retry_after; /* Retry-After of a refusal, NULL: none */
 	struct post posts[64];
 	unsigned n;
 } srv = {.lock = PTHREAD_MUTEX_INITIALIZER};
@@ -99,6 +103,8 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *conn, const cha
 	}
 	pthread_mutex_unlock(&srv.lock);
 	r = MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
+	if (status != 200 && srv.retry_after)
+		MHD_add_response_header(r, "Retry-After", srv.retry_after);
 	ret = MHD_queue_response(conn, status, r);
 	MHD_destroy_response(r);
 	return ret;
@@ -240,6 +246,7 @@ static void posts_free(void)
 	srv.refuse_first = 0;
 	srv.refuse_status = 0;
 	srv.stall_ms = 0;
+	srv.retry_after = NULL;
 }
 
 static const char *label_of(json_t *al, const char *group, const char *name)
@@ -349,6 +356,7 @@ static void test_fire_retry_resend_resolve(void **state)
 static void test_refused_not_retried(void **state)
 {
 	const int64_t t0 = 1000 * SEC_NS;
+	struct export_status st;
 	struct MHD_Daemon *d;
 	struct am_export *am;
 	unsigned port;
@@ -361,10 +369,17 @@ static void test_refused_not_retried(void **state)
 	fire_core3(am);
 	assert_int_equal(am_export_turn(am, t0), t0 + 60 * SEC_NS);
 	assert_int_equal(posts(), 1);
+	am_export_status(am, &st);
+	assert_int_equal(st.lost, 1); /* counted: /readyz says "losing rows" */
+	assert_int_equal(st.failed, 1);
+	assert_int_equal(st.pending, 0);
+	assert_string_equal(st.last_error, "refused with 400: HTTP 400");
 	am_export_resolve(am, "scan/0/3", 1764669660000000000LL);
 	assert_int_equal(am_export_turn(am, t0 + 1 * SEC_NS), INT64_MAX);
 	assert_int_equal(posts(), 2);
 	assert_int_equal(srv.posts[1].status, 400);
+	am_export_status(am, &st);
+	assert_int_equal(st.lost, 2);
 	am_export_free(am);
 	MHD_stop_daemon(d);
 	posts_free();
@@ -415,6 +430,131 @@ static void test_own_section(void **state)
 	posts_free();
 }
 
+/* Alertmanager's Retry-After (a 429 or 503 behind a proxy) is the shared
+ * sender's: the next POST waits for it, not for the 1 s backoff, and a new
+ * alert fired meanwhile waits too. */
+static void test_retry_after(void **state)
+{
+	const int64_t t0 = 1000 * SEC_NS;
+	const struct am_pair labels[] = {{"alertname", "x"}};
+	struct MHD_Daemon *d;
+	struct am_export *am;
+	unsigned port;
+
+	(void)state;
+	srv.refuse_first = 1;
+	srv.refuse_status = 429;
+	srv.retry_after = "7";
+	d = start_server(&port);
+	am = am_at(port, "alert_resend = 1m");
+	fire_core3(am);
+	assert_int_equal(am_export_turn(am, t0), t0 + 7 * SEC_NS);
+	assert_int_equal(am_export_fire(am, "scan/0/4", labels, 1, NULL, 0, 1764669600000000000LL),
+			 0);
+	assert_int_equal(am_export_turn(am, t0 + 6 * SEC_NS), t0 + 7 * SEC_NS);
+	assert_int_equal(posts(), 1);
+	assert_int_equal(am_export_turn(am, t0 + 7 * SEC_NS), t0 + 67 * SEC_NS);
+	assert_int_equal(posts(), 2);
+	assert_int_equal(json_array_size(srv.posts[1].body), 2);
+	am_export_free(am);
+	MHD_stop_daemon(d);
+	posts_free();
+}
+
+/* A push on a store of its own (a restart is a new push on the same file). */
+static struct am_export *am_stored(unsigned port, struct store *s)
+{
+	struct am_export *am = am_at(port, "alert_resend = 1m");
+
+	assert_int_equal(am_export_attach(am, s), 0);
+	return am;
+}
+
+static uint64_t am_pending(struct am_export *am, char *last_error, size_t len)
+{
+	struct export_status st;
+
+	am_export_status(am, &st);
+	if (last_error)
+		snprintf(last_error, len, "%s", st.last_error);
+	return st.pending;
+}
+
+/* What the push holds survives it (a kill -9 between two turns is the same
+ * as a free here: each turn stores what changed before it sends): a
+ * firing refused by an outage comes back with its startsAt and is sent at
+ * once, in the status as pending until then; so does a resolve, whose note
+ * goes once delivered. A note that does not parse is left, the others
+ * load. */
+static void test_durable_state(void **state)
+{
+	const int64_t t0 = 1000 * SEC_NS;
+	char dir[] = "/tmp/test_ifs_alert.XXXXXX", path[128], err[256];
+	struct store_config cfg = {.batch_ms = 10};
+	struct store_cursor *c;
+	struct MHD_Daemon *d;
+	struct am_export *am;
+	struct store *s;
+	unsigned port;
+	json_t *al;
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/sysobs.db", dir);
+	cfg.path = path;
+	s = store_open(&cfg, NULL, err, sizeof(err));
+	assert_non_null(s);
+	c = store_cursor_open(s, "alertmanager", err, sizeof(err));
+	assert_int_equal(store_cursor_note_set(c, "alert/bad", "{\"labels\":"), 0);
+	store_cursor_close(c);
+	srv.refuse_first = 1;
+	d = start_server(&port);
+
+	am = am_stored(port, s);
+	fire_core3(am);
+	am_export_turn(am, t0); /* 503: the outage */
+	assert_int_equal(am_pending(am, err, sizeof(err)), 1);
+	assert_string_equal(err, "answered 503: HTTP 503");
+	am_export_free(am);
+
+	am = am_stored(port, s);
+	assert_int_equal(am_pending(am, NULL, 0), 1); /* before any turn */
+	assert_int_equal(am_export_turn(am, t0), t0 + 60 * SEC_NS);
+	assert_int_equal(posts(), 2);
+	assert_int_equal(srv.posts[1].status, 200);
+	al = json_array_get(srv.posts[1].body, 0);
+	assert_string_equal(json_string_value(json_object_get(al, "startsAt")),
+			    "2025-12-02T10:00:00.000Z");
+	assert_string_equal(label_of(al, "labels", "core"), "3");
+	assert_string_equal(label_of(al, "annotations", "details"), "0x8000000000000f05");
+	assert_int_equal(am_pending(am, NULL, 0), 0);
+	srv.refuse_first = 3;
+	am_export_resolve(am, "scan/0/3", 1764669660000000000LL);
+	am_export_turn(am, t0 + 1 * SEC_NS); /* 503 */
+	am_export_free(am);
+
+	am = am_stored(port, s);
+	assert_int_equal(am_pending(am, NULL, 0), 1);
+	assert_int_equal(am_export_turn(am, t0), INT64_MAX);
+	assert_int_equal(posts(), 4);
+	al = json_array_get(srv.posts[3].body, 0);
+	assert_string_equal(json_string_value(json_object_get(al, "endsAt")),
+			    "2025-12-02T10:01:00.000Z");
+	assert_string_equal(json_string_value(json_object_get(al, "startsAt")),
+			    "2025-12-02T10:00:00.000Z");
+	am_export_free(am);
+
+	am = am_stored(port, s); /* the resolve delivered: nothing held */
+	assert_int_equal(am_export_turn(am, t0), INT64_MAX);
+	assert_int_equal(posts(), 4);
+	am_export_free(am);
+	store_close(s);
+	MHD_stop_daemon(d);
+	posts_free();
+	snprintf(path, sizeof(path), "rm -rf %s", dir);
+	assert_int_equal(system(path), 0);
+}
+
 static void test_fire_never_blocks(void **state)
 {
 	struct am_export *am;
@@ -455,6 +595,8 @@ int main(void)
 	    cmocka_unit_test(test_fire_retry_resend_resolve),
 	    cmocka_unit_test(test_refused_not_retried),
 	    cmocka_unit_test(test_own_section),
+	    cmocka_unit_test(test_retry_after),
+	    cmocka_unit_test(test_durable_state),
 	    cmocka_unit_test(test_fire_never_blocks),
 	};
 

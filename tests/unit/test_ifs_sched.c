@@ -608,6 +608,44 @@ static void test_topology_change_during_a_run(void **state)
 	ifs_sched_free(&s);
 }
 
+/* Queued requests name cores by index: a topology change keeps each on its
+ * (package, core_id) and drops those whose core is gone. */
+static void test_topology_change_remaps_requests(void **state)
+{
+	struct ifs_sched_config cfg = {.periodic = false};
+	struct ifs_core_info c[3];
+	struct ifs_sched s;
+	struct ifs_job j = {0};
+	int64_t wake;
+
+	make_topology(c, 3); /* core id i: cpus i and i + 3 */
+	assert_int_equal(ifs_sched_init(&s, &cfg), 0);
+	assert_int_equal(ifs_sched_set_topology(&s, c, 3, 0), 0);
+	ifs_sched_set_tests(&s, SCAN, 0);
+	assert_int_equal(ifs_sched_request(&s, 0, IFS_TEST_SCAN, 10, -1), 0);
+	assert_int_equal(ifs_sched_request(&s, 2, IFS_TEST_SCAN, 12, 5), 0);
+	assert_int_equal(ifs_sched_request(&s, 1, IFS_TEST_SCAN, 11, -1), 0);
+
+	/* Core id 0 goes: its request with it; core ids 1 and 2 move down. */
+	assert_int_equal(ifs_sched_set_topology(&s, c + 1, 2, SEC), 0);
+	assert_int_equal(ifs_sched_pending(&s), 2);
+	assert_int_equal(run_one(&s, 2 * SEC, MS, IFS_OUT_DONE, &j), 1);
+	assert_int_equal(s.cores[j.core].core_id, 2);
+	assert_true(j.scan_id == 12);
+	assert_int_equal(j.cpu, 5); /* the thread asked for, still online */
+	assert_int_equal(run_one(&s, 3 * SEC, MS, IFS_OUT_DONE, &j), 0);
+	assert_int_equal(s.cores[j.core].core_id, 1);
+	assert_true(j.scan_id == 11);
+	assert_int_equal(ifs_sched_next(&s, 4 * SEC, &j, &wake), -EAGAIN);
+
+	/* To no cores at all: every request is dropped. */
+	assert_int_equal(ifs_sched_request(&s, 0, IFS_TEST_SCAN, 13, -1), 0);
+	assert_int_equal(ifs_sched_set_topology(&s, NULL, 0, 5 * SEC), 0);
+	assert_int_equal(ifs_sched_pending(&s), 0);
+	assert_int_equal(ifs_sched_next(&s, 6 * SEC, &j, &wake), -EAGAIN);
+	ifs_sched_free(&s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -625,6 +663,7 @@ int main(void)
 	    cmocka_unit_test(test_rotation_counts_only_tested),
 	    cmocka_unit_test(test_batches_per_test),
 	    cmocka_unit_test(test_topology_change_during_a_run),
+	    cmocka_unit_test(test_topology_change_remaps_requests),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -296,6 +296,48 @@ static void test_native_histogram_on_the_wire(void **state)
 	nhist_free(&h);
 }
 
+/* A series' native histograms go out in timestamp order (a clock step back
+ * reorders them), and of two with equal timestamps the later committed one,
+ * as for samples: the receiver would refuse the second as a duplicate. */
+static void test_native_histograms_in_time_order_later_kept(void **state)
+{
+	struct nhist h;
+	uint64_t classic[3];
+	struct hist_blob_native first, back, again;
+	struct rw_batch b;
+	Prometheus__WriteRequest *wr;
+	Prometheus__TimeSeries *ts;
+	size_t n;
+
+	build(&h, classic);
+	first = as_blob(&h, 1);
+	back = as_blob(&h, 2);
+	again = as_blob(&h, 3);
+	assert_int_equal(rw_batch_init(&b, 8), 0);
+	assert_int_equal(rw_batch_add_hist(&b, 4, "x_seconds", "{route=\"/a\"}", 3000, &first), 0);
+	assert_int_equal(rw_batch_add(&b, 6, "up", "", 3000, 1), 0);
+	assert_int_equal(rw_batch_add_hist(&b, 4, "x_seconds", "{route=\"/a\"}", 2000, &back), 0);
+	assert_int_equal(rw_batch_add_hist(&b, 4, "x_seconds", "{route=\"/a\"}", 3000, &again), 0);
+	assert_int_equal(rw_batch_encode(&b, NULL, 0, &n), 0);
+	assert_int_equal(n, 3); /* 2 histograms, 1 sample */
+	wr = decode(&b);
+	assert_int_equal(wr->n_timeseries, 2);
+	ts = wr->timeseries[0];
+	assert_string_equal(label(ts, "__name__"), "x_seconds");
+	assert_int_equal(ts->n_samples, 0);
+	assert_int_equal(ts->n_histograms, 2);
+	assert_int_equal(ts->histograms[0]->timestamp, 2000);
+	assert_true(ts->histograms[0]->sum == 2);
+	assert_int_equal(ts->histograms[1]->timestamp, 3000);
+	assert_true(ts->histograms[1]->sum == 3);
+	assert_hist_matches(ts->histograms[1], &h);
+	assert_int_equal(wr->timeseries[1]->n_samples, 1);
+	assert_int_equal(wr->timeseries[1]->n_histograms, 0);
+	prometheus__write_request__free_unpacked(wr, NULL);
+	rw_batch_free(&b);
+	nhist_free(&h);
+}
+
 /* The store's rows into a batch, as the sender reads them. */
 static int to_batch(const struct store_sample *smp, void *arg)
 {
@@ -368,6 +410,7 @@ int main(void)
 	    cmocka_unit_test(test_classic_blob_has_no_native_part),
 	    cmocka_unit_test(test_empty_native_histogram),
 	    cmocka_unit_test(test_native_histogram_on_the_wire),
+	    cmocka_unit_test(test_native_histograms_in_time_order_later_kept),
 	    cmocka_unit_test(test_registry_to_wire_through_the_history),
 	};
 

@@ -16,11 +16,13 @@ GOLDEN_JSON_VARY=(scan_id last_tested duration_ns hour_used_ms)
 # Ready when the request was taken and every core has a stored last result
 # with nothing pending.
 # The counters are published at the collector's next poll after the
-# results are stored: wait for them too.
+# results are stored, and the writer counts the 4 scan rows when it commits
+# them: wait for both too (the written count was 0 or 4 by the race).
 golden_scans_done() {
 	api GET /api/v1/ifs/cores | jq -e '.scheduler.pending == 0 and
 		([.data[] | select(.last // [] | length > 0)] | length == 4)' >/dev/null &&
-		[ "$(metric_sum sysobs_ifs_scans_total 'test="scan"')" = 4 ]
+		[ "$(metric_sum sysobs_ifs_scans_total 'test="scan"')" = 4 ] &&
+		[ "$(metric sysobs_events_written_total)" = 4 ]
 }
 golden_ready() {
 	wait_collector ifs || return 1
