@@ -29,19 +29,7 @@ need_cmd nft
 CLI=${SYSOBS_CLI:-$SYSOBS_BUILD/api/cli/sysobs}
 
 AM_PORT=$(free_port) || fail "no free loopback port for alertmanager"
-cat >"$T/fake.ini" <<'INI'
-[fake]
-cpus = 2
-threads_per_core = 1
-packages = 1
-scan_ms = 50
-devices = 0
-[device.0]
-image_version = 0x8000
-batch = 1
-core.1 = fail,pass
-INI
-start_ifs_fake "$T/fake.ini"
+ifs_fake_start device.0.core.1=fail,pass
 write_base_config agent.sysfs_root="$T/mnt" http.admin=true agent.hostname=durable-host \
 	collector.ifs.poll=100ms collector.ifs.alert_resend=2s \
 	alertmanager.url="http://127.0.0.1:$AM_PORT" alertmanager.timeout=1s \
@@ -91,21 +79,8 @@ kill9_restart
 wait_for 10 one_pending || fail "after kill -9: the alert is not pending any more: $(am_dest)"
 grep -q "1 alert(s) held before the restart" "$T/agent.log" || fail "restart: no alert restored"
 
-cat >"$T/am.yml" <<'YML'
-route:
-  receiver: blackhole
-receivers:
-  - name: blackhole
-YML
-prometheus-alertmanager --config.file="$T/am.yml" --storage.path="$T/am" \
-	--web.listen-address="127.0.0.1:$AM_PORT" --cluster.listen-address= >"$T/am.log" 2>&1 &
-AM_PID=$!
-on_exit "kill $AM_PID; wait $AM_PID 2>/dev/null"
-am_core1() {
-	curl -sS -g --max-time 2 \
-		"http://127.0.0.1:$AM_PORT/api/v2/alerts?filter=alertname=\"SysobsIFSCoreFailed\"" |
-		jq -c '[.[] | select(.labels.core == "1")]'
-}
+alertmanager_start
+am_core1() { am_alerts SysobsIFSCoreFailed | jq -c '[.[] | select(.labels.core == "1")]'; }
 am_active() { [ "$(am_core1 | jq '[.[] | select(.status.state == "active")] | length')" = "$1" ] 2>/dev/null; }
 wait_for 30 am_active 1 || fail "alert not in Alertmanager after the restart: $(am_core1)"
 wait_for 10 pending 0 || fail "still pending once delivered: $(am_dest)"
