@@ -28,13 +28,26 @@ db_rows_sql() {
 # the writer (and retention) while /metrics publishes the counters (every
 # second); the rows are counted before and after, in the lock. Drops of the
 # machine's other traffic keep arriving: without the lock the two never
-# agree. Fails when the lock was not had (the counts differ).
+# agree. Fails when the lock was not had (the counts differ). The counters
+# are read until two scrapes 1.5 s apart agree (at most 6): on a loaded
+# machine the publishing tick can come after the first scrape, which then
+# shows the counters of before the last commit.
+cat >"$T/scrape_settled.sh" <<-'EOF'
+	counters() { grep -E '^sysobs_(events_written|history_samples_written|storage_rows_deleted)_total' "$1"; }
+	curl -sS --max-time 10 "$1" >"$2"
+	for i in 1 2 3 4 5; do
+		sleep 1.5
+		curl -sS --max-time 10 "$1" >"$2.next" || continue
+		if [ "$(counters "$2")" = "$(counters "$2.next")" ]; then break; fi
+		mv "$2.next" "$2"
+	done
+EOF
 locked_read() {
 	sqlite3 -bail "$db" >"$T/rows" 2>"$T/rows.err" <<-EOF || return 1
 		.timeout 3000
 		BEGIN IMMEDIATE;
 		SELECT $(db_rows_sql);
-		.shell sleep 2.5; curl -sS --max-time 10 http://127.0.0.1:$PORT/metrics >"$T/metrics"
+		.shell sleep 2.5; sh "$T/scrape_settled.sh" http://127.0.0.1:$PORT/metrics "$T/metrics"
 		SELECT $(db_rows_sql);
 		COMMIT;
 	EOF
