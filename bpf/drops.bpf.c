@@ -640,13 +640,23 @@ static __always_inline struct net_device *dev_by_index(struct net *net, int ifin
 
 /* The cgroup (v2) the socket was created in (sock_cgroup_data, set at
  * socket creation, CONFIG_SOCK_CGROUP_DATA); its id is the kernfs node id,
- * the inode number of its directory in cgroupfs, never reused. 0: none. */
+ * the inode number of its directory in cgroupfs, never reused. 0: none.
+ * Only a full socket has one (the kernel's sk_fullsock()): skb->sk may be a
+ * TIME_WAIT or NEW_SYN_RECV mini socket (early demux, a SYN-ACK), which
+ * ends after struct sock_common, and reading sk_cgrp_data there read
+ * whatever follows it (a kernel address came out as a cgroup id). */
+#define SK_TCP_TIME_WAIT    6
+#define SK_TCP_NEW_SYN_RECV 12
 static __always_inline __u64 sock_cgroup_id(struct sock *sk)
 {
 	struct cgroup *cg;
+	__u8 state;
 
 	/* a kernel without cgroups has an empty sock_cgroup_data */
 	if (!bpf_core_field_exists(sk->sk_cgrp_data.cgroup) || !sk)
+		return 0;
+	state = BPF_CORE_READ(sk, __sk_common.skc_state);
+	if (state == SK_TCP_TIME_WAIT || state == SK_TCP_NEW_SYN_RECV)
 		return 0;
 	cg = BPF_CORE_READ(sk, sk_cgrp_data.cgroup);
 	return cg ? BPF_CORE_READ(cg, kn, id) : 0;
