@@ -140,7 +140,9 @@ static const struct event_column drops_cols[] = {
     DROPS_COL(ifindex, COL_INT, COL_NULL_NEG, .filter = COL_FILTER_EQ, .fmin = 1,
 	      .fmax = INT32_MAX),
     DROPS_COL(ifname, COL_TEXT, COL_NULL_EMPTY, .filter = COL_FILTER_EQ),
-    DROPS_COL(netns, COL_UINT, COL_NOT_NULL, .filter = COL_FILTER_EQ, .fmin = 1),
+    /* 0: no namespace known (a datagram a closed UDP socket never read,
+     * without fentry): a value the samples carry, so one to filter by */
+    DROPS_COL(netns, COL_UINT, COL_NOT_NULL, .filter = COL_FILTER_EQ, .fmin = 0),
     DROPS_COL(l3, COL_TEXT, COL_NULL_EMPTY),
     DROPS_COL(protocol, COL_TEXT, COL_NULL_EMPTY, .filter = COL_FILTER_ENUM,
 	      .domain = &drops_protocol_domain),
