@@ -177,7 +177,7 @@ long mptcp_rec_check(const void *buf, size_t len, size_t max_netns, char *err, s
 {
 	uint64_t *seen = calloc(max_netns ? max_netns : 1, sizeof(*seen));
 	size_t n_seen = 0, off = 0, at;
-	struct mptcp_rec r;
+	struct mptcp_rec r = {0};
 	long count = 0;
 	int ret;
 
