@@ -51,19 +51,20 @@ wait_collector drops
 W='FRAG_REASM_TIMEOUT) count in netns 0|timer_expire_entry/exit did not attach'
 grep -Eq "$W" "$T/agent.log" && fail "agent: $(grep -E "$W" "$T/agent.log")"
 
-bpftrace -e 'tracepoint:skb:kfree_skb /args->reason == SKB_DROP_REASON_FRAG_REASM_TIMEOUT/
-	{ @n = count(); } interval:s:6 { exit(); }' >"$T/bt.txt" 2>&1 &
-BT=$!
-on_exit "kill $BT 2>/dev/null"
-sleep 1.5 # bpftrace attached
-ip netns exec "$B" nstat -n
+frag_bt_start "$A"
 ip netns exec "$A" "$GEN" frag -d 10.77.0.2 -n 20 >/dev/null || fail "frag v4"
 ip netns exec "$A" "$GEN" frag -d fd77::2 -n 20 >/dev/null || fail "frag v6"
-wait "$BT"
-REF=$(awk '/^@n:/ { print $2 }' "$T/bt.txt")
-REF=${REF:-0}
-read -r T4 T6 < <(ip netns exec "$B" nstat -az IpReasmTimeout Ip6ReasmTimeout |
-	awk '$1 == "IpReasmTimeout" { a = $2 } $1 == "Ip6ReasmTimeout" { b = $2 } END { print a + 0, b + 0 }')
+# timeouts TOTAL: the receiver's IpReasmTimeout + Ip6ReasmTimeout
+timeouts() {
+	ip netns exec "$B" nstat -az IpReasmTimeout Ip6ReasmTimeout |
+		awk '$1 == "IpReasmTimeout" { a = $2 } $1 == "Ip6ReasmTimeout" { b = $2 } END { print a + 0, b + 0 }'
+}
+_all_expired() { read -r t4 t6 < <(timeouts) && [ $((t4 + t6)) -ge 40 ]; }
+wait_for 20 _all_expired || true
+sleep 0.5 # the fragments after each head are freed as its queue is
+frag_bt_stop
+REF=$FRAG_BT_N
+read -r T4 T6 < <(timeouts)
 assert_eq "receiver IpReasmTimeout" 20 "$T4"
 assert_eq "receiver Ip6ReasmTimeout" 20 "$T6"
 assert_ge "bpftrace FRAG_REASM_TIMEOUT events (2 per queue)" 80 "$REF"

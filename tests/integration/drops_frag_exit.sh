@@ -39,7 +39,7 @@ metrics_frag() { # NETNS|'*': FRAG_REASM_TIMEOUT drops in that namespace's serie
 
 # attempt N: one deletion with 40 queues pending; sets REF, IN_B, IN_0, NSB
 attempt() {
-	local A=sysobs-dfxa-$$-$1 B=sysobs-dfxb-$$-$1 all0 bt
+	local A=sysobs-dfxa-$$-$1 B=sysobs-dfxb-$$-$1 all0
 	all0=$(metrics_frag '*')
 	netns_new "$A" || skip "cannot create a network namespace"
 	netns_new "$B" || skip "cannot create a network namespace"
@@ -56,10 +56,7 @@ attempt() {
 	ip -n "$A" neigh replace 10.78.0.2 lladdr "$mac" dev dxa$$
 	ip -n "$A" neigh replace fd78::2 lladdr "$mac" dev dxa$$
 	ip netns exec "$B" sysctl -q net.ipv4.ipfrag_time=30 net.ipv6.ip6frag_time=30
-	bpftrace -e 'tracepoint:skb:kfree_skb /args->reason == SKB_DROP_REASON_FRAG_REASM_TIMEOUT/
-		{ @n = count(); } interval:s:4 { exit(); }' >"$T/bt.txt" 2>&1 &
-	bt=$!
-	sleep 1.5 # bpftrace attached
+	frag_bt_start "$A"
 	ip netns exec "$A" "$GEN" frag -d 10.78.0.2 -n 20 >/dev/null || fail "frag v4"
 	ip netns exec "$A" "$GEN" frag -d fd78::2 -n 20 >/dev/null || fail "frag v6"
 	local pending
@@ -67,12 +64,12 @@ attempt() {
 		awk '$1 ~ /FRAG/ { n += $3 } END { print n + 0 }')
 	assert_eq "fragment queues pending before the deletion (sockstat FRAG inuse)" 40 "$pending"
 	ip netns del "$B"
-	wait "$bt"
-	REF=$(awk '/^@n:/ { print $2 }' "$T/bt.txt")
-	REF=${REF:-0}
-	assert_eq "bpftrace FRAG_REASM_TIMEOUT events at the deletion (2 per queue)" 80 "$REF"
+	# the queues are purged in cleanup_net's worker, after `ip netns del`
 	_counted() { [ "$(metrics_frag '*')" -ge $((all0 + 80)) ]; }
-	wait_for 5 _counted || true
+	wait_for 10 _counted || true
+	frag_bt_stop
+	REF=$FRAG_BT_N
+	assert_eq "bpftrace FRAG_REASM_TIMEOUT events at the deletion (2 per queue)" 80 "$REF"
 	IN_B=$(metrics_frag "$NSB")
 	IN_0=$(metrics_frag 0)
 	ip netns del "$A"

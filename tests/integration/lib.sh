@@ -332,13 +332,18 @@ stop_victoria() {
 	wait "$VM_PID" 2>/dev/null
 }
 
+# ms_to_s MS: milliseconds as seconds with three decimals (12045 -> 12.045;
+# "$((MS / 1000)).$((MS % 1000))" made that 12.45, moving a query window's
+# bound by up to 0.9 s, and a receiver lost or gained a snapshot at its edge).
+ms_to_s() { printf '%d.%03d' $(($1 / 1000)) $(($1 % 1000)); }
+
 # rw_counts_vm PORT SELECTOR T0_MS T1_MS [LABEL]: raw samples per series in
 # [T0, T1] in VictoriaMetrics, as one JSON object {"labels (sorted, as
 # JSON)": count}; LABEL is left out of the keys (a destination's own).
 rw_counts_vm() {
 	curl -sS -g --max-time 30 "http://127.0.0.1:$1/api/v1/export" --data-urlencode "match[]=$2" \
-		--data-urlencode "start=$(($3 / 1000)).$(($3 % 1000))" \
-		--data-urlencode "end=$(($4 / 1000)).$(($4 % 1000))" |
+		--data-urlencode "start=$(ms_to_s "$3")" \
+		--data-urlencode "end=$(ms_to_s "$4")" |
 		jq -c --arg drop "${5:-}" '{k: (.metric | del(.[$drop]) | to_entries | sort_by(.key) | from_entries | tostring),
 			n: ([.timestamps[] | select(. >= '"$3"' and . <= '"$4"')] | length)} | select(.n > 0)' |
 		jq -sc 'map({(.k): .n}) | add // {}'
@@ -350,7 +355,7 @@ rw_counts_prom() {
 	local span=$((($4 - $3) / 1000 + 1))
 	curl -sS -g --max-time 30 "http://127.0.0.1:$1/api/v1/query" \
 		--data-urlencode "query=$2[${span}s]" \
-		--data-urlencode "time=$(($4 / 1000)).$(($4 % 1000))" |
+		--data-urlencode "time=$(ms_to_s "$4")" |
 		jq -c '[.data.result[] | {k: (.metric | to_entries | sort_by(.key) | from_entries | tostring),
 			n: ([.values[] | select(.[0] * 1000 >= '"$3"' and .[0] * 1000 <= '"$4"')] | length)} | select(.n > 0)]
 			| map({(.k): .n}) | add // {}'
@@ -361,6 +366,36 @@ rw_counts_prom() {
 rw_counts_diff() {
 	jq -nc --slurpfile p "$1" --slurpfile v "$2" \
 		'[($p[0] + $v[0]) | keys[] | select($p[0][.] != $v[0][.]) | {k: ., a: $p[0][.], b: $v[0][.]}] | .[:5]'
+}
+
+# frag_bt_start NETNS: bpftrace counting skb:kfree_skb events of reason
+# FRAG_REASM_TIMEOUT, in the background until frag_bt_stop. It returns once
+# the tracepoint is attached, known from a drop it saw: datagrams to a closed
+# UDP port on NETNS's loopback are sent until bpftrace says so (a fixed
+# sleep lost the first half of the events on a loaded run, where bpftrace
+# took over 2.5 s to compile its program).
+frag_bt_start() {
+	local ns=$1
+	bpftrace -e 'tracepoint:skb:kfree_skb {
+		if (@seen == 0) { @seen = 1; printf("attached\n"); }
+		if (args->reason == SKB_DROP_REASON_FRAG_REASM_TIMEOUT) { @n = count(); }
+	} interval:s:120 { exit(); }' >"$T/bt.txt" 2>&1 &
+	FRAG_BT=$!
+	on_exit "kill $FRAG_BT 2>/dev/null"
+	_frag_bt_attached() {
+		grep -q '^attached' "$T/bt.txt" && return 0
+		ip netns exec "$ns" bash -c 'echo x >/dev/udp/127.0.0.1/9' 2>/dev/null
+		return 1
+	}
+	wait_for 30 _frag_bt_attached || fail "bpftrace did not attach: $(cat "$T/bt.txt")"
+}
+
+# frag_bt_stop: stops it; its count in FRAG_BT_N.
+frag_bt_stop() {
+	kill -INT "$FRAG_BT"
+	wait "$FRAG_BT"
+	FRAG_BT_N=$(awk '/^@n:/ { print $2 }' "$T/bt.txt")
+	FRAG_BT_N=${FRAG_BT_N:-0}
 }
 
 # need_clickhouse: Debian's clickhouse-server and clickhouse-client, or skip.

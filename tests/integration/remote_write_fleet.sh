@@ -247,7 +247,7 @@ RW_URL=http://127.0.0.1:$VM/api/v1/write HOST=hostA DB=hostA SNAPSHOT=0 start_ho
 # (sample timestamps are snapshot times, 1 s apart): [t0, t1] in ms.
 last_ts() { promq "$RX" 'timestamp(sysobs_build_info{instance="hostA"})' | jq -r '.[0].value[1] | tonumber * 1000 | floor'; }
 t0=$(($(last_ts) + 500))
-sleep 20
+sleep "${RW_FLEET_WINDOW_S:-12}"
 t1=$(($(last_ts) - 4500))
 past_t1() {
 	local h
