@@ -281,6 +281,50 @@ static void *am_main(void *arg)
 	return NULL;
 }
 
+/* The push's series in the exporters' words (sent, retried, dropped,
+ * pending, lag, last success), counted in alerts: an alert's state in a
+ * POST is one. */
+static void am_metrics_turn(struct am_export *am, struct metrics *m)
+{
+	static const char *const dest[] = {"destination", NULL};
+	static const char *const dest_reason[] = {"destination", "reason", NULL};
+	static const char *const own[] = {AM_DESTINATION, NULL};
+	struct metric *f;
+
+	f = metrics_counter(m, "sysobs_ifs_alerts_sent_total",
+			    "Alert states (a firing alert, its resend, its resolve) Alertmanager "
+			    "accepted. Present only with alertmanager_url set.",
+			    dest);
+	am->turn.m.sent = f ? metric_series(f, own) : NULL;
+	f = metrics_counter(m, "sysobs_ifs_alerts_retried_total",
+			    "Alert states in POSTs sent again: no answer, 5xx, 429 or any "
+			    "answer not about the alerts. Present only with alertmanager_url set.",
+			    dest);
+	am->turn.m.retried = f ? metric_series(f, own) : NULL;
+	f = metrics_counter(m, "sysobs_ifs_alerts_dropped_total",
+			    "Alert states never delivered: refused (400 or 422, Alertmanager's "
+			    "verdict on the alerts; a firing alert goes again at its next "
+			    "resend). Present only with alertmanager_url set.",
+			    dest_reason);
+	am->turn.m.refused =
+	    f ? metric_series(f, (const char *const[]){AM_DESTINATION, "refused"}) : NULL;
+	f = metrics_gauge(m, "sysobs_ifs_alerts_pending",
+			  "Alerts whose state (fired or resolved) Alertmanager has not taken yet. "
+			  "Present only with alertmanager_url set.",
+			  dest);
+	am->pending = f ? metric_series(f, own) : NULL;
+	f = metrics_gauge(m, "sysobs_ifs_alert_lag_seconds",
+			  "How long the oldest pending alert state has waited (0: none). Present "
+			  "only with alertmanager_url set.",
+			  dest);
+	am->lag = f ? metric_series(f, own) : NULL;
+	f = metrics_gauge(m, "sysobs_ifs_alert_last_success_timestamp_seconds",
+			  "Unix time of the last POST Alertmanager accepted. Present only with "
+			  "alertmanager_url set.",
+			  dest);
+	am->turn.m.last_success = f ? metric_series(f, own) : NULL;
+}
+
 int am_export_start(struct am_export *am, struct metrics *m)
 {
 	static const char *const labels[] = {"destination", "result", NULL};
@@ -305,6 +349,8 @@ int am_export_start(struct am_export *am, struct metrics *m)
 				  "with alertmanager_url set.",
 				  dest);
 		am->firing = f ? metric_series(f, (const char *const[]){AM_DESTINATION}) : NULL;
+		am_metrics_turn(am, m);
+		am_status_backlog(am);
 		am_publish(am);
 	}
 	return sender_start(&am->s, am_main, am, "sysobs-alert");

@@ -54,6 +54,7 @@ struct am_export {
 	size_t n;
 	struct am_stats stats;
 	struct metric_series *posts[2], *firing; /* ok, failed */
+	struct metric_series *pending, *lag;	 /* am_status_backlog() sets them */
 	struct log_ratelimit rl, rl_store;
 
 	/* The turn (alertmanager_turn.c), on the push's thread only. */
@@ -72,7 +73,8 @@ extern const struct turn_ops am_turn_ops;
 /* The earliest send due, the backoff counted (s.mu held); INT64_MAX: none. */
 int64_t am_next_due(const struct am_export *am);
 /* The alerts whose state Alertmanager has not taken, and how long the
- * oldest has waited, into the status (what /readyz calls stuck). */
+ * oldest has waited, into the status (what /readyz calls stuck) and the
+ * push's gauges. */
 void am_status_backlog(struct am_export *am);
 /* Drops alert i from the table (s.mu held). */
 void am_alert_drop(struct am_export *am, size_t i);

@@ -16,6 +16,7 @@
 
 #include "base/timeutil.h"
 #include "exporters/alertmanager_internal.h"
+#include "metrics/metrics.h"
 
 static json_t *alert_json(const struct am_export *am, const struct alert *al)
 {
@@ -216,6 +217,10 @@ void am_status_backlog(struct am_export *am)
 	}
 	pthread_mutex_unlock(&am->s.mu);
 	sender_status_backlog(&am->s, pending, (double)(now - oldest) / 1e9);
+	if (am->pending)
+		series_set(am->pending, (double)pending);
+	if (am->lag)
+		series_set(am->lag, (double)(now - oldest) / 1e9);
 }
 
 int64_t am_export_turn(struct am_export *am, int64_t now_ns)

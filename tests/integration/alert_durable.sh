@@ -73,7 +73,15 @@ jq -e '.exports[] | select(.name == "alertmanager") | .format == "alertmanager" 
 rc=$?
 assert_eq "sysobs status exit while the push is stuck" 3 "$rc"
 grep -q '^not ready: alertmanager: stuck: ' "$T/status.out" || fail "sysobs status: $(cat "$T/status.out")"
-pass "Alertmanager down: 1 alert pending in /api/v1/export, /readyz 503 and sysobs status name it stuck"
+# the same in the push's series
+am_m() { metric "sysobs_ifs_$1{destination=\"alertmanager\"${2:-}}"; }
+assert_eq "sysobs_ifs_alerts_pending while down" 1 "$(am_m alerts_pending)"
+assert_eq "sysobs_ifs_alerts_sent_total while down" 0 "$(am_m alerts_sent_total)"
+[ "$(am_m alerts_retried_total)" -ge 1 ] 2>/dev/null ||
+	fail "sysobs_ifs_alerts_retried_total while down: '$(am_m alerts_retried_total)'"
+awk -v v="$(am_m alert_lag_seconds)" 'BEGIN { exit !(v > 0) }' ||
+	fail "sysobs_ifs_alert_lag_seconds while down: '$(am_m alert_lag_seconds)'"
+pass "Alertmanager down: 1 alert pending in /api/v1/export and sysobs_ifs_alerts_pending, retried $(am_m alerts_retried_total), lag $(am_m alert_lag_seconds) s; /readyz 503 and sysobs status name it stuck"
 
 kill9_restart
 wait_for 10 one_pending || fail "after kill -9: the alert is not pending any more: $(am_dest)"
@@ -96,6 +104,14 @@ assert_eq "/readyz once delivered" 200 "$HTTP_CODE"
 jq -e '.exports[] | select(.name == "alertmanager") | .last_success and
 	(.rows_sent | tonumber) >= 1 and .last_error == ""' <<<"$BODY" >/dev/null ||
 	fail "/readyz: the push's status once delivered: $BODY"
+assert_eq "sysobs_ifs_alerts_pending once delivered" 0 "$(am_m alerts_pending)"
+assert_eq "sysobs_ifs_alert_lag_seconds once delivered" 0 "$(am_m alert_lag_seconds)"
+[ "$(am_m alerts_sent_total)" -ge 1 ] 2>/dev/null ||
+	fail "sysobs_ifs_alerts_sent_total once delivered: '$(am_m alerts_sent_total)'"
+assert_eq "sysobs_ifs_alerts_dropped_total{reason=refused}" 0 "$(am_m alerts_dropped_total ',reason="refused"')"
+awk -v v="$(am_m alert_last_success_timestamp_seconds)" -v now="$(date +%s)" \
+	'BEGIN { exit !(v > now - 60 && v <= now + 1) }' ||
+	fail "sysobs_ifs_alert_last_success_timestamp_seconds: '$(am_m alert_last_success_timestamp_seconds)'"
 pass "kill -9 during the outage: the alert arrives once, startsAt $(jq -r '.[0].startsAt' <<<"$al") as the failed scan's"
 
 # ---- 2. the core passes while Alertmanager is cut off ----
