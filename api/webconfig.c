@@ -23,6 +23,7 @@
 #include <yaml.h>
 
 #include "api/webconfig.h"
+#include "base/file.h"
 
 #define WEB_FILE_MAX	(1 << 20) /* a web-config or PEM file larger than this is refused */
 #define AUTH_CACHE_SIZE 64
@@ -73,44 +74,12 @@ static int fail(struct parse_ctx *p, const yaml_node_t *n, const char *fmt, ...)
 /* Reads a whole (small) file. */
 char *web_file_read(const char *path, size_t *len, char *err, size_t errlen)
 {
-	struct stat st;
-	char *buf = NULL;
-	size_t n = 0;
-	int fd;
+	char *buf, why[64];
+	int ret = file_read(path, WEB_FILE_MAX, &buf, len);
 
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-	if (fd < 0) {
-		snprintf(err, errlen, "cannot open %s: %s", path, strerror(errno));
-		return NULL;
-	}
-	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || st.st_size > WEB_FILE_MAX) {
-		snprintf(err, errlen, "%s: not a regular file of at most %d bytes", path,
-			 WEB_FILE_MAX);
-		goto out_close;
-	}
-	buf = malloc((size_t)st.st_size + 1);
-	if (!buf) {
-		snprintf(err, errlen, "out of memory");
-		goto out_close;
-	}
-	while (n < (size_t)st.st_size) {
-		ssize_t r = read(fd, buf + n, (size_t)st.st_size - n);
-
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0) {
-			snprintf(err, errlen, "cannot read %s: %s", path,
-				 r ? strerror(errno) : "short read");
-			free(buf);
-			buf = NULL;
-			goto out_close;
-		}
-		n += (size_t)r;
-	}
-	buf[n] = '\0';
-	*len = n;
-out_close:
-	close(fd);
+	if (ret)
+		snprintf(err, errlen, "cannot read %s: %s", path,
+			 file_read_strerror(ret, WEB_FILE_MAX, why, sizeof(why)));
 	return buf;
 }
 

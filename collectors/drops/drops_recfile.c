@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "base/buf.h"
+#include "base/file.h"
 #include <linux/types.h>
 
 #include "bpf/drops.h"
@@ -270,40 +271,25 @@ fail:
 
 int drops_rec_load(struct drops_rec *r, const char *path, char *err, size_t errlen)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC), ret;
-	uint8_t *buf = NULL;
-	size_t len = 0;
-	struct stat sb;
+	char *buf, why[64];
+	size_t len;
+	int ret;
 
 	memset(r, 0, sizeof(*r));
-	if (fd < 0 || fstat(fd, &sb)) {
-		ret = -errno;
-		bad(err, errlen, "cannot open: %s", strerror(-ret));
-		goto out;
+	ret = file_read(path, DROPS_REC_FILE_MAX, &buf, &len);
+	if (ret == -EFBIG)
+		return bad(err, errlen, "more than a recording may hold (%u bytes)",
+			   DROPS_REC_FILE_MAX);
+	if (ret) {
+		bad(err, errlen, "cannot read: %s",
+		    file_read_strerror(ret, DROPS_REC_FILE_MAX, why, sizeof(why)));
+		return ret;
 	}
-	if ((uint64_t)sb.st_size > DROPS_REC_FILE_MAX) {
-		ret = bad(err, errlen, "%lld bytes: more than a recording may hold (%u)",
-			  (long long)sb.st_size, DROPS_REC_FILE_MAX);
-		goto out;
-	}
-	buf = malloc(sb.st_size ? (size_t)sb.st_size : 1);
-	ret = buf ? 0 : -ENOMEM;
-	while (!ret && len < (size_t)sb.st_size) {
-		ssize_t n = read(fd, buf + len, (size_t)sb.st_size - len);
-
-		if (n <= 0)
-			ret = n ? -errno : -EIO;
-		else
-			len += (size_t)n;
-	}
+	ret = drops_rec_parse(r, (const uint8_t *)buf, len, err, errlen);
 	if (ret)
-		bad(err, errlen, "cannot read: %s", strerror(-ret));
-	else if (!(ret = drops_rec_parse(r, buf, len, err, errlen)))
-		r->buf = buf, buf = NULL;
-out:
-	free(buf);
-	if (fd >= 0)
-		close(fd);
+		free(buf);
+	else
+		r->buf = (uint8_t *)buf;
 	return ret;
 }
 

@@ -30,6 +30,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include "base/file.h"
 #include "base/log.h"
 #include "collectors/collector.h"
 #include "collectors/mptcp/mptcp_priv.h"
@@ -42,23 +43,15 @@
 static int mptcp_rec_slurp(struct mptcp_priv *p, const char *key, int fd, const char *path,
 			   char **out, size_t *len)
 {
-	struct stat sb;
-	size_t got = 0;
-	ssize_t n;
+	char why[64];
+	int err = file_read_fd(fd, MPTCP_REPLAY_MAX_BYTES, out, len);
 
-	if (fstat(fd, &sb) < 0)
-		return collector_config_error(p->c, key, "%s: %s", path, strerror(errno));
-	if (!S_ISREG(sb.st_mode) || (uint64_t)sb.st_size > MPTCP_REPLAY_MAX_BYTES)
+	if (err == -ENOMEM)
+		return err;
+	if (err)
 		return collector_config_error(p->c, key, "%s: %s", path,
-					      S_ISREG(sb.st_mode) ? "over 256 MiB"
-								  : "not a regular file");
-	*out = malloc(sb.st_size ? (size_t)sb.st_size : 1);
-	if (!*out)
-		return -ENOMEM;
-	while (got < (size_t)sb.st_size &&
-	       (n = pread(fd, *out + got, (size_t)sb.st_size - got, (off_t)got)) > 0)
-		got += (size_t)n;
-	*len = got;
+					      file_read_strerror(err, MPTCP_REPLAY_MAX_BYTES, why,
+								 sizeof(why)));
 	return 0;
 }
 

@@ -55,7 +55,7 @@ refused_cfg "collector.drops.replay=$T/map.rec" "record at offset 16: unknown ma
 { printf 'SYSOBSDR\001\000\000\000\002\000\000\000'
   printf '\002\000\000\000\377\377\377\377'; } >"$T/huge.rec"
 refused_cfg "collector.drops.replay=$T/huge.rec" "record at offset 16: 4294967295 bytes (at most 1048576)"
-refused_cfg "collector.drops.replay=$T/none.rec" "cannot open: No such file or directory"
+refused_cfg "collector.drops.replay=$T/none.rec" "cannot read: No such file or directory"
 
 # 3. keys that do not go together, a file that cannot be made
 refused_cfg "collector.drops.replay=$REC" "collector.drops.record=$T/x.rec" \

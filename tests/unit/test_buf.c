@@ -14,10 +14,14 @@
 
 #include <cmocka.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
 
 #include "base/buf.h"
+#include "base/file.h"
 #include "base/gzip.h"
 #include "base/procfs.h"
 
@@ -143,12 +147,55 @@ static void test_procfs_status_field(void **state)
 	assert_int_equal(procfs_status_field("Name", 10, &v), -EINVAL); /* not a number */
 }
 
+/* file_read: a whole regular file, NUL-terminated, from its start even
+ * through an O_APPEND descriptor; an empty one; refused: over the size
+ * given, a directory, a FIFO (at once, no writer waited for), a missing
+ * file. */
+static void test_file_read(void **state)
+{
+	char dir[] = "/tmp/sysobs-file-XXXXXX", path[64], fifo[64], *buf, why[64];
+	size_t len;
+	int fd;
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/f", dir);
+	snprintf(fifo, sizeof(fifo), "%s/p", dir);
+	fd = open(path, O_RDWR | O_CREAT | O_APPEND, 0600);
+	assert_true(fd >= 0);
+	assert_int_equal(file_read_fd(fd, 16, &buf, &len), 0);
+	assert_int_equal(len, 0);
+	assert_string_equal(buf, "");
+	free(buf);
+	assert_int_equal(write(fd, "hello\0world", 11), 11);
+	assert_int_equal(file_read_fd(fd, 16, &buf, &len), 0); /* the offset is at the end */
+	assert_int_equal(len, 11);
+	assert_memory_equal(buf, "hello\0world", 12);
+	free(buf);
+	assert_int_equal(file_read(path, 11, &buf, &len), 0);
+	free(buf);
+	assert_int_equal(file_read(path, 10, &buf, &len), -EFBIG);
+	assert_null(buf);
+	assert_string_equal(file_read_strerror(-EFBIG, 10, why, sizeof(why)), "more than 10 bytes");
+	close(fd);
+	assert_int_equal(file_read(dir, 1 << 20, &buf, &len), -EINVAL);
+	assert_string_equal(file_read_strerror(-EINVAL, 1, why, sizeof(why)), "not a regular file");
+	assert_int_equal(mkfifo(fifo, 0600), 0);
+	assert_int_equal(file_read(fifo, 1 << 20, &buf, &len), -EINVAL);
+	assert_int_equal(file_read("/dev/zero", 1 << 20, &buf, &len), -EINVAL);
+	unlink(fifo);
+	unlink(path);
+	assert_int_equal(file_read(path, 16, &buf, &len), -ENOENT);
+	assert_null(buf);
+	rmdir(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_array_grow),		cmocka_unit_test(test_buf_append),
 	    cmocka_unit_test(test_bytes_reserve),	cmocka_unit_test(test_gzip_round_trip),
-	    cmocka_unit_test(test_procfs_status_field),
+	    cmocka_unit_test(test_procfs_status_field), cmocka_unit_test(test_file_read),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
