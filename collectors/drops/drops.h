@@ -30,6 +30,7 @@ struct drops_cfg {
 	/* "" none: a recording to write (what the kernel gave), or to run
 	 * on instead of the kernel (drops_recfile.h, docs/drops.md) */
 	const char *record, *replay;
+	uint64_t record_max_size; /* bytes */
 };
 
 #define DROPS_ROW_CAPTURE_MAX 256 /* DROPS_CAPTURE_MAX of bpf/drops.h */

@@ -61,6 +61,10 @@ const struct cfg_key drops_cfg_keys[] = {
 	      "write what the kernel gives the collector (reason names, sampled records, the "
 	      "counters of each collect) to this file, for replay (docs/drops.md); a new or empty "
 	      "file, never written over"),
+    DROPS_KEY(record_max_size, CFG_SIZE, "64M", 1024, 128 << 20,
+	      "the recording stops (logged) at the first collect that would take the file past "
+	      "this size, which is not written: the file stays a whole recording (a replay reads "
+	      "at most 256M)"),
     DROPS_KEY(replay, CFG_STRING, "", 0, 0,
 	      "run on a recording (record = FILE) instead of the kernel: no BPF, cgroups or "
 	      "namespace list, the recorded reason names and symbols; the first collect replays "

@@ -304,10 +304,12 @@ void drops_rec_free(struct drops_rec *r)
 
 struct drops_rec_writer {
 	FILE *f;
-	int err; /* first write error, -errno */
+	int err;	    /* first error, -errno; -EFBIG: full */
+	uint64_t size, max; /* bytes in the file; max_size (0: none) */
+	struct buf frame;   /* the collect's records so far */
 };
 
-struct drops_rec_writer *drops_rec_create(const char *path, uint32_t ncpus)
+struct drops_rec_writer *drops_rec_create(const char *path, uint32_t ncpus, uint64_t max_size)
 {
 	struct drops_rec_writer *w = calloc(1, sizeof(*w));
 	uint32_t hdr[2] = {DROPS_REC_VERSION, ncpus};
@@ -325,6 +327,8 @@ struct drops_rec_writer *drops_rec_create(const char *path, uint32_t ncpus)
 	if (!w->f || fwrite(DROPS_REC_MAGIC, 8, 1, w->f) != 1 ||
 	    fwrite(hdr, sizeof(hdr), 1, w->f) != 1 || fflush(w->f))
 		goto fail;
+	w->size = 8 + sizeof(hdr);
+	w->max = max_size;
 	return w;
 fail:
 	e = errno;
@@ -335,7 +339,7 @@ fail:
 	return NULL;
 }
 
-/* One record of up to three parts. */
+/* One record of up to three parts, into the collect's frame. */
 static int put(struct drops_rec_writer *w, uint32_t type, const void *a, size_t alen, const void *b,
 	       size_t blen, const void *c, size_t clen)
 {
@@ -343,9 +347,12 @@ static int put(struct drops_rec_writer *w, uint32_t type, const void *a, size_t 
 
 	if (w->err)
 		return w->err;
-	if (fwrite(hdr, sizeof(hdr), 1, w->f) != 1 || (alen && fwrite(a, alen, 1, w->f) != 1) ||
-	    (blen && fwrite(b, blen, 1, w->f) != 1) || (clen && fwrite(c, clen, 1, w->f) != 1))
-		w->err = errno ? -errno : -EIO;
+	buf_append(&w->frame, hdr, sizeof(hdr));
+	buf_append(&w->frame, a, alen);
+	buf_append(&w->frame, b, blen);
+	buf_append(&w->frame, c, clen);
+	if (w->frame.oom)
+		w->err = -ENOMEM;
 	return w->err;
 }
 
@@ -381,9 +388,21 @@ int drops_rec_collect(struct drops_rec_writer *w, int64_t wall_ns)
 {
 	if (put(w, DROPS_REC_COLLECT, &wall_ns, sizeof(wall_ns), NULL, 0, NULL, 0))
 		return w->err;
-	if (fflush(w->f))
-		w->err = -errno;
+	if (w->max && w->size + w->frame.len > w->max) {
+		w->err = -EFBIG;
+		return w->err;
+	}
+	if (fwrite(w->frame.p, w->frame.len, 1, w->f) != 1 || fflush(w->f))
+		w->err = errno ? -errno : -EIO;
+	else
+		w->size += w->frame.len;
+	w->frame.len = 0;
 	return w->err;
+}
+
+uint64_t drops_rec_size(const struct drops_rec_writer *w)
+{
+	return w->size;
 }
 
 void drops_rec_close(struct drops_rec_writer *w)
@@ -392,5 +411,6 @@ void drops_rec_close(struct drops_rec_writer *w)
 		return;
 	if (w->f)
 		fclose(w->f);
+	buf_free(&w->frame);
 	free(w);
 }

@@ -91,17 +91,24 @@ struct drops_rec_writer;
 
 /* Creates path (mode 0600: samples hold packet headers) and writes the
  * header; an existing empty file is taken, anything else is never written
- * over (EEXIST). NULL with errno. */
-struct drops_rec_writer *drops_rec_create(const char *path, uint32_t ncpus);
+ * over (EEXIST). max_size: the file never grows past it (0: no limit).
+ * NULL with errno. */
+struct drops_rec_writer *drops_rec_create(const char *path, uint32_t ncpus, uint64_t max_size);
+/* The records of a collect are kept in memory until drops_rec_collect()
+ * writes them to the file at once. 0, or the writer's first error. */
 int drops_rec_reason(struct drops_rec_writer *w, uint32_t value, const char *name);
 int drops_rec_ksym(struct drops_rec_writer *w, const char *line);
 int drops_rec_sample(struct drops_rec_writer *w, int64_t mono_to_wall_ns, int64_t received,
 		     const void *data, size_t len);
 int drops_rec_map(struct drops_rec_writer *w, uint32_t map, const void *key, size_t klen,
 		  const void *val, size_t vlen);
-/* Ends a collect's snapshot and flushes the file. 0 or the first write
- * error since the writer was made (-errno). */
+/* Ends a collect: its records and the COLLECT record are written and
+ * flushed, so the file is a whole recording after each. 0, -EFBIG when
+ * they would take the file past max_size (nothing of them written: the
+ * writer is done), or the first write error since it was made (-errno). */
 int drops_rec_collect(struct drops_rec_writer *w, int64_t wall_ns);
+/* The bytes the file holds. */
+uint64_t drops_rec_size(const struct drops_rec_writer *w);
 void drops_rec_close(struct drops_rec_writer *w); /* accepts NULL */
 
 #endif

@@ -8,6 +8,7 @@
  * only cost is a NULL test per read.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -110,7 +111,7 @@ int drops_record_open(struct drops_state *st, const char *path)
 	st->rec = calloc(1, sizeof(*st->rec));
 	if (!st->rec)
 		return -ENOMEM;
-	st->rec->w = drops_rec_create(path, (uint32_t)st->ncpus);
+	st->rec->w = drops_rec_create(path, (uint32_t)st->ncpus, st->cfg->record_max_size);
 	if (!st->rec->w) {
 		int err = -errno;
 
@@ -179,13 +180,23 @@ void drops_record_syms(struct drops_state *st, const struct drop_sample *s)
 		record_sym(st->rec, st->ksyms, s->stack[i]);
 }
 
+/* The collect's end in the recording: written whole, or the recording
+ * stops (full, or a write failed) with what it holds a whole recording. */
 void drops_record_collect(struct collector *c, struct drops_state *st)
 {
 	int err = drops_rec_collect(st->rec->w, clock_wall_ns());
 
 	if (!err)
 		return;
-	clog_warn(c, "recording to %s stopped: %s (what was written up to the last collect stays)",
-		  st->cfg->record, strerror(-err));
+	if (err == -EFBIG)
+		clog_warn(c,
+			  "recording to %s stopped at %" PRIu64 " bytes: the next collect would "
+			  "take it past record_max_size (%" PRIu64 "); the file is a whole recording",
+			  st->cfg->record, drops_rec_size(st->rec->w), st->cfg->record_max_size);
+	else
+		clog_warn(c,
+			  "recording to %s stopped: %s (what was written up to the last collect "
+			  "stays)",
+			  st->cfg->record, strerror(-err));
 	drops_record_close(st);
 }

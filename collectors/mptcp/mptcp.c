@@ -66,6 +66,7 @@ struct mptcp_cfg {
 	uint64_t reconcile;	     /* ms */
 	uint64_t subflow_history;    /* ms, 0: off */
 	const char *record, *replay; /* "": none (mptcp_replay.c) */
+	uint64_t record_max_size;    /* bytes */
 };
 
 static const struct cfg_key mptcp_keys[] = {
@@ -85,6 +86,9 @@ static const struct cfg_key mptcp_keys[] = {
 	    "file the event sockets' datagrams are recorded into as they arrive (created, or "
 	    "appended to if it is a recording: any other file is refused; docs/mptcp.md); "
 	    "empty: none"),
+    CFG_KEY(struct mptcp_cfg, record_max_size, CFG_SIZE, "64M", 1024, 128 << 20,
+	    "the recording stops (logged) before a record would take the file past this size; "
+	    "what it holds stays a whole recording (a replay reads at most 256M)"),
     CFG_KEY(struct mptcp_cfg, replay, CFG_STRING, "", 0, 0,
 	    "a recording (made with record) replayed at start instead of watching live: its "
 	    "namespaces replace netns, and no socket dump, MIB read, pod lookup or subflow "
@@ -422,7 +426,7 @@ static int mptcp_init(struct collector *c)
 		return mptcp_replay_load(p, cfg->replay);
 	err = mptcp_config_netns(c, p);
 	if (!err && cfg->record[0])
-		err = mptcp_record_open(p, cfg->record);
+		err = mptcp_record_open(p, cfg->record, cfg->record_max_size);
 	if (err)
 		return err;
 	/* Probe every netns now, so a missing namespace or a kernel without

@@ -66,6 +66,8 @@ struct mptcp_priv {
 	struct mptcp_subflow_ctx *sub; /* subflow health (mptcp_subflow.c) */
 
 	int rec_fd;	/* record = FILE: the recording, -1 none (mptcp_replay.c) */
+	uint64_t rec_size, rec_max; /* its bytes, record_max_size */
+	const char *rec_path;
 	bool replaying; /* replay = FILE: nothing live runs */
 	char *replay;	/* its whole file, checked, until replayed at start */
 	size_t replay_len;
@@ -128,7 +130,7 @@ void mptcp_buffer_handle(struct mptcp_priv *p, struct mptcp_watch *w, const void
  * error naming the offset if the file is bad); mptcp_replay_run(): every record through
  * mptcp_buffer_handle(), the first at start_ns; mptcp_replay_free(): closes and frees both.
  */
-int mptcp_record_open(struct mptcp_priv *p, const char *path);
+int mptcp_record_open(struct mptcp_priv *p, const char *path, uint64_t max_size);
 void mptcp_record(struct mptcp_priv *p, const struct mptcp_watch *w, unsigned kind, const void *buf,
 		  size_t len, int64_t now_ns);
 int mptcp_replay_load(struct mptcp_priv *p, const char *path);

@@ -22,6 +22,7 @@
  * or subflow sampling (mptcp.c).
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -79,7 +80,22 @@ static int mptcp_record_prepare(struct mptcp_priv *p, int fd, const char *path, 
 	return 0;
 }
 
-int mptcp_record_open(struct mptcp_priv *p, const char *path)
+/* The recording ends here: full (what it holds stays a whole recording), or
+ * a write failed (why). The collector goes on. */
+static void mptcp_record_stop(struct mptcp_priv *p, const char *why)
+{
+	if (why)
+		clog_warn(p->c, "record: write failed (%s): recording stopped", why);
+	else
+		clog_warn(p->c,
+			  "record: %s reached record_max_size (%" PRIu64 " bytes): recording "
+			  "stopped, the file a whole recording of %" PRIu64 " bytes",
+			  p->rec_path, p->rec_max, p->rec_size);
+	close(p->rec_fd);
+	p->rec_fd = -1;
+}
+
+int mptcp_record_open(struct mptcp_priv *p, const char *path, uint64_t max_size)
 {
 	int fd = open(path, O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
 	size_t had = 0;
@@ -94,8 +110,13 @@ int mptcp_record_open(struct mptcp_priv *p, const char *path)
 		return ret;
 	}
 	p->rec_fd = fd;
+	p->rec_path = path;
+	p->rec_size = had ? had : MPTCP_REC_FILE_HDR;
+	p->rec_max = max_size;
 	clog_info(p->c, "recording the event sockets' datagrams into %s (%s)", path,
 		  had ? "appended to the recording there" : "a new recording");
+	if (p->rec_size >= max_size)
+		mptcp_record_stop(p, NULL);
 	return 0;
 }
 
@@ -115,16 +136,19 @@ void mptcp_record(struct mptcp_priv *p, const struct mptcp_watch *w, unsigned ki
 		r.family = w->family;
 		r.flags = p->absent_side_is_client ? MPTCP_REC_F_SIDE : 0;
 	}
+	if (p->rec_size + sizeof(hdr) + len > p->rec_max) {
+		mptcp_record_stop(p, NULL);
+		return;
+	}
 	mptcp_rec_header(hdr, &r);
 	iov[0] = (struct iovec){hdr, sizeof(hdr)};
 	iov[1] = (struct iovec){(void *)buf, len};
 	n = writev(p->rec_fd, iov, len ? 2 : 1);
-	if (n == (ssize_t)(sizeof(hdr) + len))
+	if (n == (ssize_t)(sizeof(hdr) + len)) {
+		p->rec_size += (uint64_t)n;
 		return;
-	clog_warn(p->c, "record: write failed (%s): recording stopped",
-		  n < 0 ? strerror(errno) : "short write");
-	close(p->rec_fd);
-	p->rec_fd = -1;
+	}
+	mptcp_record_stop(p, n < 0 ? strerror(errno) : "short write");
 }
 
 /* The whole of path into p->replay. */

@@ -12,7 +12,10 @@
 #     key and what is wrong where; the file is left as it was;
 #  3. the keys that cannot go together: record with replay, replay with
 #     container_label or pod_label; a record file that cannot be made, and
-#     one that exists with something in it (never written over: left as is).
+#     one that exists with something in it (never written over: left as is);
+#  4. record_max_size: the recording stops (logged) at the end of the collect
+#     after which one more like it would pass the size, the collector goes
+#     on, and what the file holds replays.
 source "$(dirname "$0")/lib.sh"
 
 need_root
@@ -66,4 +69,25 @@ refused_cfg "collector.drops.record=$T/no/such/dir/x.rec" "cannot create it: No 
 cp "$REC" "$T/kept.rec"
 refused_cfg "collector.drops.record=$T/kept.rec" "cannot create it: File exists (a recording never writes over"
 cmp -s "$REC" "$T/kept.rec" || fail "the existing file named by record was changed"
-pass "record and replay: bpftrace's counts come back from the replay; 6 bad recordings and 4 bad configs refused with their reason"
+
+# 4. record_max_size: the recording stops before it would pass the size (by
+# the last collect's), the agent goes on, and the file replays.
+write_base_config collector.self.enabled=false collector.mptcp.enabled=false \
+	collector.drops.interval=100ms collector.drops.record="$T/cap.rec" \
+	collector.drops.record_max_size=64k
+start_agent
+wait_collector drops
+capped() { grep -q "recording to $T/cap.rec stopped at" "$T/agent.log"; }
+wait_for 30 capped || fail "the recording did not stop at 64k: $(stat -c %s "$T/cap.rec") bytes"
+cap_size=$(stat -c %s "$T/cap.rec")
+[ "$cap_size" -le 65536 ] || fail "the recording is $cap_size bytes, over record_max_size 64k"
+sleep 0.5 # 5 collects more
+assert_eq "the recording's size after it stopped" "$cap_size" "$(stat -c %s "$T/cap.rec")"
+assert_eq "drops after the recording stopped" RUNNING "$(collector_state drops)"
+stop_agent
+write_base_config collector.self.enabled=false collector.mptcp.enabled=false \
+	storage.path="$T/cap.db" collector.drops.replay="$T/cap.rec"
+start_agent
+wait_collector drops
+stop_agent
+pass "record and replay: bpftrace's counts come back from the replay; 6 bad recordings and 4 bad configs refused with their reason; record_max_size 64k stopped the recording at $cap_size bytes, which replays"

@@ -12,6 +12,8 @@
 # missing file, record with replay, and record onto a file that is not a
 # whole recording each make sysobsd exit 2 naming the key and the reason
 # (the offset for a bad file), with nothing stored and no file overwritten.
+# A recording stops before a record would take it past record_max_size,
+# and what it holds replays.
 HERE=$(cd "$(dirname "$0")" && pwd)
 source "$HERE/lib.sh"
 source "$HERE/mptcp_topo.sh"
@@ -111,4 +113,31 @@ assert_eq "the other file" precious "$(cat "$T/precious.txt")"
 refuse "record onto a cut recording" "truncated record" \
 	"collector.mptcp.netns=/run/netns/$NS_A" "collector.mptcp.record=$T/cut.rec"
 assert_eq "the cut recording" $((size - 3)) "$(stat -c %s "$T/cut.rec")"
-pass "recorded $size bytes of a real connection in two namespaces; the replay has the same 10 rows, counters and namespaces; bad files and keys refused with exit 2"
+
+# record_max_size: the recording stops before a record would pass it (the
+# agent goes on watching), and what it holds replays.
+write_base_config "storage.path=$T/cap.db" kubernetes.cri_socket=off \
+	"collector.mptcp.netns=/run/netns/$NS_A,/run/netns/$NS_B" \
+	"collector.mptcp.record=$T/cap.rec" collector.mptcp.record_max_size=1k
+start_agent
+wait_collector mptcp
+mptcp_server 0.0.0.0
+mptcp_client "$MP_B1" 2
+echo close >&4
+exec 4>&-
+wait "$CLI"
+mptcp_stop_server
+capped() { grep -q "record: $T/cap.rec reached record_max_size (1024 bytes)" "$T/agent.log"; }
+wait_for 10 capped || fail "the recording did not stop at 1k: $(grep record: "$T/agent.log")"
+wait_for 20 rows_in 10 || fail "the agent stopped watching with the recording: $(api GET '/api/v1/mptcp/events?limit=100')"
+stop_agent
+cap_size=$(stat -c %s "$T/cap.rec")
+[ "$cap_size" -le 1024 ] || fail "the recording is $cap_size bytes, over record_max_size 1k"
+write_base_config "storage.path=$T/cap-replay.db" kubernetes.cri_socket=off \
+	"collector.mptcp.replay=$T/cap.rec"
+start_agent
+wait_collector mptcp
+has_rows() { [ "$(curl -sf "http://127.0.0.1:$PORT/api/v1/mptcp/events?limit=100" | jq '.data | length')" -ge 1 ]; }
+wait_for 10 has_rows || fail "the capped recording replays no event"
+stop_agent
+pass "recorded $size bytes of a real connection in two namespaces; the replay has the same 10 rows, counters and namespaces; bad files and keys refused with exit 2; record_max_size 1k stopped a recording at $cap_size bytes, which replays"

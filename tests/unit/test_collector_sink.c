@@ -147,7 +147,7 @@ static void write_two_collects(const char *path, const struct drops_record *rec)
 	struct drops_slot slot[2] = {{.key = udp, .count = 4}, {.key = udp, .count = 3}};
 	uint64_t spill[2] = {1, 2}, tcpc[2] = {5, 0}, samples[2] = {1, 1};
 	uint32_t s5 = 5, stat = DROPS_STAT_SAMPLES;
-	struct drops_rec_writer *w = drops_rec_create(path, 2);
+	struct drops_rec_writer *w = drops_rec_create(path, 2, 0);
 
 	assert_non_null(w);
 	drops_rec_reason(w, 3, "NO_SOCKET");

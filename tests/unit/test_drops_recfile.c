@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -47,7 +48,7 @@ static int teardown(void **state)
  * a symbol, the collect. */
 static void write_one_of_each(void)
 {
-	struct drops_rec_writer *w = drops_rec_create(path, NCPUS);
+	struct drops_rec_writer *w = drops_rec_create(path, NCPUS, 0);
 	struct drops_key key = {.reason = 3, .l3_proto = 0x0800, .l4_proto = 17, .netns = 7};
 	uint64_t counts[NCPUS] = {1, 2, 3}, stats[NCPUS] = {4, 5, 6};
 	struct drops_slot slots[NCPUS] = {{.key = key, .count = 9}};
@@ -227,7 +228,7 @@ static void test_ksym_line(void **state)
  * same key in two collects is not. */
 static void test_duplicate_key(void **state)
 {
-	struct drops_rec_writer *w = drops_rec_create(path, NCPUS);
+	struct drops_rec_writer *w = drops_rec_create(path, NCPUS, 0);
 	uint64_t v[NCPUS] = {1, 2, 3};
 	uint32_t stat = 1;
 	struct drops_rec r;
@@ -243,7 +244,7 @@ static void test_duplicate_key(void **state)
 	assert_int_equal(drops_rec_load(&r, path, err, sizeof(err)), 0);
 	drops_rec_free(&r);
 	assert_int_equal(truncate(path, 0), 0); /* a recording is not written over */
-	w = drops_rec_create(path, NCPUS);
+	w = drops_rec_create(path, NCPUS, 0);
 	assert_non_null(w);
 	drops_rec_map(w, DROPS_MAP_STATS, &stat, sizeof(stat), v, sizeof(v));
 	drops_rec_map(w, DROPS_MAP_STATS, &stat, sizeof(stat), v, sizeof(v));
@@ -253,11 +254,42 @@ static void test_duplicate_key(void **state)
 	assert_string_equal(err, "record at offset 104: this collect has a key of map 3 twice");
 }
 
+/* max_size: nothing reaches the file before its collect; a collect that
+ * would pass the size is not written at all (-EFBIG, the writer done), so
+ * the file stays a whole recording of the collects before it. */
+static void test_max_size(void **state)
+{
+	struct drops_rec_writer *w = drops_rec_create(path, NCPUS, 16 + 2 * 32);
+	const char rb[] = "0123456789"; /* a sample: 8 + 16 + 11 bytes */
+	struct drops_rec r;
+	struct stat sb;
+	char err[256];
+
+	(void)state;
+	assert_non_null(w);
+	assert_int_equal(drops_rec_sample(w, 0, 1, rb, sizeof(rb)), 0);
+	assert_int_equal(stat(path, &sb), 0);
+	assert_int_equal(sb.st_size, 16); /* the header only: the sample waits */
+	assert_int_equal(drops_rec_collect(w, 1), 0); /* 35 + 16 */
+	assert_int_equal(drops_rec_size(w), 16 + 35 + 16);
+	assert_int_equal(drops_rec_sample(w, 0, 2, rb, sizeof(rb)), 0);
+	assert_int_equal(drops_rec_collect(w, 2), -EFBIG);
+	assert_int_equal(drops_rec_sample(w, 0, 3, rb, sizeof(rb)), -EFBIG);
+	assert_int_equal(drops_rec_collect(w, 3), -EFBIG);
+	drops_rec_close(w);
+	assert_int_equal(stat(path, &sb), 0);
+	assert_int_equal(sb.st_size, 16 + 35 + 16);
+	assert_int_equal(drops_rec_load(&r, path, err, sizeof(err)), 0);
+	assert_int_equal(r.nsamples, 1);
+	assert_int_equal(r.ncollects, 1);
+	drops_rec_free(&r);
+}
+
 static void test_writer_errors(void **state)
 {
 	(void)state;
 	errno = 0;
-	assert_null(drops_rec_create("/nonexistent-dir/x.rec", 2));
+	assert_null(drops_rec_create("/nonexistent-dir/x.rec", 2, 0));
 	assert_int_equal(errno, ENOENT);
 }
 
@@ -270,7 +302,7 @@ static void test_never_overwrites(void **state)
 	(void)state;
 	write_one_of_each();
 	errno = 0;
-	assert_null(drops_rec_create(path, NCPUS));
+	assert_null(drops_rec_create(path, NCPUS, 0));
 	assert_int_equal(errno, EEXIST);
 	assert_int_equal(drops_rec_load(&r, path, err, sizeof(err)), 0);
 	assert_int_equal(r.n, 7); /* as it was */
@@ -285,6 +317,7 @@ int main(void)
 	    cmocka_unit_test(test_absurd),
 	    cmocka_unit_test(test_ksym_line),
 	    cmocka_unit_test_setup_teardown(test_duplicate_key, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_max_size, setup, teardown),
 	    cmocka_unit_test(test_writer_errors),
 	    cmocka_unit_test_setup_teardown(test_never_overwrites, setup, teardown),
 	};
