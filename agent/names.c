@@ -672,6 +672,7 @@ struct names *names_start(const struct names_config *cfg, struct metrics *m)
 		log_warn("names", "cannot start the name service's thread");
 		return n;
 	}
+	pthread_setname_np(n->thread, "sysobs-names");
 	n->thread_started = true;
 	return n;
 }

@@ -521,6 +521,7 @@ int http_acceptor_start(struct http_server *h, int listen_fd)
 		ac->ep = ac->wake_fd = -1;
 		return err;
 	}
+	pthread_setname_np(ac->thread, "sysobs-accept");
 	ac->running = true;
 	return 0;
 }

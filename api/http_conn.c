@@ -443,6 +443,7 @@ int http_conns_start(struct http_server *h)
 
 	if (err)
 		return -err;
+	pthread_setname_np(h->conns.thread, "sysobs-http-dl");
 	h->conns.thread_running = true;
 	return 0;
 }

@@ -359,6 +359,7 @@ int http_login_start(struct http_server *h)
 	err = pthread_create(&l->thread, NULL, login_thread, h);
 	if (err)
 		return -err;
+	pthread_setname_np(l->thread, "sysobs-login");
 	l->running = true;
 	return 0;
 }

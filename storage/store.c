@@ -487,6 +487,7 @@ int store_start(struct store *s)
 		store_ckpt_stop(s);
 		return -rc;
 	}
+	pthread_setname_np(s->thread, "sysobs-writer");
 	s->started = true;
 	return 0;
 }

@@ -194,6 +194,7 @@ int store_open_check(struct store *s, bool unclean, char *err, size_t errlen)
 		s->ic_db = NULL;
 		return rc;
 	}
+	pthread_setname_np(s->ic_thread, "sysobs-check");
 	s->ic_started = true;
 	clock_gettime(CLOCK_REALTIME, &ts);
 	ts.tv_nsec += STORE_OPEN_CHECK_MS * 1000000L;

@@ -549,6 +549,7 @@ void store_ckpt_start(struct store *s)
 		goto out_fail;
 	if (pthread_create(&s->ck_thread, NULL, store_ckpt_main, s) != 0)
 		goto out_fail;
+	pthread_setname_np(s->ck_thread, "sysobs-ckpt");
 	s->ck_started = true;
 	sqlite3_wal_hook(s->db, store_wal_hook, s); /* replaces the autocheckpoint */
 	return;
