@@ -61,8 +61,6 @@ int clickhouse_ddl(const struct event_table *const *tables, const char *database
 			   "    time DateTime MATERIALIZED toDateTime(intDiv(ts, 1000000000))",
 			   t->name, t->help ? t->help : "", database, t->name);
 		for (const struct event_column *c = t->cols; c->name; c++) {
-			if (c->type == COL_BLOB) /* packet bytes stay home */
-				continue;
 			if (c->null == COL_NOT_NULL)
 				buf_printf(out, ",\n    %s %s", c->name, ch_type(c));
 			else
@@ -127,7 +125,7 @@ static void ch_str(struct buf *b, const char *s, size_t len)
 }
 
 int clickhouse_rows(const struct export_row *rows, size_t n, const struct export_identity *id,
-		    struct buf *out)
+		    unsigned flags, struct buf *out)
 {
 	for (size_t r = 0; r < n; r++) {
 		const struct export_row *x = &rows[r];
@@ -156,14 +154,15 @@ int clickhouse_rows(const struct export_row *rows, size_t n, const struct export
 			struct col_value v;
 
 			col_value(c, x->row, &v);
-			if (v.kind == COLV_BLOB) /* not in the DDL either */
-				continue;
+			if (v.kind == COLV_BLOB && !(flags & EXPORT_F_BLOBS))
+				continue; /* packet bytes stay home: NULL there */
 			buf_printf(out, ",\"%s\":", c->name);
 			switch (v.kind) {
 			case COLV_NULL:
 				buf_puts(out, "null");
 				break;
 			case COLV_TEXT:
+			case COLV_BLOB: /* a String holds bytes: ch_str() keeps each */
 				ch_str(out, v.s, v.len);
 				break;
 			case COLV_REAL:

@@ -8,7 +8,9 @@
  * labels as a Nested), the row's key (db_id, id), ts (unix ns, Int64) and
  * time (DateTime, from ts: MATERIALIZED, so both ClickHouse 18.16, which has
  * no DateTime64, and current releases take it), then one column per
- * descriptor column (Nullable where the column has a NULL). The engine is
+ * descriptor column (Nullable where the column has a NULL; a packet
+ * capture, COL_BLOB, is a Nullable(String) of its bytes, filled only for a
+ * destination with capture = true). The engine is
  * ReplacingMergeTree ordered by (host, time, db_id, id): a batch sent again
  * after a lost answer collapses into one row per key at merge time and in
  * SELECT ... FINAL.
@@ -38,10 +40,11 @@ int clickhouse_ddl(const struct event_table *const *tables, const char *database
  * (malloc'ed), or NULL when out of memory. */
 char *clickhouse_insert_url(const char *base, const char *database, const struct event_table *t);
 
-/* rows[0..n), all of one table, as JSONEachRow lines appended to out.
- * 0 or -ENOMEM. */
+/* rows[0..n), all of one table, as JSONEachRow lines appended to out; a
+ * COL_BLOB column's bytes only with EXPORT_F_BLOBS in flags (else left
+ * out: NULL in the table). 0 or -ENOMEM. */
 int clickhouse_rows(const struct export_row *rows, size_t n, const struct export_identity *id,
-		    struct buf *out);
+		    unsigned flags, struct buf *out);
 
 /*
  * The verdict on ClickHouse's answer (status 0: none). Its error body starts

@@ -40,6 +40,7 @@ struct export_config {
 	uint64_t send_interval; /* ms */
 	uint64_t max_age;	/* ms; 0: none */
 	bool gzip;
+	bool capture; /* EXPORT_F_BLOBS */
 	const char *cursor;
 	const char *database; /* clickhouse */
 	unsigned start_from;  /* enum exp_start_from */
@@ -64,6 +65,10 @@ static const struct cfg_key export_keys[] = {
 	"rows older than this when their turn comes are dropped and counted (0 = none: "
 	"retention bounds the backlog)"),
     EXK(gzip, CFG_BOOL, "true", 0, 0, "gzip request bodies (Content-Encoding: gzip)"),
+    EXK(capture, CFG_BOOL, "false", 0, 0,
+	"send the packet captures of drop_samples (their capture column: packet headers, "
+	"payload too with [collector.drops] capture_payload) to this destination; off, they "
+	"stay on the host (docs/fleet.md)"),
     EXK(cursor, CFG_STRING, "", 0, 0,
 	"name of the durable cursor (store_meta cursor.NAME; empty = export.<section name>)"),
     EXK(database, CFG_STRING, "sysobs", 0, 0,
@@ -91,7 +96,7 @@ struct exp_format_ops {
 	/* The URL of a request of table t's rows (NULL: the url key's). */
 	char *(*url)(const char *base, const char *database, const struct event_table *t);
 	int (*encode)(const struct export_row *rows, size_t n, const struct export_identity *id,
-		      struct buf *out);
+		      unsigned flags, struct buf *out);
 	/* The verdict on the answer's body (NULL: the sender's on its status). */
 	enum sender_verdict (*verdict)(long status, const char *resp);
 	/* Rows of an accepted request the receiver rejected (NULL: none). */
@@ -602,7 +607,7 @@ static enum turn_step exp_turn_encode(void *ctx, size_t from, struct turn_part *
 			return TURN_RETRY;
 		sender_set_url(&d->snd, d->url_buf);
 	}
-	err = d->fmt->encode(rows, n, &d->owner->id, &d->body);
+	err = d->fmt->encode(rows, n, &d->owner->id, d->cfg.capture ? EXPORT_F_BLOBS : 0, &d->body);
 	if (err || d->body.oom) {
 		snprintf(d->snd.errbuf, sizeof(d->snd.errbuf), "cannot encode %zu rows: %s", n,
 			 strerror(err ? -err : ENOMEM));

@@ -42,6 +42,10 @@ struct export_identity {
 	const char *db_id;
 };
 
+/* What a destination is sent beyond the rows' values (its [export.NAME]
+ * keys): the encoders' flags. */
+#define EXPORT_F_BLOBS 1u /* COL_BLOB columns too (packet captures: capture = true) */
+
 /* An integer column named "netns" (a network namespace's inode) is
  * followed in every export by netns_name, the name the host gives that
  * namespace (ip netns; base/netns_name.h) when the row is sent, as the

@@ -173,7 +173,11 @@ static otlp_any *otlp_any_column(struct arena *a, const struct col_value *cv)
 	if (!v)
 		return NULL;
 	opentelemetry__proto__common__v1__any_value__init(v);
-	if (cv->kind == COLV_BOOL) {
+	if (cv->kind == COLV_BLOB) {
+		v->value_case = OPENTELEMETRY__PROTO__COMMON__V1__ANY_VALUE__VALUE_BYTES_VALUE;
+		v->bytes_value.data = (uint8_t *)cv->s; /* packed only: never written through */
+		v->bytes_value.len = cv->len;
+	} else if (cv->kind == COLV_BOOL) {
 		v->value_case = OPENTELEMETRY__PROTO__COMMON__V1__ANY_VALUE__VALUE_BOOL_VALUE;
 		v->bool_value = cv->i != 0;
 	} else {
@@ -294,8 +298,8 @@ static int otlp_column_attrs(struct arena *a, const struct event_column *c,
 	return 0;
 }
 
-static int otlp_record_fill(struct arena *a, const struct export_row *r, struct buf *body,
-			    otlp_record *rec)
+static int otlp_record_fill(struct arena *a, const struct export_row *r, unsigned flags,
+			    struct buf *body, otlp_record *rec)
 {
 	const struct event_table *t = r->table;
 	size_t ncols = 0, k = 0;
@@ -327,11 +331,13 @@ static int otlp_record_fill(struct arena *a, const struct export_row *r, struct 
 		struct col_value cv;
 
 		col_value(&t->cols[i], r->row, &cv);
-		if (cv.kind == COLV_NULL || cv.kind == COLV_BLOB) /* packet bytes stay home */
+		if (cv.kind == COLV_NULL ||
+		    (cv.kind == COLV_BLOB && !(flags & EXPORT_F_BLOBS))) /* packet bytes stay home */
 			continue;
 		if (otlp_column_attrs(a, &t->cols[i], &cv, rec, &k))
 			return -ENOMEM;
-		otlp_body_column(body, t->cols[i].name, &cv);
+		if (cv.kind != COLV_BLOB) /* the body is text */
+			otlp_body_column(body, t->cols[i].name, &cv);
 	}
 	rec->n_attributes = k;
 	if (body->oom)
@@ -392,7 +398,7 @@ static int otlp_resource_fill(struct arena *a, const struct export_identity *id,
 }
 
 int otlp_logs_encode(const struct export_row *rows, size_t n, const struct export_identity *id,
-		     struct buf *out)
+		     unsigned flags, struct buf *out)
 {
 	otlp_request req =
 	    OPENTELEMETRY__PROTO__COLLECTOR__LOGS__V1__EXPORT_LOGS_SERVICE_REQUEST__INIT;
@@ -417,7 +423,7 @@ int otlp_logs_encode(const struct export_row *rows, size_t n, const struct expor
 	if (!recs || !sl.log_records)
 		goto out;
 	for (size_t i = 0; i < n; i++) {
-		err = otlp_record_fill(&a, &rows[i], &body, &recs[i]);
+		err = otlp_record_fill(&a, &rows[i], flags, &body, &recs[i]);
 		if (err)
 			goto out;
 		sl.log_records[i] = &recs[i];

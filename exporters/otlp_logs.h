@@ -35,13 +35,15 @@
 #define OTLP_SCOPE_NAME "sysobsd"
 
 /*
- * Appends the ExportLogsServiceRequest of rows[0..n) to out. 0; -ENOMEM;
+ * Appends the ExportLogsServiceRequest of rows[0..n) to out; a COL_BLOB
+ * column (a packet capture) is a bytes attribute only with EXPORT_F_BLOBS
+ * in flags, and never in the body. 0; -ENOMEM;
  * -EINVAL for a row that cannot be encoded (no table or row, a negative
  * ts, a severity outside 1..24) or duplicate external label names; out is
  * left as it was on error.
  */
 int otlp_logs_encode(const struct export_row *rows, size_t n, const struct export_identity *id,
-		     struct buf *out);
+		     unsigned flags, struct buf *out);
 
 /*
  * Reads an ExportLogsServiceResponse body (empty: full success) to a

@@ -103,6 +103,7 @@ CREATE TABLE IF NOT EXISTS sysobs.drop_samples
     container Nullable(String),
     netns_cookie Nullable(UInt64),
     stack Nullable(String),
+    capture Nullable(String),
     orig_len Nullable(UInt32),
     pod Nullable(String),
     pod_namespace Nullable(String),

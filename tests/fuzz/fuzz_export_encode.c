@@ -65,13 +65,13 @@ static void fill_row(const struct event_table *t, const uint8_t *d, size_t n, ui
 	}
 }
 
-static void check_clickhouse(const struct export_row *rows, size_t n)
+static void check_clickhouse(const struct export_row *rows, size_t n, unsigned flags)
 {
 	struct buf out = {0};
 	size_t lines = 0;
 	char *p, *nl;
 
-	FUZZ_CHECK(!clickhouse_rows(rows, n, &ident, &out), "clickhouse_rows failed");
+	FUZZ_CHECK(!clickhouse_rows(rows, n, &ident, flags, &out), "clickhouse_rows failed");
 	FUZZ_CHECK(out.len && out.p[out.len - 1] == '\n', "rows not ending a line");
 	for (size_t i = 0; i < out.len; i++)
 		if ((unsigned char)out.p[i] >= 0x80)
@@ -107,7 +107,7 @@ static void check_kvs(Opentelemetry__Proto__Common__V1__KeyValue **kv, size_t n)
 	}
 }
 
-static void check_otlp(const struct export_row *rows, size_t n)
+static void check_otlp(const struct export_row *rows, size_t n, unsigned flags)
 {
 	Opentelemetry__Proto__Collector__Logs__V1__ExportLogsServiceRequest *req;
 	struct buf out = {0};
@@ -117,7 +117,7 @@ static void check_otlp(const struct export_row *rows, size_t n)
 
 	for (size_t i = 0; i < n; i++)
 		negative |= rows[i].ts_ns < 0;
-	rc = otlp_logs_encode(rows, n, &ident, &out);
+	rc = otlp_logs_encode(rows, n, &ident, flags, &out);
 	FUZZ_CHECK(rc == 0 || (rc == -EINVAL && negative), "otlp_logs_encode %d", rc);
 	if (rc)
 		return;
@@ -212,8 +212,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		rows[i] = (struct export_row){
 		    .table = t, .id = (int64_t)i + 1, .ts_ns = i == 1 ? 0 : ts, .row = rowbuf[i]};
 	}
-	check_clickhouse(rows, n);
-	check_otlp(rows, n);
+	/* a destination with capture = true: the packet bytes go too */
+	check_clickhouse(rows, n, data[1] & 0x80 ? EXPORT_F_BLOBS : 0);
+	check_otlp(rows, n, data[1] & 0x80 ? EXPORT_F_BLOBS : 0);
 	check_remote_write(data + off, size - off, ts);
 	return 0;
 }

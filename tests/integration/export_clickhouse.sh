@@ -106,6 +106,13 @@ database = nosuchdb
 tables = drop_samples
 batch_rows = $BATCH
 send_interval = 1s
+[export.cap]
+format = clickhouse
+url = http://127.0.0.1:$CH_HTTP/
+database = sysobs
+tables = drop_samples
+send_interval = 1s
+capture = true
 INI
 start_agent
 make_drops 300
@@ -121,7 +128,19 @@ ch=$(chq "SELECT toString(ts) AS ts, reason, toString(protocol) AS protocol, sad
 assert_eq "row $id in ClickHouse = in SQLite" "$lite" "$ch"
 assert_eq "netns and netns_name of row $id in ClickHouse" "$NSINUM $NS" \
 	"$(chq "SELECT netns, netns_name FROM shard1.drop_samples WHERE id = $id" | tr '\t' ' ')"
-pass "online: $LITE drop samples in ClickHouse once each, with host, job and external labels"
+# packet captures: only to the destination that asks (capture = true), each
+# byte as SQLite holds it
+cap_caught_up() { [ "$(metric 'sysobs_export_pending_rows{destination="cap"}')" = 0 ]; }
+wait_for 30 cap_caught_up || fail "[export.cap] did not catch up: $(tail -5 "$T/agent.log")"
+lite_cap=$(sqlite3 "$DBF" "SELECT hex(capture) FROM drop_samples WHERE id = $id")
+[ ${#lite_cap} -ge 80 ] || fail "row $id has no capture in SQLite: '$lite_cap'"
+assert_eq "capture of row $id in ClickHouse (capture = true) = in SQLite" "$lite_cap" \
+	"$(chq "SELECT hex(capture) FROM sysobs.drop_samples WHERE id = $id")"
+assert_eq "captures sent to [export.ch] (capture off)" 0 \
+	"$(chq "SELECT count() FROM shard1.drop_samples WHERE capture IS NOT NULL")"
+ncap=$(chq "SELECT count() FROM sysobs.drop_samples WHERE capture IS NOT NULL AND dport = $DPORT")
+assert_ge "captures of the test's drops in [export.cap]'s database" 300 "$ncap"
+pass "online: $LITE drop samples in ClickHouse once each, with host, job and external labels; their packet captures ($((${#lite_cap} / 2)) bytes for row $id) only where capture = true, byte for byte"
 
 # ---- 4. a database not created yet: kept, then sent ----
 bad() { metric "sysobs_export_$1{destination=\"bad\"${2:-}}"; }

@@ -10,7 +10,9 @@
 #  - 503: the same rows are sent again (retried counted);
 #  - 400: those rows are refused, counted, and the next batch goes on;
 #  - partial success: the 3 records the receiver rejected are counted;
-#  - every row up to the cursor was delivered, except the refused batch.
+#  - every row up to the cursor was delivered, except the refused batch;
+#  - packet captures stay home, but for a second destination with
+#    capture = true, where each is a bytes attribute equal to SQLite's.
 source "$(dirname "$0")/lib.sh"
 
 need_root
@@ -27,8 +29,9 @@ BATCH=100
 # a port of its own: drops to it are this test's, whatever else runs
 DPORT=$((40000 + RANDOM % 9000))
 
-mkdir -p "$T/bodies"
+mkdir -p "$T/bodies" "$T/cap-bodies"
 receiver_start recv --save "$T/bodies" -- 503 400 200+partial
+receiver_start cap --save "$T/cap-bodies"
 
 write_base_config collector.drops.sample_rate=20000 collector.drops.sample_burst=20000 \
 	remote_write.instance=hostA remote_write.external_labels="cluster=test"
@@ -41,6 +44,12 @@ batch_rows = $BATCH
 send_interval = 1s
 min_backoff = 50ms
 max_backoff = 200ms
+[export.cap]
+format = otlp
+url = http://127.0.0.1:$RX_PORT_cap/v1/logs
+tables = drop_samples
+send_interval = 1s
+capture = true
 INI
 start_agent
 # in a namespace the host names (ip netns): records carry netns_name
@@ -172,5 +181,54 @@ sys.exit(1 if errors else 0)
 PY
 	fail "OTLP records differ from SQLite: $(cat "$T/check.out")"
 cat "$T/check.out"
+
+# [export.cap] (capture = true): the same rows, each with its packet capture
+# as a bytes attribute equal to SQLite's blob; a row without one, none
+cap_drained() { [ "$(metric 'sysobs_export_pending_rows{destination="cap"}')" = 0 ]; }
+wait_for 30 cap_drained || fail "[export.cap] did not drain: $(tail -5 "$T/agent.log")"
+: >"$T/cap.json"
+for f in "$T"/cap-bodies/*.bin; do
+	gzip -dc "$f" | node "$SYSOBS_SRC/tests/tools/otlp/decode.mjs" >>"$T/cap.json" ||
+		fail "decode.mjs refused $f"
+done
+python3 - "$T/cap.json" "$T/sysobs.db" "$DPORT" >"$T/cap.out" 2>&1 <<'PY' ||
+import base64, json, sqlite3, sys
+
+text, db, dport = open(sys.argv[1]).read(), sys.argv[2], int(sys.argv[3])
+dec, i, recs = json.JSONDecoder(), 0, []
+while i < len(text):
+    while i < len(text) and text[i].isspace():
+        i += 1
+    if i < len(text):
+        arr, i = dec.raw_decode(text, i)
+        recs += arr
+con = sqlite3.connect(db)
+caps = {r[0]: r[1] for r in con.execute("SELECT id, capture FROM drop_samples")}
+ours = {r[0] for r in con.execute("SELECT id FROM drop_samples WHERE dport = ?", (dport,))}
+errors, with_cap, seen = [], 0, set()
+for rec in recs:
+    rid = int(rec["attributes"]["sysobs.id"]["intValue"])
+    seen.add(rid)
+    got, want = rec["attributes"].get("capture"), caps.get(rid)
+    if want is None:
+        if got is not None:
+            errors.append("record %d: a capture where SQLite has none" % rid)
+    elif got != {"bytesValue": base64.b64encode(want).decode()}:
+        errors.append("record %d: capture %r, SQLite %d bytes" % (rid, got, len(want)))
+    else:
+        with_cap += 1
+    if "capture" in rec["body"].get("stringValue", ""):
+        errors.append("record %d: the capture in the body" % rid)
+if ours - seen:
+    errors.append("%d of the test's rows not delivered" % len(ours - seen))
+if with_cap < 400:
+    errors.append("only %d records with a capture" % with_cap)
+for e in errors[:10]:
+    print(e)
+print("FIGURE: [export.cap] %d records, %d with their capture equal to SQLite's" % (len(recs), with_cap))
+sys.exit(1 if errors else 0)
+PY
+	fail "[export.cap]: $(cat "$T/cap.out")"
+cat "$T/cap.out"
 stop_agent
-pass "OTLP logs: every record decoded by @opentelemetry/otlp-transformer equals its SQLite row; 503 retried, 400 refused and counted without blocking, partial success counted"
+pass "OTLP logs: every record decoded by @opentelemetry/otlp-transformer equals its SQLite row; 503 retried, 400 refused and counted without blocking, partial success counted; packet captures only to the destination with capture = true, byte for byte"

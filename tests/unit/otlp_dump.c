@@ -208,7 +208,7 @@ int main(int argc, char **argv)
 
 	for (size_t i = 0; i < n; i++)
 		rows[i] = fx[i].row;
-	err = otlp_logs_encode(rows, n, &id, &out);
+	err = otlp_logs_encode(rows, n, &id, 0, &out);
 	if (err) {
 		fprintf(stderr, "otlp_dump: encode: %s\n", strerror(-err));
 		return 1;

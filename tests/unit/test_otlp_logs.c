@@ -37,6 +37,7 @@ typedef Opentelemetry__Proto__Common__V1__AnyValue otlp_any;
 #define INT_CASE  OPENTELEMETRY__PROTO__COMMON__V1__ANY_VALUE__VALUE_INT_VALUE
 #define BOOL_CASE OPENTELEMETRY__PROTO__COMMON__V1__ANY_VALUE__VALUE_BOOL_VALUE
 #define DBL_CASE  OPENTELEMETRY__PROTO__COMMON__V1__ANY_VALUE__VALUE_DOUBLE_VALUE
+#define BYTES_CASE OPENTELEMETRY__PROTO__COMMON__V1__ANY_VALUE__VALUE_BYTES_VALUE
 
 /* A table with every column type and NULL kind, and its own severity. */
 struct kinds_row {
@@ -48,6 +49,7 @@ struct kinds_row {
 	bool flag;	/* COL_NOT_NULL */
 	char text[24];	/* COL_NULL_EMPTY */
 	char always[8]; /* COL_NOT_NULL: "" is a value */
+	COL_BLOB_FIELD(8) bytes; /* COL_NULL_EMPTY: a packet capture's kind */
 };
 
 #define K_COL(f, t, n, ...) COL(struct kinds_row, f, t, n, __VA_ARGS__)
@@ -60,6 +62,7 @@ static const struct event_column kinds_cols[] = {
     K_COL(flag, COL_BOOL, COL_NOT_NULL),
     K_COL(text, COL_TEXT, COL_NULL_EMPTY),
     K_COL(always, COL_TEXT, COL_NOT_NULL),
+    K_COL(bytes, COL_BLOB, COL_NULL_EMPTY),
     {0},
 };
 
@@ -90,13 +93,13 @@ static struct export_identity test_identity(void)
 	return id;
 }
 
-static otlp_request *encode_and_decode(const struct export_row *rows, size_t n,
-				       const struct export_identity *id)
+static otlp_request *encode_flags(const struct export_row *rows, size_t n,
+				  const struct export_identity *id, unsigned flags)
 {
 	struct buf b = {0};
 	otlp_request *req;
 
-	assert_int_equal(otlp_logs_encode(rows, n, id, &b), 0);
+	assert_int_equal(otlp_logs_encode(rows, n, id, flags, &b), 0);
 	req = opentelemetry__proto__collector__logs__v1__export_logs_service_request__unpack(
 	    NULL, b.len, (const uint8_t *)b.p);
 	assert_non_null(req);
@@ -104,6 +107,12 @@ static otlp_request *encode_and_decode(const struct export_row *rows, size_t n,
 	assert_int_equal(req->n_resource_logs, 1);
 	assert_int_equal(req->resource_logs[0]->n_scope_logs, 1);
 	return req;
+}
+
+static otlp_request *encode_and_decode(const struct export_row *rows, size_t n,
+				       const struct export_identity *id)
+{
+	return encode_flags(rows, n, id, 0);
 }
 
 static void request_free(otlp_request *req)
@@ -382,6 +391,35 @@ static void test_every_column_type(void **state)
 	request_free(req);
 }
 
+/* A COL_BLOB column (a packet capture) stays home unless the destination
+ * asks (EXPORT_F_BLOBS): then a bytes attribute with every byte as it is,
+ * and never in the text body; no bytes is NULL, no attribute. */
+static void test_blobs_only_when_asked(void **state)
+{
+	struct export_identity id = test_identity();
+	struct kinds_row packet = {.neg = 1, .bytes = {.len = 5, .data = {0, 0xff, '"', '\\', 0x80}}};
+	struct kinds_row none = {.neg = 2};
+	struct export_row rows[2] = {{&kinds_table, 1, 1, &packet}, {&kinds_table, 2, 2, &none}};
+	otlp_request *req;
+	const otlp_kv *kv;
+	otlp_record *r;
+
+	(void)state;
+	req = encode_and_decode(rows, 2, &id);
+	assert_null(attr(record_at(req, 0), "bytes"));
+	request_free(req);
+	req = encode_flags(rows, 2, &id, EXPORT_F_BLOBS);
+	r = record_at(req, 0);
+	kv = attr(r, "bytes");
+	assert_non_null(kv);
+	assert_int_equal(kv->value->value_case, BYTES_CASE);
+	assert_int_equal(kv->value->bytes_value.len, 5);
+	assert_memory_equal(kv->value->bytes_value.data, "\0\xff\"\\\x80", 5);
+	assert_null(strstr(r->body->string_value, "bytes"));
+	assert_null(attr(record_at(req, 1), "bytes"));
+	request_free(req);
+}
+
 /* A drop of a named pod: its Kubernetes columns under OpenTelemetry's
  * semantic-convention names; the node from NODE_NAME on the resource. */
 static const otlp_kv *attr(const otlp_record *r, const char *key)
@@ -487,18 +525,18 @@ static void test_bad_rows_leave_the_output_alone(void **state)
 	(void)state;
 	buf_puts(&b, "prefix");
 	prefix = b.len;
-	assert_int_equal(otlp_logs_encode(rows, 2, &id, &b), -EINVAL);
-	assert_int_equal(otlp_logs_encode(&neg_ts, 1, &id, &b), -EINVAL);
-	assert_int_equal(otlp_logs_encode(&no_table, 1, &id, &b), -EINVAL);
-	assert_int_equal(otlp_logs_encode(&no_row, 1, &id, &b), -EINVAL);
+	assert_int_equal(otlp_logs_encode(rows, 2, &id, 0, &b), -EINVAL);
+	assert_int_equal(otlp_logs_encode(&neg_ts, 1, &id, 0, &b), -EINVAL);
+	assert_int_equal(otlp_logs_encode(&no_table, 1, &id, 0, &b), -EINVAL);
+	assert_int_equal(otlp_logs_encode(&no_row, 1, &id, 0, &b), -EINVAL);
 	id.labels[1].name = "cluster";
-	assert_int_equal(otlp_logs_encode(rows, 1, &id, &b), -EINVAL);
+	assert_int_equal(otlp_logs_encode(rows, 1, &id, 0, &b), -EINVAL);
 	assert_int_equal(b.len, prefix);
 	assert_string_equal(b.p, "prefix");
 
 	/* A good one appends after what out held. */
 	id = test_identity();
-	assert_int_equal(otlp_logs_encode(rows, 1, &id, &b), 0);
+	assert_int_equal(otlp_logs_encode(rows, 1, &id, 0, &b), 0);
 	assert_true(b.len > prefix);
 	assert_memory_equal(b.p, "prefix", prefix);
 	assert_int_equal(b.p[b.len], '\0');
@@ -590,6 +628,7 @@ int main(void)
 	    cmocka_unit_test(test_resource_scope_and_ifs_rows_decode_back),
 	    cmocka_unit_test(test_mptcp_rows_and_their_severity),
 	    cmocka_unit_test(test_every_column_type),
+	    cmocka_unit_test(test_blobs_only_when_asked),
 	    cmocka_unit_test(test_job_maps_to_service_name_and_namespace),
 	    cmocka_unit_test(test_kubernetes_semantic_conventions),
 	    cmocka_unit_test(test_bad_rows_leave_the_output_alone),
