@@ -44,7 +44,7 @@ function anyValue(v) {
   if (v.intValue !== undefined) return { intValue: String(v.intValue) };
   if (v.boolValue !== undefined) return { boolValue: v.boolValue };
   if (v.doubleValue !== undefined) return { doubleValue: v.doubleValue };
-  if (v.bytesValue !== undefined) return { bytesValue: Buffer.from(v.bytesValue).toString("base64") };
+  if (v.bytesValue !== undefined) return { bytesValue: v.bytesValue };
   if (v.arrayValue !== undefined) return { arrayValue: (v.arrayValue.values || []).map(anyValue) };
   if (v.kvlistValue !== undefined) return { kvlistValue: keyValues(v.kvlistValue.values, "kvlist") };
   return {};
