@@ -2,9 +2,12 @@
 /* /proc reads (see procfs.h). */
 #include <dirent.h>
 #include <errno.h>
+#include <linux/magic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/vfs.h>
 
 #include "base/procfs.h"
 
@@ -12,10 +15,20 @@ int64_t procfs_open_fds(const char *proc)
 {
 	char path[256];
 	struct dirent *e;
+	struct statfs sfs;
+	struct stat st;
 	int64_t n = 0;
 	DIR *d;
 
 	snprintf(path, sizeof(path), "%s/fd", proc);
+	/* Linux 6.2 and later: the directory's size is the count (the
+	 * bitmap's weight), at once; a scrape beside thousands of open
+	 * sockets walked them all (issue 30's idle connections: half the
+	 * throughput of /metrics). Not for another tree mounted there (a
+	 * test's fixed /proc), nor an older kernel's 0. */
+	if (!statfs(path, &sfs) && sfs.f_type == PROC_SUPER_MAGIC && !stat(path, &st) &&
+	    st.st_size > 0)
+		return st.st_size;
 	d = opendir(path);
 	if (!d)
 		return -1;

@@ -7,7 +7,8 @@
 
 /* Open file descriptors of the process whose /proc directory is proc
  * ("/proc/self", "/proc/1234"), not counting the one this read holds when
- * proc is "/proc/self"; -1 when the directory cannot be read. */
+ * proc is "/proc/self"; -1 when the directory cannot be read. O(1) on
+ * procfs since Linux 6.2 (the directory's size), else a listing. */
 int64_t procfs_open_fds(const char *proc);
 
 /* The number after "key:" on its line of /proc/self/status, read in base

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include <cmocka.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -147,6 +148,57 @@ static void test_procfs_status_field(void **state)
 	assert_int_equal(procfs_status_field("Name", 10, &v), -EINVAL); /* not a number */
 }
 
+/* The descriptors of the directory's listing, as procfs_open_fds() counted
+ * them before it read the size procfs gives (and still does elsewhere). */
+static int64_t fds_listed(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	int64_t n = 0;
+	struct dirent *e;
+
+	assert_non_null(d);
+	while ((e = readdir(d)))
+		n += e->d_name[0] != '.';
+	closedir(d);
+	return n - 1; /* its own */
+}
+
+/* procfs_open_fds(): the same count as the listing, 200 more after 200
+ * opens; a directory that is not procfs (a test's fixed /proc) is listed;
+ * -1 for none. */
+static void test_procfs_open_fds(void **state)
+{
+	char dir[] = "/tmp/sysobs-proc-XXXXXX", sub[64], f[80];
+	int fds[200];
+	int64_t n0;
+
+	(void)state;
+	n0 = procfs_open_fds("/proc/self");
+	assert_int_equal(n0, fds_listed());
+	for (int i = 0; i < 200; i++)
+		assert_true((fds[i] = open("/dev/null", O_RDONLY)) >= 0);
+	assert_int_equal(procfs_open_fds("/proc/self"), n0 + 200);
+	assert_int_equal(procfs_open_fds("/proc/self"), fds_listed());
+	for (int i = 0; i < 200; i++)
+		close(fds[i]);
+	assert_int_equal(procfs_open_fds("/proc/self"), n0);
+	assert_non_null(mkdtemp(dir));
+	snprintf(sub, sizeof(sub), "%s/fd", dir);
+	assert_int_equal(mkdir(sub, 0700), 0);
+	for (int i = 0; i < 3; i++) {
+		snprintf(f, sizeof(f), "%s/%d", sub, i);
+		close(open(f, O_CREAT | O_WRONLY, 0600));
+	}
+	assert_int_equal(procfs_open_fds(dir), 3);
+	for (int i = 0; i < 3; i++) {
+		snprintf(f, sizeof(f), "%s/%d", sub, i);
+		unlink(f);
+	}
+	rmdir(sub);
+	assert_int_equal(procfs_open_fds(dir), -1);
+	rmdir(dir);
+}
+
 /* file_read: a whole regular file, NUL-terminated, from its start even
  * through an O_APPEND descriptor; an empty one; refused: over the size
  * given, a directory, a FIFO (at once, no writer waited for), a missing
@@ -195,7 +247,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_array_grow),		cmocka_unit_test(test_buf_append),
 	    cmocka_unit_test(test_bytes_reserve),	cmocka_unit_test(test_gzip_round_trip),
-	    cmocka_unit_test(test_procfs_status_field), cmocka_unit_test(test_file_read),
+	    cmocka_unit_test(test_procfs_status_field), cmocka_unit_test(test_procfs_open_fds),
+	    cmocka_unit_test(test_file_read),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
