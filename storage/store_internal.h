@@ -45,6 +45,7 @@
 #define STORE_WAL_MIN		 (256 * 1024) /* the WAL's share of a small max_size, at least */
 #define STORE_WAL_FRAME		 (4096 + 24)  /* a WAL frame of a default page, its header */
 #define STORE_ROW_BYTES		 512	      /* row_bytes until a commit taught it */
+#define STORE_BOUND_SKIPS	 64	      /* commits between two size reads, at most */
 #define STORE_SLOT_HDR		 24
 
 /* Slot layout: header, then the row at a 16-byte aligned offset. */
@@ -155,6 +156,12 @@ struct store {
 	int64_t wal_cap;
 	int64_t commit_bytes;
 	int64_t row_bytes; /* database bytes a committed row takes, on average */
+	/* The size read before a commit costs a read transaction of its own
+	 * (two with the learning after it): small commits far under the
+	 * bound skip it, within a quarter of the room the last read found
+	 * and STORE_BOUND_SKIPS commits (store_bound_room()). */
+	int64_t bound_room;
+	unsigned bound_skips;
 	int ckpt_frames, ckpt_hard_frames;
 	/* rows per retention transaction: a deleted row's page is written to
 	 * the WAL like an inserted one, so it is a commit's worth of rows */

@@ -290,13 +290,25 @@ uint64_t store_bound_rows(const struct store *s, uint64_t n)
 void store_bound_room(struct store *s, uint64_t n, int64_t *used)
 {
 	int budget = STORE_DELETE_BUDGET;
+	int64_t incoming = (int64_t)n * s->row_bytes, target;
 
 	*used = -1;
 	if (!s->cfg.max_bytes)
 		return;
+	/* Far under the bound: the room the last read found, less what the
+	 * commits since took by row_bytes, and at most STORE_BOUND_SKIPS of
+	 * them (a row larger than row_bytes is caught at the next read). */
+	if (s->bound_skips < STORE_BOUND_SKIPS && incoming < s->bound_room) {
+		s->bound_room -= incoming;
+		s->bound_skips++;
+		return;
+	}
 	s->delete_batch = (int)store_bound_rows(s, STORE_DELETE_BATCH);
-	if (store_retain_size(s, &budget, (int64_t)n * s->row_bytes, used))
+	if (store_retain_size(s, &budget, incoming, used))
 		s->next_retention = 0; /* more to delete: again before the next batch */
+	target = (int64_t)s->cfg.max_bytes - s->wal_cap - incoming;
+	s->bound_room = *used >= 0 && *used < target ? (target - *used) / 4 : 0;
+	s->bound_skips = 0;
 }
 
 /* A quarter of the last commit's bytes a row, three quarters of before:

@@ -11,6 +11,7 @@
 #include <fcntl.h>
 #include <math.h>
 #include <sched.h>
+#include <inttypes.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -920,6 +921,55 @@ static void test_retention_by_size(void **state)
 			 max_id - n_left + 1);
 }
 
+/* file + WAL now, in bytes. */
+static int64_t file_and_wal(void)
+{
+	char wal[600];
+	struct stat st;
+	int64_t n = 0;
+
+	if (!stat(dbpath, &st))
+		n += st.st_size;
+	snprintf(wal, sizeof(wal), "%s-wal", dbpath);
+	if (!stat(wal, &st))
+		n += st.st_size;
+	return n;
+}
+
+/* max_size with single-row commits (a trickle of large rows): the size is
+ * read only every few commits far under the bound (store_bound_room()),
+ * and the file and its WAL still stay within it. */
+static void test_size_bound_single_row_commits(void **state)
+{
+	struct store_config cfg = default_cfg();
+	int64_t peak = 0, n;
+	struct store_stats st;
+	struct store *s;
+
+	cfg.batch_rows = 1;
+	cfg.max_bytes = 1024 * 1024;
+	s = open_started(&cfg, tables_ab);
+	for (int i = 0; i < 12000; i++) {
+		struct ev_row r = make_row(i);
+
+		memset(r.note, 'x', 200);
+		while (store_submit(s, i % 2 ? &table_a : &table_b, now_ns(), &r) == -EAGAIN)
+			sleep_ms(1);
+		if (i % 200 == 0 && (n = file_and_wal()) > peak)
+			peak = n;
+	}
+	assert_int_equal(store_flush(s), 0);
+	if ((n = file_and_wal()) > peak)
+		peak = n;
+	store_get_stats(s, &st);
+	store_close(s);
+	print_message("single-row commits, max_size 1M: file + WAL peak %" PRId64 " bytes, %" PRIu64
+		      " rows deleted by retention\n",
+		      peak, st.rows_deleted_retention);
+	assert_true(st.rows_deleted_retention > 0);
+	assert_true(peak <= (int64_t)cfg.max_bytes * 105 / 100);
+}
+
 /* What a page of store_history_page() handed over, in call order. */
 struct page {
 	int64_t ids[128], ts[128];
@@ -1491,6 +1541,7 @@ int main(void)
 					    teardown),
 	    cmocka_unit_test_setup_teardown(test_retention_by_age, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_retention_by_size, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_size_bound_single_row_commits, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_history_page, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_history_window_plans, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_series_each, setup, teardown),
