@@ -23,17 +23,23 @@ PEER=$SYSOBS_BUILD/tests/mptcp_peer
 [ -x "$PEER" ] || fail "mptcp_peer not built ($PEER)"
 
 mptcp_topo_up || fail "topology setup failed"
+# record_connection KEY=VALUE...: an agent watching both namespaces with
+# the keys given, one connection with a joined subflow, closed, and its
+# listener closed
+record_connection() {
+	write_base_config kubernetes.cri_socket=off \
+		"collector.mptcp.netns=/run/netns/$NS_A,/run/netns/$NS_B" "$@"
+	start_agent
+	wait_collector mptcp
+	mptcp_server 0.0.0.0
+	mptcp_client "$MP_B1" 2
+	echo close >&4
+	exec 4>&-
+	wait "$CLI"
+	mptcp_stop_server
+}
 REC=$T/events.rec
-write_base_config kubernetes.cri_socket=off \
-	"collector.mptcp.netns=/run/netns/$NS_A,/run/netns/$NS_B" "collector.mptcp.record=$REC"
-start_agent
-wait_collector mptcp
-mptcp_server 0.0.0.0
-mptcp_client "$MP_B1" 2
-echo close >&4
-exec 4>&-
-wait "$CLI"
-mptcp_stop_server
+record_connection "collector.mptcp.record=$REC"
 # Client and server: CREATED ESTABLISHED SUB_ESTABLISHED CLOSED each, and
 # the listener's two.
 rows_in() { [ "$(curl -sf "http://127.0.0.1:$PORT/api/v1/mptcp/events?limit=100" | jq '.data | length')" = "$1" ]; }
@@ -116,17 +122,8 @@ assert_eq "the cut recording" $((size - 3)) "$(stat -c %s "$T/cut.rec")"
 
 # record_max_size: the recording stops before a record would pass it (the
 # agent goes on watching), and what it holds replays.
-write_base_config "storage.path=$T/cap.db" kubernetes.cri_socket=off \
-	"collector.mptcp.netns=/run/netns/$NS_A,/run/netns/$NS_B" \
-	"collector.mptcp.record=$T/cap.rec" collector.mptcp.record_max_size=1k
-start_agent
-wait_collector mptcp
-mptcp_server 0.0.0.0
-mptcp_client "$MP_B1" 2
-echo close >&4
-exec 4>&-
-wait "$CLI"
-mptcp_stop_server
+record_connection "storage.path=$T/cap.db" "collector.mptcp.record=$T/cap.rec" \
+	collector.mptcp.record_max_size=1k
 capped() { grep -q "record: $T/cap.rec reached record_max_size (1024 bytes)" "$T/agent.log"; }
 wait_for 10 capped || fail "the recording did not stop at 1k: $(grep record: "$T/agent.log")"
 wait_for 20 rows_in 10 || fail "the agent stopped watching with the recording: $(api GET '/api/v1/mptcp/events?limit=100')"
