@@ -353,6 +353,10 @@ static int put(struct drops_rec_writer *w, uint32_t type, const void *a, size_t 
 	buf_append(&w->frame, c, clen);
 	if (w->frame.oom)
 		w->err = -ENOMEM;
+	else if (w->max && w->size + w->frame.len > w->max)
+		w->err = -EFBIG; /* a long collect: memory stays within max_size too */
+	if (w->err)
+		buf_free(&w->frame);
 	return w->err;
 }
 
@@ -387,11 +391,7 @@ int drops_rec_map(struct drops_rec_writer *w, uint32_t map, const void *key, siz
 int drops_rec_collect(struct drops_rec_writer *w, int64_t wall_ns)
 {
 	if (put(w, DROPS_REC_COLLECT, &wall_ns, sizeof(wall_ns), NULL, 0, NULL, 0))
-		return w->err;
-	if (w->max && w->size + w->frame.len > w->max) {
-		w->err = -EFBIG;
-		return w->err;
-	}
+		return w->err; /* -EFBIG: past max_size with it, nothing of it written */
 	if (fwrite(w->frame.p, w->frame.len, 1, w->f) != 1 || fflush(w->f))
 		w->err = errno ? -errno : -EIO;
 	else

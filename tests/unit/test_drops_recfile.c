@@ -255,11 +255,13 @@ static void test_duplicate_key(void **state)
 }
 
 /* max_size: nothing reaches the file before its collect; a collect that
- * would pass the size is not written at all (-EFBIG, the writer done), so
- * the file stays a whole recording of the collects before it. */
+ * would pass the size is not written at all (-EFBIG, the writer done: at
+ * the record that passes it, so memory stays within it too), and the file
+ * stays a whole recording of the collects before it. */
 static void test_max_size(void **state)
 {
-	struct drops_rec_writer *w = drops_rec_create(path, NCPUS, 16 + 2 * 32);
+	/* the second sample fits, not its collect record */
+	struct drops_rec_writer *w = drops_rec_create(path, NCPUS, 16 + 35 + 16 + 35 + 8);
 	const char rb[] = "0123456789"; /* a sample: 8 + 16 + 11 bytes */
 	struct drops_rec r;
 	struct stat sb;
