@@ -80,27 +80,55 @@ int clickhouse_ddl(const struct event_table *const *tables, const char *database
 	return out->oom ? -ENOMEM : 0;
 }
 
-char *clickhouse_insert_url(const char *base, const char *database, const struct event_table *t)
+/* base with query (and then extra) as its parameters; malloc'ed, or NULL. */
+static char *ch_query_url(const char *base, const char *query, const char *extra)
 {
 	/* Loaded by the destination's sender_check(), before. */
 	const struct lazylib_curl *cu = lazylib_curl(NULL);
-	char query[256], *esc, *url;
+	char *esc, *url;
 	size_t n;
 
 	if (!cu)
 		return NULL;
-	snprintf(query, sizeof(query), "INSERT INTO %s.%s FORMAT JSONEachRow", database, t->name);
 	esc = cu->easy_escape(NULL, query, 0);
 	if (!esc)
 		return NULL;
-	/* Columns the receiver's table lacks (an older DDL) are skipped, not
-	 * a refusal of every row. */
-	n = strlen(base) + strlen(esc) + 64;
+	n = strlen(base) + strlen(esc) + strlen(extra) + 16;
 	url = malloc(n);
 	if (url)
-		snprintf(url, n, "%s%squery=%s&input_format_skip_unknown_fields=1", base,
-			 strchr(base, '?') ? "&" : "?", esc);
+		snprintf(url, n, "%s%squery=%s%s", base, strchr(base, '?') ? "&" : "?", esc, extra);
 	cu->free(esc);
+	return url;
+}
+
+char *clickhouse_insert_url(const char *base, const char *database, const struct event_table *t)
+{
+	char query[256];
+
+	snprintf(query, sizeof(query), "INSERT INTO %s.%s FORMAT JSONEachRow", database, t->name);
+	/* Columns the receiver's table lacks (an older DDL) are skipped, not
+	 * a refusal of every row (clickhouse_blob_columns_url() finds the
+	 * ones that matter). */
+	return ch_query_url(base, query, "&input_format_skip_unknown_fields=1");
+}
+
+char *clickhouse_blob_columns_url(const char *base, const char *database,
+				  const struct event_table *const *tables, size_t n)
+{
+	struct buf q = {0};
+	char *url;
+
+	buf_printf(&q, "SELECT concat(table, '.', name) FROM system.columns WHERE database = '%s' "
+		       "AND (0",
+		   database);
+	for (size_t i = 0; i < n; i++)
+		for (const struct event_column *c = tables[i]->cols; c->name; c++)
+			if (c->type == COL_BLOB)
+				buf_printf(&q, " OR (table = '%s' AND name = '%s')", tables[i]->name,
+					   c->name);
+	buf_puts(&q, ") FORMAT TSV");
+	url = q.oom ? NULL : ch_query_url(base, q.p, "");
+	buf_free(&q);
 	return url;
 }
 

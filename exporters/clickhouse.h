@@ -40,6 +40,13 @@ int clickhouse_ddl(const struct event_table *const *tables, const char *database
  * (malloc'ed), or NULL when out of memory. */
 char *clickhouse_insert_url(const char *base, const char *database, const struct event_table *t);
 
+/* The URL of a SELECT of the COL_BLOB columns of tables[0..n) that the
+ * receiver's database has, one "table.column" a line (an INSERT skips a
+ * column its table lacks: a table made by an older DDL would take rows
+ * without their captures). malloc'ed, or NULL when out of memory. */
+char *clickhouse_blob_columns_url(const char *base, const char *database,
+				  const struct event_table *const *tables, size_t n);
+
 /* rows[0..n), all of one table, as JSONEachRow lines appended to out; a
  * COL_BLOB column's bytes only with EXPORT_F_BLOBS in flags (else left
  * out: NULL in the table). 0 or -ENOMEM. */

@@ -123,6 +123,7 @@ struct exp_dest {
 	struct exp_metrics m;
 	struct log_ratelimit rl_fail, rl_store;
 	int64_t pending_at_ns; /* clock_mono_ns() of the last pending count */
+	int64_t blobs_check_ns; /* the next look for the capture columns; -1: done */
 	bool full;	       /* the last batch was full: a backlog */
 
 	/* The batch: rows in id order, their structs in arena. */
@@ -258,6 +259,8 @@ static int exp_dest_new(struct config *cfg, struct cfg_section *sec, const char 
 	bad |= cfg_section_parse(cfg, sec->name, &d->cfg) ? 1 : 0;
 	d->format = d->cfg.format == EXP_OTLP ? EXP_OTLP : EXP_CLICKHOUSE;
 	d->fmt = &exp_format_ops[d->format];
+	/* only ClickHouse can lack a column: OTLP has attributes */
+	d->blobs_check_ns = d->format == EXP_CLICKHOUSE && d->cfg.capture ? 0 : -1;
 	snprintf(d->cursor_name, sizeof(d->cursor_name), "%s%s",
 		 d->cfg.cursor && *d->cfg.cursor ? "" : "export.",
 		 d->cfg.cursor && *d->cfg.cursor ? d->cfg.cursor : name);
@@ -675,12 +678,60 @@ static const struct turn_ops exp_turn_ops = {
     .stopped = exp_turn_stopped,
 };
 
+/* Whether line is one of the lines of text. */
+static bool exp_has_line(const char *text, const char *line)
+{
+	size_t n = strlen(line);
+
+	for (const char *p = text; (p = strstr(p, line)); p += n)
+		if ((p == text || p[-1] == '\n') && (p[n] == '\n' || !p[n]))
+			return true;
+	return false;
+}
+
+/* capture = true into ClickHouse: are the tables' capture columns there?
+ * An INSERT skips a column its table lacks, so a table made by an older
+ * DDL would take the rows without their captures: the log says so, with
+ * the ALTER TABLE that adds them, once the receiver has answered (asked
+ * again every minute until then). */
+static void exp_blobs_check(struct exp_dest *d)
+{
+	char *url, want[160];
+	int64_t now = clock_mono_ns();
+
+	if (d->blobs_check_ns < 0 || now < d->blobs_check_ns)
+		return;
+	d->blobs_check_ns = now + 60 * 1000000000LL;
+	url = clickhouse_blob_columns_url(d->cfg.http.url, d->cfg.database, d->tables, d->n_tables);
+	if (!url)
+		return;
+	if (sender_get(&d->snd, url) == SENDER_SENT && d->snd.status == 200) {
+		d->blobs_check_ns = -1;
+		for (size_t i = 0; i < d->n_tables; i++)
+			for (const struct event_column *c = d->tables[i]->cols; c->name; c++) {
+				if (c->type != COL_BLOB)
+					continue;
+				snprintf(want, sizeof(want), "%s.%s", d->tables[i]->name, c->name);
+				if (exp_has_line(d->snd.resp, want))
+					continue;
+				log_err(d->section,
+					"capture = true, but %s.%s has no column %s (made by an "
+					"older DDL): its rows arrive without their captures until "
+					"ALTER TABLE %s.%s ADD COLUMN %s Nullable(String)",
+					d->cfg.database, d->tables[i]->name, c->name, d->cfg.database,
+					d->tables[i]->name, c->name);
+			}
+	}
+	free(url);
+}
+
 static void *exp_main(void *arg)
 {
 	struct exp_dest *d = arg;
 	uint64_t wait;
 
 	do {
+		exp_blobs_check(d);
 		wait = turn_run(&d->turn);
 		sender_publish_cpu(d->m.cpu);
 	} while (!sender_stopping(&d->snd) && (!wait || sender_sleep(&d->snd, wait)));

@@ -113,7 +113,19 @@ database = sysobs
 tables = drop_samples
 send_interval = 1s
 capture = true
+[export.old]
+format = clickhouse
+url = http://127.0.0.1:$CH_HTTP/
+database = oldddl
+tables = drop_samples
+send_interval = 1s
+capture = true
 INI
+# a database made by an older DDL: drop_samples without its capture column
+sed '/^    capture Nullable(String),$/d; s/\bsysobs\./oldddl./g; s/DATABASE IF NOT EXISTS sysobs;/DATABASE IF NOT EXISTS oldddl;/' \
+	"$T/ddl.sql" | clickhouse-client --port "$CH_TCP" --multiquery || fail "the older DDL does not load"
+assert_eq "capture columns in oldddl" 0 \
+	"$(chq "SELECT count() FROM system.columns WHERE database = 'oldddl' AND name = 'capture'")"
 start_agent
 make_drops 300
 wait_for 30 caught_up || fail "export did not catch up: pending $(pending); $(tail -5 "$T/agent.log")"
@@ -140,6 +152,12 @@ assert_eq "captures sent to [export.ch] (capture off)" 0 \
 	"$(chq "SELECT count() FROM shard1.drop_samples WHERE capture IS NOT NULL")"
 ncap=$(chq "SELECT count() FROM sysobs.drop_samples WHERE capture IS NOT NULL AND dport = $DPORT")
 assert_ge "captures of the test's drops in [export.cap]'s database" 300 "$ncap"
+# a table without the column takes the rows, not their captures: said at start
+old_said() { grep -q "export.old: capture = true, but oldddl.drop_samples has no column capture" "$T/agent.log"; }
+wait_for 10 old_said || fail "no word of oldddl's missing capture column: $(grep export.old "$T/agent.log")"
+grep -q "export.cap: capture = true, but" "$T/agent.log" && fail "[export.cap] said its column is missing"
+old_rows() { [ "$(chq "SELECT count() FROM oldddl.drop_samples WHERE dport = $DPORT")" -ge 300 ]; }
+wait_for 30 old_rows || fail "rows did not reach oldddl: $(chq "SELECT count() FROM oldddl.drop_samples")"
 pass "online: $LITE drop samples in ClickHouse once each, with host, job and external labels; their packet captures ($((${#lite_cap} / 2)) bytes for row $id) only where capture = true, byte for byte"
 
 # ---- 4. a database not created yet: kept, then sent ----
