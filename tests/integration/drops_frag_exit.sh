@@ -59,10 +59,15 @@ attempt() {
 	frag_bt_start "$A"
 	ip netns exec "$A" "$GEN" frag -d 10.78.0.2 -n 20 >/dev/null || fail "frag v4"
 	ip netns exec "$A" "$GEN" frag -d fd78::2 -n 20 >/dev/null || fail "frag v6"
-	local pending
-	pending=$(ip netns exec "$B" cat /proc/net/sockstat /proc/net/sockstat6 |
-		awk '$1 ~ /FRAG/ { n += $3 } END { print n + 0 }')
-	assert_eq "fragment queues pending before the deletion (sockstat FRAG inuse)" 40 "$pending"
+	# the veth hands the last fragments to B's softirq after the sender
+	# returns: their queues exist a moment later
+	_frag_queues() {
+		ip netns exec "$B" cat /proc/net/sockstat /proc/net/sockstat6 |
+			awk '$1 ~ /FRAG/ { n += $3 } END { print n + 0 }'
+	}
+	_all_queued() { [ "$(_frag_queues)" -ge 40 ]; }
+	wait_for 5 _all_queued || true
+	assert_eq "fragment queues pending before the deletion (sockstat FRAG inuse)" 40 "$(_frag_queues)"
 	ip netns del "$B"
 	# the queues are purged in cleanup_net's worker, after `ip netns del`
 	_counted() { [ "$(metrics_frag '*')" -ge $((all0 + 80)) ]; }
