@@ -69,13 +69,12 @@ bpftrace -e 'tracepoint:skb:kfree_skb {
 	else { @["other", ksym(args->location), args->reason] = count(); }
 }' >"$T/bt.out" 2>&1 &
 BT_PID=$!
-on_exit "kill -INT $BT_PID 2>/dev/null; wait $BT_PID 2>/dev/null"
+on_exit "kill -KILL $BT_PID 2>/dev/null"
 bt_attached() { grep -q "Attaching" "$T/bt.out"; }
 wait_for 30 bt_attached || fail "bpftrace did not attach: $(head -3 "$T/bt.out")"
 sleep 1 # "Attaching" is printed before the attach itself
 bt_stop() {
-	kill -INT "$BT_PID"
-	wait "$BT_PID" 2>/dev/null
+	bt_interrupt "$BT_PID"
 	grep '^@\[' "$T/bt.out" | sed 's/^@\[//; s/\]: /, /; s/, /|/g' >"$T/bt.tab" || true
 }
 # bt COMM_GLOB SYM_GLOB REASON -> events the reference counted

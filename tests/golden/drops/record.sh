@@ -39,7 +39,7 @@ bpftrace -e "tracepoint:skb:kfree_skb {
 	}
 }" >"$T/bt.out" 2>&1 &
 BT_PID=$!
-on_exit "kill -INT $BT_PID 2>/dev/null; wait $BT_PID 2>/dev/null"
+on_exit "kill -KILL $BT_PID 2>/dev/null"
 wait_for 30 grep -q Attaching "$T/bt.out" || fail "bpftrace did not attach: $(head -3 "$T/bt.out")"
 sleep 1 # "Attaching" is printed before the attach itself
 
@@ -65,8 +65,7 @@ wait_for 20 sh -c "[ \$(curl -s http://127.0.0.1:$PORT/metrics | awk -v l='netns
 	fail "the namespace's drops did not reach /metrics: $(ns_total)"
 sleep 1 # one more collect: the counters after the last sample
 stop_agent
-kill -INT "$BT_PID"
-wait "$BT_PID" 2>/dev/null
+bt_interrupt "$BT_PID"
 grep '^@\[' "$T/bt.out" | sed 's/^@\[\([0-9]*\)\]: \([0-9]*\)/\1 \2/' | sort >"$T/bt.tab"
 
 # The reference against the replay of the new recording.
