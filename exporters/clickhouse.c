@@ -118,14 +118,15 @@ char *clickhouse_blob_columns_url(const char *base, const char *database,
 	struct buf q = {0};
 	char *url;
 
-	buf_printf(&q, "SELECT concat(table, '.', name) FROM system.columns WHERE database = '%s' "
-		       "AND (0",
+	buf_printf(&q,
+		   "SELECT concat(table, '.', name) FROM system.columns WHERE database = '%s' "
+		   "AND (0",
 		   database);
 	for (size_t i = 0; i < n; i++)
 		for (const struct event_column *c = tables[i]->cols; c->name; c++)
 			if (c->type == COL_BLOB)
-				buf_printf(&q, " OR (table = '%s' AND name = '%s')", tables[i]->name,
-					   c->name);
+				buf_printf(&q, " OR (table = '%s' AND name = '%s')",
+					   tables[i]->name, c->name);
 	buf_puts(&q, ") FORMAT TSV");
 	url = q.oom ? NULL : ch_query_url(base, q.p, "");
 	buf_free(&q);

@@ -122,9 +122,9 @@ struct exp_dest {
 	struct exp_backfill bf; /* a table exported again (events_follow.h) */
 	struct exp_metrics m;
 	struct log_ratelimit rl_fail, rl_store;
-	int64_t pending_at_ns; /* clock_mono_ns() of the last pending count */
+	int64_t pending_at_ns;	/* clock_mono_ns() of the last pending count */
 	int64_t blobs_check_ns; /* the next look for the capture columns; -1: done */
-	bool full;	       /* the last batch was full: a backlog */
+	bool full;		/* the last batch was full: a backlog */
 
 	/* The batch: rows in id order, their structs in arena. */
 	struct arena arena;
@@ -718,8 +718,8 @@ static void exp_blobs_check(struct exp_dest *d)
 					"capture = true, but %s.%s has no column %s (made by an "
 					"older DDL): its rows arrive without their captures until "
 					"ALTER TABLE %s.%s ADD COLUMN %s Nullable(String)",
-					d->cfg.database, d->tables[i]->name, c->name, d->cfg.database,
-					d->tables[i]->name, c->name);
+					d->cfg.database, d->tables[i]->name, c->name,
+					d->cfg.database, d->tables[i]->name, c->name);
 			}
 	}
 	free(url);

@@ -331,8 +331,8 @@ static int otlp_record_fill(struct arena *a, const struct export_row *r, unsigne
 		struct col_value cv;
 
 		col_value(&t->cols[i], r->row, &cv);
-		if (cv.kind == COLV_NULL ||
-		    (cv.kind == COLV_BLOB && !(flags & EXPORT_F_BLOBS))) /* packet bytes stay home */
+		/* packet bytes stay home unless the destination asks */
+		if (cv.kind == COLV_NULL || (cv.kind == COLV_BLOB && !(flags & EXPORT_F_BLOBS)))
 			continue;
 		if (otlp_column_attrs(a, &t->cols[i], &cv, rec, &k))
 			return -ENOMEM;

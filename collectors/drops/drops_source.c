@@ -191,7 +191,8 @@ void drops_record_collect(struct collector *c, struct drops_state *st)
 	if (err == -EFBIG)
 		clog_warn(c,
 			  "recording to %s stopped at %" PRIu64 " bytes: the next collect would "
-			  "take it past record_max_size (%" PRIu64 "); the file is a whole recording",
+			  "take it past record_max_size (%" PRIu64
+			  "); the file is a whole recording",
 			  st->cfg->record, drops_rec_size(st->rec->w), st->cfg->record_max_size);
 	else
 		clog_warn(c,

@@ -65,7 +65,7 @@ struct mptcp_priv {
 
 	struct mptcp_subflow_ctx *sub; /* subflow health (mptcp_subflow.c) */
 
-	int rec_fd;	/* record = FILE: the recording, -1 none (mptcp_replay.c) */
+	int rec_fd;		    /* record = FILE: the recording, -1 none (mptcp_replay.c) */
 	uint64_t rec_size, rec_max; /* its bytes, record_max_size */
 	const char *rec_path;
 	bool replaying; /* replay = FILE: nothing live runs */

@@ -50,9 +50,9 @@ static int mptcp_rec_slurp(struct mptcp_priv *p, const char *key, int fd, const 
 	if (err == -ENOMEM)
 		return err;
 	if (err)
-		return collector_config_error(p->c, key, "%s: %s", path,
-					      file_read_strerror(err, MPTCP_REPLAY_MAX_BYTES, why,
-								 sizeof(why)));
+		return collector_config_error(
+		    p->c, key, "%s: %s", path,
+		    file_read_strerror(err, MPTCP_REPLAY_MAX_BYTES, why, sizeof(why)));
 	return 0;
 }
 

@@ -271,7 +271,7 @@ static void test_max_size(void **state)
 	assert_non_null(w);
 	assert_int_equal(drops_rec_sample(w, 0, 1, rb, sizeof(rb)), 0);
 	assert_int_equal(stat(path, &sb), 0);
-	assert_int_equal(sb.st_size, 16); /* the header only: the sample waits */
+	assert_int_equal(sb.st_size, 16);	      /* the header only: the sample waits */
 	assert_int_equal(drops_rec_collect(w, 1), 0); /* 35 + 16 */
 	assert_int_equal(drops_rec_size(w), 16 + 35 + 16);
 	assert_int_equal(drops_rec_sample(w, 0, 2, rb, sizeof(rb)), 0);

@@ -33,37 +33,32 @@ typedef Opentelemetry__Proto__Logs__V1__LogRecord otlp_record;
 typedef Opentelemetry__Proto__Common__V1__KeyValue otlp_kv;
 typedef Opentelemetry__Proto__Common__V1__AnyValue otlp_any;
 
-#define STR_CASE  OPENTELEMETRY__PROTO__COMMON__V1__ANY_VALUE__VALUE_STRING_VALUE
-#define INT_CASE  OPENTELEMETRY__PROTO__COMMON__V1__ANY_VALUE__VALUE_INT_VALUE
-#define BOOL_CASE OPENTELEMETRY__PROTO__COMMON__V1__ANY_VALUE__VALUE_BOOL_VALUE
-#define DBL_CASE  OPENTELEMETRY__PROTO__COMMON__V1__ANY_VALUE__VALUE_DOUBLE_VALUE
+#define STR_CASE   OPENTELEMETRY__PROTO__COMMON__V1__ANY_VALUE__VALUE_STRING_VALUE
+#define INT_CASE   OPENTELEMETRY__PROTO__COMMON__V1__ANY_VALUE__VALUE_INT_VALUE
+#define BOOL_CASE  OPENTELEMETRY__PROTO__COMMON__V1__ANY_VALUE__VALUE_BOOL_VALUE
+#define DBL_CASE   OPENTELEMETRY__PROTO__COMMON__V1__ANY_VALUE__VALUE_DOUBLE_VALUE
 #define BYTES_CASE OPENTELEMETRY__PROTO__COMMON__V1__ANY_VALUE__VALUE_BYTES_VALUE
 
 /* A table with every column type and NULL kind, and its own severity. */
 struct kinds_row {
-	int64_t neg;	/* COL_NULL_NEG */
-	int32_t small;	/* COL_NOT_NULL, may be negative */
-	uint64_t big;	/* COL_NULL_ZERO */
-	double real;	/* COL_NOT_NULL */
-	double zreal;	/* COL_NULL_ZERO */
-	bool flag;	/* COL_NOT_NULL */
-	char text[24];	/* COL_NULL_EMPTY */
-	char always[8]; /* COL_NOT_NULL: "" is a value */
+	int64_t neg;		 /* COL_NULL_NEG */
+	int32_t small;		 /* COL_NOT_NULL, may be negative */
+	uint64_t big;		 /* COL_NULL_ZERO */
+	double real;		 /* COL_NOT_NULL */
+	double zreal;		 /* COL_NULL_ZERO */
+	bool flag;		 /* COL_NOT_NULL */
+	char text[24];		 /* COL_NULL_EMPTY */
+	char always[8];		 /* COL_NOT_NULL: "" is a value */
 	COL_BLOB_FIELD(8) bytes; /* COL_NULL_EMPTY: a packet capture's kind */
 };
 
 #define K_COL(f, t, n, ...) COL(struct kinds_row, f, t, n, __VA_ARGS__)
 static const struct event_column kinds_cols[] = {
-    K_COL(neg, COL_INT, COL_NULL_NEG),
-    K_COL(small, COL_INT, COL_NOT_NULL),
-    K_COL(big, COL_UINT, COL_NULL_ZERO),
-    K_COL(real, COL_REAL, COL_NOT_NULL),
-    K_COL(zreal, COL_REAL, COL_NULL_ZERO),
-    K_COL(flag, COL_BOOL, COL_NOT_NULL),
-    K_COL(text, COL_TEXT, COL_NULL_EMPTY),
-    K_COL(always, COL_TEXT, COL_NOT_NULL),
-    K_COL(bytes, COL_BLOB, COL_NULL_EMPTY),
-    {0},
+    K_COL(neg, COL_INT, COL_NULL_NEG),	    K_COL(small, COL_INT, COL_NOT_NULL),
+    K_COL(big, COL_UINT, COL_NULL_ZERO),    K_COL(real, COL_REAL, COL_NOT_NULL),
+    K_COL(zreal, COL_REAL, COL_NULL_ZERO),  K_COL(flag, COL_BOOL, COL_NOT_NULL),
+    K_COL(text, COL_TEXT, COL_NULL_EMPTY),  K_COL(always, COL_TEXT, COL_NOT_NULL),
+    K_COL(bytes, COL_BLOB, COL_NULL_EMPTY), {0},
 };
 
 static int kinds_severity(const void *row)
@@ -397,7 +392,8 @@ static void test_every_column_type(void **state)
 static void test_blobs_only_when_asked(void **state)
 {
 	struct export_identity id = test_identity();
-	struct kinds_row packet = {.neg = 1, .bytes = {.len = 5, .data = {0, 0xff, '"', '\\', 0x80}}};
+	struct kinds_row packet = {.neg = 1,
+				   .bytes = {.len = 5, .data = {0, 0xff, '"', '\\', 0x80}}};
 	struct kinds_row none = {.neg = 2};
 	struct export_row rows[2] = {{&kinds_table, 1, 1, &packet}, {&kinds_table, 2, 2, &none}};
 	otlp_request *req;
