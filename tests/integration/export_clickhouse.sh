@@ -98,29 +98,20 @@ compare() {
 
 DBF=$T/a.db
 agent_config hostA shard1 "$DBF"
-cat >>"$T/sysobsd.ini" <<INI
-[export.bad]
-format = clickhouse
-url = http://127.0.0.1:$CH_HTTP/
-database = nosuchdb
-tables = drop_samples
-batch_rows = $BATCH
-send_interval = 1s
-[export.cap]
-format = clickhouse
-url = http://127.0.0.1:$CH_HTTP/
-database = sysobs
-tables = drop_samples
-send_interval = 1s
-capture = true
-[export.old]
-format = clickhouse
-url = http://127.0.0.1:$CH_HTTP/
-database = oldddl
-tables = drop_samples
-send_interval = 1s
-capture = true
-INI
+# ch_dest NAME DATABASE [LINE...]: one more [export.NAME] of drop_samples
+# into this ClickHouse, with LINEs ("key = value") added
+ch_dest() {
+	printf '[export.%s]\nformat = clickhouse\nurl = http://127.0.0.1:%s/\ndatabase = %s\n' \
+		"$1" "$CH_HTTP" "$2"
+	printf 'tables = drop_samples\nsend_interval = 1s\n'
+	shift 2
+	[ $# -eq 0 ] || printf '%s\n' "$@"
+}
+{
+	ch_dest bad nosuchdb "batch_rows = $BATCH"
+	ch_dest cap sysobs "capture = true"
+	ch_dest old oldddl "capture = true"
+} >>"$T/sysobsd.ini"
 # a database made by an older DDL: drop_samples without its capture column
 sed '/^    capture Nullable(String),$/d; s/\bsysobs\./oldddl./g; s/DATABASE IF NOT EXISTS sysobs;/DATABASE IF NOT EXISTS oldddl;/' \
 	"$T/ddl.sql" | clickhouse-client --port "$CH_TCP" --multiquery || fail "the older DDL does not load"
